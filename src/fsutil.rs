@@ -1,0 +1,99 @@
+//! Small filesystem helpers shared by the commands: atomic replacement of
+//! output files, free space, and the bytes a file really occupies.
+
+use std::ffi::CString;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::{Error, Result};
+
+/// Writes `bytes` to `path` through a temporary file in the same directory
+/// and a rename, so readers see the old file or the whole new one.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = parent_dir(path);
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".blobbench-")
+        .tempfile_in(dir)
+        .map_err(|e| Error::io(dir, "cannot create a file in this directory", e))?;
+    tmp.write_all(bytes).map_err(|e| Error::io(path, "cannot write", e))?;
+    tmp.as_file().sync_all().map_err(|e| Error::io(path, "cannot write", e))?;
+    tmp.persist(path).map_err(|e| Error::io(path, "cannot write", e.error))?;
+    Ok(())
+}
+
+/// The directory a path lives in ("." for a bare file name).
+pub fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// Checks that a file can be created in `path`'s directory, so that a
+/// command fails before an hour of measuring rather than after.
+pub fn check_writable_output(path: &Path) -> Result<()> {
+    if path.is_dir() {
+        return Err(Error::bad_input(path, "is a directory, expected a file name"));
+    }
+    let dir = parent_dir(path);
+    if !dir.is_dir() {
+        return Err(Error::bad_input(dir, "no such directory"));
+    }
+    tempfile::Builder::new()
+        .prefix(".blobbench-probe-")
+        .tempfile_in(dir)
+        .map(drop)
+        .map_err(|e| Error::io(dir, "cannot write output here", e))
+}
+
+/// Bytes actually allocated on disk for one file or directory (st_blocks).
+pub fn allocated_bytes(meta: &std::fs::Metadata) -> u64 {
+    meta.blocks() * 512
+}
+
+/// Free bytes available to this user on the filesystem holding `path`.
+pub fn free_bytes(path: &Path) -> Result<u64> {
+    let c = cstring(path)?;
+    // SAFETY: statvfs writes into the struct we own; the path is NUL-terminated.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(Error::io(path, "cannot read free space", std::io::Error::last_os_error()));
+    }
+    Ok(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+pub fn cstring(path: &Path) -> Result<CString> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| Error::bad_input(path, "path contains a NUL byte"))
+}
+
+/// A sibling of `path` to build into before renaming over it.
+pub fn temp_sibling(path: &Path, tag: &str) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    parent_dir(path).join(format!(".{name}.{tag}-{}", std::process::id()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_whole_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("out.json");
+        write_atomic(&p, b"first").unwrap();
+        write_atomic(&p, b"second").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"second");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary left behind");
+    }
+
+    #[test]
+    fn unwritable_output_is_caught_early() {
+        assert!(check_writable_output(Path::new("/nonexistent-dir/x.json")).is_err());
+        let dir = tempfile::tempdir().unwrap();
+        assert!(check_writable_output(dir.path()).is_err(), "a directory is not a file name");
+        assert!(check_writable_output(&dir.path().join("ok.json")).is_ok());
+        assert!(free_bytes(dir.path()).unwrap() > 0);
+    }
+}

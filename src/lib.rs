@@ -1,0 +1,19 @@
+//! blobbench: measure whether small blobs are faster in SQLite or in files,
+//! on this machine, faithfully to SQLite's kvtest and beyond it.
+//!
+//! The library does all the work and returns data; the binary (`main.rs`,
+//! `cli/`) parses arguments and prints.
+
+pub mod cold;
+pub mod envinfo;
+pub mod error;
+pub mod fsutil;
+pub mod keys;
+pub mod measure;
+pub mod oscount;
+pub mod progress;
+pub mod results;
+pub mod units;
+pub mod workload;
+
+pub use error::{Error, Result};

@@ -1,0 +1,160 @@
+//! Per-operation latency: an HDR histogram in nanoseconds (three significant
+//! digits, so 1 us operations resolve to 1 ns), and the cost of the clock.
+//!
+//! Timestamps are chained: one clock read per operation, whose difference to
+//! the previous read is that operation's latency. The latencies then add up
+//! to the loop time exactly, and the harness pays one clock read per op.
+
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Largest latency kept apart; anything slower is clamped (one hour).
+const MAX_NS: u64 = 3_600_000_000_000;
+
+/// Where a timed loop sends each operation's latency. [`NoLatency`] compiles
+/// to nothing, so a loop run without latency reads no clock per operation.
+pub trait LatencySink {
+    const ENABLED: bool;
+    fn record(&mut self, ns: u64);
+}
+
+pub struct NoLatency;
+
+impl LatencySink for NoLatency {
+    const ENABLED: bool = false;
+    #[inline(always)]
+    fn record(&mut self, _ns: u64) {}
+}
+
+#[derive(Debug, Clone)]
+pub struct Latency {
+    hist: Histogram<u64>,
+}
+
+impl Default for Latency {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LatencySink for Latency {
+    const ENABLED: bool = true;
+    /// Never allocates: the histogram's range is fixed when it is made.
+    #[inline]
+    fn record(&mut self, ns: u64) {
+        self.hist.saturating_record(ns.max(1));
+    }
+}
+
+impl Latency {
+    pub fn new() -> Self {
+        let hist = Histogram::new_with_bounds(1, MAX_NS, 3).expect("valid histogram bounds");
+        Latency { hist }
+    }
+
+    pub fn count(&self) -> u64 {
+        self.hist.len()
+    }
+
+    /// Adds another histogram (other runs, other threads).
+    pub fn merge(&mut self, other: &Latency) {
+        self.hist.add(&other.hist).expect("histograms share their bounds");
+    }
+
+    pub fn summary(&self) -> LatencySummary {
+        let us = |ns: u64| ns as f64 / 1000.0;
+        let q = |q: f64| us(self.hist.value_at_quantile(q));
+        LatencySummary {
+            count: self.hist.len(),
+            mean_us: self.hist.mean() / 1000.0,
+            min_us: us(self.hist.min()),
+            p50_us: q(0.50),
+            p90_us: q(0.90),
+            p99_us: q(0.99),
+            p999_us: q(0.999),
+            max_us: us(self.hist.max()),
+        }
+    }
+}
+
+/// Percentiles of per-operation latency, in microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub mean_us: f64,
+    pub min_us: f64,
+    pub p50_us: f64,
+    pub p90_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+}
+
+/// Nanoseconds one `Instant::now()` costs on this machine, measured once per
+/// process as the median of several batches.
+pub fn clock_cost_ns() -> f64 {
+    static COST: OnceLock<f64> = OnceLock::new();
+    *COST.get_or_init(|| {
+        const READS: u32 = 100_000;
+        let mut batches: Vec<f64> = (0..7)
+            .map(|_| {
+                let start = Instant::now();
+                let mut last = start;
+                for _ in 0..READS {
+                    last = std::hint::black_box(Instant::now());
+                }
+                (last - start).as_nanos() as f64 / f64::from(READS)
+            })
+            .collect();
+        batches.sort_by(f64::total_cmp);
+        batches[batches.len() / 2]
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_ordered_and_match_a_known_distribution() {
+        let mut lat = Latency::new();
+        for us in 1..=1000u64 {
+            lat.record(us * 1000);
+        }
+        let s = lat.summary();
+        assert_eq!(s.count, 1000);
+        assert!(s.min_us <= s.p50_us && s.p50_us <= s.p90_us && s.p90_us <= s.p99_us);
+        assert!(s.p99_us <= s.p999_us && s.p999_us <= s.max_us);
+        assert!((s.p50_us - 500.0).abs() <= 1.0, "p50 {}", s.p50_us);
+        assert!((s.p99_us - 990.0).abs() <= 1.0, "p99 {}", s.p99_us);
+        assert!((s.mean_us - 500.5).abs() <= 0.5, "mean {}", s.mean_us);
+        assert!(s.min_us <= s.mean_us && s.mean_us <= s.max_us);
+    }
+
+    #[test]
+    fn one_microsecond_resolves() {
+        let mut lat = Latency::new();
+        lat.record(1_000);
+        lat.record(1_001);
+        assert!((lat.summary().max_us - 1.001).abs() < 0.0015);
+    }
+
+    #[test]
+    fn merge_adds_counts() {
+        let (mut a, mut b) = (Latency::new(), Latency::new());
+        a.record(10);
+        b.record(20);
+        b.record(30);
+        a.merge(&b);
+        assert_eq!(a.count(), 3);
+    }
+
+    #[test]
+    fn clock_cost_is_plausible() {
+        let c = clock_cost_ns();
+        assert!(c > 0.0 && c < 10_000.0, "clock read costs {c} ns");
+    }
+}

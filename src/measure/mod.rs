@@ -1,0 +1,270 @@
+//! The measurement engine: warm-up runs, repeated timed runs, per-operation
+//! latency, OS counters and cold-cache eviction around each run, and a summary
+//! with spread. Workloads supply one run as a closure; everything about how
+//! runs are repeated and summarised lives here, once.
+
+mod latency;
+mod stats;
+
+pub use latency::{clock_cost_ns, Latency, LatencySink, LatencySummary, NoLatency};
+pub use stats::{Stat, Summary};
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use crate::cold::EvictionReport;
+use crate::oscount::OsCounters;
+use crate::{Error, Result};
+
+/// How an experiment is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Timed runs.
+    pub repeat: u32,
+    /// Untimed runs before the timed ones (the article discards one).
+    pub warmup: u32,
+    /// Evict the dataset from the page cache before each timed run.
+    pub cold: bool,
+    /// Time every operation (one clock read per op) for percentiles.
+    pub latency: bool,
+}
+
+impl Default for Plan {
+    fn default() -> Self {
+        Plan { repeat: 5, warmup: 1, cold: false, latency: true }
+    }
+}
+
+/// Where the time of one run went. kvtest's single figure is `kvtest_total_ns`:
+/// from before the database is opened to after the commit, plus the close
+/// (which runs the WAL checkpoint) unless the checkpoint is excluded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Phases {
+    /// Open, pragmas, statement preparation, BEGIN.
+    pub setup_ns: u64,
+    /// The operations themselves.
+    pub loop_ns: u64,
+    /// COMMIT of the single transaction (0 for files or --multitrans).
+    pub commit_ns: u64,
+    /// Closing the database, which checkpoints a WAL (in kvtest's total
+    /// unless the checkpoint is excluded).
+    pub close_ns: u64,
+    /// An explicit checkpoint timed outside kvtest's total (--nocheckpoint).
+    pub checkpoint_ns: u64,
+    pub kvtest_total_ns: u64,
+}
+
+/// What a workload reports for one run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOutcome {
+    /// Operations that found a blob (kvtest's --count).
+    pub ops: u64,
+    /// Keys that had no blob; each cost an extra cycle, as in kvtest.
+    pub misses: u64,
+    /// Blob bytes read or written.
+    pub bytes: u64,
+    pub phases: Phases,
+}
+
+/// One timed run, raw, as stored in the result file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunSample {
+    pub index: u32,
+    pub ops: u64,
+    pub misses: u64,
+    pub bytes: u64,
+    pub phases: Phases,
+    /// kvtest's "Microseconds per BLOB": kvtest total / ops.
+    pub per_op_us: f64,
+    /// Loop time only / ops: the operation without open and commit.
+    pub loop_per_op_us: f64,
+    /// kvtest's "Content rate": bytes / kvtest total, MB = 10^6 bytes.
+    pub mb_per_s: f64,
+    pub os: OsCounters,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold: Option<EvictionReport>,
+}
+
+/// The engine's output for one experiment.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    pub runs: Vec<RunSample>,
+    pub latency: Option<Latency>,
+    pub summary: Summary,
+    pub clock_cost_ns: f64,
+    pub clock_overhead_pct: f64,
+    pub warnings: Vec<String>,
+    /// Stopped early by Ctrl-C; the runs here are complete ones.
+    pub interrupted: bool,
+}
+
+/// What a run closure is handed: the histogram to record into, when latency
+/// is on. Workloads pass it to a loop generic over [`LatencySink`] so that a
+/// run without latency has no clock reads in its loop at all.
+pub struct RunContext<'a> {
+    pub latency: Option<&'a mut Latency>,
+    /// False for warm-up runs, whose figures are thrown away.
+    pub timed: bool,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Asks running measurements to stop after the current run (Ctrl-C).
+pub fn request_stop() {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+pub fn stop_requested() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
+/// Spread (coefficient of variation) above which a comparison is doubtful.
+pub const NOISY_CV_PCT: f64 = 10.0;
+
+/// Runs `warmup` untimed and `repeat` timed runs of `one_run`. `evict`, when
+/// given, is called before each timed run (outside any timer) to empty the
+/// page cache of the dataset; a run whose eviction did not take is refused
+/// rather than reported as cold.
+pub fn measure(
+    plan: &Plan,
+    mut evict: Option<&mut dyn FnMut() -> Result<EvictionReport>>,
+    mut one_run: impl FnMut(RunContext<'_>) -> Result<RunOutcome>,
+) -> Result<Measured> {
+    if plan.repeat == 0 {
+        return Err(Error::invalid("--repeat must be at least 1"));
+    }
+    if plan.cold && evict.is_none() {
+        return Err(Error::invalid("--cold is not supported for this experiment"));
+    }
+    let mut warnings = Vec::new();
+    for _ in 0..plan.warmup {
+        if stop_requested() {
+            break;
+        }
+        one_run(RunContext { latency: None, timed: false })?;
+    }
+    let mut latency = plan.latency.then(Latency::new);
+    let mut runs = Vec::with_capacity(plan.repeat as usize);
+    for index in 0..plan.repeat {
+        if stop_requested() {
+            break;
+        }
+        let cold = match (plan.cold, evict.as_mut()) {
+            (true, Some(evict)) => {
+                let report = evict()?;
+                if !report.effective {
+                    return Err(Error::invalid(format!(
+                        "--cold: eviction did not work ({:.0}% of the sampled pages still cached{}); refusing to report a cold number",
+                        report.resident_pct,
+                        report.note.as_deref().map(|n| format!(": {n}")).unwrap_or_default()
+                    )));
+                }
+                Some(report)
+            }
+            _ => None,
+        };
+        let before = OsCounters::now();
+        let outcome = one_run(RunContext { latency: latency.as_mut(), timed: true })?;
+        let os = OsCounters::now().since(&before);
+        runs.push(sample(index, &outcome, os, cold));
+    }
+    let interrupted = runs.len() < plan.repeat as usize;
+    if runs.is_empty() {
+        return Err(Error::Interrupted);
+    }
+    let summary = Summary::of(&runs);
+    if summary.noisy {
+        warnings.push(format!(
+            "runs vary by {:.0}% (coefficient of variation of per-op time over {} runs); treat small differences as noise",
+            summary.per_op_us.cv_pct, summary.runs
+        ));
+    }
+    let clock_cost_ns = clock_cost_ns();
+    let clock_overhead_pct = if plan.latency && summary.loop_per_op_us.mean > 0.0 {
+        clock_cost_ns / (summary.loop_per_op_us.mean * 1000.0) * 100.0
+    } else {
+        0.0
+    };
+    Ok(Measured { runs, latency, summary, clock_cost_ns, clock_overhead_pct, warnings, interrupted })
+}
+
+fn sample(index: u32, o: &RunOutcome, os: OsCounters, cold: Option<EvictionReport>) -> RunSample {
+    let ops = o.ops.max(1) as f64;
+    let total_ns = o.phases.kvtest_total_ns.max(1) as f64;
+    RunSample {
+        index,
+        ops: o.ops,
+        misses: o.misses,
+        bytes: o.bytes,
+        phases: o.phases,
+        per_op_us: total_ns / 1000.0 / ops,
+        loop_per_op_us: o.phases.loop_ns as f64 / 1000.0 / ops,
+        mb_per_s: o.bytes as f64 / total_ns * 1000.0,
+        os,
+        cold,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake(ops: u64, total_ns: u64) -> RunOutcome {
+        RunOutcome {
+            ops,
+            misses: 0,
+            bytes: ops * 100,
+            phases: Phases { loop_ns: total_ns, kvtest_total_ns: total_ns, ..Phases::default() },
+        }
+    }
+
+    #[test]
+    fn honours_repeat_and_warmup() {
+        let plan = Plan { repeat: 3, warmup: 2, cold: false, latency: true };
+        let (mut warm, mut timed) = (0, 0);
+        let m = measure(&plan, None, |ctx| {
+            if ctx.timed {
+                timed += 1;
+                ctx.latency.expect("latency on").record(1000);
+            } else {
+                warm += 1;
+                assert!(ctx.latency.is_none(), "warm-up runs record nothing");
+            }
+            Ok(fake(10, 10_000))
+        })
+        .unwrap();
+        assert_eq!((warm, timed), (2, 3));
+        assert_eq!(m.runs.len(), 3);
+        assert_eq!(m.latency.unwrap().count(), 3);
+        assert!((m.summary.per_op_us.median - 1.0).abs() < 1e-9);
+        assert!((m.runs[0].mb_per_s - 100.0).abs() < 1e-9, "100 bytes per us is 100 MB/s");
+    }
+
+    #[test]
+    fn zero_repeat_is_refused() {
+        let plan = Plan { repeat: 0, ..Plan::default() };
+        assert!(measure(&plan, None, |_| Ok(fake(1, 1))).is_err());
+    }
+
+    #[test]
+    fn ineffective_eviction_is_an_error_not_a_cold_number() {
+        let plan = Plan { repeat: 1, warmup: 0, cold: true, latency: false };
+        let mut evict = || Ok(EvictionReport { effective: false, resident_pct: 80.0, ..EvictionReport::default() });
+        let err = measure(&plan, Some(&mut evict), |_| Ok(fake(1, 1))).unwrap_err();
+        assert!(err.to_string().contains("eviction did not work"), "{err}");
+    }
+
+    #[test]
+    fn noisy_runs_warn() {
+        let plan = Plan { repeat: 3, warmup: 0, cold: false, latency: false };
+        let mut t = 0;
+        let m = measure(&plan, None, |_| {
+            t += 1;
+            Ok(fake(10, [10_000, 20_000, 40_000][t - 1]))
+        })
+        .unwrap();
+        assert!(m.summary.noisy);
+        assert_eq!(m.warnings.len(), 1);
+    }
+}
