@@ -27,6 +27,9 @@ pub struct ResultFile {
     /// False when the command was interrupted; what is here was measured.
     pub complete: bool,
     pub environment: Environment,
+    /// The kvtest dataset the experiments ran on, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<DatasetSpec>,
     /// Measured configurations, each summarised by the measurement engine.
     #[serde(default)]
     pub experiments: Vec<Experiment>,
@@ -50,6 +53,7 @@ impl ResultFile {
                 .unwrap_or(0),
             complete: true,
             environment,
+            dataset: None,
             experiments: Vec::new(),
             disk_usage: Vec::new(),
             notes: Vec::new(),
@@ -81,6 +85,24 @@ pub struct Experiment {
     pub clock_overhead_pct: f64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+}
+
+/// How a kvtest dataset was made (`blobbench init`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DatasetSpec {
+    pub count: u32,
+    /// Mean blob size in bytes; each blob is uniform in size +/- variance.
+    pub size: u32,
+    pub variance: u32,
+    pub page_size: u32,
+    pub seed: u64,
+}
+
+impl Default for DatasetSpec {
+    /// kvtest's defaults.
+    fn default() -> Self {
+        DatasetSpec { count: 1000, size: 10_000, variance: 0, page_size: 4096, seed: 1 }
+    }
 }
 
 /// How much space one stored copy of the data takes.

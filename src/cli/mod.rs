@@ -1,0 +1,18 @@
+//! Argument definitions and dispatch. Each command's arguments and printing
+//! live in their own file; the library does the work.
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "blobbench", version, about = "Small blobs: SQLite or files? Measured on this machine.")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {}
+
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {}
+}
