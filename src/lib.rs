@@ -5,6 +5,8 @@
 //! `cli/`) parses arguments and prints.
 
 pub mod cold;
+pub mod csv;
+pub mod dataset;
 pub mod envinfo;
 pub mod error;
 pub mod fsutil;
@@ -13,6 +15,8 @@ pub mod measure;
 pub mod oscount;
 pub mod progress;
 pub mod results;
+pub mod run;
+pub mod store;
 pub mod units;
 pub mod workload;
 

@@ -1,0 +1,163 @@
+//! `init`, `export` and `stat`: kvtest's dataset commands.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use blobbench::dataset::{self, StatReport};
+use blobbench::results::DatasetSpec;
+use blobbench::units;
+
+use super::progress;
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The database file to create.
+    pub db: PathBuf,
+    /// Number of blobs (keys 1..N).
+    #[arg(long, default_value = "1000", value_parser = units::positive_u32)]
+    pub count: u32,
+    /// Mean blob size in bytes (K, M, KiB, MiB... suffixes work).
+    #[arg(long, default_value = "10000", value_parser = units::positive_u32)]
+    pub size: u32,
+    /// Each blob's size is uniform in [size-variance, size+variance].
+    #[arg(long, default_value = "0", value_parser = non_negative_u32)]
+    pub variance: u32,
+    /// Database page size: a power of two from 512 to 65536.
+    #[arg(long, default_value = "4096", value_parser = units::page_size)]
+    pub pagesize: u32,
+    /// Seed of the random sizes and content.
+    #[arg(long, default_value = "1", value_parser = units::non_negative_u64)]
+    pub seed: u64,
+    /// Replace DB if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+fn non_negative_u32(s: &str) -> Result<u32, units::UnitError> {
+    units::parse_at_least(s, 0, "value")
+}
+
+impl InitArgs {
+    pub fn spec(&self) -> DatasetSpec {
+        DatasetSpec {
+            count: self.count,
+            size: self.size,
+            variance: self.variance,
+            page_size: self.pagesize,
+            seed: self.seed,
+        }
+    }
+}
+
+pub fn init(args: InitArgs) -> anyhow::Result<()> {
+    let progress = progress::for_terminal();
+    let r = dataset::init(&args.db, &args.spec(), args.force, progress.as_ref())?;
+    let secs = r.elapsed_ns as f64 / 1e9;
+    println!(
+        "Created {}: {} blobs, {} bytes of content, file {} bytes, in {:.3} s ({:.1} MB/s)",
+        args.db.display(),
+        r.count,
+        r.content_bytes,
+        r.file_bytes,
+        secs,
+        r.content_bytes as f64 / secs / 1e6
+    );
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The database to read.
+    pub db: PathBuf,
+    /// The directory to create (one file per blob).
+    pub dir: PathBuf,
+    /// Names like 00/00/01 instead of 000001, at most 100 entries per directory.
+    #[arg(long)]
+    pub tree: bool,
+    /// Replace DIR if it already holds a previous export.
+    #[arg(long)]
+    pub force: bool,
+}
+
+pub fn export(args: ExportArgs) -> anyhow::Result<()> {
+    let progress = progress::for_terminal();
+    let r = dataset::export(
+        &args.db,
+        &args.dir,
+        args.tree,
+        args.force,
+        progress.as_ref(),
+    )?;
+    let secs = r.elapsed_ns as f64 / 1e9;
+    println!(
+        "Exported {} blobs ({} bytes) to {} ({} layout) in {:.3} s ({:.1} MB/s)",
+        r.files,
+        r.bytes,
+        args.dir.display(),
+        r.layout.name(),
+        secs,
+        r.bytes as f64 / secs / 1e6
+    );
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+pub struct StatArgs {
+    /// A database, a flat directory or a tree.
+    pub path: PathBuf,
+    /// Rebuild the database first (VACUUM); rewrites the file.
+    #[arg(long)]
+    pub vacuum: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn stat(args: StatArgs) -> anyhow::Result<()> {
+    let report = dataset::stat(&args.path, args.vacuum)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    match &report {
+        StatReport::Db(s) => {
+            // kvtest's lines first, in kvtest's format.
+            println!("Number of entries:  {:8}", s.entries);
+            println!("Average value size: {:8}", s.avg_size as u64);
+            println!("Minimum value size: {:8}", s.min_size);
+            println!("Maximum value size: {:8}", s.max_size);
+            println!("Page-size:          {:8}", s.page_size);
+            println!("Page-count:         {:8}", s.page_count);
+            println!("Freelist-count:     {:8}", s.freelist_count);
+            for line in &s.integrity {
+                println!("Integrity-check:    {line}");
+            }
+            println!("Journal mode:       {:>8}", s.journal_mode);
+            println!("Content bytes:      {:>14}", s.content_bytes);
+            println!("File bytes:         {:>14}", s.file_bytes + s.wal_bytes);
+            println!(
+                "Allocated bytes:    {:>14}  (blocks on disk, as du counts them)",
+                s.allocated_bytes
+            );
+        }
+        StatReport::Dir(s) => {
+            println!("Layout:             {:>8}", s.layout.name());
+            println!("Number of entries:  {:8}", s.entries);
+            println!("Average value size: {:8}", s.avg_size as u64);
+            println!("Minimum value size: {:8}", s.min_size);
+            println!("Maximum value size: {:8}", s.max_size);
+            println!("Directories:        {:8}", s.directories);
+            println!("Content bytes:      {:>14}", s.content_bytes);
+            println!(
+                "Apparent bytes:     {:>14}  (files and directories, as ls shows them)",
+                s.apparent_bytes
+            );
+            println!(
+                "Allocated bytes:    {:>14}  (blocks on disk, as du counts them)",
+                s.allocated_bytes
+            );
+        }
+    }
+    Ok(())
+}

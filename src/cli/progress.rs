@@ -1,0 +1,53 @@
+//! The library's progress trait drawn as an indicatif bar, on a terminal only.
+
+use std::io::IsTerminal;
+use std::sync::Mutex;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use blobbench::progress::{Progress, Silent};
+
+pub struct Bar {
+    bar: Mutex<Option<ProgressBar>>,
+}
+
+impl Progress for Bar {
+    fn start(&self, what: &str, total: u64) {
+        let bar = ProgressBar::new(total).with_message(what.to_string());
+        bar.set_style(
+            ProgressStyle::with_template("{msg:>12} [{bar:40}] {pos}/{len} ({per_sec}, ETA {eta})")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        if let Ok(mut slot) = self.bar.lock() {
+            *slot = Some(bar);
+        }
+    }
+
+    fn advance(&self, units: u64) {
+        if let Ok(slot) = self.bar.lock() {
+            if let Some(bar) = slot.as_ref() {
+                bar.inc(units);
+            }
+        }
+    }
+
+    fn finish(&self) {
+        if let Ok(mut slot) = self.bar.lock() {
+            if let Some(bar) = slot.take() {
+                bar.finish_and_clear();
+            }
+        }
+    }
+}
+
+/// A bar when stderr is a terminal, silence otherwise (pipes, CI, tests).
+pub fn for_terminal() -> Box<dyn Progress> {
+    if std::io::stderr().is_terminal() {
+        Box::new(Bar {
+            bar: Mutex::new(None),
+        })
+    } else {
+        Box::new(Silent)
+    }
+}

@@ -1,0 +1,451 @@
+//! `run`: kvtest's options and output lines, then blobbench's summary.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use blobbench::envinfo;
+use blobbench::keys::Order;
+use blobbench::measure::Plan;
+use blobbench::results::{self, ResultFile};
+use blobbench::run::{self, RunOptions, RunReport};
+use blobbench::units;
+use blobbench::workload::{DbAccess, DbParams, FileParams, FileRead, FileWrite, Layout, SyncLevel};
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A database, a flat directory or a tree (as made by init/export).
+    pub path: PathBuf,
+    /// Blobs to read or write (misses add cycles, as in kvtest).
+    #[arg(long, default_value = "1000", value_parser = units::positive_u64)]
+    pub count: u64,
+    /// Largest key to use [default: the largest key present].
+    #[arg(long, value_parser = units::positive_u32)]
+    pub max_id: Option<u32>,
+    /// First key.
+    #[arg(long, default_value = "1", value_parser = units::positive_u32)]
+    pub start: u32,
+    /// Keys in ascending order (the default).
+    #[arg(long, overrides_with_all = ["desc", "random"])]
+    pub asc: bool,
+    /// Keys in descending order.
+    #[arg(long, overrides_with_all = ["asc", "random"])]
+    pub desc: bool,
+    /// Keys in kvtest's fixed pseudo-random order.
+    #[arg(long, overrides_with_all = ["asc", "desc"])]
+    pub random: bool,
+    /// Overwrite blobs (same size, new random content) instead of reading.
+    #[arg(long)]
+    pub update: bool,
+    /// Database: use sqlite3_blob_read/write instead of SQL.
+    #[arg(long)]
+    pub blob_api: bool,
+    /// Database: PRAGMA cache_size (pages, or -KiB).
+    #[arg(long, default_value = "1000", value_parser = units::parse_int, allow_hyphen_values = true)]
+    pub cache_size: i64,
+    /// Database: PRAGMA mmap_size in bytes.
+    #[arg(long, default_value = "0", value_parser = units::non_negative_i64)]
+    pub mmap: i64,
+    /// Database: PRAGMA journal_mode (delete, truncate, persist, memory, wal, off).
+    #[arg(long, value_parser = ["delete", "truncate", "persist", "memory", "wal", "off"], ignore_case = true)]
+    pub jmode: Option<String>,
+    /// Database: PRAGMA synchronous.
+    #[arg(long, value_enum)]
+    pub sync: Option<SyncArg>,
+    /// Database: synchronous OFF (same as --sync off).
+    #[arg(long, conflicts_with = "sync")]
+    pub nosync: bool,
+    /// Database: each operation in its own transaction.
+    #[arg(long)]
+    pub multitrans: bool,
+    /// Database: stop the timer before the closing checkpoint (timed apart).
+    #[arg(long)]
+    pub nocheckpoint: bool,
+    /// Database: run PRAGMA integrity_check after the runs.
+    #[arg(long)]
+    pub integrity_check: bool,
+    /// Database: print SQLite's memory and cache counters.
+    #[arg(long)]
+    pub stats: bool,
+    /// Files: stdio is kvtest's fopen/fread; posix is open/fstat/read/close.
+    #[arg(long, value_enum, default_value = "stdio")]
+    pub file_read: FileReadArg,
+    /// Files: truncate is kvtest's fopen("wb"); inplace overwrites; replace renames a new file over the old.
+    #[arg(long, value_enum, default_value = "truncate")]
+    pub file_write: FileWriteArg,
+    /// Files: fsync each file after writing it.
+    #[arg(long)]
+    pub fsync: bool,
+    /// Timed runs (the kvtest lines show the median one).
+    #[arg(long, default_value = "5", value_parser = repeat_count)]
+    pub repeat: u32,
+    /// Untimed runs before the timed ones [default: 1, or 0 with --cold].
+    #[arg(long, value_parser = warmup_count)]
+    pub warmup: Option<u32>,
+    /// Evict the dataset from the page cache before each timed run.
+    #[arg(long)]
+    pub cold: bool,
+    /// Do not time each operation (no percentiles; no clock reads in the loop).
+    #[arg(long)]
+    pub no_latency: bool,
+    /// Seed of the random content written by --update.
+    #[arg(long, default_value = "1", value_parser = units::non_negative_u64)]
+    pub seed: u64,
+    /// Write the results (schema in docs/results-schema.md) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write one CSV row per timed run to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// What to print on stdout.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum SyncArg {
+    Off,
+    Normal,
+    Full,
+    Extra,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum FileReadArg {
+    Stdio,
+    Posix,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum FileWriteArg {
+    Truncate,
+    Inplace,
+    Replace,
+}
+
+fn repeat_count(s: &str) -> Result<u32, units::UnitError> {
+    let v: u32 = units::parse_at_least(s, 1, "--repeat")?;
+    if v > 10_000 {
+        return Err(units::UnitError::from(format!(
+            "--repeat {v} is absurd (at most 10000)"
+        )));
+    }
+    Ok(v)
+}
+
+fn warmup_count(s: &str) -> Result<u32, units::UnitError> {
+    let v: u32 = units::parse_at_least(s, 0, "--warmup")?;
+    if v > 1000 {
+        return Err(units::UnitError::from(format!(
+            "--warmup {v} is absurd (at most 1000)"
+        )));
+    }
+    Ok(v)
+}
+
+impl RunArgs {
+    pub fn options(&self) -> RunOptions {
+        let order = if self.random {
+            Order::Random
+        } else if self.desc {
+            Order::Desc
+        } else {
+            Order::Asc
+        };
+        let sync = if self.nosync {
+            Some(SyncLevel::Off)
+        } else {
+            self.sync.map(|s| match s {
+                SyncArg::Off => SyncLevel::Off,
+                SyncArg::Normal => SyncLevel::Normal,
+                SyncArg::Full => SyncLevel::Full,
+                SyncArg::Extra => SyncLevel::Extra,
+            })
+        };
+        RunOptions {
+            path: self.path.clone(),
+            count: self.count,
+            max_id: self.max_id,
+            start: self.start,
+            order,
+            update: self.update,
+            db: DbParams {
+                access: if self.blob_api {
+                    DbAccess::BlobApi
+                } else {
+                    DbAccess::Sql
+                },
+                cache_size: self.cache_size,
+                mmap_bytes: self.mmap,
+                journal_mode: self.jmode.as_ref().map(|j| j.to_lowercase()),
+                sync,
+                multitrans: self.multitrans,
+                nocheckpoint: self.nocheckpoint,
+            },
+            files: FileParams {
+                read: match self.file_read {
+                    FileReadArg::Stdio => FileRead::Stdio,
+                    FileReadArg::Posix => FileRead::Posix,
+                },
+                write: match self.file_write {
+                    FileWriteArg::Truncate => FileWrite::Truncate,
+                    FileWriteArg::Inplace => FileWrite::Inplace,
+                    FileWriteArg::Replace => FileWrite::Replace,
+                },
+                fsync: self.fsync,
+            },
+            integrity_check: self.integrity_check,
+            stats: self.stats,
+            plan: Plan {
+                repeat: self.repeat,
+                warmup: self.warmup.unwrap_or(if self.cold { 0 } else { 1 }),
+                cold: self.cold,
+                latency: !self.no_latency,
+            },
+            seed: self.seed,
+        }
+    }
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    // Output paths are checked before measuring, not after an hour of it.
+    for p in args.json.iter().chain(args.csv.iter()) {
+        blobbench::fsutil::check_writable_output(p)?;
+    }
+    let opts = args.options();
+    let report = run::run(&opts, "run", "run")?;
+    let mut results = ResultFile::new("run", envinfo::collect(&args.path));
+    results.complete = !report.interrupted;
+    results.experiments.push(report.experiment.clone());
+    if let Some(p) = &args.json {
+        results::write(p, &results)?;
+    }
+    if let Some(p) = &args.csv {
+        blobbench::fsutil::write_atomic(p, blobbench::csv::runs(&results).as_bytes())?;
+    }
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&results)?),
+        Format::Text => print!("{}", text(&report, &opts)),
+    }
+    Ok(())
+}
+
+/// kvtest's lines for the median run, then blobbench's summary.
+pub fn text(report: &RunReport, opts: &RunOptions) -> String {
+    let mut o = String::new();
+    let e = &report.experiment;
+    let r = report.median_run();
+    let db = report.layout == Layout::Db;
+    let verb = if opts.update { "write" } else { "read" };
+    if let Some(s) = &report.sqlite_stats {
+        let _ = writeln!(
+            o,
+            "\nMemory Used:                         {} (max {}) bytes",
+            s.memory_used, s.memory_max
+        );
+        let _ = writeln!(
+            o,
+            "Number of Outstanding Allocations:   {} (max {})",
+            s.allocations, s.allocations_max
+        );
+        let _ = writeln!(
+            o,
+            "Number of Pcache Pages Used:         {} (max {}) pages",
+            s.pcache_pages, s.pcache_pages_max
+        );
+        let _ = writeln!(
+            o,
+            "Number of Pcache Overflow Bytes:     {} (max {}) bytes",
+            s.pcache_overflow, s.pcache_overflow_max
+        );
+        let _ = writeln!(
+            o,
+            "Largest Allocation:                  {} bytes",
+            s.largest_allocation
+        );
+        let _ = writeln!(
+            o,
+            "Largest Pcache Allocation:           {} bytes",
+            s.largest_pcache_allocation
+        );
+        let _ = writeln!(
+            o,
+            "Pager Heap Usage:                    {} bytes",
+            s.pager_heap
+        );
+        let _ = writeln!(o, "Page cache hits:                     {}", s.cache_hits);
+        let _ = writeln!(o, "Page cache misses:                   {}", s.cache_misses);
+        let _ = writeln!(o, "Page cache writes:                   {}", s.cache_writes);
+        let io = &r.os;
+        let _ = writeln!(
+            o,
+            "{:<36} {}",
+            "Bytes received by read():", io.read_call_bytes
+        );
+        let _ = writeln!(
+            o,
+            "{:<36} {}",
+            "Bytes sent to write():", io.write_call_bytes
+        );
+        let _ = writeln!(o, "{:<36} {}", "Read() system calls:", io.read_syscalls);
+        let _ = writeln!(o, "{:<36} {}", "Write() system calls:", io.write_syscalls);
+        let _ = writeln!(
+            o,
+            "{:<36} {}",
+            "Bytes read from storage:", io.storage_read_bytes
+        );
+        let _ = writeln!(
+            o,
+            "{:<36} {}",
+            "Bytes written to storage:", io.storage_write_bytes
+        );
+        let _ = writeln!(
+            o,
+            "{:<36} {}",
+            "Cancelled write bytes:", io.cancelled_write_bytes
+        );
+    }
+    if r.misses > 0 {
+        let _ = writeln!(o, "{} cycles due to {} misses", r.ops + r.misses, r.misses);
+    }
+    if db {
+        let _ = writeln!(o, "SQLite version: {}", rusqlite::version());
+        for line in &report.integrity {
+            let _ = writeln!(o, "integrity-check: {line}");
+        }
+    }
+    let _ = writeln!(
+        o,
+        "--count {} --max-id {} {}",
+        r.ops,
+        report.max_id,
+        opts.order.flag()
+    );
+    if db {
+        let _ = writeln!(
+            o,
+            "--cache-size {} --jmode {}",
+            report.cache_size.unwrap_or(0),
+            report.journal_mode.as_deref().unwrap_or("???")
+        );
+        let _ = writeln!(
+            o,
+            "--mmap {}{}",
+            opts.db.mmap_bytes,
+            if opts.db.access == DbAccess::BlobApi {
+                " --blob-api"
+            } else {
+                ""
+            }
+        );
+        if opts.db.sync == Some(SyncLevel::Off) {
+            let _ = writeln!(o, "--nosync");
+        }
+        if let Some(ps) = report.page_size {
+            let _ = writeln!(o, "Database page size: {ps}");
+        }
+    }
+    let _ = writeln!(
+        o,
+        "Total elapsed time: {:.3}",
+        r.phases.kvtest_total_ns as f64 / 1e9
+    );
+    let _ = writeln!(o, "Microseconds per BLOB {verb}: {:.3}", r.per_op_us);
+    let _ = writeln!(o, "Content {verb} rate: {:.1} MB/s", r.mb_per_s);
+
+    let s = &e.summary;
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "blobbench: {} timed run{} after {} warm-up{}; kvtest's lines above show the median run",
+        s.runs,
+        plural(s.runs),
+        e.warmup_runs,
+        plural(e.warmup_runs)
+    );
+    let timer = match (db, opts.db.nocheckpoint) {
+        (false, _) => "the loop only (no open or commit for files)",
+        (true, false) => "open + pragmas + loop + commit + close (which checkpoints a WAL)",
+        (true, true) => "open + pragmas + loop + commit; the closing checkpoint is timed apart",
+    };
+    let _ = writeln!(o, "timer (kvtest's total): {timer}");
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let p = &r.phases;
+    if db {
+        let _ = writeln!(
+            o,
+            "phases of the median run: setup {:.3} ms, loop {:.3} ms, commit {:.3} ms, close {:.3} ms, checkpoint (excluded) {:.3} ms",
+            ms(p.setup_ns),
+            ms(p.loop_ns),
+            ms(p.commit_ns),
+            ms(p.close_ns),
+            ms(p.checkpoint_ns)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "{:<24}{:>10}{:>10}{:>10}{:>10}{:>8}",
+        "", "median", "mean", "min", "max", "cv"
+    );
+    for (name, st) in [
+        (format!("us per {verb} (kvtest)"), &s.per_op_us),
+        (format!("us per {verb} (loop)"), &s.loop_per_op_us),
+        ("MB/s (kvtest)".to_string(), &s.mb_per_s),
+    ] {
+        let _ = writeln!(
+            o,
+            "{:<24}{:>10.3}{:>10.3}{:>10.3}{:>10.3}{:>7.1}%",
+            name, st.median, st.mean, st.min, st.max, st.cv_pct
+        );
+    }
+    if let Some(l) = &e.latency {
+        let _ = writeln!(
+            o,
+            "latency per {verb} (us, {} ops over all timed runs): p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  max {:.2}",
+            l.count, l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.max_us
+        );
+        let _ = writeln!(
+            o,
+            "harness: one clock read per op costs {:.0} ns = {:.2}% of the loop's mean per-op time",
+            e.clock_cost_ns, e.clock_overhead_pct
+        );
+    }
+    let colds: Vec<f64> = e
+        .runs
+        .iter()
+        .filter_map(|r| r.cold.as_ref().map(|c| c.resident_pct))
+        .collect();
+    if !colds.is_empty() {
+        let worst = colds.iter().cloned().fold(0.0, f64::max);
+        let _ = writeln!(
+            o,
+            "cold: page cache evicted before each timed run (not timed); at most {worst:.1}% of sampled pages still resident"
+        );
+    }
+    if report.interrupted {
+        let _ = writeln!(
+            o,
+            "warning: interrupted; only {} of {} timed runs were made",
+            s.runs, opts.plan.repeat
+        );
+    }
+    for w in &e.warnings {
+        let _ = writeln!(o, "warning: {w}");
+    }
+    o
+}
+
+fn plural(n: u32) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}

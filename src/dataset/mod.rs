@@ -1,0 +1,13 @@
+//! kvtest datasets: a database of blobs (`init`), its copy as one file per
+//! blob (`export`), what a path holds (`layout`), and what it occupies (`stat`).
+
+mod export;
+mod init;
+mod layout;
+mod stat;
+
+pub use export::{export, ExportReport};
+pub use init::{init, InitReport};
+pub(crate) use layout::db_error;
+pub use layout::{blob_files, detect, list_keys, open_kv, BlobPath, KvConnection};
+pub use stat::{stat, DbStat, DirStat, StatReport};
