@@ -26,8 +26,5 @@ pub struct EvictionReport {
 /// Evicts `files` from the page cache and reports how well that worked.
 pub fn evict(files: &[PathBuf]) -> Result<EvictionReport> {
     let _ = files;
-    Ok(EvictionReport {
-        note: Some("not implemented yet".into()),
-        ..EvictionReport::default()
-    })
+    Ok(EvictionReport { note: Some("not implemented yet".into()), ..EvictionReport::default() })
 }

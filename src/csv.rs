@@ -15,11 +15,7 @@ pub fn runs(results: &ResultFile) -> String {
     for e in &results.experiments {
         for r in &e.runs {
             let (p, o) = (&r.phases, &r.os);
-            let cold = r
-                .cold
-                .as_ref()
-                .map(|c| format!("{:.2}", c.resident_pct))
-                .unwrap_or_default();
+            let cold = r.cold.as_ref().map(|c| format!("{:.2}", c.resident_pct)).unwrap_or_default();
             let _ = writeln!(
                 out,
                 "{},{},{},{},{},{:.3},{:.3},{:.3},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",

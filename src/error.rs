@@ -35,29 +35,18 @@ pub enum Error {
 
 impl Error {
     pub fn bad_input(path: &Path, why: impl Into<String>) -> Self {
-        Error::BadInput {
-            path: path.to_path_buf(),
-            why: why.into(),
-        }
+        Error::BadInput { path: path.to_path_buf(), why: why.into() }
     }
 
     /// An I/O error with the path and the action that failed; the OS message
     /// (e.g. "No space left on device") is appended so it names the cause.
     pub fn io(path: &Path, action: &str, source: std::io::Error) -> Self {
         let os = plain_io_message(&source);
-        Error::Io {
-            path: path.to_path_buf(),
-            why: format!("{action}: {os}"),
-            source,
-        }
+        Error::Io { path: path.to_path_buf(), why: format!("{action}: {os}"), source }
     }
 
     pub fn sqlite(path: &Path, why: impl Into<String>, source: rusqlite::Error) -> Self {
-        Error::Sqlite {
-            path: path.to_path_buf(),
-            why: why.into(),
-            source,
-        }
+        Error::Sqlite { path: path.to_path_buf(), why: why.into(), source }
     }
 
     pub fn invalid(msg: impl Into<String>) -> Self {

@@ -17,13 +17,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .prefix(".blobbench-")
         .tempfile_in(dir)
         .map_err(|e| Error::io(dir, "cannot create a file in this directory", e))?;
-    tmp.write_all(bytes)
-        .map_err(|e| Error::io(path, "cannot write", e))?;
-    tmp.as_file()
-        .sync_all()
-        .map_err(|e| Error::io(path, "cannot write", e))?;
-    tmp.persist(path)
-        .map_err(|e| Error::io(path, "cannot write", e.error))?;
+    tmp.write_all(bytes).map_err(|e| Error::io(path, "cannot write", e))?;
+    tmp.as_file().sync_all().map_err(|e| Error::io(path, "cannot write", e))?;
+    tmp.persist(path).map_err(|e| Error::io(path, "cannot write", e.error))?;
     Ok(())
 }
 
@@ -39,10 +35,7 @@ pub fn parent_dir(path: &Path) -> &Path {
 /// command fails before an hour of measuring rather than after.
 pub fn check_writable_output(path: &Path) -> Result<()> {
     if path.is_dir() {
-        return Err(Error::bad_input(
-            path,
-            "is a directory, expected a file name",
-        ));
+        return Err(Error::bad_input(path, "is a directory, expected a file name"));
     }
     let dir = parent_dir(path);
     if !dir.is_dir() {
@@ -66,26 +59,18 @@ pub fn free_bytes(path: &Path) -> Result<u64> {
     // SAFETY: statvfs writes into the struct we own; the path is NUL-terminated.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return Err(Error::io(
-            path,
-            "cannot read free space",
-            std::io::Error::last_os_error(),
-        ));
+        return Err(Error::io(path, "cannot read free space", std::io::Error::last_os_error()));
     }
     Ok(st.f_bavail as u64 * st.f_frsize as u64)
 }
 
 pub fn cstring(path: &Path) -> Result<CString> {
-    CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| Error::bad_input(path, "path contains a NUL byte"))
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| Error::bad_input(path, "path contains a NUL byte"))
 }
 
 /// A sibling of `path` to build into before renaming over it.
 pub fn temp_sibling(path: &Path, tag: &str) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     parent_dir(path).join(format!(".{name}.{tag}-{}", std::process::id()))
 }
 
@@ -100,21 +85,14 @@ mod tests {
         write_atomic(&p, b"first").unwrap();
         write_atomic(&p, b"second").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"second");
-        assert_eq!(
-            std::fs::read_dir(dir.path()).unwrap().count(),
-            1,
-            "no temporary left behind"
-        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary left behind");
     }
 
     #[test]
     fn unwritable_output_is_caught_early() {
         assert!(check_writable_output(Path::new("/nonexistent-dir/x.json")).is_err());
         let dir = tempfile::tempdir().unwrap();
-        assert!(
-            check_writable_output(dir.path()).is_err(),
-            "a directory is not a file name"
-        );
+        assert!(check_writable_output(dir.path()).is_err(), "a directory is not a file name");
         assert!(check_writable_output(&dir.path().join("ok.json")).is_ok());
         assert!(free_bytes(dir.path()).unwrap() > 0);
     }

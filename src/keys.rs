@@ -16,10 +16,7 @@ impl Default for KvtestRng {
 
 impl KvtestRng {
     pub const fn new() -> Self {
-        KvtestRng {
-            x: 0x333a_13cd,
-            y: 0xecb2_adea,
-        }
+        KvtestRng { x: 0x333a_13cd, y: 0xecb2_adea }
     }
 
     /// A differently seeded stream, for extra threads that must not walk in
@@ -78,12 +75,7 @@ impl KeySequence {
 
     pub fn with_rng(order: Order, start: u32, max_id: u32, rng: KvtestRng) -> Self {
         assert!(start >= 1 && max_id >= 1, "keys start at 1");
-        KeySequence {
-            order,
-            key: start,
-            max_id,
-            rng,
-        }
+        KeySequence { order, key: start, max_id, rng }
     }
 
     #[inline]
@@ -127,24 +119,15 @@ mod tests {
     #[test]
     fn asc_and_desc_wrap() {
         assert_eq!(take(KeySequence::new(Order::Asc, 3, 4), 5), [3, 4, 1, 2, 3]);
-        assert_eq!(
-            take(KeySequence::new(Order::Desc, 2, 4), 5),
-            [2, 1, 4, 3, 2]
-        );
+        assert_eq!(take(KeySequence::new(Order::Desc, 2, 4), 5), [2, 1, 4, 3, 2]);
     }
 
     #[test]
     fn random_stays_in_range_and_streams_differ() {
         let keys = take(KeySequence::new(Order::Random, 1, 7), 1000);
         assert!(keys.iter().all(|k| (1..=7).contains(k)));
-        let a = take(
-            KeySequence::with_rng(Order::Random, 1, 1000, KvtestRng::stream(1)),
-            20,
-        );
-        let b = take(
-            KeySequence::with_rng(Order::Random, 1, 1000, KvtestRng::stream(2)),
-            20,
-        );
+        let a = take(KeySequence::with_rng(Order::Random, 1, 1000, KvtestRng::stream(1)), 20);
+        let b = take(KeySequence::with_rng(Order::Random, 1, 1000, KvtestRng::stream(2)), 20);
         assert_ne!(a, b);
     }
 }

@@ -68,30 +68,18 @@ impl OsCounters {
     pub fn since(&self, earlier: &Self) -> Self {
         OsCounters {
             read_call_bytes: self.read_call_bytes.saturating_sub(earlier.read_call_bytes),
-            write_call_bytes: self
-                .write_call_bytes
-                .saturating_sub(earlier.write_call_bytes),
+            write_call_bytes: self.write_call_bytes.saturating_sub(earlier.write_call_bytes),
             read_syscalls: self.read_syscalls.saturating_sub(earlier.read_syscalls),
             write_syscalls: self.write_syscalls.saturating_sub(earlier.write_syscalls),
-            storage_read_bytes: self
-                .storage_read_bytes
-                .saturating_sub(earlier.storage_read_bytes),
-            storage_write_bytes: self
-                .storage_write_bytes
-                .saturating_sub(earlier.storage_write_bytes),
-            cancelled_write_bytes: self
-                .cancelled_write_bytes
-                .saturating_sub(earlier.cancelled_write_bytes),
+            storage_read_bytes: self.storage_read_bytes.saturating_sub(earlier.storage_read_bytes),
+            storage_write_bytes: self.storage_write_bytes.saturating_sub(earlier.storage_write_bytes),
+            cancelled_write_bytes: self.cancelled_write_bytes.saturating_sub(earlier.cancelled_write_bytes),
             user_cpu_us: self.user_cpu_us.saturating_sub(earlier.user_cpu_us),
             system_cpu_us: self.system_cpu_us.saturating_sub(earlier.system_cpu_us),
             minor_faults: self.minor_faults.saturating_sub(earlier.minor_faults),
             major_faults: self.major_faults.saturating_sub(earlier.major_faults),
-            voluntary_switches: self
-                .voluntary_switches
-                .saturating_sub(earlier.voluntary_switches),
-            involuntary_switches: self
-                .involuntary_switches
-                .saturating_sub(earlier.involuntary_switches),
+            voluntary_switches: self.voluntary_switches.saturating_sub(earlier.voluntary_switches),
+            involuntary_switches: self.involuntary_switches.saturating_sub(earlier.involuntary_switches),
             peak_rss_kib: self.peak_rss_kib,
         }
     }
@@ -109,10 +97,7 @@ mod tests {
         std::fs::write(&path, vec![7u8; 64 * 1024]).unwrap();
         let before = OsCounters::now();
         let mut buf = Vec::new();
-        std::fs::File::open(&path)
-            .unwrap()
-            .read_to_end(&mut buf)
-            .unwrap();
+        std::fs::File::open(&path).unwrap().read_to_end(&mut buf).unwrap();
         let d = OsCounters::now().since(&before);
         if std::path::Path::new("/proc/self/io").exists() {
             assert!(d.read_call_bytes >= 64 * 1024, "{d:?}");

@@ -101,13 +101,7 @@ pub struct DatasetSpec {
 impl Default for DatasetSpec {
     /// kvtest's defaults.
     fn default() -> Self {
-        DatasetSpec {
-            count: 1000,
-            size: 10_000,
-            variance: 0,
-            page_size: 4096,
-            seed: 1,
-        }
+        DatasetSpec { count: 1000, size: 10_000, variance: 0, page_size: 4096, seed: 1 }
     }
 }
 
@@ -143,46 +137,28 @@ pub enum ReadError {
 /// Parses a result file's text, checking the schema name and version first
 /// so an old or foreign file gets a clear message rather than a field error.
 pub fn parse(path: &str, text: &str) -> Result<ResultFile, ReadError> {
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| ReadError::Json {
-        path: path.to_string(),
-        why: e.to_string(),
-    })?;
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| ReadError::Json { path: path.to_string(), why: e.to_string() })?;
     let schema = value.get("schema").and_then(|v| v.as_str()).unwrap_or("");
     if schema != SCHEMA_NAME {
-        return Err(ReadError::NotResults {
-            path: path.to_string(),
-            found: schema.to_string(),
-        });
+        return Err(ReadError::NotResults { path: path.to_string(), found: schema.to_string() });
     }
-    let version = value
-        .get("schema_version")
-        .and_then(|v| v.as_u64())
-        .unwrap_or(0);
+    let version = value.get("schema_version").and_then(|v| v.as_u64()).unwrap_or(0);
     if version != u64::from(SCHEMA_VERSION) {
-        return Err(ReadError::Version {
-            path: path.to_string(),
-            found: version,
-        });
+        return Err(ReadError::Version { path: path.to_string(), found: version });
     }
-    serde_json::from_value(value).map_err(|e| ReadError::Shape {
-        path: path.to_string(),
-        why: e.to_string(),
-    })
+    serde_json::from_value(value).map_err(|e| ReadError::Shape { path: path.to_string(), why: e.to_string() })
 }
 
 pub fn read(path: &std::path::Path) -> Result<ResultFile, ReadError> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ReadError::Io {
-        path: name.clone(),
-        why: e.to_string(),
-    })?;
+    let text = std::fs::read_to_string(path).map_err(|e| ReadError::Io { path: name.clone(), why: e.to_string() })?;
     parse(&name, &text)
 }
 
 /// Serialises and writes atomically (temporary file, then rename), so an
 /// interrupted write never leaves a truncated file under the final name.
 pub fn write(path: &std::path::Path, results: &ResultFile) -> crate::Result<()> {
-    let text =
-        serde_json::to_string_pretty(results).map_err(|e| crate::Error::invalid(e.to_string()))?;
+    let text = serde_json::to_string_pretty(results).map_err(|e| crate::Error::invalid(e.to_string()))?;
     crate::fsutil::write_atomic(path, text.as_bytes())
 }

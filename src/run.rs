@@ -76,11 +76,7 @@ impl RunReport {
     /// The run kvtest-style output shows: the median one.
     pub fn median_run(&self) -> &RunSample {
         let i = self.experiment.summary.median_run;
-        self.experiment
-            .runs
-            .iter()
-            .find(|r| r.index == i)
-            .unwrap_or(&self.experiment.runs[0])
+        self.experiment.runs.iter().find(|r| r.index == i).unwrap_or(&self.experiment.runs[0])
     }
 }
 
@@ -109,9 +105,7 @@ pub fn run(opts: &RunOptions, id: &str, label: &str) -> Result<RunReport> {
     let layout = detect(path)?;
     validate(opts)?;
     let pre = preflight(opts, layout)?;
-    let pool = opts
-        .update
-        .then(|| Pool::new(pre.blob_max as usize, opts.seed));
+    let pool = opts.update.then(|| Pool::new(pre.blob_max as usize, opts.seed));
     let mut evict_files: Option<Vec<PathBuf>> = None;
     let mut evict = || -> Result<EvictionReport> {
         let files = match &mut evict_files {
@@ -139,11 +133,7 @@ pub fn run(opts: &RunOptions, id: &str, label: &str) -> Result<RunReport> {
             ));
         }
     }
-    let integrity = if opts.integrity_check && layout == Layout::Db {
-        integrity_check(path)?
-    } else {
-        Vec::new()
-    };
+    let integrity = if opts.integrity_check && layout == Layout::Db { integrity_check(path)? } else { Vec::new() };
     let max_id = opts.max_id.or(seen.max_key).or(pre.max_key).unwrap_or(0);
     let params = WorkloadParams {
         path: path.display().to_string(),
@@ -188,9 +178,7 @@ fn validate(opts: &RunOptions) -> Result<()> {
         return Err(Error::invalid("--count must be at least 1"));
     }
     if opts.start == 0 || opts.max_id == Some(0) {
-        return Err(Error::invalid(
-            "keys start at 1: --start and --max-id must be at least 1",
-        ));
+        return Err(Error::invalid("keys start at 1: --start and --max-id must be at least 1"));
     }
     if opts.db.mmap_bytes < 0 {
         return Err(Error::invalid("--mmap must not be negative"));
@@ -217,35 +205,22 @@ fn preflight(opts: &RunOptions, layout: Layout) -> Result<Preflight> {
         }
         check_writable(path)?;
         let (sizes, blob_max) = blob_sizes(path)?;
-        return Ok(Preflight {
-            max_key: None,
-            blob_max,
-            sizes: Some(sizes),
-        });
+        return Ok(Preflight { max_key: None, blob_max, sizes: Some(sizes) });
     }
     let keys = list_keys(path, layout)?;
     let Some(&max_key) = keys.last() else {
-        return Err(Error::bad_input(
-            path,
-            "holds no blob files (expected kvtest names like 000001 or 00/00/01)",
-        ));
+        return Err(Error::bad_input(path, "holds no blob files (expected kvtest names like 000001 or 00/00/01)"));
     };
     let mut blob_max = 0u32;
     if opts.update {
         let mut p = BlobPath::new(path, layout, b"")?;
         for &k in &keys {
             let f = p.set(k).to_str().unwrap_or_default().to_owned();
-            let len = std::fs::metadata(&f)
-                .map_err(|e| Error::io(Path::new(&f), "cannot stat", e))?
-                .len();
+            let len = std::fs::metadata(&f).map_err(|e| Error::io(Path::new(&f), "cannot stat", e))?.len();
             blob_max = blob_max.max(u32::try_from(len).unwrap_or(u32::MAX));
         }
     }
-    Ok(Preflight {
-        max_key: Some(max_key),
-        blob_max,
-        sizes: None,
-    })
+    Ok(Preflight { max_key: Some(max_key), blob_max, sizes: None })
 }
 
 fn check_writable(path: &Path) -> Result<()> {
@@ -254,10 +229,7 @@ fn check_writable(path: &Path) -> Result<()> {
     // SAFETY: NUL-terminated path.
     let writable = unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0;
     if meta.permissions().readonly() || !writable {
-        return Err(Error::bad_input(
-            path,
-            "is read-only; --update needs write access",
-        ));
+        return Err(Error::bad_input(path, "is read-only; --update needs write access"));
     }
     Ok(())
 }
@@ -295,13 +267,7 @@ fn db_run(
 ) -> Result<RunOutcome> {
     let path = opts.path.as_path();
     let t0 = Instant::now();
-    let mut session = DbSession::open(
-        path,
-        &opts.db,
-        opts.update,
-        opts.max_id.is_none(),
-        pre.sizes.clone(),
-    )?;
+    let mut session = DbSession::open(path, &opts.db, opts.update, opts.max_id.is_none(), pre.sizes.clone())?;
     let max_id = match opts.max_id.or(session.max_key) {
         Some(m) if m > 0 => m,
         _ => return Err(Error::bad_input(path, "table kv is empty")),
@@ -331,12 +297,7 @@ fn db_run(
         checkpoint_ns: if opts.db.nocheckpoint { ns(t3, t4) } else { 0 },
         kvtest_total_ns: ns(t0, end_of_timer),
     };
-    Ok(RunOutcome {
-        ops: totals.ops,
-        misses: totals.misses,
-        bytes: totals.bytes,
-        phases,
-    })
+    Ok(RunOutcome { ops: totals.ops, misses: totals.misses, bytes: totals.bytes, phases })
 }
 
 fn files_run(
@@ -351,17 +312,8 @@ fn files_run(
     let keys = KeySequence::new(opts.order, opts.start, max_id);
     let totals = drive(&mut store, keys, opts.count, max_id, pool, latency)?;
     let loop_ns = (totals.end - totals.start).as_nanos() as u64;
-    let phases = Phases {
-        loop_ns,
-        kvtest_total_ns: loop_ns,
-        ..Phases::default()
-    };
-    Ok(RunOutcome {
-        ops: totals.ops,
-        misses: totals.misses,
-        bytes: totals.bytes,
-        phases,
-    })
+    let phases = Phases { loop_ns, kvtest_total_ns: loop_ns, ..Phases::default() };
+    Ok(RunOutcome { ops: totals.ops, misses: totals.misses, bytes: totals.bytes, phases })
 }
 
 struct LoopTotals {
@@ -423,9 +375,7 @@ fn timed_loop<S: BlobStore, L: LatencySink>(
         if n == 0 {
             misses += 1;
             if ops == 0 && misses > miss_limit {
-                return Err(Error::invalid(format!(
-                    "no blob found among keys 1..={max_id}"
-                )));
+                return Err(Error::invalid(format!("no blob found among keys 1..={max_id}")));
             }
         } else {
             ops += 1;
@@ -433,13 +383,7 @@ fn timed_loop<S: BlobStore, L: LatencySink>(
         }
     }
     let end = if L::ENABLED { prev } else { Instant::now() };
-    Ok(LoopTotals {
-        ops,
-        misses,
-        bytes,
-        start,
-        end,
-    })
+    Ok(LoopTotals { ops, misses, bytes, start, end })
 }
 
 fn integrity_check(path: &Path) -> Result<Vec<String>> {
@@ -447,6 +391,5 @@ fn integrity_check(path: &Path) -> Result<Vec<String>> {
     let err = |e| crate::dataset::db_error(path, "integrity check failed", e);
     let mut stmt = kv.conn.prepare("PRAGMA integrity_check").map_err(err)?;
     let rows = stmt.query_map([], |r| r.get::<_, String>(0)).map_err(err)?;
-    rows.collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(err)
+    rows.collect::<std::result::Result<Vec<_>, _>>().map_err(err)
 }

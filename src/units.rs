@@ -47,9 +47,7 @@ pub fn parse_int(text: &str) -> Result<i64, UnitError> {
         Some(hex) => (hex, 16),
         None => (s, 10),
     };
-    let end = digits
-        .find(|c: char| !c.is_digit(radix))
-        .unwrap_or(digits.len());
+    let end = digits.find(|c: char| !c.is_digit(radix)).unwrap_or(digits.len());
     let (number, suffix) = digits.split_at(end);
     if number.is_empty() {
         return Err(bad("expected digits"));
@@ -65,9 +63,7 @@ pub fn parse_int(text: &str) -> Result<i64, UnitError> {
             .map(|&(_, m)| m)
             .ok_or_else(|| bad("unknown suffix (use K, M, G, KB, MB, GB, KiB, MiB, GiB)"))?
     };
-    let value = value
-        .checked_mul(multiplier)
-        .ok_or_else(|| bad("too large"))?;
+    let value = value.checked_mul(multiplier).ok_or_else(|| bad("too large"))?;
     Ok(if negative { -value } else { value })
 }
 
@@ -75,9 +71,7 @@ pub fn parse_int(text: &str) -> Result<i64, UnitError> {
 pub fn parse_at_least<T: TryFrom<i64>>(text: &str, min: i64, what: &str) -> Result<T, UnitError> {
     let v = parse_int(text)?;
     if v < min {
-        return Err(UnitError(format!(
-            "{what} must be at least {min}, got {text}"
-        )));
+        return Err(UnitError(format!("{what} must be at least {min}, got {text}")));
     }
     T::try_from(v).map_err(|_| UnitError(format!("{what} {text} is too large")))
 }
@@ -91,10 +85,7 @@ pub fn positive_u64(text: &str) -> Result<u64, UnitError> {
 pub fn positive_u32(text: &str) -> Result<u32, UnitError> {
     parse_at_least(text, 1, "value").and_then(|v: u32| {
         if v > i32::MAX as u32 {
-            Err(UnitError(format!(
-                "{text} is too large (at most {})",
-                i32::MAX
-            )))
+            Err(UnitError(format!("{text} is too large (at most {})", i32::MAX)))
         } else {
             Ok(v)
         }
@@ -120,18 +111,13 @@ pub fn page_size(text: &str) -> Result<u32, UnitError> {
 
 pub fn check_page_size(v: u32) -> Result<(), String> {
     if !(512..=65536).contains(&v) || !v.is_power_of_two() {
-        return Err(format!(
-            "page size must be a power of two from 512 to 65536, got {v}"
-        ));
+        return Err(format!("page size must be a power of two from 512 to 65536, got {v}"));
     }
     Ok(())
 }
 
 /// A comma-separated list, each element parsed by `one`.
-pub fn parse_list<T>(
-    text: &str,
-    one: impl Fn(&str) -> Result<T, UnitError>,
-) -> Result<Vec<T>, UnitError> {
+pub fn parse_list<T>(text: &str, one: impl Fn(&str) -> Result<T, UnitError>) -> Result<Vec<T>, UnitError> {
     let items: Vec<&str> = text.split(',').map(str::trim).collect();
     if items.iter().any(|s| s.is_empty()) {
         return Err(UnitError(format!("invalid list {text:?}: empty element")));
@@ -141,11 +127,7 @@ pub fn parse_list<T>(
 
 /// clap parser: seconds, fractional allowed ("30", "0.5"), more than zero.
 pub fn seconds(text: &str) -> Result<f64, UnitError> {
-    let bad = || {
-        UnitError(format!(
-            "invalid duration {text:?}: expected seconds greater than 0"
-        ))
-    };
+    let bad = || UnitError(format!("invalid duration {text:?}: expected seconds greater than 0"));
     let s = text.trim().trim_end_matches('s');
     let v: f64 = s.parse().map_err(|_| bad())?;
     if !v.is_finite() || v <= 0.0 || v > 86_400.0 {
@@ -185,17 +167,8 @@ mod tests {
 
     #[test]
     fn garbage_is_an_error_not_zero() {
-        for bad in [
-            "",
-            "abc",
-            "10x",
-            "1.5k",
-            "k",
-            "0x",
-            "10 kb extra",
-            "99999999999999999999",
-            "9223372036854775807k",
-        ] {
+        for bad in ["", "abc", "10x", "1.5k", "k", "0x", "10 kb extra", "99999999999999999999", "9223372036854775807k"]
+        {
             assert!(parse_int(bad).is_err(), "{bad:?} should be rejected");
         }
     }
@@ -220,10 +193,7 @@ mod tests {
 
     #[test]
     fn lists_and_seconds() {
-        assert_eq!(
-            parse_list("10k,20k, 1m", positive_u64),
-            Ok(vec![10_000, 20_000, 1_000_000])
-        );
+        assert_eq!(parse_list("10k,20k, 1m", positive_u64), Ok(vec![10_000, 20_000, 1_000_000]));
         assert!(parse_list("10k,,20k", positive_u64).is_err());
         assert_eq!(seconds("0.5"), Ok(0.5));
         assert_eq!(seconds("30s"), Ok(30.0));

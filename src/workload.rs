@@ -122,11 +122,7 @@ pub struct FileParams {
 
 impl Default for FileParams {
     fn default() -> Self {
-        FileParams {
-            read: FileRead::Stdio,
-            write: FileWrite::Truncate,
-            fsync: false,
-        }
+        FileParams { read: FileRead::Stdio, write: FileWrite::Truncate, fsync: false }
     }
 }
 

@@ -82,13 +82,7 @@ pub struct ExportArgs {
 
 pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     let progress = progress::for_terminal();
-    let r = dataset::export(
-        &args.db,
-        &args.dir,
-        args.tree,
-        args.force,
-        progress.as_ref(),
-    )?;
+    let r = dataset::export(&args.db, &args.dir, args.tree, args.force, progress.as_ref())?;
     let secs = r.elapsed_ns as f64 / 1e9;
     println!(
         "Exported {} blobs ({} bytes) to {} ({} layout) in {:.3} s ({:.1} MB/s)",
@@ -136,10 +130,7 @@ pub fn stat(args: StatArgs) -> anyhow::Result<()> {
             println!("Journal mode:       {:>8}", s.journal_mode);
             println!("Content bytes:      {:>14}", s.content_bytes);
             println!("File bytes:         {:>14}", s.file_bytes + s.wal_bytes);
-            println!(
-                "Allocated bytes:    {:>14}  (blocks on disk, as du counts them)",
-                s.allocated_bytes
-            );
+            println!("Allocated bytes:    {:>14}  (blocks on disk, as du counts them)", s.allocated_bytes);
         }
         StatReport::Dir(s) => {
             println!("Layout:             {:>8}", s.layout.name());
@@ -149,14 +140,8 @@ pub fn stat(args: StatArgs) -> anyhow::Result<()> {
             println!("Maximum value size: {:8}", s.max_size);
             println!("Directories:        {:8}", s.directories);
             println!("Content bytes:      {:>14}", s.content_bytes);
-            println!(
-                "Apparent bytes:     {:>14}  (files and directories, as ls shows them)",
-                s.apparent_bytes
-            );
-            println!(
-                "Allocated bytes:    {:>14}  (blocks on disk, as du counts them)",
-                s.allocated_bytes
-            );
+            println!("Apparent bytes:     {:>14}  (files and directories, as ls shows them)", s.apparent_bytes);
+            println!("Allocated bytes:    {:>14}  (blocks on disk, as du counts them)", s.allocated_bytes);
         }
     }
     Ok(())

@@ -8,11 +8,7 @@ mod run;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(
-    name = "blobbench",
-    version,
-    about = "Small blobs: SQLite or files? Measured on this machine."
-)]
+#[command(name = "blobbench", version, about = "Small blobs: SQLite or files? Measured on this machine.")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -44,9 +44,7 @@ impl Progress for Bar {
 /// A bar when stderr is a terminal, silence otherwise (pipes, CI, tests).
 pub fn for_terminal() -> Box<dyn Progress> {
     if std::io::stderr().is_terminal() {
-        Box::new(Bar {
-            bar: Mutex::new(None),
-        })
+        Box::new(Bar { bar: Mutex::new(None) })
     } else {
         Box::new(Silent)
     }

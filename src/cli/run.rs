@@ -133,9 +133,7 @@ pub enum FileWriteArg {
 fn repeat_count(s: &str) -> Result<u32, units::UnitError> {
     let v: u32 = units::parse_at_least(s, 1, "--repeat")?;
     if v > 10_000 {
-        return Err(units::UnitError::from(format!(
-            "--repeat {v} is absurd (at most 10000)"
-        )));
+        return Err(units::UnitError::from(format!("--repeat {v} is absurd (at most 10000)")));
     }
     Ok(v)
 }
@@ -143,9 +141,7 @@ fn repeat_count(s: &str) -> Result<u32, units::UnitError> {
 fn warmup_count(s: &str) -> Result<u32, units::UnitError> {
     let v: u32 = units::parse_at_least(s, 0, "--warmup")?;
     if v > 1000 {
-        return Err(units::UnitError::from(format!(
-            "--warmup {v} is absurd (at most 1000)"
-        )));
+        return Err(units::UnitError::from(format!("--warmup {v} is absurd (at most 1000)")));
     }
     Ok(v)
 }
@@ -177,11 +173,7 @@ impl RunArgs {
             order,
             update: self.update,
             db: DbParams {
-                access: if self.blob_api {
-                    DbAccess::BlobApi
-                } else {
-                    DbAccess::Sql
-                },
+                access: if self.blob_api { DbAccess::BlobApi } else { DbAccess::Sql },
                 cache_size: self.cache_size,
                 mmap_bytes: self.mmap,
                 journal_mode: self.jmode.as_ref().map(|j| j.to_lowercase()),
@@ -245,72 +237,29 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
     let db = report.layout == Layout::Db;
     let verb = if opts.update { "write" } else { "read" };
     if let Some(s) = &report.sqlite_stats {
-        let _ = writeln!(
-            o,
-            "\nMemory Used:                         {} (max {}) bytes",
-            s.memory_used, s.memory_max
-        );
-        let _ = writeln!(
-            o,
-            "Number of Outstanding Allocations:   {} (max {})",
-            s.allocations, s.allocations_max
-        );
-        let _ = writeln!(
-            o,
-            "Number of Pcache Pages Used:         {} (max {}) pages",
-            s.pcache_pages, s.pcache_pages_max
-        );
+        let _ = writeln!(o, "\nMemory Used:                         {} (max {}) bytes", s.memory_used, s.memory_max);
+        let _ = writeln!(o, "Number of Outstanding Allocations:   {} (max {})", s.allocations, s.allocations_max);
+        let _ =
+            writeln!(o, "Number of Pcache Pages Used:         {} (max {}) pages", s.pcache_pages, s.pcache_pages_max);
         let _ = writeln!(
             o,
             "Number of Pcache Overflow Bytes:     {} (max {}) bytes",
             s.pcache_overflow, s.pcache_overflow_max
         );
-        let _ = writeln!(
-            o,
-            "Largest Allocation:                  {} bytes",
-            s.largest_allocation
-        );
-        let _ = writeln!(
-            o,
-            "Largest Pcache Allocation:           {} bytes",
-            s.largest_pcache_allocation
-        );
-        let _ = writeln!(
-            o,
-            "Pager Heap Usage:                    {} bytes",
-            s.pager_heap
-        );
+        let _ = writeln!(o, "Largest Allocation:                  {} bytes", s.largest_allocation);
+        let _ = writeln!(o, "Largest Pcache Allocation:           {} bytes", s.largest_pcache_allocation);
+        let _ = writeln!(o, "Pager Heap Usage:                    {} bytes", s.pager_heap);
         let _ = writeln!(o, "Page cache hits:                     {}", s.cache_hits);
         let _ = writeln!(o, "Page cache misses:                   {}", s.cache_misses);
         let _ = writeln!(o, "Page cache writes:                   {}", s.cache_writes);
         let io = &r.os;
-        let _ = writeln!(
-            o,
-            "{:<36} {}",
-            "Bytes received by read():", io.read_call_bytes
-        );
-        let _ = writeln!(
-            o,
-            "{:<36} {}",
-            "Bytes sent to write():", io.write_call_bytes
-        );
+        let _ = writeln!(o, "{:<36} {}", "Bytes received by read():", io.read_call_bytes);
+        let _ = writeln!(o, "{:<36} {}", "Bytes sent to write():", io.write_call_bytes);
         let _ = writeln!(o, "{:<36} {}", "Read() system calls:", io.read_syscalls);
         let _ = writeln!(o, "{:<36} {}", "Write() system calls:", io.write_syscalls);
-        let _ = writeln!(
-            o,
-            "{:<36} {}",
-            "Bytes read from storage:", io.storage_read_bytes
-        );
-        let _ = writeln!(
-            o,
-            "{:<36} {}",
-            "Bytes written to storage:", io.storage_write_bytes
-        );
-        let _ = writeln!(
-            o,
-            "{:<36} {}",
-            "Cancelled write bytes:", io.cancelled_write_bytes
-        );
+        let _ = writeln!(o, "{:<36} {}", "Bytes read from storage:", io.storage_read_bytes);
+        let _ = writeln!(o, "{:<36} {}", "Bytes written to storage:", io.storage_write_bytes);
+        let _ = writeln!(o, "{:<36} {}", "Cancelled write bytes:", io.cancelled_write_bytes);
     }
     if r.misses > 0 {
         let _ = writeln!(o, "{} cycles due to {} misses", r.ops + r.misses, r.misses);
@@ -321,13 +270,7 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
             let _ = writeln!(o, "integrity-check: {line}");
         }
     }
-    let _ = writeln!(
-        o,
-        "--count {} --max-id {} {}",
-        r.ops,
-        report.max_id,
-        opts.order.flag()
-    );
+    let _ = writeln!(o, "--count {} --max-id {} {}", r.ops, report.max_id, opts.order.flag());
     if db {
         let _ = writeln!(
             o,
@@ -339,11 +282,7 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
             o,
             "--mmap {}{}",
             opts.db.mmap_bytes,
-            if opts.db.access == DbAccess::BlobApi {
-                " --blob-api"
-            } else {
-                ""
-            }
+            if opts.db.access == DbAccess::BlobApi { " --blob-api" } else { "" }
         );
         if opts.db.sync == Some(SyncLevel::Off) {
             let _ = writeln!(o, "--nosync");
@@ -352,11 +291,7 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
             let _ = writeln!(o, "Database page size: {ps}");
         }
     }
-    let _ = writeln!(
-        o,
-        "Total elapsed time: {:.3}",
-        r.phases.kvtest_total_ns as f64 / 1e9
-    );
+    let _ = writeln!(o, "Total elapsed time: {:.3}", r.phases.kvtest_total_ns as f64 / 1e9);
     let _ = writeln!(o, "Microseconds per BLOB {verb}: {:.3}", r.per_op_us);
     let _ = writeln!(o, "Content {verb} rate: {:.1} MB/s", r.mb_per_s);
 
@@ -389,11 +324,7 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
             ms(p.checkpoint_ns)
         );
     }
-    let _ = writeln!(
-        o,
-        "{:<24}{:>10}{:>10}{:>10}{:>10}{:>8}",
-        "", "median", "mean", "min", "max", "cv"
-    );
+    let _ = writeln!(o, "{:<24}{:>10}{:>10}{:>10}{:>10}{:>8}", "", "median", "mean", "min", "max", "cv");
     for (name, st) in [
         (format!("us per {verb} (kvtest)"), &s.per_op_us),
         (format!("us per {verb} (loop)"), &s.loop_per_op_us),
@@ -417,11 +348,7 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
             e.clock_cost_ns, e.clock_overhead_pct
         );
     }
-    let colds: Vec<f64> = e
-        .runs
-        .iter()
-        .filter_map(|r| r.cold.as_ref().map(|c| c.resident_pct))
-        .collect();
+    let colds: Vec<f64> = e.runs.iter().filter_map(|r| r.cold.as_ref().map(|c| c.resident_pct)).collect();
     if !colds.is_empty() {
         let worst = colds.iter().cloned().fold(0.0, f64::max);
         let _ = writeln!(
@@ -430,11 +357,7 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
         );
     }
     if report.interrupted {
-        let _ = writeln!(
-            o,
-            "warning: interrupted; only {} of {} timed runs were made",
-            s.runs, opts.plan.repeat
-        );
+        let _ = writeln!(o, "warning: interrupted; only {} of {} timed runs were made", s.runs, opts.plan.repeat);
     }
     for w in &e.warnings {
         let _ = writeln!(o, "warning: {w}");

@@ -28,25 +28,16 @@ const MAX_BLOB: u32 = 1_000_000_000;
 
 pub fn check_spec(spec: &DatasetSpec) -> Result<()> {
     if spec.count == 0 || spec.count > i32::MAX as u32 {
-        return Err(Error::invalid(format!(
-            "--count must be from 1 to {}",
-            i32::MAX
-        )));
+        return Err(Error::invalid(format!("--count must be from 1 to {}", i32::MAX)));
     }
     if spec.size == 0 || spec.size > MAX_BLOB {
-        return Err(Error::invalid(format!(
-            "--size must be from 1 to {MAX_BLOB}"
-        )));
+        return Err(Error::invalid(format!("--size must be from 1 to {MAX_BLOB}")));
     }
     if spec.variance >= spec.size {
-        return Err(Error::invalid(
-            "--variance must be smaller than --size (blobs would be empty)",
-        ));
+        return Err(Error::invalid("--variance must be smaller than --size (blobs would be empty)"));
     }
     if spec.size.saturating_add(spec.variance) > MAX_BLOB {
-        return Err(Error::invalid(format!(
-            "--size plus --variance must be at most {MAX_BLOB}"
-        )));
+        return Err(Error::invalid(format!("--size plus --variance must be at most {MAX_BLOB}")));
     }
     check_page_size(spec.page_size).map_err(Error::invalid)
 }
@@ -74,12 +65,7 @@ impl Drop for TempDb<'_> {
     }
 }
 
-pub fn init(
-    path: &Path,
-    spec: &DatasetSpec,
-    force: bool,
-    progress: &dyn Progress,
-) -> Result<InitReport> {
+pub fn init(path: &Path, spec: &DatasetSpec, force: bool, progress: &dyn Progress) -> Result<InitReport> {
     check_spec(spec)?;
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.is_dir() => return Err(Error::bad_input(path, "is a directory")),
@@ -104,10 +90,7 @@ pub fn init(
     }
     let started = Instant::now();
     let tmp_path = fsutil::temp_sibling(path, "init");
-    let mut guard = TempDb {
-        path: &tmp_path,
-        keep: false,
-    };
+    let mut guard = TempDb { path: &tmp_path, keep: false };
     let content_bytes = fill(&tmp_path, spec, progress)?;
     // The file being replaced may have a WAL or journal of its own, which
     // must not be applied to the new database.
@@ -118,8 +101,7 @@ pub fn init(
             let _ = std::fs::remove_file(p);
         }
     }
-    std::fs::rename(&tmp_path, path)
-        .map_err(|e| Error::io(path, "cannot rename the new database into place", e))?;
+    std::fs::rename(&tmp_path, path).map_err(|e| Error::io(path, "cannot rename the new database into place", e))?;
     guard.keep = true;
     let file_bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     Ok(InitReport {
@@ -146,9 +128,7 @@ fn fill(tmp: &Path, spec: &DatasetSpec, progress: &dyn Progress) -> Result<u64> 
     let mut content = 0u64;
     progress.start("init", u64::from(spec.count));
     {
-        let mut insert = conn
-            .prepare("INSERT INTO kv(k, v) VALUES(?1, ?2)")
-            .map_err(sql_err)?;
+        let mut insert = conn.prepare("INSERT INTO kv(k, v) VALUES(?1, ?2)").map_err(sql_err)?;
         for key in 1..=spec.count {
             let size = if spec.variance == 0 {
                 spec.size
@@ -156,9 +136,7 @@ fn fill(tmp: &Path, spec: &DatasetSpec, progress: &dyn Progress) -> Result<u64> 
                 rng.gen_range(spec.size - spec.variance..=spec.size + spec.variance)
             } as usize;
             rng.fill_bytes(&mut buf[..size]);
-            insert
-                .execute(rusqlite::params![key, &buf[..size]])
-                .map_err(sql_err)?;
+            insert.execute(rusqlite::params![key, &buf[..size]]).map_err(sql_err)?;
             content += size as u64;
             if key % 1024 == 0 {
                 progress.advance(1024);
@@ -169,12 +147,10 @@ fn fill(tmp: &Path, spec: &DatasetSpec, progress: &dyn Progress) -> Result<u64> 
         }
     }
     progress.advance(u64::from(spec.count % 1024));
-    conn.execute_batch("COMMIT; PRAGMA journal_mode=DELETE;")
-        .map_err(sql_err)?;
+    conn.execute_batch("COMMIT; PRAGMA journal_mode=DELETE;").map_err(sql_err)?;
     conn.close().map_err(|(_, e)| sql_err(e))?;
     progress.finish();
     let f = std::fs::File::open(tmp).map_err(|e| Error::io(tmp, "cannot reopen", e))?;
-    f.sync_all()
-        .map_err(|e| Error::io(tmp, "cannot flush to disk", e))?;
+    f.sync_all().map_err(|e| Error::io(tmp, "cannot flush to disk", e))?;
     Ok(content)
 }

@@ -17,37 +17,22 @@ const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 pub fn detect(path: &Path) -> Result<Layout> {
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::NotFound(path.to_path_buf()))
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Error::NotFound(path.to_path_buf())),
         Err(e) => return Err(Error::io(path, "cannot access", e)),
     };
     if meta.is_dir() {
-        return Ok(if path.join("00").is_dir() {
-            Layout::Tree
-        } else {
-            Layout::Flat
-        });
+        return Ok(if path.join("00").is_dir() { Layout::Tree } else { Layout::Flat });
     }
     if !meta.is_file() {
-        return Err(Error::bad_input(
-            path,
-            "is neither a regular file nor a directory",
-        ));
+        return Err(Error::bad_input(path, "is neither a regular file nor a directory"));
     }
     if meta.len() == 0 {
-        return Err(Error::bad_input(
-            path,
-            "is an empty file, not an SQLite database",
-        ));
+        return Err(Error::bad_input(path, "is an empty file, not an SQLite database"));
     }
     let mut head = [0u8; 16];
     let n = read_prefix(path, &mut head)?;
     if n < head.len() || &head != SQLITE_HEADER {
-        return Err(Error::bad_input(
-            path,
-            "is not an SQLite database (no SQLite header)",
-        ));
+        return Err(Error::bad_input(path, "is not an SQLite database (no SQLite header)"));
     }
     Ok(Layout::Db)
 }
@@ -77,38 +62,22 @@ pub struct KvConnection {
 /// recover a hot journal, as kvtest does before it starts its timer.
 pub fn open_kv(path: &Path, writable: bool) -> Result<KvConnection> {
     if detect(path)? != Layout::Db {
-        return Err(Error::bad_input(
-            path,
-            "is a directory, expected an SQLite database",
-        ));
+        return Err(Error::bad_input(path, "is a directory, expected an SQLite database"));
     }
-    let flags = if writable {
-        OpenFlags::SQLITE_OPEN_READ_WRITE
-    } else {
-        OpenFlags::SQLITE_OPEN_READ_ONLY
-    };
+    let flags = if writable { OpenFlags::SQLITE_OPEN_READ_WRITE } else { OpenFlags::SQLITE_OPEN_READ_ONLY };
     let conn = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX)
         .map_err(|e| Error::sqlite(path, "cannot open database", e))?;
     check_kv_schema(&conn, path)?;
-    Ok(KvConnection {
-        conn,
-        path: path.to_path_buf(),
-    })
+    Ok(KvConnection { conn, path: path.to_path_buf() })
 }
 
 fn check_kv_schema(conn: &Connection, path: &Path) -> Result<()> {
     let columns: Vec<(String, String, i64)> = conn
         .prepare("SELECT name, upper(type), pk FROM pragma_table_info('kv') ORDER BY cid")
-        .and_then(|mut s| {
-            s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-                .collect()
-        })
+        .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
         .map_err(|e| describe_open_error(path, e))?;
     if columns.is_empty() {
-        return Err(Error::bad_input(
-            path,
-            "has no table kv (not a kvtest database)",
-        ));
+        return Err(Error::bad_input(path, "has no table kv (not a kvtest database)"));
     }
     let expected = columns.len() == 2
         && columns[0].0.eq_ignore_ascii_case("k")
@@ -116,16 +85,10 @@ fn check_kv_schema(conn: &Connection, path: &Path) -> Result<()> {
         && columns[0].2 == 1
         && columns[1].0.eq_ignore_ascii_case("v");
     if !expected {
-        let found: Vec<String> = columns
-            .iter()
-            .map(|(n, t, _)| format!("{n} {t}").trim().to_string())
-            .collect();
+        let found: Vec<String> = columns.iter().map(|(n, t, _)| format!("{n} {t}").trim().to_string()).collect();
         return Err(Error::bad_input(
             path,
-            format!(
-                "table kv has columns ({}), expected (k INTEGER PRIMARY KEY, v BLOB)",
-                found.join(", ")
-            ),
+            format!("table kv has columns ({}), expected (k INTEGER PRIMARY KEY, v BLOB)", found.join(", ")),
         ));
     }
     Ok(())
@@ -135,16 +98,9 @@ fn check_kv_schema(conn: &Connection, path: &Path) -> Result<()> {
 fn describe_open_error(path: &Path, e: rusqlite::Error) -> Error {
     use rusqlite::ErrorCode::*;
     match e.sqlite_error_code() {
-        Some(NotADatabase) => {
-            Error::bad_input(path, "is not an SQLite database (file is not a database)")
-        }
-        Some(DatabaseCorrupt) => Error::bad_input(
-            path,
-            "database disk image is malformed (corrupt or truncated)",
-        ),
-        Some(DatabaseBusy) | Some(DatabaseLocked) => {
-            Error::bad_input(path, "database is locked by another process")
-        }
+        Some(NotADatabase) => Error::bad_input(path, "is not an SQLite database (file is not a database)"),
+        Some(DatabaseCorrupt) => Error::bad_input(path, "database disk image is malformed (corrupt or truncated)"),
+        Some(DatabaseBusy) | Some(DatabaseLocked) => Error::bad_input(path, "database is locked by another process"),
         _ => Error::sqlite(path, "cannot read the database", e),
     }
 }
@@ -180,12 +136,7 @@ impl BlobPath {
         buf.push(b'/');
         let prefix = buf.len();
         buf.reserve(32 + suffix.len());
-        Ok(BlobPath {
-            buf,
-            prefix,
-            layout,
-            suffix,
-        })
+        Ok(BlobPath { buf, prefix, layout, suffix })
     }
 
     /// Points at `key`'s file: %06d flat, %02d/%02d/%02d in a tree.
@@ -282,12 +233,7 @@ pub fn list_keys(dir: &Path, layout: Layout) -> Result<Vec<u32>> {
                 }
             }
         }
-        Layout::Db => {
-            return Err(Error::bad_input(
-                dir,
-                "is a database, expected a directory of blob files",
-            ))
-        }
+        Layout::Db => return Err(Error::bad_input(dir, "is a database, expected a directory of blob files")),
     }
     keys.sort_unstable();
     Ok(keys)
@@ -295,10 +241,7 @@ pub fn list_keys(dir: &Path, layout: Layout) -> Result<Vec<u32>> {
 
 /// Every blob file under `dir` (for cache eviction).
 pub fn blob_files(dir: &Path, layout: Layout) -> Result<Vec<PathBuf>> {
-    Ok(list_keys(dir, layout)?
-        .into_iter()
-        .map(|k| dir.join(blob_name(layout, k)))
-        .collect())
+    Ok(list_keys(dir, layout)?.into_iter().map(|k| dir.join(blob_name(layout, k))).collect())
 }
 
 fn dir_names(dir: &Path) -> Result<Vec<String>> {
@@ -347,10 +290,7 @@ mod tests {
     fn detect_kinds() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        assert!(matches!(
-            detect(&d.join("missing")),
-            Err(Error::NotFound(_))
-        ));
+        assert!(matches!(detect(&d.join("missing")), Err(Error::NotFound(_))));
         assert_eq!(detect(d).unwrap(), Layout::Flat);
         std::fs::create_dir(d.join("00")).unwrap();
         assert_eq!(detect(d).unwrap(), Layout::Tree);
@@ -359,9 +299,6 @@ mod tests {
         assert!(detect(&empty).unwrap_err().to_string().contains("empty"));
         let text = d.join("t.txt");
         std::fs::write(&text, b"hello world, this is text\n").unwrap();
-        assert!(detect(&text)
-            .unwrap_err()
-            .to_string()
-            .contains("not an SQLite database"));
+        assert!(detect(&text).unwrap_err().to_string().contains("not an SQLite database"));
     }
 }

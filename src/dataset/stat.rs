@@ -66,12 +66,7 @@ impl StatReport {
                 allocated_bytes: s.allocated_bytes,
             },
             StatReport::Dir(s) => DiskUsage {
-                layout: if s.layout == Layout::Tree {
-                    "tree"
-                } else {
-                    "flat"
-                }
-                .into(),
+                layout: if s.layout == Layout::Tree { "tree" } else { "flat" }.into(),
                 path,
                 entries: s.entries,
                 content_bytes: s.content_bytes,
@@ -89,9 +84,7 @@ pub fn stat(path: &Path, vacuum: bool) -> Result<StatReport> {
         Layout::Db => db_stat(path, vacuum).map(StatReport::Db),
         layout => {
             if vacuum {
-                return Err(Error::invalid(
-                    "--vacuum applies to databases, not directories",
-                ));
+                return Err(Error::invalid("--vacuum applies to databases, not directories"));
             }
             dir_stat(path, layout).map(StatReport::Dir)
         }
@@ -121,36 +114,18 @@ fn db_stat(path: &Path, vacuum: bool) -> Result<DbStat> {
             },
         )
         .map_err(err)?;
-    let Aggregate {
-        entries,
-        min,
-        max,
-        avg,
-        content,
-        non_blob,
-    } = a;
+    let Aggregate { entries, min, max, avg, content, non_blob } = a;
     if let Some(n @ 1..) = non_blob {
-        return Err(Error::bad_input(
-            path,
-            format!("table kv holds {n} values that are not BLOBs"),
-        ));
+        return Err(Error::bad_input(path, format!("table kv holds {n} values that are not BLOBs")));
     }
     let pragma = |name: &str| -> Result<u64> {
-        kv.conn
-            .query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, i64>(0))
-            .map(|v| v.max(0) as u64)
-            .map_err(err)
+        kv.conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, i64>(0)).map(|v| v.max(0) as u64).map_err(err)
     };
-    let journal_mode: String = kv
-        .conn
-        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-        .map_err(err)?;
+    let journal_mode: String = kv.conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).map_err(err)?;
     let integrity = {
         let mut s = kv.conn.prepare("PRAGMA integrity_check(10)").map_err(err)?;
         let lines = s.query_map([], |r| r.get::<_, String>(0)).map_err(err)?;
-        lines
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(err)?
+        lines.collect::<std::result::Result<Vec<_>, _>>().map_err(err)?
     };
     let meta = std::fs::metadata(path).map_err(|e| Error::io(path, "cannot stat", e))?;
     let mut wal = path.as_os_str().to_owned();
@@ -203,10 +178,7 @@ fn dir_stat(dir: &Path, layout: Layout) -> Result<DirStat> {
         dir_apparent += m.size();
         allocated += allocated_bytes(&m);
         if layout == Layout::Tree {
-            for e in std::fs::read_dir(&d)
-                .map_err(|e| Error::io(&d, "cannot list directory", e))?
-                .flatten()
-            {
+            for e in std::fs::read_dir(&d).map_err(|e| Error::io(&d, "cannot list directory", e))?.flatten() {
                 if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
                     stack.push(e.path());
                 }
@@ -217,11 +189,7 @@ fn dir_stat(dir: &Path, layout: Layout) -> Result<DirStat> {
     Ok(DirStat {
         layout,
         entries,
-        avg_size: if entries > 0 {
-            content as f64 / entries as f64
-        } else {
-            0.0
-        },
+        avg_size: if entries > 0 { content as f64 / entries as f64 } else { 0.0 },
         min_size: if entries > 0 { min } else { 0 },
         max_size: max,
         content_bytes: content,

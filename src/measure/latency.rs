@@ -61,9 +61,7 @@ impl Latency {
 
     /// Adds another histogram (other runs, other threads).
     pub fn merge(&mut self, other: &Latency) {
-        self.hist
-            .add(&other.hist)
-            .expect("histograms share their bounds");
+        self.hist.add(&other.hist).expect("histograms share their bounds");
     }
 
     pub fn summary(&self) -> LatencySummary {

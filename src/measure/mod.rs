@@ -32,12 +32,7 @@ pub struct Plan {
 
 impl Default for Plan {
     fn default() -> Self {
-        Plan {
-            repeat: 5,
-            warmup: 1,
-            cold: false,
-            latency: true,
-        }
+        Plan { repeat: 5, warmup: 1, cold: false, latency: true }
     }
 }
 
@@ -140,19 +135,14 @@ pub fn measure(
         return Err(Error::invalid("--repeat must be at least 1"));
     }
     if plan.cold && evict.is_none() {
-        return Err(Error::invalid(
-            "--cold is not supported for this experiment",
-        ));
+        return Err(Error::invalid("--cold is not supported for this experiment"));
     }
     let mut warnings = Vec::new();
     for _ in 0..plan.warmup {
         if stop_requested() {
             break;
         }
-        one_run(RunContext {
-            latency: None,
-            timed: false,
-        })?;
+        one_run(RunContext { latency: None, timed: false })?;
     }
     let mut latency = plan.latency.then(Latency::new);
     let mut runs = Vec::with_capacity(plan.repeat as usize);
@@ -175,10 +165,7 @@ pub fn measure(
             _ => None,
         };
         let before = OsCounters::now();
-        let outcome = one_run(RunContext {
-            latency: latency.as_mut(),
-            timed: true,
-        })?;
+        let outcome = one_run(RunContext { latency: latency.as_mut(), timed: true })?;
         let os = OsCounters::now().since(&before);
         runs.push(sample(index, &outcome, os, cold));
     }
@@ -199,15 +186,7 @@ pub fn measure(
     } else {
         0.0
     };
-    Ok(Measured {
-        runs,
-        latency,
-        summary,
-        clock_cost_ns,
-        clock_overhead_pct,
-        warnings,
-        interrupted,
-    })
+    Ok(Measured { runs, latency, summary, clock_cost_ns, clock_overhead_pct, warnings, interrupted })
 }
 
 fn sample(index: u32, o: &RunOutcome, os: OsCounters, cold: Option<EvictionReport>) -> RunSample {
@@ -236,22 +215,13 @@ mod tests {
             ops,
             misses: 0,
             bytes: ops * 100,
-            phases: Phases {
-                loop_ns: total_ns,
-                kvtest_total_ns: total_ns,
-                ..Phases::default()
-            },
+            phases: Phases { loop_ns: total_ns, kvtest_total_ns: total_ns, ..Phases::default() },
         }
     }
 
     #[test]
     fn honours_repeat_and_warmup() {
-        let plan = Plan {
-            repeat: 3,
-            warmup: 2,
-            cold: false,
-            latency: true,
-        };
+        let plan = Plan { repeat: 3, warmup: 2, cold: false, latency: true };
         let (mut warm, mut timed) = (0, 0);
         let m = measure(&plan, None, |ctx| {
             if ctx.timed {
@@ -268,48 +238,26 @@ mod tests {
         assert_eq!(m.runs.len(), 3);
         assert_eq!(m.latency.unwrap().count(), 3);
         assert!((m.summary.per_op_us.median - 1.0).abs() < 1e-9);
-        assert!(
-            (m.runs[0].mb_per_s - 100.0).abs() < 1e-9,
-            "100 bytes per us is 100 MB/s"
-        );
+        assert!((m.runs[0].mb_per_s - 100.0).abs() < 1e-9, "100 bytes per us is 100 MB/s");
     }
 
     #[test]
     fn zero_repeat_is_refused() {
-        let plan = Plan {
-            repeat: 0,
-            ..Plan::default()
-        };
+        let plan = Plan { repeat: 0, ..Plan::default() };
         assert!(measure(&plan, None, |_| Ok(fake(1, 1))).is_err());
     }
 
     #[test]
     fn ineffective_eviction_is_an_error_not_a_cold_number() {
-        let plan = Plan {
-            repeat: 1,
-            warmup: 0,
-            cold: true,
-            latency: false,
-        };
-        let mut evict = || {
-            Ok(EvictionReport {
-                effective: false,
-                resident_pct: 80.0,
-                ..EvictionReport::default()
-            })
-        };
+        let plan = Plan { repeat: 1, warmup: 0, cold: true, latency: false };
+        let mut evict = || Ok(EvictionReport { effective: false, resident_pct: 80.0, ..EvictionReport::default() });
         let err = measure(&plan, Some(&mut evict), |_| Ok(fake(1, 1))).unwrap_err();
         assert!(err.to_string().contains("eviction did not work"), "{err}");
     }
 
     #[test]
     fn noisy_runs_warn() {
-        let plan = Plan {
-            repeat: 3,
-            warmup: 0,
-            cold: false,
-            latency: false,
-        };
+        let plan = Plan { repeat: 3, warmup: 0, cold: false, latency: false };
         let mut t = 0;
         let m = measure(&plan, None, |_| {
             t += 1;

@@ -25,27 +25,12 @@ impl Stat {
         let mut sorted = values.to_vec();
         sorted.sort_by(f64::total_cmp);
         let n = sorted.len();
-        let median = if n % 2 == 1 {
-            sorted[n / 2]
-        } else {
-            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-        };
+        let median = if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 };
         let mean = sorted.iter().sum::<f64>() / n as f64;
         let (min, max) = (sorted[0], sorted[n - 1]);
-        let var = if n > 1 {
-            sorted.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64
-        } else {
-            0.0
-        };
+        let var = if n > 1 { sorted.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64 } else { 0.0 };
         let pct = |x: f64, of: f64| if of > 0.0 { x / of * 100.0 } else { 0.0 };
-        Stat {
-            mean,
-            median,
-            min,
-            max,
-            spread_pct: pct(max - min, median),
-            cv_pct: pct(var.sqrt(), mean),
-        }
+        Stat { mean, median, min, max, spread_pct: pct(max - min, median), cv_pct: pct(var.sqrt(), mean) }
     }
 }
 
@@ -71,9 +56,7 @@ impl Summary {
         let per_op_us = Stat::of(&per_op);
         let mut order: Vec<usize> = (0..runs.len()).collect();
         order.sort_by(|&a, &b| per_op[a].total_cmp(&per_op[b]));
-        let median_run = order
-            .get(runs.len().saturating_sub(1) / 2)
-            .map_or(0, |&i| runs[i].index);
+        let median_run = order.get(runs.len().saturating_sub(1) / 2).map_or(0, |&i| runs[i].index);
         Summary {
             runs: runs.len() as u32,
             per_op_us,

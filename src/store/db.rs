@@ -42,61 +42,40 @@ unsafe impl Send for DbSession {}
 impl DbSession {
     /// kvtest's setup, in kvtest's order: open, mmap_size, cache_size,
     /// synchronous, journal mode, max(k) when `find_max`, then BEGIN.
-    pub fn open(
-        path: &Path,
-        p: &DbParams,
-        update: bool,
-        find_max: bool,
-        sizes: Option<Arc<Vec<u32>>>,
-    ) -> Result<Self> {
+    pub fn open(path: &Path, p: &DbParams, update: bool, find_max: bool, sizes: Option<Arc<Vec<u32>>>) -> Result<Self> {
         let err = |what: &str| {
             let what = what.to_string();
             move |e| crate::dataset::db_error(path, &what, e)
         };
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(err("cannot open database"))?;
-        conn.execute_batch(&format!(
-            "PRAGMA mmap_size={}; PRAGMA cache_size={};",
-            p.mmap_bytes, p.cache_size
-        ))
-        .map_err(err("cannot set pragmas"))?;
+        let conn =
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+                .map_err(err("cannot open database"))?;
+        conn.execute_batch(&format!("PRAGMA mmap_size={}; PRAGMA cache_size={};", p.mmap_bytes, p.cache_size))
+            .map_err(err("cannot set pragmas"))?;
         if let Some(sync) = p.sync {
             conn.execute_batch(&format!("PRAGMA synchronous={}", sync.pragma()))
                 .map_err(err("cannot set synchronous"))?;
         }
-        let page_size: i64 = conn
-            .query_row("PRAGMA page_size", [], |r| r.get(0))
-            .map_err(err("cannot read page size"))?;
-        let cache_size: i64 = conn
-            .query_row("PRAGMA cache_size", [], |r| r.get(0))
-            .map_err(err("cannot read cache size"))?;
+        let page_size: i64 =
+            conn.query_row("PRAGMA page_size", [], |r| r.get(0)).map_err(err("cannot read page size"))?;
+        let cache_size: i64 =
+            conn.query_row("PRAGMA cache_size", [], |r| r.get(0)).map_err(err("cannot read cache size"))?;
         if let Some(mode) = &p.journal_mode {
             let set: String = conn
-                .query_row(&format!("PRAGMA journal_mode={}", quote(mode)), [], |r| {
-                    r.get(0)
-                })
+                .query_row(&format!("PRAGMA journal_mode={}", quote(mode)), [], |r| r.get(0))
                 .map_err(err("cannot set journal mode"))?;
             if !set.eq_ignore_ascii_case(mode) {
-                return Err(Error::bad_input(
-                    path,
-                    format!("journal mode {mode} could not be set (still {set})"),
-                ));
+                return Err(Error::bad_input(path, format!("journal mode {mode} could not be set (still {set})")));
             }
         }
         if p.nocheckpoint {
-            conn.execute_batch("PRAGMA wal_autocheckpoint=0")
-                .map_err(err("cannot set wal_autocheckpoint"))?;
+            conn.execute_batch("PRAGMA wal_autocheckpoint=0").map_err(err("cannot set wal_autocheckpoint"))?;
         }
-        let journal_mode: String = conn
-            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-            .map_err(err("cannot read journal mode"))?;
+        let journal_mode: String =
+            conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).map_err(err("cannot read journal mode"))?;
         let max_key = if find_max {
-            let m: Option<i64> = conn
-                .query_row("SELECT max(k) FROM kv", [], |r| r.get(0))
-                .map_err(err("cannot read kv"))?;
+            let m: Option<i64> =
+                conn.query_row("SELECT max(k) FROM kv", [], |r| r.get(0)).map_err(err("cannot read kv"))?;
             m.map(|m| m.clamp(0, i64::from(i32::MAX)) as u32)
         } else {
             None
@@ -105,10 +84,7 @@ impl DbSession {
         // every raw statement and blob handle (finalized in commit/drop).
         let db = unsafe { conn.handle() };
         let mut session = DbSession {
-            handles: RawHandles {
-                stmt: ptr::null_mut(),
-                blob: ptr::null_mut(),
-            },
+            handles: RawHandles { stmt: ptr::null_mut(), blob: ptr::null_mut() },
             conn,
             db,
             access: p.access,
@@ -130,23 +106,14 @@ impl DbSession {
             };
             // SAFETY: valid db handle and NUL-terminated SQL; stmt is ours.
             let rc = unsafe {
-                ffi::sqlite3_prepare_v2(
-                    session.db,
-                    sql.as_ptr(),
-                    -1,
-                    &mut session.handles.stmt,
-                    ptr::null_mut(),
-                )
+                ffi::sqlite3_prepare_v2(session.db, sql.as_ptr(), -1, &mut session.handles.stmt, ptr::null_mut())
             };
             if rc != ffi::SQLITE_OK {
                 return Err(session.error("cannot prepare the query"));
             }
         }
         if !p.multitrans {
-            session
-                .conn
-                .execute_batch("BEGIN")
-                .map_err(err("cannot begin a transaction"))?;
+            session.conn.execute_batch("BEGIN").map_err(err("cannot begin a transaction"))?;
         }
         Ok(session)
     }
@@ -157,9 +124,7 @@ impl DbSession {
         self.handles.release();
         if !self.multitrans {
             let path = self.path.clone();
-            self.conn
-                .execute_batch("COMMIT")
-                .map_err(|e| crate::dataset::db_error(&path, "commit failed", e))?;
+            self.conn.execute_batch("COMMIT").map_err(|e| crate::dataset::db_error(&path, "commit failed", e))?;
         }
         Ok(())
     }
@@ -167,15 +132,9 @@ impl DbSession {
     /// Closes the connection; for the last connection to a WAL database this
     /// runs the checkpoint.
     pub fn close(self) -> Result<()> {
-        let DbSession {
-            handles,
-            conn,
-            path,
-            ..
-        } = self;
+        let DbSession { handles, conn, path, .. } = self;
         drop(handles);
-        conn.close()
-            .map_err(|(_, e)| crate::dataset::db_error(&path, "cannot close the database", e))
+        conn.close().map_err(|(_, e)| crate::dataset::db_error(&path, "cannot close the database", e))
     }
 
     /// SQLite's memory and page-cache counters (kvtest's --stats).
@@ -221,16 +180,10 @@ impl DbSession {
         let (code, msg) = unsafe {
             (
                 ffi::sqlite3_extended_errcode(self.db),
-                CStr::from_ptr(ffi::sqlite3_errmsg(self.db))
-                    .to_string_lossy()
-                    .into_owned(),
+                CStr::from_ptr(ffi::sqlite3_errmsg(self.db)).to_string_lossy().into_owned(),
             )
         };
-        Error::sqlite(
-            &self.path,
-            what,
-            rusqlite::Error::SqliteFailure(ffi::Error::new(code), Some(msg)),
-        )
+        Error::sqlite(&self.path, what, rusqlite::Error::SqliteFailure(ffi::Error::new(code), Some(msg)))
     }
 
     /// A failed blob open is a miss when the row does not exist, an error
@@ -326,9 +279,7 @@ impl BlobStore for DbSession {
                     if n as usize >= self.buf.len() {
                         self.buf.resize(n as usize + 100, 0);
                     }
-                    if ffi::sqlite3_blob_read(self.handles.blob, self.buf.as_mut_ptr().cast(), n, 0)
-                        != ffi::SQLITE_OK
-                    {
+                    if ffi::sqlite3_blob_read(self.handles.blob, self.buf.as_mut_ptr().cast(), n, 0) != ffi::SQLITE_OK {
                         return Err(self.error(&format!("cannot read the blob of key {key}")));
                     }
                     Ok(n as u64)
@@ -347,13 +298,7 @@ impl BlobStore for DbSession {
                     let s = self.handles.stmt;
                     ffi::sqlite3_reset(s);
                     ffi::sqlite3_bind_int(s, 1, key as c_int);
-                    ffi::sqlite3_bind_blob(
-                        s,
-                        2,
-                        content.as_ptr().cast(),
-                        content.len() as c_int,
-                        None,
-                    );
+                    ffi::sqlite3_bind_blob(s, 2, content.as_ptr().cast(), content.len() as c_int, None);
                     if ffi::sqlite3_step(s) != ffi::SQLITE_DONE {
                         return Err(self.error(&format!("cannot update the blob of key {key}")));
                     }
@@ -361,12 +306,7 @@ impl BlobStore for DbSession {
                         return Ok(0);
                     }
                 }
-                let size = self
-                    .sizes
-                    .as_ref()
-                    .and_then(|s| s.get(key as usize))
-                    .copied()
-                    .unwrap_or(0);
+                let size = self.sizes.as_ref().and_then(|s| s.get(key as usize)).copied().unwrap_or(0);
                 Ok(u64::from(size))
             }
             DbAccess::BlobApi => {
@@ -376,9 +316,7 @@ impl BlobStore for DbSession {
                 // SAFETY: blob is open for writing; content holds >= n bytes.
                 unsafe {
                     let n = ffi::sqlite3_blob_bytes(self.handles.blob);
-                    if ffi::sqlite3_blob_write(self.handles.blob, content.as_ptr().cast(), n, 0)
-                        != ffi::SQLITE_OK
-                    {
+                    if ffi::sqlite3_blob_write(self.handles.blob, content.as_ptr().cast(), n, 0) != ffi::SQLITE_OK {
                         return Err(self.error(&format!("cannot write the blob of key {key}")));
                     }
                     Ok(n as u64)
@@ -398,24 +336,14 @@ fn quote(s: &str) -> String {
 pub fn blob_sizes(path: &Path) -> Result<(Arc<Vec<u32>>, u32)> {
     let kv = open_kv(path, false)?;
     let err = |e| crate::dataset::db_error(path, "cannot scan kv", e);
-    let mut stmt = kv
-        .conn
-        .prepare("SELECT k, length(v), typeof(v) FROM kv")
-        .map_err(err)?;
+    let mut stmt = kv.conn.prepare("SELECT k, length(v), typeof(v) FROM kv").map_err(err)?;
     let mut rows = stmt.query([]).map_err(err)?;
     let mut sizes = Vec::new();
     let mut max = 0u32;
     while let Some(r) = rows.next().map_err(err)? {
-        let (k, len, ty): (i64, i64, String) = (
-            r.get(0).map_err(err)?,
-            r.get(1).map_err(err)?,
-            r.get(2).map_err(err)?,
-        );
+        let (k, len, ty): (i64, i64, String) = (r.get(0).map_err(err)?, r.get(1).map_err(err)?, r.get(2).map_err(err)?);
         if ty != "blob" {
-            return Err(Error::bad_input(
-                path,
-                format!("value of key {k} is {ty}, not a BLOB"),
-            ));
+            return Err(Error::bad_input(path, format!("value of key {k} is {ty}, not a BLOB")));
         }
         let (Ok(k), Ok(len)) = (usize::try_from(k), u32::try_from(len)) else {
             continue;
@@ -433,9 +361,7 @@ pub fn blob_sizes(path: &Path) -> Result<(Arc<Vec<u32>>, u32)> {
 pub fn non_blob_values(path: &Path) -> Result<u64> {
     let kv = open_kv(path, false)?;
     kv.conn
-        .query_row("SELECT count(*) FROM kv WHERE typeof(v)<>'blob'", [], |r| {
-            r.get::<_, i64>(0)
-        })
+        .query_row("SELECT count(*) FROM kv WHERE typeof(v)<>'blob'", [], |r| r.get::<_, i64>(0))
         .map(|n| n.max(0) as u64)
         .map_err(|e| crate::dataset::db_error(path, "cannot scan kv", e))
 }

@@ -94,15 +94,9 @@ impl FileStore {
             }
             let mut done = 0usize;
             while done < size {
-                let n = libc::read(
-                    fd,
-                    self.buf.as_mut_ptr().add(done).cast::<c_void>(),
-                    size - done,
-                );
+                let n = libc::read(fd, self.buf.as_mut_ptr().add(done).cast::<c_void>(), size - done);
                 if n <= 0 {
-                    if n < 0
-                        && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-                    {
+                    if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
                         continue;
                     }
                     break;
@@ -131,8 +125,7 @@ impl FileStore {
             let wrote = libc::fwrite(content.as_ptr().cast(), 1, size, f);
             // kvtest calls fsync before fclose without fflush, so part of the
             // data may still sit in stdio's buffer; flush it first.
-            let synced =
-                !self.params.fsync || (libc::fflush(f) == 0 && libc::fsync(libc::fileno(f)) == 0);
+            let synced = !self.params.fsync || (libc::fflush(f) == 0 && libc::fsync(libc::fileno(f)) == 0);
             let closed = libc::fclose(f) == 0;
             if wrote != size || !synced || !closed {
                 return Err(self.os_error("cannot write"));
@@ -151,14 +144,9 @@ impl FileStore {
                 return self.miss_or_error("cannot open for writing");
             }
             let mut st: libc::stat = std::mem::zeroed();
-            let ok =
-                libc::fstat(fd, &mut st) == 0 && write_all_at(fd, &content[..st.st_size as usize]);
+            let ok = libc::fstat(fd, &mut st) == 0 && write_all_at(fd, &content[..st.st_size as usize]);
             let ok = ok && (!self.params.fsync || libc::fsync(fd) == 0);
-            let err = if ok {
-                None
-            } else {
-                Some(self.os_error("cannot write"))
-            };
+            let err = if ok { None } else { Some(self.os_error("cannot write")) };
             libc::close(fd);
             match err {
                 Some(e) => Err(e),
@@ -178,21 +166,12 @@ impl FileStore {
                 return self.miss_or_error("cannot stat");
             }
             let size = st.st_size as usize;
-            let fd = libc::open(
-                t,
-                libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC,
-                0o644 as libc::c_uint,
-            );
+            let fd = libc::open(t, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, 0o644 as libc::c_uint);
             if fd < 0 {
                 return Err(self.os_error("cannot create a temporary file"));
             }
-            let ok =
-                write_all_at(fd, &content[..size]) && (!self.params.fsync || libc::fsync(fd) == 0);
-            let err = if ok {
-                None
-            } else {
-                Some(self.os_error("cannot write"))
-            };
+            let ok = write_all_at(fd, &content[..size]) && (!self.params.fsync || libc::fsync(fd) == 0);
+            let err = if ok { None } else { Some(self.os_error("cannot write")) };
             let closed = libc::close(fd) == 0;
             if let Some(e) = err {
                 libc::unlink(t);
@@ -250,11 +229,7 @@ mod tests {
     use super::*;
 
     fn params(read: FileRead, write: FileWrite) -> FileParams {
-        FileParams {
-            read,
-            write,
-            fsync: false,
-        }
+        FileParams { read, write, fsync: false }
     }
 
     #[test]
@@ -263,21 +238,15 @@ mod tests {
         std::fs::write(dir.path().join("000001"), vec![1u8; 5000]).unwrap();
         let content: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
         for read in [FileRead::Stdio, FileRead::Posix] {
-            let mut s = FileStore::new(dir.path(), Layout::Flat, params(read, FileWrite::Truncate))
-                .unwrap();
+            let mut s = FileStore::new(dir.path(), Layout::Flat, params(read, FileWrite::Truncate)).unwrap();
             assert_eq!(s.read(1).unwrap(), 5000);
             assert_eq!(s.read(2).unwrap(), 0, "absent key is a miss");
         }
         for write in [FileWrite::Truncate, FileWrite::Inplace, FileWrite::Replace] {
             std::fs::write(dir.path().join("000001"), vec![1u8; 5000]).unwrap();
-            let mut s =
-                FileStore::new(dir.path(), Layout::Flat, params(FileRead::Posix, write)).unwrap();
+            let mut s = FileStore::new(dir.path(), Layout::Flat, params(FileRead::Posix, write)).unwrap();
             assert_eq!(s.overwrite(1, &content).unwrap(), 5000);
-            assert_eq!(
-                std::fs::read(dir.path().join("000001")).unwrap(),
-                &content[..5000],
-                "{write:?}"
-            );
+            assert_eq!(std::fs::read(dir.path().join("000001")).unwrap(), &content[..5000], "{write:?}");
             assert_eq!(s.overwrite(9, &content).unwrap(), 0);
             assert!(!dir.path().join("000001.tmp").exists());
         }
