@@ -5,6 +5,7 @@
 //! `cli/`) parses arguments and prints.
 
 pub mod cold;
+pub mod crashtest;
 pub mod csv;
 pub mod dataset;
 pub mod envinfo;

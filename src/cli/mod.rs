@@ -1,6 +1,7 @@
 //! Argument definitions and dispatch. Each command's arguments and printing
 //! live in their own file; the library does the work.
 
+mod crashtest;
 mod dataset;
 mod progress;
 mod run;
@@ -24,6 +25,11 @@ pub enum Command {
     Stat(dataset::StatArgs),
     /// Read or overwrite blobs and time it (kvtest run).
     Run(run::RunArgs),
+    /// Kill writers with SIGKILL and check what each write method leaves behind.
+    Crashtest(crashtest::CrashtestArgs),
+    /// The process crashtest kills (internal).
+    #[command(hide = true)]
+    CrashWriter(crashtest::CrashWriterArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -32,5 +38,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Export(a) => dataset::export(a),
         Command::Stat(a) => dataset::stat(a),
         Command::Run(a) => run::run(a),
+        Command::Crashtest(a) => crashtest::crashtest(a),
+        Command::CrashWriter(a) => crashtest::crash_writer(a),
     }
 }

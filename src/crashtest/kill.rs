@@ -1,0 +1,83 @@
+//! Starting the writer process and killing it. The writer is the blobbench
+//! binary itself (hidden `crash-writer` command), so what dies is the same
+//! code that `run --update` measures, in a process of its own.
+
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use super::writer::WriterSpec;
+use crate::{Error, Result};
+
+/// The hidden command line of the writer; the CLI parses it back.
+pub fn writer_args(spec: &WriterSpec) -> Vec<OsString> {
+    let mut args: Vec<OsString> =
+        ["crash-writer", "--method", spec.method.name(), "--count"].into_iter().map(OsString::from).collect();
+    args.push(spec.count.to_string().into());
+    args.push("--seed".into());
+    args.push(spec.seed.to_string().into());
+    args.push("--base".into());
+    args.push(spec.base.to_string().into());
+    args.push("--".into());
+    args.push(spec.path.clone().into_os_string());
+    args
+}
+
+/// The line the writer prints once its store is open.
+pub const READY: &str = "ready";
+
+/// Kills the writer if the parent leaves early (an error, a panic).
+struct Writer(Child);
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts a writer, waits until it is writing, lets it write for `delay`,
+/// then sends SIGKILL and reaps it.
+pub fn run_and_kill(exe: &Path, spec: &WriterSpec, delay: Duration) -> Result<()> {
+    let mut cmd = Command::new(exe);
+    cmd.args(writer_args(spec)).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // SAFETY: prctl is async-signal-safe; it makes the kernel kill the
+    // writer should this process die first, so no writer outlives a test.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().map_err(|e| Error::io(exe, "cannot start the writer process", e))?;
+    let mut w = Writer(child);
+    let mut line = String::new();
+    if let Some(out) = w.0.stdout.take() {
+        let _ = BufReader::new(out).read_line(&mut line);
+    }
+    if line.trim_end() != READY {
+        let _ = w.0.wait();
+        return Err(writer_failed(&mut w, "did not start"));
+    }
+    std::thread::sleep(delay);
+    if let Ok(Some(status)) = w.0.try_wait() {
+        return Err(writer_failed(&mut w, &format!("stopped by itself before the kill ({status})")));
+    }
+    w.0.kill().map_err(|e| Error::io(exe, "cannot kill the writer process", e))?;
+    w.0.wait().map_err(|e| Error::io(exe, "cannot reap the writer process", e))?;
+    Ok(())
+}
+
+/// The writer's own one-line error, if it printed one.
+fn writer_failed(w: &mut Writer, what: &str) -> Error {
+    let mut err = String::new();
+    if let Some(mut e) = w.0.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    let said = err.lines().find(|l| !l.trim().is_empty()).unwrap_or("no message").trim();
+    let said = said.strip_prefix("error: ").unwrap_or(said);
+    Error::invalid(format!("crash-test writer {what}: {said}"))
+}

@@ -1,0 +1,40 @@
+//! `crashtest --quick` on the real binary: killed writers must never damage
+//! a journaled SQLite database. Methods that may legitimately tear (files
+//! without a rename, journal_mode=OFF) are reported, not judged.
+
+use assert_cmd::Command;
+
+#[test]
+fn quick_crashtest_keeps_journaled_databases_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("crash.json");
+    let out = Command::cargo_bin("blobbench")
+        .unwrap()
+        .args(["crashtest", "--quick", "--workdir"])
+        .arg(dir.path())
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("not a power cut"), "the limits are printed:\n{stdout}");
+    let file = blobbench::results::read(&json).unwrap();
+    let section = file.crashtest.expect("a crashtest section");
+    assert_eq!(section.methods.len(), 10, "every method ran");
+    let mut journaled_new = 0;
+    for m in &section.methods {
+        assert_eq!(m.kills, blobbench::crashtest::QUICK_KILLS, "{}", m.method);
+        assert_eq!(m.blobs_checked, u64::from(m.kills) * u64::from(section.blobs));
+        let classified = m.intact_old + m.intact_new + m.torn + m.missing + m.unexpected_version;
+        assert_eq!(classified, m.blobs_checked, "{}: every blob is classified once", m.method);
+        assert!(stdout.contains(&m.method), "{} is in the table", m.method);
+        if m.promises_atomic {
+            assert_eq!(m.integrity_failures, 0, "{}", m.method);
+            assert_eq!((m.torn, m.missing, m.unexpected_version), (0, 0, 0), "{}", m.method);
+            journaled_new += m.intact_new;
+        }
+    }
+    assert!(journaled_new > 0, "the writers were killed while writing, not before they wrote anything");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "only the JSON is left in the workdir");
+}
