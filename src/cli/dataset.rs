@@ -15,19 +15,19 @@ pub struct InitArgs {
     /// The database file to create.
     pub db: PathBuf,
     /// Number of blobs (keys 1..N).
-    #[arg(long, default_value = "1000", value_parser = units::positive_u32)]
+    #[arg(long, default_value = "1000", value_parser = units::positive_u32, allow_negative_numbers = true)]
     pub count: u32,
     /// Mean blob size in bytes (K, M, KiB, MiB... suffixes work).
-    #[arg(long, default_value = "10000", value_parser = units::positive_u32)]
+    #[arg(long, default_value = "10000", value_parser = units::positive_u32, allow_negative_numbers = true)]
     pub size: u32,
     /// Each blob's size is uniform in [size-variance, size+variance].
-    #[arg(long, default_value = "0", value_parser = non_negative_u32)]
+    #[arg(long, default_value = "0", value_parser = non_negative_u32, allow_negative_numbers = true)]
     pub variance: u32,
     /// Database page size: a power of two from 512 to 65536.
-    #[arg(long, default_value = "4096", value_parser = units::page_size)]
+    #[arg(long, default_value = "4096", value_parser = units::page_size, allow_negative_numbers = true)]
     pub pagesize: u32,
     /// Seed of the random sizes and content.
-    #[arg(long, default_value = "1", value_parser = units::non_negative_u64)]
+    #[arg(long, default_value = "1", value_parser = units::non_negative_u64, allow_negative_numbers = true)]
     pub seed: u64,
     /// Replace DB if it exists.
     #[arg(long)]

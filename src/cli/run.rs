@@ -18,13 +18,13 @@ pub struct RunArgs {
     /// A database, a flat directory or a tree (as made by init/export).
     pub path: PathBuf,
     /// Blobs to read or write (misses add cycles, as in kvtest).
-    #[arg(long, default_value = "1000", value_parser = units::positive_u64)]
+    #[arg(long, default_value = "1000", value_parser = units::positive_u64, allow_negative_numbers = true)]
     pub count: u64,
     /// Largest key to use [default: the largest key present].
-    #[arg(long, value_parser = units::positive_u32)]
+    #[arg(long, value_parser = units::positive_u32, allow_negative_numbers = true)]
     pub max_id: Option<u32>,
     /// First key.
-    #[arg(long, default_value = "1", value_parser = units::positive_u32)]
+    #[arg(long, default_value = "1", value_parser = units::positive_u32, allow_negative_numbers = true)]
     pub start: u32,
     /// Keys in ascending order (the default).
     #[arg(long, overrides_with_all = ["desc", "random"])]
@@ -45,7 +45,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "1000", value_parser = units::parse_int, allow_hyphen_values = true)]
     pub cache_size: i64,
     /// Database: PRAGMA mmap_size in bytes.
-    #[arg(long, default_value = "0", value_parser = units::non_negative_i64)]
+    #[arg(long, default_value = "0", value_parser = units::non_negative_i64, allow_negative_numbers = true)]
     pub mmap: i64,
     /// Database: PRAGMA journal_mode (delete, truncate, persist, memory, wal, off).
     #[arg(long, value_parser = ["delete", "truncate", "persist", "memory", "wal", "off"], ignore_case = true)]
@@ -78,10 +78,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub fsync: bool,
     /// Timed runs (the kvtest lines show the median one).
-    #[arg(long, default_value = "5", value_parser = repeat_count)]
+    #[arg(long, default_value = "5", value_parser = repeat_count, allow_negative_numbers = true)]
     pub repeat: u32,
     /// Untimed runs before the timed ones [default: 1, or 0 with --cold].
-    #[arg(long, value_parser = warmup_count)]
+    #[arg(long, value_parser = warmup_count, allow_negative_numbers = true)]
     pub warmup: Option<u32>,
     /// Evict the dataset from the page cache before each timed run.
     #[arg(long)]
@@ -90,7 +90,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_latency: bool,
     /// Seed of the random content written by --update.
-    #[arg(long, default_value = "1", value_parser = units::non_negative_u64)]
+    #[arg(long, default_value = "1", value_parser = units::non_negative_u64, allow_negative_numbers = true)]
     pub seed: u64,
     /// Write the results (schema in docs/results-schema.md) to FILE.
     #[arg(long, value_name = "FILE")]
