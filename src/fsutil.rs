@@ -38,14 +38,22 @@ pub fn check_writable_output(path: &Path) -> Result<()> {
         return Err(Error::bad_input(path, "is a directory, expected a file name"));
     }
     let dir = parent_dir(path);
-    if !dir.is_dir() {
-        return Err(Error::bad_input(dir, "no such directory"));
-    }
+    check_dir(dir)?;
     tempfile::Builder::new()
         .prefix(".blobbench-probe-")
         .tempfile_in(dir)
         .map(drop)
         .map_err(|e| Error::io(dir, "cannot write output here", e))
+}
+
+/// Checks that `dir` exists and is a directory, and says which it is not.
+pub fn check_dir(dir: &Path) -> Result<()> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(Error::bad_input(dir, "is not a directory")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::bad_input(dir, "no such directory")),
+        Err(e) => Err(Error::io(dir, "cannot access", e)),
+    }
 }
 
 /// Bytes actually allocated on disk for one file or directory (st_blocks).
@@ -91,6 +99,9 @@ mod tests {
     #[test]
     fn unwritable_output_is_caught_early() {
         assert!(check_writable_output(Path::new("/nonexistent-dir/x.json")).is_err());
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let under = check_writable_output(&file.path().join("x.json")).unwrap_err().to_string();
+        assert!(under.ends_with("is not a directory"), "{under}");
         let dir = tempfile::tempdir().unwrap();
         assert!(check_writable_output(dir.path()).is_err(), "a directory is not a file name");
         assert!(check_writable_output(&dir.path().join("ok.json")).is_ok());

@@ -39,11 +39,8 @@ impl Drop for TempDir {
 pub fn export(db: &Path, dir: &Path, tree: bool, force: bool, progress: &dyn Progress) -> Result<ExportReport> {
     let layout = if tree { Layout::Tree } else { Layout::Flat };
     let kv = open_kv(db, false)?;
+    fsutil::check_dir(fsutil::parent_dir(dir))?;
     let replacing = check_target(dir, force)?;
-    let parent = fsutil::parent_dir(dir);
-    if !parent.is_dir() {
-        return Err(Error::bad_input(parent, "no such directory"));
-    }
     let started = Instant::now();
     let tmp = TempDir { path: fsutil::temp_sibling(dir, "export"), keep: false };
     std::fs::create_dir(&tmp.path).map_err(|e| Error::io(&tmp.path, "cannot create directory", e))?;
@@ -70,7 +67,10 @@ pub fn export(db: &Path, dir: &Path, tree: bool, force: bool, progress: &dyn Pro
         let value = match row.get_ref(1).map_err(sql_err)? {
             rusqlite::types::ValueRef::Blob(b) => b,
             other => {
-                return Err(Error::bad_input(db, format!("value of key {key} is {}, not a BLOB", other.data_type())))
+                return Err(Error::bad_input(
+                    db,
+                    format!("value of key {key} is {}, not a BLOB", other.data_type().to_string().to_lowercase()),
+                ))
             }
         };
         let name = blob_name(layout, key);

@@ -73,9 +73,7 @@ pub fn init(path: &Path, spec: &DatasetSpec, force: bool, progress: &dyn Progres
         _ => {}
     }
     let dir = fsutil::parent_dir(path);
-    if !dir.is_dir() {
-        return Err(Error::bad_input(dir, "no such directory"));
-    }
+    fsutil::check_dir(dir)?;
     let need = estimated_bytes(spec);
     let free = fsutil::free_bytes(dir)?;
     if free < need {
@@ -91,7 +89,7 @@ pub fn init(path: &Path, spec: &DatasetSpec, force: bool, progress: &dyn Progres
     let started = Instant::now();
     let tmp_path = fsutil::temp_sibling(path, "init");
     let mut guard = TempDb { path: &tmp_path, keep: false };
-    let content_bytes = fill(&tmp_path, spec, progress)?;
+    let content_bytes = fill(&tmp_path, path, spec, progress)?;
     // The file being replaced may have a WAL or journal of its own, which
     // must not be applied to the new database.
     if force {
@@ -114,9 +112,11 @@ pub fn init(path: &Path, spec: &DatasetSpec, force: bool, progress: &dyn Progres
 
 /// Writes the blobs in one transaction with journaling off: the file is
 /// private until the rename, so there is nothing a journal would protect.
-fn fill(tmp: &Path, spec: &DatasetSpec, progress: &dyn Progress) -> Result<u64> {
-    let sql_err = |e| crate::dataset::db_error(tmp, "cannot build the database", e);
-    let conn = Connection::open(tmp).map_err(sql_err)?;
+/// Errors name `target`, the file the user asked for, not the temporary.
+fn fill(tmp: &Path, target: &Path, spec: &DatasetSpec, progress: &dyn Progress) -> Result<u64> {
+    let what = "cannot build the database";
+    let conn = Connection::open(tmp).map_err(|e| crate::dataset::db_error(target, what, e))?;
+    let sql_err = |e| crate::dataset::conn_error(&conn, target, what, e);
     conn.execute_batch(&format!(
         "PRAGMA page_size={}; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;
          CREATE TABLE kv(k INTEGER PRIMARY KEY, v BLOB); BEGIN;",
@@ -148,9 +148,9 @@ fn fill(tmp: &Path, spec: &DatasetSpec, progress: &dyn Progress) -> Result<u64> 
     }
     progress.advance(u64::from(spec.count % 1024));
     conn.execute_batch("COMMIT; PRAGMA journal_mode=DELETE;").map_err(sql_err)?;
-    conn.close().map_err(|(_, e)| sql_err(e))?;
+    conn.close().map_err(|(c, e)| crate::dataset::conn_error(&c, target, what, e))?;
     progress.finish();
-    let f = std::fs::File::open(tmp).map_err(|e| Error::io(tmp, "cannot reopen", e))?;
-    f.sync_all().map_err(|e| Error::io(tmp, "cannot flush to disk", e))?;
+    let f = std::fs::File::open(tmp).map_err(|e| Error::io(target, "cannot reopen", e))?;
+    f.sync_all().map_err(|e| Error::io(target, "cannot flush to disk", e))?;
     Ok(content)
 }

@@ -60,22 +60,54 @@ pub struct KvConnection {
 /// Opens `path` as a kvtest database: it must be an SQLite file with table
 /// `kv(k INTEGER PRIMARY KEY, v BLOB)`. Touching the schema also lets SQLite
 /// recover a hot journal, as kvtest does before it starts its timer.
+///
+/// A read-only connection cannot roll back the hot journal a crashed writer
+/// left behind, so SQLite refuses it; the database is then opened once
+/// read-write for SQLite to recover it, as any reader (kvtest, the sqlite3
+/// shell) would. That restores the last committed state and loses nothing
+/// that was committed.
 pub fn open_kv(path: &Path, writable: bool) -> Result<KvConnection> {
     if detect(path)? != Layout::Db {
         return Err(Error::bad_input(path, "is a directory, expected an SQLite database"));
     }
+    let open = |flags: OpenFlags| {
+        Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+            .map_err(|e| Error::sqlite(path, "cannot open database", e))
+    };
     let flags = if writable { OpenFlags::SQLITE_OPEN_READ_WRITE } else { OpenFlags::SQLITE_OPEN_READ_ONLY };
-    let conn = Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-        .map_err(|e| Error::sqlite(path, "cannot open database", e))?;
-    check_kv_schema(&conn, path)?;
+    let mut conn = open(flags)?;
+    let mut columns = kv_columns(&conn);
+    if !writable && columns.as_ref().is_err_and(needs_rollback) {
+        drop(conn);
+        let recovered = kv_columns(&open(OpenFlags::SQLITE_OPEN_READ_WRITE)?);
+        if recovered.as_ref().is_err_and(needs_rollback) {
+            return Err(Error::bad_input(
+                path,
+                "has a hot journal left by a crashed writer, and SQLite needs write access to roll it back",
+            ));
+        }
+        conn = open(flags)?;
+        columns = kv_columns(&conn);
+    }
+    check_kv_schema(columns.map_err(|e| conn_error(&conn, path, "cannot read the database", e))?, path)?;
     Ok(KvConnection { conn, path: path.to_path_buf() })
 }
 
-fn check_kv_schema(conn: &Connection, path: &Path) -> Result<()> {
-    let columns: Vec<(String, String, i64)> = conn
-        .prepare("SELECT name, upper(type), pk FROM pragma_table_info('kv') ORDER BY cid")
+/// SQLite refused a read-only connection because a journal must be rolled
+/// back (or a WAL recovered) first.
+fn needs_rollback(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _)
+        if f.extended_code == rusqlite::ffi::SQLITE_READONLY_ROLLBACK
+            || f.extended_code == rusqlite::ffi::SQLITE_READONLY_RECOVERY)
+}
+
+/// Columns of table kv: name, declared type, primary-key flag.
+fn kv_columns(conn: &Connection) -> rusqlite::Result<Vec<(String, String, i64)>> {
+    conn.prepare("SELECT name, upper(type), pk FROM pragma_table_info('kv') ORDER BY cid")
         .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
-        .map_err(|e| describe_open_error(path, e))?;
+}
+
+fn check_kv_schema(columns: Vec<(String, String, i64)>, path: &Path) -> Result<()> {
     if columns.is_empty() {
         return Err(Error::bad_input(path, "has no table kv (not a kvtest database)"));
     }
@@ -103,6 +135,20 @@ fn describe_open_error(path: &Path, e: rusqlite::Error) -> Error {
         Some(DatabaseBusy) | Some(DatabaseLocked) => Error::bad_input(path, "database is locked by another process"),
         _ => Error::sqlite(path, "cannot read the database", e),
     }
+}
+
+/// An error from `conn`. SQLite reports a failed read or write as "disk I/O
+/// error"; the OS error behind it ("File too large", "Input/output error")
+/// is what the user needs, so it replaces SQLite's words when known.
+pub(crate) fn conn_error(conn: &Connection, path: &Path, what: &str, e: rusqlite::Error) -> Error {
+    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::SystemIoFailure) {
+        // SAFETY: the handle is valid while `conn` lives.
+        let errno = unsafe { rusqlite::ffi::sqlite3_system_errno(conn.handle()) };
+        if errno != 0 {
+            return Error::io(path, what, std::io::Error::from_raw_os_error(errno));
+        }
+    }
+    db_error(path, what, e)
 }
 
 /// Maps an error met while reading a kvtest database to a clear message.

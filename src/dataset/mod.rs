@@ -8,6 +8,6 @@ mod stat;
 
 pub use export::{export, ExportReport};
 pub use init::{init, InitReport};
-pub(crate) use layout::db_error;
 pub use layout::{blob_files, blob_name, detect, list_keys, open_kv, BlobPath, KvConnection};
+pub(crate) use layout::{conn_error, db_error};
 pub use stat::{stat, DbStat, DirStat, StatReport};

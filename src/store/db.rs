@@ -123,8 +123,9 @@ impl DbSession {
     pub fn commit(&mut self) -> Result<()> {
         self.handles.release();
         if !self.multitrans {
-            let path = self.path.clone();
-            self.conn.execute_batch("COMMIT").map_err(|e| crate::dataset::db_error(&path, "commit failed", e))?;
+            let conn = &self.conn;
+            conn.execute_batch("COMMIT")
+                .map_err(|e| crate::dataset::conn_error(conn, &self.path, "commit failed", e))?;
         }
         Ok(())
     }
@@ -134,7 +135,7 @@ impl DbSession {
     pub fn close(self) -> Result<()> {
         let DbSession { handles, conn, path, .. } = self;
         drop(handles);
-        conn.close().map_err(|(_, e)| crate::dataset::db_error(&path, "cannot close the database", e))
+        conn.close().map_err(|(c, e)| crate::dataset::conn_error(&c, &path, "cannot close the database", e))
     }
 
     /// SQLite's memory and page-cache counters (kvtest's --stats).
@@ -183,7 +184,8 @@ impl DbSession {
                 CStr::from_ptr(ffi::sqlite3_errmsg(self.db)).to_string_lossy().into_owned(),
             )
         };
-        Error::sqlite(&self.path, what, rusqlite::Error::SqliteFailure(ffi::Error::new(code), Some(msg)))
+        let e = rusqlite::Error::SqliteFailure(ffi::Error::new(code), Some(msg));
+        crate::dataset::conn_error(&self.conn, &self.path, what, e)
     }
 
     /// A failed blob open is a miss when the row does not exist, an error
@@ -341,10 +343,11 @@ pub fn blob_sizes(path: &Path) -> Result<(Arc<Vec<u32>>, u32)> {
     let mut sizes = Vec::new();
     let mut max = 0u32;
     while let Some(r) = rows.next().map_err(err)? {
-        let (k, len, ty): (i64, i64, String) = (r.get(0).map_err(err)?, r.get(1).map_err(err)?, r.get(2).map_err(err)?);
+        let (k, ty): (i64, String) = (r.get(0).map_err(err)?, r.get(2).map_err(err)?);
         if ty != "blob" {
             return Err(Error::bad_input(path, format!("value of key {k} is {ty}, not a BLOB")));
         }
+        let len: i64 = r.get(1).map_err(err)?;
         let (Ok(k), Ok(len)) = (usize::try_from(k), u32::try_from(len)) else {
             continue;
         };
