@@ -1,0 +1,539 @@
+//! The bad-input catalogue: every command of the real binary against every
+//! kind of bad input a user can hand it. Each case runs in its own temporary
+//! directory and checks that the command
+//! - fails with a non-zero exit and exactly one line on stderr, starting
+//!   with "error:" and naming the problem (or succeeds, where the input is
+//!   legal: gaps in the keys, odd file names);
+//! - never panics;
+//! - leaves every file that existed before byte-for-byte unchanged, and
+//!   leaves no new file behind when it fails.
+//!
+//! A case is one line of `cases()`; a number option is one line of
+//! `NUMBER_OPTIONS`.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rusqlite::Connection;
+
+/// What a case must end with.
+#[derive(Clone, Copy)]
+enum Expect {
+    /// Non-zero exit; the one stderr line contains this text.
+    Fail(&'static str),
+    /// Success; stdout contains this text.
+    Works(&'static str),
+    /// Success after SQLite recovered a crashed writer's journal or WAL:
+    /// the files change, the committed data does not.
+    Recovers,
+}
+use Expect::*;
+
+/// Builds a case's input in its directory.
+type Fixture = fn(&Path);
+
+struct Case {
+    name: String,
+    fixture: Fixture,
+    /// "@x" stands for the file or directory x of the case's directory.
+    args: Vec<String>,
+    expect: Expect,
+    /// RLIMIT_FSIZE for the command: a full disk without mounting one.
+    fsize: Option<u64>,
+    /// chmod does not stop root, so such cases are skipped (and say so).
+    unless_root: bool,
+    /// Another process holds an exclusive lock on "@db" while the command runs.
+    locked: bool,
+}
+
+fn case(name: &str, fixture: Fixture, args: &[&str], expect: Expect) -> Case {
+    let args = args.iter().map(|s| s.to_string()).collect();
+    Case { name: name.to_string(), fixture, args, expect, fsize: None, unless_root: false, locked: false }
+}
+
+impl Case {
+    fn fsize(mut self, bytes: u64) -> Self {
+        self.fsize = Some(bytes);
+        self
+    }
+    fn unless_root(mut self) -> Self {
+        self.unless_root = true;
+        self
+    }
+    fn locked(mut self) -> Self {
+        self.locked = true;
+        self
+    }
+}
+
+#[rustfmt::skip]
+fn cases() -> Vec<Case> {
+    let mut v = vec![
+        // missing paths
+        case("stat: missing path", none, &["stat", "@nope"], Fail("nope: no such file or directory")),
+        case("run: missing path", none, &["run", "@nope"], Fail("nope: no such file or directory")),
+        case("export: missing db", none, &["export", "@nope", "@out"], Fail("nope: no such file or directory")),
+        case("init: missing parent", none, &["init", "@nodir/new.db"], Fail("nodir: no such directory")),
+        case("run: json into missing dir", db, &["run", "@db", "--json", "@nodir/r.json"], Fail("nodir: no such directory")),
+        case("crashtest: missing workdir", none, &["crashtest", "--workdir", "@nope"], Fail("nope: no such file or directory")),
+        // a directory where a file is expected, and the reverse
+        case("export: db is a directory", dir, &["export", "@dir", "@out"], Fail("is a directory")),
+        case("init: target is a directory", dir, &["init", "@dir"], Fail("dir: is a directory")),
+        case("run: json is a directory", db_and_dir, &["run", "@db", "--json", "@dir"], Fail("is a directory")),
+        case("run: csv is a directory", db_and_dir, &["run", "@db", "--csv", "@dir"], Fail("is a directory")),
+        case("crashtest: json is a directory", dir, &["crashtest", "--json", "@dir"], Fail("is a directory")),
+        case("run: empty directory", dir, &["run", "@dir"], Fail("holds no blob files")),
+        case("stat: empty directory", dir, &["stat", "@dir"], Works("Number of entries:         0")),
+        case("export: target is a file", db_and_text, &["export", "@db", "@text.txt"], Fail("exists and is not a directory")),
+        case("crashtest: workdir is a file", text, &["crashtest", "--workdir", "@text.txt"], Fail("is not a directory")),
+        // files that are not kvtest databases
+        case("stat: empty file", empty, &["stat", "@empty"], Fail("empty file")),
+        case("run: empty file", empty, &["run", "@empty"], Fail("empty file")),
+        case("export: empty file", empty, &["export", "@empty", "@out"], Fail("empty file")),
+        case("stat: text file", text, &["stat", "@text.txt"], Fail("not an SQLite database")),
+        case("run: text file", text, &["run", "@text.txt"], Fail("not an SQLite database")),
+        case("export: text file", text, &["export", "@text.txt", "@out"], Fail("not an SQLite database")),
+        case("stat: binary file", binary, &["stat", "@bin"], Fail("not an SQLite database")),
+        case("run: binary file", binary, &["run", "@bin", "--update"], Fail("not an SQLite database")),
+        case("export: binary file", binary, &["export", "@bin", "@out"], Fail("not an SQLite database")),
+        case("stat: no kv table", no_kv, &["stat", "@db"], Fail("has no table kv")),
+        case("run: no kv table", no_kv, &["run", "@db"], Fail("has no table kv")),
+        case("export: no kv table", no_kv, &["export", "@db", "@out"], Fail("has no table kv")),
+        case("stat: kv with other columns", kv_columns, &["stat", "@db"], Fail("table kv has columns (k INTEGER, v BLOB, extra TEXT)")),
+        case("run: kv with other columns", kv_columns, &["run", "@db"], Fail("table kv has columns")),
+        case("export: kv with other columns", kv_columns, &["export", "@db", "@out"], Fail("table kv has columns")),
+        case("stat: TEXT values", kv_text, &["stat", "@db"], Fail("values that are not BLOBs")),
+        case("run: TEXT values", kv_text, &["run", "@db"], Fail("values that are not BLOBs")),
+        case("run --update: TEXT values", kv_text, &["run", "@db", "--update"], Fail("value of key 3 is text, not a BLOB")),
+        case("export: TEXT values", kv_text, &["export", "@db", "@out"], Fail("is text, not a BLOB")),
+        case("stat: NULL values", kv_null, &["stat", "@db"], Fail("values that are not BLOBs")),
+        case("run: NULL values", kv_null, &["run", "@db", "--blob-api"], Fail("key 3")),
+        case("run --update: NULL values", kv_null, &["run", "@db", "--update"], Fail("is null, not a BLOB")),
+        case("export: NULL values", kv_null, &["export", "@db", "@out"], Fail("is null, not a BLOB")),
+        // gaps in the keys are legal: runs count the misses
+        case("stat: gaps", kv_gaps, &["stat", "@db"], Works("Number of entries:        10")),
+        case("run: gaps", kv_gaps, &["run", "@db", "--count", "10", "--repeat", "1"], Works("20 cycles due to 10 misses")),
+        case("export: gaps", kv_gaps, &["export", "@db", "@out"], Works("Exported 10 blobs")),
+        case("run files: gaps", flat_gaps, &["run", "@flat", "--count", "10", "--repeat", "1"], Works("20 cycles due to 10 misses")),
+        // damaged databases
+        case("stat: truncated db", truncated, &["stat", "@db"], Fail("malformed")),
+        case("run: truncated db", truncated, &["run", "@db"], Fail("malformed")),
+        case("export: truncated db", truncated, &["export", "@db", "@out"], Fail("malformed")),
+        case("stat: corrupt header", bad_header, &["stat", "@db"], Fail("not an SQLite database")),
+        case("run: corrupt header", bad_header, &["run", "@db"], Fail("not an SQLite database")),
+        case("export: corrupt header", bad_header, &["export", "@db", "@out"], Fail("not an SQLite database")),
+        // another process holds the database
+        case("stat: locked db", db, &["stat", "@db"], Fail("db: database is locked by another process")).locked(),
+        case("run: locked db", db, &["run", "@db"], Fail("db: database is locked by another process")).locked(),
+        case("run --update: locked db", db, &["run", "@db", "--update"], Fail("db: database is locked by another process")).locked(),
+        case("export: locked db", db, &["export", "@db", "@out"], Fail("db: database is locked by another process")).locked(),
+        // a crashed writer's hot journal or WAL: SQLite recovers it on open
+        case("stat: hot journal", hot_journal, &["stat", "@db"], Recovers),
+        case("run: hot journal", hot_journal, &["run", "@db", "--repeat", "1"], Recovers),
+        case("export: hot journal", hot_journal, &["export", "@db", "@out"], Recovers),
+        case("stat: hot WAL", hot_wal, &["stat", "@db"], Recovers),
+        case("run: hot WAL", hot_wal, &["run", "@db", "--repeat", "1"], Recovers),
+        case("export: hot WAL", hot_wal, &["export", "@db", "@out"], Recovers),
+        case("run --update: hot WAL", hot_wal, &["run", "@db", "--update", "--repeat", "1"], Works("write")),
+        // read-only inputs and unwritable outputs
+        case("run --update: read-only db", read_only, &["run", "@db", "--update"], Fail("read-only")),
+        case("run --update: read-only blob files", read_only_flat, &["run", "@flat", "--update"], Fail("Permission denied")).unless_root(),
+        case("init: under a regular file", text, &["init", "@text.txt/new.db"], Fail("text.txt: is not a directory")),
+        case("export: under a regular file", db_and_text, &["export", "@db", "@text.txt/out"], Fail("text.txt: is not a directory")),
+        case("run: json under a regular file", db_and_text, &["run", "@db", "--json", "@text.txt/r.json"], Fail("text.txt: is not a directory")),
+        case("run: csv under a regular file", db_and_text, &["run", "@db", "--csv", "@text.txt/r.csv"], Fail("text.txt: is not a directory")),
+        case("crashtest: json under a regular file", text, &["crashtest", "--json", "@text.txt/c.json"], Fail("text.txt: is not a directory")),
+        case("init: unwritable directory", ro_dir, &["init", "@ro/new.db"], Fail("Permission denied")).unless_root(),
+        case("export: unwritable directory", db_and_ro_dir, &["export", "@db", "@ro/out"], Fail("Permission denied")).unless_root(),
+        case("run: json in unwritable directory", db_and_ro_dir, &["run", "@db", "--json", "@ro/r.json"], Fail("Permission denied")).unless_root(),
+        case("crashtest: unwritable workdir", ro_dir, &["crashtest", "--workdir", "@ro"], Fail("Permission denied")).unless_root(),
+        // a full disk (a file size limit on the command)
+        case("init: full disk", none, &["init", "@new.db", "--count", "100"], Fail("new.db: cannot build the database: File too large")).fsize(200_000),
+        case("export: full disk", db, &["export", "@db", "@out"], Fail("File too large")).fsize(1000),
+        case("run: full disk for json", db, &["run", "@db", "--repeat", "1", "--json", "@r.json"], Fail("File too large")).fsize(2000),
+        case("run --update: full disk, WAL", db_wal_mode, &["run", "@db", "--update", "--repeat", "1"], Fail("db: cannot read the database: File too large")).fsize(20_000),
+        case("run --update: full disk, journal", db, &["run", "@db", "--update", "--repeat", "1"], Fail("File too large")).fsize(20_000),
+        case("crashtest: full disk", none, &["crashtest", "--quick", "--workdir", "@", "--method", "truncate"], Fail("File too large")).fsize(20_000),
+        // odd names must work
+        case("init: spaces and non-ASCII", spaced_dir, &["init", "@my dir/nëw dätä.db", "--count", "5"], Works("Created")),
+        case("stat: spaces and non-ASCII", spaced_db, &["stat", "@my dir/dätä ñ.db"], Works("Number of entries:        20")),
+        case("run: spaces and non-ASCII", spaced_db, &["run", "@my dir/dätä ñ.db", "--repeat", "1"], Works("Microseconds per BLOB read")),
+        case("export: spaces and non-ASCII", spaced_db, &["export", "@my dir/dätä ñ.db", "@my dir/ëxpört ü"], Works("Exported 20 blobs")),
+        case("run files: spaces and non-ASCII", spaced_flat, &["run", "@my dir/fläť", "--repeat", "1"], Works("Microseconds per BLOB read")),
+        case("crashtest: spaces and non-ASCII", spaced_dir, &["crashtest", "--workdir", "@my dir", "--method", "db-wal-normal,replace", "--kills", "1", "--count", "5"], Works("db-wal-normal")),
+    ];
+    for (command, option) in NUMBER_OPTIONS {
+        for bad in BAD_NUMBERS.iter().filter(|b| !(*option == "--cache-size" && **b == "-3")) {
+            let mut args: Vec<&str> = command.to_vec();
+            args.extend([*option, *bad]);
+            v.push(case(&format!("{} {option} {bad}", command[0]), db, &args, Fail(option)));
+        }
+    }
+    v
+}
+
+/// Every option that takes a number, with the arguments that reach it.
+/// `--cache-size` takes negative numbers (KiB, as in SQLite), so "-3" is legal there.
+const NUMBER_OPTIONS: &[(&[&str], &str)] = &[
+    (&["init", "@new.db"], "--count"),
+    (&["init", "@new.db"], "--size"),
+    (&["init", "@new.db"], "--variance"),
+    (&["init", "@new.db"], "--pagesize"),
+    (&["init", "@new.db"], "--seed"),
+    (&["run", "@db"], "--count"),
+    (&["run", "@db"], "--max-id"),
+    (&["run", "@db"], "--start"),
+    (&["run", "@db"], "--cache-size"),
+    (&["run", "@db"], "--mmap"),
+    (&["run", "@db"], "--repeat"),
+    (&["run", "@db"], "--warmup"),
+    (&["run", "@db"], "--seed"),
+    (&["crashtest"], "--kills"),
+    (&["crashtest"], "--count"),
+    (&["crashtest"], "--seed"),
+];
+
+/// Not a number, a fraction, an unknown unit, an overflow, empty, negative.
+const BAD_NUMBERS: &[&str] = &["abc", "1.5k", "10x", "99999999999999999999", "", "-3"];
+
+// ---- fixtures ----------------------------------------------------------
+
+fn none(_: &Path) {}
+
+fn make_db(path: &Path, keys: impl Iterator<Item = u32>) -> Connection {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch("CREATE TABLE kv(k INTEGER PRIMARY KEY, v BLOB)").unwrap();
+    for k in keys {
+        let v: Vec<u8> = (0..2000u32).map(|i| (i.wrapping_mul(k).wrapping_add(k) % 251) as u8).collect();
+        conn.execute("INSERT INTO kv VALUES(?1, ?2)", rusqlite::params![k, v]).unwrap();
+    }
+    conn
+}
+
+fn db(d: &Path) {
+    make_db(&d.join("db"), 1..=20);
+}
+
+fn dir(d: &Path) {
+    std::fs::create_dir(d.join("dir")).unwrap();
+}
+
+fn db_and_dir(d: &Path) {
+    db(d);
+    dir(d);
+}
+
+fn text(d: &Path) {
+    std::fs::write(d.join("text.txt"), "hello, this is not a database\n").unwrap();
+}
+
+fn db_and_text(d: &Path) {
+    db(d);
+    text(d);
+}
+
+fn empty(d: &Path) {
+    std::fs::write(d.join("empty"), b"").unwrap();
+}
+
+fn binary(d: &Path) {
+    let bytes: Vec<u8> = (0..8192u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    std::fs::write(d.join("bin"), bytes).unwrap();
+}
+
+fn no_kv(d: &Path) {
+    Connection::open(d.join("db")).unwrap().execute_batch("CREATE TABLE other(x)").unwrap();
+}
+
+fn kv_columns(d: &Path) {
+    let c = Connection::open(d.join("db")).unwrap();
+    c.execute_batch("CREATE TABLE kv(k INTEGER, v BLOB, extra TEXT); INSERT INTO kv VALUES(1, x'00', 'a')").unwrap();
+}
+
+fn kv_text(d: &Path) {
+    make_db(&d.join("db"), 1..=5).execute("UPDATE kv SET v='text' WHERE k=3", []).unwrap();
+}
+
+fn kv_null(d: &Path) {
+    make_db(&d.join("db"), 1..=5).execute("UPDATE kv SET v=NULL WHERE k=3", []).unwrap();
+}
+
+fn kv_gaps(d: &Path) {
+    make_db(&d.join("db"), (1..=10).map(|k| 2 * k));
+}
+
+fn flat_gaps(d: &Path) {
+    std::fs::create_dir(d.join("flat")).unwrap();
+    for k in (1..=10).map(|k| 2 * k) {
+        std::fs::write(d.join(format!("flat/{k:06}")), vec![k as u8; 1000]).unwrap();
+    }
+}
+
+fn truncated(d: &Path) {
+    make_db(&d.join("db"), 1..=20);
+    let f = std::fs::OpenOptions::new().write(true).open(d.join("db")).unwrap();
+    f.set_len(3 * 4096 + 100).unwrap();
+}
+
+fn bad_header(d: &Path) {
+    make_db(&d.join("db"), 1..=20);
+    let mut bytes = std::fs::read(d.join("db")).unwrap();
+    bytes[16..100].fill(0xA5);
+    std::fs::write(d.join("db"), bytes).unwrap();
+}
+
+/// The state a writer killed in the middle of a transaction leaves: the
+/// database with some new pages written and the hot journal that undoes them.
+fn hot_journal(d: &Path) {
+    let work = d.join("work");
+    std::fs::create_dir(&work).unwrap();
+    let conn = make_db(&work.join("db"), 1..=20);
+    conn.execute_batch("PRAGMA cache_size=2; BEGIN; UPDATE kv SET v=randomblob(length(v));").unwrap();
+    assert!(work.join("db-journal").exists());
+    std::fs::copy(work.join("db"), d.join("db")).unwrap();
+    std::fs::copy(work.join("db-journal"), d.join("db-journal")).unwrap();
+    drop(conn);
+    std::fs::remove_dir_all(&work).unwrap();
+}
+
+/// A writer killed after committing to the WAL, before any checkpoint:
+/// the committed data lives only in the -wal file.
+fn hot_wal(d: &Path) {
+    let work = d.join("work");
+    std::fs::create_dir(&work).unwrap();
+    let conn = make_db(&work.join("db"), 1..=20);
+    conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0; UPDATE kv SET v=randomblob(length(v));")
+        .unwrap();
+    std::fs::copy(work.join("db"), d.join("db")).unwrap();
+    std::fs::copy(work.join("db-wal"), d.join("db-wal")).unwrap();
+    drop(conn);
+    std::fs::remove_dir_all(&work).unwrap();
+}
+
+fn db_wal_mode(d: &Path) {
+    make_db(&d.join("db"), 1..=20).execute_batch("PRAGMA journal_mode=WAL").unwrap();
+}
+
+fn read_only(d: &Path) {
+    make_db(&d.join("db"), 1..=20);
+    std::fs::set_permissions(d.join("db"), std::fs::Permissions::from_mode(0o444)).unwrap();
+}
+
+fn read_only_flat(d: &Path) {
+    flat_gaps(d);
+    for e in std::fs::read_dir(d.join("flat")).unwrap() {
+        std::fs::set_permissions(e.unwrap().path(), std::fs::Permissions::from_mode(0o444)).unwrap();
+    }
+}
+
+fn ro_dir(d: &Path) {
+    std::fs::create_dir(d.join("ro")).unwrap();
+    std::fs::set_permissions(d.join("ro"), std::fs::Permissions::from_mode(0o555)).unwrap();
+}
+
+fn db_and_ro_dir(d: &Path) {
+    db(d);
+    ro_dir(d);
+}
+
+fn spaced_dir(d: &Path) {
+    std::fs::create_dir(d.join("my dir")).unwrap();
+}
+
+fn spaced_db(d: &Path) {
+    spaced_dir(d);
+    make_db(&d.join("my dir/dätä ñ.db"), 1..=20);
+}
+
+fn spaced_flat(d: &Path) {
+    spaced_dir(d);
+    std::fs::create_dir(d.join("my dir/fläť")).unwrap();
+    for k in 1..=20 {
+        std::fs::write(d.join(format!("my dir/fläť/{k:06}")), vec![k as u8; 1000]).unwrap();
+    }
+}
+
+// ---- the harness -------------------------------------------------------
+
+/// Every file under `dir` with a checksum of its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, u64> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let bytes = std::fs::read(&p).unwrap_or_default();
+                let sum = bytes
+                    .iter()
+                    .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+                files.insert(p, sum);
+            }
+        }
+    }
+    files
+}
+
+/// The committed content of a database, as a fresh reader (which recovers
+/// a hot journal or WAL) sees it: a checksum of every key and value.
+fn committed_content(db: &Path) -> u64 {
+    let c = Connection::open(db).unwrap();
+    let mut s = c.prepare("SELECT k, v FROM kv ORDER BY k").unwrap();
+    let rows = s.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))).unwrap();
+    rows.map(|r| r.unwrap())
+        .fold(0u64, |h, (k, v)| v.iter().fold(h ^ k as u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)))
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Runs one case; returns what went wrong, if anything.
+fn check(c: &Case) -> Option<String> {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    (c.fixture)(d);
+    let reference = matches!(c.expect, Recovers).then(|| {
+        let copy = tempfile::tempdir().unwrap();
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            std::fs::copy(&p, copy.path().join(p.file_name().unwrap())).unwrap();
+        }
+        committed_content(&copy.path().join("db"))
+    });
+    let before = snapshot(d);
+    // Taken after the snapshot: POSIX locks are per process, and reading
+    // the file (closing any descriptor of it) would drop this one.
+    let holder = c.locked.then(|| {
+        let conn = Connection::open(d.join("db")).unwrap();
+        conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        conn
+    });
+    let args: Vec<PathBuf> = c
+        .args
+        .iter()
+        .map(|a| match a.strip_prefix('@') {
+            Some("") => d.to_path_buf(),
+            Some(rel) => d.join(rel),
+            None => PathBuf::from(a),
+        })
+        .collect();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_blobbench"));
+    cmd.args(&args).env_remove("RUST_BACKTRACE").env_remove("RUST_LIB_BACKTRACE");
+    if let Some(limit) = c.fsize {
+        // SAFETY: setrlimit and signal are async-signal-safe. SIGXFSZ is
+        // left at its default (a core dump): blobbench must ignore it
+        // itself so that write() fails with EFBIG, as a full disk fails
+        // with ENOSPC.
+        unsafe {
+            cmd.pre_exec(move || {
+                let r = libc::rlimit { rlim_cur: limit, rlim_max: limit };
+                libc::setrlimit(libc::RLIMIT_FSIZE, &r);
+                libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+    }
+    let out = cmd.output().unwrap();
+    drop(holder);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut problems = Vec::new();
+    if stderr.contains("panicked") || stderr.contains("RUST_BACKTRACE") {
+        problems.push("panicked".to_string());
+    }
+    let after = snapshot(d);
+    match c.expect {
+        Fail(needle) => {
+            if out.status.success() {
+                problems.push("exit status 0".into());
+            }
+            let lines: Vec<&str> = stderr.lines().collect();
+            if lines.len() != 1 || !lines[0].starts_with("error: ") {
+                problems.push(format!("stderr is not one \"error:\" line: {stderr:?}"));
+            } else if !lines[0].contains(needle) {
+                problems.push(format!("error does not say {needle:?}: {}", lines[0]));
+            }
+            let changes = diff(&before, &after);
+            if !changes.is_empty() {
+                problems.push(format!("files changed or left behind: {changes:?}"));
+            }
+        }
+        Works(needle) => {
+            if !out.status.success() {
+                problems.push(format!("failed: {stderr:?}"));
+            } else if !stdout.contains(needle) {
+                problems.push(format!("stdout lacks {needle:?}: {stdout}"));
+            }
+            let changed: Vec<_> = before.iter().filter(|(p, s)| after.get(*p) != Some(s)).collect();
+            if !c.args.contains(&"--update".to_string()) && !changed.is_empty() {
+                problems.push(format!("inputs changed: {changed:?}"));
+            }
+        }
+        Recovers => {
+            if !out.status.success() {
+                problems.push(format!("failed: {stderr:?}"));
+            }
+            let now = committed_content(&d.join("db"));
+            if Some(now) != reference {
+                problems.push("committed data changed".into());
+            }
+        }
+    }
+    (!problems.is_empty()).then(|| format!("{}: {} (args {:?})", c.name, problems.join("; "), c.args))
+}
+
+/// What changed between two snapshots. SQLite's own "-shm" index and an
+/// empty "-wal", which any open of a WAL database may create and cannot
+/// always remove after a failure, hold no data and are not counted.
+fn diff(before: &BTreeMap<PathBuf, u64>, after: &BTreeMap<PathBuf, u64>) -> Vec<String> {
+    const EMPTY: u64 = 0xcbf2_9ce4_8422_2325;
+    let sqlite_own = |p: &Path, sum: u64| {
+        let name = p.to_string_lossy();
+        name.ends_with("-shm") || (name.ends_with("-wal") && sum == EMPTY)
+    };
+    let mut d: Vec<String> = Vec::new();
+    for (p, s) in after {
+        match before.get(p) {
+            None if sqlite_own(p, *s) => {}
+            None => d.push(format!("new {}", p.display())),
+            Some(b) if b != s => d.push(format!("changed {}", p.display())),
+            _ => {}
+        }
+    }
+    d.extend(before.keys().filter(|p| !after.contains_key(*p)).map(|p| format!("removed {}", p.display())));
+    d
+}
+
+#[test]
+fn every_command_survives_bad_input() {
+    let all = cases();
+    let root = is_root();
+    let (skipped, run): (Vec<&Case>, Vec<&Case>) = all.iter().partition(|c| c.unless_root && root);
+    for c in &skipped {
+        println!("skipped as root (chmod does not stop root): {}", c.name);
+    }
+    // Cases wait on locks and child processes; a few at a time keep the
+    // whole catalogue short on a small machine.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failures = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(c) = run.get(i) else { break };
+                if let Some(f) = check(c) {
+                    failures.lock().unwrap().push(f);
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), run.len(), failures.join("\n"));
+}
