@@ -17,6 +17,7 @@ pub mod progress;
 pub mod results;
 pub mod run;
 pub mod store;
+pub mod suite;
 pub mod units;
 pub mod workload;
 
