@@ -12,6 +12,7 @@ pub mod keys;
 pub mod measure;
 pub mod oscount;
 pub mod progress;
+pub mod report;
 pub mod results;
 pub mod units;
 pub mod workload;
