@@ -52,6 +52,15 @@ pub struct Table {
 /// What a table cell says when an experiment is absent from a file.
 pub const NOT_MEASURED: &str = "not measured";
 
+/// A cell that is just a figure ("1,234", "12.5%", "+2.5%"), which tables
+/// align right; anything with words or units stays left-aligned.
+pub fn is_number(cell: &str) -> bool {
+    cell.chars().any(|c| c.is_ascii_digit())
+        && cell
+            .chars()
+            .all(|c| c.is_ascii_digit() || ".,%+-".contains(c))
+}
+
 impl Chart {
     pub fn title(&self) -> &str {
         match self {
@@ -167,5 +176,22 @@ mod tests {
             lines.table().rows,
             [["1.00", "5.00"], ["2.00", NOT_MEASURED]]
         );
+    }
+
+    #[test]
+    fn numbers_are_told_from_text() {
+        for n in ["1", "1,234", "12.5%", "+2.5%", "-0.3"] {
+            assert!(is_number(n), "{n}");
+        }
+        for t in [
+            "",
+            "-",
+            "10.00 MB",
+            "2017-06-05 14:03 UTC",
+            "host-1",
+            "not measured",
+        ] {
+            assert!(!is_number(t), "{t}");
+        }
     }
 }

@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::doc::{Block, Figure, Section, Table, NOT_MEASURED};
+use super::doc::{is_number, Block, Figure, Section, Table, NOT_MEASURED};
 use super::svg::esc;
 
 const CSS: &str = "
@@ -25,13 +25,6 @@ td.missing { color: #888; font-style: italic; }
 footer { margin-top: 3em; color: #666; font-size: 0.85em; }
 ";
 
-/// Cells that hold a figure are right-aligned.
-fn is_numeric(cell: &str) -> bool {
-    cell.trim_start_matches(['+', '-'])
-        .starts_with(|c: char| c.is_ascii_digit())
-        && cell.len() < 32
-}
-
 fn table(out: &mut String, t: &Table) {
     out.push_str("<div class=\"wide\"><table><thead><tr>");
     for h in &t.headers {
@@ -43,7 +36,7 @@ fn table(out: &mut String, t: &Table) {
         for cell in row {
             let class = if cell == NOT_MEASURED {
                 " class=\"missing\""
-            } else if is_numeric(cell) {
+            } else if is_number(cell) {
                 " class=\"num\""
             } else {
                 ""

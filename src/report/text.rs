@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::doc::{Block, Section, Table};
+use super::doc::{is_number, Block, Section, Table};
 
 fn clean(text: &str) -> String {
     text.chars()
@@ -38,10 +38,7 @@ fn table(out: &mut String, t: &Table) {
         let mut line = String::from("  ");
         for (j, cell) in row.iter().enumerate() {
             let pad = " ".repeat(widths[j] - width(cell));
-            let numeric = i > 0
-                && cell
-                    .trim_start_matches(['+', '-'])
-                    .starts_with(|c: char| c.is_ascii_digit());
+            let numeric = i > 0 && is_number(cell);
             if numeric {
                 let _ = write!(line, "{pad}{cell}  ");
             } else {

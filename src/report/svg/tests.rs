@@ -332,3 +332,26 @@ fn heatmap_has_a_cell_per_value() {
     assert_eq!(values, ["1.53", "0.46", "0.23", "2.26", "–", "1.00"]);
     assert!(doc.descendants().any(|n| n.text() == Some("<4096>")));
 }
+
+#[test]
+fn group_labels_are_cut_to_their_slot() {
+    let mut chart = bars();
+    chart.groups = (0..6)
+        .map(|i| format!("machine-number-{i}-with-a-long-name"))
+        .collect();
+    chart.values = vec![vec![Some(1.0), Some(2.0), Some(3.0)]; 6];
+    let svg = chart.to_svg();
+    let doc = parse(&svg);
+    let labels: Vec<&str> = with_class(&doc, "group")
+        .iter()
+        .filter_map(|n| n.text())
+        .collect();
+    assert_eq!(labels.len(), 6);
+    let slot = (num(&doc.root_element(), "width") - LEFT - RIGHT) / 6.0;
+    for l in labels {
+        assert!(
+            l.chars().count() as f64 * 6.5 <= slot,
+            "{l:?} is wider than its {slot}px slot"
+        );
+    }
+}
