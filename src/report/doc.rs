@@ -3,7 +3,7 @@
 //! Markdown and text writers each turn the same document into their format,
 //! so a new kind of result needs one section renderer and no writer changes.
 
-use super::svg::{fmt_value, BarChart, Heatmap, LineChart};
+use super::svg::{fmt_tick, fmt_value, BarChart, Heatmap, LineChart};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Section {
@@ -115,7 +115,7 @@ impl Chart {
             ),
             Chart::Lines(c) => {
                 let names: Vec<String> = c.series.iter().map(|s| s.name.clone()).collect();
-                let xs: Vec<String> = c.x.iter().map(|x| fmt_value(*x)).collect();
+                let xs: Vec<String> = c.x.iter().map(|x| fmt_tick(*x)).collect();
                 let by_x: Vec<Vec<Option<f64>>> = (0..c.x.len())
                     .map(|i| {
                         c.series
@@ -172,10 +172,7 @@ mod tests {
             }],
             reference: None,
         });
-        assert_eq!(
-            lines.table().rows,
-            [["1.00", "5.00"], ["2.00", NOT_MEASURED]]
-        );
+        assert_eq!(lines.table().rows, [["1", "5.00"], ["2", NOT_MEASURED]]);
     }
 
     #[test]

@@ -3,8 +3,8 @@
 use std::fmt::Write;
 
 use super::{
-    colour, esc, finite, fmt_value, legend_height, nice_axis, Canvas, LEFT, MIN_W, PLOT_H, RIGHT,
-    TITLE_H,
+    colour, esc, finite, fmt_tick, fmt_value, legend_height, nice_axis, Canvas, LEFT, MIN_W,
+    PLOT_H, RIGHT, TITLE_H,
 };
 
 /// One named line of a [`LineChart`], with a value (or a gap) per x.
@@ -85,7 +85,7 @@ impl LineChart {
                 "middle",
                 0.0,
                 "",
-                &fmt_value(*x),
+                &fmt_tick(*x),
             );
         }
         let x_label = if log {
@@ -143,7 +143,7 @@ impl LineChart {
                     py(*v),
                     colour(s),
                     esc(&series.name),
-                    fmt_value(*x),
+                    fmt_tick(*x),
                     fmt_value(*v)
                 );
             }

@@ -59,6 +59,15 @@ pub fn fmt_value(v: f64) -> String {
     }
 }
 
+/// An x value as an axis names it: "8" threads, not "8.00".
+pub fn fmt_tick(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        fmt_value(v)
+    }
+}
+
 fn finite(v: Option<f64>) -> Option<f64> {
     v.filter(|x| x.is_finite())
 }
