@@ -14,6 +14,7 @@ pub mod keys;
 pub mod measure;
 pub mod oscount;
 pub mod progress;
+pub mod report;
 pub mod results;
 pub mod run;
 pub mod store;

@@ -105,7 +105,12 @@ pub fn run(opts: &RunOptions, id: &str, label: &str) -> Result<RunReport> {
 }
 
 /// [`run`], calling `after_run(done, total)` after each run for progress.
-pub fn run_observed(opts: &RunOptions, id: &str, label: &str, after_run: &mut dyn FnMut(u32, u32)) -> Result<RunReport> {
+pub fn run_observed(
+    opts: &RunOptions,
+    id: &str,
+    label: &str,
+    after_run: &mut dyn FnMut(u32, u32),
+) -> Result<RunReport> {
     let path = opts.path.as_path();
     let layout = detect(path)?;
     validate(opts)?;

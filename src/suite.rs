@@ -240,7 +240,8 @@ fn measure_all(opts: &SuiteOptions, work: &Path, observer: &dyn SuiteObserver, r
         run_opts.files = step.files;
         run_opts.plan = Plan { cold: opts.plan.cold && !step.update, ..opts.plan };
         observer.begin(step.label, u64::from(run_opts.plan.warmup + run_opts.plan.repeat));
-        let report = run::run_observed(&run_opts, step.id, step.label, &mut |done, _| observer.advance(u64::from(done)))?;
+        let report =
+            run::run_observed(&run_opts, step.id, step.label, &mut |done, _| observer.advance(u64::from(done)))?;
         let e = &report.experiment;
         let p99 = e.latency.map(|l| format!(", p99 {:.1} us", l.p99_us)).unwrap_or_default();
         observer.end(&format!(
@@ -272,7 +273,15 @@ mod tests {
         sorted.sort_unstable();
         sorted.dedup();
         assert_eq!(sorted.len(), ids.len());
-        for needed in ["read/db-sql", "read/db-blob", "read/db-blob-mmap", "write/db-wal-normal", "write/db-off", "read/flat-stdio", "write/flat-truncate"] {
+        for needed in [
+            "read/db-sql",
+            "read/db-blob",
+            "read/db-blob-mmap",
+            "write/db-wal-normal",
+            "write/db-off",
+            "read/flat-stdio",
+            "write/flat-truncate",
+        ] {
             assert!(ids.contains(&needed), "{needed}");
         }
     }

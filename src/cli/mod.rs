@@ -4,6 +4,7 @@
 mod dataset;
 mod output;
 mod progress;
+mod report;
 mod run;
 mod suite;
 
@@ -28,6 +29,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// The whole "35% faster than the filesystem" article on this machine, with a report.
     Suite(suite::SuiteArgs),
+    /// Render result files as HTML, Markdown or text, one machine or several side by side.
+    Report(report::ReportArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -37,5 +40,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Stat(a) => dataset::stat(a),
         Command::Run(a) => run::run(a),
         Command::Suite(a) => suite::run(a),
+        Command::Report(a) => report::run(a),
     }
 }

@@ -52,14 +52,23 @@ fn non_negative_u32(s: &str) -> Result<u32, units::UnitError> {
 
 impl SuiteArgs {
     fn options(&self) -> SuiteOptions {
-        let mut o = if self.quick { SuiteOptions::quick(self.workdir.clone()) } else { SuiteOptions::article(self.workdir.clone()) };
+        let mut o = if self.quick {
+            SuiteOptions::quick(self.workdir.clone())
+        } else {
+            SuiteOptions::article(self.workdir.clone())
+        };
         if let Some(c) = self.count {
             o.spec.count = c;
         }
         o.spec.size = self.size;
         o.spec.variance = self.variance;
         o.spec.page_size = self.pagesize;
-        o.plan = Plan { repeat: self.repeat.unwrap_or(o.plan.repeat), cold: self.cold, warmup: if self.cold { 0 } else { 1 }, ..o.plan };
+        o.plan = Plan {
+            repeat: self.repeat.unwrap_or(o.plan.repeat),
+            cold: self.cold,
+            warmup: if self.cold { 0 } else { 1 },
+            ..o.plan
+        };
         o.keep = self.keep;
         o
     }
