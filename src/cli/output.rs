@@ -1,24 +1,18 @@
-//! Where report-producing commands put their files.
+//! Where report-producing commands (suite, matrix, concurrency) put their files.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use blobbench::results::{self, ResultFile};
+use blobbench::report;
+use blobbench::results::ResultFile;
 
 /// Checks, before any measuring, that the report directory can be written.
-pub fn prepare_report_dir(out: &Path) -> anyhow::Result<PathBuf> {
-    if out.exists() && !out.is_dir() {
-        anyhow::bail!("{}: exists and is not a directory", out.display());
-    }
-    blobbench::fsutil::check_writable_output(&out.join("results.json"))
-        .or_else(|_| blobbench::fsutil::check_writable_output(out))?;
-    Ok(out.to_path_buf())
+pub fn prepare_report_dir(out: &Path, force: bool) -> anyhow::Result<()> {
+    report::check_out_dir(out, &report::Options { force })?;
+    Ok(())
 }
 
-/// Writes results.json (and, later, the rendered report); returns the summary.
-pub fn write_report(out: &Path, files: &[ResultFile]) -> anyhow::Result<String> {
-    std::fs::create_dir_all(out).map_err(|e| anyhow::anyhow!("{}: cannot create directory: {e}", out.display()))?;
-    if let Some(first) = files.first() {
-        results::write(&out.join("results.json"), first)?;
-    }
-    Ok(String::new())
+/// Writes the report directory; returns the terminal summary.
+pub fn write_report(out: &Path, files: &[ResultFile], force: bool) -> anyhow::Result<String> {
+    report::render(files, out, &report::Options { force })?;
+    Ok(report::text_summary(files))
 }

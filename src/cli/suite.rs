@@ -44,6 +44,9 @@ pub struct SuiteArgs {
     /// Keep the datasets in the work directory.
     #[arg(long)]
     pub keep: bool,
+    /// Replace --out even when it is a non-empty directory that is not a previous report.
+    #[arg(long)]
+    pub force: bool,
 }
 
 fn non_negative_u32(s: &str) -> Result<u32, units::UnitError> {
@@ -115,13 +118,18 @@ impl SuiteObserver for Lines {
 }
 
 pub fn run(args: SuiteArgs) -> anyhow::Result<()> {
-    let out = super::output::prepare_report_dir(&args.out)?;
+    super::output::prepare_report_dir(&args.out, args.force)?;
     let opts = args.options();
     let started = Instant::now();
     let observer = Lines { bar: Mutex::new(None), terminal: std::io::stderr().is_terminal() };
     let results = suite::run_suite(&opts, &observer)?;
-    let summary = super::output::write_report(&out, &[results])?;
+    let summary = super::output::write_report(&args.out, &[results], args.force)?;
     print!("{summary}");
-    println!("suite took {:.0} s; report in {}", started.elapsed().as_secs_f64(), out.display());
+    println!(
+        "suite took {:.0} s; report in {} (open {})",
+        started.elapsed().as_secs_f64(),
+        args.out.display(),
+        args.out.join("index.html").display()
+    );
     Ok(())
 }

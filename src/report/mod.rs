@@ -93,7 +93,13 @@ pub fn text_summary(files: &[ResultFile]) -> String {
     text::document(&title(files), &sections, &left_out)
 }
 
-/// Writes `index.html`, `summary.md` and `charts/<id>.svg` into `out_dir`,
+/// Checks, before any measuring, that [`render`] will be able to write `out_dir`.
+pub fn check_out_dir(out_dir: &Path, options: &Options) -> Result<()> {
+    output::check(out_dir, options.force)
+}
+
+/// Writes `index.html`, `summary.md`, `charts/<id>.svg` and the result
+/// files themselves (`results.json`, or `results-N.json` for several) into `out_dir`,
 /// replacing it as a whole (see [`Options::force`] for when that is refused).
 pub fn render(files: &[ResultFile], out_dir: &Path, options: &Options) -> Result<Written> {
     if files.is_empty() {
@@ -106,6 +112,13 @@ pub fn render(files: &[ResultFile], out_dir: &Path, options: &Options) -> Result
         ("index.html".into(), html::page(&title, &footer, &sections).into_bytes()),
         ("summary.md".into(), markdown::document(&title, &footer, &sections, true).into_bytes()),
     ];
+    // The data travels with the report, so it can be re-rendered or merged
+    // with another machine's later.
+    for (i, file) in files.iter().enumerate() {
+        let name = if files.len() == 1 { "results.json".to_string() } else { format!("results-{}.json", i + 1) };
+        let json = serde_json::to_vec_pretty(file).map_err(|e| Error::invalid(e.to_string()))?;
+        out.push((name.into(), json));
+    }
     let figures: Vec<&Figure> = doc::figures(&sections).collect();
     for f in &figures {
         let svg = format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{}\n", f.chart.to_svg());
