@@ -6,7 +6,7 @@ use crate::keys::Order;
 use crate::measure::{LatencySummary, Phases, Plan, RunSample, Summary};
 use crate::oscount::OsCounters;
 use crate::results::{DatasetSpec, DiskUsage, Experiment, ResultFile};
-use crate::workload::{Layout, WorkloadParams};
+use crate::workload::{DbParams, FileParams, Layout, WorkloadParams};
 
 /// An experiment whose three timed runs took `per_op_us` each (no spread).
 pub fn experiment(id: &str, per_op_us: f64) -> Experiment {
@@ -59,6 +59,8 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
             start: 1,
             order: Order::Random,
             threads: 1,
+            db: DbParams::default(),
+            files: FileParams::default(),
             plan: Plan::default(),
         },
         warmup_runs: 1,
@@ -103,6 +105,7 @@ pub fn suite(host: &str, times: &[(&str, f64)]) -> ResultFile {
             block_size: 4096,
             total_bytes: 500_000_000_000,
             free_bytes: 100_000_000_000,
+            rotational: None,
         }),
         ..Environment::default()
     };

@@ -30,7 +30,8 @@ fn is_previous_report(dir: &Path) -> Result<bool> {
     for e in entries {
         let name = e.file_name();
         let name = name.to_string_lossy();
-        if !OURS.contains(&name.as_ref()) {
+        let results_copy = name == "results.json" || (name.starts_with("results-") && name.ends_with(".json"));
+        if !OURS.contains(&name.as_ref()) && !results_copy {
             return Ok(false);
         }
         if name == "charts" {
