@@ -14,6 +14,7 @@ use blobbench::units;
 use blobbench::workload::{DbAccess, DbParams, FileParams, FileRead, FileWrite, Layout, SyncLevel};
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct RunArgs {
     /// A database, a flat directory or a tree (as made by init/export).
     pub path: PathBuf,
