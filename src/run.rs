@@ -90,17 +90,30 @@ const POOL_STEP: usize = 4099;
 struct Pool {
     bytes: Vec<u8>,
     blob_max: usize,
+    /// Runs started so far: each run starts at another offset, so a repeated
+    /// run writes different content than the one before it.
+    runs: std::cell::Cell<usize>,
 }
 
 impl Pool {
     fn new(blob_max: usize, seed: u64) -> Self {
         let mut bytes = vec![0u8; blob_max + POOL_WINDOW];
         rand::rngs::SmallRng::seed_from_u64(seed ^ 0x5eed_b10b).fill_bytes(&mut bytes);
-        Pool { bytes, blob_max }
+        Pool { bytes, blob_max, runs: std::cell::Cell::new(0) }
     }
 }
 
 pub fn run(opts: &RunOptions, id: &str, label: &str) -> Result<RunReport> {
+    run_observed(opts, id, label, &mut |_, _| {})
+}
+
+/// [`run`], calling `after_run(done, total)` after each run for progress.
+pub fn run_observed(
+    opts: &RunOptions,
+    id: &str,
+    label: &str,
+    after_run: &mut dyn FnMut(u32, u32),
+) -> Result<RunReport> {
     let path = opts.path.as_path();
     let layout = detect(path)?;
     validate(opts)?;
@@ -115,7 +128,7 @@ pub fn run(opts: &RunOptions, id: &str, label: &str) -> Result<RunReport> {
         cold::evict(files)
     };
     let mut seen = Seen::default();
-    let measured = measure::measure(&opts.plan, Some(&mut evict), |ctx| {
+    let measured = measure::measure_observed(&opts.plan, Some(&mut evict), after_run, |ctx| {
         let latency = ctx.latency;
         match layout {
             Layout::Db => db_run(opts, &pre, pool.as_ref(), latency, ctx.timed, &mut seen),
@@ -351,7 +364,11 @@ fn timed_loop<S: BlobStore, L: LatencySink>(
 ) -> Result<LoopTotals> {
     let (mut ops, mut misses, mut bytes) = (0u64, 0u64, 0u64);
     let miss_limit = 4 * u64::from(max_id) + 1000;
-    let mut offset = 0usize;
+    let mut offset = pool.map_or(0, |p| {
+        let run = p.runs.get();
+        p.runs.set(run + 1);
+        run * 7919 % POOL_WINDOW
+    });
     let start = Instant::now();
     let mut prev = start;
     while ops < count {

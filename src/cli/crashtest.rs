@@ -31,16 +31,17 @@ fn count(text: &str) -> Result<u32, units::UnitError> {
 }
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct CrashtestArgs {
     /// Write methods, comma-separated: db-wal-normal, db-wal-full, db-delete, db-off, truncate[-fsync],
     /// inplace[-fsync], replace[-fsync], or the groups all, db, files.
     #[arg(long, default_value = "all", value_parser = methods)]
     pub method: Methods,
     /// Kills per method [default: 50, or 6 with --quick].
-    #[arg(long, value_parser = count, allow_negative_numbers = true)]
+    #[arg(long, value_parser = count)]
     pub kills: Option<u32>,
     /// Blobs in each dataset [default: 100, or 40 with --quick].
-    #[arg(long, value_parser = count, allow_negative_numbers = true)]
+    #[arg(long, value_parser = count)]
     pub count: Option<u32>,
     /// Directory to make the datasets in (a temporary directory inside it, removed after) [default: the system's
     /// temporary directory]. Use the filesystem you care about.
@@ -50,7 +51,7 @@ pub struct CrashtestArgs {
     #[arg(long)]
     pub quick: bool,
     /// Seed of the kill schedule and of the blob sizes (same seed, same schedule).
-    #[arg(long, default_value = "1", value_parser = units::non_negative_u64, allow_negative_numbers = true)]
+    #[arg(long, default_value = "1", value_parser = units::non_negative_u64)]
     pub seed: u64,
     /// Write the results (schema in docs/results-schema.md) to FILE.
     #[arg(long, value_name = "FILE")]

@@ -11,23 +11,24 @@ use blobbench::units;
 use super::progress;
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct InitArgs {
     /// The database file to create.
     pub db: PathBuf,
     /// Number of blobs (keys 1..N).
-    #[arg(long, default_value = "1000", value_parser = units::positive_u32, allow_negative_numbers = true)]
+    #[arg(long, default_value = "1000", value_parser = units::positive_u32)]
     pub count: u32,
     /// Mean blob size in bytes (K, M, KiB, MiB... suffixes work).
-    #[arg(long, default_value = "10000", value_parser = units::positive_u32, allow_negative_numbers = true)]
+    #[arg(long, default_value = "10000", value_parser = units::positive_u32)]
     pub size: u32,
     /// Each blob's size is uniform in [size-variance, size+variance].
-    #[arg(long, default_value = "0", value_parser = non_negative_u32, allow_negative_numbers = true)]
+    #[arg(long, default_value = "0", value_parser = non_negative_u32)]
     pub variance: u32,
     /// Database page size: a power of two from 512 to 65536.
-    #[arg(long, default_value = "4096", value_parser = units::page_size, allow_negative_numbers = true)]
+    #[arg(long, default_value = "4096", value_parser = units::page_size)]
     pub pagesize: u32,
     /// Seed of the random sizes and content.
-    #[arg(long, default_value = "1", value_parser = units::non_negative_u64, allow_negative_numbers = true)]
+    #[arg(long, default_value = "1", value_parser = units::non_negative_u64)]
     pub seed: u64,
     /// Replace DB if it exists.
     #[arg(long)]
@@ -67,6 +68,7 @@ pub fn init(args: InitArgs) -> anyhow::Result<()> {
 }
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct ExportArgs {
     /// The database to read.
     pub db: PathBuf,
@@ -97,6 +99,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
 }
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct StatArgs {
     /// A database, a flat directory or a tree.
     pub path: PathBuf,

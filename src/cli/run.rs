@@ -14,17 +14,18 @@ use blobbench::units;
 use blobbench::workload::{DbAccess, DbParams, FileParams, FileRead, FileWrite, Layout, SyncLevel};
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct RunArgs {
     /// A database, a flat directory or a tree (as made by init/export).
     pub path: PathBuf,
     /// Blobs to read or write (misses add cycles, as in kvtest).
-    #[arg(long, default_value = "1000", value_parser = units::positive_u64, allow_negative_numbers = true)]
+    #[arg(long, default_value = "1000", value_parser = units::positive_u64)]
     pub count: u64,
     /// Largest key to use [default: the largest key present].
-    #[arg(long, value_parser = units::positive_u32, allow_negative_numbers = true)]
+    #[arg(long, value_parser = units::positive_u32)]
     pub max_id: Option<u32>,
     /// First key.
-    #[arg(long, default_value = "1", value_parser = units::positive_u32, allow_negative_numbers = true)]
+    #[arg(long, default_value = "1", value_parser = units::positive_u32)]
     pub start: u32,
     /// Keys in ascending order (the default).
     #[arg(long, overrides_with_all = ["desc", "random"])]
@@ -45,7 +46,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "1000", value_parser = units::parse_int, allow_hyphen_values = true)]
     pub cache_size: i64,
     /// Database: PRAGMA mmap_size in bytes.
-    #[arg(long, default_value = "0", value_parser = units::non_negative_i64, allow_negative_numbers = true)]
+    #[arg(long, default_value = "0", value_parser = units::non_negative_i64)]
     pub mmap: i64,
     /// Database: PRAGMA journal_mode (delete, truncate, persist, memory, wal, off).
     #[arg(long, value_parser = ["delete", "truncate", "persist", "memory", "wal", "off"], ignore_case = true)]
@@ -78,10 +79,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub fsync: bool,
     /// Timed runs (the kvtest lines show the median one).
-    #[arg(long, default_value = "5", value_parser = repeat_count, allow_negative_numbers = true)]
+    #[arg(long, default_value = "5", value_parser = repeat_count)]
     pub repeat: u32,
     /// Untimed runs before the timed ones [default: 1, or 0 with --cold].
-    #[arg(long, value_parser = warmup_count, allow_negative_numbers = true)]
+    #[arg(long, value_parser = warmup_count)]
     pub warmup: Option<u32>,
     /// Evict the dataset from the page cache before each timed run.
     #[arg(long)]
@@ -90,7 +91,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_latency: bool,
     /// Seed of the random content written by --update.
-    #[arg(long, default_value = "1", value_parser = units::non_negative_u64, allow_negative_numbers = true)]
+    #[arg(long, default_value = "1", value_parser = units::non_negative_u64)]
     pub seed: u64,
     /// Write the results (schema in docs/results-schema.md) to FILE.
     #[arg(long, value_name = "FILE")]

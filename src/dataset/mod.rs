@@ -7,7 +7,7 @@ mod layout;
 mod stat;
 
 pub use export::{export, ExportReport};
-pub use init::{init, InitReport};
+pub use init::{check_spec, estimated_bytes as estimated_db_bytes, init, InitReport};
 pub use layout::{blob_files, blob_name, detect, list_keys, open_kv, BlobPath, KvConnection};
 pub(crate) use layout::{conn_error, db_error};
 pub use stat::{stat, DbStat, DirStat, StatReport};
