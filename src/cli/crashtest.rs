@@ -81,7 +81,6 @@ pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
     let mut results = ResultFile::new("crashtest", envinfo::collect(&opts.workdir));
     results.complete = !report.interrupted;
     results.crashtest = Some(report.section.clone());
-    results.notes.push(LIMITS.replace('\n', " "));
     if let Some(p) = &args.json {
         results::write(p, &results)?;
     }
@@ -104,22 +103,6 @@ pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
     }
     Ok(())
 }
-
-const LEGEND: &str = "
-integrity: kills after which integrity_check failed. torn, missing, lost (whole but an unexpected version),
-stray (temporary files left behind): totals over all kills. damaged: kills that left any of these.
-whole old / whole new: blobs intact at their version before the kill / at a version the killed writer wrote.
-";
-
-/// What a process kill shows and what it cannot; printed and recorded.
-const LIMITS: &str = "\
-Each writer was killed with SIGKILL, a process crash. The kernel kept every page the writer had passed to
-write(), so this tests only what each method's order of system calls leaves behind when the process dies
-between two of them (a file truncated but not rewritten, a temporary file never renamed, a transaction SQLite
-must roll back or recover). It is not a power cut: nothing in the page cache was lost, so fsync cannot make a
-difference here, and a method that is clean here can still tear or lose data when the power fails.
-docs/crash-safety.md describes what a power-cut test needs.
-";
 
 pub fn table(report: &CrashReport, fs: &str) -> String {
     let s = &report.section;
@@ -157,8 +140,8 @@ pub fn table(report: &CrashReport, fs: &str) -> String {
             m.intact_new
         );
     }
-    o.push_str(LEGEND);
-    let _ = writeln!(o, "\n{LIMITS}");
+    o.push_str(crashtest::LEGEND);
+    let _ = writeln!(o, "\n{}", crashtest::LIMITS);
     if report.interrupted {
         let _ = writeln!(o, "warning: interrupted; the last method has fewer kills than asked");
     }

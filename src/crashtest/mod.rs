@@ -45,6 +45,23 @@ pub const QUICK_KILLS: u32 = 6;
 pub const QUICK_COUNT: u32 = 40;
 const LIMIT: u32 = 100_000;
 
+/// What the table's columns count (the terminal and the report show it).
+pub const LEGEND: &str = "
+integrity: kills after which integrity_check failed. torn, missing, lost (whole but an unexpected version),
+stray (temporary files left behind): totals over all kills. damaged: kills that left any of these.
+whole old / whole new: blobs intact at their version before the kill / at a version the killed writer wrote.
+";
+
+/// What a process kill shows and what it cannot; said wherever results are.
+pub const LIMITS: &str = "\
+Each writer was killed with SIGKILL, a process crash. The kernel kept every page the writer had passed to
+write(), so this tests only what each method's order of system calls leaves behind when the process dies
+between two of them (a file truncated but not rewritten, a temporary file never renamed, a transaction SQLite
+must roll back or recover). It is not a power cut: nothing in the page cache was lost, so fsync cannot make a
+difference here, and a method that is clean here can still tear or lose data when the power fails.
+docs/crash-safety.md describes what a power-cut test needs.
+";
+
 #[derive(Debug, Clone)]
 pub struct CrashOptions {
     pub methods: Vec<Method>,

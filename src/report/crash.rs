@@ -1,0 +1,134 @@
+//! The crash-safety section: for each result file with a `crashtest`
+//! section, what killed writers left behind per write method, and what a
+//! process kill cannot show.
+
+use super::doc::{Block, Section, Table};
+use super::fmt::{machine_labels, thousands};
+use crate::crashtest::{self, CrashSection};
+use crate::results::ResultFile;
+
+pub fn sections(files: &[ResultFile]) -> Vec<Section> {
+    let labels = machine_labels(files);
+    let found: Vec<(&String, &CrashSection)> =
+        labels.iter().zip(files).filter_map(|(l, f)| f.crashtest.as_ref().map(|c| (l, c))).collect();
+    if found.is_empty() {
+        return Vec::new();
+    }
+    let mut blocks = Vec::new();
+    for (label, c) in &found {
+        if found.len() > 1 {
+            blocks.push(Block::Heading((*label).clone()));
+        }
+        blocks.push(Block::Paragraph(format!(
+            "{} SIGKILL{} per write method, each after 0 to {} ms of writing (seed {}); {} blobs of {} to {} bytes, \
+             one write = one blob (one transaction for SQLite).",
+            c.kills_per_method,
+            if c.kills_per_method == 1 { "" } else { "s" },
+            c.max_delay_us / 1000,
+            c.seed,
+            c.blobs,
+            thousands(c.blob_min_bytes),
+            thousands(c.blob_max_bytes)
+        )));
+        blocks.push(Block::Table(table(c)));
+        for m in c.methods.iter().filter(|m| m.broke_promise()) {
+            blocks.push(Block::Paragraph(format!(
+                "{}: damaged by a process kill although SQLite with a journal promises atomic commits \
+                 ({} integrity failures, {} torn, {} missing, {} lost).",
+                m.method, m.integrity_failures, m.torn, m.missing, m.unexpected_version
+            )));
+        }
+    }
+    blocks.push(Block::Note(crashtest::LEGEND.split_whitespace().collect::<Vec<_>>().join(" ")));
+    blocks.push(Block::Paragraph(crashtest::LIMITS.split_whitespace().collect::<Vec<_>>().join(" ")));
+    vec![Section {
+        id: "crashtest".into(),
+        title: "Crash safety: what a killed writer leaves behind".into(),
+        in_summary: true,
+        blocks,
+    }]
+}
+
+fn table(c: &CrashSection) -> Table {
+    let headers = [
+        "method",
+        "kills",
+        "integrity failures",
+        "torn",
+        "missing",
+        "lost",
+        "stray files",
+        "damaged kills",
+        "whole old",
+        "whole new",
+    ];
+    let rows = c
+        .methods
+        .iter()
+        .map(|m| {
+            vec![
+                m.description.clone(),
+                m.kills.to_string(),
+                m.integrity_failures.to_string(),
+                thousands(m.torn),
+                thousands(m.missing),
+                thousands(m.unexpected_version),
+                thousands(m.stray_files),
+                m.damaged_kills.to_string(),
+                thousands(m.intact_old),
+                thousands(m.intact_new),
+            ]
+        })
+        .collect();
+    Table { headers: headers.map(String::from).to_vec(), rows }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crashtest::CrashMethodResult;
+    use crate::report::fixtures::suite;
+
+    fn crash_file(torn_in_wal: u64) -> ResultFile {
+        let method = |name: &str, promises_atomic: bool, torn: u64| CrashMethodResult {
+            method: name.into(),
+            description: format!("{name} described"),
+            promises_atomic,
+            kills: 50,
+            blobs_checked: 5000,
+            torn,
+            intact_old: 4000 - torn,
+            intact_new: 1000,
+            ..CrashMethodResult::default()
+        };
+        let mut f = suite("host-a", &[]);
+        f.command = "crashtest".into();
+        f.crashtest = Some(CrashSection {
+            fault: "SIGKILL".into(),
+            kills_per_method: 50,
+            blobs: 100,
+            blob_min_bytes: 512,
+            blob_max_bytes: 65_536,
+            max_delay_us: 50_000,
+            seed: 1,
+            workdir: "/tmp".into(),
+            methods: vec![method("db-wal-normal", true, torn_in_wal), method("truncate", false, 7)],
+        });
+        f
+    }
+
+    #[test]
+    fn one_table_row_per_method_and_the_limits_said() {
+        let s = sections(&[crash_file(0)]);
+        assert_eq!(s.len(), 1);
+        let table = s[0].blocks.iter().find_map(|b| if let Block::Table(t) = b { Some(t) } else { None }).unwrap();
+        assert_eq!(table.rows.len(), 2);
+        assert_eq!(table.rows[1][0], "truncate described");
+        assert_eq!(table.rows[1][3], "7", "torn");
+        let text = format!("{:?}", s[0].blocks);
+        assert!(text.contains("not a power cut"));
+        assert!(!text.contains("damaged by a process kill"), "a torn file is reported, not judged");
+        assert!(format!("{:?}", sections(&[crash_file(2)])).contains("db-wal-normal: damaged by a process kill"));
+        assert!(sections(&[suite("host-a", &[])]).is_empty(), "no section without crashtest results");
+    }
+}
