@@ -164,6 +164,30 @@ fn cases() -> Vec<Case> {
         case("export: spaces and non-ASCII", spaced_db, &["export", "@my dir/dätä ñ.db", "@my dir/ëxpört ü"], Works("Exported 20 blobs")),
         case("run files: spaces and non-ASCII", spaced_flat, &["run", "@my dir/fläť", "--repeat", "1"], Works("Microseconds per BLOB read")),
         case("crashtest: spaces and non-ASCII", spaced_dir, &["crashtest", "--workdir", "@my dir", "--method", "db-wal-normal,replace", "--kills", "1", "--count", "5"], Works("db-wal-normal")),
+        // report: result files that are not result files
+        case("report: missing file", none, &["report", "@nope.json", "--format", "text"], Fail("nope.json: No such file")),
+        case("report: a directory", dir, &["report", "@dir", "--format", "text"], Fail("dir: Is a directory")),
+        case("report: empty file", empty, &["report", "@empty", "--format", "text"], Fail("empty: not valid JSON")),
+        case("report: text file", text, &["report", "@text.txt", "--format", "text"], Fail("text.txt: not valid JSON")),
+        case("report: binary file", binary, &["report", "@bin", "--format", "markdown"], Fail("bin: ")),
+        case("report: a database", db, &["report", "@db", "--format", "text"], Fail("db: ")),
+        case("report: foreign JSON", foreign_json, &["report", "@r.json", "--format", "text"], Fail("not a blobbench result file")),
+        case("report: future schema", future_json, &["report", "@r.json", "--format", "text"], Fail("schema version 99 is not supported")),
+        case("report: truncated JSON", truncated_json, &["report", "@r.json", "--format", "text"], Fail("r.json: not valid JSON")),
+        case("report: wrong shape", shape_json, &["report", "@r.json", "--format", "text"], Fail("does not match the result schema")),
+        case("report: out under a regular file", results_and_text, &["report", "@r.json", "--out", "@text.txt/rep"], Fail("text.txt: is not a directory")),
+        case("report: out is a file", results_and_text, &["report", "@r.json", "--out", "@text.txt"], Fail("text.txt")),
+        case("report: out is the input's directory", results_in_dir, &["report", "@rep/r.json", "--out", "@rep", "--force"], Fail("holds the input")),
+        case("report: full disk", results, &["report", "@r.json", "--out", "@rep"], Fail("File too large")).fsize(10_000),
+        case("report: spaces and non-ASCII", spaced_results, &["report", "@my dir/rësults ü.json", "--format", "text"], Works("host-a")),
+        case("report html: spaces and non-ASCII", spaced_results, &["report", "@my dir/rësults ü.json", "--out", "@my dir/rëport"], Works("wrote")),
+        case("report: crashtest results", crash_results, &["report", "@crash.json", "--format", "text"], Works("Crash safety")),
+        // suite: everything is checked before the datasets are built
+        case("suite: workdir is a file", text, &["suite", "--workdir", "@text.txt", "--out", "@rep"], Fail("text.txt")),
+        case("suite: workdir under a file", text, &["suite", "--workdir", "@text.txt/w", "--out", "@rep"], Fail("text.txt")),
+        case("suite: out under a regular file", text, &["suite", "--workdir", "@", "--out", "@text.txt/rep"], Fail("text.txt: is not a directory")),
+        case("suite: out is a file", text, &["suite", "--workdir", "@", "--out", "@text.txt"], Fail("text.txt")),
+        case("suite: full disk", none, &["suite", "--workdir", "@", "--out", "@rep", "--count", "200"], Fail("File too large")).fsize(100_000),
     ];
     for (command, option) in NUMBER_OPTIONS {
         for bad in BAD_NUMBERS.iter().filter(|b| !(*option == "--cache-size" && **b == "-3")) {
@@ -191,6 +215,11 @@ const NUMBER_OPTIONS: &[(&[&str], &str)] = &[
     (&["run", "@db"], "--repeat"),
     (&["run", "@db"], "--warmup"),
     (&["run", "@db"], "--seed"),
+    (&["suite", "--workdir", "@", "--out", "@rep"], "--count"),
+    (&["suite", "--workdir", "@", "--out", "@rep"], "--size"),
+    (&["suite", "--workdir", "@", "--out", "@rep"], "--variance"),
+    (&["suite", "--workdir", "@", "--out", "@rep"], "--pagesize"),
+    (&["suite", "--workdir", "@", "--out", "@rep"], "--repeat"),
     (&["crashtest"], "--kills"),
     (&["crashtest"], "--count"),
     (&["crashtest"], "--seed"),
@@ -354,6 +383,56 @@ fn spaced_flat(d: &Path) {
     for k in 1..=20 {
         std::fs::write(d.join(format!("my dir/fläť/{k:06}")), vec![k as u8; 1000]).unwrap();
     }
+}
+
+const SUITE_RESULTS: &str = include_str!("fixtures/suite-host-a.json");
+
+fn results(d: &Path) {
+    std::fs::write(d.join("r.json"), SUITE_RESULTS).unwrap();
+}
+
+fn results_and_text(d: &Path) {
+    results(d);
+    text(d);
+}
+
+fn results_in_dir(d: &Path) {
+    std::fs::create_dir(d.join("rep")).unwrap();
+    std::fs::write(d.join("rep/r.json"), SUITE_RESULTS).unwrap();
+}
+
+fn spaced_results(d: &Path) {
+    spaced_dir(d);
+    std::fs::write(d.join("my dir/rësults ü.json"), SUITE_RESULTS).unwrap();
+}
+
+fn foreign_json(d: &Path) {
+    std::fs::write(d.join("r.json"), r#"{"name": "something else", "values": [1, 2, 3]}"#).unwrap();
+}
+
+fn future_json(d: &Path) {
+    std::fs::write(d.join("r.json"), SUITE_RESULTS.replacen("\"schema_version\": 1", "\"schema_version\": 99", 1))
+        .unwrap();
+}
+
+fn truncated_json(d: &Path) {
+    std::fs::write(d.join("r.json"), &SUITE_RESULTS[..SUITE_RESULTS.len() / 2]).unwrap();
+}
+
+fn shape_json(d: &Path) {
+    std::fs::write(d.join("r.json"), r#"{"schema": "blobbench-results", "schema_version": 1, "command": 7}"#).unwrap();
+}
+
+/// A real crashtest result file, from the binary itself (a fraction of a second).
+fn crash_results(d: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_blobbench"))
+        .args(["crashtest", "--method", "replace", "--kills", "1", "--count", "5", "--workdir"])
+        .arg(d)
+        .arg("--json")
+        .arg(d.join("crash.json"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 // ---- the harness -------------------------------------------------------

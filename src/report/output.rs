@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::fsutil::{parent_dir, temp_sibling};
+use crate::fsutil::{check_dir, parent_dir, temp_sibling};
 use crate::{Error, Result};
 
 /// Marks a directory as a blobbench report, so it may be replaced later.
@@ -46,10 +46,7 @@ fn is_previous_report(dir: &Path) -> Result<bool> {
 
 /// Checks that `out_dir` may be written, before any work is done.
 pub fn check(out_dir: &Path, force: bool) -> Result<()> {
-    let parent = parent_dir(out_dir);
-    if !parent.is_dir() {
-        return Err(Error::bad_input(parent, "no such directory"));
-    }
+    check_dir(parent_dir(out_dir))?;
     match std::fs::symlink_metadata(out_dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::io(out_dir, "cannot inspect", e)),
