@@ -57,9 +57,10 @@ pub const LIMITS: &str = "\
 Each writer was killed with SIGKILL, a process crash. The kernel kept every page the writer had passed to
 write(), so this tests only what each method's order of system calls leaves behind when the process dies
 between two of them (a file truncated but not rewritten, a temporary file never renamed, a transaction SQLite
-must roll back or recover). It is not a power cut: nothing in the page cache was lost, so fsync cannot make a
-difference here, and a method that is clean here can still tear or lose data when the power fails.
-docs/crash-safety.md describes what a power-cut test needs.
+must roll back or recover). It is not a power cut: nothing in the page cache was lost, so fsync protects
+nothing here (a method with fsync differs only because its writer spends its time elsewhere when killed), and
+a method that is clean here can still tear or lose data when the power fails. docs/crash-safety.md describes
+what a power-cut test needs.
 ";
 
 #[derive(Debug, Clone)]
