@@ -13,7 +13,7 @@ use super::writer::WriterSpec;
 use crate::{Error, Result};
 
 /// The hidden command line of the writer; the CLI parses it back.
-pub fn writer_args(spec: &WriterSpec) -> Vec<OsString> {
+fn writer_args(spec: &WriterSpec) -> Vec<OsString> {
     let mut args: Vec<OsString> =
         ["crash-writer", "--method", spec.method.name(), "--count"].into_iter().map(OsString::from).collect();
     args.push(spec.count.to_string().into());

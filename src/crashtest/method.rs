@@ -57,7 +57,7 @@ impl Method {
     }
 
     /// Parses one name, or "all", "db", "files" for a group.
-    pub fn parse_group(text: &str) -> Result<Vec<Method>, UnitError> {
+    fn parse_group(text: &str) -> Result<Vec<Method>, UnitError> {
         let t = text.trim().to_ascii_lowercase();
         match t.as_str() {
             "all" => Ok(Method::all()),

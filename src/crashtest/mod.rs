@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-pub use kill::{writer_args, READY};
+pub use kill::READY;
 pub use method::Method;
 pub use writer::{write_until_killed, WriterSpec};
 
@@ -34,6 +34,10 @@ use crate::measure::stop_requested;
 use crate::progress::Progress;
 use crate::{Error, Result};
 use dataset::{Dataset, MAX_BLOB, MIN_BLOB};
+
+/// Name prefix of the temporary work directory; the writer refuses to
+/// write anywhere else, so a stray `crash-writer` cannot touch real data.
+const WORK_PREFIX: &str = ".blobbench-crashtest-";
 
 /// Versions one writer can use: kill `n` writes versions from `n << 32`.
 const ROUND_SPAN: u64 = 1 << 32;
@@ -155,7 +159,7 @@ pub struct CrashReport {
 pub fn crashtest(opts: &CrashOptions, progress: &dyn Progress) -> Result<CrashReport> {
     validate(opts)?;
     let root = tempfile::Builder::new()
-        .prefix(".blobbench-crashtest-")
+        .prefix(WORK_PREFIX)
         .tempdir_in(&opts.workdir)
         .map_err(|e| Error::io(&opts.workdir, "cannot create a directory here", e))?;
     let mut section = CrashSection {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::blob;
 use super::dataset::{blob_len, MAX_BLOB};
-use super::Method;
+use super::{Method, WORK_PREFIX};
 use crate::store::{BlobStore, DbSession, FileStore};
 use crate::workload::Layout;
 use crate::{Error, Result};
@@ -27,6 +27,14 @@ pub struct WriterSpec {
 /// Opens the store, calls `ready` (the parent starts its kill timer then),
 /// and writes until killed. Returns only on an error.
 pub fn write_until_killed(spec: &WriterSpec, ready: impl FnOnce()) -> Result<Infallible> {
+    let in_work_dir =
+        spec.path.ancestors().any(|a| a.file_name().is_some_and(|n| n.to_string_lossy().starts_with(WORK_PREFIX)));
+    if !in_work_dir {
+        return Err(Error::bad_input(
+            &spec.path,
+            "is not in a crashtest work directory; crash-writer writes nowhere else",
+        ));
+    }
     let sizes: Vec<u32> = (0..=spec.count).map(|k| if k == 0 { 0 } else { blob_len(spec.seed, k) as u32 }).collect();
     if let Some(params) = spec.method.db_params() {
         let mut store = DbSession::open(&spec.path, &params, true, false, Some(Arc::new(sizes.clone())))?;
@@ -62,11 +70,17 @@ mod tests {
 
     #[test]
     fn writer_reports_a_damaged_dataset_instead_of_looping() {
-        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let dir = tempfile::Builder::new().prefix(WORK_PREFIX).tempdir().unwrap();
         let path = dir.path().join("blobs");
         let method = Method::Files { write: crate::workload::FileWrite::Replace, fsync: false };
         super::super::dataset::Dataset::create(&path, method, 3, 1).unwrap();
         std::fs::remove_file(path.join("000002")).unwrap();
+        let stray = WriterSpec { method, path: outside.path().to_path_buf(), count: 3, seed: 1, base: 1 };
+        assert!(write_until_killed(&stray, || {})
+            .unwrap_err()
+            .to_string()
+            .contains("not in a crashtest work directory"));
         let spec = WriterSpec { method, path: path.clone(), count: 3, seed: 1, base: 1 << 32 };
         let mut started = false;
         let err = write_until_killed(&spec, || started = true).unwrap_err();
