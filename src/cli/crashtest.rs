@@ -93,8 +93,8 @@ pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
         .filter(|m| m.broke_promise())
         .map(|m| {
             format!(
-                "{} ({} integrity failures, {} torn, {} missing)",
-                m.method, m.integrity_failures, m.torn, m.missing
+                "{} ({} integrity failures, {} torn, {} missing, {} lost)",
+                m.method, m.integrity_failures, m.torn, m.missing, m.unexpected_version
             )
         })
         .collect();
@@ -104,7 +104,7 @@ pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn table(report: &CrashReport, fs: &str) -> String {
+fn table(report: &CrashReport, fs: &str) -> String {
     let s = &report.section;
     let mut o = String::new();
     let _ = writeln!(
