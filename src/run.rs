@@ -148,18 +148,8 @@ pub fn run(opts: &RunOptions, id: &str, label: &str) -> Result<RunReport> {
         files: opts.files,
         plan: opts.plan,
     };
-    let experiment = Experiment {
-        id: id.to_string(),
-        label: label.to_string(),
-        params,
-        warmup_runs: opts.plan.warmup,
-        latency: measured.latency.as_ref().map(Latency::summary),
-        summary: measured.summary,
-        clock_cost_ns: measured.clock_cost_ns,
-        clock_overhead_pct: measured.clock_overhead_pct,
-        warnings: measured.warnings,
-        runs: measured.runs,
-    };
+    let interrupted = measured.interrupted;
+    let experiment = Experiment::from_measured(id, label, params, measured);
     Ok(RunReport {
         experiment,
         layout,
@@ -169,7 +159,7 @@ pub fn run(opts: &RunOptions, id: &str, label: &str) -> Result<RunReport> {
         journal_mode: seen.journal_mode,
         integrity,
         sqlite_stats: seen.stats,
-        interrupted: measured.interrupted,
+        interrupted,
     })
 }
 
@@ -316,12 +306,26 @@ fn files_run(
     Ok(RunOutcome { ops: totals.ops, misses: totals.misses, bytes: totals.bytes, phases })
 }
 
-struct LoopTotals {
-    ops: u64,
-    misses: u64,
-    bytes: u64,
-    start: Instant,
-    end: Instant,
+/// What one timed loop did, and when it started and ended.
+pub struct LoopTotals {
+    pub ops: u64,
+    pub misses: u64,
+    pub bytes: u64,
+    pub start: Instant,
+    pub end: Instant,
+}
+
+/// The read loop of `run`, for commands that bring their own store (matrix):
+/// `count` reads that find a blob, keys from `keys`, latency recorded when
+/// given. Exposed rather than copied so every command times the same loop.
+pub fn read_loop<S: BlobStore>(
+    store: &mut S,
+    keys: KeySequence,
+    count: u64,
+    max_id: u32,
+    latency: Option<&mut Latency>,
+) -> Result<LoopTotals> {
+    drive(store, keys, count, max_id, None, latency)
 }
 
 fn drive<S: BlobStore>(
