@@ -11,6 +11,7 @@ pub mod envinfo;
 pub mod error;
 pub mod fsutil;
 pub mod keys;
+pub mod matrix;
 pub mod measure;
 pub mod oscount;
 pub mod progress;

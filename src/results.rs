@@ -36,6 +36,9 @@ pub struct ResultFile {
     /// Bytes on disk of each stored copy of a dataset (suite, stat).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disk_usage: Vec<DiskUsage>,
+    /// `matrix`: internal vs external blobs by blob size and page size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matrix: Option<crate::matrix::MatrixSection>,
     /// Free-form remarks the command wants a reader to see.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -56,6 +59,7 @@ impl ResultFile {
             dataset: None,
             experiments: Vec::new(),
             disk_usage: Vec::new(),
+            matrix: None,
             notes: Vec::new(),
         }
     }

@@ -2,6 +2,7 @@
 //! live in their own file; the library does the work.
 
 mod dataset;
+mod matrix;
 mod progress;
 mod run;
 
@@ -24,6 +25,8 @@ pub enum Command {
     Stat(dataset::StatArgs),
     /// Read or overwrite blobs and time it (kvtest run).
     Run(run::RunArgs),
+    /// Internal vs external blobs by blob size and page size (SQLite's 2011 study).
+    Matrix(matrix::MatrixArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -32,5 +35,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Export(a) => dataset::export(a),
         Command::Stat(a) => dataset::stat(a),
         Command::Run(a) => run::run(a),
+        Command::Matrix(a) => matrix::run(a),
     }
 }

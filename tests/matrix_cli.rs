@@ -1,0 +1,76 @@
+//! `blobbench matrix` through the real binary, on a tiny matrix.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn matrix(work: &Path, out: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("blobbench").unwrap();
+    cmd.arg("matrix").arg("--workdir").arg(work).arg("--out").arg(out);
+    cmd
+}
+
+const TINY: [&str; 10] =
+    ["--sizes", "1k,4k", "--pagesizes", "1024,4096", "--total", "200k", "--cache", "64KiB", "--repeat", "1"];
+
+#[test]
+fn tiny_matrix_prints_the_table_and_writes_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let (work, out) = (dir.path().join("work"), dir.path().join("out"));
+    std::fs::create_dir(&work).unwrap();
+    matrix(&work, &out)
+        .args(TINY)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("page size       1k       4k"))
+        .stdout(predicate::str::is_match(r"(?m)^     1024 +\d+\.\d{3} +\d+\.\d{3}$").unwrap())
+        .stdout(predicate::str::contains("Crossover"))
+        .stdout(predicate::str::contains("The study in 2011"))
+        .stdout(predicate::str::contains("median over the timed runs of the loop time per blob read"))
+        .stdout(predicate::str::contains("\x1b[").not());
+    let results = blobbench::results::read(&out.join("results.json")).unwrap();
+    assert_eq!(results.command, "matrix");
+    assert!(results.complete);
+    let m = results.matrix.expect("matrix section");
+    assert_eq!(m.cells.len(), 4);
+    assert_eq!(m.params.cache_bytes, 65536);
+    assert!(m.cells.iter().all(|c| c.external_ratio > 0.0 && c.internal.runs.len() == 1));
+    assert_eq!(m.crossovers.len(), 2);
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0, "every dataset removed");
+}
+
+#[test]
+fn bad_input_fails_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let (work, out) = (dir.path().join("work"), dir.path().join("out"));
+    std::fs::create_dir(&work).unwrap();
+    let cases: [(&[&str], &str); 8] = [
+        (&["--sizes", "10k,abc"], "invalid number \"abc\""),
+        (&["--sizes", "10k,,20k"], "empty element"),
+        (&["--pagesizes", "1024,x"], "invalid number"),
+        (&["--pagesizes", "1000"], "power of two from 512 to 65536"),
+        (&["--pagesizes", "131072"], "power of two from 512 to 65536"),
+        (&["--sizes", "4k", "--total", "3k"], "--total 3000 is smaller than one blob of 4000 bytes"),
+        (&["--pagesizes", "4096", "--cache", "4000"], "--cache 4000 is smaller than one page of 4096 bytes"),
+        (&["--repeat", "0"], "--repeat must be at least 1"),
+    ];
+    for (args, message) in cases {
+        matrix(&work, &out)
+            .args(args)
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(message))
+            .stderr(predicate::str::contains("panicked").not());
+        assert!(!out.exists(), "{args:?}: no output made");
+        assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0, "{args:?}: no dataset built");
+    }
+    matrix(&dir.path().join("missing"), &out)
+        .args(TINY)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("missing: work directory does not exist"));
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"x").unwrap();
+    matrix(&work, &file).args(TINY).assert().failure().stderr(predicate::str::contains("not a directory"));
+}
