@@ -15,9 +15,11 @@ pub mod matrix;
 pub mod measure;
 pub mod oscount;
 pub mod progress;
+pub mod report;
 pub mod results;
 pub mod run;
 pub mod store;
+pub mod suite;
 pub mod units;
 pub mod workload;
 

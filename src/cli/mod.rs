@@ -3,8 +3,11 @@
 
 mod dataset;
 mod matrix;
+mod output;
 mod progress;
+mod report;
 mod run;
+mod suite;
 
 use clap::{Parser, Subcommand};
 
@@ -25,8 +28,12 @@ pub enum Command {
     Stat(dataset::StatArgs),
     /// Read or overwrite blobs and time it (kvtest run).
     Run(run::RunArgs),
+    /// The whole "35% faster than the filesystem" article on this machine, with a report.
+    Suite(suite::SuiteArgs),
     /// Internal vs external blobs by blob size and page size (SQLite's 2011 study).
     Matrix(matrix::MatrixArgs),
+    /// Render result files as HTML, Markdown or text, one machine or several side by side.
+    Report(report::ReportArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -35,6 +42,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Export(a) => dataset::export(a),
         Command::Stat(a) => dataset::stat(a),
         Command::Run(a) => run::run(a),
+        Command::Suite(a) => suite::run(a),
         Command::Matrix(a) => matrix::run(a),
+        Command::Report(a) => report::run(a),
     }
 }

@@ -191,7 +191,7 @@ impl CellSpec {
     pub fn disk_bytes(&self) -> u64 {
         let files = u64::from(self.count) * u64::from(self.size).div_ceil(4096) * 4096;
         let names = u64::from(self.count) * 64 + 4 * u64::from(self.page_size);
-        crate::dataset::estimated_bytes(&self.dataset(1)) + files + names + (4 << 20)
+        crate::dataset::estimated_db_bytes(&self.dataset(1)) + files + names + (4 << 20)
     }
 }
 
