@@ -29,6 +29,21 @@ fn tiny_matrix_prints_the_table_and_writes_results() {
         .stdout(predicate::str::contains("The study in 2011"))
         .stdout(predicate::str::contains("median over the timed runs of the loop time per blob read"))
         .stdout(predicate::str::contains("\x1b[").not());
+    for chart in ["matrix-heatmap", "matrix-ratio-by-size", "matrix-heatmap-2011"] {
+        let svg = std::fs::read_to_string(out.join("charts").join(format!("{chart}.svg"))).unwrap();
+        roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("{chart}: not well-formed: {e}"));
+    }
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("Internal vs external blobs"));
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../docs/results.schema.json")).expect("schema is JSON");
+    let raw: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    if let Err(e) = jsonschema::validate(&schema, &raw) {
+        panic!("results.json does not match docs/results.schema.json: {e} at {}", e.instance_path());
+    }
+    let mut broken = raw.clone();
+    broken["matrix"]["cells"][0]["external_ratio"] = serde_json::json!(-1.0);
+    assert!(!jsonschema::is_valid(&schema, &broken), "the schema checks the matrix section");
     let results = blobbench::results::read(&out.join("results.json")).unwrap();
     assert_eq!(results.command, "matrix");
     assert!(results.complete);

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use blobbench::matrix::{self, MatrixOptions, RATIO_FIGURE};
-use blobbench::results::{self, ResultFile};
-use blobbench::{envinfo, fsutil, units};
+use blobbench::results::ResultFile;
+use blobbench::{envinfo, report, units};
 
 use super::progress;
 
@@ -38,9 +38,12 @@ pub struct MatrixArgs {
     /// Where to build each cell's datasets [default: the system temporary directory, or . if it is in memory].
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
-    /// Directory for results.json and the charts.
+    /// Directory for results.json, the charts and index.html.
     #[arg(long, value_name = "DIR", default_value = "blobbench-matrix")]
     pub out: PathBuf,
+    /// Replace --out even when it is a non-empty directory that is not a previous report.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// A comma-separated list given as one argument.
@@ -91,12 +94,7 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<()> {
     let opts = args.options();
     // Everything that can be wrong is found before any dataset is built.
     opts.validate()?;
-    let json = args.out.join("results.json");
-    if args.out.exists() && !args.out.is_dir() {
-        anyhow::bail!("{}: exists and is not a directory", args.out.display());
-    }
-    std::fs::create_dir_all(&args.out).map_err(|e| blobbench::Error::io(&args.out, "cannot create directory", e))?;
-    fsutil::check_writable_output(&json)?;
+    super::output::prepare_report_dir(&args.out, args.force)?;
     let cells = opts.cells().len();
     eprintln!(
         "matrix: {cells} cells, {} of blobs each, built one at a time under {}",
@@ -110,7 +108,9 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<()> {
     file.complete = !done.interrupted;
     file.notes.push(format!("ratios are of the {RATIO_FIGURE}"));
     file.matrix = Some(done.section);
-    results::write(&json, &file)?;
+    // The report (results.json, charts, index.html); the terminal gets the
+    // study-shaped table below instead of the report's generic summary.
+    let written = report::render(std::slice::from_ref(&file), &args.out, &report::Options { force: args.force })?;
 
     let section = file.matrix.as_ref().expect("just set");
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
@@ -120,6 +120,11 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<()> {
         println!("warning: interrupted; {} of {cells} cells were measured", section.cells.len());
     }
     println!("SQLite {}; wall time {:.1} s", rusqlite::version(), done.elapsed_ns as f64 / 1e9);
-    println!("results: {}", json.display());
+    println!(
+        "results and {} charts in {} (open {})",
+        written.charts,
+        args.out.display(),
+        args.out.join("index.html").display()
+    );
     Ok(())
 }

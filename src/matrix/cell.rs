@@ -83,6 +83,9 @@ pub(super) fn run_cell(
     }
     let (internal, direct) = (internal.experiment, direct.experiment);
     let base = ratio_figure(&internal);
+    if !(base.is_finite() && base > 0.0) {
+        return Err(Error::invalid(format!("{what}: the database reads took no measurable time; no ratio")));
+    }
     Ok(Some(MatrixCell {
         size_bytes: spec.size,
         page_size: spec.page_size,

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crossover::{crossover, Crossover, CrossoverKind};
 pub use study::{study_grid, study_ratio, STUDY_CACHE_BYTES, STUDY_PAGE_SIZES, STUDY_RATIOS, STUDY_SIZES};
-pub use table::{fmt_size, render_text};
+pub use table::{describe, fmt_size, render_text};
 
 use crate::dataset::check_spec;
 use crate::keys::Order;
@@ -431,3 +431,5 @@ fn check_space(dir: &Path, need: u64, what: &str) -> Result<()> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+pub(crate) mod tests_support;

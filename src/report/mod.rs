@@ -12,6 +12,7 @@ mod fmt;
 mod html;
 mod kvtest;
 mod markdown;
+mod matrix;
 mod output;
 pub mod svg;
 mod text;
@@ -29,7 +30,8 @@ use crate::{Error, Result};
 pub type SectionRenderer = fn(&[ResultFile]) -> Vec<Section>;
 
 /// The report's sections, in page order.
-pub const SECTIONS: &[SectionRenderer] = &[details::overview, kvtest::sections, details::latency, details::environment];
+pub const SECTIONS: &[SectionRenderer] =
+    &[details::overview, kvtest::sections, matrix::sections, details::latency, details::environment];
 
 /// What [`render`] wrote.
 #[derive(Debug, Clone, PartialEq)]
