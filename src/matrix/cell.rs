@@ -20,8 +20,10 @@ use crate::units::short_size;
 use crate::workload::{DbAccess, DbParams, FileParams, FileRead, Layout, WorkloadParams};
 use crate::{fsutil, Error, Result};
 
-/// A cell's datasets: blobs in a database, the same blobs as files, and a
-/// database of the files' names.
+/// A cell's datasets: blobs in a database and a database of the files'
+/// names, both with the cell's page size, in the cell's directory; and the
+/// blobs as files, which do not depend on the page size and are shared by
+/// the cells of one blob size (see [`files_dir`]).
 pub(super) struct CellPaths {
     pub dir: PathBuf,
     pub blobs_db: PathBuf,
@@ -34,24 +36,30 @@ impl CellPaths {
         let dir = work.join(format!("p{}-{}", spec.page_size, short_size(u64::from(spec.size))));
         CellPaths {
             blobs_db: dir.join("internal.db"),
-            files: dir.join("files"),
+            files: files_dir(work, spec.size),
             names_db: dir.join("external.db"),
             dir,
         }
     }
 }
 
-/// Removes a cell's directory however the cell ends.
-struct RemoveOnDrop<'a>(&'a Path);
+/// Where the files of one blob size live while its cells are measured.
+pub(super) fn files_dir(work: &Path, size: u32) -> PathBuf {
+    work.join(format!("files-{}", short_size(u64::from(size))))
+}
 
-impl Drop for RemoveOnDrop<'_> {
+/// Removes a directory however the scope that made it ends.
+pub(super) struct RemoveOnDrop(pub PathBuf);
+
+impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(self.0);
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
 /// Measures one cell; None when Ctrl-C cut it short (a partial cell would
-/// compare runs of unequal number, so it is dropped).
+/// compare runs of unequal number, so it is dropped). The cell's databases
+/// are removed when it ends; the shared files are left to the caller.
 pub(super) fn run_cell(
     spec: &CellSpec,
     opts: &MatrixOptions,
@@ -60,9 +68,9 @@ pub(super) fn run_cell(
 ) -> Result<Option<MatrixCell>> {
     let paths = CellPaths::new(work, spec);
     let what = format!("the cell of {}-byte blobs at page size {}", spec.size, spec.page_size);
-    check_space(work, spec.disk_bytes(), &what)?;
+    check_space(work, spec.disk_bytes(!paths.files.exists()), &what)?;
     std::fs::create_dir(&paths.dir).map_err(|e| Error::io(&paths.dir, "cannot create directory", e))?;
-    let _cleanup = RemoveOnDrop(&paths.dir);
+    let _cleanup = RemoveOnDrop(paths.dir.clone());
     let content_bytes = build(spec, opts.seed, &paths)?;
     progress.advance(1);
 
@@ -104,11 +112,15 @@ const INTERNAL_LABEL: &str = "blob inside SQLite (SELECT v FROM kv WHERE k=?1)";
 const EXTERNAL_LABEL: &str = "name in SQLite, blob in a file (lookup, then open/fstat/read/close)";
 const DIRECT_LABEL: &str = "blob in a file opened by key (open/fstat/read/close, no database)";
 
-/// Builds the cell's datasets and flushes them to disk, so their writeback
-/// does not overlap the timed runs. Returns the bytes of blob content.
+/// Builds the cell's databases, and the files when this blob size has none
+/// yet (the same seed gives the same content whatever the page size), then
+/// flushes them to disk so their writeback does not overlap the timed runs.
+/// Returns the bytes of blob content.
 pub(super) fn build(spec: &CellSpec, seed: u64, paths: &CellPaths) -> Result<u64> {
     let made = init(&paths.blobs_db, &spec.dataset(seed), false, &Silent)?;
-    export(&paths.blobs_db, &paths.files, false, false, &Silent)?;
+    if !paths.files.exists() {
+        export(&paths.blobs_db, &paths.files, false, false, &Silent)?;
+    }
     init_names(&paths.blobs_db, &paths.names_db, spec.page_size)?;
     fsutil::sync_filesystem(&paths.dir)?;
     Ok(made.content_bytes)

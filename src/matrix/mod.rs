@@ -6,7 +6,8 @@
 //! time; above 1.0 the database is faster.
 //!
 //! Cells are built, measured and removed one at a time, so disk use stays
-//! near one cell's datasets.
+//! near one cell's datasets; the blob files, which do not depend on the page
+//! size, are shared by the cells of one blob size.
 
 mod cell;
 mod crossover;
@@ -20,11 +21,11 @@ use serde::{Deserialize, Serialize};
 
 pub use crossover::{crossover, Crossover, CrossoverKind};
 pub use study::{study_grid, study_ratio, STUDY_CACHE_BYTES, STUDY_PAGE_SIZES, STUDY_RATIOS, STUDY_SIZES};
-pub use table::{describe, fmt_size, render_text};
+pub use table::{describe, fmt_size, noise_warning, render_text};
 
 use crate::dataset::check_spec;
 use crate::keys::Order;
-use crate::measure::{stop_requested, Plan};
+use crate::measure::{stop_requested, Plan, NOISY_CV_PCT};
 use crate::progress::Progress;
 use crate::results::{DatasetSpec, Experiment};
 use crate::workload::FileRead;
@@ -131,17 +132,18 @@ impl MatrixOptions {
         if !self.workdir.is_dir() {
             return Err(Error::bad_input(&self.workdir, "work directory does not exist or is not a directory"));
         }
-        let need = self.cells().iter().map(CellSpec::disk_bytes).max().unwrap_or(0);
+        let need = self.cells().iter().map(|c| c.disk_bytes(true)).max().unwrap_or(0);
         check_space(&self.workdir, need, "the largest cell")
     }
 
-    /// The cells in the order they are measured: by page size, then blob
-    /// size, both ascending and without repeats.
+    /// The cells in the order they are measured: by blob size, then page
+    /// size, both ascending and without repeats. The cells of one blob size
+    /// share its files, so each size's files are made and removed once.
     pub fn cells(&self) -> Vec<CellSpec> {
         let (sizes, pages) = (sorted(&self.sizes), sorted(&self.page_sizes));
         let mut cells = Vec::with_capacity(sizes.len() * pages.len());
-        for &page_size in &pages {
-            for &size in &sizes {
+        for &size in &sizes {
+            for &page_size in &pages {
                 let count = (self.total_bytes / u64::from(size.max(1))).min(u64::from(u32::MAX)) as u32;
                 let cache_pages = (self.cache_bytes / u64::from(page_size)) as i64;
                 cells.push(CellSpec { size, page_size, count, cache_pages });
@@ -186,12 +188,14 @@ impl CellSpec {
         DatasetSpec { count: self.count, size: self.size, variance: 0, page_size: self.page_size, seed }
     }
 
-    /// Rough bytes the cell's datasets take: the database, the files (each
-    /// rounded up to a 4 KiB block) and the name database.
-    pub fn disk_bytes(&self) -> u64 {
+    /// Rough bytes the cell's datasets take: the database, the name
+    /// database and, unless they already exist, the files (each rounded up
+    /// to a 4 KiB block).
+    pub fn disk_bytes(&self, with_files: bool) -> u64 {
         let files = u64::from(self.count) * u64::from(self.size).div_ceil(4096) * 4096;
         let names = u64::from(self.count) * 64 + 4 * u64::from(self.page_size);
-        crate::dataset::estimated_db_bytes(&self.dataset(1)) + files + names + (4 << 20)
+        let db = crate::dataset::estimated_db_bytes(&self.dataset(1));
+        db + names + if with_files { files } else { 0 } + (4 << 20)
     }
 }
 
@@ -334,6 +338,17 @@ impl MatrixSection {
         section
     }
 
+    /// Cells where one of the three measurements varied between runs by
+    /// more than [`NOISY_CV_PCT`] (coefficient of variation of the ratio
+    /// figure), and the largest such variation in percent.
+    pub fn noisy_cells(&self) -> (usize, f64) {
+        let cv = |c: &MatrixCell| {
+            [&c.internal, &c.external, &c.direct].iter().map(|e| e.summary.loop_per_op_us.cv_pct).fold(0.0, f64::max)
+        };
+        let noisy: Vec<f64> = self.cells.iter().map(cv).filter(|&v| v > NOISY_CV_PCT).collect();
+        (noisy.len(), noisy.iter().copied().fold(0.0, f64::max))
+    }
+
     /// One figure of every cell, laid out as the study's table.
     pub fn grid(&self, f: Figure) -> Grid {
         let (sizes, page_sizes) = (sorted(&self.params.sizes_bytes), sorted(&self.params.page_sizes));
@@ -373,10 +388,15 @@ pub fn run(opts: &MatrixOptions, progress: &dyn Progress) -> Result<MatrixRun> {
     progress.start("matrix", cells.len() as u64 * STEPS_PER_CELL);
     let mut done = Vec::with_capacity(cells.len());
     let mut interrupted = false;
+    // The current blob size's files, removed when the size changes.
+    let mut files: Option<(u32, cell::RemoveOnDrop)> = None;
     for spec in &cells {
         if stop_requested() {
             interrupted = true;
             break;
+        }
+        if files.as_ref().map(|(size, _)| *size) != Some(spec.size) {
+            files = Some((spec.size, cell::RemoveOnDrop(cell::files_dir(work.path(), spec.size))));
         }
         match cell::run_cell(spec, opts, work.path(), progress) {
             Ok(Some(c)) => done.push(c),
@@ -388,6 +408,7 @@ pub fn run(opts: &MatrixOptions, progress: &dyn Progress) -> Result<MatrixRun> {
         }
     }
     progress.finish();
+    drop(files);
     remove_work(work)?;
     let params = MatrixParams {
         sizes_bytes: sorted(&opts.sizes),

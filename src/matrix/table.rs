@@ -38,6 +38,9 @@ pub fn render_text(section: &MatrixSection, colour: bool) -> String {
         fmt_size(p.total_bytes as f64).to_uppercase() + "B",
         p.cache_bytes
     );
+    if let Some(w) = noise_warning(section) {
+        let _ = writeln!(o, "warning: {w}");
+    }
     let _ = writeln!(o);
     let _ = writeln!(o, "files (name in SQLite) / database, this machine:");
     o.push_str(&grid_table(&section.grid(Figure::ExternalRatio), 3, colour));
@@ -74,6 +77,18 @@ pub fn render_text(section: &MatrixSection, colour: bool) -> String {
         }
     }
     o
+}
+
+/// A sentence about run-to-run variation, when some cells had much of it.
+pub fn noise_warning(section: &MatrixSection) -> Option<String> {
+    let (n, worst) = section.noisy_cells();
+    (n > 0).then(|| {
+        format!(
+            "in {n} of {} cells a measurement varied by more than {:.0}% between runs (up to {worst:.0}%,              coefficient of variation); the machine was busy or noisy, so treat ratios near 1.0 with care",
+            section.cells.len(),
+            crate::measure::NOISY_CV_PCT
+        )
+    })
 }
 
 /// A grid as the study lays it out: a header of blob sizes, one row per

@@ -24,6 +24,7 @@ fn tiny_matrix_end_to_end() {
     assert_eq!(s.cells.len(), 4);
     let first = &s.cells[0];
     assert_eq!((first.page_size, first.size_bytes, first.count), (1024, 1000, 200));
+    assert_eq!((s.cells[1].page_size, s.cells[1].size_bytes), (4096, 1000), "by blob size, then page size");
     assert_eq!(first.cache_pages, 64);
     assert_eq!(first.content_bytes, 200_000);
     for c in &s.cells {
@@ -55,22 +56,30 @@ fn tiny_matrix_end_to_end() {
 
 #[test]
 fn cell_datasets_hold_the_same_blobs() {
+    use crate::store::BlobStore;
     let work = tempfile::tempdir().unwrap();
-    let spec = CellSpec { size: 2000, page_size: 2048, count: 30, cache_pages: 10 };
-    let paths = cell::CellPaths::new(work.path(), &spec);
-    std::fs::create_dir(&paths.dir).unwrap();
-    assert_eq!(cell::build(&spec, 1, &paths).unwrap(), 60_000);
-    let kv = rusqlite::Connection::open(&paths.blobs_db).unwrap();
-    let mut store = crate::store::ExternalStore::open(&paths.names_db, &paths.files, spec.cache_pages).unwrap();
-    for k in 1..=spec.count {
-        use crate::store::BlobStore;
-        let v: Vec<u8> = kv.query_row("SELECT v FROM kv WHERE k=?1", [k], |r| r.get(0)).unwrap();
-        assert_eq!(store.read(k).unwrap(), 2000);
-        assert_eq!(store.last_read(), v.as_slice(), "key {k}");
+    // Two page sizes of one blob size: the second reuses the first's files,
+    // which must still match its own database byte for byte.
+    for page_size in [2048, 4096] {
+        let spec = CellSpec { size: 2000, page_size, count: 30, cache_pages: 10 };
+        let paths = cell::CellPaths::new(work.path(), &spec);
+        std::fs::create_dir(&paths.dir).unwrap();
+        assert_eq!(cell::build(&spec, 1, &paths).unwrap(), 60_000);
+        let kv = rusqlite::Connection::open(&paths.blobs_db).unwrap();
+        let mut store = crate::store::ExternalStore::open(&paths.names_db, &paths.files, spec.cache_pages).unwrap();
+        for k in 1..=spec.count {
+            let v: Vec<u8> = kv.query_row("SELECT v FROM kv WHERE k=?1", [k], |r| r.get(0)).unwrap();
+            assert_eq!(store.read(k).unwrap(), 2000);
+            assert_eq!(store.last_read(), v.as_slice(), "page size {page_size}, key {k}");
+        }
+        let page = |db: &Path| -> i64 {
+            rusqlite::Connection::open(db).unwrap().query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap()
+        };
+        assert_eq!(page(&paths.blobs_db), i64::from(page_size));
+        assert_eq!(page(&paths.names_db), i64::from(page_size), "the name database has the cell's page size too");
     }
-    let page: i64 =
-        rusqlite::Connection::open(&paths.names_db).unwrap().query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
-    assert_eq!(page, 2048, "the name database has the cell's page size too");
+    let dirs = std::fs::read_dir(work.path()).unwrap().count();
+    assert_eq!(dirs, 3, "two cell directories and one shared directory of files");
 }
 
 #[test]
@@ -139,6 +148,12 @@ fn table_renders_from_fixed_results() {
     assert!(plain.contains("The study in 2011"));
     assert!(plain.contains("     1024    1.535    1.020    0.608"), "the study's first row: {plain}");
     assert!(!plain.contains('\x1b'), "no colour unless asked");
+    assert!(!plain.contains("warning"), "steady runs, no warning");
+    let mut noisy = s.clone();
+    noisy.cells[2].external.summary.loop_per_op_us.cv_pct = 25.0;
+    noisy.cells[3].internal.summary.loop_per_op_us.cv_pct = 12.0;
+    let text = render_text(&noisy, false);
+    assert!(text.contains("warning: in 2 of 5 cells a measurement varied by more than 10% between runs (up to 25%"));
     let coloured = render_text(&s, true);
     assert!(coloured.contains("\x1b[32m    2.000\x1b[0m"), "green where the database is faster");
     assert!(coloured.contains("\x1b[31m    0.500\x1b[0m"), "red where files are faster");

@@ -139,6 +139,9 @@ fn machine_section(s: &MatrixSection, label: &str, suffix: &str, many: bool) -> 
         Block::Heading("Database read time, µs per blob".into()),
         Block::Table(grid_table(&s.grid(Fig::InternalUs), 1)),
     ];
+    if let Some(w) = m::noise_warning(s) {
+        blocks.insert(1, Block::Note(format!("Warning: {w}.")));
+    }
     let expected = p.sizes_bytes.len() * p.page_sizes.len();
     if s.cells.len() < expected {
         blocks.insert(1, Block::Note(format!("Only {} of {expected} cells were measured.", s.cells.len())));
