@@ -84,7 +84,8 @@ pub fn noise_warning(section: &MatrixSection) -> Option<String> {
     let (n, worst) = section.noisy_cells();
     (n > 0).then(|| {
         format!(
-            "in {n} of {} cells a measurement varied by more than {:.0}% between runs (up to {worst:.0}%,              coefficient of variation); the machine was busy or noisy, so treat ratios near 1.0 with care",
+            "in {n} of {} cells a measurement varied by more than {:.0}% between runs (up to {worst:.0}%, \
+             coefficient of variation); the machine was busy or noisy, so treat ratios near 1.0 with care",
             section.cells.len(),
             crate::measure::NOISY_CV_PCT
         )

@@ -153,7 +153,7 @@ fn table_renders_from_fixed_results() {
     noisy.cells[2].external.summary.loop_per_op_us.cv_pct = 25.0;
     noisy.cells[3].internal.summary.loop_per_op_us.cv_pct = 12.0;
     let text = render_text(&noisy, false);
-    assert!(text.contains("warning: in 2 of 5 cells a measurement varied by more than 10% between runs (up to 25%"));
+    assert!(text.contains("warning: in 2 of 5 cells a measurement varied by more than 10% between runs (up to 25%, coefficient of variation);"));
     let coloured = render_text(&s, true);
     assert!(coloured.contains("\x1b[32m    2.000\x1b[0m"), "green where the database is faster");
     assert!(coloured.contains("\x1b[31m    0.500\x1b[0m"), "red where files are faster");

@@ -57,30 +57,37 @@ fn crossover_findings(s: &MatrixSection, on: &str) -> Vec<String> {
         .iter()
         .map(|c| {
             let e = &c.external;
-            let mut text = match (e.kind, e.size_bytes) {
+            let many_crossings = e.crossings_bytes.len() > 1;
+            match (e.kind, e.size_bytes) {
+                (CrossoverKind::At, Some(b)) if many_crossings => {
+                    let all: Vec<String> = e.crossings_bytes.iter().map(|&b| m::fmt_size(b)).collect();
+                    format!(
+                        "{on}, with {}-byte pages, files are faster from about {} up; below that the ratio is not \
+                         monotonic (it crosses 1.0 at {}), so there is no single crossover.",
+                        c.page_size,
+                        m::fmt_size(b),
+                        all.join(", ")
+                    )
+                }
                 (CrossoverKind::At, Some(b)) => format!(
-                    "{on}, with {}-byte pages, SQLite is faster below about {} and files are faster from there up",
+                    "{on}, with {}-byte pages, SQLite is faster below about {} and files are faster from there up.",
                     c.page_size,
                     m::fmt_size(b)
                 ),
                 (CrossoverKind::BelowRange, _) => format!(
-                    "{on}, with {}-byte pages, files are faster at every size measured ({} to {})",
+                    "{on}, with {}-byte pages, files are faster at every size measured ({} to {}).",
                     c.page_size,
                     short_size(lo.into()),
                     short_size(hi.into())
                 ),
                 _ => format!(
-                    "{on}, with {}-byte pages, SQLite is faster at the largest size measured ({}): no crossover in range",
+                    "{on}, with {}-byte pages, SQLite is faster at the largest size measured ({}): no crossover in \
+                     range{}.",
                     c.page_size,
-                    short_size(hi.into())
+                    short_size(hi.into()),
+                    if e.crossings_bytes.is_empty() { "" } else { " (files win somewhere below it)" }
                 ),
-            };
-            if e.crossings_bytes.len() > 1 {
-                let all: Vec<String> = e.crossings_bytes.iter().map(|&b| m::fmt_size(b)).collect();
-                text.push_str(&format!(" (the ratio is not monotonic; it crosses 1.0 at {})", all.join(", ")));
             }
-            text.push('.');
-            text
         })
         .collect()
 }
@@ -285,6 +292,22 @@ mod tests {
         assert!(lines.findings[0].contains("4096 for 10k blobs"), "{:?}", lines.findings);
         let text = crate::report::text_summary(&[file("a")]);
         assert!(text.contains("Internal vs external blobs"), "{text}");
+    }
+
+    #[test]
+    fn a_ratio_that_is_not_monotonic_is_not_called_a_single_crossover() {
+        let fixed = fixed_section();
+        let mut cells = fixed.cells.clone();
+        for (cell, r) in cells.iter_mut().zip([0.9, 1.2, 0.5]) {
+            cell.external_ratio = r;
+        }
+        let mut f = file("a");
+        f.matrix = Some(MatrixSection::new(fixed.params.clone(), cells));
+        let sections = sections(&[f]);
+        let heat = doc::figures(&sections).next().unwrap();
+        assert!(heat.findings[0].contains("files are faster from about"), "{:?}", heat.findings);
+        assert!(heat.findings[0].contains("not monotonic"), "{:?}", heat.findings);
+        assert!(!heat.findings[0].contains("SQLite is faster below"), "{:?}", heat.findings);
     }
 
     #[test]
