@@ -9,7 +9,7 @@ use std::time::Instant;
 use rand::{RngCore, SeedableRng};
 
 use crate::cold::{self, EvictionReport};
-use crate::dataset::{blob_files, detect, list_keys, open_kv, BlobPath};
+use crate::dataset::{blob_files, blob_name, detect, list_keys, open_kv};
 use crate::keys::{KeySequence, Order};
 use crate::measure::{self, Latency, LatencySink, NoLatency, Phases, Plan, RunOutcome, RunSample};
 use crate::results::Experiment;
@@ -226,10 +226,9 @@ fn preflight(opts: &RunOptions, layout: Layout) -> Result<Preflight> {
     };
     let mut blob_max = 0u32;
     if opts.update {
-        let mut p = BlobPath::new(path, layout, b"")?;
         for &k in &keys {
-            let f = p.set(k).to_str().unwrap_or_default().to_owned();
-            let len = std::fs::metadata(&f).map_err(|e| Error::io(Path::new(&f), "cannot stat", e))?.len();
+            let f = path.join(blob_name(layout, k));
+            let len = std::fs::metadata(&f).map_err(|e| Error::io(&f, "cannot stat", e))?.len();
             blob_max = blob_max.max(u32::try_from(len).unwrap_or(u32::MAX));
         }
     }

@@ -9,5 +9,5 @@ mod stat;
 pub use export::{export, ExportReport};
 pub use init::{check_spec, estimated_bytes as estimated_db_bytes, init, InitReport};
 pub(crate) use layout::db_error;
-pub use layout::{blob_files, detect, list_keys, open_kv, BlobPath, KvConnection};
+pub use layout::{blob_files, blob_name, detect, list_keys, open_kv, BlobPath, KvConnection};
 pub use stat::{stat, DbStat, DirStat, StatReport};
