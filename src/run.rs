@@ -9,7 +9,7 @@ use std::time::Instant;
 use rand::{RngCore, SeedableRng};
 
 use crate::cold::{self, EvictionReport};
-use crate::dataset::{blob_files, detect, list_keys, open_kv, BlobPath};
+use crate::dataset::{blob_files, blob_name, detect, list_keys, open_kv};
 use crate::keys::{KeySequence, Order};
 use crate::measure::{self, Latency, LatencySink, NoLatency, Phases, Plan, RunOutcome, RunSample};
 use crate::results::Experiment;
@@ -90,13 +90,16 @@ const POOL_STEP: usize = 4099;
 struct Pool {
     bytes: Vec<u8>,
     blob_max: usize,
+    /// Runs started so far: each run starts at another offset, so a repeated
+    /// run writes different content than the one before it.
+    runs: std::cell::Cell<usize>,
 }
 
 impl Pool {
     fn new(blob_max: usize, seed: u64) -> Self {
         let mut bytes = vec![0u8; blob_max + POOL_WINDOW];
         rand::rngs::SmallRng::seed_from_u64(seed ^ 0x5eed_b10b).fill_bytes(&mut bytes);
-        Pool { bytes, blob_max }
+        Pool { bytes, blob_max, runs: std::cell::Cell::new(0) }
     }
 }
 
@@ -213,10 +216,9 @@ fn preflight(opts: &RunOptions, layout: Layout) -> Result<Preflight> {
     };
     let mut blob_max = 0u32;
     if opts.update {
-        let mut p = BlobPath::new(path, layout, b"")?;
         for &k in &keys {
-            let f = p.set(k).to_str().unwrap_or_default().to_owned();
-            let len = std::fs::metadata(&f).map_err(|e| Error::io(Path::new(&f), "cannot stat", e))?.len();
+            let f = path.join(blob_name(layout, k));
+            let len = std::fs::metadata(&f).map_err(|e| Error::io(&f, "cannot stat", e))?.len();
             blob_max = blob_max.max(u32::try_from(len).unwrap_or(u32::MAX));
         }
     }
@@ -365,7 +367,11 @@ fn timed_loop<S: BlobStore, L: LatencySink>(
 ) -> Result<LoopTotals> {
     let (mut ops, mut misses, mut bytes) = (0u64, 0u64, 0u64);
     let miss_limit = 4 * u64::from(max_id) + 1000;
-    let mut offset = 0usize;
+    let mut offset = pool.map_or(0, |p| {
+        let run = p.runs.get();
+        p.runs.set(run + 1);
+        run * 7919 % POOL_WINDOW
+    });
     let start = Instant::now();
     let mut prev = start;
     while ops < count {
