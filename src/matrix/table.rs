@@ -50,10 +50,17 @@ pub fn render_text(section: &MatrixSection, colour: bool) -> String {
     o.push_str(&grid_table(&section.grid(Figure::InternalUs), 1, false));
 
     let _ = writeln!(o, "\nCrossover: files are faster from this blob size up (interpolated on log size):");
-    let _ = writeln!(o, "{:>9}  {:<28} file by key", "page size", "name in SQLite + file");
     let sizes = &section.params.sizes_bytes;
-    for c in &section.crossovers {
-        let _ = writeln!(o, "{:>9}  {:<28} {}", c.page_size, describe(&c.external, sizes), describe(&c.direct, sizes));
+    let rows: Vec<(u32, String, String)> = section
+        .crossovers
+        .iter()
+        .map(|c| (c.page_size, describe(&c.external, sizes), describe(&c.direct, sizes)))
+        .collect();
+    let first = "name in SQLite + file";
+    let w = rows.iter().map(|r| r.1.chars().count()).chain([first.len()]).max().unwrap_or(0);
+    let _ = writeln!(o, "{:>9}  {first:<w$}  file by key", "page size");
+    for (page, external, direct) in &rows {
+        let _ = writeln!(o, "{page:>9}  {external:<w$}  {direct}");
     }
     let _ = writeln!(o, "\nBest page size per blob size (fastest database read):");
     for b in &section.best_page_sizes {
