@@ -15,7 +15,13 @@ fn exit_on_usage_error(err: clap::Error) -> ! {
         err.exit();
     }
     let rendered = err.render().to_string();
-    let line = rendered.lines().find(|l| l.starts_with("error:")).unwrap_or("error: invalid arguments");
+    let mut lines = rendered.lines().skip_while(|l| !l.starts_with("error:"));
+    let mut line = lines.next().unwrap_or("error: invalid arguments").to_string();
+    // clap lists missing arguments on indented lines below the error; keep them.
+    for more in lines.take_while(|l| l.starts_with("  ")) {
+        line.push(' ');
+        line.push_str(more.trim());
+    }
     eprintln!("{line} (see --help)");
     std::process::exit(2);
 }
