@@ -89,3 +89,30 @@ fn bad_input_fails_before_any_work() {
     std::fs::write(&file, b"x").unwrap();
     matrix(&work, &file).args(TINY).assert().failure().stderr(predicate::str::contains("not a directory"));
 }
+
+#[test]
+fn cold_cells_evict_all_three_layouts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (work, out) = (dir.path().join("work"), dir.path().join("out"));
+    std::fs::create_dir(&work).unwrap();
+    let run = matrix(&work, &out)
+        .args(["--sizes", "4k", "--pagesizes", "1024", "--total", "100k", "--cache", "64k", "--repeat", "1", "--cold"])
+        .output()
+        .unwrap();
+    if !run.status.success() {
+        let err = String::from_utf8_lossy(&run.stderr);
+        // Where the filesystem keeps pages anyway (tmpfs), blobbench must say so.
+        assert!(err.contains("eviction did not work"), "{err}");
+        eprintln!("skipped: {err}");
+        return;
+    }
+    let m = blobbench::results::read(&out.join("results.json")).unwrap().matrix.unwrap();
+    let cell = &m.cells[0];
+    // 25 blobs: the database alone; the names database and the files; the files.
+    for (e, files) in [(&cell.internal, 1), (&cell.external, 26), (&cell.direct, 25)] {
+        assert_eq!(e.warmup_runs, 0, "{}: no warm-up before cold runs", e.id);
+        let cold = e.runs[0].cold.as_ref().unwrap_or_else(|| panic!("{}: not evicted", e.id));
+        assert!(cold.effective && cold.resident_pct <= 10.0, "{}: {cold:?}", e.id);
+        assert_eq!(cold.files, files, "{}: files evicted", e.id);
+    }
+}

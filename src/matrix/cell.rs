@@ -1,5 +1,6 @@
-//! One cell of the matrix: build its three datasets, measure the three ways
-//! of reading the same blobs in the same random order, remove the datasets.
+//! One cell of the matrix: build its databases (and its blob size's files,
+//! when the cell is the first of that size), measure the three ways of
+//! reading the same blobs in the same random order, remove the databases.
 //! The database and direct-file reads go through `run::run` (kvtest's run);
 //! only the external read, which `run` has no layout for, is driven here,
 //! with `run`'s own timed loop.

@@ -205,7 +205,7 @@ pub struct MatrixSection {
     pub params: MatrixParams,
     /// What the ratios divide (see [`RATIO_FIGURE`]).
     pub ratio_figure: String,
-    /// The measured cells, by page size then blob size.
+    /// The measured cells, in the order measured (by blob size, then page size).
     pub cells: Vec<MatrixCell>,
     /// Per page size, where files start to beat the database.
     pub crossovers: Vec<PageCrossover>,
@@ -404,7 +404,10 @@ pub fn run(opts: &MatrixOptions, progress: &dyn Progress) -> Result<MatrixRun> {
                 interrupted = true;
                 break;
             }
-            Err(e) => return Err(e),
+            Err(e) => {
+                progress.finish();
+                return Err(e);
+            }
         }
     }
     progress.finish();
