@@ -69,8 +69,17 @@ fn title(files: &[ResultFile]) -> String {
 }
 
 fn footer(files: &[ResultFile]) -> String {
+    let mut studies = Vec::new();
+    let has = |command: &str| files.iter().any(|f| f.command == command);
+    if has("suite") {
+        studies.push("SQLite's \"35% Faster Than The Filesystem\"");
+    }
+    if files.iter().any(|f| f.matrix.is_some()) {
+        studies.push("SQLite's \"Internal Versus External BLOBs\"");
+    }
+    let redraws = if studies.is_empty() { String::new() } else { format!(" Charts redraw {}.", studies.join(" and ")) };
     format!(
-        "Made by blobbench {} from {} result file{}. Charts redraw SQLite's \"35% Faster Than The Filesystem\".",
+        "Made by blobbench {} from {} result file{}.{redraws}",
         env!("CARGO_PKG_VERSION"),
         files.len(),
         if files.len() == 1 { "" } else { "s" }
