@@ -14,6 +14,7 @@ mod kvtest;
 mod markdown;
 mod matrix;
 mod output;
+mod png;
 pub mod svg;
 mod text;
 
@@ -40,6 +41,8 @@ pub struct Written {
     /// Paths inside `dir`, relative to it.
     pub files: Vec<PathBuf>,
     pub charts: usize,
+    /// Why the charts have no PNG copies, when they have none.
+    pub png_note: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -133,10 +136,18 @@ pub fn render(files: &[ResultFile], out_dir: &Path, options: &Options) -> Result
     let figures: Vec<&Figure> = doc::figures(&sections).collect();
     for f in &figures {
         let svg = format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{}\n", f.chart.to_svg());
+        if let Some(png) = png::from_svg(&svg) {
+            out.push((Path::new("charts").join(format!("{}.png", f.id)), png));
+        }
         out.push((Path::new("charts").join(format!("{}.svg", f.id)), svg.into_bytes()));
     }
     output::write(out_dir, &out, options.force)?;
-    Ok(Written { dir: out_dir.to_path_buf(), files: out.into_iter().map(|(p, _)| p).collect(), charts: figures.len() })
+    Ok(Written {
+        dir: out_dir.to_path_buf(),
+        files: out.into_iter().map(|(p, _)| p).collect(),
+        charts: figures.len(),
+        png_note: png::unavailable(),
+    })
 }
 
 #[cfg(test)]
