@@ -14,27 +14,16 @@ fn exit_on_usage_error(err: clap::Error) -> ! {
     ) {
         err.exit();
     }
-    eprintln!("{} (see --help)", one_line(&err.render().to_string()));
+    let rendered = err.render().to_string();
+    let mut lines = rendered.lines().skip_while(|l| !l.starts_with("error:"));
+    let mut line = lines.next().unwrap_or("error: invalid arguments").to_string();
+    // clap lists missing arguments on indented lines below the error; keep them.
+    for more in lines.take_while(|l| l.starts_with("  ")) {
+        line.push(' ');
+        line.push_str(more.trim());
+    }
+    eprintln!("{line} (see --help)");
     std::process::exit(2);
-}
-
-/// clap's message up to its usage and help hints, joined on one line: the
-/// continuation lines name what is missing or suggest the right spelling.
-fn one_line(message: &str) -> String {
-    let mut out = String::new();
-    for line in message.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        if line.starts_with("Usage:") || line.starts_with("For more information") {
-            break;
-        }
-        if !out.is_empty() {
-            out.push_str(if out.ends_with(':') || line.starts_with('[') { " " } else { "; " });
-        }
-        out.push_str(line);
-    }
-    if out.is_empty() {
-        out.push_str("error: invalid arguments");
-    }
-    out
 }
 
 fn main() {
@@ -67,22 +56,5 @@ fn main() {
             None => eprintln!("error: {err:#}"),
         }
         std::process::exit(1);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::one_line;
-
-    #[test]
-    fn clap_errors_fit_on_one_line() {
-        let missing = "error: the following required arguments were not provided:\n  <DB>\n\nUsage: blobbench init <DB>\n\nFor more information, try '--help'.\n";
-        assert_eq!(one_line(missing), "error: the following required arguments were not provided: <DB>");
-        let tip =
-            "error: unexpected argument '--forse' found\n\n  tip: a similar argument exists: '--force'\n\nUsage: x\n";
-        assert_eq!(
-            one_line(tip),
-            "error: unexpected argument '--forse' found; tip: a similar argument exists: '--force'"
-        );
     }
 }

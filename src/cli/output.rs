@@ -13,6 +13,9 @@ pub fn prepare_report_dir(out: &Path, force: bool) -> anyhow::Result<()> {
 
 /// Writes the report directory; returns the terminal summary.
 pub fn write_report(out: &Path, files: &[ResultFile], force: bool) -> anyhow::Result<String> {
-    report::render(files, out, &report::Options { force })?;
+    let written = report::render(files, out, &report::Options { force })?;
+    if let Some(note) = written.png_note {
+        eprintln!("note: {note}");
+    }
     Ok(report::text_summary(files))
 }

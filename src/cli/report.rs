@@ -44,6 +44,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
             let out = args.out.unwrap_or_else(|| PathBuf::from("blobbench-report"));
             refuse_to_replace_inputs(&out, &args.files)?;
             let written = report::render(&files, &out, &report::Options { force: args.force })?;
+            if let Some(note) = written.png_note {
+                eprintln!("note: {note}");
+            }
             println!(
                 "wrote {} ({} charts, {} result file{}); open {}",
                 written.dir.display(),

@@ -13,7 +13,9 @@ mod fmt;
 mod html;
 mod kvtest;
 mod markdown;
+mod matrix;
 mod output;
+mod png;
 pub mod svg;
 mod text;
 
@@ -31,7 +33,7 @@ pub type SectionRenderer = fn(&[ResultFile]) -> Vec<Section>;
 
 /// The report's sections, in page order.
 pub const SECTIONS: &[SectionRenderer] =
-    &[details::overview, kvtest::sections, crash::sections, details::latency, details::environment];
+    &[details::overview, kvtest::sections, matrix::sections, crash::sections, details::latency, details::environment];
 
 /// What [`render`] wrote.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,6 +42,8 @@ pub struct Written {
     /// Paths inside `dir`, relative to it.
     pub files: Vec<PathBuf>,
     pub charts: usize,
+    /// Why the charts have no PNG copies, when they have none.
+    pub png_note: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -69,8 +73,17 @@ fn title(files: &[ResultFile]) -> String {
 }
 
 fn footer(files: &[ResultFile]) -> String {
+    let mut studies = Vec::new();
+    let has = |command: &str| files.iter().any(|f| f.command == command);
+    if has("suite") {
+        studies.push("SQLite's \"35% Faster Than The Filesystem\"");
+    }
+    if files.iter().any(|f| f.matrix.is_some()) {
+        studies.push("SQLite's \"Internal Versus External BLOBs\"");
+    }
+    let redraws = if studies.is_empty() { String::new() } else { format!(" Charts redraw {}.", studies.join(" and ")) };
     format!(
-        "Made by blobbench {} from {} result file{}. Charts redraw SQLite's \"35% Faster Than The Filesystem\".",
+        "Made by blobbench {} from {} result file{}.{redraws}",
         env!("CARGO_PKG_VERSION"),
         files.len(),
         if files.len() == 1 { "" } else { "s" }
@@ -124,10 +137,18 @@ pub fn render(files: &[ResultFile], out_dir: &Path, options: &Options) -> Result
     let figures: Vec<&Figure> = doc::figures(&sections).collect();
     for f in &figures {
         let svg = format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{}\n", f.chart.to_svg());
+        if let Some(png) = png::from_svg(&svg) {
+            out.push((Path::new("charts").join(format!("{}.png", f.id)), png));
+        }
         out.push((Path::new("charts").join(format!("{}.svg", f.id)), svg.into_bytes()));
     }
     output::write(out_dir, &out, options.force)?;
-    Ok(Written { dir: out_dir.to_path_buf(), files: out.into_iter().map(|(p, _)| p).collect(), charts: figures.len() })
+    Ok(Written {
+        dir: out_dir.to_path_buf(),
+        files: out.into_iter().map(|(p, _)| p).collect(),
+        charts: figures.len(),
+        png_note: png::unavailable(),
+    })
 }
 
 #[cfg(test)]

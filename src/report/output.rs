@@ -36,7 +36,7 @@ fn is_previous_report(dir: &Path) -> Result<bool> {
         }
         if name == "charts" {
             let charts = list(&e.path())?;
-            if !charts.iter().all(|c| c.path().extension().is_some_and(|x| x == "svg")) {
+            if !charts.iter().all(|c| c.path().extension().is_some_and(|x| x == "svg" || x == "png")) {
                 return Ok(false);
             }
         }

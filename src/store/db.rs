@@ -177,15 +177,7 @@ impl DbSession {
     /// The connection's last error as ours. Off the hot path.
     #[cold]
     fn error(&self, what: &str) -> Error {
-        // SAFETY: valid handle; errmsg returns a NUL-terminated string.
-        let (code, msg) = unsafe {
-            (
-                ffi::sqlite3_extended_errcode(self.db),
-                CStr::from_ptr(ffi::sqlite3_errmsg(self.db)).to_string_lossy().into_owned(),
-            )
-        };
-        let e = rusqlite::Error::SqliteFailure(ffi::Error::new(code), Some(msg));
-        crate::dataset::conn_error(&self.conn, &self.path, what, e)
+        last_error(self.db, &self.path, what)
     }
 
     /// A failed blob open is a miss when the row does not exist, an error
@@ -326,6 +318,25 @@ impl BlobStore for DbSession {
             }
         }
     }
+}
+
+/// The last error of a raw connection handle as ours. Off the hot path.
+#[cold]
+pub(super) fn last_error(db: *mut ffi::sqlite3, path: &Path, what: &str) -> Error {
+    // SAFETY: valid handle; errmsg returns a NUL-terminated string.
+    let (code, msg) = unsafe {
+        (ffi::sqlite3_extended_errcode(db), CStr::from_ptr(ffi::sqlite3_errmsg(db)).to_string_lossy().into_owned())
+    };
+    if code & 0xff == ffi::SQLITE_IOERR {
+        // SQLite's "disk I/O error" hides the cause ("File too large",
+        // "Input/output error"); the OS error says it.
+        // SAFETY: valid handle.
+        let errno = unsafe { ffi::sqlite3_system_errno(db) };
+        if errno != 0 {
+            return Error::io(path, what, std::io::Error::from_raw_os_error(errno));
+        }
+    }
+    crate::dataset::db_error(path, what, rusqlite::Error::SqliteFailure(ffi::Error::new(code), Some(msg)))
 }
 
 /// Quotes a journal mode name for a pragma (kvtest uses %Q).
