@@ -188,6 +188,14 @@ fn cases() -> Vec<Case> {
         case("suite: out under a regular file", text, &["suite", "--workdir", "@", "--out", "@text.txt/rep"], Fail("text.txt: is not a directory")),
         case("suite: out is a file", text, &["suite", "--workdir", "@", "--out", "@text.txt"], Fail("text.txt")),
         case("suite: full disk", none, &["suite", "--workdir", "@", "--out", "@rep", "--count", "200"], Fail("File too large")).fsize(100_000),
+        // matrix
+        case("matrix: missing workdir", none, &["matrix", "--workdir", "@nope", "--out", "@rep"], Fail("nope: ")),
+        case("matrix: workdir is a file", text, &["matrix", "--workdir", "@text.txt", "--out", "@rep"], Fail("text.txt: ")),
+        case("matrix: out under a regular file", text, &["matrix", "--workdir", "@", "--out", "@text.txt/rep"], Fail("text.txt: is not a directory")),
+        case("matrix: out is a file", text, &["matrix", "--workdir", "@", "--out", "@text.txt"], Fail("text.txt")),
+        case("matrix: empty list element", none, &["matrix", "--workdir", "@", "--out", "@rep", "--sizes", "10k,,20k"], Fail("--sizes")),
+        case("matrix: full disk", none, &["matrix", "--sizes", "10k", "--pagesizes", "4096", "--total", "1M", "--repeat", "1", "--workdir", "@", "--out", "@rep"], Fail("File too large")).fsize(100_000),
+        case("matrix: spaces and non-ASCII", spaced_dir, &["matrix", "--sizes", "10k", "--pagesizes", "4096", "--total", "100k", "--repeat", "1", "--workdir", "@my dir", "--out", "@my dir/rëport ü"], Works("results")),
     ];
     for (command, option) in NUMBER_OPTIONS {
         for bad in BAD_NUMBERS.iter().filter(|b| !(*option == "--cache-size" && **b == "-3")) {
@@ -220,6 +228,11 @@ const NUMBER_OPTIONS: &[(&[&str], &str)] = &[
     (&["suite", "--workdir", "@", "--out", "@rep"], "--variance"),
     (&["suite", "--workdir", "@", "--out", "@rep"], "--pagesize"),
     (&["suite", "--workdir", "@", "--out", "@rep"], "--repeat"),
+    (&["matrix", "--workdir", "@", "--out", "@rep"], "--sizes"),
+    (&["matrix", "--workdir", "@", "--out", "@rep"], "--pagesizes"),
+    (&["matrix", "--workdir", "@", "--out", "@rep"], "--total"),
+    (&["matrix", "--workdir", "@", "--out", "@rep"], "--cache"),
+    (&["matrix", "--workdir", "@", "--out", "@rep"], "--repeat"),
     (&["crashtest"], "--kills"),
     (&["crashtest"], "--count"),
     (&["crashtest"], "--seed"),
