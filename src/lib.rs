@@ -5,6 +5,7 @@
 //! `cli/`) parses arguments and prints.
 
 pub mod cold;
+pub mod concurrency;
 pub mod csv;
 pub mod dataset;
 pub mod envinfo;
@@ -13,6 +14,7 @@ pub mod fsutil;
 pub mod keys;
 pub mod measure;
 pub mod oscount;
+pub mod parallel_read;
 pub mod progress;
 pub mod results;
 pub mod run;

@@ -87,7 +87,8 @@ const POOL_STEP: usize = 4099;
 
 /// Random content made before any timer starts, so that neither the database
 /// nor the files pay for random generation inside the loop.
-struct Pool {
+// pub(crate): shared with parallel_read (run --threads).
+pub(crate) struct Pool {
     bytes: Vec<u8>,
     blob_max: usize,
 }
@@ -173,7 +174,8 @@ pub fn run(opts: &RunOptions, id: &str, label: &str) -> Result<RunReport> {
     })
 }
 
-fn validate(opts: &RunOptions) -> Result<()> {
+// pub(crate): shared with parallel_read (run --threads).
+pub(crate) fn validate(opts: &RunOptions) -> Result<()> {
     if opts.count == 0 {
         return Err(Error::invalid("--count must be at least 1"));
     }
@@ -188,15 +190,17 @@ fn validate(opts: &RunOptions) -> Result<()> {
 
 /// What is learnt about the dataset before any run.
 #[derive(Default)]
-struct Preflight {
+// pub(crate): shared with parallel_read (run --threads).
+pub(crate) struct Preflight {
     /// Largest key present in a directory (kvtest's database runs ask the
     /// database inside the timer instead, as kvtest does).
-    max_key: Option<u32>,
+    pub(crate) max_key: Option<u32>,
     blob_max: u32,
     sizes: Option<Arc<Vec<u32>>>,
 }
 
-fn preflight(opts: &RunOptions, layout: Layout) -> Result<Preflight> {
+// pub(crate): shared with parallel_read (run --threads).
+pub(crate) fn preflight(opts: &RunOptions, layout: Layout) -> Result<Preflight> {
     let path = opts.path.as_path();
     if layout == Layout::Db {
         open_kv(path, false)?;
@@ -234,7 +238,8 @@ fn check_writable(path: &Path) -> Result<()> {
     Ok(())
 }
 
-fn eviction_list(path: &Path, layout: Layout) -> Result<Vec<PathBuf>> {
+// pub(crate): shared with parallel_read (run --threads).
+pub(crate) fn eviction_list(path: &Path, layout: Layout) -> Result<Vec<PathBuf>> {
     if layout != Layout::Db {
         return blob_files(path, layout);
     }
@@ -316,15 +321,17 @@ fn files_run(
     Ok(RunOutcome { ops: totals.ops, misses: totals.misses, bytes: totals.bytes, phases })
 }
 
-struct LoopTotals {
-    ops: u64,
-    misses: u64,
-    bytes: u64,
-    start: Instant,
-    end: Instant,
+// pub(crate): shared with parallel_read (run --threads).
+pub(crate) struct LoopTotals {
+    pub(crate) ops: u64,
+    pub(crate) misses: u64,
+    pub(crate) bytes: u64,
+    pub(crate) start: Instant,
+    pub(crate) end: Instant,
 }
 
-fn drive<S: BlobStore>(
+// pub(crate): shared with parallel_read (run --threads).
+pub(crate) fn drive<S: BlobStore>(
     store: &mut S,
     keys: KeySequence,
     count: u64,
@@ -386,7 +393,8 @@ fn timed_loop<S: BlobStore, L: LatencySink>(
     Ok(LoopTotals { ops, misses, bytes, start, end })
 }
 
-fn integrity_check(path: &Path) -> Result<Vec<String>> {
+// pub(crate): shared with parallel_read (run --threads).
+pub(crate) fn integrity_check(path: &Path) -> Result<Vec<String>> {
     let kv = open_kv(path, false)?;
     let err = |e| crate::dataset::db_error(path, "integrity check failed", e);
     let mut stmt = kv.conn.prepare("PRAGMA integrity_check").map_err(err)?;
