@@ -16,9 +16,11 @@ pub mod measure;
 pub mod oscount;
 pub mod parallel_read;
 pub mod progress;
+pub mod report;
 pub mod results;
 pub mod run;
 pub mod store;
+pub mod suite;
 pub mod units;
 pub mod workload;
 

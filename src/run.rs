@@ -102,6 +102,16 @@ impl Pool {
 }
 
 pub fn run(opts: &RunOptions, id: &str, label: &str) -> Result<RunReport> {
+    run_observed(opts, id, label, &mut |_, _| {})
+}
+
+/// [`run`], calling `after_run(done, total)` after each run for progress.
+pub fn run_observed(
+    opts: &RunOptions,
+    id: &str,
+    label: &str,
+    after_run: &mut dyn FnMut(u32, u32),
+) -> Result<RunReport> {
     let path = opts.path.as_path();
     let layout = detect(path)?;
     validate(opts)?;
@@ -116,7 +126,7 @@ pub fn run(opts: &RunOptions, id: &str, label: &str) -> Result<RunReport> {
         cold::evict(files)
     };
     let mut seen = Seen::default();
-    let measured = measure::measure(&opts.plan, Some(&mut evict), |ctx| {
+    let measured = measure::measure_observed(&opts.plan, Some(&mut evict), after_run, |ctx| {
         let latency = ctx.latency;
         match layout {
             Layout::Db => db_run(opts, &pre, pool.as_ref(), latency, ctx.timed, &mut seen),

@@ -139,8 +139,10 @@ pub struct WorkloadParams {
     pub order: Order,
     pub threads: u32,
     /// Database settings; meaningful when layout is db.
+    #[serde(default)]
     pub db: DbParams,
     /// File settings; meaningful when layout is flat or tree.
+    #[serde(default)]
     pub files: FileParams,
     pub plan: Plan,
 }

@@ -2,8 +2,11 @@
 //! live in their own file; the library does the work.
 
 mod dataset;
+mod output;
 mod progress;
+mod report;
 mod run;
+mod suite;
 
 use clap::{Parser, Subcommand};
 
@@ -24,6 +27,10 @@ pub enum Command {
     Stat(dataset::StatArgs),
     /// Read or overwrite blobs and time it (kvtest run).
     Run(run::RunArgs),
+    /// The whole "35% faster than the filesystem" article on this machine, with a report.
+    Suite(suite::SuiteArgs),
+    /// Render result files as HTML, Markdown or text, one machine or several side by side.
+    Report(report::ReportArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -32,5 +39,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Export(a) => dataset::export(a),
         Command::Stat(a) => dataset::stat(a),
         Command::Run(a) => run::run(a),
+        Command::Suite(a) => suite::run(a),
+        Command::Report(a) => report::run(a),
     }
 }

@@ -7,7 +7,7 @@ mod layout;
 mod stat;
 
 pub use export::{export, ExportReport};
-pub use init::{init, InitReport};
+pub use init::{check_spec, estimated_bytes as estimated_db_bytes, init, InitReport};
 pub(crate) use layout::db_error;
 pub use layout::{blob_files, detect, list_keys, open_kv, BlobPath, KvConnection};
 pub use stat::{stat, DbStat, DirStat, StatReport};

@@ -128,7 +128,18 @@ pub const NOISY_CV_PCT: f64 = 10.0;
 /// rather than reported as cold.
 pub fn measure(
     plan: &Plan,
+    evict: Option<&mut dyn FnMut() -> Result<EvictionReport>>,
+    one_run: impl FnMut(RunContext<'_>) -> Result<RunOutcome>,
+) -> Result<Measured> {
+    measure_observed(plan, evict, &mut |_, _| {}, one_run)
+}
+
+/// [`measure`], calling `after_run(done, total)` after each run (warm-up
+/// runs included) so a caller can draw progress. Never called inside a timer.
+pub fn measure_observed(
+    plan: &Plan,
     mut evict: Option<&mut dyn FnMut() -> Result<EvictionReport>>,
+    after_run: &mut dyn FnMut(u32, u32),
     mut one_run: impl FnMut(RunContext<'_>) -> Result<RunOutcome>,
 ) -> Result<Measured> {
     if plan.repeat == 0 {
@@ -138,11 +149,13 @@ pub fn measure(
         return Err(Error::invalid("--cold is not supported for this experiment"));
     }
     let mut warnings = Vec::new();
-    for _ in 0..plan.warmup {
+    let total = plan.warmup + plan.repeat;
+    for done in 1..=plan.warmup {
         if stop_requested() {
             break;
         }
         one_run(RunContext { latency: None, timed: false })?;
+        after_run(done, total);
     }
     let mut latency = plan.latency.then(Latency::new);
     let mut runs = Vec::with_capacity(plan.repeat as usize);
@@ -168,6 +181,7 @@ pub fn measure(
         let outcome = one_run(RunContext { latency: latency.as_mut(), timed: true })?;
         let os = OsCounters::now().since(&before);
         runs.push(sample(index, &outcome, os, cold));
+        after_run(plan.warmup + index + 1, total);
     }
     let interrupted = runs.len() < plan.repeat as usize;
     if runs.is_empty() {

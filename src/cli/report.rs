@@ -1,0 +1,71 @@
+//! `blobbench report FILES...`: render saved result files as an HTML report
+//! directory, or print them as Markdown or a terminal summary.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::bail;
+use clap::{Args, ValueEnum};
+
+use blobbench::report;
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Result files (JSON) written by blobbench; several files are shown side by side.
+    #[arg(required = true, value_name = "FILES")]
+    pub files: Vec<PathBuf>,
+    /// Directory to write index.html, summary.md and charts/ into (html only)
+    /// [default: blobbench-report]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// html writes a directory; markdown and text print to standard output.
+    #[arg(long, value_enum, default_value_t = Format::Html)]
+    pub format: Format,
+    /// Replace --out even when it is a non-empty directory that is not a previous report.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Html,
+    Markdown,
+    Text,
+}
+
+pub fn run(args: ReportArgs) -> anyhow::Result<()> {
+    if args.format != Format::Html && args.out.is_some() {
+        bail!("--out is for --format html; markdown and text are printed to standard output");
+    }
+    let files = report::load(&args.files)?;
+    match args.format {
+        Format::Text => print!("{}", report::text_summary(&files)),
+        Format::Markdown => print!("{}", report::markdown(&files)),
+        Format::Html => {
+            let out = args.out.unwrap_or_else(|| PathBuf::from("blobbench-report"));
+            refuse_to_replace_inputs(&out, &args.files)?;
+            let written = report::render(&files, &out, &report::Options { force: args.force })?;
+            println!(
+                "wrote {} ({} charts, {} result file{}); open {}",
+                written.dir.display(),
+                written.charts,
+                files.len(),
+                if files.len() == 1 { "" } else { "s" },
+                written.dir.join("index.html").display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Replacing the output directory must never delete the files being read.
+fn refuse_to_replace_inputs(out: &Path, inputs: &[PathBuf]) -> anyhow::Result<()> {
+    let Ok(out_abs) = out.canonicalize() else {
+        return Ok(());
+    };
+    for input in inputs {
+        if input.canonicalize().is_ok_and(|p| p.starts_with(&out_abs)) {
+            bail!("{}: holds the input {}; choose another --out", out.display(), input.display());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,135 @@
+//! `suite`: the whole article on this machine, then a report.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use blobbench::measure::Plan;
+use blobbench::suite::{self, SuiteObserver, SuiteOptions};
+use blobbench::units;
+
+#[derive(Debug, Args)]
+pub struct SuiteArgs {
+    /// Where to build the datasets (a temporary subdirectory is made inside).
+    #[arg(long, default_value = ".")]
+    pub workdir: PathBuf,
+    /// Number of blobs [default: 100k, or 10k with --quick].
+    #[arg(long, value_parser = units::positive_u32)]
+    pub count: Option<u32>,
+    /// Mean blob size in bytes.
+    #[arg(long, default_value = "10k", value_parser = units::positive_u32)]
+    pub size: u32,
+    /// Blob sizes vary uniformly by this much around --size.
+    #[arg(long, default_value = "2k", value_parser = non_negative_u32)]
+    pub variance: u32,
+    /// Database page size.
+    #[arg(long, default_value = "4096", value_parser = units::page_size)]
+    pub pagesize: u32,
+    /// A small dataset (10k blobs) and 3 timed runs: a couple of minutes.
+    #[arg(long)]
+    pub quick: bool,
+    /// Timed runs per experiment [default: 5, or 3 with --quick].
+    #[arg(long, value_parser = units::positive_u32)]
+    pub repeat: Option<u32>,
+    /// Evict the page cache before each timed read run.
+    #[arg(long)]
+    pub cold: bool,
+    /// Directory for results.json, the charts and index.html.
+    #[arg(long, default_value = "blobbench-report")]
+    pub out: PathBuf,
+    /// Keep the datasets in the work directory.
+    #[arg(long)]
+    pub keep: bool,
+    /// Replace --out even when it is a non-empty directory that is not a previous report.
+    #[arg(long)]
+    pub force: bool,
+}
+
+fn non_negative_u32(s: &str) -> Result<u32, units::UnitError> {
+    units::parse_at_least(s, 0, "value")
+}
+
+impl SuiteArgs {
+    fn options(&self) -> SuiteOptions {
+        let mut o = if self.quick {
+            SuiteOptions::quick(self.workdir.clone())
+        } else {
+            SuiteOptions::article(self.workdir.clone())
+        };
+        if let Some(c) = self.count {
+            o.spec.count = c;
+        }
+        o.spec.size = self.size;
+        o.spec.variance = self.variance;
+        o.spec.page_size = self.pagesize;
+        o.plan = Plan {
+            repeat: self.repeat.unwrap_or(o.plan.repeat),
+            cold: self.cold,
+            warmup: if self.cold { 0 } else { 1 },
+            ..o.plan
+        };
+        o.keep = self.keep;
+        o
+    }
+}
+
+/// One line per experiment: a bar with an ETA while it runs, then its result.
+struct Lines {
+    bar: Mutex<Option<ProgressBar>>,
+    terminal: bool,
+}
+
+impl SuiteObserver for Lines {
+    fn begin(&self, what: &str, units: u64) {
+        if !self.terminal {
+            return;
+        }
+        let bar = ProgressBar::new(units).with_message(what.to_string());
+        bar.set_style(
+            ProgressStyle::with_template("{msg:<40} [{bar:30}] {pos}/{len} ETA {eta}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        if let Ok(mut slot) = self.bar.lock() {
+            *slot = Some(bar);
+        }
+    }
+
+    fn advance(&self, done: u64) {
+        if let Ok(slot) = self.bar.lock() {
+            if let Some(bar) = slot.as_ref() {
+                bar.set_position(done);
+            }
+        }
+    }
+
+    fn end(&self, line: &str) {
+        if let Ok(mut slot) = self.bar.lock() {
+            if let Some(bar) = slot.take() {
+                bar.finish_and_clear();
+            }
+        }
+        eprintln!("{line}");
+    }
+}
+
+pub fn run(args: SuiteArgs) -> anyhow::Result<()> {
+    super::output::prepare_report_dir(&args.out, args.force)?;
+    let opts = args.options();
+    let started = Instant::now();
+    let observer = Lines { bar: Mutex::new(None), terminal: std::io::stderr().is_terminal() };
+    let results = suite::run_suite(&opts, &observer)?;
+    let summary = super::output::write_report(&args.out, &[results], args.force)?;
+    print!("{summary}");
+    println!(
+        "suite took {:.0} s; report in {} (open {})",
+        started.elapsed().as_secs_f64(),
+        args.out.display(),
+        args.out.join("index.html").display()
+    );
+    Ok(())
+}

@@ -1,0 +1,286 @@
+//! Sections every result file gets whatever command wrote it: which
+//! machines and files the report covers, per-operation latency of every
+//! experiment, and the full environment and parameters, so that any figure
+//! can be traced back to what was measured and how.
+
+use super::doc::{Block, Section, Table, NOT_MEASURED};
+use super::fmt::{bytes, date_time, machine_labels, micros, percent, thousands};
+use super::kvtest::{suite_files, SUITE_IDS};
+use crate::results::{Experiment, ResultFile};
+use crate::workload::Layout;
+
+fn or_unknown(s: &str) -> String {
+    if s.trim().is_empty() {
+        "unknown".to_string()
+    } else {
+        s.to_string()
+    }
+}
+
+fn gib(b: u64) -> String {
+    if b == 0 {
+        "unknown".to_string()
+    } else {
+        format!("{:.1} GiB", b as f64 / f64::from(1u32 << 30))
+    }
+}
+
+fn filesystem(f: &ResultFile) -> String {
+    f.environment.storage.as_ref().map_or_else(
+        || "unknown".to_string(),
+        |s| format!("{} ({}, {} byte blocks)", or_unknown(&s.fs_type), or_unknown(&s.mount_options), s.block_size),
+    )
+}
+
+pub fn overview(files: &[ResultFile]) -> Vec<Section> {
+    let labels = machine_labels(files);
+    let hosts: std::collections::BTreeSet<&str> = files.iter().map(|f| f.environment.hostname.as_str()).collect();
+    let mut blocks = vec![Block::Paragraph(format!(
+        "{} result file{} from {} machine{}.",
+        files.len(),
+        if files.len() == 1 { "" } else { "s" },
+        hosts.len(),
+        if hosts.len() == 1 { "" } else { "s" }
+    ))];
+    let headers = ["machine", "command", "measured", "CPU", "cores", "memory", "kernel", "filesystem", "SQLite"];
+    let rows = files
+        .iter()
+        .zip(&labels)
+        .map(|(f, label)| {
+            let e = &f.environment;
+            vec![
+                label.clone(),
+                or_unknown(&f.command),
+                date_time(f.created_unix),
+                or_unknown(&e.cpu_model),
+                e.cores.to_string(),
+                gib(e.memory_bytes),
+                or_unknown(&e.kernel),
+                filesystem(f),
+                or_unknown(&e.sqlite_version),
+            ]
+        })
+        .collect();
+    blocks.push(Block::Table(Table { headers: headers.map(String::from).to_vec(), rows }));
+    for (f, label) in files.iter().zip(&labels) {
+        if !f.complete {
+            blocks.push(Block::Note(format!(
+                "{label}: the {} command was interrupted; only the experiments it finished are shown.",
+                or_unknown(&f.command)
+            )));
+        }
+    }
+    let notes: Vec<String> =
+        files.iter().zip(&labels).flat_map(|(f, label)| f.notes.iter().map(move |n| format!("{label}: {n}"))).collect();
+    if !notes.is_empty() {
+        blocks.push(Block::Heading("Notes".into()));
+        blocks.push(Block::List(notes));
+    }
+    vec![Section { id: "overview".into(), title: "Machines and result files".into(), in_summary: true, blocks }]
+}
+
+/// The ids a file's latency table lists: the whole suite (so gaps show) for
+/// suite files, then whatever else the file measured.
+fn listed_ids(f: &ResultFile, is_suite: bool) -> Vec<&str> {
+    let suite: &[&str] = if is_suite { &SUITE_IDS } else { &[] };
+    let others = f.experiments.iter().map(|e| e.id.as_str()).filter(|id| !SUITE_IDS.contains(id) || !is_suite);
+    suite.iter().copied().chain(others).collect()
+}
+
+fn latency_row(e: Option<&Experiment>) -> Vec<String> {
+    let Some(e) = e else {
+        return std::iter::once(NOT_MEASURED.to_string()).chain(vec![String::new(); 9]).collect();
+    };
+    let s = &e.summary;
+    let mut row = vec![
+        s.runs.to_string(),
+        micros(s.per_op_us.median),
+        percent(s.per_op_us.cv_pct),
+        percent(s.per_op_us.spread_pct),
+    ];
+    match &e.latency {
+        Some(l) => row.extend(
+            [l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.max_us].map(micros).into_iter().chain([thousands(l.count)]),
+        ),
+        None => row.extend(vec!["not recorded".to_string(); 6]),
+    }
+    row
+}
+
+pub fn latency(files: &[ResultFile]) -> Vec<Section> {
+    if files.iter().all(|f| f.experiments.is_empty()) {
+        return Vec::new();
+    }
+    let labels = machine_labels(files);
+    let suite: Vec<&ResultFile> = suite_files(files).into_iter().map(|(_, f)| f).collect();
+    let many = files.len() > 1;
+    let mut headers: Vec<String> = Vec::new();
+    if many {
+        headers.push("machine".into());
+    }
+    headers.extend(
+        [
+            "experiment",
+            "runs",
+            "per-op median (µs)",
+            "CV",
+            "spread",
+            "p50 (µs)",
+            "p90 (µs)",
+            "p99 (µs)",
+            "p99.9 (µs)",
+            "max (µs)",
+            "ops timed",
+        ]
+        .map(String::from),
+    );
+    let mut rows = Vec::new();
+    let mut warnings = Vec::new();
+    for (f, label) in files.iter().zip(&labels) {
+        let is_suite = suite.iter().any(|s| std::ptr::eq(*s, f));
+        for id in listed_ids(f, is_suite) {
+            let e = f.experiment(id);
+            let mut row = if many { vec![label.clone()] } else { Vec::new() };
+            row.push(id.to_string());
+            row.extend(latency_row(e));
+            rows.push(row);
+        }
+        for e in &f.experiments {
+            warnings.extend(e.warnings.iter().map(|w| format!("{label}, {}: {w}", e.id)));
+        }
+    }
+    let mut blocks = vec![
+        Block::Note(
+            "Per-op median: kvtest's per-blob time (opening and committing included), median over the timed runs; \
+             CV is the coefficient of variation and spread is (max - min) / median of that time over the runs. \
+             Percentiles are single operations, timed one by one and merged over all timed runs (HDR histogram)."
+                .to_string(),
+        ),
+        Block::Table(Table { headers, rows }),
+    ];
+    if !warnings.is_empty() {
+        blocks.push(Block::Heading("Warnings".into()));
+        blocks.push(Block::List(warnings));
+    }
+    vec![Section {
+        id: "latency".into(),
+        title: "Per-operation latency and run-to-run spread".into(),
+        in_summary: true,
+        blocks,
+    }]
+}
+
+fn layout_name(l: Layout) -> &'static str {
+    match l {
+        Layout::Db => "db",
+        Layout::Flat => "flat",
+        Layout::Tree => "tree",
+    }
+}
+
+/// Environment rows, one column per file.
+fn environment_table(files: &[ResultFile], labels: &[String]) -> Table {
+    type Field = fn(&ResultFile) -> String;
+    fn storage(f: &ResultFile, get: fn(&crate::envinfo::StorageInfo) -> String) -> String {
+        f.environment.storage.as_ref().map_or_else(|| "unknown".to_string(), get)
+    }
+    let fields: Vec<(&str, Field)> = vec![
+        ("hostname", |f| or_unknown(&f.environment.hostname)),
+        ("command", |f| or_unknown(&f.command)),
+        ("measured", |f| date_time(f.created_unix)),
+        ("complete", |f| if f.complete { "yes".into() } else { "no (interrupted)".into() }),
+        ("blobbench", |f| match &f.environment.git_revision {
+            Some(rev) => format!("{} ({rev})", or_unknown(&f.environment.blobbench_version)),
+            None => or_unknown(&f.environment.blobbench_version),
+        }),
+        ("SQLite", |f| or_unknown(&f.environment.sqlite_version)),
+        ("SQLite source id", |f| or_unknown(&f.environment.sqlite_source_id)),
+        ("OS", |f| or_unknown(&f.environment.os)),
+        ("kernel", |f| or_unknown(&f.environment.kernel)),
+        ("architecture", |f| or_unknown(&f.environment.arch)),
+        ("CPU", |f| or_unknown(&f.environment.cpu_model)),
+        ("cores", |f| f.environment.cores.to_string()),
+        ("memory", |f| gib(f.environment.memory_bytes)),
+        ("data path", |f| storage(f, |s| or_unknown(&s.path))),
+        ("mount point", |f| storage(f, |s| or_unknown(&s.mount_point))),
+        ("device", |f| storage(f, |s| or_unknown(&s.device))),
+        ("filesystem", |f| storage(f, |s| or_unknown(&s.fs_type))),
+        ("mount options", |f| storage(f, |s| or_unknown(&s.mount_options))),
+        ("block size", |f| storage(f, |s| format!("{} bytes", s.block_size))),
+        ("filesystem size", |f| storage(f, |s| format!("{} ({} free)", bytes(s.total_bytes), bytes(s.free_bytes)))),
+        ("dataset", |f| {
+            f.dataset.map_or_else(
+                || "none".to_string(),
+                |d| {
+                    format!(
+                        "{} blobs of {} ± {} bytes, page size {}, seed {}",
+                        thousands(d.count.into()),
+                        thousands(d.size.into()),
+                        thousands(d.variance.into()),
+                        d.page_size,
+                        d.seed
+                    )
+                },
+            )
+        }),
+        ("SQLite compile options", |f| f.environment.sqlite_compile_options.join(" ")),
+    ];
+    Table {
+        headers: std::iter::once(String::new()).chain(labels.iter().cloned()).collect(),
+        rows: fields
+            .into_iter()
+            .map(|(name, get)| std::iter::once(name.to_string()).chain(files.iter().map(get)).collect())
+            .collect(),
+    }
+}
+
+fn parameters_table(f: &ResultFile) -> Table {
+    let headers = [
+        "experiment",
+        "what",
+        "layout",
+        "path",
+        "ops per run",
+        "order",
+        "threads",
+        "timed runs",
+        "warm-up",
+        "cold",
+        "clock overhead",
+    ];
+    let rows = f
+        .experiments
+        .iter()
+        .map(|e| {
+            let p = &e.params;
+            vec![
+                e.id.clone(),
+                e.label.clone(),
+                layout_name(p.layout).to_string(),
+                p.path.clone(),
+                thousands(p.count),
+                p.order.flag().trim_start_matches('-').to_string(),
+                p.threads.to_string(),
+                e.summary.runs.to_string(),
+                e.warmup_runs.to_string(),
+                if p.plan.cold { "yes".into() } else { "no".into() },
+                percent(e.clock_overhead_pct),
+            ]
+        })
+        .collect();
+    Table { headers: headers.map(String::from).to_vec(), rows }
+}
+
+pub fn environment(files: &[ResultFile]) -> Vec<Section> {
+    let labels = machine_labels(files);
+    let mut blocks = vec![Block::Table(environment_table(files, &labels))];
+    for (f, label) in files.iter().zip(&labels) {
+        blocks.push(Block::Heading(format!("Parameters: {label}")));
+        if f.experiments.is_empty() {
+            blocks.push(Block::Paragraph("No experiments in this file.".into()));
+        } else {
+            blocks.push(Block::Table(parameters_table(f)));
+        }
+    }
+    vec![Section { id: "environment".into(), title: "Environment and parameters".into(), in_summary: false, blocks }]
+}

@@ -1,0 +1,157 @@
+//! The report as format-neutral data: sections of paragraphs, tables and
+//! figures. Section renderers build it from result files; the HTML,
+//! Markdown and text writers each turn the same document into their format,
+//! so a new kind of result needs one section renderer and no writer changes.
+
+use super::svg::{fmt_tick, fmt_value, BarChart, Heatmap, LineChart};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Section {
+    /// Anchor in the HTML page, unique within a report.
+    pub id: String,
+    pub title: String,
+    /// Shown by the terminal summary too, not only by HTML and Markdown.
+    pub in_summary: bool,
+    pub blocks: Vec<Block>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Block {
+    Heading(String),
+    Paragraph(String),
+    /// Small print: what a figure includes and excludes.
+    Note(String),
+    List(Vec<String>),
+    Table(Table),
+    Figure(Figure),
+}
+
+/// A chart with its caption and the sentences computed from its data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    /// File stem of `charts/<id>.svg`; unique within a report.
+    pub id: String,
+    pub chart: Chart,
+    pub caption: Vec<String>,
+    pub findings: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Chart {
+    Bars(BarChart),
+    Lines(LineChart),
+    Heatmap(Heatmap),
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Table {
+    pub headers: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// What a table cell says when an experiment is absent from a file.
+pub const NOT_MEASURED: &str = "not measured";
+
+/// A cell that is just a figure ("1,234", "12.5%", "+2.5%"), which tables
+/// align right; anything with words or units stays left-aligned.
+pub fn is_number(cell: &str) -> bool {
+    cell.chars().any(|c| c.is_ascii_digit()) && cell.chars().all(|c| c.is_ascii_digit() || ".,%+-".contains(c))
+}
+
+impl Chart {
+    pub fn title(&self) -> &str {
+        match self {
+            Chart::Bars(c) => &c.title,
+            Chart::Lines(c) => &c.title,
+            Chart::Heatmap(c) => &c.title,
+        }
+    }
+
+    pub fn to_svg(&self) -> String {
+        match self {
+            Chart::Bars(c) => c.to_svg(),
+            Chart::Lines(c) => c.to_svg(),
+            Chart::Heatmap(c) => c.to_svg(),
+        }
+    }
+
+    /// The numbers behind the chart, for formats that cannot show a picture.
+    pub fn table(&self) -> Table {
+        let cell = |v: &Option<f64>| v.filter(|x| x.is_finite()).map_or_else(|| NOT_MEASURED.to_string(), fmt_value);
+        let grid = |corner: String, cols: &[String], names: &[String], values: &[Vec<Option<f64>>]| Table {
+            headers: std::iter::once(corner).chain(cols.iter().cloned()).collect(),
+            rows: names
+                .iter()
+                .enumerate()
+                .map(|(i, name)| {
+                    let row = values.get(i);
+                    std::iter::once(name.clone())
+                        .chain((0..cols.len()).map(|j| cell(&row.and_then(|r| r.get(j)).copied().flatten())))
+                        .collect()
+                })
+                .collect(),
+        };
+        match self {
+            Chart::Bars(c) => grid(String::new(), &c.series, &c.groups, &c.values),
+            Chart::Heatmap(c) => grid(format!("{} \\ {}", c.y_label, c.x_label), &c.columns, &c.rows, &c.values),
+            Chart::Lines(c) => {
+                let names: Vec<String> = c.series.iter().map(|s| s.name.clone()).collect();
+                let xs: Vec<String> = c.x.iter().map(|x| fmt_tick(*x)).collect();
+                let by_x: Vec<Vec<Option<f64>>> = (0..c.x.len())
+                    .map(|i| c.series.iter().map(|s| s.values.get(i).copied().flatten()).collect())
+                    .collect();
+                grid(c.x_label.clone(), &names, &xs, &by_x)
+            }
+        }
+    }
+}
+
+/// Every figure of a document, in order.
+pub fn figures(sections: &[Section]) -> impl Iterator<Item = &Figure> {
+    sections.iter().flat_map(|s| &s.blocks).filter_map(|b| match b {
+        Block::Figure(f) => Some(f),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::svg::Series;
+
+    #[test]
+    fn chart_tables_name_missing_values() {
+        let bars = Chart::Bars(BarChart {
+            title: "t".into(),
+            y_label: "y".into(),
+            groups: vec!["a".into(), "b".into()],
+            series: vec!["db".into(), "files".into()],
+            values: vec![vec![Some(1.0), Some(1.934)], vec![Some(1.0)]],
+            reference: Some(1.0),
+        });
+        let t = bars.table();
+        assert_eq!(t.headers, ["", "db", "files"]);
+        assert_eq!(t.rows, [["a", "1.00", "1.93"], ["b", "1.00", NOT_MEASURED]]);
+
+        let lines = Chart::Lines(LineChart {
+            title: "t".into(),
+            x_label: "threads".into(),
+            y_label: "ops/s".into(),
+            x_log: false,
+            x: vec![1.0, 2.0],
+            series: vec![Series { name: "db".into(), values: vec![Some(5.0), None] }],
+            reference: None,
+        });
+        assert_eq!(lines.table().rows, [["1", "5.00"], ["2", NOT_MEASURED]]);
+    }
+
+    #[test]
+    fn numbers_are_told_from_text() {
+        for n in ["1", "1,234", "12.5%", "+2.5%", "-0.3"] {
+            assert!(is_number(n), "{n}");
+        }
+        for t in ["", "-", "10.00 MB", "2017-06-05 14:03 UTC", "host-1", "not measured"] {
+            assert!(!is_number(t), "{t}");
+        }
+    }
+}

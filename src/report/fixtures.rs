@@ -1,0 +1,156 @@
+//! Result files built in code for the report's tests: known per-op times,
+//! so every ratio and sentence the report computes can be checked exactly.
+
+use crate::envinfo::{Environment, StorageInfo};
+use crate::keys::Order;
+use crate::measure::{LatencySummary, Phases, Plan, RunSample, Summary};
+use crate::oscount::OsCounters;
+use crate::results::{DatasetSpec, DiskUsage, Experiment, ResultFile};
+use crate::workload::{DbParams, FileParams, Layout, WorkloadParams};
+
+/// An experiment whose three timed runs took `per_op_us` each (no spread).
+pub fn experiment(id: &str, per_op_us: f64) -> Experiment {
+    experiment_runs(id, &[per_op_us; 3])
+}
+
+pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
+    let ops = if id.starts_with("write/") { 100 } else { 1000 };
+    let runs: Vec<RunSample> = per_op_us
+        .iter()
+        .enumerate()
+        .map(|(i, us)| {
+            let total = (us * 1000.0 * ops as f64) as u64;
+            RunSample {
+                index: i as u32,
+                ops,
+                misses: 0,
+                bytes: ops * 10_000,
+                phases: Phases {
+                    loop_ns: total,
+                    kvtest_total_ns: total,
+                    checkpoint_ns: ops * 2_500,
+                    ..Phases::default()
+                },
+                per_op_us: *us,
+                loop_per_op_us: *us,
+                mb_per_s: 10_000.0 / us,
+                os: OsCounters::default(),
+                cold: None,
+            }
+        })
+        .collect();
+    let layout = if id.contains("/db-") {
+        Layout::Db
+    } else if id.contains("/tree-") {
+        Layout::Tree
+    } else {
+        Layout::Flat
+    };
+    let p50 = per_op_us[0] * 0.9;
+    Experiment {
+        id: id.to_string(),
+        label: id.to_string(),
+        params: WorkloadParams {
+            path: "/data/test1".into(),
+            layout,
+            update: id.starts_with("write/"),
+            count: ops,
+            max_id: 1000,
+            start: 1,
+            order: Order::Random,
+            threads: 1,
+            db: DbParams::default(),
+            files: FileParams::default(),
+            plan: Plan::default(),
+        },
+        warmup_runs: 1,
+        summary: Summary::of(&runs),
+        runs,
+        latency: Some(LatencySummary {
+            count: 3 * ops,
+            mean_us: p50,
+            min_us: p50 / 2.0,
+            p50_us: p50,
+            p90_us: p50 * 1.5,
+            p99_us: p50 * 3.0,
+            p999_us: p50 * 6.0,
+            max_us: p50 * 20.0,
+        }),
+        clock_cost_ns: 20.0,
+        clock_overhead_pct: 0.2,
+        warnings: Vec::new(),
+    }
+}
+
+/// A suite file from `host` with the given (id, per-op µs) experiments and
+/// disk usage for the three layouts.
+pub fn suite(host: &str, times: &[(&str, f64)]) -> ResultFile {
+    let env = Environment {
+        blobbench_version: "0.1.0".into(),
+        sqlite_version: "3.46.0".into(),
+        sqlite_compile_options: vec!["THREADSAFE=1".into(), "DIRECT_OVERFLOW_READ".into()],
+        hostname: host.into(),
+        os: "Linux".into(),
+        kernel: "6.1.0".into(),
+        arch: "x86_64".into(),
+        cpu_model: "Test CPU @ 3.50GHz".into(),
+        cores: 8,
+        memory_bytes: 16 << 30,
+        storage: Some(StorageInfo {
+            path: "/data".into(),
+            mount_point: "/".into(),
+            device: "/dev/nvme0n1p2".into(),
+            fs_type: "ext4".into(),
+            mount_options: "rw,relatime".into(),
+            block_size: 4096,
+            total_bytes: 500_000_000_000,
+            free_bytes: 100_000_000_000,
+            rotational: None,
+        }),
+        ..Environment::default()
+    };
+    let mut f = ResultFile::new("suite", env);
+    f.created_unix = 1_496_671_380;
+    f.dataset = Some(DatasetSpec { count: 1000, size: 10_000, variance: 2000, page_size: 4096, seed: 1 });
+    f.experiments = times.iter().map(|(id, us)| experiment(id, *us)).collect();
+    let usage = |layout: &str, allocated: u64| DiskUsage {
+        layout: layout.into(),
+        path: format!("/data/test1.{layout}"),
+        entries: 1000,
+        content_bytes: 10_000_000,
+        apparent_bytes: 10_000_000,
+        allocated_bytes: allocated,
+    };
+    f.disk_usage = vec![usage("db", 10_245_120), usage("flat", 12_288_000), usage("tree", 12_400_000)];
+    f
+}
+
+/// Every suite experiment, SQLite at 10 µs per read and 100 µs per write,
+/// files slower by known factors.
+pub fn full_suite(host: &str) -> ResultFile {
+    suite(
+        host,
+        &[
+            ("read/db-sql", 10.0),
+            ("read/db-blob", 8.0),
+            ("read/db-blob-mmap", 5.0),
+            ("read/flat-stdio", 19.0),
+            ("read/tree-stdio", 20.0),
+            ("read/flat-posix", 13.0),
+            ("read/tree-posix", 14.0),
+            ("write/db-wal-normal", 100.0),
+            ("write/db-wal-full", 300.0),
+            ("write/db-off", 50.0),
+            ("write/flat-truncate", 140.0),
+            ("write/flat-inplace", 90.0),
+            ("write/flat-replace", 160.0),
+            ("write/flat-truncate-fsync", 3000.0),
+            ("write/flat-inplace-fsync", 2400.0),
+            ("write/flat-replace-fsync", 6000.0),
+        ],
+    )
+}
+
+pub fn exp_mut<'a>(file: &'a mut ResultFile, id: &str) -> &'a mut Experiment {
+    file.experiments.iter_mut().find(|e| e.id == id).unwrap_or_else(|| panic!("no {id}"))
+}

@@ -1,0 +1,437 @@
+//! The article's charts ("35% Faster Than The Filesystem"), redrawn from the
+//! `suite` experiments: each bar is file per-op time / database per-op time
+//! (the database at 1.0 on the left, above 1.0 SQLite is faster), one group
+//! of bars per machine. The five article charts come first, then the fair
+//! variants (open/read instead of stdio, other write methods, durable
+//! writes), then disk usage. Every sentence is computed from the data.
+
+use super::doc::{Block, Chart, Figure, Section, Table};
+use super::fmt::{blob_size, bytes, machine_labels, micros, speed_phrase, thousands};
+use super::svg::BarChart;
+use crate::results::{DatasetSpec, Experiment, ResultFile};
+
+/// One measured configuration as the charts name it.
+#[derive(Debug, Clone, Copy)]
+pub struct Method {
+    pub id: &'static str,
+    /// Legend entry.
+    pub name: &'static str,
+    /// How a sentence names it: "... faster than {phrase}".
+    pub phrase: &'static str,
+}
+
+const fn m(id: &'static str, name: &'static str, phrase: &'static str) -> Method {
+    Method { id, name, phrase }
+}
+
+const DB_SQL: Method = m("read/db-sql", "SQLite, SQL", "SQLite by SQL");
+const DB_BLOB: Method = m("read/db-blob", "SQLite, blob API", "SQLite by the blob API");
+const DB_MMAP: Method = m("read/db-blob-mmap", "SQLite, blob API + mmap", "SQLite by the blob API with mmap");
+const FLAT_STDIO: Method = m("read/flat-stdio", "files, one directory (fopen/fread)", "fopen/fread from one directory");
+const TREE_STDIO: Method = m("read/tree-stdio", "files, tree (fopen/fread)", "fopen/fread from a tree");
+const FLAT_POSIX: Method = m("read/flat-posix", "files, one directory (open/read)", "open/read from one directory");
+const TREE_POSIX: Method = m("read/tree-posix", "files, tree (open/read)", "open/read from a tree");
+const WAL_NORMAL: Method = m("write/db-wal-normal", "SQLite, WAL + synchronous NORMAL", "SQLite in WAL mode");
+const WAL_FULL: Method =
+    m("write/db-wal-full", "SQLite, WAL + synchronous FULL", "SQLite in WAL mode, synchronous FULL");
+const DB_OFF: Method = m("write/db-off", "SQLite, journal OFF + synchronous OFF", "SQLite without journal or sync");
+const TRUNCATE: Method = m("write/flat-truncate", "files, fopen(\"wb\") + fwrite", "fopen/fwrite");
+const INPLACE: Method = m("write/flat-inplace", "files, overwrite in place", "overwriting files in place");
+const REPLACE: Method = m("write/flat-replace", "files, temp file + rename", "writing a temp file and renaming it");
+const TRUNCATE_SYNC: Method =
+    m("write/flat-truncate-fsync", "files, fopen(\"wb\") + fwrite + fsync", "fopen/fwrite + fsync");
+const INPLACE_SYNC: Method = m("write/flat-inplace-fsync", "files, in place + fsync", "in-place writes + fsync");
+const REPLACE_SYNC: Method =
+    m("write/flat-replace-fsync", "files, temp + fsync + rename", "temp file + fsync + rename");
+
+/// Every experiment id the suite produces, in the order tables list them.
+pub const SUITE_IDS: [&str; 16] = [
+    DB_SQL.id,
+    DB_BLOB.id,
+    DB_MMAP.id,
+    FLAT_STDIO.id,
+    TREE_STDIO.id,
+    FLAT_POSIX.id,
+    TREE_POSIX.id,
+    WAL_NORMAL.id,
+    WAL_FULL.id,
+    DB_OFF.id,
+    TRUNCATE.id,
+    INPLACE.id,
+    REPLACE.id,
+    TRUNCATE_SYNC.id,
+    INPLACE_SYNC.id,
+    REPLACE_SYNC.id,
+];
+
+/// One ratio chart: a database method against file methods.
+pub struct Spec {
+    pub id: &'static str,
+    pub title: &'static str,
+    /// What the article's caption adds after the dataset: "using SQL".
+    pub how: &'static str,
+    pub write: bool,
+    pub db: Method,
+    pub files: &'static [Method],
+}
+
+const STDIO: &[Method] = &[FLAT_STDIO, TREE_STDIO];
+const POSIX: &[Method] = &[FLAT_POSIX, TREE_POSIX];
+const WRITES: &[Method] = &[TRUNCATE, INPLACE, REPLACE];
+
+/// The article's five charts, in its order.
+pub const ARTICLE: [Spec; 5] = [
+    Spec {
+        id: "chart1-read-sql",
+        title: "Chart 1: reads by SQL",
+        how: "using SQL",
+        write: false,
+        db: DB_SQL,
+        files: STDIO,
+    },
+    Spec {
+        id: "chart2-read-blob-api",
+        title: "Chart 2: reads by the blob API",
+        how: "using sqlite3_blob_read()",
+        write: false,
+        db: DB_BLOB,
+        files: STDIO,
+    },
+    Spec {
+        id: "chart3-read-blob-mmap",
+        title: "Chart 3: reads by the blob API + mmap",
+        how: "using sqlite3_blob_read() from a memory-mapped database",
+        write: false,
+        db: DB_MMAP,
+        files: STDIO,
+    },
+    Spec {
+        id: "chart4-write-wal",
+        title: "Chart 4: writes, WAL + synchronous NORMAL",
+        how: "WAL mode with synchronous NORMAL, exclusive of checkpoint time",
+        write: true,
+        db: WAL_NORMAL,
+        files: &[TRUNCATE],
+    },
+    Spec {
+        id: "chart5-write-unsafe",
+        title: "Chart 5: writes, journal OFF + synchronous OFF",
+        how: "journaling disabled, synchronous OFF",
+        write: true,
+        db: DB_OFF,
+        files: &[TRUNCATE],
+    },
+];
+
+/// Fairer comparisons the article does not draw.
+pub const FAIR: [Spec; 6] = [
+    Spec {
+        id: "fair-read-sql",
+        title: "Reads by SQL vs open/read",
+        how: "using SQL",
+        write: false,
+        db: DB_SQL,
+        files: POSIX,
+    },
+    Spec {
+        id: "fair-read-blob-api",
+        title: "Reads by the blob API vs open/read",
+        how: "using sqlite3_blob_read()",
+        write: false,
+        db: DB_BLOB,
+        files: POSIX,
+    },
+    Spec {
+        id: "fair-read-blob-mmap",
+        title: "Reads by the blob API + mmap vs open/read",
+        how: "using sqlite3_blob_read() from a memory-mapped database",
+        write: false,
+        db: DB_MMAP,
+        files: POSIX,
+    },
+    Spec {
+        id: "fair-write-wal",
+        title: "Writes, WAL + synchronous NORMAL vs three file methods",
+        how: "WAL mode with synchronous NORMAL, exclusive of checkpoint time",
+        write: true,
+        db: WAL_NORMAL,
+        files: WRITES,
+    },
+    Spec {
+        id: "fair-write-unsafe",
+        title: "Writes, journal OFF + synchronous OFF vs three file methods",
+        how: "journaling disabled, synchronous OFF",
+        write: true,
+        db: DB_OFF,
+        files: WRITES,
+    },
+    Spec {
+        id: "durable-write",
+        title: "Durable writes: WAL + synchronous FULL vs files with fsync",
+        how: "WAL mode with synchronous FULL; every file written is fsync'd",
+        write: true,
+        db: WAL_FULL,
+        files: &[TRUNCATE_SYNC, INPLACE_SYNC, REPLACE_SYNC],
+    },
+];
+
+/// Files that hold kvtest-suite results; other commands' files are left to
+/// their own sections rather than shown here as "not measured" everywhere.
+pub fn suite_files(files: &[ResultFile]) -> Vec<(String, &ResultFile)> {
+    let labels = machine_labels(files);
+    files
+        .iter()
+        .zip(labels)
+        .filter(|(f, _)| {
+            f.command == "suite" || !f.disk_usage.is_empty() || SUITE_IDS.iter().any(|id| f.experiment(id).is_some())
+        })
+        .map(|(f, l)| (l, f))
+        .collect()
+}
+
+/// kvtest's figure: the median over timed runs of the per-blob time.
+fn per_op_us(e: &Experiment) -> Option<f64> {
+    Some(e.summary.per_op_us.median).filter(|v| v.is_finite() && *v > 0.0 && e.summary.runs > 0)
+}
+
+/// File time / database time, when both were measured.
+pub fn ratio(file: &ResultFile, db: &str, method: &str) -> Option<f64> {
+    Some(per_op_us(file.experiment(method)?)? / per_op_us(file.experiment(db)?)?)
+}
+
+/// The article's charts, the fair variants and disk usage, drawn for the
+/// files that hold suite results (nothing when there are none).
+pub fn sections(files: &[ResultFile]) -> Vec<Section> {
+    let machines = suite_files(files);
+    if machines.is_empty() {
+        return Vec::new();
+    }
+    let note = Block::Note(
+        "Each bar is a file method's per-op time divided by SQLite's on the same machine (kvtest's per-blob time: \
+         the median over the timed runs, opening and committing included). SQLite is the bar at 1.0; above 1.0 SQLite is faster."
+            .to_string(),
+    );
+    let charts = |specs: &[Spec]| -> Vec<Block> {
+        std::iter::once(note.clone()).chain(specs.iter().map(|s| Block::Figure(figure(s, &machines)))).collect()
+    };
+    vec![
+        Section {
+            id: "article".into(),
+            title: "The article's five charts".into(),
+            in_summary: true,
+            blocks: charts(&ARTICLE),
+        },
+        Section { id: "fair".into(), title: "Fairer comparisons".into(), in_summary: true, blocks: charts(&FAIR) },
+        disk_section(&machines),
+    ]
+}
+
+/// The dataset shared by every machine, or None when they differ.
+fn common_dataset(machines: &[(String, &ResultFile)]) -> Option<DatasetSpec> {
+    let first = machines.first()?.1.dataset?;
+    machines.iter().all(|(_, f)| f.dataset == Some(first)).then_some(first)
+}
+
+/// The article's caption: "100,000 blobs, avg 10 KB each, random order, using SQL".
+fn caption(spec: &Spec, machines: &[(String, &ResultFile)]) -> String {
+    let data = match common_dataset(machines) {
+        Some(d) => {
+            let spread =
+                if d.variance > 0 { format!(" (± {} bytes)", thousands(d.variance.into())) } else { String::new() };
+            let ops = machines.first().and_then(|(_, f)| f.experiment(spec.db.id)).map(|e| e.params.count);
+            match (spec.write, ops) {
+                (true, Some(n)) => {
+                    format!(
+                        "{} of {} blobs rewritten, avg {}{spread} each",
+                        thousands(n),
+                        thousands(d.count.into()),
+                        blob_size(d.size)
+                    )
+                }
+                _ => format!("{} blobs, avg {}{spread} each", thousands(d.count.into()), blob_size(d.size)),
+            }
+        }
+        None if machines.len() > 1 => "datasets differ between machines (see Parameters)".to_string(),
+        None => "dataset not recorded".to_string(),
+    };
+    format!("{data}, random order, {}", spec.how)
+}
+
+fn figure(spec: &Spec, machines: &[(String, &ResultFile)]) -> Figure {
+    let series = std::iter::once(spec.db).chain(spec.files.iter().copied());
+    let chart = BarChart {
+        title: spec.title.to_string(),
+        y_label: "file time / SQLite time".to_string(),
+        groups: machines.iter().map(|(l, _)| l.clone()).collect(),
+        series: series.map(|m| m.name.to_string()).collect(),
+        values: machines
+            .iter()
+            .map(|(_, f)| {
+                let db = f.experiment(spec.db.id).and_then(per_op_us).map(|_| 1.0);
+                std::iter::once(db).chain(spec.files.iter().map(|m| ratio(f, spec.db.id, m.id))).collect()
+            })
+            .collect(),
+        reference: Some(1.0),
+    };
+    let mut caption = vec![caption(spec, machines)];
+    if spec.db.id == WAL_NORMAL.id {
+        caption.extend(checkpoint_note(machines));
+    }
+    let single = machines.len() == 1;
+    let findings = machines.iter().map(|(label, f)| finding(spec, label, f, single)).collect();
+    Figure { id: spec.id.to_string(), chart: Chart::Bars(chart), caption, findings }
+}
+
+/// One plain sentence per machine, e.g. "On this machine SQLite reads
+/// 10 KB blobs 1.9x faster than fopen/fread from one directory; ...".
+pub fn finding(spec: &Spec, label: &str, file: &ResultFile, single: bool) -> String {
+    let on = if single { "On this machine".to_string() } else { format!("On {label}") };
+    let Some(db) = file.experiment(spec.db.id).filter(|e| per_op_us(e).is_some()) else {
+        return format!("{on} {} ({}) was not measured, so there is no ratio.", spec.db.phrase, spec.db.id);
+    };
+    let verb = if spec.write { "writes" } else { "reads" };
+    let size = file.dataset.map_or_else(String::new, |d| format!(" {}", blob_size(d.size)));
+    let mut measured = Vec::new();
+    let mut missing = Vec::new();
+    for m in spec.files {
+        match ratio(file, spec.db.id, m.id) {
+            Some(r) => measured.push(format!("{} {}", speed_phrase(r), m.phrase)),
+            None => missing.push(m.phrase),
+        }
+    }
+    let mut s = if measured.is_empty() {
+        format!("{on} the file methods were not measured, so there is no ratio")
+    } else {
+        format!("{on} SQLite {verb}{size} blobs {}", measured.join("; "))
+    };
+    if !missing.is_empty() && !measured.is_empty() {
+        s.push_str(&format!(" ({} not measured)", missing.join(", ")));
+    }
+    s.push('.');
+    let cv = std::iter::once(db)
+        .chain(spec.files.iter().filter_map(|m| file.experiment(m.id)))
+        .filter(|e| e.summary.noisy)
+        .map(|e| e.summary.per_op_us.cv_pct)
+        .fold(None, |acc: Option<f64>, v| Some(acc.map_or(v, |a| a.max(v))));
+    if let Some(cv) = cv {
+        s.push_str(&format!(
+            " Runs varied by up to {cv:.0}% (coefficient of variation), so treat small differences as noise."
+        ));
+    }
+    s
+}
+
+/// The WAL checkpoint the article leaves out of chart 4, shown beside it.
+fn checkpoint_note(machines: &[(String, &ResultFile)]) -> Option<String> {
+    let parts: Vec<String> = machines
+        .iter()
+        .filter_map(|(label, f)| {
+            let e = f.experiment(WAL_NORMAL.id)?;
+            let mut per_op: Vec<f64> = e
+                .runs
+                .iter()
+                .filter(|r| r.ops > 0)
+                .map(|r| r.phases.checkpoint_ns as f64 / 1000.0 / r.ops as f64)
+                .collect();
+            per_op.sort_by(f64::total_cmp);
+            let median = *per_op.get(per_op.len().checked_sub(1)? / 2)?;
+            (median > 0.0).then(|| format!("{} µs per blob written on {label}", micros(median)))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| {
+        format!("The checkpoint, timed separately and not in the bars (median over runs): {}.", parts.join(", "))
+    })
+}
+
+const LAYOUTS: [(&str, &str, &str); 3] = [
+    ("db", "SQLite database", "the SQLite database"),
+    ("flat", "files, one directory", "files in one directory"),
+    ("tree", "files, tree", "files in a tree"),
+];
+
+fn disk_section(machines: &[(String, &ResultFile)]) -> Section {
+    let usage = |f: &ResultFile, layout: &str| f.disk_usage.iter().find(|d| d.layout == layout).cloned();
+    let chart = BarChart {
+        title: "Disk space relative to the database".to_string(),
+        y_label: "allocated bytes / database's".to_string(),
+        groups: machines.iter().map(|(l, _)| l.clone()).collect(),
+        series: LAYOUTS.iter().map(|(_, name, _)| name.to_string()).collect(),
+        values: machines
+            .iter()
+            .map(|(_, f)| {
+                let db = usage(f, "db").map(|d| d.allocated_bytes).filter(|b| *b > 0);
+                LAYOUTS
+                    .iter()
+                    .map(|(layout, _, _)| Some(usage(f, layout)?.allocated_bytes as f64 / db? as f64))
+                    .collect()
+            })
+            .collect(),
+        reference: Some(1.0),
+    };
+    let single = machines.len() == 1;
+    let findings = machines
+        .iter()
+        .map(|(label, f)| {
+            let on = if single { "On this machine".to_string() } else { format!("On {label}") };
+            let Some(db) = usage(f, "db").filter(|d| d.allocated_bytes > 0) else {
+                return format!("{on} the database's disk usage was not measured.");
+            };
+            let others: Vec<String> = LAYOUTS[1..]
+                .iter()
+                .filter_map(|(layout, _, words)| {
+                    let u = usage(f, layout)?;
+                    let pct = (u.allocated_bytes as f64 / db.allocated_bytes as f64 - 1.0) * 100.0;
+                    let (amount, dir) = if pct >= 0.0 { (pct, "more") } else { (-pct, "less") };
+                    Some(format!("{words} take {} bytes, {amount:.0}% {dir}", thousands(u.allocated_bytes)))
+                })
+                .collect();
+            if others.is_empty() {
+                format!(
+                    "{on} the database takes {} bytes; the files' disk usage was not measured.",
+                    thousands(db.allocated_bytes)
+                )
+            } else {
+                format!("{on} the database takes {} bytes; {}.", thousands(db.allocated_bytes), others.join("; "))
+            }
+        })
+        .collect();
+    let mut table = Table {
+        headers: ["machine", "layout", "entries", "content", "apparent size", "allocated", "allocated vs content"]
+            .map(String::from)
+            .to_vec(),
+        rows: Vec::new(),
+    };
+    for (label, f) in machines {
+        for (layout, name, _) in LAYOUTS {
+            let row = match usage(f, layout) {
+                Some(u) => vec![
+                    thousands(u.entries),
+                    bytes(u.content_bytes),
+                    bytes(u.apparent_bytes),
+                    format!("{} ({})", thousands(u.allocated_bytes), bytes(u.allocated_bytes)),
+                    if u.content_bytes > 0 {
+                        format!("{:+.1}%", (u.allocated_bytes as f64 / u.content_bytes as f64 - 1.0) * 100.0)
+                    } else {
+                        "-".to_string()
+                    },
+                ],
+                None => vec![super::doc::NOT_MEASURED.to_string(); 5],
+            };
+            table.rows.push([label.clone(), name.to_string()].into_iter().chain(row).collect());
+        }
+    }
+    Section {
+        id: "disk".into(),
+        title: "Disk usage".into(),
+        in_summary: true,
+        blocks: vec![
+            Block::Note(
+                "Allocated bytes are blocks really used on disk, as du counts them (directories included); \
+                 individual files are padded to the filesystem block size, the database packs blobs into pages."
+                    .to_string(),
+            ),
+            Block::Figure(Figure { id: "disk-usage".into(), chart: Chart::Bars(chart), caption: Vec::new(), findings }),
+            Block::Table(table),
+        ],
+    }
+}

@@ -1,0 +1,134 @@
+//! `blobbench report`: saved result files rendered as a terminal summary,
+//! Markdown, SVG charts and one self-contained offline HTML page, for one
+//! machine or several side by side.
+//!
+//! The report is a list of sections built by [`SECTIONS`], each a function
+//! of all the result files; a command that adds a new kind of result adds a
+//! section renderer there, and every output format picks it up.
+
+mod details;
+mod doc;
+mod fmt;
+mod html;
+mod kvtest;
+mod markdown;
+mod output;
+pub mod svg;
+mod text;
+
+use std::path::{Path, PathBuf};
+
+pub use doc::{Block, Chart, Figure, Section, Table, NOT_MEASURED};
+pub use kvtest::SUITE_IDS;
+
+use crate::results::ResultFile;
+use crate::{Error, Result};
+
+/// Builds some sections of the report from every result file (none when
+/// the files hold nothing for it).
+pub type SectionRenderer = fn(&[ResultFile]) -> Vec<Section>;
+
+/// The report's sections, in page order.
+pub const SECTIONS: &[SectionRenderer] = &[details::overview, kvtest::sections, details::latency, details::environment];
+
+/// What [`render`] wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Written {
+    pub dir: PathBuf,
+    /// Paths inside `dir`, relative to it.
+    pub files: Vec<PathBuf>,
+    pub charts: usize,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Replace `out_dir` even when it is not empty and not a previous report.
+    pub force: bool,
+}
+
+/// Reads result files, stopping at the first that cannot be used, with a
+/// one-line message naming it and the problem.
+pub fn load(paths: &[PathBuf]) -> Result<Vec<ResultFile>> {
+    paths.iter().map(|p| crate::results::read(p).map_err(|e| Error::invalid(e.to_string()))).collect()
+}
+
+/// The report as data: every section renderer applied to `files`.
+pub fn document(files: &[ResultFile]) -> Vec<Section> {
+    SECTIONS.iter().flat_map(|render| render(files)).collect()
+}
+
+fn title(files: &[ResultFile]) -> String {
+    let labels = fmt::machine_labels(files);
+    match labels.len() {
+        0 => "blobbench report".to_string(),
+        1..=4 => format!("blobbench report: {}", labels.join(", ")),
+        n => format!("blobbench report: {n} result files"),
+    }
+}
+
+fn footer(files: &[ResultFile]) -> String {
+    format!(
+        "Made by blobbench {} from {} result file{}. Charts redraw SQLite's \"35% Faster Than The Filesystem\".",
+        env!("CARGO_PKG_VERSION"),
+        files.len(),
+        if files.len() == 1 { "" } else { "s" }
+    )
+}
+
+/// The self-contained HTML page.
+pub fn html(files: &[ResultFile]) -> String {
+    html::page(&title(files), &footer(files), &document(files))
+}
+
+/// The report as Markdown, with tables where the charts would be.
+pub fn markdown(files: &[ResultFile]) -> String {
+    markdown::document(&title(files), &footer(files), &document(files), false)
+}
+
+/// The terminal summary: charts as numbers and sentences, disk usage and
+/// latency; the environment is left to the HTML and Markdown.
+pub fn text_summary(files: &[ResultFile]) -> String {
+    let sections = document(files);
+    let left_out: Vec<&str> = sections.iter().filter(|s| !s.in_summary).map(|s| s.title.as_str()).collect();
+    text::document(&title(files), &sections, &left_out)
+}
+
+/// Checks, before any measuring, that [`render`] will be able to write `out_dir`.
+pub fn check_out_dir(out_dir: &Path, options: &Options) -> Result<()> {
+    output::check(out_dir, options.force)
+}
+
+/// Writes `index.html`, `summary.md`, `charts/<id>.svg` and the result
+/// files themselves (`results.json`, or `results-N.json` for several) into `out_dir`,
+/// replacing it as a whole (see [`Options::force`] for when that is refused).
+pub fn render(files: &[ResultFile], out_dir: &Path, options: &Options) -> Result<Written> {
+    if files.is_empty() {
+        return Err(Error::invalid("no result files to report on"));
+    }
+    output::check(out_dir, options.force)?;
+    let sections = document(files);
+    let (title, footer) = (title(files), footer(files));
+    let mut out: Vec<(PathBuf, Vec<u8>)> = vec![
+        ("index.html".into(), html::page(&title, &footer, &sections).into_bytes()),
+        ("summary.md".into(), markdown::document(&title, &footer, &sections, true).into_bytes()),
+    ];
+    // The data travels with the report, so it can be re-rendered or merged
+    // with another machine's later.
+    for (i, file) in files.iter().enumerate() {
+        let name = if files.len() == 1 { "results.json".to_string() } else { format!("results-{}.json", i + 1) };
+        let json = serde_json::to_vec_pretty(file).map_err(|e| Error::invalid(e.to_string()))?;
+        out.push((name.into(), json));
+    }
+    let figures: Vec<&Figure> = doc::figures(&sections).collect();
+    for f in &figures {
+        let svg = format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{}\n", f.chart.to_svg());
+        out.push((Path::new("charts").join(format!("{}.svg", f.id)), svg.into_bytes()));
+    }
+    output::write(out_dir, &out, options.force)?;
+    Ok(Written { dir: out_dir.to_path_buf(), files: out.into_iter().map(|(p, _)| p).collect(), charts: figures.len() })
+}
+
+#[cfg(test)]
+mod fixtures;
+#[cfg(test)]
+mod tests;

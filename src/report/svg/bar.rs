@@ -1,0 +1,86 @@
+//! The grouped bar chart: the article's charts, one group per machine.
+
+use std::fmt::Write;
+
+use super::{
+    colour, esc, finite, fmt_value, label_limit, legend_height, nice_axis, Canvas, LEFT, MIN_W, PLOT_H, RIGHT, TITLE_H,
+};
+
+/// Bars grouped by category (one group per machine), one bar per series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BarChart {
+    pub title: String,
+    pub y_label: String,
+    /// One group of bars per entry, labelled under the x axis.
+    pub groups: Vec<String>,
+    /// One bar per series in every group, named in the legend.
+    pub series: Vec<String>,
+    /// `values[group][series]`.
+    pub values: Vec<Vec<Option<f64>>>,
+    /// A dashed horizontal line, e.g. at 1.0 for a ratio.
+    pub reference: Option<f64>,
+}
+
+impl BarChart {
+    pub fn to_svg(&self) -> String {
+        let n_series = self.series.len().max(1);
+        let bar_w = if n_series > 4 { 22.0 } else { 34.0 };
+        let group_w = n_series as f64 * bar_w + 30.0;
+        let width = (LEFT + RIGHT + group_w * self.groups.len().max(1) as f64).max(MIN_W);
+        let top = TITLE_H + 10.0;
+        let legend_top = top + PLOT_H + 46.0;
+        let height = legend_top + legend_height(width, &self.series) + 6.0;
+        let mut c = Canvas::new(width, height, &self.title);
+
+        let data_max = self.values.iter().flatten().filter_map(|v| finite(*v)).fold(0.0, f64::max);
+        let (y_max, step) = nice_axis(data_max.max(finite(self.reference).unwrap_or(0.0)));
+        let right = width - RIGHT;
+        c.y_axis(top, right, y_max, step, &self.y_label);
+
+        // Groups are spread over the plot width, bars centred in each group.
+        let slot = (right - LEFT) / self.groups.len().max(1) as f64;
+        for (g, group) in self.groups.iter().enumerate() {
+            let x0 = LEFT + slot * g as f64 + (slot - n_series as f64 * bar_w) / 2.0;
+            for (s, name) in self.series.iter().enumerate() {
+                let x = x0 + s as f64 * bar_w;
+                let cx = x + bar_w / 2.0;
+                let value = self.values.get(g).and_then(|row| row.get(s)).copied().and_then(finite);
+                match value {
+                    Some(v) => {
+                        let h = v.max(0.0) / y_max * PLOT_H;
+                        let y = top + PLOT_H - h;
+                        let _ = write!(
+                            c.out,
+                            r#"<rect class="bar" x="{:.1}" y="{y:.2}" width="{:.1}" height="{h:.2}" fill="{}" data-group="{g}" data-series="{s}" data-value="{v}"><title>{}: {}: {}</title></rect>"#,
+                            x + 2.0,
+                            bar_w - 4.0,
+                            colour(s),
+                            esc(group),
+                            esc(name),
+                            fmt_value(v)
+                        );
+                        c.text("value", (cx, y - 4.0), "middle", 0.0, r#"font-size="10""#, &fmt_value(v));
+                    }
+                    None => {
+                        let _ = write!(c.out, r#"<g class="missing" data-group="{g}" data-series="{s}">"#);
+                        c.text(
+                            "missing",
+                            (cx + 4.0, top + PLOT_H - 6.0),
+                            "start",
+                            -90.0,
+                            r##"font-size="10" fill="#777777""##,
+                            "not measured",
+                        );
+                        c.out.push_str("</g>");
+                    }
+                }
+            }
+            // About 6.5 pixels per character at this font size.
+            let fits = ((slot / 6.5) as usize).clamp(4, label_limit("group"));
+            c.label_within("group", (LEFT + slot * (g as f64 + 0.5), top + PLOT_H + 20.0), "middle", 0.0, group, fits);
+        }
+        c.reference(top, right, y_max, self.reference);
+        c.legend(legend_top, width, &self.series);
+        c.finish()
+    }
+}

@@ -1,0 +1,279 @@
+use super::fixtures::*;
+use super::*;
+use crate::results::ResultFile;
+
+fn findings(sections: &[Section], figure: &str) -> Vec<String> {
+    doc::figures(sections).find(|f| f.id == figure).unwrap_or_else(|| panic!("no figure {figure}")).findings.clone()
+}
+
+fn bars<'a>(sections: &'a [Section], figure: &str) -> &'a svg::BarChart {
+    match &doc::figures(sections).find(|f| f.id == figure).unwrap().chart {
+        Chart::Bars(b) => b,
+        other => panic!("{figure} is not a bar chart: {other:?}"),
+    }
+}
+
+fn parse(xml: &str) -> roxmltree::Document<'_> {
+    // The page starts with <!DOCTYPE html>, a DTD in XML's eyes.
+    let options = roxmltree::ParsingOptions { allow_dtd: true, ..roxmltree::ParsingOptions::default() };
+    roxmltree::Document::parse_with_options(xml, options).unwrap_or_else(|e| panic!("not well-formed: {e}"))
+}
+
+const ALL_FIGURES: [&str; 12] = [
+    "chart1-read-sql",
+    "chart2-read-blob-api",
+    "chart3-read-blob-mmap",
+    "chart4-write-wal",
+    "chart5-write-unsafe",
+    "fair-read-sql",
+    "fair-read-blob-api",
+    "fair-read-blob-mmap",
+    "fair-write-wal",
+    "fair-write-unsafe",
+    "durable-write",
+    "disk-usage",
+];
+
+#[test]
+fn every_chart_is_drawn_with_ratios_to_the_database() {
+    let sections = document(&[full_suite("host-a")]);
+    let ids: Vec<&str> = doc::figures(&sections).map(|f| f.id.as_str()).collect();
+    assert_eq!(ids, ALL_FIGURES);
+    let c1 = bars(&sections, "chart1-read-sql");
+    assert_eq!(c1.series, ["SQLite, SQL", "files, one directory (fopen/fread)", "files, tree (fopen/fread)"]);
+    assert_eq!(c1.values, [[Some(1.0), Some(1.9), Some(2.0)]]);
+    assert_eq!(c1.reference, Some(1.0));
+    assert_eq!(bars(&sections, "chart3-read-blob-mmap").values, [[Some(1.0), Some(3.8), Some(4.0)]]);
+    assert_eq!(bars(&sections, "chart5-write-unsafe").values, [[Some(1.0), Some(2.8)]]);
+    assert_eq!(bars(&sections, "durable-write").values, [[Some(1.0), Some(10.0), Some(8.0), Some(20.0)]]);
+    let disk = &bars(&sections, "disk-usage").values[0];
+    assert_eq!(disk[0], Some(1.0));
+    assert!((disk[1].unwrap() - 12_288_000.0 / 10_245_120.0).abs() < 1e-12);
+}
+
+#[test]
+fn sentences_are_computed_from_the_ratios() {
+    let mut file = full_suite("host-a");
+    file.experiments.retain(|e| e.id != "read/tree-posix");
+    exp_mut(&mut file, "write/db-off").summary.per_op_us.median = 280.0;
+    let sections = document(&[file]);
+    assert_eq!(
+        findings(&sections, "chart1-read-sql"),
+        ["On this machine SQLite reads 10 KB blobs 1.9x faster than fopen/fread from one directory; 2.0x faster than fopen/fread from a tree."]
+    );
+    assert_eq!(
+        findings(&sections, "fair-read-sql"),
+        ["On this machine SQLite reads 10 KB blobs 1.3x faster than open/read from one directory (open/read from a tree not measured)."]
+    );
+    assert_eq!(
+        findings(&sections, "chart5-write-unsafe"),
+        ["On this machine SQLite writes 10 KB blobs 2.0x slower than fopen/fwrite."]
+    );
+    assert_eq!(
+        findings(&sections, "disk-usage"),
+        ["On this machine the database takes 10,245,120 bytes; files in one directory take 12,288,000 bytes, 20% more; files in a tree take 12,400,000 bytes, 21% more."]
+    );
+}
+
+#[test]
+fn noisy_runs_are_flagged_in_the_sentence() {
+    let mut file = full_suite("host-a");
+    let noisy = experiment_runs("read/flat-stdio", &[15.0, 19.0, 25.0]);
+    assert!(noisy.summary.noisy);
+    *exp_mut(&mut file, "read/flat-stdio") = noisy;
+    let s = &findings(&document(&[file]), "chart1-read-sql")[0];
+    assert!(s.contains("Runs varied by up to 26%"), "{s}");
+}
+
+#[test]
+fn checkpoint_time_is_shown_beside_the_wal_chart() {
+    let sections = document(&[full_suite("host-a")]);
+    let fig = doc::figures(&sections).find(|f| f.id == "chart4-write-wal").unwrap();
+    assert_eq!(fig.caption[0], "100 of 1,000 blobs rewritten, avg 10 KB (± 2,000 bytes) each, random order, WAL mode with synchronous NORMAL, exclusive of checkpoint time");
+    assert!(fig.caption[1].contains("2.50 µs per blob written on host-a"), "{:?}", fig.caption);
+}
+
+#[test]
+fn missing_experiments_are_not_measured_not_zero() {
+    let partial = suite("host-a", &[("read/db-sql", 10.0), ("read/flat-stdio", 15.0), ("write/flat-truncate", 100.0)]);
+    let sections = document(std::slice::from_ref(&partial));
+    assert_eq!(doc::figures(&sections).count(), ALL_FIGURES.len(), "charts still drawn, with gaps");
+    assert_eq!(bars(&sections, "chart1-read-sql").values, [[Some(1.0), Some(1.5), None]]);
+    assert_eq!(bars(&sections, "chart2-read-blob-api").values, [[None, None, None]], "no database figure, no ratio");
+    assert_eq!(
+        findings(&sections, "chart2-read-blob-api"),
+        ["On this machine SQLite by the blob API (read/db-blob) was not measured, so there is no ratio."]
+    );
+    assert_eq!(
+        findings(&sections, "fair-read-sql"),
+        ["On this machine the file methods were not measured, so there is no ratio."]
+    );
+
+    let page = html(std::slice::from_ref(&partial));
+    parse(&page);
+    assert!(page.contains("not measured"));
+    let summary = text_summary(&[partial]);
+    let mmap_row = summary.lines().find(|l| l.contains("read/db-blob-mmap")).expect("every suite id is listed");
+    assert!(mmap_row.contains("not measured"), "{mmap_row}");
+}
+
+#[test]
+fn two_machines_give_two_groups_and_two_sentences() {
+    let a = full_suite("host-a");
+    let mut b = full_suite("host-b");
+    exp_mut(&mut b, "read/db-sql").summary.per_op_us.median = 20.0;
+    let sections = document(&[a, b]);
+    let c1 = bars(&sections, "chart1-read-sql");
+    assert_eq!(c1.groups, ["host-a", "host-b"]);
+    assert_eq!(c1.values[1], [Some(1.0), Some(0.95), Some(1.0)]);
+    let f = findings(&sections, "chart1-read-sql");
+    assert!(f[0].starts_with("On host-a SQLite reads 10 KB blobs 1.9x faster"), "{}", f[0]);
+    assert_eq!(f[1], "On host-b SQLite reads 10 KB blobs 1.1x slower than fopen/fread from one directory; about as fast as fopen/fread from a tree.");
+    let svg = doc::figures(&sections).next().unwrap().chart.to_svg();
+    let doc = parse(&svg);
+    let groups: std::collections::BTreeSet<&str> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("bar"))
+        .filter_map(|n| n.attribute("data-group"))
+        .collect();
+    assert_eq!(groups.into_iter().collect::<Vec<_>>(), ["0", "1"]);
+}
+
+#[test]
+fn the_same_host_twice_is_told_apart_by_date() {
+    let a = full_suite("box");
+    let mut b = full_suite("box");
+    b.created_unix += 2 * 86_400;
+    let sections = document(&[a, b]);
+    assert_eq!(bars(&sections, "chart1-read-sql").groups, ["box (2017-06-05)", "box (2017-06-07)"]);
+}
+
+#[test]
+fn other_commands_files_stay_out_of_the_article_charts() {
+    let mut matrix = ResultFile::new("matrix", full_suite("lab").environment);
+    matrix.experiments.push(experiment("matrix/10k-4096", 7.0));
+    let sections = document(&[full_suite("host-a"), matrix]);
+    assert_eq!(bars(&sections, "chart1-read-sql").groups, ["host-a"]);
+    let latency = sections.iter().find(|s| s.id == "latency").unwrap();
+    let Block::Table(t) = &latency.blocks[1] else { panic!("latency table expected") };
+    assert!(t.rows.iter().any(|r| r[0] == "lab" && r[1] == "matrix/10k-4096"));
+    assert!(
+        !t.rows.iter().any(|r| r[0] == "lab" && r[1] == "read/db-sql"),
+        "suite ids are not listed as missing for a matrix file"
+    );
+    assert!(sections.iter().any(|s| s.id == "environment"));
+
+    let only_matrix = document(&[ResultFile::new("matrix", full_suite("lab").environment)]);
+    assert!(doc::figures(&only_matrix).next().is_none(), "no empty article charts");
+}
+
+#[test]
+fn latency_table_has_percentiles_and_spread() {
+    let summary = text_summary(&[full_suite("host-a")]);
+    let row = summary.lines().find(|l| l.trim_start().starts_with("read/db-sql")).unwrap();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    // id, runs, median, CV, spread, p50, p90, p99, p99.9, max, count
+    assert_eq!(
+        cells,
+        ["read/db-sql", "3", "10.00", "0.0%", "0.0%", "9.00", "13.50", "27.00", "54.00", "180.0", "3,000"]
+    );
+}
+
+fn hostile() -> ResultFile {
+    let mut f = full_suite("<script>alert(1)</script>");
+    f.notes.push(r#"a&b"c"#.into());
+    f.environment.sqlite_compile_options.push("<img src=x onerror=alert(1)>".into());
+    f.experiments[0].warnings.push("</td></tr></table><h1>".into());
+    f
+}
+
+#[test]
+fn text_from_result_files_is_escaped_everywhere() {
+    let page = html(&[hostile()]);
+    let doc = parse(&page);
+    for tag in ["script", "img", "h1"] {
+        let n = doc.descendants().filter(|n| n.tag_name().name() == tag).count();
+        assert_eq!(n, usize::from(tag == "h1"), "{tag} elements: only the page's own h1 may exist");
+    }
+    let texts: String = doc.descendants().filter_map(|n| n.text()).collect();
+    assert!(texts.contains("<script>alert(1)</script>"));
+    assert!(texts.contains(r#"a&b"c"#));
+    assert!(texts.contains("<img src=x onerror=alert(1)>"));
+    for figure in doc::figures(&document(&[hostile()])) {
+        parse(&figure.chart.to_svg());
+    }
+    let md = markdown(&[hostile()]);
+    assert!(!md.contains("<script>") && md.contains("&lt;script&gt;"));
+}
+
+#[test]
+fn the_page_is_self_contained() {
+    let page = html(&[full_suite("host-a"), full_suite("host-b")]);
+    let doc = parse(&page);
+    assert_eq!(doc.descendants().filter(|n| n.tag_name().name() == "svg").count(), ALL_FIGURES.len());
+    for n in doc.descendants().filter(|n| n.is_element()) {
+        assert!(
+            !matches!(n.tag_name().name(), "script" | "link" | "img" | "iframe" | "object"),
+            "external or active element {:?}",
+            n.tag_name()
+        );
+        for a in n.attributes() {
+            assert!(!a.name().starts_with("on"), "event handler {}", a.name());
+            if matches!(a.name(), "href" | "src") {
+                assert!(a.value().starts_with('#'), "link to outside the page: {}", a.value());
+            }
+        }
+    }
+    assert!(!page.contains("@import") && !page.contains("url("));
+}
+
+#[test]
+fn render_writes_page_markdown_and_charts() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report");
+    let written = render(&[full_suite("host-a")], &out, &Options::default()).unwrap();
+    assert_eq!(written.charts, ALL_FIGURES.len());
+    for f in &written.files {
+        assert!(out.join(f).is_file(), "{} listed but not written", f.display());
+    }
+    for id in ALL_FIGURES {
+        let svg = std::fs::read_to_string(out.join("charts").join(format!("{id}.svg"))).unwrap();
+        parse(&svg);
+    }
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains("![Chart 1: reads by SQL](charts/chart1-read-sql.svg)"));
+    assert!(!markdown(&[full_suite("host-a")]).contains("](charts/"), "printed Markdown has no dangling images");
+    assert!(render(&[], &out, &Options::default()).is_err());
+}
+
+fn write_temp(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn unusable_result_files_give_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = serde_json::to_string_pretty(&full_suite("host-a")).unwrap();
+    let mut value: serde_json::Value = serde_json::from_str(&good).unwrap();
+    value["schema_version"] = 99.into();
+    let newer = write_temp(dir.path(), "newer.json", &value.to_string());
+    let truncated = write_temp(dir.path(), "truncated.json", &good[..good.len() / 2]);
+    value["schema_version"] = crate::results::SCHEMA_VERSION.into();
+    value["environment"].as_object_mut().unwrap().remove("cores");
+    let edited = write_temp(dir.path(), "edited.json", &value.to_string());
+    let cases = [
+        (newer, "schema version 99 is not supported"),
+        (truncated, "not valid JSON"),
+        (edited, "missing field `cores`"),
+        (dir.path().join("absent.json"), "cannot read"),
+    ];
+    for (path, expect) in cases {
+        let err = load(std::slice::from_ref(&path)).unwrap_err().to_string();
+        assert!(err.contains(expect) && err.contains(&path.display().to_string()), "{err}");
+        assert!(!err.contains('\n'), "one line: {err:?}");
+    }
+    let ok = write_temp(dir.path(), "ok.json", &good);
+    assert_eq!(load(&[ok]).unwrap().len(), 1);
+}
