@@ -19,6 +19,9 @@ use crate::store::{non_blob_values, DbSession, FileStore};
 use crate::workload::{Layout, WorkloadParams};
 use crate::{Error, Result};
 
+/// Page size, cache size and journal mode, as the database reports them.
+type DbInfo = (i64, i64, String);
+
 /// What one thread saw, with the instants the run's phases are made of.
 struct ThreadRun {
     ops: u64,
@@ -31,7 +34,7 @@ struct ThreadRun {
     closed: Instant,
     latency: Option<Latency>,
     /// What the database reported (page size, cache size, journal mode).
-    db: Option<(i64, i64, String)>,
+    db: Option<DbInfo>,
 }
 
 pub fn run(opts: &RunOptions, threads: u32, id: &str, label: &str) -> Result<RunReport> {
@@ -152,7 +155,7 @@ fn one_run(
     threads: u32,
     max_id: u32,
     latency: Option<&mut Latency>,
-) -> Result<(RunOutcome, Option<(i64, i64, String)>)> {
+) -> Result<(RunOutcome, Option<DbInfo>)> {
     let barrier = Barrier::new(threads as usize);
     let want_latency = latency.is_some();
     let results: Vec<Result<ThreadRun>> = std::thread::scope(|s| {

@@ -1,6 +1,7 @@
 //! Argument definitions and dispatch. Each command's arguments and printing
 //! live in their own file; the library does the work.
 
+mod concurrency;
 mod dataset;
 mod output;
 mod progress;
@@ -31,6 +32,8 @@ pub enum Command {
     Suite(suite::SuiteArgs),
     /// Render result files as HTML, Markdown or text, one machine or several side by side.
     Report(report::ReportArgs),
+    /// SQLite under many threads: shared connection or one per thread, WAL, shared cache, read-only.
+    Concurrency(concurrency::ConcurrencyArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -41,5 +44,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(a) => run::run(a),
         Command::Suite(a) => suite::run(a),
         Command::Report(a) => report::run(a),
+        Command::Concurrency(a) => concurrency::run(a),
     }
 }

@@ -120,6 +120,36 @@ impl Conclusion {
     }
 }
 
+impl Conclusion {
+    /// "3.02x (2.10x to 4.00x)", or "-" when nothing was compared.
+    pub fn factor_text(&self) -> String {
+        match (self.factor, self.factor_min, self.factor_max) {
+            (Some(f), Some(lo), Some(hi)) if self.comparisons.len() > 1 => {
+                format!("{} ({} to {})", times(f), times(lo), times(hi))
+            }
+            (Some(f), _, _) => times(f),
+            _ => "-".to_string(),
+        }
+    }
+
+    /// "holds (3 of 3 comparisons)".
+    pub fn verdict_text(&self) -> String {
+        match self.verdict {
+            Verdict::NotMeasured => self.verdict.text().to_string(),
+            v => format!("{} ({} of {})", v.text(), self.confirming, self.comparisons.len()),
+        }
+    }
+}
+
+/// A factor with about three significant digits: "0.93x", "12.7x", "2556x".
+fn times(f: f64) -> String {
+    match f {
+        f if f >= 100.0 => format!("{f:.0}x"),
+        f if f >= 10.0 => format!("{f:.1}x"),
+        f => format!("{f:.2}x"),
+    }
+}
+
 /// Median throughput of a point's readers or writers.
 fn rate(p: &Point, writes: bool) -> Option<f64> {
     p.side(writes).map(|s| s.ops_per_s.median).filter(|r| *r > 0.0)

@@ -147,9 +147,10 @@ fn thread_main(
         None => Err(Error::invalid("no connection for a worker thread")),
     };
     barrier.wait();
-    let worker = worker?;
-    let tally = worker.run(spec.duration);
-    tally
+    match worker {
+        Ok(w) => w.run(spec.duration),
+        Err(e) => Err(e),
+    }
 }
 
 fn open_private(spec: &RunSpec<'_>, role: Role) -> Result<Conn> {

@@ -13,7 +13,7 @@ mod sqlite;
 mod table;
 mod worker;
 
-pub use blobs::{BlobPoint, BlobReaders, BLOB_THREADS};
+pub use blobs::{BlobPoint, BlobReaders, BLOB_SIZE, BLOB_THREADS};
 pub use conclusions::{evaluate, Claim, Comparison, Conclusion, Verdict, TIE};
 pub use driver::{run_once, RunSpec, RunTallies};
 pub use options::{ConcurrencyOptions, Config, Journal, Modes, Sharing, Workload, MAX_THREADS, MODE_NAMES};
