@@ -230,7 +230,16 @@ pub fn text(c: &ConcurrencySection) -> String {
             }
             let _ = writeln!(o);
         }
-        let _ = write!(o, "  {:<44}", "best database / files");
+        let _ = writeln!(o, "  CPU time per read (us, median; independent of the share of cores obtained):");
+        for store in ["db", "db-mmap", "files"] {
+            let _ = write!(o, "    {store:<42}");
+            for t in concurrency::BLOB_THREADS {
+                let cell = b.points.iter().find(|p| p.store == store && p.threads == t);
+                let _ = write!(o, "{:>12}", cell.map_or("-".into(), |p| format!("{:.2}", p.cpu_us_per_read)));
+            }
+            let _ = writeln!(o);
+        }
+        let _ = write!(o, "  {:<44}", "best database / files (reads/s)");
         for l in b.leads() {
             let _ = write!(o, "{:>12}", format!("{:.2}x", l.ratio));
         }
@@ -291,6 +300,16 @@ fn table(o: &mut String, c: &ConcurrencySection, w: Workload, title: &str) {
         }
         let _ = writeln!(o);
     }
+    // How many cores the machine really gave this process: on a shared
+    // machine, fewer than the threads could use, which caps throughput.
+    let _ = write!(o, "  {:<44}", "cores used (CPU time / wall, median)");
+    for t in &threads {
+        let mut used: Vec<f64> = points.iter().filter(|p| p.threads == *t).map(|p| p.cores_used.median).collect();
+        used.sort_by(f64::total_cmp);
+        let cell = used.get(used.len() / 2).map_or("-".to_string(), |u| format!("{u:.2}"));
+        let _ = write!(o, "{cell:>width$}");
+    }
+    let _ = writeln!(o);
     for p in points.iter().filter(|p| p.reads.iter().chain(p.writes.iter()).any(|s| s.failed_ops > 0)) {
         let sides = p.reads.iter().map(|s| ("readers", s)).chain(p.writes.iter().map(|s| ("writers", s)));
         for (who, s) in sides.filter(|(_, s)| s.failed_ops > 0) {

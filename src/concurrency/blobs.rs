@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::conclusions::Comparison;
 use super::options::{ConcurrencyOptions, Workload};
 use crate::keys::Order;
-use crate::measure::{stop_requested, LatencySummary, Plan};
+use crate::measure::{stop_requested, LatencySummary, Plan, Stat};
 use crate::progress::{Progress, Silent};
 use crate::results::{DatasetSpec, Experiment};
 use crate::run::RunOptions;
@@ -48,6 +48,11 @@ pub struct BlobPoint {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<LatencySummary>,
     pub noisy: bool,
+    /// Median over runs of process CPU time per read, in microseconds: the
+    /// cost of a read whatever share of the cores the machine gave us.
+    pub cpu_us_per_read: f64,
+    /// Median over runs of process CPU time over wall time.
+    pub cores_used: f64,
 }
 
 impl BlobReaders {
@@ -113,6 +118,14 @@ pub fn measure(
             let report = crate::parallel_read::run(&run, threads, &id, &format!("{label}, {threads} thread(s)"))?;
             let e = report.experiment;
             let per_op = e.summary.per_op_us.median;
+            let cpu = |r: &crate::measure::RunSample| (r.os.user_cpu_us + r.os.system_cpu_us) as f64;
+            let per_read: Vec<f64> = e.runs.iter().filter(|r| r.ops > 0).map(|r| cpu(r) / r.ops as f64).collect();
+            let cores: Vec<f64> = e
+                .runs
+                .iter()
+                .filter(|r| r.phases.kvtest_total_ns > 0)
+                .map(|r| cpu(r) * 1000.0 / r.phases.kvtest_total_ns as f64)
+                .collect();
             points.push(BlobPoint {
                 store: store.to_string(),
                 label: label.to_string(),
@@ -122,6 +135,8 @@ pub fn measure(
                 reads_per_s: if per_op > 0.0 { 1e6 / per_op } else { 0.0 },
                 latency: e.latency,
                 noisy: e.summary.noisy,
+                cpu_us_per_read: Stat::of(&per_read).median,
+                cores_used: Stat::of(&cores).median,
             });
             experiments.push(e);
         }

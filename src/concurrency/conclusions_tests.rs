@@ -29,6 +29,7 @@ fn pt(w: Workload, c: Config, threads: u32, reads: Option<f64>, writes: Option<f
         elapsed_ns: 1_000_000_000,
         reads: reads.map(side),
         writes: writes.map(side),
+        os: Default::default(),
         rows_before: 0,
         rows_found: writes.map(|w| w as u64),
         integrity: writes.map(|_| "ok".to_string()),
@@ -141,6 +142,8 @@ fn blob_lead_per_thread_count() {
         reads_per_s,
         latency: None,
         noisy: false,
+        cpu_us_per_read: 1.0,
+        cores_used: 1.0,
     };
     let b = BlobReaders {
         blobs: 10,

@@ -22,6 +22,7 @@ pub use section::{ConcurrencySection, Point, PointRun, Settings, SideRun, SideSu
 use std::path::Path;
 
 use crate::measure::{clock_cost_ns, stop_requested, Latency};
+use crate::oscount::OsCounters;
 use crate::progress::Progress;
 use crate::results::Experiment;
 use crate::{Error, Result};
@@ -129,7 +130,9 @@ fn measure_point(
             rows: opts.rows,
             seed: opts.seed,
         };
+        let before = OsCounters::now();
         let tallies = run_once(&spec)?;
+        let os = OsCounters::now().since(&before);
         if stop_requested() {
             return Ok(None);
         }
@@ -138,6 +141,7 @@ fn measure_point(
             elapsed_ns: tallies.elapsed.as_nanos() as u64,
             reads: section::side_run(&tallies, false, &mut read_lat),
             writes: section::side_run(&tallies, true, &mut write_lat),
+            os,
             rows_before,
             rows_found: check.as_ref().map(|c| c.0),
             integrity: check.map(|c| c.1),

@@ -9,6 +9,7 @@ use super::conclusions::Conclusion;
 use super::driver::RunTallies;
 use super::options::{Config, Modes, Workload};
 use crate::measure::{Latency, LatencySummary, Stat};
+use crate::oscount::OsCounters;
 
 /// A point is marked when more than this share of its attempts failed
 /// with SQLITE_BUSY or SQLITE_LOCKED: its throughput says little.
@@ -70,6 +71,13 @@ pub struct Point {
     pub consistent: bool,
     /// One clock read as a share of the mean time per operation.
     pub clock_overhead_pct: f64,
+    /// Process CPU time over wall time, per run: the cores this process
+    /// really got. Below the thread count (and the core count) on a machine
+    /// busy with other work, which then caps throughput.
+    pub cores_used: Stat,
+    /// Process CPU time per successful operation (all sides), per run, in
+    /// microseconds: what an operation costs, whatever else the machine does.
+    pub cpu_us_per_op: Stat,
 }
 
 impl Point {
@@ -91,6 +99,9 @@ pub struct PointRun {
     pub reads: Option<SideRun>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writes: Option<SideRun>,
+    /// Process counters over the run (threads' setup included): CPU time,
+    /// I/O, context switches.
+    pub os: OsCounters,
     /// Rows in the table when the run started.
     pub rows_before: u64,
     /// After a run with writers: rows counted, and integrity_check's answer.
@@ -209,6 +220,16 @@ pub fn point(
         .filter(|s| s.latency.mean_us > 0.0)
         .map(|s| clock_cost_ns / (s.latency.mean_us * 1000.0) * 100.0)
         .fold(0.0, f64::max);
+    let cpu_us = |r: &PointRun| (r.os.user_cpu_us + r.os.system_cpu_us) as f64;
+    let cores: Vec<f64> =
+        runs.iter().filter(|r| r.elapsed_ns > 0).map(|r| cpu_us(r) * 1000.0 / r.elapsed_ns as f64).collect();
+    let per_op: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| {
+            let ops = r.reads.as_ref().map_or(0, |s| s.ops) + r.writes.as_ref().map_or(0, |s| s.ops);
+            (ops > 0).then(|| cpu_us(r) / ops as f64)
+        })
+        .collect();
     Point {
         id: format!("{}/{}/t{threads}", workload.name(), config.id()),
         workload,
@@ -221,5 +242,7 @@ pub fn point(
         writes,
         errors_dominate,
         clock_overhead_pct,
+        cores_used: Stat::of(&cores),
+        cpu_us_per_op: Stat::of(&per_op),
     }
 }

@@ -48,6 +48,8 @@ fn every_configuration_runs_with_two_threads_and_keeps_its_rows() {
                 assert_eq!(side.latency.count, side.ops, "{}: one latency per operation (batch 1)", p.id);
             }
         }
+        let os = &p.runs[0].os;
+        assert!(os.user_cpu_us + os.system_cpu_us > 0 && p.cores_used.median > 0.0, "{}: CPU time recorded", p.id);
         if p.workload == Workload::Read {
             assert_eq!(p.runs[0].rows_found, None, "read runs change nothing, so they are not recounted");
         }
@@ -152,6 +154,7 @@ fn a_point_where_errors_dominate_is_marked() {
         elapsed_ns: 1_000_000_000,
         reads: None,
         writes: Some(side(ops, failed)),
+        os: Default::default(),
         rows_before: 0,
         rows_found: Some(ops),
         integrity: Some("ok".into()),

@@ -110,12 +110,20 @@ fn section(c: &ConcurrencySection, label: &str, suffix: &str, several: bool) -> 
             .leads()
             .iter()
             .map(|l| {
+                let cpu = |store: &str| {
+                    b.points
+                        .iter()
+                        .find(|p| p.store == store && p.threads == l.threads)
+                        .map_or(f64::NAN, |p| p.cpu_us_per_read)
+                };
                 format!(
-                    "{} thread{}: {} / files = {:.2}x",
+                    "{} thread{}: {} / files = {:.2}x in reads per second; CPU time per read {} us vs {} us.",
                     l.threads,
                     if l.threads == 1 { "" } else { "s" },
                     l.a,
-                    l.ratio
+                    l.ratio,
+                    micros(cpu(&l.a)),
+                    micros(cpu("files"))
                 )
             })
             .collect();
@@ -259,6 +267,8 @@ fn points_table(c: &ConcurrencySection) -> Table {
         "p50 us",
         "p99 us",
         "failed",
+        "cores used",
+        "CPU us/op",
         "rows and integrity",
     ];
     let mut rows = Vec::new();
@@ -275,6 +285,8 @@ fn points_table(c: &ConcurrencySection) -> Table {
                 micros(s.latency.p50_us),
                 micros(s.latency.p99_us),
                 percent(s.error_pct),
+                format!("{:.2}", p.cores_used.median),
+                micros(p.cpu_us_per_op.median),
                 match (p.writes.is_some(), p.consistent) {
                     (false, _) => "-".to_string(),
                     (true, true) => "ok".to_string(),
