@@ -286,7 +286,7 @@ impl ConcurrencyOptions {
             workdir: workdir.into(),
             seed: 1,
             blob_count: 10_000,
-            blob_reads: 20_000,
+            blob_reads: 100_000,
         }
     }
 
@@ -299,7 +299,7 @@ impl ConcurrencyOptions {
             repeat: 1,
             quick: true,
             blob_count: 1000,
-            blob_reads: 4000,
+            blob_reads: 20_000,
             ..Self::new(workdir)
         }
     }
