@@ -53,21 +53,38 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
     let blobs = opts.workloads.contains(&Workload::Blobs);
     let units = plan.len() * opts.threads.len() * opts.repeat as usize + if blobs { 9 } else { 0 };
     progress.start("concurrency", units as u64);
-    let mut points = Vec::new();
-    let mut interrupted = false;
     let mut templates = table::Templates::new(work.path(), opts.rows, opts.seed);
-    'points: for &(workload, config) in &plan {
-        for &threads in &opts.threads {
-            let p = measure_point(opts, work.path(), &mut templates, workload, config, threads, progress)?;
-            match p {
-                Some(p) => points.push(p),
-                None => {
+    // Runs are interleaved: every point's first run, then every point's
+    // second, and within a round all configurations at one thread count
+    // follow each other. A slow spell of a shared machine (another job,
+    // a busy disk) then hits every configuration alike instead of a few.
+    let mut order: Vec<(Workload, u32, Config)> = Vec::new();
+    for &w in &opts.workloads {
+        for &t in &opts.threads {
+            order.extend(plan.iter().filter(|(pw, _)| *pw == w).map(|&(_, c)| (w, t, c)));
+        }
+    }
+    let mut acc: Vec<Acc> = order.iter().map(|_| Acc::default()).collect();
+    let mut interrupted = false;
+    'rounds: for _ in 0..opts.repeat {
+        for (&(workload, threads, config), a) in order.iter().zip(acc.iter_mut()) {
+            match measure_run(opts, work.path(), &mut templates, workload, config, threads, a)? {
+                true => progress.advance(1),
+                false => {
                     interrupted = true;
-                    break 'points;
+                    break 'rounds;
                 }
             }
         }
     }
+    table::remove_db(&work.path().join("run.db"))?;
+    let clock = clock_cost_ns();
+    let points: Vec<Point> = order
+        .iter()
+        .zip(acc)
+        .filter(|(_, a)| !a.runs.is_empty())
+        .map(|(&(w, t, c), a)| section::point(w, c, t, a.runs, (&a.reads, &a.writes), clock))
+        .collect();
     let (blob_readers, experiments) = if blobs && !interrupted {
         let (b, e) = blobs::measure(opts, work.path(), progress)?;
         interrupted = stop_requested();
@@ -103,53 +120,55 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
     Ok(Measured { section, experiments })
 }
 
-/// `repeat` runs of one point, each on a fresh copy of the table. None when
-/// interrupted before a run completed (a partial run is not reported).
-fn measure_point(
+/// The runs of one point so far, and their latencies merged.
+#[derive(Default)]
+struct Acc {
+    runs: Vec<PointRun>,
+    reads: Latency,
+    writes: Latency,
+}
+
+/// One timed run of one point, on a fresh copy of the table, added to
+/// `acc`. False when interrupted (a partial run is not reported).
+fn measure_run(
     opts: &ConcurrencyOptions,
     work: &Path,
     templates: &mut table::Templates,
     workload: Workload,
     config: Config,
     threads: u32,
-    progress: &dyn Progress,
-) -> Result<Option<Point>> {
+    acc: &mut Acc,
+) -> Result<bool> {
     let db = work.join("run.db");
-    let (mut read_lat, mut write_lat) = (Latency::new(), Latency::new());
-    let mut runs = Vec::with_capacity(opts.repeat as usize);
-    for _ in 0..opts.repeat {
-        let rows_before = templates.fresh(config.journal, workload != Workload::Write, &db)?;
-        let spec = RunSpec {
-            db: &db,
-            workload,
-            config,
-            threads,
-            duration: opts.duration,
-            batch: opts.batch,
-            busy_timeout_ms: opts.busy_timeout_ms,
-            rows: opts.rows,
-            seed: opts.seed,
-        };
-        let before = OsCounters::now();
-        let tallies = run_once(&spec)?;
-        let os = OsCounters::now().since(&before);
-        if stop_requested() {
-            return Ok(None);
-        }
-        let check = if workload == Workload::Read { None } else { Some(table::check(&db)?) };
-        runs.push(PointRun {
-            elapsed_ns: tallies.elapsed.as_nanos() as u64,
-            reads: section::side_run(&tallies, false, &mut read_lat),
-            writes: section::side_run(&tallies, true, &mut write_lat),
-            os,
-            rows_before,
-            rows_found: check.as_ref().map(|c| c.0),
-            integrity: check.map(|c| c.1),
-        });
-        progress.advance(1);
+    let rows_before = templates.fresh(config.journal, workload != Workload::Write, &db)?;
+    let spec = RunSpec {
+        db: &db,
+        workload,
+        config,
+        threads,
+        duration: opts.duration,
+        batch: opts.batch,
+        busy_timeout_ms: opts.busy_timeout_ms,
+        rows: opts.rows,
+        seed: opts.seed,
+    };
+    let before = OsCounters::now();
+    let tallies = run_once(&spec)?;
+    let os = OsCounters::now().since(&before);
+    if stop_requested() {
+        return Ok(false);
     }
-    table::remove_db(&db)?;
-    Ok(Some(section::point(workload, config, threads, runs, (&read_lat, &write_lat), clock_cost_ns())))
+    let check = if workload == Workload::Read { None } else { Some(table::check(&db)?) };
+    acc.runs.push(PointRun {
+        elapsed_ns: tallies.elapsed.as_nanos() as u64,
+        reads: section::side_run(&tallies, false, &mut acc.reads),
+        writes: section::side_run(&tallies, true, &mut acc.writes),
+        os,
+        rows_before,
+        rows_found: check.as_ref().map(|c| c.0),
+        integrity: check.map(|c| c.1),
+    });
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -101,9 +101,11 @@ fn batches_commit_whole_on_shared_and_private_connections() {
     opts.workloads = vec![Workload::Write, Workload::Mixed];
     opts.modes = Modes::parse("wal,private-cache,sync-off").unwrap();
     opts.batch = 25;
+    opts.repeat = 2;
     let s = run(&opts, &Silent).unwrap().section;
     assert_eq!(s.points.len(), 2 + 3);
     for p in &s.points {
+        assert_eq!(p.runs.len(), 2, "{}: one run per round", p.id);
         assert_consistent(p);
         let w = p.writes.as_ref().unwrap();
         assert!(w.ops > 0 && w.ops % 25 == 0, "{}: {} rows, whole batches only", p.id, w.ops);
