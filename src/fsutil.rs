@@ -64,6 +64,18 @@ pub fn free_bytes(path: &Path) -> Result<u64> {
     Ok(st.f_bavail as u64 * st.f_frsize as u64)
 }
 
+/// Flushes every dirty page of the filesystem holding `path` (syncfs), so
+/// that writeback of data just written does not run during a measurement.
+pub fn sync_filesystem(path: &Path) -> Result<()> {
+    use std::os::unix::io::AsRawFd;
+    let f = std::fs::File::open(path).map_err(|e| Error::io(path, "cannot open", e))?;
+    // SAFETY: syncfs only reads the descriptor, which `f` keeps open.
+    if unsafe { libc::syncfs(f.as_raw_fd()) } != 0 {
+        return Err(Error::io(path, "cannot flush to disk", std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
 pub fn cstring(path: &Path) -> Result<CString> {
     CString::new(path.as_os_str().as_bytes()).map_err(|_| Error::bad_input(path, "path contains a NUL byte"))
 }

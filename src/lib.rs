@@ -12,6 +12,7 @@ pub mod envinfo;
 pub mod error;
 pub mod fsutil;
 pub mod keys;
+pub mod matrix;
 pub mod measure;
 pub mod oscount;
 pub mod parallel_read;

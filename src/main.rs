@@ -2,7 +2,29 @@
 
 mod cli;
 
+use clap::error::ErrorKind;
 use clap::Parser;
+
+/// Help and version print as clap renders them; a usage error becomes the one
+/// line that names the problem, like every other error.
+fn exit_on_usage_error(err: clap::Error) -> ! {
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        err.exit();
+    }
+    let rendered = err.render().to_string();
+    let mut lines = rendered.lines().skip_while(|l| !l.starts_with("error:"));
+    let mut line = lines.next().unwrap_or("error: invalid arguments").to_string();
+    // clap lists missing arguments on indented lines below the error; keep them.
+    for more in lines.take_while(|l| l.starts_with("  ")) {
+        line.push(' ');
+        line.push_str(more.trim());
+    }
+    eprintln!("{line} (see --help)");
+    std::process::exit(2);
+}
 
 fn main() {
     // A closed pipe (`blobbench ... | head`) ends the program quietly
@@ -19,7 +41,10 @@ fn main() {
         }
         blobbench::measure::request_stop();
     });
-    let args = cli::Cli::parse();
+    let args = match cli::Cli::try_parse() {
+        Ok(args) => args,
+        Err(err) => exit_on_usage_error(err),
+    };
     if let Err(err) = cli::run(args) {
         eprintln!("error: {err:#}");
         std::process::exit(1);

@@ -228,7 +228,7 @@ fn thread_run(
         let session = DbSession::open(&opts.path, &opts.db, false, false, None);
         barrier.wait();
         let mut session = session?;
-        let totals = run::drive(&mut session, keys, count, max_id, None, latency.as_mut())?;
+        let totals = run::read_loop(&mut session, keys, count, max_id, latency.as_mut())?;
         session.commit()?;
         let committed = Instant::now();
         let db = Some((session.page_size, session.cache_size, session.journal_mode.clone()));
@@ -250,7 +250,7 @@ fn thread_run(
     let store = FileStore::new(&opts.path, layout, opts.files);
     barrier.wait();
     let mut store = store?;
-    let totals = run::drive(&mut store, keys, count, max_id, None, latency.as_mut())?;
+    let totals = run::read_loop(&mut store, keys, count, max_id, latency.as_mut())?;
     Ok(ThreadRun {
         ops: totals.ops,
         misses: totals.misses,

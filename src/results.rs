@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::envinfo::Environment;
-use crate::measure::{LatencySummary, RunSample, Summary};
+use crate::measure::{Latency, LatencySummary, Measured, RunSample, Summary};
 use crate::workload::WorkloadParams;
 
 pub const SCHEMA_NAME: &str = "blobbench-results";
@@ -36,6 +36,9 @@ pub struct ResultFile {
     /// Bytes on disk of each stored copy of a dataset (suite, stat).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disk_usage: Vec<DiskUsage>,
+    /// `matrix`: internal vs external blobs by blob size and page size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matrix: Option<crate::matrix::MatrixSection>,
     /// Free-form remarks the command wants a reader to see.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -59,6 +62,7 @@ impl ResultFile {
             dataset: None,
             experiments: Vec::new(),
             disk_usage: Vec::new(),
+            matrix: None,
             notes: Vec::new(),
             concurrency: None,
         }
@@ -89,6 +93,24 @@ pub struct Experiment {
     pub clock_overhead_pct: f64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+}
+
+impl Experiment {
+    /// The experiment the measurement engine measured with `params`.
+    pub fn from_measured(id: &str, label: &str, params: WorkloadParams, measured: Measured) -> Self {
+        Experiment {
+            id: id.to_string(),
+            label: label.to_string(),
+            warmup_runs: params.plan.warmup,
+            params,
+            latency: measured.latency.as_ref().map(Latency::summary),
+            summary: measured.summary,
+            clock_cost_ns: measured.clock_cost_ns,
+            clock_overhead_pct: measured.clock_overhead_pct,
+            warnings: measured.warnings,
+            runs: measured.runs,
+        }
+    }
 }
 
 /// How a kvtest dataset was made (`blobbench init`).

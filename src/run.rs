@@ -9,7 +9,7 @@ use std::time::Instant;
 use rand::{RngCore, SeedableRng};
 
 use crate::cold::{self, EvictionReport};
-use crate::dataset::{blob_files, detect, list_keys, open_kv, BlobPath};
+use crate::dataset::{blob_files, blob_name, detect, list_keys, open_kv};
 use crate::keys::{KeySequence, Order};
 use crate::measure::{self, Latency, LatencySink, NoLatency, Phases, Plan, RunOutcome, RunSample};
 use crate::results::Experiment;
@@ -87,17 +87,19 @@ const POOL_STEP: usize = 4099;
 
 /// Random content made before any timer starts, so that neither the database
 /// nor the files pay for random generation inside the loop.
-// pub(crate): shared with parallel_read (run --threads).
-pub(crate) struct Pool {
+struct Pool {
     bytes: Vec<u8>,
     blob_max: usize,
+    /// Runs started so far: each run starts at another offset, so a repeated
+    /// run writes different content than the one before it.
+    runs: std::cell::Cell<usize>,
 }
 
 impl Pool {
     fn new(blob_max: usize, seed: u64) -> Self {
         let mut bytes = vec![0u8; blob_max + POOL_WINDOW];
         rand::rngs::SmallRng::seed_from_u64(seed ^ 0x5eed_b10b).fill_bytes(&mut bytes);
-        Pool { bytes, blob_max }
+        Pool { bytes, blob_max, runs: std::cell::Cell::new(0) }
     }
 }
 
@@ -159,18 +161,8 @@ pub fn run_observed(
         files: opts.files,
         plan: opts.plan,
     };
-    let experiment = Experiment {
-        id: id.to_string(),
-        label: label.to_string(),
-        params,
-        warmup_runs: opts.plan.warmup,
-        latency: measured.latency.as_ref().map(Latency::summary),
-        summary: measured.summary,
-        clock_cost_ns: measured.clock_cost_ns,
-        clock_overhead_pct: measured.clock_overhead_pct,
-        warnings: measured.warnings,
-        runs: measured.runs,
-    };
+    let interrupted = measured.interrupted;
+    let experiment = Experiment::from_measured(id, label, params, measured);
     Ok(RunReport {
         experiment,
         layout,
@@ -180,7 +172,7 @@ pub fn run_observed(
         journal_mode: seen.journal_mode,
         integrity,
         sqlite_stats: seen.stats,
-        interrupted: measured.interrupted,
+        interrupted,
     })
 }
 
@@ -227,10 +219,9 @@ pub(crate) fn preflight(opts: &RunOptions, layout: Layout) -> Result<Preflight> 
     };
     let mut blob_max = 0u32;
     if opts.update {
-        let mut p = BlobPath::new(path, layout, b"")?;
         for &k in &keys {
-            let f = p.set(k).to_str().unwrap_or_default().to_owned();
-            let len = std::fs::metadata(&f).map_err(|e| Error::io(Path::new(&f), "cannot stat", e))?.len();
+            let f = path.join(blob_name(layout, k));
+            let len = std::fs::metadata(&f).map_err(|e| Error::io(&f, "cannot stat", e))?.len();
             blob_max = blob_max.max(u32::try_from(len).unwrap_or(u32::MAX));
         }
     }
@@ -331,17 +322,29 @@ fn files_run(
     Ok(RunOutcome { ops: totals.ops, misses: totals.misses, bytes: totals.bytes, phases })
 }
 
-// pub(crate): shared with parallel_read (run --threads).
-pub(crate) struct LoopTotals {
-    pub(crate) ops: u64,
-    pub(crate) misses: u64,
-    pub(crate) bytes: u64,
-    pub(crate) start: Instant,
-    pub(crate) end: Instant,
+/// What one timed loop did, and when it started and ended.
+pub struct LoopTotals {
+    pub ops: u64,
+    pub misses: u64,
+    pub bytes: u64,
+    pub start: Instant,
+    pub end: Instant,
 }
 
-// pub(crate): shared with parallel_read (run --threads).
-pub(crate) fn drive<S: BlobStore>(
+/// The read loop of `run`, for commands that bring their own store (matrix):
+/// `count` reads that find a blob, keys from `keys`, latency recorded when
+/// given. Exposed rather than copied so every command times the same loop.
+pub fn read_loop<S: BlobStore>(
+    store: &mut S,
+    keys: KeySequence,
+    count: u64,
+    max_id: u32,
+    latency: Option<&mut Latency>,
+) -> Result<LoopTotals> {
+    drive(store, keys, count, max_id, None, latency)
+}
+
+fn drive<S: BlobStore>(
     store: &mut S,
     keys: KeySequence,
     count: u64,
@@ -368,7 +371,11 @@ fn timed_loop<S: BlobStore, L: LatencySink>(
 ) -> Result<LoopTotals> {
     let (mut ops, mut misses, mut bytes) = (0u64, 0u64, 0u64);
     let miss_limit = 4 * u64::from(max_id) + 1000;
-    let mut offset = 0usize;
+    let mut offset = pool.map_or(0, |p| {
+        let run = p.runs.get();
+        p.runs.set(run + 1);
+        run * 7919 % POOL_WINDOW
+    });
     let start = Instant::now();
     let mut prev = start;
     while ops < count {

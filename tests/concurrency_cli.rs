@@ -41,6 +41,14 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
 
     let text = std::fs::read_to_string(out.join("results.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../docs/results.schema.json")).expect("schema is JSON");
+    if let Err(e) = jsonschema::validate(&schema, &v) {
+        panic!("results.json does not match docs/results.schema.json: {e} at {}", e.instance_path());
+    }
+    let mut broken = v.clone();
+    broken["concurrency"]["points"][0]["config"]["sharing"] = serde_json::json!("sideways");
+    assert!(!jsonschema::is_valid(&schema, &broken), "the schema checks the concurrency section");
     assert_eq!(v["command"], "concurrency");
     assert_eq!(v["complete"], true);
     let c = &v["concurrency"];
@@ -64,6 +72,10 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
     for chart in ["read", "write", "mixed-reads", "mixed-writes", "blobs"] {
         let svg = std::fs::read_to_string(out.join(format!("charts/concurrency-{chart}.svg"))).unwrap();
         assert!(svg.contains("<svg") && svg.contains("per-thread WAL") == (chart != "blobs"), "{chart}");
+    }
+    for chart in std::fs::read_dir(out.join("charts")).unwrap() {
+        let svg = std::fs::read_to_string(chart.unwrap().path()).unwrap();
+        roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("not well-formed SVG: {e}"));
     }
     let page = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(page.contains("The study&#39;s conclusions on this machine") || page.contains("The study's conclusions"));

@@ -11,6 +11,7 @@ use blobbench::units;
 use super::progress;
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct InitArgs {
     /// The database file to create.
     pub db: PathBuf,
@@ -67,6 +68,7 @@ pub fn init(args: InitArgs) -> anyhow::Result<()> {
 }
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct ExportArgs {
     /// The database to read.
     pub db: PathBuf,
@@ -97,6 +99,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
 }
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct StatArgs {
     /// A database, a flat directory or a tree.
     pub path: PathBuf,

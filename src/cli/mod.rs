@@ -3,6 +3,7 @@
 
 mod concurrency;
 mod dataset;
+mod matrix;
 mod output;
 mod progress;
 mod report;
@@ -30,6 +31,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// The whole "35% faster than the filesystem" article on this machine, with a report.
     Suite(suite::SuiteArgs),
+    /// Internal vs external blobs by blob size and page size (SQLite's 2011 study).
+    Matrix(matrix::MatrixArgs),
     /// Render result files as HTML, Markdown or text, one machine or several side by side.
     Report(report::ReportArgs),
     /// SQLite under many threads: shared connection or one per thread, WAL, shared cache, read-only.
@@ -43,6 +46,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Stat(a) => dataset::stat(a),
         Command::Run(a) => run::run(a),
         Command::Suite(a) => suite::run(a),
+        Command::Matrix(a) => matrix::run(a),
         Command::Report(a) => report::run(a),
         Command::Concurrency(a) => concurrency::run(a),
     }

@@ -41,9 +41,10 @@ impl Progress for Bar {
     }
 }
 
-/// A bar when stderr is a terminal, silence otherwise (pipes, CI, tests).
+/// A bar (drawn on stderr) when stdout is a terminal, silence otherwise
+/// (pipes, CI, tests).
 pub fn for_terminal() -> Box<dyn Progress> {
-    if std::io::stderr().is_terminal() {
+    if std::io::stdout().is_terminal() {
         Box::new(Bar { bar: Mutex::new(None) })
     } else {
         Box::new(Silent)

@@ -14,6 +14,7 @@ use blobbench::units;
 use blobbench::workload::{DbAccess, DbParams, FileParams, FileRead, FileWrite, Layout, SyncLevel};
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct RunArgs {
     /// A database, a flat directory or a tree (as made by init/export).
     pub path: PathBuf,
@@ -373,6 +374,21 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
             e.clock_cost_ns, e.clock_overhead_pct
         );
     }
+    let os = &r.os;
+    let _ = writeln!(
+        o,
+        "OS, median run: {} read() calls for {:.1} MB, {} write() calls for {:.1} MB, {:.1} MB read from storage, {:.1} MB written to it; CPU user {:.0} ms, system {:.0} ms; {} major faults; peak RSS {:.0} MB",
+        os.read_syscalls,
+        os.read_call_bytes as f64 / 1e6,
+        os.write_syscalls,
+        os.write_call_bytes as f64 / 1e6,
+        os.storage_read_bytes as f64 / 1e6,
+        os.storage_write_bytes as f64 / 1e6,
+        os.user_cpu_us as f64 / 1e3,
+        os.system_cpu_us as f64 / 1e3,
+        os.major_faults,
+        os.peak_rss_kib as f64 / 1024.0
+    );
     let colds: Vec<f64> = e.runs.iter().filter_map(|r| r.cold.as_ref().map(|c| c.resident_pct)).collect();
     if !colds.is_empty() {
         let worst = colds.iter().cloned().fold(0.0, f64::max);

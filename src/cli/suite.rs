@@ -13,6 +13,7 @@ use blobbench::suite::{self, SuiteObserver, SuiteOptions};
 use blobbench::units;
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct SuiteArgs {
     /// Where to build the datasets (a temporary subdirectory is made inside).
     #[arg(long, default_value = ".")]

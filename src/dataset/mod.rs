@@ -1,13 +1,16 @@
 //! kvtest datasets: a database of blobs (`init`), its copy as one file per
-//! blob (`export`), what a path holds (`layout`), and what it occupies (`stat`).
+//! blob (`export`), a database of the files' names (`external`), what a path
+//! holds (`layout`), and what it occupies (`stat`).
 
 mod export;
+mod external;
 mod init;
 mod layout;
 mod stat;
 
 pub use export::{export, ExportReport};
+pub use external::init_names;
 pub use init::{check_spec, estimated_bytes as estimated_db_bytes, init, InitReport};
 pub(crate) use layout::db_error;
-pub use layout::{blob_files, detect, list_keys, open_kv, BlobPath, KvConnection};
+pub use layout::{blob_files, blob_name, detect, list_keys, open_kv, BlobPath, KvConnection};
 pub use stat::{stat, DbStat, DirStat, StatReport};

@@ -13,6 +13,7 @@ mod fmt;
 mod html;
 mod kvtest;
 mod markdown;
+mod matrix;
 mod output;
 pub mod svg;
 mod text;
@@ -30,8 +31,14 @@ use crate::{Error, Result};
 pub type SectionRenderer = fn(&[ResultFile]) -> Vec<Section>;
 
 /// The report's sections, in page order.
-pub const SECTIONS: &[SectionRenderer] =
-    &[details::overview, kvtest::sections, concurrency::sections, details::latency, details::environment];
+pub const SECTIONS: &[SectionRenderer] = &[
+    details::overview,
+    kvtest::sections,
+    matrix::sections,
+    concurrency::sections,
+    details::latency,
+    details::environment,
+];
 
 /// What [`render`] wrote.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,8 +76,17 @@ fn title(files: &[ResultFile]) -> String {
 }
 
 fn footer(files: &[ResultFile]) -> String {
+    let mut studies = Vec::new();
+    let has = |command: &str| files.iter().any(|f| f.command == command);
+    if has("suite") {
+        studies.push("SQLite's \"35% Faster Than The Filesystem\"");
+    }
+    if files.iter().any(|f| f.matrix.is_some()) {
+        studies.push("SQLite's \"Internal Versus External BLOBs\"");
+    }
+    let redraws = if studies.is_empty() { String::new() } else { format!(" Charts redraw {}.", studies.join(" and ")) };
     format!(
-        "Made by blobbench {} from {} result file{}. Charts redraw SQLite's \"35% Faster Than The Filesystem\".",
+        "Made by blobbench {} from {} result file{}.{redraws}",
         env!("CARGO_PKG_VERSION"),
         files.len(),
         if files.len() == 1 { "" } else { "s" }

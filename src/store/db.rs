@@ -176,14 +176,7 @@ impl DbSession {
     /// The connection's last error as ours. Off the hot path.
     #[cold]
     fn error(&self, what: &str) -> Error {
-        // SAFETY: valid handle; errmsg returns a NUL-terminated string.
-        let (code, msg) = unsafe {
-            (
-                ffi::sqlite3_extended_errcode(self.db),
-                CStr::from_ptr(ffi::sqlite3_errmsg(self.db)).to_string_lossy().into_owned(),
-            )
-        };
-        Error::sqlite(&self.path, what, rusqlite::Error::SqliteFailure(ffi::Error::new(code), Some(msg)))
+        last_error(self.db, &self.path, what)
     }
 
     /// A failed blob open is a miss when the row does not exist, an error
@@ -324,6 +317,16 @@ impl BlobStore for DbSession {
             }
         }
     }
+}
+
+/// The last error of a raw connection handle as ours. Off the hot path.
+#[cold]
+pub(super) fn last_error(db: *mut ffi::sqlite3, path: &Path, what: &str) -> Error {
+    // SAFETY: valid handle; errmsg returns a NUL-terminated string.
+    let (code, msg) = unsafe {
+        (ffi::sqlite3_extended_errcode(db), CStr::from_ptr(ffi::sqlite3_errmsg(db)).to_string_lossy().into_owned())
+    };
+    Error::sqlite(path, what, rusqlite::Error::SqliteFailure(ffi::Error::new(code), Some(msg)))
 }
 
 /// Quotes a journal mode name for a pragma (kvtest uses %Q).

@@ -4,7 +4,7 @@
 //! rewritten in a reused buffer, so the loop does not allocate (kvtest's
 //! does, with sqlite3_mprintf).
 
-use std::ffi::c_void;
+use std::ffi::{c_void, CStr};
 use std::path::Path;
 
 use super::BlobStore;
@@ -75,36 +75,11 @@ impl FileStore {
 
     #[inline]
     fn read_posix(&mut self, key: u32) -> Result<u64> {
-        let p = self.path.set(key).as_ptr();
-        // SAFETY: as above; reads go into our own buffer within its length.
-        unsafe {
-            let fd = libc::open(p, libc::O_RDONLY);
-            if fd < 0 {
-                return self.miss_or_error("cannot open");
-            }
-            let mut st: libc::stat = std::mem::zeroed();
-            if libc::fstat(fd, &mut st) != 0 {
-                let err = self.os_error("cannot stat");
-                libc::close(fd);
-                return Err(err);
-            }
-            let size = st.st_size as usize;
-            if size > self.buf.len() {
-                self.buf.resize(size, 0);
-            }
-            let mut done = 0usize;
-            while done < size {
-                let n = libc::read(fd, self.buf.as_mut_ptr().add(done).cast::<c_void>(), size - done);
-                if n <= 0 {
-                    if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                        continue;
-                    }
-                    break;
-                }
-                done += n as usize;
-            }
-            libc::close(fd);
-            Ok(done as u64)
+        let p = self.path.set(key);
+        match read_posix(p, &mut self.buf) {
+            Ok(n) => Ok(n),
+            Err(PosixReadError { err, .. }) if err.kind() == std::io::ErrorKind::NotFound => Ok(0),
+            Err(PosixReadError { what, err }) => Err(Error::io(&self.path.path(), what, err)),
         }
     }
 
@@ -184,6 +159,51 @@ impl FileStore {
             }
             Ok(size as u64)
         }
+    }
+}
+
+/// Why [`read_posix`] failed: the step and the OS error.
+pub(super) struct PosixReadError {
+    pub what: &'static str,
+    pub err: std::io::Error,
+}
+
+/// open, fstat, read the whole file into `buf` (grown when too small),
+/// close; returns the bytes read. Shared by every store that reads a blob
+/// file this way, so they all make exactly the same calls.
+#[inline]
+pub(super) fn read_posix(path: &CStr, buf: &mut Vec<u8>) -> std::result::Result<u64, PosixReadError> {
+    let fail = |what| PosixReadError { what, err: std::io::Error::last_os_error() };
+    // SAFETY: path is NUL-terminated; reads go into `buf` within its length
+    // and the descriptor is closed on every path out.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_RDONLY);
+        if fd < 0 {
+            return Err(fail("cannot open"));
+        }
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) != 0 {
+            let err = fail("cannot stat");
+            libc::close(fd);
+            return Err(err);
+        }
+        let size = st.st_size as usize;
+        if size > buf.len() {
+            buf.resize(size, 0);
+        }
+        let mut done = 0usize;
+        while done < size {
+            let n = libc::read(fd, buf.as_mut_ptr().add(done).cast::<c_void>(), size - done);
+            if n <= 0 {
+                if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                break;
+            }
+            done += n as usize;
+        }
+        libc::close(fd);
+        Ok(done as u64)
     }
 }
 

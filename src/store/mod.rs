@@ -3,9 +3,11 @@
 //! make the same calls as kvtest.c and nothing more.
 
 mod db;
+mod external;
 mod files;
 
 pub use db::{blob_sizes, non_blob_values, DbSession, SqliteStats};
+pub use external::ExternalStore;
 pub use files::FileStore;
 
 use crate::Result;

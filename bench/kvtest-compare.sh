@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Runs kvtest.c and blobbench side by side on one dataset, same SQLite.
+#
+#   KVTEST_C=/path/to/sqlite/test/kvtest.c bench/kvtest-compare.sh [COUNT] [ROUNDS]
+#
+# kvtest.c is not shipped with blobbench: take it from an SQLite source tree
+# (test/kvtest.c). It is compiled against the very sqlite3.c that blobbench
+# bundles, with the same compile-time options, so any difference comes from
+# the tools' loops. Each round runs every path once with each tool,
+# alternating, one timed run per invocation (blobbench --repeat 1 --warmup 0,
+# exactly kvtest's behaviour); the first round is a warm-up and not counted.
+# Prints the median "Microseconds per BLOB" of each tool and their ratio.
+set -euo pipefail
+count=${1:-10000}
+rounds=${2:-7}
+: "${KVTEST_C:?set KVTEST_C to the path of test/kvtest.c from an SQLite source tree}"
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+cargo build --release --quiet
+bb="$root/target/release/blobbench"
+sqlite_dir=$(cargo metadata --format-version 1 | python3 -c '
+import json, sys, os
+pkgs = json.load(sys.stdin)["packages"]
+p = next(p for p in pkgs if p["name"] == "libsqlite3-sys")
+print(os.path.join(os.path.dirname(p["manifest_path"]), "sqlite3"))')
+work=$(mktemp -d "${TMPDIR:-/tmp}/kvcompare.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+# The options libsqlite3-sys compiles the bundled amalgamation with, plus
+# the raised mmap cap from .cargo/config.toml.
+flags="-O3 -DSQLITE_CORE -DSQLITE_DEFAULT_FOREIGN_KEYS=1 -DSQLITE_ENABLE_API_ARMOR -DSQLITE_ENABLE_COLUMN_METADATA
+ -DSQLITE_ENABLE_DBSTAT_VTAB -DSQLITE_ENABLE_FTS3 -DSQLITE_ENABLE_FTS3_PARENTHESIS -DSQLITE_ENABLE_FTS5
+ -DSQLITE_ENABLE_JSON1 -DSQLITE_ENABLE_LOAD_EXTENSION=1 -DSQLITE_ENABLE_RTREE -DSQLITE_ENABLE_STAT4 -DSQLITE_SOUNDEX
+ -DSQLITE_THREADSAFE=1 -DSQLITE_USE_URI -DHAVE_USLEEP=1 -DHAVE_ISNAN -DSQLITE_MAX_MMAP_SIZE=0x10000000000"
+echo "building kvtest against $sqlite_dir/sqlite3.c ..."
+# shellcheck disable=SC2086
+cc $flags -I"$sqlite_dir" "$KVTEST_C" "$sqlite_dir/sqlite3.c" -o "$work/kvtest" -lpthread -ldl -lm
+kv="$work/kvtest"
+
+cd "$work"
+"$bb" init t.db --count "$count" --size 10k --variance 2k >/dev/null
+"$bb" export t.db t.dir >/dev/null
+"$bb" export t.db t.tree --tree >/dev/null
+writes=$((count / 10))
+# name | kvtest arguments | blobbench arguments (same meaning)
+cases=(
+  "db SQL read|t.db --count $count --random|t.db --count $count --random"
+  "db blob API read|t.db --count $count --random --blob-api|t.db --count $count --random --blob-api"
+  "db blob API + mmap read|t.db --count $count --random --blob-api --mmap 2000000000|t.db --count $count --random --blob-api --mmap 2000000000"
+  "flat read (stdio)|t.dir --count $count --random --max-id $count|t.dir --count $count --random"
+  "tree read (stdio)|t.tree --count $count --random --max-id $count|t.tree --count $count --random"
+  "db SQL update|t.db --count $writes --random --update|t.db --count $writes --random --update"
+  "db blob API update|t.db --count $writes --random --update --blob-api|t.db --count $writes --random --update --blob-api"
+  "flat update (truncate)|t.dir --count $writes --random --update --max-id $count|t.dir --count $writes --random --update"
+)
+per_blob() { sed -n 's/^Microseconds per BLOB [a-z]*: //p'; }
+printf '%-26s %12s %12s %8s   (us per blob, median of %d rounds)\n' path kvtest blobbench ratio $((rounds - 1))
+for c in "${cases[@]}"; do
+  IFS='|' read -r name kargs bargs <<<"$c"
+  k=() b=()
+  for r in $(seq 1 "$rounds"); do
+    # shellcheck disable=SC2086
+    kt=$("$kv" run $kargs | per_blob)
+    # shellcheck disable=SC2086
+    bt=$("$bb" run $bargs --repeat 1 --warmup 0 | per_blob)
+    if [ "$r" -gt 1 ]; then k+=("$kt"); b+=("$bt"); fi
+  done
+  python3 - "$name" "${k[*]}" "${b[*]}" <<'PY'
+import statistics, sys
+name, k, b = sys.argv[1], [float(x) for x in sys.argv[2].split()], [float(x) for x in sys.argv[3].split()]
+mk, mb = statistics.median(k), statistics.median(b)
+print(f"{name:<26} {mk:12.3f} {mb:12.3f} {mb / mk:8.2f}")
+PY
+done
+echo "ratio = blobbench / kvtest: below 1.00 blobbench's loop is leaner."

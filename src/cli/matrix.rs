@@ -1,0 +1,130 @@
+//! `matrix`: SQLite's internal-vs-external blob study, by blob size and
+//! page size, printed like the study's table and saved as a result file.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use blobbench::matrix::{self, MatrixOptions, RATIO_FIGURE};
+use blobbench::results::ResultFile;
+use blobbench::{envinfo, report, units};
+
+use super::progress;
+
+#[derive(Debug, Args)]
+pub struct MatrixArgs {
+    /// Blob sizes, comma-separated [default: 10k,20k,50k,100k,200k,500k,1m].
+    #[arg(long, value_name = "LIST", value_parser = size_list)]
+    pub sizes: Option<List>,
+    /// Page sizes, comma-separated [default: 1024,2048,...,65536].
+    #[arg(long, value_name = "LIST", value_parser = page_size_list)]
+    pub pagesizes: Option<List>,
+    /// Blob content per cell; each cell holds TOTAL / size blobs [default: 100M].
+    #[arg(long, value_name = "BYTES", value_parser = units::positive_u64)]
+    pub total: Option<u64>,
+    /// SQLite page cache per database; cache_size = BYTES / page size [default: 2000 pages of 1024].
+    #[arg(long, value_name = "BYTES", value_parser = units::positive_u64)]
+    pub cache: Option<u64>,
+    /// Timed runs per measurement [default: 5, or 3 with --quick].
+    #[arg(long, value_parser = repeat_count)]
+    pub repeat: Option<u32>,
+    /// Evict the datasets from the page cache before each timed run.
+    #[arg(long)]
+    pub cold: bool,
+    /// A smaller matrix (10k,50k,200k,1m x 1024,4096,16384,65536, 20M per cell, 3 runs); flags above override it.
+    #[arg(long)]
+    pub quick: bool,
+    /// Where to build each cell's datasets [default: the system temporary directory, or . if it is in memory].
+    #[arg(long, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+    /// Directory for results.json, the charts and index.html.
+    #[arg(long, value_name = "DIR", default_value = "blobbench-matrix")]
+    pub out: PathBuf,
+    /// Replace --out even when it is a non-empty directory that is not a previous report.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// A comma-separated list given as one argument.
+#[derive(Debug, Clone)]
+pub struct List(Vec<u32>);
+
+fn size_list(s: &str) -> Result<List, units::UnitError> {
+    units::parse_list(s, units::positive_u32).map(List)
+}
+
+fn page_size_list(s: &str) -> Result<List, units::UnitError> {
+    units::parse_list(s, units::page_size).map(List)
+}
+
+fn repeat_count(s: &str) -> Result<u32, units::UnitError> {
+    let v: u32 = units::parse_at_least(s, 1, "--repeat")?;
+    if v > 10_000 {
+        return Err(units::UnitError::from(format!("--repeat {v} is absurd (at most 10000)")));
+    }
+    Ok(v)
+}
+
+impl MatrixArgs {
+    pub fn options(&self) -> MatrixOptions {
+        let mut o = if self.quick { MatrixOptions::quick() } else { MatrixOptions::default() };
+        if let Some(List(v)) = &self.sizes {
+            o.sizes.clone_from(v);
+        }
+        if let Some(List(v)) = &self.pagesizes {
+            o.page_sizes.clone_from(v);
+        }
+        o.total_bytes = self.total.unwrap_or(o.total_bytes);
+        o.cache_bytes = self.cache.unwrap_or(o.cache_bytes);
+        o.plan.repeat = self.repeat.unwrap_or(o.plan.repeat);
+        o.plan.cold = self.cold;
+        if self.cold {
+            // Each timed run starts from an evicted cache; a warm-up would be wasted.
+            o.plan.warmup = 0;
+        }
+        if let Some(w) = &self.workdir {
+            o.workdir.clone_from(w);
+        }
+        o
+    }
+}
+
+pub fn run(args: MatrixArgs) -> anyhow::Result<()> {
+    let opts = args.options();
+    // Everything that can be wrong is found before any dataset is built.
+    opts.validate()?;
+    super::output::prepare_report_dir(&args.out, args.force)?;
+    let cells = opts.cells().len();
+    eprintln!(
+        "matrix: {cells} cells, {} of blobs each, built one at a time under {}",
+        matrix::fmt_size(opts.total_bytes as f64).to_uppercase() + "B",
+        opts.workdir.display()
+    );
+
+    let bar = progress::for_terminal();
+    let done = matrix::run(&opts, bar.as_ref())?;
+    let mut file = ResultFile::new("matrix", envinfo::collect(&opts.workdir));
+    file.complete = !done.interrupted;
+    file.notes.push(format!("ratios are of the {RATIO_FIGURE}"));
+    file.matrix = Some(done.section);
+    // The report (results.json, charts, index.html); the terminal gets the
+    // study-shaped table below instead of the report's generic summary.
+    let written = report::render(std::slice::from_ref(&file), &args.out, &report::Options { force: args.force })?;
+
+    let section = file.matrix.as_ref().expect("just set");
+    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    print!("{}", matrix::render_text(section, colour));
+    println!();
+    if done.interrupted {
+        println!("warning: interrupted; {} of {cells} cells were measured", section.cells.len());
+    }
+    println!("SQLite {}; wall time {:.1} s", rusqlite::version(), done.elapsed_ns as f64 / 1e9);
+    println!(
+        "results and {} charts in {} (open {})",
+        written.charts,
+        args.out.display(),
+        args.out.join("index.html").display()
+    );
+    Ok(())
+}

@@ -1,0 +1,330 @@
+//! The internal-vs-external matrix (`blobbench matrix`): a heatmap of
+//! file time / database time by page size and blob size, the same ratios as
+//! lines over blob size, the crossovers and best page sizes as tables, and
+//! the study's published 2011 matrix for comparison. Every sentence is
+//! computed from the data.
+
+use super::doc::{Block, Chart, Figure, Section, Table};
+use super::fmt::{machine_labels, micros};
+use super::svg::{Heatmap, LineChart, Series};
+use crate::matrix::{self as m, CrossoverKind, Figure as Fig, Grid, MatrixSection};
+use crate::results::ResultFile;
+use crate::units::short_size;
+
+/// The matrix sections: one per result file that holds a matrix, then the
+/// 2011 study once (nothing when no file holds a matrix).
+pub fn sections(files: &[ResultFile]) -> Vec<Section> {
+    let labels = machine_labels(files);
+    let found: Vec<(&String, &MatrixSection)> =
+        labels.iter().zip(files).filter_map(|(l, f)| f.matrix.as_ref().map(|s| (l, s))).collect();
+    if found.is_empty() {
+        return Vec::new();
+    }
+    let many = found.len() > 1;
+    let mut out: Vec<Section> = found
+        .iter()
+        .enumerate()
+        .map(|(i, (label, s))| {
+            let suffix = if many { format!("-{}", i + 1) } else { String::new() };
+            machine_section(s, label, &suffix, many)
+        })
+        .collect();
+    out.push(study_section());
+    out
+}
+
+fn columns(g: &Grid) -> Vec<String> {
+    g.sizes.iter().map(|&s| short_size(u64::from(s))).collect()
+}
+
+fn heatmap(title: &str, g: &Grid) -> Heatmap {
+    Heatmap {
+        title: title.to_string(),
+        x_label: "blob size".to_string(),
+        y_label: "page size".to_string(),
+        columns: columns(g),
+        rows: g.page_sizes.iter().map(u32::to_string).collect(),
+        values: g.values.clone(),
+        center: 1.0,
+    }
+}
+
+/// One sentence per page size: where files start to win.
+fn crossover_findings(s: &MatrixSection, on: &str) -> Vec<String> {
+    let sizes = &s.params.sizes_bytes;
+    let (lo, hi) = (sizes.first().copied().unwrap_or(0), sizes.last().copied().unwrap_or(0));
+    s.crossovers
+        .iter()
+        .map(|c| {
+            let e = &c.external;
+            let many_crossings = e.crossings_bytes.len() > 1;
+            match (e.kind, e.size_bytes) {
+                (CrossoverKind::At, Some(b)) if many_crossings => {
+                    let all: Vec<String> = e.crossings_bytes.iter().map(|&b| m::fmt_size(b)).collect();
+                    format!(
+                        "{on}, with {}-byte pages, files are faster from about {} up; below that the ratio is not \
+                         monotonic (it crosses 1.0 at {}), so there is no single crossover.",
+                        c.page_size,
+                        m::fmt_size(b),
+                        all.join(", ")
+                    )
+                }
+                (CrossoverKind::At, Some(b)) => format!(
+                    "{on}, with {}-byte pages, SQLite is faster below about {} and files are faster from there up.",
+                    c.page_size,
+                    m::fmt_size(b)
+                ),
+                (CrossoverKind::BelowRange, _) => format!(
+                    "{on}, with {}-byte pages, files are faster at every size measured ({} to {}).",
+                    c.page_size,
+                    short_size(lo.into()),
+                    short_size(hi.into())
+                ),
+                _ => format!(
+                    "{on}, with {}-byte pages, SQLite is faster at the largest size measured ({}): no crossover in \
+                     range{}.",
+                    c.page_size,
+                    short_size(hi.into()),
+                    if e.crossings_bytes.is_empty() { "" } else { " (files win somewhere below it)" }
+                ),
+            }
+        })
+        .collect()
+}
+
+fn machine_section(s: &MatrixSection, label: &str, suffix: &str, many: bool) -> Section {
+    let on = if many { format!("On {label}") } else { "On this machine".to_string() };
+    let p = &s.params;
+    let ext = s.grid(Fig::ExternalRatio);
+    let caption = format!(
+        "{} of blobs per cell, random order, SQLite page cache {} bytes per database{}; {} timed run{} per cell.",
+        m::fmt_size(p.total_bytes as f64).to_uppercase() + "B",
+        p.cache_bytes,
+        if p.plan.cold { ", page cache evicted before each timed run" } else { "" },
+        p.plan.repeat,
+        if p.plan.repeat == 1 { "" } else { "s" }
+    );
+    let heat = Figure {
+        id: format!("matrix-heatmap{suffix}"),
+        chart: Chart::Heatmap(heatmap("Files (name in SQLite) / database", &ext)),
+        caption: vec![caption.clone()],
+        findings: crossover_findings(s, &on),
+    };
+    let lines = Figure {
+        id: format!("matrix-ratio-by-size{suffix}"),
+        chart: Chart::Lines(LineChart {
+            title: "Files (name in SQLite) / database, by blob size".to_string(),
+            x_label: "blob size (KB)".to_string(),
+            y_label: "file time / database time".to_string(),
+            x_log: true,
+            x: ext.sizes.iter().map(|&b| f64::from(b) / 1000.0).collect(),
+            series: ext
+                .page_sizes
+                .iter()
+                .zip(&ext.values)
+                .map(|(p, v)| Series { name: format!("page size {p}"), values: v.clone() })
+                .collect(),
+            reference: Some(1.0),
+        }),
+        caption: vec![caption],
+        findings: best_page_findings(s, &on),
+    };
+    let mut blocks = vec![
+        Block::Note(format!(
+            "Each cell is the time to read a blob from its own file, whose name is looked up in SQLite, divided by the \
+             time to read it from the database (the study's figure); above 1.0 SQLite is faster. Times are the {}.",
+            s.ratio_figure
+        )),
+        Block::Figure(heat),
+        Block::Figure(lines),
+        Block::Heading("Crossover per page size".into()),
+        Block::Table(crossover_table(s)),
+        Block::Heading("Best page size per blob size".into()),
+        Block::Table(best_table(s)),
+        Block::Heading("Files opened directly by key (no database lookup) / database".into()),
+        Block::Table(grid_table(&s.grid(Fig::DirectRatio), 3)),
+        Block::Heading("Database read time, µs per blob".into()),
+        Block::Table(grid_table(&s.grid(Fig::InternalUs), 1)),
+    ];
+    if let Some(w) = m::noise_warning(s) {
+        blocks.insert(1, Block::Note(format!("Warning: {w}.")));
+    }
+    let expected = p.sizes_bytes.len() * p.page_sizes.len();
+    if s.cells.len() < expected {
+        blocks.insert(1, Block::Note(format!("Only {} of {expected} cells were measured.", s.cells.len())));
+    }
+    Section {
+        id: format!("matrix{suffix}"),
+        title: if many { format!("Internal vs external blobs: {label}") } else { "Internal vs external blobs".into() },
+        in_summary: true,
+        blocks,
+    }
+}
+
+fn best_page_findings(s: &MatrixSection, on: &str) -> Vec<String> {
+    if s.best_page_sizes.is_empty() {
+        return Vec::new();
+    }
+    let parts: Vec<String> = s
+        .best_page_sizes
+        .iter()
+        .map(|b| format!("{} for {} blobs", b.page_size, short_size(b.size_bytes.into())))
+        .collect();
+    vec![format!("{on} the fastest database reads came with page size {}.", parts.join(", "))]
+}
+
+fn crossover_table(s: &MatrixSection) -> Table {
+    let sizes = &s.params.sizes_bytes;
+    let study = m::study_grid();
+    let rows = s
+        .crossovers
+        .iter()
+        .map(|c| {
+            let then = study
+                .page_sizes
+                .iter()
+                .position(|&p| p == c.page_size)
+                .and_then(|row| m::crossover(&study.row_points(row)))
+                .map_or_else(|| "not in the study".to_string(), |x| m::describe(&x, &study.sizes));
+            vec![c.page_size.to_string(), m::describe(&c.external, sizes), m::describe(&c.direct, sizes), then]
+        })
+        .collect();
+    let headers = ["page size", "files, name in SQLite", "files by key", "2011 study"];
+    Table { headers: headers.map(String::from).to_vec(), rows }
+}
+
+fn best_table(s: &MatrixSection) -> Table {
+    let rows = s
+        .best_page_sizes
+        .iter()
+        .map(|b| {
+            vec![
+                short_size(b.size_bytes.into()),
+                b.page_size.to_string(),
+                micros(b.internal_us),
+                format!("{:.3}", b.external_ratio),
+            ]
+        })
+        .collect();
+    let headers = ["blob size", "fastest page size", "database µs per blob", "files / database there"];
+    Table { headers: headers.map(String::from).to_vec(), rows }
+}
+
+fn grid_table(g: &Grid, decimals: usize) -> Table {
+    let headers = std::iter::once("page size".to_string()).chain(columns(g)).collect();
+    let rows = g
+        .page_sizes
+        .iter()
+        .zip(&g.values)
+        .map(|(p, row)| {
+            std::iter::once(p.to_string())
+                .chain(row.iter().map(|v| v.map_or_else(|| "-".to_string(), |v| format!("{v:.decimals$}"))))
+                .collect()
+        })
+        .collect();
+    Table { headers, rows }
+}
+
+fn study_section() -> Section {
+    let g = m::study_grid();
+    let findings = g
+        .page_sizes
+        .iter()
+        .enumerate()
+        .filter_map(|(row, p)| {
+            m::crossover(&g.row_points(row)).map(|c| format!("{p}-byte pages: {}.", m::describe(&c, &g.sizes)))
+        })
+        .collect();
+    Section {
+        id: "matrix-2011".into(),
+        title: "The 2011 study, for comparison".into(),
+        in_summary: false,
+        blocks: vec![
+            Block::Paragraph(
+                "SQLite's \"Internal Versus External BLOBs\" page, measured circa 2011 with SQLite 3.7.8 on Ubuntu, \
+                 ext4 on a SATA disk: 100 MB of blobs per cell, a page cache of about 2 MB, random order. Its rules \
+                 of thumb: pages of 8192 or 16384 bytes are best for large blobs, and files win above about 100 KB."
+                    .into(),
+            ),
+            Block::Figure(Figure {
+                id: "matrix-heatmap-2011".into(),
+                chart: Chart::Heatmap(heatmap("2011: files (name in SQLite) / database", &g)),
+                caption: vec!["Published figures, not measured here. Crossovers, interpolated on log size:".into()],
+                findings,
+            }),
+        ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::tests_support::fixed_section;
+    use crate::report::doc;
+
+    fn file(host: &str) -> ResultFile {
+        let mut f = ResultFile::new("matrix", crate::envinfo::Environment::default());
+        f.environment.hostname = host.into();
+        f.matrix = Some(fixed_section());
+        f
+    }
+
+    #[test]
+    fn heatmap_and_lines_from_fixed_results() {
+        let sections = sections(&[file("a")]);
+        let ids: Vec<&str> = doc::figures(&sections).map(|f| f.id.as_str()).collect();
+        assert_eq!(ids, ["matrix-heatmap", "matrix-ratio-by-size", "matrix-heatmap-2011"]);
+        let heat = doc::figures(&sections).next().unwrap();
+        let Chart::Heatmap(h) = &heat.chart else { panic!("not a heatmap") };
+        assert_eq!(h.columns, ["10k", "100k", "1m"]);
+        assert_eq!(h.rows, ["1024", "4096"]);
+        assert_eq!(h.values[1], [Some(2.5), Some(0.8), None]);
+        assert_eq!(h.center, 1.0);
+        assert!(heat.findings[0].contains("1024-byte pages, SQLite is faster below about 100k"), "{:?}", heat.findings);
+        let svg = heat.chart.to_svg();
+        assert!(svg.contains("2.50") && svg.contains("0.80"), "values drawn");
+        let lines = doc::figures(&sections).nth(1).unwrap();
+        let Chart::Lines(l) = &lines.chart else { panic!("not a line chart") };
+        assert!(l.x_log);
+        assert_eq!(l.x, [10.0, 100.0, 1000.0]);
+        assert_eq!(l.series[0].name, "page size 1024");
+        assert_eq!(l.reference, Some(1.0));
+        assert!(lines.findings[0].contains("4096 for 10k blobs"), "{:?}", lines.findings);
+        let text = crate::report::text_summary(&[file("a")]);
+        assert!(text.contains("Internal vs external blobs"), "{text}");
+    }
+
+    #[test]
+    fn a_ratio_that_is_not_monotonic_is_not_called_a_single_crossover() {
+        let fixed = fixed_section();
+        let mut cells = fixed.cells.clone();
+        for (cell, r) in cells.iter_mut().zip([0.9, 1.2, 0.5]) {
+            cell.external_ratio = r;
+        }
+        let mut f = file("a");
+        f.matrix = Some(MatrixSection::new(fixed.params.clone(), cells));
+        let sections = sections(&[f]);
+        let heat = doc::figures(&sections).next().unwrap();
+        assert!(heat.findings[0].contains("files are faster from about"), "{:?}", heat.findings);
+        assert!(heat.findings[0].contains("not monotonic"), "{:?}", heat.findings);
+        assert!(!heat.findings[0].contains("SQLite is faster below"), "{:?}", heat.findings);
+    }
+
+    #[test]
+    fn several_machines_get_their_own_figures_and_one_study() {
+        let sections = sections(&[file("a"), file("b")]);
+        let ids: Vec<&str> = doc::figures(&sections).map(|f| f.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "matrix-heatmap-1",
+                "matrix-ratio-by-size-1",
+                "matrix-heatmap-2",
+                "matrix-ratio-by-size-2",
+                "matrix-heatmap-2011"
+            ]
+        );
+        assert!(sections[1].title.ends_with(": b"));
+        assert!(super::sections(&[ResultFile::new("run", Default::default())]).is_empty());
+    }
+}

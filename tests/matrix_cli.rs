@@ -1,0 +1,118 @@
+//! `blobbench matrix` through the real binary, on a tiny matrix.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn matrix(work: &Path, out: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("blobbench").unwrap();
+    cmd.arg("matrix").arg("--workdir").arg(work).arg("--out").arg(out);
+    cmd
+}
+
+const TINY: [&str; 10] =
+    ["--sizes", "1k,4k", "--pagesizes", "1024,4096", "--total", "200k", "--cache", "64KiB", "--repeat", "1"];
+
+#[test]
+fn tiny_matrix_prints_the_table_and_writes_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let (work, out) = (dir.path().join("work"), dir.path().join("out"));
+    std::fs::create_dir(&work).unwrap();
+    matrix(&work, &out)
+        .args(TINY)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("page size       1k       4k"))
+        .stdout(predicate::str::is_match(r"(?m)^     1024 +\d+\.\d{3} +\d+\.\d{3}$").unwrap())
+        .stdout(predicate::str::contains("Crossover"))
+        .stdout(predicate::str::contains("The study in 2011"))
+        .stdout(predicate::str::contains("median over the timed runs of the loop time per blob read"))
+        .stdout(predicate::str::contains("\x1b[").not());
+    for chart in ["matrix-heatmap", "matrix-ratio-by-size", "matrix-heatmap-2011"] {
+        let svg = std::fs::read_to_string(out.join("charts").join(format!("{chart}.svg"))).unwrap();
+        roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("{chart}: not well-formed: {e}"));
+    }
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("Internal vs external blobs"));
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../docs/results.schema.json")).expect("schema is JSON");
+    let raw: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    if let Err(e) = jsonschema::validate(&schema, &raw) {
+        panic!("results.json does not match docs/results.schema.json: {e} at {}", e.instance_path());
+    }
+    let mut broken = raw.clone();
+    broken["matrix"]["cells"][0]["external_ratio"] = serde_json::json!(-1.0);
+    assert!(!jsonschema::is_valid(&schema, &broken), "the schema checks the matrix section");
+    let results = blobbench::results::read(&out.join("results.json")).unwrap();
+    assert_eq!(results.command, "matrix");
+    assert!(results.complete);
+    let m = results.matrix.expect("matrix section");
+    assert_eq!(m.cells.len(), 4);
+    assert_eq!(m.params.cache_bytes, 65536);
+    assert!(m.cells.iter().all(|c| c.external_ratio > 0.0 && c.internal.runs.len() == 1));
+    assert_eq!(m.crossovers.len(), 2);
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0, "every dataset removed");
+}
+
+#[test]
+fn bad_input_fails_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let (work, out) = (dir.path().join("work"), dir.path().join("out"));
+    std::fs::create_dir(&work).unwrap();
+    let cases: [(&[&str], &str); 8] = [
+        (&["--sizes", "10k,abc"], "invalid number \"abc\""),
+        (&["--sizes", "10k,,20k"], "empty element"),
+        (&["--pagesizes", "1024,x"], "invalid number"),
+        (&["--pagesizes", "1000"], "power of two from 512 to 65536"),
+        (&["--pagesizes", "131072"], "power of two from 512 to 65536"),
+        (&["--sizes", "4k", "--total", "3k"], "--total 3000 is smaller than one blob of 4000 bytes"),
+        (&["--pagesizes", "4096", "--cache", "4000"], "--cache 4000 is smaller than one page of 4096 bytes"),
+        (&["--repeat", "0"], "--repeat must be at least 1"),
+    ];
+    for (args, message) in cases {
+        matrix(&work, &out)
+            .args(args)
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains(message))
+            .stderr(predicate::str::contains("panicked").not());
+        assert!(!out.exists(), "{args:?}: no output made");
+        assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0, "{args:?}: no dataset built");
+    }
+    matrix(&dir.path().join("missing"), &out)
+        .args(TINY)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("missing: work directory does not exist"));
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"x").unwrap();
+    matrix(&work, &file).args(TINY).assert().failure().stderr(predicate::str::contains("not a directory"));
+}
+
+#[test]
+fn cold_cells_evict_all_three_layouts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (work, out) = (dir.path().join("work"), dir.path().join("out"));
+    std::fs::create_dir(&work).unwrap();
+    let run = matrix(&work, &out)
+        .args(["--sizes", "4k", "--pagesizes", "1024", "--total", "100k", "--cache", "64k", "--repeat", "1", "--cold"])
+        .output()
+        .unwrap();
+    if !run.status.success() {
+        let err = String::from_utf8_lossy(&run.stderr);
+        // Where the filesystem keeps pages anyway (tmpfs), blobbench must say so.
+        assert!(err.contains("eviction did not work"), "{err}");
+        eprintln!("skipped: {err}");
+        return;
+    }
+    let m = blobbench::results::read(&out.join("results.json")).unwrap().matrix.unwrap();
+    let cell = &m.cells[0];
+    // 25 blobs: the database alone; the names database and the files; the files.
+    for (e, files) in [(&cell.internal, 1), (&cell.external, 26), (&cell.direct, 25)] {
+        assert_eq!(e.warmup_runs, 0, "{}: no warm-up before cold runs", e.id);
+        let cold = e.runs[0].cold.as_ref().unwrap_or_else(|| panic!("{}: not evicted", e.id));
+        assert!(cold.effective && cold.resident_pct <= 10.0, "{}: {cold:?}", e.id);
+        assert_eq!(cold.files, files, "{}: files evicted", e.id);
+    }
+}
