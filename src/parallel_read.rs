@@ -100,19 +100,9 @@ pub fn run(opts: &RunOptions, threads: u32, id: &str, label: &str) -> Result<Run
         Some((p, c, j)) => (Some(p), Some(c), Some(j)),
         None => (None, None, None),
     };
+    let interrupted = measured.interrupted;
     Ok(RunReport {
-        experiment: Experiment {
-            id: id.to_string(),
-            label: label.to_string(),
-            params,
-            warmup_runs: opts.plan.warmup,
-            latency: measured.latency.as_ref().map(Latency::summary),
-            summary: measured.summary,
-            clock_cost_ns: measured.clock_cost_ns,
-            clock_overhead_pct: measured.clock_overhead_pct,
-            warnings: measured.warnings,
-            runs: measured.runs,
-        },
+        experiment: Experiment::from_measured(id, label, params, measured),
         layout,
         max_id,
         page_size,
@@ -120,7 +110,7 @@ pub fn run(opts: &RunOptions, threads: u32, id: &str, label: &str) -> Result<Run
         journal_mode,
         integrity,
         sqlite_stats: None,
-        interrupted: measured.interrupted,
+        interrupted,
     })
 }
 
