@@ -10,13 +10,13 @@ fn blobbench() -> Command {
     Command::cargo_bin("blobbench").unwrap()
 }
 
-/// Fails, names the problem on its first line, and does not panic.
+/// Fails with one line that names the problem, and does not panic.
 fn refused(args: &[&str], dir: &Path, says: &str) {
     let out = blobbench().args(args).arg("--workdir").arg(dir).arg("--out").arg(dir.join("out")).output().unwrap();
     assert!(!out.status.success(), "{args:?} should fail");
     let err = String::from_utf8_lossy(&out.stderr);
-    let first = err.lines().next().unwrap_or_default();
-    assert!(first.contains(says), "{args:?}: expected {says:?} in {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(says), "{args:?}: expected {says:?} in {err}");
     assert!(!err.contains("panicked"), "{err}");
     assert!(!dir.join("out").exists(), "nothing written for bad input");
 }

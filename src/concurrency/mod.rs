@@ -43,7 +43,8 @@ pub fn cores() -> u32 {
 pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measured> {
     opts.validate()?;
     if !opts.workdir.is_dir() {
-        return Err(Error::bad_input(&opts.workdir, "no such directory"));
+        let why = if opts.workdir.exists() { "is not a directory" } else { "no such directory" };
+        return Err(Error::bad_input(&opts.workdir, why));
     }
     let work = tempfile::Builder::new()
         .prefix(".blobbench-concurrency-")
@@ -86,9 +87,18 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
         .map(|(&(w, t, c), a)| section::point(w, c, t, a.runs, (&a.reads, &a.writes), clock))
         .collect();
     let (blob_readers, experiments) = if blobs && !interrupted {
-        let (b, e) = blobs::measure(opts, work.path(), progress)?;
-        interrupted = stop_requested();
-        (Some(b), e)
+        // Ctrl-C during the blob readers keeps the points measured before.
+        match blobs::measure(opts, work.path(), progress) {
+            Ok((b, e)) => {
+                interrupted = stop_requested();
+                (Some(b), e)
+            }
+            Err(Error::Interrupted) => {
+                interrupted = true;
+                (None, Vec::new())
+            }
+            Err(e) => return Err(e),
+        }
     } else {
         (None, Vec::new())
     };
