@@ -42,6 +42,9 @@ pub struct ResultFile {
     /// Free-form remarks the command wants a reader to see.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// `concurrency`: threads, connections and journal modes (see the schema doc).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<crate::concurrency::ConcurrencySection>,
 }
 
 impl ResultFile {
@@ -61,6 +64,7 @@ impl ResultFile {
             disk_usage: Vec::new(),
             matrix: None,
             notes: Vec::new(),
+            concurrency: None,
         }
     }
 

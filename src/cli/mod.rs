@@ -1,6 +1,7 @@
 //! Argument definitions and dispatch. Each command's arguments and printing
 //! live in their own file; the library does the work.
 
+mod concurrency;
 mod dataset;
 mod matrix;
 mod output;
@@ -34,6 +35,8 @@ pub enum Command {
     Matrix(matrix::MatrixArgs),
     /// Render result files as HTML, Markdown or text, one machine or several side by side.
     Report(report::ReportArgs),
+    /// SQLite under many threads: shared connection or one per thread, WAL, shared cache, read-only.
+    Concurrency(concurrency::ConcurrencyArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -45,5 +48,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Suite(a) => suite::run(a),
         Command::Matrix(a) => matrix::run(a),
         Command::Report(a) => report::run(a),
+        Command::Concurrency(a) => concurrency::run(a),
     }
 }
