@@ -74,7 +74,11 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
         assert!(svg.contains("<svg") && svg.contains("per-thread WAL") == (chart != "blobs"), "{chart}");
     }
     for chart in std::fs::read_dir(out.join("charts")).unwrap() {
-        let svg = std::fs::read_to_string(chart.unwrap().path()).unwrap();
+        let path = chart.unwrap().path();
+        if path.extension().is_none_or(|x| x != "svg") {
+            continue;
+        }
+        let svg = std::fs::read_to_string(path).unwrap();
         roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("not well-formed SVG: {e}"));
     }
     let page = std::fs::read_to_string(out.join("index.html")).unwrap();
