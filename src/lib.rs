@@ -5,6 +5,7 @@
 //! `cli/`) parses arguments and prints.
 
 pub mod cold;
+pub mod concurrency;
 pub mod crashtest;
 pub mod csv;
 pub mod dataset;
@@ -15,6 +16,7 @@ pub mod keys;
 pub mod matrix;
 pub mod measure;
 pub mod oscount;
+pub mod parallel_read;
 pub mod progress;
 pub mod report;
 pub mod results;

@@ -45,6 +45,9 @@ pub struct ResultFile {
     /// Free-form remarks the command wants a reader to see.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// `concurrency`: threads, connections and journal modes (see the schema doc).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<crate::concurrency::ConcurrencySection>,
 }
 
 impl ResultFile {
@@ -65,6 +68,7 @@ impl ResultFile {
             matrix: None,
             crashtest: None,
             notes: Vec::new(),
+            concurrency: None,
         }
     }
 

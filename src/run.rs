@@ -176,7 +176,8 @@ pub fn run_observed(
     })
 }
 
-fn validate(opts: &RunOptions) -> Result<()> {
+// pub(crate): shared with parallel_read (run --threads).
+pub(crate) fn validate(opts: &RunOptions) -> Result<()> {
     if opts.count == 0 {
         return Err(Error::invalid("--count must be at least 1"));
     }
@@ -191,15 +192,17 @@ fn validate(opts: &RunOptions) -> Result<()> {
 
 /// What is learnt about the dataset before any run.
 #[derive(Default)]
-struct Preflight {
+// pub(crate): shared with parallel_read (run --threads).
+pub(crate) struct Preflight {
     /// Largest key present in a directory (kvtest's database runs ask the
     /// database inside the timer instead, as kvtest does).
-    max_key: Option<u32>,
+    pub(crate) max_key: Option<u32>,
     blob_max: u32,
     sizes: Option<Arc<Vec<u32>>>,
 }
 
-fn preflight(opts: &RunOptions, layout: Layout) -> Result<Preflight> {
+// pub(crate): shared with parallel_read (run --threads).
+pub(crate) fn preflight(opts: &RunOptions, layout: Layout) -> Result<Preflight> {
     let path = opts.path.as_path();
     if layout == Layout::Db {
         open_kv(path, false)?;
@@ -236,7 +239,8 @@ fn check_writable(path: &Path) -> Result<()> {
     Ok(())
 }
 
-fn eviction_list(path: &Path, layout: Layout) -> Result<Vec<PathBuf>> {
+// pub(crate): shared with parallel_read (run --threads).
+pub(crate) fn eviction_list(path: &Path, layout: Layout) -> Result<Vec<PathBuf>> {
     if layout != Layout::Db {
         return blob_files(path, layout);
     }
@@ -406,7 +410,8 @@ fn timed_loop<S: BlobStore, L: LatencySink>(
     Ok(LoopTotals { ops, misses, bytes, start, end })
 }
 
-fn integrity_check(path: &Path) -> Result<Vec<String>> {
+// pub(crate): shared with parallel_read (run --threads).
+pub(crate) fn integrity_check(path: &Path) -> Result<Vec<String>> {
     let kv = open_kv(path, false)?;
     let err = |e| crate::dataset::db_error(path, "integrity check failed", e);
     let mut stmt = kv.conn.prepare("PRAGMA integrity_check").map_err(err)?;

@@ -1,6 +1,7 @@
 //! Argument definitions and dispatch. Each command's arguments and printing
 //! live in their own file; the library does the work.
 
+mod concurrency;
 mod crashtest;
 mod dataset;
 mod matrix;
@@ -35,6 +36,8 @@ pub enum Command {
     Matrix(matrix::MatrixArgs),
     /// Render result files as HTML, Markdown or text, one machine or several side by side.
     Report(report::ReportArgs),
+    /// SQLite under many threads: shared connection or one per thread, WAL, shared cache, read-only.
+    Concurrency(concurrency::ConcurrencyArgs),
     /// Kill writers with SIGKILL and check what each write method leaves behind.
     Crashtest(crashtest::CrashtestArgs),
     /// The process crashtest kills (internal).
@@ -51,6 +54,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Suite(a) => suite::run(a),
         Command::Matrix(a) => matrix::run(a),
         Command::Report(a) => report::run(a),
+        Command::Concurrency(a) => concurrency::run(a),
         Command::Crashtest(a) => crashtest::crashtest(a),
         Command::CrashWriter(a) => crashtest::crash_writer(a),
     }

@@ -102,6 +102,18 @@ pub struct RunArgs {
     /// What to print on stdout.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    // --threads (concurrency): T readers at once, each with its own connection or file handles.
+    /// Read with this many threads at once, each with its own connection or files (reads only).
+    #[arg(long, value_parser = thread_count)]
+    pub threads: Option<u32>,
+}
+
+fn thread_count(s: &str) -> Result<u32, units::UnitError> {
+    let v: u32 = units::parse_at_least(s, 1, "--threads")?;
+    if v > 1024 {
+        return Err(units::UnitError::from(format!("--threads {v} is absurd (at most 1024)")));
+    }
+    Ok(v)
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -213,7 +225,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         blobbench::fsutil::check_writable_output(p)?;
     }
     let opts = args.options();
-    let report = run::run(&opts, "run", "run")?;
+    // --threads (concurrency): several readers at once, in parallel_read.
+    let report = match args.threads {
+        Some(t) => blobbench::parallel_read::run(&opts, t, "run", "run")?,
+        None => run::run(&opts, "run", "run")?,
+    };
     let mut results = ResultFile::new("run", envinfo::collect(&args.path));
     results.complete = !report.interrupted;
     results.experiments.push(report.experiment.clone());
@@ -312,6 +328,15 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
         (true, true) => "open + pragmas + loop + commit; the closing checkpoint is timed apart",
     };
     let _ = writeln!(o, "timer (kvtest's total): {timer}");
+    // --threads (concurrency): say what a per-op figure means with several readers.
+    if e.params.threads > 1 {
+        let _ = writeln!(
+            o,
+            "{} threads, each with its own {}: per-op figures are wall time / all threads' reads (total throughput)",
+            e.params.threads,
+            if db { "connection" } else { "file handles" }
+        );
+    }
     let ms = |ns: u64| ns as f64 / 1e6;
     let p = &r.phases;
     if db {

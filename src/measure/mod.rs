@@ -195,10 +195,11 @@ pub fn measure_observed(
         ));
     }
     let clock_cost_ns = clock_cost_ns();
-    let clock_overhead_pct = if plan.latency && summary.loop_per_op_us.mean > 0.0 {
-        clock_cost_ns / (summary.loop_per_op_us.mean * 1000.0) * 100.0
-    } else {
-        0.0
+    // Against the mean latency of one operation as one thread saw it (the
+    // loop's per-op time would be throughput time with several threads).
+    let clock_overhead_pct = match &latency {
+        Some(l) if l.count() > 0 => clock_cost_ns / (l.summary().mean_us * 1000.0).max(1.0) * 100.0,
+        _ => 0.0,
     };
     Ok(Measured { runs, latency, summary, clock_cost_ns, clock_overhead_pct, warnings, interrupted })
 }

@@ -6,6 +6,7 @@
 //! of all the result files; a command that adds a new kind of result adds a
 //! section renderer there, and every output format picks it up.
 
+mod concurrency;
 mod crash;
 mod details;
 mod doc;
@@ -32,8 +33,15 @@ use crate::{Error, Result};
 pub type SectionRenderer = fn(&[ResultFile]) -> Vec<Section>;
 
 /// The report's sections, in page order.
-pub const SECTIONS: &[SectionRenderer] =
-    &[details::overview, kvtest::sections, matrix::sections, crash::sections, details::latency, details::environment];
+pub const SECTIONS: &[SectionRenderer] = &[
+    details::overview,
+    kvtest::sections,
+    matrix::sections,
+    concurrency::sections,
+    crash::sections,
+    details::latency,
+    details::environment,
+];
 
 /// What [`render`] wrote.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,333 @@
+//! The study's conclusions, each restated as a comparison of measured points
+//! and judged on this machine. A comparison is a throughput ratio between two
+//! points that differ in one parameter only (same workload and thread
+//! count); ratios within [`TIE`] of 1 count as "no difference", because
+//! single runs on a shared machine vary by about that much.
+
+use serde::{Deserialize, Serialize};
+
+use super::blobs::BlobReaders;
+use super::options::{Config, Journal, Sharing, Workload};
+use super::section::Point;
+
+/// Ratios in (1/TIE, TIE) are ties: 10%, the engine's noise threshold.
+pub const TIE: f64 = 1.0 + crate::measure::NOISY_CV_PCT / 100.0;
+
+/// What a claim says about its ratios.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Claim {
+    /// The first is faster: every ratio at least TIE.
+    Faster,
+    /// The first is never faster: no ratio reaches TIE.
+    NeverFaster,
+    /// No difference: every ratio within the tie band.
+    Same,
+    /// The first is the best or tied with the best: no ratio below 1/TIE.
+    Best,
+}
+
+impl Claim {
+    fn confirms(self, r: f64) -> bool {
+        match self {
+            Claim::Faster => r >= TIE,
+            Claim::NeverFaster => r < TIE,
+            Claim::Same => r > 1.0 / TIE && r < TIE,
+            Claim::Best => r > 1.0 / TIE,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Holds,
+    /// Confirmed at some points and not at others.
+    Partly,
+    DoesNotHold,
+    /// The points it needs were not measured (modes or workloads left out).
+    NotMeasured,
+}
+
+impl Verdict {
+    pub fn text(self) -> &'static str {
+        match self {
+            Verdict::Holds => "holds",
+            Verdict::Partly => "partly",
+            Verdict::DoesNotHold => "does not hold",
+            Verdict::NotMeasured => "not measured",
+        }
+    }
+}
+
+/// One ratio: `a` over `b` at one thread count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub workload: Workload,
+    pub threads: u32,
+    pub a: String,
+    pub b: String,
+    pub ratio: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Conclusion {
+    /// The study's statement, as it put it.
+    pub claim: String,
+    /// Which ratios test it here.
+    pub basis: String,
+    pub kind: Claim,
+    pub verdict: Verdict,
+    pub confirming: u32,
+    pub comparisons: Vec<Comparison>,
+    /// Geometric mean, smallest and largest ratio.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub factor: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub factor_min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub factor_max: Option<f64>,
+}
+
+impl Conclusion {
+    pub fn new(claim: &str, basis: &str, kind: Claim, comparisons: Vec<Comparison>) -> Conclusion {
+        let n = comparisons.len() as u32;
+        let confirming = comparisons.iter().filter(|c| kind.confirms(c.ratio)).count() as u32;
+        let verdict = match (n, confirming) {
+            (0, _) => Verdict::NotMeasured,
+            (n, c) if c == n => Verdict::Holds,
+            (_, 0) => Verdict::DoesNotHold,
+            _ => Verdict::Partly,
+        };
+        let ratios: Vec<f64> = comparisons.iter().map(|c| c.ratio).filter(|r| *r > 0.0 && r.is_finite()).collect();
+        let (factor, factor_min, factor_max) = if ratios.is_empty() {
+            (None, None, None)
+        } else {
+            let geo = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
+            (Some(geo), ratios.iter().copied().reduce(f64::min), ratios.iter().copied().reduce(f64::max))
+        };
+        Conclusion {
+            claim: claim.to_string(),
+            basis: basis.to_string(),
+            kind,
+            verdict,
+            confirming,
+            comparisons,
+            factor,
+            factor_min,
+            factor_max,
+        }
+    }
+}
+
+impl Conclusion {
+    /// "3.02x (2.10x to 4.00x)", or "-" when nothing was compared.
+    pub fn factor_text(&self) -> String {
+        match (self.factor, self.factor_min, self.factor_max) {
+            (Some(f), Some(lo), Some(hi)) if self.comparisons.len() > 1 => {
+                format!("{} ({} to {})", times(f), times(lo), times(hi))
+            }
+            (Some(f), _, _) => times(f),
+            _ => "-".to_string(),
+        }
+    }
+
+    /// "holds (3 of 3 comparisons)".
+    pub fn verdict_text(&self) -> String {
+        match self.verdict {
+            Verdict::NotMeasured => self.verdict.text().to_string(),
+            v => format!("{} ({} of {})", v.text(), self.confirming, self.comparisons.len()),
+        }
+    }
+}
+
+/// A factor with about three significant digits: "0.93x", "12.7x", "2556x".
+fn times(f: f64) -> String {
+    match f {
+        f if f >= 100.0 => format!("{f:.0}x"),
+        f if f >= 10.0 => format!("{f:.1}x"),
+        f => format!("{f:.2}x"),
+    }
+}
+
+/// Median throughput of a point's readers or writers.
+fn rate(p: &Point, writes: bool) -> Option<f64> {
+    p.side(writes).map(|s| s.ops_per_s.median).filter(|r| *r > 0.0)
+}
+
+/// Ratios `a / b` over every point `a` that `is_a` selects and its partner
+/// `partner(a)`: same workload and threads, one parameter changed.
+fn ratios(
+    points: &[Point],
+    workload: Workload,
+    writes: bool,
+    threads: impl Fn(u32) -> bool,
+    is_a: impl Fn(&Config) -> bool,
+    partner: impl Fn(Config) -> Config,
+) -> Vec<Comparison> {
+    let mut out = Vec::new();
+    for a in points.iter().filter(|p| p.workload == workload && threads(p.threads) && is_a(&p.config)) {
+        let want = partner(a.config);
+        let b = points.iter().find(|p| p.workload == workload && p.threads == a.threads && p.config == want);
+        if let (Some(b), Some(ra)) = (b, rate(a, writes)) {
+            if let Some(rb) = rate(b, writes) {
+                out.push(Comparison {
+                    workload,
+                    threads: a.threads,
+                    a: a.label.clone(),
+                    b: b.label.clone(),
+                    ratio: ra / rb,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Per thread count, the best per-thread WAL configuration over the best of
+/// all the others (the study's mixed-workload verdict).
+fn best_ratios(points: &[Point], writes: bool) -> Vec<Comparison> {
+    let mut threads: Vec<u32> = points.iter().filter(|p| p.workload == Workload::Mixed).map(|p| p.threads).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    let mut out = Vec::new();
+    for t in threads {
+        let best = |pick: &dyn Fn(&Config) -> bool| {
+            points
+                .iter()
+                .filter(|p| p.workload == Workload::Mixed && p.threads == t && pick(&p.config))
+                .filter_map(|p| rate(p, writes).map(|r| (r, p)))
+                .max_by(|x, y| x.0.total_cmp(&y.0))
+        };
+        let winner = |c: &Config| c.sharing == Sharing::PerThread && c.journal == Journal::Wal;
+        if let (Some((ra, a)), Some((rb, b))) = (best(&winner), best(&|c: &Config| !winner(c))) {
+            out.push(Comparison {
+                workload: Workload::Mixed,
+                threads: t,
+                a: a.label.clone(),
+                b: b.label.clone(),
+                ratio: ra / rb,
+            });
+        }
+    }
+    out
+}
+
+/// Each of the study's conclusions, judged on `points` (and the blob readers,
+/// an extension the study did not have). `cores` splits "up to the core count".
+pub fn evaluate(points: &[Point], blobs: Option<&BlobReaders>, cores: u32) -> Vec<Conclusion> {
+    let any = |_: u32| true;
+    let wal = |c: &Config| c.journal == Journal::Wal;
+    let to_delete = |c: Config| Config { journal: Journal::Delete, ..c };
+    let flip_cache = |c: Config| Config { shared_cache: !c.shared_cache, ..c };
+    let flip_sharing = |c: Config| Config {
+        sharing: if c.sharing == Sharing::Shared { Sharing::PerThread } else { Sharing::Shared },
+        ..c
+    };
+    let best_kind = |c: &Config| c.journal == Journal::Wal && !c.shared_cache;
+    let shared_best = |c: &Config| c.sharing == Sharing::Shared && best_kind(c);
+    let per_thread_best = |c: &Config| c.sharing == Sharing::PerThread && best_kind(c);
+    let mut one_thread =
+        ratios(points, Workload::Read, false, |t| t == 1, |c| c.sharing == Sharing::Shared, flip_sharing);
+    one_thread.extend(ratios(
+        points,
+        Workload::Write,
+        true,
+        |t| t == 1,
+        |c| c.sharing == Sharing::Shared,
+        flip_sharing,
+    ));
+    let mut out = vec![
+        Conclusion::new(
+            "WAL is faster than the default journal (DELETE) for reads",
+            "read: WAL / DELETE, other parameters equal",
+            Claim::Faster,
+            ratios(points, Workload::Read, false, any, wal, to_delete),
+        ),
+        Conclusion::new(
+            "WAL drastically improves write performance",
+            "write: WAL / DELETE",
+            Claim::Faster,
+            ratios(points, Workload::Write, true, any, wal, to_delete),
+        ),
+        Conclusion::new(
+            "WAL is faster for mixed reads and writes (reads)",
+            "mixed, reads/s: WAL / DELETE",
+            Claim::Faster,
+            ratios(points, Workload::Mixed, false, any, wal, to_delete),
+        ),
+        Conclusion::new(
+            "WAL is faster for mixed reads and writes (writes)",
+            "mixed, inserts/s: WAL / DELETE",
+            Claim::Faster,
+            ratios(points, Workload::Mixed, true, any, wal, to_delete),
+        ),
+        Conclusion::new(
+            "A shared cache is never faster for reads",
+            "read: shared cache / private cache",
+            Claim::NeverFaster,
+            ratios(points, Workload::Read, false, any, |c| c.shared_cache, flip_cache),
+        ),
+        Conclusion::new(
+            "A shared cache makes no real difference to writes",
+            "write: shared cache / private cache",
+            Claim::Same,
+            ratios(points, Workload::Write, true, any, |c| c.shared_cache, flip_cache),
+        ),
+        Conclusion::new(
+            "Read-only connections do not change read performance",
+            "read: read-only / read-write",
+            Claim::Same,
+            ratios(points, Workload::Read, false, any, |c| c.read_only, |c| Config { read_only: false, ..c }),
+        ),
+        Conclusion::new(
+            "With one thread, sharing a connection makes no difference",
+            "read and write, 1 thread: shared / per-thread",
+            Claim::Same,
+            one_thread,
+        ),
+        Conclusion::new(
+            "Reading, threads <= cores: a connection per thread is faster",
+            &format!("read, 2..={cores} threads, WAL, private cache: per-thread / shared"),
+            Claim::Faster,
+            ratios(points, Workload::Read, false, |t| t >= 2 && t <= cores, per_thread_best, flip_sharing),
+        ),
+        Conclusion::new(
+            "Reading, threads > cores: a shared connection is faster",
+            &format!("read, more than {cores} threads, WAL, private cache: shared / per-thread"),
+            Claim::Faster,
+            ratios(points, Workload::Read, false, |t| t > cores, shared_best, flip_sharing),
+        ),
+        Conclusion::new(
+            "Writing: a shared connection is always faster with several threads",
+            "write, 2+ threads, WAL, private cache: shared / per-thread",
+            Claim::Faster,
+            ratios(points, Workload::Write, true, |t| t >= 2, shared_best, flip_sharing),
+        ),
+        Conclusion::new(
+            "Mixed: a connection per thread with WAL is best (reads)",
+            "mixed, reads/s: best per-thread WAL / best of the rest",
+            Claim::Best,
+            best_ratios(points, false),
+        ),
+        Conclusion::new(
+            "Mixed: a connection per thread with WAL is best (writes)",
+            "mixed, inserts/s: best per-thread WAL / best of the rest",
+            Claim::Best,
+            best_ratios(points, true),
+        ),
+    ];
+    if let Some(b) = blobs {
+        out.push(Conclusion::new(
+            "Extension: SQLite keeps its lead over files as reader threads grow",
+            "kvtest blobs, random reads: best database / files, per thread count",
+            Claim::Faster,
+            b.leads(),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "conclusions_tests.rs"]
+mod tests;

@@ -1,0 +1,299 @@
+//! The `concurrency` section: throughput against threads, one line per
+//! configuration and one chart per workload (mixed has two: its reads and
+//! its inserts), the blob readers, and the study's conclusions as judged
+//! on each machine.
+
+use super::doc::{Block, Chart, Figure, Section, Table};
+use super::fmt::{machine_labels, micros, percent, thousands};
+use super::svg::{LineChart, Series};
+use crate::concurrency::{ConcurrencySection, Point, Workload, ERRORS_DOMINATE_PCT};
+use crate::results::ResultFile;
+
+pub fn sections(files: &[ResultFile]) -> Vec<Section> {
+    let labels = machine_labels(files);
+    let with: Vec<(usize, &String, &ConcurrencySection)> = files
+        .iter()
+        .zip(&labels)
+        .enumerate()
+        .filter_map(|(i, (f, l))| f.concurrency.as_ref().map(|c| (i, l, c)))
+        .collect();
+    let several = with.len() > 1;
+    with.into_iter()
+        .map(|(i, label, c)| {
+            let suffix = if several { format!("-{}", i + 1) } else { String::new() };
+            section(c, label, &suffix, several)
+        })
+        .collect()
+}
+
+fn section(c: &ConcurrencySection, label: &str, suffix: &str, several: bool) -> Section {
+    let s = &c.settings;
+    let mut blocks = vec![Block::Paragraph(format!(
+        "{} points (workload x configuration x threads); each run lasts {} s and the median of {} run{} is shown; \
+         {} cores; SQLite {}; busy timeout {} ms; {} insert{} per write transaction.",
+        c.points.len(),
+        s.duration_s,
+        s.repeat,
+        if s.repeat == 1 { "" } else { "s" },
+        s.cores,
+        s.sqlite_version,
+        s.busy_timeout_ms,
+        s.batch,
+        if s.batch == 1 { "" } else { "s" },
+    ))];
+    blocks.push(Block::Note(
+        "Throughput is successful operations (rows read, or rows inserted and committed) over the run's wall time, \
+         all threads together. For mixed, \"threads\" is the number of readers, running beside as many writers. \
+         Failed operations (SQLITE_BUSY or SQLITE_LOCKED after the busy timeout) are not counted as throughput."
+            .to_string(),
+    ));
+    for (w, writes, what) in [
+        (Workload::Read, false, "Reads: rows/s"),
+        (Workload::Write, true, "Inserts: rows/s"),
+        (Workload::Mixed, false, "Mixed, readers: rows read/s"),
+        (Workload::Mixed, true, "Mixed, writers: rows inserted/s"),
+    ] {
+        if let Some(f) = figure(c, w, writes, what, label, suffix, several) {
+            blocks.push(Block::Figure(f));
+        }
+    }
+    let troubled: Vec<String> = c
+        .points
+        .iter()
+        .filter(|p| p.errors_dominate || !p.consistent)
+        .map(|p| {
+            let mut why = Vec::new();
+            for side in p.reads.iter().chain(p.writes.iter()).filter(|s| s.error_pct > ERRORS_DOMINATE_PCT) {
+                why.push(format!("{} of attempts failed (busy/locked)", percent(side.error_pct)));
+            }
+            if !p.consistent {
+                why.push("rows found differ from rows inserted, or integrity_check failed".to_string());
+            }
+            format!("{}: {}", p.id, why.join("; "))
+        })
+        .collect();
+    if !troubled.is_empty() {
+        blocks.push(Block::Heading("Points to distrust".into()));
+        blocks.push(Block::List(troubled));
+    }
+    if let Some(b) = &c.blob_readers {
+        let x: Vec<f64> = crate::concurrency::BLOB_THREADS.iter().map(|&t| f64::from(t)).collect();
+        let series = ["db", "db-mmap", "files"]
+            .into_iter()
+            .map(|store| Series {
+                name: b.points.iter().find(|p| p.store == store).map_or(store.to_string(), |p| p.label.clone()),
+                values: x
+                    .iter()
+                    .map(|&t| {
+                        b.points.iter().find(|p| p.store == store && f64::from(p.threads) == t).map(|p| p.reads_per_s)
+                    })
+                    .collect(),
+            })
+            .collect();
+        let chart = LineChart {
+            title: format!("kvtest blobs, parallel readers: reads/s{}", on(label, several)),
+            x_label: "reader threads".into(),
+            y_label: "blobs read per second".into(),
+            x_log: false,
+            x,
+            series,
+            reference: None,
+        };
+        let caption = vec![format!(
+            "{} blobs of {} bytes, {} random reads per run (all threads together), median over runs; \
+             each thread has its own connection or file handles.",
+            thousands(u64::from(b.blobs)),
+            thousands(u64::from(b.blob_size)),
+            thousands(b.reads_per_run)
+        )];
+        let findings = b
+            .leads()
+            .iter()
+            .map(|l| {
+                let cpu = |store: &str| {
+                    b.points
+                        .iter()
+                        .find(|p| p.store == store && p.threads == l.threads)
+                        .map_or(f64::NAN, |p| p.cpu_us_per_read)
+                };
+                format!(
+                    "{} thread{}: {} / files = {:.2}x in reads per second; CPU time per read {} us vs {} us.",
+                    l.threads,
+                    if l.threads == 1 { "" } else { "s" },
+                    l.a,
+                    l.ratio,
+                    micros(cpu(&l.a)),
+                    micros(cpu("files"))
+                )
+            })
+            .collect();
+        blocks.push(Block::Figure(Figure {
+            id: format!("concurrency-blobs{suffix}"),
+            chart: Chart::Lines(chart),
+            caption,
+            findings,
+        }));
+    }
+    blocks.push(Block::Heading("Every point".into()));
+    blocks.push(Block::Table(points_table(c)));
+    blocks.push(Block::Heading("The study's conclusions on this machine".into()));
+    blocks.push(Block::Note(format!(
+        "Each conclusion is tested by throughput ratios between points that differ in one parameter only; a ratio \
+         within {:.0}% of 1 counts as no difference. Factor: geometric mean of the ratios (smallest to largest).",
+        s.tie_pct
+    )));
+    blocks.push(Block::Table(Table {
+        headers: ["conclusion", "verdict", "factor", "compared"].map(String::from).to_vec(),
+        rows: c
+            .conclusions
+            .iter()
+            .map(|k| vec![k.claim.clone(), k.verdict_text(), k.factor_text(), k.basis.clone()])
+            .collect(),
+    }));
+    if c.interrupted {
+        blocks.push(Block::Note("Interrupted: only the points that finished are shown.".into()));
+    }
+    Section {
+        id: format!("concurrency{suffix}"),
+        title: format!("Concurrency: shared connection or one per thread{}", on(label, several)),
+        in_summary: true,
+        blocks,
+    }
+}
+
+fn on(label: &str, several: bool) -> String {
+    if several {
+        format!(" ({label})")
+    } else {
+        String::new()
+    }
+}
+
+fn rate(p: &Point, writes: bool) -> Option<f64> {
+    p.side(writes).map(|s| s.ops_per_s.median)
+}
+
+/// Throughput against threads, one line per configuration.
+fn figure(
+    c: &ConcurrencySection,
+    w: Workload,
+    writes: bool,
+    what: &str,
+    label: &str,
+    suffix: &str,
+    several: bool,
+) -> Option<Figure> {
+    let points: Vec<&Point> = c.points.iter().filter(|p| p.workload == w && p.side(writes).is_some()).collect();
+    if points.is_empty() {
+        return None;
+    }
+    let mut x: Vec<u32> = points.iter().map(|p| p.threads).collect();
+    x.sort_unstable();
+    x.dedup();
+    let mut configs: Vec<&Point> = Vec::new();
+    for p in &points {
+        if !configs.iter().any(|q| q.config == p.config) {
+            configs.push(p);
+        }
+    }
+    let series = configs
+        .iter()
+        .map(|cfg| Series {
+            name: cfg.label.clone(),
+            values: x
+                .iter()
+                .map(|&t| {
+                    points.iter().find(|p| p.config == cfg.config && p.threads == t).and_then(|p| rate(p, writes))
+                })
+                .collect(),
+        })
+        .collect();
+    let best = |t: u32| {
+        points
+            .iter()
+            .filter(|p| p.threads == t)
+            .filter_map(|p| rate(p, writes).map(|r| (r, *p)))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+    };
+    let findings = [x.first(), x.last()]
+        .into_iter()
+        .flatten()
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .filter_map(|&t| best(t))
+        .map(|(r, p)| {
+            let lat = p.side(writes).map(|s| s.latency.p99_us).unwrap_or(f64::NAN);
+            format!(
+                "Fastest at {} thread{}: {} ({} per second, p99 latency {} us).",
+                p.threads,
+                if p.threads == 1 { "" } else { "s" },
+                p.label,
+                thousands(r.round() as u64),
+                micros(lat)
+            )
+        })
+        .collect();
+    let slug = match (w, writes) {
+        (Workload::Mixed, false) => "mixed-reads".to_string(),
+        (Workload::Mixed, true) => "mixed-writes".to_string(),
+        _ => w.name().to_string(),
+    };
+    Some(Figure {
+        id: format!("concurrency-{slug}{suffix}"),
+        chart: Chart::Lines(LineChart {
+            title: format!("{what}{}", on(label, several)),
+            x_label: if w == Workload::Mixed { "reader threads (plus as many writers)" } else { "threads" }.into(),
+            y_label: if writes { "rows inserted per second" } else { "rows read per second" }.into(),
+            x_log: false,
+            x: x.iter().map(|&t| f64::from(t)).collect(),
+            series,
+            reference: None,
+        }),
+        caption: vec![format!("Median over {} run(s) of {} s each.", c.settings.repeat, c.settings.duration_s)],
+        findings,
+    })
+}
+
+/// Every point's figures: throughput in total and per thread, latency
+/// percentiles, failed attempts, and the consistency check.
+fn points_table(c: &ConcurrencySection) -> Table {
+    let headers = [
+        "workload",
+        "configuration",
+        "threads",
+        "side",
+        "rows/s",
+        "rows/s per thread",
+        "p50 us",
+        "p99 us",
+        "failed",
+        "cores used",
+        "CPU us/op",
+        "rows and integrity",
+    ];
+    let mut rows = Vec::new();
+    for p in &c.points {
+        let sides = p.reads.iter().map(|s| ("readers", s)).chain(p.writes.iter().map(|s| ("writers", s)));
+        for (who, s) in sides {
+            rows.push(vec![
+                p.workload.name().to_string(),
+                p.label.clone(),
+                p.threads.to_string(),
+                who.to_string(),
+                thousands(s.ops_per_s.median.round() as u64),
+                thousands(s.per_thread_ops_per_s.median.round() as u64),
+                micros(s.latency.p50_us),
+                micros(s.latency.p99_us),
+                percent(s.error_pct),
+                format!("{:.2}", p.cores_used.median),
+                micros(p.cpu_us_per_op.median),
+                match (p.writes.is_some(), p.consistent) {
+                    (false, _) => "-".to_string(),
+                    (true, true) => "ok".to_string(),
+                    (true, false) => "MISMATCH".to_string(),
+                },
+            ]);
+        }
+    }
+    Table { headers: headers.map(String::from).to_vec(), rows }
+}

@@ -1,0 +1,147 @@
+//! `blobbench concurrency` and `blobbench run --threads` as a user runs
+//! them, with tiny settings, on real databases in temporary directories.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn blobbench() -> Command {
+    Command::cargo_bin("blobbench").unwrap()
+}
+
+/// Fails with one line that names the problem, and does not panic.
+fn refused(args: &[&str], dir: &Path, says: &str) {
+    let out = blobbench().args(args).arg("--workdir").arg(dir).arg("--out").arg(dir.join("out")).output().unwrap();
+    assert!(!out.status.success(), "{args:?} should fail");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(says), "{args:?}: expected {says:?} in {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!dir.join("out").exists(), "nothing written for bad input");
+}
+
+#[test]
+fn a_tiny_study_writes_results_charts_and_conclusions() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let assert = blobbench()
+        .args(["concurrency", "--quick", "--threads", "1,2", "--duration", "0.1", "--rows", "1000"])
+        .args(["--modes", "wal,delete,per-thread,shared,private-cache,rw,sync-off"])
+        .arg("--workdir")
+        .arg(dir.path())
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("WAL drastically improves write performance"))
+        .stdout(predicate::str::contains("best database / files"));
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).to_string();
+    assert!(stdout.contains("read: rows read/s") && stdout.contains("per-thread WAL"), "{stdout}");
+
+    let text = std::fs::read_to_string(out.join("results.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../docs/results.schema.json")).expect("schema is JSON");
+    if let Err(e) = jsonschema::validate(&schema, &v) {
+        panic!("results.json does not match docs/results.schema.json: {e} at {}", e.instance_path());
+    }
+    let mut broken = v.clone();
+    broken["concurrency"]["points"][0]["config"]["sharing"] = serde_json::json!("sideways");
+    assert!(!jsonschema::is_valid(&schema, &broken), "the schema checks the concurrency section");
+    assert_eq!(v["command"], "concurrency");
+    assert_eq!(v["complete"], true);
+    let c = &v["concurrency"];
+    // One parameter varied at a time: read and mixed have the baseline plus
+    // shared and DELETE (3 each), write too; times 2 thread counts.
+    let points = c["points"].as_array().unwrap();
+    assert_eq!(points.len(), 3 * 3 * 2);
+    for p in points {
+        assert_eq!(p["consistent"], true, "{}", p["id"]);
+        for run in p["runs"].as_array().unwrap() {
+            if let Some(w) = run.get("writes") {
+                let inserted = w["ops"].as_u64().unwrap();
+                assert_eq!(run["rows_found"].as_u64().unwrap(), run["rows_before"].as_u64().unwrap() + inserted);
+                assert_eq!(run["integrity"], "ok");
+            }
+        }
+    }
+    assert_eq!(c["conclusions"].as_array().unwrap().len(), 14, "13 of the study's plus the blob extension");
+    assert_eq!(c["blob_readers"]["points"].as_array().unwrap().len(), 9);
+    assert_eq!(v["experiments"].as_array().unwrap().len(), 9, "each blob reader point is an experiment");
+    for chart in ["read", "write", "mixed-reads", "mixed-writes", "blobs"] {
+        let svg = std::fs::read_to_string(out.join(format!("charts/concurrency-{chart}.svg"))).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("per-thread WAL") == (chart != "blobs"), "{chart}");
+    }
+    for chart in std::fs::read_dir(out.join("charts")).unwrap() {
+        let path = chart.unwrap().path();
+        if path.extension().is_none_or(|x| x != "svg") {
+            continue;
+        }
+        let svg = std::fs::read_to_string(path).unwrap();
+        roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("not well-formed SVG: {e}"));
+    }
+    let page = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(page.contains("The study&#39;s conclusions on this machine") || page.contains("The study's conclusions"));
+    assert!(std::fs::read_dir(dir.path()).unwrap().all(|e| {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        !name.starts_with(".blobbench-concurrency")
+    }));
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    refused(&["concurrency", "--threads", "1,,2"], d, "--threads");
+    refused(&["concurrency", "--threads", "two"], d, "--threads");
+    refused(&["concurrency", "--threads", "0"], d, "--threads");
+    refused(&["concurrency", "--duration", "0"], d, "--duration");
+    refused(&["concurrency", "--duration=-1"], d, "--duration");
+    refused(&["concurrency", "--modes", "wal,turbo"], d, "unknown mode \"turbo\"");
+    refused(&["concurrency", "--workload", "sideways"], d, "--workload");
+    refused(&["concurrency", "--batch", "0"], d, "--batch");
+    let out = blobbench()
+        .args(["concurrency", "--quick", "--workdir", "/nonexistent/dir", "--out"])
+        .arg(d.join("out"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/dir: no such directory") && !err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn run_threads_reads_a_dataset_with_several_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("kv.db");
+    let flat = dir.path().join("flat");
+    blobbench().arg("init").arg(&db).args(["--count", "300", "--size", "2000"]).assert().success();
+    blobbench().arg("export").arg(&db).arg(&flat).assert().success();
+    for path in [&db, &flat] {
+        let json = dir.path().join("r.json");
+        blobbench()
+            .arg("run")
+            .arg(path)
+            .args(["--threads", "2", "--random", "--count", "500", "--repeat", "2", "--json"])
+            .arg(&json)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("2 threads, each with its own"));
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let e = &v["experiments"][0];
+        assert_eq!(e["params"]["threads"], 2);
+        for run in e["runs"].as_array().unwrap() {
+            assert_eq!(run["ops"], 500);
+            assert_eq!(run["bytes"], 500 * 2000);
+        }
+        assert_eq!(e["latency"]["count"], 1000);
+    }
+    blobbench()
+        .arg("run")
+        .arg(&db)
+        .args(["--threads", "2", "--update"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--threads reads only"));
+}
