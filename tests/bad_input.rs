@@ -196,6 +196,14 @@ fn cases() -> Vec<Case> {
         case("matrix: empty list element", none, &["matrix", "--workdir", "@", "--out", "@rep", "--sizes", "10k,,20k"], Fail("--sizes")),
         case("matrix: full disk", none, &["matrix", "--sizes", "10k", "--pagesizes", "4096", "--total", "1M", "--repeat", "1", "--workdir", "@", "--out", "@rep"], Fail("File too large")).fsize(100_000),
         case("matrix: spaces and non-ASCII", spaced_dir, &["matrix", "--sizes", "10k", "--pagesizes", "4096", "--total", "100k", "--repeat", "1", "--workdir", "@my dir", "--out", "@my dir/rëport ü"], Works("results")),
+        // concurrency
+        case("concurrency: missing workdir", none, &["concurrency", "--workdir", "@nope", "--out", "@rep"], Fail("nope: ")),
+        case("concurrency: workdir is a file", text, &["concurrency", "--workdir", "@text.txt", "--out", "@rep"], Fail("text.txt: ")),
+        case("concurrency: out under a regular file", text, &["concurrency", "--workdir", "@", "--out", "@text.txt/rep"], Fail("text.txt: is not a directory")),
+        case("concurrency: out is a file", text, &["concurrency", "--workdir", "@", "--out", "@text.txt"], Fail("text.txt")),
+        case("concurrency: unknown mode", none, &["concurrency", "--workdir", "@", "--out", "@rep", "--modes", "wal,bogus"], Fail("--modes")),
+        case("concurrency: full disk", none, &["concurrency", "--threads", "1", "--duration", "0.1", "--repeat", "1", "--rows", "200", "--workload", "read", "--modes", "shared,wal,private-cache,rw", "--workdir", "@", "--out", "@rep"], Fail("File too large")).fsize(2_000),
+        case("concurrency: spaces and non-ASCII", spaced_dir, &["concurrency", "--threads", "1", "--duration", "0.1", "--repeat", "1", "--rows", "200", "--workload", "read", "--modes", "shared,wal,private-cache,rw", "--workdir", "@my dir", "--out", "@my dir/rëport ü"], Works("report in")),
     ];
     for (command, option) in NUMBER_OPTIONS {
         for bad in BAD_NUMBERS.iter().filter(|b| !(*option == "--cache-size" && **b == "-3")) {
@@ -233,6 +241,13 @@ const NUMBER_OPTIONS: &[(&[&str], &str)] = &[
     (&["matrix", "--workdir", "@", "--out", "@rep"], "--total"),
     (&["matrix", "--workdir", "@", "--out", "@rep"], "--cache"),
     (&["matrix", "--workdir", "@", "--out", "@rep"], "--repeat"),
+    (&["concurrency", "--workdir", "@", "--out", "@rep"], "--threads"),
+    (&["concurrency", "--workdir", "@", "--out", "@rep"], "--duration"),
+    (&["concurrency", "--workdir", "@", "--out", "@rep"], "--repeat"),
+    (&["concurrency", "--workdir", "@", "--out", "@rep"], "--rows"),
+    (&["concurrency", "--workdir", "@", "--out", "@rep"], "--batch"),
+    (&["concurrency", "--workdir", "@", "--out", "@rep"], "--busy-timeout"),
+    (&["concurrency", "--workdir", "@", "--out", "@rep"], "--seed"),
     (&["crashtest"], "--kills"),
     (&["crashtest"], "--count"),
     (&["crashtest"], "--seed"),

@@ -16,6 +16,7 @@ use blobbench::units::{self, UnitError};
 use super::progress;
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct ConcurrencyArgs {
     /// Thread counts, comma-separated [default: 1,2,4,8,16,20; --quick: 1,2,4]. Mixed runs this many readers plus as many writers.
     #[arg(long, value_name = "LIST", value_parser = thread_list)]
@@ -148,7 +149,8 @@ pub fn run(args: ConcurrencyArgs) -> anyhow::Result<()> {
     let opts = args.options();
     opts.validate()?;
     let points = opts.plan().len() * opts.threads.len();
-    eprintln!(
+    // On stdout: a failure must leave exactly one line, the error, on stderr.
+    println!(
         "concurrency: {points} points x {} run(s) x {:.1} s, plus setup and checks{}",
         opts.repeat,
         opts.duration.as_secs_f64(),

@@ -58,8 +58,10 @@ impl Templates {
 
 fn build(path: &Path, journal: Journal, rows: u32, seed: u64) -> Result<()> {
     remove_db(path)?;
-    let err = |e| Error::sqlite(path, "cannot build the table", e);
-    let conn = Connection::open(path).map_err(err)?;
+    let what = "cannot build the table";
+    let conn = Connection::open(path).map_err(|e| Error::sqlite(path, what, e))?;
+    // With the OS cause of an I/O error: a full disk says so.
+    let err = |e| crate::dataset::conn_error(&conn, path, what, e);
     conn.query_row(&format!("PRAGMA journal_mode={}", journal.pragma()), [], |r| r.get::<_, String>(0)).map_err(err)?;
     conn.execute_batch("CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER, b REAL, c TEXT); BEGIN;").map_err(err)?;
     {
@@ -72,7 +74,7 @@ fn build(path: &Path, journal: Journal, rows: u32, seed: u64) -> Result<()> {
         }
     }
     conn.execute_batch("COMMIT").map_err(err)?;
-    conn.close().map_err(|(_, e)| err(e))
+    conn.close().map_err(|(c, e)| crate::dataset::conn_error(&c, path, what, e))
 }
 
 fn random_text(rng: &mut impl Rng, out: &mut String) {
