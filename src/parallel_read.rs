@@ -95,6 +95,7 @@ pub fn run(opts: &RunOptions, threads: u32, id: &str, label: &str) -> Result<Run
         db: opts.db.clone(),
         files: opts.files,
         plan: opts.plan,
+        seed: None,
     };
     let (page_size, cache_size, journal_mode) = match db_info {
         Some((p, c, j)) => (Some(p), Some(c), Some(j)),

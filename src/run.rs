@@ -33,7 +33,9 @@ pub struct RunOptions {
     pub integrity_check: bool,
     pub stats: bool,
     pub plan: Plan,
-    /// Seed of the pool that new blob content is taken from.
+    /// Seed of the pool that new blob content is taken from. Writing the
+    /// same bytes again is nearly free in SQLite (unchanged pages are not
+    /// written), so callers vary it between invocations ([`fresh_seed`]).
     pub seed: u64,
 }
 
@@ -78,6 +80,12 @@ impl RunReport {
         let i = self.experiment.summary.median_run;
         self.experiment.runs.iter().find(|r| r.index == i).unwrap_or(&self.experiment.runs[0])
     }
+}
+
+/// A seed that differs from one invocation to the next (clock and pid).
+pub fn fresh_seed() -> u64 {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    nanos ^ u64::from(std::process::id()).rotate_left(32)
 }
 
 /// Bytes of random content beyond the largest blob: each operation takes its
@@ -160,6 +168,7 @@ pub fn run_observed(
         db: opts.db.clone(),
         files: opts.files,
         plan: opts.plan,
+        seed: opts.update.then_some(opts.seed),
     };
     let interrupted = measured.interrupted;
     let experiment = Experiment::from_measured(id, label, params, measured);

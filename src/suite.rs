@@ -242,6 +242,9 @@ fn measure_all(opts: &SuiteOptions, work: &Path, observer: &dyn SuiteObserver, r
             run_opts.db.mmap_bytes = db_bytes;
         }
         run_opts.files = step.files;
+        // Each write experiment writes its own content (a rewrite of the
+        // bytes already there would cost SQLite almost nothing).
+        run_opts.seed = opts.spec.seed.wrapping_add(results.experiments.len() as u64 + 1);
         run_opts.plan = Plan { cold: opts.plan.cold && !step.update, ..opts.plan };
         if opts.quick && step.files.fsync {
             // Each fsync costs milliseconds here; --quick keeps to its budget

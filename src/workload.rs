@@ -145,4 +145,7 @@ pub struct WorkloadParams {
     #[serde(default)]
     pub files: FileParams,
     pub plan: Plan,
+    /// Seed of the content written by an update run (repeat it with --seed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }

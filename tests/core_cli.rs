@@ -383,3 +383,35 @@ fn read_only_database_refuses_update() {
         .stderr(predicate::str::contains("read-only"));
     assert_eq!(std::fs::read(&db).unwrap(), before);
 }
+
+#[test]
+fn each_update_invocation_writes_new_content() {
+    // SQLite does not write pages whose bytes are unchanged, so a run that
+    // rewrote what the previous one wrote would measure a near-free write.
+    let dir = tempfile::tempdir().unwrap();
+    let db = small_db(dir.path());
+    let update = || {
+        blobbench()
+            .arg("run")
+            .arg(&db)
+            .args(["--update", "--count", "20", "--repeat", "1", "--warmup", "0"])
+            .assert()
+            .success();
+        blobs(&db)
+    };
+    let first = update();
+    let second = update();
+    let changed = first.iter().zip(&second).take(20).filter(|(a, b)| a.1 != b.1).count();
+    assert_eq!(changed, 20, "the second run rewrote every blob with new bytes");
+    // An explicit seed repeats the content exactly.
+    let with_seed = |seed: &str| {
+        blobbench()
+            .arg("run")
+            .arg(&db)
+            .args(["--update", "--count", "5", "--repeat", "1", "--warmup", "0", "--seed", seed])
+            .assert()
+            .success();
+        blobs(&db)
+    };
+    assert_eq!(with_seed("42")[..5], with_seed("42")[..5]);
+}

@@ -90,9 +90,11 @@ pub struct RunArgs {
     /// Do not time each operation (no percentiles; no clock reads in the loop).
     #[arg(long)]
     pub no_latency: bool,
-    /// Seed of the random content written by --update.
-    #[arg(long, default_value = "1", value_parser = units::non_negative_u64)]
-    pub seed: u64,
+    /// Seed of the random content written by --update [default: a new one
+    /// each time, recorded in the results]. SQLite skips pages whose bytes do
+    /// not change, so rewriting what the last run wrote would be nearly free.
+    #[arg(long, value_parser = units::non_negative_u64)]
+    pub seed: Option<u64>,
     /// Write the results (schema in docs/results-schema.md) to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -214,7 +216,7 @@ impl RunArgs {
                 cold: self.cold,
                 latency: !self.no_latency,
             },
-            seed: self.seed,
+            seed: self.seed.unwrap_or_else(blobbench::run::fresh_seed),
         }
     }
 }

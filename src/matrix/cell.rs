@@ -182,6 +182,7 @@ fn measure_external(spec: &CellSpec, paths: &CellPaths, plan: &Plan, id: &str) -
         db: db_params(spec),
         files: file_params(),
         plan: *plan,
+        seed: None,
     };
     Ok(Some(Experiment::from_measured(id, EXTERNAL_LABEL, params, measured)))
 }

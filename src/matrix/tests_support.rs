@@ -17,6 +17,7 @@ fn fake(us: f64) -> Experiment {
         db: DbParams::default(),
         files: FileParams::default(),
         plan: Plan::default(),
+        seed: None,
     };
     Experiment {
         id: String::new(),

@@ -62,6 +62,7 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
             db: DbParams::default(),
             files: FileParams::default(),
             plan: Plan::default(),
+            seed: None,
         },
         warmup_runs: 1,
         summary: Summary::of(&runs),
