@@ -6,7 +6,7 @@
 #     (target: mean per-op time within 2%).
 #
 #   bench/overhead.sh [COUNT] [ROUNDS]
-# Rounds alternate the variants so drift hits both; the first is a warm-up.
+# Rounds alternate the order of the variants; the first two are warm-ups.
 set -euo pipefail
 count=${1:-10000}
 rounds=${2:-9}
@@ -21,16 +21,28 @@ cd "$work"
 "$bb" init t.db --count "$count" --size 10k --variance 2k >/dev/null
 "$bb" export t.db t.dir >/dev/null
 loop_us() { sed -n 's/^us per read (loop) *\([0-9.]*\).*/\1/p'; }
-bare=() posix=() lat=() nolat=() dblat=() dbnolat=()
+variant() {
+  case $1 in
+    bare) "$work/bare_read" t.dir "$count" "$count" ;;
+    posix) "$bb" run t.dir --count "$count" --random --file-read posix --repeat 1 --warmup 0 --no-latency | loop_us ;;
+    posix-lat) "$bb" run t.dir --count "$count" --random --file-read posix --repeat 1 --warmup 0 | loop_us ;;
+    db-lat) "$bb" run t.db --count "$count" --random --blob-api --mmap 2G --repeat 1 --warmup 0 | loop_us ;;
+    db) "$bb" run t.db --count "$count" --random --blob-api --mmap 2G --repeat 1 --warmup 0 --no-latency | loop_us ;;
+  esac
+}
+names=(bare posix posix-lat db-lat db)
+declare -A got
 for r in $(seq 1 "$rounds"); do
-  b=$("$work/bare_read" t.dir "$count" "$count")
-  p=$("$bb" run t.dir --count "$count" --random --file-read posix --repeat 1 --warmup 0 --no-latency | loop_us)
-  l=$("$bb" run t.dir --count "$count" --random --file-read posix --repeat 1 --warmup 0 | loop_us)
-  dl=$("$bb" run t.db --count "$count" --random --blob-api --mmap 2G --repeat 1 --warmup 0 | loop_us)
-  dn=$("$bb" run t.db --count "$count" --random --blob-api --mmap 2G --repeat 1 --warmup 0 --no-latency | loop_us)
-  if [ "$r" -gt 1 ]; then bare+=("$b"); posix+=("$p"); lat+=("$l"); nolat+=("$p"); dblat+=("$dl"); dbnolat+=("$dn"); fi
+  # Every other round runs the variants in reverse, so that whatever the
+  # position in a round does (caches, frequency) hits each variant alike.
+  order=("${names[@]}")
+  if [ $((r % 2)) -eq 0 ]; then order=(db db-lat posix-lat posix bare); fi
+  for v in "${order[@]}"; do
+    t=$(variant "$v")
+    if [ "$r" -gt 2 ]; then got[$v]+="$t "; fi
+  done
 done
-python3 - "${bare[*]}" "${posix[*]}" "${lat[*]}" "${nolat[*]}" "${dblat[*]}" "${dbnolat[*]}" <<'PY'
+python3 - "${got[bare]}" "${got[posix]}" "${got[posix-lat]}" "${got[posix]}" "${got[db-lat]}" "${got[db]}" <<'PY'
 import statistics as st, sys
 bare, posix, lat, nolat, dblat, dbnolat = ([float(x) for x in a.split()] for a in sys.argv[1:7])
 m = st.median

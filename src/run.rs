@@ -385,8 +385,9 @@ fn timed_loop<S: BlobStore, L: LatencySink>(
         p.runs.set(run + 1);
         run * 7919 % POOL_WINDOW
     });
+    let clock = measure::op_clock();
     let start = Instant::now();
-    let mut prev = start;
+    let mut prev = clock.raw();
     while ops < count {
         let n = match pool {
             None => store.read(keys.current())?,
@@ -400,8 +401,8 @@ fn timed_loop<S: BlobStore, L: LatencySink>(
             }
         };
         if L::ENABLED {
-            let now = Instant::now();
-            lat.record((now - prev).as_nanos() as u64);
+            let now = clock.raw();
+            lat.record(clock.delta_as_nanos(prev, now));
             prev = now;
         }
         keys.advance();
@@ -415,7 +416,7 @@ fn timed_loop<S: BlobStore, L: LatencySink>(
             bytes += n;
         }
     }
-    let end = if L::ENABLED { prev } else { Instant::now() };
+    let end = Instant::now();
     Ok(LoopTotals { ops, misses, bytes, start, end })
 }
 

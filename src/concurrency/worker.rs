@@ -11,7 +11,7 @@ use rusqlite::ffi;
 
 use super::sqlite::{is_contention, Conn, MutexGuard, Stmt};
 use super::table::{self, Values};
-use crate::measure::{stop_requested, Latency, LatencySink};
+use crate::measure::{op_clock, stop_requested, Latency, LatencySink};
 use crate::{Error, Result};
 
 /// Ctrl-C is checked every this many operations (an atomic load).
@@ -82,9 +82,11 @@ impl<'c> Reader<'c> {
         let mask = self.keys.len() - 1;
         let mut sum = 0u64;
         let mut n = 0u64;
+        let clock = op_clock();
         let mut t = Tally::new(Instant::now());
-        let deadline = t.start + duration;
-        let mut prev = t.start;
+        let limit_ns = duration.as_nanos() as u64;
+        let first = clock.raw();
+        let mut prev = first;
         loop {
             let key = self.keys[(n as usize) & mask];
             n += 1;
@@ -102,23 +104,23 @@ impl<'c> Reader<'c> {
             // Reset at once: a statement left open would hold its read
             // transaction (a SHARED lock, or a WAL snapshot) between reads.
             self.stmt.reset();
-            let now = Instant::now();
+            let now = clock.raw();
             match rc {
                 ffi::SQLITE_ROW => {
                     t.ops += 1;
-                    t.latency.record((now - prev).as_nanos() as u64);
+                    t.latency.record(clock.delta_as_nanos(prev, now));
                 }
                 rc if is_contention(rc) => t.contention(rc, 1),
                 ffi::SQLITE_DONE => return Err(Error::bad_input(self.conn.path(), format!("row {key} is missing"))),
                 rc => return Err(self.conn.error(&format!("cannot read row {key}"), rc)),
             }
             prev = now;
-            if now >= deadline || (n & STOP_CHECK_MASK == 0 && stop_requested()) {
+            if clock.delta_as_nanos(first, now) >= limit_ns || (n & STOP_CHECK_MASK == 0 && stop_requested()) {
                 break;
             }
         }
         std::hint::black_box(sum);
-        t.end = prev;
+        t.end = Instant::now();
         Ok(t)
     }
 }
@@ -154,27 +156,29 @@ impl<'c> Writer<'c> {
         let batch = u64::from(self.batch);
         let mut next = 0usize;
         let mut n = 0u64;
+        let clock = op_clock();
         let mut t = Tally::new(Instant::now());
-        let deadline = t.start + duration;
-        let mut prev = t.start;
+        let limit_ns = duration.as_nanos() as u64;
+        let first = clock.raw();
+        let mut prev = first;
         loop {
             n += 1;
             let rc = if self.batch == 1 { self.insert_one(&mut next) } else { self.transaction(&mut next) };
-            let now = Instant::now();
+            let now = clock.raw();
             match rc {
                 ffi::SQLITE_DONE => {
                     t.ops += batch;
-                    t.latency.record((now - prev).as_nanos() as u64);
+                    t.latency.record(clock.delta_as_nanos(prev, now));
                 }
                 rc if is_contention(rc) => t.contention(rc, batch),
                 rc => return Err(self.conn.error("cannot insert", rc)),
             }
             prev = now;
-            if now >= deadline || (n & STOP_CHECK_MASK == 0 && stop_requested()) {
+            if clock.delta_as_nanos(first, now) >= limit_ns || (n & STOP_CHECK_MASK == 0 && stop_requested()) {
                 break;
             }
         }
-        t.end = prev;
+        t.end = Instant::now();
         Ok(t)
     }
 

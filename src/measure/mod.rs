@@ -6,7 +6,7 @@
 mod latency;
 mod stats;
 
-pub use latency::{clock_cost_ns, Latency, LatencySink, LatencySummary, NoLatency};
+pub use latency::{clock_cost_ns, op_clock, Latency, LatencySink, LatencySummary, NoLatency};
 pub use stats::{Stat, Summary};
 
 use std::sync::atomic::{AtomicBool, Ordering};
