@@ -11,14 +11,18 @@ pub struct Bar {
     bar: Mutex<Option<ProgressBar>>,
 }
 
+/// A bar for `len` units labelled `what`, drawn with `template`.
+pub fn bar(what: &str, len: u64, template: &str) -> ProgressBar {
+    let bar = ProgressBar::new(len).with_message(what.to_string());
+    bar.set_style(
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()).progress_chars("=> "),
+    );
+    bar
+}
+
 impl Progress for Bar {
     fn start(&self, what: &str, total: u64) {
-        let bar = ProgressBar::new(total).with_message(what.to_string());
-        bar.set_style(
-            ProgressStyle::with_template("{msg:>12} [{bar:40}] {pos}/{len} ({per_sec}, ETA {eta})")
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-        );
+        let bar = bar(what, total, "{msg:>12} [{bar:40}] {pos}/{len} ({per_sec}, ETA {eta})");
         if let Ok(mut slot) = self.bar.lock() {
             *slot = Some(bar);
         }

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 
 use blobbench::measure::Plan;
 use blobbench::suite::{self, SuiteObserver, SuiteOptions};
@@ -89,12 +89,7 @@ impl SuiteObserver for Lines {
         if !self.terminal {
             return;
         }
-        let bar = ProgressBar::new(units).with_message(what.to_string());
-        bar.set_style(
-            ProgressStyle::with_template("{msg:<40} [{bar:30}] {pos}/{len} ETA {eta}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-        );
+        let bar = super::progress::bar(what, units, "{msg:<40} [{bar:30}] {pos}/{len} ETA {eta}");
         if let Ok(mut slot) = self.bar.lock() {
             *slot = Some(bar);
         }
