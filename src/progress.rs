@@ -7,8 +7,6 @@ pub trait Progress: Sync {
     fn start(&self, what: &str, total: u64);
     fn advance(&self, units: u64);
     fn finish(&self);
-    /// A line to show above the bar (what just finished).
-    fn note(&self, _line: &str) {}
 }
 
 pub struct Silent;
