@@ -120,10 +120,7 @@ pub fn stat(args: StatArgs) -> anyhow::Result<()> {
     match &report {
         StatReport::Db(s) => {
             // kvtest's lines first, in kvtest's format.
-            println!("Number of entries:  {:8}", s.entries);
-            println!("Average value size: {:8}", s.avg_size as u64);
-            println!("Minimum value size: {:8}", s.min_size);
-            println!("Maximum value size: {:8}", s.max_size);
+            print_sizes(s.entries, s.avg_size, s.min_size, s.max_size);
             println!("Page-size:          {:8}", s.page_size);
             println!("Page-count:         {:8}", s.page_count);
             println!("Freelist-count:     {:8}", s.freelist_count);
@@ -137,10 +134,7 @@ pub fn stat(args: StatArgs) -> anyhow::Result<()> {
         }
         StatReport::Dir(s) => {
             println!("Layout:             {:>8}", s.layout.name());
-            println!("Number of entries:  {:8}", s.entries);
-            println!("Average value size: {:8}", s.avg_size as u64);
-            println!("Minimum value size: {:8}", s.min_size);
-            println!("Maximum value size: {:8}", s.max_size);
+            print_sizes(s.entries, s.avg_size, s.min_size, s.max_size);
             println!("Directories:        {:8}", s.directories);
             println!("Content bytes:      {:>14}", s.content_bytes);
             println!("Apparent bytes:     {:>14}  (files and directories, as ls shows them)", s.apparent_bytes);
@@ -148,4 +142,12 @@ pub fn stat(args: StatArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// kvtest's four size lines, shared by databases and directories.
+fn print_sizes(entries: u64, avg: f64, min: u64, max: u64) {
+    println!("Number of entries:  {entries:8}");
+    println!("Average value size: {:8}", avg as u64);
+    println!("Minimum value size: {min:8}");
+    println!("Maximum value size: {max:8}");
 }

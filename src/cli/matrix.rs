@@ -109,17 +109,18 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<()> {
     let mut file = ResultFile::new("matrix", envinfo::collect(&opts.workdir));
     file.complete = !done.interrupted;
     file.notes.push(format!("ratios are of the {RATIO_FIGURE}"));
+    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let table = matrix::render_text(&done.section, colour);
+    let measured = done.section.cells.len();
     file.matrix = Some(done.section);
     // The report (results.json, charts, index.html); the terminal gets the
     // study-shaped table below instead of the report's generic summary.
     let written = report::render(std::slice::from_ref(&file), &args.out, &report::Options { force: args.force })?;
 
-    let section = file.matrix.as_ref().expect("just set");
-    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    print!("{}", matrix::render_text(section, colour));
+    print!("{table}");
     println!();
     if done.interrupted {
-        println!("warning: interrupted; {} of {cells} cells were measured", section.cells.len());
+        println!("warning: interrupted; {} of {cells} cells were measured", measured);
     }
     println!("SQLite {}; wall time {:.1} s", rusqlite::version(), done.elapsed_ns as f64 / 1e9);
     println!(

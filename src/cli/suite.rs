@@ -109,7 +109,8 @@ impl SuiteObserver for Lines {
                 bar.finish_and_clear();
             }
         }
-        eprintln!("{line}");
+        // Results go to stdout; stderr is left for the one error line.
+        println!("{line}");
     }
 }
 
