@@ -32,7 +32,7 @@ fn quick_crashtest_keeps_journaled_databases_whole() {
     assert_eq!(section.methods.len(), 10, "every method ran");
     let mut journaled_new = 0;
     for m in &section.methods {
-        assert_eq!(m.kills, blobbench::crashtest::QUICK_KILLS, "{}", m.method);
+        assert_eq!(m.kills, blobbench::studies::crashtest::QUICK_KILLS, "{}", m.method);
         assert_eq!(m.blobs_checked, u64::from(m.kills) * u64::from(section.blobs));
         let classified = m.intact_old + m.intact_new + m.torn + m.missing + m.unexpected_version;
         assert_eq!(classified, m.blobs_checked, "{}: every blob is classified once", m.method);

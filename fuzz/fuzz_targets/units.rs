@@ -3,7 +3,7 @@
 //! must be consistent with the range-checked parsers and lists built on it.
 #![no_main]
 
-use blobbench::units;
+use blobbench::util::units;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -8,10 +8,13 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use blobbench::concurrency::{self, ConcurrencyOptions, ConcurrencySection, Modes, Point, Workload, MAX_THREADS};
-use blobbench::envinfo;
-use blobbench::results::{DatasetSpec, ResultFile};
-use blobbench::units::{self, UnitError};
+use blobbench::measure::envinfo;
+use blobbench::records::DatasetSpec;
+use blobbench::results::ResultFile;
+use blobbench::studies::concurrency::{
+    self, ConcurrencyOptions, ConcurrencySection, Modes, Point, Workload, MAX_THREADS,
+};
+use blobbench::util::units::{self, UnitError};
 
 use super::progress;
 

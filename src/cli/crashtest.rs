@@ -8,9 +8,10 @@ use std::path::PathBuf;
 use anyhow::bail;
 use clap::Args;
 
-use blobbench::crashtest::{self, CrashOptions, CrashReport, Method, WriterSpec};
+use blobbench::measure::envinfo;
 use blobbench::results::{self, ResultFile};
-use blobbench::{envinfo, units};
+use blobbench::studies::crashtest::{self, CrashOptions, CrashReport, Method, WriterSpec};
+use blobbench::util::units;
 
 use super::progress;
 
@@ -60,7 +61,7 @@ pub struct CrashtestArgs {
 
 pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
     if let Some(p) = &args.json {
-        blobbench::fsutil::check_writable_output(p)?;
+        blobbench::util::fsutil::check_writable_output(p)?;
     }
     let writer = std::env::current_exe()?;
     let mut opts = CrashOptions::new(writer);

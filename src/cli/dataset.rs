@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use blobbench::dataset::{self, StatReport};
-use blobbench::results::DatasetSpec;
-use blobbench::units;
+use blobbench::engine::dataset::{self, StatReport};
+use blobbench::records::DatasetSpec;
+use blobbench::util::units;
 
 use super::progress;
 

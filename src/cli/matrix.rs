@@ -6,9 +6,11 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use blobbench::matrix::{self, MatrixOptions, RATIO_FIGURE};
+use blobbench::measure::envinfo;
+use blobbench::report;
 use blobbench::results::ResultFile;
-use blobbench::{envinfo, report, units};
+use blobbench::studies::matrix::{self, MatrixOptions, RATIO_FIGURE};
+use blobbench::util::units;
 
 use super::progress;
 

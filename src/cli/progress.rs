@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use blobbench::progress::{Progress, Silent};
+use blobbench::util::progress::{Progress, Silent};
 
 pub struct Bar {
     bar: Mutex<Option<ProgressBar>>,

@@ -5,13 +5,13 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use blobbench::envinfo;
-use blobbench::keys::Order;
-use blobbench::measure::Plan;
+use blobbench::drivers::run::{self, RunOptions, RunReport};
+use blobbench::measure::envinfo;
+use blobbench::records::keys::Order;
+use blobbench::records::Plan;
+use blobbench::records::{DbAccess, DbParams, FileParams, FileRead, FileWrite, Layout, SyncLevel};
 use blobbench::results::{self, ResultFile};
-use blobbench::run::{self, RunOptions, RunReport};
-use blobbench::units;
-use blobbench::workload::{DbAccess, DbParams, FileParams, FileRead, FileWrite, Layout, SyncLevel};
+use blobbench::util::units;
 
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
@@ -216,7 +216,7 @@ impl RunArgs {
                 cold: self.cold,
                 latency: !self.no_latency,
             },
-            seed: self.seed.unwrap_or_else(blobbench::run::fresh_seed),
+            seed: self.seed.unwrap_or_else(blobbench::drivers::run::fresh_seed),
         }
     }
 }
@@ -224,12 +224,12 @@ impl RunArgs {
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     // Output paths are checked before measuring, not after an hour of it.
     for p in args.json.iter().chain(args.csv.iter()) {
-        blobbench::fsutil::check_writable_output(p)?;
+        blobbench::util::fsutil::check_writable_output(p)?;
     }
     let opts = args.options();
     // --threads (concurrency): several readers at once, in parallel_read.
     let report = match args.threads {
-        Some(t) => blobbench::parallel_read::run(&opts, t, "run", "run")?,
+        Some(t) => blobbench::drivers::parallel_read::run(&opts, t, "run", "run")?,
         None => run::run(&opts, "run", "run")?,
     };
     let mut results = ResultFile::new("run", envinfo::collect(&args.path));
@@ -239,7 +239,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         results::write(p, &results)?;
     }
     if let Some(p) = &args.csv {
-        blobbench::fsutil::write_atomic(p, blobbench::csv::runs(&results).as_bytes())?;
+        blobbench::util::fsutil::write_atomic(p, blobbench::results::csv::runs(&results).as_bytes())?;
     }
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&results)?),

@@ -8,9 +8,9 @@ use std::time::Instant;
 use clap::Args;
 use indicatif::ProgressBar;
 
-use blobbench::measure::Plan;
-use blobbench::suite::{self, SuiteObserver, SuiteOptions};
-use blobbench::units;
+use blobbench::records::Plan;
+use blobbench::studies::suite::{self, SuiteObserver, SuiteOptions};
+use blobbench::util::units;
 
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]

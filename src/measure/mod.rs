@@ -3,9 +3,14 @@
 //! with spread. Workloads supply one run as a closure; everything about how
 //! runs are repeated and summarised lives here, once.
 
+pub mod cold;
+pub mod envinfo;
+mod experiment;
 mod latency;
+pub mod oscount;
 mod stats;
 
+pub use experiment::Experiment;
 pub use latency::{clock_cost_ns, op_clock, Latency, LatencySink, LatencySummary, NoLatency};
 pub use stats::{Stat, Summary};
 
@@ -13,28 +18,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cold::EvictionReport;
-use crate::oscount::OsCounters;
+use crate::records::Plan;
 use crate::{Error, Result};
-
-/// How an experiment is measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Plan {
-    /// Timed runs.
-    pub repeat: u32,
-    /// Untimed runs before the timed ones (the article discards one).
-    pub warmup: u32,
-    /// Evict the dataset from the page cache before each timed run.
-    pub cold: bool,
-    /// Time every operation (one clock read per op) for percentiles.
-    pub latency: bool,
-}
-
-impl Default for Plan {
-    fn default() -> Self {
-        Plan { repeat: 5, warmup: 1, cold: false, latency: true }
-    }
-}
+use cold::EvictionReport;
+use oscount::OsCounters;
 
 /// Where the time of one run went. kvtest's single figure is `kvtest_total_ns`:
 /// from before the database is opened to after the commit, plus the close

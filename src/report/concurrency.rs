@@ -6,8 +6,8 @@
 use super::doc::{Block, Chart, Figure, Section, Table};
 use super::fmt::{machine_labels, micros, percent, thousands};
 use super::svg::{LineChart, Series};
-use crate::concurrency::{ConcurrencySection, Point, Workload, ERRORS_DOMINATE_PCT};
 use crate::results::ResultFile;
+use crate::studies::concurrency::{ConcurrencySection, Point, Workload, ERRORS_DOMINATE_PCT};
 
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let labels = machine_labels(files);
@@ -77,7 +77,7 @@ fn section(c: &ConcurrencySection, label: &str, suffix: &str, several: bool) -> 
         blocks.push(Block::List(troubled));
     }
     if let Some(b) = &c.blob_readers {
-        let x: Vec<f64> = crate::concurrency::BLOB_THREADS.iter().map(|&t| f64::from(t)).collect();
+        let x: Vec<f64> = crate::studies::concurrency::BLOB_THREADS.iter().map(|&t| f64::from(t)).collect();
         let series = ["db", "db-mmap", "files"]
             .into_iter()
             .map(|store| Series {

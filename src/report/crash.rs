@@ -4,8 +4,8 @@
 
 use super::doc::{Block, Section, Table};
 use super::fmt::{machine_labels, thousands};
-use crate::crashtest::{self, CrashSection};
 use crate::results::ResultFile;
+use crate::studies::crashtest::{self, CrashSection};
 
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let labels = machine_labels(files);
@@ -86,8 +86,8 @@ fn table(c: &CrashSection) -> Table {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crashtest::CrashMethodResult;
     use crate::report::fixtures::suite;
+    use crate::studies::crashtest::CrashMethodResult;
 
     fn crash_file(torn_in_wal: u64) -> ResultFile {
         let method = |name: &str, promises_atomic: bool, torn: u64| CrashMethodResult {

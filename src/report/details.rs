@@ -6,8 +6,9 @@
 use super::doc::{Block, Section, Table, NOT_MEASURED};
 use super::fmt::{bytes, date_time, machine_labels, micros, percent, thousands};
 use super::kvtest::{suite_files, SUITE_IDS};
-use crate::results::{Experiment, ResultFile};
-use crate::workload::Layout;
+use crate::measure::Experiment;
+use crate::records::Layout;
+use crate::results::ResultFile;
 
 fn or_unknown(s: &str) -> String {
     if s.trim().is_empty() {
@@ -181,7 +182,7 @@ fn layout_name(l: Layout) -> &'static str {
 /// Environment rows, one column per file.
 fn environment_table(files: &[ResultFile], labels: &[String]) -> Table {
     type Field = fn(&ResultFile) -> String;
-    fn storage(f: &ResultFile, get: fn(&crate::envinfo::StorageInfo) -> String) -> String {
+    fn storage(f: &ResultFile, get: fn(&crate::measure::envinfo::StorageInfo) -> String) -> String {
         f.environment.storage.as_ref().map_or_else(|| "unknown".to_string(), get)
     }
     let fields: Vec<(&str, Field)> = vec![

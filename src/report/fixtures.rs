@@ -1,12 +1,15 @@
 //! Result files built in code for the report's tests: known per-op times,
 //! so every ratio and sentence the report computes can be checked exactly.
 
-use crate::envinfo::{Environment, StorageInfo};
-use crate::keys::Order;
-use crate::measure::{LatencySummary, Phases, Plan, RunSample, Summary};
-use crate::oscount::OsCounters;
-use crate::results::{DatasetSpec, DiskUsage, Experiment, ResultFile};
-use crate::workload::{DbParams, FileParams, Layout, WorkloadParams};
+use crate::measure::envinfo::{Environment, StorageInfo};
+use crate::measure::oscount::OsCounters;
+use crate::measure::Experiment;
+use crate::measure::{LatencySummary, Phases, RunSample, Summary};
+use crate::records::keys::Order;
+use crate::records::Plan;
+use crate::records::{DatasetSpec, DiskUsage};
+use crate::records::{DbParams, FileParams, Layout, WorkloadParams};
+use crate::results::ResultFile;
 
 /// An experiment whose three timed runs took `per_op_us` each (no spread).
 pub fn experiment(id: &str, per_op_us: f64) -> Experiment {

@@ -139,7 +139,7 @@ pub fn percent(p: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::envinfo::Environment;
+    use crate::measure::envinfo::Environment;
 
     fn file(host: &str, unix: u64) -> ResultFile {
         let mut f = ResultFile::new("suite", Environment { hostname: host.into(), ..Environment::default() });

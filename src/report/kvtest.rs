@@ -8,7 +8,9 @@
 use super::doc::{Block, Chart, Figure, Section, Table};
 use super::fmt::{blob_size, bytes, machine_labels, micros, speed_phrase, thousands};
 use super::svg::BarChart;
-use crate::results::{DatasetSpec, Experiment, ResultFile};
+use crate::measure::Experiment;
+use crate::records::DatasetSpec;
+use crate::results::ResultFile;
 
 /// One measured configuration as the charts name it.
 #[derive(Debug, Clone, Copy)]

@@ -7,9 +7,9 @@
 use super::doc::{Block, Chart, Figure, Section, Table};
 use super::fmt::{machine_labels, micros};
 use super::svg::{Heatmap, LineChart, Series};
-use crate::matrix::{self as m, CrossoverKind, Figure as Fig, Grid, MatrixSection};
 use crate::results::ResultFile;
-use crate::units::short_size;
+use crate::studies::matrix::{self as m, CrossoverKind, Figure as Fig, Grid, MatrixSection};
+use crate::util::units::short_size;
 
 /// The matrix sections: one per result file that holds a matrix, then the
 /// 2011 study once (nothing when no file holds a matrix).
@@ -259,11 +259,11 @@ fn study_section() -> Section {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matrix::tests_support::fixed_section;
     use crate::report::doc;
+    use crate::studies::matrix::tests_support::fixed_section;
 
     fn file(host: &str) -> ResultFile {
-        let mut f = ResultFile::new("matrix", crate::envinfo::Environment::default());
+        let mut f = ResultFile::new("matrix", crate::measure::envinfo::Environment::default());
         f.environment.hostname = host.into();
         f.matrix = Some(fixed_section());
         f

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::fsutil::{check_dir, parent_dir, temp_sibling};
+use crate::util::fsutil::{check_dir, parent_dir, temp_sibling};
 use crate::{Error, Result};
 
 /// Marks a directory as a blobbench report, so it may be replaced later.

@@ -1,0 +1,5 @@
+//! Drivers: the timed session written once, and the commands that run it
+//! (`run`, `run --threads`).
+
+pub mod parallel_read;
+pub mod run;

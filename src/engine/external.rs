@@ -1,0 +1,222 @@
+//! External blobs as a blob store: each read looks the blob's file name up
+//! in a database (`ext(k, name)`, see `dataset::init_names`) with a prepared
+//! statement, then reads the file with open/fstat/read/close. The per-blob
+//! calls are raw SQLite and libc calls into reused buffers, so the timed
+//! loop holds the lookup and the file read and nothing else.
+
+use std::ffi::{c_int, CStr};
+use std::path::{Path, PathBuf};
+use std::ptr;
+
+use rusqlite::{ffi, Connection, OpenFlags};
+
+use super::files::{read_posix, PosixReadError};
+use super::sqlite::last_error;
+use super::BlobStore;
+use crate::{Error, Result};
+
+pub struct ExternalStore {
+    /// Declared before `conn` so it is finalized before the connection closes.
+    stmt: Statement,
+    conn: Connection,
+    db: *mut ffi::sqlite3,
+    db_path: PathBuf,
+    /// The blob directory, '/', then the current name and a NUL.
+    file: Vec<u8>,
+    prefix: usize,
+    buf: Vec<u8>,
+    last_len: usize,
+}
+
+// SAFETY: the connection is opened with SQLITE_OPEN_NOMUTEX and a store is
+// only ever used by one thread at a time (moved, never shared).
+unsafe impl Send for ExternalStore {}
+
+/// The prepared lookup, finalized on drop.
+struct Statement(*mut ffi::sqlite3_stmt);
+
+impl Drop for Statement {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            // SAFETY: a live statement of the store's connection.
+            unsafe { ffi::sqlite3_finalize(self.0) };
+            self.0 = ptr::null_mut();
+        }
+    }
+}
+
+impl ExternalStore {
+    /// Opens the name database with a page cache of `cache_pages` pages,
+    /// prepares the lookup and begins the read transaction (as `DbSession`
+    /// does for blobs inside the database). Names are relative to `dir`.
+    pub fn open(names_db: &Path, dir: &Path, cache_pages: i64) -> Result<Self> {
+        use std::os::unix::ffi::OsStrExt;
+        let err = |what: &'static str| move |e| crate::engine::dataset::db_error(names_db, what, e);
+        if !names_db.is_file() {
+            return Err(Error::NotFound(names_db.to_path_buf()));
+        }
+        let conn =
+            Connection::open_with_flags(names_db, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+                .map_err(err("cannot open database"))?;
+        conn.execute_batch(&format!("PRAGMA cache_size={cache_pages}")).map_err(err("cannot set pragmas"))?;
+        // SAFETY: the handle stays valid while `conn` lives, which outlives
+        // the statement (finalized first, in commit or on drop).
+        let db = unsafe { conn.handle() };
+        let mut file = dir.as_os_str().as_bytes().to_vec();
+        if file.contains(&0) {
+            return Err(Error::bad_input(dir, "path contains a NUL byte"));
+        }
+        file.push(b'/');
+        let prefix = file.len();
+        file.reserve(256);
+        let mut store = ExternalStore {
+            stmt: Statement(ptr::null_mut()),
+            conn,
+            db,
+            db_path: names_db.to_path_buf(),
+            file,
+            prefix,
+            buf: vec![0u8; 64 * 1024],
+            last_len: 0,
+        };
+        // SAFETY: valid db handle and NUL-terminated SQL; the statement is ours.
+        let rc = unsafe {
+            ffi::sqlite3_prepare_v2(
+                db,
+                c"SELECT name FROM ext WHERE k=?1".as_ptr(),
+                -1,
+                &mut store.stmt.0,
+                ptr::null_mut(),
+            )
+        };
+        if rc != ffi::SQLITE_OK {
+            return Err(last_error(db, names_db, "cannot prepare the name lookup (not a name database?)"));
+        }
+        store.conn.execute_batch("BEGIN").map_err(err("cannot begin a transaction"))?;
+        Ok(store)
+    }
+
+    /// Ends the read transaction, finalizing the statement first.
+    pub fn commit(&mut self) -> Result<()> {
+        drop(std::mem::replace(&mut self.stmt, Statement(ptr::null_mut())));
+        self.conn
+            .execute_batch("COMMIT")
+            .map_err(|e| crate::engine::dataset::db_error(&self.db_path, "commit failed", e))
+    }
+
+    pub fn close(self) -> Result<()> {
+        let ExternalStore { stmt, conn, db_path, .. } = self;
+        drop(stmt);
+        conn.close().map_err(|(_, e)| crate::engine::dataset::db_error(&db_path, "cannot close the database", e))
+    }
+
+    /// The content of the blob read last (for checking, off the hot path).
+    pub fn last_read(&self) -> &[u8] {
+        &self.buf[..self.last_len]
+    }
+
+    /// The file named last, for error messages.
+    #[cold]
+    fn file_path(&self) -> PathBuf {
+        use std::os::unix::ffi::OsStrExt;
+        let end = self.file.len().saturating_sub(1).max(self.prefix);
+        PathBuf::from(std::ffi::OsStr::from_bytes(&self.file[..end]))
+    }
+
+    #[cold]
+    fn bad_name(&self, key: u32) -> Error {
+        Error::bad_input(&self.db_path, format!("the file name of key {key} is NULL or holds a NUL byte"))
+    }
+}
+
+impl BlobStore for ExternalStore {
+    #[inline]
+    fn read(&mut self, key: u32) -> Result<u64> {
+        // SAFETY: the statement was prepared on this connection in open();
+        // the name's text stays valid until the next step or reset, and is
+        // copied before either.
+        unsafe {
+            let s = self.stmt.0;
+            ffi::sqlite3_reset(s);
+            ffi::sqlite3_bind_int(s, 1, key as c_int);
+            match ffi::sqlite3_step(s) {
+                ffi::SQLITE_ROW => {}
+                ffi::SQLITE_DONE => return Ok(0),
+                _ => return Err(last_error(self.db, &self.db_path, "cannot look up a file name")),
+            }
+            let name = ffi::sqlite3_column_text(s, 0);
+            let len = ffi::sqlite3_column_bytes(s, 0) as usize;
+            if name.is_null() {
+                return Err(self.bad_name(key));
+            }
+            self.file.truncate(self.prefix);
+            self.file.extend_from_slice(std::slice::from_raw_parts(name, len));
+            self.file.push(0);
+        }
+        let Ok(path) = CStr::from_bytes_with_nul(&self.file) else {
+            return Err(self.bad_name(key));
+        };
+        match read_posix(path, &mut self.buf) {
+            Ok(n) => {
+                self.last_len = n as usize;
+                Ok(n)
+            }
+            // The database names the file, so a missing one is an error, not a miss.
+            Err(PosixReadError { what, err }) => Err(Error::io(&self.file_path(), what, err)),
+        }
+    }
+
+    fn overwrite(&mut self, _key: u32, _content: &[u8]) -> Result<u64> {
+        Err(Error::invalid("external blobs are only read (the matrix measures reads)"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::dataset::{export, init, init_names};
+    use crate::records::DatasetSpec;
+    use crate::util::progress::Silent;
+
+    #[test]
+    fn reads_the_file_the_database_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, files, names) = (dir.path().join("kv.db"), dir.path().join("blobs"), dir.path().join("names.db"));
+        let spec = DatasetSpec { count: 20, size: 3000, variance: 1000, ..DatasetSpec::default() };
+        init(&db, &spec, false, &Silent).unwrap();
+        export(&db, &files, false, false, &Silent).unwrap();
+        init_names(&db, &names, 4096).unwrap();
+        let kv = Connection::open(&db).unwrap();
+        let blob = |k: u32| -> Vec<u8> { kv.query_row("SELECT v FROM kv WHERE k=?1", [k], |r| r.get(0)).unwrap() };
+
+        let mut store = ExternalStore::open(&names, &files, 100).unwrap();
+        for k in 1..=20 {
+            let n = store.read(k).unwrap();
+            assert_eq!(store.last_read(), blob(k).as_slice(), "key {k}, byte for byte");
+            assert_eq!(n as usize, blob(k).len());
+        }
+        assert_eq!(store.read(21).unwrap(), 0, "a key without a name is a miss");
+        store.commit().unwrap();
+        store.close().unwrap();
+
+        // The name really comes from the database: point key 1 at key 2's file.
+        Connection::open(&names).unwrap().execute("UPDATE ext SET name='000002' WHERE k=1", []).unwrap();
+        let mut store = ExternalStore::open(&names, &files, 100).unwrap();
+        store.read(1).unwrap();
+        assert_eq!(store.last_read(), blob(2).as_slice());
+
+        // A name whose file is gone is an error naming the file.
+        std::fs::remove_file(files.join("000003")).unwrap();
+        let err = store.read(3).unwrap_err().to_string();
+        assert!(err.contains("000003") && err.contains("cannot open"), "{err}");
+    }
+
+    #[test]
+    fn a_database_without_names_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("kv.db");
+        init(&db, &DatasetSpec { count: 2, size: 10, ..DatasetSpec::default() }, false, &Silent).unwrap();
+        let err = ExternalStore::open(&db, dir.path(), 10).err().unwrap().to_string();
+        assert!(err.contains("name lookup"), "{err}");
+    }
+}

@@ -1,0 +1,400 @@
+//! A kvtest database as a blob store. Setup (open, pragmas, BEGIN) and
+//! teardown (COMMIT, close) are separate calls so the caller can time each
+//! phase; the per-blob calls are the raw SQLite calls kvtest.c makes.
+
+use std::ffi::{c_int, CStr};
+use std::path::{Path, PathBuf};
+use std::ptr;
+use std::sync::Arc;
+
+use rusqlite::{ffi, Connection, OpenFlags};
+use serde::{Deserialize, Serialize};
+
+use super::BlobStore;
+use crate::engine::dataset::open_kv;
+use crate::records::{DbAccess, DbParams};
+use crate::{Error, Result};
+
+pub struct DbSession {
+    /// Declared before `conn` so they are finalized before it closes.
+    handles: RawHandles,
+    conn: Connection,
+    db: *mut ffi::sqlite3,
+    access: DbAccess,
+    update: bool,
+    multitrans: bool,
+    /// Blob sizes by key, for counting the bytes an SQL update wrote.
+    sizes: Option<Arc<Vec<u32>>>,
+    buf: Vec<u8>,
+    path: PathBuf,
+    /// What the database reports after the pragmas (kvtest prints these).
+    pub page_size: i64,
+    pub cache_size: i64,
+    pub journal_mode: String,
+    /// Largest key, when asked for (kvtest's default --max-id).
+    pub max_key: Option<u32>,
+}
+
+// SAFETY: the connection is opened with SQLITE_OPEN_NOMUTEX and a session is
+// only ever used by one thread at a time (moved, never shared).
+unsafe impl Send for DbSession {}
+
+impl DbSession {
+    /// kvtest's setup, in kvtest's order: open, mmap_size, cache_size,
+    /// synchronous, journal mode, max(k) when `find_max`, then BEGIN.
+    pub fn open(path: &Path, p: &DbParams, update: bool, find_max: bool, sizes: Option<Arc<Vec<u32>>>) -> Result<Self> {
+        let err = |what: &str| {
+            let what = what.to_string();
+            move |e| crate::engine::dataset::db_error(path, &what, e)
+        };
+        let conn =
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+                .map_err(err("cannot open database"))?;
+        conn.execute_batch(&format!("PRAGMA mmap_size={}; PRAGMA cache_size={};", p.mmap_bytes, p.cache_size))
+            .map_err(err("cannot set pragmas"))?;
+        if let Some(sync) = p.sync {
+            conn.execute_batch(&format!("PRAGMA synchronous={}", sync.pragma()))
+                .map_err(err("cannot set synchronous"))?;
+        }
+        let page_size: i64 =
+            conn.query_row("PRAGMA page_size", [], |r| r.get(0)).map_err(err("cannot read page size"))?;
+        let cache_size: i64 =
+            conn.query_row("PRAGMA cache_size", [], |r| r.get(0)).map_err(err("cannot read cache size"))?;
+        if let Some(mode) = &p.journal_mode {
+            let set: String = conn
+                .query_row(&format!("PRAGMA journal_mode={}", quote(mode)), [], |r| r.get(0))
+                .map_err(err("cannot set journal mode"))?;
+            if !set.eq_ignore_ascii_case(mode) {
+                return Err(Error::bad_input(path, format!("journal mode {mode} could not be set (still {set})")));
+            }
+        }
+        if p.nocheckpoint {
+            conn.execute_batch("PRAGMA wal_autocheckpoint=0").map_err(err("cannot set wal_autocheckpoint"))?;
+        }
+        let journal_mode: String =
+            conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).map_err(err("cannot read journal mode"))?;
+        let max_key = if find_max {
+            let m: Option<i64> =
+                conn.query_row("SELECT max(k) FROM kv", [], |r| r.get(0)).map_err(err("cannot read kv"))?;
+            m.map(|m| m.clamp(0, i64::from(i32::MAX)) as u32)
+        } else {
+            None
+        };
+        // SAFETY: the handle stays valid while `conn` lives, which outlives
+        // every raw statement and blob handle (finalized in commit/drop).
+        let db = unsafe { conn.handle() };
+        let mut session = DbSession {
+            handles: RawHandles { stmt: ptr::null_mut(), blob: ptr::null_mut() },
+            conn,
+            db,
+            access: p.access,
+            update,
+            multitrans: p.multitrans,
+            sizes,
+            buf: vec![0u8; 64 * 1024],
+            path: path.to_path_buf(),
+            page_size,
+            cache_size,
+            journal_mode,
+            max_key,
+        };
+        if p.access == DbAccess::Sql {
+            let sql: &CStr = if update {
+                c"UPDATE kv SET v=substr(?2,1,length(v)) WHERE k=?1"
+            } else {
+                c"SELECT v FROM kv WHERE k=?1"
+            };
+            // SAFETY: valid db handle and NUL-terminated SQL; stmt is ours.
+            let rc = unsafe {
+                ffi::sqlite3_prepare_v2(session.db, sql.as_ptr(), -1, &mut session.handles.stmt, ptr::null_mut())
+            };
+            if rc != ffi::SQLITE_OK {
+                return Err(session.error("cannot prepare the query"));
+            }
+        }
+        if !p.multitrans {
+            session.conn.execute_batch("BEGIN").map_err(err("cannot begin a transaction"))?;
+        }
+        Ok(session)
+    }
+
+    /// Ends the run's transaction: kvtest finalizes its statement and blob
+    /// handle, then commits.
+    pub fn commit(&mut self) -> Result<()> {
+        self.handles.release();
+        if !self.multitrans {
+            let conn = &self.conn;
+            conn.execute_batch("COMMIT")
+                .map_err(|e| crate::engine::dataset::conn_error(conn, &self.path, "commit failed", e))?;
+        }
+        Ok(())
+    }
+
+    /// Closes the connection; for the last connection to a WAL database this
+    /// runs the checkpoint.
+    pub fn close(self) -> Result<()> {
+        let DbSession { handles, conn, path, .. } = self;
+        drop(handles);
+        conn.close().map_err(|(c, e)| crate::engine::dataset::conn_error(&c, &path, "cannot close the database", e))
+    }
+
+    /// SQLite's memory and page-cache counters (kvtest's --stats).
+    pub fn stats(&self) -> SqliteStats {
+        let status = |op: c_int| {
+            let (mut cur, mut hi) = (0i64, 0i64);
+            // SAFETY: plain out-parameters.
+            unsafe { ffi::sqlite3_status64(op, &mut cur, &mut hi, 0) };
+            (cur, hi)
+        };
+        let db_status = |op: c_int| {
+            let (mut cur, mut hi) = (0 as c_int, 0 as c_int);
+            // SAFETY: valid handle, plain out-parameters.
+            unsafe { ffi::sqlite3_db_status(self.db, op, &mut cur, &mut hi, 0) };
+            i64::from(cur)
+        };
+        let (memory_used, memory_max) = status(ffi::SQLITE_STATUS_MEMORY_USED);
+        let (allocations, allocations_max) = status(ffi::SQLITE_STATUS_MALLOC_COUNT);
+        let (pcache_pages, pcache_pages_max) = status(ffi::SQLITE_STATUS_PAGECACHE_USED);
+        let (pcache_overflow, pcache_overflow_max) = status(ffi::SQLITE_STATUS_PAGECACHE_OVERFLOW);
+        SqliteStats {
+            memory_used,
+            memory_max,
+            allocations,
+            allocations_max,
+            pcache_pages,
+            pcache_pages_max,
+            pcache_overflow,
+            pcache_overflow_max,
+            largest_allocation: status(ffi::SQLITE_STATUS_MALLOC_SIZE).1,
+            largest_pcache_allocation: status(ffi::SQLITE_STATUS_PAGECACHE_SIZE).1,
+            pager_heap: db_status(ffi::SQLITE_DBSTATUS_CACHE_USED),
+            cache_hits: db_status(ffi::SQLITE_DBSTATUS_CACHE_HIT),
+            cache_misses: db_status(ffi::SQLITE_DBSTATUS_CACHE_MISS),
+            cache_writes: db_status(ffi::SQLITE_DBSTATUS_CACHE_WRITE),
+        }
+    }
+
+    /// The connection's last error as ours. Off the hot path.
+    #[cold]
+    fn error(&self, what: &str) -> Error {
+        last_error(self.db, &self.path, what)
+    }
+
+    /// A failed blob open is a miss when the row does not exist, an error
+    /// otherwise (a value that is not a BLOB, a locked or corrupt database).
+    #[cold]
+    fn blob_open_failed(&self, key: u32) -> Result<u64> {
+        // SAFETY: valid handle.
+        let msg = unsafe { CStr::from_ptr(ffi::sqlite3_errmsg(self.db)) };
+        if msg.to_bytes().starts_with(b"no such rowid") {
+            Ok(0)
+        } else {
+            Err(self.error(&format!("cannot open the blob of key {key}")))
+        }
+    }
+
+    #[inline]
+    fn seek_blob(&mut self, key: u32) -> c_int {
+        // SAFETY: valid handle; names are NUL-terminated; blob is ours.
+        unsafe {
+            if self.handles.blob.is_null() {
+                ffi::sqlite3_blob_open(
+                    self.db,
+                    c"main".as_ptr(),
+                    c"kv".as_ptr(),
+                    c"v".as_ptr(),
+                    i64::from(key),
+                    c_int::from(self.update),
+                    &mut self.handles.blob,
+                )
+            } else {
+                ffi::sqlite3_blob_reopen(self.handles.blob, i64::from(key))
+            }
+        }
+    }
+}
+
+/// The raw statement and blob handle of a session.
+struct RawHandles {
+    stmt: *mut ffi::sqlite3_stmt,
+    blob: *mut ffi::sqlite3_blob,
+}
+
+impl RawHandles {
+    fn release(&mut self) {
+        // SAFETY: both are null or live handles of the session's connection.
+        unsafe {
+            if !self.stmt.is_null() {
+                ffi::sqlite3_finalize(self.stmt);
+                self.stmt = ptr::null_mut();
+            }
+            if !self.blob.is_null() {
+                ffi::sqlite3_blob_close(self.blob);
+                self.blob = ptr::null_mut();
+            }
+        }
+    }
+}
+
+impl Drop for RawHandles {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+impl BlobStore for DbSession {
+    #[inline]
+    fn read(&mut self, key: u32) -> Result<u64> {
+        match self.access {
+            DbAccess::Sql => {
+                // SAFETY: stmt was prepared on this connection in open().
+                unsafe {
+                    let s = self.handles.stmt;
+                    ffi::sqlite3_reset(s);
+                    ffi::sqlite3_bind_int(s, 1, key as c_int);
+                    match ffi::sqlite3_step(s) {
+                        ffi::SQLITE_ROW => {
+                            let n = ffi::sqlite3_column_bytes(s, 0);
+                            std::hint::black_box(ffi::sqlite3_column_blob(s, 0));
+                            Ok(n as u64)
+                        }
+                        ffi::SQLITE_DONE => Ok(0),
+                        _ => Err(self.error("cannot read a blob")),
+                    }
+                }
+            }
+            DbAccess::BlobApi => {
+                if self.seek_blob(key) != ffi::SQLITE_OK {
+                    return self.blob_open_failed(key);
+                }
+                // SAFETY: blob is open; the buffer holds at least n bytes.
+                unsafe {
+                    let n = ffi::sqlite3_blob_bytes(self.handles.blob);
+                    if n as usize >= self.buf.len() {
+                        self.buf.resize(n as usize + 100, 0);
+                    }
+                    if ffi::sqlite3_blob_read(self.handles.blob, self.buf.as_mut_ptr().cast(), n, 0) != ffi::SQLITE_OK {
+                        return Err(self.error(&format!("cannot read the blob of key {key}")));
+                    }
+                    Ok(n as u64)
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn overwrite(&mut self, key: u32, content: &[u8]) -> Result<u64> {
+        match self.access {
+            DbAccess::Sql => {
+                // SAFETY: stmt was prepared on this connection; `content`
+                // outlives the step (SQLITE_STATIC: no copy at bind).
+                unsafe {
+                    let s = self.handles.stmt;
+                    ffi::sqlite3_reset(s);
+                    ffi::sqlite3_bind_int(s, 1, key as c_int);
+                    ffi::sqlite3_bind_blob(s, 2, content.as_ptr().cast(), content.len() as c_int, None);
+                    if ffi::sqlite3_step(s) != ffi::SQLITE_DONE {
+                        return Err(self.error(&format!("cannot update the blob of key {key}")));
+                    }
+                    if ffi::sqlite3_changes(self.db) == 0 {
+                        return Ok(0);
+                    }
+                }
+                let size = self.sizes.as_ref().and_then(|s| s.get(key as usize)).copied().unwrap_or(0);
+                Ok(u64::from(size))
+            }
+            DbAccess::BlobApi => {
+                if self.seek_blob(key) != ffi::SQLITE_OK {
+                    return self.blob_open_failed(key);
+                }
+                // SAFETY: blob is open for writing; content holds >= n bytes.
+                unsafe {
+                    let n = ffi::sqlite3_blob_bytes(self.handles.blob);
+                    if ffi::sqlite3_blob_write(self.handles.blob, content.as_ptr().cast(), n, 0) != ffi::SQLITE_OK {
+                        return Err(self.error(&format!("cannot write the blob of key {key}")));
+                    }
+                    Ok(n as u64)
+                }
+            }
+        }
+    }
+}
+
+/// The last error of a raw connection handle as ours. Off the hot path.
+#[cold]
+pub(super) fn last_error(db: *mut ffi::sqlite3, path: &Path, what: &str) -> Error {
+    // SAFETY: valid handle; errmsg returns a NUL-terminated string.
+    let (code, msg) = unsafe {
+        (ffi::sqlite3_extended_errcode(db), CStr::from_ptr(ffi::sqlite3_errmsg(db)).to_string_lossy().into_owned())
+    };
+    if code & 0xff == ffi::SQLITE_IOERR {
+        // SQLite's "disk I/O error" hides the cause ("File too large",
+        // "Input/output error"); the OS error says it.
+        // SAFETY: valid handle.
+        let errno = unsafe { ffi::sqlite3_system_errno(db) };
+        if errno != 0 {
+            return Error::io(path, what, std::io::Error::from_raw_os_error(errno));
+        }
+    }
+    crate::engine::dataset::db_error(path, what, rusqlite::Error::SqliteFailure(ffi::Error::new(code), Some(msg)))
+}
+
+/// Quotes a journal mode name for a pragma (kvtest uses %Q).
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// Sizes of every blob by key, the largest size, and a check that every
+/// value is a BLOB. One scan, done before an update run starts.
+pub fn blob_sizes(path: &Path) -> Result<(Arc<Vec<u32>>, u32)> {
+    let kv = open_kv(path, false)?;
+    let err = |e| crate::engine::dataset::db_error(path, "cannot scan kv", e);
+    let mut stmt = kv.conn.prepare("SELECT k, length(v), typeof(v) FROM kv").map_err(err)?;
+    let mut rows = stmt.query([]).map_err(err)?;
+    let mut sizes = Vec::new();
+    let mut max = 0u32;
+    while let Some(r) = rows.next().map_err(err)? {
+        let (k, ty): (i64, String) = (r.get(0).map_err(err)?, r.get(2).map_err(err)?);
+        if ty != "blob" {
+            return Err(Error::bad_input(path, format!("value of key {k} is {ty}, not a BLOB")));
+        }
+        let len: i64 = r.get(1).map_err(err)?;
+        let (Ok(k), Ok(len)) = (usize::try_from(k), u32::try_from(len)) else {
+            continue;
+        };
+        if k >= sizes.len() {
+            sizes.resize(k + 1, 0);
+        }
+        sizes[k] = len;
+        max = max.max(len);
+    }
+    Ok((Arc::new(sizes), max))
+}
+
+/// Counts values of kv that are not BLOBs (checked after read runs).
+pub fn non_blob_values(path: &Path) -> Result<u64> {
+    let kv = open_kv(path, false)?;
+    kv.conn
+        .query_row("SELECT count(*) FROM kv WHERE typeof(v)<>'blob'", [], |r| r.get::<_, i64>(0))
+        .map(|n| n.max(0) as u64)
+        .map_err(|e| crate::engine::dataset::db_error(path, "cannot scan kv", e))
+}
+
+/// kvtest's --stats figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SqliteStats {
+    pub memory_used: i64,
+    pub memory_max: i64,
+    pub allocations: i64,
+    pub allocations_max: i64,
+    pub pcache_pages: i64,
+    pub pcache_pages_max: i64,
+    pub pcache_overflow: i64,
+    pub pcache_overflow_max: i64,
+    pub largest_allocation: i64,
+    pub largest_pcache_allocation: i64,
+    pub pager_heap: i64,
+    pub cache_hits: i64,
+    pub cache_misses: i64,
+    pub cache_writes: i64,
+}

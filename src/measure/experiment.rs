@@ -1,0 +1,46 @@
+//! One measured configuration, as it is stored in the result file.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Latency, LatencySummary, Measured, RunSample, Summary};
+use crate::records::WorkloadParams;
+
+/// One configuration measured `repeat` times after `warmup` untimed runs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Experiment {
+    /// Stable machine-readable name, e.g. "read/db-blob-mmap".
+    pub id: String,
+    /// What a person calls it, e.g. "SQLite, blob API + mmap".
+    pub label: String,
+    pub params: WorkloadParams,
+    pub warmup_runs: u32,
+    /// Every timed run, raw.
+    pub runs: Vec<RunSample>,
+    /// Per-operation latency, merged over all timed runs (and threads).
+    pub latency: Option<LatencySummary>,
+    pub summary: Summary,
+    /// Cost of one clock read, measured on this machine, in nanoseconds.
+    pub clock_cost_ns: f64,
+    /// Clock cost as a share of the mean per-op time: the harness overhead.
+    pub clock_overhead_pct: f64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+impl Experiment {
+    /// The experiment the measurement engine measured with `params`.
+    pub fn from_measured(id: &str, label: &str, params: WorkloadParams, measured: Measured) -> Self {
+        Experiment {
+            id: id.to_string(),
+            label: label.to_string(),
+            warmup_runs: params.plan.warmup,
+            params,
+            latency: measured.latency.as_ref().map(Latency::summary),
+            summary: measured.summary,
+            clock_cost_ns: measured.clock_cost_ns,
+            clock_overhead_pct: measured.clock_overhead_pct,
+            warnings: measured.warnings,
+            runs: measured.runs,
+        }
+    }
+}

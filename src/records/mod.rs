@@ -1,0 +1,10 @@
+//! Plain records: what a workload, a dataset and a key order are. No
+//! dependencies on the rest of the crate, so every layer can use them.
+
+mod dataset;
+pub mod keys;
+mod workload;
+
+pub use dataset::{DatasetSpec, DiskUsage};
+pub use keys::Order;
+pub use workload::*;

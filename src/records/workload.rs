@@ -1,0 +1,169 @@
+//! Parameters of a kvtest-style workload, as recorded in result files.
+
+use serde::{Deserialize, Serialize};
+
+use super::keys::Order;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    /// An SQLite database with table kv(k INTEGER PRIMARY KEY, v BLOB).
+    Db,
+    /// One file per blob in one directory, named %06d.
+    Flat,
+    /// One file per blob in a tree, named %02d/%02d/%02d.
+    Tree,
+}
+
+impl Layout {
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Db => "db",
+            Layout::Flat => "flat",
+            Layout::Tree => "tree",
+        }
+    }
+}
+
+/// How blobs are read out of a database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DbAccess {
+    /// "SELECT v FROM kv WHERE k=?1", prepared once.
+    Sql,
+    /// sqlite3_blob_open once, then sqlite3_blob_reopen per key.
+    BlobApi,
+}
+
+/// PRAGMA synchronous.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncLevel {
+    Off,
+    Normal,
+    Full,
+    Extra,
+}
+
+impl SyncLevel {
+    pub fn pragma(self) -> &'static str {
+        match self {
+            SyncLevel::Off => "OFF",
+            SyncLevel::Normal => "NORMAL",
+            SyncLevel::Full => "FULL",
+            SyncLevel::Extra => "EXTRA",
+        }
+    }
+}
+
+/// How a blob file is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileRead {
+    /// kvtest's way: stat, fopen, malloc, fread, fclose, free.
+    Stdio,
+    /// open, fstat, read into a reused buffer, close.
+    Posix,
+}
+
+/// How a blob file is overwritten (same size, new content).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileWrite {
+    /// kvtest's way: stat, fopen("wb") (truncates), fwrite, fclose.
+    Truncate,
+    /// open without truncating, fstat, pwrite over the old bytes, close.
+    Inplace,
+    /// write a temporary file, then rename it over the old one.
+    Replace,
+}
+
+/// Database settings of a run (kvtest's options).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DbParams {
+    pub access: DbAccess,
+    /// PRAGMA cache_size as given (kvtest's default 1000 pages).
+    pub cache_size: i64,
+    /// PRAGMA mmap_size in bytes (0 = no mmap).
+    pub mmap_bytes: i64,
+    /// PRAGMA journal_mode requested, if any.
+    pub journal_mode: Option<String>,
+    /// PRAGMA synchronous requested, if any.
+    pub sync: Option<SyncLevel>,
+    /// Each operation in its own transaction.
+    pub multitrans: bool,
+    /// Checkpoint (in the close) excluded from kvtest's total and timed apart.
+    pub nocheckpoint: bool,
+}
+
+impl Default for DbParams {
+    fn default() -> Self {
+        DbParams {
+            access: DbAccess::Sql,
+            cache_size: 1000,
+            mmap_bytes: 0,
+            journal_mode: None,
+            sync: None,
+            multitrans: false,
+            nocheckpoint: false,
+        }
+    }
+}
+
+/// File settings of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FileParams {
+    pub read: FileRead,
+    pub write: FileWrite,
+    /// fsync each file after writing it (kvtest's --fsync).
+    pub fsync: bool,
+}
+
+impl Default for FileParams {
+    fn default() -> Self {
+        FileParams { read: FileRead::Stdio, write: FileWrite::Truncate, fsync: false }
+    }
+}
+
+/// Everything that defines one `run`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadParams {
+    pub path: String,
+    pub layout: Layout,
+    pub update: bool,
+    /// Operations that find a blob, per run (all threads together).
+    pub count: u64,
+    pub max_id: u32,
+    pub start: u32,
+    pub order: Order,
+    pub threads: u32,
+    /// Database settings; meaningful when layout is db.
+    #[serde(default)]
+    pub db: DbParams,
+    /// File settings; meaningful when layout is flat or tree.
+    #[serde(default)]
+    pub files: FileParams,
+    pub plan: Plan,
+    /// Seed of the content written by an update run (repeat it with --seed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+}
+
+/// How an experiment is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Timed runs.
+    pub repeat: u32,
+    /// Untimed runs before the timed ones (the article discards one).
+    pub warmup: u32,
+    /// Evict the dataset from the page cache before each timed run.
+    pub cold: bool,
+    /// Time every operation (one clock read per op) for percentiles.
+    pub latency: bool,
+}
+
+impl Default for Plan {
+    fn default() -> Self {
+        Plan { repeat: 5, warmup: 1, cold: false, latency: true }
+    }
+}

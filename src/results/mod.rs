@@ -1,0 +1,123 @@
+//! The result file: one versioned JSON schema shared by every command
+//! (`run`, `suite`, `matrix`, `concurrency`, `crashtest`) and read back by
+//! `report`. Documented in `docs/results-schema.md`; bump
+//! [`SCHEMA_VERSION`] on any change that an older reader would misread.
+//!
+//! Units are part of every field name (`_ns`, `_us`, `_bytes`, `_pct`) so a
+//! figure never travels without saying what it is.
+
+pub mod csv;
+
+use serde::{Deserialize, Serialize};
+
+use crate::measure::envinfo::Environment;
+pub use crate::measure::Experiment;
+pub use crate::records::{DatasetSpec, DiskUsage};
+
+pub const SCHEMA_NAME: &str = "blobbench-results";
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Everything one invocation measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ResultFile {
+    pub schema: String,
+    pub schema_version: u32,
+    /// The command that produced the file: "run", "suite", "matrix", ...
+    pub command: String,
+    /// Seconds since the Unix epoch when the file was written.
+    pub created_unix: u64,
+    /// False when the command was interrupted; what is here was measured.
+    pub complete: bool,
+    pub environment: Environment,
+    /// The kvtest dataset the experiments ran on, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<DatasetSpec>,
+    /// Measured configurations, each summarised by the measurement engine.
+    #[serde(default)]
+    pub experiments: Vec<Experiment>,
+    /// Bytes on disk of each stored copy of a dataset (suite, stat).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disk_usage: Vec<DiskUsage>,
+    /// `matrix`: internal vs external blobs by blob size and page size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matrix: Option<crate::studies::matrix::MatrixSection>,
+    /// What killed writers left behind, per write method (`crashtest`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crashtest: Option<crate::studies::crashtest::CrashSection>,
+    /// Free-form remarks the command wants a reader to see.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// `concurrency`: threads, connections and journal modes (see the schema doc).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<crate::studies::concurrency::ConcurrencySection>,
+}
+
+impl ResultFile {
+    pub fn new(command: &str, environment: Environment) -> Self {
+        ResultFile {
+            schema: SCHEMA_NAME.to_string(),
+            schema_version: SCHEMA_VERSION,
+            command: command.to_string(),
+            created_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            complete: true,
+            environment,
+            dataset: None,
+            experiments: Vec::new(),
+            disk_usage: Vec::new(),
+            matrix: None,
+            crashtest: None,
+            notes: Vec::new(),
+            concurrency: None,
+        }
+    }
+
+    pub fn experiment(&self, id: &str) -> Option<&Experiment> {
+        self.experiments.iter().find(|e| e.id == id)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot read {path}: {why}")]
+    Io { path: String, why: String },
+    #[error("{path}: not valid JSON ({why}); truncated or hand-edited?")]
+    Json { path: String, why: String },
+    #[error("{path}: not a blobbench result file (schema {found:?})")]
+    NotResults { path: String, found: String },
+    #[error("{path}: schema version {found} is not supported (this blobbench reads version {SCHEMA_VERSION})")]
+    Version { path: String, found: u64 },
+    #[error("{path}: does not match the result schema ({why})")]
+    Shape { path: String, why: String },
+}
+
+/// Parses a result file's text, checking the schema name and version first
+/// so an old or foreign file gets a clear message rather than a field error.
+pub fn parse(path: &str, text: &str) -> Result<ResultFile, ReadError> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| ReadError::Json { path: path.to_string(), why: e.to_string() })?;
+    let schema = value.get("schema").and_then(|v| v.as_str()).unwrap_or("");
+    if schema != SCHEMA_NAME {
+        return Err(ReadError::NotResults { path: path.to_string(), found: schema.to_string() });
+    }
+    let version = value.get("schema_version").and_then(|v| v.as_u64()).unwrap_or(0);
+    if version != u64::from(SCHEMA_VERSION) {
+        return Err(ReadError::Version { path: path.to_string(), found: version });
+    }
+    serde_json::from_value(value).map_err(|e| ReadError::Shape { path: path.to_string(), why: e.to_string() })
+}
+
+pub fn read(path: &std::path::Path) -> Result<ResultFile, ReadError> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ReadError::Io { path: name.clone(), why: e.to_string() })?;
+    parse(&name, &text)
+}
+
+/// Serialises and writes atomically (temporary file, then rename), so an
+/// interrupted write never leaves a truncated file under the final name.
+pub fn write(path: &std::path::Path, results: &ResultFile) -> crate::Result<()> {
+    let text = serde_json::to_string_pretty(results).map_err(|e| crate::Error::invalid(e.to_string()))?;
+    crate::util::fsutil::write_atomic(path, text.as_bytes())
+}

@@ -1,0 +1,151 @@
+//! Blobs under parallel readers: the "faster than the filesystem" article is
+//! single-threaded, so this asks whether SQLite keeps its lead when 1, 2 and
+//! 4 threads read a kvtest dataset at once (`run --threads` on a dataset
+//! made here).
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::conclusions::Comparison;
+use super::options::{ConcurrencyOptions, Workload};
+use crate::drivers::run::RunOptions;
+use crate::measure::Experiment;
+use crate::measure::{stop_requested, LatencySummary, Stat};
+use crate::records::keys::Order;
+use crate::records::DatasetSpec;
+use crate::records::DbParams;
+use crate::records::Plan;
+use crate::util::progress::{Progress, Silent};
+use crate::Result;
+
+pub const BLOB_THREADS: [u32; 3] = [1, 2, 4];
+/// kvtest's default blob size.
+pub const BLOB_SIZE: u32 = 10_000;
+/// Maps the whole dataset (kvtest's article uses --mmap with a large size).
+const MMAP_BYTES: i64 = 1 << 30;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BlobReaders {
+    pub blobs: u32,
+    pub blob_size: u32,
+    /// Reads per timed run, all threads together, in kvtest's random order.
+    pub reads_per_run: u64,
+    pub points: Vec<BlobPoint>,
+}
+
+/// One store read by some threads; the full figures are the experiment
+/// `experiment_id` of the same result file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BlobPoint {
+    /// "db", "db-mmap" or "files".
+    pub store: String,
+    pub label: String,
+    pub threads: u32,
+    pub experiment_id: String,
+    /// Median over runs of blob bytes / wall time (kvtest's content rate).
+    pub mb_per_s: f64,
+    /// Median over runs of reads / wall time, all threads together.
+    pub reads_per_s: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencySummary>,
+    pub noisy: bool,
+    /// Median over runs of process CPU time per read, in microseconds: the
+    /// cost of a read whatever share of the cores the machine gave us.
+    pub cpu_us_per_read: f64,
+    /// Median over runs of process CPU time over wall time.
+    pub cores_used: f64,
+}
+
+impl BlobReaders {
+    fn rate(&self, store: &str, threads: u32) -> Option<f64> {
+        self.points.iter().find(|p| p.store == store && p.threads == threads).map(|p| p.reads_per_s)
+    }
+
+    /// Per thread count: the faster database variant over the files.
+    pub fn leads(&self) -> Vec<Comparison> {
+        let mut out = Vec::new();
+        for t in BLOB_THREADS {
+            let db = ["db", "db-mmap"]
+                .into_iter()
+                .filter_map(|s| self.rate(s, t).map(|r| (r, s)))
+                .max_by(|a, b| a.0.total_cmp(&b.0));
+            if let (Some((db, store)), Some(files)) = (db, self.rate("files", t)) {
+                if files > 0.0 {
+                    out.push(Comparison {
+                        workload: Workload::Blobs,
+                        threads: t,
+                        a: store.to_string(),
+                        b: "files".to_string(),
+                        ratio: db / files,
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Runs the section in `work` (which it fills with a dataset and its export).
+/// Returns the summary and the experiments, for the result file.
+pub fn measure(
+    opts: &ConcurrencyOptions,
+    work: &Path,
+    progress: &dyn Progress,
+) -> Result<(BlobReaders, Vec<Experiment>)> {
+    let db = work.join("blobs.db");
+    let dir = work.join("blobs-flat");
+    let spec = DatasetSpec { count: opts.blob_count, size: BLOB_SIZE, seed: opts.seed, ..DatasetSpec::default() };
+    crate::engine::dataset::init(&db, &spec, true, &Silent)?;
+    crate::engine::dataset::export(&db, &dir, false, true, &Silent)?;
+    let stores: [(&str, &str, &Path, i64); 3] = [
+        ("db", "SQLite, a connection per thread", &db, 0),
+        ("db-mmap", "SQLite + mmap, a connection per thread", &db, MMAP_BYTES),
+        ("files", "files (fopen/fread), each thread its own", &dir, 0),
+    ];
+    let mut points = Vec::new();
+    let mut experiments = Vec::new();
+    'all: for threads in BLOB_THREADS {
+        for (store, label, path, mmap) in stores {
+            if stop_requested() {
+                break 'all;
+            }
+            progress.advance(1);
+            let mut run = RunOptions::new(path);
+            run.count = opts.blob_reads.max(u64::from(threads));
+            run.order = Order::Random;
+            run.db = DbParams { mmap_bytes: mmap, ..DbParams::default() };
+            run.plan = Plan { repeat: opts.repeat, warmup: 1, cold: false, latency: true };
+            let id = format!("blobs/{store}/t{threads}");
+            let report =
+                crate::drivers::parallel_read::run(&run, threads, &id, &format!("{label}, {threads} thread(s)"))?;
+            let e = report.experiment;
+            let per_op = e.summary.per_op_us.median;
+            let cpu = |r: &crate::measure::RunSample| (r.os.user_cpu_us + r.os.system_cpu_us) as f64;
+            let per_read: Vec<f64> = e.runs.iter().filter(|r| r.ops > 0).map(|r| cpu(r) / r.ops as f64).collect();
+            let cores: Vec<f64> = e
+                .runs
+                .iter()
+                .filter(|r| r.phases.kvtest_total_ns > 0)
+                .map(|r| cpu(r) * 1000.0 / r.phases.kvtest_total_ns as f64)
+                .collect();
+            points.push(BlobPoint {
+                store: store.to_string(),
+                label: label.to_string(),
+                threads,
+                experiment_id: id,
+                mb_per_s: e.summary.mb_per_s.median,
+                reads_per_s: if per_op > 0.0 { 1e6 / per_op } else { 0.0 },
+                latency: e.latency,
+                noisy: e.summary.noisy,
+                cpu_us_per_read: Stat::of(&per_read).median,
+                cores_used: Stat::of(&cores).median,
+            });
+            experiments.push(e);
+        }
+    }
+    Ok((
+        BlobReaders { blobs: opts.blob_count, blob_size: BLOB_SIZE, reads_per_run: opts.blob_reads, points },
+        experiments,
+    ))
+}

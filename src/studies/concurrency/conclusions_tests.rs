@@ -1,0 +1,168 @@
+//! The conclusions table from fixed results: which points are paired, the
+//! factors, and each verdict.
+
+use super::*;
+use crate::measure::Latency;
+use crate::records::SyncLevel;
+use crate::studies::concurrency::blobs::BlobPoint;
+use crate::studies::concurrency::section::{self, PointRun, SideRun};
+
+fn cfg(sharing: Sharing, journal: Journal, shared_cache: bool, read_only: bool) -> Config {
+    Config { sharing, journal, shared_cache, read_only, sync: SyncLevel::Full }
+}
+
+fn side(rate: f64) -> SideRun {
+    SideRun {
+        threads: 1,
+        ops: rate as u64,
+        failed_ops: 0,
+        busy_errors: 0,
+        locked_errors: 0,
+        ops_per_s: rate,
+        per_thread_ops_per_s: vec![rate],
+    }
+}
+
+/// A point whose readers and/or writers ran at the given rates.
+fn pt(w: Workload, c: Config, threads: u32, reads: Option<f64>, writes: Option<f64>) -> Point {
+    let run = PointRun {
+        elapsed_ns: 1_000_000_000,
+        reads: reads.map(side),
+        writes: writes.map(side),
+        os: Default::default(),
+        rows_before: 0,
+        rows_found: writes.map(|w| w as u64),
+        integrity: writes.map(|_| "ok".to_string()),
+    };
+    let lat = Latency::new();
+    section::point(w, c, threads, vec![run], (&lat, &lat), 20.0)
+}
+
+fn find<'a>(cs: &'a [Conclusion], start: &str) -> &'a Conclusion {
+    cs.iter().find(|c| c.claim.starts_with(start)).unwrap_or_else(|| panic!("no conclusion {start:?}"))
+}
+
+use Journal::{Delete, Wal};
+use Sharing::{PerThread, Shared};
+use Workload::{Mixed, Read, Write};
+
+fn fixture() -> Vec<Point> {
+    let base = cfg(PerThread, Wal, false, false);
+    vec![
+        // Reads: WAL 3x at 1 and 2 threads, a tie at 4.
+        pt(Read, base, 1, Some(300.0), None),
+        pt(Read, cfg(PerThread, Delete, false, false), 1, Some(100.0), None),
+        pt(Read, base, 2, Some(600.0), None),
+        pt(Read, cfg(PerThread, Delete, false, false), 2, Some(200.0), None),
+        pt(Read, base, 4, Some(420.0), None),
+        pt(Read, cfg(PerThread, Delete, false, false), 4, Some(400.0), None),
+        // Shared cache: slower at 2 threads, faster at 4.
+        pt(Read, cfg(PerThread, Wal, true, false), 2, Some(500.0), None),
+        pt(Read, cfg(PerThread, Wal, true, false), 4, Some(500.0), None),
+        // Read-only: 2% apart.
+        pt(Read, cfg(PerThread, Wal, false, true), 2, Some(612.0), None),
+        // Sharing: same at 1 thread, per-thread 2x at 2 (= cores), shared 1.5x at 4.
+        pt(Read, cfg(Shared, Wal, false, false), 1, Some(300.0), None),
+        pt(Read, cfg(Shared, Wal, false, false), 2, Some(300.0), None),
+        pt(Read, cfg(Shared, Wal, false, false), 4, Some(630.0), None),
+        // Writes: shared slower (0.9 of per-thread) at 2 threads.
+        pt(Write, base, 2, None, Some(100.0)),
+        pt(Write, cfg(Shared, Wal, false, false), 2, None, Some(90.0)),
+        pt(Write, cfg(PerThread, Delete, false, false), 2, None, Some(20.0)),
+        // Mixed: per-thread WAL best for reads (tied), worst for writes.
+        pt(Mixed, base, 2, Some(100.0), Some(50.0)),
+        pt(Mixed, cfg(Shared, Wal, false, false), 2, Some(95.0), Some(100.0)),
+    ]
+}
+
+#[test]
+fn verdicts_and_factors_from_fixed_points() {
+    let cs = evaluate(&fixture(), None, 2);
+    let wal = find(&cs, "WAL is faster than the default journal");
+    assert_eq!((wal.verdict, wal.confirming, wal.comparisons.len()), (Verdict::Partly, 2, 3));
+    assert!((wal.factor_max.unwrap() - 3.0).abs() < 1e-9 && (wal.factor_min.unwrap() - 1.05).abs() < 1e-9);
+    let geo = (3.0f64 * 3.0 * 1.05).powf(1.0 / 3.0);
+    assert!((wal.factor.unwrap() - geo).abs() < 1e-9, "geometric mean");
+    assert_eq!(
+        (wal.verdict_text().as_str(), wal.factor_text().as_str()),
+        ("partly (2 of 3)", "2.11x (1.05x to 3.00x)")
+    );
+
+    let w = find(&cs, "WAL drastically");
+    assert_eq!(w.verdict, Verdict::Holds);
+    assert!((w.factor.unwrap() - 5.0).abs() < 1e-9);
+
+    let cache = find(&cs, "A shared cache is never faster");
+    assert_eq!((cache.verdict, cache.confirming), (Verdict::Partly, 1), "{:?}", cache.comparisons);
+    let none = find(&cs, "A shared cache makes no real difference");
+    assert_eq!(
+        (none.verdict, none.verdict_text().as_str(), none.factor_text().as_str()),
+        (Verdict::NotMeasured, "not measured", "-")
+    );
+
+    let ro = find(&cs, "Read-only");
+    assert_eq!(ro.verdict, Verdict::Holds);
+    assert!((ro.factor.unwrap() - 1.02).abs() < 1e-9);
+
+    assert_eq!(find(&cs, "With one thread").verdict, Verdict::Holds);
+    let up_to = find(&cs, "Reading, threads <= cores");
+    assert_eq!((up_to.verdict, up_to.comparisons.len()), (Verdict::Holds, 1));
+    assert!((up_to.factor.unwrap() - 2.0).abs() < 1e-9);
+    let above = find(&cs, "Reading, threads > cores");
+    assert_eq!(above.verdict, Verdict::Holds);
+    assert!((above.factor.unwrap() - 1.5).abs() < 1e-9);
+    assert_eq!(above.comparisons[0].threads, 4);
+
+    let writes = find(&cs, "Writing: a shared connection");
+    assert_eq!(writes.verdict, Verdict::DoesNotHold, "0.9x is below the tie band");
+
+    let mixed_reads = find(&cs, "Mixed: a connection per thread with WAL is best (reads)");
+    assert_eq!(mixed_reads.verdict, Verdict::Holds, "best by 5%: a tie with the best counts");
+    let mixed_writes = find(&cs, "Mixed: a connection per thread with WAL is best (writes)");
+    assert_eq!(mixed_writes.verdict, Verdict::DoesNotHold);
+    assert!((mixed_writes.factor.unwrap() - 0.5).abs() < 1e-9);
+    assert_eq!(find(&cs, "WAL is faster for mixed reads and writes (reads)").verdict, Verdict::NotMeasured);
+}
+
+#[test]
+fn the_core_count_moves_the_split() {
+    let cs = evaluate(&fixture(), None, 4);
+    assert_eq!(find(&cs, "Reading, threads <= cores").verdict, Verdict::Partly, "per-thread wins at 2, loses at 4");
+    assert_eq!(find(&cs, "Reading, threads > cores").verdict, Verdict::NotMeasured);
+}
+
+#[test]
+fn blob_lead_per_thread_count() {
+    let bp = |store: &str, threads, reads_per_s| BlobPoint {
+        store: store.to_string(),
+        label: store.to_string(),
+        threads,
+        experiment_id: format!("blobs/{store}/t{threads}"),
+        mb_per_s: 0.0,
+        reads_per_s,
+        latency: None,
+        noisy: false,
+        cpu_us_per_read: 1.0,
+        cores_used: 1.0,
+    };
+    let b = BlobReaders {
+        blobs: 10,
+        blob_size: 10_000,
+        reads_per_run: 100,
+        points: vec![
+            bp("db", 1, 100.0),
+            bp("db-mmap", 1, 150.0),
+            bp("files", 1, 100.0),
+            bp("db", 2, 100.0),
+            bp("db-mmap", 2, 90.0),
+            bp("files", 2, 200.0),
+        ],
+    };
+    let leads = b.leads();
+    assert_eq!(leads.len(), 2, "4 threads not measured");
+    assert_eq!((leads[0].a.as_str(), leads[0].ratio), ("db-mmap", 1.5));
+    assert_eq!((leads[1].a.as_str(), leads[1].ratio), ("db", 0.5));
+    let cs = evaluate(&[], Some(&b), 2);
+    let c = find(&cs, "Extension: SQLite keeps its lead");
+    assert_eq!((c.verdict, c.confirming), (Verdict::Partly, 1));
+}

@@ -1,0 +1,185 @@
+//! `concurrency`: SQLite under many threads, as the shared-connection vs
+//! connection-per-thread study measured it (reads, inserts, both at once;
+//! WAL or DELETE; shared cache; read-only; synchronous), and kvtest blobs
+//! under parallel readers. Each point is time-bounded; every run starts
+//! from a fresh copy of the table; every write run is checked afterwards.
+
+mod blobs;
+mod conclusions;
+mod driver;
+mod options;
+mod section;
+mod sqlite;
+mod table;
+mod worker;
+
+pub use blobs::{BlobPoint, BlobReaders, BLOB_SIZE, BLOB_THREADS};
+pub use conclusions::{evaluate, Claim, Comparison, Conclusion, Verdict, TIE};
+pub use driver::{run_once, RunSpec, RunTallies};
+pub use options::{ConcurrencyOptions, Config, Journal, Modes, Sharing, Workload, MAX_THREADS, MODE_NAMES};
+pub use section::{ConcurrencySection, Point, PointRun, Settings, SideRun, SideSummary, ERRORS_DOMINATE_PCT};
+
+use std::path::Path;
+
+use crate::measure::oscount::OsCounters;
+use crate::measure::Experiment;
+use crate::measure::{clock_cost_ns, stop_requested, Latency};
+use crate::util::progress::Progress;
+use crate::{Error, Result};
+
+/// Everything measured: the section, and the blob readers' experiments
+/// (which go into the result file's `experiments`).
+#[derive(Debug, Clone)]
+pub struct Measured {
+    pub section: ConcurrencySection,
+    pub experiments: Vec<Experiment>,
+}
+
+/// CPUs this process may use.
+pub fn cores() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+}
+
+pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measured> {
+    opts.validate()?;
+    if !opts.workdir.is_dir() {
+        let why = if opts.workdir.exists() { "is not a directory" } else { "no such directory" };
+        return Err(Error::bad_input(&opts.workdir, why));
+    }
+    let work = tempfile::Builder::new()
+        .prefix(".blobbench-concurrency-")
+        .tempdir_in(&opts.workdir)
+        .map_err(|e| Error::io(&opts.workdir, "cannot create a working directory", e))?;
+    let plan = opts.plan();
+    let blobs = opts.workloads.contains(&Workload::Blobs);
+    let units = plan.len() * opts.threads.len() * opts.repeat as usize + if blobs { 9 } else { 0 };
+    progress.start("concurrency", units as u64);
+    let mut templates = table::Templates::new(work.path(), opts.rows, opts.seed);
+    // Runs are interleaved: every point's first run, then every point's
+    // second, and within a round all configurations at one thread count
+    // follow each other. A slow spell of a shared machine (another job,
+    // a busy disk) then hits every configuration alike instead of a few.
+    let mut order: Vec<(Workload, u32, Config)> = Vec::new();
+    for &w in &opts.workloads {
+        for &t in &opts.threads {
+            order.extend(plan.iter().filter(|(pw, _)| *pw == w).map(|&(_, c)| (w, t, c)));
+        }
+    }
+    let mut acc: Vec<Acc> = order.iter().map(|_| Acc::default()).collect();
+    let mut interrupted = false;
+    'rounds: for _ in 0..opts.repeat {
+        for (&(workload, threads, config), a) in order.iter().zip(acc.iter_mut()) {
+            match measure_run(opts, work.path(), &mut templates, workload, config, threads, a)? {
+                true => progress.advance(1),
+                false => {
+                    interrupted = true;
+                    break 'rounds;
+                }
+            }
+        }
+    }
+    table::remove_db(&work.path().join("run.db"))?;
+    let clock = clock_cost_ns();
+    let points: Vec<Point> = order
+        .iter()
+        .zip(acc)
+        .filter(|(_, a)| !a.runs.is_empty())
+        .map(|(&(w, t, c), a)| section::point(w, c, t, a.runs, (&a.reads, &a.writes), clock))
+        .collect();
+    let (blob_readers, experiments) = if blobs && !interrupted {
+        // Ctrl-C during the blob readers keeps the points measured before.
+        match blobs::measure(opts, work.path(), progress) {
+            Ok((b, e)) => {
+                interrupted = stop_requested();
+                (Some(b), e)
+            }
+            Err(Error::Interrupted) => {
+                interrupted = true;
+                (None, Vec::new())
+            }
+            Err(e) => return Err(e),
+        }
+    } else {
+        (None, Vec::new())
+    };
+    progress.finish();
+    let cores = cores();
+    let section = ConcurrencySection {
+        settings: Settings {
+            threads: opts.threads.clone(),
+            duration_s: opts.duration.as_secs_f64(),
+            repeat: opts.repeat,
+            rows: opts.rows,
+            batch: opts.batch,
+            busy_timeout_ms: opts.busy_timeout_ms,
+            quick: opts.quick,
+            workloads: opts.workloads.clone(),
+            modes: opts.modes.clone(),
+            cores,
+            sqlite_version: rusqlite::version().to_string(),
+            key_pool: table::KEY_POOL as u32,
+            value_pool: table::VALUE_POOL as u32,
+            clock_cost_ns: clock_cost_ns(),
+            tie_pct: (TIE - 1.0) * 100.0,
+        },
+        conclusions: evaluate(&points, blob_readers.as_ref(), cores),
+        points,
+        blob_readers,
+        interrupted,
+    };
+    Ok(Measured { section, experiments })
+}
+
+/// The runs of one point so far, and their latencies merged.
+#[derive(Default)]
+struct Acc {
+    runs: Vec<PointRun>,
+    reads: Latency,
+    writes: Latency,
+}
+
+/// One timed run of one point, on a fresh copy of the table, added to
+/// `acc`. False when interrupted (a partial run is not reported).
+fn measure_run(
+    opts: &ConcurrencyOptions,
+    work: &Path,
+    templates: &mut table::Templates,
+    workload: Workload,
+    config: Config,
+    threads: u32,
+    acc: &mut Acc,
+) -> Result<bool> {
+    let db = work.join("run.db");
+    let rows_before = templates.fresh(config.journal, workload != Workload::Write, &db)?;
+    let spec = RunSpec {
+        db: &db,
+        workload,
+        config,
+        threads,
+        duration: opts.duration,
+        batch: opts.batch,
+        busy_timeout_ms: opts.busy_timeout_ms,
+        rows: opts.rows,
+        seed: opts.seed,
+    };
+    let before = OsCounters::now();
+    let tallies = run_once(&spec)?;
+    let os = OsCounters::now().since(&before);
+    if stop_requested() {
+        return Ok(false);
+    }
+    let check = if workload == Workload::Read { None } else { Some(table::check(&db)?) };
+    acc.runs.push(PointRun {
+        elapsed_ns: tallies.elapsed.as_nanos() as u64,
+        reads: section::side_run(&tallies, false, &mut acc.reads),
+        writes: section::side_run(&tallies, true, &mut acc.writes),
+        os,
+        rows_before,
+        rows_found: check.as_ref().map(|c| c.0),
+        integrity: check.map(|c| c.1),
+    });
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests;

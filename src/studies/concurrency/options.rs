@@ -1,0 +1,391 @@
+//! What `concurrency` measures: the workloads, the study's parameters (one
+//! axis each), which combinations of them to run, and the options.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::records::SyncLevel;
+use crate::{Error, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    /// Each thread selects a random row by key and reads its four values.
+    Read,
+    /// Each thread inserts rows of random values.
+    Write,
+    /// T reader threads and T writer threads at once.
+    Mixed,
+    /// kvtest blobs read by T threads: database vs files (`run --threads`).
+    Blobs,
+}
+
+impl Workload {
+    pub const ALL: [Workload; 4] = [Workload::Read, Workload::Write, Workload::Mixed, Workload::Blobs];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Read => "read",
+            Workload::Write => "write",
+            Workload::Mixed => "mixed",
+            Workload::Blobs => "blobs",
+        }
+    }
+}
+
+/// Shared: one connection in serialized mode used by every thread.
+/// Per-thread: one connection per thread, opened without SQLite's mutex.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Sharing {
+    PerThread,
+    Shared,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Journal {
+    Wal,
+    Delete,
+}
+
+impl Journal {
+    pub fn pragma(self) -> &'static str {
+        match self {
+            Journal::Wal => "wal",
+            Journal::Delete => "delete",
+        }
+    }
+}
+
+/// One combination of the study's parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Config {
+    pub sharing: Sharing,
+    pub journal: Journal,
+    /// SQLITE_OPEN_SHAREDCACHE on every connection.
+    pub shared_cache: bool,
+    /// Readers open with SQLITE_OPEN_READONLY (writers never do).
+    pub read_only: bool,
+    pub sync: SyncLevel,
+}
+
+impl Config {
+    /// Stable id, e.g. "per-thread+wal+private+rw+full".
+    pub fn id(&self) -> String {
+        format!(
+            "{}+{}+{}+{}+{}",
+            self.sharing_name(),
+            self.journal.pragma(),
+            if self.shared_cache { "shared-cache" } else { "private" },
+            if self.read_only { "ro" } else { "rw" },
+            self.sync.pragma().to_lowercase()
+        )
+    }
+
+    /// What a person calls it; axes at their default are left out.
+    pub fn label(&self) -> String {
+        let mut s = format!("{} {}", self.sharing_name(), if self.journal == Journal::Wal { "WAL" } else { "DELETE" });
+        if self.shared_cache {
+            s.push_str(" shared-cache");
+        }
+        if self.read_only {
+            s.push_str(" read-only");
+        }
+        if self.sync != SyncLevel::Full {
+            s.push_str(&format!(" sync={}", self.sync.pragma().to_lowercase()));
+        }
+        s
+    }
+
+    fn sharing_name(&self) -> &'static str {
+        match self.sharing {
+            Sharing::PerThread => "per-thread",
+            Sharing::Shared => "shared",
+        }
+    }
+
+    /// Axes that mean nothing for a workload are set to their default, so
+    /// that equal configurations compare equal: writers never open read-only;
+    /// one shared connection cannot be read-only for some threads only; and
+    /// in a shared cache the first connection decides whether the cache is
+    /// writable, so read-only readers there would fail the writers.
+    fn normalized(mut self, w: Workload) -> Config {
+        let readers_share_with_writers = self.sharing == Sharing::Shared || self.shared_cache;
+        if w == Workload::Write || (w == Workload::Mixed && readers_share_with_writers) {
+            self.read_only = false;
+        }
+        self
+    }
+
+    /// Axes in which two configurations differ.
+    pub fn differences(&self, other: &Config) -> usize {
+        usize::from(self.sharing != other.sharing)
+            + usize::from(self.journal != other.journal)
+            + usize::from(self.shared_cache != other.shared_cache)
+            + usize::from(self.read_only != other.read_only)
+            + usize::from(self.sync != other.sync)
+    }
+}
+
+/// The values of each axis to combine (`--modes`). An axis the user names
+/// no value of keeps all of its values (synchronous: FULL, SQLite's default).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Modes {
+    pub sharing: Vec<Sharing>,
+    pub journal: Vec<Journal>,
+    pub shared_cache: Vec<bool>,
+    pub read_only: Vec<bool>,
+    pub sync: Vec<SyncLevel>,
+}
+
+impl Default for Modes {
+    fn default() -> Self {
+        Modes {
+            sharing: vec![Sharing::PerThread, Sharing::Shared],
+            journal: vec![Journal::Wal, Journal::Delete],
+            shared_cache: vec![false, true],
+            read_only: vec![false, true],
+            sync: vec![SyncLevel::Full],
+        }
+    }
+}
+
+pub const MODE_NAMES: &str =
+    "shared, per-thread, wal, delete, private-cache, shared-cache, rw, ro, sync-off, sync-normal, sync-full, sync-extra";
+
+impl Modes {
+    /// Parses "shared,wal,sync-normal": each name picks a value of its axis.
+    pub fn parse(list: &str) -> Result<Modes> {
+        let mut m = Modes {
+            sharing: Vec::new(),
+            journal: Vec::new(),
+            shared_cache: Vec::new(),
+            read_only: Vec::new(),
+            sync: Vec::new(),
+        };
+        for name in list.split(',').map(|s| s.trim().to_ascii_lowercase()) {
+            match name.as_str() {
+                "shared" => push(&mut m.sharing, Sharing::Shared),
+                "per-thread" => push(&mut m.sharing, Sharing::PerThread),
+                "wal" => push(&mut m.journal, Journal::Wal),
+                "delete" => push(&mut m.journal, Journal::Delete),
+                "private-cache" => push(&mut m.shared_cache, false),
+                "shared-cache" => push(&mut m.shared_cache, true),
+                "rw" => push(&mut m.read_only, false),
+                "ro" => push(&mut m.read_only, true),
+                "sync-off" => push(&mut m.sync, SyncLevel::Off),
+                "sync-normal" => push(&mut m.sync, SyncLevel::Normal),
+                "sync-full" => push(&mut m.sync, SyncLevel::Full),
+                "sync-extra" => push(&mut m.sync, SyncLevel::Extra),
+                "" => return Err(Error::invalid(format!("--modes {list:?}: empty element"))),
+                other => return Err(Error::invalid(format!("unknown mode {other:?} (expected: {MODE_NAMES})"))),
+            }
+        }
+        let d = Modes::default();
+        fill(&mut m.sharing, d.sharing);
+        fill(&mut m.journal, d.journal);
+        fill(&mut m.shared_cache, d.shared_cache);
+        fill(&mut m.read_only, d.read_only);
+        fill(&mut m.sync, d.sync);
+        Ok(m)
+    }
+
+    /// The configuration every other is compared against in `--quick`: the
+    /// first value of each axis (per-thread, WAL, private cache, read-write).
+    pub fn baseline(&self) -> Config {
+        Config {
+            sharing: self.sharing[0],
+            journal: self.journal[0],
+            shared_cache: self.shared_cache[0],
+            read_only: self.read_only[0],
+            sync: self.sync[0],
+        }
+    }
+
+    /// Every combination that means something for `w`, without duplicates;
+    /// with `one_at_a_time`, only those that differ from the baseline in at
+    /// most one axis (enough to test each of the study's claims once).
+    pub fn configs(&self, w: Workload, one_at_a_time: bool) -> Vec<Config> {
+        let base = self.baseline().normalized(w);
+        let mut out: Vec<Config> = Vec::new();
+        for &sharing in &self.sharing {
+            for &journal in &self.journal {
+                for &shared_cache in &self.shared_cache {
+                    for &read_only in &self.read_only {
+                        for &sync in &self.sync {
+                            let c = Config { sharing, journal, shared_cache, read_only, sync }.normalized(w);
+                            if (!one_at_a_time || c.differences(&base) <= 1) && !out.contains(&c) {
+                                out.push(c);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+fn push<T: PartialEq>(v: &mut Vec<T>, x: T) {
+    if !v.contains(&x) {
+        v.push(x);
+    }
+}
+
+fn fill<T>(v: &mut Vec<T>, default: Vec<T>) {
+    if v.is_empty() {
+        *v = default;
+    }
+}
+
+/// Everything one `concurrency` invocation does.
+#[derive(Debug, Clone)]
+pub struct ConcurrencyOptions {
+    /// Thread counts; for mixed, T readers plus T writers.
+    pub threads: Vec<u32>,
+    /// Length of one timed run of one point.
+    pub duration: Duration,
+    /// Timed runs per point (a fresh copy of the table each).
+    pub repeat: u32,
+    /// Rows in the table for read and mixed runs.
+    pub rows: u32,
+    pub workloads: Vec<Workload>,
+    pub modes: Modes,
+    /// Inserts per write transaction.
+    pub batch: u32,
+    /// sqlite3_busy_timeout on every connection, in milliseconds.
+    pub busy_timeout_ms: u32,
+    /// Few combinations (one axis varied at a time), short points.
+    pub quick: bool,
+    /// Where the databases are made (a temporary directory inside it).
+    pub workdir: PathBuf,
+    /// Seed of the table's content, the keys and the inserted values.
+    pub seed: u64,
+    /// Blobs in the kvtest dataset of the parallel-reader section.
+    pub blob_count: u32,
+    /// Reads per timed run in the parallel-reader section (all threads).
+    pub blob_reads: u64,
+}
+
+impl ConcurrencyOptions {
+    /// The study's settings: 1..20 threads, 30 s per point, 50,000 rows.
+    pub fn new(workdir: impl Into<PathBuf>) -> Self {
+        ConcurrencyOptions {
+            threads: vec![1, 2, 4, 8, 16, 20],
+            duration: Duration::from_secs(30),
+            repeat: 3,
+            rows: 50_000,
+            workloads: vec![Workload::Read, Workload::Write, Workload::Mixed, Workload::Blobs],
+            modes: Modes::default(),
+            batch: 1,
+            busy_timeout_ms: 5000,
+            quick: false,
+            workdir: workdir.into(),
+            seed: 1,
+            blob_count: 10_000,
+            blob_reads: 100_000,
+        }
+    }
+
+    /// `--quick`: threads 1,2,4, one second per point, one run, one axis
+    /// varied at a time, a small blob dataset.
+    pub fn quick(workdir: impl Into<PathBuf>) -> Self {
+        ConcurrencyOptions {
+            threads: vec![1, 2, 4],
+            duration: Duration::from_secs(1),
+            repeat: 1,
+            quick: true,
+            blob_count: 1000,
+            blob_reads: 20_000,
+            ..Self::new(workdir)
+        }
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if self.threads.is_empty() || self.threads.iter().any(|&t| t == 0 || t > MAX_THREADS) {
+            return Err(Error::invalid(format!("--threads: each count must be from 1 to {MAX_THREADS}")));
+        }
+        if self.duration.is_zero() {
+            return Err(Error::invalid("--duration must be more than 0 seconds"));
+        }
+        if self.repeat == 0 {
+            return Err(Error::invalid("--repeat must be at least 1"));
+        }
+        if self.rows == 0 || self.rows > i32::MAX as u32 {
+            return Err(Error::invalid(format!("--rows must be from 1 to {}", i32::MAX)));
+        }
+        if self.batch == 0 || self.batch > 1_000_000 {
+            return Err(Error::invalid("--batch must be from 1 to 1000000"));
+        }
+        if self.workloads.is_empty() {
+            return Err(Error::invalid("no workload selected"));
+        }
+        if self.blob_count == 0 || self.blob_reads == 0 {
+            return Err(Error::invalid("the blob section needs at least one blob and one read"));
+        }
+        Ok(())
+    }
+
+    /// The database workloads' points, in the order they run.
+    pub fn plan(&self) -> Vec<(Workload, Config)> {
+        let mut out = Vec::new();
+        for &w in &self.workloads {
+            if w != Workload::Blobs {
+                out.extend(self.modes.configs(w, self.quick).into_iter().map(|c| (w, c)));
+            }
+        }
+        out
+    }
+}
+
+/// More threads than this is a typing mistake, not an experiment.
+pub const MAX_THREADS: u32 = 1024;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_pick_values_per_axis_and_keep_the_others() {
+        let m = Modes::parse("shared, wal").unwrap();
+        assert_eq!(m.sharing, [Sharing::Shared]);
+        assert_eq!(m.journal, [Journal::Wal]);
+        assert_eq!(m.shared_cache, [false, true]);
+        assert_eq!(m.sync, [SyncLevel::Full]);
+        assert!(Modes::parse("wal,fast").unwrap_err().to_string().contains("unknown mode \"fast\""));
+        assert!(Modes::parse("wal,,delete").is_err());
+    }
+
+    #[test]
+    fn combinations_are_normalized_and_unique() {
+        let m = Modes::default();
+        assert_eq!(m.configs(Workload::Read, false).len(), 16);
+        assert_eq!(m.configs(Workload::Write, false).len(), 8, "writers never open read-only");
+        // Mixed: shared 2x2 (no read-only), per-thread private cache 2x2,
+        // per-thread shared cache 2 (no read-only).
+        assert_eq!(m.configs(Workload::Mixed, false).len(), 10);
+        let quick = m.configs(Workload::Read, true);
+        assert_eq!(quick.len(), 5, "baseline plus one per axis: {quick:?}");
+        assert!(quick.iter().all(|c| c.differences(&m.baseline()) <= 1));
+        let ids: Vec<String> = m.configs(Workload::Read, false).iter().map(Config::id).collect();
+        assert!(ids.contains(&"shared+delete+shared-cache+ro+full".to_string()));
+    }
+
+    #[test]
+    fn bad_options_are_refused() {
+        let ok = ConcurrencyOptions::quick("/tmp");
+        assert!(ok.validate().is_ok());
+        for bad in [
+            ConcurrencyOptions { threads: vec![], ..ok.clone() },
+            ConcurrencyOptions { threads: vec![2, 0], ..ok.clone() },
+            ConcurrencyOptions { duration: Duration::ZERO, ..ok.clone() },
+            ConcurrencyOptions { batch: 0, ..ok.clone() },
+            ConcurrencyOptions { rows: 0, ..ok.clone() },
+        ] {
+            assert!(bad.validate().is_err(), "{bad:?}");
+        }
+    }
+}

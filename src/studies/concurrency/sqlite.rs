@@ -1,0 +1,250 @@
+//! Raw SQLite connections for the concurrency study. rusqlite's `Connection`
+//! is deliberately not `Sync`, but the study's "shared connection" is one
+//! connection used by every thread at once, with SQLite's own mutex as the
+//! only lock. So the hot path calls the C API directly, as `store::db` does.
+//!
+//! [`Conn`] is neither `Send` nor `Sync`: a per-thread connection is opened
+//! inside its thread and dies there. [`SharedConn`] is the one type that
+//! crosses threads, and it can only be made in serialized mode.
+
+use std::ffi::{c_int, CStr, CString};
+use std::path::{Path, PathBuf};
+use std::ptr;
+
+use rusqlite::ffi;
+
+use crate::{Error, Result};
+
+/// One database connection, owned by the thread that opened it.
+pub struct Conn {
+    raw: *mut ffi::sqlite3,
+    path: PathBuf,
+}
+
+impl Conn {
+    /// Opens `path` with `flags` (SQLITE_OPEN_*), with extended result codes
+    /// so that a step's return value alone tells BUSY from LOCKED, even when
+    /// another thread has since changed the connection's last error.
+    pub fn open(path: &Path, flags: c_int) -> Result<Conn> {
+        let c = crate::util::fsutil::cstring(path)?;
+        let mut raw = ptr::null_mut();
+        // SAFETY: NUL-terminated path, out-pointer we own; on failure the
+        // handle (if any) is still closed by Conn's Drop below.
+        let rc = unsafe { ffi::sqlite3_open_v2(c.as_ptr(), &mut raw, flags, ptr::null()) };
+        let conn = Conn { raw, path: path.to_path_buf() };
+        if rc != ffi::SQLITE_OK {
+            return Err(conn.error("cannot open database", rc));
+        }
+        // SAFETY: valid handle.
+        unsafe { ffi::sqlite3_extended_result_codes(raw, 1) };
+        Ok(conn)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs SQL without results (pragmas, DDL). Off the hot path.
+    pub fn exec(&self, sql: &str) -> Result<()> {
+        let c = CString::new(sql).map_err(|_| Error::invalid("SQL contains a NUL byte"))?;
+        // SAFETY: valid handle and NUL-terminated SQL; no callback.
+        let rc = unsafe { ffi::sqlite3_exec(self.raw, c.as_ptr(), None, ptr::null_mut(), ptr::null_mut()) };
+        if rc != ffi::SQLITE_OK {
+            return Err(self.error(&format!("{sql} failed"), rc));
+        }
+        Ok(())
+    }
+
+    pub fn busy_timeout(&self, ms: u32) {
+        // SAFETY: valid handle.
+        unsafe { ffi::sqlite3_busy_timeout(self.raw, ms.min(i32::MAX as u32) as c_int) };
+    }
+
+    /// A statement for the calling thread. It borrows the connection, so it
+    /// is finalized before the connection closes.
+    pub fn prepare(&self, sql: &CStr) -> Result<Stmt<'_>> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: valid handle, NUL-terminated SQL, out-pointer we own.
+        let rc = unsafe { ffi::sqlite3_prepare_v2(self.raw, sql.as_ptr(), -1, &mut raw, ptr::null_mut()) };
+        if rc != ffi::SQLITE_OK || raw.is_null() {
+            // SAFETY: finalize accepts null.
+            unsafe { ffi::sqlite3_finalize(raw) };
+            return Err(self.error(&format!("cannot prepare {}", sql.to_string_lossy()), rc));
+        }
+        Ok(Stmt { raw, _conn: self })
+    }
+
+    /// The connection's own mutex: present only in serialized mode
+    /// (SQLITE_OPEN_FULLMUTEX), where every API call already takes it.
+    pub fn mutex(&self) -> *mut ffi::sqlite3_mutex {
+        // SAFETY: valid handle.
+        unsafe { ffi::sqlite3_db_mutex(self.raw) }
+    }
+
+    /// An error naming the file and the action. The text comes from the
+    /// result code (static, thread-safe), not from sqlite3_errmsg, which
+    /// another thread may be rewriting on a shared connection.
+    #[cold]
+    pub fn error(&self, what: &str, rc: c_int) -> Error {
+        let e = rusqlite::Error::SqliteFailure(ffi::Error::new(rc), Some(errstr(rc)));
+        Error::sqlite(&self.path, what, e)
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        // SAFETY: statements borrow the connection, so all are finalized
+        // by now; close accepts null and the handle of a failed open.
+        unsafe { ffi::sqlite3_close(self.raw) };
+    }
+}
+
+/// SQLite's text for a result code.
+pub fn errstr(rc: c_int) -> String {
+    // SAFETY: sqlite3_errstr returns a static NUL-terminated string.
+    unsafe { CStr::from_ptr(ffi::sqlite3_errstr(rc)) }.to_string_lossy().into_owned()
+}
+
+/// BUSY or LOCKED (any extended variant): contention, counted rather than fatal.
+#[inline]
+pub fn is_contention(rc: c_int) -> bool {
+    matches!(rc & 0xff, ffi::SQLITE_BUSY | ffi::SQLITE_LOCKED)
+}
+
+/// One connection used by several threads at once.
+pub struct SharedConn(Conn);
+
+// SAFETY: a SharedConn exists only for a connection opened with
+// SQLITE_OPEN_FULLMUTEX in a library built thread-safe (both checked in
+// `open`). In that serialized mode SQLite takes the connection's mutex inside
+// every API call, so calls on the handle from several threads are serialized
+// by SQLite itself; the Rust side holds no state of its own besides the
+// handle and the path, which are never written after opening. Statements
+// (`Stmt`) borrow from it but are not Send: each stays with the thread that
+// prepared it, as SQLite requires of an unserialized statement handle.
+unsafe impl Send for SharedConn {}
+// SAFETY: as above.
+unsafe impl Sync for SharedConn {}
+
+impl SharedConn {
+    pub fn open(path: &Path, flags: c_int) -> Result<SharedConn> {
+        let flags = (flags & !ffi::SQLITE_OPEN_NOMUTEX) | ffi::SQLITE_OPEN_FULLMUTEX;
+        // SAFETY: no preconditions.
+        if unsafe { ffi::sqlite3_threadsafe() } == 0 {
+            return Err(Error::invalid("this SQLite was built without thread support; a shared connection is unsafe"));
+        }
+        let conn = Conn::open(path, flags)?;
+        if conn.mutex().is_null() {
+            return Err(Error::bad_input(path, "connection did not open in serialized mode; refusing to share it"));
+        }
+        Ok(SharedConn(conn))
+    }
+
+    pub fn conn(&self) -> &Conn {
+        &self.0
+    }
+}
+
+/// Holds a serialized connection's own mutex across several calls (a whole
+/// transaction); SQLite's mutex is recursive, so calls inside still work.
+/// For a connection without a mutex (per-thread, NOMUTEX) it does nothing.
+pub struct MutexGuard(*mut ffi::sqlite3_mutex);
+
+impl MutexGuard {
+    pub fn enter(conn: &Conn) -> MutexGuard {
+        let m = conn.mutex();
+        if !m.is_null() {
+            // SAFETY: the connection's live mutex.
+            unsafe { ffi::sqlite3_mutex_enter(m) };
+        }
+        MutexGuard(m)
+    }
+}
+
+impl Drop for MutexGuard {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            // SAFETY: entered in `enter` by this thread.
+            unsafe { ffi::sqlite3_mutex_leave(self.0) };
+        }
+    }
+}
+
+/// A prepared statement, used only by the thread that prepared it.
+pub struct Stmt<'c> {
+    raw: *mut ffi::sqlite3_stmt,
+    _conn: &'c Conn,
+}
+
+impl Stmt<'_> {
+    /// Steps; returns SQLite's (extended) result code.
+    #[inline]
+    pub fn step(&self) -> c_int {
+        // SAFETY: live statement of a live connection.
+        unsafe { ffi::sqlite3_step(self.raw) }
+    }
+
+    /// Resets for the next use; releases the statement's read transaction.
+    #[inline]
+    pub fn reset(&self) {
+        // SAFETY: as above. Its return value repeats the last step's error,
+        // which the caller has already seen.
+        unsafe { ffi::sqlite3_reset(self.raw) };
+    }
+
+    #[inline]
+    pub fn bind_i64(&self, i: c_int, v: i64) {
+        // SAFETY: as above; out-of-range indexes return an error, no UB.
+        unsafe { ffi::sqlite3_bind_int64(self.raw, i, v) };
+    }
+
+    #[inline]
+    pub fn bind_f64(&self, i: c_int, v: f64) {
+        // SAFETY: as above.
+        unsafe { ffi::sqlite3_bind_double(self.raw, i, v) };
+    }
+
+    /// Binds text; SQLite copies it into the statement's own buffer
+    /// (SQLITE_TRANSIENT), which it reuses once large enough.
+    #[inline]
+    pub fn bind_text(&self, i: c_int, text: &str) {
+        // SAFETY: as above; SQLite copies the bytes before returning.
+        unsafe {
+            ffi::sqlite3_bind_text(self.raw, i, text.as_ptr().cast(), text.len() as c_int, ffi::SQLITE_TRANSIENT())
+        };
+    }
+
+    #[inline]
+    pub fn column_i64(&self, i: c_int) -> i64 {
+        // SAFETY: as above; valid after SQLITE_ROW.
+        unsafe { ffi::sqlite3_column_int64(self.raw, i) }
+    }
+
+    #[inline]
+    pub fn column_f64(&self, i: c_int) -> f64 {
+        // SAFETY: as above.
+        unsafe { ffi::sqlite3_column_double(self.raw, i) }
+    }
+
+    /// Bytes of a text column, without copying: the cost of reading a value
+    /// a caller would use.
+    #[inline]
+    pub fn column_text_len(&self, i: c_int) -> usize {
+        // SAFETY: as above; column_text makes the value text, column_bytes sizes it.
+        unsafe {
+            let p = ffi::sqlite3_column_text(self.raw, i);
+            if p.is_null() {
+                0
+            } else {
+                ffi::sqlite3_column_bytes(self.raw, i) as usize
+            }
+        }
+    }
+}
+
+impl Drop for Stmt<'_> {
+    fn drop(&mut self) {
+        // SAFETY: our statement, finalized once.
+        unsafe { ffi::sqlite3_finalize(self.raw) };
+    }
+}

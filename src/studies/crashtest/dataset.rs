@@ -1,0 +1,275 @@
+//! The crash-test dataset of one method (a database or a flat directory of
+//! self-verifying blobs), the check made after each kill, and the repair
+//! that puts every blob back to a known version before the next kill.
+//! Setup, check and repair use plain rusqlite and std::fs: only the
+//! writer under test goes through the benchmark's write paths.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags};
+
+use super::blob::{self, Verdict};
+use super::Method;
+use crate::engine::dataset::blob_name;
+use crate::records::Layout;
+use crate::{Error, Result};
+
+/// Blob sizes are spread over this range, from one page to many.
+pub const MIN_BLOB: usize = 512;
+pub const MAX_BLOB: usize = 64 * 1024;
+
+/// The length of `key`'s blob: fixed per (seed, key), as writes never
+/// change sizes (the benchmark's overwrite keeps them).
+pub fn blob_len(seed: u64, key: u32) -> usize {
+    let mut z = seed ^ u64::from(key).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    MIN_BLOB + (z % (MAX_BLOB - MIN_BLOB + 1) as u64) as usize
+}
+
+/// What one check found.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Tally {
+    /// integrity_check did not say "ok", or the database could not be read.
+    pub integrity_failed: bool,
+    pub intact_old: u64,
+    pub intact_new: u64,
+    pub torn: u64,
+    pub missing: u64,
+    /// Whole, but neither the version before this kill nor one written
+    /// since: a lost or misplaced write.
+    pub unexpected: u64,
+    pub stray: Vec<PathBuf>,
+    /// Keys to put back before the next kill.
+    bad_keys: Vec<u32>,
+}
+
+pub struct Dataset {
+    pub path: PathBuf,
+    method: Method,
+    count: u32,
+    seed: u64,
+    /// Version of each blob as last verified, by key (index 0 unused).
+    versions: Vec<u64>,
+}
+
+impl Dataset {
+    /// Creates `path` with every blob at version 0.
+    pub fn create(path: &Path, method: Method, count: u32, seed: u64) -> Result<Self> {
+        let ds = Dataset { path: path.to_path_buf(), method, count, seed, versions: vec![0; count as usize + 1] };
+        if method.is_db() {
+            ds.write_db()?;
+        } else {
+            std::fs::create_dir(path).map_err(|e| Error::io(path, "cannot create directory", e))?;
+            for key in 1..=count {
+                ds.write_file(key)?;
+            }
+        }
+        Ok(ds)
+    }
+
+    fn content(&self, key: u32) -> Vec<u8> {
+        let mut buf = vec![0u8; blob_len(self.seed, key)];
+        blob::encode(&mut buf, key, self.versions[key as usize]);
+        buf
+    }
+
+    fn write_file(&self, key: u32) -> Result<()> {
+        let p = self.path.join(blob_name(Layout::Flat, key));
+        std::fs::write(&p, self.content(key)).map_err(|e| Error::io(&p, "cannot write", e))
+    }
+
+    /// (Re)builds the database from the known versions. Leftover journals
+    /// are removed first: applied to a new file they would corrupt it.
+    fn write_db(&self) -> Result<()> {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut p = self.path.as_os_str().to_owned();
+            p.push(suffix);
+            match std::fs::remove_file(&p) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(Error::io(Path::new(&p), "cannot remove", e));
+                }
+                _ => {}
+            }
+        }
+        let err = |e| Error::sqlite(&self.path, "cannot build the crash-test database", e);
+        let conn = Connection::open(&self.path).map_err(err)?;
+        conn.execute_batch("PRAGMA journal_mode=DELETE; CREATE TABLE kv(k INTEGER PRIMARY KEY, v BLOB); BEGIN;")
+            .map_err(err)?;
+        {
+            let mut insert = conn.prepare("INSERT INTO kv(k, v) VALUES(?1, ?2)").map_err(err)?;
+            for key in 1..=self.count {
+                insert.execute(rusqlite::params![key, self.content(key)]).map_err(err)?;
+            }
+        }
+        conn.execute_batch("COMMIT").map_err(err)?;
+        conn.close().map_err(|(_, e)| err(e))
+    }
+
+    /// Classifies every blob after a kill. `base` is the first version the
+    /// killed writer could have written.
+    pub fn check(&mut self, base: u64) -> Result<Tally> {
+        let mut t = Tally::default();
+        let mut found: Vec<Option<Verdict>> = vec![None; self.count as usize + 1];
+        if self.method.is_db() {
+            self.check_db(&mut t, &mut found);
+        } else {
+            self.check_files(&mut t, &mut found)?;
+        }
+        for key in 1..=self.count {
+            let old = self.versions[key as usize];
+            match found[key as usize] {
+                None => t.missing += 1,
+                Some(Verdict::Torn) => t.torn += 1,
+                Some(Verdict::Intact(v)) if v == old => t.intact_old += 1,
+                Some(Verdict::Intact(v)) if v >= base && v - base < super::ROUND_SPAN => {
+                    t.intact_new += 1;
+                    self.versions[key as usize] = v;
+                    continue;
+                }
+                Some(Verdict::Intact(_)) => t.unexpected += 1,
+            }
+            if !matches!(found[key as usize], Some(Verdict::Intact(v)) if v == old) {
+                t.bad_keys.push(key);
+            }
+        }
+        Ok(t)
+    }
+
+    /// Opens the database as any new user would: the first read rolls back
+    /// a hot journal or recovers the WAL. Every failure counts as a failed
+    /// integrity check, not as an error of the test.
+    fn check_db(&self, t: &mut Tally, found: &mut [Option<Verdict>]) {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let Ok(conn) = Connection::open_with_flags(&self.path, flags) else {
+            t.integrity_failed = true;
+            return;
+        };
+        let lines: rusqlite::Result<Vec<String>> = conn
+            .prepare("PRAGMA integrity_check")
+            .and_then(|mut s| s.query_map([], |r| r.get::<_, String>(0))?.collect());
+        t.integrity_failed = !matches!(lines.as_deref(), Ok([ok]) if ok == "ok");
+        let scan = conn.prepare("SELECT k, v FROM kv").and_then(|mut s| {
+            let mut rows = s.query([])?;
+            while let Some(r) = rows.next()? {
+                let key = r.get::<_, i64>(0)?;
+                let Some(slot) = usize::try_from(key).ok().filter(|&k| k >= 1).and_then(|k| found.get_mut(k)) else {
+                    continue;
+                };
+                *slot = Some(match r.get_ref(1)? {
+                    ValueRef::Blob(b) => blob::check(b, key as u32, blob_len(self.seed, key as u32)),
+                    _ => Verdict::Torn,
+                });
+            }
+            Ok(())
+        });
+        if scan.is_err() {
+            t.integrity_failed = true;
+        }
+    }
+
+    fn check_files(&self, t: &mut Tally, found: &mut [Option<Verdict>]) -> Result<()> {
+        let names = std::fs::read_dir(&self.path).map_err(|e| Error::io(&self.path, "cannot list directory", e))?;
+        for entry in names {
+            let entry = entry.map_err(|e| Error::io(&self.path, "cannot list directory", e))?;
+            let name = entry.file_name();
+            let key = name.to_str().filter(|n| n.len() == 6).and_then(|n| n.parse::<u32>().ok());
+            if !key.is_some_and(|k| (1..=self.count).contains(&k)) {
+                t.stray.push(entry.path());
+            }
+        }
+        for key in 1..=self.count {
+            let p = self.path.join(blob_name(Layout::Flat, key));
+            found[key as usize] = match std::fs::read(&p) {
+                Ok(bytes) => Some(blob::check(&bytes, key, blob_len(self.seed, key))),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => return Err(Error::io(&p, "cannot read", e)),
+            };
+        }
+        Ok(())
+    }
+
+    /// Puts every damaged blob back to its last verified version and
+    /// removes stray files, so each kill is judged on its own.
+    pub fn repair(&self, t: &Tally) -> Result<()> {
+        if self.method.is_db() {
+            if t.integrity_failed || !t.bad_keys.is_empty() {
+                self.write_db()?;
+            }
+            return Ok(());
+        }
+        for &key in &t.bad_keys {
+            self.write_file(key)?;
+        }
+        for p in &t.stray {
+            std::fs::remove_file(p).map_err(|e| Error::io(p, "cannot remove a stray file", e))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::{FileWrite, SyncLevel};
+
+    const FILES: Method = Method::Files { write: FileWrite::Truncate, fsync: false };
+    const DB: Method = Method::Db { journal: "wal", sync: SyncLevel::Normal };
+
+    #[test]
+    fn sizes_are_fixed_and_in_range() {
+        let sizes: Vec<usize> = (1..=1000).map(|k| blob_len(1, k)).collect();
+        assert!(sizes.iter().all(|&s| (MIN_BLOB..=MAX_BLOB).contains(&s)));
+        assert!(sizes.iter().any(|&s| s < 4096) && sizes.iter().any(|&s| s > 32 * 1024));
+        assert_eq!(blob_len(1, 5), blob_len(1, 5));
+    }
+
+    #[test]
+    fn files_are_classified_then_repaired() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("blobs");
+        let mut ds = Dataset::create(&path, FILES, 5, 3).unwrap();
+        let base = 1u64 << 32;
+        let file = |k| path.join(blob_name(Layout::Flat, k));
+        let mut newer = vec![0u8; blob_len(3, 2)];
+        blob::encode(&mut newer, 2, base + 4);
+        std::fs::write(file(2), &newer).unwrap();
+        std::fs::write(file(3), &newer[..100]).unwrap();
+        std::fs::remove_file(file(4)).unwrap();
+        std::fs::write(path.join("000005.tmp"), b"half").unwrap();
+        let t = ds.check(base).unwrap();
+        assert_eq!((t.intact_old, t.intact_new, t.torn, t.missing, t.unexpected), (2, 1, 1, 1, 0));
+        assert_eq!(t.stray, [path.join("000005.tmp")]);
+        ds.repair(&t).unwrap();
+        let again = ds.check(2 * base).unwrap();
+        assert_eq!((again.intact_old, again.torn, again.missing, again.stray.len()), (5, 0, 0, 0));
+        std::fs::write(file(1), &newer).unwrap();
+        assert_eq!(ds.check(2 * base).unwrap().torn, 1, "key 2's blob under key 1's name");
+    }
+
+    #[test]
+    fn database_is_classified_and_rebuilt_when_damaged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("crash.db");
+        let mut ds = Dataset::create(&path, DB, 4, 9).unwrap();
+        let conn = Connection::open(&path).unwrap();
+        conn.execute("UPDATE kv SET v=zeroblob(length(v)) WHERE k=1", []).unwrap();
+        conn.execute("DELETE FROM kv WHERE k=2", []).unwrap();
+        let mut stale = vec![0u8; blob_len(9, 3)];
+        blob::encode(&mut stale, 3, 77);
+        conn.execute("UPDATE kv SET v=?1 WHERE k=3", [&stale]).unwrap();
+        drop(conn);
+        let t = ds.check(1 << 32).unwrap();
+        assert!(!t.integrity_failed);
+        assert_eq!((t.intact_old, t.torn, t.missing, t.unexpected), (1, 1, 1, 1));
+        ds.repair(&t).unwrap();
+        let again = ds.check(2 << 32).unwrap();
+        assert_eq!((again.intact_old, again.torn, again.missing), (4, 0, 0));
+        std::fs::write(&path, b"SQLite format 3\0 but nothing else").unwrap();
+        let broken = ds.check(3 << 32).unwrap();
+        assert!(broken.integrity_failed);
+        assert_eq!(broken.missing, 4);
+    }
+}

@@ -1,0 +1,132 @@
+//! The write methods under test, by name. Each maps onto the settings the
+//! benchmark itself uses (`DbParams`, `FileParams`), so the child process
+//! writes through exactly the code paths that `run --update` times.
+
+use crate::records::{DbAccess, DbParams, FileParams, FileRead, FileWrite, SyncLevel};
+use crate::util::units::UnitError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// One UPDATE per transaction through `DbSession`.
+    Db { journal: &'static str, sync: SyncLevel },
+    /// One overwrite per file through `FileStore`.
+    Files { write: FileWrite, fsync: bool },
+}
+
+/// Every method: name, what it is, the method.
+const TABLE: [(&str, &str, Method); 10] = [
+    ("db-wal-normal", "SQLite, WAL, synchronous=NORMAL", Method::Db { journal: "wal", sync: SyncLevel::Normal }),
+    ("db-wal-full", "SQLite, WAL, synchronous=FULL", Method::Db { journal: "wal", sync: SyncLevel::Full }),
+    (
+        "db-delete",
+        "SQLite, rollback journal (DELETE), synchronous=FULL",
+        Method::Db { journal: "delete", sync: SyncLevel::Full },
+    ),
+    ("db-off", "SQLite, journal_mode=OFF, synchronous=OFF", Method::Db { journal: "off", sync: SyncLevel::Off }),
+    ("truncate", "files, fopen(\"wb\") + fwrite (kvtest)", Method::Files { write: FileWrite::Truncate, fsync: false }),
+    (
+        "truncate-fsync",
+        "files, fopen(\"wb\") + fwrite + fsync",
+        Method::Files { write: FileWrite::Truncate, fsync: true },
+    ),
+    ("inplace", "files, pwrite over the old bytes", Method::Files { write: FileWrite::Inplace, fsync: false }),
+    (
+        "inplace-fsync",
+        "files, pwrite over the old bytes + fsync",
+        Method::Files { write: FileWrite::Inplace, fsync: true },
+    ),
+    ("replace", "files, write a temporary file + rename", Method::Files { write: FileWrite::Replace, fsync: false }),
+    (
+        "replace-fsync",
+        "files, write a temporary file + fsync + rename",
+        Method::Files { write: FileWrite::Replace, fsync: true },
+    ),
+];
+
+impl Method {
+    pub fn all() -> Vec<Method> {
+        TABLE.iter().map(|t| t.2).collect()
+    }
+
+    pub fn name(self) -> &'static str {
+        TABLE.iter().find(|t| t.2 == self).map_or("?", |t| t.0)
+    }
+
+    pub fn description(self) -> &'static str {
+        TABLE.iter().find(|t| t.2 == self).map_or("?", |t| t.1)
+    }
+
+    /// Parses one name, or "all", "db", "files" for a group.
+    fn parse_group(text: &str) -> Result<Vec<Method>, UnitError> {
+        let t = text.trim().to_ascii_lowercase();
+        match t.as_str() {
+            "all" => Ok(Method::all()),
+            "db" => Ok(Method::all().into_iter().filter(|m| m.is_db()).collect()),
+            "files" => Ok(Method::all().into_iter().filter(|m| !m.is_db()).collect()),
+            _ => TABLE.iter().find(|e| e.0 == t).map(|e| vec![e.2]).ok_or_else(|| {
+                let names: Vec<&str> = TABLE.iter().map(|e| e.0).collect();
+                UnitError::from(format!("unknown write method {text:?} (one of: all, db, files, {})", names.join(", ")))
+            }),
+        }
+    }
+
+    /// A comma-separated list of names and groups, without repeats, in the
+    /// table's order.
+    pub fn parse_list(text: &str) -> Result<Vec<Method>, UnitError> {
+        let groups = crate::util::units::parse_list(text, Method::parse_group)?;
+        let chosen: Vec<Method> = groups.into_iter().flatten().collect();
+        Ok(Method::all().into_iter().filter(|m| chosen.contains(m)).collect())
+    }
+
+    pub fn is_db(self) -> bool {
+        matches!(self, Method::Db { .. })
+    }
+
+    /// Whether the method promises that a killed writer leaves every value
+    /// whole and the database sound: SQLite with a journal. Nothing else is
+    /// asserted; the other methods are only reported.
+    pub fn promises_atomic(self) -> bool {
+        matches!(self, Method::Db { journal, .. } if journal != "off")
+    }
+
+    /// The database settings of the writer: every UPDATE its own
+    /// transaction, as an application saving one blob at a time would.
+    pub fn db_params(self) -> Option<DbParams> {
+        match self {
+            Method::Db { journal, sync } => Some(DbParams {
+                access: DbAccess::Sql,
+                journal_mode: Some(journal.to_string()),
+                sync: Some(sync),
+                multitrans: true,
+                ..DbParams::default()
+            }),
+            Method::Files { .. } => None,
+        }
+    }
+
+    pub fn file_params(self) -> Option<FileParams> {
+        match self {
+            Method::Files { write, fsync } => Some(FileParams { read: FileRead::Posix, write, fsync }),
+            Method::Db { .. } => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_groups() {
+        for m in Method::all() {
+            assert_eq!(Method::parse_list(m.name()).unwrap(), vec![m]);
+        }
+        assert_eq!(Method::parse_list("db").unwrap().len(), 4);
+        assert_eq!(Method::parse_list("files, db-off").unwrap().len(), 7);
+        assert_eq!(Method::parse_list("replace,replace,db-wal-full").unwrap().len(), 2, "no repeats");
+        assert!(Method::parse_list("wal").unwrap_err().to_string().contains("db-wal-normal"));
+        assert!(Method::parse_list("db,").is_err());
+        let promised: Vec<&str> = Method::all().into_iter().filter(|m| m.promises_atomic()).map(|m| m.name()).collect();
+        assert_eq!(promised, ["db-wal-normal", "db-wal-full", "db-delete"]);
+    }
+}

@@ -1,0 +1,267 @@
+//! `crashtest`: what a killed writer leaves behind, per write method.
+//!
+//! For each method a dataset of self-verifying blobs is made (a database or
+//! a directory of files); then, again and again, a child process overwrites
+//! the blobs with new versions through the benchmark's own write paths and
+//! is killed with SIGKILL after a random delay (a seeded, repeatable
+//! schedule). After each kill the dataset is opened as a new user would
+//! open it (SQLite recovery included), integrity-checked, and every blob is
+//! classified; damage is repaired before the next kill so each is judged
+//! alone.
+//!
+//! A process kill is not a power cut: the kernel keeps every page the
+//! writer handed to it, so fsync cannot change the outcome here and only
+//! the ordering of the writer's own system calls is tested. See
+//! docs/crash-safety.md.
+
+mod blob;
+mod dataset;
+mod kill;
+mod method;
+mod writer;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+pub use kill::READY;
+pub use method::Method;
+pub use writer::{write_until_killed, WriterSpec};
+
+use crate::measure::stop_requested;
+use crate::util::progress::Progress;
+use crate::{Error, Result};
+use dataset::{Dataset, MAX_BLOB, MIN_BLOB};
+
+/// Name prefix of the temporary work directory; the writer refuses to
+/// write anywhere else, so a stray `crash-writer` cannot touch real data.
+const WORK_PREFIX: &str = ".blobbench-crashtest-";
+
+/// Versions one writer can use: kill `n` writes versions from `n << 32`.
+const ROUND_SPAN: u64 = 1 << 32;
+
+/// What `crashtest` does by default, and with `--quick`.
+pub const DEFAULT_KILLS: u32 = 50;
+pub const DEFAULT_COUNT: u32 = 100;
+pub const QUICK_KILLS: u32 = 6;
+pub const QUICK_COUNT: u32 = 40;
+const LIMIT: u32 = 100_000;
+
+/// What the table's columns count (the terminal and the report show it).
+pub const LEGEND: &str = "
+integrity: kills after which integrity_check failed. torn, missing, lost (whole but an unexpected version),
+stray (temporary files left behind): totals over all kills. damaged: kills that left any of these.
+whole old / whole new: blobs intact at their version before the kill / at a version the killed writer wrote.
+";
+
+/// What a process kill shows and what it cannot; said wherever results are.
+pub const LIMITS: &str = "\
+Each writer was killed with SIGKILL, a process crash. The kernel kept every page the writer had passed to
+write(), so this tests only what each method's order of system calls leaves behind when the process dies
+between two of them (a file truncated but not rewritten, a temporary file never renamed, a transaction SQLite
+must roll back or recover). It is not a power cut: nothing in the page cache was lost, so fsync protects
+nothing here (a method with fsync differs only because its writer spends its time elsewhere when killed), and
+a method that is clean here can still tear or lose data when the power fails. docs/crash-safety.md describes
+what a power-cut test needs.
+";
+
+#[derive(Debug, Clone)]
+pub struct CrashOptions {
+    pub methods: Vec<Method>,
+    pub kills: u32,
+    /// Blobs in each dataset.
+    pub count: u32,
+    /// Where the datasets are made (a temporary directory inside it).
+    pub workdir: PathBuf,
+    /// Seed of the kill schedule and of the blob sizes.
+    pub seed: u64,
+    /// Each writer runs for a delay uniform in [0, max_delay] once ready.
+    pub max_delay: Duration,
+    /// A blobbench binary, which has the hidden `crash-writer` command.
+    pub writer: PathBuf,
+}
+
+impl CrashOptions {
+    pub fn new(writer: PathBuf) -> Self {
+        CrashOptions {
+            methods: Method::all(),
+            kills: DEFAULT_KILLS,
+            count: DEFAULT_COUNT,
+            workdir: std::env::temp_dir(),
+            seed: 1,
+            max_delay: Duration::from_millis(50),
+            writer,
+        }
+    }
+}
+
+/// The result file's `crashtest` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CrashSection {
+    /// How the writer was stopped: "SIGKILL" (a process kill, not a power cut).
+    pub fault: String,
+    pub kills_per_method: u32,
+    /// Blobs per dataset, and the range of their sizes.
+    pub blobs: u32,
+    pub blob_min_bytes: u64,
+    pub blob_max_bytes: u64,
+    /// Each writer ran for a random delay in [0, max_delay_us] once ready.
+    pub max_delay_us: u64,
+    pub seed: u64,
+    pub workdir: String,
+    pub methods: Vec<CrashMethodResult>,
+}
+
+/// Totals over every kill of one method.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CrashMethodResult {
+    pub method: String,
+    pub description: String,
+    /// SQLite with a journal: a kill must leave no torn blob and a sound
+    /// database. Other methods are reported, not judged.
+    pub promises_atomic: bool,
+    pub kills: u32,
+    /// Kills after which integrity_check failed or the database could not be read.
+    pub integrity_failures: u32,
+    /// Kills after which anything was torn, missing, unexpected or stray.
+    pub damaged_kills: u32,
+    /// Blob checks made (blobs x kills), then what they found.
+    pub blobs_checked: u64,
+    pub intact_old: u64,
+    pub intact_new: u64,
+    pub torn: u64,
+    pub missing: u64,
+    /// Whole, but neither the version verified before the kill nor one the
+    /// killed writer wrote: a lost or misplaced write.
+    pub unexpected_version: u64,
+    /// Files left in the directory that are not blobs (temporary files).
+    pub stray_files: u64,
+    pub elapsed_ns: u64,
+}
+
+impl CrashMethodResult {
+    /// A method that promises atomic writes showed damage.
+    pub fn broke_promise(&self) -> bool {
+        self.promises_atomic
+            && (self.integrity_failures > 0 || self.torn > 0 || self.missing > 0 || self.unexpected_version > 0)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct CrashReport {
+    pub section: CrashSection,
+    /// Stopped by Ctrl-C: the last method has fewer kills.
+    pub interrupted: bool,
+}
+
+pub fn crashtest(opts: &CrashOptions, progress: &dyn Progress) -> Result<CrashReport> {
+    validate(opts)?;
+    let root = tempfile::Builder::new()
+        .prefix(WORK_PREFIX)
+        .tempdir_in(&opts.workdir)
+        .map_err(|e| Error::io(&opts.workdir, "cannot create a directory here", e))?;
+    let mut section = CrashSection {
+        fault: "SIGKILL".into(),
+        kills_per_method: opts.kills,
+        blobs: opts.count,
+        blob_min_bytes: MIN_BLOB as u64,
+        blob_max_bytes: MAX_BLOB as u64,
+        max_delay_us: opts.max_delay.as_micros() as u64,
+        seed: opts.seed,
+        workdir: opts.workdir.display().to_string(),
+        methods: Vec::new(),
+    };
+    progress.start("crashtest", u64::from(opts.kills) * opts.methods.len() as u64);
+    let mut interrupted = false;
+    for &method in &opts.methods {
+        let dir = root.path().join(method.name());
+        std::fs::create_dir(&dir).map_err(|e| Error::io(&dir, "cannot create directory", e))?;
+        let result = one_method(opts, method, &dir, progress, &mut interrupted);
+        let _ = std::fs::remove_dir_all(&dir);
+        section.methods.push(result?);
+        if interrupted {
+            break;
+        }
+    }
+    progress.finish();
+    Ok(CrashReport { section, interrupted })
+}
+
+fn validate(opts: &CrashOptions) -> Result<()> {
+    if opts.methods.is_empty() {
+        return Err(Error::invalid("--method: no write method chosen"));
+    }
+    if !(1..=LIMIT).contains(&opts.kills) || !(1..=LIMIT).contains(&opts.count) {
+        return Err(Error::invalid(format!("--kills and --count must be from 1 to {LIMIT}")));
+    }
+    match std::fs::metadata(&opts.workdir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Error::NotFound(opts.workdir.clone())),
+        Err(e) => return Err(Error::io(&opts.workdir, "cannot access", e)),
+        Ok(m) if !m.is_dir() => return Err(Error::bad_input(&opts.workdir, "is not a directory")),
+        Ok(_) => {}
+    }
+    // One dataset at a time, plus a WAL or a journal as large as it.
+    let need = 2 * u64::from(opts.count) * (MAX_BLOB as u64 + 512);
+    let free = crate::util::fsutil::free_bytes(&opts.workdir)?;
+    if free < need {
+        return Err(Error::bad_input(
+            &opts.workdir,
+            format!(
+                "not enough free space: the test needs about {} MB, {} MB free",
+                need / 1_000_000,
+                free / 1_000_000
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn one_method(
+    opts: &CrashOptions,
+    method: Method,
+    dir: &std::path::Path,
+    progress: &dyn Progress,
+    interrupted: &mut bool,
+) -> Result<CrashMethodResult> {
+    let started = Instant::now();
+    let path = dir.join(if method.is_db() { "crash.db" } else { "blobs" });
+    let mut ds = Dataset::create(&path, method, opts.count, opts.seed)?;
+    // Each method has its own schedule, the same whether run alone or not.
+    let schedule_seed = method.name().bytes().fold(opts.seed, |h, b| h.rotate_left(7) ^ u64::from(b));
+    let mut schedule = rand::rngs::SmallRng::seed_from_u64(schedule_seed);
+    let max_us = opts.max_delay.as_micros() as u64;
+    let mut r = CrashMethodResult {
+        method: method.name().into(),
+        description: method.description().into(),
+        promises_atomic: method.promises_atomic(),
+        ..CrashMethodResult::default()
+    };
+    for kill in 1..=u64::from(opts.kills) {
+        let delay = Duration::from_micros(schedule.gen_range(0..=max_us));
+        let spec =
+            WriterSpec { method, path: path.clone(), count: opts.count, seed: opts.seed, base: kill * ROUND_SPAN };
+        kill::run_and_kill(&opts.writer, &spec, delay)?;
+        let t = ds.check(spec.base)?;
+        r.kills += 1;
+        r.integrity_failures += u32::from(t.integrity_failed);
+        let damaged = t.integrity_failed || t.torn + t.missing + t.unexpected > 0 || !t.stray.is_empty();
+        r.damaged_kills += u32::from(damaged);
+        r.blobs_checked += u64::from(opts.count);
+        r.intact_old += t.intact_old;
+        r.intact_new += t.intact_new;
+        r.torn += t.torn;
+        r.missing += t.missing;
+        r.unexpected_version += t.unexpected;
+        r.stray_files += t.stray.len() as u64;
+        ds.repair(&t)?;
+        progress.advance(1);
+        if stop_requested() {
+            *interrupted = true;
+            break;
+        }
+    }
+    r.elapsed_ns = started.elapsed().as_nanos() as u64;
+    Ok(r)
+}

@@ -1,0 +1,212 @@
+//! One cell of the matrix: build its databases (and its blob size's files,
+//! when the cell is the first of that size), measure the three ways of
+//! reading the same blobs in the same random order, remove the databases.
+//! The database and direct-file reads go through `run::run` (kvtest's run);
+//! only the external read, which `run` has no layout for, is driven here,
+//! with `run`'s own timed loop.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::{check_space, ratio_figure, CellSpec, MatrixCell, MatrixOptions};
+use crate::drivers::run::{self, read_loop, RunOptions};
+use crate::engine::dataset::{blob_files, export, init, init_names};
+use crate::engine::ExternalStore;
+use crate::measure::cold::{self, EvictionReport};
+use crate::measure::Experiment;
+use crate::measure::{self, Latency, Phases, RunOutcome};
+use crate::records::keys::{KeySequence, Order};
+use crate::records::Plan;
+use crate::records::{DbAccess, DbParams, FileParams, FileRead, Layout, WorkloadParams};
+use crate::util::progress::{Progress, Silent};
+use crate::util::units::short_size;
+use crate::{util::fsutil, Error, Result};
+
+/// A cell's datasets: blobs in a database and a database of the files'
+/// names, both with the cell's page size, in the cell's directory; and the
+/// blobs as files, which do not depend on the page size and are shared by
+/// the cells of one blob size (see [`files_dir`]).
+pub(super) struct CellPaths {
+    pub dir: PathBuf,
+    pub blobs_db: PathBuf,
+    pub files: PathBuf,
+    pub names_db: PathBuf,
+}
+
+impl CellPaths {
+    pub(super) fn new(work: &Path, spec: &CellSpec) -> Self {
+        let dir = work.join(format!("p{}-{}", spec.page_size, short_size(u64::from(spec.size))));
+        CellPaths {
+            blobs_db: dir.join("internal.db"),
+            files: files_dir(work, spec.size),
+            names_db: dir.join("external.db"),
+            dir,
+        }
+    }
+}
+
+/// Where the files of one blob size live while its cells are measured.
+pub(super) fn files_dir(work: &Path, size: u32) -> PathBuf {
+    work.join(format!("files-{}", short_size(u64::from(size))))
+}
+
+/// Removes a directory however the scope that made it ends.
+pub(super) struct RemoveOnDrop(pub PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Measures one cell; None when Ctrl-C cut it short (a partial cell would
+/// compare runs of unequal number, so it is dropped). The cell's databases
+/// are removed when it ends; the shared files are left to the caller.
+pub(super) fn run_cell(
+    spec: &CellSpec,
+    opts: &MatrixOptions,
+    work: &Path,
+    progress: &dyn Progress,
+) -> Result<Option<MatrixCell>> {
+    let paths = CellPaths::new(work, spec);
+    let what = format!("the cell of {}-byte blobs at page size {}", spec.size, spec.page_size);
+    check_space(work, spec.disk_bytes(!paths.files.exists()), &what)?;
+    std::fs::create_dir(&paths.dir).map_err(|e| Error::io(&paths.dir, "cannot create directory", e))?;
+    let _cleanup = RemoveOnDrop(paths.dir.clone());
+    let content_bytes = build(spec, opts.seed, &paths)?;
+    progress.advance(1);
+
+    let id = |what: &str| format!("matrix/p{}/{}/{what}", spec.page_size, short_size(u64::from(spec.size)));
+    let internal = run::run(&run_options(spec, &paths.blobs_db, &opts.plan), &id("internal"), INTERNAL_LABEL)?;
+    progress.advance(1);
+    if internal.interrupted {
+        return Ok(None);
+    }
+    let Some(external) = measure_external(spec, &paths, &opts.plan, &id("external"))? else {
+        return Ok(None);
+    };
+    progress.advance(1);
+    let direct = run::run(&run_options(spec, &paths.files, &opts.plan), &id("direct"), DIRECT_LABEL)?;
+    progress.advance(1);
+    if direct.interrupted {
+        return Ok(None);
+    }
+    let (internal, direct) = (internal.experiment, direct.experiment);
+    let base = ratio_figure(&internal);
+    if !(base.is_finite() && base > 0.0) {
+        return Err(Error::invalid(format!("{what}: the database reads took no measurable time; no ratio")));
+    }
+    Ok(Some(MatrixCell {
+        size_bytes: spec.size,
+        page_size: spec.page_size,
+        count: spec.count,
+        content_bytes,
+        cache_pages: spec.cache_pages,
+        external_ratio: ratio_figure(&external) / base,
+        direct_ratio: ratio_figure(&direct) / base,
+        internal,
+        external,
+        direct,
+    }))
+}
+
+const INTERNAL_LABEL: &str = "blob inside SQLite (SELECT v FROM kv WHERE k=?1)";
+const EXTERNAL_LABEL: &str = "name in SQLite, blob in a file (lookup, then open/fstat/read/close)";
+const DIRECT_LABEL: &str = "blob in a file opened by key (open/fstat/read/close, no database)";
+
+/// Builds the cell's databases, and the files when this blob size has none
+/// yet (the same seed gives the same content whatever the page size), then
+/// flushes them to disk so their writeback does not overlap the timed runs.
+/// Returns the bytes of blob content.
+pub(super) fn build(spec: &CellSpec, seed: u64, paths: &CellPaths) -> Result<u64> {
+    let made = init(&paths.blobs_db, &spec.dataset(seed), false, &Silent)?;
+    if !paths.files.exists() {
+        export(&paths.blobs_db, &paths.files, false, false, &Silent)?;
+    }
+    init_names(&paths.blobs_db, &paths.names_db, spec.page_size)?;
+    fsutil::sync_filesystem(&paths.dir)?;
+    Ok(made.content_bytes)
+}
+
+/// The cell's database settings: SQL reads, the cell's share of the cache.
+fn db_params(spec: &CellSpec) -> DbParams {
+    DbParams { access: DbAccess::Sql, cache_size: spec.cache_pages, ..DbParams::default() }
+}
+
+/// Files are read with open/fstat/read/close by both file layouts.
+fn file_params() -> FileParams {
+    FileParams { read: FileRead::Posix, ..FileParams::default() }
+}
+
+/// kvtest's run over every blob of the cell, once per run on average, in
+/// kvtest's random order, of a database or of the directory of files.
+fn run_options(spec: &CellSpec, path: &Path, plan: &Plan) -> RunOptions {
+    RunOptions {
+        count: u64::from(spec.count),
+        max_id: Some(spec.count),
+        order: Order::Random,
+        db: db_params(spec),
+        files: file_params(),
+        plan: *plan,
+        ..RunOptions::new(path)
+    }
+}
+
+/// The external reads, timed as `run` times a database: open, the loop,
+/// commit, close. None when interrupted.
+fn measure_external(spec: &CellSpec, paths: &CellPaths, plan: &Plan, id: &str) -> Result<Option<Experiment>> {
+    let mut evict_files: Option<Vec<PathBuf>> = None;
+    let mut evict = || -> Result<EvictionReport> {
+        let files = match &mut evict_files {
+            Some(f) => f,
+            none => {
+                let mut list = blob_files(&paths.files, Layout::Flat)?;
+                list.push(paths.names_db.clone());
+                none.insert(list)
+            }
+        };
+        cold::evict(files)
+    };
+    let measured = measure::measure(plan, Some(&mut evict), |ctx| external_run(spec, paths, ctx.latency))?;
+    if measured.interrupted {
+        return Ok(None);
+    }
+    let params = WorkloadParams {
+        path: paths.names_db.display().to_string(),
+        layout: Layout::Flat,
+        update: false,
+        count: u64::from(spec.count),
+        max_id: spec.count,
+        start: 1,
+        order: Order::Random,
+        threads: 1,
+        db: db_params(spec),
+        files: file_params(),
+        plan: *plan,
+        seed: None,
+    };
+    Ok(Some(Experiment::from_measured(id, EXTERNAL_LABEL, params, measured)))
+}
+
+fn external_run(spec: &CellSpec, paths: &CellPaths, latency: Option<&mut Latency>) -> Result<RunOutcome> {
+    let t0 = Instant::now();
+    let mut store = ExternalStore::open(&paths.names_db, &paths.files, spec.cache_pages)?;
+    let keys = KeySequence::new(Order::Random, 1, spec.count);
+    let t1 = Instant::now();
+    let totals = read_loop(&mut store, keys, u64::from(spec.count), spec.count, latency)?;
+    let t2 = Instant::now();
+    store.commit()?;
+    let t3 = Instant::now();
+    store.close()?;
+    let t4 = Instant::now();
+    let ns = |a: Instant, b: Instant| (b - a).as_nanos() as u64;
+    let phases = Phases {
+        setup_ns: ns(t0, t1),
+        loop_ns: ns(totals.start, totals.end),
+        commit_ns: ns(t2, t3),
+        close_ns: ns(t3, t4),
+        checkpoint_ns: 0,
+        kvtest_total_ns: ns(t0, t4),
+    };
+    Ok(RunOutcome { ops: totals.ops, misses: totals.misses, bytes: totals.bytes, phases })
+}

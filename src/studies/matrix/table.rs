@@ -1,0 +1,175 @@
+//! The matrix as text, laid out like the study's table (rows page size,
+//! columns blob size), with the crossovers, the best page sizes and the
+//! study's 2011 matrix for comparison. Colour is optional ANSI: green where
+//! the database is faster, red where files are.
+
+use std::fmt::Write as _;
+
+use super::{study_grid, Crossover, CrossoverKind, Figure, Grid, MatrixSection};
+use crate::util::units::short_size;
+
+const GREEN: &str = "\x1b[32m";
+const RED: &str = "\x1b[31m";
+const RESET: &str = "\x1b[0m";
+
+/// Everything `blobbench matrix` prints about the measured cells.
+pub fn render_text(section: &MatrixSection, colour: bool) -> String {
+    let mut o = String::new();
+    let p = &section.params;
+    let _ = writeln!(
+        o,
+        "Internal vs external blobs: time to read a blob from its own file, whose name is looked up in SQLite,\n\
+         divided by the time to read it from the database (above 1.0 the database is faster)."
+    );
+    let _ = writeln!(
+        o,
+        "Figure: {}; {} timed run{} after {} warm-up{}{}.",
+        section.ratio_figure,
+        p.plan.repeat,
+        plural(p.plan.repeat),
+        p.plan.warmup,
+        plural(p.plan.warmup),
+        if p.plan.cold { ", page cache evicted before each timed run" } else { ", warm page cache" }
+    );
+    let _ = writeln!(
+        o,
+        "Random order (kvtest's), each blob read once per run on average; {} of blobs per cell; \
+         SQLite page cache {} bytes per database; files read with open/fstat/read/close.",
+        fmt_size(p.total_bytes as f64).to_uppercase() + "B",
+        p.cache_bytes
+    );
+    if let Some(w) = noise_warning(section) {
+        let _ = writeln!(o, "warning: {w}");
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "files (name in SQLite) / database, this machine:");
+    o.push_str(&grid_table(&section.grid(Figure::ExternalRatio), 3, colour));
+    let _ = writeln!(o, "\nfiles opened directly by key (no database) / database:");
+    o.push_str(&grid_table(&section.grid(Figure::DirectRatio), 3, colour));
+    let _ = writeln!(o, "\ndatabase read, microseconds per blob (the figure above):");
+    o.push_str(&grid_table(&section.grid(Figure::InternalUs), 1, false));
+
+    let _ = writeln!(o, "\nCrossover: files are faster from this blob size up (interpolated on log size):");
+    let sizes = &section.params.sizes_bytes;
+    let rows: Vec<(u32, String, String)> = section
+        .crossovers
+        .iter()
+        .map(|c| (c.page_size, describe(&c.external, sizes), describe(&c.direct, sizes)))
+        .collect();
+    let first = "name in SQLite + file";
+    let w = rows.iter().map(|r| r.1.chars().count()).chain([first.len()]).max().unwrap_or(0);
+    let _ = writeln!(o, "{:>9}  {first:<w$}  file by key", "page size");
+    for (page, external, direct) in &rows {
+        let _ = writeln!(o, "{page:>9}  {external:<w$}  {direct}");
+    }
+    let _ = writeln!(o, "\nBest page size per blob size (fastest database read):");
+    for b in &section.best_page_sizes {
+        let _ = writeln!(
+            o,
+            "{:>9}: {:>5} ({:.1} us per blob; files/database {:.3})",
+            short_size(u64::from(b.size_bytes)),
+            b.page_size,
+            b.internal_us,
+            b.external_ratio
+        );
+    }
+
+    let study = study_grid();
+    let _ = writeln!(o, "\nThe study in 2011 (SQLite 3.7.8, Ubuntu, ext4 on a SATA disk), files / database:");
+    o.push_str(&grid_table(&study, 3, colour));
+    let _ = writeln!(o, "its crossovers:");
+    for (row, page) in study.page_sizes.iter().enumerate() {
+        if let Some(c) = super::crossover(&study.row_points(row)) {
+            let _ = writeln!(o, "{page:>9}  {}", describe(&c, &study.sizes));
+        }
+    }
+    o
+}
+
+/// A sentence about run-to-run variation, when some cells had much of it.
+pub fn noise_warning(section: &MatrixSection) -> Option<String> {
+    let (n, worst) = section.noisy_cells();
+    (n > 0).then(|| {
+        format!(
+            "in {n} of {} cells a measurement varied by more than {:.0}% between runs (up to {worst:.0}%, \
+             coefficient of variation); the machine was busy or noisy, so treat ratios near 1.0 with care",
+            section.cells.len(),
+            crate::measure::NOISY_CV_PCT
+        )
+    })
+}
+
+/// A grid as the study lays it out: a header of blob sizes, one row per
+/// page size; "-" where nothing was measured.
+pub fn grid_table(grid: &Grid, decimals: usize, colour: bool) -> String {
+    let mut o = String::new();
+    let _ = write!(o, "{:>9}", "page size");
+    for &s in &grid.sizes {
+        let _ = write!(o, "{:>9}", short_size(u64::from(s)));
+    }
+    o.push('\n');
+    for (row, &page) in grid.page_sizes.iter().enumerate() {
+        let _ = write!(o, "{page:>9}");
+        for v in &grid.values[row] {
+            let cell = match v {
+                Some(v) => format!("{v:>9.decimals$}"),
+                None => format!("{:>9}", "-"),
+            };
+            match v {
+                Some(v) if colour && *v > 1.0 => o.push_str(&format!("{GREEN}{cell}{RESET}")),
+                Some(v) if colour && *v < 1.0 => o.push_str(&format!("{RED}{cell}{RESET}")),
+                _ => o.push_str(&cell),
+            }
+        }
+        o.push('\n');
+    }
+    o
+}
+
+/// "23.4k", "beyond the range (> 1m)", ... plus the other crossings when
+/// the ratio is not monotonic. `sizes` is the measured range.
+pub fn describe(c: &Crossover, sizes: &[u32]) -> String {
+    let edge = |s: Option<&u32>| s.map_or(String::new(), |&s| short_size(u64::from(s)));
+    let mut s = match (c.kind, c.size_bytes) {
+        (CrossoverKind::At, Some(size)) => format!("{}{}", fmt_size(size), if c.exact { " (exactly)" } else { "" }),
+        (CrossoverKind::BelowRange, _) => format!("beyond the range (< {})", edge(sizes.first())),
+        _ => format!("beyond the range (> {})", edge(sizes.last())),
+    };
+    if c.crossings_bytes.len() > 1 {
+        let all: Vec<String> = c.crossings_bytes.iter().map(|&b| fmt_size(b)).collect();
+        let _ = write!(s, "; not monotonic, crosses 1.0 at {}", all.join(", "));
+    }
+    s
+}
+
+/// A byte size with three significant digits and the study's suffixes:
+/// "23.4k", "150k", "1.2m", "512".
+pub fn fmt_size(bytes: f64) -> String {
+    let (v, suffix) = if bytes >= 1e6 {
+        (bytes / 1e6, "m")
+    } else if bytes >= 1e3 {
+        (bytes / 1e3, "k")
+    } else {
+        (bytes, "")
+    };
+    let digits = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    let mut text = format!("{v:.digits$}");
+    if text.contains('.') {
+        text = text.trim_end_matches('0').trim_end_matches('.').to_string();
+    }
+    text + suffix
+}
+
+fn plural(n: u32) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}

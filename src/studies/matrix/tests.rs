@@ -1,0 +1,170 @@
+use super::tests_support::fixed_section;
+use super::*;
+use crate::util::progress::Silent;
+
+fn tiny(workdir: &Path) -> MatrixOptions {
+    MatrixOptions {
+        sizes: vec![4000, 1000],
+        page_sizes: vec![4096, 1024],
+        total_bytes: 200_000,
+        cache_bytes: 64 * 1024,
+        plan: Plan { repeat: 1, warmup: 0, cold: false, latency: true },
+        workdir: workdir.to_path_buf(),
+        seed: 1,
+    }
+}
+
+#[test]
+fn tiny_matrix_end_to_end() {
+    let work = tempfile::tempdir().unwrap();
+    let run = run(&tiny(work.path()), &Silent).unwrap();
+    assert!(!run.interrupted);
+    let s = &run.section;
+    assert_eq!(s.params.sizes_bytes, vec![1000, 4000], "sorted");
+    assert_eq!(s.cells.len(), 4);
+    let first = &s.cells[0];
+    assert_eq!((first.page_size, first.size_bytes, first.count), (1024, 1000, 200));
+    assert_eq!((s.cells[1].page_size, s.cells[1].size_bytes), (4096, 1000), "by blob size, then page size");
+    assert_eq!(first.cache_pages, 64);
+    assert_eq!(first.content_bytes, 200_000);
+    for c in &s.cells {
+        for e in [&c.internal, &c.external, &c.direct] {
+            let r = &e.runs[0];
+            assert_eq!(r.ops, u64::from(c.count), "{}: every op found its blob", e.id);
+            assert_eq!(r.bytes, u64::from(c.count) * u64::from(c.size_bytes), "{}", e.id);
+            assert_eq!(e.params.order, Order::Random);
+        }
+        assert_eq!(c.internal.params.db.cache_size, c.cache_pages);
+        assert_eq!(c.external.params.db.cache_size, c.cache_pages, "same cache for both databases");
+        let expected = ratio_figure(&c.external) / ratio_figure(&c.internal);
+        assert!((c.external_ratio - expected).abs() < 1e-12);
+        assert!(c.external_ratio.is_finite() && c.external_ratio > 0.0);
+        assert!(c.direct_ratio.is_finite() && c.direct_ratio > 0.0);
+        assert!(c.external.id.ends_with("/external") && c.external.id.contains(&format!("p{}", c.page_size)));
+    }
+    assert_eq!(s.crossovers.len(), 2);
+    assert_eq!(s.best_page_sizes.len(), 2);
+    assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0, "datasets removed");
+    // The section survives a round trip through the result file.
+    let mut file = crate::results::ResultFile::new("matrix", crate::measure::envinfo::Environment::default());
+    file.matrix = Some(s.clone());
+    let text = serde_json::to_string(&file).unwrap();
+    let back = crate::results::parse("x", &text).unwrap().matrix.unwrap();
+    assert_eq!(back.cells.len(), 4);
+    assert_eq!(back.grid(Figure::ExternalRatio), s.grid(Figure::ExternalRatio));
+}
+
+#[test]
+fn cell_datasets_hold_the_same_blobs() {
+    use crate::engine::BlobStore;
+    let work = tempfile::tempdir().unwrap();
+    // Two page sizes of one blob size: the second reuses the first's files,
+    // which must still match its own database byte for byte.
+    for page_size in [2048, 4096] {
+        let spec = CellSpec { size: 2000, page_size, count: 30, cache_pages: 10 };
+        let paths = cell::CellPaths::new(work.path(), &spec);
+        std::fs::create_dir(&paths.dir).unwrap();
+        assert_eq!(cell::build(&spec, 1, &paths).unwrap(), 60_000);
+        let kv = rusqlite::Connection::open(&paths.blobs_db).unwrap();
+        let mut store = crate::engine::ExternalStore::open(&paths.names_db, &paths.files, spec.cache_pages).unwrap();
+        for k in 1..=spec.count {
+            let v: Vec<u8> = kv.query_row("SELECT v FROM kv WHERE k=?1", [k], |r| r.get(0)).unwrap();
+            assert_eq!(store.read(k).unwrap(), 2000);
+            assert_eq!(store.last_read(), v.as_slice(), "page size {page_size}, key {k}");
+        }
+        let page = |db: &Path| -> i64 {
+            rusqlite::Connection::open(db).unwrap().query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap()
+        };
+        assert_eq!(page(&paths.blobs_db), i64::from(page_size));
+        assert_eq!(page(&paths.names_db), i64::from(page_size), "the name database has the cell's page size too");
+    }
+    let dirs = std::fs::read_dir(work.path()).unwrap().count();
+    assert_eq!(dirs, 3, "two cell directories and one shared directory of files");
+}
+
+#[test]
+fn bad_options_fail_before_any_work() {
+    let work = tempfile::tempdir().unwrap();
+    let check = |f: &dyn Fn(&mut MatrixOptions), needle: &str| {
+        let mut o = tiny(work.path());
+        f(&mut o);
+        let err = run(&o, &Silent).unwrap_err().to_string();
+        assert!(err.contains(needle), "{err:?} should mention {needle:?}");
+        assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0, "nothing built for {needle}");
+    };
+    check(&|o| o.total_bytes = 3999, "smaller than one blob");
+    check(&|o| o.cache_bytes = 4095, "smaller than one page");
+    check(&|o| o.page_sizes = vec![1000], "power of two");
+    check(&|o| o.sizes.clear(), "at least one");
+    check(&|o| o.plan.repeat = 0, "--repeat");
+    check(&|o| o.workdir = work.path().join("missing"), "does not exist");
+    check(&|o| o.sizes = vec![0], "from 1 to");
+    check(&|o| o.sizes = vec![2_000_000_000], "from 1 to");
+    check(&|o| o.total_bytes = 1 << 42, "more than");
+    check(
+        &|o| {
+            o.sizes = vec![1_000_000];
+            o.total_bytes = 1 << 42;
+        },
+        "not enough free space",
+    );
+}
+
+#[test]
+fn defaults_are_the_studys() {
+    let o = MatrixOptions::default();
+    let cells = o.cells();
+    assert_eq!(cells.len(), 49);
+    let c1024 = cells.iter().find(|c| c.page_size == 1024 && c.size == 10_000).unwrap();
+    assert_eq!((c1024.count, c1024.cache_pages), (10_000, 2000));
+    let c64k = cells.iter().find(|c| c.page_size == 65536 && c.size == 1_000_000).unwrap();
+    assert_eq!((c64k.count, c64k.cache_pages), (100, 31));
+    assert!(MatrixOptions::quick().cells().len() < cells.len());
+}
+
+#[test]
+fn derived_figures_from_fixed_results() {
+    let s = fixed_section();
+    let g = s.grid(Figure::ExternalRatio);
+    assert_eq!(g.values, vec![vec![Some(2.0), Some(1.0), Some(0.5)], vec![Some(2.5), Some(0.8), None]]);
+    assert_eq!(s.crossovers[0].external.size_bytes, Some(100_000.0), "exactly 1.0 at 100k");
+    assert!(s.crossovers[0].external.exact);
+    let c = s.crossovers[1].external.size_bytes.unwrap();
+    assert!(c > 10_000.0 && c < 100_000.0, "{c}");
+    assert_eq!(s.crossovers[0].direct.kind, CrossoverKind::At);
+    let best: Vec<(u32, u32)> = s.best_page_sizes.iter().map(|b| (b.size_bytes, b.page_size)).collect();
+    assert_eq!(best, vec![(10_000, 4096), (100_000, 1024), (1_000_000, 1024)]);
+}
+
+#[test]
+fn table_renders_from_fixed_results() {
+    let s = fixed_section();
+    let plain = render_text(&s, false);
+    assert!(plain.contains("page size      10k     100k       1m"), "{plain}");
+    assert!(plain.contains("     1024    2.000    1.000    0.500"), "{plain}");
+    assert!(plain.contains("     4096    2.500    0.800        -"), "{plain}");
+    assert!(plain.contains("100k (exactly)"), "{plain}");
+    assert!(plain.contains(RATIO_FIGURE));
+    assert!(plain.contains("The study in 2011"));
+    assert!(plain.contains("     1024    1.535    1.020    0.608"), "the study's first row: {plain}");
+    assert!(!plain.contains('\x1b'), "no colour unless asked");
+    assert!(!plain.contains("warning"), "steady runs, no warning");
+    let mut noisy = s.clone();
+    noisy.cells[2].external.summary.loop_per_op_us.cv_pct = 25.0;
+    noisy.cells[3].internal.summary.loop_per_op_us.cv_pct = 12.0;
+    let text = render_text(&noisy, false);
+    assert!(text.contains("warning: in 2 of 5 cells a measurement varied by more than 10% between runs (up to 25%, coefficient of variation);"));
+    let coloured = render_text(&s, true);
+    assert!(coloured.contains("\x1b[32m    2.000\x1b[0m"), "green where the database is faster");
+    assert!(coloured.contains("\x1b[31m    0.500\x1b[0m"), "red where files are faster");
+    assert!(coloured.contains("\x1b[0m    1.000\x1b[31m"), "1.0 exactly is neither");
+}
+
+#[test]
+fn sizes_print_like_the_study() {
+    assert_eq!(fmt_size(23_456.0), "23.5k");
+    assert_eq!(fmt_size(20_000.0), "20k");
+    assert_eq!(fmt_size(150_400.0), "150k");
+    assert_eq!(fmt_size(1_234_567.0), "1.23m");
+    assert_eq!(fmt_size(512.0), "512");
+}

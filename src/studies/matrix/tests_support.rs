@@ -1,0 +1,71 @@
+//! Fixed matrix results for tests of everything that renders them.
+
+use super::*;
+use crate::measure::{Stat, Summary};
+use crate::records::{DbParams, FileParams, Layout, WorkloadParams};
+
+fn fake(us: f64) -> Experiment {
+    let params = WorkloadParams {
+        path: String::new(),
+        layout: Layout::Db,
+        update: false,
+        count: 1,
+        max_id: 1,
+        start: 1,
+        order: Order::Random,
+        threads: 1,
+        db: DbParams::default(),
+        files: FileParams::default(),
+        plan: Plan::default(),
+        seed: None,
+    };
+    Experiment {
+        id: String::new(),
+        label: String::new(),
+        params,
+        warmup_runs: 0,
+        runs: Vec::new(),
+        latency: None,
+        summary: Summary { loop_per_op_us: Stat { median: us, ..Stat::default() }, ..Summary::default() },
+        clock_cost_ns: 0.0,
+        clock_overhead_pct: 0.0,
+        warnings: Vec::new(),
+    }
+}
+
+/// A 2 x 3 section from fixed times: files cost 20 us per blob everywhere,
+/// the database 10, 20 or 40 us as blobs grow (one cell missing).
+pub(crate) fn fixed_section() -> MatrixSection {
+    let mut cells = Vec::new();
+    for (page_size, db_us) in [(1024, [10.0, 20.0, 40.0]), (4096, [8.0, 25.0, f64::NAN])] {
+        for (size, us) in [10_000, 100_000, 1_000_000].into_iter().zip(db_us) {
+            if us.is_nan() {
+                continue;
+            }
+            cells.push(MatrixCell {
+                size_bytes: size,
+                page_size,
+                count: 1,
+                content_bytes: u64::from(size),
+                cache_pages: 1,
+                internal: fake(us),
+                external: fake(20.0),
+                direct: fake(10.0),
+                external_ratio: 20.0 / us,
+                direct_ratio: 10.0 / us,
+            });
+        }
+    }
+    let params = MatrixParams {
+        sizes_bytes: vec![10_000, 100_000, 1_000_000],
+        page_sizes: vec![1024, 4096],
+        total_bytes: 1_000_000,
+        cache_bytes: 2_048_000,
+        plan: Plan::default(),
+        order: Order::Random,
+        file_read: FileRead::Posix,
+        seed: 1,
+        workdir: String::new(),
+    };
+    MatrixSection::new(params, cells)
+}

@@ -1,0 +1,7 @@
+//! Studies: each builds its datasets, runs drivers and returns its own
+//! result section.
+
+pub mod concurrency;
+pub mod crashtest;
+pub mod matrix;
+pub mod suite;

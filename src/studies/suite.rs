@@ -1,0 +1,311 @@
+//! `suite`: the whole "35% Faster Than The Filesystem" article on this
+//! machine. Makes the dataset and its flat and tree copies, measures every
+//! read and write the article charts (plus the fair variants it left out),
+//! records disk usage, and returns one result file for `report`.
+
+use std::path::{Path, PathBuf};
+
+use crate::drivers::run::{self, RunOptions};
+use crate::engine::dataset::{self, stat};
+use crate::measure::envinfo;
+use crate::measure::stop_requested;
+use crate::records::keys::Order;
+use crate::records::DatasetSpec;
+use crate::records::Plan;
+use crate::records::{DbAccess, DbParams, FileParams, FileRead, FileWrite, Layout, SyncLevel};
+use crate::results::ResultFile;
+use crate::util::progress::Progress;
+use crate::{util::fsutil, Error, Result};
+
+#[derive(Debug, Clone)]
+pub struct SuiteOptions {
+    /// Where the datasets are built; a fresh subdirectory is made inside.
+    pub workdir: PathBuf,
+    pub spec: DatasetSpec,
+    pub plan: Plan,
+    /// Share of the blobs overwritten by each write experiment (the article: 10%).
+    pub write_fraction: f64,
+    /// Keep the datasets instead of removing them at the end.
+    pub keep: bool,
+    /// The small configuration, which trims warm-ups of the slowest steps.
+    pub quick: bool,
+}
+
+impl SuiteOptions {
+    /// The article's dataset: 100k blobs of 10 KB +/- 2 KB, 4 KiB pages.
+    pub fn article(workdir: PathBuf) -> Self {
+        SuiteOptions {
+            workdir,
+            spec: DatasetSpec { count: 100_000, size: 10_000, variance: 2_000, page_size: 4096, seed: 1 },
+            plan: Plan { repeat: 5, warmup: 1, cold: false, latency: true },
+            write_fraction: 0.1,
+            keep: false,
+            quick: false,
+        }
+    }
+
+    /// About 10k blobs and three timed runs: minutes, not hours.
+    pub fn quick(workdir: PathBuf) -> Self {
+        let mut o = Self::article(workdir);
+        o.spec.count = 10_000;
+        o.plan.repeat = 3;
+        o.quick = true;
+        o
+    }
+}
+
+/// One measured configuration of the suite.
+struct Step {
+    id: &'static str,
+    label: &'static str,
+    layout: Layout,
+    update: bool,
+    db: DbParams,
+    files: FileParams,
+}
+
+fn db_read(id: &'static str, label: &'static str, access: DbAccess, mmap: bool) -> Step {
+    Step {
+        id,
+        label,
+        layout: Layout::Db,
+        update: false,
+        // mmap_bytes is filled in with the file size when the dataset exists.
+        db: DbParams { access, mmap_bytes: if mmap { -1 } else { 0 }, ..DbParams::default() },
+        files: FileParams::default(),
+    }
+}
+
+fn file_read(id: &'static str, label: &'static str, layout: Layout, read: FileRead) -> Step {
+    Step {
+        id,
+        label,
+        layout,
+        update: false,
+        db: DbParams::default(),
+        files: FileParams { read, ..FileParams::default() },
+    }
+}
+
+fn db_write(id: &'static str, label: &'static str, journal: &str, sync: SyncLevel, nocheckpoint: bool) -> Step {
+    Step {
+        id,
+        label,
+        layout: Layout::Db,
+        update: true,
+        db: DbParams { journal_mode: Some(journal.into()), sync: Some(sync), nocheckpoint, ..DbParams::default() },
+        files: FileParams::default(),
+    }
+}
+
+fn file_write(id: &'static str, label: &'static str, write: FileWrite, fsync: bool) -> Step {
+    Step {
+        id,
+        label,
+        layout: Layout::Flat,
+        update: true,
+        db: DbParams::default(),
+        files: FileParams { write, fsync, ..FileParams::default() },
+    }
+}
+
+/// The experiments, in the order they run. Ids are the schema's contract
+/// with `report` (docs/results-schema.md).
+fn steps() -> Vec<Step> {
+    vec![
+        db_read("read/db-sql", "SQLite, SQL", DbAccess::Sql, false),
+        db_read("read/db-blob", "SQLite, blob API", DbAccess::BlobApi, false),
+        db_read("read/db-blob-mmap", "SQLite, blob API + mmap", DbAccess::BlobApi, true),
+        file_read("read/flat-stdio", "Files (flat), fopen/fread", Layout::Flat, FileRead::Stdio),
+        file_read("read/flat-posix", "Files (flat), open/read", Layout::Flat, FileRead::Posix),
+        file_read("read/tree-stdio", "Files (tree), fopen/fread", Layout::Tree, FileRead::Stdio),
+        file_read("read/tree-posix", "Files (tree), open/read", Layout::Tree, FileRead::Posix),
+        db_write("write/db-wal-normal", "SQLite, WAL, synchronous NORMAL", "wal", SyncLevel::Normal, true),
+        db_write("write/db-wal-full", "SQLite, WAL, synchronous FULL", "wal", SyncLevel::Full, true),
+        db_write("write/db-off", "SQLite, journal OFF, synchronous OFF", "off", SyncLevel::Off, false),
+        file_write("write/flat-truncate", "Files, fopen(\"wb\")/fwrite", FileWrite::Truncate, false),
+        file_write("write/flat-inplace", "Files, overwrite in place", FileWrite::Inplace, false),
+        file_write("write/flat-replace", "Files, write temp + rename", FileWrite::Replace, false),
+        file_write("write/flat-truncate-fsync", "Files, fopen(\"wb\")/fwrite + fsync", FileWrite::Truncate, true),
+        file_write("write/flat-inplace-fsync", "Files, overwrite in place + fsync", FileWrite::Inplace, true),
+        file_write("write/flat-replace-fsync", "Files, temp + fsync + rename", FileWrite::Replace, true),
+    ]
+}
+
+/// What the suite tells its caller as it goes.
+pub trait SuiteObserver: Sync {
+    /// A phase or an experiment starts, with the number of units it has.
+    fn begin(&self, what: &str, units: u64);
+    fn advance(&self, done: u64);
+    /// The phase or experiment is over; `line` says what it found.
+    fn end(&self, line: &str);
+}
+
+/// Lets dataset building report through the same observer.
+struct AsProgress<'a>(&'a dyn SuiteObserver);
+
+impl Progress for AsProgress<'_> {
+    fn start(&self, what: &str, total: u64) {
+        self.0.begin(what, total);
+    }
+    fn advance(&self, units: u64) {
+        self.0.advance(units);
+    }
+    fn finish(&self) {}
+}
+
+/// Disk the suite needs: the database, two file copies (rounded up to 4 KiB
+/// blocks) and a copy of the database for the write experiments, plus room.
+pub fn needed_bytes(spec: &DatasetSpec) -> u64 {
+    let db = dataset::estimated_db_bytes(spec);
+    let per_file = (u64::from(spec.size) + u64::from(spec.variance) / 2).div_ceil(4096) * 4096;
+    let files = u64::from(spec.count) * per_file;
+    (2 * db + 2 * files) / 10 * 12
+}
+
+/// Runs the suite. On Ctrl-C it stops after the current run and returns
+/// what was measured, marked incomplete.
+pub fn run_suite(opts: &SuiteOptions, observer: &dyn SuiteObserver) -> Result<ResultFile> {
+    dataset::check_spec(&opts.spec)?;
+    std::fs::create_dir_all(&opts.workdir).map_err(|e| Error::io(&opts.workdir, "cannot create directory", e))?;
+    let need = needed_bytes(&opts.spec);
+    let free = fsutil::free_bytes(&opts.workdir)?;
+    if free < need {
+        return Err(Error::bad_input(
+            &opts.workdir,
+            format!(
+                "not enough free space: the suite needs about {} MB here, {} MB free (use --workdir, or a smaller --count)",
+                need / 1_000_000,
+                free / 1_000_000
+            ),
+        ));
+    }
+    let work = tempfile::Builder::new()
+        .prefix("blobbench-suite-")
+        .tempdir_in(&opts.workdir)
+        .map_err(|e| Error::io(&opts.workdir, "cannot create a work directory", e))?;
+    let mut results = ResultFile::new("suite", envinfo::collect(work.path()));
+    results.dataset = Some(opts.spec);
+    let outcome = measure_all(opts, work.path(), observer, &mut results);
+    if opts.keep {
+        let kept = work.keep();
+        results.notes.push(format!("datasets kept in {}", kept.display()));
+    }
+    outcome?;
+    results.complete = !stop_requested() && results.experiments.len() == steps().len();
+    Ok(results)
+}
+
+fn measure_all(opts: &SuiteOptions, work: &Path, observer: &dyn SuiteObserver, results: &mut ResultFile) -> Result<()> {
+    let db = work.join("test1.db");
+    let flat = work.join("test1.dir");
+    let tree = work.join("test1.tree");
+    let progress = AsProgress(observer);
+    let made = dataset::init(&db, &opts.spec, false, &progress)?;
+    observer.end(&format!("init: {} blobs in {:.1} s", made.count, made.elapsed_ns as f64 / 1e9));
+    for (dir, is_tree) in [(&flat, false), (&tree, true)] {
+        let r = dataset::export(&db, dir, is_tree, false, &progress)?;
+        observer.end(&format!("export ({}): {} files in {:.1} s", r.layout.name(), r.files, r.elapsed_ns as f64 / 1e9));
+    }
+    for path in [&db, &flat, &tree] {
+        let usage = stat(path, false)?.disk_usage(path);
+        results.disk_usage.push(usage);
+    }
+    let pristine = work.join("pristine.db");
+    std::fs::copy(&db, &pristine).map_err(|e| Error::io(&pristine, "cannot copy the database", e))?;
+    let db_bytes = std::fs::metadata(&db).map(|m| m.len() as i64).unwrap_or(0);
+    let reads = u64::from(opts.spec.count);
+    let writes = ((reads as f64 * opts.write_fraction).round() as u64).max(1);
+    for step in steps() {
+        if stop_requested() {
+            break;
+        }
+        let path = match step.layout {
+            Layout::Db => &db,
+            Layout::Flat => &flat,
+            Layout::Tree => &tree,
+        };
+        if step.layout == Layout::Db && step.update {
+            // Journal mode, WAL and free pages carry over between writes:
+            // every database write experiment starts from the pristine copy.
+            std::fs::copy(&pristine, &db).map_err(|e| Error::io(&db, "cannot restore the database", e))?;
+            for suffix in ["-wal", "-shm", "-journal"] {
+                let mut p = db.as_os_str().to_owned();
+                p.push(suffix);
+                let _ = std::fs::remove_file(p);
+            }
+        }
+        let mut run_opts = RunOptions::new(path);
+        run_opts.count = if step.update { writes } else { reads };
+        run_opts.order = Order::Random;
+        run_opts.update = step.update;
+        run_opts.db = step.db.clone();
+        if run_opts.db.mmap_bytes < 0 {
+            run_opts.db.mmap_bytes = db_bytes;
+        }
+        run_opts.files = step.files;
+        // Each write experiment writes its own content (a rewrite of the
+        // bytes already there would cost SQLite almost nothing).
+        run_opts.seed = opts.spec.seed.wrapping_add(results.experiments.len() as u64 + 1);
+        run_opts.plan = Plan { cold: opts.plan.cold && !step.update, ..opts.plan };
+        if opts.quick && step.files.fsync {
+            // Each fsync costs milliseconds here; --quick keeps to its budget
+            // by skipping their warm-up (the page cache matters little when
+            // every write waits for the disk).
+            run_opts.plan.warmup = 0;
+        }
+        observer.begin(step.label, u64::from(run_opts.plan.warmup + run_opts.plan.repeat));
+        let report =
+            run::run_observed(&run_opts, step.id, step.label, &mut |done, _| observer.advance(u64::from(done)))?;
+        let e = &report.experiment;
+        let p99 = e.latency.map(|l| format!(", p99 {:.1} us", l.p99_us)).unwrap_or_default();
+        observer.end(&format!(
+            "{:<40} {:>10.2} us per op (median of {}, cv {:.0}%){p99}",
+            step.label, e.summary.per_op_us.median, e.summary.runs, e.summary.per_op_us.cv_pct
+        ));
+        results.experiments.push(report.experiment);
+    }
+    results.notes.push(
+        "Each database write experiment starts from a fresh copy of the pristine database. File write experiments \
+         share the flat copy: every write keeps the blob's size and replaces its content with random bytes, so each \
+         starts from an equivalent state."
+            .into(),
+    );
+    if opts.plan.cold {
+        results.notes.push("--cold applies to reads; write experiments run warm.".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_cover_the_article() {
+        let ids: Vec<&str> = steps().iter().map(|s| s.id).collect();
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), ids.len());
+        for needed in [
+            "read/db-sql",
+            "read/db-blob",
+            "read/db-blob-mmap",
+            "write/db-wal-normal",
+            "write/db-off",
+            "read/flat-stdio",
+            "write/flat-truncate",
+        ] {
+            assert!(ids.contains(&needed), "{needed}");
+        }
+    }
+
+    #[test]
+    fn disk_estimate_covers_db_and_files() {
+        let spec = SuiteOptions::article(PathBuf::from(".")).spec;
+        let need = needed_bytes(&spec);
+        // Two 1 GB databases and two 1.2 GB file copies, with 20% room.
+        assert!(need > 4_000_000_000 && need < 7_000_000_000, "{need}");
+    }
+}

@@ -1,0 +1,7 @@
+//! Helpers with no knowledge of blobs: errors, number parsing, file system
+//! calls, the progress trait.
+
+pub mod error;
+pub mod fsutil;
+pub mod progress;
+pub mod units;
