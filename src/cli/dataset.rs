@@ -6,6 +6,7 @@ use clap::Args;
 
 use blobbench::engine::dataset::{self, StatReport};
 use blobbench::records::DatasetSpec;
+use blobbench::records::EngineKind;
 use blobbench::util::units;
 
 use super::progress;
@@ -33,6 +34,14 @@ pub struct InitArgs {
     /// Replace DB if it exists.
     #[arg(long)]
     pub force: bool,
+}
+
+fn export_engine(name: &str) -> Result<EngineKind, String> {
+    match EngineKind::from_name(name) {
+        Some(k @ (EngineKind::External | EngineKind::Flat | EngineKind::Tree)) => Ok(k),
+        Some(k) if k.is_key_value() => Ok(k),
+        _ => Err(format!("unknown engine '{name}' (expected lmdb, redb, fjall, external, flat or tree)")),
+    }
 }
 
 fn non_negative_u32(s: &str) -> Result<u32, units::UnitError> {
@@ -72,11 +81,15 @@ pub fn init(args: InitArgs) -> anyhow::Result<()> {
 pub struct ExportArgs {
     /// The database to read.
     pub db: PathBuf,
-    /// The directory to create (one file per blob).
+    /// What to create: a directory of files (one per blob) or an engine's dataset.
     pub dir: PathBuf,
     /// Names like 00/00/01 instead of 000001, at most 100 entries per directory.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "engine")]
     pub tree: bool,
+    /// Build this engine's dataset instead of files: lmdb, redb, fjall, or
+    /// external (names in SQLite, files beside them).
+    #[arg(long, value_parser = export_engine)]
+    pub engine: Option<EngineKind>,
     /// Replace DIR if it already holds a previous export.
     #[arg(long)]
     pub force: bool,
@@ -84,7 +97,8 @@ pub struct ExportArgs {
 
 pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     let progress = progress::for_terminal();
-    let r = dataset::export(&args.db, &args.dir, args.tree, args.force, progress.as_ref())?;
+    let kind = args.engine.unwrap_or(if args.tree { EngineKind::Tree } else { EngineKind::Flat });
+    let r = dataset::build(kind, &args.db, &args.dir, args.force, progress.as_ref())?;
     let secs = r.elapsed_ns as f64 / 1e9;
     println!(
         "Exported {} blobs ({} bytes) to {} ({} layout) in {:.3} s ({:.1} MB/s)",
@@ -133,7 +147,7 @@ pub fn stat(args: StatArgs) -> anyhow::Result<()> {
             println!("Allocated bytes:    {:>14}  (blocks on disk, as du counts them)", s.allocated_bytes);
         }
         StatReport::Dir(s) => {
-            println!("Layout:             {:>8}", s.layout.name());
+            println!("EngineKind:             {:>8}", s.layout.name());
             print_sizes(s.entries, s.avg_size, s.min_size, s.max_size);
             println!("Directories:        {:8}", s.directories);
             println!("Content bytes:      {:>14}", s.content_bytes);

@@ -4,6 +4,7 @@
 mod concurrency;
 mod crashtest;
 mod dataset;
+mod engines;
 mod matrix;
 mod output;
 mod progress;

@@ -9,7 +9,9 @@ use blobbench::drivers::run::{self, RunOptions, RunReport};
 use blobbench::measure::envinfo;
 use blobbench::records::keys::Order;
 use blobbench::records::Plan;
-use blobbench::records::{DbAccess, DbParams, FileParams, FileRead, FileWrite, Layout, SyncLevel};
+use blobbench::records::{
+    DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel,
+};
 use blobbench::results::{self, ResultFile};
 use blobbench::util::units;
 
@@ -57,7 +59,7 @@ pub struct RunArgs {
     /// Database: synchronous OFF (same as --sync off).
     #[arg(long, conflicts_with = "sync")]
     pub nosync: bool,
-    /// Database: each operation in its own transaction.
+    /// Database and key-value engines: each operation in its own transaction.
     #[arg(long)]
     pub multitrans: bool,
     /// Database: stop the timer before the closing checkpoint (timed apart).
@@ -78,6 +80,10 @@ pub struct RunArgs {
     /// Files: fsync each file after writing it.
     #[arg(long)]
     pub fsync: bool,
+    /// Key-value engines: durable commits wait for the disk; fast ones do not
+    /// (LMDB MDB_NOSYNC, redb Durability::None, fjall buffered journal).
+    #[arg(long, value_enum, default_value = "durable")]
+    pub kv_sync: KvSyncArg,
     /// Timed runs (the kvtest lines show the median one).
     #[arg(long, default_value = "5", value_parser = repeat_count)]
     pub repeat: u32,
@@ -130,6 +136,12 @@ pub enum SyncArg {
     Normal,
     Full,
     Extra,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum KvSyncArg {
+    Durable,
+    Fast,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -208,6 +220,13 @@ impl RunArgs {
                 },
                 fsync: self.fsync,
             },
+            kv: KvParams {
+                sync: match self.kv_sync {
+                    KvSyncArg::Durable => KvSync::Durable,
+                    KvSyncArg::Fast => KvSync::Fast,
+                },
+                multitrans: self.multitrans,
+            },
             integrity_check: self.integrity_check,
             stats: self.stats,
             plan: Plan {
@@ -253,7 +272,7 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
     let mut o = String::new();
     let e = &report.experiment;
     let r = report.median_run();
-    let db = report.layout == Layout::Db;
+    let db = report.layout == EngineKind::Db;
     let verb = if opts.update { "write" } else { "read" };
     if let Some(s) = &report.sqlite_stats {
         let _ = writeln!(o, "\nMemory Used:                         {} (max {}) bytes", s.memory_used, s.memory_max);

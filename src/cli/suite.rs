@@ -8,7 +8,9 @@ use std::time::Instant;
 use clap::Args;
 use indicatif::ProgressBar;
 
-use blobbench::records::Plan;
+use blobbench::measure::Experiment;
+use blobbench::records::{EngineKind, Plan};
+use blobbench::results::ResultFile;
 use blobbench::studies::suite::{self, SuiteObserver, SuiteOptions};
 use blobbench::util::units;
 
@@ -48,6 +50,9 @@ pub struct SuiteArgs {
     /// Replace --out even when it is a non-empty directory that is not a previous report.
     #[arg(long)]
     pub force: bool,
+    /// Key-value engines to measure beside SQLite and files: lmdb,redb,fjall (or all).
+    #[arg(long, value_parser = super::engines::key_value_list, default_value = "")]
+    pub engines: super::engines::EngineList,
 }
 
 fn non_negative_u32(s: &str) -> Result<u32, units::UnitError> {
@@ -74,6 +79,7 @@ impl SuiteArgs {
             ..o.plan
         };
         o.keep = self.keep;
+        o.engines = self.engines.0.clone();
         o
     }
 }
@@ -103,7 +109,26 @@ impl SuiteObserver for Lines {
         }
     }
 
-    fn end(&self, line: &str) {
+    fn built(&self, what: EngineKind, entries: u64, elapsed_ns: u64) {
+        let secs = elapsed_ns as f64 / 1e9;
+        match what {
+            EngineKind::Db => self.line(&format!("init: {entries} blobs in {secs:.1} s")),
+            kind => self.line(&format!("export ({}): {entries} blobs in {secs:.1} s", kind.name())),
+        }
+    }
+
+    fn measured(&self, e: &Experiment) {
+        let p99 = e.latency.map(|l| format!(", p99 {:.1} us", l.p99_us)).unwrap_or_default();
+        self.line(&format!(
+            "{:<40} {:>10.2} us per op (median of {}, cv {:.0}%){p99}",
+            e.label, e.summary.per_op_us.median, e.summary.runs, e.summary.per_op_us.cv_pct
+        ));
+    }
+}
+
+impl Lines {
+    /// Ends the bar of what just finished and prints its line.
+    fn line(&self, line: &str) {
         if let Ok(mut slot) = self.bar.lock() {
             if let Some(bar) = slot.take() {
                 bar.finish_and_clear();
@@ -119,7 +144,7 @@ pub fn run(args: SuiteArgs) -> anyhow::Result<()> {
     let opts = args.options();
     let started = Instant::now();
     let observer = Lines { bar: Mutex::new(None), terminal: std::io::stderr().is_terminal() };
-    let results = suite::run_suite(&opts, &observer)?;
+    let results = ResultFile::from_suite(suite::run_suite(&opts, &observer)?);
     let summary = super::output::write_report(&args.out, &[results], args.force)?;
     print!("{summary}");
     println!(

@@ -3,3 +3,4 @@
 
 pub mod parallel_read;
 pub mod run;
+pub mod session;

@@ -5,37 +5,16 @@
 //! threads start together after all have opened. The per-op figures of a
 //! run are wall time over all threads' operations, i.e. total throughput.
 
-use std::path::Path;
 use std::sync::Barrier;
 use std::time::Instant;
 
-use crate::drivers::run::{self, RunOptions, RunReport};
-use crate::engine::dataset::{detect, open_kv};
-use crate::engine::{non_blob_values, DbSession, FileStore};
-use crate::measure::cold::{self, EvictionReport};
-use crate::measure::Experiment;
-use crate::measure::{self, Latency, Phases, RunOutcome};
+use super::run::{self, lazy_eviction, RunOptions, RunReport};
+use super::session::{timed_session, SessionRun, SessionSpec, Work};
+use crate::engine::{self, Engine, OpenMode};
+use crate::measure::{self, Experiment, Latency, Phases, RunOutcome};
 use crate::records::keys::{KeySequence, KvtestRng, Order};
-use crate::records::{Layout, WorkloadParams};
+use crate::records::EngineKind;
 use crate::{Error, Result};
-
-/// Page size, cache size and journal mode, as the database reports them.
-type DbInfo = (i64, i64, String);
-
-/// What one thread saw, with the instants the run's phases are made of.
-struct ThreadRun {
-    ops: u64,
-    misses: u64,
-    bytes: u64,
-    opened_from: Instant,
-    loop_start: Instant,
-    loop_end: Instant,
-    committed: Instant,
-    closed: Instant,
-    latency: Option<Latency>,
-    /// What the database reported (page size, cache size, journal mode).
-    db: Option<DbInfo>,
-}
 
 pub fn run(opts: &RunOptions, threads: u32, id: &str, label: &str) -> Result<RunReport> {
     if threads == 0 || threads > 1024 {
@@ -50,80 +29,48 @@ pub fn run(opts: &RunOptions, threads: u32, id: &str, label: &str) -> Result<Run
     if opts.count < u64::from(threads) {
         return Err(Error::invalid("--count must be at least --threads (each thread reads at least one blob)"));
     }
-    let path = opts.path.as_path();
-    let layout = detect(path)?;
     run::validate(opts)?;
-    let pre = run::preflight(opts, layout)?;
+    let mut engine = engine::open(&opts.path, &opts.settings())?;
+    let survey = engine.survey(false)?;
     // Found before any timer (kvtest's single-thread run asks inside it).
-    let max_id = match opts.max_id.or(pre.max_key) {
+    let max_id = match opts.max_id.or(survey.max_key) {
         Some(m) => m,
-        None => max_key(path)?,
+        None => largest_key(engine.as_ref())?,
     };
-    let mut evict_files = None;
-    let mut evict = || -> Result<EvictionReport> {
-        let files = match &mut evict_files {
-            Some(f) => f,
-            none => none.insert(run::eviction_list(path, layout)?),
-        };
-        cold::evict(files)
-    };
-    let mut db_info = None;
+    let mut evict = lazy_eviction(engine.as_ref());
+    let mut info = None;
     let measured = measure::measure(&opts.plan, Some(&mut evict), |ctx| {
-        let (outcome, info) = one_run(opts, layout, threads, max_id, ctx.latency)?;
-        db_info = info.or(db_info.take());
+        let (outcome, first) = one_run(engine.as_ref(), opts, threads, max_id, ctx.latency)?;
+        info = Some(first);
         Ok(outcome)
     })?;
-    if layout == Layout::Db {
-        let n = non_blob_values(path)?;
-        if n > 0 {
-            return Err(Error::bad_input(
-                path,
-                format!("table kv holds {n} values that are not BLOBs; results discarded"),
-            ));
-        }
-    }
-    let integrity = if opts.integrity_check && layout == Layout::Db { run::integrity_check(path)? } else { Vec::new() };
-    let params = WorkloadParams {
-        path: path.display().to_string(),
-        layout,
-        update: false,
-        count: opts.count,
-        max_id,
-        start: opts.start,
-        order: opts.order,
-        threads,
-        db: opts.db.clone(),
-        files: opts.files,
-        plan: opts.plan,
-        seed: None,
-    };
-    let (page_size, cache_size, journal_mode) = match db_info {
-        Some((p, c, j)) => (Some(p), Some(c), Some(j)),
-        None => (None, None, None),
-    };
+    engine.verify_after_reads()?;
+    let layout = engine.kind();
+    let integrity =
+        if opts.integrity_check && layout == EngineKind::Db { run::integrity_check(&opts.path)? } else { Vec::new() };
+    let info = info.unwrap_or_default();
     let interrupted = measured.interrupted;
     Ok(RunReport {
-        experiment: Experiment::from_measured(id, label, params, measured),
+        experiment: Experiment::from_measured(id, label, opts.params(layout, max_id, threads), measured),
         layout,
         max_id,
-        page_size,
-        cache_size,
-        journal_mode,
+        page_size: info.page_size,
+        cache_size: info.cache_size,
+        journal_mode: info.journal_mode,
         integrity,
         sqlite_stats: None,
         interrupted,
     })
 }
 
-fn max_key(path: &Path) -> Result<u32> {
-    let kv = open_kv(path, false)?;
-    let m: Option<i64> = kv
-        .conn
-        .query_row("SELECT max(k) FROM kv", [], |r| r.get(0))
-        .map_err(|e| crate::engine::dataset::db_error(path, "cannot read kv", e))?;
-    match m {
-        Some(m) if m > 0 => Ok(m.min(i64::from(i32::MAX)) as u32),
-        _ => Err(Error::bad_input(path, "table kv is empty")),
+/// The largest key, from one untimed session that asks for it.
+fn largest_key(engine: &dyn Engine) -> Result<u32> {
+    let session = engine.open(OpenMode { write: false, find_max: true })?;
+    let max = session.info().max_key;
+    session.close()?;
+    match max {
+        Some(m) if m > 0 => Ok(m),
+        _ => Err(Error::bad_input(engine.path(), "holds no blobs")),
     }
 }
 
@@ -140,22 +87,45 @@ fn keys_for(opts: &RunOptions, i: u32, n: u32, max_id: u32) -> KeySequence {
     }
 }
 
+/// One timed run: every thread opens its own session, waits for the others,
+/// reads its share through the same timed session as a single-threaded run,
+/// commits and closes. The run's phases span all threads: setup from the
+/// first open to the first loop, the loop from the first start to the last
+/// end, commit and close the longest of any thread.
 fn one_run(
+    engine: &dyn Engine,
     opts: &RunOptions,
-    layout: Layout,
     threads: u32,
     max_id: u32,
     latency: Option<&mut Latency>,
-) -> Result<(RunOutcome, Option<DbInfo>)> {
+) -> Result<(RunOutcome, engine::SessionInfo)> {
     let barrier = Barrier::new(threads as usize);
     let want_latency = latency.is_some();
-    let results: Vec<Result<ThreadRun>> = std::thread::scope(|s| {
+    let results: Vec<Result<(SessionRun, Option<Latency>)>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|i| {
                 let count = opts.count / u64::from(threads) + u64::from(u64::from(i) < opts.count % u64::from(threads));
-                let keys = keys_for(opts, i, threads, max_id);
                 let barrier = &barrier;
-                s.spawn(move || thread_run(opts, layout, keys, count, max_id, want_latency, barrier))
+                s.spawn(move || {
+                    let mut hist = want_latency.then(Latency::new);
+                    let spec = SessionSpec {
+                        mode: OpenMode::READ,
+                        max_id: Some(max_id),
+                        keys: |max| keys_for(opts, i, threads, max),
+                        count,
+                        work: Work::Read,
+                    };
+                    let run = timed_session(
+                        engine,
+                        spec,
+                        hist.as_mut(),
+                        &|| {
+                            barrier.wait();
+                        },
+                        &mut |_| {},
+                    )?;
+                    Ok((run, hist))
+                })
             })
             .collect();
         handles
@@ -164,96 +134,38 @@ fn one_run(
             .collect()
     });
     let runs = results.into_iter().collect::<Result<Vec<_>>>()?;
-    let first = |f: fn(&ThreadRun) -> Instant| runs.iter().map(f).min();
-    let last = |f: fn(&ThreadRun) -> Instant| runs.iter().map(f).max();
-    let (Some(t0), Some(l0), Some(l1), Some(end)) =
-        (first(|r| r.opened_from), first(|r| r.loop_start), last(|r| r.loop_end), last(|r| r.closed))
-    else {
+    let first = |f: fn(&SessionRun) -> Instant| runs.iter().map(|(r, _)| f(r)).min();
+    let last = |f: fn(&SessionRun) -> Instant| runs.iter().map(|(r, _)| f(r)).max();
+    let (Some(t0), Some(l0), Some(l1), Some(committed), Some(end)) = (
+        first(|r| r.times.opened_from),
+        first(|r| r.times.loop_start),
+        last(|r| r.times.loop_end),
+        last(|r| r.times.committed),
+        last(|r| r.times.closed),
+    ) else {
         return Err(Error::invalid("no reader thread ran"));
     };
     let ns = |d: std::time::Duration| d.as_nanos() as u64;
-    let longest = |f: fn(&ThreadRun) -> std::time::Duration| runs.iter().map(|r| ns(f(r))).max().unwrap_or(0);
-    let loop_ns = ns(l1 - l0);
-    let phases = if layout == Layout::Db {
-        let (commit_ns, close_ns) = (longest(|r| r.committed - r.loop_end), longest(|r| r.closed - r.committed));
-        let nocheckpoint = opts.db.nocheckpoint;
-        Phases {
-            setup_ns: ns(l0 - t0),
-            loop_ns,
-            commit_ns,
-            close_ns: if nocheckpoint { 0 } else { close_ns },
-            checkpoint_ns: if nocheckpoint { close_ns } else { 0 },
-            kvtest_total_ns: if nocheckpoint { ns(last(|r| r.committed).unwrap_or(end) - t0) } else { ns(end - t0) },
-        }
-    } else {
-        Phases { loop_ns, kvtest_total_ns: loop_ns, ..Phases::default() }
+    let longest = |f: fn(&SessionRun) -> std::time::Duration| runs.iter().map(|(r, _)| ns(f(r))).max().unwrap_or(0);
+    let info = runs[0].0.info.clone();
+    let apart = opts.db.nocheckpoint && info.close_checkpoints;
+    let close_ns = longest(|r| r.times.closed - r.times.committed);
+    let phases = Phases {
+        setup_ns: ns(l0 - t0),
+        loop_ns: ns(l1 - l0),
+        commit_ns: longest(|r| r.times.committed - r.times.loop_end),
+        close_ns: if apart { 0 } else { close_ns },
+        checkpoint_ns: if apart { close_ns } else { 0 },
+        kvtest_total_ns: ns(if apart { committed } else { end } - t0),
     };
     if let Some(hist) = latency {
-        for r in &runs {
-            if let Some(l) = &r.latency {
-                hist.merge(l);
-            }
+        for l in runs.iter().filter_map(|(_, l)| l.as_ref()) {
+            hist.merge(l);
         }
     }
-    let sum = |f: fn(&ThreadRun) -> u64| runs.iter().map(f).sum::<u64>();
+    let sum = |f: fn(&SessionRun) -> u64| runs.iter().map(|(r, _)| f(r)).sum::<u64>();
     let outcome = RunOutcome { ops: sum(|r| r.ops), misses: sum(|r| r.misses), bytes: sum(|r| r.bytes), phases };
-    let info = runs.into_iter().next().and_then(|r| r.db);
     Ok((outcome, info))
-}
-
-/// One reader: open (connection or file store), wait for the others, read
-/// `count` blobs with the same timed loop as a single-threaded run, commit
-/// and close. A thread whose open fails still reaches the barrier.
-fn thread_run(
-    opts: &RunOptions,
-    layout: Layout,
-    keys: KeySequence,
-    count: u64,
-    max_id: u32,
-    want_latency: bool,
-    barrier: &Barrier,
-) -> Result<ThreadRun> {
-    let mut latency = want_latency.then(Latency::new);
-    let opened_from = Instant::now();
-    if layout == Layout::Db {
-        let session = DbSession::open(&opts.path, &opts.db, false, false, None);
-        barrier.wait();
-        let mut session = session?;
-        let totals = run::read_loop(&mut session, keys, count, max_id, latency.as_mut())?;
-        session.commit()?;
-        let committed = Instant::now();
-        let db = Some((session.page_size, session.cache_size, session.journal_mode.clone()));
-        session.close()?;
-        let closed = Instant::now();
-        return Ok(ThreadRun {
-            ops: totals.ops,
-            misses: totals.misses,
-            bytes: totals.bytes,
-            opened_from,
-            loop_start: totals.start,
-            loop_end: totals.end,
-            committed,
-            closed,
-            latency,
-            db,
-        });
-    }
-    let store = FileStore::new(&opts.path, layout, opts.files);
-    barrier.wait();
-    let mut store = store?;
-    let totals = run::read_loop(&mut store, keys, count, max_id, latency.as_mut())?;
-    Ok(ThreadRun {
-        ops: totals.ops,
-        misses: totals.misses,
-        bytes: totals.bytes,
-        opened_from,
-        loop_start: totals.start,
-        loop_end: totals.end,
-        committed: totals.end,
-        closed: totals.end,
-        latency,
-        db: None,
-    })
 }
 
 #[cfg(test)]

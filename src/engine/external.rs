@@ -12,7 +12,8 @@ use rusqlite::{ffi, Connection, OpenFlags};
 
 use super::files::{read_posix, PosixReadError};
 use super::sqlite::last_error;
-use super::BlobStore;
+use super::{Engine, OpenMode, Session, Survey};
+use crate::records::{EngineKind, EngineSettings};
 use crate::{Error, Result};
 
 pub struct ExternalStore {
@@ -129,7 +130,7 @@ impl ExternalStore {
     }
 }
 
-impl BlobStore for ExternalStore {
+impl Session for ExternalStore {
     #[inline]
     fn read(&mut self, key: u32) -> Result<u64> {
         // SAFETY: the statement was prepared on this connection in open();
@@ -168,6 +169,77 @@ impl BlobStore for ExternalStore {
 
     fn overwrite(&mut self, _key: u32, _content: &[u8]) -> Result<u64> {
         Err(Error::invalid("external blobs are only read (the matrix measures reads)"))
+    }
+
+    fn put(&mut self, _key: u32, _content: &[u8]) -> Result<()> {
+        Err(Error::invalid("external blobs are only read (the matrix measures reads)"))
+    }
+
+    fn delete(&mut self, _key: u32) -> Result<bool> {
+        Err(Error::invalid("external blobs are only read (the matrix measures reads)"))
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        ExternalStore::commit(self)
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        ExternalStore::close(*self)
+    }
+}
+
+/// External blobs: a database of names (`names.db`) and the files it names
+/// (`blobs/`), both inside one dataset directory, or at paths of their own
+/// (the matrix shares one directory of files between page sizes).
+pub struct ExternalEngine {
+    dir: PathBuf,
+    names_db: PathBuf,
+    files: PathBuf,
+    cache_pages: i64,
+}
+
+/// File names inside an external dataset directory.
+pub const NAMES_DB: &str = "names.db";
+pub const BLOBS_DIR: &str = "blobs";
+
+impl ExternalEngine {
+    pub fn new(dir: &Path, settings: &EngineSettings) -> Self {
+        Self::at(dir, &dir.join(NAMES_DB), &dir.join(BLOBS_DIR), settings.db.cache_size)
+    }
+
+    /// An external store whose name database and files are where given.
+    pub fn at(dir: &Path, names_db: &Path, files: &Path, cache_pages: i64) -> Self {
+        ExternalEngine {
+            dir: dir.to_path_buf(),
+            names_db: names_db.to_path_buf(),
+            files: files.to_path_buf(),
+            cache_pages,
+        }
+    }
+}
+
+impl Engine for ExternalEngine {
+    fn kind(&self) -> EngineKind {
+        EngineKind::External
+    }
+
+    fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    fn survey(&mut self, _for_writes: bool) -> Result<Survey> {
+        let keys = crate::engine::dataset::list_keys(&self.files, EngineKind::Flat)?;
+        Ok(Survey { max_key: keys.last().copied(), blob_max: 0 })
+    }
+
+    fn open(&self, _mode: OpenMode) -> Result<Box<dyn Session>> {
+        Ok(Box::new(ExternalStore::open(&self.names_db, &self.files, self.cache_pages)?))
+    }
+
+    fn cache_files(&self) -> Result<Vec<PathBuf>> {
+        let mut list = crate::engine::dataset::blob_files(&self.files, EngineKind::Flat)?;
+        list.push(self.names_db.clone());
+        Ok(list)
     }
 }
 

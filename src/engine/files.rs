@@ -5,12 +5,63 @@
 //! does, with sqlite3_mprintf).
 
 use std::ffi::{c_void, CStr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::BlobStore;
-use crate::engine::dataset::BlobPath;
-use crate::records::{FileParams, FileRead, FileWrite, Layout};
+use super::{take, Engine, OpenMode, Session, Survey};
+use crate::engine::dataset::{blob_files, blob_name, list_keys, BlobPath};
+use crate::records::{EngineKind, FileParams, FileRead, FileWrite};
 use crate::{Error, Result};
+
+/// A directory of blob files (flat or tree) with a run's read and write calls.
+pub struct FilesEngine {
+    dir: PathBuf,
+    kind: EngineKind,
+    params: FileParams,
+}
+
+impl FilesEngine {
+    pub fn new(dir: &Path, kind: EngineKind, params: FileParams) -> Self {
+        FilesEngine { dir: dir.to_path_buf(), kind, params }
+    }
+}
+
+impl Engine for FilesEngine {
+    fn kind(&self) -> EngineKind {
+        self.kind
+    }
+
+    fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    fn survey(&mut self, for_writes: bool) -> Result<Survey> {
+        let keys = list_keys(&self.dir, self.kind)?;
+        let Some(&max_key) = keys.last() else {
+            return Err(Error::bad_input(
+                &self.dir,
+                "holds no blob files (expected kvtest names like 000001 or 00/00/01)",
+            ));
+        };
+        let mut blob_max = 0u32;
+        if for_writes {
+            crate::util::fsutil::check_writable_file(&self.dir)?;
+            for &k in &keys {
+                let f = self.dir.join(blob_name(self.kind, k));
+                let len = std::fs::metadata(&f).map_err(|e| Error::io(&f, "cannot stat", e))?.len();
+                blob_max = blob_max.max(u32::try_from(len).unwrap_or(u32::MAX));
+            }
+        }
+        Ok(Survey { max_key: Some(max_key), blob_max })
+    }
+
+    fn open(&self, _mode: OpenMode) -> Result<Box<dyn Session>> {
+        Ok(Box::new(FileStore::new(&self.dir, self.kind, self.params)?))
+    }
+
+    fn cache_files(&self) -> Result<Vec<PathBuf>> {
+        blob_files(&self.dir, self.kind)
+    }
+}
 
 pub struct FileStore {
     path: BlobPath,
@@ -20,13 +71,26 @@ pub struct FileStore {
 }
 
 impl FileStore {
-    pub fn new(dir: &Path, layout: Layout, params: FileParams) -> Result<Self> {
+    pub fn new(dir: &Path, layout: EngineKind, params: FileParams) -> Result<Self> {
         Ok(FileStore {
             path: BlobPath::new(dir, layout, b"")?,
             tmp: BlobPath::new(dir, layout, b".tmp")?,
             params,
             buf: vec![0u8; 64 * 1024],
         })
+    }
+
+    /// Creates the directory a tree key's file goes in (off the hot path:
+    /// only when a put meets a missing directory).
+    #[cold]
+    fn make_parent(&self, key: u32) -> Result<()> {
+        let path = self.path.path();
+        let Some(parent) = path.parent().filter(|p| !p.exists()) else {
+            return Err(Error::io(&path, "cannot create", std::io::Error::from(std::io::ErrorKind::NotFound)));
+        };
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, "cannot create directory", e))?;
+        let _ = key;
+        Ok(())
     }
 
     #[cold]
@@ -93,6 +157,17 @@ impl FileStore {
                 return self.miss_or_error("cannot stat");
             }
             let size = st.st_size as usize;
+            let content = take(content, size, key)?;
+            self.truncate_write(p, content)
+        }
+    }
+
+    /// fopen("wb"), fwrite, (fflush and fsync), fclose: kvtest's write.
+    #[inline]
+    fn truncate_write(&mut self, p: *const libc::c_char, content: &[u8]) -> Result<u64> {
+        let size = content.len();
+        // SAFETY: NUL-terminated path; the stream is closed on every path.
+        unsafe {
             let f = libc::fopen(p, c"wb".as_ptr());
             if f.is_null() {
                 return Err(self.os_error("cannot open for writing"));
@@ -119,14 +194,33 @@ impl FileStore {
                 return self.miss_or_error("cannot open for writing");
             }
             let mut st: libc::stat = std::mem::zeroed();
-            let ok = libc::fstat(fd, &mut st) == 0 && write_all_at(fd, &content[..st.st_size as usize]);
-            let ok = ok && (!self.params.fsync || libc::fsync(fd) == 0);
-            let err = if ok { None } else { Some(self.os_error("cannot write")) };
-            libc::close(fd);
-            match err {
-                Some(e) => Err(e),
-                None => Ok(st.st_size as u64),
+            if libc::fstat(fd, &mut st) != 0 {
+                let e = self.os_error("cannot stat");
+                libc::close(fd);
+                return Err(e);
             }
+            let content = match take(content, st.st_size as usize, key) {
+                Ok(c) => c,
+                Err(e) => {
+                    libc::close(fd);
+                    return Err(e);
+                }
+            };
+            self.finish_inplace(fd, content, None)
+        }
+    }
+
+    /// pwrite over the old bytes, cut the file to `len` when given, fsync
+    /// when asked, close.
+    #[inline]
+    unsafe fn finish_inplace(&mut self, fd: libc::c_int, content: &[u8], len: Option<usize>) -> Result<u64> {
+        let ok = write_all_at(fd, content) && len.is_none_or(|n| libc::ftruncate(fd, n as libc::off_t) == 0);
+        let ok = ok && (!self.params.fsync || libc::fsync(fd) == 0);
+        let err = if ok { None } else { Some(self.os_error("cannot write")) };
+        libc::close(fd);
+        match err {
+            Some(e) => Err(e),
+            None => Ok(content.len() as u64),
         }
     }
 
@@ -140,12 +234,22 @@ impl FileStore {
             if libc::stat(p, &mut st) != 0 {
                 return self.miss_or_error("cannot stat");
             }
-            let size = st.st_size as usize;
+            let content = take(content, st.st_size as usize, key)?;
+            self.replace_write(p, t, content)
+        }
+    }
+
+    /// Write a temporary file, (fsync), rename it over `p`.
+    #[inline]
+    fn replace_write(&mut self, p: *const libc::c_char, t: *const libc::c_char, content: &[u8]) -> Result<u64> {
+        let size = content.len();
+        // SAFETY: NUL-terminated paths; the descriptor is closed on every path.
+        unsafe {
             let fd = libc::open(t, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, 0o644 as libc::c_uint);
             if fd < 0 {
                 return Err(self.os_error("cannot create a temporary file"));
             }
-            let ok = write_all_at(fd, &content[..size]) && (!self.params.fsync || libc::fsync(fd) == 0);
+            let ok = write_all_at(fd, content) && (!self.params.fsync || libc::fsync(fd) == 0);
             let err = if ok { None } else { Some(self.os_error("cannot write")) };
             let closed = libc::close(fd) == 0;
             if let Some(e) = err {
@@ -225,7 +329,7 @@ unsafe fn write_all_at(fd: libc::c_int, mut data: &[u8]) -> bool {
     true
 }
 
-impl BlobStore for FileStore {
+impl Session for FileStore {
     #[inline]
     fn read(&mut self, key: u32) -> Result<u64> {
         match self.params.read {
@@ -241,6 +345,52 @@ impl BlobStore for FileStore {
             FileWrite::Inplace => self.write_inplace(key, content),
             FileWrite::Replace => self.write_replace(key, content),
         }
+    }
+
+    /// Stores `content` with the run's write method; a missing file (or
+    /// tree directory) is created.
+    fn put(&mut self, key: u32, content: &[u8]) -> Result<()> {
+        let p = self.path.set(key).as_ptr();
+        let written = match self.params.write {
+            FileWrite::Truncate => self.truncate_write(p, content),
+            // SAFETY: NUL-terminated path; finish_inplace closes the descriptor.
+            FileWrite::Inplace => unsafe {
+                let fd = libc::open(p, libc::O_WRONLY | libc::O_CREAT, 0o644 as libc::c_uint);
+                if fd < 0 {
+                    Err(self.os_error("cannot open for writing"))
+                } else {
+                    self.finish_inplace(fd, content, Some(content.len()))
+                }
+            },
+            FileWrite::Replace => {
+                let t = self.tmp.set(key).as_ptr();
+                self.replace_write(p, t, content)
+            }
+        };
+        match written {
+            Err(Error::Io { ref source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                self.make_parent(key)?;
+                self.put(key, content)
+            }
+            other => other.map(drop),
+        }
+    }
+
+    fn delete(&mut self, key: u32) -> Result<bool> {
+        let p = self.path.set(key).as_ptr();
+        // SAFETY: NUL-terminated path.
+        if unsafe { libc::unlink(p) } == 0 {
+            return Ok(true);
+        }
+        self.miss_or_error("cannot remove").map(|_| false)
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        Ok(())
     }
 }
 
@@ -258,13 +408,13 @@ mod tests {
         std::fs::write(dir.path().join("000001"), vec![1u8; 5000]).unwrap();
         let content: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
         for read in [FileRead::Stdio, FileRead::Posix] {
-            let mut s = FileStore::new(dir.path(), Layout::Flat, params(read, FileWrite::Truncate)).unwrap();
+            let mut s = FileStore::new(dir.path(), EngineKind::Flat, params(read, FileWrite::Truncate)).unwrap();
             assert_eq!(s.read(1).unwrap(), 5000);
             assert_eq!(s.read(2).unwrap(), 0, "absent key is a miss");
         }
         for write in [FileWrite::Truncate, FileWrite::Inplace, FileWrite::Replace] {
             std::fs::write(dir.path().join("000001"), vec![1u8; 5000]).unwrap();
-            let mut s = FileStore::new(dir.path(), Layout::Flat, params(FileRead::Posix, write)).unwrap();
+            let mut s = FileStore::new(dir.path(), EngineKind::Flat, params(FileRead::Posix, write)).unwrap();
             assert_eq!(s.overwrite(1, &content).unwrap(), 5000);
             assert_eq!(std::fs::read(dir.path().join("000001")).unwrap(), &content[..5000], "{write:?}");
             assert_eq!(s.overwrite(9, &content).unwrap(), 0);

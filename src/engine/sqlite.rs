@@ -10,9 +10,9 @@ use std::sync::Arc;
 use rusqlite::{ffi, Connection, OpenFlags};
 use serde::{Deserialize, Serialize};
 
-use super::BlobStore;
+use super::{take, Engine, OpenMode, Session, SessionInfo, Survey};
 use crate::engine::dataset::open_kv;
-use crate::records::{DbAccess, DbParams};
+use crate::records::{DbAccess, DbParams, EngineKind};
 use crate::{Error, Result};
 
 pub struct DbSession {
@@ -84,7 +84,12 @@ impl DbSession {
         // every raw statement and blob handle (finalized in commit/drop).
         let db = unsafe { conn.handle() };
         let mut session = DbSession {
-            handles: RawHandles { stmt: ptr::null_mut(), blob: ptr::null_mut() },
+            handles: RawHandles {
+                stmt: ptr::null_mut(),
+                blob: ptr::null_mut(),
+                put: ptr::null_mut(),
+                del: ptr::null_mut(),
+            },
             conn,
             db,
             access: p.access,
@@ -111,6 +116,10 @@ impl DbSession {
             if rc != ffi::SQLITE_OK {
                 return Err(session.error("cannot prepare the query"));
             }
+        }
+        if update {
+            session.handles.put = session.prepare(c"INSERT OR REPLACE INTO kv(k, v) VALUES(?1, ?2)")?;
+            session.handles.del = session.prepare(c"DELETE FROM kv WHERE k=?1")?;
         }
         if !p.multitrans {
             session.conn.execute_batch("BEGIN").map_err(err("cannot begin a transaction"))?;
@@ -174,6 +183,36 @@ impl DbSession {
         }
     }
 
+    fn prepare(&self, sql: &CStr) -> Result<*mut ffi::sqlite3_stmt> {
+        let mut stmt = ptr::null_mut();
+        // SAFETY: valid db handle and NUL-terminated SQL; the statement is
+        // handed to RawHandles, which finalizes it.
+        let rc = unsafe { ffi::sqlite3_prepare_v2(self.db, sql.as_ptr(), -1, &mut stmt, ptr::null_mut()) };
+        if rc != ffi::SQLITE_OK {
+            return Err(self.error("cannot prepare a write statement"));
+        }
+        Ok(stmt)
+    }
+
+    /// Runs a write statement (INSERT OR REPLACE, DELETE) whose parameters
+    /// are bound; returns the rows it changed.
+    #[inline]
+    fn step_write(&self, stmt: *mut ffi::sqlite3_stmt, key: u32, what: &str) -> Result<i32> {
+        // SAFETY: a statement of this connection with its parameters bound
+        // to memory that outlives the step.
+        unsafe {
+            if stmt.is_null() {
+                return Err(Error::invalid("the session was opened for reading; it cannot write"));
+            }
+            let rc = ffi::sqlite3_step(stmt);
+            ffi::sqlite3_reset(stmt);
+            if rc != ffi::SQLITE_DONE {
+                return Err(self.error(&format!("cannot {what} the blob of key {key}")));
+            }
+            Ok(ffi::sqlite3_changes(self.db))
+        }
+    }
+
     /// The connection's last error as ours. Off the hot path.
     #[cold]
     fn error(&self, what: &str) -> Error {
@@ -182,15 +221,25 @@ impl DbSession {
 
     /// A failed blob open is a miss when the row does not exist, an error
     /// otherwise (a value that is not a BLOB, a locked or corrupt database).
+    ///
+    /// A failed reopen leaves the handle aborted: every later reopen would
+    /// fail too (each key a miss, forever), so the handle is closed and the
+    /// next key opens a new one.
     #[cold]
-    fn blob_open_failed(&self, key: u32) -> Result<u64> {
+    fn blob_open_failed(&mut self, key: u32) -> Result<u64> {
         // SAFETY: valid handle.
         let msg = unsafe { CStr::from_ptr(ffi::sqlite3_errmsg(self.db)) };
-        if msg.to_bytes().starts_with(b"no such rowid") {
+        let result = if msg.to_bytes().starts_with(b"no such rowid") {
             Ok(0)
         } else {
             Err(self.error(&format!("cannot open the blob of key {key}")))
+        };
+        if !self.handles.blob.is_null() {
+            // SAFETY: a live blob handle of this connection, closed once.
+            unsafe { ffi::sqlite3_blob_close(self.handles.blob) };
+            self.handles.blob = ptr::null_mut();
         }
+        result
     }
 
     #[inline]
@@ -218,6 +267,9 @@ impl DbSession {
 struct RawHandles {
     stmt: *mut ffi::sqlite3_stmt,
     blob: *mut ffi::sqlite3_blob,
+    /// INSERT OR REPLACE and DELETE, prepared when the session writes.
+    put: *mut ffi::sqlite3_stmt,
+    del: *mut ffi::sqlite3_stmt,
 }
 
 impl RawHandles {
@@ -232,6 +284,12 @@ impl RawHandles {
                 ffi::sqlite3_blob_close(self.blob);
                 self.blob = ptr::null_mut();
             }
+            for stmt in [&mut self.put, &mut self.del] {
+                if !stmt.is_null() {
+                    ffi::sqlite3_finalize(*stmt);
+                    *stmt = ptr::null_mut();
+                }
+            }
         }
     }
 }
@@ -242,7 +300,7 @@ impl Drop for RawHandles {
     }
 }
 
-impl BlobStore for DbSession {
+impl Session for DbSession {
     #[inline]
     fn read(&mut self, key: u32) -> Result<u64> {
         match self.access {
@@ -292,6 +350,10 @@ impl BlobStore for DbSession {
                     let s = self.handles.stmt;
                     ffi::sqlite3_reset(s);
                     ffi::sqlite3_bind_int(s, 1, key as c_int);
+                    // SQL's substr() takes only the bytes the blob has; a
+                    // shorter content is caught here as the blob API's is.
+                    let size = self.sizes.as_ref().and_then(|s| s.get(key as usize)).copied().unwrap_or(0);
+                    take(content, size as usize, key)?;
                     ffi::sqlite3_bind_blob(s, 2, content.as_ptr().cast(), content.len() as c_int, None);
                     if ffi::sqlite3_step(s) != ffi::SQLITE_DONE {
                         return Err(self.error(&format!("cannot update the blob of key {key}")));
@@ -307,9 +369,11 @@ impl BlobStore for DbSession {
                 if self.seek_blob(key) != ffi::SQLITE_OK {
                     return self.blob_open_failed(key);
                 }
-                // SAFETY: blob is open for writing; content holds >= n bytes.
+                // SAFETY: blob is open for writing; `take` checked that
+                // content holds n bytes.
                 unsafe {
                     let n = ffi::sqlite3_blob_bytes(self.handles.blob);
+                    let content = take(content, n as usize, key)?;
                     if ffi::sqlite3_blob_write(self.handles.blob, content.as_ptr().cast(), n, 0) != ffi::SQLITE_OK {
                         return Err(self.error(&format!("cannot write the blob of key {key}")));
                     }
@@ -318,6 +382,119 @@ impl BlobStore for DbSession {
             }
         }
     }
+
+    fn put(&mut self, key: u32, content: &[u8]) -> Result<()> {
+        let stmt = self.handles.put;
+        if !stmt.is_null() {
+            // SAFETY: a statement of this connection; `content` outlives the
+            // step (SQLITE_STATIC: no copy at bind).
+            unsafe {
+                ffi::sqlite3_bind_int(stmt, 1, key as c_int);
+                ffi::sqlite3_bind_blob(stmt, 2, content.as_ptr().cast(), content.len() as c_int, None);
+            }
+        }
+        self.step_write(stmt, key, "store").map(drop)
+    }
+
+    fn delete(&mut self, key: u32) -> Result<bool> {
+        let stmt = self.handles.del;
+        if !stmt.is_null() {
+            // SAFETY: a statement of this connection.
+            unsafe { ffi::sqlite3_bind_int(stmt, 1, key as c_int) };
+        }
+        self.step_write(stmt, key, "delete").map(|n| n > 0)
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        DbSession::commit(self)
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        DbSession::close(*self)
+    }
+
+    fn sqlite_stats(&self) -> Option<SqliteStats> {
+        Some(self.stats())
+    }
+
+    fn info(&self) -> SessionInfo {
+        SessionInfo {
+            page_size: Some(self.page_size),
+            cache_size: Some(self.cache_size),
+            journal_mode: Some(self.journal_mode.clone()),
+            max_key: self.max_key,
+            close_checkpoints: self.journal_mode.eq_ignore_ascii_case("wal"),
+        }
+    }
+}
+
+/// An SQLite database (kvtest's `kv` table) with a run's pragmas.
+pub struct SqliteEngine {
+    path: PathBuf,
+    params: DbParams,
+    /// Blob sizes by key, surveyed for writes (an SQL update counts bytes).
+    sizes: Option<Arc<Vec<u32>>>,
+}
+
+impl SqliteEngine {
+    pub fn new(path: &Path, params: DbParams) -> Self {
+        SqliteEngine { path: path.to_path_buf(), params, sizes: None }
+    }
+}
+
+impl Engine for SqliteEngine {
+    fn kind(&self) -> EngineKind {
+        EngineKind::Db
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn survey(&mut self, for_writes: bool) -> Result<Survey> {
+        if self.params.mmap_bytes < 0 {
+            return Err(Error::invalid("--mmap must not be negative"));
+        }
+        open_kv(&self.path, false)?;
+        if !for_writes {
+            return Ok(Survey::default());
+        }
+        crate::util::fsutil::check_writable_file(&self.path)?;
+        let (sizes, blob_max) = blob_sizes(&self.path)?;
+        self.sizes = Some(sizes);
+        Ok(Survey { max_key: None, blob_max })
+    }
+
+    fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
+        let s = DbSession::open(&self.path, &self.params, mode.write, mode.find_max, self.sizes.clone())?;
+        Ok(Box::new(s))
+    }
+
+    fn cache_files(&self) -> Result<Vec<PathBuf>> {
+        Ok(db_files(&self.path))
+    }
+
+    fn verify_after_reads(&self) -> Result<()> {
+        let n = non_blob_values(&self.path)?;
+        if n > 0 {
+            return Err(Error::bad_input(
+                &self.path,
+                format!("table kv holds {n} values that are not BLOBs; results discarded"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A database file and the journal and WAL that may sit beside it.
+pub fn db_files(path: &Path) -> Vec<PathBuf> {
+    let mut files = vec![path.to_path_buf()];
+    for suffix in ["-wal", "-journal"] {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        files.push(PathBuf::from(p));
+    }
+    files
 }
 
 /// The last error of a raw connection handle as ours. Off the hot path.

@@ -4,24 +4,77 @@ use serde::{Deserialize, Serialize};
 
 use super::keys::Order;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Where a dataset's blobs live: the engine (and, for files, the layout).
+/// The serialised names are the result schema's (`layout` field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Layout {
+pub enum EngineKind {
     /// An SQLite database with table kv(k INTEGER PRIMARY KEY, v BLOB).
     Db,
     /// One file per blob in one directory, named %06d.
     Flat,
     /// One file per blob in a tree, named %02d/%02d/%02d.
     Tree,
+    /// Names in SQLite (table ext(k, name)), content in flat files beside it.
+    External,
+    /// LMDB (through heed): one B+tree in a memory map.
+    Lmdb,
+    /// redb: a copy-on-write B-tree in one file.
+    Redb,
+    /// fjall: an LSM tree whose large values live apart in blob files.
+    Fjall,
 }
 
-impl Layout {
+impl EngineKind {
+    pub const ALL: [EngineKind; 7] = [
+        EngineKind::Db,
+        EngineKind::Flat,
+        EngineKind::Tree,
+        EngineKind::External,
+        EngineKind::Lmdb,
+        EngineKind::Redb,
+        EngineKind::Fjall,
+    ];
+
+    /// The key-value engines, which `suite --engines` can add.
+    pub const KEY_VALUE: [EngineKind; 3] = [EngineKind::Lmdb, EngineKind::Redb, EngineKind::Fjall];
+
     pub fn name(self) -> &'static str {
         match self {
-            Layout::Db => "db",
-            Layout::Flat => "flat",
-            Layout::Tree => "tree",
+            EngineKind::Db => "db",
+            EngineKind::Flat => "flat",
+            EngineKind::Tree => "tree",
+            EngineKind::External => "external",
+            EngineKind::Lmdb => "lmdb",
+            EngineKind::Redb => "redb",
+            EngineKind::Fjall => "fjall",
         }
+    }
+
+    /// What a person calls it.
+    pub fn title(self) -> &'static str {
+        match self {
+            EngineKind::Db => "SQLite",
+            EngineKind::Flat => "Files (flat)",
+            EngineKind::Tree => "Files (tree)",
+            EngineKind::External => "External (name in SQLite, blob in a file)",
+            EngineKind::Lmdb => "LMDB",
+            EngineKind::Redb => "redb",
+            EngineKind::Fjall => "fjall",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<EngineKind> {
+        EngineKind::ALL.into_iter().find(|k| k.name().eq_ignore_ascii_case(name))
+    }
+
+    /// One file per blob (flat or tree).
+    pub fn is_files(self) -> bool {
+        matches!(self, EngineKind::Flat | EngineKind::Tree)
+    }
+
+    pub fn is_key_value(self) -> bool {
+        EngineKind::KEY_VALUE.contains(&self)
     }
 }
 
@@ -125,11 +178,41 @@ impl Default for FileParams {
     }
 }
 
+/// When a key-value engine's commit returns, is the data on disk?
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KvSync {
+    /// The commit waits for the disk (LMDB's default, redb
+    /// `Durability::Immediate`, fjall `PersistMode::SyncAll`).
+    #[default]
+    Durable,
+    /// The commit returns before the disk has the data (LMDB `MDB_NOSYNC`,
+    /// redb `Durability::None`, fjall buffered journal).
+    Fast,
+}
+
+/// Settings of a key-value engine (LMDB, redb, fjall).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KvParams {
+    pub sync: KvSync,
+    /// Each operation in its own transaction (else one per run, as kvtest
+    /// does for SQLite).
+    pub multitrans: bool,
+}
+
+/// Every engine's settings for one run; each engine reads its own part.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EngineSettings {
+    pub db: DbParams,
+    pub files: FileParams,
+    pub kv: KvParams,
+}
+
 /// Everything that defines one `run`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadParams {
     pub path: String,
-    pub layout: Layout,
+    pub layout: EngineKind,
     pub update: bool,
     /// Operations that find a blob, per run (all threads together).
     pub count: u64,
@@ -143,6 +226,9 @@ pub struct WorkloadParams {
     /// File settings; meaningful when layout is flat or tree.
     #[serde(default)]
     pub files: FileParams,
+    /// Key-value engine settings; meaningful when layout is lmdb, redb or fjall.
+    #[serde(default)]
+    pub kv: KvParams,
     pub plan: Plan,
     /// Seed of the content written by an update run (repeat it with --seed).
     #[serde(default, skip_serializing_if = "Option::is_none")]

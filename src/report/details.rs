@@ -7,7 +7,6 @@ use super::doc::{Block, Section, Table, NOT_MEASURED};
 use super::fmt::{bytes, date_time, machine_labels, micros, percent, thousands};
 use super::kvtest::{suite_files, SUITE_IDS};
 use crate::measure::Experiment;
-use crate::records::Layout;
 use crate::results::ResultFile;
 
 fn or_unknown(s: &str) -> String {
@@ -171,14 +170,6 @@ pub fn latency(files: &[ResultFile]) -> Vec<Section> {
     }]
 }
 
-fn layout_name(l: Layout) -> &'static str {
-    match l {
-        Layout::Db => "db",
-        Layout::Flat => "flat",
-        Layout::Tree => "tree",
-    }
-}
-
 /// Environment rows, one column per file.
 fn environment_table(files: &[ResultFile], labels: &[String]) -> Table {
     type Field = fn(&ResultFile) -> String;
@@ -257,7 +248,7 @@ fn parameters_table(f: &ResultFile) -> Table {
             vec![
                 e.id.clone(),
                 e.label.clone(),
-                layout_name(p.layout).to_string(),
+                p.layout.name().to_string(),
                 p.path.clone(),
                 thousands(p.count),
                 p.order.flag().trim_start_matches('-').to_string(),

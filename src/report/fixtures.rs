@@ -8,7 +8,7 @@ use crate::measure::{LatencySummary, Phases, RunSample, Summary};
 use crate::records::keys::Order;
 use crate::records::Plan;
 use crate::records::{DatasetSpec, DiskUsage};
-use crate::records::{DbParams, FileParams, Layout, WorkloadParams};
+use crate::records::{DbParams, EngineKind, FileParams, WorkloadParams};
 use crate::results::ResultFile;
 
 /// An experiment whose three timed runs took `per_op_us` each (no spread).
@@ -43,11 +43,11 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
         })
         .collect();
     let layout = if id.contains("/db-") {
-        Layout::Db
+        EngineKind::Db
     } else if id.contains("/tree-") {
-        Layout::Tree
+        EngineKind::Tree
     } else {
-        Layout::Flat
+        EngineKind::Flat
     };
     let p50 = per_op_us[0] * 0.9;
     Experiment {
@@ -64,6 +64,7 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
             threads: 1,
             db: DbParams::default(),
             files: FileParams::default(),
+            kv: Default::default(),
             plan: Plan::default(),
             seed: None,
         },

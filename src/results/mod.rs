@@ -6,6 +6,7 @@
 //! Units are part of every field name (`_ns`, `_us`, `_bytes`, `_pct`) so a
 //! figure never travels without saying what it is.
 
+mod build;
 pub mod csv;
 
 use serde::{Deserialize, Serialize};

@@ -61,6 +61,19 @@ pub fn allocated_bytes(meta: &std::fs::Metadata) -> u64 {
     meta.blocks() * 512
 }
 
+/// Refuses a file or directory this process may not write (a write run
+/// would fail midway, or worse, measure nothing).
+pub fn check_writable_file(path: &Path) -> Result<()> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, "cannot stat", e))?;
+    let c = cstring(path)?;
+    // SAFETY: NUL-terminated path.
+    let writable = unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0;
+    if meta.permissions().readonly() || !writable {
+        return Err(Error::bad_input(path, "is read-only; --update needs write access"));
+    }
+    Ok(())
+}
+
 /// Free bytes available to this user on the filesystem holding `path`.
 pub fn free_bytes(path: &Path) -> Result<u64> {
     let c = cstring(path)?;

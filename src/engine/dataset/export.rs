@@ -9,14 +9,14 @@ use std::time::Instant;
 
 use crate::engine::dataset::layout::{blob_name, db_error, open_kv};
 use crate::measure::stop_requested;
-use crate::records::Layout;
+use crate::records::EngineKind;
 use crate::util::fsutil;
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
 #[derive(Debug, Clone)]
 pub struct ExportReport {
-    pub layout: Layout,
+    pub layout: EngineKind,
     pub files: u64,
     pub bytes: u64,
     pub elapsed_ns: u64,
@@ -37,7 +37,7 @@ impl Drop for TempDir {
 }
 
 pub fn export(db: &Path, dir: &Path, tree: bool, force: bool, progress: &dyn Progress) -> Result<ExportReport> {
-    let layout = if tree { Layout::Tree } else { Layout::Flat };
+    let layout = if tree { EngineKind::Tree } else { EngineKind::Flat };
     let kv = open_kv(db, false)?;
     fsutil::check_dir(fsutil::parent_dir(dir))?;
     let replacing = check_target(dir, force)?;

@@ -9,7 +9,7 @@ use std::path::Path;
 use rusqlite::Connection;
 
 use crate::engine::dataset::layout::{blob_name, db_error, open_kv};
-use crate::records::Layout;
+use crate::records::EngineKind;
 use crate::util::fsutil;
 use crate::{Error, Result};
 
@@ -46,7 +46,7 @@ pub fn init_names(blobs_db: &Path, names_db: &Path, page_size: u32) -> Result<u6
                 let Ok(k) = u32::try_from(key) else {
                     return Err(Error::bad_input(blobs_db, format!("key {key} has no kvtest file name")));
                 };
-                insert.execute(rusqlite::params![key, blob_name(Layout::Flat, k)]).map_err(write_err)?;
+                insert.execute(rusqlite::params![key, blob_name(EngineKind::Flat, k)]).map_err(write_err)?;
                 n += 1;
             }
         }
@@ -83,4 +83,43 @@ mod tests {
         assert!(matches!(init_names(&db, &names, 1024), Err(Error::Exists(_))), "never overwritten");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "no temporary left behind");
     }
+}
+
+/// An external dataset directory: the blobs as flat files in `blobs/` and
+/// their names in `names.db` (page size of the kvtest database), renamed
+/// into place as a whole.
+pub fn build(
+    db: &Path,
+    target: &Path,
+    force: bool,
+    progress: &dyn crate::util::progress::Progress,
+) -> Result<super::ExportReport> {
+    use crate::engine::external::{BLOBS_DIR, NAMES_DB};
+    if target.exists() && !force {
+        return Err(Error::Exists(target.to_path_buf()));
+    }
+    let page_size = {
+        let kv = open_kv(db, false)?;
+        kv.conn
+            .query_row("PRAGMA page_size", [], |r| r.get::<_, u32>(0))
+            .map_err(|e| db_error(db, "cannot read the page size", e))?
+    };
+    fsutil::check_dir(fsutil::parent_dir(target))?;
+    let tmp = fsutil::temp_sibling(target, "external");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir(&tmp).map_err(|e| Error::io(&tmp, "cannot create directory", e))?;
+    let result = (|| {
+        let mut report = super::export(db, &tmp.join(BLOBS_DIR), false, false, progress)?;
+        init_names(db, &tmp.join(NAMES_DB), page_size)?;
+        if target.exists() {
+            std::fs::remove_dir_all(target).map_err(|e| Error::io(target, "cannot replace", e))?;
+        }
+        std::fs::rename(&tmp, target).map_err(|e| Error::io(target, "cannot rename into place", e))?;
+        report.layout = EngineKind::External;
+        Ok(report)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    result
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
 
-use crate::records::Layout;
+use crate::records::EngineKind;
 use crate::{Error, Result};
 
 const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
@@ -14,14 +14,22 @@ const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 /// Decides what `path` is, as kvtest does (a directory with a `00`
 /// subdirectory is a tree), but by the SQLite header rather than by a file
 /// size that is a multiple of 512.
-pub fn detect(path: &Path) -> Result<Layout> {
+pub fn detect(path: &Path) -> Result<EngineKind> {
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Error::NotFound(path.to_path_buf())),
         Err(e) => return Err(Error::io(path, "cannot access", e)),
     };
     if meta.is_dir() {
-        return Ok(if path.join("00").is_dir() { Layout::Tree } else { Layout::Flat });
+        if path.join(crate::engine::external::NAMES_DB).is_file()
+            && path.join(crate::engine::external::BLOBS_DIR).is_dir()
+        {
+            return Ok(EngineKind::External);
+        }
+        if let Some(kind) = crate::engine::detect_key_value_dir(path) {
+            return Ok(kind);
+        }
+        return Ok(if path.join("00").is_dir() { EngineKind::Tree } else { EngineKind::Flat });
     }
     if !meta.is_file() {
         return Err(Error::bad_input(path, "is neither a regular file nor a directory"));
@@ -31,10 +39,13 @@ pub fn detect(path: &Path) -> Result<Layout> {
     }
     let mut head = [0u8; 16];
     let n = read_prefix(path, &mut head)?;
-    if n < head.len() || &head != SQLITE_HEADER {
-        return Err(Error::bad_input(path, "is not an SQLite database (no SQLite header)"));
+    if n == head.len() && &head == SQLITE_HEADER {
+        return Ok(EngineKind::Db);
     }
-    Ok(Layout::Db)
+    if let Some(kind) = crate::engine::detect_key_value_file(&head[..n]) {
+        return Ok(kind);
+    }
+    Err(Error::bad_input(path, "is not an SQLite database (no SQLite header)"))
 }
 
 fn read_prefix(path: &Path, buf: &mut [u8]) -> Result<usize> {
@@ -67,7 +78,7 @@ pub struct KvConnection {
 /// shell) would. That restores the last committed state and loses nothing
 /// that was committed.
 pub fn open_kv(path: &Path, writable: bool) -> Result<KvConnection> {
-    if detect(path)? != Layout::Db {
+    if detect(path)? != EngineKind::Db {
         return Err(Error::bad_input(path, "is a directory, expected an SQLite database"));
     }
     let open = |flags: OpenFlags| {
@@ -167,13 +178,13 @@ pub(crate) fn db_error(path: &Path, what: &str, e: rusqlite::Error) -> Error {
 pub struct BlobPath {
     buf: Vec<u8>,
     prefix: usize,
-    layout: Layout,
+    layout: EngineKind,
     suffix: &'static [u8],
 }
 
 impl BlobPath {
     /// `suffix` is appended after the name (".tmp" for replace-by-rename).
-    pub fn new(dir: &Path, layout: Layout, suffix: &'static [u8]) -> Result<Self> {
+    pub fn new(dir: &Path, layout: EngineKind, suffix: &'static [u8]) -> Result<Self> {
         use std::os::unix::ffi::OsStrExt;
         let mut buf = dir.as_os_str().as_bytes().to_vec();
         if buf.contains(&0) {
@@ -206,16 +217,16 @@ impl BlobPath {
 }
 
 /// kvtest's relative name of `key`'s file.
-pub fn blob_name(layout: Layout, key: u32) -> String {
+pub fn blob_name(layout: EngineKind, key: u32) -> String {
     let mut v = Vec::with_capacity(16);
     push_name(&mut v, layout, key);
     String::from_utf8(v).expect("digits")
 }
 
 #[inline]
-fn push_name(buf: &mut Vec<u8>, layout: Layout, key: u32) {
+fn push_name(buf: &mut Vec<u8>, layout: EngineKind, key: u32) {
     match layout {
-        Layout::Tree => {
+        EngineKind::Tree => {
             push_padded(buf, key / 10_000, 2);
             buf.push(b'/');
             push_padded(buf, (key / 100) % 100, 2);
@@ -244,17 +255,17 @@ fn push_padded(buf: &mut Vec<u8>, mut v: u32, width: usize) {
 
 /// Keys of the blob files present under `dir`, ascending. Names that are
 /// not kvtest names are ignored.
-pub fn list_keys(dir: &Path, layout: Layout) -> Result<Vec<u32>> {
+pub fn list_keys(dir: &Path, layout: EngineKind) -> Result<Vec<u32>> {
     let mut keys = Vec::new();
     match layout {
-        Layout::Flat => {
+        EngineKind::Flat => {
             for name in dir_names(dir)? {
                 if let Some(k) = parse_digits(&name, 6) {
                     keys.push(k);
                 }
             }
         }
-        Layout::Tree => {
+        EngineKind::Tree => {
             for a in dir_names(dir)? {
                 let Some(ka) = parse_digits(&a, 2) else {
                     continue;
@@ -279,14 +290,19 @@ pub fn list_keys(dir: &Path, layout: Layout) -> Result<Vec<u32>> {
                 }
             }
         }
-        Layout::Db => return Err(Error::bad_input(dir, "is a database, expected a directory of blob files")),
+        other => {
+            return Err(Error::bad_input(
+                dir,
+                format!("is a {} dataset, expected a directory of blob files", other.name()),
+            ))
+        }
     }
     keys.sort_unstable();
     Ok(keys)
 }
 
 /// Every blob file under `dir` (for cache eviction).
-pub fn blob_files(dir: &Path, layout: Layout) -> Result<Vec<PathBuf>> {
+pub fn blob_files(dir: &Path, layout: EngineKind) -> Result<Vec<PathBuf>> {
     Ok(list_keys(dir, layout)?.into_iter().map(|k| dir.join(blob_name(layout, k))).collect())
 }
 
@@ -315,16 +331,16 @@ mod tests {
 
     #[test]
     fn kvtest_names() {
-        assert_eq!(blob_name(Layout::Flat, 1), "000001");
-        assert_eq!(blob_name(Layout::Flat, 1_234_567), "1234567");
-        assert_eq!(blob_name(Layout::Tree, 1), "00/00/01");
-        assert_eq!(blob_name(Layout::Tree, 123_456), "12/34/56");
-        assert_eq!(blob_name(Layout::Tree, 1_000_000), "100/00/00");
+        assert_eq!(blob_name(EngineKind::Flat, 1), "000001");
+        assert_eq!(blob_name(EngineKind::Flat, 1_234_567), "1234567");
+        assert_eq!(blob_name(EngineKind::Tree, 1), "00/00/01");
+        assert_eq!(blob_name(EngineKind::Tree, 123_456), "12/34/56");
+        assert_eq!(blob_name(EngineKind::Tree, 1_000_000), "100/00/00");
     }
 
     #[test]
     fn blob_path_rewrites_in_place() {
-        let mut p = BlobPath::new(Path::new("/d"), Layout::Tree, b".tmp").unwrap();
+        let mut p = BlobPath::new(Path::new("/d"), EngineKind::Tree, b".tmp").unwrap();
         assert_eq!(p.set(10_203).to_str().unwrap(), "/d/01/02/03.tmp");
         let cap = p.buf.capacity();
         assert_eq!(p.set(7).to_str().unwrap(), "/d/00/00/07.tmp");
@@ -337,9 +353,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         assert!(matches!(detect(&d.join("missing")), Err(Error::NotFound(_))));
-        assert_eq!(detect(d).unwrap(), Layout::Flat);
+        assert_eq!(detect(d).unwrap(), EngineKind::Flat);
         std::fs::create_dir(d.join("00")).unwrap();
-        assert_eq!(detect(d).unwrap(), Layout::Tree);
+        assert_eq!(detect(d).unwrap(), EngineKind::Tree);
         let empty = d.join("empty");
         std::fs::write(&empty, b"").unwrap();
         assert!(detect(&empty).unwrap_err().to_string().contains("empty"));

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::dataset::layout::{blob_name, db_error, detect, list_keys, open_kv};
 use crate::records::DiskUsage;
-use crate::records::Layout;
+use crate::records::EngineKind;
 use crate::util::fsutil::allocated_bytes;
 use crate::{Error, Result};
 
@@ -33,7 +33,7 @@ pub struct DbStat {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DirStat {
-    pub layout: Layout,
+    pub layout: EngineKind,
     pub entries: u64,
     pub avg_size: f64,
     pub min_size: u64,
@@ -66,7 +66,7 @@ impl StatReport {
                 allocated_bytes: s.allocated_bytes,
             },
             StatReport::Dir(s) => DiskUsage {
-                layout: if s.layout == Layout::Tree { "tree" } else { "flat" }.into(),
+                layout: if s.layout == EngineKind::Tree { "tree" } else { "flat" }.into(),
                 path,
                 entries: s.entries,
                 content_bytes: s.content_bytes,
@@ -81,7 +81,7 @@ impl StatReport {
 /// kvtest's --vacuum), which rewrites the file: only on request.
 pub fn stat(path: &Path, vacuum: bool) -> Result<StatReport> {
     match detect(path)? {
-        Layout::Db => db_stat(path, vacuum).map(StatReport::Db),
+        EngineKind::Db => db_stat(path, vacuum).map(StatReport::Db),
         layout => {
             if vacuum {
                 return Err(Error::invalid("--vacuum applies to databases, not directories"));
@@ -158,7 +158,7 @@ struct Aggregate {
     non_blob: Option<i64>,
 }
 
-fn dir_stat(dir: &Path, layout: Layout) -> Result<DirStat> {
+fn dir_stat(dir: &Path, layout: EngineKind) -> Result<DirStat> {
     let keys = list_keys(dir, layout)?;
     let (mut min, mut max, mut content, mut allocated) = (u64::MAX, 0u64, 0u64, 0u64);
     for &key in &keys {
@@ -177,7 +177,7 @@ fn dir_stat(dir: &Path, layout: Layout) -> Result<DirStat> {
         directories += 1;
         dir_apparent += m.size();
         allocated += allocated_bytes(&m);
-        if layout == Layout::Tree {
+        if layout == EngineKind::Tree {
             for e in std::fs::read_dir(&d).map_err(|e| Error::io(&d, "cannot list directory", e))?.flatten() {
                 if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
                     stack.push(e.path());

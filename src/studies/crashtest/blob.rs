@@ -2,7 +2,7 @@
 //! whether it is whole and which write it came from, with no record kept
 //! by the writer that died.
 //!
-//! Layout (little-endian): key u32, version u64, length u32, FNV-1a 32 of
+//! EngineKind (little-endian): key u32, version u64, length u32, FNV-1a 32 of
 //! every other byte (header fields and payload), then a payload derived from
 //! (key, version). A blob made of two versions, cut short, or moved to the
 //! wrong key fails the check.

@@ -12,7 +12,7 @@ use rusqlite::{Connection, OpenFlags};
 use super::blob::{self, Verdict};
 use super::Method;
 use crate::engine::dataset::blob_name;
-use crate::records::Layout;
+use crate::records::EngineKind;
 use crate::{Error, Result};
 
 /// Blob sizes are spread over this range, from one page to many.
@@ -77,7 +77,7 @@ impl Dataset {
     }
 
     fn write_file(&self, key: u32) -> Result<()> {
-        let p = self.path.join(blob_name(Layout::Flat, key));
+        let p = self.path.join(blob_name(EngineKind::Flat, key));
         std::fs::write(&p, self.content(key)).map_err(|e| Error::io(&p, "cannot write", e))
     }
 
@@ -181,7 +181,7 @@ impl Dataset {
             }
         }
         for key in 1..=self.count {
-            let p = self.path.join(blob_name(Layout::Flat, key));
+            let p = self.path.join(blob_name(EngineKind::Flat, key));
             found[key as usize] = match std::fs::read(&p) {
                 Ok(bytes) => Some(blob::check(&bytes, key, blob_len(self.seed, key))),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -232,7 +232,7 @@ mod tests {
         let path = dir.path().join("blobs");
         let mut ds = Dataset::create(&path, FILES, 5, 3).unwrap();
         let base = 1u64 << 32;
-        let file = |k| path.join(blob_name(Layout::Flat, k));
+        let file = |k| path.join(blob_name(EngineKind::Flat, k));
         let mut newer = vec![0u8; blob_len(3, 2)];
         blob::encode(&mut newer, 2, base + 4);
         std::fs::write(file(2), &newer).unwrap();

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use super::blob;
 use super::dataset::{blob_len, MAX_BLOB};
 use super::{Method, WORK_PREFIX};
-use crate::engine::{BlobStore, DbSession, FileStore};
-use crate::records::Layout;
+use crate::engine::{DbSession, FileStore, Session};
+use crate::records::EngineKind;
 use crate::{Error, Result};
 
 /// What the writer needs to know; the parent passes it on the command line.
@@ -41,7 +41,7 @@ pub fn write_until_killed(spec: &WriterSpec, ready: impl FnOnce()) -> Result<Inf
         ready();
         write_forever(&mut store, spec, &sizes)
     } else if let Some(params) = spec.method.file_params() {
-        let mut store = FileStore::new(&spec.path, Layout::Flat, params)?;
+        let mut store = FileStore::new(&spec.path, EngineKind::Flat, params)?;
         ready();
         write_forever(&mut store, spec, &sizes)
     } else {
@@ -49,7 +49,7 @@ pub fn write_until_killed(spec: &WriterSpec, ready: impl FnOnce()) -> Result<Inf
     }
 }
 
-fn write_forever<S: BlobStore>(store: &mut S, spec: &WriterSpec, sizes: &[u32]) -> Result<Infallible> {
+fn write_forever<S: Session>(store: &mut S, spec: &WriterSpec, sizes: &[u32]) -> Result<Infallible> {
     let mut buf = vec![0u8; MAX_BLOB];
     let mut version = spec.base;
     loop {

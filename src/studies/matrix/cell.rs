@@ -6,18 +6,15 @@
 //! with `run`'s own timed loop.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use super::{check_space, ratio_figure, CellSpec, MatrixCell, MatrixOptions};
-use crate::drivers::run::{self, read_loop, RunOptions};
-use crate::engine::dataset::{blob_files, export, init, init_names};
-use crate::engine::ExternalStore;
-use crate::measure::cold::{self, EvictionReport};
+use crate::drivers::run::{self, RunOptions};
+use crate::engine::dataset::{export, init, init_names};
+use crate::engine::ExternalEngine;
 use crate::measure::Experiment;
-use crate::measure::{self, Latency, Phases, RunOutcome};
-use crate::records::keys::{KeySequence, Order};
+use crate::records::keys::Order;
 use crate::records::Plan;
-use crate::records::{DbAccess, DbParams, FileParams, FileRead, Layout, WorkloadParams};
+use crate::records::{DbAccess, DbParams, FileParams, FileRead};
 use crate::util::progress::{Progress, Silent};
 use crate::util::units::short_size;
 use crate::{util::fsutil, Error, Result};
@@ -155,58 +152,8 @@ fn run_options(spec: &CellSpec, path: &Path, plan: &Plan) -> RunOptions {
 /// The external reads, timed as `run` times a database: open, the loop,
 /// commit, close. None when interrupted.
 fn measure_external(spec: &CellSpec, paths: &CellPaths, plan: &Plan, id: &str) -> Result<Option<Experiment>> {
-    let mut evict_files: Option<Vec<PathBuf>> = None;
-    let mut evict = || -> Result<EvictionReport> {
-        let files = match &mut evict_files {
-            Some(f) => f,
-            none => {
-                let mut list = blob_files(&paths.files, Layout::Flat)?;
-                list.push(paths.names_db.clone());
-                none.insert(list)
-            }
-        };
-        cold::evict(files)
-    };
-    let measured = measure::measure(plan, Some(&mut evict), |ctx| external_run(spec, paths, ctx.latency))?;
-    if measured.interrupted {
-        return Ok(None);
-    }
-    let params = WorkloadParams {
-        path: paths.names_db.display().to_string(),
-        layout: Layout::Flat,
-        update: false,
-        count: u64::from(spec.count),
-        max_id: spec.count,
-        start: 1,
-        order: Order::Random,
-        threads: 1,
-        db: db_params(spec),
-        files: file_params(),
-        plan: *plan,
-        seed: None,
-    };
-    Ok(Some(Experiment::from_measured(id, EXTERNAL_LABEL, params, measured)))
-}
-
-fn external_run(spec: &CellSpec, paths: &CellPaths, latency: Option<&mut Latency>) -> Result<RunOutcome> {
-    let t0 = Instant::now();
-    let mut store = ExternalStore::open(&paths.names_db, &paths.files, spec.cache_pages)?;
-    let keys = KeySequence::new(Order::Random, 1, spec.count);
-    let t1 = Instant::now();
-    let totals = read_loop(&mut store, keys, u64::from(spec.count), spec.count, latency)?;
-    let t2 = Instant::now();
-    store.commit()?;
-    let t3 = Instant::now();
-    store.close()?;
-    let t4 = Instant::now();
-    let ns = |a: Instant, b: Instant| (b - a).as_nanos() as u64;
-    let phases = Phases {
-        setup_ns: ns(t0, t1),
-        loop_ns: ns(totals.start, totals.end),
-        commit_ns: ns(t2, t3),
-        close_ns: ns(t3, t4),
-        checkpoint_ns: 0,
-        kvtest_total_ns: ns(t0, t4),
-    };
-    Ok(RunOutcome { ops: totals.ops, misses: totals.misses, bytes: totals.bytes, phases })
+    let engine = ExternalEngine::at(&paths.dir, &paths.names_db, &paths.files, spec.cache_pages);
+    let opts = run_options(spec, &paths.names_db, plan);
+    let report = run::run_engine(Box::new(engine), &opts, id, EXTERNAL_LABEL, &mut |_, _| {})?;
+    Ok((!report.interrupted).then_some(report.experiment))
 }

@@ -56,7 +56,7 @@ fn tiny_matrix_end_to_end() {
 
 #[test]
 fn cell_datasets_hold_the_same_blobs() {
-    use crate::engine::BlobStore;
+    use crate::engine::Session;
     let work = tempfile::tempdir().unwrap();
     // Two page sizes of one blob size: the second reuses the first's files,
     // which must still match its own database byte for byte.

@@ -2,12 +2,12 @@
 
 use super::*;
 use crate::measure::{Stat, Summary};
-use crate::records::{DbParams, FileParams, Layout, WorkloadParams};
+use crate::records::{DbParams, EngineKind, FileParams, WorkloadParams};
 
 fn fake(us: f64) -> Experiment {
     let params = WorkloadParams {
         path: String::new(),
-        layout: Layout::Db,
+        layout: EngineKind::Db,
         update: false,
         count: 1,
         max_id: 1,
@@ -16,6 +16,7 @@ fn fake(us: f64) -> Experiment {
         threads: 1,
         db: DbParams::default(),
         files: FileParams::default(),
+        kv: Default::default(),
         plan: Plan::default(),
         seed: None,
     };

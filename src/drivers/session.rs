@@ -1,0 +1,230 @@
+//! One timed session, written once: open (setup), the loop, commit, close.
+//! `run`, `run --threads`, `suite` and `matrix` all measure through it, so
+//! every engine and every command times the same phases the same way.
+
+use std::time::Instant;
+
+use rand::{RngCore, SeedableRng};
+
+use crate::engine::{Engine, OpenMode, Session, SessionInfo};
+use crate::measure::{self, Latency, LatencySink, NoLatency, Phases, RunOutcome};
+use crate::records::keys::KeySequence;
+use crate::{Error, Result};
+
+/// Bytes of random content beyond the largest blob: each operation takes its
+/// content from a different offset in this window.
+const POOL_WINDOW: usize = 64 * 1024;
+const POOL_STEP: usize = 4099;
+
+/// Random content made before any timer starts, so that no engine pays for
+/// random generation inside the loop.
+pub struct ContentPool {
+    bytes: Vec<u8>,
+    blob_max: usize,
+    /// Runs started so far: each run starts at another offset, so a repeated
+    /// run writes different content than the one before it.
+    runs: std::cell::Cell<usize>,
+}
+
+impl ContentPool {
+    pub fn new(blob_max: usize, seed: u64) -> Self {
+        let mut bytes = vec![0u8; blob_max + POOL_WINDOW];
+        rand::rngs::SmallRng::seed_from_u64(seed ^ 0x5eed_b10b).fill_bytes(&mut bytes);
+        ContentPool { bytes, blob_max, runs: std::cell::Cell::new(0) }
+    }
+
+    /// Where the next run starts in the window.
+    fn next_run_offset(&self) -> usize {
+        let run = self.runs.get();
+        self.runs.set(run + 1);
+        run * 7919 % POOL_WINDOW
+    }
+}
+
+/// What the loop does with each key.
+#[derive(Clone, Copy)]
+pub enum Work<'a> {
+    /// Read the blob.
+    Read,
+    /// Overwrite it with new content of its own size (kvtest's --update).
+    Overwrite(&'a ContentPool),
+}
+
+/// One session's loop: which keys, how many operations, what to do.
+pub struct SessionSpec<'a, K: FnOnce(u32) -> KeySequence> {
+    pub mode: OpenMode,
+    /// Largest key, or None to take the one the session found at open
+    /// (`mode.find_max`).
+    pub max_id: Option<u32>,
+    /// The key sequence, made once the largest key is known.
+    pub keys: K,
+    /// Operations that must find a blob.
+    pub count: u64,
+    pub work: Work<'a>,
+}
+
+/// When each phase of a session began and ended.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionTimes {
+    pub opened_from: Instant,
+    pub loop_start: Instant,
+    pub loop_end: Instant,
+    pub committed: Instant,
+    pub closed: Instant,
+}
+
+impl SessionTimes {
+    /// The phases of one session. With `checkpoint_apart` the close of a
+    /// checkpointing session is timed as the checkpoint, outside kvtest's
+    /// total (kvtest's --nocheckpoint).
+    pub fn phases(&self, info: &SessionInfo, checkpoint_apart: bool) -> Phases {
+        let ns = |a: Instant, b: Instant| (b - a).as_nanos() as u64;
+        let apart = checkpoint_apart && info.close_checkpoints;
+        let close_ns = ns(self.committed, self.closed);
+        Phases {
+            setup_ns: ns(self.opened_from, self.loop_start),
+            loop_ns: ns(self.loop_start, self.loop_end),
+            commit_ns: ns(self.loop_end, self.committed),
+            close_ns: if apart { 0 } else { close_ns },
+            checkpoint_ns: if apart { close_ns } else { 0 },
+            kvtest_total_ns: ns(self.opened_from, if apart { self.committed } else { self.closed }),
+        }
+    }
+}
+
+/// What one session did.
+pub struct SessionRun {
+    pub ops: u64,
+    pub misses: u64,
+    pub bytes: u64,
+    pub times: SessionTimes,
+    pub info: SessionInfo,
+}
+
+impl SessionRun {
+    pub fn outcome(&self, checkpoint_apart: bool) -> RunOutcome {
+        RunOutcome {
+            ops: self.ops,
+            misses: self.misses,
+            bytes: self.bytes,
+            phases: self.times.phases(&self.info, checkpoint_apart),
+        }
+    }
+}
+
+/// Opens a session on `engine`, calls `ready` (threads wait for each other
+/// there, outside the loop's time), runs the loop, commits and closes,
+/// noting when each phase ended. `inspect` sees the session after its loop
+/// and before its commit (kvtest's --stats are read there).
+pub fn timed_session<K: FnOnce(u32) -> KeySequence>(
+    engine: &dyn Engine,
+    spec: SessionSpec<'_, K>,
+    latency: Option<&mut Latency>,
+    ready: &dyn Fn(),
+    inspect: &mut dyn FnMut(&dyn Session),
+) -> Result<SessionRun> {
+    let opened_from = Instant::now();
+    let session = engine.open(spec.mode);
+    ready();
+    let mut session = session?;
+    let info = session.info();
+    let max_id = match spec.max_id.or(info.max_key) {
+        Some(m) if m > 0 => m,
+        _ => return Err(Error::bad_input(engine.path(), "holds no blobs (its largest key is 0 or absent)")),
+    };
+    let keys = (spec.keys)(max_id);
+    let totals = match latency {
+        Some(hist) => timed_loop(session.as_mut(), keys, spec.count, max_id, spec.work, hist)?,
+        None => timed_loop(session.as_mut(), keys, spec.count, max_id, spec.work, &mut NoLatency)?,
+    };
+    inspect(session.as_ref());
+    session.commit()?;
+    let committed = Instant::now();
+    session.close()?;
+    let closed = Instant::now();
+    Ok(SessionRun {
+        ops: totals.ops,
+        misses: totals.misses,
+        bytes: totals.bytes,
+        times: SessionTimes { opened_from, loop_start: totals.start, loop_end: totals.end, committed, closed },
+        info: SessionInfo { max_key: Some(max_id), ..info },
+    })
+}
+
+/// What one timed loop did, and when it started and ended.
+struct LoopTotals {
+    ops: u64,
+    misses: u64,
+    bytes: u64,
+    start: Instant,
+    end: Instant,
+}
+
+/// Misses in a row after which a loop gives up: kvtest loops forever when
+/// no key in range has a blob; blobbench stops with an error once every key
+/// in range has been tried about four times without a hit.
+fn miss_limit(max_id: u32) -> u64 {
+    4 * u64::from(max_id) + 1000
+}
+
+#[cold]
+fn no_blob_found(max_id: u32, tries: u64) -> Error {
+    Error::invalid(format!(
+        "no blob found among keys 1..={max_id} in {tries} tries in a row; stopped (kvtest would loop forever)"
+    ))
+}
+
+/// The measured loop: one operation, one clock read when latency is on, the
+/// next key. Everything else was prepared before it.
+#[inline(never)]
+fn timed_loop<S: Session + ?Sized, L: LatencySink>(
+    session: &mut S,
+    mut keys: KeySequence,
+    count: u64,
+    max_id: u32,
+    work: Work<'_>,
+    lat: &mut L,
+) -> Result<LoopTotals> {
+    let (mut ops, mut misses, mut bytes) = (0u64, 0u64, 0u64);
+    let limit = miss_limit(max_id);
+    let mut misses_in_a_row = 0u64;
+    let mut offset = match work {
+        Work::Overwrite(pool) => pool.next_run_offset(),
+        Work::Read => 0,
+    };
+    let clock = measure::op_clock();
+    let start = Instant::now();
+    let mut prev = clock.raw();
+    while ops < count {
+        let n = match work {
+            Work::Read => session.read(keys.current())?,
+            Work::Overwrite(pool) => {
+                let content = &pool.bytes[offset..offset + pool.blob_max];
+                offset += POOL_STEP;
+                if offset >= POOL_WINDOW {
+                    offset -= POOL_WINDOW;
+                }
+                session.overwrite(keys.current(), content)?
+            }
+        };
+        if L::ENABLED {
+            let now = clock.raw();
+            lat.record(clock.delta_as_nanos(prev, now));
+            prev = now;
+        }
+        keys.advance();
+        if n == 0 {
+            misses += 1;
+            misses_in_a_row += 1;
+            if misses_in_a_row > limit {
+                return Err(no_blob_found(max_id, misses_in_a_row));
+            }
+        } else {
+            misses_in_a_row = 0;
+            ops += 1;
+            bytes += n;
+        }
+    }
+    let end = Instant::now();
+    Ok(LoopTotals { ops, misses, bytes, start, end })
+}

@@ -1,0 +1,1 @@
+//! What the key-value engines share (to be written).

@@ -1,0 +1,18 @@
+//! Result files from what each command measured: the library builds them,
+//! so every front end writes the same file for the same measurement.
+
+use super::ResultFile;
+use crate::studies::suite::SuiteOutcome;
+
+impl ResultFile {
+    /// The result file of a `suite`.
+    pub fn from_suite(outcome: SuiteOutcome) -> ResultFile {
+        let mut file = ResultFile::new("suite", outcome.environment);
+        file.complete = outcome.complete;
+        file.dataset = Some(outcome.spec);
+        file.experiments = outcome.experiments;
+        file.disk_usage = outcome.disk_usage;
+        file.notes = outcome.notes;
+        file
+    }
+}
