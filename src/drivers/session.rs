@@ -41,6 +41,54 @@ impl ContentPool {
     }
 }
 
+impl ContentPool {
+    /// `len` bytes of content for the operation at `offset` in the window.
+    #[inline]
+    fn slice(&self, offset: usize, len: usize) -> &[u8] {
+        &self.bytes[offset..offset + len]
+    }
+
+    /// The longest content the pool can give.
+    pub fn blob_max(&self) -> usize {
+        self.blob_max
+    }
+}
+
+/// One operation of a [`Script`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScriptOp {
+    Read,
+    /// Same size, new content (kvtest's update).
+    Overwrite,
+    /// Replace (or insert) with new content of this many bytes.
+    Put(u32),
+    Delete,
+}
+
+/// Operations chosen before the timer (a mix of reads and writes, new
+/// sizes for rewrites): the loop takes the next one in constant time and
+/// allocates nothing. Op `i` of a run is `ops[i % ops.len()]`.
+pub struct Script {
+    pool: ContentPool,
+    ops: Vec<ScriptOp>,
+}
+
+impl Script {
+    /// A script of `ops` whose content pool covers every `Put` and blobs of
+    /// up to `blob_max` bytes (for overwrites).
+    pub fn new(ops: Vec<ScriptOp>, blob_max: u32, seed: u64) -> Result<Self> {
+        if ops.is_empty() {
+            return Err(Error::invalid("a workload script needs at least one operation"));
+        }
+        let longest = ops.iter().map(|op| if let ScriptOp::Put(n) = op { *n } else { 0 }).max().unwrap_or(0);
+        Ok(Script { pool: ContentPool::new(blob_max.max(longest) as usize, seed), ops })
+    }
+
+    pub fn ops(&self) -> &[ScriptOp] {
+        &self.ops
+    }
+}
+
 /// What the loop does with each key.
 #[derive(Clone, Copy)]
 pub enum Work<'a> {
@@ -48,6 +96,18 @@ pub enum Work<'a> {
     Read,
     /// Overwrite it with new content of its own size (kvtest's --update).
     Overwrite(&'a ContentPool),
+    /// What the script says, op by op.
+    Script(&'a Script),
+}
+
+impl Work<'_> {
+    fn pool(&self) -> Option<&ContentPool> {
+        match self {
+            Work::Read => None,
+            Work::Overwrite(pool) => Some(pool),
+            Work::Script(script) => Some(&script.pool),
+        }
+    }
 }
 
 /// One session's loop: which keys, how many operations, what to do.
@@ -188,23 +248,41 @@ fn timed_loop<S: Session + ?Sized, L: LatencySink>(
     let (mut ops, mut misses, mut bytes) = (0u64, 0u64, 0u64);
     let limit = miss_limit(max_id);
     let mut misses_in_a_row = 0u64;
-    let mut offset = match work {
-        Work::Overwrite(pool) => pool.next_run_offset(),
-        Work::Read => 0,
+    let mut offset = work.pool().map_or(0, ContentPool::next_run_offset);
+    let mut next_offset = || {
+        let at = offset;
+        offset += POOL_STEP;
+        if offset >= POOL_WINDOW {
+            offset -= POOL_WINDOW;
+        }
+        at
     };
+    let mut step = 0usize;
     let clock = measure::op_clock();
     let start = Instant::now();
     let mut prev = clock.raw();
     while ops < count {
+        let key = keys.current();
         let n = match work {
-            Work::Read => session.read(keys.current())?,
-            Work::Overwrite(pool) => {
-                let content = &pool.bytes[offset..offset + pool.blob_max];
-                offset += POOL_STEP;
-                if offset >= POOL_WINDOW {
-                    offset -= POOL_WINDOW;
+            Work::Read => session.read(key)?,
+            Work::Overwrite(pool) => session.overwrite(key, pool.slice(next_offset(), pool.blob_max))?,
+            Work::Script(script) => {
+                let op = script.ops[step];
+                step += 1;
+                if step == script.ops.len() {
+                    step = 0;
                 }
-                session.overwrite(keys.current(), content)?
+                match op {
+                    ScriptOp::Read => session.read(key)?,
+                    ScriptOp::Overwrite => {
+                        session.overwrite(key, script.pool.slice(next_offset(), script.pool.blob_max))?
+                    }
+                    ScriptOp::Put(len) => {
+                        session.put(key, script.pool.slice(next_offset(), len as usize))?;
+                        u64::from(len.max(1))
+                    }
+                    ScriptOp::Delete => u64::from(session.delete(key)?),
+                }
             }
         };
         if L::ENABLED {

@@ -227,8 +227,7 @@ fn mount_of(mountinfo: &[u8], path: &Path) -> Option<Mount> {
     for line in mountinfo.split(|&b| b == b'\n') {
         let Some(m) = parse_mount_line(line) else { continue };
         let depth = m.mount_point.components().count();
-        if path.starts_with(&m.mount_point)
-            && best.as_ref().map_or(true, |b| depth >= b.mount_point.components().count())
+        if path.starts_with(&m.mount_point) && best.as_ref().is_none_or(|b| depth >= b.mount_point.components().count())
         {
             best = Some(m);
         }

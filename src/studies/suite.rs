@@ -270,7 +270,7 @@ fn measure_all(opts: &SuiteOptions, work: &Path, observer: &dyn SuiteObserver, o
     let db = dataset_path(work, EngineKind::Db);
     let progress = AsProgress(observer);
     let made = dataset::init(&db, &opts.spec, false, &progress)?;
-    observer.built(EngineKind::Db, u64::from(made.count), made.elapsed_ns);
+    observer.built(EngineKind::Db, made.count, made.elapsed_ns);
     out.disk_usage.push(stat(&db, false)?.disk_usage(&db));
     let copies = [EngineKind::Flat, EngineKind::Tree].into_iter().chain(opts.engines.iter().copied());
     for kind in copies {

@@ -138,9 +138,9 @@ pub fn seconds(text: &str) -> Result<f64, UnitError> {
 
 /// "10k" style label for a byte size, as the internal-vs-external study writes them.
 pub fn short_size(bytes: u64) -> String {
-    if bytes >= 1_000_000 && bytes % 1_000_000 == 0 {
+    if bytes >= 1_000_000 && bytes.is_multiple_of(1_000_000) {
         format!("{}m", bytes / 1_000_000)
-    } else if bytes >= 1000 && bytes % 1000 == 0 {
+    } else if bytes >= 1000 && bytes.is_multiple_of(1000) {
         format!("{}k", bytes / 1000)
     } else {
         bytes.to_string()

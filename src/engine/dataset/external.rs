@@ -61,30 +61,6 @@ pub fn init_names(blobs_db: &Path, names_db: &Path, page_size: u32) -> Result<u6
     result
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::records::DatasetSpec;
-    use crate::util::progress::Silent;
-
-    #[test]
-    fn one_name_per_key() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("kv.db");
-        let spec = DatasetSpec { count: 12, size: 100, ..DatasetSpec::default() };
-        crate::engine::dataset::init(&db, &spec, false, &Silent).unwrap();
-        let names = dir.path().join("names.db");
-        assert_eq!(init_names(&db, &names, 1024).unwrap(), 12);
-        let conn = Connection::open(&names).unwrap();
-        let page: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
-        assert_eq!(page, 1024);
-        let name: String = conn.query_row("SELECT name FROM ext WHERE k=12", [], |r| r.get(0)).unwrap();
-        assert_eq!(name, "000012");
-        assert!(matches!(init_names(&db, &names, 1024), Err(Error::Exists(_))), "never overwritten");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "no temporary left behind");
-    }
-}
-
 /// An external dataset directory: the blobs as flat files in `blobs/` and
 /// their names in `names.db` (page size of the kvtest database), renamed
 /// into place as a whole.
@@ -95,8 +71,11 @@ pub fn build(
     progress: &dyn crate::util::progress::Progress,
 ) -> Result<super::ExportReport> {
     use crate::engine::external::{BLOBS_DIR, NAMES_DB};
-    if target.exists() && !force {
-        return Err(Error::Exists(target.to_path_buf()));
+    if target.exists() {
+        // --force replaces only what an earlier build made.
+        if !force || super::detect(target).ok() != Some(EngineKind::External) {
+            return Err(Error::Exists(target.to_path_buf()));
+        }
     }
     let page_size = {
         let kv = open_kv(db, false)?;
@@ -122,4 +101,28 @@ pub fn build(
         let _ = std::fs::remove_dir_all(&tmp);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::DatasetSpec;
+    use crate::util::progress::Silent;
+
+    #[test]
+    fn one_name_per_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("kv.db");
+        let spec = DatasetSpec { count: 12, size: 100, ..DatasetSpec::default() };
+        crate::engine::dataset::init(&db, &spec, false, &Silent).unwrap();
+        let names = dir.path().join("names.db");
+        assert_eq!(init_names(&db, &names, 1024).unwrap(), 12);
+        let conn = Connection::open(&names).unwrap();
+        let page: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
+        assert_eq!(page, 1024);
+        let name: String = conn.query_row("SELECT name FROM ext WHERE k=12", [], |r| r.get(0)).unwrap();
+        assert_eq!(name, "000012");
+        assert!(matches!(init_names(&db, &names, 1024), Err(Error::Exists(_))), "never overwritten");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "no temporary left behind");
+    }
 }
