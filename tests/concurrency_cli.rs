@@ -1,14 +1,12 @@
 //! `blobbench concurrency` and `blobbench run --threads` as a user runs
 //! them, with tiny settings, on real databases in temporary directories.
 
+mod common;
+
 use std::path::Path;
 
-use assert_cmd::Command;
+use common::blobbench;
 use predicates::prelude::*;
-
-fn blobbench() -> Command {
-    Command::cargo_bin("blobbench").unwrap()
-}
 
 /// Fails with one line that names the problem, and does not panic.
 fn refused(args: &[&str], dir: &Path, says: &str) {

@@ -1,26 +1,10 @@
 //! `blobbench report` run as a user runs it, on the committed result files
 //! in tests/fixtures (a complete suite from host-a, a partial one from host-b).
 
-use std::path::{Path, PathBuf};
+mod common;
 
-use assert_cmd::Command;
+use common::{blobbench, fixture, one_line_error};
 use predicates::prelude::*;
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
-}
-
-fn blobbench() -> Command {
-    Command::cargo_bin("blobbench").unwrap()
-}
-
-fn one_line_error(out: &std::process::Output) -> String {
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    err
-}
 
 #[test]
 fn html_report_directory_for_two_machines() {

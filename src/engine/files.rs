@@ -403,6 +403,32 @@ mod tests {
     }
 
     #[test]
+    fn short_content_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("000001"), vec![1u8; 5000]).unwrap();
+        for write in [FileWrite::Truncate, FileWrite::Inplace, FileWrite::Replace] {
+            let mut s = FileStore::new(dir.path(), EngineKind::Flat, params(FileRead::Posix, write)).unwrap();
+            let err = s.overwrite(1, &[0u8; 100]).unwrap_err().to_string();
+            assert!(err.contains("100 bytes"), "{write:?}: {err}");
+            assert_eq!(std::fs::read(dir.path().join("000001")).unwrap(), vec![1u8; 5000], "{write:?}: untouched");
+        }
+    }
+
+    #[test]
+    fn put_resizes_creates_and_delete_removes() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("00")).unwrap();
+        for write in [FileWrite::Truncate, FileWrite::Inplace, FileWrite::Replace] {
+            let mut s = FileStore::new(dir.path(), EngineKind::Tree, params(FileRead::Posix, write)).unwrap();
+            s.put(10_203, &[3u8; 300]).unwrap();
+            s.put(10_203, &[4u8; 100]).unwrap();
+            assert_eq!(std::fs::read(dir.path().join("01/02/03")).unwrap(), vec![4u8; 100], "{write:?}: shrunk");
+            assert!(s.delete(10_203).unwrap());
+            assert!(!s.delete(10_203).unwrap(), "{write:?}: a second delete is a miss");
+        }
+    }
+
+    #[test]
     fn reads_and_overwrites_each_way() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("000001"), vec![1u8; 5000]).unwrap();

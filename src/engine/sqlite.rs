@@ -575,3 +575,65 @@ pub struct SqliteStats {
     pub cache_misses: i64,
     pub cache_writes: i64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::DatasetSpec;
+    use crate::util::progress::Silent;
+
+    fn db(dir: &Path) -> PathBuf {
+        let db = dir.join("kv.db");
+        crate::engine::dataset::init(
+            &db,
+            &DatasetSpec { count: 5, size: 1000, ..DatasetSpec::default() },
+            false,
+            &Silent,
+        )
+        .unwrap();
+        db
+    }
+
+    #[test]
+    fn short_content_is_an_error_never_a_read_past_the_slice() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db(dir.path());
+        let (sizes, _) = blob_sizes(&db).unwrap();
+        for access in [DbAccess::Sql, DbAccess::BlobApi] {
+            let params = DbParams { access, ..DbParams::default() };
+            let mut s = DbSession::open(&db, &params, true, false, Some(sizes.clone())).unwrap();
+            let err = s.overwrite(1, &[7u8; 10]).unwrap_err().to_string();
+            assert!(err.contains("10 bytes") && err.contains("1000"), "{access:?}: {err}");
+            assert_eq!(s.overwrite(2, &[7u8; 1000]).unwrap(), 1000, "{access:?}");
+            s.commit().unwrap();
+            s.close().unwrap();
+        }
+    }
+
+    #[test]
+    fn blob_api_reads_on_after_a_missing_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db(dir.path());
+        let params = DbParams { access: DbAccess::BlobApi, ..DbParams::default() };
+        let mut s = DbSession::open(&db, &params, false, false, None).unwrap();
+        assert_eq!(s.read(1).unwrap(), 1000);
+        assert_eq!(s.read(99).unwrap(), 0, "a gap is a miss");
+        assert_eq!(s.read(2).unwrap(), 1000, "the next key is found after a miss");
+    }
+
+    #[test]
+    fn put_and_delete_change_sizes_and_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db(dir.path());
+        let mut s = DbSession::open(&db, &DbParams::default(), true, false, None).unwrap();
+        s.put(3, &[1u8; 50]).unwrap();
+        s.put(9, &[2u8; 70]).unwrap();
+        assert!(s.delete(4).unwrap());
+        assert!(!s.delete(4).unwrap());
+        s.commit().unwrap();
+        s.close().unwrap();
+        let conn = Connection::open(&db).unwrap();
+        let len = |k: u32| conn.query_row("SELECT length(v) FROM kv WHERE k=?1", [k], |r| r.get::<_, i64>(0)).ok();
+        assert_eq!((len(3), len(9), len(4)), (Some(50), Some(70), None));
+    }
+}

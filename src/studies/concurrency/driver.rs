@@ -75,6 +75,9 @@ pub fn run_once(spec: &RunSpec<'_>) -> Result<RunTallies> {
     if spec.workload == Workload::Blobs {
         return Err(Error::invalid("the blob workload does not run on the study's table"));
     }
+    if spec.threads == 0 {
+        return Err(Error::invalid("a run needs at least one thread"));
+    }
     let roles = roles(spec.workload, spec.threads);
     let shared = match spec.config.sharing {
         Sharing::Shared => {

@@ -172,3 +172,30 @@ fn a_point_where_errors_dominate_is_marked() {
     let bad = PointRun { rows_found: Some(59), ..run(60, 0) };
     assert!(!section::point(Workload::Write, cfg, 2, vec![bad], (&lat, &lat), 20.0).consistent, "a lost row is caught");
 }
+
+#[test]
+fn zero_threads_through_the_library_is_an_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut templates = table::Templates::new(dir.path(), 10, 1);
+    let db = dir.path().join("zero.db");
+    templates.fresh(Journal::Wal, true, &db).unwrap();
+    for sharing in [Sharing::Shared, Sharing::PerThread] {
+        for workload in [Workload::Read, Workload::Write, Workload::Mixed] {
+            let config =
+                Config { sharing, journal: Journal::Wal, shared_cache: false, read_only: false, sync: SyncLevel::Off };
+            let spec = RunSpec {
+                db: &db,
+                workload,
+                config,
+                threads: 0,
+                duration: Duration::from_millis(10),
+                batch: 1,
+                busy_timeout_ms: 0,
+                rows: 10,
+                seed: 1,
+            };
+            let err = run_once(&spec).unwrap_err().to_string();
+            assert!(err.contains("at least one thread"), "{err}");
+        }
+    }
+}
