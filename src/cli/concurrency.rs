@@ -8,8 +8,6 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use blobbench::measure::envinfo;
-use blobbench::records::DatasetSpec;
 use blobbench::results::ResultFile;
 use blobbench::studies::concurrency::{
     self, ConcurrencyOptions, ConcurrencySection, Modes, Point, Workload, MAX_THREADS,
@@ -161,17 +159,8 @@ pub fn run(args: ConcurrencyArgs) -> anyhow::Result<()> {
     );
     let bar = progress::for_terminal();
     let measured = concurrency::run(&opts, bar.as_ref())?;
-    let section = measured.section;
-    let mut results = ResultFile::new("concurrency", envinfo::collect(&opts.workdir));
-    results.complete = !section.interrupted;
-    if section.blob_readers.is_some() {
-        let spec = DatasetSpec::default();
-        results.dataset =
-            Some(DatasetSpec { count: opts.blob_count, size: concurrency::BLOB_SIZE, seed: opts.seed, ..spec });
-    }
-    results.experiments = measured.experiments;
-    print!("{}", text(&section));
-    results.concurrency = Some(section);
+    print!("{}", text(&measured.section));
+    let results = ResultFile::from_concurrency(measured, &opts);
     super::output::write_report(&args.out, &[results], args.force)?;
     println!("report in {}: results.json, charts/*.svg, index.html", args.out.display());
     Ok(())
@@ -257,7 +246,13 @@ pub fn text(c: &ConcurrencySection) -> String {
     );
     let _ = writeln!(o, "  {:<70} {:<22} factor (geometric mean, range)", "conclusion", "verdict");
     for k in &c.conclusions {
-        let _ = writeln!(o, "  {:<70} {:<22} {}", k.claim, k.verdict_text(), k.factor_text());
+        let _ = writeln!(
+            o,
+            "  {:<70} {:<22} {}",
+            k.claim,
+            blobbench::report::concurrency::verdict_text(k),
+            blobbench::report::concurrency::factor_text(k)
+        );
     }
     if c.interrupted {
         let _ = writeln!(o, "warning: interrupted; only the points that finished are shown");

@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use anyhow::bail;
 use clap::Args;
 
-use blobbench::measure::envinfo;
 use blobbench::results::{self, ResultFile};
 use blobbench::studies::crashtest::{self, CrashOptions, CrashReport, Method, WriterSpec};
 use blobbench::util::units;
@@ -79,9 +78,7 @@ pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
     opts.seed = args.seed;
     let progress = progress::for_terminal();
     let report = crashtest::crashtest(&opts, progress.as_ref())?;
-    let mut results = ResultFile::new("crashtest", envinfo::collect(&opts.workdir));
-    results.complete = !report.interrupted;
-    results.crashtest = Some(report.section.clone());
+    let results = ResultFile::from_crashtest(&report, &opts.workdir);
     if let Some(p) = &args.json {
         results::write(p, &results)?;
     }
@@ -89,9 +86,7 @@ pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
     print!("{}", table(&report, fs));
     let broken: Vec<String> = report
         .section
-        .methods
-        .iter()
-        .filter(|m| m.broke_promise())
+        .broken_promises()
         .map(|m| {
             format!(
                 "{} ({} integrity failures, {} torn, {} missing, {} lost)",

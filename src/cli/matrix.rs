@@ -6,10 +6,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use blobbench::measure::envinfo;
 use blobbench::report;
 use blobbench::results::ResultFile;
-use blobbench::studies::matrix::{self, MatrixOptions, RATIO_FIGURE};
+use blobbench::studies::matrix::{self, MatrixOptions};
 use blobbench::util::units;
 
 use super::progress;
@@ -102,29 +101,27 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<()> {
     // On stdout: a failure must leave exactly one line, the error, on stderr.
     println!(
         "matrix: {cells} cells, {} of blobs each, built one at a time under {}",
-        matrix::fmt_size(opts.total_bytes as f64).to_uppercase() + "B",
+        report::matrix_text::fmt_size(opts.total_bytes as f64).to_uppercase() + "B",
         opts.workdir.display()
     );
 
     let bar = progress::for_terminal();
     let done = matrix::run(&opts, bar.as_ref())?;
-    let mut file = ResultFile::new("matrix", envinfo::collect(&opts.workdir));
-    file.complete = !done.interrupted;
-    file.notes.push(format!("ratios are of the {RATIO_FIGURE}"));
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let table = matrix::render_text(&done.section, colour);
+    let table = report::matrix_text::render_text(&done.section, colour);
     let measured = done.section.cells.len();
-    file.matrix = Some(done.section);
+    let (interrupted, elapsed_ns) = (done.interrupted, done.elapsed_ns);
+    let file = ResultFile::from_matrix(done, &opts.workdir);
     // The report (results.json, charts, index.html); the terminal gets the
     // study-shaped table below instead of the report's generic summary.
     let written = report::render(std::slice::from_ref(&file), &args.out, &report::Options { force: args.force })?;
 
     print!("{table}");
     println!();
-    if done.interrupted {
+    if interrupted {
         println!("warning: interrupted; {} of {cells} cells were measured", measured);
     }
-    println!("SQLite {}; wall time {:.1} s", rusqlite::version(), done.elapsed_ns as f64 / 1e9);
+    println!("SQLite {}; wall time {:.1} s", rusqlite::version(), elapsed_ns as f64 / 1e9);
     println!(
         "results and {} charts in {} (open {})",
         written.charts,

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use blobbench::drivers::run::{self, RunOptions, RunReport};
-use blobbench::measure::envinfo;
 use blobbench::records::keys::Order;
 use blobbench::records::Plan;
 use blobbench::records::{
@@ -251,9 +250,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         Some(t) => blobbench::drivers::parallel_read::run(&opts, t, "run", "run")?,
         None => run::run(&opts, "run", "run")?,
     };
-    let mut results = ResultFile::new("run", envinfo::collect(&args.path));
-    results.complete = !report.interrupted;
-    results.experiments.push(report.experiment.clone());
+    let results = ResultFile::from_run(&report, &args.path);
     if let Some(p) = &args.json {
         results::write(p, &results)?;
     }

@@ -7,7 +7,7 @@ use super::doc::{Block, Chart, Figure, Section, Table};
 use super::fmt::{machine_labels, micros, percent, thousands};
 use super::svg::{LineChart, Series};
 use crate::results::ResultFile;
-use crate::studies::concurrency::{ConcurrencySection, Point, Workload, ERRORS_DOMINATE_PCT};
+use crate::studies::concurrency::{Conclusion, ConcurrencySection, Point, Verdict, Workload, ERRORS_DOMINATE_PCT};
 
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let labels = machine_labels(files);
@@ -147,7 +147,7 @@ fn section(c: &ConcurrencySection, label: &str, suffix: &str, several: bool) -> 
         rows: c
             .conclusions
             .iter()
-            .map(|k| vec![k.claim.clone(), k.verdict_text(), k.factor_text(), k.basis.clone()])
+            .map(|k| vec![k.claim.clone(), verdict_text(k), factor_text(k), k.basis.clone()])
             .collect(),
     }));
     if c.interrupted {
@@ -296,4 +296,62 @@ fn points_table(c: &ConcurrencySection) -> Table {
         }
     }
     Table { headers: headers.map(String::from).to_vec(), rows }
+}
+
+/// "holds (3 of 3)", or "not measured".
+pub fn verdict_text(c: &Conclusion) -> String {
+    let word = match c.verdict {
+        Verdict::Holds => "holds",
+        Verdict::Partly => "partly",
+        Verdict::DoesNotHold => "does not hold",
+        Verdict::NotMeasured => return "not measured".to_string(),
+    };
+    format!("{word} ({} of {})", c.confirming, c.comparisons.len())
+}
+
+/// "3.02x (2.10x to 4.00x)", or "-" when nothing was compared.
+pub fn factor_text(c: &Conclusion) -> String {
+    match (c.factor, c.factor_min, c.factor_max) {
+        (Some(f), Some(lo), Some(hi)) if c.comparisons.len() > 1 => {
+            format!("{} ({} to {})", times(f), times(lo), times(hi))
+        }
+        (Some(f), _, _) => times(f),
+        _ => "-".to_string(),
+    }
+}
+
+/// A factor with about three significant digits: "0.93x", "12.7x", "2556x".
+fn times(f: f64) -> String {
+    match f {
+        f if f >= 100.0 => format!("{f:.0}x"),
+        f if f >= 10.0 => format!("{f:.1}x"),
+        f => format!("{f:.2}x"),
+    }
+}
+
+#[cfg(test)]
+mod text_tests {
+    use super::*;
+    use crate::studies::concurrency::{Claim, Comparison};
+
+    fn conclusion(ratios: &[f64]) -> Conclusion {
+        let comparisons = ratios
+            .iter()
+            .map(|&ratio| Comparison { workload: Workload::Read, threads: 2, a: "a".into(), b: "b".into(), ratio })
+            .collect();
+        Conclusion::new("claim", "basis", Claim::Faster, comparisons)
+    }
+
+    #[test]
+    fn verdicts_and_factors_read_as_the_table_shows_them() {
+        let partly = conclusion(&[3.0, 3.0, 1.05]);
+        assert_eq!(
+            (verdict_text(&partly), factor_text(&partly)),
+            ("partly (2 of 3)".into(), "2.11x (1.05x to 3.00x)".into())
+        );
+        let none = conclusion(&[]);
+        assert_eq!((verdict_text(&none), factor_text(&none)), ("not measured".into(), "-".into()));
+        let one = conclusion(&[250.0]);
+        assert_eq!((verdict_text(&one), factor_text(&one)), ("holds (1 of 1)".into(), "250x".into()));
+    }
 }

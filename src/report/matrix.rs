@@ -6,6 +6,7 @@
 
 use super::doc::{Block, Chart, Figure, Section, Table};
 use super::fmt::{machine_labels, micros};
+use super::matrix_text::{describe, fmt_size, noise_warning};
 use super::svg::{Heatmap, LineChart, Series};
 use crate::results::ResultFile;
 use crate::studies::matrix::{self as m, CrossoverKind, Figure as Fig, Grid, MatrixSection};
@@ -60,19 +61,19 @@ fn crossover_findings(s: &MatrixSection, on: &str) -> Vec<String> {
             let many_crossings = e.crossings_bytes.len() > 1;
             match (e.kind, e.size_bytes) {
                 (CrossoverKind::At, Some(b)) if many_crossings => {
-                    let all: Vec<String> = e.crossings_bytes.iter().map(|&b| m::fmt_size(b)).collect();
+                    let all: Vec<String> = e.crossings_bytes.iter().map(|&b| fmt_size(b)).collect();
                     format!(
                         "{on}, with {}-byte pages, files are faster from about {} up; below that the ratio is not \
                          monotonic (it crosses 1.0 at {}), so there is no single crossover.",
                         c.page_size,
-                        m::fmt_size(b),
+                        fmt_size(b),
                         all.join(", ")
                     )
                 }
                 (CrossoverKind::At, Some(b)) => format!(
                     "{on}, with {}-byte pages, SQLite is faster below about {} and files are faster from there up.",
                     c.page_size,
-                    m::fmt_size(b)
+                    fmt_size(b)
                 ),
                 (CrossoverKind::BelowRange, _) => format!(
                     "{on}, with {}-byte pages, files are faster at every size measured ({} to {}).",
@@ -98,7 +99,7 @@ fn machine_section(s: &MatrixSection, label: &str, suffix: &str, many: bool) -> 
     let ext = s.grid(Fig::ExternalRatio);
     let caption = format!(
         "{} of blobs per cell, random order, SQLite page cache {} bytes per database{}; {} timed run{} per cell.",
-        m::fmt_size(p.total_bytes as f64).to_uppercase() + "B",
+        fmt_size(p.total_bytes as f64).to_uppercase() + "B",
         p.cache_bytes,
         if p.plan.cold { ", page cache evicted before each timed run" } else { "" },
         p.plan.repeat,
@@ -146,7 +147,7 @@ fn machine_section(s: &MatrixSection, label: &str, suffix: &str, many: bool) -> 
         Block::Heading("Database read time, µs per blob".into()),
         Block::Table(grid_table(&s.grid(Fig::InternalUs), 1)),
     ];
-    if let Some(w) = m::noise_warning(s) {
+    if let Some(w) = noise_warning(s) {
         blocks.insert(1, Block::Note(format!("Warning: {w}.")));
     }
     let expected = p.sizes_bytes.len() * p.page_sizes.len();
@@ -185,8 +186,8 @@ fn crossover_table(s: &MatrixSection) -> Table {
                 .iter()
                 .position(|&p| p == c.page_size)
                 .and_then(|row| m::crossover(&study.row_points(row)))
-                .map_or_else(|| "not in the study".to_string(), |x| m::describe(&x, &study.sizes));
-            vec![c.page_size.to_string(), m::describe(&c.external, sizes), m::describe(&c.direct, sizes), then]
+                .map_or_else(|| "not in the study".to_string(), |x| describe(&x, &study.sizes));
+            vec![c.page_size.to_string(), describe(&c.external, sizes), describe(&c.direct, sizes), then]
         })
         .collect();
     let headers = ["page size", "files, name in SQLite", "files by key", "2011 study"];
@@ -232,7 +233,7 @@ fn study_section() -> Section {
         .iter()
         .enumerate()
         .filter_map(|(row, p)| {
-            m::crossover(&g.row_points(row)).map(|c| format!("{p}-byte pages: {}.", m::describe(&c, &g.sizes)))
+            m::crossover(&g.row_points(row)).map(|c| format!("{p}-byte pages: {}.", describe(&c, &g.sizes)))
         })
         .collect();
     Section {

@@ -6,7 +6,7 @@
 //! of all the result files; a command that adds a new kind of result adds a
 //! section renderer there, and every output format picks it up.
 
-mod concurrency;
+pub mod concurrency;
 mod crash;
 mod details;
 mod doc;
@@ -15,6 +15,7 @@ mod html;
 mod kvtest;
 mod markdown;
 mod matrix;
+pub mod matrix_text;
 mod output;
 mod png;
 pub mod svg;

@@ -1,10 +1,26 @@
 //! Result files from what each command measured: the library builds them,
 //! so every front end writes the same file for the same measurement.
 
+use std::path::Path;
+
 use super::ResultFile;
+use crate::drivers::run::RunReport;
+use crate::measure::envinfo;
+use crate::records::DatasetSpec;
+use crate::studies::concurrency::{self, ConcurrencyOptions};
+use crate::studies::crashtest::CrashReport;
+use crate::studies::matrix::{MatrixRun, RATIO_FIGURE};
 use crate::studies::suite::SuiteOutcome;
 
 impl ResultFile {
+    /// The result file of a `run` of the dataset at `path`.
+    pub fn from_run(report: &RunReport, path: &Path) -> ResultFile {
+        let mut file = ResultFile::new("run", envinfo::collect(path));
+        file.complete = !report.interrupted;
+        file.experiments.push(report.experiment.clone());
+        file
+    }
+
     /// The result file of a `suite`.
     pub fn from_suite(outcome: SuiteOutcome) -> ResultFile {
         let mut file = ResultFile::new("suite", outcome.environment);
@@ -13,6 +29,41 @@ impl ResultFile {
         file.experiments = outcome.experiments;
         file.disk_usage = outcome.disk_usage;
         file.notes = outcome.notes;
+        file
+    }
+
+    /// The result file of a `matrix` measured in `workdir`.
+    pub fn from_matrix(run: MatrixRun, workdir: &Path) -> ResultFile {
+        let mut file = ResultFile::new("matrix", envinfo::collect(workdir));
+        file.complete = !run.interrupted;
+        file.notes.push(format!("ratios are of the {RATIO_FIGURE}"));
+        file.matrix = Some(run.section);
+        file
+    }
+
+    /// The result file of a `concurrency` study.
+    pub fn from_concurrency(measured: concurrency::Measured, opts: &ConcurrencyOptions) -> ResultFile {
+        let mut file = ResultFile::new("concurrency", envinfo::collect(&opts.workdir));
+        let section = measured.section;
+        file.complete = !section.interrupted;
+        if section.blob_readers.is_some() {
+            file.dataset = Some(DatasetSpec {
+                count: opts.blob_count,
+                size: concurrency::BLOB_SIZE,
+                seed: opts.seed,
+                ..DatasetSpec::default()
+            });
+        }
+        file.experiments = measured.experiments;
+        file.concurrency = Some(section);
+        file
+    }
+
+    /// The result file of a `crashtest` run in `workdir`.
+    pub fn from_crashtest(report: &CrashReport, workdir: &Path) -> ResultFile {
+        let mut file = ResultFile::new("crashtest", envinfo::collect(workdir));
+        file.complete = !report.interrupted;
+        file.crashtest = Some(report.section.clone());
         file
     }
 }

@@ -49,17 +49,6 @@ pub enum Verdict {
     NotMeasured,
 }
 
-impl Verdict {
-    pub fn text(self) -> &'static str {
-        match self {
-            Verdict::Holds => "holds",
-            Verdict::Partly => "partly",
-            Verdict::DoesNotHold => "does not hold",
-            Verdict::NotMeasured => "not measured",
-        }
-    }
-}
-
 /// One ratio: `a` over `b` at one thread count.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
@@ -117,36 +106,6 @@ impl Conclusion {
             factor_min,
             factor_max,
         }
-    }
-}
-
-impl Conclusion {
-    /// "3.02x (2.10x to 4.00x)", or "-" when nothing was compared.
-    pub fn factor_text(&self) -> String {
-        match (self.factor, self.factor_min, self.factor_max) {
-            (Some(f), Some(lo), Some(hi)) if self.comparisons.len() > 1 => {
-                format!("{} ({} to {})", times(f), times(lo), times(hi))
-            }
-            (Some(f), _, _) => times(f),
-            _ => "-".to_string(),
-        }
-    }
-
-    /// "holds (3 of 3 comparisons)".
-    pub fn verdict_text(&self) -> String {
-        match self.verdict {
-            Verdict::NotMeasured => self.verdict.text().to_string(),
-            v => format!("{} ({} of {})", v.text(), self.confirming, self.comparisons.len()),
-        }
-    }
-}
-
-/// A factor with about three significant digits: "0.93x", "12.7x", "2556x".
-fn times(f: f64) -> String {
-    match f {
-        f if f >= 100.0 => format!("{f:.0}x"),
-        f if f >= 10.0 => format!("{f:.1}x"),
-        f => format!("{f:.2}x"),
     }
 }
 

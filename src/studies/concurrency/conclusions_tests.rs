@@ -83,10 +83,6 @@ fn verdicts_and_factors_from_fixed_points() {
     assert!((wal.factor_max.unwrap() - 3.0).abs() < 1e-9 && (wal.factor_min.unwrap() - 1.05).abs() < 1e-9);
     let geo = (3.0f64 * 3.0 * 1.05).powf(1.0 / 3.0);
     assert!((wal.factor.unwrap() - geo).abs() < 1e-9, "geometric mean");
-    assert_eq!(
-        (wal.verdict_text().as_str(), wal.factor_text().as_str()),
-        ("partly (2 of 3)", "2.11x (1.05x to 3.00x)")
-    );
 
     let w = find(&cs, "WAL drastically");
     assert_eq!(w.verdict, Verdict::Holds);
@@ -95,10 +91,7 @@ fn verdicts_and_factors_from_fixed_points() {
     let cache = find(&cs, "A shared cache is never faster");
     assert_eq!((cache.verdict, cache.confirming), (Verdict::Partly, 1), "{:?}", cache.comparisons);
     let none = find(&cs, "A shared cache makes no real difference");
-    assert_eq!(
-        (none.verdict, none.verdict_text().as_str(), none.factor_text().as_str()),
-        (Verdict::NotMeasured, "not measured", "-")
-    );
+    assert_eq!(none.verdict, Verdict::NotMeasured);
 
     let ro = find(&cs, "Read-only");
     assert_eq!(ro.verdict, Verdict::Holds);

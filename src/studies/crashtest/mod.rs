@@ -141,6 +141,13 @@ pub struct CrashMethodResult {
     pub elapsed_ns: u64,
 }
 
+impl CrashSection {
+    /// The verdict: methods that promise atomic writes and showed damage.
+    pub fn broken_promises(&self) -> impl Iterator<Item = &CrashMethodResult> {
+        self.methods.iter().filter(|m| m.broke_promise())
+    }
+}
+
 impl CrashMethodResult {
     /// A method that promises atomic writes showed damage.
     pub fn broke_promise(&self) -> bool {

@@ -12,7 +12,6 @@
 mod cell;
 mod crossover;
 mod study;
-mod table;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -21,7 +20,6 @@ use serde::{Deserialize, Serialize};
 
 pub use crossover::{crossover, Crossover, CrossoverKind};
 pub use study::{study_grid, study_ratio, STUDY_CACHE_BYTES, STUDY_PAGE_SIZES, STUDY_RATIOS, STUDY_SIZES};
-pub use table::{describe, fmt_size, noise_warning, render_text};
 
 use crate::engine::dataset::check_spec;
 use crate::measure::Experiment;

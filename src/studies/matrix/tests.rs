@@ -135,36 +135,3 @@ fn derived_figures_from_fixed_results() {
     let best: Vec<(u32, u32)> = s.best_page_sizes.iter().map(|b| (b.size_bytes, b.page_size)).collect();
     assert_eq!(best, vec![(10_000, 4096), (100_000, 1024), (1_000_000, 1024)]);
 }
-
-#[test]
-fn table_renders_from_fixed_results() {
-    let s = fixed_section();
-    let plain = render_text(&s, false);
-    assert!(plain.contains("page size      10k     100k       1m"), "{plain}");
-    assert!(plain.contains("     1024    2.000    1.000    0.500"), "{plain}");
-    assert!(plain.contains("     4096    2.500    0.800        -"), "{plain}");
-    assert!(plain.contains("100k (exactly)"), "{plain}");
-    assert!(plain.contains(RATIO_FIGURE));
-    assert!(plain.contains("The study in 2011"));
-    assert!(plain.contains("     1024    1.535    1.020    0.608"), "the study's first row: {plain}");
-    assert!(!plain.contains('\x1b'), "no colour unless asked");
-    assert!(!plain.contains("warning"), "steady runs, no warning");
-    let mut noisy = s.clone();
-    noisy.cells[2].external.summary.loop_per_op_us.cv_pct = 25.0;
-    noisy.cells[3].internal.summary.loop_per_op_us.cv_pct = 12.0;
-    let text = render_text(&noisy, false);
-    assert!(text.contains("warning: in 2 of 5 cells a measurement varied by more than 10% between runs (up to 25%, coefficient of variation);"));
-    let coloured = render_text(&s, true);
-    assert!(coloured.contains("\x1b[32m    2.000\x1b[0m"), "green where the database is faster");
-    assert!(coloured.contains("\x1b[31m    0.500\x1b[0m"), "red where files are faster");
-    assert!(coloured.contains("\x1b[0m    1.000\x1b[31m"), "1.0 exactly is neither");
-}
-
-#[test]
-fn sizes_print_like_the_study() {
-    assert_eq!(fmt_size(23_456.0), "23.5k");
-    assert_eq!(fmt_size(20_000.0), "20k");
-    assert_eq!(fmt_size(150_400.0), "150k");
-    assert_eq!(fmt_size(1_234_567.0), "1.23m");
-    assert_eq!(fmt_size(512.0), "512");
-}

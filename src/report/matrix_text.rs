@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::{study_grid, Crossover, CrossoverKind, Figure, Grid, MatrixSection};
+use crate::studies::matrix::{study_grid, Crossover, CrossoverKind, Figure, Grid, MatrixSection};
 use crate::util::units::short_size;
 
 const GREEN: &str = "\x1b[32m";
@@ -79,7 +79,7 @@ pub fn render_text(section: &MatrixSection, colour: bool) -> String {
     o.push_str(&grid_table(&study, 3, colour));
     let _ = writeln!(o, "its crossovers:");
     for (row, page) in study.page_sizes.iter().enumerate() {
-        if let Some(c) = super::crossover(&study.row_points(row)) {
+        if let Some(c) = crate::studies::matrix::crossover(&study.row_points(row)) {
             let _ = writeln!(o, "{page:>9}  {}", describe(&c, &study.sizes));
         }
     }
@@ -171,5 +171,45 @@ fn plural(n: u32) -> &'static str {
         ""
     } else {
         "s"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::studies::matrix::tests_support::fixed_section;
+    use crate::studies::matrix::RATIO_FIGURE;
+
+    #[test]
+    fn table_renders_from_fixed_results() {
+        let s = fixed_section();
+        let plain = render_text(&s, false);
+        assert!(plain.contains("page size      10k     100k       1m"), "{plain}");
+        assert!(plain.contains("     1024    2.000    1.000    0.500"), "{plain}");
+        assert!(plain.contains("     4096    2.500    0.800        -"), "{plain}");
+        assert!(plain.contains("100k (exactly)"), "{plain}");
+        assert!(plain.contains(RATIO_FIGURE));
+        assert!(plain.contains("The study in 2011"));
+        assert!(plain.contains("     1024    1.535    1.020    0.608"), "the study's first row: {plain}");
+        assert!(!plain.contains('\x1b'), "no colour unless asked");
+        assert!(!plain.contains("warning"), "steady runs, no warning");
+        let mut noisy = s.clone();
+        noisy.cells[2].external.summary.loop_per_op_us.cv_pct = 25.0;
+        noisy.cells[3].internal.summary.loop_per_op_us.cv_pct = 12.0;
+        let text = render_text(&noisy, false);
+        assert!(text.contains("warning: in 2 of 5 cells a measurement varied by more than 10% between runs (up to 25%, coefficient of variation);"));
+        let coloured = render_text(&s, true);
+        assert!(coloured.contains("\x1b[32m    2.000\x1b[0m"), "green where the database is faster");
+        assert!(coloured.contains("\x1b[31m    0.500\x1b[0m"), "red where files are faster");
+        assert!(coloured.contains("\x1b[0m    1.000\x1b[31m"), "1.0 exactly is neither");
+    }
+
+    #[test]
+    fn sizes_print_like_the_study() {
+        assert_eq!(fmt_size(23_456.0), "23.5k");
+        assert_eq!(fmt_size(20_000.0), "20k");
+        assert_eq!(fmt_size(150_400.0), "150k");
+        assert_eq!(fmt_size(1_234_567.0), "1.23m");
+        assert_eq!(fmt_size(512.0), "512");
     }
 }
