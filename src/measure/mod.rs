@@ -14,8 +14,6 @@ pub use experiment::Experiment;
 pub use latency::{clock_cost_ns, op_clock, Latency, LatencySink, LatencySummary, NoLatency};
 pub use stats::{Stat, Summary};
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use serde::{Deserialize, Serialize};
 
 use crate::records::Plan;
@@ -95,16 +93,7 @@ pub struct RunContext<'a> {
     pub timed: bool,
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-/// Asks running measurements to stop after the current run (Ctrl-C).
-pub fn request_stop() {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-pub fn stop_requested() -> bool {
-    STOP.load(Ordering::SeqCst)
-}
+pub use crate::util::interrupt::{request_stop, stop_requested};
 
 /// Spread (coefficient of variation) above which a comparison is doubtful.
 pub const NOISY_CV_PCT: f64 = 10.0;

@@ -3,5 +3,6 @@
 
 pub mod error;
 pub mod fsutil;
+pub mod interrupt;
 pub mod progress;
 pub mod units;

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::engine::dataset::layout::{blob_name, db_error, open_kv};
-use crate::measure::stop_requested;
 use crate::records::EngineKind;
 use crate::util::fsutil;
+use crate::util::interrupt::stop_requested;
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 

@@ -8,9 +8,9 @@ use std::time::Instant;
 use rand::{Rng, RngCore, SeedableRng};
 use rusqlite::Connection;
 
-use crate::measure::stop_requested;
 use crate::records::DatasetSpec;
 use crate::util::fsutil;
+use crate::util::interrupt::stop_requested;
 use crate::util::progress::Progress;
 use crate::util::units::check_page_size;
 use crate::{Error, Result};
