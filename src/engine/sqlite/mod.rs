@@ -1,0 +1,121 @@
+//! SQLite as an engine: a kvtest database (`kv(k INTEGER PRIMARY KEY, v
+//! BLOB)`) opened with a run's pragmas. The session (`session.rs`) makes the
+//! raw SQLite calls kvtest.c makes.
+
+mod session;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub(crate) use session::last_error;
+pub use session::{DbSession, SqliteStats};
+
+use super::{Engine, OpenMode, Session, Survey};
+use crate::engine::dataset::open_kv;
+use crate::records::{DbParams, EngineKind};
+use crate::{Error, Result};
+
+/// An SQLite database (kvtest's `kv` table) with a run's pragmas.
+pub struct SqliteEngine {
+    path: PathBuf,
+    params: DbParams,
+    /// Blob sizes by key, surveyed for writes (an SQL update counts bytes).
+    sizes: Option<Arc<Vec<u32>>>,
+}
+
+impl SqliteEngine {
+    pub fn new(path: &Path, params: DbParams) -> Self {
+        SqliteEngine { path: path.to_path_buf(), params, sizes: None }
+    }
+}
+
+impl Engine for SqliteEngine {
+    fn kind(&self) -> EngineKind {
+        EngineKind::Db
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn survey(&mut self, for_writes: bool) -> Result<Survey> {
+        if self.params.mmap_bytes < 0 {
+            return Err(Error::invalid("--mmap must not be negative"));
+        }
+        open_kv(&self.path, false)?;
+        if !for_writes {
+            return Ok(Survey::default());
+        }
+        crate::util::fsutil::check_writable_file(&self.path)?;
+        let (sizes, blob_max) = blob_sizes(&self.path)?;
+        self.sizes = Some(sizes);
+        Ok(Survey { max_key: None, blob_max })
+    }
+
+    fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
+        let s = DbSession::open(&self.path, &self.params, mode.write, mode.find_max, self.sizes.clone())?;
+        Ok(Box::new(s))
+    }
+
+    fn cache_files(&self) -> Result<Vec<PathBuf>> {
+        Ok(db_files(&self.path))
+    }
+
+    fn verify_after_reads(&self) -> Result<()> {
+        let n = non_blob_values(&self.path)?;
+        if n > 0 {
+            return Err(Error::bad_input(
+                &self.path,
+                format!("table kv holds {n} values that are not BLOBs; results discarded"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A database file and the journal and WAL that may sit beside it.
+pub fn db_files(path: &Path) -> Vec<PathBuf> {
+    let mut files = vec![path.to_path_buf()];
+    for suffix in ["-wal", "-journal"] {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        files.push(PathBuf::from(p));
+    }
+    files
+}
+
+/// Sizes of every blob by key, the largest size, and a check that every
+/// value is a BLOB. One scan, done before an update run starts.
+pub fn blob_sizes(path: &Path) -> Result<(Arc<Vec<u32>>, u32)> {
+    let kv = open_kv(path, false)?;
+    let err = |e| crate::engine::dataset::db_error(path, "cannot scan kv", e);
+    let mut stmt = kv.conn.prepare("SELECT k, length(v), typeof(v) FROM kv").map_err(err)?;
+    let mut rows = stmt.query([]).map_err(err)?;
+    let mut sizes = Vec::new();
+    let mut max = 0u32;
+    while let Some(r) = rows.next().map_err(err)? {
+        let (k, ty): (i64, String) = (r.get(0).map_err(err)?, r.get(2).map_err(err)?);
+        if ty != "blob" {
+            return Err(Error::bad_input(path, format!("value of key {k} is {ty}, not a BLOB")));
+        }
+        let len: i64 = r.get(1).map_err(err)?;
+        let (Ok(k), Ok(len)) = (usize::try_from(k), u32::try_from(len)) else {
+            continue;
+        };
+        if k >= sizes.len() {
+            sizes.resize(k + 1, 0);
+        }
+        sizes[k] = len;
+        max = max.max(len);
+    }
+    Ok((Arc::new(sizes), max))
+}
+
+/// Counts values of kv that are not BLOBs (checked after read runs).
+pub fn non_blob_values(path: &Path) -> Result<u64> {
+    let kv = open_kv(path, false)?;
+    kv.conn
+        .query_row("SELECT count(*) FROM kv WHERE typeof(v)<>'blob'", [], |r| r.get::<_, i64>(0))
+        .map(|n| n.max(0) as u64)
+        .map_err(|e| crate::engine::dataset::db_error(path, "cannot scan kv", e))
+}
