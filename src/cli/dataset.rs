@@ -154,6 +154,13 @@ pub fn stat(args: StatArgs) -> anyhow::Result<()> {
             println!("Apparent bytes:     {:>14}  (files and directories, as ls shows them)", s.apparent_bytes);
             println!("Allocated bytes:    {:>14}  (blocks on disk, as du counts them)", s.allocated_bytes);
         }
+        StatReport::Kv(s) => {
+            println!("Engine:             {:>8}", s.engine.name());
+            print_sizes(s.entries, s.avg_size, s.min_size, s.max_size);
+            println!("Content bytes:      {:>14}", s.content_bytes);
+            println!("File bytes:         {:>14}  (the engine's files, as ls shows them)", s.file_bytes);
+            println!("Allocated bytes:    {:>14}  (blocks on disk, as du counts them)", s.allocated_bytes);
+        }
     }
     Ok(())
 }

@@ -1,1 +1,327 @@
-//! What the key-value engines share (to be written).
+//! What the key-value engines (LMDB, redb, fjall) share: the key encoding,
+//! one handle per dataset shared by a run's sessions, building a dataset
+//! from a kvtest database under a temporary name, and the scan behind
+//! `survey` and `stat`.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::dataset::{db_error, open_kv, ExportReport};
+use crate::measure::stop_requested;
+use crate::records::EngineKind;
+use crate::util::fsutil::{self, allocated_bytes};
+use crate::util::progress::Progress;
+use crate::{Error, Result};
+
+/// A kvtest key as the engines store it: 4 bytes, big-endian, so that the
+/// engines' byte order is the keys' numeric order.
+#[inline]
+pub(super) fn key_bytes(key: u32) -> [u8; 4] {
+    key.to_be_bytes()
+}
+
+/// The kvtest key a stored key encodes, if it is one.
+pub(super) fn key_of(bytes: &[u8]) -> Option<u32> {
+    Some(u32::from_be_bytes(bytes.try_into().ok()?))
+}
+
+/// Copies a value into the session's reused buffer (grown, never shrunk),
+/// as SQLite's and the files' reads copy into theirs; returns its length.
+#[inline]
+pub(super) fn copy_out(buf: &mut Vec<u8>, value: &[u8]) -> u64 {
+    if value.len() > buf.len() {
+        buf.resize(value.len(), 0);
+    }
+    buf[..value.len()].copy_from_slice(value);
+    std::hint::black_box(&buf[..value.len()]);
+    value.len() as u64
+}
+
+/// One open handle (LMDB environment, redb or fjall database) shared by the
+/// sessions alive at the same time: each engine allows one per process and
+/// path. It closes when the last session closes, so the next session opens
+/// it again inside its timed setup, and a cold run finds no pages mapped or
+/// cached by a handle left open.
+pub(super) struct Shared<T>(Mutex<Weak<T>>);
+
+impl<T> Shared<T> {
+    pub fn new() -> Self {
+        Shared(Mutex::new(Weak::new()))
+    }
+
+    /// The open handle, or a new one made by `open`.
+    pub fn get_or_open(&self, open: impl FnOnce() -> Result<T>) -> Result<Arc<T>> {
+        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(h) = slot.upgrade() {
+            return Ok(h);
+        }
+        let h = Arc::new(open()?);
+        *slot = Arc::downgrade(&h);
+        Ok(h)
+    }
+}
+
+/// Sizes seen by one scan of every entry.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Scan {
+    pub entries: u64,
+    pub min: u64,
+    pub max: u64,
+    pub content: u64,
+}
+
+impl Scan {
+    pub fn add(&mut self, len: u64) {
+        self.min = if self.entries == 0 { len } else { self.min.min(len) };
+        self.max = self.max.max(len);
+        self.content += len;
+        self.entries += 1;
+    }
+}
+
+/// What `stat` says about a key-value engine's dataset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KvStat {
+    pub engine: EngineKind,
+    pub entries: u64,
+    pub avg_size: f64,
+    pub min_size: u64,
+    pub max_size: u64,
+    /// Sum of the values' lengths.
+    pub content_bytes: u64,
+    /// The engine's files as `ls` sizes them.
+    pub file_bytes: u64,
+    /// Blocks allocated to them, as `du` counts them.
+    pub allocated_bytes: u64,
+}
+
+/// A [`KvStat`] from a scan of the dataset at `path`.
+pub(super) fn kv_stat(engine: EngineKind, path: &Path, scan: Scan) -> Result<KvStat> {
+    let (file_bytes, allocated_bytes) = usage(path)?;
+    Ok(KvStat {
+        engine,
+        entries: scan.entries,
+        avg_size: if scan.entries > 0 { scan.content as f64 / scan.entries as f64 } else { 0.0 },
+        min_size: scan.min,
+        max_size: scan.max,
+        content_bytes: scan.content,
+        file_bytes,
+        allocated_bytes,
+    })
+}
+
+/// Every regular file of a dataset (one file, or a directory walked whole).
+pub(super) fn dataset_files(path: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let mut stack = vec![path.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        let meta = std::fs::symlink_metadata(&p).map_err(|e| Error::io(&p, "cannot stat", e))?;
+        if meta.is_dir() {
+            for e in std::fs::read_dir(&p).map_err(|e| Error::io(&p, "cannot list directory", e))? {
+                stack.push(e.map_err(|e| Error::io(&p, "cannot list directory", e))?.path());
+            }
+        } else if meta.is_file() {
+            files.push(p);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Apparent and allocated bytes of every file and directory of a dataset.
+fn usage(path: &Path) -> Result<(u64, u64)> {
+    let (mut apparent, mut allocated) = (0u64, 0u64);
+    let mut stack = vec![path.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        let meta = std::fs::symlink_metadata(&p).map_err(|e| Error::io(&p, "cannot stat", e))?;
+        allocated += allocated_bytes(&meta);
+        if meta.is_dir() {
+            for e in std::fs::read_dir(&p).map_err(|e| Error::io(&p, "cannot list directory", e))? {
+                stack.push(e.map_err(|e| Error::io(&p, "cannot list directory", e))?.path());
+            }
+        } else {
+            apparent += meta.len();
+        }
+    }
+    Ok((apparent, allocated))
+}
+
+/// A dataset being built under a temporary sibling name: removed on drop
+/// unless [`Staging::finish`] renamed it into place.
+pub(super) struct Staging {
+    pub path: PathBuf,
+    target: PathBuf,
+    replacing: bool,
+    done: bool,
+}
+
+impl Staging {
+    /// Checks `target` (absent, or with `force` a previous dataset of
+    /// `kind`: never anything else) and picks the temporary name.
+    pub fn begin(kind: EngineKind, target: &Path, force: bool) -> Result<Self> {
+        fsutil::check_dir(fsutil::parent_dir(target))?;
+        let replacing = check_target(kind, target, force)?;
+        let path = fsutil::temp_sibling(target, kind.name());
+        remove_any(&path)?;
+        Ok(Staging { path, target: target.to_path_buf(), replacing, done: false })
+    }
+
+    /// Renames the built dataset into place (moving the previous one aside
+    /// first and deleting it after), then flushes the filesystem.
+    pub fn finish(mut self) -> Result<()> {
+        let target = self.target.clone();
+        if self.replacing {
+            let trash = fsutil::temp_sibling(&target, "old");
+            std::fs::rename(&target, &trash).map_err(|e| Error::io(&target, "cannot move the old dataset aside", e))?;
+            if let Err(e) = std::fs::rename(&self.path, &target) {
+                let _ = std::fs::rename(&trash, &target);
+                return Err(Error::io(&target, "cannot rename the new dataset into place", e));
+            }
+            remove_any(&trash)?;
+        } else {
+            std::fs::rename(&self.path, &target)
+                .map_err(|e| Error::io(&target, "cannot rename the new dataset into place", e))?;
+        }
+        self.done = true;
+        fsutil::sync_filesystem(fsutil::parent_dir(&target))
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = remove_any(&self.path);
+        }
+    }
+}
+
+fn remove_any(path: &Path) -> Result<()> {
+    let r = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => Err(e),
+    };
+    r.map_err(|e| Error::io(path, "cannot remove", e))
+}
+
+/// Whether `target` exists and will be replaced: only with `force`, and
+/// only when it is a dataset of `kind` (or an empty directory).
+fn check_target(kind: EngineKind, target: &Path, force: bool) -> Result<bool> {
+    let meta = match std::fs::symlink_metadata(target) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(Error::io(target, "cannot access", e)),
+    };
+    let empty_dir = meta.is_dir()
+        && std::fs::read_dir(target).map_err(|e| Error::io(target, "cannot list directory", e))?.next().is_none();
+    if empty_dir {
+        return Ok(true);
+    }
+    let name = kind.name();
+    if !force {
+        return Err(Error::bad_input(target, format!("exists (use --force to replace a previous {name} dataset)")));
+    }
+    if crate::engine::detect(target).ok() != Some(kind) {
+        return Err(Error::bad_input(
+            target,
+            format!("is not a {name} dataset; refusing to replace it even with --force"),
+        ));
+    }
+    Ok(true)
+}
+
+/// Calls `put(key, value)` for every row of the kvtest database `db` in key
+/// order, reporting progress; returns the entries and bytes copied.
+pub(super) fn copy_rows(
+    db: &Path,
+    progress: &dyn Progress,
+    put: &mut dyn FnMut(u32, &[u8]) -> Result<()>,
+) -> Result<(u64, u64)> {
+    let kv = open_kv(db, false)?;
+    let sql_err = |e| db_error(db, "cannot read blobs", e);
+    let total: i64 = kv.conn.query_row("SELECT count(*) FROM kv", [], |r| r.get(0)).map_err(sql_err)?;
+    progress.start("export", total.max(0) as u64);
+    let mut stmt = kv.conn.prepare("SELECT k, v FROM kv ORDER BY k").map_err(sql_err)?;
+    let mut rows = stmt.query([]).map_err(sql_err)?;
+    let (mut entries, mut bytes) = (0u64, 0u64);
+    while let Some(row) = rows.next().map_err(sql_err)? {
+        let key: i64 = row.get(0).map_err(sql_err)?;
+        let Ok(key) = u32::try_from(key) else {
+            return Err(Error::bad_input(db, format!("key {key} is outside 0..{}", u32::MAX)));
+        };
+        let value = match row.get_ref(1).map_err(sql_err)? {
+            rusqlite::types::ValueRef::Blob(b) => b,
+            other => {
+                let ty = other.data_type().to_string().to_lowercase();
+                return Err(Error::bad_input(db, format!("value of key {key} is {ty}, not a BLOB")));
+            }
+        };
+        put(key, value)?;
+        entries += 1;
+        bytes += value.len() as u64;
+        if entries % 1024 == 0 {
+            progress.advance(1024);
+            if stop_requested() {
+                return Err(Error::Interrupted);
+            }
+        }
+    }
+    progress.advance(entries % 1024);
+    progress.finish();
+    Ok((entries, bytes))
+}
+
+/// The export report of a build that started at `started`.
+pub(super) fn report(kind: EngineKind, (entries, bytes): (u64, u64), started: Instant) -> ExportReport {
+    ExportReport { layout: kind, files: entries, bytes, elapsed_ns: started.elapsed().as_nanos() as u64 }
+}
+
+/// The size of the kvtest database `db` and its WAL (the LMDB map is sized
+/// from it).
+pub(super) fn kv_db_bytes(db: &Path) -> u64 {
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    [db.as_os_str(), wal.as_os_str()].iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum()
+}
+
+/// The error for a dataset that holds no entries.
+pub(super) fn empty(path: &Path, kind: EngineKind) -> Error {
+    Error::bad_input(path, format!("is a {} dataset with no blobs", kind.name()))
+}
+
+/// The error for a stored key that is not a 4-byte kvtest key.
+pub(super) fn foreign_key(path: &Path, kind: EngineKind, len: usize) -> Error {
+    Error::bad_input(path, format!("holds a {len}-byte key; not a blobbench {} dataset", kind.name()))
+}
+
+/// Refuses writes to a read-only dataset before any run, in one line.
+pub(super) fn check_writable(files: &[PathBuf]) -> Result<()> {
+    for f in files {
+        fsutil::check_writable_file(f)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+pub(super) mod test_support {
+    //! A tiny kvtest database for the engines' unit tests.
+    use std::path::{Path, PathBuf};
+
+    /// Keys 1..=n with values of varied sizes (some empty-ish, some over a
+    /// page), written with SQLite so export reads a real kvtest database.
+    pub fn tiny_kv(dir: &Path, n: u32) -> (PathBuf, Vec<(u32, Vec<u8>)>) {
+        let db = dir.join("kv.db");
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch("CREATE TABLE kv(k INTEGER PRIMARY KEY, v BLOB)").unwrap();
+        let rows: Vec<(u32, Vec<u8>)> =
+            (1..=n).map(|k| (k, (0..(k as usize * 997) % 9000 + 1).map(|i| (i as u32 ^ k) as u8).collect())).collect();
+        for (k, v) in &rows {
+            conn.execute("INSERT INTO kv(k, v) VALUES(?1, ?2)", rusqlite::params![k, v]).unwrap();
+        }
+        (db, rows)
+    }
+}

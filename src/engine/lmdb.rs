@@ -1,20 +1,62 @@
-//! lmdb: to be written (engine issue).
+//! LMDB through heed: one B+tree in a memory-mapped `data.mdb` (with its
+//! `lock.mdb`), keys the 4-byte big-endian kvtest key, values the blobs.
+//!
+//! One **read** is `mdb_get` inside the run's read transaction (the value
+//! is a slice of the map) plus a copy of the value into the session's reused
+//! buffer, as SQLite's and the files' reads copy theirs. With `multitrans`
+//! a read also begins and ends its own read transaction.
+//!
+//! One **overwrite** is `mdb_get` (for the blob's size) and `mdb_put` inside
+//! the run's write transaction; with `multitrans` each write begins its own
+//! write transaction and commits it. Durability, chosen when the
+//! environment opens: `durable` is LMDB's default commit (the data and the
+//! meta page are fsynced), `fast` opens with `MDB_NOSYNC` (the commit writes
+//! into the page cache and returns; a system crash can lose the last
+//! commits, never corrupt the tree).
+//!
+//! The environment opens in the session's setup phase and closes when the
+//! last session of the engine closes (heed allows one per path and process).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
 
-use super::{Engine, OpenMode, Session, Survey};
-use crate::records::{EngineKind, KvParams};
+use heed::types::Bytes;
+use heed::{Database, Env, EnvFlags, EnvOpenOptions, RoTxn, RwTxn, WithoutTls};
+
+use super::kv::{self, copy_out, key_bytes, key_of, Shared, Staging};
+use super::{take, Engine, OpenMode, Session, Survey};
+use crate::records::{EngineKind, KvParams, KvSync};
+use crate::util::progress::Progress;
 use crate::{Error, Result};
+
+pub(crate) const DATA_FILE: &str = "data.mdb";
+pub(crate) const LOCK_FILE: &str = "lock.mdb";
+
+const MIB: u64 = 1 << 20;
+
+/// The unnamed database, valid as long as its environment is open.
+type Db = Database<'static, Bytes, Bytes>;
+
+/// An open environment and its one (unnamed) database.
+struct Handle {
+    env: Env<WithoutTls>,
+    db: Db,
+}
 
 pub struct LmdbEngine {
     path: PathBuf,
-    #[allow(dead_code)]
     params: KvParams,
+    shared: Shared<Handle>,
 }
 
 impl LmdbEngine {
     pub fn new(path: &Path, params: KvParams) -> Self {
-        LmdbEngine { path: path.to_path_buf(), params }
+        LmdbEngine { path: path.to_path_buf(), params, shared: Shared::new() }
+    }
+
+    fn handle(&self) -> Result<Arc<Handle>> {
+        self.shared.get_or_open(|| open_handle(&self.path, self.params.sync))
     }
 }
 
@@ -27,25 +69,371 @@ impl Engine for LmdbEngine {
         &self.path
     }
 
-    fn survey(&mut self, _for_writes: bool) -> Result<Survey> {
-        Err(Error::invalid("lmdb is not built yet"))
+    fn survey(&mut self, for_writes: bool) -> Result<Survey> {
+        let files = [self.path.join(DATA_FILE), self.path.join(LOCK_FILE)];
+        if !files.iter().all(|f| f.is_file()) {
+            return Err(Error::bad_input(&self.path, "is not an LMDB dataset (no data.mdb and lock.mdb)"));
+        }
+        if for_writes {
+            kv::check_writable(&files)?;
+        }
+        let h = self.handle()?;
+        let err = |e| lmdb_error(&self.path, "cannot read", e);
+        let txn = h.env.read_txn().map_err(err)?;
+        let Some((last, _)) = h.db.last(&txn).map_err(err)? else {
+            return Err(kv::empty(&self.path, EngineKind::Lmdb));
+        };
+        let max_key = key_of(last).ok_or_else(|| kv::foreign_key(&self.path, EngineKind::Lmdb, last.len()))?;
+        let blob_max = if for_writes { scan(&self.path, &h, &txn)?.max as u32 } else { 0 };
+        Ok(Survey { max_key: Some(max_key), blob_max })
     }
 
-    fn open(&self, _mode: OpenMode) -> Result<Box<dyn Session>> {
-        Err(Error::invalid("lmdb is not built yet"))
+    fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
+        let handle = self.handle()?;
+        let err = |e| lmdb_error(&self.path, "cannot begin a transaction", e);
+        let txn = match (self.params.multitrans, mode.write) {
+            (true, _) => Txn::PerOp,
+            (false, false) => Txn::Read(handle.env.clone().static_read_txn().map_err(err)?),
+            (false, true) => {
+                Txn::Write(WriteTxn::try_new(handle.clone(), |h| h.env.write_txn().map(Some)).map_err(err)?)
+            }
+        };
+        Ok(Box::new(LmdbSession { txn, write: mode.write, handle, path: self.path.clone(), buf: Vec::new() }))
     }
 
     fn cache_files(&self) -> Result<Vec<PathBuf>> {
-        Ok(vec![self.path.clone()])
+        Ok(vec![self.path.join(DATA_FILE)])
     }
 }
 
-/// Builds a lmdb dataset from a kvtest database (to be written).
+/// Opens the environment at `dir`, refusing one another process has open
+/// (a writer there would make ours wait forever; readers skew timings).
+fn open_handle(dir: &Path, sync: KvSync) -> Result<Handle> {
+    if let Some(pid) = lock_holder(&dir.join(LOCK_FILE))? {
+        return Err(Error::bad_input(dir, format!("is open in another process (pid {pid}); close it first")));
+    }
+    let data = dir.join(DATA_FILE);
+    let len = std::fs::metadata(&data).map_err(|e| Error::io(&data, "cannot stat", e))?.len();
+    let env = open_env(dir, map_size(len), sync == KvSync::Fast)?;
+    let err = |e| lmdb_error(dir, "cannot open the database", e);
+    let txn = env.read_txn().map_err(err)?;
+    let db = env
+        .open_databases_and_commit(txn, |opener, txn| {
+            opener.open_database::<Bytes, Bytes>(txn, None).map(heed::CommitOrAbort::<_, ()>::Commit)
+        })
+        .map_err(err)?
+        .unwrap_commit()
+        .ok_or_else(|| kv::empty(dir, EngineKind::Lmdb))?;
+    // A data.mdb cut short would fault (SIGBUS) on the first access past
+    // its end: refuse it before any read of the tree.
+    let txn = env.read_txn().map_err(err)?;
+    let psize = u64::from(db.stat(&txn).map_err(err)?.page_size);
+    drop(txn);
+    if (env.info().last_page_number as u64 + 1) * psize > len {
+        return Err(Error::bad_input(&data, "is truncated (shorter than its last page)"));
+    }
+    Ok(Handle { env, db })
+}
+
+fn open_env(dir: &Path, map: u64, no_sync: bool) -> Result<Env<WithoutTls>> {
+    let mut opts = EnvOpenOptions::new().read_txn_without_tls();
+    opts.map_size(map as usize).max_dbs(0);
+    if no_sync {
+        // SAFETY: NO_SYNC only trades durability of the last commits after a
+        // system crash; it is the setting measured ("fast").
+        unsafe { opts.flags(EnvFlags::NO_SYNC) };
+    }
+    // SAFETY: the map is only modified through LMDB, and `open_handle`
+    // refuses an environment another process has open.
+    unsafe { opts.open(dir) }.map_err(|e| lmdb_error(dir, "cannot open the LMDB environment", e))
+}
+
+/// The map for a `len`-byte data file: room for writes to double it, and
+/// at least 1 GiB more, in whole MiB (map sizes are page multiples).
+fn map_size(len: u64) -> u64 {
+    (len.max(1 << 30) + len).div_ceil(MIB) * MIB
+}
+
+/// The pid of another process holding LMDB's lock on `lock` (every process
+/// with the environment open holds a shared lock on its first byte).
+fn lock_holder(lock: &Path) -> Result<Option<i32>> {
+    use std::os::unix::io::AsRawFd;
+    let f = std::fs::File::open(lock).map_err(|e| Error::io(lock, "cannot open", e))?;
+    // SAFETY: a zeroed flock is valid; F_GETLK only reads the descriptor
+    // and fills `fl`, and takes no lock (so it cannot drop one of ours).
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = libc::F_WRLCK as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_len = 1;
+    if unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETLK, &mut fl) } != 0 {
+        return Err(Error::io(lock, "cannot query the lock", std::io::Error::last_os_error()));
+    }
+    Ok((fl.l_type != libc::F_UNLCK as libc::c_short).then_some(fl.l_pid))
+}
+
+type OptRwTxn<'a> = Option<RwTxn<'a>>;
+
+self_cell::self_cell!(
+    /// The run's write transaction with the environment it borrows (heed's
+    /// RwTxn borrows its Env; self_cell keeps both in one place, soundly).
+    struct WriteTxn {
+        owner: Arc<Handle>,
+        #[covariant]
+        dependent: OptRwTxn,
+    }
+);
+
+/// The run's transaction.
+enum Txn {
+    /// `multitrans`: each operation has its own.
+    PerOp,
+    Read(RoTxn<'static, WithoutTls>),
+    Write(WriteTxn),
+    Done,
+}
+
+pub struct LmdbSession {
+    // Declared before `handle`, so dropped before the environment it uses.
+    txn: Txn,
+    write: bool,
+    handle: Arc<Handle>,
+    path: PathBuf,
+    buf: Vec<u8>,
+}
+
+/// Runs `f` in a write transaction: the run's, or with `multitrans` a new
+/// one committed right after. Takes the session's fields apart so callers
+/// can lend `f` the path without cloning it.
+#[inline]
+fn in_write<R>(
+    txn: &mut Txn,
+    write: bool,
+    handle: &Handle,
+    path: &Path,
+    f: impl FnOnce(&Db, &mut RwTxn) -> Result<R>,
+) -> Result<R> {
+    let db = handle.db;
+    match txn {
+        Txn::Write(w) => w.with_dependent_mut(|_, t| match t {
+            Some(t) => f(&db, t),
+            None => Err(Error::invalid("the transaction was already committed")),
+        }),
+        Txn::PerOp if write => {
+            let mut t = handle.env.write_txn().map_err(|e| lmdb_error(path, "cannot begin", e))?;
+            let r = f(&db, &mut t)?;
+            t.commit().map_err(|e| lmdb_error(path, "commit failed", e))?;
+            Ok(r)
+        }
+        _ => Err(Error::invalid("the session was opened for reading; it cannot write")),
+    }
+}
+
+impl Session for LmdbSession {
+    #[inline]
+    fn read(&mut self, key: u32) -> Result<u64> {
+        let k = key_bytes(key);
+        let (db, buf) = (self.handle.db, &mut self.buf);
+        let got = match &self.txn {
+            Txn::Read(t) => db.get(t, &k).map(|v| v.map_or(0, |v| copy_out(buf, v))),
+            Txn::Write(w) => w.with_dependent(|_, t| match t {
+                Some(t) => db.get(t, &k).map(|v| v.map_or(0, |v| copy_out(buf, v))),
+                None => Ok(0),
+            }),
+            Txn::PerOp => {
+                let t = self.handle.env.read_txn().map_err(|e| lmdb_error(&self.path, "cannot begin", e))?;
+                db.get(&t, &k).map(|v| v.map_or(0, |v| copy_out(buf, v)))
+            }
+            Txn::Done => return Err(Error::invalid("the transaction was already committed")),
+        };
+        got.map_err(|e| lmdb_error(&self.path, "cannot read", e))
+    }
+
+    #[inline]
+    fn overwrite(&mut self, key: u32, content: &[u8]) -> Result<u64> {
+        let k = key_bytes(key);
+        let path = &self.path;
+        in_write(&mut self.txn, self.write, &self.handle, path, |db, t| {
+            let err = |e| lmdb_error(path, "cannot write", e);
+            let Some(len) = db.get(t, &k).map_err(err)?.map(<[u8]>::len) else {
+                return Ok(0);
+            };
+            db.put(t, &k, take(content, len, key)?).map_err(err)?;
+            Ok(len as u64)
+        })
+    }
+
+    fn put(&mut self, key: u32, content: &[u8]) -> Result<()> {
+        let k = key_bytes(key);
+        let path = &self.path;
+        in_write(&mut self.txn, self.write, &self.handle, path, |db, t| {
+            db.put(t, &k, content).map_err(|e| lmdb_error(path, "cannot write", e))
+        })
+    }
+
+    fn delete(&mut self, key: u32) -> Result<bool> {
+        let k = key_bytes(key);
+        let path = &self.path;
+        in_write(&mut self.txn, self.write, &self.handle, path, |db, t| {
+            db.delete(t, &k).map_err(|e| lmdb_error(path, "cannot delete", e))
+        })
+    }
+
+    /// Commits the run's write transaction (fsynced unless the environment
+    /// was opened with `MDB_NOSYNC`); ends a read transaction.
+    fn commit(&mut self) -> Result<()> {
+        match std::mem::replace(&mut self.txn, Txn::Done) {
+            Txn::Write(mut w) => w
+                .with_dependent_mut(|_, t| t.take().map_or(Ok(()), RwTxn::commit))
+                .map_err(|e| lmdb_error(&self.path, "commit failed", e)),
+            Txn::PerOp => {
+                self.txn = Txn::PerOp;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// heed's error as ours, naming the path (off the hot path).
+#[cold]
+fn lmdb_error(path: &Path, what: &str, e: heed::Error) -> Error {
+    match e {
+        heed::Error::Io(io) => Error::io(path, what, io),
+        heed::Error::EnvAlreadyOpened => {
+            Error::bad_input(path, format!("{what}: the LMDB environment is already open in this process"))
+        }
+        e => Error::bad_input(path, format!("{what}: {e}")),
+    }
+}
+
+/// Sizes of every entry; a key that is not a kvtest key is an error.
+fn scan(path: &Path, h: &Handle, txn: &RoTxn<WithoutTls>) -> Result<kv::Scan> {
+    let err = |e| lmdb_error(path, "cannot read", e);
+    let mut s = kv::Scan::default();
+    for item in h.db.iter(txn).map_err(err)? {
+        let (k, v) = item.map_err(err)?;
+        key_of(k).ok_or_else(|| kv::foreign_key(path, EngineKind::Lmdb, k.len()))?;
+        s.add(v.len() as u64);
+    }
+    Ok(s)
+}
+
+/// What `stat` says about the LMDB dataset at `dir`.
+pub(crate) fn stat(dir: &Path) -> Result<kv::KvStat> {
+    let h = LmdbEngine::new(dir, KvParams::default()).handle()?;
+    let txn = h.env.read_txn().map_err(|e| lmdb_error(dir, "cannot read", e))?;
+    let s = scan(dir, &h, &txn)?;
+    drop(txn);
+    kv::kv_stat(EngineKind::Lmdb, dir, s)
+}
+
+/// Rows per write transaction while building (bounded dirty memory).
+const BUILD_BATCH: u64 = 1024;
+
+/// Builds an LMDB dataset at `target` from the kvtest database `db`. The map
+/// is sized at twice the database plus 1 GiB (see [`map_size`]; LMDB keeps
+/// it in its meta page, and `stat` shows it); batches commit without sync
+/// and one `mdb_env_sync(force)` makes the whole build durable at the end.
 pub fn build(
-    _db: &Path,
-    _target: &Path,
-    _force: bool,
-    _progress: &dyn crate::util::progress::Progress,
+    db: &Path,
+    target: &Path,
+    force: bool,
+    progress: &dyn Progress,
 ) -> Result<crate::engine::dataset::ExportReport> {
-    Err(Error::invalid("lmdb is not built yet"))
+    let started = Instant::now();
+    let staging = Staging::begin(EngineKind::Lmdb, target, force)?;
+    let dir = &staging.path;
+    std::fs::create_dir(dir).map_err(|e| Error::io(dir, "cannot create directory", e))?;
+    let env = open_env(dir, map_size(kv::kv_db_bytes(db)), true)?;
+    let err = |e| lmdb_error(dir, "cannot write", e);
+    let table: Db = env
+        .create_databases_and_commit(env.write_txn().map_err(err)?, |opener, txn| {
+            opener.create_database::<Bytes, Bytes>(txn, None).map(heed::CommitOrAbort::<_, ()>::Commit)
+        })
+        .map_err(err)?
+        .unwrap_commit();
+    let mut txn: Option<RwTxn> = None;
+    let mut rows = 0u64;
+    let copied = kv::copy_rows(db, progress, &mut |key, value| {
+        let t = match txn.as_mut() {
+            Some(t) => t,
+            None => txn.insert(env.write_txn().map_err(err)?),
+        };
+        table.put(t, &key_bytes(key), value).map_err(err)?;
+        rows += 1;
+        if rows % BUILD_BATCH == 0 {
+            txn.take().map_or(Ok(()), RwTxn::commit).map_err(err)?;
+        }
+        Ok(())
+    })?;
+    txn.take().map_or(Ok(()), RwTxn::commit).map_err(err)?;
+    drop(txn);
+    env.force_sync().map_err(err)?;
+    env.prepare_for_closing().wait();
+    staging.finish()?;
+    Ok(kv::report(EngineKind::Lmdb, copied, started))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::kv::test_support::tiny_kv;
+    use crate::util::progress::Silent as NoProgress;
+
+    fn engine(dir: &Path, multitrans: bool) -> LmdbEngine {
+        LmdbEngine::new(dir, KvParams { sync: KvSync::Fast, multitrans })
+    }
+
+    #[test]
+    fn round_trip_reads_writes_and_deletes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (db, rows) = tiny_kv(tmp.path(), 40);
+        let target = tmp.path().join("lmdb");
+        let report = build(&db, &target, false, &NoProgress).unwrap();
+        assert_eq!(report.files, 40);
+        for multitrans in [false, true] {
+            let mut e = engine(&target, multitrans);
+            let survey = e.survey(true).unwrap();
+            assert_eq!(survey.max_key, Some(40));
+            assert_eq!(survey.blob_max as usize, rows.iter().map(|r| r.1.len()).max().unwrap());
+            let mut s = e.open(OpenMode::READ).unwrap();
+            for (k, v) in &rows {
+                assert_eq!(s.read(*k).unwrap(), v.len() as u64);
+                let h = e.handle().unwrap();
+                let t = h.env.read_txn().unwrap();
+                assert_eq!(h.db.get(&t, &key_bytes(*k)).unwrap().unwrap(), &v[..]);
+            }
+            assert_eq!(s.read(41).unwrap(), 0);
+            s.commit().unwrap();
+            s.close().unwrap();
+            let content = vec![7u8; 10_000];
+            let mut s = e.open(OpenMode::WRITE).unwrap();
+            assert_eq!(s.overwrite(3, &content).unwrap(), rows[2].1.len() as u64);
+            assert!(s.overwrite(4, &content[..1]).is_err(), "short content is an error");
+            s.put(50, &content[..123]).unwrap();
+            assert!(s.delete(5).unwrap());
+            assert!(!s.delete(99).unwrap());
+            s.commit().unwrap();
+            s.close().unwrap();
+            let mut s = e.open(OpenMode::READ).unwrap();
+            assert_eq!(s.read(50).unwrap(), 123);
+            assert_eq!(s.read(5).unwrap(), 0);
+            let h = e.handle().unwrap();
+            let t = h.env.read_txn().unwrap();
+            assert_eq!(h.db.get(&t, &key_bytes(3)).unwrap().unwrap(), &content[..rows[2].1.len()]);
+            drop(t);
+            s.commit().unwrap();
+            s.close().unwrap();
+            let mut w = e.open(OpenMode::WRITE).unwrap();
+            w.put(5, &rows[4].1).unwrap();
+            w.put(3, &rows[2].1).unwrap();
+            w.delete(50).unwrap();
+            w.commit().unwrap();
+            w.close().unwrap();
+        }
+    }
 }

@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 pub use dataset::detect;
 pub use external::{ExternalEngine, ExternalStore};
 pub use files::FileStore;
+pub use kv::KvStat;
 pub use sqlite::{blob_sizes, non_blob_values, DbSession, SqliteStats};
 
 use crate::records::{EngineKind, EngineSettings};
@@ -150,13 +151,26 @@ pub fn open_as(kind: EngineKind, path: &Path, settings: &EngineSettings) -> Resu
 
 /// The key-value engine whose files a directory holds, if any (LMDB and
 /// fjall keep a directory).
-pub(crate) fn detect_key_value_dir(_dir: &Path) -> Option<EngineKind> {
-    None
+pub(crate) fn detect_key_value_dir(dir: &Path) -> Option<EngineKind> {
+    if dir.join(lmdb::DATA_FILE).is_file() && dir.join(lmdb::LOCK_FILE).is_file() {
+        return Some(EngineKind::Lmdb);
+    }
+    fjall::is_dataset(dir).then_some(EngineKind::Fjall)
 }
 
 /// The key-value engine whose single file starts with `head` (redb).
-pub(crate) fn detect_key_value_file(_head: &[u8]) -> Option<EngineKind> {
-    None
+pub(crate) fn detect_key_value_file(head: &[u8]) -> Option<EngineKind> {
+    head.starts_with(redb::MAGIC).then_some(EngineKind::Redb)
+}
+
+/// What `stat` says about a key-value engine's dataset.
+pub(crate) fn kv_stat(kind: EngineKind, path: &Path) -> Result<KvStat> {
+    match kind {
+        EngineKind::Lmdb => lmdb::stat(path),
+        EngineKind::Redb => redb::stat(path),
+        EngineKind::Fjall => fjall::stat(path),
+        other => Err(crate::Error::invalid(format!("{} is not a key-value engine", other.name()))),
+    }
 }
 
 /// A content slice long enough for `len` bytes, or the error a too-short

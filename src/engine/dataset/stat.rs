@@ -51,6 +51,8 @@ pub struct DirStat {
 pub enum StatReport {
     Db(DbStat),
     Dir(DirStat),
+    /// A key-value engine's dataset (LMDB, redb, fjall).
+    Kv(crate::engine::KvStat),
 }
 
 impl StatReport {
@@ -73,6 +75,14 @@ impl StatReport {
                 apparent_bytes: s.apparent_bytes,
                 allocated_bytes: s.allocated_bytes,
             },
+            StatReport::Kv(s) => DiskUsage {
+                layout: s.engine.name().into(),
+                path,
+                entries: s.entries,
+                content_bytes: s.content_bytes,
+                apparent_bytes: s.file_bytes,
+                allocated_bytes: s.allocated_bytes,
+            },
         }
     }
 }
@@ -82,6 +92,12 @@ impl StatReport {
 pub fn stat(path: &Path, vacuum: bool) -> Result<StatReport> {
     match detect(path)? {
         EngineKind::Db => db_stat(path, vacuum).map(StatReport::Db),
+        kind if kind.is_key_value() => {
+            if vacuum {
+                return Err(Error::invalid("--vacuum applies to databases only"));
+            }
+            crate::engine::kv_stat(kind, path).map(StatReport::Kv)
+        }
         layout => {
             if vacuum {
                 return Err(Error::invalid("--vacuum applies to databases, not directories"));
