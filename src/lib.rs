@@ -4,6 +4,7 @@
 //! The library does all the work and returns data; the binary (`main.rs`,
 //! `cli/`) parses arguments and prints.
 
+pub mod blockdev;
 pub mod cold;
 pub mod concurrency;
 pub mod crashtest;

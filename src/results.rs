@@ -13,7 +13,12 @@ use crate::measure::{Latency, LatencySummary, Measured, RunSample, Summary};
 use crate::workload::WorkloadParams;
 
 pub const SCHEMA_NAME: &str = "blobbench-results";
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version 2 added the label, the latency histograms and the block
+/// device's description; version 1 files are still read (those fields are
+/// then absent and the report says "not recorded").
+pub const SCHEMA_VERSION: u32 = 2;
+/// The oldest version [`parse`] accepts.
+pub const OLDEST_READABLE_VERSION: u32 = 1;
 
 /// Everything one invocation measured.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -22,6 +27,10 @@ pub struct ResultFile {
     pub schema_version: u32,
     /// The command that produced the file: "run", "suite", "matrix", ...
     pub command: String,
+    /// What the report calls this result (`--label`; the hostname by
+    /// default). Empty in version 1 files, where the hostname stands in.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub label: String,
     /// Seconds since the Unix epoch when the file was written.
     pub created_unix: u64,
     /// False when the command was interrupted; what is here was measured.
@@ -56,6 +65,7 @@ impl ResultFile {
             schema: SCHEMA_NAME.to_string(),
             schema_version: SCHEMA_VERSION,
             command: command.to_string(),
+            label: environment.hostname.clone(),
             created_unix: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs())
@@ -69,6 +79,15 @@ impl ResultFile {
             crashtest: None,
             notes: Vec::new(),
             concurrency: None,
+        }
+    }
+
+    /// The label, or the hostname for files written without one.
+    pub fn display_label(&self) -> &str {
+        if self.label.trim().is_empty() {
+            self.environment.hostname.trim()
+        } else {
+            self.label.trim()
         }
     }
 
@@ -90,6 +109,11 @@ pub struct Experiment {
     pub runs: Vec<RunSample>,
     /// Per-operation latency, merged over all timed runs (and threads).
     pub latency: Option<LatencySummary>,
+    /// The same merged histogram in full: base64 of HdrHistogram's V2
+    /// encoding, in nanoseconds (see [`Latency::from_base64`]). Absent in
+    /// version 1 files and when latency was not timed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_histogram: Option<String>,
     pub summary: Summary,
     /// Cost of one clock read, measured on this machine, in nanoseconds.
     pub clock_cost_ns: f64,
@@ -108,6 +132,7 @@ impl Experiment {
             warmup_runs: params.plan.warmup,
             params,
             latency: measured.latency.as_ref().map(Latency::summary),
+            latency_histogram: measured.latency.as_ref().map(Latency::to_base64),
             summary: measured.summary,
             clock_cost_ns: measured.clock_cost_ns,
             clock_overhead_pct: measured.clock_overhead_pct,
@@ -158,7 +183,7 @@ pub enum ReadError {
     Json { path: String, why: String },
     #[error("{path}: not a blobbench result file (schema {found:?})")]
     NotResults { path: String, found: String },
-    #[error("{path}: schema version {found} is not supported (this blobbench reads version {SCHEMA_VERSION})")]
+    #[error("{path}: schema version {found} is not supported (this blobbench reads versions {OLDEST_READABLE_VERSION} to {SCHEMA_VERSION})")]
     Version { path: String, found: u64 },
     #[error("{path}: does not match the result schema ({why})")]
     Shape { path: String, why: String },
@@ -174,7 +199,7 @@ pub fn parse(path: &str, text: &str) -> Result<ResultFile, ReadError> {
         return Err(ReadError::NotResults { path: path.to_string(), found: schema.to_string() });
     }
     let version = value.get("schema_version").and_then(|v| v.as_u64()).unwrap_or(0);
-    if version != u64::from(SCHEMA_VERSION) {
+    if !(u64::from(OLDEST_READABLE_VERSION)..=u64::from(SCHEMA_VERSION)).contains(&version) {
         return Err(ReadError::Version { path: path.to_string(), found: version });
     }
     serde_json::from_value(value).map_err(|e| ReadError::Shape { path: path.to_string(), why: e.to_string() })

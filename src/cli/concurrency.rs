@@ -18,6 +18,8 @@ use super::progress;
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct ConcurrencyArgs {
+    #[command(flatten)]
+    pub label: super::output::LabelArg,
     /// Thread counts, comma-separated [default: 1,2,4,8,16,20; --quick: 1,2,4]. Mixed runs this many readers plus as many writers.
     #[arg(long, value_name = "LIST", value_parser = thread_list)]
     pub threads: Option<ThreadList>,
@@ -160,6 +162,7 @@ pub fn run(args: ConcurrencyArgs) -> anyhow::Result<()> {
     let measured = concurrency::run(&opts, bar.as_ref())?;
     let section = measured.section;
     let mut results = ResultFile::new("concurrency", envinfo::collect(&opts.workdir));
+    args.label.apply(&mut results);
     results.complete = !section.interrupted;
     if section.blob_readers.is_some() {
         let spec = DatasetSpec::default();

@@ -15,6 +15,8 @@ use super::progress;
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct MatrixArgs {
+    #[command(flatten)]
+    pub label: super::output::LabelArg,
     /// Blob sizes, comma-separated [default: 10k,20k,50k,100k,200k,500k,1m].
     #[arg(long, value_name = "LIST", value_parser = size_list)]
     pub sizes: Option<List>,
@@ -107,6 +109,7 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<()> {
     let bar = progress::for_terminal();
     let done = matrix::run(&opts, bar.as_ref())?;
     let mut file = ResultFile::new("matrix", envinfo::collect(&opts.workdir));
+    args.label.apply(&mut file);
     file.complete = !done.interrupted;
     file.notes.push(format!("ratios are of the {RATIO_FIGURE}"));
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();

@@ -16,6 +16,8 @@ use blobbench::workload::{DbAccess, DbParams, FileParams, FileRead, FileWrite, L
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub label: super::output::LabelArg,
     /// A database, a flat directory or a tree (as made by init/export).
     pub path: PathBuf,
     /// Blobs to read or write (misses add cycles, as in kvtest).
@@ -233,6 +235,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         None => run::run(&opts, "run", "run")?,
     };
     let mut results = ResultFile::new("run", envinfo::collect(&args.path));
+    args.label.apply(&mut results);
     results.complete = !report.interrupted;
     results.experiments.push(report.experiment.clone());
     if let Some(p) = &args.json {
