@@ -54,7 +54,13 @@ pub fn describe(major_minor: &str) -> Option<BlockDevice> {
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_default();
     let (kind, is_virtual) = classify(&disk.to_string_lossy(), &name, &driver, &model);
-    Some(BlockDevice { name, kind: kind.to_string(), is_virtual, model, backing_file: read(disk.join("loop/backing_file")) })
+    Some(BlockDevice {
+        name,
+        kind: kind.to_string(),
+        is_virtual,
+        model,
+        backing_file: read(disk.join("loop/backing_file")),
+    })
 }
 
 /// The kind of a disk from its sysfs path, name, driver and model.

@@ -118,7 +118,8 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<()> {
     file.matrix = Some(done.section);
     // The report (results.json, charts, index.html); the terminal gets the
     // study-shaped table below instead of the report's generic summary.
-    let written = report::render(std::slice::from_ref(&file), &args.out, &report::Options { force: args.force })?;
+    let written =
+        report::render(std::slice::from_ref(&file), &args.out, &report::Options { force: args.force, baseline: None })?;
 
     print!("{table}");
     println!();

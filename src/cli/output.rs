@@ -7,17 +7,17 @@ use blobbench::results::ResultFile;
 
 /// Checks, before any measuring, that the report directory can be written.
 pub fn prepare_report_dir(out: &Path, force: bool) -> anyhow::Result<()> {
-    report::check_out_dir(out, &report::Options { force })?;
+    report::check_out_dir(out, &report::Options { force, baseline: None })?;
     Ok(())
 }
 
 /// Writes the report directory; returns the terminal summary.
 pub fn write_report(out: &Path, files: &[ResultFile], force: bool) -> anyhow::Result<String> {
-    let written = report::render(files, out, &report::Options { force })?;
+    let written = report::render(files, out, &report::Options { force, baseline: None })?;
     if let Some(note) = written.png_note {
         eprintln!("note: {note}");
     }
-    Ok(report::text_summary(files))
+    Ok(report::text_summary(files, None))
 }
 
 /// `--label`, shared by every command that writes a result file.

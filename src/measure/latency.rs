@@ -208,7 +208,7 @@ mod tests {
         let back = Latency::from_base64(&text).unwrap();
         assert_eq!(back.count(), 5);
         assert_eq!(back.summary(), lat.summary());
-        assert_eq!(back.quantiles_us(&[0.5]), vec![20.0]);
+        assert!((back.quantiles_us(&[0.5])[0] - 20.0).abs() < 0.02, "three significant digits");
         assert!(Latency::from_base64("not base64!").is_err());
         assert!(Latency::from_base64("aGVsbG8=").is_err(), "base64 but not a histogram");
     }

@@ -16,9 +16,8 @@ pub fn machine_labels(files: &[ResultFile]) -> Vec<String> {
             l.to_string()
         }
     };
-    let fs = |f: &ResultFile| {
-        f.environment.storage.as_ref().map(|s| s.fs_type.trim().to_string()).filter(|t| !t.is_empty())
-    };
+    let fs =
+        |f: &ResultFile| f.environment.storage.as_ref().map(|s| s.fs_type.trim().to_string()).filter(|t| !t.is_empty());
     let with = |f: &ResultFile, extra: Option<String>| {
         let parts: Vec<String> = fs(f).into_iter().chain(extra).collect();
         if parts.is_empty() {
@@ -27,12 +26,10 @@ pub fn machine_labels(files: &[ResultFile]) -> Vec<String> {
             format!("{} ({})", name(f), parts.join(", "))
         }
     };
-    let levels: [&dyn Fn(&ResultFile) -> String; 4] = [
-        &|f| name(f),
-        &|f| with(f, None),
-        &|f| with(f, Some(date(f.created_unix))),
-        &|f| with(f, Some(date_time(f.created_unix))),
-    ];
+    let levels: [&dyn Fn(&ResultFile) -> String; 4] =
+        [&|f| name(f), &|f| with(f, None), &|f| with(f, Some(date(f.created_unix))), &|f| {
+            with(f, Some(date_time(f.created_unix)))
+        }];
     let mut labels: Vec<String> = files.iter().map(levels[0]).collect();
     for level in &levels[1..] {
         let dup: Vec<bool> = labels.iter().map(|l| labels.iter().filter(|m| *m == l).count() > 1).collect();
@@ -177,8 +174,7 @@ mod tests {
         let same_day = [file("a", 60), file("a", 3600)];
         assert_eq!(machine_labels(&same_day), ["a (1970-01-01 00:01 UTC)", "a (1970-01-01 01:00 UTC)"]);
         let mut on_xfs = file("a", 5);
-        on_xfs.environment.storage =
-            Some(crate::envinfo::StorageInfo { fs_type: "xfs".into(), ..Default::default() });
+        on_xfs.environment.storage = Some(crate::envinfo::StorageInfo { fs_type: "xfs".into(), ..Default::default() });
         let mut labelled = file("a", 5);
         labelled.label = "laptop".into();
         assert_eq!(machine_labels(&[file("a", 5), on_xfs.clone(), labelled]), ["a", "a (xfs)", "laptop"]);
