@@ -34,11 +34,11 @@ pub struct VerdictRow {
     pub question: String,
     /// The result file's label.
     pub result: String,
-    /// "SQLite (blob API), 1.93x faster" or "no clear winner ...".
+    /// "SQLite, blob API: 1.93x faster" or "no clear winner ...".
     pub outcome: String,
     pub factor: String,
     pub uncertainty: String,
-    /// "SQLite (blob API) vs files (open/read)".
+    /// "SQLite, blob API vs files, one directory (open/read)".
     pub compared: String,
     pub chart_id: String,
     pub chart_title: String,

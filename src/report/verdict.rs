@@ -20,7 +20,7 @@ use crate::results::{Experiment, ResultFile};
 pub struct Answer {
     /// "10 KB reads", "durable writes", ...
     pub question: String,
-    /// What won and what lost, as people say it: "SQLite (blob API + mmap)".
+    /// What won and what lost, as the charts' legends name them.
     pub winner: String,
     pub loser: String,
     /// Loser's cost over the winner's (time, or bytes): 1.9 means 1.9x.
@@ -33,12 +33,12 @@ pub struct Answer {
 }
 
 impl Answer {
-    /// "SQLite (blob API + mmap), 1.9x faster", or "no clear winner".
+    /// "SQLite, blob API + mmap: 1.90x faster", or "no clear winner".
     pub fn outcome(&self) -> String {
         if self.factor.spans_one() {
             "no clear winner (the interval spans 1.0)".to_string()
         } else {
-            format!("{}, {:.2}x {}", self.winner, self.factor.value, self.better)
+            format!("{}: {:.2}x {}", self.winner, self.factor.value, self.better)
         }
     }
 }
@@ -114,8 +114,7 @@ fn duel(file: &ResultFile, question: String, charts: &[&super::kvtest::Spec]) ->
     let (f, f_e) = fastest(file, &fs)?;
     let spec = charts.iter().find(|s| s.db.id == db.id && s.files.iter().any(|m| m.id == f.id)).or(charts.first())?;
     let files_over_db = ratio_of_medians(&run_times(f_e), &run_times(db_e))?;
-    let db_name = format!("SQLite ({})", db.name.trim_start_matches("SQLite, "));
-    let f_name = format!("files ({})", f.name.trim_start_matches("files, "));
+    let (db_name, f_name) = (db.name.to_string(), f.name.to_string());
     let (winner, loser, factor) = if files_over_db.value >= 1.0 {
         (db_name, f_name, files_over_db)
     } else {
@@ -191,7 +190,7 @@ pub fn disk_space(files: &[ResultFile], index: usize) -> Option<Answer> {
         .into_iter()
         .filter_map(|l| allocated(l).map(|b| (l, b as f64)))
         .min_by(|a, b| a.1.total_cmp(&b.1))?;
-    let fs_name = if layout == "flat" { "files (one directory)" } else { "files (tree)" };
+    let fs_name = if layout == "flat" { "files, one directory" } else { "files, tree" };
     let (winner, loser, factor) =
         if fs >= db { ("SQLite database", fs_name, fs / db) } else { (fs_name, "SQLite database", db / fs) };
     Some(Answer {

@@ -12,17 +12,17 @@ fn the_full_suite_answers_four_questions_with_known_factors() {
     assert_eq!(reads.question, "10 KB reads");
     assert_eq!(
         (reads.winner.as_str(), reads.loser.as_str()),
-        ("SQLite (blob API + mmap)", "files (one directory (open/read))")
+        ("SQLite, blob API + mmap", "files, one directory (open/read)")
     );
     assert!((reads.factor.value - 13.0 / 5.0).abs() < 1e-9, "{reads:?}");
     assert_eq!(reads.chart_id, "fair-read-blob-mmap");
-    assert_eq!(reads.outcome(), "SQLite (blob API + mmap), 2.60x faster");
+    assert_eq!(reads.outcome(), "SQLite, blob API + mmap: 2.60x faster");
     assert_eq!(reads.factor.describe(), "2.60-2.60 (min-max, 3 runs each)");
 
     let fast = answer(&files, fast_writes);
     assert_eq!(
         (fast.winner.as_str(), fast.chart_id.as_str()),
-        ("SQLite (journal OFF + synchronous OFF)", "fair-write-unsafe")
+        ("SQLite, journal OFF + synchronous OFF", "fair-write-unsafe")
     );
     assert!((fast.factor.value - 90.0 / 50.0).abs() < 1e-9);
     let durable = answer(&files, durable_writes);
@@ -59,7 +59,7 @@ fn five_runs_each_give_a_bootstrap_interval_and_files_can_win() {
     *exp_mut(&mut f, "write/db-wal-normal") = experiment_runs("write/db-wal-normal", &[200.0; 5]);
     *exp_mut(&mut f, "write/flat-inplace") = experiment_runs("write/flat-inplace", &[50.0, 51.0, 49.0, 52.0, 50.5]);
     let fast = answer(&[f], fast_writes);
-    assert_eq!(fast.winner, "files (overwrite in place)");
+    assert_eq!(fast.winner, "files, overwrite in place");
     assert!((fast.factor.value - 100.0 / 50.5).abs() < 1e-9, "{:?}", fast.factor);
     assert!(fast.factor.describe().ends_with("(95% bootstrap, 5 runs each)"), "{}", fast.factor.describe());
     assert!(fast.factor.low > 1.8 && fast.factor.high < 2.2, "{:?}", fast.factor);
