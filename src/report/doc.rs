@@ -15,6 +15,8 @@ pub struct Section {
     pub blocks: Vec<Block>,
 }
 
+// A report holds a few dozen blocks: boxing figures would save nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Block {
     Heading(String),
