@@ -63,6 +63,22 @@ pub fn describe(major_minor: &str) -> Option<BlockDevice> {
     })
 }
 
+/// The `major:minor` of a block device node such as `/dev/loop2`: btrfs
+/// (and other multi-device filesystems) show an anonymous 0:N in the mount
+/// table, but their mount source names the real device.
+pub fn numbers_of(device: &str) -> Option<String> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    if !device.starts_with("/dev/") {
+        return None;
+    }
+    let meta = std::fs::metadata(device).ok()?;
+    if !meta.file_type().is_block_device() {
+        return None;
+    }
+    let rdev = meta.rdev();
+    Some(format!("{}:{}", libc::major(rdev), libc::minor(rdev)))
+}
+
 /// The kind of a disk from its sysfs path, name, driver and model.
 fn classify(sys_path: &str, name: &str, driver: &str, model: &str) -> (&'static str, bool) {
     let starts = |p: &str| name.starts_with(p);
@@ -132,5 +148,7 @@ mod tests {
         // Major 0 is the kernel's "no device" (tmpfs, proc, overlay).
         assert_eq!(describe("0:9999"), None);
         assert_eq!(describe("not-a-device"), None);
+        assert_eq!(numbers_of("tmpfs"), None);
+        assert_eq!(numbers_of("/dev/null"), None, "a character device is not a disk");
     }
 }

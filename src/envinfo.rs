@@ -176,8 +176,15 @@ pub fn storage_info(path: &Path) -> Option<StorageInfo> {
     }
     let mut info = StorageInfo { path: existing.display().to_string(), ..StorageInfo::default() };
     if let Some(m) = mount {
-        info.rotational = rotational(&m.major_minor);
-        info.block_device = crate::blockdev::describe(&m.major_minor);
+        // btrfs reports an anonymous 0:N device; its mount source is the disk.
+        let numbers = match crate::blockdev::describe(&m.major_minor) {
+            Some(_) => Some(m.major_minor.clone()),
+            None => crate::blockdev::numbers_of(&m.device),
+        };
+        if let Some(n) = numbers {
+            info.rotational = rotational(&n);
+            info.block_device = crate::blockdev::describe(&n);
+        }
         info.mount_point = m.mount_point.display().to_string();
         info.device = m.device;
         info.fs_type = m.fs_type;

@@ -42,8 +42,8 @@ pub fn figure(spec: &Spec, machines: &[(String, &ResultFile)]) -> Option<Figure>
     let mut series = Vec::new();
     let mut sparse_names = Vec::new();
     let mut ops = Vec::new();
-    for (label, f) in machines {
-        for m in methods(spec) {
+    for (k, (label, f)) in machines.iter().enumerate() {
+        for (j, m) in methods(spec).enumerate() {
             let Some(e) = f.experiment(m.id) else { continue };
             let Some((values_us, sparse)) = curve(e) else { continue };
             let name = if several { format!("{label}: {}", m.name) } else { m.name.to_string() };
@@ -51,7 +51,7 @@ pub fn figure(spec: &Spec, machines: &[(String, &ResultFile)]) -> Option<Figure>
                 sparse_names.push(name.clone());
             }
             ops.push((e.latency.map_or(0, |l| l.count), e.summary.runs));
-            series.push(PercentileSeries { name, values_us, sparse });
+            series.push(PercentileSeries { name, values_us, sparse, colour: j, dash: k });
         }
     }
     if series.is_empty() {
@@ -67,7 +67,7 @@ pub fn figure(spec: &Spec, machines: &[(String, &ResultFile)]) -> Option<Figure>
             .to_string()];
     if !sparse_names.is_empty() {
         caption.push(format!(
-            "Histogram not recorded (older result file) for {}: dashed, through its five stored percentiles only.",
+            "Histogram not recorded (older result file) for {}: dotted, through its five stored percentiles only.",
             sparse_names.join(", ")
         ));
     }

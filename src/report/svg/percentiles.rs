@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::{colour, esc, legend_height, Canvas, LEFT, MIN_W, PLOT_H, RIGHT, TITLE_H};
+use super::{colour, esc, Canvas, LEFT, MIN_W, PLOT_H, RIGHT, TITLE_H};
 
 /// The quantiles every curve is sampled at, then the maximum.
 pub const PERCENTILES: [f64; 9] = [0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999];
@@ -15,8 +15,54 @@ pub struct PercentileSeries {
     pub name: String,
     /// `PERCENTILES.len() + 1` values; None where not known.
     pub values_us: Vec<Option<f64>>,
-    /// Drawn dashed: only a few stored percentiles, not the full histogram.
+    /// Drawn dotted: only a few stored percentiles, not the full histogram.
     pub sparse: bool,
+    /// Colour by path and dash pattern by machine, so one path keeps its
+    /// colour across machines.
+    pub colour: usize,
+    pub dash: usize,
+}
+
+/// Solid, dashed, dash-dot, long dash: one per machine, then again.
+const DASHES: [&str; 4] = ["", "8 4", "8 3 2 3", "14 4"];
+
+fn dash_attr(s: &PercentileSeries) -> String {
+    let pattern = if s.sparse { "2 3" } else { DASHES[s.dash % DASHES.len()] };
+    if pattern.is_empty() {
+        String::new()
+    } else {
+        format!(r#" stroke-dasharray="{pattern}""#)
+    }
+}
+
+/// Legend entries, a line sample each, wrapped to the width; the height used.
+fn legend(c: &mut Canvas, top: f64, width: f64, series: &[PercentileSeries], draw: bool) -> f64 {
+    let (mut x, mut y) = (LEFT, top);
+    for s in series {
+        let w = 40.0 + 7.0 * s.name.chars().count().min(super::label_limit("legend")) as f64;
+        if x + w > width - RIGHT && x > LEFT {
+            x = LEFT;
+            y += 20.0;
+        }
+        if draw {
+            let _ = write!(
+                c.out,
+                r#"<line class="swatch" x1="{x:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{}" stroke-width="2.5"{}/>"#,
+                y - 4.0,
+                x + 26.0,
+                y - 4.0,
+                colour(s.colour),
+                dash_attr(s)
+            );
+            c.label("legend", (x + 32.0, y), "start", 0.0, &s.name);
+        }
+        x += w;
+    }
+    if series.is_empty() {
+        0.0
+    } else {
+        y - top + 20.0
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -65,9 +111,9 @@ impl PercentileChart {
     pub fn to_svg(&self) -> String {
         let width = MIN_W;
         let top = TITLE_H + 10.0;
-        let names: Vec<String> = self.series.iter().map(|s| s.name.clone()).collect();
         let legend_top = top + PLOT_H + 62.0;
-        let height = legend_top + legend_height(width, &names) + 6.0;
+        let mut sizing = Canvas { out: String::new() };
+        let height = legend_top + legend(&mut sizing, legend_top, width, &self.series, false) + 6.0;
         let mut c = Canvas::new(width, height, &self.title);
         c.note(width, &self.note);
         let right = width - RIGHT;
@@ -109,14 +155,14 @@ impl PercentileChart {
                 .enumerate()
                 .filter_map(|(i, v)| v.filter(|v| v.is_finite() && *v > 0.0).map(|v| (i, v)))
                 .collect();
-            let dash = if series.sparse { r#" stroke-dasharray="5 4""# } else { "" };
+            let dash = dash_attr(series);
             if pts.len() > 1 {
                 let line: Vec<String> = pts.iter().map(|(i, v)| format!("{:.1},{:.1}", px(*i), py(*v))).collect();
                 let _ = write!(
                     c.out,
                     r#"<polyline class="line" data-series="{s}" points="{}" fill="none" stroke="{}" stroke-width="2"{dash}/>"#,
                     line.join(" "),
-                    colour(s)
+                    colour(series.colour)
                 );
             }
             for (i, v) in &pts {
@@ -125,14 +171,14 @@ impl PercentileChart {
                     r#"<circle class="point" data-series="{s}" data-value="{v}" cx="{:.1}" cy="{:.1}" r="2.5" fill="{}"><title>{}: {}: {:.1} µs</title></circle>"#,
                     px(*i),
                     py(*v),
-                    colour(s),
+                    colour(series.colour),
                     esc(&series.name),
                     point_name(*i),
                     v
                 );
             }
         }
-        c.legend(legend_top, width, &names);
+        legend(&mut c, legend_top, width, &self.series, true);
         c.finish()
     }
 }
@@ -161,8 +207,16 @@ mod tests {
                     name: "db".into(),
                     values_us: (1..=10).map(|i| Some(i as f64)).collect(),
                     sparse: false,
+                    colour: 0,
+                    dash: 1,
                 },
-                PercentileSeries { name: "files".into(), values_us: vec![Some(5.0), None, Some(9.0)], sparse: true },
+                PercentileSeries {
+                    name: "files".into(),
+                    values_us: vec![Some(5.0), None, Some(9.0)],
+                    sparse: true,
+                    colour: 1,
+                    dash: 0,
+                },
             ],
             note: "3 runs".into(),
         };
@@ -170,6 +224,7 @@ mod tests {
         let doc = roxmltree::Document::parse(&svg).unwrap();
         let lines = doc.descendants().filter(|n| n.attribute("class") == Some("line")).count();
         assert_eq!(lines, 2);
-        assert!(svg.contains("stroke-dasharray=\"5 4\""));
+        assert!(svg.contains("stroke-dasharray=\"2 3\""), "sparse curves are dotted");
+        assert!(svg.contains("stroke-dasharray=\"8 4\""), "the second machine is dashed");
     }
 }
