@@ -24,6 +24,12 @@ td.missing { color: #888; font-style: italic; }
 .wide { overflow-x: auto; } details summary { cursor: pointer; color: #333; }
 table.verdict td.answer { font-weight: bold; } table.verdict tr.unclear td { color: #666; }
 table.verdict tr.unclear td.answer { font-weight: normal; font-style: italic; }
+@media (max-width: 640px) {
+  table.verdict thead { display: none; }
+  table.verdict tr { display: block; border: 1px solid #ddd; margin-bottom: 0.6em; }
+  table.verdict td { display: block; border: none; padding: 0.1em 0.5em; text-align: left; white-space: normal; }
+  table.verdict td::before { content: attr(data-label) \": \"; color: #666; font-weight: normal; font-style: normal; }
+}
 footer { margin-top: 3em; color: #666; font-size: 0.85em; }
 ";
 
@@ -60,10 +66,14 @@ fn verdict(out: &mut String, rows: &[VerdictRow]) {
     out.push_str("</tr></thead><tbody>");
     for r in rows {
         let class = if r.unclear { " class=\"unclear\"" } else { "" };
+        // data-label: the column's name, shown beside each cell when a
+        // narrow screen stacks the row as a card.
         let _ = write!(
             out,
-            "<tr{class}><td>{}</td><td>{}</td><td class=\"answer\">{}</td><td class=\"num\">{}</td><td>{}</td>\
-             <td>{}</td><td><a href=\"#fig-{}\">{}</a></td></tr>",
+            "<tr{class}><td data-label=\"question\">{}</td><td data-label=\"result\">{}</td>\
+             <td class=\"answer\" data-label=\"answer\">{}</td><td class=\"num\" data-label=\"factor\">{}</td>\
+             <td data-label=\"uncertainty\">{}</td><td data-label=\"compared\">{}</td>\
+             <td data-label=\"chart\"><a href=\"#fig-{}\">{}</a></td></tr>",
             esc(&r.question),
             esc(&r.result),
             esc(&r.outcome),

@@ -221,10 +221,17 @@ fn runs_note(spec: &Spec, machines: &[(String, &ResultFile)]) -> String {
         .collect();
     let (lo, hi) = (counts.iter().min().copied().unwrap_or(0), counts.iter().max().copied().unwrap_or(0));
     let runs = if lo == hi { format!("{lo}") } else { format!("{lo}-{hi}") };
-    format!(
-        "{runs} timed run{} per bar; whiskers: 95% bootstrap interval (min-max under {BOOTSTRAP_MIN_RUNS} runs)",
-        if hi == 1 { "" } else { "s" }
-    )
+    let min = BOOTSTRAP_MIN_RUNS as u32;
+    let whiskers = if hi <= 1 {
+        "no whiskers (one run: spread unknown)".to_string()
+    } else if lo >= min {
+        "whiskers: 95% bootstrap interval".to_string()
+    } else if hi < min {
+        "whiskers: min-max over the runs".to_string()
+    } else {
+        format!("whiskers: 95% bootstrap interval (min-max under {min} runs)")
+    };
+    format!("{runs} timed run{} per bar; {whiskers}", if hi == 1 { "" } else { "s" })
 }
 
 /// The article's charts, the fair variants and disk usage, drawn for the

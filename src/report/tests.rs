@@ -55,6 +55,11 @@ fn every_chart_is_drawn_with_ratios_to_the_database() {
     assert_eq!(c1.series, ["SQLite, SQL", "files, one directory (fopen/fread)", "files, tree (fopen/fread)"]);
     assert_eq!(c1.values, [[Some(1.0), Some(1.9), Some(2.0)]]);
     assert_eq!(c1.reference, Some(1.0));
+    assert_eq!(c1.note, "3 timed runs per bar; whiskers: min-max over the runs");
+    let whiskers: Vec<Option<(f64, f64)>> = c1.errors[0].clone();
+    assert_eq!(whiskers[0], None, "SQLite's own bar is the reference, no whisker");
+    let (lo, hi) = whiskers[1].unwrap();
+    assert!((lo - 1.9).abs() < 1e-9 && (hi - 1.9).abs() < 1e-9, "no spread in the fixture's runs");
     assert_eq!(bars(&sections, "chart3-read-blob-mmap").values, [[Some(1.0), Some(3.8), Some(4.0)]]);
     assert_eq!(bars(&sections, "chart5-write-unsafe").values, [[Some(1.0), Some(2.8)]]);
     assert_eq!(bars(&sections, "durable-write").values, [[Some(1.0), Some(10.0), Some(8.0), Some(20.0)]]);
