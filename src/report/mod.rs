@@ -164,9 +164,11 @@ pub fn render(files: &[ResultFile], out_dir: &Path, options: &Options) -> Result
         out.push(("baseline.json".into(), json));
     }
     let figures: Vec<&Figure> = doc::figures(&sections).collect();
-    for f in &figures {
-        let svg = format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{}\n", f.chart.to_svg());
-        if let Some(png) = png::from_svg(&svg) {
+    let svgs: Vec<String> =
+        figures.iter().map(|f| format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{}\n", f.chart.to_svg())).collect();
+    let pngs = png::many_from_svg(&svgs);
+    for ((f, svg), png) in figures.iter().zip(svgs).zip(pngs) {
+        if let Some(png) = png {
             out.push((Path::new("charts").join(format!("{}.png", f.id)), png));
         }
         out.push((Path::new("charts").join(format!("{}.svg", f.id)), svg.into_bytes()));
