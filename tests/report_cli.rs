@@ -156,6 +156,9 @@ fn the_verdict_comes_first_in_every_format() {
     )
     .unwrap();
     assert!(md.contains("## Verdict\n\n| question | result | answer |"), "verdict table in Markdown");
+    // A version 1 file still renders; what it did not record says so.
+    assert!(md.contains("Histogram not recorded (older result file) for SQLite, SQL"), "dotted curves are named");
+    assert!(md.contains("| label | not recorded (hostname used) |") && md.contains("| disk | not recorded |"));
 }
 
 #[test]

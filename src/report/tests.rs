@@ -296,3 +296,29 @@ fn unusable_result_files_give_one_line_errors() {
     let ok = write_temp(dir.path(), "ok.json", &good);
     assert_eq!(load(&[ok]).unwrap().len(), 1);
 }
+
+#[test]
+fn unlike_blob_sizes_side_by_side_are_labelled() {
+    let a = full_suite("host-a");
+    let mut b = full_suite("host-b");
+    b.dataset.as_mut().unwrap().size = 100_000;
+    let sections = document(&[a, b]);
+    assert_eq!(bars(&sections, "chart1-read-sql").groups, ["host-a [10 KB blobs]", "host-b [100 KB blobs]"]);
+    let verdict = &sections[0];
+    let Block::Verdict(rows) = &verdict.blocks[0] else { panic!("verdict first") };
+    assert_eq!(rows[0].question, "10 KB reads");
+    assert_eq!(rows[1].question, "100 KB reads", "each result answers for its own blob size");
+}
+
+#[test]
+fn a_shared_label_is_named_and_told_apart() {
+    let a = full_suite("box");
+    let mut b = full_suite("box");
+    b.environment.storage.as_mut().unwrap().fs_type = "xfs".into();
+    let sections = document(&[a, b]);
+    assert_eq!(bars(&sections, "chart1-read-sql").groups, ["box (ext4)", "box (xfs)"]);
+    let overview = sections.iter().find(|s| s.id == "overview").unwrap();
+    assert!(overview.blocks.contains(&Block::Note(
+        "Several result files carry the label \"box\"; they are told apart by filesystem, then date (use --label to name them).".into()
+    )));
+}

@@ -87,3 +87,12 @@ fn the_section_has_one_row_per_question_and_file_and_links_charts() {
     assert!(rows.iter().all(|r| !r.unclear));
     assert!(section(&[ResultFile::new("run", Default::default())]).is_empty());
 }
+
+#[test]
+fn a_file_without_suite_results_answers_nothing() {
+    let mut f = full_suite("host-a");
+    f.command = "matrix".into();
+    f.experiments.clear();
+    f.disk_usage.clear();
+    assert!(answers(&[f]).is_empty());
+}
