@@ -39,10 +39,14 @@ impl Change {
     pub fn describe(&self) -> String {
         let pct = |r: f64| {
             let p = (r - 1.0) * 100.0;
-            if p >= 0.0 {
-                format!("{p:.0}% slower")
+            // Below 1% one decimal, so a small but certain change still shows.
+            let shown = |v: f64| if v < 1.0 { format!("{v:.1}") } else { format!("{v:.0}") };
+            if p.abs() < 0.05 {
+                "unchanged".to_string()
+            } else if p > 0.0 {
+                format!("{}% slower", shown(p))
             } else {
-                format!("{:.0}% faster", -p)
+                format!("{}% faster", shown(-p))
             }
         };
         let span = |r: &Ratio| format!("interval {} to {}, {}", pct(r.low), pct(r.high), method(r));
