@@ -187,6 +187,10 @@ fn cases() -> Vec<Case> {
         case("suite: workdir under a file", text, &["suite", "--workdir", "@text.txt/w", "--out", "@rep"], Fail("text.txt")),
         case("suite: out under a regular file", text, &["suite", "--workdir", "@", "--out", "@text.txt/rep"], Fail("text.txt: is not a directory")),
         case("suite: out is a file", text, &["suite", "--workdir", "@", "--out", "@text.txt"], Fail("text.txt")),
+        case("suite: the same workdir twice", none, &["suite", "--workdir", "@", "--workdir", "@", "--out", "@rep"], Fail("is given twice")),
+        case("suite: blank label", none, &["suite", "--workdir", "@", "--out", "@rep", "--label", " "], Fail("a label needs at least one visible character")),
+        case("report: baseline of a future schema", results_and_future, &["report", "@r.json", "--baseline", "@f.json", "--format", "text"], Fail("f.json: schema version 99 is not supported")),
+        case("report: baseline missing", results, &["report", "@r.json", "--baseline", "@nope.json", "--format", "text"], Fail("nope.json")),
         case("suite: full disk", none, &["suite", "--workdir", "@", "--out", "@rep", "--count", "200"], Fail("File too large")).fsize(100_000),
         // matrix
         case("matrix: missing workdir", none, &["matrix", "--workdir", "@nope", "--out", "@rep"], Fail("nope: ")),
@@ -440,6 +444,12 @@ fn foreign_json(d: &Path) {
 
 fn future_json(d: &Path) {
     std::fs::write(d.join("r.json"), SUITE_RESULTS.replacen("\"schema_version\": 1", "\"schema_version\": 99", 1))
+        .unwrap();
+}
+
+fn results_and_future(d: &Path) {
+    results(d);
+    std::fs::write(d.join("f.json"), SUITE_RESULTS.replacen("\"schema_version\": 1", "\"schema_version\": 99", 1))
         .unwrap();
 }
 

@@ -67,6 +67,12 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
     assert_eq!(c["conclusions"].as_array().unwrap().len(), 14, "13 of the study's plus the blob extension");
     assert_eq!(c["blob_readers"]["points"].as_array().unwrap().len(), 9);
     assert_eq!(v["experiments"].as_array().unwrap().len(), 9, "each blob reader point is an experiment");
+    let page = std::fs::read_to_string(out.join("index.html")).unwrap();
+    let verdict = &page[page.find("<section id=\"verdict\">").expect("a verdict")..];
+    assert!(
+        verdict.contains("10 KB reads, 4 threads") && verdict.contains("href=\"#fig-concurrency-blobs\""),
+        "the blob readers answer the threads question, linked to their chart"
+    );
     for chart in ["read", "write", "mixed-reads", "mixed-writes", "blobs"] {
         let svg = std::fs::read_to_string(out.join(format!("charts/concurrency-{chart}.svg"))).unwrap();
         assert!(svg.contains("<svg") && svg.contains("per-thread WAL") == (chart != "blobs"), "{chart}");

@@ -231,7 +231,7 @@ fn json_matches_the_schema_and_counts_runs() {
     blobbench()
         .arg("run")
         .arg(&db)
-        .args(["--count", "200", "--repeat", "3", "--warmup", "2", "--json"])
+        .args(["--count", "200", "--repeat", "3", "--warmup", "2", "--label", "bench box", "--json"])
         .arg(&json_path)
         .arg("--csv")
         .arg(&csv_path)
@@ -256,6 +256,13 @@ fn json_matches_the_schema_and_counts_runs() {
     let p = |k: &str| l[k].as_f64().unwrap();
     assert!(p("min_us") <= p("p50_us") && p("p50_us") <= p("p99_us") && p("p99_us") <= p("max_us"));
     assert!(value["environment"]["sqlite_version"].as_str().unwrap().starts_with("3."));
+    assert_eq!(value["label"], "bench box");
+    assert_eq!(value["schema_version"], 2);
+
+    // The full histogram travels with the summary and decodes to the same count.
+    let hist = blobbench::measure::Latency::from_base64(e["latency_histogram"].as_str().unwrap()).unwrap();
+    assert_eq!(hist.count(), 600);
+    assert_eq!(hist.summary().p99_us, p("p99_us"));
 
     // Round trip through the library's reader and writer.
     let parsed = blobbench::results::parse("r.json", &text).unwrap();

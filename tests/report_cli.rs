@@ -18,7 +18,7 @@ fn html_report_directory_for_two_machines() {
         .arg(&out)
         .assert()
         .success()
-        .stdout(predicate::str::contains("12 charts, 2 result files"));
+        .stdout(predicate::str::contains("23 charts, 2 result files"));
     let page = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(page.contains("<svg") && page.contains("host-a") && page.contains("host-b"));
     assert!(page.contains("On host-a SQLite reads 10 KB blobs 1.9x faster than fopen/fread from one directory"));
@@ -29,8 +29,8 @@ fn html_report_directory_for_two_machines() {
         .collect();
     let svgs = charts.iter().filter(|c| c.ends_with(".svg")).count();
     let pngs = charts.iter().filter(|c| c.ends_with(".png")).count();
-    assert_eq!(svgs, 12);
-    assert!(pngs == 12 || pngs == 0, "a PNG beside every SVG, or none where no font exists");
+    assert_eq!(svgs, 23);
+    assert!(pngs == 23 || pngs == 0, "a PNG beside every SVG, or none where no font exists");
     assert_eq!(svgs + pngs, charts.len());
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(md.contains("](charts/chart1-read-sql.svg)"));
@@ -116,4 +116,87 @@ fn unusable_files_are_named_in_one_line() {
     }
     assert!(!dir.path().join("r").exists(), "nothing written for bad input");
     blobbench().arg("report").assert().failure().stderr(predicate::str::contains("FILES"));
+}
+
+#[test]
+fn the_verdict_comes_first_in_every_format() {
+    let text = blobbench()
+        .args(["report", "--format", "text"])
+        .arg(fixture("suite-host-a.json"))
+        .arg(fixture("suite-host-b.json"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    let first = text.lines().find(|l| l.starts_with("== ")).unwrap();
+    assert_eq!(first, "== Verdict ==");
+    let row = text.lines().find(|l| l.trim_start().starts_with("10 KB reads") && l.contains("host-a")).unwrap();
+    // One run per experiment in these files: the factor without an interval.
+    assert!(
+        row.contains("SQLite, blob API + mmap: 2.60x faster") && row.contains("1 runs each: spread unknown"),
+        "{row}"
+    );
+    let md = String::from_utf8(
+        blobbench().args(["report", "--format", "markdown"]).arg(fixture("suite-host-a.json")).output().unwrap().stdout,
+    )
+    .unwrap();
+    assert!(md.contains("## Verdict\n\n| question | result | answer |"), "verdict table in Markdown");
+    // A version 1 file still renders; what it did not record says so.
+    assert!(md.contains("Histogram not recorded (older result file) for SQLite, SQL"), "dotted curves are named");
+    assert!(md.contains("| label | not recorded (hostname used) |") && md.contains("| disk | not recorded |"));
+}
+
+#[test]
+fn a_baseline_from_schema_version_1_is_compared_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("suite-host-a.json")).unwrap();
+    let mut newer: serde_json::Value = serde_json::from_str(&text).unwrap();
+    newer["schema_version"] = 2.into();
+    newer["label"] = "host-a after upgrade".into();
+    for e in newer["experiments"].as_array_mut().unwrap() {
+        if e["id"] == "read/db-sql" {
+            e["runs"][0]["per_op_us"] = 13.0.into();
+            e["summary"]["per_op_us"]["median"] = 13.0.into();
+        }
+    }
+    let new_path = dir.path().join("new.json");
+    std::fs::write(&new_path, newer.to_string()).unwrap();
+    let out = blobbench()
+        .args(["report", "--format", "markdown", "--baseline"])
+        .arg(fixture("suite-host-a.json"))
+        .arg(&new_path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(md.contains("## Against the baseline"));
+    assert!(md.contains("The baseline is schema version 1, the results version 2"));
+    assert!(
+        md.contains("| host-a after upgrade | read/db-sql | 10.00 | 13.00 | 30% slower, noise unknown (one run) |"),
+        "{md}"
+    );
+
+    // A baseline this blobbench cannot read is refused in one line.
+    let future = dir.path().join("future.json");
+    std::fs::write(&future, text.replacen("\"schema_version\": 1", "\"schema_version\": 9", 1)).unwrap();
+    let run =
+        blobbench().args(["report", "--format", "text", "--baseline"]).arg(&future).arg(&new_path).output().unwrap();
+    assert!(one_line_error(&run).contains("schema version 9 is not supported"));
+}
+
+#[test]
+fn html_report_with_a_baseline_keeps_it_beside_the_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report");
+    blobbench()
+        .arg("report")
+        .arg("--baseline")
+        .arg(fixture("suite-host-b.json"))
+        .arg(fixture("suite-host-a.json"))
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(page.contains("<section id=\"baseline\">") && page.contains("href=\"#fig-fair-read-blob-mmap\""));
+    assert!(out.join("baseline.json").is_file());
 }

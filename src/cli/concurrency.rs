@@ -19,6 +19,8 @@ use super::progress;
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct ConcurrencyArgs {
+    #[command(flatten)]
+    pub label: super::output::LabelArg,
     /// Thread counts, comma-separated [default: 1,2,4,8,16,20; --quick: 1,2,4]. Mixed runs this many readers plus as many writers.
     #[arg(long, value_name = "LIST", value_parser = thread_list)]
     pub threads: Option<ThreadList>,
@@ -160,7 +162,8 @@ pub fn run(args: ConcurrencyArgs) -> anyhow::Result<()> {
     let bar = progress::for_terminal();
     let measured = concurrency::run(&opts, bar.as_ref())?;
     print!("{}", text(&measured.section));
-    let results = ResultFile::from_concurrency(measured, &opts);
+    let mut results = ResultFile::from_concurrency(measured, &opts);
+    args.label.apply(&mut results);
     super::output::write_report(&args.out, &[results], args.force)?;
     println!("report in {}: results.json, charts/*.svg, index.html", args.out.display());
     Ok(())

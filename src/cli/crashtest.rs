@@ -33,6 +33,8 @@ fn count(text: &str) -> Result<u32, units::UnitError> {
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct CrashtestArgs {
+    #[command(flatten)]
+    pub label: super::output::LabelArg,
     /// Write methods, comma-separated: db-wal-normal, db-wal-full, db-delete, db-off, truncate[-fsync],
     /// inplace[-fsync], replace[-fsync], or the groups all, db, files.
     #[arg(long, default_value = "all", value_parser = methods)]
@@ -78,7 +80,8 @@ pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
     opts.seed = args.seed;
     let progress = progress::for_terminal();
     let report = crashtest::crashtest(&opts, progress.as_ref())?;
-    let results = ResultFile::from_crashtest(&report, &opts.workdir);
+    let mut results = ResultFile::from_crashtest(&report, &opts.workdir);
+    args.label.apply(&mut results);
     if let Some(p) = &args.json {
         results::write(p, &results)?;
     }

@@ -16,6 +16,8 @@ use super::progress;
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct MatrixArgs {
+    #[command(flatten)]
+    pub label: super::output::LabelArg,
     /// Blob sizes, comma-separated [default: 10k,20k,50k,100k,200k,500k,1m].
     #[arg(long, value_name = "LIST", value_parser = size_list)]
     pub sizes: Option<List>,
@@ -111,10 +113,12 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<()> {
     let table = report::matrix_text::render_text(&done.section, colour);
     let measured = done.section.cells.len();
     let (interrupted, elapsed_ns) = (done.interrupted, done.elapsed_ns);
-    let file = ResultFile::from_matrix(done, &opts.workdir);
+    let mut file = ResultFile::from_matrix(done, &opts.workdir);
+    args.label.apply(&mut file);
     // The report (results.json, charts, index.html); the terminal gets the
     // study-shaped table below instead of the report's generic summary.
-    let written = report::render(std::slice::from_ref(&file), &args.out, &report::Options { force: args.force })?;
+    let written =
+        report::render(std::slice::from_ref(&file), &args.out, &report::Options { force: args.force, baseline: None })?;
 
     print!("{table}");
     println!();

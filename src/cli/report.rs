@@ -23,6 +23,9 @@ pub struct ReportArgs {
     /// Replace --out even when it is a non-empty directory that is not a previous report.
     #[arg(long)]
     pub force: bool,
+    /// An earlier result file: mark every figure that changed beyond noise since it.
+    #[arg(long, value_name = "OLD.json")]
+    pub baseline: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -37,13 +40,19 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         bail!("--out is for --format html; markdown and text are printed to standard output");
     }
     let files = report::load(&args.files)?;
+    let baseline = match &args.baseline {
+        Some(p) => Some(report::load(std::slice::from_ref(p))?.remove(0)),
+        None => None,
+    };
+    let baseline = baseline.as_ref();
     match args.format {
-        Format::Text => print!("{}", report::text_summary(&files)),
-        Format::Markdown => print!("{}", report::markdown(&files)),
+        Format::Text => print!("{}", report::text_summary(&files, baseline)),
+        Format::Markdown => print!("{}", report::markdown(&files, baseline)),
         Format::Html => {
             let out = args.out.unwrap_or_else(|| PathBuf::from("blobbench-report"));
-            refuse_to_replace_inputs(&out, &args.files)?;
-            let written = report::render(&files, &out, &report::Options { force: args.force })?;
+            let inputs: Vec<PathBuf> = args.files.iter().chain(&args.baseline).cloned().collect();
+            refuse_to_replace_inputs(&out, &inputs)?;
+            let written = report::render(&files, &out, &report::Options { force: args.force, baseline })?;
             if let Some(note) = written.png_note {
                 eprintln!("note: {note}");
             }

@@ -17,6 +17,8 @@ use blobbench::util::units;
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub label: super::output::LabelArg,
     /// A database, a flat directory or a tree (as made by init/export).
     pub path: PathBuf,
     /// Blobs to read or write (misses add cycles, as in kvtest).
@@ -250,7 +252,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         Some(t) => blobbench::drivers::parallel_read::run(&opts, t, "run", "run")?,
         None => run::run(&opts, "run", "run")?,
     };
-    let results = ResultFile::from_run(&report, &args.path);
+    let mut results = ResultFile::from_run(&report, &args.path);
+    args.label.apply(&mut results);
     if let Some(p) = &args.json {
         results::write(p, &results)?;
     }

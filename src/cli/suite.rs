@@ -1,7 +1,7 @@
 //! `suite`: the whole article on this machine, then a report.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -17,9 +17,13 @@ use blobbench::util::units;
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct SuiteArgs {
+    #[command(flatten)]
+    pub label: super::output::LabelArg,
     /// Where to build the datasets (a temporary subdirectory is made inside).
-    #[arg(long, default_value = ".")]
-    pub workdir: PathBuf,
+    /// Give it several times to run the suite once per directory (say, one
+    /// per filesystem), each result labelled by its filesystem, in one report.
+    #[arg(long, default_value = ".", value_name = "DIR")]
+    pub workdir: Vec<PathBuf>,
     /// Number of blobs [default: 100k, or 10k with --quick].
     #[arg(long, value_parser = units::positive_u32)]
     pub count: Option<u32>,
@@ -60,11 +64,11 @@ fn non_negative_u32(s: &str) -> Result<u32, units::UnitError> {
 }
 
 impl SuiteArgs {
-    fn options(&self) -> SuiteOptions {
+    fn options(&self, workdir: &Path) -> SuiteOptions {
         let mut o = if self.quick {
-            SuiteOptions::quick(self.workdir.clone())
+            SuiteOptions::quick(workdir.to_path_buf())
         } else {
-            SuiteOptions::article(self.workdir.clone())
+            SuiteOptions::article(workdir.to_path_buf())
         };
         if let Some(c) = self.count {
             o.spec.count = c;
@@ -141,11 +145,35 @@ impl Lines {
 
 pub fn run(args: SuiteArgs) -> anyhow::Result<()> {
     super::output::prepare_report_dir(&args.out, args.force)?;
-    let opts = args.options();
+    distinct_workdirs(&args.workdir)?;
     let started = Instant::now();
     let observer = Lines { bar: Mutex::new(None), terminal: std::io::stderr().is_terminal() };
-    let results = ResultFile::from_suite(suite::run_suite(&opts, &observer)?);
-    let summary = super::output::write_report(&args.out, &[results], args.force)?;
+    let several = args.workdir.len() > 1;
+    let mut all = Vec::new();
+    for dir in &args.workdir {
+        if several {
+            println!("== suite in {}", dir.display());
+        }
+        let mut results = match suite::run_suite(&args.options(dir), &observer) {
+            Ok(r) => ResultFile::from_suite(r),
+            Err(e) if all.is_empty() => return Err(e.into()),
+            Err(e) => {
+                // What the earlier directories measured is kept.
+                super::output::write_report(&args.out, &all, args.force)?;
+                anyhow::bail!("{e} (the report in {} has the directories before it)", args.out.display());
+            }
+        };
+        args.label.apply(&mut results);
+        if several {
+            results.label = format!("{}, {}", results.display_label(), filesystem_name(&results));
+        }
+        let stopped = !results.complete;
+        all.push(results);
+        if stopped {
+            break;
+        }
+    }
+    let summary = super::output::write_report(&args.out, &all, args.force)?;
     print!("{summary}");
     println!(
         "suite took {:.0} s; report in {} (open {})",
@@ -154,4 +182,26 @@ pub fn run(args: SuiteArgs) -> anyhow::Result<()> {
         args.out.join("index.html").display()
     );
     Ok(())
+}
+
+/// The same directory twice would measure one filesystem twice under two labels.
+fn distinct_workdirs(dirs: &[PathBuf]) -> anyhow::Result<()> {
+    for (i, d) in dirs.iter().enumerate() {
+        let key = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        if dirs[..i].iter().any(|e| key(e) == key(d)) {
+            anyhow::bail!("--workdir {} is given twice", d.display());
+        }
+    }
+    Ok(())
+}
+
+/// "ext4", or "unknown filesystem" when the mount table said nothing.
+fn filesystem_name(results: &blobbench::results::ResultFile) -> String {
+    results
+        .environment
+        .storage
+        .as_ref()
+        .map(|s| s.fs_type.trim())
+        .filter(|t| !t.is_empty())
+        .map_or_else(|| "unknown filesystem".to_string(), str::to_string)
 }

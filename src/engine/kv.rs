@@ -10,9 +10,9 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::dataset::{db_error, open_kv, ExportReport};
-use crate::util::interrupt::stop_requested;
 use crate::records::EngineKind;
 use crate::util::fsutil::{self, allocated_bytes};
+use crate::util::interrupt::stop_requested;
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 

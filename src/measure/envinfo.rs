@@ -54,6 +54,10 @@ pub struct StorageInfo {
     /// (/sys/dev/block/MAJ:MIN/queue/rotational); None when unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rotational: Option<bool>,
+    /// The disk under the filesystem (kind, virtual or not); None for a
+    /// filesystem without one (tmpfs) and in version 1 files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_device: Option<crate::measure::blockdev::BlockDevice>,
 }
 
 /// Describes this machine and the filesystem that holds `dataset`.
@@ -172,7 +176,15 @@ pub fn storage_info(path: &Path) -> Option<StorageInfo> {
     }
     let mut info = StorageInfo { path: existing.display().to_string(), ..StorageInfo::default() };
     if let Some(m) = mount {
-        info.rotational = rotational(&m.major_minor);
+        // btrfs reports an anonymous 0:N device; its mount source is the disk.
+        let numbers = match crate::measure::blockdev::describe(&m.major_minor) {
+            Some(_) => Some(m.major_minor.clone()),
+            None => crate::measure::blockdev::numbers_of(&m.device),
+        };
+        if let Some(n) = numbers {
+            info.rotational = rotational(&n);
+            info.block_device = crate::measure::blockdev::describe(&n);
+        }
         info.mount_point = m.mount_point.display().to_string();
         info.device = m.device;
         info.fs_type = m.fs_type;

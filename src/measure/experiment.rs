@@ -18,6 +18,11 @@ pub struct Experiment {
     pub runs: Vec<RunSample>,
     /// Per-operation latency, merged over all timed runs (and threads).
     pub latency: Option<LatencySummary>,
+    /// The same merged histogram in full: base64 of HdrHistogram's V2
+    /// encoding, in nanoseconds (see [`Latency::from_base64`]). Absent in
+    /// version 1 files and when latency was not timed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_histogram: Option<String>,
     pub summary: Summary,
     /// Cost of one clock read, measured on this machine, in nanoseconds.
     pub clock_cost_ns: f64,
@@ -36,6 +41,7 @@ impl Experiment {
             warmup_runs: params.plan.warmup,
             params,
             latency: measured.latency.as_ref().map(Latency::summary),
+            latency_histogram: measured.latency.as_ref().map(Latency::to_base64),
             summary: measured.summary,
             clock_cost_ns: measured.clock_cost_ns,
             clock_overhead_pct: measured.clock_overhead_pct,

@@ -67,6 +67,36 @@ impl Latency {
         self.hist.add(&other.hist).expect("histograms share their bounds");
     }
 
+    /// The histogram as text for the result file: base64 of HdrHistogram's
+    /// V2 encoding (zero runs compressed), a few hundred bytes to a few KB,
+    /// readable by any HdrHistogram implementation.
+    pub fn to_base64(&self) -> String {
+        use base64::Engine;
+        let mut bytes = Vec::new();
+        // Writing into a Vec cannot fail, and the histogram is never empty-ranged.
+        let _ = hdrhistogram::serialization::Serializer::serialize(
+            &mut hdrhistogram::serialization::V2Serializer::new(),
+            &self.hist,
+            &mut bytes,
+        );
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    /// Reads back [`Latency::to_base64`]; the error says what is wrong.
+    pub fn from_base64(text: &str) -> Result<Latency, String> {
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(text.trim()).map_err(|e| e.to_string())?;
+        let hist: Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| format!("{e:?}"))?;
+        Ok(Latency { hist })
+    }
+
+    /// Latency in microseconds at each quantile (0.5, 0.99, ...).
+    pub fn quantiles_us(&self, quantiles: &[f64]) -> Vec<f64> {
+        quantiles.iter().map(|q| self.hist.value_at_quantile(*q) as f64 / 1000.0).collect()
+    }
+
     pub fn summary(&self) -> LatencySummary {
         let us = |ns: u64| ns as f64 / 1000.0;
         let q = |q: f64| us(self.hist.value_at_quantile(q));
@@ -165,6 +195,22 @@ mod tests {
         b.record(30);
         a.merge(&b);
         assert_eq!(a.count(), 3);
+    }
+
+    #[test]
+    fn base64_round_trip_keeps_every_count() {
+        let mut lat = Latency::new();
+        for ns in [1_000u64, 1_500, 20_000, 20_000, 9_000_000] {
+            lat.record(ns);
+        }
+        let text = lat.to_base64();
+        assert!(text.len() < 200, "compact: {} chars", text.len());
+        let back = Latency::from_base64(&text).unwrap();
+        assert_eq!(back.count(), 5);
+        assert_eq!(back.summary(), lat.summary());
+        assert!((back.quantiles_us(&[0.5])[0] - 20.0).abs() < 0.02, "three significant digits");
+        assert!(Latency::from_base64("not base64!").is_err());
+        assert!(Latency::from_base64("aGVsbG8=").is_err(), "base64 but not a histogram");
     }
 
     #[test]

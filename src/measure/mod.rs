@@ -3,6 +3,7 @@
 //! with spread. Workloads supply one run as a closure; everything about how
 //! runs are repeated and summarised lives here, once.
 
+pub mod blockdev;
 pub mod cold;
 pub mod envinfo;
 mod experiment;

@@ -18,12 +18,18 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
         .filter_map(|(i, (f, l))| f.concurrency.as_ref().map(|c| (i, l, c)))
         .collect();
     let several = with.len() > 1;
-    with.into_iter()
-        .map(|(i, label, c)| {
-            let suffix = if several { format!("-{}", i + 1) } else { String::new() };
-            section(c, label, &suffix, several)
-        })
-        .collect()
+    with.into_iter().map(|(i, label, c)| section(c, label, &figure_suffix(files, i), several)).collect()
+}
+
+/// What the ids of `files[index]`'s concurrency figures end with: "-N"
+/// (the file's place among all files) when several files hold a
+/// concurrency section, nothing otherwise.
+pub fn figure_suffix(files: &[ResultFile], index: usize) -> String {
+    if files.iter().filter(|f| f.concurrency.is_some()).count() > 1 {
+        format!("-{}", index + 1)
+    } else {
+        String::new()
+    }
 }
 
 fn section(c: &ConcurrencySection, label: &str, suffix: &str, several: bool) -> Section {
@@ -98,6 +104,11 @@ fn section(c: &ConcurrencySection, label: &str, suffix: &str, several: bool) -> 
             x,
             series,
             reference: None,
+            note: format!(
+                "median of {} timed run{} per point",
+                c.settings.repeat,
+                if c.settings.repeat == 1 { "" } else { "s" }
+            ),
         };
         let caption = vec![format!(
             "{} blobs of {} bytes, {} random reads per run (all threads together), median over runs; \
@@ -248,6 +259,11 @@ fn figure(
             x: x.iter().map(|&t| f64::from(t)).collect(),
             series,
             reference: None,
+            note: format!(
+                "median of {} timed run{} per point",
+                c.settings.repeat,
+                if c.settings.repeat == 1 { "" } else { "s" }
+            ),
         }),
         caption: vec![format!("Median over {} run(s) of {} s each.", c.settings.repeat, c.settings.duration_s)],
         findings,

@@ -25,6 +25,23 @@ fn gib(b: u64) -> String {
     }
 }
 
+/// "vda (virtio, virtual), not rotational", or what is missing.
+fn disk(f: &ResultFile) -> String {
+    let Some(s) = f.environment.storage.as_ref() else {
+        return "unknown".to_string();
+    };
+    let spin = match s.rotational {
+        Some(true) => ", rotational",
+        Some(false) => ", not rotational",
+        None => "",
+    };
+    match &s.block_device {
+        Some(d) => format!("{}{spin}", d.describe()),
+        None if f.schema_version < 2 => "not recorded".to_string(),
+        None => format!("no block device ({}){spin}", or_unknown(&s.device)),
+    }
+}
+
 fn filesystem(f: &ResultFile) -> String {
     f.environment.storage.as_ref().map_or_else(
         || "unknown".to_string(),
@@ -42,7 +59,8 @@ pub fn overview(files: &[ResultFile]) -> Vec<Section> {
         hosts.len(),
         if hosts.len() == 1 { "" } else { "s" }
     ))];
-    let headers = ["machine", "command", "measured", "CPU", "cores", "memory", "kernel", "filesystem", "SQLite"];
+    let headers =
+        ["machine", "command", "measured", "CPU", "cores", "memory", "kernel", "filesystem", "disk", "SQLite"];
     let rows = files
         .iter()
         .zip(&labels)
@@ -57,11 +75,22 @@ pub fn overview(files: &[ResultFile]) -> Vec<Section> {
                 gib(e.memory_bytes),
                 or_unknown(&e.kernel),
                 filesystem(f),
+                disk(f),
                 or_unknown(&e.sqlite_version),
             ]
         })
         .collect();
     blocks.push(Block::Table(Table { headers: headers.map(String::from).to_vec(), rows }));
+    let mut shared: Vec<&str> = files.iter().map(ResultFile::display_label).collect();
+    shared.sort_unstable();
+    shared.dedup();
+    let given: Vec<&str> = files.iter().map(ResultFile::display_label).collect();
+    for l in shared.iter().filter(|l| given.iter().filter(|g| g == l).count() > 1) {
+        blocks.push(Block::Note(format!(
+            "Several result files carry the label \"{l}\"; they are told apart by filesystem, then date \
+             (use --label to name them)."
+        )));
+    }
     for (f, label) in files.iter().zip(&labels) {
         if !f.complete {
             blocks.push(Block::Note(format!(
@@ -177,6 +206,8 @@ fn environment_table(files: &[ResultFile], labels: &[String]) -> Table {
         f.environment.storage.as_ref().map_or_else(|| "unknown".to_string(), get)
     }
     let fields: Vec<(&str, Field)> = vec![
+        ("label", |f| if f.label.is_empty() { "not recorded (hostname used)".into() } else { f.label.clone() }),
+        ("schema version", |f| f.schema_version.to_string()),
         ("hostname", |f| or_unknown(&f.environment.hostname)),
         ("command", |f| or_unknown(&f.command)),
         ("measured", |f| date_time(f.created_unix)),
@@ -198,6 +229,7 @@ fn environment_table(files: &[ResultFile], labels: &[String]) -> Table {
         ("device", |f| storage(f, |s| or_unknown(&s.device))),
         ("filesystem", |f| storage(f, |s| or_unknown(&s.fs_type))),
         ("mount options", |f| storage(f, |s| or_unknown(&s.mount_options))),
+        ("disk", disk),
         ("block size", |f| storage(f, |s| format!("{} bytes", s.block_size))),
         ("filesystem size", |f| storage(f, |s| format!("{} ({} free)", bytes(s.total_bytes), bytes(s.free_bytes)))),
         ("dataset", |f| {

@@ -3,7 +3,7 @@
 //! Markdown and text writers each turn the same document into their format,
 //! so a new kind of result needs one section renderer and no writer changes.
 
-use super::svg::{fmt_tick, fmt_value, BarChart, Heatmap, LineChart};
+use super::svg::{fmt_tick, fmt_value, BarChart, Heatmap, LineChart, PercentileChart};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Section {
@@ -15,6 +15,8 @@ pub struct Section {
     pub blocks: Vec<Block>,
 }
 
+// A report holds a few dozen blocks: boxing figures would save nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Block {
     Heading(String),
@@ -24,6 +26,44 @@ pub enum Block {
     List(Vec<String>),
     Table(Table),
     Figure(Figure),
+    /// The verdict: one answered question per row, linking to its chart.
+    Verdict(Vec<VerdictRow>),
+}
+
+/// One row of the verdict, as every writer shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerdictRow {
+    pub question: String,
+    /// The result file's label.
+    pub result: String,
+    /// "SQLite, blob API: 1.93x faster" or "no clear winner ...".
+    pub outcome: String,
+    pub factor: String,
+    pub uncertainty: String,
+    /// "SQLite, blob API vs files, one directory (open/read)".
+    pub compared: String,
+    pub chart_id: String,
+    pub chart_title: String,
+    /// The interval spans 1.0.
+    pub unclear: bool,
+}
+
+impl VerdictRow {
+    pub const HEADERS: [&'static str; 7] =
+        ["question", "result", "answer", "factor", "uncertainty", "compared", "chart"];
+
+    /// The cells, the chart named by its title.
+    pub fn cells(&self) -> [String; 7] {
+        [
+            self.question.clone(),
+            self.result.clone(),
+            self.outcome.clone(),
+            self.factor.clone(),
+            self.uncertainty.clone(),
+            self.compared.clone(),
+            self.chart_title.clone(),
+        ]
+    }
 }
 
 /// A chart with its caption and the sentences computed from its data.
@@ -41,6 +81,7 @@ pub enum Chart {
     Bars(BarChart),
     Lines(LineChart),
     Heatmap(Heatmap),
+    Percentiles(PercentileChart),
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -64,6 +105,7 @@ impl Chart {
             Chart::Bars(c) => &c.title,
             Chart::Lines(c) => &c.title,
             Chart::Heatmap(c) => &c.title,
+            Chart::Percentiles(c) => &c.title,
         }
     }
 
@@ -72,6 +114,7 @@ impl Chart {
             Chart::Bars(c) => c.to_svg(),
             Chart::Lines(c) => c.to_svg(),
             Chart::Heatmap(c) => c.to_svg(),
+            Chart::Percentiles(c) => c.to_svg(),
         }
     }
 
@@ -92,8 +135,39 @@ impl Chart {
                 .collect(),
         };
         match self {
-            Chart::Bars(c) => grid(String::new(), &c.series, &c.groups, &c.values),
-            Chart::Heatmap(c) => grid(format!("{} \\ {}", c.y_label, c.x_label), &c.columns, &c.rows, &c.values),
+            Chart::Bars(c) => {
+                let mut t = grid(String::new(), &c.series, &c.groups, &c.values);
+                // The whisker beside its bar's value: "1.93 (1.71-2.10)".
+                for (g, row) in t.rows.iter_mut().enumerate() {
+                    for (s, cell) in row.iter_mut().skip(1).enumerate() {
+                        if let Some((lo, hi)) = c.errors.get(g).and_then(|r| r.get(s)).copied().flatten() {
+                            if *cell != NOT_MEASURED && lo < hi {
+                                cell.push_str(&format!(" ({}-{})", fmt_value(lo), fmt_value(hi)));
+                            }
+                        }
+                    }
+                }
+                t
+            }
+            Chart::Heatmap(c) => {
+                let mut t = grid(format!("{} \\ {}", c.y_label, c.x_label), &c.columns, &c.rows, &c.values);
+                for (i, row) in t.rows.iter_mut().enumerate() {
+                    for (j, cell) in row.iter_mut().skip(1).enumerate() {
+                        if c.noisy.get(i).and_then(|r| r.get(j)).copied().unwrap_or(false) && *cell != NOT_MEASURED {
+                            cell.push_str(" ~");
+                        }
+                    }
+                }
+                t
+            }
+            Chart::Percentiles(c) => {
+                let names: Vec<String> = c.series.iter().map(|s| s.name.clone()).collect();
+                let n = super::svg::PERCENTILES.len() + 1;
+                let points: Vec<String> = (0..n).map(super::svg::percentiles::point_name).collect();
+                let by_point: Vec<Vec<Option<f64>>> =
+                    (0..n).map(|i| c.series.iter().map(|s| s.values_us.get(i).copied().flatten()).collect()).collect();
+                grid("latency (µs)".to_string(), &names, &points, &by_point)
+            }
             Chart::Lines(c) => {
                 let names: Vec<String> = c.series.iter().map(|s| s.name.clone()).collect();
                 let xs: Vec<String> = c.x.iter().map(|x| fmt_tick(*x)).collect();
@@ -128,6 +202,8 @@ mod tests {
             series: vec!["db".into(), "files".into()],
             values: vec![vec![Some(1.0), Some(1.934)], vec![Some(1.0)]],
             reference: Some(1.0),
+            errors: Vec::new(),
+            note: String::new(),
         });
         let t = bars.table();
         assert_eq!(t.headers, ["", "db", "files"]);
@@ -141,6 +217,7 @@ mod tests {
             x: vec![1.0, 2.0],
             series: vec![Series { name: "db".into(), values: vec![Some(5.0), None] }],
             reference: None,
+            note: String::new(),
         });
         assert_eq!(lines.table().rows, [["1", "5.00"], ["2", NOT_MEASURED]]);
     }

@@ -4,7 +4,7 @@
 use crate::measure::envinfo::{Environment, StorageInfo};
 use crate::measure::oscount::OsCounters;
 use crate::measure::Experiment;
-use crate::measure::{LatencySummary, Phases, RunSample, Summary};
+use crate::measure::{Latency, LatencySink, Phases, RunSample, Summary};
 use crate::records::keys::Order;
 use crate::records::Plan;
 use crate::records::{DatasetSpec, DiskUsage};
@@ -49,7 +49,7 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
     } else {
         EngineKind::Flat
     };
-    let p50 = per_op_us[0] * 0.9;
+    let latency = shaped_latency(per_op_us[0] * 0.9, 3 * ops);
     Experiment {
         id: id.to_string(),
         label: id.to_string(),
@@ -71,20 +71,27 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
         warmup_runs: 1,
         summary: Summary::of(&runs),
         runs,
-        latency: Some(LatencySummary {
-            count: 3 * ops,
-            mean_us: p50,
-            min_us: p50 / 2.0,
-            p50_us: p50,
-            p90_us: p50 * 1.5,
-            p99_us: p50 * 3.0,
-            p999_us: p50 * 6.0,
-            max_us: p50 * 20.0,
-        }),
+        latency: Some(latency.summary()),
+        latency_histogram: Some(latency.to_base64()),
         clock_cost_ns: 20.0,
         clock_overhead_pct: 0.2,
         warnings: Vec::new(),
     }
+}
+
+/// `count` latencies whose percentiles follow a fixed shape around `p50_us`:
+/// p90 1.5x, p99 3x, p99.9 6x and max 20x the median.
+pub fn shaped_latency(p50_us: f64, count: u64) -> Latency {
+    const SHAPE: [(f64, f64); 6] = [(0.0, 0.5), (0.5, 1.0), (0.9, 1.5), (0.99, 3.0), (0.999, 6.0), (1.0, 20.0)];
+    let mut lat = Latency::new();
+    for i in 0..count {
+        let q = (i as f64 + 0.5) / count as f64;
+        let k = SHAPE.windows(2).position(|w| q <= w[1].0).unwrap_or(SHAPE.len() - 2);
+        let ((q0, f0), (q1, f1)) = (SHAPE[k], SHAPE[k + 1]);
+        let f = f0 * (f1 / f0).powf((q - q0) / (q1 - q0));
+        lat.record((p50_us * f * 1000.0) as u64);
+    }
+    lat
 }
 
 /// A suite file from `host` with the given (id, per-op µs) experiments and
@@ -110,7 +117,14 @@ pub fn suite(host: &str, times: &[(&str, f64)]) -> ResultFile {
             block_size: 4096,
             total_bytes: 500_000_000_000,
             free_bytes: 100_000_000_000,
-            rotational: None,
+            rotational: Some(false),
+            block_device: Some(crate::measure::blockdev::BlockDevice {
+                name: "nvme0n1".into(),
+                kind: "nvme".into(),
+                is_virtual: false,
+                model: "Test SSD".into(),
+                backing_file: None,
+            }),
         }),
         ..Environment::default()
     };

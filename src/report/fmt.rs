@@ -3,21 +3,32 @@
 
 use crate::results::ResultFile;
 
-/// One name per result file, in order: the hostname, with the date (then
-/// the time, then a number) added only where hostnames would collide, as
-/// when one machine was measured twice.
+/// One name per result file, in order: its label (the hostname unless
+/// `--label` said otherwise), with the filesystem, then the date, then the
+/// time, then a number added only where labels would collide, as when one
+/// machine was measured twice.
 pub fn machine_labels(files: &[ResultFile]) -> Vec<String> {
-    let host = |f: &ResultFile| {
-        let h = f.environment.hostname.trim();
-        if h.is_empty() {
+    let name = |f: &ResultFile| {
+        let l = f.display_label();
+        if l.is_empty() {
             "unknown host".to_string()
         } else {
-            h.to_string()
+            l.to_string()
         }
     };
-    let levels: [&dyn Fn(&ResultFile) -> String; 3] =
-        [&|f| host(f), &|f| format!("{} ({})", host(f), date(f.created_unix)), &|f| {
-            format!("{} ({})", host(f), date_time(f.created_unix))
+    let fs =
+        |f: &ResultFile| f.environment.storage.as_ref().map(|s| s.fs_type.trim().to_string()).filter(|t| !t.is_empty());
+    let with = |f: &ResultFile, extra: Option<String>| {
+        let parts: Vec<String> = fs(f).into_iter().chain(extra).collect();
+        if parts.is_empty() {
+            name(f)
+        } else {
+            format!("{} ({})", name(f), parts.join(", "))
+        }
+    };
+    let levels: [&dyn Fn(&ResultFile) -> String; 4] =
+        [&|f| name(f), &|f| with(f, None), &|f| with(f, Some(date(f.created_unix))), &|f| {
+            with(f, Some(date_time(f.created_unix)))
         }];
     let mut labels: Vec<String> = files.iter().map(levels[0]).collect();
     for level in &levels[1..] {
@@ -162,6 +173,15 @@ mod tests {
         assert_eq!(machine_labels(&files), ["a (1970-01-01)", "b", "a (1970-01-02)", "unknown host"]);
         let same_day = [file("a", 60), file("a", 3600)];
         assert_eq!(machine_labels(&same_day), ["a (1970-01-01 00:01 UTC)", "a (1970-01-01 01:00 UTC)"]);
+        let mut on_xfs = file("a", 5);
+        on_xfs.environment.storage =
+            Some(crate::measure::envinfo::StorageInfo { fs_type: "xfs".into(), ..Default::default() });
+        let mut labelled = file("a", 5);
+        labelled.label = "laptop".into();
+        assert_eq!(machine_labels(&[file("a", 5), on_xfs.clone(), labelled]), ["a", "a (xfs)", "laptop"]);
+        let mut ext4 = on_xfs.clone();
+        ext4.environment.storage.as_mut().unwrap().fs_type = "ext4".into();
+        assert_eq!(machine_labels(&[ext4, on_xfs]), ["a (ext4)", "a (xfs)"], "same label, told apart by filesystem");
         let identical = [file("a", 5), file("a", 5)];
         assert_eq!(machine_labels(&identical), ["a (1970-01-01 00:00 UTC) #1", "a (1970-01-01 00:00 UTC) #2"]);
     }

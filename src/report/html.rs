@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::doc::{is_number, Block, Figure, Section, Table, NOT_MEASURED};
+use super::doc::{is_number, Block, Figure, Section, Table, VerdictRow, NOT_MEASURED};
 use super::svg::esc;
 
 const CSS: &str = "
@@ -22,6 +22,14 @@ th, td { border: 1px solid #ddd; padding: 0.25em 0.5em; vertical-align: top; tex
 th { background: #f4f4f4; } td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.missing { color: #888; font-style: italic; }
 .wide { overflow-x: auto; } details summary { cursor: pointer; color: #333; }
+table.verdict td.answer { font-weight: bold; } table.verdict tr.unclear td { color: #666; }
+table.verdict tr.unclear td.answer { font-weight: normal; font-style: italic; }
+@media (max-width: 640px) {
+  table.verdict thead { display: none; }
+  table.verdict tr { display: block; border: 1px solid #ddd; margin-bottom: 0.6em; }
+  table.verdict td { display: block; border: none; padding: 0.1em 0.5em; text-align: left; white-space: normal; }
+  table.verdict td::before { content: attr(data-label) \": \"; color: #666; font-weight: normal; font-style: normal; }
+}
 footer { margin-top: 3em; color: #666; font-size: 0.85em; }
 ";
 
@@ -44,6 +52,37 @@ fn table(out: &mut String, t: &Table) {
             let _ = write!(out, "<td{class}>{}</td>", esc(cell));
         }
         out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table></div>\n");
+}
+
+/// The verdict table: the answer cell stands out, unclear rows are muted,
+/// and each row links to its chart on the page.
+fn verdict(out: &mut String, rows: &[VerdictRow]) {
+    out.push_str("<div class=\"wide\"><table class=\"verdict\"><thead><tr>");
+    for h in VerdictRow::HEADERS {
+        let _ = write!(out, "<th>{h}</th>");
+    }
+    out.push_str("</tr></thead><tbody>");
+    for r in rows {
+        let class = if r.unclear { " class=\"unclear\"" } else { "" };
+        // data-label: the column's name, shown beside each cell when a
+        // narrow screen stacks the row as a card.
+        let _ = write!(
+            out,
+            "<tr{class}><td data-label=\"question\">{}</td><td data-label=\"result\">{}</td>\
+             <td class=\"answer\" data-label=\"answer\">{}</td><td class=\"num\" data-label=\"factor\">{}</td>\
+             <td data-label=\"uncertainty\">{}</td><td data-label=\"compared\">{}</td>\
+             <td data-label=\"chart\"><a href=\"#fig-{}\">{}</a></td></tr>",
+            esc(&r.question),
+            esc(&r.result),
+            esc(&r.outcome),
+            esc(&r.factor),
+            esc(&r.uncertainty),
+            esc(&r.compared),
+            esc(&r.chart_id),
+            esc(&r.chart_title)
+        );
     }
     out.push_str("</tbody></table></div>\n");
 }
@@ -89,6 +128,7 @@ fn block(out: &mut String, b: &Block) {
         }
         Block::Table(t) => table(out, t),
         Block::Figure(f) => figure(out, f),
+        Block::Verdict(rows) => verdict(out, rows),
     }
 }
 

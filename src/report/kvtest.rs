@@ -7,6 +7,7 @@
 
 use super::doc::{Block, Chart, Figure, Section, Table};
 use super::fmt::{blob_size, bytes, machine_labels, micros, speed_phrase, thousands};
+use super::interval::{ratio_of_medians, Ratio, BOOTSTRAP_MIN_RUNS};
 use super::svg::BarChart;
 use crate::measure::Experiment;
 use crate::records::DatasetSpec;
@@ -201,12 +202,57 @@ pub fn ratio(file: &ResultFile, db: &str, method: &str) -> Option<f64> {
     Some(per_op_us(file.experiment(method)?)? / per_op_us(file.experiment(db)?)?)
 }
 
+/// File time / database time with its interval over the runs.
+pub fn ratio_interval(file: &ResultFile, db: &str, method: &str) -> Option<Ratio> {
+    let times = |id: &str| -> Option<Vec<f64>> {
+        let e = file.experiment(id)?;
+        per_op_us(e)?;
+        Some(e.runs.iter().map(|r| r.per_op_us).collect())
+    };
+    ratio_of_medians(&times(method)?, &times(db)?)
+}
+
+/// "3 timed runs per bar; whiskers: min-max (95% bootstrap from 5 runs)".
+fn runs_note(spec: &Spec, machines: &[(String, &ResultFile)]) -> String {
+    let counts: Vec<u32> = machines
+        .iter()
+        .flat_map(|(_, f)| {
+            std::iter::once(spec.db).chain(spec.files.iter().copied()).filter_map(|m| f.experiment(m.id))
+        })
+        .map(|e| e.summary.runs)
+        .collect();
+    let (lo, hi) = (counts.iter().min().copied().unwrap_or(0), counts.iter().max().copied().unwrap_or(0));
+    let runs = if lo == hi { format!("{lo}") } else { format!("{lo}-{hi}") };
+    let min = BOOTSTRAP_MIN_RUNS as u32;
+    let whiskers = if hi <= 1 {
+        "no whiskers (one run: spread unknown)".to_string()
+    } else if lo >= min {
+        "whiskers: 95% bootstrap interval".to_string()
+    } else if hi < min {
+        "whiskers: min-max over the runs".to_string()
+    } else {
+        format!("whiskers: 95% bootstrap interval (min-max under {min} runs)")
+    };
+    format!("{runs} timed run{} per bar; {whiskers}", if hi == 1 { "" } else { "s" })
+}
+
 /// The article's charts, the fair variants and disk usage, drawn for the
 /// files that hold suite results (nothing when there are none).
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
-    let machines = suite_files(files);
+    let mut machines = suite_files(files);
     if machines.is_empty() {
         return Vec::new();
+    }
+    // Different blob sizes side by side: every group says its size, so
+    // bars of unlike datasets are never read as one comparison.
+    let sizes: std::collections::BTreeSet<Option<u32>> =
+        machines.iter().map(|(_, f)| f.dataset.map(|d| d.size)).collect();
+    if sizes.len() > 1 {
+        for (label, f) in &mut machines {
+            let size =
+                f.dataset.map_or_else(|| "size not recorded".to_string(), |d| format!("{} blobs", blob_size(d.size)));
+            label.push_str(&format!(" [{size}]"));
+        }
     }
     let note = Block::Note(
         "Each bar is a file method's per-op time divided by SQLite's on the same machine (kvtest's per-blob time: \
@@ -214,7 +260,10 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
             .to_string(),
     );
     let charts = |specs: &[Spec]| -> Vec<Block> {
-        std::iter::once(note.clone()).chain(specs.iter().map(|s| Block::Figure(figure(s, &machines)))).collect()
+        let figures = specs.iter().flat_map(|s| {
+            std::iter::once(figure(s, &machines)).chain(super::tails::figure(s, &machines)).map(Block::Figure)
+        });
+        std::iter::once(note.clone()).chain(figures).collect()
     };
     vec![
         Section {
@@ -274,6 +323,15 @@ fn figure(spec: &Spec, machines: &[(String, &ResultFile)]) -> Figure {
             })
             .collect(),
         reference: Some(1.0),
+        errors: machines
+            .iter()
+            .map(|(_, f)| {
+                std::iter::once(None)
+                    .chain(spec.files.iter().map(|m| ratio_interval(f, spec.db.id, m.id).map(|r| (r.low, r.high))))
+                    .collect()
+            })
+            .collect(),
+        note: runs_note(spec, machines),
     };
     let mut caption = vec![caption(spec, machines)];
     if spec.db.id == WAL_NORMAL.id {
@@ -369,6 +427,8 @@ fn disk_section(machines: &[(String, &ResultFile)]) -> Section {
             })
             .collect(),
         reference: Some(1.0),
+        errors: Vec::new(),
+        note: "one measurement per layout (du's allocated bytes): exact, no whiskers".to_string(),
     };
     let single = machines.len() == 1;
     let findings = machines

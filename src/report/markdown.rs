@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::doc::{Block, Section, Table};
+use super::doc::{Block, Section, Table, VerdictRow};
 
 /// Escapes Markdown syntax and the HTML that Markdown passes through.
 pub fn esc(text: &str) -> String {
@@ -60,6 +60,19 @@ pub fn document(title: &str, footer: &str, sections: &[Section], images: bool) -
                     out.push('\n');
                 }
                 Block::Table(t) => table(&mut out, t),
+                Block::Verdict(rows) => {
+                    let headers = VerdictRow::HEADERS.map(String::from).to_vec();
+                    let _ = writeln!(out, "| {} |\n|{}", headers.join(" | "), "---|".repeat(headers.len()));
+                    for r in rows {
+                        let mut cells = r.cells().map(|c| esc(&c));
+                        // The chart: its SVG beside summary.md, or just its title.
+                        if images {
+                            cells[6] = format!("[{}](charts/{}.svg)", cells[6], r.chart_id);
+                        }
+                        let _ = writeln!(out, "| {} |", cells.join(" | "));
+                    }
+                    out.push('\n');
+                }
                 Block::Figure(f) => {
                     let _ = write!(out, "### {}\n\n", esc(f.chart.title()));
                     for line in &f.caption {

@@ -38,8 +38,26 @@ fn columns(g: &Grid) -> Vec<String> {
     g.sizes.iter().map(|&s| short_size(u64::from(s))).collect()
 }
 
+/// Cells where the internal, external or direct reads varied between runs
+/// by more than the noise threshold, laid out like `g`.
+fn noisy_grid(s: &MatrixSection, g: &Grid) -> Vec<Vec<bool>> {
+    let noisy = |c: &m::MatrixCell| {
+        [&c.internal, &c.external, &c.direct]
+            .iter()
+            .any(|e| e.summary.runs > 1 && e.summary.loop_per_op_us.cv_pct > crate::measure::NOISY_CV_PCT)
+    };
+    g.page_sizes
+        .iter()
+        .map(|&p| {
+            g.sizes.iter().map(|&b| s.cells.iter().any(|c| c.page_size == p && c.size_bytes == b && noisy(c))).collect()
+        })
+        .collect()
+}
+
 fn heatmap(title: &str, g: &Grid) -> Heatmap {
     Heatmap {
+        noisy: Vec::new(),
+        note: String::new(),
         title: title.to_string(),
         x_label: "blob size".to_string(),
         y_label: "page size".to_string(),
@@ -107,7 +125,16 @@ fn machine_section(s: &MatrixSection, label: &str, suffix: &str, many: bool) -> 
     );
     let heat = Figure {
         id: format!("matrix-heatmap{suffix}"),
-        chart: Chart::Heatmap(heatmap("Files (name in SQLite) / database", &ext)),
+        chart: Chart::Heatmap(Heatmap {
+            noisy: noisy_grid(s, &ext),
+            note: format!(
+                "{} timed run{} per cell; ~ marks a noisy cell (run-to-run variation above {:.0}%)",
+                p.plan.repeat,
+                if p.plan.repeat == 1 { "" } else { "s" },
+                crate::measure::NOISY_CV_PCT
+            ),
+            ..heatmap("Files (name in SQLite) / database", &ext)
+        }),
         caption: vec![caption.clone()],
         findings: crossover_findings(s, &on),
     };
@@ -126,6 +153,11 @@ fn machine_section(s: &MatrixSection, label: &str, suffix: &str, many: bool) -> 
                 .map(|(p, v)| Series { name: format!("page size {p}"), values: v.clone() })
                 .collect(),
             reference: Some(1.0),
+            note: format!(
+                "{} timed run{} per point (median shown)",
+                p.plan.repeat,
+                if p.plan.repeat == 1 { "" } else { "s" }
+            ),
         }),
         caption: vec![caption],
         findings: best_page_findings(s, &on),
@@ -249,7 +281,10 @@ fn study_section() -> Section {
             ),
             Block::Figure(Figure {
                 id: "matrix-heatmap-2011".into(),
-                chart: Chart::Heatmap(heatmap("2011: files (name in SQLite) / database", &g)),
+                chart: Chart::Heatmap(Heatmap {
+                    note: "the study's published figures: one value per cell, runs not stated".to_string(),
+                    ..heatmap("2011: files (name in SQLite) / database", &g)
+                }),
                 caption: vec!["Published figures, not measured here. Crossovers, interpolated on log size:".into()],
                 findings,
             }),
@@ -291,7 +326,7 @@ mod tests {
         assert_eq!(l.series[0].name, "page size 1024");
         assert_eq!(l.reference, Some(1.0));
         assert!(lines.findings[0].contains("4096 for 10k blobs"), "{:?}", lines.findings);
-        let text = crate::report::text_summary(&[file("a")]);
+        let text = crate::report::text_summary(&[file("a")], None);
         assert!(text.contains("Internal vs external blobs"), "{text}");
     }
 

@@ -6,12 +6,14 @@
 //! of all the result files; a command that adds a new kind of result adds a
 //! section renderer there, and every output format picks it up.
 
+mod baseline;
 pub mod concurrency;
 mod crash;
 mod details;
 mod doc;
 mod fmt;
 mod html;
+mod interval;
 mod kvtest;
 mod markdown;
 mod matrix;
@@ -19,7 +21,9 @@ pub mod matrix_text;
 mod output;
 mod png;
 pub mod svg;
+mod tails;
 mod text;
+mod verdict;
 
 use std::path::{Path, PathBuf};
 
@@ -35,6 +39,7 @@ pub type SectionRenderer = fn(&[ResultFile]) -> Vec<Section>;
 
 /// The report's sections, in page order.
 pub const SECTIONS: &[SectionRenderer] = &[
+    verdict::section,
     details::overview,
     kvtest::sections,
     matrix::sections,
@@ -56,9 +61,11 @@ pub struct Written {
 }
 
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Options {
+pub struct Options<'a> {
     /// Replace `out_dir` even when it is not empty and not a previous report.
     pub force: bool,
+    /// An earlier result to mark changes against (`--baseline`).
+    pub baseline: Option<&'a ResultFile>,
 }
 
 /// Reads result files, stopping at the first that cannot be used, with a
@@ -70,6 +77,16 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<ResultFile>> {
 /// The report as data: every section renderer applied to `files`.
 pub fn document(files: &[ResultFile]) -> Vec<Section> {
     SECTIONS.iter().flat_map(|render| render(files)).collect()
+}
+
+/// [`document`], with what changed since `baseline` right after the verdict.
+pub fn document_against(files: &[ResultFile], baseline: Option<&ResultFile>) -> Vec<Section> {
+    let mut sections = document(files);
+    if let Some(b) = baseline {
+        let at = sections.iter().position(|s| s.id == "verdict").map_or(0, |i| i + 1);
+        sections.splice(at..at, baseline::section(b, files));
+    }
+    sections
 }
 
 fn title(files: &[ResultFile]) -> String {
@@ -100,19 +117,19 @@ fn footer(files: &[ResultFile]) -> String {
 }
 
 /// The self-contained HTML page.
-pub fn html(files: &[ResultFile]) -> String {
-    html::page(&title(files), &footer(files), &document(files))
+pub fn html(files: &[ResultFile], baseline: Option<&ResultFile>) -> String {
+    html::page(&title(files), &footer(files), &document_against(files, baseline))
 }
 
 /// The report as Markdown, with tables where the charts would be.
-pub fn markdown(files: &[ResultFile]) -> String {
-    markdown::document(&title(files), &footer(files), &document(files), false)
+pub fn markdown(files: &[ResultFile], baseline: Option<&ResultFile>) -> String {
+    markdown::document(&title(files), &footer(files), &document_against(files, baseline), false)
 }
 
 /// The terminal summary: charts as numbers and sentences, disk usage and
 /// latency; the environment is left to the HTML and Markdown.
-pub fn text_summary(files: &[ResultFile]) -> String {
-    let sections = document(files);
+pub fn text_summary(files: &[ResultFile], baseline: Option<&ResultFile>) -> String {
+    let sections = document_against(files, baseline);
     let left_out: Vec<&str> = sections.iter().filter(|s| !s.in_summary).map(|s| s.title.as_str()).collect();
     text::document(&title(files), &sections, &left_out)
 }
@@ -130,7 +147,7 @@ pub fn render(files: &[ResultFile], out_dir: &Path, options: &Options) -> Result
         return Err(Error::invalid("no result files to report on"));
     }
     output::check(out_dir, options.force)?;
-    let sections = document(files);
+    let sections = document_against(files, options.baseline);
     let (title, footer) = (title(files), footer(files));
     let mut out: Vec<(PathBuf, Vec<u8>)> = vec![
         ("index.html".into(), html::page(&title, &footer, &sections).into_bytes()),
@@ -143,10 +160,16 @@ pub fn render(files: &[ResultFile], out_dir: &Path, options: &Options) -> Result
         let json = serde_json::to_vec_pretty(file).map_err(|e| Error::invalid(e.to_string()))?;
         out.push((name.into(), json));
     }
+    if let Some(b) = options.baseline {
+        let json = serde_json::to_vec_pretty(b).map_err(|e| Error::invalid(e.to_string()))?;
+        out.push(("baseline.json".into(), json));
+    }
     let figures: Vec<&Figure> = doc::figures(&sections).collect();
-    for f in &figures {
-        let svg = format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{}\n", f.chart.to_svg());
-        if let Some(png) = png::from_svg(&svg) {
+    let svgs: Vec<String> =
+        figures.iter().map(|f| format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{}\n", f.chart.to_svg())).collect();
+    let pngs = png::many_from_svg(&svgs);
+    for ((f, svg), png) in figures.iter().zip(svgs).zip(pngs) {
+        if let Some(png) = png {
             out.push((Path::new("charts").join(format!("{}.png", f.id)), png));
         }
         out.push((Path::new("charts").join(format!("{}.svg", f.id)), svg.into_bytes()));

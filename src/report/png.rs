@@ -18,6 +18,26 @@ fn fonts() -> Option<Arc<usvg::fontdb::Database>> {
                 .find(|f| db.faces().any(|face| face.families.iter().any(|(name, _)| name == f)))
                 .map(str::to_string)
                 .or_else(|| db.faces().next().and_then(|f| f.families.first().map(|(n, _)| n.clone())))?;
+            // Keep only that family, read into memory once: a database of
+            // font files re-reads a file for every piece of text drawn
+            // (tens of thousands of opens for one report).
+            let mut paths: Vec<std::path::PathBuf> = db
+                .faces()
+                .filter(|face| face.families.iter().any(|(name, _)| *name == family))
+                .filter_map(|face| match &face.source {
+                    usvg::fontdb::Source::File(p) => Some(p.clone()),
+                    _ => None,
+                })
+                .collect();
+            paths.sort();
+            paths.dedup();
+            let mut loaded = usvg::fontdb::Database::new();
+            for p in &paths {
+                if let Ok(bytes) = std::fs::read(p) {
+                    loaded.load_font_data(bytes);
+                }
+            }
+            let mut db = if loaded.faces().next().is_some() { loaded } else { db };
             db.set_sans_serif_family(family);
             Some(Arc::new(db))
         })
@@ -40,6 +60,21 @@ pub fn from_svg(svg: &str) -> Option<Vec<u8>> {
     pixmap.fill(tiny_skia::Color::WHITE);
     resvg::render(&tree, tiny_skia::Transform::from_scale(scale, scale), &mut pixmap.as_mut());
     pixmap.encode_png().ok()
+}
+
+/// [`from_svg`] for every chart, spread over the CPUs: rasterising is
+/// most of the time `report` takes.
+pub fn many_from_svg(svgs: &[String]) -> Vec<Option<Vec<u8>>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+    let chunk = svgs.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = svgs
+            .chunks(chunk)
+            .map(|part| (part.len(), scope.spawn(move || part.iter().map(|s| from_svg(s)).collect::<Vec<_>>())))
+            .collect();
+        // A panicking renderer only loses its PNGs; the SVGs are still written.
+        parts.into_iter().flat_map(|(n, h)| h.join().unwrap_or_else(|_| vec![None; n])).collect()
+    })
 }
 
 #[cfg(test)]

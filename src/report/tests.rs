@@ -19,18 +19,30 @@ fn parse(xml: &str) -> roxmltree::Document<'_> {
     roxmltree::Document::parse_with_options(xml, options).unwrap_or_else(|e| panic!("not well-formed: {e}"))
 }
 
-const ALL_FIGURES: [&str; 12] = [
+/// Every ratio chart followed by its latency percentiles, then disk usage.
+const ALL_FIGURES: [&str; 23] = [
     "chart1-read-sql",
+    "chart1-read-sql-latency",
     "chart2-read-blob-api",
+    "chart2-read-blob-api-latency",
     "chart3-read-blob-mmap",
+    "chart3-read-blob-mmap-latency",
     "chart4-write-wal",
+    "chart4-write-wal-latency",
     "chart5-write-unsafe",
+    "chart5-write-unsafe-latency",
     "fair-read-sql",
+    "fair-read-sql-latency",
     "fair-read-blob-api",
+    "fair-read-blob-api-latency",
     "fair-read-blob-mmap",
+    "fair-read-blob-mmap-latency",
     "fair-write-wal",
+    "fair-write-wal-latency",
     "fair-write-unsafe",
+    "fair-write-unsafe-latency",
     "durable-write",
+    "durable-write-latency",
     "disk-usage",
 ];
 
@@ -43,6 +55,11 @@ fn every_chart_is_drawn_with_ratios_to_the_database() {
     assert_eq!(c1.series, ["SQLite, SQL", "files, one directory (fopen/fread)", "files, tree (fopen/fread)"]);
     assert_eq!(c1.values, [[Some(1.0), Some(1.9), Some(2.0)]]);
     assert_eq!(c1.reference, Some(1.0));
+    assert_eq!(c1.note, "3 timed runs per bar; whiskers: min-max over the runs");
+    let whiskers: Vec<Option<(f64, f64)>> = c1.errors[0].clone();
+    assert_eq!(whiskers[0], None, "SQLite's own bar is the reference, no whisker");
+    let (lo, hi) = whiskers[1].unwrap();
+    assert!((lo - 1.9).abs() < 1e-9 && (hi - 1.9).abs() < 1e-9, "no spread in the fixture's runs");
     assert_eq!(bars(&sections, "chart3-read-blob-mmap").values, [[Some(1.0), Some(3.8), Some(4.0)]]);
     assert_eq!(bars(&sections, "chart5-write-unsafe").values, [[Some(1.0), Some(2.8)]]);
     assert_eq!(bars(&sections, "durable-write").values, [[Some(1.0), Some(10.0), Some(8.0), Some(20.0)]]);
@@ -97,7 +114,8 @@ fn checkpoint_time_is_shown_beside_the_wal_chart() {
 fn missing_experiments_are_not_measured_not_zero() {
     let partial = suite("host-a", &[("read/db-sql", 10.0), ("read/flat-stdio", 15.0), ("write/flat-truncate", 100.0)]);
     let sections = document(std::slice::from_ref(&partial));
-    assert_eq!(doc::figures(&sections).count(), ALL_FIGURES.len(), "charts still drawn, with gaps");
+    let ratio_charts = doc::figures(&sections).filter(|f| !f.id.ends_with("-latency")).count();
+    assert_eq!(ratio_charts, 12, "charts still drawn, with gaps");
     assert_eq!(bars(&sections, "chart1-read-sql").values, [[Some(1.0), Some(1.5), None]]);
     assert_eq!(bars(&sections, "chart2-read-blob-api").values, [[None, None, None]], "no database figure, no ratio");
     assert_eq!(
@@ -109,10 +127,10 @@ fn missing_experiments_are_not_measured_not_zero() {
         ["On this machine the file methods were not measured, so there is no ratio."]
     );
 
-    let page = html(std::slice::from_ref(&partial));
+    let page = html(std::slice::from_ref(&partial), None);
     parse(&page);
     assert!(page.contains("not measured"));
-    let summary = text_summary(&[partial]);
+    let summary = text_summary(&[partial], None);
     let mmap_row = summary.lines().find(|l| l.contains("read/db-blob-mmap")).expect("every suite id is listed");
     assert!(mmap_row.contains("not measured"), "{mmap_row}");
 }
@@ -140,12 +158,12 @@ fn two_machines_give_two_groups_and_two_sentences() {
 }
 
 #[test]
-fn the_same_host_twice_is_told_apart_by_date() {
+fn the_same_host_twice_is_told_apart_by_filesystem_and_date() {
     let a = full_suite("box");
     let mut b = full_suite("box");
     b.created_unix += 2 * 86_400;
     let sections = document(&[a, b]);
-    assert_eq!(bars(&sections, "chart1-read-sql").groups, ["box (2017-06-05)", "box (2017-06-07)"]);
+    assert_eq!(bars(&sections, "chart1-read-sql").groups, ["box (ext4, 2017-06-05)", "box (ext4, 2017-06-07)"]);
 }
 
 #[test]
@@ -169,13 +187,14 @@ fn other_commands_files_stay_out_of_the_article_charts() {
 
 #[test]
 fn latency_table_has_percentiles_and_spread() {
-    let summary = text_summary(&[full_suite("host-a")]);
+    let summary = text_summary(&[full_suite("host-a")], None);
     let row = summary.lines().find(|l| l.trim_start().starts_with("read/db-sql")).unwrap();
     let cells: Vec<&str> = row.split_whitespace().collect();
     // id, runs, median, CV, spread, p50, p90, p99, p99.9, max, count
     assert_eq!(
         cells,
-        ["read/db-sql", "3", "10.00", "0.0%", "0.0%", "9.00", "13.50", "27.00", "54.00", "180.0", "3,000"]
+        // Percentiles of the fixture's histogram (three significant digits).
+        ["read/db-sql", "3", "10.00", "0.0%", "0.0%", "9.00", "13.50", "26.98", "53.31", "147.3", "3,000"]
     );
 }
 
@@ -189,7 +208,7 @@ fn hostile() -> ResultFile {
 
 #[test]
 fn text_from_result_files_is_escaped_everywhere() {
-    let page = html(&[hostile()]);
+    let page = html(&[hostile()], None);
     let doc = parse(&page);
     for tag in ["script", "img", "h1"] {
         let n = doc.descendants().filter(|n| n.tag_name().name() == tag).count();
@@ -202,13 +221,13 @@ fn text_from_result_files_is_escaped_everywhere() {
     for figure in doc::figures(&document(&[hostile()])) {
         parse(&figure.chart.to_svg());
     }
-    let md = markdown(&[hostile()]);
+    let md = markdown(&[hostile()], None);
     assert!(!md.contains("<script>") && md.contains("&lt;script&gt;"));
 }
 
 #[test]
 fn the_page_is_self_contained() {
-    let page = html(&[full_suite("host-a"), full_suite("host-b")]);
+    let page = html(&[full_suite("host-a"), full_suite("host-b")], None);
     let doc = parse(&page);
     assert_eq!(doc.descendants().filter(|n| n.tag_name().name() == "svg").count(), ALL_FIGURES.len());
     for n in doc.descendants().filter(|n| n.is_element()) {
@@ -242,7 +261,7 @@ fn render_writes_page_markdown_and_charts() {
     }
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(md.contains("![Chart 1: reads by SQL](charts/chart1-read-sql.svg)"));
-    assert!(!markdown(&[full_suite("host-a")]).contains("](charts/"), "printed Markdown has no dangling images");
+    assert!(!markdown(&[full_suite("host-a")], None).contains("](charts/"), "printed Markdown has no dangling images");
     assert!(render(&[], &out, &Options::default()).is_err());
 }
 
@@ -276,4 +295,30 @@ fn unusable_result_files_give_one_line_errors() {
     }
     let ok = write_temp(dir.path(), "ok.json", &good);
     assert_eq!(load(&[ok]).unwrap().len(), 1);
+}
+
+#[test]
+fn unlike_blob_sizes_side_by_side_are_labelled() {
+    let a = full_suite("host-a");
+    let mut b = full_suite("host-b");
+    b.dataset.as_mut().unwrap().size = 100_000;
+    let sections = document(&[a, b]);
+    assert_eq!(bars(&sections, "chart1-read-sql").groups, ["host-a [10 KB blobs]", "host-b [100 KB blobs]"]);
+    let verdict = &sections[0];
+    let Block::Verdict(rows) = &verdict.blocks[0] else { panic!("verdict first") };
+    assert_eq!(rows[0].question, "10 KB reads");
+    assert_eq!(rows[1].question, "100 KB reads", "each result answers for its own blob size");
+}
+
+#[test]
+fn a_shared_label_is_named_and_told_apart() {
+    let a = full_suite("box");
+    let mut b = full_suite("box");
+    b.environment.storage.as_mut().unwrap().fs_type = "xfs".into();
+    let sections = document(&[a, b]);
+    assert_eq!(bars(&sections, "chart1-read-sql").groups, ["box (ext4)", "box (xfs)"]);
+    let overview = sections.iter().find(|s| s.id == "overview").unwrap();
+    assert!(overview.blocks.contains(&Block::Note(
+        "Several result files carry the label \"box\"; they are told apart by filesystem, then date (use --label to name them).".into()
+    )));
 }

@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::doc::{is_number, Block, Section, Table};
+use super::doc::{is_number, Block, Section, Table, VerdictRow};
 
 fn clean(text: &str) -> String {
     text.chars().map(|c| if c.is_control() { '?' } else { c }).collect()
@@ -57,6 +57,10 @@ pub fn document(title: &str, sections: &[Section], left_out: &[&str]) -> String 
                     out.push('\n');
                 }
                 Block::Table(t) => table(&mut out, t),
+                Block::Verdict(rows) => {
+                    let headers = VerdictRow::HEADERS.map(String::from).to_vec();
+                    table(&mut out, &Table { headers, rows: rows.iter().map(|r| r.cells().to_vec()).collect() });
+                }
                 Block::Figure(f) => {
                     let _ = writeln!(out, "{}", clean(f.chart.title()));
                     for line in &f.caption {

@@ -16,7 +16,12 @@ pub use crate::measure::Experiment;
 pub use crate::records::{DatasetSpec, DiskUsage};
 
 pub const SCHEMA_NAME: &str = "blobbench-results";
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version 2 added the label, the latency histograms and the block
+/// device's description; version 1 files are still read (those fields are
+/// then absent and the report says "not recorded").
+pub const SCHEMA_VERSION: u32 = 2;
+/// The oldest version [`parse`] accepts.
+pub const OLDEST_READABLE_VERSION: u32 = 1;
 
 /// Everything one invocation measured.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -25,6 +30,10 @@ pub struct ResultFile {
     pub schema_version: u32,
     /// The command that produced the file: "run", "suite", "matrix", ...
     pub command: String,
+    /// What the report calls this result (`--label`; the hostname by
+    /// default). Empty in version 1 files, where the hostname stands in.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub label: String,
     /// Seconds since the Unix epoch when the file was written.
     pub created_unix: u64,
     /// False when the command was interrupted; what is here was measured.
@@ -59,6 +68,7 @@ impl ResultFile {
             schema: SCHEMA_NAME.to_string(),
             schema_version: SCHEMA_VERSION,
             command: command.to_string(),
+            label: environment.hostname.clone(),
             created_unix: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs())
@@ -75,6 +85,15 @@ impl ResultFile {
         }
     }
 
+    /// The label, or the hostname for files written without one.
+    pub fn display_label(&self) -> &str {
+        if self.label.trim().is_empty() {
+            self.environment.hostname.trim()
+        } else {
+            self.label.trim()
+        }
+    }
+
     pub fn experiment(&self, id: &str) -> Option<&Experiment> {
         self.experiments.iter().find(|e| e.id == id)
     }
@@ -88,7 +107,7 @@ pub enum ReadError {
     Json { path: String, why: String },
     #[error("{path}: not a blobbench result file (schema {found:?})")]
     NotResults { path: String, found: String },
-    #[error("{path}: schema version {found} is not supported (this blobbench reads version {SCHEMA_VERSION})")]
+    #[error("{path}: schema version {found} is not supported (this blobbench reads versions {OLDEST_READABLE_VERSION} to {SCHEMA_VERSION})")]
     Version { path: String, found: u64 },
     #[error("{path}: does not match the result schema ({why})")]
     Shape { path: String, why: String },
@@ -104,7 +123,7 @@ pub fn parse(path: &str, text: &str) -> Result<ResultFile, ReadError> {
         return Err(ReadError::NotResults { path: path.to_string(), found: schema.to_string() });
     }
     let version = value.get("schema_version").and_then(|v| v.as_u64()).unwrap_or(0);
-    if version != u64::from(SCHEMA_VERSION) {
+    if !(u64::from(OLDEST_READABLE_VERSION)..=u64::from(SCHEMA_VERSION)).contains(&version) {
         return Err(ReadError::Version { path: path.to_string(), found: version });
     }
     serde_json::from_value(value).map_err(|e| ReadError::Shape { path: path.to_string(), why: e.to_string() })

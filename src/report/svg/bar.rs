@@ -19,6 +19,10 @@ pub struct BarChart {
     pub values: Vec<Vec<Option<f64>>>,
     /// A dashed horizontal line, e.g. at 1.0 for a ratio.
     pub reference: Option<f64>,
+    /// `errors[group][series]`: the interval drawn as a whisker on the bar.
+    pub errors: Vec<Vec<Option<(f64, f64)>>>,
+    /// Under the title: runs behind the bars and what the whiskers are.
+    pub note: String,
 }
 
 impl BarChart {
@@ -31,8 +35,11 @@ impl BarChart {
         let legend_top = top + PLOT_H + 46.0;
         let height = legend_top + legend_height(width, &self.series) + 6.0;
         let mut c = Canvas::new(width, height, &self.title);
+        c.note(width, &self.note);
 
         let data_max = self.values.iter().flatten().filter_map(|v| finite(*v)).fold(0.0, f64::max);
+        let whisker_max = self.errors.iter().flatten().flatten().filter_map(|e| finite(Some(e.1))).fold(0.0, f64::max);
+        let data_max = data_max.max(whisker_max);
         let (y_max, step) = nice_axis(data_max.max(finite(self.reference).unwrap_or(0.0)));
         let right = width - RIGHT;
         c.y_axis(top, right, y_max, step, &self.y_label);
@@ -59,7 +66,24 @@ impl BarChart {
                             esc(name),
                             fmt_value(v)
                         );
-                        c.text("value", (cx, y - 4.0), "middle", 0.0, r#"font-size="10""#, &fmt_value(v));
+                        let error = self.errors.get(g).and_then(|row| row.get(s)).copied().flatten();
+                        let top_y = match error.filter(|(lo, hi)| lo.is_finite() && hi.is_finite() && lo < hi) {
+                            Some((lo, hi)) => {
+                                let (y_lo, y_hi) =
+                                    (top + PLOT_H - lo.max(0.0) / y_max * PLOT_H, top + PLOT_H - hi / y_max * PLOT_H);
+                                let _ = write!(
+                                    c.out,
+                                    r##"<g class="errorbar" data-low="{lo}" data-high="{hi}" stroke="#222222" stroke-width="1.2"><line x1="{cx:.1}" y1="{y_lo:.2}" x2="{cx:.1}" y2="{y_hi:.2}"/><line x1="{:.1}" y1="{y_hi:.2}" x2="{:.1}" y2="{y_hi:.2}"/><line x1="{:.1}" y1="{y_lo:.2}" x2="{:.1}" y2="{y_lo:.2}"/></g>"##,
+                                    cx - 4.0,
+                                    cx + 4.0,
+                                    cx - 4.0,
+                                    cx + 4.0
+                                );
+                                y.min(y_hi)
+                            }
+                            None => y,
+                        };
+                        c.text("value", (cx, top_y - 4.0), "middle", 0.0, r#"font-size="10""#, &fmt_value(v));
                     }
                     None => {
                         let _ = write!(c.out, r#"<g class="missing" data-group="{g}" data-series="{s}">"#);

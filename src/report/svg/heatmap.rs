@@ -16,6 +16,10 @@ pub struct Heatmap {
     /// `values[row][column]`.
     pub values: Vec<Vec<Option<f64>>>,
     pub center: f64,
+    /// `noisy[row][column]`: cells whose runs varied too much, marked "~".
+    pub noisy: Vec<Vec<bool>>,
+    /// Under the title: runs behind each cell, what "~" means.
+    pub note: String,
 }
 
 /// Fill for a heatmap cell: white at `center`, blue above, red below, on a
@@ -32,12 +36,13 @@ impl Heatmap {
     pub fn to_svg(&self) -> String {
         let (cell_w, cell_h) = (72.0, 30.0);
         let left = 150.0;
-        let top = TITLE_H + 40.0;
+        let top = TITLE_H + 30.0;
         let grid_w = cell_w * self.columns.len() as f64;
         let width = MIN_W.max(left + grid_w + RIGHT);
         let grid_h = cell_h * self.rows.len() as f64;
         let height = top + grid_h + 90.0;
         let mut c = Canvas::new(width, height, &self.title);
+        c.note(width, &self.note);
         let center = if self.center.is_finite() && self.center > 0.0 { self.center } else { 1.0 };
 
         let logs = self
@@ -72,8 +77,10 @@ impl Heatmap {
                     c.out,
                     r##"<rect class="cell" x="{x:.1}" y="{y:.1}" width="{cell_w:.1}" height="{cell_h:.1}" fill="{fill}" stroke="#ffffff" data-row="{i}" data-column="{j}"/>"##
                 );
+                let noisy = self.noisy.get(i).and_then(|r| r.get(j)).copied().unwrap_or(false) && value.is_some();
+                let text = if noisy { format!("{text} ~") } else { text };
                 c.text(
-                    "cell-value",
+                    if noisy { "cell-value noisy" } else { "cell-value" },
                     (x + cell_w / 2.0, y + cell_h / 2.0 + 4.0),
                     "middle",
                     0.0,

@@ -24,6 +24,8 @@ pub struct LineChart {
     pub x: Vec<f64>,
     pub series: Vec<Series>,
     pub reference: Option<f64>,
+    /// Under the title: runs behind each point.
+    pub note: String,
 }
 
 impl LineChart {
@@ -38,6 +40,7 @@ impl LineChart {
         let legend_top = top + PLOT_H + 62.0;
         let height = legend_top + legend_height(width, &names) + 6.0;
         let mut c = Canvas::new(width, height, &self.title);
+        c.note(width, &self.note);
         let right = width - RIGHT;
 
         let data_max = self.series.iter().flat_map(|s| s.values.iter()).filter_map(|v| finite(*v)).fold(0.0, f64::max);

@@ -11,7 +11,8 @@ use std::fmt::Write;
 
 /// Colour-blind-safe palette (Okabe and Ito); series take colours in order.
 const PALETTE: [&str; 8] = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#999999", "#000000"];
-const TITLE_H: f64 = 40.0;
+/// Title and the note under it (runs behind the chart).
+const TITLE_H: f64 = 56.0;
 const LEFT: f64 = 70.0;
 const RIGHT: f64 = 24.0;
 const PLOT_H: f64 = 260.0;
@@ -116,6 +117,14 @@ impl Canvas {
             esc(title)
         );
         Canvas { out }
+    }
+
+    /// The small line under the title: how many runs, what whiskers mean.
+    fn note(&mut self, width: f64, note: &str) {
+        if !note.is_empty() {
+            let max = ((width - 20.0) / 6.0) as usize;
+            self.label_within("note", (width / 2.0, 42.0), "middle", 0.0, note, max.max(20));
+        }
     }
 
     fn line(&mut self, class: &str, (x1, y1): (f64, f64), (x2, y2): (f64, f64), style: &str) {
@@ -228,10 +237,12 @@ fn legend_height(width: f64, names: &[String]) -> f64 {
 mod bar;
 mod heatmap;
 mod line;
+pub mod percentiles;
 
 pub use bar::BarChart;
 pub use heatmap::{diverging_colour, Heatmap};
 pub use line::{LineChart, Series};
+pub use percentiles::{PercentileChart, PercentileSeries, PERCENTILES};
 
 #[cfg(test)]
 mod tests;

@@ -20,6 +20,8 @@ fn bars() -> BarChart {
         series: vec!["SQLite".into(), "files".into(), "tree".into()],
         values: vec![vec![Some(1.0), Some(2.0), Some(3.0)], vec![Some(1.0), None, Some(0.5)]],
         reference: Some(1.0),
+        errors: Vec::new(),
+        note: String::new(),
     }
 }
 
@@ -114,6 +116,8 @@ fn empty_charts_are_still_valid() {
         series: vec![],
         values: vec![],
         reference: Some(1.0),
+        errors: Vec::new(),
+        note: String::new(),
     };
     parse(&empty.to_svg());
     let line = LineChart {
@@ -124,6 +128,7 @@ fn empty_charts_are_still_valid() {
         x: vec![],
         series: vec![],
         reference: None,
+        note: String::new(),
     };
     parse(&line.to_svg());
     let heat = Heatmap {
@@ -134,6 +139,8 @@ fn empty_charts_are_still_valid() {
         rows: vec![],
         values: vec![],
         center: 1.0,
+        noisy: Vec::new(),
+        note: String::new(),
     };
     parse(&heat.to_svg());
 }
@@ -150,6 +157,7 @@ fn lines(x_log: bool) -> LineChart {
             Series { name: "files".into(), values: vec![Some(2.0), Some(2.0), Some(2.0), Some(2.0)] },
         ],
         reference: Some(1.0),
+        note: String::new(),
     }
 }
 
@@ -231,6 +239,8 @@ fn heatmap_has_a_cell_per_value() {
         rows: vec!["1024".into(), "<4096>".into()],
         values: vec![vec![Some(1.535), Some(0.456), Some(0.233)], vec![Some(2.261), None, Some(1.0)]],
         center: 1.0,
+        noisy: Vec::new(),
+        note: String::new(),
     };
     let svg = heat.to_svg();
     let doc = parse(&svg);

@@ -27,6 +27,7 @@ fn fake(us: f64) -> Experiment {
         warmup_runs: 0,
         runs: Vec::new(),
         latency: None,
+        latency_histogram: None,
         summary: Summary { loop_per_op_us: Stat { median: us, ..Stat::default() }, ..Summary::default() },
         clock_cost_ns: 0.0,
         clock_overhead_pct: 0.0,

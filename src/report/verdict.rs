@@ -1,0 +1,240 @@
+//! The answer at a glance: one row per question the result files answer,
+//! with the winner, by how much, how sure that is, and a link to the chart
+//! it comes from.
+//!
+//! Each question is an independent function of the result files and the
+//! index of the one it looks at, returning a row or None when that file
+//! does not answer it. A new study adds one function to [`QUESTIONS`].
+//! Not here yet, because no result file holds them so far: "after aging",
+//! "after a power cut" and "per engine" (LMDB, redb, fjall): each becomes
+//! one more function reading its own section.
+
+use super::doc::{Block, Section, VerdictRow as Row};
+use super::fmt::{blob_size, machine_labels};
+use super::interval::{ratio_of_medians, Ratio};
+use super::kvtest::{suite_files, Method, ARTICLE, FAIR};
+use crate::measure::Experiment;
+use crate::results::ResultFile;
+
+/// One answered question for one result file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// "10 KB reads", "durable writes", ...
+    pub question: String,
+    /// What won and what lost, as the charts' legends name them.
+    pub winner: String,
+    pub loser: String,
+    /// Loser's cost over the winner's (time, or bytes): 1.9 means 1.9x.
+    pub factor: Ratio,
+    /// "faster" or "smaller".
+    pub better: &'static str,
+    /// The chart the answer comes from (figure id) and its title.
+    pub chart_id: String,
+    pub chart_title: String,
+}
+
+impl Answer {
+    /// "SQLite, blob API + mmap: 1.90x faster", or "no clear winner".
+    pub fn outcome(&self) -> String {
+        if self.factor.spans_one() {
+            "no clear winner (the interval spans 1.0)".to_string()
+        } else {
+            format!("{}: {:.2}x {}", self.winner, self.factor.value, self.better)
+        }
+    }
+}
+
+/// A question asked of `files[index]`.
+pub type Question = fn(&[ResultFile], usize) -> Option<Answer>;
+
+/// The questions, in the order the verdict lists them.
+pub const QUESTIONS: &[Question] = &[warm_reads, fast_writes, durable_writes, disk_space, cold_reads, under_threads];
+
+/// The rows of every question for every file, in question order.
+pub fn answers(files: &[ResultFile]) -> Vec<(usize, Answer)> {
+    QUESTIONS.iter().flat_map(|q| (0..files.len()).filter_map(move |i| q(files, i).map(|a| (i, a)))).collect()
+}
+
+pub fn section(files: &[ResultFile]) -> Vec<Section> {
+    let found = answers(files);
+    if found.is_empty() {
+        return Vec::new();
+    }
+    let labels = machine_labels(files);
+    let rows: Vec<Row> = found
+        .into_iter()
+        .map(|(i, a)| Row {
+            result: labels[i].clone(),
+            outcome: a.outcome(),
+            factor: format!("{:.2}x", a.factor.value),
+            uncertainty: a.factor.describe(),
+            compared: format!("{} vs {}", a.winner, a.loser),
+            unclear: a.factor.spans_one(),
+            question: a.question,
+            chart_id: a.chart_id,
+            chart_title: a.chart_title,
+        })
+        .collect();
+    let note = Block::Note(
+        "Factor: the loser's median cost over the winner's (per-op time over the timed runs, or allocated bytes). \
+         Uncertainty: a 95% bootstrap interval of that ratio over the runs (fixed seed), or the min-max range when \
+         either side has fewer than 5 runs. \"No clear winner\" when the interval spans 1.0."
+            .to_string(),
+    );
+    vec![Section {
+        id: "verdict".into(),
+        title: "Verdict".into(),
+        in_summary: true,
+        blocks: vec![Block::Verdict(rows), note],
+    }]
+}
+
+/// Per-op times over the timed runs (kvtest's figure, open and commit included).
+fn run_times(e: &Experiment) -> Vec<f64> {
+    e.runs.iter().map(|r| r.per_op_us).collect()
+}
+
+fn median_time(e: &Experiment) -> Option<f64> {
+    Some(e.summary.per_op_us.median).filter(|v| v.is_finite() && *v > 0.0 && e.summary.runs > 0)
+}
+
+/// The fastest of `methods` measured in `file`, by median per-op time.
+fn fastest<'a>(file: &'a ResultFile, methods: &[Method]) -> Option<(Method, &'a Experiment)> {
+    methods
+        .iter()
+        .filter_map(|m| file.experiment(m.id).filter(|e| median_time(e).is_some()).map(|e| (*m, e)))
+        .min_by(|a, b| median_time(a.1).unwrap_or(f64::MAX).total_cmp(&median_time(b.1).unwrap_or(f64::MAX)))
+}
+
+/// SQLite's best against the files' best among the methods of `charts`;
+/// the chart linked is the one drawing the two winners side by side.
+fn duel(file: &ResultFile, question: String, charts: &[&super::kvtest::Spec]) -> Option<Answer> {
+    let dbs: Vec<Method> = charts.iter().map(|s| s.db).collect();
+    let fs: Vec<Method> = charts.iter().flat_map(|s| s.files.iter().copied()).collect();
+    let (db, db_e) = fastest(file, &dbs)?;
+    let (f, f_e) = fastest(file, &fs)?;
+    let spec = charts.iter().find(|s| s.db.id == db.id && s.files.iter().any(|m| m.id == f.id)).or(charts.first())?;
+    let files_over_db = ratio_of_medians(&run_times(f_e), &run_times(db_e))?;
+    let (db_name, f_name) = (db.name.to_string(), f.name.to_string());
+    let (winner, loser, factor) = if files_over_db.value >= 1.0 {
+        (db_name, f_name, files_over_db)
+    } else {
+        (f_name, db_name, files_over_db.inverse())
+    };
+    Some(Answer {
+        question,
+        winner,
+        loser,
+        factor,
+        better: "faster",
+        chart_id: spec.id.to_string(),
+        chart_title: spec.title.to_string(),
+    })
+}
+
+fn is_suite(files: &[ResultFile], index: usize) -> bool {
+    suite_files(files).iter().any(|(_, f)| std::ptr::eq(*f, &files[index]))
+}
+
+fn reads(files: &[ResultFile], index: usize, cold: bool) -> Option<Answer> {
+    let file = &files[index];
+    if !is_suite(files, index) {
+        return None;
+    }
+    let was_cold = file.experiments.iter().any(|e| e.id.starts_with("read/") && e.params.plan.cold);
+    if was_cold != cold {
+        return None;
+    }
+    let size = file.dataset.map_or_else(|| "blob".to_string(), |d| blob_size(d.size));
+    let question = if cold { format!("{size} reads, cold cache") } else { format!("{size} reads") };
+    let charts: Vec<&super::kvtest::Spec> = ARTICLE.iter().chain(FAIR.iter()).filter(|s| !s.write).collect();
+    duel(file, question, &charts)
+}
+
+/// Reads with the page cache warm (kvtest's default).
+pub fn warm_reads(files: &[ResultFile], index: usize) -> Option<Answer> {
+    reads(files, index, false)
+}
+
+/// Reads after the page cache was dropped before each run (`--cold`).
+pub fn cold_reads(files: &[ResultFile], index: usize) -> Option<Answer> {
+    reads(files, index, true)
+}
+
+/// Writes without waiting for the disk: SQLite's WAL/NORMAL or journal OFF
+/// against plain file writes.
+pub fn fast_writes(files: &[ResultFile], index: usize) -> Option<Answer> {
+    if !is_suite(files, index) {
+        return None;
+    }
+    let charts: Vec<&super::kvtest::Spec> = FAIR.iter().filter(|s| s.write && s.id != "durable-write").collect();
+    duel(&files[index], "fast writes (no fsync)".into(), &charts)
+}
+
+/// Writes that survive a power cut: WAL/FULL against files with fsync.
+pub fn durable_writes(files: &[ResultFile], index: usize) -> Option<Answer> {
+    if !is_suite(files, index) {
+        return None;
+    }
+    let charts: Vec<&super::kvtest::Spec> = FAIR.iter().filter(|s| s.id == "durable-write").collect();
+    duel(&files[index], "durable writes (fsync)".into(), &charts)
+}
+
+/// Allocated bytes of the database against the smaller file layout.
+pub fn disk_space(files: &[ResultFile], index: usize) -> Option<Answer> {
+    let file = &files[index];
+    let allocated = |layout: &str| {
+        file.disk_usage.iter().find(|d| d.layout == layout).map(|d| d.allocated_bytes).filter(|b| *b > 0)
+    };
+    let db = allocated("db")? as f64;
+    let (layout, fs) = ["flat", "tree"]
+        .into_iter()
+        .filter_map(|l| allocated(l).map(|b| (l, b as f64)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))?;
+    let fs_name = if layout == "flat" { "files, one directory" } else { "files, tree" };
+    let (winner, loser, factor) =
+        if fs >= db { ("SQLite database", fs_name, fs / db) } else { (fs_name, "SQLite database", db / fs) };
+    Some(Answer {
+        question: "disk space".into(),
+        winner: winner.into(),
+        loser: loser.into(),
+        factor: Ratio::exact(factor),
+        better: "smaller",
+        chart_id: "disk-usage".into(),
+        chart_title: "Disk space relative to the database".into(),
+    })
+}
+
+/// The blob readers of `concurrency`: at the most threads measured, the
+/// faster database variant against files, by per-read wall time.
+pub fn under_threads(files: &[ResultFile], index: usize) -> Option<Answer> {
+    let readers = files[index].concurrency.as_ref()?.blob_readers.as_ref()?;
+    let threads = readers.points.iter().map(|p| p.threads).max()?;
+    let times = |store: &str| {
+        let p = readers.points.iter().find(|p| p.store == store && p.threads == threads)?;
+        let e = files[index].experiment(&p.experiment_id)?;
+        median_time(e).map(|m| (m, run_times(e), p.label.clone()))
+    };
+    let (_, db_runs, db_label) = ["db", "db-mmap"].into_iter().filter_map(times).min_by(|a, b| a.0.total_cmp(&b.0))?;
+    let (_, f_runs, f_label) = times("files")?;
+    let files_over_db = ratio_of_medians(&f_runs, &db_runs)?;
+    let (winner, loser, factor) = if files_over_db.value >= 1.0 {
+        (db_label, f_label, files_over_db)
+    } else {
+        (f_label, db_label, files_over_db.inverse())
+    };
+    let suffix = super::concurrency::figure_suffix(files, index);
+    Some(Answer {
+        question: format!("{} reads, {threads} threads", blob_size(readers.blob_size)),
+        winner,
+        loser,
+        factor,
+        better: "faster",
+        chart_id: format!("concurrency-blobs{suffix}"),
+        chart_title: "Blob readers".into(),
+    })
+}
+
+#[cfg(test)]
+#[path = "verdict_tests.rs"]
+mod tests;

@@ -1,0 +1,98 @@
+use super::*;
+use crate::report::fixtures::{exp_mut, experiment_runs, full_suite};
+
+fn answer(files: &[ResultFile], q: Question) -> Answer {
+    q(files, 0).expect("answered")
+}
+
+#[test]
+fn the_full_suite_answers_four_questions_with_known_factors() {
+    let files = [full_suite("host-a")];
+    let reads = answer(&files, warm_reads);
+    assert_eq!(reads.question, "10 KB reads");
+    assert_eq!(
+        (reads.winner.as_str(), reads.loser.as_str()),
+        ("SQLite, blob API + mmap", "files, one directory (open/read)")
+    );
+    assert!((reads.factor.value - 13.0 / 5.0).abs() < 1e-9, "{reads:?}");
+    assert_eq!(reads.chart_id, "fair-read-blob-mmap");
+    assert_eq!(reads.outcome(), "SQLite, blob API + mmap: 2.60x faster");
+    assert_eq!(reads.factor.describe(), "2.60-2.60 (min-max, 3 runs each)");
+
+    let fast = answer(&files, fast_writes);
+    assert_eq!(
+        (fast.winner.as_str(), fast.chart_id.as_str()),
+        ("SQLite, journal OFF + synchronous OFF", "fair-write-unsafe")
+    );
+    assert!((fast.factor.value - 90.0 / 50.0).abs() < 1e-9);
+    let durable = answer(&files, durable_writes);
+    assert!((durable.factor.value - 2400.0 / 300.0).abs() < 1e-9);
+    assert_eq!(durable.chart_id, "durable-write");
+    let disk = answer(&files, disk_space);
+    assert_eq!((disk.winner.as_str(), disk.better), ("SQLite database", "smaller"));
+    assert!((disk.factor.value - 12_288_000.0 / 10_245_120.0).abs() < 1e-9);
+    assert_eq!(disk.factor.describe(), "exact (one deterministic measurement)");
+
+    assert_eq!(cold_reads(&files, 0), None, "warm runs do not answer the cold question");
+    assert_eq!(under_threads(&files, 0), None);
+    assert_eq!(answers(&files).len(), 4);
+}
+
+#[test]
+fn runs_that_overlap_give_no_clear_winner() {
+    let mut f = full_suite("host-a");
+    *exp_mut(&mut f, "read/db-blob-mmap") = experiment_runs("read/db-blob-mmap", &[10.0, 12.0, 16.0]);
+    *exp_mut(&mut f, "read/flat-posix") = experiment_runs("read/flat-posix", &[11.0, 13.0, 9.0]);
+    for id in ["read/db-sql", "read/db-blob", "read/flat-stdio", "read/tree-stdio", "read/tree-posix"] {
+        exp_mut(&mut f, id).summary.per_op_us.median = 100.0;
+    }
+    let reads = answer(&[f], warm_reads);
+    assert!(reads.factor.spans_one(), "{:?}", reads.factor);
+    assert_eq!(reads.outcome(), "no clear winner (the interval spans 1.0)");
+    assert!(reads.factor.describe().contains("(min-max, 3 runs each)"));
+}
+
+#[test]
+fn five_runs_each_give_a_bootstrap_interval_and_files_can_win() {
+    let mut f = full_suite("host-a");
+    *exp_mut(&mut f, "write/db-off") = experiment_runs("write/db-off", &[100.0, 104.0, 98.0, 101.0, 99.0]);
+    *exp_mut(&mut f, "write/db-wal-normal") = experiment_runs("write/db-wal-normal", &[200.0; 5]);
+    *exp_mut(&mut f, "write/flat-inplace") = experiment_runs("write/flat-inplace", &[50.0, 51.0, 49.0, 52.0, 50.5]);
+    let fast = answer(&[f], fast_writes);
+    assert_eq!(fast.winner, "files, overwrite in place");
+    assert!((fast.factor.value - 100.0 / 50.5).abs() < 1e-9, "{:?}", fast.factor);
+    assert!(fast.factor.describe().ends_with("(95% bootstrap, 5 runs each)"), "{}", fast.factor.describe());
+    assert!(fast.factor.low > 1.8 && fast.factor.high < 2.2, "{:?}", fast.factor);
+}
+
+#[test]
+fn cold_runs_answer_only_the_cold_question() {
+    let mut f = full_suite("host-a");
+    for e in f.experiments.iter_mut().filter(|e| e.id.starts_with("read/")) {
+        e.params.plan.cold = true;
+    }
+    let files = [f];
+    assert_eq!(warm_reads(&files, 0), None);
+    assert_eq!(answer(&files, cold_reads).question, "10 KB reads, cold cache");
+}
+
+#[test]
+fn the_section_has_one_row_per_question_and_file_and_links_charts() {
+    let files = [full_suite("host-a"), full_suite("host-b")];
+    let s = section(&files);
+    let Block::Verdict(rows) = &s[0].blocks[0] else { panic!("verdict first") };
+    assert_eq!(rows.len(), 8);
+    assert_eq!((rows[0].result.as_str(), rows[1].result.as_str()), ("host-a", "host-b"));
+    assert_eq!(rows[0].chart_title, "Reads by the blob API + mmap vs open/read");
+    assert!(rows.iter().all(|r| !r.unclear));
+    assert!(section(&[ResultFile::new("run", Default::default())]).is_empty());
+}
+
+#[test]
+fn a_file_without_suite_results_answers_nothing() {
+    let mut f = full_suite("host-a");
+    f.command = "matrix".into();
+    f.experiments.clear();
+    f.disk_usage.clear();
+    assert!(answers(&[f]).is_empty());
+}
