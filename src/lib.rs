@@ -17,6 +17,7 @@ pub mod matrix;
 pub mod measure;
 pub mod oscount;
 pub mod parallel_read;
+pub mod powercut;
 pub mod progress;
 pub mod report;
 pub mod results;
