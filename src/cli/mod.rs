@@ -6,6 +6,7 @@ mod crashtest;
 mod dataset;
 mod matrix;
 mod output;
+mod powercut;
 mod progress;
 mod report;
 mod run;
@@ -38,7 +39,7 @@ pub enum Command {
     Report(report::ReportArgs),
     /// SQLite under many threads: shared connection or one per thread, WAL, shared cache, read-only.
     Concurrency(concurrency::ConcurrencyArgs),
-    /// Kill writers with SIGKILL and check what each write method leaves behind.
+    /// Kill writers (SIGKILL) or cut their power (--power-cut) and check what each write method leaves behind.
     Crashtest(crashtest::CrashtestArgs),
     /// The process crashtest kills (internal).
     #[command(hide = true)]

@@ -42,6 +42,8 @@ pub struct Tally {
     /// since: a lost or misplaced write.
     pub unexpected: u64,
     pub stray: Vec<PathBuf>,
+    /// What each key's value turned out to be (None: missing), by key.
+    pub found: Vec<Option<Verdict>>,
     /// Keys to put back before the next kill.
     bad_keys: Vec<u32>,
 }
@@ -135,6 +137,7 @@ impl Dataset {
                 t.bad_keys.push(key);
             }
         }
+        t.found = found;
         Ok(t)
     }
 
@@ -215,7 +218,7 @@ mod tests {
     use super::*;
     use crate::workload::{FileWrite, SyncLevel};
 
-    const FILES: Method = Method::Files { write: FileWrite::Truncate, fsync: false };
+    const FILES: Method = Method::Files { write: FileWrite::Truncate, fsync: false, sync_dir: false };
     const DB: Method = Method::Db { journal: "wal", sync: SyncLevel::Normal };
 
     #[test]
