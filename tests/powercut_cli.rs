@@ -61,3 +61,38 @@ fn quick_power_cut_keeps_full_sync_commits_and_drops_unsynced_files() {
     assert!(!mounts.contains(dir.path().to_str().unwrap()), "no mount left behind");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "only the JSON is left in the workdir");
 }
+
+fn layer_mounts_under(dir: &std::path::Path) -> usize {
+    let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    table.lines().filter(|l| l.contains("blobbench-powercut") && l.contains(dir.to_str().unwrap())).count()
+}
+
+/// blobbench killed in the middle of a power-cut test leaves no mount that
+/// outlives the next run, and the next run neither hangs nor fails on it.
+#[test]
+fn a_killed_run_leaves_no_mount_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_blobbench"))
+        .args(["crashtest", "--power-cut", "--method", "truncate", "--kills", "100000", "--count", "5", "--workdir"])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while layer_mounts_under(dir.path()) == 0 {
+        assert!(started.elapsed().as_secs() < 60, "the layer was never mounted");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = Command::cargo_bin("blobbench")
+        .unwrap()
+        .args(["crashtest", "--power-cut", "--method", "truncate", "--kills", "1", "--count", "5", "--workdir"])
+        .arg(dir.path())
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(layer_mounts_under(dir.path()), 0, "no mount is left under the work directory");
+}

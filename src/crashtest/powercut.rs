@@ -143,6 +143,14 @@ impl Places {
 pub fn power_cut_test(opts: &CrashOptions, model: Model, progress: &dyn Progress) -> Result<PowerCutReport> {
     super::validate(opts)?;
     let cleaned_mounts = powercut::clean_stale(&opts.workdir)?;
+    // The killed run's own work directory goes with its mount.
+    for m in &cleaned_mounts {
+        if let Some(work) =
+            m.ancestors().find(|a| a.file_name().is_some_and(|n| n.to_string_lossy().starts_with(WORK_PREFIX)))
+        {
+            let _ = std::fs::remove_dir_all(work);
+        }
+    }
     let root = tempfile::Builder::new()
         .prefix(WORK_PREFIX)
         .tempdir_in(&opts.workdir)
