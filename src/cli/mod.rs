@@ -44,6 +44,9 @@ pub enum Command {
     /// The process crashtest kills (internal).
     #[command(hide = true)]
     CrashWriter(crashtest::CrashWriterArgs),
+    /// Times writes and fsyncs on one new file for crashtest --power-cut (internal).
+    #[command(hide = true)]
+    LayerCostProbe(powercut::ProbeArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -58,5 +61,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Concurrency(a) => concurrency::run(a),
         Command::Crashtest(a) => crashtest::crashtest(a),
         Command::CrashWriter(a) => crashtest::crash_writer(a),
+        Command::LayerCostProbe(a) => powercut::probe(a),
     }
 }

@@ -13,6 +13,18 @@ use blobbench::results::{self, ResultFile};
 
 use super::progress;
 
+#[derive(Debug, clap::Args)]
+pub struct ProbeArgs {
+    pub file: std::path::PathBuf,
+}
+
+/// The child that times calls on the mount for the layer-cost figures.
+pub fn probe(args: ProbeArgs) -> anyhow::Result<()> {
+    let (write_ns, fsync_ns) = blobbench::powercut::cost::probe(&args.file)?;
+    println!("{write_ns} {fsync_ns}");
+    Ok(())
+}
+
 pub fn run(opts: &CrashOptions, model: Model, json: Option<&Path>) -> anyhow::Result<()> {
     let progress = progress::for_terminal();
     let report = crashtest::power_cut_test(opts, model, progress.as_ref())?;

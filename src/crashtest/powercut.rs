@@ -155,7 +155,7 @@ pub fn power_cut_test(opts: &CrashOptions, model: Model, progress: &dyn Progress
         .prefix(WORK_PREFIX)
         .tempdir_in(&opts.workdir)
         .map_err(|e| Error::io(&opts.workdir, "cannot create a directory here", e))?;
-    let layer_cost = Some(powercut::cost::measure(root.path())?);
+    let layer_cost = Some(powercut::cost::measure(root.path(), &opts.writer)?);
     let mut section = PowerCutSection {
         model: model.name().into(),
         model_description: model.description().into(),

@@ -3,6 +3,11 @@
 //! it. The layer's fsync copies the pending bytes into the backing file
 //! and does not flush the real disk (the power cut is simulated), so it is
 //! all layer cost; the direct fsync is the real disk's.
+//!
+//! The calls through the layer are made by a child process (the hidden
+//! `layer-cost-probe` command of the blobbench binary): a process must never
+//! wait on a FUSE mount that it serves itself, or a SIGKILL at that moment
+//! would leave it stuck in the kernel for good.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -30,8 +35,9 @@ pub struct LayerCost {
     pub fsyncs: u32,
 }
 
-/// Measures in a scratch directory inside `dir` (removed afterwards).
-pub fn measure(dir: &Path) -> Result<LayerCost> {
+/// Measures in a scratch directory inside `dir` (removed afterwards);
+/// `exe` is a blobbench binary, which has the hidden probe command.
+pub fn measure(dir: &Path, exe: &Path) -> Result<LayerCost> {
     let scratch = tempfile::Builder::new()
         .prefix(".blobbench-layercost-")
         .tempdir_in(dir)
@@ -42,9 +48,9 @@ pub fn measure(dir: &Path) -> Result<LayerCost> {
         std::fs::create_dir(d).map_err(|e| Error::io(d, "cannot create directory", e))?;
     }
     let mounted = Mounted::mount(&backing, &mnt, FaultPlan::none())?;
-    let through = time_file(&mnt.join("f"))?;
+    let through = probe_in_child(exe, &mnt.join("f"))?;
     drop(mounted);
-    let plain = time_file(&direct)?;
+    let plain = probe(&direct)?;
     Ok(LayerCost {
         write_10k_layer_ns: through.0,
         write_10k_direct_ns: plain.0,
@@ -55,8 +61,27 @@ pub fn measure(dir: &Path) -> Result<LayerCost> {
     })
 }
 
-/// (median write, median fsync) on a new file at `path`.
-fn time_file(path: &Path) -> Result<(u64, u64)> {
+fn probe_in_child(exe: &Path, file: &Path) -> Result<(u64, u64)> {
+    let out = std::process::Command::new(exe)
+        .arg("layer-cost-probe")
+        .arg(file)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| Error::io(exe, "cannot start the layer-cost probe", e))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut nums = text.split_whitespace().filter_map(|w| w.parse::<u64>().ok());
+    match (out.status.success(), nums.next(), nums.next()) {
+        (true, Some(w), Some(f)) => Ok((w, f)),
+        _ => {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let said = err.lines().next().unwrap_or("no message").trim_start_matches("error: ");
+            Err(Error::invalid(format!("layer-cost probe failed: {said}")))
+        }
+    }
+}
+
+/// (median write, median fsync) in ns on a new file at `path`.
+pub fn probe(path: &Path) -> Result<(u64, u64)> {
     let err = |e| Error::io(path, "cannot time writes", e);
     let f: File = OpenOptions::new().read(true).write(true).create_new(true).open(path).map_err(err)?;
     let buf = vec![0x5au8; WRITE_BYTES];
