@@ -292,7 +292,7 @@ fn durability(t: &Tally, acks: &[(u32, u64, bool)], count: u32) -> (u64, u64) {
             Some(Verdict::Intact(v)) => Some(v),
             _ => None,
         };
-        if last_acked[key].is_some_and(|a| have.is_none_or(|v| v < a)) {
+        if last_acked[key].is_some_and(|a| have.map_or(true, |v| v < a)) {
             after += 1;
         } else if last_returned[key].is_some_and(|w| have.is_some_and(|v| v < w)) {
             before += 1;
@@ -403,10 +403,8 @@ mod tests {
 
     #[test]
     fn durability_counts_only_what_was_promised() {
-        let t = Tally {
-            found: vec![None, Some(Verdict::Intact(5)), Some(Verdict::Intact(5)), Some(Verdict::Torn), None],
-            ..Tally::default()
-        };
+        let mut t = Tally::default();
+        t.found = vec![None, Some(Verdict::Intact(5)), Some(Verdict::Intact(5)), Some(Verdict::Torn), None];
         // key 1: acked 7, has 5 -> violation; key 2: returned 6 unacked -> allowed;
         // key 3: torn after ack -> violation; key 4: missing, nothing written -> neither.
         let acks = [(1, 7, true), (2, 6, false), (3, 2, true)];
