@@ -34,8 +34,8 @@ fn count(text: &str) -> Result<u32, units::UnitError> {
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct CrashtestArgs {
-    /// Write methods, comma-separated: db-wal-normal, db-wal-full, db-delete, db-off, truncate[-fsync],
-    /// inplace[-fsync], replace[-fsync], or the groups all, db, files.
+    /// Write methods, comma-separated: db-wal-normal, db-wal-full, db-delete, db-delete-extra, db-off,
+    /// truncate[-fsync], inplace[-fsync], replace[-fsync], replace-fsync-dir, or the groups all, db, files.
     #[arg(long, default_value = "all", value_parser = methods)]
     pub method: Methods,
     /// Kills per method [default: 50, or 6 with --quick].
