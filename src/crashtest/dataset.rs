@@ -72,6 +72,11 @@ impl Dataset {
         Ok(ds)
     }
 
+    /// The version of each blob as last verified on disk, by key (index 0 unused).
+    pub fn versions(&self) -> &[u64] {
+        &self.versions
+    }
+
     fn content(&self, key: u32) -> Vec<u8> {
         let mut buf = vec![0u8; blob_len(self.seed, key)];
         blob::encode(&mut buf, key, self.versions[key as usize]);

@@ -259,8 +259,11 @@ fn one_round(c: &mut Ctx, round: u64, faults: FaultPlan, rng: &mut SmallRng) -> 
     }
     let cut = mounted.cut(model, rng)?;
     let acks = read_acks(&places.acks)?;
+    // What was verified on disk before the round was durable: for a method
+    // that promises durability, losing it counts like losing a later ack.
+    let on_disk = method.acknowledges_durability().then(|| c.ds.versions().to_vec());
     let tally = c.ds.check(base)?;
-    let (lost_after_ack, lost_before_ack) = durability(&tally, &acks, opts.count);
+    let (lost_after_ack, lost_before_ack) = durability(&tally, &acks, on_disk.as_deref(), opts.count);
     c.ds.repair(&tally)?;
     Ok(Round {
         tally,
@@ -274,9 +277,15 @@ fn one_round(c: &mut Ctx, round: u64, faults: FaultPlan, rng: &mut SmallRng) -> 
     })
 }
 
-/// (lost after acknowledgement, lost before it) over every key.
-fn durability(t: &Tally, acks: &[(u32, u64, bool)], count: u32) -> (u64, u64) {
-    let mut last_acked = vec![None::<u64>; count as usize + 1];
+/// (lost after acknowledgement, lost before it) over every key. `on_disk`:
+/// the versions known durable before the round, when the method promises
+/// durability.
+fn durability(t: &Tally, acks: &[(u32, u64, bool)], on_disk: Option<&[u64]>, count: u32) -> (u64, u64) {
+    let mut last_acked: Vec<Option<u64>> = match on_disk {
+        Some(v) => v.iter().map(|&x| Some(x)).collect(),
+        None => vec![None; count as usize + 1],
+    };
+    last_acked.resize(count as usize + 1, None);
     let mut last_returned = vec![None::<u64>; count as usize + 1];
     for &(key, version, durable) in acks {
         let Some(slot) = last_returned.get_mut(key as usize) else { continue };
@@ -408,7 +417,10 @@ mod tests {
         // key 1: acked 7, has 5 -> violation; key 2: returned 6 unacked -> allowed;
         // key 3: torn after ack -> violation; key 4: missing, nothing written -> neither.
         let acks = [(1, 7, true), (2, 6, false), (3, 2, true)];
-        assert_eq!(durability(&t, &acks, 4), (2, 1));
-        assert_eq!(durability(&t, &[(1, 5, true)], 4), (0, 0), "the acknowledged version itself is fine");
+        assert_eq!(durability(&t, &acks, None, 4), (2, 1));
+        assert_eq!(durability(&t, &[(1, 5, true)], None, 4), (0, 0), "the acknowledged version itself is fine");
+        // A version verified on disk before the round and then torn or lost
+        // counts for a method that promises durability (keys 3 and 4).
+        assert_eq!(durability(&t, &[], Some(&[0, 5, 5, 1, 1]), 4), (2, 0));
     }
 }
