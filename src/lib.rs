@@ -10,6 +10,7 @@
 pub mod drivers;
 pub mod engine;
 pub mod measure;
+pub mod powercut;
 pub mod records;
 pub mod report;
 pub mod results;

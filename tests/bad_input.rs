@@ -47,11 +47,14 @@ struct Case {
     unless_root: bool,
     /// Another process holds an exclusive lock on "@db" while the command runs.
     locked: bool,
+    /// The case's directory is seen through the power-cut layer, with this
+    /// fault (name, from which occurrence) injected; "@x" is then on the mount.
+    fault: Option<(&'static str, u64)>,
 }
 
 fn case(name: &str, fixture: Fixture, args: &[&str], expect: Expect) -> Case {
     let args = args.iter().map(|s| s.to_string()).collect();
-    Case { name: name.to_string(), fixture, args, expect, fsize: None, unless_root: false, locked: false }
+    Case { name: name.to_string(), fixture, args, expect, fsize: None, unless_root: false, locked: false, fault: None }
 }
 
 impl Case {
@@ -65,6 +68,10 @@ impl Case {
     }
     fn locked(mut self) -> Self {
         self.locked = true;
+        self
+    }
+    fn fault(mut self, name: &'static str, at: u64) -> Self {
+        self.fault = Some((name, at));
         self
     }
 }
@@ -207,6 +214,14 @@ fn cases() -> Vec<Case> {
         case("concurrency: out is a file", text, &["concurrency", "--workdir", "@", "--out", "@text.txt"], Fail("text.txt")),
         case("concurrency: unknown mode", none, &["concurrency", "--workdir", "@", "--out", "@rep", "--modes", "wal,bogus"], Fail("--modes")),
         case("concurrency: full disk", none, &["concurrency", "--threads", "1", "--duration", "0.1", "--repeat", "1", "--rows", "200", "--workload", "read", "--modes", "shared,wal,private-cache,rw", "--workdir", "@", "--out", "@rep"], Fail("File too large")).fsize(2_000),
+        // I/O faults through the power-cut layer: one line with the OS cause, no figures printed
+        case("run: EIO on a read (db)", db, &["run", "@db", "--repeat", "1"], Fail("Input/output error")).fault("read-eio", 1),
+        case("run: EIO on a read (files)", flat_gaps, &["run", "@flat", "--repeat", "1"], Fail("Input/output error")).fault("read-eio", 3),
+        case("run --update: ENOSPC on a write (db)", db, &["run", "@db", "--update", "--repeat", "1"], Fail("No space left on device")).fault("write-enospc", 2),
+        case("run --update: EIO on a write (files)", flat_gaps, &["run", "@flat", "--update", "--repeat", "1"], Fail("Input/output error")).fault("write-eio", 3),
+        case("run --update: ENOSPC on a write (files)", flat_gaps, &["run", "@flat", "--update", "--repeat", "1"], Fail("No space left on device")).fault("write-enospc", 3),
+        case("run --update --fsync: failed fsync", flat_gaps, &["run", "@flat", "--update", "--fsync", "--repeat", "1"], Fail("Input/output error")).fault("fsync-eio", 1),
+        case("run --update: failed fsync (db)", db, &["run", "@db", "--update", "--repeat", "1"], Fail("Input/output error")).fault("fsync-eio", 1),
         case("concurrency: spaces and non-ASCII", spaced_dir, &["concurrency", "--threads", "1", "--duration", "0.1", "--repeat", "1", "--rows", "200", "--workload", "read", "--modes", "shared,wal,private-cache,rw", "--workdir", "@my dir", "--out", "@my dir/rëport ü"], Works("report in")),
     ];
     for (command, option) in NUMBER_OPTIONS {
@@ -532,12 +547,19 @@ fn check(c: &Case) -> Option<String> {
         conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
         conn
     });
+    // The layer runs in this process; the command, a child, uses the mount.
+    let mnt = tempfile::tempdir().unwrap();
+    let layer = c.fault.map(|(name, at)| {
+        let plan = blobbench::powercut::FaultPlan::parse(name, at).unwrap();
+        blobbench::powercut::Mounted::mount(d, mnt.path(), plan).unwrap()
+    });
+    let seen = if layer.is_some() { mnt.path() } else { d };
     let args: Vec<PathBuf> = c
         .args
         .iter()
         .map(|a| match a.strip_prefix('@') {
-            Some("") => d.to_path_buf(),
-            Some(rel) => d.join(rel),
+            Some("") => seen.to_path_buf(),
+            Some(rel) => seen.join(rel),
             None => PathBuf::from(a),
         })
         .collect();
@@ -559,6 +581,11 @@ fn check(c: &Case) -> Option<String> {
     }
     let out = cmd.output().unwrap();
     drop(holder);
+    let faults = layer.map(|l| {
+        let n = l.counters().faults_injected;
+        drop(l); // unmounts: what was not fsync'd is dropped, as after a power cut
+        n
+    });
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let mut problems = Vec::new();
@@ -580,6 +607,12 @@ fn check(c: &Case) -> Option<String> {
             let changes = diff(&before, &after);
             if !changes.is_empty() {
                 problems.push(format!("files changed or left behind: {changes:?}"));
+            }
+            if faults == Some(0) {
+                problems.push("the fault was never injected".into());
+            }
+            if faults.is_some() && !stdout.trim().is_empty() {
+                problems.push(format!("printed figures from a run that hit an I/O error: {stdout}"));
             }
         }
         Works(needle) => {

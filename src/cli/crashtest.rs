@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use anyhow::bail;
 use clap::Args;
 
+use blobbench::powercut::Model;
 use blobbench::results::{self, ResultFile};
 use blobbench::studies::crashtest::{self, CrashOptions, CrashReport, Method, WriterSpec};
 use blobbench::util::units;
@@ -35,8 +36,8 @@ fn count(text: &str) -> Result<u32, units::UnitError> {
 pub struct CrashtestArgs {
     #[command(flatten)]
     pub label: super::output::LabelArg,
-    /// Write methods, comma-separated: db-wal-normal, db-wal-full, db-delete, db-off, truncate[-fsync],
-    /// inplace[-fsync], replace[-fsync], or the groups all, db, files.
+    /// Write methods, comma-separated: db-wal-normal, db-wal-full, db-delete, db-delete-extra, db-off,
+    /// truncate[-fsync], inplace[-fsync], replace[-fsync], replace-fsync-dir, or the groups all, db, files.
     #[arg(long, default_value = "all", value_parser = methods)]
     pub method: Methods,
     /// Kills per method [default: 50, or 6 with --quick].
@@ -58,6 +59,17 @@ pub struct CrashtestArgs {
     /// Write the results (schema in docs/results-schema.md) to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Cut the power instead of killing the writer: the datasets live on a FUSE layer that drops what was not
+    /// fsync'd (needs /dev/fuse and fusermount3, from Debian's fuse3).
+    #[arg(long)]
+    pub power_cut: bool,
+    /// Power-cut model: strict, torn-512, torn-4k (docs/crash-safety.md) [default: strict].
+    #[arg(long, value_name = "NAME", requires = "power_cut", value_parser = model)]
+    pub model: Option<Model>,
+}
+
+fn model(text: &str) -> Result<Model, String> {
+    Model::parse(text)
 }
 
 pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
@@ -78,6 +90,9 @@ pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
         opts.workdir = w.clone();
     }
     opts.seed = args.seed;
+    if args.power_cut {
+        return super::powercut::run(&opts, args.model.unwrap_or(Model::Strict), args.json.as_deref());
+    }
     let progress = progress::for_terminal();
     let report = crashtest::crashtest(&opts, progress.as_ref())?;
     let mut results = ResultFile::from_crashtest(&report, &opts.workdir);
@@ -157,6 +172,8 @@ pub struct CrashWriterArgs {
     pub seed: u64,
     #[arg(long, value_parser = units::non_negative_u64)]
     pub base: u64,
+    #[arg(long)]
+    pub acks: Option<PathBuf>,
     pub path: PathBuf,
 }
 
@@ -165,7 +182,8 @@ pub fn crash_writer(args: CrashWriterArgs) -> anyhow::Result<()> {
     let [method] = args.method.0[..] else {
         bail!("crash-writer takes exactly one write method");
     };
-    let spec = WriterSpec { method, path: args.path, count: args.count, seed: args.seed, base: args.base };
+    let spec =
+        WriterSpec { method, path: args.path, count: args.count, seed: args.seed, base: args.base, acks: args.acks };
     let ready = || {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{}", crashtest::READY);

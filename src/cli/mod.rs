@@ -7,6 +7,7 @@ mod dataset;
 mod engines;
 mod matrix;
 mod output;
+mod powercut;
 mod progress;
 mod report;
 mod run;
@@ -39,11 +40,14 @@ pub enum Command {
     Report(report::ReportArgs),
     /// SQLite under many threads: shared connection or one per thread, WAL, shared cache, read-only.
     Concurrency(concurrency::ConcurrencyArgs),
-    /// Kill writers with SIGKILL and check what each write method leaves behind.
+    /// Kill writers (SIGKILL) or cut their power (--power-cut) and check what each write method leaves behind.
     Crashtest(crashtest::CrashtestArgs),
     /// The process crashtest kills (internal).
     #[command(hide = true)]
     CrashWriter(crashtest::CrashWriterArgs),
+    /// Times writes and fsyncs on one new file for crashtest --power-cut (internal).
+    #[command(hide = true)]
+    LayerCostProbe(powercut::ProbeArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -58,5 +62,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Concurrency(a) => concurrency::run(a),
         Command::Crashtest(a) => crashtest::crashtest(a),
         Command::CrashWriter(a) => crashtest::crash_writer(a),
+        Command::LayerCostProbe(a) => powercut::probe(a),
     }
 }

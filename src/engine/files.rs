@@ -131,7 +131,14 @@ impl FileStore {
             }
             let data = libc::malloc(size.max(1));
             let got = libc::fread(data, size, 1, f);
+            // A read error is reported; a file that shrank meanwhile is a miss.
+            let failed = got != 1 && libc::ferror(f) != 0;
+            let err = failed.then(std::io::Error::last_os_error);
             libc::fclose(f);
+            if let Some(e) = err {
+                libc::free(data);
+                return Err(Error::io(&self.path.path(), "cannot read", e));
+            }
             libc::free(data);
             Ok(if got == 1 { size as u64 } else { 0 })
         }
@@ -298,10 +305,16 @@ pub(super) fn read_posix(path: &CStr, buf: &mut Vec<u8>) -> std::result::Result<
         let mut done = 0usize;
         while done < size {
             let n = libc::read(fd, buf.as_mut_ptr().add(done).cast::<c_void>(), size - done);
-            if n <= 0 {
-                if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            if n < 0 {
+                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
                     continue;
                 }
+                // An I/O error is not a short file: report it.
+                let err = fail("cannot read");
+                libc::close(fd);
+                return Err(err);
+            }
+            if n == 0 {
                 break;
             }
             done += n as usize;

@@ -11,7 +11,8 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let labels = machine_labels(files);
     let found: Vec<(&String, &CrashSection)> =
         labels.iter().zip(files).filter_map(|(l, f)| f.crashtest.as_ref().map(|c| (l, c))).collect();
-    if found.is_empty() {
+    let power_cuts = super::powercut::blocks(files);
+    if found.is_empty() && power_cuts.is_empty() {
         return Vec::new();
     }
     let mut blocks = Vec::new();
@@ -39,11 +40,14 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
             )));
         }
     }
-    blocks.push(Block::Note(crashtest::LEGEND.split_whitespace().collect::<Vec<_>>().join(" ")));
-    blocks.push(Block::Paragraph(crashtest::LIMITS.split_whitespace().collect::<Vec<_>>().join(" ")));
+    if !found.is_empty() {
+        blocks.push(Block::Note(crashtest::LEGEND.split_whitespace().collect::<Vec<_>>().join(" ")));
+        blocks.push(Block::Paragraph(crashtest::LIMITS.split_whitespace().collect::<Vec<_>>().join(" ")));
+    }
+    blocks.extend(power_cuts);
     vec![Section {
         id: "crashtest".into(),
-        title: "Crash safety: what a killed writer leaves behind".into(),
+        title: "Crash safety: what a killed writer or a power cut leaves behind".into(),
         in_summary: true,
         blocks,
     }]

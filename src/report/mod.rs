@@ -20,6 +20,7 @@ mod matrix;
 pub mod matrix_text;
 mod output;
 mod png;
+mod powercut;
 pub mod svg;
 mod tails;
 mod text;

@@ -54,6 +54,9 @@ pub struct ResultFile {
     /// What killed writers left behind, per write method (`crashtest`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crashtest: Option<crate::studies::crashtest::CrashSection>,
+    /// What power cuts left behind, per write method (`crashtest --power-cut`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_cut: Option<crate::studies::crashtest::PowerCutSection>,
     /// Free-form remarks the command wants a reader to see.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -80,6 +83,7 @@ impl ResultFile {
             disk_usage: Vec::new(),
             matrix: None,
             crashtest: None,
+            power_cut: None,
             notes: Vec::new(),
             concurrency: None,
         }

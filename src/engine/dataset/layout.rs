@@ -82,8 +82,10 @@ pub fn open_kv(path: &Path, writable: bool) -> Result<KvConnection> {
         return Err(Error::bad_input(path, "is a directory, expected an SQLite database"));
     }
     let open = |flags: OpenFlags| {
-        Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-            .map_err(|e| Error::sqlite(path, "cannot open database", e))
+        Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(|e| {
+            let what = "cannot open database";
+            open_io_cause(path, what, &e).unwrap_or_else(|| Error::sqlite(path, what, e))
+        })
     };
     let flags = if writable { OpenFlags::SQLITE_OPEN_READ_WRITE } else { OpenFlags::SQLITE_OPEN_READ_ONLY };
     let mut conn = open(flags)?;
@@ -152,6 +154,10 @@ fn describe_open_error(path: &Path, e: rusqlite::Error) -> Error {
 /// error"; the OS error behind it ("File too large", "Input/output error")
 /// is what the user needs, so it replaces SQLite's words when known.
 pub(crate) fn conn_error(conn: &Connection, path: &Path, what: &str, e: rusqlite::Error) -> Error {
+    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+        // SQLite reports ENOSPC as SQLITE_FULL and clears the errno.
+        return Error::io(path, what, std::io::Error::from_raw_os_error(libc::ENOSPC));
+    }
     if e.sqlite_error_code() == Some(rusqlite::ErrorCode::SystemIoFailure) {
         // SAFETY: the handle is valid while `conn` lives.
         let errno = unsafe { rusqlite::ffi::sqlite3_system_errno(conn.handle()) };
@@ -160,6 +166,18 @@ pub(crate) fn conn_error(conn: &Connection, path: &Path, what: &str, e: rusqlite
         }
     }
     db_error(path, what, e)
+}
+
+/// An error of opening a database. When SQLite says "disk I/O error" its
+/// handle is gone with the OS error, so the file's first page is read
+/// again to name the cause ("Input/output error").
+/// None when the error is not an I/O error or the read succeeds.
+pub(crate) fn open_io_cause(path: &Path, what: &str, e: &rusqlite::Error) -> Option<Error> {
+    if e.sqlite_error_code() != Some(rusqlite::ErrorCode::SystemIoFailure) {
+        return None;
+    }
+    let probe = std::fs::File::open(path).and_then(|mut f| std::io::Read::read(&mut f, &mut [0u8; 4096]));
+    probe.err().map(|os| Error::io(path, what, os))
 }
 
 /// Maps an error met while reading a kvtest database to a clear message.

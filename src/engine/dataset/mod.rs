@@ -12,7 +12,7 @@ pub use export::{export, ExportReport};
 pub use external::init_names;
 pub use init::{check_spec, estimated_bytes as estimated_db_bytes, init, InitReport};
 pub use layout::{blob_files, blob_name, detect, list_keys, open_kv, BlobPath, KvConnection};
-pub(crate) use layout::{conn_error, db_error};
+pub(crate) use layout::{conn_error, db_error, open_io_cause};
 pub use stat::{stat, DbStat, DirStat, StatReport};
 
 use std::path::Path;

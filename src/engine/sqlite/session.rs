@@ -49,7 +49,11 @@ impl DbSession {
         };
         let conn =
             Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-                .map_err(err("cannot open database"))?;
+                .map_err(|e| {
+                    let what = "cannot open database";
+                    crate::engine::dataset::open_io_cause(path, what, &e)
+                        .unwrap_or_else(|| crate::engine::dataset::db_error(path, what, e))
+                })?;
         conn.execute_batch(&format!("PRAGMA mmap_size={}; PRAGMA cache_size={};", p.mmap_bytes, p.cache_size))
             .map_err(err("cannot set pragmas"))?;
         if let Some(sync) = p.sync {
@@ -443,6 +447,11 @@ pub(crate) fn last_error(db: *mut ffi::sqlite3, path: &Path, what: &str) -> Erro
         if errno != 0 {
             return Error::io(path, what, std::io::Error::from_raw_os_error(errno));
         }
+    }
+    if code & 0xff == ffi::SQLITE_FULL {
+        // SQLite reports ENOSPC as SQLITE_FULL and clears the errno; no
+        // max_page_count is ever set here, so it is the disk.
+        return Error::io(path, what, std::io::Error::from_raw_os_error(libc::ENOSPC));
     }
     crate::engine::dataset::db_error(path, what, rusqlite::Error::SqliteFailure(ffi::Error::new(code), Some(msg)))
 }

@@ -42,6 +42,8 @@ pub struct Tally {
     /// since: a lost or misplaced write.
     pub unexpected: u64,
     pub stray: Vec<PathBuf>,
+    /// What each key's value turned out to be (None: missing), by key.
+    pub found: Vec<Option<Verdict>>,
     /// Keys to put back before the next kill.
     bad_keys: Vec<u32>,
 }
@@ -68,6 +70,11 @@ impl Dataset {
             }
         }
         Ok(ds)
+    }
+
+    /// The version of each blob as last verified on disk, by key (index 0 unused).
+    pub fn versions(&self) -> &[u64] {
+        &self.versions
     }
 
     fn content(&self, key: u32) -> Vec<u8> {
@@ -135,6 +142,7 @@ impl Dataset {
                 t.bad_keys.push(key);
             }
         }
+        t.found = found;
         Ok(t)
     }
 
@@ -215,7 +223,7 @@ mod tests {
     use super::*;
     use crate::records::{FileWrite, SyncLevel};
 
-    const FILES: Method = Method::Files { write: FileWrite::Truncate, fsync: false };
+    const FILES: Method = Method::Files { write: FileWrite::Truncate, fsync: false, sync_dir: false };
     const DB: Method = Method::Db { journal: "wal", sync: SyncLevel::Normal };
 
     #[test]

@@ -21,6 +21,10 @@ fn writer_args(spec: &WriterSpec) -> Vec<OsString> {
     args.push(spec.seed.to_string().into());
     args.push("--base".into());
     args.push(spec.base.to_string().into());
+    if let Some(a) = &spec.acks {
+        args.push("--acks".into());
+        args.push(a.clone().into_os_string());
+    }
     args.push("--".into());
     args.push(spec.path.clone().into_os_string());
     args
@@ -42,6 +46,15 @@ impl Drop for Writer {
 /// Starts a writer, waits until it is writing, lets it write for `delay`,
 /// then sends SIGKILL and reaps it.
 pub fn run_and_kill(exe: &Path, spec: &WriterSpec, delay: Duration) -> Result<()> {
+    match run_for(exe, spec, delay)? {
+        None => Ok(()),
+        Some(e) => Err(Error::invalid(format!("crash-test writer stopped by itself before the kill: {e}"))),
+    }
+}
+
+/// Like [`run_and_kill`], but a writer that stops by itself within `delay`
+/// (an injected I/O error) is not an error: its one-line message is returned.
+pub fn run_for(exe: &Path, spec: &WriterSpec, delay: Duration) -> Result<Option<String>> {
     let mut cmd = Command::new(exe);
     cmd.args(writer_args(spec)).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     // SAFETY: prctl is async-signal-safe; it makes the kernel kill the
@@ -62,22 +75,32 @@ pub fn run_and_kill(exe: &Path, spec: &WriterSpec, delay: Duration) -> Result<()
         let _ = w.0.wait();
         return Err(writer_failed(&mut w, "did not start"));
     }
-    std::thread::sleep(delay);
-    if let Ok(Some(status)) = w.0.try_wait() {
-        return Err(writer_failed(&mut w, &format!("stopped by itself before the kill ({status})")));
+    let deadline = std::time::Instant::now() + delay;
+    loop {
+        if let Ok(Some(_)) = w.0.try_wait() {
+            return Ok(Some(writer_message(&mut w)));
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(2)));
     }
     w.0.kill().map_err(|e| Error::io(exe, "cannot kill the writer process", e))?;
     w.0.wait().map_err(|e| Error::io(exe, "cannot reap the writer process", e))?;
-    Ok(())
+    Ok(None)
 }
 
 /// The writer's own one-line error, if it printed one.
-fn writer_failed(w: &mut Writer, what: &str) -> Error {
+fn writer_message(w: &mut Writer) -> String {
     let mut err = String::new();
     if let Some(mut e) = w.0.stderr.take() {
         let _ = e.read_to_string(&mut err);
     }
     let said = err.lines().find(|l| !l.trim().is_empty()).unwrap_or("no message").trim();
-    let said = said.strip_prefix("error: ").unwrap_or(said);
-    Error::invalid(format!("crash-test writer {what}: {said}"))
+    said.strip_prefix("error: ").unwrap_or(said).to_string()
+}
+
+fn writer_failed(w: &mut Writer, what: &str) -> Error {
+    Error::invalid(format!("crash-test writer {what}: {}", writer_message(w)))
 }

@@ -18,6 +18,7 @@ mod blob;
 mod dataset;
 mod kill;
 mod method;
+mod powercut;
 mod writer;
 
 use std::path::PathBuf;
@@ -28,6 +29,7 @@ use serde::{Deserialize, Serialize};
 
 pub use kill::READY;
 pub use method::Method;
+pub use powercut::{power_cut_test, FsyncFailureResult, PowerCutMethodResult, PowerCutReport, PowerCutSection};
 pub use writer::{write_until_killed, WriterSpec};
 
 use crate::measure::stop_requested;
@@ -65,6 +67,17 @@ must roll back or recover). It is not a power cut: nothing in the page cache was
 nothing here (a method with fsync differs only because its writer spends its time elsewhere when killed), and
 a method that is clean here can still tear or lose data when the power fails. docs/crash-safety.md describes
 what a power-cut test needs.
+";
+
+/// What the power-cut table's columns count.
+pub const POWER_CUT_LEGEND: &str = "
+acks: a write that returned was promised durable (COMMIT under synchronous=FULL with a journal; a file fsync'd where
+it lives, a rename only with its directory fsync'd). integrity: cuts after which integrity_check failed. lost-acked:
+blobs older, torn or missing after a later write was acknowledged durable (durability violations). lost-unack:
+blobs older than the last write that returned, which was not promised durable (allowed). Other columns as in the
+kill test: totals over all cuts. The command fails when a method whose documentation promises durability loses an
+acknowledged write; db-delete is counted but not judged: SQLite documents that DELETE mode under FULL may lose the
+last commit in a power cut (the journal's unlink is not fsync'd; synchronous=EXTRA does it: db-delete-extra).
 ";
 
 #[derive(Debug, Clone)]
@@ -247,8 +260,14 @@ fn one_method(
     };
     for kill in 1..=u64::from(opts.kills) {
         let delay = Duration::from_micros(schedule.gen_range(0..=max_us));
-        let spec =
-            WriterSpec { method, path: path.clone(), count: opts.count, seed: opts.seed, base: kill * ROUND_SPAN };
+        let spec = WriterSpec {
+            method,
+            path: path.clone(),
+            count: opts.count,
+            seed: opts.seed,
+            base: kill * ROUND_SPAN,
+            acks: None,
+        };
         kill::run_and_kill(&opts.writer, &spec, delay)?;
         let t = ds.check(spec.base)?;
         r.kills += 1;

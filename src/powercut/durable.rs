@@ -1,0 +1,218 @@
+//! What makes volatile state durable, and what a power cut keeps: fsync of
+//! a file puts its pending changes on disk, fsync of a directory puts its
+//! namespace on disk, and a cut hands the pending changes to the model.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::{Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use rand::rngs::SmallRng;
+
+use super::fault::Op as FaultOp;
+use super::model::{CutStats, Model};
+use super::state::{Body, Pending, Res, Volatile};
+
+/// An I/O error of the backing directory becomes EIO for the program on
+/// the mount, as a failing disk would.
+fn disk_err(_: std::io::Error) -> i32 {
+    libc::EIO
+}
+
+/// Applies changes, oldest first, to a file in the backing directory.
+pub(super) fn apply_to_file(path: &Path, ops: &[Pending]) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(path)?;
+    for op in ops {
+        match op {
+            Pending::Write { offset, data } => f.write_all_at(data, *offset)?,
+            Pending::Truncate(len) => f.set_len(*len)?,
+        }
+    }
+    f.seek(SeekFrom::End(0))?;
+    f.flush()
+}
+
+/// Applies changes to an in-memory copy.
+fn apply_to_vec(buf: &mut Vec<u8>, ops: &[Pending]) {
+    for op in ops {
+        match op {
+            Pending::Write { offset, data } => {
+                let end = *offset as usize + data.len();
+                if buf.len() < end {
+                    buf.resize(end, 0);
+                }
+                buf[*offset as usize..end].copy_from_slice(data);
+            }
+            Pending::Truncate(len) => buf.resize(*len as usize, 0),
+        }
+    }
+}
+
+impl Volatile {
+    /// fsync/fdatasync of a file: its pending changes reach the disk (under
+    /// its durable name, or kept aside until it has one). With an injected
+    /// fsync fault the changes are dropped and EIO returned once, as Linux
+    /// does since 4.13: the next fsync succeeds with the data lost.
+    pub fn fsync_file(&mut self, ino: u64) -> Res<()> {
+        self.alive()?;
+        self.counters.fsyncs += 1;
+        let path = self.disk_path(ino);
+        let failed = self.faults.check(FaultOp::Fsync, &mut self.counters);
+        let node = self.nodes.get_mut(&ino).ok_or(libc::ENOENT)?;
+        let Body::File { pending, orphan, .. } = &mut node.body else { return Ok(()) };
+        let ops = std::mem::take(pending);
+        failed?;
+        match path {
+            Some(p) => apply_to_file(&p, &ops).map_err(disk_err),
+            None => {
+                apply_to_vec(orphan.get_or_insert_with(Vec::new), &ops);
+                Ok(())
+            }
+        }
+    }
+
+    /// fsync of a directory: its entries on disk become what they are now.
+    /// A file given a durable name here gets the content that reached the
+    /// disk before (none if it was never synced: an empty file).
+    pub fn fsync_dir(&mut self, dir: u64) -> Res<()> {
+        self.alive()?;
+        self.counters.dir_fsyncs += 1;
+        let Some(dir_path) = self.disk_path(dir) else {
+            return Ok(()); // the directory itself is not on disk yet
+        };
+        let (entries, on_disk) = match &self.node(dir)?.body {
+            Body::Dir { entries, on_disk } => (entries.clone(), on_disk.clone()),
+            Body::File { .. } => return Err(libc::ENOTDIR),
+        };
+        let gone: Vec<(OsString, u64)> =
+            on_disk.iter().filter(|(n, i)| entries.get(*n) != Some(i)).map(|(n, &i)| (n.clone(), i)).collect();
+        let added: Vec<(OsString, u64)> =
+            entries.iter().filter(|(n, i)| on_disk.get(*n) != Some(i)).map(|(n, &i)| (n.clone(), i)).collect();
+        // A node losing its durable name keeps its on-disk content aside.
+        for (name, ino) in &gone {
+            let here = Some((dir, name.clone()));
+            if self.nodes.get(ino).is_some_and(|n| n.disk_name == here) {
+                let p = dir_path.join(name);
+                let node = self.nodes.get_mut(ino).ok_or(libc::ENOENT)?;
+                if let Body::File { orphan, .. } = &mut node.body {
+                    *orphan = Some(std::fs::read(&p).map_err(disk_err)?);
+                }
+                node.disk_name = None;
+            }
+        }
+        for (name, _) in &gone {
+            let p = dir_path.join(name);
+            let r = if p.is_dir() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
+            r.map_err(disk_err)?;
+        }
+        for (name, ino) in &added {
+            self.give_disk_name(dir, &dir_path, name, *ino)?;
+        }
+        if let Some(Body::Dir { on_disk, .. }) = self.nodes.get_mut(&dir).map(|n| &mut n.body) {
+            *on_disk = entries;
+        }
+        Ok(())
+    }
+
+    fn give_disk_name(&mut self, dir: u64, dir_path: &Path, name: &OsString, ino: u64) -> Res<()> {
+        let p = dir_path.join(name);
+        let elsewhere = self.disk_path(ino);
+        let node = self.nodes.get_mut(&ino).ok_or(libc::ENOENT)?;
+        match &mut node.body {
+            Body::Dir { on_disk, .. } => {
+                std::fs::create_dir(&p).map_err(disk_err)?;
+                *on_disk = BTreeMap::new();
+            }
+            Body::File { orphan, .. } => {
+                let content = match (orphan.take(), elsewhere) {
+                    (Some(c), _) => c,
+                    (None, Some(other)) => std::fs::read(other).map_err(disk_err)?,
+                    (None, None) => Vec::new(),
+                };
+                std::fs::write(&p, content).map_err(disk_err)?;
+            }
+        }
+        node.disk_name = Some((dir, name.clone()));
+        Ok(())
+    }
+
+    /// The power cut: the model decides what of the pending changes reached
+    /// the disk; everything else is gone, and every later request fails.
+    pub fn cut(&mut self, model: Model, rng: &mut SmallRng) -> std::io::Result<CutStats> {
+        self.dead = true;
+        let mut stats = CutStats::default();
+        let mut inos: Vec<u64> = self.nodes.keys().copied().collect();
+        inos.sort_unstable();
+        for ino in inos {
+            let path = self.disk_path(ino);
+            let Some(Body::File { pending, .. }) = self.nodes.get_mut(&ino).map(|n| &mut n.body) else { continue };
+            let ops = std::mem::take(pending);
+            stats.pending_writes += ops.iter().filter(|o| matches!(o, Pending::Write { .. })).count() as u64;
+            // A file with no durable name is unreachable after the cut.
+            if let Some(p) = path {
+                let landed = model.what_lands(&ops, rng, &mut stats);
+                if !landed.is_empty() {
+                    apply_to_file(&p, &landed)?;
+                }
+            }
+        }
+        Ok(stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fault::FaultPlan;
+    use super::super::state::ROOT;
+    use super::*;
+    use rand::SeedableRng;
+    use std::ffi::OsStr;
+
+    fn setup() -> (tempfile::TempDir, Volatile) {
+        let disk = tempfile::tempdir().unwrap();
+        std::fs::write(disk.path().join("a"), b"version 1").unwrap();
+        let v = Volatile::load(disk.path(), FaultPlan::none()).unwrap();
+        (disk, v)
+    }
+
+    #[test]
+    fn strict_cut_keeps_only_what_was_synced() {
+        let (disk, mut v) = setup();
+        let a = v.lookup(ROOT, OsStr::new("a")).unwrap();
+        v.set_size(a, 0).unwrap();
+        v.write(a, 0, b"version 2").unwrap();
+        v.fsync_file(a).unwrap();
+        v.write(a, 0, b"VERSION 3").unwrap();
+        let b = v.create(ROOT, OsStr::new("b"), 0o644, 0, 0, false).unwrap();
+        v.write(b, 0, b"new file").unwrap();
+        v.fsync_file(b).unwrap();
+        v.cut(Model::Strict, &mut SmallRng::seed_from_u64(1)).unwrap();
+        assert_eq!(std::fs::read(disk.path().join("a")).unwrap(), b"version 2");
+        assert!(!disk.path().join("b").exists(), "fsync of the file does not make its name durable");
+        assert_eq!(v.read(a, 0, 10), Err(libc::EIO), "the machine is off");
+    }
+
+    #[test]
+    fn directory_fsync_makes_renames_and_unlinks_durable() {
+        let (disk, mut v) = setup();
+        let t = v.create(ROOT, OsStr::new("a.tmp"), 0o644, 0, 0, false).unwrap();
+        v.write(t, 0, b"version 2").unwrap();
+        v.fsync_file(t).unwrap();
+        v.rename(ROOT, OsStr::new("a.tmp"), ROOT, OsStr::new("a"), false).unwrap();
+        let u = v.create(ROOT, OsStr::new("unsynced"), 0o644, 0, 0, false).unwrap();
+        v.write(u, 0, b"never synced").unwrap();
+        v.fsync_dir(ROOT).unwrap();
+        assert_eq!(std::fs::read(disk.path().join("a")).unwrap(), b"version 2");
+        assert_eq!(std::fs::read(disk.path().join("unsynced")).unwrap(), b"", "a durable name, no durable data");
+        v.unlink(ROOT, OsStr::new("a"), false).unwrap();
+        v.write(t, 0, b"VERSION 3").unwrap();
+        v.fsync_file(t).unwrap();
+        assert_eq!(std::fs::read(disk.path().join("a")).unwrap(), b"VERSION 3", "still named on disk");
+        v.fsync_dir(ROOT).unwrap();
+        assert!(!disk.path().join("a").exists());
+        v.cut(Model::Strict, &mut SmallRng::seed_from_u64(1)).unwrap();
+        let left: Vec<_> = std::fs::read_dir(disk.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, ["unsynced"]);
+    }
+}

@@ -1,0 +1,171 @@
+//! The power-cut part of the crash-safety section: for each result file
+//! with a `power_cut` section, what power cuts left per write method (with
+//! the durability accounting), what a failed fsync left, and the layer's
+//! own cost.
+
+use super::doc::{Block, Table};
+use super::fmt::{machine_labels, thousands};
+use crate::results::ResultFile;
+use crate::studies::crashtest::{self, PowerCutSection};
+
+pub fn blocks(files: &[ResultFile]) -> Vec<Block> {
+    let labels = machine_labels(files);
+    let found: Vec<(&String, &PowerCutSection)> =
+        labels.iter().zip(files).filter_map(|(l, f)| f.power_cut.as_ref().map(|c| (l, c))).collect();
+    let mut blocks = Vec::new();
+    for (label, c) in &found {
+        blocks.push(Block::Heading(if found.len() > 1 {
+            format!("Power cuts ({label})")
+        } else {
+            "Power cuts".to_string()
+        }));
+        blocks.push(Block::Paragraph(format!(
+            "{} power cut{} per write method on the power-cut layer (model {}: {}), each after 0 to {} ms of \
+             writing (seed {}); {} blobs of {} to {} bytes.",
+            c.cuts_per_method,
+            if c.cuts_per_method == 1 { "" } else { "s" },
+            c.model,
+            c.model_description,
+            c.max_delay_us / 1000,
+            c.seed,
+            c.blobs,
+            thousands(c.blob_min_bytes),
+            thousands(c.blob_max_bytes)
+        )));
+        blocks.push(Block::Table(cut_table(c)));
+        for m in c.methods.iter().filter(|m| m.promises_durability && m.lost_after_ack > 0) {
+            blocks.push(Block::Paragraph(format!(
+                "{}: lost {} acknowledged writes although it promises durability.",
+                m.method, m.lost_after_ack
+            )));
+        }
+        if !c.fsync_failure.is_empty() {
+            blocks.push(Block::Paragraph(
+                "After one failed fsync (EIO, reported once, the unsynced data dropped, as Linux does), then a \
+                 power cut:"
+                    .into(),
+            ));
+            blocks.push(Block::Table(fsync_table(c)));
+        }
+        if let Some(k) = &c.layer_cost {
+            blocks.push(Block::Note(format!(
+                "Layer cost, medians: a 10 KB pwrite takes {:.1} us through the layer and {:.1} us directly ({} \
+                 writes); an fsync {:.1} us through the layer, which does not flush the real disk, and {:.1} us \
+                 directly ({} fsyncs).",
+                k.write_10k_layer_ns as f64 / 1e3,
+                k.write_10k_direct_ns as f64 / 1e3,
+                k.writes,
+                k.fsync_layer_ns as f64 / 1e3,
+                k.fsync_direct_ns as f64 / 1e3,
+                k.fsyncs
+            )));
+        }
+    }
+    if !found.is_empty() {
+        blocks.push(Block::Note(crashtest::POWER_CUT_LEGEND.split_whitespace().collect::<Vec<_>>().join(" ")));
+    }
+    blocks
+}
+
+fn cut_table(c: &PowerCutSection) -> Table {
+    let headers = [
+        "method",
+        "acknowledged durable",
+        "cuts",
+        "integrity failures",
+        "torn",
+        "missing",
+        "lost after acknowledgement",
+        "lost before acknowledgement (allowed)",
+        "stray files",
+    ];
+    let rows = c
+        .methods
+        .iter()
+        .map(|m| {
+            vec![
+                m.description.clone(),
+                if m.acknowledges_durability { "yes" } else { "no" }.into(),
+                m.cuts.to_string(),
+                m.integrity_failures.to_string(),
+                thousands(m.torn),
+                thousands(m.missing),
+                thousands(m.lost_after_ack),
+                thousands(m.lost_before_ack),
+                thousands(m.stray_files),
+            ]
+        })
+        .collect();
+    Table { headers: headers.map(String::from).to_vec(), rows }
+}
+
+fn fsync_table(c: &PowerCutSection) -> Table {
+    let headers = [
+        "method",
+        "trials",
+        "fsync failed",
+        "writer stopped",
+        "integrity failures",
+        "torn",
+        "lost after acknowledgement",
+    ];
+    let rows = c
+        .fsync_failure
+        .iter()
+        .map(|f| {
+            vec![
+                f.method.clone(),
+                f.trials.to_string(),
+                f.fsync_failed.to_string(),
+                f.writer_stopped.to_string(),
+                f.integrity_failures.to_string(),
+                thousands(f.torn),
+                thousands(f.lost_after_ack),
+            ]
+        })
+        .collect();
+    Table { headers: headers.map(String::from).to_vec(), rows }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixtures::suite;
+    use crate::studies::crashtest::PowerCutMethodResult;
+
+    #[test]
+    fn one_row_per_method_and_broken_promises_named() {
+        let method = |name: &str, lost: u64| PowerCutMethodResult {
+            method: name.into(),
+            description: format!("{name} described"),
+            acknowledges_durability: true,
+            promises_durability: true,
+            cuts: 6,
+            lost_after_ack: lost,
+            ..PowerCutMethodResult::default()
+        };
+        let mut f = suite("host-a", &[]);
+        f.power_cut = Some(PowerCutSection {
+            model: "strict".into(),
+            model_description: "drops".into(),
+            cuts_per_method: 6,
+            blobs: 40,
+            blob_min_bytes: 512,
+            blob_max_bytes: 65_536,
+            max_delay_us: 50_000,
+            seed: 1,
+            workdir: "/tmp".into(),
+            methods: vec![method("db-wal-full", 0), method("inplace-fsync", 3)],
+            fsync_failure: Vec::new(),
+            layer_cost: None,
+        });
+        let b = blocks(&[f]);
+        let table = b.iter().find_map(|b| if let Block::Table(t) = b { Some(t) } else { None }).unwrap();
+        assert_eq!(table.rows.len(), 2);
+        assert_eq!(table.rows[1][6], "3", "lost after acknowledgement");
+        let text = format!("{b:?}");
+        assert!(text.contains("inplace-fsync: lost 3 acknowledged writes"));
+        assert!(!text.contains("db-wal-full: lost"));
+        assert!(blocks(&[suite("host-a", &[])]).is_empty());
+    }
+}
