@@ -390,7 +390,7 @@ pub fn build(
         };
         table.put(t, &key_bytes(key), value).map_err(err)?;
         rows += 1;
-        if rows % BUILD_BATCH == 0 {
+        if rows.is_multiple_of(BUILD_BATCH) {
             txn.take().map_or(Ok(()), RwTxn::commit).map_err(err)?;
         }
         Ok(())

@@ -14,7 +14,7 @@ pub fn kv_db(path: &Path, n: u32) -> Vec<(u32, Vec<u8>)> {
     let conn = Connection::open(path).unwrap();
     conn.execute_batch("CREATE TABLE kv(k INTEGER PRIMARY KEY, v BLOB)").unwrap();
     let rows: Vec<(u32, Vec<u8>)> = (1..=n)
-        .map(|k| (k, (0..(k as usize * 331) % 5000 + 100).map(|i| (i as u32 * 7 ^ k) as u8).collect()))
+        .map(|k| (k, (0..(k as usize * 331) % 5000 + 100).map(|i| ((i as u32 * 7) ^ k) as u8).collect()))
         .collect();
     for (k, v) in &rows {
         conn.execute("INSERT INTO kv VALUES(?1, ?2)", rusqlite::params![k, v]).unwrap();
