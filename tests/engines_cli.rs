@@ -73,4 +73,8 @@ fn suite_adds_the_engines() {
         }
         assert!(usage.contains(&name), "no disk usage row for {name}: {usage:?}");
     }
+    let chart = std::fs::read_to_string(out.join("charts/engines-read.svg")).expect("the engines' read chart");
+    for title in ["LMDB", "redb", "fjall"] {
+        assert!(chart.contains(title), "{title} missing from the read chart");
+    }
 }

@@ -10,6 +10,7 @@ mod concurrency;
 mod crash;
 mod details;
 mod doc;
+mod engines;
 mod fmt;
 mod html;
 mod kvtest;
@@ -36,6 +37,7 @@ pub type SectionRenderer = fn(&[ResultFile]) -> Vec<Section>;
 pub const SECTIONS: &[SectionRenderer] = &[
     details::overview,
     kvtest::sections,
+    engines::sections,
     matrix::sections,
     concurrency::sections,
     crash::sections,
