@@ -3,6 +3,11 @@
 //! statement, then reads the file with open/fstat/read/close. The per-blob
 //! calls are raw SQLite and libc calls into reused buffers, so the timed
 //! loop holds the lookup and the file read and nothing else.
+//!
+//! Writes look the name up the same way, then write the named file with the
+//! run's file write method (the same calls as one file per blob, through
+//! [`FileWriter`]); a put of a key without a name inserts one ('%06d'),
+//! a delete removes the name and the file.
 
 use std::ffi::{c_int, CStr};
 use std::path::{Path, PathBuf};
@@ -10,16 +15,23 @@ use std::ptr;
 
 use rusqlite::{ffi, Connection, OpenFlags};
 
-use super::files::{read_posix, PosixReadError};
+use super::files::{read_posix, FileWriter, PosixReadError};
 use super::sqlite::last_error;
 use super::{Engine, OpenMode, Session, Survey};
-use crate::records::{EngineKind, EngineSettings};
+use crate::records::{EngineKind, EngineSettings, FileParams};
 use crate::{Error, Result};
 
 pub struct ExternalStore {
-    /// Declared before `conn` so it is finalized before the connection closes.
+    /// Declared before `conn` so they are finalized before the connection closes.
     stmt: Statement,
+    /// INSERT of a missing name and DELETE of a row, prepared for writes.
+    insert: Statement,
+    remove: Statement,
     conn: Connection,
+    /// The run's file writes; None for a read session.
+    writer: Option<FileWriter>,
+    /// The temporary name `replace` writes first: the file name + ".tmp".
+    tmp: Vec<u8>,
     db: *mut ffi::sqlite3,
     db_path: PathBuf,
     /// The blob directory, '/', then the current name and a NUL.
@@ -51,6 +63,11 @@ impl ExternalStore {
     /// prepares the lookup and begins the read transaction (as `DbSession`
     /// does for blobs inside the database). Names are relative to `dir`.
     pub fn open(names_db: &Path, dir: &Path, cache_pages: i64) -> Result<Self> {
+        Self::open_for(names_db, dir, cache_pages, None)
+    }
+
+    /// [`ExternalStore::open`], writing files with `writes` when given.
+    pub fn open_for(names_db: &Path, dir: &Path, cache_pages: i64, writes: Option<FileParams>) -> Result<Self> {
         use std::os::unix::ffi::OsStrExt;
         let err = |what: &'static str| move |e| crate::engine::dataset::db_error(names_db, what, e);
         if !names_db.is_file() {
@@ -72,7 +89,11 @@ impl ExternalStore {
         file.reserve(256);
         let mut store = ExternalStore {
             stmt: Statement(ptr::null_mut()),
+            insert: Statement(ptr::null_mut()),
+            remove: Statement(ptr::null_mut()),
             conn,
+            writer: writes.map(|params| FileWriter { params }),
+            tmp: Vec::with_capacity(file.capacity() + 8),
             db,
             db_path: names_db.to_path_buf(),
             file,
@@ -93,21 +114,38 @@ impl ExternalStore {
         if rc != ffi::SQLITE_OK {
             return Err(last_error(db, names_db, "cannot prepare the name lookup (not a name database?)"));
         }
+        if store.writer.is_some() {
+            store.insert.0 = store.prepare(c"INSERT INTO ext(k, name) VALUES(?1, printf('%06d', ?1))")?;
+            store.remove.0 = store.prepare(c"DELETE FROM ext WHERE k=?1")?;
+        }
         store.conn.execute_batch("BEGIN").map_err(err("cannot begin a transaction"))?;
         Ok(store)
     }
 
-    /// Ends the read transaction, finalizing the statement first.
+    fn prepare(&self, sql: &CStr) -> Result<*mut ffi::sqlite3_stmt> {
+        let mut stmt = ptr::null_mut();
+        // SAFETY: valid db handle and NUL-terminated SQL; the statement is
+        // handed to a `Statement`, which finalizes it.
+        let rc = unsafe { ffi::sqlite3_prepare_v2(self.db, sql.as_ptr(), -1, &mut stmt, ptr::null_mut()) };
+        if rc != ffi::SQLITE_OK {
+            return Err(last_error(self.db, &self.db_path, "cannot prepare a name statement"));
+        }
+        Ok(stmt)
+    }
+
+    /// Ends the run's transaction, finalizing the statements first.
     pub fn commit(&mut self) -> Result<()> {
         drop(std::mem::replace(&mut self.stmt, Statement(ptr::null_mut())));
+        drop(std::mem::replace(&mut self.insert, Statement(ptr::null_mut())));
+        drop(std::mem::replace(&mut self.remove, Statement(ptr::null_mut())));
         self.conn
             .execute_batch("COMMIT")
             .map_err(|e| crate::engine::dataset::db_error(&self.db_path, "commit failed", e))
     }
 
     pub fn close(self) -> Result<()> {
-        let ExternalStore { stmt, conn, db_path, .. } = self;
-        drop(stmt);
+        let ExternalStore { stmt, insert, remove, conn, db_path, .. } = self;
+        drop((stmt, insert, remove));
         conn.close().map_err(|(_, e)| crate::engine::dataset::db_error(&db_path, "cannot close the database", e))
     }
 
@@ -130,9 +168,11 @@ impl ExternalStore {
     }
 }
 
-impl Session for ExternalStore {
+impl ExternalStore {
+    /// Looks the name of `key` up into `self.file` (directory, '/', name,
+    /// NUL); false when the database has no name for it.
     #[inline]
-    fn read(&mut self, key: u32) -> Result<u64> {
+    fn lookup(&mut self, key: u32) -> Result<bool> {
         // SAFETY: the statement was prepared on this connection in open();
         // the name's text stays valid until the next step or reset, and is
         // copied before either.
@@ -142,7 +182,7 @@ impl Session for ExternalStore {
             ffi::sqlite3_bind_int(s, 1, key as c_int);
             match ffi::sqlite3_step(s) {
                 ffi::SQLITE_ROW => {}
-                ffi::SQLITE_DONE => return Ok(0),
+                ffi::SQLITE_DONE => return Ok(false),
                 _ => return Err(last_error(self.db, &self.db_path, "cannot look up a file name")),
             }
             let name = ffi::sqlite3_column_text(s, 0);
@@ -154,9 +194,52 @@ impl Session for ExternalStore {
             self.file.extend_from_slice(std::slice::from_raw_parts(name, len));
             self.file.push(0);
         }
-        let Ok(path) = CStr::from_bytes_with_nul(&self.file) else {
+        if self.file[..self.file.len() - 1].contains(&0) {
             return Err(self.bad_name(key));
+        }
+        Ok(true)
+    }
+
+    /// The looked-up file and its temporary name, for a write.
+    #[inline]
+    fn write_paths(&mut self) -> Result<(&FileWriter, &CStr, &CStr)> {
+        let Some(writer) = &self.writer else {
+            return Err(Error::invalid("the session was opened for reading; it cannot write"));
         };
+        self.tmp.clear();
+        self.tmp.extend_from_slice(&self.file[..self.file.len() - 1]);
+        self.tmp.extend_from_slice(b".tmp\0");
+        let p = CStr::from_bytes_with_nul(&self.file).map_err(|_| Error::invalid("bad file name"))?;
+        let t = CStr::from_bytes_with_nul(&self.tmp).map_err(|_| Error::invalid("bad file name"))?;
+        Ok((writer, p, t))
+    }
+
+    /// Runs a bound-free write statement for `key` (insert or remove).
+    fn step_key(&self, stmt: *mut ffi::sqlite3_stmt, key: u32, what: &str) -> Result<()> {
+        if stmt.is_null() {
+            return Err(Error::invalid("the session was opened for reading; it cannot write"));
+        }
+        // SAFETY: a statement of this connection; its one parameter is bound here.
+        unsafe {
+            ffi::sqlite3_reset(stmt);
+            ffi::sqlite3_bind_int(stmt, 1, key as c_int);
+            let rc = ffi::sqlite3_step(stmt);
+            ffi::sqlite3_reset(stmt);
+            if rc != ffi::SQLITE_DONE {
+                return Err(last_error(self.db, &self.db_path, what));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Session for ExternalStore {
+    #[inline]
+    fn read(&mut self, key: u32) -> Result<u64> {
+        if !self.lookup(key)? {
+            return Ok(0);
+        }
+        let path = CStr::from_bytes_with_nul(&self.file).map_err(|_| Error::invalid("bad file name"))?;
         match read_posix(path, &mut self.buf) {
             Ok(n) => {
                 self.last_len = n as usize;
@@ -167,16 +250,33 @@ impl Session for ExternalStore {
         }
     }
 
-    fn overwrite(&mut self, _key: u32, _content: &[u8]) -> Result<u64> {
-        Err(Error::invalid("external blobs are only read (the matrix measures reads)"))
+    #[inline]
+    fn overwrite(&mut self, key: u32, content: &[u8]) -> Result<u64> {
+        if !self.lookup(key)? {
+            return Ok(0);
+        }
+        let (writer, p, t) = self.write_paths()?;
+        writer.overwrite(p, t, key, content)
     }
 
-    fn put(&mut self, _key: u32, _content: &[u8]) -> Result<()> {
-        Err(Error::invalid("external blobs are only read (the matrix measures reads)"))
+    fn put(&mut self, key: u32, content: &[u8]) -> Result<()> {
+        if !self.lookup(key)? {
+            self.step_key(self.insert.0, key, "cannot insert a file name")?;
+            if !self.lookup(key)? {
+                return Err(self.bad_name(key));
+            }
+        }
+        let (writer, p, t) = self.write_paths()?;
+        writer.put(p, t, content).map(drop)
     }
 
-    fn delete(&mut self, _key: u32) -> Result<bool> {
-        Err(Error::invalid("external blobs are only read (the matrix measures reads)"))
+    fn delete(&mut self, key: u32) -> Result<bool> {
+        if !self.lookup(key)? {
+            return Ok(false);
+        }
+        self.step_key(self.remove.0, key, "cannot remove a file name")?;
+        let (writer, p, _) = self.write_paths()?;
+        writer.delete(p)
     }
 
     fn commit(&mut self) -> Result<()> {
@@ -196,6 +296,8 @@ pub struct ExternalEngine {
     names_db: PathBuf,
     files: PathBuf,
     cache_pages: i64,
+    /// How writes write the named files.
+    writes: FileParams,
 }
 
 /// File names inside an external dataset directory.
@@ -204,7 +306,9 @@ pub const BLOBS_DIR: &str = "blobs";
 
 impl ExternalEngine {
     pub fn new(dir: &Path, settings: &EngineSettings) -> Self {
-        Self::at(dir, &dir.join(NAMES_DB), &dir.join(BLOBS_DIR), settings.db.cache_size)
+        let mut engine = Self::at(dir, &dir.join(NAMES_DB), &dir.join(BLOBS_DIR), settings.db.cache_size);
+        engine.writes = settings.files;
+        engine
     }
 
     /// An external store whose name database and files are where given.
@@ -214,6 +318,7 @@ impl ExternalEngine {
             names_db: names_db.to_path_buf(),
             files: files.to_path_buf(),
             cache_pages,
+            writes: FileParams::default(),
         }
     }
 }
@@ -227,13 +332,23 @@ impl Engine for ExternalEngine {
         &self.dir
     }
 
-    fn survey(&mut self, _for_writes: bool) -> Result<Survey> {
+    fn survey(&mut self, for_writes: bool) -> Result<Survey> {
         let keys = crate::engine::dataset::list_keys(&self.files, EngineKind::Flat)?;
-        Ok(Survey { max_key: keys.last().copied(), blob_max: 0 })
+        let mut blob_max = 0u32;
+        if for_writes {
+            crate::util::fsutil::check_writable_file(&self.names_db)?;
+            crate::util::fsutil::check_writable_file(&self.files)?;
+            for f in crate::engine::dataset::blob_files(&self.files, EngineKind::Flat)? {
+                let len = std::fs::metadata(&f).map_err(|e| Error::io(&f, "cannot stat", e))?.len();
+                blob_max = blob_max.max(u32::try_from(len).unwrap_or(u32::MAX));
+            }
+        }
+        Ok(Survey { max_key: keys.last().copied(), blob_max })
     }
 
-    fn open(&self, _mode: OpenMode) -> Result<Box<dyn Session>> {
-        Ok(Box::new(ExternalStore::open(&self.names_db, &self.files, self.cache_pages)?))
+    fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
+        let writes = mode.write.then_some(self.writes);
+        Ok(Box::new(ExternalStore::open_for(&self.names_db, &self.files, self.cache_pages, writes)?))
     }
 
     fn cache_files(&self) -> Result<Vec<PathBuf>> {
@@ -281,6 +396,44 @@ mod tests {
         std::fs::remove_file(files.join("000003")).unwrap();
         let err = store.read(3).unwrap_err().to_string();
         assert!(err.contains("000003") && err.contains("cannot open"), "{err}");
+    }
+
+    #[test]
+    fn writes_the_file_the_database_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, files, names) = (dir.path().join("kv.db"), dir.path().join("blobs"), dir.path().join("names.db"));
+        init(&db, &DatasetSpec { count: 5, size: 3000, ..DatasetSpec::default() }, false, &Silent).unwrap();
+        export(&db, &files, false, false, &Silent).unwrap();
+        init_names(&db, &names, 4096).unwrap();
+        for write in [
+            crate::records::FileWrite::Truncate,
+            crate::records::FileWrite::Inplace,
+            crate::records::FileWrite::Replace,
+        ] {
+            let params = FileParams { write, ..FileParams::default() };
+            let mut s = ExternalStore::open_for(&names, &files, 100, Some(params)).unwrap();
+            let content = vec![write as u8 + 1; 5000];
+            assert_eq!(s.overwrite(2, &content).unwrap(), 3000);
+            assert!(s.overwrite(2, &content[..10]).is_err(), "short content is an error");
+            s.put(9, &content[..77]).unwrap();
+            assert!(s.delete(4).unwrap());
+            assert!(!s.delete(4).unwrap());
+            s.commit().unwrap();
+            s.close().unwrap();
+            assert_eq!(std::fs::read(files.join("000002")).unwrap(), &content[..3000]);
+            assert_eq!(std::fs::read(files.join("000009")).unwrap(), &content[..77]);
+            assert!(!files.join("000004").exists());
+            let mut r = ExternalStore::open(&names, &files, 100).unwrap();
+            assert_eq!(r.read(9).unwrap(), 77);
+            assert_eq!(r.read(4).unwrap(), 0, "the name is gone too");
+            assert!(r.put(1, b"x").is_err(), "a read session cannot write");
+            r.close().unwrap();
+            let mut w = ExternalStore::open_for(&names, &files, 100, Some(params)).unwrap();
+            w.put(4, &content[..3000]).unwrap();
+            w.delete(9).unwrap();
+            w.commit().unwrap();
+            w.close().unwrap();
+        }
     }
 
     #[test]

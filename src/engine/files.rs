@@ -83,43 +83,24 @@ impl FileStore {
     /// Creates the directory a tree key's file goes in (off the hot path:
     /// only when a put meets a missing directory).
     #[cold]
-    fn make_parent(&self, key: u32) -> Result<()> {
+    fn make_parent(&self) -> Result<()> {
         let path = self.path.path();
         let Some(parent) = path.parent().filter(|p| !p.exists()) else {
             return Err(Error::io(&path, "cannot create", std::io::Error::from(std::io::ErrorKind::NotFound)));
         };
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, "cannot create directory", e))?;
-        let _ = key;
-        Ok(())
-    }
-
-    #[cold]
-    fn os_error(&self, what: &str) -> Error {
-        let e = std::io::Error::last_os_error();
-        Error::io(&self.path.path(), what, e)
-    }
-
-    /// Errors where the file is simply absent are misses; any other failure
-    /// (permissions, I/O errors, a full disk) is reported.
-    #[cold]
-    fn miss_or_error(&self, what: &str) -> Result<u64> {
-        let e = std::io::Error::last_os_error();
-        if e.kind() == std::io::ErrorKind::NotFound {
-            Ok(0)
-        } else {
-            Err(Error::io(&self.path.path(), what, e))
-        }
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, "cannot create directory", e))
     }
 
     #[inline]
     fn read_stdio(&mut self, key: u32) -> Result<u64> {
-        let p = self.path.set(key).as_ptr();
+        let path = self.path.set(key);
+        let p = path.as_ptr();
         // SAFETY: p is a NUL-terminated path; every handle and buffer is
         // released before returning.
         unsafe {
             let mut st: libc::stat = std::mem::zeroed();
             if libc::stat(p, &mut st) != 0 {
-                return self.miss_or_error("cannot stat");
+                return miss_or_error(path, "cannot stat");
             }
             if st.st_mode & libc::S_IFMT != libc::S_IFREG {
                 return Ok(0);
@@ -127,7 +108,7 @@ impl FileStore {
             let size = st.st_size as usize;
             let f = libc::fopen(p, c"rb".as_ptr());
             if f.is_null() {
-                return self.miss_or_error("cannot open");
+                return miss_or_error(path, "cannot open");
             }
             let data = libc::malloc(size.max(1));
             let got = libc::fread(data, size, 1, f);
@@ -153,15 +134,88 @@ impl FileStore {
             Err(PosixReadError { what, err }) => Err(Error::io(&self.path.path(), what, err)),
         }
     }
+}
+
+/// The path a C string names, for error messages.
+#[cold]
+fn c_path(p: &CStr) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    PathBuf::from(std::ffi::OsStr::from_bytes(p.to_bytes()))
+}
+
+#[cold]
+fn os_error(p: &CStr, what: &str) -> Error {
+    let e = std::io::Error::last_os_error();
+    Error::io(&c_path(p), what, e)
+}
+
+/// Errors where the file is simply absent are misses; any other failure
+/// (permissions, I/O errors, a full disk) is reported.
+#[cold]
+fn miss_or_error(p: &CStr, what: &str) -> Result<u64> {
+    let e = std::io::Error::last_os_error();
+    if e.kind() == std::io::ErrorKind::NotFound {
+        Ok(0)
+    } else {
+        Err(Error::io(&c_path(p), what, e))
+    }
+}
+
+/// The write calls of one run's `FileParams`, on files named by the
+/// caller: shared by every store that writes blob files (one file per blob,
+/// external blobs), so they all make exactly the same calls.
+pub(super) struct FileWriter {
+    pub params: FileParams,
+}
+
+impl FileWriter {
+    /// Overwrites the file `p` with as many bytes of `content` as it has
+    /// (`t` is the temporary name `replace` writes first); 0 when there is
+    /// no such file.
+    #[inline]
+    pub fn overwrite(&self, p: &CStr, t: &CStr, key: u32, content: &[u8]) -> Result<u64> {
+        match self.params.write {
+            FileWrite::Truncate => self.write_truncate(p, key, content),
+            FileWrite::Inplace => self.write_inplace(p, key, content),
+            FileWrite::Replace => self.write_replace(p, t, key, content),
+        }
+    }
+
+    /// Stores exactly `content` as the file `p`, creating it when missing.
+    /// A missing directory is an `Error::Io` of kind NotFound.
+    #[inline]
+    pub fn put(&self, p: &CStr, t: &CStr, content: &[u8]) -> Result<u64> {
+        match self.params.write {
+            FileWrite::Truncate => self.truncate_write(p, content),
+            // SAFETY: NUL-terminated path; finish_inplace closes the descriptor.
+            FileWrite::Inplace => unsafe {
+                let fd = libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_CREAT, 0o644 as libc::c_uint);
+                if fd < 0 {
+                    Err(os_error(p, "cannot open for writing"))
+                } else {
+                    self.finish_inplace(fd, p, content, Some(content.len()))
+                }
+            },
+            FileWrite::Replace => self.replace_write(p, t, content),
+        }
+    }
+
+    /// Removes the file `p`; false when there was none.
+    pub fn delete(&self, p: &CStr) -> Result<bool> {
+        // SAFETY: NUL-terminated path.
+        if unsafe { libc::unlink(p.as_ptr()) } == 0 {
+            return Ok(true);
+        }
+        miss_or_error(p, "cannot remove").map(|_| false)
+    }
 
     #[inline]
-    fn write_truncate(&mut self, key: u32, content: &[u8]) -> Result<u64> {
-        let p = self.path.set(key).as_ptr();
+    fn write_truncate(&self, p: &CStr, key: u32, content: &[u8]) -> Result<u64> {
         // SAFETY: NUL-terminated path; content holds at least `size` bytes.
         unsafe {
             let mut st: libc::stat = std::mem::zeroed();
-            if libc::stat(p, &mut st) != 0 {
-                return self.miss_or_error("cannot stat");
+            if libc::stat(p.as_ptr(), &mut st) != 0 {
+                return miss_or_error(p, "cannot stat");
             }
             let size = st.st_size as usize;
             let content = take(content, size, key)?;
@@ -171,13 +225,13 @@ impl FileStore {
 
     /// fopen("wb"), fwrite, (fflush and fsync), fclose: kvtest's write.
     #[inline]
-    fn truncate_write(&mut self, p: *const libc::c_char, content: &[u8]) -> Result<u64> {
+    fn truncate_write(&self, p: &CStr, content: &[u8]) -> Result<u64> {
         let size = content.len();
         // SAFETY: NUL-terminated path; the stream is closed on every path.
         unsafe {
-            let f = libc::fopen(p, c"wb".as_ptr());
+            let f = libc::fopen(p.as_ptr(), c"wb".as_ptr());
             if f.is_null() {
-                return Err(self.os_error("cannot open for writing"));
+                return Err(os_error(p, "cannot open for writing"));
             }
             let wrote = libc::fwrite(content.as_ptr().cast(), 1, size, f);
             // kvtest calls fsync before fclose without fflush, so part of the
@@ -185,24 +239,23 @@ impl FileStore {
             let synced = !self.params.fsync || (libc::fflush(f) == 0 && libc::fsync(libc::fileno(f)) == 0);
             let closed = libc::fclose(f) == 0;
             if wrote != size || !synced || !closed {
-                return Err(self.os_error("cannot write"));
+                return Err(os_error(p, "cannot write"));
             }
             Ok(size as u64)
         }
     }
 
     #[inline]
-    fn write_inplace(&mut self, key: u32, content: &[u8]) -> Result<u64> {
-        let p = self.path.set(key).as_ptr();
+    fn write_inplace(&self, p: &CStr, key: u32, content: &[u8]) -> Result<u64> {
         // SAFETY: as above.
         unsafe {
-            let fd = libc::open(p, libc::O_WRONLY);
+            let fd = libc::open(p.as_ptr(), libc::O_WRONLY);
             if fd < 0 {
-                return self.miss_or_error("cannot open for writing");
+                return miss_or_error(p, "cannot open for writing");
             }
             let mut st: libc::stat = std::mem::zeroed();
             if libc::fstat(fd, &mut st) != 0 {
-                let e = self.os_error("cannot stat");
+                let e = os_error(p, "cannot stat");
                 libc::close(fd);
                 return Err(e);
             }
@@ -213,17 +266,17 @@ impl FileStore {
                     return Err(e);
                 }
             };
-            self.finish_inplace(fd, content, None)
+            self.finish_inplace(fd, p, content, None)
         }
     }
 
     /// pwrite over the old bytes, cut the file to `len` when given, fsync
     /// when asked, close.
     #[inline]
-    unsafe fn finish_inplace(&mut self, fd: libc::c_int, content: &[u8], len: Option<usize>) -> Result<u64> {
+    unsafe fn finish_inplace(&self, fd: libc::c_int, p: &CStr, content: &[u8], len: Option<usize>) -> Result<u64> {
         let ok = write_all_at(fd, content) && len.is_none_or(|n| libc::ftruncate(fd, n as libc::off_t) == 0);
         let ok = ok && (!self.params.fsync || libc::fsync(fd) == 0);
-        let err = if ok { None } else { Some(self.os_error("cannot write")) };
+        let err = if ok { None } else { Some(os_error(p, "cannot write")) };
         libc::close(fd);
         match err {
             Some(e) => Err(e),
@@ -232,14 +285,12 @@ impl FileStore {
     }
 
     #[inline]
-    fn write_replace(&mut self, key: u32, content: &[u8]) -> Result<u64> {
-        let p = self.path.set(key).as_ptr();
-        let t = self.tmp.set(key).as_ptr();
+    fn write_replace(&self, p: &CStr, t: &CStr, key: u32, content: &[u8]) -> Result<u64> {
         // SAFETY: as above.
         unsafe {
             let mut st: libc::stat = std::mem::zeroed();
-            if libc::stat(p, &mut st) != 0 {
-                return self.miss_or_error("cannot stat");
+            if libc::stat(p.as_ptr(), &mut st) != 0 {
+                return miss_or_error(p, "cannot stat");
             }
             let content = take(content, st.st_size as usize, key)?;
             self.replace_write(p, t, content)
@@ -248,24 +299,24 @@ impl FileStore {
 
     /// Write a temporary file, (fsync), rename it over `p`.
     #[inline]
-    fn replace_write(&mut self, p: *const libc::c_char, t: *const libc::c_char, content: &[u8]) -> Result<u64> {
+    fn replace_write(&self, p: &CStr, t: &CStr, content: &[u8]) -> Result<u64> {
         let size = content.len();
         // SAFETY: NUL-terminated paths; the descriptor is closed on every path.
         unsafe {
-            let fd = libc::open(t, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, 0o644 as libc::c_uint);
+            let fd = libc::open(t.as_ptr(), libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, 0o644 as libc::c_uint);
             if fd < 0 {
-                return Err(self.os_error("cannot create a temporary file"));
+                return Err(os_error(p, "cannot create a temporary file"));
             }
             let ok = write_all_at(fd, content) && (!self.params.fsync || libc::fsync(fd) == 0);
-            let err = if ok { None } else { Some(self.os_error("cannot write")) };
+            let err = if ok { None } else { Some(os_error(p, "cannot write")) };
             let closed = libc::close(fd) == 0;
             if let Some(e) = err {
-                libc::unlink(t);
+                libc::unlink(t.as_ptr());
                 return Err(e);
             }
-            if !closed || libc::rename(t, p) != 0 {
-                let e = self.os_error("cannot rename the new version into place");
-                libc::unlink(t);
+            if !closed || libc::rename(t.as_ptr(), p.as_ptr()) != 0 {
+                let e = os_error(p, "cannot rename the new version into place");
+                libc::unlink(t.as_ptr());
                 return Err(e);
             }
             Ok(size as u64)
@@ -353,36 +404,17 @@ impl Session for FileStore {
 
     #[inline]
     fn overwrite(&mut self, key: u32, content: &[u8]) -> Result<u64> {
-        match self.params.write {
-            FileWrite::Truncate => self.write_truncate(key, content),
-            FileWrite::Inplace => self.write_inplace(key, content),
-            FileWrite::Replace => self.write_replace(key, content),
-        }
+        let writer = FileWriter { params: self.params };
+        writer.overwrite(self.path.set(key), self.tmp.set(key), key, content)
     }
 
     /// Stores `content` with the run's write method; a missing file (or
     /// tree directory) is created.
     fn put(&mut self, key: u32, content: &[u8]) -> Result<()> {
-        let p = self.path.set(key).as_ptr();
-        let written = match self.params.write {
-            FileWrite::Truncate => self.truncate_write(p, content),
-            // SAFETY: NUL-terminated path; finish_inplace closes the descriptor.
-            FileWrite::Inplace => unsafe {
-                let fd = libc::open(p, libc::O_WRONLY | libc::O_CREAT, 0o644 as libc::c_uint);
-                if fd < 0 {
-                    Err(self.os_error("cannot open for writing"))
-                } else {
-                    self.finish_inplace(fd, content, Some(content.len()))
-                }
-            },
-            FileWrite::Replace => {
-                let t = self.tmp.set(key).as_ptr();
-                self.replace_write(p, t, content)
-            }
-        };
-        match written {
+        let writer = FileWriter { params: self.params };
+        match writer.put(self.path.set(key), self.tmp.set(key), content) {
             Err(Error::Io { ref source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-                self.make_parent(key)?;
+                self.make_parent()?;
                 self.put(key, content)
             }
             other => other.map(drop),
@@ -390,12 +422,7 @@ impl Session for FileStore {
     }
 
     fn delete(&mut self, key: u32) -> Result<bool> {
-        let p = self.path.set(key).as_ptr();
-        // SAFETY: NUL-terminated path.
-        if unsafe { libc::unlink(p) } == 0 {
-            return Ok(true);
-        }
-        self.miss_or_error("cannot remove").map(|_| false)
+        FileWriter { params: self.params }.delete(self.path.set(key))
     }
 
     fn commit(&mut self) -> Result<()> {

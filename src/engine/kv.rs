@@ -263,7 +263,7 @@ pub(super) fn copy_rows(
         put(key, value)?;
         entries += 1;
         bytes += value.len() as u64;
-        if entries % 1024 == 0 {
+        if entries.is_multiple_of(1024) {
             progress.advance(1024);
             if stop_requested() {
                 return Err(Error::Interrupted);

@@ -113,7 +113,7 @@ fn open_handle(dir: &Path, sync: KvSync) -> Result<Handle> {
         return Err(Error::bad_input(dir, format!("is open in another process (pid {pid}); close it first")));
     }
     let data = dir.join(DATA_FILE);
-    let len = std::fs::metadata(&data).map_err(|e| Error::io(&data, "cannot stat", e))?.len();
+    let len = check_meta(&data)?;
     let env = open_env(dir, map_size(len), sync == KvSync::Fast)?;
     let err = |e| lmdb_error(dir, "cannot open the database", e);
     let txn = env.read_txn().map_err(err)?;
@@ -124,15 +124,40 @@ fn open_handle(dir: &Path, sync: KvSync) -> Result<Handle> {
         .map_err(err)?
         .unwrap_commit()
         .ok_or_else(|| kv::empty(dir, EngineKind::Lmdb))?;
-    // A data.mdb cut short would fault (SIGBUS) on the first access past
-    // its end: refuse it before any read of the tree.
-    let txn = env.read_txn().map_err(err)?;
-    let psize = u64::from(db.stat(&txn).map_err(err)?.page_size);
-    drop(txn);
-    if (env.info().last_page_number as u64 + 1) * psize > len {
-        return Err(Error::bad_input(&data, "is truncated (shorter than its last page)"));
-    }
     Ok(Handle { env, db })
+}
+
+/// LMDB's meta page magic (`MDB_MAGIC`).
+const META_MAGIC: u32 = 0xBEEF_C0DE;
+
+/// Checks `data.mdb`'s two meta pages before LMDB maps it (LMDB would
+/// rewrite `lock.mdb` on a file that is not its own, and fault with
+/// SIGBUS on a tree cut short); returns the file's length. Layout (lmdb.h,
+/// 64-bit): a 16-byte page header, then `mm_magic` at 16, the free DB's
+/// `md_pad` (the page size) at 40, `mm_last_pg` at 136, `mm_txnid` at 144.
+fn check_meta(data: &Path) -> Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open(data).map_err(|e| Error::io(data, "cannot open", e))?;
+    let len = f.metadata().map_err(|e| Error::io(data, "cannot stat", e))?.len();
+    let mut page = [0u8; 152];
+    let u32_at = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"));
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+    let not_lmdb = || Error::bad_input(data, "is not an LMDB data file (no LMDB meta page)");
+    f.read_exact_at(&mut page, 0).map_err(|_| not_lmdb())?;
+    let psize = u64::from(u32_at(&page, 40));
+    if u32_at(&page, 16) != META_MAGIC || !(512..=65536).contains(&psize) {
+        return Err(not_lmdb());
+    }
+    let mut second = [0u8; 152];
+    f.read_exact_at(&mut second, psize).map_err(|_| not_lmdb())?;
+    if u32_at(&second, 16) != META_MAGIC {
+        return Err(not_lmdb());
+    }
+    let newest = if u64_at(&second, 144) > u64_at(&page, 144) { &second } else { &page };
+    if (u64_at(newest, 136) + 1) * psize > len {
+        return Err(Error::bad_input(data, "is truncated (shorter than its last page)"));
+    }
+    Ok(len)
 }
 
 fn open_env(dir: &Path, map: u64, no_sync: bool) -> Result<Env<WithoutTls>> {
@@ -365,7 +390,7 @@ pub fn build(
         };
         table.put(t, &key_bytes(key), value).map_err(err)?;
         rows += 1;
-        if rows % BUILD_BATCH == 0 {
+        if rows.is_multiple_of(BUILD_BATCH) {
             txn.take().map_or(Ok(()), RwTxn::commit).map_err(err)?;
         }
         Ok(())

@@ -90,7 +90,7 @@ impl Engine for RedbEngine {
             (true, _) => Txn::PerOp,
             (false, false) => {
                 let t = db.begin_read().map_err(|e| redb_error(&self.path, "cannot begin", e))?;
-                Txn::Read { table: open_read_table(&self.path, &t)?, _txn: t }
+                Txn::Read { table: Box::new(open_read_table(&self.path, &t)?), _txn: Box::new(t) }
             }
             (false, true) => Txn::Write(WriteCell::try_new(begin_write(&self.path, &db, self.durability())?, |t| {
                 t.open_table(TABLE).map_err(|e| redb_error(&self.path, "cannot open table blobs", e))
@@ -150,8 +150,8 @@ enum Txn {
     PerOp,
     /// The table before the transaction: dropped first.
     Read {
-        table: ReadOnlyTable<[u8; 4], &'static [u8]>,
-        _txn: ReadTransaction,
+        table: Box<ReadOnlyTable<[u8; 4], &'static [u8]>>,
+        _txn: Box<ReadTransaction>,
     },
     Write(WriteCell),
     Done,
@@ -310,7 +310,7 @@ pub fn build(
         table.insert(key_bytes(key), value).map_err(|e| redb_error(file, "cannot write", e))?;
         drop(table);
         rows += 1;
-        if rows % BUILD_BATCH == 0 {
+        if rows.is_multiple_of(BUILD_BATCH) {
             if let Some(t) = txn.take() {
                 t.commit().map_err(|e| redb_error(file, "commit failed", e))?;
             }

@@ -193,7 +193,7 @@ pub fn suite_files(files: &[ResultFile]) -> Vec<(String, &ResultFile)> {
 }
 
 /// kvtest's figure: the median over timed runs of the per-blob time.
-fn per_op_us(e: &Experiment) -> Option<f64> {
+pub(super) fn per_op_us(e: &Experiment) -> Option<f64> {
     Some(e.summary.per_op_us.median).filter(|v| v.is_finite() && *v > 0.0 && e.summary.runs > 0)
 }
 

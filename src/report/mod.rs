@@ -11,6 +11,7 @@ pub mod concurrency;
 mod crash;
 mod details;
 mod doc;
+mod engines;
 mod fmt;
 mod html;
 mod interval;
@@ -43,6 +44,7 @@ pub const SECTIONS: &[SectionRenderer] = &[
     verdict::section,
     details::overview,
     kvtest::sections,
+    engines::sections,
     matrix::sections,
     concurrency::sections,
     crash::sections,

@@ -301,7 +301,7 @@ fn durability(t: &Tally, acks: &[(u32, u64, bool)], on_disk: Option<&[u64]>, cou
             Some(Verdict::Intact(v)) => Some(v),
             _ => None,
         };
-        if last_acked[key].is_some_and(|a| have.map_or(true, |v| v < a)) {
+        if last_acked[key].is_some_and(|a| have.is_none_or(|v| v < a)) {
             after += 1;
         } else if last_returned[key].is_some_and(|w| have.is_some_and(|v| v < w)) {
             before += 1;

@@ -1,0 +1,124 @@
+//! The key-value engines beside SQLite and files: reads, writes without
+//! sync and durable writes, in µs per op, drawn only when the suite ran
+//! with `--engines`.
+
+use super::doc::{Block, Chart, Figure, Section};
+use super::kvtest::{per_op_us, suite_files};
+use super::svg::BarChart;
+use crate::records::EngineKind;
+use crate::results::ResultFile;
+
+/// One chart: its id, title, and the SQLite and files experiments it sets
+/// the engines beside; `suffix` picks each engine's experiment.
+struct Spec {
+    id: &'static str,
+    title: &'static str,
+    references: [(&'static str, &'static str); 2],
+    prefix: &'static str,
+    suffix: &'static str,
+}
+
+const SPECS: [Spec; 3] = [
+    Spec {
+        id: "engines-read",
+        title: "Reads: key-value engines beside SQLite and files",
+        references: [("read/db-blob", "SQLite, blob API"), ("read/flat-posix", "files, open/read")],
+        prefix: "read/",
+        suffix: "",
+    },
+    Spec {
+        id: "engines-write-fast",
+        title: "Writes without sync",
+        references: [("write/db-off", "SQLite, journal OFF + sync OFF"), ("write/flat-inplace", "files, in place")],
+        prefix: "write/",
+        suffix: "-fast",
+    },
+    Spec {
+        id: "engines-write-durable",
+        title: "Durable writes",
+        references: [
+            ("write/db-wal-full", "SQLite, WAL + sync FULL"),
+            ("write/flat-inplace-fsync", "files, in place + fsync"),
+        ],
+        prefix: "write/",
+        suffix: "-durable",
+    },
+];
+
+/// The engines section, when any file holds an engine's suite experiment.
+pub fn sections(files: &[ResultFile]) -> Vec<Section> {
+    let machines = suite_files(files);
+    let present: Vec<EngineKind> = EngineKind::KEY_VALUE
+        .into_iter()
+        .filter(|k| machines.iter().any(|(_, f)| f.experiment(&format!("read/{}", k.name())).is_some()))
+        .collect();
+    if present.is_empty() {
+        return Vec::new();
+    }
+    let note = Block::Note(
+        "Median µs per operation over the timed runs (lower is faster), opening and committing included, \
+         on the suite's dataset."
+            .to_string(),
+    );
+    let figures = SPECS.iter().map(|s| Block::Figure(figure(s, &present, &machines)));
+    vec![Section {
+        id: "engines".into(),
+        title: "Key-value engines".into(),
+        in_summary: true,
+        blocks: std::iter::once(note).chain(figures).collect(),
+    }]
+}
+
+fn figure(spec: &Spec, present: &[EngineKind], machines: &[(String, &ResultFile)]) -> Figure {
+    let mut series: Vec<(String, String)> =
+        spec.references.iter().map(|(id, name)| (id.to_string(), name.to_string())).collect();
+    series
+        .extend(present.iter().map(|k| (format!("{}{}{}", spec.prefix, k.name(), spec.suffix), k.title().to_string())));
+    let values: Vec<Vec<Option<f64>>> = machines
+        .iter()
+        .map(|(_, f)| series.iter().map(|(id, _)| f.experiment(id).and_then(per_op_us)).collect())
+        .collect();
+    // Whiskers: the fastest and slowest timed run of each bar.
+    let errors: Vec<Vec<Option<(f64, f64)>>> = machines
+        .iter()
+        .map(|(_, f)| {
+            series
+                .iter()
+                .map(|(id, _)| f.experiment(id).map(|e| (e.summary.per_op_us.min, e.summary.per_op_us.max)))
+                .collect()
+        })
+        .collect();
+    let runs = machines
+        .iter()
+        .flat_map(|(_, f)| series.iter().filter_map(|(id, _)| f.experiment(id).map(|e| e.summary.runs)))
+        .min()
+        .unwrap_or(0);
+    let single = machines.len() == 1;
+    let findings = machines
+        .iter()
+        .zip(&values)
+        .map(|((label, _), row)| {
+            let on = if single { "On this machine".to_string() } else { format!("On {label}") };
+            let best = series
+                .iter()
+                .zip(row)
+                .filter_map(|((_, name), v)| Some((name, (*v)?)))
+                .min_by(|a, b| a.1.total_cmp(&b.1));
+            match best {
+                Some((name, us)) => format!("{on} the fastest is {name}, at {us:.1} µs per op."),
+                None => format!("{on} none of these was measured."),
+            }
+        })
+        .collect();
+    let chart = BarChart {
+        title: spec.title.to_string(),
+        y_label: "µs per op (median)".to_string(),
+        groups: machines.iter().map(|(l, _)| l.clone()).collect(),
+        series: series.into_iter().map(|(_, name)| name).collect(),
+        values,
+        reference: None,
+        errors,
+        note: format!("at least {runs} timed runs per bar; whiskers: fastest to slowest run"),
+    };
+    Figure { id: spec.id.to_string(), chart: Chart::Bars(chart), caption: Vec::new(), findings }
+}
