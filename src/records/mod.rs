@@ -3,8 +3,10 @@
 
 mod dataset;
 pub mod keys;
+pub mod sizes;
 mod workload;
 
 pub use dataset::{DatasetSpec, DiskUsage};
 pub use keys::Order;
+pub use sizes::{SizeBucket, SizeDist};
 pub use workload::*;

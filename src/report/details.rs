@@ -201,7 +201,7 @@ fn environment_table(files: &[ResultFile], labels: &[String]) -> Table {
         ("block size", |f| storage(f, |s| format!("{} bytes", s.block_size))),
         ("filesystem size", |f| storage(f, |s| format!("{} ({} free)", bytes(s.total_bytes), bytes(s.free_bytes)))),
         ("dataset", |f| {
-            f.dataset.map_or_else(
+            f.dataset.as_ref().map_or_else(
                 || "none".to_string(),
                 |d| {
                     format!(

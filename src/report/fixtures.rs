@@ -116,7 +116,7 @@ pub fn suite(host: &str, times: &[(&str, f64)]) -> ResultFile {
     };
     let mut f = ResultFile::new("suite", env);
     f.created_unix = 1_496_671_380;
-    f.dataset = Some(DatasetSpec { count: 1000, size: 10_000, variance: 2000, page_size: 4096, seed: 1 });
+    f.dataset = Some(DatasetSpec { count: 1000, size: 10_000, variance: 2000, ..DatasetSpec::default() });
     f.experiments = times.iter().map(|(id, us)| experiment(id, *us)).collect();
     let usage = |layout: &str, allocated: u64| DiskUsage {
         layout: layout.into(),

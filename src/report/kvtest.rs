@@ -230,8 +230,8 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
 
 /// The dataset shared by every machine, or None when they differ.
 fn common_dataset(machines: &[(String, &ResultFile)]) -> Option<DatasetSpec> {
-    let first = machines.first()?.1.dataset?;
-    machines.iter().all(|(_, f)| f.dataset == Some(first)).then_some(first)
+    let first = machines.first()?.1.dataset.clone()?;
+    machines.iter().all(|(_, f)| f.dataset.as_ref() == Some(&first)).then_some(first)
 }
 
 /// The article's caption: "100,000 blobs, avg 10 KB each, random order, using SQL".
@@ -292,7 +292,7 @@ pub fn finding(spec: &Spec, label: &str, file: &ResultFile, single: bool) -> Str
         return format!("{on} {} ({}) was not measured, so there is no ratio.", spec.db.phrase, spec.db.id);
     };
     let verb = if spec.write { "writes" } else { "reads" };
-    let size = file.dataset.map_or_else(String::new, |d| format!(" {}", blob_size(d.size)));
+    let size = file.dataset.as_ref().map_or_else(String::new, |d| format!(" {}", blob_size(d.size)));
     let mut measured = Vec::new();
     let mut missing = Vec::new();
     for m in spec.files {

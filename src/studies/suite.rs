@@ -40,7 +40,7 @@ impl SuiteOptions {
     pub fn article(workdir: PathBuf) -> Self {
         SuiteOptions {
             workdir,
-            spec: DatasetSpec { count: 100_000, size: 10_000, variance: 2_000, page_size: 4096, seed: 1 },
+            spec: DatasetSpec { count: 100_000, size: 10_000, variance: 2_000, ..DatasetSpec::default() },
             plan: Plan { repeat: 5, warmup: 1, cold: false, latency: true },
             write_fraction: 0.1,
             keep: false,
@@ -240,7 +240,7 @@ pub fn run_suite(opts: &SuiteOptions, observer: &dyn SuiteObserver) -> Result<Su
         .map_err(|e| Error::io(&opts.workdir, "cannot create a work directory", e))?;
     let mut outcome = SuiteOutcome {
         environment: envinfo::collect(work.path()),
-        spec: opts.spec,
+        spec: opts.spec.clone(),
         experiments: Vec::new(),
         disk_usage: Vec::new(),
         notes: Vec::new(),

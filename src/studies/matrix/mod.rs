@@ -188,7 +188,7 @@ pub struct CellSpec {
 
 impl CellSpec {
     pub fn dataset(&self, seed: u64) -> DatasetSpec {
-        DatasetSpec { count: self.count, size: self.size, variance: 0, page_size: self.page_size, seed }
+        DatasetSpec { count: self.count, size: self.size, page_size: self.page_size, seed, ..DatasetSpec::default() }
     }
 
     /// Rough bytes the cell's datasets take: the database, the name
