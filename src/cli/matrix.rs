@@ -38,6 +38,9 @@ pub struct MatrixArgs {
     /// A smaller matrix (10k,50k,200k,1m x 1024,4096,16384,65536, 20M per cell, 3 runs); flags above override it.
     #[arg(long)]
     pub quick: bool,
+    /// Measure reads only (no write, durable write or grow/shrink experiments).
+    #[arg(long)]
+    pub reads_only: bool,
     /// Where to build each cell's datasets [default: the system temporary directory, or . if it is in memory].
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
@@ -86,6 +89,7 @@ impl MatrixArgs {
             // Each timed run starts from an evicted cache; a warm-up would be wasted.
             o.plan.warmup = 0;
         }
+        o.writes = !self.reads_only;
         if let Some(w) = &self.workdir {
             o.workdir.clone_from(w);
         }
@@ -112,7 +116,7 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<()> {
     file.complete = !done.interrupted;
     file.notes.push(format!("ratios are of the {RATIO_FIGURE}"));
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let table = matrix::render_text(&done.section, colour);
+    let table = matrix::render_text(&done.section, colour) + &matrix::render_writes(&done.section);
     let measured = done.section.cells.len();
     file.matrix = Some(done.section);
     // The report (results.json, charts, index.html); the terminal gets the

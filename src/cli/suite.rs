@@ -12,6 +12,10 @@ use blobbench::measure::Experiment;
 use blobbench::records::{EngineKind, Plan};
 use blobbench::results::ResultFile;
 use blobbench::studies::suite::{self, SuiteObserver, SuiteOptions};
+use blobbench::engine::dataset::from_dir;
+use blobbench::records::sizes::parse_size_dist;
+use blobbench::records::zipf::parse_zipf;
+use blobbench::records::SizeDist;
 use blobbench::util::units;
 
 #[derive(Debug, Args)]
@@ -50,6 +54,19 @@ pub struct SuiteArgs {
     /// Replace --out even when it is a non-empty directory that is not a previous report.
     #[arg(long)]
     pub force: bool,
+    /// Blob sizes from a named distribution instead of --size/--variance:
+    /// uniform:SIZE[:VAR], lognormal:MEDIAN:SIGMA, list:A,B,... or file:PATH.
+    #[arg(long, value_name = "DIST", value_parser = parse_size_dist, conflicts_with_all = ["size", "variance"])]
+    pub sizes: Option<SizeDist>,
+    /// Your own files: every regular file under DIR becomes one blob.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["count", "size", "variance", "sizes", "sizes_from"])]
+    pub from: Option<PathBuf>,
+    /// Random content with the sizes of the files under DIR.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["size", "variance", "sizes"])]
+    pub sizes_from: Option<PathBuf>,
+    /// Hot keys: zipf:THETA instead of kvtest's random order.
+    #[arg(long, value_name = "DIST", value_parser = parse_zipf)]
+    pub keys: Option<f64>,
     /// Key-value engines to measure beside SQLite and files: lmdb,redb,fjall (or all).
     #[arg(long, value_parser = super::engines::key_value_list, default_value = "")]
     pub engines: super::engines::EngineList,
@@ -60,7 +77,7 @@ fn non_negative_u32(s: &str) -> Result<u32, units::UnitError> {
 }
 
 impl SuiteArgs {
-    fn options(&self) -> SuiteOptions {
+    fn options(&self) -> anyhow::Result<SuiteOptions> {
         let mut o = if self.quick {
             SuiteOptions::quick(self.workdir.clone())
         } else {
@@ -80,7 +97,15 @@ impl SuiteArgs {
         };
         o.keep = self.keep;
         o.engines = self.engines.0.clone();
-        o
+        o.spec.sizes.clone_from(&self.sizes);
+        if let Some(dir) = &self.sizes_from {
+            let scan = from_dir::scan(dir)?;
+            super::dataset::print_skipped(&scan.skipped);
+            o.spec.sizes = Some(scan.size_dist());
+        }
+        o.from.clone_from(&self.from);
+        o.zipf = self.keys;
+        Ok(o)
     }
 }
 
@@ -141,7 +166,7 @@ impl Lines {
 
 pub fn run(args: SuiteArgs) -> anyhow::Result<()> {
     super::output::prepare_report_dir(&args.out, args.force)?;
-    let opts = args.options();
+    let opts = args.options()?;
     let started = Instant::now();
     let observer = Lines { bar: Mutex::new(None), terminal: std::io::stderr().is_terminal() };
     let results = ResultFile::from_suite(suite::run_suite(&opts, &observer)?);

@@ -67,6 +67,8 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
             kv: Default::default(),
             plan: Plan::default(),
             seed: None,
+            zipf_theta: None,
+            mix: None,
         },
         warmup_runs: 1,
         summary: Summary::of(&runs),
@@ -84,6 +86,7 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
         clock_cost_ns: 20.0,
         clock_overhead_pct: 0.2,
         warnings: Vec::new(),
+        class_latency: Vec::new(),
     }
 }
 

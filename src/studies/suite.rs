@@ -220,7 +220,7 @@ pub struct SuiteOutcome {
 /// per key-value engine (counted as one more database each), plus room.
 pub fn needed_bytes(spec: &DatasetSpec, engines: usize) -> u64 {
     let db = dataset::estimated_db_bytes(spec);
-    let per_file = (u64::from(spec.size) + u64::from(spec.variance) / 2).div_ceil(4096) * 4096;
+    let per_file = (spec.size_dist().mean() as u64 + u64::from(spec.variance) / 2).div_ceil(4096) * 4096;
     let files = u64::from(spec.count) * per_file;
     ((2 + engines as u64) * db + 2 * files) / 10 * 12
 }
