@@ -54,7 +54,16 @@ struct Case {
 
 fn case(name: &str, fixture: Fixture, args: &[&str], expect: Expect) -> Case {
     let args = args.iter().map(|s| s.to_string()).collect();
-    Case { name: name.to_string(), fixture, args, expect, fsize: None, unless_root: false, locked: false, nocaps: false }
+    Case {
+        name: name.to_string(),
+        fixture,
+        args,
+        expect,
+        fsize: None,
+        unless_root: false,
+        locked: false,
+        nocaps: false,
+    }
 }
 
 impl Case {

@@ -79,7 +79,8 @@ fn a_file_rewritten_during_the_copy_is_skipped_or_copied_whole() {
     };
     let out = tempfile::tempdir().unwrap();
     let db = out.path().join("d.db");
-    let run = blobbench().args(["init", db.to_str().unwrap(), "--from", src.path().to_str().unwrap()]).output().unwrap();
+    let run =
+        blobbench().args(["init", db.to_str().unwrap(), "--from", src.path().to_str().unwrap()]).output().unwrap();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().unwrap();
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
@@ -139,7 +140,16 @@ fn mix_reports_each_class_and_keeps_every_value_a_blob() {
     small_db(&db, 200, 2000);
     let json = out.path().join("r.json");
     let text = ok(&[
-        "run", db.to_str().unwrap(), "--mix", "90:10", "--random", "--count", "1000", "--repeat", "2", "--json",
+        "run",
+        db.to_str().unwrap(),
+        "--mix",
+        "90:10",
+        "--random",
+        "--count",
+        "1000",
+        "--repeat",
+        "2",
+        "--json",
         json.to_str().unwrap(),
     ]);
     assert!(text.contains("  read "), "{text}");
@@ -190,15 +200,25 @@ fn suite_from_a_tree_records_where_the_blobs_came_from() {
     let work = tempfile::tempdir().unwrap();
     let rep = work.path().join("rep");
     let stdout = ok(&[
-        "suite", "--from", src.path().to_str().unwrap(), "--repeat", "1", "--workdir",
-        work.path().to_str().unwrap(), "--out", rep.to_str().unwrap(), "--keys", "zipf:0.9",
+        "suite",
+        "--from",
+        src.path().to_str().unwrap(),
+        "--repeat",
+        "1",
+        "--workdir",
+        work.path().to_str().unwrap(),
+        "--out",
+        rep.to_str().unwrap(),
+        "--keys",
+        "zipf:0.9",
     ]);
     assert!(stdout.contains("init: 40 blobs"), "{stdout}");
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(rep.join("results.json")).unwrap()).unwrap();
     assert_eq!(r["dataset"]["count"], 40);
     assert_eq!(r["dataset"]["from_dir"], src.path().to_str().unwrap());
-    let bins: u64 = r["dataset"]["size_histogram"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).sum();
+    let bins: u64 =
+        r["dataset"]["size_histogram"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).sum();
     assert_eq!(bins, 40);
     assert_eq!(r["experiments"][0]["params"]["zipf_theta"], 0.9);
 }

@@ -8,14 +8,14 @@ use std::time::Instant;
 use clap::Args;
 use indicatif::ProgressBar;
 
-use blobbench::measure::Experiment;
-use blobbench::records::{EngineKind, Plan};
-use blobbench::results::ResultFile;
-use blobbench::studies::suite::{self, SuiteObserver, SuiteOptions};
 use blobbench::engine::dataset::from_dir;
+use blobbench::measure::Experiment;
 use blobbench::records::sizes::parse_size_dist;
 use blobbench::records::zipf::parse_zipf;
 use blobbench::records::SizeDist;
+use blobbench::records::{EngineKind, Plan};
+use blobbench::results::ResultFile;
+use blobbench::studies::suite::{self, SuiteObserver, SuiteOptions};
 use blobbench::util::units;
 
 #[derive(Debug, Args)]

@@ -54,7 +54,14 @@ pub struct WriteCrossover {
 /// `scratch` is the cell's own directory: grow-and-shrink runs on a copy of
 /// the files made there, as it changes sizes and removes files that later
 /// cells of the same blob size read.
-pub(super) fn measure(spec: &CellSpec, db: &Path, files: &Path, scratch: &Path, plan: &Plan, seed: u64) -> Result<CellWrites> {
+pub(super) fn measure(
+    spec: &CellSpec,
+    db: &Path,
+    files: &Path,
+    scratch: &Path,
+    plan: &Plan,
+    seed: u64,
+) -> Result<CellWrites> {
     let id = |what: &str| format!("matrix/p{}/{}/{what}", spec.page_size, spec.size);
     let plan = Plan { cold: false, ..*plan };
     let base = |path: &Path| RunOptions {
@@ -203,15 +210,24 @@ pub fn render_writes(section: &MatrixSection) -> String {
             let _ = writeln!(o);
         }
     };
-    let _ = writeln!(o, "\nWrites (same-size overwrites, random keys): file time / database time; above 1.0 the database is faster.");
+    let _ = writeln!(
+        o,
+        "\nWrites (same-size overwrites, random keys): file time / database time; above 1.0 the database is faster."
+    );
     table("fast: file overwritten in place (no fsync) / SQLite WAL + synchronous NORMAL:", |w| w.fast_ratio, &mut o);
     table("durable: new file + fsync + rename / SQLite WAL + synchronous FULL:", |w| w.durable_ratio, &mut o);
-    table("grow and shrink (puts of 2x and 0.5x the size, deletes): files / SQLite WAL + NORMAL:", |w| w.churn_ratio, &mut o);
+    table(
+        "grow and shrink (puts of 2x and 0.5x the size, deletes): files / SQLite WAL + NORMAL:",
+        |w| w.churn_ratio,
+        &mut o,
+    );
     let sizes = &section.params.sizes_bytes;
     let _ = writeln!(o, "\nCrossover, reads beside writes: files are faster from this blob size up:");
-    let _ = writeln!(o, "{:>9}  {:<28}{:<28}{:<28}", "page size", "read (name in SQLite)", "write, fast", "write, durable");
+    let _ =
+        writeln!(o, "{:>9}  {:<28}{:<28}{:<28}", "page size", "read (name in SQLite)", "write, fast", "write, durable");
     for w in section.write_crossovers() {
-        let read = section.crossovers.iter().find(|c| c.page_size == w.page_size).map(|c| super::describe(&c.external, sizes));
+        let read =
+            section.crossovers.iter().find(|c| c.page_size == w.page_size).map(|c| super::describe(&c.external, sizes));
         let _ = writeln!(
             o,
             "{:>9}  {:<28}{:<28}{:<28}",
