@@ -17,6 +17,7 @@ mod markdown;
 mod matrix;
 mod output;
 mod png;
+mod sizes;
 pub mod svg;
 mod text;
 
