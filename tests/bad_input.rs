@@ -55,6 +55,9 @@ struct Case {
     fault: Option<(&'static str, u64)>,
     /// This process holds the engine dataset "@t" open while the command runs.
     held: Option<EngineKind>,
+    /// Run without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, so that
+    /// permission bits stop even root (mode 000 is then really unreadable).
+    nocaps: bool,
 }
 
 fn case(name: &str, fixture: Fixture, args: &[&str], expect: Expect) -> Case {
@@ -69,6 +72,7 @@ fn case(name: &str, fixture: Fixture, args: &[&str], expect: Expect) -> Case {
         locked: false,
         fault: None,
         held: None,
+        nocaps: false,
     }
 }
 
@@ -92,6 +96,11 @@ impl Case {
 
     fn held(mut self, kind: EngineKind) -> Self {
         self.held = Some(kind);
+        self
+    }
+
+    fn nocaps(mut self) -> Self {
+        self.nocaps = true;
         self
     }
 }
@@ -243,6 +252,28 @@ fn cases() -> Vec<Case> {
         case("run --update --fsync: failed fsync", flat_gaps, &["run", "@flat", "--update", "--fsync", "--repeat", "1"], Fail("Input/output error")).fault("fsync-eio", 1),
         case("run --update: failed fsync (db)", db, &["run", "@db", "--update", "--repeat", "1"], Fail("Input/output error")).fault("fsync-eio", 1),
         case("concurrency: spaces and non-ASCII", spaced_dir, &["concurrency", "--threads", "1", "--duration", "0.1", "--repeat", "1", "--rows", "200", "--workload", "read", "--modes", "shared,wal,private-cache,rw", "--workdir", "@my dir", "--out", "@my dir/rëport ü"], Works("report in")),
+        // init --from DIR, size distributions, mixes and hot keys (issue 14)
+        case("init --from: missing dir", none, &["init", "@new.db", "--from", "@nope"], Fail("nope: no such file or directory")),
+        case("init --from: a file", text, &["init", "@new.db", "--from", "@text.txt"], Fail("text.txt: is not a directory")),
+        case("init --from: empty dir", empty_src, &["init", "@new.db", "--from", "@src"], Fail("src: holds no regular, readable, non-empty file")),
+        case("init --from: only a symlink loop", loop_src, &["init", "@new.db", "--from", "@src/loop"], Fail("symbolic links")),
+        case("init --from: symlink loop beside a file", loop_and_file_src, &["init", "@new.db", "--from", "@src"], Works("skipped 2 symbolic links")),
+        case("init --from: unreadable subdirectory (root without DAC capabilities)", unreadable_sub_src, &["init", "@new.db", "--from", "@src"], Works("skipped 1 unreadable")).nocaps(),
+        case("init --from: unreadable subdirectory as root", unreadable_sub_src, &["init", "@new.db", "--from", "@src"], Works("Created")),
+        case("init --from: non-UTF-8 names", non_utf8_src, &["init", "@new.db", "--from", "@src"], Works("2 blobs")),
+        case("suite --from: empty dir", empty_src, &["suite", "--from", "@src", "--workdir", "@", "--out", "@rep"], Fail("holds no regular")),
+        case("init --sizes: negative sigma", none, &["init", "@new.db", "--sizes", "lognormal:30k:-1"], Fail("sigma")),
+        case("init --sizes: median 0", none, &["init", "@new.db", "--sizes", "lognormal:0:1"], Fail("median")),
+        case("init --sizes: unknown kind", none, &["init", "@new.db", "--sizes", "pareto:1"], Fail("unknown size distribution")),
+        case("init --sizes: empty histogram file", text_empty_hist, &["init", "@new.db", "--sizes", "file:@hist"], Fail("is empty")),
+        case("init --sizes: malformed histogram file", text_bad_hist, &["init", "@new.db", "--sizes", "file:@hist"], Fail("line 2")),
+        case("init --sizes: negative count", text_negative_hist, &["init", "@new.db", "--sizes", "file:@hist"], Fail("negative")),
+        case("init --sizes: missing histogram file", none, &["init", "@new.db", "--sizes", "file:@hist"], Fail("cannot read histogram file")),
+        case("suite --sizes: negative sigma", none, &["suite", "--sizes", "lognormal:30k:-1", "--workdir", "@", "--out", "@rep"], Fail("sigma")),
+        case("run --mix 0:0", db, &["run", "@db", "--mix", "0:0"], Fail("no operations")),
+        case("run --mix 1:2:3", db, &["run", "@db", "--mix", "1:2:3"], Fail("READ:WRITE")),
+        case("run --keys zipf:-1", db, &["run", "@db", "--keys", "zipf:-1"], Fail("theta")),
+        case("suite --keys zipf:-1", none, &["suite", "--keys", "zipf:-1", "--workdir", "@", "--out", "@rep"], Fail("theta")),
     ];
     v.extend(engine_cases());
     for (command, option) in NUMBER_OPTIONS {
@@ -398,6 +429,48 @@ fn db_and_text_dir(d: &Path) {
     db(d);
     std::fs::create_dir(d.join("t")).unwrap();
     std::fs::write(d.join("t/notes.txt"), b"mine").unwrap();
+}
+
+fn empty_src(d: &Path) {
+    std::fs::create_dir(d.join("src")).unwrap();
+}
+
+fn loop_src(d: &Path) {
+    empty_src(d);
+    std::os::unix::fs::symlink("loop", d.join("src/loop")).unwrap();
+}
+
+fn loop_and_file_src(d: &Path) {
+    empty_src(d);
+    std::os::unix::fs::symlink("b", d.join("src/a")).unwrap();
+    std::os::unix::fs::symlink("a", d.join("src/b")).unwrap();
+    std::fs::write(d.join("src/c"), b"content").unwrap();
+}
+
+fn unreadable_sub_src(d: &Path) {
+    std::fs::create_dir_all(d.join("src/locked")).unwrap();
+    std::fs::write(d.join("src/open.bin"), b"readable").unwrap();
+    std::fs::write(d.join("src/locked/secret.bin"), b"hidden").unwrap();
+    std::fs::set_permissions(d.join("src/locked"), std::fs::Permissions::from_mode(0o000)).unwrap();
+}
+
+fn non_utf8_src(d: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    empty_src(d);
+    std::fs::write(d.join("src").join(std::ffi::OsStr::from_bytes(b"caf\xe9.bin")), b"latin-1 name").unwrap();
+    std::fs::write(d.join("src").join(std::ffi::OsStr::from_bytes(b"tab\there")), b"tab").unwrap();
+}
+
+fn text_empty_hist(d: &Path) {
+    std::fs::write(d.join("hist"), "# sizes\n\n").unwrap();
+}
+
+fn text_bad_hist(d: &Path) {
+    std::fs::write(d.join("hist"), "1000 5\n2000\n").unwrap();
+}
+
+fn text_negative_hist(d: &Path) {
+    std::fs::write(d.join("hist"), "1000 -5\n").unwrap();
 }
 
 fn none(_: &Path) {}
@@ -686,7 +759,10 @@ fn check(c: &Case) -> Option<String> {
         .map(|a| match a.strip_prefix('@') {
             Some("") => seen.to_path_buf(),
             Some(rel) => seen.join(rel),
-            None => PathBuf::from(a),
+            None => match a.strip_prefix("file:@") {
+                Some(rel) => PathBuf::from(format!("file:{}", seen.join(rel).display())),
+                None => PathBuf::from(a),
+            },
         })
         .collect();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_blobbench"));
@@ -701,6 +777,19 @@ fn check(c: &Case) -> Option<String> {
                 let r = libc::rlimit { rlim_cur: limit, rlim_max: limit };
                 libc::setrlimit(libc::RLIMIT_FSIZE, &r);
                 libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+    }
+    if c.nocaps {
+        // SAFETY: prctl is async-signal-safe. Dropped from the bounding set,
+        // the capabilities are gone from the binary exec'd next.
+        unsafe {
+            cmd.pre_exec(|| {
+                // CAP_DAC_OVERRIDE (1) and CAP_DAC_READ_SEARCH (2), linux/capability.h.
+                for cap in [1 as libc::c_ulong, 2] {
+                    libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
+                }
                 Ok(())
             });
         }

@@ -65,8 +65,14 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
         }
     }
     assert_eq!(c["conclusions"].as_array().unwrap().len(), 14, "13 of the study's plus the blob extension");
-    assert_eq!(c["blob_readers"]["points"].as_array().unwrap().len(), 9);
-    assert_eq!(v["experiments"].as_array().unwrap().len(), 9, "each blob reader point is an experiment");
+    // 3 stores alone and 2 with one writer, at 1, 2 and 4 readers.
+    let points = c["blob_readers"]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 15);
+    for p in points.iter().filter(|p| p["store"].as_str().unwrap().ends_with("-writer")) {
+        assert!(p["writes_per_s"].as_f64().unwrap() > 0.0, "{}: the writer wrote", p["store"]);
+        assert!(p["latency"]["count"].as_u64().unwrap() > 0, "{}: readers' latency measured", p["store"]);
+    }
+    assert_eq!(v["experiments"].as_array().unwrap().len(), 15, "each blob reader point is an experiment");
     let page = std::fs::read_to_string(out.join("index.html")).unwrap();
     let verdict = &page[page.find("<section id=\"verdict\">").expect("a verdict")..];
     assert!(

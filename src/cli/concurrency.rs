@@ -170,6 +170,37 @@ pub fn run(args: ConcurrencyArgs) -> anyhow::Result<()> {
 }
 
 /// 1234 -> "1.23k", 1234567 -> "1.23M".
+/// Readers while one writer overwrites blobs: their p50/p99 latency and
+/// reads/s beside the same readers alone, and the writer's rate.
+fn blob_writer_lines(o: &mut String, b: &concurrency::BlobReaders) {
+    if !b.points.iter().any(|p| p.writes_per_s.is_some()) {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "  readers while one writer overwrites random blobs (latency us p50 / p99; reads/s; writer's writes/s):"
+    );
+    for (alone, busy) in [("db", "db-wal-writer"), ("files", "files-writer")] {
+        for t in concurrency::BLOB_THREADS {
+            let find = |s: &str| b.points.iter().find(|p| p.store == s && p.threads == t);
+            let (Some(a), Some(w)) = (find(alone), find(busy)) else { continue };
+            let lat = |p: &concurrency::BlobPoint| {
+                p.latency.map_or("-".into(), |l| format!("{:.1} / {:.1}", l.p50_us, l.p99_us))
+            };
+            let _ = writeln!(
+                o,
+                "    {:<48} {t} thr: alone {:>14}, with writer {:>14}; {} vs {} reads/s; {:.0} writes/s",
+                w.label,
+                lat(a),
+                lat(w),
+                rate(a.reads_per_s),
+                rate(w.reads_per_s),
+                w.writes_per_s.unwrap_or(0.0)
+            );
+        }
+    }
+}
+
 fn rate(v: f64) -> String {
     match v {
         v if v >= 1e6 => format!("{:.2}M", v / 1e6),
@@ -241,6 +272,7 @@ pub fn text(c: &ConcurrencySection) -> String {
             let _ = write!(o, "{:>12}", format!("{:.2}x", l.ratio));
         }
         let _ = writeln!(o);
+        blob_writer_lines(&mut o, b);
     }
     let _ = writeln!(
         o,

@@ -4,9 +4,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use blobbench::engine::dataset::{self, StatReport};
-use blobbench::records::DatasetSpec;
+use blobbench::engine::dataset::{self, from_dir, StatReport};
+use blobbench::records::sizes::parse_size_dist;
 use blobbench::records::EngineKind;
+use blobbench::records::{DatasetSpec, SizeDist};
 use blobbench::util::units;
 
 use super::progress;
@@ -31,6 +32,18 @@ pub struct InitArgs {
     /// Seed of the random sizes and content.
     #[arg(long, default_value = "1", value_parser = units::non_negative_u64)]
     pub seed: u64,
+    /// Blob sizes drawn from a named distribution instead of --size/--variance:
+    /// uniform:SIZE[:VAR], lognormal:MEDIAN:SIGMA, list:A,B,... or file:PATH
+    /// (lines of SIZE COUNT).
+    #[arg(long, value_name = "DIST", value_parser = parse_size_dist, conflicts_with_all = ["size", "variance"])]
+    pub sizes: Option<SizeDist>,
+    /// Every regular file under DIR becomes one blob (content and size as
+    /// they are); a manifest DB.manifest.tsv lists key, size and path.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["count", "size", "variance", "sizes", "sizes_from", "seed"])]
+    pub from: Option<PathBuf>,
+    /// Random content whose sizes follow the files under DIR (nothing copied).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["size", "variance", "sizes"])]
+    pub sizes_from: Option<PathBuf>,
     /// Replace DB if it exists.
     #[arg(long)]
     pub force: bool,
@@ -49,20 +62,47 @@ fn non_negative_u32(s: &str) -> Result<u32, units::UnitError> {
 }
 
 impl InitArgs {
-    pub fn spec(&self) -> DatasetSpec {
-        DatasetSpec {
+    /// The dataset to make; `--sizes-from` scans its directory here.
+    pub fn spec(&self) -> anyhow::Result<DatasetSpec> {
+        let sizes = match &self.sizes_from {
+            Some(dir) => {
+                let scan = from_dir::scan(dir)?;
+                print_skipped(&scan.skipped);
+                Some(scan.size_dist())
+            }
+            None => self.sizes.clone(),
+        };
+        Ok(DatasetSpec {
             count: self.count,
             size: self.size,
             variance: self.variance,
             page_size: self.pagesize,
             seed: self.seed,
-        }
+            sizes,
+            ..DatasetSpec::default()
+        })
+    }
+}
+
+/// One line per reason something under --from/--sizes-from was skipped.
+pub fn print_skipped(skipped: &from_dir::Skipped) {
+    for (why, n) in &skipped.0 {
+        println!("skipped {n} {}", why.describe());
     }
 }
 
 pub fn init(args: InitArgs) -> anyhow::Result<()> {
     let progress = progress::for_terminal();
-    let r = dataset::init(&args.db, &args.spec(), args.force, progress.as_ref())?;
+    let r = match &args.from {
+        Some(dir) => {
+            let scan = from_dir::scan(dir)?;
+            let made = from_dir::init_from(&args.db, &scan, args.pagesize, args.force, progress.as_ref())?;
+            print_skipped(&made.skipped);
+            println!("manifest: {}", made.manifest.display());
+            made.init
+        }
+        None => dataset::init(&args.db, &args.spec()?, args.force, progress.as_ref())?,
+    };
     let secs = r.elapsed_ns as f64 / 1e9;
     println!(
         "Created {}: {} blobs, {} bytes of content, file {} bytes, in {:.3} s ({:.1} MB/s)",

@@ -39,6 +39,9 @@ pub struct MatrixArgs {
     /// A smaller matrix (10k,50k,200k,1m x 1024,4096,16384,65536, 20M per cell, 3 runs); flags above override it.
     #[arg(long)]
     pub quick: bool,
+    /// Measure reads only (no write, durable write or grow/shrink experiments).
+    #[arg(long)]
+    pub reads_only: bool,
     /// Where to build each cell's datasets [default: the system temporary directory, or . if it is in memory].
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
@@ -87,6 +90,7 @@ impl MatrixArgs {
             // Each timed run starts from an evicted cache; a warm-up would be wasted.
             o.plan.warmup = 0;
         }
+        o.writes = !self.reads_only;
         if let Some(w) = &self.workdir {
             o.workdir.clone_from(w);
         }
@@ -110,7 +114,8 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<()> {
     let bar = progress::for_terminal();
     let done = matrix::run(&opts, bar.as_ref())?;
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let table = report::matrix_text::render_text(&done.section, colour);
+    let table =
+        report::matrix_text::render_text(&done.section, colour) + &report::matrix_text::render_writes(&done.section);
     let measured = done.section.cells.len();
     let (interrupted, elapsed_ns) = (done.interrupted, done.elapsed_ns);
     let mut file = ResultFile::from_matrix(done, &opts.workdir);

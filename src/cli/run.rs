@@ -7,10 +7,12 @@ use clap::{Args, ValueEnum};
 
 use blobbench::drivers::run::{self, RunOptions, RunReport};
 use blobbench::records::keys::Order;
-use blobbench::records::Plan;
+use blobbench::records::mix::parse_mix;
+use blobbench::records::zipf::parse_zipf;
 use blobbench::records::{
     DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel,
 };
+use blobbench::records::{Mix, Plan};
 use blobbench::results::{self, ResultFile};
 use blobbench::util::units;
 
@@ -39,9 +41,17 @@ pub struct RunArgs {
     /// Keys in kvtest's fixed pseudo-random order.
     #[arg(long, overrides_with_all = ["asc", "desc"])]
     pub random: bool,
+    /// Hot keys: zipf:THETA draws key of rank r with probability ~ 1/r^THETA
+    /// (e.g. zipf:0.99), ranks scattered over the keys; replaces --asc/--desc/--random.
+    #[arg(long, value_name = "DIST", value_parser = parse_zipf)]
+    pub keys: Option<f64>,
     /// Overwrite blobs (same size, new random content) instead of reading.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "mix")]
     pub update: bool,
+    /// Mix reads and same-size overwrites in this ratio, e.g. 95:5; latency
+    /// percentiles are given per class.
+    #[arg(long, value_name = "READ:WRITE", value_parser = parse_mix)]
+    pub mix: Option<Mix>,
     /// Database: use sqlite3_blob_read/write instead of SQL.
     #[arg(long)]
     pub blob_api: bool,
@@ -237,6 +247,8 @@ impl RunArgs {
                 latency: !self.no_latency,
             },
             seed: self.seed.unwrap_or_else(blobbench::drivers::run::fresh_seed),
+            zipf: self.keys,
+            mix: self.mix,
         }
     }
 }
@@ -247,6 +259,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         blobbench::util::fsutil::check_writable_output(p)?;
     }
     let opts = args.options();
+    if args.threads.is_some() && (opts.mix.is_some() || opts.zipf.is_some()) {
+        anyhow::bail!("--threads reads with kvtest's orders only; --mix and --keys run in one thread");
+    }
     // --threads (concurrency): several readers at once, in parallel_read.
     let report = match args.threads {
         Some(t) => blobbench::drivers::parallel_read::run(&opts, t, "run", "run")?,
@@ -273,7 +288,11 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
     let e = &report.experiment;
     let r = report.median_run();
     let db = report.layout == EngineKind::Db;
-    let verb = if opts.update { "write" } else { "read" };
+    let verb = match opts.mix {
+        Some(_) => "op",
+        None if opts.update => "write",
+        None => "read",
+    };
     if let Some(s) = &report.sqlite_stats {
         let _ = writeln!(o, "\nMemory Used:                         {} (max {}) bytes", s.memory_used, s.memory_max);
         let _ = writeln!(o, "Number of Outstanding Allocations:   {} (max {})", s.allocations, s.allocations_max);
@@ -308,7 +327,9 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
             let _ = writeln!(o, "integrity-check: {line}");
         }
     }
-    let _ = writeln!(o, "--count {} --max-id {} {}", r.ops, report.max_id, opts.order.flag());
+    let keys = opts.zipf.map_or_else(|| opts.order.flag().to_string(), |t| format!("--keys zipf:{t}"));
+    let mix = opts.mix.map(|m| format!(" --mix {}:{}", m.read, m.write)).unwrap_or_default();
+    let _ = writeln!(o, "--count {} --max-id {} {keys}{mix}", r.ops, report.max_id);
     if db {
         let _ = writeln!(
             o,
@@ -389,6 +410,14 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
             "latency per {verb} (us, {} ops over all timed runs): p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  max {:.2}",
             l.count, l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.max_us
         );
+        for c in &e.class_latency {
+            let l = &c.latency;
+            let _ = writeln!(
+                o,
+                "  {:<9} (us, {} ops): p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  max {:.2}",
+                c.class, l.count, l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.max_us
+            );
+        }
         let _ = writeln!(
             o,
             "harness: one clock read per op costs {:.0} ns = {:.2}% of the loop's mean per-op time",

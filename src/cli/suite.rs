@@ -8,7 +8,11 @@ use std::time::Instant;
 use clap::Args;
 use indicatif::ProgressBar;
 
+use blobbench::engine::dataset::from_dir;
 use blobbench::measure::Experiment;
+use blobbench::records::sizes::parse_size_dist;
+use blobbench::records::zipf::parse_zipf;
+use blobbench::records::SizeDist;
 use blobbench::records::{EngineKind, Plan};
 use blobbench::results::ResultFile;
 use blobbench::studies::suite::{self, SuiteObserver, SuiteOptions};
@@ -54,6 +58,19 @@ pub struct SuiteArgs {
     /// Replace --out even when it is a non-empty directory that is not a previous report.
     #[arg(long)]
     pub force: bool,
+    /// Blob sizes from a named distribution instead of --size/--variance:
+    /// uniform:SIZE[:VAR], lognormal:MEDIAN:SIGMA, list:A,B,... or file:PATH.
+    #[arg(long, value_name = "DIST", value_parser = parse_size_dist, conflicts_with_all = ["size", "variance"])]
+    pub sizes: Option<SizeDist>,
+    /// Your own files: every regular file under DIR becomes one blob.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["count", "size", "variance", "sizes", "sizes_from"])]
+    pub from: Option<PathBuf>,
+    /// Random content with the sizes of the files under DIR.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["size", "variance", "sizes"])]
+    pub sizes_from: Option<PathBuf>,
+    /// Hot keys: zipf:THETA instead of kvtest's random order.
+    #[arg(long, value_name = "DIST", value_parser = parse_zipf)]
+    pub keys: Option<f64>,
     /// Key-value engines to measure beside SQLite and files: lmdb,redb,fjall (or all).
     #[arg(long, value_parser = super::engines::key_value_list, default_value = "")]
     pub engines: super::engines::EngineList,
@@ -64,7 +81,7 @@ fn non_negative_u32(s: &str) -> Result<u32, units::UnitError> {
 }
 
 impl SuiteArgs {
-    fn options(&self, workdir: &Path) -> SuiteOptions {
+    fn options(&self, workdir: &Path) -> anyhow::Result<SuiteOptions> {
         let mut o = if self.quick {
             SuiteOptions::quick(workdir.to_path_buf())
         } else {
@@ -84,7 +101,15 @@ impl SuiteArgs {
         };
         o.keep = self.keep;
         o.engines = self.engines.0.clone();
-        o
+        o.spec.sizes.clone_from(&self.sizes);
+        if let Some(dir) = &self.sizes_from {
+            let scan = from_dir::scan(dir)?;
+            super::dataset::print_skipped(&scan.skipped);
+            o.spec.sizes = Some(scan.size_dist());
+        }
+        o.from.clone_from(&self.from);
+        o.zipf = self.keys;
+        Ok(o)
     }
 }
 
@@ -154,7 +179,7 @@ pub fn run(args: SuiteArgs) -> anyhow::Result<()> {
         if several {
             println!("== suite in {}", dir.display());
         }
-        let mut results = match suite::run_suite(&args.options(dir), &observer) {
+        let mut results = match suite::run_suite(&args.options(dir)?, &observer) {
             Ok(r) => ResultFile::from_suite(r),
             Err(e) if all.is_empty() => return Err(e.into()),
             Err(e) => {

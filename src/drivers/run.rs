@@ -3,14 +3,16 @@
 //! kvtest's sequence (open, loop, commit, close) with each phase timed.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::session::{timed_session, ContentPool, SessionSpec, Work};
 use crate::engine::dataset::open_kv;
 use crate::engine::{self, Engine, OpenMode, SqliteStats};
 use crate::measure::cold::{self, EvictionReport};
-use crate::measure::{self, Experiment, RunSample};
-use crate::records::keys::{KeySequence, Order};
-use crate::records::{DbParams, EngineKind, EngineSettings, FileParams, KvParams, Plan, WorkloadParams};
+use crate::measure::{self, ClassLatency, Experiment, RunSample};
+use crate::records::keys::{KeySequence, KvtestRng, Order};
+use crate::records::zipf::ZipfTable;
+use crate::records::{DbParams, EngineKind, EngineSettings, FileParams, KvParams, Mix, Plan, WorkloadParams};
 use crate::{Error, Result};
 
 /// A `run`, with kvtest's defaults.
@@ -34,6 +36,10 @@ pub struct RunOptions {
     /// same bytes again is nearly free in SQLite (unchanged pages are not
     /// written), so callers vary it between invocations ([`fresh_seed`]).
     pub seed: u64,
+    /// Hot keys: Zipf's theta (`--keys zipf:THETA`) instead of `order`.
+    pub zipf: Option<f64>,
+    /// Reads and overwrites mixed in this ratio (`--mix READ:WRITE`).
+    pub mix: Option<Mix>,
 }
 
 impl RunOptions {
@@ -57,7 +63,9 @@ impl RunOptions {
             files: self.files,
             kv: self.kv,
             plan: self.plan,
-            seed: self.update.then_some(self.seed),
+            seed: (self.update || self.mix.is_some()).then_some(self.seed),
+            zipf_theta: self.zipf,
+            mix: self.mix,
         }
     }
 
@@ -76,7 +84,14 @@ impl RunOptions {
             stats: false,
             plan: Plan::default(),
             seed: 1,
+            zipf: None,
+            mix: None,
         }
+    }
+
+    /// Whether the runs write.
+    fn writes(&self) -> bool {
+        self.update || self.mix.is_some_and(|m| m.write > 0)
     }
 }
 
@@ -135,19 +150,34 @@ pub fn run_engine(
     after_run: &mut dyn FnMut(u32, u32),
 ) -> Result<RunReport> {
     validate(opts)?;
-    let survey = engine.survey(opts.update)?;
+    let writes = opts.writes();
+    let survey = engine.survey(writes)?;
     let pool = opts.update.then(|| ContentPool::new(survey.blob_max as usize, opts.seed));
-    let work = pool.as_ref().map_or(Work::Read, Work::Overwrite);
+    let script = opts.mix.map(|m| super::mix::mix_script(m, survey.blob_max, opts.seed)).transpose()?;
+    let work = match (&script, &pool) {
+        (Some(script), _) => Work::Script(script),
+        (None, Some(pool)) => Work::Overwrite(pool),
+        (None, None) => Work::Read,
+    };
     let mut evict = lazy_eviction(engine.as_ref());
     let mut seen = Seen::default();
     // A dataset that knows its largest key (directories, key-value stores)
     // is asked before the timer; SQLite is asked inside it, as kvtest does.
     let max_id = opts.max_id.or(survey.max_key);
+    // Hot keys need the key range before any timer, to build their table.
+    let max_id = match (opts.zipf, max_id) {
+        (Some(_), None) => Some(largest_key(engine.as_ref())?),
+        _ => max_id,
+    };
+    let zipf = opts.zipf.zip(max_id).map(|(theta, n)| Arc::new(ZipfTable::new(n, theta)));
     let measured = measure::measure_observed(&opts.plan, Some(&mut evict), after_run, |ctx| {
         let spec = SessionSpec {
-            mode: OpenMode { write: opts.update, find_max: max_id.is_none() },
+            mode: OpenMode { write: writes, find_max: max_id.is_none() },
             max_id,
-            keys: |max| KeySequence::new(opts.order, opts.start, max),
+            keys: |max| match &zipf {
+                Some(table) => KeySequence::zipf(Arc::clone(table), KvtestRng::new()),
+                None => KeySequence::new(opts.order, opts.start, max),
+            },
             count: opts.count,
             work,
         };
@@ -161,7 +191,7 @@ pub fn run_engine(
         seen.info = Some(run.info.clone());
         Ok(run.outcome(opts.db.nocheckpoint))
     })?;
-    if !opts.update {
+    if !writes {
         // Checked after the timed runs so a scan does not warm the cache for
         // one engine only; a bad dataset still never yields figures.
         engine.verify_after_reads()?;
@@ -172,7 +202,14 @@ pub fn run_engine(
     let info = seen.info.unwrap_or_default();
     let max_id = max_id.or(info.max_key).unwrap_or(0);
     let interrupted = measured.interrupted;
-    let experiment = Experiment::from_measured(id, label, opts.params(layout, max_id, 1), measured);
+    let mut experiment = Experiment::from_measured(id, label, opts.params(layout, max_id, 1), measured);
+    if let Some(script) = &script {
+        experiment.class_latency = script
+            .class_latency()
+            .into_iter()
+            .map(|(class, latency)| ClassLatency { class: class.to_string(), latency })
+            .collect();
+    }
     Ok(RunReport {
         experiment,
         layout,
@@ -207,10 +244,31 @@ pub(crate) fn validate(opts: &RunOptions) -> Result<()> {
     if opts.start == 0 || opts.max_id == Some(0) {
         return Err(Error::invalid("keys start at 1: --start and --max-id must be at least 1"));
     }
+    if let Some(theta) = opts.zipf {
+        if !(theta > 0.0 && theta <= crate::records::zipf::MAX_THETA) {
+            return Err(Error::invalid(format!("--keys zipf:{theta}: theta must be above 0 and at most 10")));
+        }
+    }
+    if let Some(m) = opts.mix {
+        m.validate().map_err(Error::invalid)?;
+        if opts.update {
+            return Err(Error::invalid("--mix and --update do not go together (--mix 0:1 writes only)"));
+        }
+    }
     if opts.db.mmap_bytes < 0 {
         return Err(Error::invalid("--mmap must not be negative"));
     }
     Ok(())
+}
+
+/// The largest key, asked of a session opened outside every timer (SQLite
+/// otherwise finds it inside its timed setup, as kvtest does).
+fn largest_key(engine: &dyn Engine) -> Result<u32> {
+    let session = engine.open(OpenMode { write: false, find_max: true })?;
+    let max = session.info().max_key;
+    session.close()?;
+    max.filter(|&m| m > 0)
+        .ok_or_else(|| Error::bad_input(engine.path(), "holds no blobs (its largest key is 0 or absent)"))
 }
 
 /// What the engine said during the runs (kvtest prints it).

@@ -71,6 +71,24 @@ pub enum ScriptOp {
 pub struct Script {
     pool: ContentPool,
     ops: Vec<ScriptOp>,
+    /// Latency per class of operation (index [`ScriptOp::class`]), over the
+    /// timed runs; locked once per session, never per op.
+    classes: std::sync::Mutex<[Latency; 4]>,
+}
+
+impl ScriptOp {
+    /// Names of the classes, by [`ScriptOp::class`].
+    pub const CLASSES: [&'static str; 4] = ["read", "overwrite", "put", "delete"];
+
+    #[inline]
+    pub fn class(self) -> usize {
+        match self {
+            ScriptOp::Read => 0,
+            ScriptOp::Overwrite => 1,
+            ScriptOp::Put(_) => 2,
+            ScriptOp::Delete => 3,
+        }
+    }
 }
 
 impl Script {
@@ -81,11 +99,24 @@ impl Script {
             return Err(Error::invalid("a workload script needs at least one operation"));
         }
         let longest = ops.iter().map(|op| if let ScriptOp::Put(n) = op { *n } else { 0 }).max().unwrap_or(0);
-        Ok(Script { pool: ContentPool::new(blob_max.max(longest) as usize, seed), ops })
+        let classes = std::sync::Mutex::new([Latency::new(), Latency::new(), Latency::new(), Latency::new()]);
+        Ok(Script { pool: ContentPool::new(blob_max.max(longest) as usize, seed), ops, classes })
     }
 
     pub fn ops(&self) -> &[ScriptOp] {
         &self.ops
+    }
+
+    /// Per-class latency recorded so far (timed runs only), by class name;
+    /// classes the script never ran are left out.
+    pub fn class_latency(&self) -> Vec<(&'static str, crate::measure::LatencySummary)> {
+        let classes = self.classes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        ScriptOp::CLASSES
+            .iter()
+            .zip(classes.iter())
+            .filter(|(_, l)| l.count() > 0)
+            .map(|(name, l)| (*name, l.summary()))
+            .collect()
     }
 }
 
@@ -98,16 +129,6 @@ pub enum Work<'a> {
     Overwrite(&'a ContentPool),
     /// What the script says, op by op.
     Script(&'a Script),
-}
-
-impl Work<'_> {
-    fn pool(&self) -> Option<&ContentPool> {
-        match self {
-            Work::Read => None,
-            Work::Overwrite(pool) => Some(pool),
-            Work::Script(script) => Some(&script.pool),
-        }
-    }
 }
 
 /// One session's loop: which keys, how many operations, what to do.
@@ -193,9 +214,19 @@ pub fn timed_session<K: FnOnce(u32) -> KeySequence>(
         _ => return Err(Error::bad_input(engine.path(), "holds no blobs (its largest key is 0 or absent)")),
     };
     let keys = (spec.keys)(max_id);
-    let totals = match latency {
-        Some(hist) => timed_loop(session.as_mut(), keys, spec.count, max_id, spec.work, hist)?,
-        None => timed_loop(session.as_mut(), keys, spec.count, max_id, spec.work, &mut NoLatency)?,
+    let s = session.as_mut();
+    let totals = match (spec.work, latency) {
+        (Work::Read, Some(hist)) => timed_loop(s, keys, spec.count, max_id, ReadOps, hist)?,
+        (Work::Read, None) => timed_loop(s, keys, spec.count, max_id, ReadOps, &mut NoLatency)?,
+        (Work::Overwrite(pool), Some(hist)) => timed_loop(s, keys, spec.count, max_id, pool.writes(), hist)?,
+        (Work::Overwrite(pool), None) => timed_loop(s, keys, spec.count, max_id, pool.writes(), &mut NoLatency)?,
+        (Work::Script(script), Some(hist)) => {
+            let mut classes = script.classes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            timed_loop(s, keys, spec.count, max_id, ScriptOps::new(script, Some(&mut classes)), hist)?
+        }
+        (Work::Script(script), None) => {
+            timed_loop(s, keys, spec.count, max_id, ScriptOps::new(script, None), &mut NoLatency)?
+        }
     };
     inspect(session.as_ref());
     session.commit()?;
@@ -234,60 +265,125 @@ fn no_blob_found(max_id: u32, tries: u64) -> Error {
     ))
 }
 
+/// What a timed loop does per key, monomorphised per kind of work so a
+/// read-only loop carries nothing a script needs.
+trait LoopWork {
+    /// Does one operation on `key`; returns the bytes it moved (0: no blob)
+    /// and its class for per-class latency.
+    fn step<S: Session + ?Sized>(&mut self, session: &mut S, key: u32) -> Result<(u64, usize)>;
+
+    /// Per-class latency of the operation just done (only scripts keep it).
+    #[inline(always)]
+    fn record_class(&mut self, _class: usize, _ns: u64) {}
+}
+
+struct ReadOps;
+
+impl LoopWork for ReadOps {
+    #[inline(always)]
+    fn step<S: Session + ?Sized>(&mut self, session: &mut S, key: u32) -> Result<(u64, usize)> {
+        Ok((session.read(key)?, 0))
+    }
+}
+
+/// Where the next operation's content starts in the pool's window.
+struct PoolCursor<'a> {
+    pool: &'a ContentPool,
+    offset: usize,
+}
+
+impl<'a> PoolCursor<'a> {
+    #[inline(always)]
+    fn next(&mut self, len: usize) -> &'a [u8] {
+        let at = self.offset;
+        self.offset += POOL_STEP;
+        if self.offset >= POOL_WINDOW {
+            self.offset -= POOL_WINDOW;
+        }
+        self.pool.slice(at, len)
+    }
+}
+
+impl ContentPool {
+    fn writes(&self) -> PoolCursor<'_> {
+        PoolCursor { pool: self, offset: self.next_run_offset() }
+    }
+}
+
+impl LoopWork for PoolCursor<'_> {
+    #[inline(always)]
+    fn step<S: Session + ?Sized>(&mut self, session: &mut S, key: u32) -> Result<(u64, usize)> {
+        let content = self.next(self.pool.blob_max);
+        Ok((session.overwrite(key, content)?, 1))
+    }
+}
+
+struct ScriptOps<'a, 'c> {
+    ops: &'a [ScriptOp],
+    step: usize,
+    content: PoolCursor<'a>,
+    /// None when latency is off (warm-up runs).
+    classes: Option<&'c mut [Latency; 4]>,
+}
+
+impl<'a, 'c> ScriptOps<'a, 'c> {
+    fn new(script: &'a Script, classes: Option<&'c mut [Latency; 4]>) -> Self {
+        ScriptOps { ops: &script.ops, step: 0, content: script.pool.writes(), classes }
+    }
+}
+
+impl LoopWork for ScriptOps<'_, '_> {
+    #[inline(always)]
+    fn step<S: Session + ?Sized>(&mut self, session: &mut S, key: u32) -> Result<(u64, usize)> {
+        let op = self.ops[self.step];
+        self.step += 1;
+        if self.step == self.ops.len() {
+            self.step = 0;
+        }
+        let n = match op {
+            ScriptOp::Read => session.read(key)?,
+            ScriptOp::Overwrite => session.overwrite(key, self.content.next(self.content.pool.blob_max))?,
+            ScriptOp::Put(len) => {
+                session.put(key, self.content.next(len as usize))?;
+                u64::from(len.max(1))
+            }
+            ScriptOp::Delete => u64::from(session.delete(key)?),
+        };
+        Ok((n, op.class()))
+    }
+
+    #[inline(always)]
+    fn record_class(&mut self, class: usize, ns: u64) {
+        if let Some(classes) = self.classes.as_mut() {
+            classes[class].record(ns);
+        }
+    }
+}
+
 /// The measured loop: one operation, one clock read when latency is on, the
 /// next key. Everything else was prepared before it.
 #[inline(never)]
-fn timed_loop<S: Session + ?Sized, L: LatencySink>(
+fn timed_loop<S: Session + ?Sized, W: LoopWork, L: LatencySink>(
     session: &mut S,
     mut keys: KeySequence,
     count: u64,
     max_id: u32,
-    work: Work<'_>,
+    mut work: W,
     lat: &mut L,
 ) -> Result<LoopTotals> {
     let (mut ops, mut misses, mut bytes) = (0u64, 0u64, 0u64);
     let limit = miss_limit(max_id);
     let mut misses_in_a_row = 0u64;
-    let mut offset = work.pool().map_or(0, ContentPool::next_run_offset);
-    let mut next_offset = || {
-        let at = offset;
-        offset += POOL_STEP;
-        if offset >= POOL_WINDOW {
-            offset -= POOL_WINDOW;
-        }
-        at
-    };
-    let mut step = 0usize;
     let clock = measure::op_clock();
     let start = Instant::now();
     let mut prev = clock.raw();
     while ops < count {
-        let key = keys.current();
-        let n = match work {
-            Work::Read => session.read(key)?,
-            Work::Overwrite(pool) => session.overwrite(key, pool.slice(next_offset(), pool.blob_max))?,
-            Work::Script(script) => {
-                let op = script.ops[step];
-                step += 1;
-                if step == script.ops.len() {
-                    step = 0;
-                }
-                match op {
-                    ScriptOp::Read => session.read(key)?,
-                    ScriptOp::Overwrite => {
-                        session.overwrite(key, script.pool.slice(next_offset(), script.pool.blob_max))?
-                    }
-                    ScriptOp::Put(len) => {
-                        session.put(key, script.pool.slice(next_offset(), len as usize))?;
-                        u64::from(len.max(1))
-                    }
-                    ScriptOp::Delete => u64::from(session.delete(key)?),
-                }
-            }
-        };
+        let (n, class) = work.step(session, keys.current())?;
         if L::ENABLED {
             let now = clock.raw();
-            lat.record(clock.delta_as_nanos(prev, now));
+            let ns = clock.delta_as_nanos(prev, now);
+            lat.record(ns);
+            work.record_class(class, ns);
             prev = now;
         }
         keys.advance();

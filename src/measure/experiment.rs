@@ -30,6 +30,19 @@ pub struct Experiment {
     pub clock_overhead_pct: f64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Mixed runs (`--mix`): latency per class of operation ("read",
+    /// "overwrite", ...), merged over the timed runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub class_latency: Vec<ClassLatency>,
+}
+
+/// One class of operation's latency in a mixed run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassLatency {
+    /// "read", "overwrite", "put" or "delete".
+    pub class: String,
+    #[serde(flatten)]
+    pub latency: LatencySummary,
 }
 
 impl Experiment {
@@ -46,6 +59,7 @@ impl Experiment {
             clock_cost_ns: measured.clock_cost_ns,
             clock_overhead_pct: measured.clock_overhead_pct,
             warnings: measured.warnings,
+            class_latency: Vec::new(),
             runs: measured.runs,
         }
     }

@@ -11,7 +11,7 @@ mod latency;
 pub mod oscount;
 mod stats;
 
-pub use experiment::Experiment;
+pub use experiment::{ClassLatency, Experiment};
 pub use latency::{clock_cost_ns, op_clock, Latency, LatencySink, LatencySummary, NoLatency};
 pub use stats::{Stat, Summary};
 

@@ -1,6 +1,8 @@
 //! The order in which a run visits keys, exactly as kvtest.c does it, so a
 //! blobbench run touches the same blobs in the same order as kvtest's.
 
+use super::zipf::ZipfTable;
+
 /// kvtest's fixed-seed generator (`randInt` in kvtest.c).
 #[derive(Debug, Clone)]
 pub struct KvtestRng {
@@ -66,6 +68,8 @@ pub struct KeySequence {
     key: u32,
     max_id: u32,
     rng: KvtestRng,
+    /// Hot keys: when set, keys are drawn from it instead of `order`.
+    zipf: Option<std::sync::Arc<ZipfTable>>,
 }
 
 impl KeySequence {
@@ -75,7 +79,13 @@ impl KeySequence {
 
     pub fn with_rng(order: Order, start: u32, max_id: u32, rng: KvtestRng) -> Self {
         assert!(start >= 1 && max_id >= 1, "keys start at 1");
-        KeySequence { order, key: start, max_id, rng }
+        KeySequence { order, key: start, max_id, rng, zipf: None }
+    }
+
+    /// Keys drawn from a Zipf table (hot keys), starting with a draw.
+    pub fn zipf(table: std::sync::Arc<ZipfTable>, mut rng: KvtestRng) -> Self {
+        let key = table.draw(&mut rng);
+        KeySequence { order: Order::Random, key, max_id: table.keys(), rng, zipf: Some(table) }
     }
 
     #[inline]
@@ -85,6 +95,10 @@ impl KeySequence {
 
     #[inline]
     pub fn advance(&mut self) {
+        if let Some(table) = &self.zipf {
+            self.key = table.draw(&mut self.rng);
+            return;
+        }
         self.key = match self.order {
             Order::Asc if self.key >= self.max_id => 1,
             Order::Asc => self.key + 1,

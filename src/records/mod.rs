@@ -3,8 +3,12 @@
 
 mod dataset;
 pub mod keys;
+pub mod mix;
+pub mod sizes;
 mod workload;
+pub mod zipf;
 
 pub use dataset::{DatasetSpec, DiskUsage};
 pub use keys::Order;
+pub use sizes::{SizeBucket, SizeDist};
 pub use workload::*;

@@ -233,6 +233,19 @@ pub struct WorkloadParams {
     /// Seed of the content written by an update run (repeat it with --seed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// Hot keys: Zipf's theta (`--keys zipf:THETA`); absent for `order`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zipf_theta: Option<f64>,
+    /// Reads and same-size overwrites mixed in this ratio (`--mix`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<Mix>,
+}
+
+/// A mix of reads and writes (`--mix READ:WRITE`, e.g. 95:5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mix {
+    pub read: u32,
+    pub write: u32,
 }
 
 /// How an experiment is measured.

@@ -70,11 +70,14 @@ fn method(r: &Ratio) -> &'static str {
 
 /// What differs between two measurements of the same experiment, if anything.
 fn mismatch(old_file: &ResultFile, new_file: &ResultFile, old: &Experiment, new: &Experiment) -> Option<String> {
-    let (a, b) = (old_file.dataset, new_file.dataset);
+    let (a, b) = (old_file.dataset.as_ref(), new_file.dataset.as_ref());
     let mut what = Vec::new();
     match (a, b) {
         (Some(a), Some(b)) if a.size != b.size || a.variance != b.variance => {
             what.push(format!("blob sizes ({} vs {} bytes)", a.size, b.size))
+        }
+        (Some(a), Some(b)) if a.sizes != b.sizes || a.from_dir != b.from_dir => {
+            what.push("blob size distributions".to_string())
         }
         (Some(a), Some(b)) if a.count != b.count => what.push(format!("blob counts ({} vs {})", a.count, b.count)),
         (Some(a), Some(b)) if a.page_size != b.page_size => {

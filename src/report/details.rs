@@ -232,20 +232,9 @@ fn environment_table(files: &[ResultFile], labels: &[String]) -> Table {
         ("disk", disk),
         ("block size", |f| storage(f, |s| format!("{} bytes", s.block_size))),
         ("filesystem size", |f| storage(f, |s| format!("{} ({} free)", bytes(s.total_bytes), bytes(s.free_bytes)))),
-        ("dataset", |f| {
-            f.dataset.map_or_else(
-                || "none".to_string(),
-                |d| {
-                    format!(
-                        "{} blobs of {} ± {} bytes, page size {}, seed {}",
-                        thousands(d.count.into()),
-                        thousands(d.size.into()),
-                        thousands(d.variance.into()),
-                        d.page_size,
-                        d.seed
-                    )
-                },
-            )
+        ("dataset", |f| f.dataset.as_ref().map_or_else(|| "none".to_string(), super::sizes::dataset_line)),
+        ("blob sizes stored", |f| {
+            f.dataset.as_ref().map_or_else(String::new, |d| super::sizes::histogram_line(&d.size_histogram))
         }),
         ("SQLite compile options", |f| f.environment.sqlite_compile_options.join(" ")),
     ];

@@ -67,6 +67,8 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
             kv: Default::default(),
             plan: Plan::default(),
             seed: None,
+            zipf_theta: None,
+            mix: None,
         },
         warmup_runs: 1,
         summary: Summary::of(&runs),
@@ -76,6 +78,7 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
         clock_cost_ns: 20.0,
         clock_overhead_pct: 0.2,
         warnings: Vec::new(),
+        class_latency: Vec::new(),
     }
 }
 
@@ -130,7 +133,7 @@ pub fn suite(host: &str, times: &[(&str, f64)]) -> ResultFile {
     };
     let mut f = ResultFile::new("suite", env);
     f.created_unix = 1_496_671_380;
-    f.dataset = Some(DatasetSpec { count: 1000, size: 10_000, variance: 2000, page_size: 4096, seed: 1 });
+    f.dataset = Some(DatasetSpec { count: 1000, size: 10_000, variance: 2000, ..DatasetSpec::default() });
     f.experiments = times.iter().map(|(id, us)| experiment(id, *us)).collect();
     let usage = |layout: &str, allocated: u64| DiskUsage {
         layout: layout.into(),

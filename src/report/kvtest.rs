@@ -246,11 +246,13 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     // Different blob sizes side by side: every group says its size, so
     // bars of unlike datasets are never read as one comparison.
     let sizes: std::collections::BTreeSet<Option<u32>> =
-        machines.iter().map(|(_, f)| f.dataset.map(|d| d.size)).collect();
+        machines.iter().map(|(_, f)| f.dataset.as_ref().map(|d| d.size)).collect();
     if sizes.len() > 1 {
         for (label, f) in &mut machines {
-            let size =
-                f.dataset.map_or_else(|| "size not recorded".to_string(), |d| format!("{} blobs", blob_size(d.size)));
+            let size = f
+                .dataset
+                .as_ref()
+                .map_or_else(|| "size not recorded".to_string(), |d| format!("{} blobs", blob_size(d.size)));
             label.push_str(&format!(" [{size}]"));
         }
     }
@@ -279,8 +281,8 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
 
 /// The dataset shared by every machine, or None when they differ.
 fn common_dataset(machines: &[(String, &ResultFile)]) -> Option<DatasetSpec> {
-    let first = machines.first()?.1.dataset?;
-    machines.iter().all(|(_, f)| f.dataset == Some(first)).then_some(first)
+    let first = machines.first()?.1.dataset.clone()?;
+    machines.iter().all(|(_, f)| f.dataset.as_ref() == Some(&first)).then_some(first)
 }
 
 /// The article's caption: "100,000 blobs, avg 10 KB each, random order, using SQL".
@@ -350,7 +352,7 @@ pub fn finding(spec: &Spec, label: &str, file: &ResultFile, single: bool) -> Str
         return format!("{on} {} ({}) was not measured, so there is no ratio.", spec.db.phrase, spec.db.id);
     };
     let verb = if spec.write { "writes" } else { "reads" };
-    let size = file.dataset.map_or_else(String::new, |d| format!(" {}", blob_size(d.size)));
+    let size = file.dataset.as_ref().map_or_else(String::new, |d| format!(" {}", blob_size(d.size)));
     let mut measured = Vec::new();
     let mut missing = Vec::new();
     for m in spec.files {

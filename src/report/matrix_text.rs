@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::studies::matrix::{study_grid, Crossover, CrossoverKind, Figure, Grid, MatrixSection};
+use crate::studies::matrix::{study_grid, CellWrites, Crossover, CrossoverKind, Figure, Grid, MatrixSection};
 use crate::util::units::short_size;
 
 const GREEN: &str = "\x1b[32m";
@@ -172,6 +172,72 @@ fn plural(n: u32) -> &'static str {
     } else {
         "s"
     }
+}
+
+/// The write tables and crossovers beside the read crossover.
+pub fn render_writes(section: &MatrixSection) -> String {
+    let mut o = String::new();
+    if section.cells.iter().all(|c| c.writes.is_none()) {
+        return o;
+    }
+    let table = |title: &str, f: fn(&CellWrites) -> f64, o: &mut String| {
+        let _ = writeln!(o, "\n{title}");
+        let grid = section.grid(Figure::ExternalRatio);
+        let _ = write!(o, "{:>9}", "page size");
+        for &s in &grid.sizes {
+            let _ = write!(o, "{:>9}", crate::util::units::short_size(u64::from(s)));
+        }
+        let _ = writeln!(o);
+        for &p in &grid.page_sizes {
+            let _ = write!(o, "{p:>9}");
+            for &s in &grid.sizes {
+                let v = section.cells.iter().find(|c| c.page_size == p && c.size_bytes == s);
+                match v.and_then(|c| c.writes.as_ref()) {
+                    Some(w) => {
+                        let _ = write!(o, "{:>9.3}", f(w));
+                    }
+                    None => {
+                        let _ = write!(o, "{:>9}", "-");
+                    }
+                }
+            }
+            let _ = writeln!(o);
+        }
+    };
+    let _ = writeln!(
+        o,
+        "\nWrites (random keys, each database write its own transaction): file time / database time, of kvtest's \
+         per-op time (database: open + writes and commits + close with its WAL checkpoint); above 1.0 the database is faster."
+    );
+    table("fast: file overwritten in place (no fsync) / SQLite WAL + synchronous NORMAL:", |w| w.fast_ratio, &mut o);
+    table("durable: new file + fsync + rename / SQLite WAL + synchronous FULL:", |w| w.durable_ratio, &mut o);
+    table(
+        "grow and shrink (puts of 2x and 0.5x the size, deletes): files / SQLite WAL + NORMAL:",
+        |w| w.churn_ratio,
+        &mut o,
+    );
+    let sizes = &section.params.sizes_bytes;
+    let _ = writeln!(o, "\nCrossover, reads beside writes: files are faster from this blob size up:");
+    let rows: Vec<[String; 4]> = section
+        .write_crossovers()
+        .iter()
+        .map(|w| {
+            let read = section.crossovers.iter().find(|c| c.page_size == w.page_size);
+            [
+                w.page_size.to_string(),
+                read.map_or_else(|| "-".into(), |c| describe(&c.external, sizes)),
+                describe(&w.fast, sizes),
+                describe(&w.durable, sizes),
+            ]
+        })
+        .collect();
+    let head = ["page size".to_string(), "read (name in SQLite)".into(), "write, fast".into(), "write, durable".into()];
+    let width = |i: usize| rows.iter().chain([&head]).map(|r| r[i].chars().count()).max().unwrap_or(0);
+    let (w0, w1, w2) = (width(0), width(1), width(2));
+    for r in std::iter::once(&head).chain(&rows) {
+        let _ = writeln!(o, "{:>w0$}  {:<w1$}  {:<w2$}  {}", r[0], r[1], r[2], r[3]);
+    }
+    o
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ pub mod matrix_text;
 mod output;
 mod png;
 mod powercut;
+mod sizes;
 pub mod svg;
 mod tails;
 mod text;

@@ -145,7 +145,7 @@ fn reads(files: &[ResultFile], index: usize, cold: bool) -> Option<Answer> {
     if was_cold != cold {
         return None;
     }
-    let size = file.dataset.map_or_else(|| "blob".to_string(), |d| blob_size(d.size));
+    let size = file.dataset.as_ref().map_or_else(|| "blob".to_string(), |d| blob_size(d.size));
     let question = if cold { format!("{size} reads, cold cache") } else { format!("{size} reads") };
     let charts: Vec<&super::kvtest::Spec> = ARTICLE.iter().chain(FAIR.iter()).filter(|s| !s.write).collect();
     duel(file, question, &charts)

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::drivers::run::{self, RunOptions};
-use crate::engine::dataset::{self, stat};
+use crate::engine::dataset::{self, from_dir, stat};
 use crate::measure::envinfo::{self, Environment};
 use crate::measure::{stop_requested, Experiment};
 use crate::records::keys::Order;
@@ -33,6 +33,12 @@ pub struct SuiteOptions {
     pub quick: bool,
     /// Key-value engines measured beside SQLite and files (`--engines`).
     pub engines: Vec<EngineKind>,
+    /// Build the database from this directory's files instead of random
+    /// blobs (`--from`); `spec`'s count and sizes are then the tree's.
+    pub from: Option<PathBuf>,
+    /// Hot keys: Zipf's theta (`--keys zipf:THETA`); None is kvtest's
+    /// random order.
+    pub zipf: Option<f64>,
 }
 
 impl SuiteOptions {
@@ -40,12 +46,14 @@ impl SuiteOptions {
     pub fn article(workdir: PathBuf) -> Self {
         SuiteOptions {
             workdir,
-            spec: DatasetSpec { count: 100_000, size: 10_000, variance: 2_000, page_size: 4096, seed: 1 },
+            spec: DatasetSpec { count: 100_000, size: 10_000, variance: 2_000, ..DatasetSpec::default() },
             plan: Plan { repeat: 5, warmup: 1, cold: false, latency: true },
             write_fraction: 0.1,
             keep: false,
             quick: false,
             engines: Vec::new(),
+            from: None,
+            zipf: None,
         }
     }
 
@@ -212,7 +220,7 @@ pub struct SuiteOutcome {
 /// per key-value engine (counted as one more database each), plus room.
 pub fn needed_bytes(spec: &DatasetSpec, engines: usize) -> u64 {
     let db = dataset::estimated_db_bytes(spec);
-    let per_file = (u64::from(spec.size) + u64::from(spec.variance) / 2).div_ceil(4096) * 4096;
+    let per_file = (spec.size_dist().mean() as u64 + u64::from(spec.variance) / 2).div_ceil(4096) * 4096;
     let files = u64::from(spec.count) * per_file;
     ((2 + engines as u64) * db + 2 * files) / 10 * 12
 }
@@ -220,6 +228,17 @@ pub fn needed_bytes(spec: &DatasetSpec, engines: usize) -> u64 {
 /// Runs the suite. On Ctrl-C it stops after the current run and returns
 /// what was measured, marked incomplete.
 pub fn run_suite(opts: &SuiteOptions, observer: &dyn SuiteObserver) -> Result<SuiteOutcome> {
+    let scan = opts.from.as_deref().map(from_dir::scan).transpose()?;
+    let mut opts = opts.clone();
+    if let Some(scan) = &scan {
+        let n = scan.files.len() as u64;
+        opts.spec.count = n as u32;
+        opts.spec.size = (scan.content_bytes() / n) as u32;
+        opts.spec.variance = 0;
+        opts.spec.sizes = None;
+        opts.spec.from_dir = Some(scan.root.display().to_string());
+    }
+    let opts = &opts;
     dataset::check_spec(&opts.spec)?;
     std::fs::create_dir_all(&opts.workdir).map_err(|e| Error::io(&opts.workdir, "cannot create directory", e))?;
     let need = needed_bytes(&opts.spec, opts.engines.len());
@@ -240,13 +259,13 @@ pub fn run_suite(opts: &SuiteOptions, observer: &dyn SuiteObserver) -> Result<Su
         .map_err(|e| Error::io(&opts.workdir, "cannot create a work directory", e))?;
     let mut outcome = SuiteOutcome {
         environment: envinfo::collect(work.path()),
-        spec: opts.spec,
+        spec: opts.spec.clone(),
         experiments: Vec::new(),
         disk_usage: Vec::new(),
         notes: Vec::new(),
         complete: false,
     };
-    let measured = measure_all(opts, work.path(), observer, &mut outcome);
+    let measured = measure_all(opts, scan.as_ref(), work.path(), observer, &mut outcome);
     if opts.keep {
         let kept = work.keep();
         outcome.notes.push(format!("datasets kept in {}", kept.display()));
@@ -266,10 +285,26 @@ fn dataset_path(work: &Path, kind: EngineKind) -> PathBuf {
     }
 }
 
-fn measure_all(opts: &SuiteOptions, work: &Path, observer: &dyn SuiteObserver, out: &mut SuiteOutcome) -> Result<()> {
+fn measure_all(
+    opts: &SuiteOptions,
+    scan: Option<&from_dir::Scan>,
+    work: &Path,
+    observer: &dyn SuiteObserver,
+    out: &mut SuiteOutcome,
+) -> Result<()> {
     let db = dataset_path(work, EngineKind::Db);
     let progress = AsProgress(observer);
-    let made = dataset::init(&db, &opts.spec, false, &progress)?;
+    let made = match scan {
+        Some(scan) => {
+            let made = from_dir::init_from(&db, scan, opts.spec.page_size, false, &progress)?;
+            let skipped = made.skipped.0.iter().map(|(why, n)| format!("{n} {}", why.describe()));
+            out.notes.extend(skipped.map(|s| format!("--from {}: skipped {s}", scan.root.display())));
+            out.spec.count = made.init.count as u32;
+            made.init
+        }
+        None => dataset::init(&db, &opts.spec, false, &progress)?,
+    };
+    out.spec.size_histogram.clone_from(&made.size_histogram);
     observer.built(EngineKind::Db, made.count, made.elapsed_ns);
     out.disk_usage.push(stat(&db, false)?.disk_usage(&db));
     let copies = [EngineKind::Flat, EngineKind::Tree].into_iter().chain(opts.engines.iter().copied());
@@ -295,6 +330,7 @@ fn measure_all(opts: &SuiteOptions, work: &Path, observer: &dyn SuiteObserver, o
         let mut run_opts = RunOptions::new(&path);
         run_opts.count = if step.update { writes } else { reads };
         run_opts.order = Order::Random;
+        run_opts.zipf = opts.zipf;
         run_opts.update = step.update;
         run_opts.db = step.db.clone();
         if run_opts.db.mmap_bytes < 0 {

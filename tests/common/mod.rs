@@ -12,7 +12,10 @@ use rusqlite::Connection;
 
 /// The blobbench binary this crate builds.
 pub fn blobbench() -> Command {
-    Command::cargo_bin("blobbench").unwrap()
+    let mut c = Command::cargo_bin("blobbench").unwrap();
+    // Errors stay one line whatever the environment asks of panics.
+    c.env_remove("RUST_BACKTRACE");
+    c
 }
 
 /// stdout of a command that must succeed.
@@ -195,4 +198,16 @@ pub fn hold(kind: EngineKind, path: &Path) -> Box<dyn std::any::Any> {
         EngineKind::Fjall => Box::new(fjall::Database::builder(path).open().unwrap()),
         other => panic!("{other:?} is not a key-value engine"),
     }
+}
+
+/// Runs blobbench with `args`; asserts success and returns stdout.
+pub fn ok(args: &[&str]) -> String {
+    let out = blobbench().args(args).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A kvtest database of `count` blobs of `size` bytes.
+pub fn kvtest_db(path: &Path, count: u32, size: u32) {
+    ok(&["init", path.to_str().unwrap(), "--count", &count.to_string(), "--size", &size.to_string()]);
 }

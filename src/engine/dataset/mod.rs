@@ -4,6 +4,7 @@
 
 mod export;
 mod external;
+pub mod from_dir;
 mod init;
 mod layout;
 mod stat;

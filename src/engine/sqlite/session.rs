@@ -90,6 +90,7 @@ impl DbSession {
         let mut session = DbSession {
             handles: RawHandles {
                 stmt: ptr::null_mut(),
+                upd: ptr::null_mut(),
                 blob: ptr::null_mut(),
                 put: ptr::null_mut(),
                 del: ptr::null_mut(),
@@ -108,11 +109,8 @@ impl DbSession {
             max_key,
         };
         if p.access == DbAccess::Sql {
-            let sql: &CStr = if update {
-                c"UPDATE kv SET v=substr(?2,1,length(v)) WHERE k=?1"
-            } else {
-                c"SELECT v FROM kv WHERE k=?1"
-            };
+            // Reads are prepared in write sessions too: a mixed script reads.
+            let sql: &CStr = c"SELECT v FROM kv WHERE k=?1";
             // SAFETY: valid db handle and NUL-terminated SQL; stmt is ours.
             let rc = unsafe {
                 ffi::sqlite3_prepare_v2(session.db, sql.as_ptr(), -1, &mut session.handles.stmt, ptr::null_mut())
@@ -120,6 +118,9 @@ impl DbSession {
             if rc != ffi::SQLITE_OK {
                 return Err(session.error("cannot prepare the query"));
             }
+        }
+        if update && p.access == DbAccess::Sql {
+            session.handles.upd = session.prepare(c"UPDATE kv SET v=substr(?2,1,length(v)) WHERE k=?1")?;
         }
         if update {
             session.handles.put = session.prepare(c"INSERT OR REPLACE INTO kv(k, v) VALUES(?1, ?2)")?;
@@ -270,6 +271,8 @@ impl DbSession {
 /// The raw statement and blob handle of a session.
 struct RawHandles {
     stmt: *mut ffi::sqlite3_stmt,
+    /// The same-size UPDATE of SQL overwrites, prepared when the session writes.
+    upd: *mut ffi::sqlite3_stmt,
     blob: *mut ffi::sqlite3_blob,
     /// INSERT OR REPLACE and DELETE, prepared when the session writes.
     put: *mut ffi::sqlite3_stmt,
@@ -288,7 +291,7 @@ impl RawHandles {
                 ffi::sqlite3_blob_close(self.blob);
                 self.blob = ptr::null_mut();
             }
-            for stmt in [&mut self.put, &mut self.del] {
+            for stmt in [&mut self.upd, &mut self.put, &mut self.del] {
                 if !stmt.is_null() {
                     ffi::sqlite3_finalize(*stmt);
                     *stmt = ptr::null_mut();
@@ -351,7 +354,7 @@ impl Session for DbSession {
                 // SAFETY: stmt was prepared on this connection; `content`
                 // outlives the step (SQLITE_STATIC: no copy at bind).
                 unsafe {
-                    let s = self.handles.stmt;
+                    let s = self.handles.upd;
                     ffi::sqlite3_reset(s);
                     ffi::sqlite3_bind_int(s, 1, key as c_int);
                     // SQL's substr() takes only the bytes the blob has; a

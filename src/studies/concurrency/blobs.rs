@@ -7,6 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::blob_writer;
 use super::conclusions::Comparison;
 use super::options::{ConcurrencyOptions, Workload};
 use crate::drivers::run::RunOptions;
@@ -55,6 +56,10 @@ pub struct BlobPoint {
     pub cpu_us_per_read: f64,
     /// Median over runs of process CPU time over wall time.
     pub cores_used: f64,
+    /// Stores read while one writer overwrites blobs ("db-wal-writer",
+    /// "files-writer"): the writer's rate over the readers' runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes_per_s: Option<f64>,
 }
 
 impl BlobReaders {
@@ -86,6 +91,48 @@ impl BlobReaders {
     }
 }
 
+/// One store read by `threads` readers: its point and its experiment.
+fn measure_point(
+    opts: &ConcurrencyOptions,
+    store: &str,
+    label: &str,
+    path: &Path,
+    mmap: i64,
+    threads: u32,
+) -> Result<(BlobPoint, Experiment)> {
+    let mut run = RunOptions::new(path);
+    run.count = opts.blob_reads.max(u64::from(threads));
+    run.order = Order::Random;
+    run.db = DbParams { mmap_bytes: mmap, ..DbParams::default() };
+    run.plan = Plan { repeat: opts.repeat, warmup: 1, cold: false, latency: true };
+    let id = format!("blobs/{store}/t{threads}");
+    let report = crate::drivers::parallel_read::run(&run, threads, &id, &format!("{label}, {threads} thread(s)"))?;
+    let e = report.experiment;
+    let per_op = e.summary.per_op_us.median;
+    let cpu = |r: &crate::measure::RunSample| (r.os.user_cpu_us + r.os.system_cpu_us) as f64;
+    let per_read: Vec<f64> = e.runs.iter().filter(|r| r.ops > 0).map(|r| cpu(r) / r.ops as f64).collect();
+    let cores: Vec<f64> = e
+        .runs
+        .iter()
+        .filter(|r| r.phases.kvtest_total_ns > 0)
+        .map(|r| cpu(r) * 1000.0 / r.phases.kvtest_total_ns as f64)
+        .collect();
+    let point = BlobPoint {
+        store: store.to_string(),
+        label: label.to_string(),
+        threads,
+        experiment_id: id,
+        mb_per_s: e.summary.mb_per_s.median,
+        reads_per_s: if per_op > 0.0 { 1e6 / per_op } else { 0.0 },
+        latency: e.latency,
+        noisy: e.summary.noisy,
+        cpu_us_per_read: Stat::of(&per_read).median,
+        cores_used: Stat::of(&cores).median,
+        writes_per_s: None,
+    };
+    Ok((point, e))
+}
+
 /// Runs the section in `work` (which it fills with a dataset and its export).
 /// Returns the summary and the experiments, for the result file.
 pub fn measure(
@@ -111,36 +158,28 @@ pub fn measure(
                 break 'all;
             }
             progress.advance(1);
-            let mut run = RunOptions::new(path);
-            run.count = opts.blob_reads.max(u64::from(threads));
-            run.order = Order::Random;
-            run.db = DbParams { mmap_bytes: mmap, ..DbParams::default() };
-            run.plan = Plan { repeat: opts.repeat, warmup: 1, cold: false, latency: true };
-            let id = format!("blobs/{store}/t{threads}");
-            let report =
-                crate::drivers::parallel_read::run(&run, threads, &id, &format!("{label}, {threads} thread(s)"))?;
-            let e = report.experiment;
-            let per_op = e.summary.per_op_us.median;
-            let cpu = |r: &crate::measure::RunSample| (r.os.user_cpu_us + r.os.system_cpu_us) as f64;
-            let per_read: Vec<f64> = e.runs.iter().filter(|r| r.ops > 0).map(|r| cpu(r) / r.ops as f64).collect();
-            let cores: Vec<f64> = e
-                .runs
-                .iter()
-                .filter(|r| r.phases.kvtest_total_ns > 0)
-                .map(|r| cpu(r) * 1000.0 / r.phases.kvtest_total_ns as f64)
-                .collect();
-            points.push(BlobPoint {
-                store: store.to_string(),
-                label: label.to_string(),
-                threads,
-                experiment_id: id,
-                mb_per_s: e.summary.mb_per_s.median,
-                reads_per_s: if per_op > 0.0 { 1e6 / per_op } else { 0.0 },
-                latency: e.latency,
-                noisy: e.summary.noisy,
-                cpu_us_per_read: Stat::of(&per_read).median,
-                cores_used: Stat::of(&cores).median,
-            });
+            let (point, e) = measure_point(opts, store, label, path, mmap, threads)?;
+            points.push(point);
+            experiments.push(e);
+        }
+    }
+    // Readers while one writer overwrites blobs: last, since the writer
+    // turns the database to WAL and changes content.
+    let with_writer: [(&str, &str, &Path); 2] = [
+        ("db-wal-writer", "SQLite WAL, readers + one writer", &db),
+        ("files-writer", "files, readers + one writer (new file + rename)", &dir),
+    ];
+    'writer: for threads in BLOB_THREADS {
+        for (store, label, path) in with_writer {
+            if stop_requested() {
+                break 'writer;
+            }
+            let writer = blob_writer::start(path, opts.seed)?;
+            let measured = measure_point(opts, store, label, path, 0, threads);
+            let written = writer.finish()?;
+            let (mut point, e) = measured?;
+            point.writes_per_s = Some(written.writes_per_s);
+            points.push(point);
             experiments.push(e);
         }
     }

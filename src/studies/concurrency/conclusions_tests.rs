@@ -137,6 +137,7 @@ fn blob_lead_per_thread_count() {
         noisy: false,
         cpu_us_per_read: 1.0,
         cores_used: 1.0,
+        writes_per_s: None,
     };
     let b = BlobReaders {
         blobs: 10,

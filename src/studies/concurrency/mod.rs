@@ -4,6 +4,7 @@
 //! under parallel readers. Each point is time-bounded; every run starts
 //! from a fresh copy of the table; every write run is checked afterwards.
 
+mod blob_writer;
 mod blobs;
 mod conclusions;
 mod driver;

@@ -88,6 +88,11 @@ pub(super) fn run_cell(
     if direct.interrupted {
         return Ok(None);
     }
+    let writes = if opts.writes {
+        Some(super::writes::measure(spec, &paths.blobs_db, &paths.files, &paths.dir, &opts.plan, opts.seed)?)
+    } else {
+        None
+    };
     let (internal, direct) = (internal.experiment, direct.experiment);
     let base = ratio_figure(&internal);
     if !(base.is_finite() && base > 0.0) {
@@ -104,6 +109,7 @@ pub(super) fn run_cell(
         internal,
         external,
         direct,
+        writes,
     }))
 }
 

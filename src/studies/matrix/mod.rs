@@ -12,6 +12,7 @@
 mod cell;
 mod crossover;
 mod study;
+mod writes;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -20,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crossover::{crossover, Crossover, CrossoverKind};
 pub use study::{study_grid, study_ratio, STUDY_CACHE_BYTES, STUDY_PAGE_SIZES, STUDY_RATIOS, STUDY_SIZES};
+pub use writes::{CellWrites, WriteCrossover};
 
 use crate::engine::dataset::check_spec;
 use crate::measure::Experiment;
@@ -56,6 +58,9 @@ pub struct MatrixOptions {
     pub workdir: PathBuf,
     /// Seed of the blobs' random content.
     pub seed: u64,
+    /// Also measure writes in each cell (overwrites fast and durable, grow
+    /// and shrink).
+    pub writes: bool,
 }
 
 impl Default for MatrixOptions {
@@ -69,6 +74,7 @@ impl Default for MatrixOptions {
             plan: Plan { repeat: 5, warmup: 1, cold: false, latency: true },
             workdir: default_workdir(),
             seed: 1,
+            writes: true,
         }
     }
 }
@@ -186,7 +192,7 @@ pub struct CellSpec {
 
 impl CellSpec {
     pub fn dataset(&self, seed: u64) -> DatasetSpec {
-        DatasetSpec { count: self.count, size: self.size, variance: 0, page_size: self.page_size, seed }
+        DatasetSpec { count: self.count, size: self.size, page_size: self.page_size, seed, ..DatasetSpec::default() }
     }
 
     /// Rough bytes the cell's datasets take: the database, the name
@@ -212,6 +218,9 @@ pub struct MatrixSection {
     pub crossovers: Vec<PageCrossover>,
     /// Per blob size, the page size with the fastest database read.
     pub best_page_sizes: Vec<BestPageSize>,
+    /// Per page size, where files start to beat the database at writing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub write_crossovers: Vec<WriteCrossover>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -245,6 +254,10 @@ pub struct MatrixCell {
     pub external_ratio: f64,
     /// direct / internal of the ratio figure.
     pub direct_ratio: f64,
+    /// The cell's write experiments (absent in older files and with
+    /// `--reads-only`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes: Option<CellWrites>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -312,6 +325,7 @@ impl MatrixSection {
             cells,
             crossovers: Vec::new(),
             best_page_sizes: Vec::new(),
+            write_crossovers: Vec::new(),
         };
         let (ext, direct) = (section.grid(Figure::ExternalRatio), section.grid(Figure::DirectRatio));
         for (row, &page_size) in ext.page_sizes.iter().enumerate() {
@@ -336,6 +350,7 @@ impl MatrixSection {
                 });
             }
         }
+        section.write_crossovers = section.write_crossovers();
         section
     }
 

@@ -11,6 +11,7 @@ fn tiny(workdir: &Path) -> MatrixOptions {
         plan: Plan { repeat: 1, warmup: 0, cold: false, latency: true },
         workdir: workdir.to_path_buf(),
         seed: 1,
+        writes: true,
     }
 }
 

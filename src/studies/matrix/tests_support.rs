@@ -19,6 +19,8 @@ fn fake(us: f64) -> Experiment {
         kv: Default::default(),
         plan: Plan::default(),
         seed: None,
+        zipf_theta: None,
+        mix: None,
     };
     Experiment {
         id: String::new(),
@@ -32,6 +34,7 @@ fn fake(us: f64) -> Experiment {
         clock_cost_ns: 0.0,
         clock_overhead_pct: 0.0,
         warnings: Vec::new(),
+        class_latency: Vec::new(),
     }
 }
 
@@ -55,6 +58,7 @@ pub(crate) fn fixed_section() -> MatrixSection {
                 direct: fake(10.0),
                 external_ratio: 20.0 / us,
                 direct_ratio: 10.0 / us,
+                writes: None,
             });
         }
     }
