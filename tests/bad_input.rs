@@ -218,6 +218,7 @@ fn cases() -> Vec<Case> {
         case("report: spaces and non-ASCII", spaced_results, &["report", "@my dir/rësults ü.json", "--format", "text"], Works("host-a")),
         case("report html: spaces and non-ASCII", spaced_results, &["report", "@my dir/rësults ü.json", "--out", "@my dir/rëport"], Works("wrote")),
         case("report: crashtest results", crash_results, &["report", "@crash.json", "--format", "text"], Works("Crash safety")),
+        case("report: power-cut results", power_results, &["report", "@power.json", "--format", "text"], Works("lost after acknowledgement")),
         // suite: everything is checked before the datasets are built
         case("suite: workdir is a file", text, &["suite", "--workdir", "@text.txt", "--out", "@rep"], Fail("text.txt")),
         case("suite: workdir under a file", text, &["suite", "--workdir", "@text.txt/w", "--out", "@rep"], Fail("text.txt")),
@@ -673,6 +674,10 @@ fn shape_json(d: &Path) {
 }
 
 /// A real crashtest result file, from the binary itself (a fraction of a second).
+fn power_results(d: &Path) {
+    std::fs::write(d.join("power.json"), include_str!("fixtures/power-cut-strict.json")).unwrap();
+}
+
 fn crash_results(d: &Path) {
     let out = Command::new(env!("CARGO_BIN_EXE_blobbench"))
         .args(["crashtest", "--method", "replace", "--kills", "1", "--count", "5", "--workdir"])
