@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 pub use dataset::detect;
 pub use external::{ExternalEngine, ExternalStore};
 pub use files::FileStore;
-pub use sqlite::{blob_sizes, non_blob_values, DbSession, SqliteStats};
+pub use sqlite::{blob_sizes, db_files, non_blob_values, DbSession, SqliteStats};
 
 use crate::records::{EngineKind, EngineSettings};
 use crate::Result;
