@@ -6,6 +6,7 @@
 //! of all the result files; a command that adds a new kind of result adds a
 //! section renderer there, and every output format picks it up.
 
+mod aging;
 mod concurrency;
 mod crash;
 mod details;
@@ -39,6 +40,7 @@ pub const SECTIONS: &[SectionRenderer] = &[
     matrix::sections,
     concurrency::sections,
     crash::sections,
+    aging::sections,
     details::latency,
     details::environment,
 ];
