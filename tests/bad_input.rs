@@ -204,6 +204,17 @@ fn cases() -> Vec<Case> {
         case("concurrency: unknown mode", none, &["concurrency", "--workdir", "@", "--out", "@rep", "--modes", "wal,bogus"], Fail("--modes")),
         case("concurrency: full disk", none, &["concurrency", "--threads", "1", "--duration", "0.1", "--repeat", "1", "--rows", "200", "--workload", "read", "--modes", "shared,wal,private-cache,rw", "--workdir", "@", "--out", "@rep"], Fail("File too large")).fsize(2_000),
         case("concurrency: spaces and non-ASCII", spaced_dir, &["concurrency", "--threads", "1", "--duration", "0.1", "--repeat", "1", "--rows", "200", "--workload", "read", "--modes", "shared,wal,private-cache,rw", "--workdir", "@my dir", "--out", "@my dir/rëport ü"], Works("report in")),
+        // aging: ages and sizes are checked before anything is built
+        case("aging: empty ages list", none, &["aging", "--workdir", "@", "--out", "@rep", "--ages", ""], Fail("the ages list is empty")),
+        case("aging: unsorted ages", none, &["aging", "--workdir", "@", "--out", "@rep", "--ages", "0,4,2"], Fail("strictly increasing")),
+        case("aging: negative age", none, &["aging", "--workdir", "@", "--out", "@rep", "--ages", "0,-1"], Fail("is negative")),
+        case("aging: absurd age", none, &["aging", "--workdir", "@", "--out", "@rep", "--ages", "0,1000000"], Fail("absurdly large")),
+        case("aging: blobs above SQLite's limit", none, &["aging", "--workdir", "@", "--out", "@rep", "--size-dist", "uniform:1m..2g"], Fail("blob limit")),
+        case("aging: unknown size setting", none, &["aging", "--workdir", "@", "--out", "@rep", "--size-dist", "huge"], Fail("unknown size setting")),
+        case("aging: churn of 100%", none, &["aging", "--workdir", "@", "--out", "@rep", "--churn", "100"], Fail("--churn")),
+        case("aging: workdir is a file", text, &["aging", "--workdir", "@text.txt", "--out", "@rep"], Fail("text.txt")),
+        case("aging: out is a file", text, &["aging", "--workdir", "@", "--out", "@text.txt"], Fail("text.txt")),
+        case("aging: full disk before anything is measured", none, &["aging", "--quick", "--count", "50", "--workdir", "@", "--out", "@rep"], Fail("File too large")).fsize(100_000),
     ];
     for (command, option) in NUMBER_OPTIONS {
         for bad in BAD_NUMBERS.iter().filter(|b| !(*option == "--cache-size" && **b == "-3")) {
@@ -248,6 +259,8 @@ const NUMBER_OPTIONS: &[(&[&str], &str)] = &[
     (&["concurrency", "--workdir", "@", "--out", "@rep"], "--batch"),
     (&["concurrency", "--workdir", "@", "--out", "@rep"], "--busy-timeout"),
     (&["concurrency", "--workdir", "@", "--out", "@rep"], "--seed"),
+    (&["aging", "--workdir", "@", "--out", "@rep"], "--count"),
+    (&["aging", "--workdir", "@", "--out", "@rep"], "--repeat"),
     (&["crashtest"], "--kills"),
     (&["crashtest"], "--count"),
     (&["crashtest"], "--seed"),

@@ -12,6 +12,7 @@ use blobbench::studies::aging::{self, AgePoint, AgingObserver, AgingOptions, Siz
 use blobbench::util::units;
 
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct AgingArgs {
     /// Where to build the datasets (a temporary subdirectory is made inside).
     #[arg(long, default_value = ".")]
@@ -20,7 +21,7 @@ pub struct AgingArgs {
     #[arg(long)]
     pub quick: bool,
     /// Storage ages: rewrites of every blob, strictly increasing [default: 0,1,2,4,8, or 0,1,2 with --quick].
-    #[arg(long, value_parser = ages, allow_hyphen_values = true)]
+    #[arg(long, value_parser = ages)]
     pub ages: Option<Ages>,
     /// Key-value engines to age beside SQLite and files: lmdb,redb,fjall (or all).
     #[arg(long, value_parser = super::engines::key_value_list, default_value = "")]

@@ -109,7 +109,8 @@ pub fn needed_bytes(sizes: &SizeDist, count: u32, engines: usize) -> u64 {
 }
 
 /// Runs the study. Ctrl-C or a full disk stops it; what was measured is
-/// returned, marked incomplete, and the datasets are removed unless `keep`.
+/// returned, marked incomplete, and the datasets are removed unless `keep`
+/// (a disk that fills before anything was measured is an error).
 pub fn run_aging(opts: &AgingOptions, observer: &dyn AgingObserver) -> Result<AgingOutcome> {
     check(opts)?;
     std::fs::create_dir_all(&opts.workdir).map_err(|e| Error::io(&opts.workdir, "cannot create directory", e))?;
@@ -162,7 +163,7 @@ pub fn run_aging(opts: &AgingOptions, observer: &dyn AgingObserver) -> Result<Ag
                 outcome.notes.push("interrupted (Ctrl-C): the figures here were measured before the stop".into());
                 break;
             }
-            Err(e) if is_disk_full(&e) => {
+            Err(e) if is_disk_full(&e) && outcome.section.settings.iter().any(|s| !s.points.is_empty()) => {
                 outcome.complete = false;
                 outcome.notes.push(format!(
                     "stopped: the disk filled up during the {} setting ({e}); the figures here were measured before",
@@ -199,10 +200,12 @@ fn check(opts: &AgingOptions) -> Result<()> {
     Ok(())
 }
 
-/// ENOSPC or EDQUOT from the OS, or SQLITE_FULL.
+/// ENOSPC, EDQUOT or EFBIG (a file size limit) from the OS, or SQLITE_FULL.
 fn is_disk_full(e: &Error) -> bool {
     match e {
-        Error::Io { source, .. } => matches!(source.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT)),
+        Error::Io { source, .. } => {
+            matches!(source.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EFBIG))
+        }
         Error::Sqlite { source, .. } => source.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull),
         _ => false,
     }

@@ -90,6 +90,9 @@ fn parse_uniform(text: &str) -> Result<SizeDist, String> {
 
 /// Parses a storage ages list such as `0,1,2,4,8` and checks it.
 pub fn parse_ages(text: &str) -> Result<Vec<u32>, String> {
+    if text.trim().is_empty() {
+        return check_ages(&[]).map(|()| Vec::new());
+    }
     let mut ages = Vec::new();
     for item in text.split(',').map(str::trim) {
         if item.is_empty() {
