@@ -48,13 +48,16 @@ fn blocks(a: &AgingSection, suffix: &str) -> Vec<Block> {
     blocks
 }
 
+/// A chart of one figure against age: file key, title, y label, the figure.
+type ChartSpec = (&'static str, &'static str, &'static str, fn(&AgePoint) -> Option<f64>);
+
 fn setting_blocks(s: &AgingSetting, ages: &[u32], id: &str) -> Vec<Block> {
     let mut out = vec![Block::Heading(format!(
         "{}: {} blobs of {} to {} bytes",
         s.sizes.name, s.count, s.sizes.min_bytes, s.sizes.max_bytes
     ))];
     let x: Vec<f64> = ages.iter().map(|&a| f64::from(a)).collect();
-    let charts: [(&str, &str, &str, fn(&AgePoint) -> Option<f64>); 5] = [
+    let charts: [ChartSpec; 5] = [
         ("read-warm", "Warm reads by storage age", "us per blob", |p| p.read_warm.map(|r| r.per_op_us)),
         ("read-cold", "Cold reads by storage age", "us per blob", |p| p.read_cold.map(|r| r.per_op_us)),
         ("disk", "Disk allocated per byte of content", "allocated / content", |p| {
