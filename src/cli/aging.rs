@@ -26,7 +26,7 @@ pub struct AgingArgs {
     /// Key-value engines to age beside SQLite and files: lmdb,redb,fjall (or all).
     #[arg(long, value_parser = super::engines::key_value_list, default_value = "")]
     pub engines: super::engines::EngineList,
-    /// Blobs per size setting [default: 20k article-sized, 1000 large; a tenth with --quick].
+    /// Blobs per size setting [default: 10k article-sized, 500 large; a tenth with --quick].
     #[arg(long, value_parser = units::positive_u32)]
     pub count: Option<u32>,
     /// Size settings: article (10 KB +/- 2 KB), large (100 KB to 1 MB), uniform:MIN..MAX; comma-separated.
