@@ -70,7 +70,7 @@ impl AgingOptions {
 
 /// Blobs per setting: about 100 MB of article blobs or 275 MB of large
 /// ones (a tenth with `quick`), so the full study stays within 20 minutes
-/// on a 2-core VM (twice these took 30).
+/// on a 2-core VM (15 min there; twice these were on course for 30).
 pub fn default_count(sizes: &SizeDist, quick: bool) -> u32 {
     match (sizes.spans_crossover(), quick) {
         (true, false) => 500,
