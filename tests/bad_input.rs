@@ -275,6 +275,17 @@ fn cases() -> Vec<Case> {
         case("run --mix 1:2:3", db, &["run", "@db", "--mix", "1:2:3"], Fail("READ:WRITE")),
         case("run --keys zipf:-1", db, &["run", "@db", "--keys", "zipf:-1"], Fail("theta")),
         case("suite --keys zipf:-1", none, &["suite", "--keys", "zipf:-1", "--workdir", "@", "--out", "@rep"], Fail("theta")),
+        // aging: ages and sizes are checked before anything is built
+        case("aging: empty ages list", none, &["aging", "--workdir", "@", "--out", "@rep", "--ages", ""], Fail("the ages list is empty")),
+        case("aging: unsorted ages", none, &["aging", "--workdir", "@", "--out", "@rep", "--ages", "0,4,2"], Fail("strictly increasing")),
+        case("aging: negative age", none, &["aging", "--workdir", "@", "--out", "@rep", "--ages", "0,-1"], Fail("is negative")),
+        case("aging: absurd age", none, &["aging", "--workdir", "@", "--out", "@rep", "--ages", "0,1000000"], Fail("absurdly large")),
+        case("aging: blobs above SQLite's limit", none, &["aging", "--workdir", "@", "--out", "@rep", "--size-dist", "uniform:1m..2g"], Fail("blob limit")),
+        case("aging: unknown size setting", none, &["aging", "--workdir", "@", "--out", "@rep", "--size-dist", "huge"], Fail("unknown size setting")),
+        case("aging: churn of 100%", none, &["aging", "--workdir", "@", "--out", "@rep", "--churn", "100"], Fail("--churn")),
+        case("aging: workdir is a file", text, &["aging", "--workdir", "@text.txt", "--out", "@rep"], Fail("text.txt")),
+        case("aging: out is a file", text, &["aging", "--workdir", "@", "--out", "@text.txt"], Fail("text.txt")),
+        case("aging: full disk before anything is measured", none, &["aging", "--quick", "--count", "50", "--workdir", "@", "--out", "@rep"], Fail("File too large")).fsize(100_000),
     ];
     v.extend(engine_cases());
     for (command, option) in NUMBER_OPTIONS {
@@ -320,6 +331,8 @@ const NUMBER_OPTIONS: &[(&[&str], &str)] = &[
     (&["concurrency", "--workdir", "@", "--out", "@rep"], "--batch"),
     (&["concurrency", "--workdir", "@", "--out", "@rep"], "--busy-timeout"),
     (&["concurrency", "--workdir", "@", "--out", "@rep"], "--seed"),
+    (&["aging", "--workdir", "@", "--out", "@rep"], "--count"),
+    (&["aging", "--workdir", "@", "--out", "@rep"], "--repeat"),
     (&["crashtest"], "--kills"),
     (&["crashtest"], "--count"),
     (&["crashtest"], "--seed"),

@@ -1,6 +1,7 @@
 //! Argument definitions and dispatch. Each command's arguments and printing
 //! live in their own file; the library does the work.
 
+mod aging;
 mod concurrency;
 mod crashtest;
 mod dataset;
@@ -42,6 +43,8 @@ pub enum Command {
     Concurrency(concurrency::ConcurrencyArgs),
     /// Kill writers (SIGKILL) or cut their power (--power-cut) and check what each write method leaves behind.
     Crashtest(crashtest::CrashtestArgs),
+    /// What years of rewrites do to files and to the database: read time, disk usage, fragmentation by age.
+    Aging(aging::AgingArgs),
     /// The process crashtest kills (internal).
     #[command(hide = true)]
     CrashWriter(crashtest::CrashWriterArgs),
@@ -61,6 +64,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Report(a) => report::run(a),
         Command::Concurrency(a) => concurrency::run(a),
         Command::Crashtest(a) => crashtest::crashtest(a),
+        Command::Aging(a) => aging::run(a),
         Command::CrashWriter(a) => crashtest::crash_writer(a),
         Command::LayerCostProbe(a) => powercut::probe(a),
     }

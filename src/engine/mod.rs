@@ -29,7 +29,7 @@ pub use dataset::detect;
 pub use external::{ExternalEngine, ExternalStore};
 pub use files::FileStore;
 pub use kv::KvStat;
-pub use sqlite::{blob_sizes, non_blob_values, DbSession, SqliteStats};
+pub use sqlite::{blob_sizes, db_files, non_blob_values, DbSession, SqliteStats};
 
 use crate::records::{EngineKind, EngineSettings};
 use crate::Result;

@@ -70,6 +70,10 @@ pub struct KeySequence {
     rng: KvtestRng,
     /// Hot keys: when set, keys are drawn from it instead of `order`.
     zipf: Option<std::sync::Arc<ZipfTable>>,
+    /// Keys chosen before the run (`aging` visits every blob once, in a
+    /// shuffled order); when present, the order above is not used.
+    list: Option<std::sync::Arc<[u32]>>,
+    at: usize,
 }
 
 impl KeySequence {
@@ -79,13 +83,28 @@ impl KeySequence {
 
     pub fn with_rng(order: Order, start: u32, max_id: u32, rng: KvtestRng) -> Self {
         assert!(start >= 1 && max_id >= 1, "keys start at 1");
-        KeySequence { order, key: start, max_id, rng, zipf: None }
+        KeySequence { order, key: start, max_id, rng, zipf: None, list: None, at: 0 }
     }
 
     /// Keys drawn from a Zipf table (hot keys), starting with a draw.
     pub fn zipf(table: std::sync::Arc<ZipfTable>, mut rng: KvtestRng) -> Self {
         let key = table.draw(&mut rng);
-        KeySequence { order: Order::Random, key, max_id: table.keys(), rng, zipf: Some(table) }
+        KeySequence { order: Order::Random, key, max_id: table.keys(), rng, zipf: Some(table), list: None, at: 0 }
+    }
+
+    /// Visits `keys` in the given order, starting again at the end.
+    pub fn listed(keys: std::sync::Arc<[u32]>) -> Self {
+        assert!(!keys.is_empty() && keys.iter().all(|&k| k >= 1), "keys start at 1");
+        let max_id = keys.iter().copied().max().unwrap_or(1);
+        KeySequence {
+            order: Order::Asc,
+            key: keys[0],
+            max_id,
+            rng: KvtestRng::new(),
+            zipf: None,
+            list: Some(keys),
+            at: 0,
+        }
     }
 
     #[inline]
@@ -97,6 +116,11 @@ impl KeySequence {
     pub fn advance(&mut self) {
         if let Some(table) = &self.zipf {
             self.key = table.draw(&mut self.rng);
+            return;
+        }
+        if let Some(list) = &self.list {
+            self.at = if self.at + 1 == list.len() { 0 } else { self.at + 1 };
+            self.key = list[self.at];
             return;
         }
         self.key = match self.order {
@@ -134,6 +158,12 @@ mod tests {
     fn asc_and_desc_wrap() {
         assert_eq!(take(KeySequence::new(Order::Asc, 3, 4), 5), [3, 4, 1, 2, 3]);
         assert_eq!(take(KeySequence::new(Order::Desc, 2, 4), 5), [2, 1, 4, 3, 2]);
+    }
+
+    #[test]
+    fn listed_visits_the_list_and_wraps() {
+        let seq = KeySequence::listed(std::sync::Arc::from(vec![5u32, 2, 9]));
+        assert_eq!(take(seq, 7), [5, 2, 9, 5, 2, 9, 5]);
     }
 
     #[test]

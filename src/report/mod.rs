@@ -6,6 +6,7 @@
 //! of all the result files; a command that adds a new kind of result adds a
 //! section renderer there, and every output format picks it up.
 
+mod aging;
 mod baseline;
 pub mod concurrency;
 mod crash;
@@ -49,6 +50,7 @@ pub const SECTIONS: &[SectionRenderer] = &[
     matrix::sections,
     concurrency::sections,
     crash::sections,
+    aging::sections,
     details::latency,
     details::environment,
 ];

@@ -7,6 +7,7 @@ use super::ResultFile;
 use crate::drivers::run::RunReport;
 use crate::measure::envinfo;
 use crate::records::DatasetSpec;
+use crate::studies::aging::AgingOutcome;
 use crate::studies::concurrency::{self, ConcurrencyOptions};
 use crate::studies::crashtest::CrashReport;
 use crate::studies::matrix::{MatrixRun, RATIO_FIGURE};
@@ -64,6 +65,15 @@ impl ResultFile {
         let mut file = ResultFile::new("crashtest", envinfo::collect(workdir));
         file.complete = !report.interrupted;
         file.crashtest = Some(report.section.clone());
+        file
+    }
+
+    /// The result file of an `aging` study.
+    pub fn from_aging(outcome: AgingOutcome) -> ResultFile {
+        let mut file = ResultFile::new("aging", outcome.environment);
+        file.complete = outcome.complete;
+        file.aging = Some(outcome.section);
+        file.notes = outcome.notes;
         file
     }
 }

@@ -63,6 +63,9 @@ pub struct ResultFile {
     /// `concurrency`: threads, connections and journal modes (see the schema doc).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<crate::studies::concurrency::ConcurrencySection>,
+    /// `aging`: read time, disk usage and fragmentation by storage age.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aging: Option<crate::studies::aging::AgingSection>,
 }
 
 impl ResultFile {
@@ -86,6 +89,7 @@ impl ResultFile {
             power_cut: None,
             notes: Vec::new(),
             concurrency: None,
+            aging: None,
         }
     }
 

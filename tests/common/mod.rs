@@ -211,3 +211,14 @@ pub fn ok(args: &[&str]) -> String {
 pub fn kvtest_db(path: &Path, count: u32, size: u32) {
     ok(&["init", path.to_str().unwrap(), "--count", &count.to_string(), "--size", &size.to_string()]);
 }
+
+/// Parses a result file and checks it against docs/results.schema.json.
+pub fn valid_results(path: &Path) -> serde_json::Value {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../docs/results.schema.json")).expect("schema is JSON");
+    let raw: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    if let Err(e) = jsonschema::validate(&schema, &raw) {
+        panic!("results do not match the schema: {e}");
+    }
+    raw
+}

@@ -1,0 +1,146 @@
+//! `aging`: rewrites blobs age after age and reports read time, disk usage
+//! and fragmentation, then writes a report.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Args;
+
+use blobbench::results::ResultFile;
+use blobbench::studies::aging::{self, AgePoint, AgingObserver, AgingOptions, SizeDist};
+use blobbench::util::units;
+
+#[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
+pub struct AgingArgs {
+    /// Where to build the datasets (a temporary subdirectory is made inside).
+    #[arg(long, default_value = ".")]
+    pub workdir: PathBuf,
+    /// Small datasets, ages 0,1,2 and 2 timed runs: about a minute.
+    #[arg(long)]
+    pub quick: bool,
+    /// Storage ages: rewrites of every blob, strictly increasing [default: 0,1,2,4,8, or 0,1,2 with --quick].
+    #[arg(long, value_parser = ages)]
+    pub ages: Option<Ages>,
+    /// Key-value engines to age beside SQLite and files: lmdb,redb,fjall (or all).
+    #[arg(long, value_parser = super::engines::key_value_list, default_value = "")]
+    pub engines: super::engines::EngineList,
+    /// Blobs per size setting [default: 10k article-sized, 500 large; a tenth with --quick].
+    #[arg(long, value_parser = units::positive_u32)]
+    pub count: Option<u32>,
+    /// Size settings: article (10 KB +/- 2 KB), large (100 KB to 1 MB), uniform:MIN..MAX; comma-separated.
+    #[arg(long, default_value = "article,large", value_parser = size_dists)]
+    pub size_dist: SizeDists,
+    /// Percent of the blobs deleted and inserted again at each age step (0: no churn).
+    #[arg(long, default_value = "0", value_parser = churn_pct)]
+    pub churn: f64,
+    /// Timed read runs per measurement [default: 3, or 2 with --quick].
+    #[arg(long, value_parser = units::positive_u32)]
+    pub repeat: Option<u32>,
+    /// Directory for results.json, the charts and index.html.
+    #[arg(long, default_value = "blobbench-aging")]
+    pub out: PathBuf,
+    /// Keep the datasets in the work directory.
+    #[arg(long)]
+    pub keep: bool,
+    /// Replace --out even when it is a non-empty directory that is not a previous report.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// A parsed `--ages` list.
+#[derive(Debug, Clone)]
+pub struct Ages(Vec<u32>);
+
+/// A parsed `--size-dist` list (one small parser, to be swapped for issue 14's).
+#[derive(Debug, Clone)]
+pub struct SizeDists(Vec<SizeDist>);
+
+fn ages(s: &str) -> Result<Ages, String> {
+    aging::parse_ages(s).map(Ages)
+}
+
+fn size_dists(s: &str) -> Result<SizeDists, String> {
+    aging::parse_size_dists(s).map(SizeDists)
+}
+
+fn churn_pct(s: &str) -> Result<f64, String> {
+    let v: f64 = s.trim().parse().map_err(|_| format!("invalid percentage {s:?}"))?;
+    if !(0.0..100.0).contains(&v) {
+        return Err(format!("--churn must be from 0 to less than 100 percent, got {s}"));
+    }
+    Ok(v)
+}
+
+impl AgingArgs {
+    fn options(&self) -> AgingOptions {
+        let mut o = AgingOptions::new(self.workdir.clone(), self.quick);
+        if let Some(ages) = &self.ages {
+            o.ages = ages.0.clone();
+        }
+        o.sizes = self.size_dist.0.clone();
+        o.count = self.count;
+        o.engines = self.engines.0.clone();
+        o.churn_pct = self.churn;
+        if let Some(r) = self.repeat {
+            o.repeat = r;
+        }
+        o.keep = self.keep;
+        o
+    }
+}
+
+/// Steps on stderr when it is a terminal; one line per measured point on stdout.
+struct Lines {
+    terminal: bool,
+}
+
+impl AgingObserver for Lines {
+    fn step(&self, what: &str) {
+        if self.terminal {
+            eprint!("\r\x1b[K{what}");
+        }
+    }
+
+    fn point(&self, sizes: &SizeDist, p: &AgePoint) {
+        if self.terminal {
+            eprint!("\r\x1b[K");
+        }
+        let us = |r: Option<aging::ReadFigures>| r.map_or_else(|| "-".into(), |r| format!("{:.1}", r.per_op_us));
+        let what = p.remedy.as_ref().map_or_else(|| format!("age {}", p.age), |r| format!("after {r}"));
+        let extents = match (p.fragmentation.extents_per_file(), &p.fragmentation.not_measured) {
+            (Some(e), _) => format!("{e:.2} extents/file"),
+            _ => "extents not measured".to_string(),
+        };
+        println!(
+            "{:<8} {:<24} {:<22} read {:>8} us warm {:>8} us cold; {:>8.1} MB allocated for {:.1} MB; {extents}",
+            sizes.name,
+            p.layout,
+            what,
+            us(p.read_warm),
+            us(p.read_cold),
+            p.usage.allocated_bytes as f64 / 1e6,
+            p.usage.content_bytes as f64 / 1e6,
+        );
+    }
+}
+
+pub fn run(args: AgingArgs) -> anyhow::Result<()> {
+    super::output::prepare_report_dir(&args.out, args.force)?;
+    let opts = args.options();
+    let started = Instant::now();
+    let observer = Lines { terminal: std::io::stderr().is_terminal() };
+    let outcome = aging::run_aging(&opts, &observer)?;
+    let results = ResultFile::from_aging(outcome);
+    let summary = super::output::write_report(&args.out, std::slice::from_ref(&results), args.force)?;
+    print!("{summary}");
+    println!(
+        "aging took {:.0} s{}; report in {} (open {})",
+        started.elapsed().as_secs_f64(),
+        if results.complete { "" } else { " (incomplete: see the notes)" },
+        args.out.display(),
+        args.out.join("index.html").display()
+    );
+    Ok(())
+}

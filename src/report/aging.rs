@@ -1,0 +1,219 @@
+//! The `aging` section: per size setting, read time (warm and cold), disk
+//! usage and fragmentation against storage age, one line per layout; the
+//! crossover size by age for a wide size setting; every figure in a table.
+
+use super::doc::{Block, Chart, Figure, Section, Table, NOT_MEASURED};
+use super::fmt::{machine_labels, micros};
+use super::svg::{LineChart, Series};
+use crate::results::ResultFile;
+use crate::studies::aging::{AgePoint, AgingSection, AgingSetting};
+
+pub fn sections(files: &[ResultFile]) -> Vec<Section> {
+    let labels = machine_labels(files);
+    let with: Vec<(usize, &String, &AgingSection)> =
+        files.iter().zip(&labels).enumerate().filter_map(|(i, (f, l))| f.aging.as_ref().map(|a| (i, l, a))).collect();
+    let several = with.len() > 1;
+    with.into_iter()
+        .map(|(i, label, a)| {
+            let suffix = if several { format!("-{}", i + 1) } else { String::new() };
+            let title = if several { format!("Storage aging on {label}") } else { "Storage aging".to_string() };
+            Section { id: format!("aging{suffix}"), title, in_summary: true, blocks: blocks(a, &suffix) }
+        })
+        .collect()
+}
+
+fn blocks(a: &AgingSection, suffix: &str) -> Vec<Block> {
+    let ages: Vec<String> = a.ages.iter().map(u32::to_string).collect();
+    let mut blocks = vec![Block::Paragraph(format!(
+        "Storage age is the number of times every blob has been rewritten (Sears, van Ingen and Gray's measure): \
+         each age step rewrites every blob once, in a shuffled order, with a new size drawn from the setting's \
+         distribution, one transaction per pass.{} Ages measured: {}.",
+        if a.churn_pct > 0.0 {
+            format!(" Each step also deletes {}% of the blobs and inserts them again with new sizes.", a.churn_pct)
+        } else {
+            String::new()
+        },
+        ages.join(", ")
+    ))];
+    blocks.push(Block::Note(
+        "Read time: kvtest's per-op time (open to close) for reading every blob once in a shuffled order, median of \
+         the timed runs; cold runs evict the dataset's pages first. Allocated bytes are blocks as du counts them; \
+         extents per file come from FIEMAP, counted as filefrag counts them; overflow distance is the mean gap in \
+         pages between consecutive overflow pages of one blob (1 = sequential)."
+            .to_string(),
+    ));
+    for s in &a.settings {
+        blocks.extend(setting_blocks(s, &a.ages, &format!("{}{suffix}", s.sizes.name.replace([':', '.'], "-"))));
+    }
+    blocks
+}
+
+/// A chart of one figure against age: file key, title, y label, the figure.
+type ChartSpec = (&'static str, &'static str, &'static str, fn(&AgePoint) -> Option<f64>);
+
+fn setting_blocks(s: &AgingSetting, ages: &[u32], id: &str) -> Vec<Block> {
+    let mut out = vec![Block::Heading(format!(
+        "{}: {} blobs of {} to {} bytes",
+        s.sizes.name, s.count, s.sizes.min_bytes, s.sizes.max_bytes
+    ))];
+    let x: Vec<f64> = ages.iter().map(|&a| f64::from(a)).collect();
+    let charts: [ChartSpec; 5] = [
+        ("read-warm", "Warm reads by storage age", "us per blob", |p| p.read_warm.map(|r| r.per_op_us)),
+        ("read-cold", "Cold reads by storage age", "us per blob", |p| p.read_cold.map(|r| r.per_op_us)),
+        ("disk", "Disk allocated per byte of content", "allocated / content", |p| {
+            (p.usage.content_bytes > 0).then(|| p.usage.allocated_bytes as f64 / p.usage.content_bytes as f64)
+        }),
+        ("extents", "Extents per file (FIEMAP)", "extents per non-empty file", |p| p.fragmentation.extents_per_file()),
+        ("overflow", "SQLite overflow chains: mean page distance", "pages between consecutive pages", |p| {
+            p.fragmentation.overflow.map(|o| o.mean_distance_pages)
+        }),
+    ];
+    for (key, title, y_label, value) in charts {
+        let series: Vec<Series> = s
+            .layouts
+            .iter()
+            .map(|l| Series {
+                name: l.title.clone(),
+                values: ages
+                    .iter()
+                    .map(|&age| s.points.iter().find(|p| p.layout == l.id && p.age == age).and_then(value))
+                    .collect(),
+            })
+            .filter(|se| se.values.iter().any(Option::is_some))
+            .collect();
+        if series.is_empty() {
+            continue;
+        }
+        let findings = growth(&series, ages);
+        out.push(Block::Figure(Figure {
+            id: format!("aging-{id}-{key}"),
+            chart: Chart::Lines(LineChart {
+                title: format!("{}: {title}", s.sizes.name),
+                x_label: "storage age (rewrites of every blob)".into(),
+                y_label: y_label.into(),
+                x_log: false,
+                x: x.clone(),
+                series,
+                reference: None,
+                note: runs_note(s),
+            }),
+            caption: vec![format!("{} blobs of {} to {} bytes.", s.count, s.sizes.min_bytes, s.sizes.max_bytes)],
+            findings,
+        }));
+    }
+    if !s.crossover.is_empty() {
+        out.push(crossover_figure(s, id));
+    }
+    out.push(Block::Table(table(s)));
+    out
+}
+
+/// "X: 1.8x its age-0 value at age 8" for each line.
+/// How many timed runs each read point is the median of.
+fn runs_note(s: &AgingSetting) -> String {
+    let runs = s.points.iter().filter_map(|p| p.read_warm.as_ref().map(|r| r.runs)).min().unwrap_or(0);
+    format!("read times: median of {runs} timed runs per point; disk and extents: exact counts")
+}
+
+fn growth(series: &[Series], ages: &[u32]) -> Vec<String> {
+    series
+        .iter()
+        .filter_map(|se| {
+            let first = se.values.first().copied().flatten()?;
+            let (i, last) = se.values.iter().enumerate().rev().find_map(|(i, v)| v.map(|v| (i, v)))?;
+            (i > 0 && first > 0.0)
+                .then(|| format!("{}: {:.2}x its age-{} value at age {}.", se.name, last / first, ages[0], ages[i]))
+        })
+        .collect()
+}
+
+fn crossover_figure(s: &AgingSetting, id: &str) -> Block {
+    let ages: Vec<u32> = {
+        let mut v: Vec<u32> = s.crossover.iter().map(|c| c.age).collect();
+        v.dedup();
+        v
+    };
+    let series = ["warm", "cold"]
+        .into_iter()
+        .map(|cache| Series {
+            name: format!("{cache} reads"),
+            values: ages
+                .iter()
+                .map(|&age| {
+                    s.crossover
+                        .iter()
+                        .find(|c| c.age == age && c.cache == cache)
+                        .and_then(|c| c.files_faster_from_bytes)
+                        .map(|b| f64::from(b) / 1000.0)
+                })
+                .collect(),
+        })
+        .collect();
+    let findings = s
+        .crossover
+        .iter()
+        .map(|c| match c.files_faster_from_bytes {
+            Some(b) => format!("age {}, {}: files are faster from {} KB up.", c.age, c.cache, b / 1000),
+            None => format!("age {}, {}: files are not faster at the largest size band.", c.age, c.cache),
+        })
+        .collect();
+    Block::Figure(Figure {
+        id: format!("aging-{id}-crossover"),
+        chart: Chart::Lines(LineChart {
+            title: format!("{}: blob size from which files read faster than SQLite", s.sizes.name),
+            x_label: "storage age (rewrites of every blob)".into(),
+            y_label: "KB".into(),
+            x_log: false,
+            x: ages.iter().map(|&a| f64::from(a)).collect(),
+            series,
+            reference: None,
+            note: runs_note(s),
+        }),
+        caption: vec![format!(
+            "Blobs grouped in {} size bands; in each, the fastest file layout against the fastest SQLite layout \
+             (median per-op read time). The crossover is the lower edge of the first band from which files win in \
+             every larger band; a gap means files never win at the largest band.",
+            s.crossover.first().map_or(0, |c| c.bands.len())
+        )],
+        findings,
+    })
+}
+
+fn table(s: &AgingSetting) -> Table {
+    let headers = [
+        "layout",
+        "age",
+        "rewrite us",
+        "warm us",
+        "cold us",
+        "allocated MB",
+        "content MB",
+        "freelist pages",
+        "extents/file",
+        "fragmented files",
+        "overflow distance",
+    ];
+    let mb = |b: u64| format!("{:.1}", b as f64 / 1e6);
+    let rows = s
+        .points
+        .iter()
+        .chain(&s.remedies)
+        .map(|p| {
+            let f = &p.fragmentation;
+            vec![
+                p.layout.clone(),
+                p.remedy.as_ref().map_or_else(|| p.age.to_string(), |r| format!("{} ({r})", p.age)),
+                p.rewrite.map_or_else(|| "-".into(), |w| micros(w.per_op_us)),
+                p.read_warm.map_or_else(|| NOT_MEASURED.into(), |r| micros(r.per_op_us)),
+                p.read_cold.map_or_else(|| NOT_MEASURED.into(), |r| micros(r.per_op_us)),
+                mb(p.usage.allocated_bytes),
+                mb(p.usage.content_bytes),
+                p.usage.freelist_pages.map_or_else(|| "-".into(), |n| n.to_string()),
+                f.extents_per_file().map_or_else(|| NOT_MEASURED.into(), |e| format!("{e:.2}")),
+                f.fragmented_files.map_or_else(|| NOT_MEASURED.into(), |n| format!("{n} of {}", f.files)),
+                f.overflow.map_or_else(|| "-".into(), |o| format!("{:.1}", o.mean_distance_pages)),
+            ]
+        })
+        .collect();
+    Table { headers: headers.iter().map(|h| h.to_string()).collect(), rows }
+}

@@ -1,0 +1,172 @@
+//! The layouts `aging` ages, each a copy of the dataset with its write
+//! method, and what each occupies on disk and how fragmented it is.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use super::frag::{overflow_locality, ExtentTally};
+use super::section::{Fragmentation, LayoutInfo, Usage};
+use crate::engine::dataset::{blob_files, db_error, open_kv};
+use crate::engine::db_files as sqlite_files;
+use crate::records::{
+    DbAccess, DbParams, EngineKind, EngineSettings, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel,
+};
+use crate::{Error, Result};
+
+/// One aged copy: where it lives and how it is written and read.
+#[derive(Debug, Clone)]
+pub struct AgingLayout {
+    pub info: LayoutInfo,
+    pub settings: EngineSettings,
+    pub path: PathBuf,
+}
+
+impl AgingLayout {
+    pub fn kind(&self) -> EngineKind {
+        self.info.engine
+    }
+    pub fn id(&self) -> &str {
+        &self.info.id
+    }
+}
+
+/// SQLite (WAL and rollback journal), files (in place and by rename), and
+/// the key-value engines asked for, with their copies under `work`.
+pub fn layouts(work: &Path, engines: &[EngineKind]) -> Vec<AgingLayout> {
+    let db = |journal: &str, sync: SyncLevel| DbParams {
+        access: DbAccess::BlobApi,
+        journal_mode: Some(journal.into()),
+        sync: Some(sync),
+        ..DbParams::default()
+    };
+    let files = |write| FileParams { read: FileRead::Posix, write, fsync: false };
+    let mut out = vec![
+        make(
+            work,
+            "db-wal",
+            "SQLite, WAL",
+            EngineKind::Db,
+            EngineSettings { db: db("wal", SyncLevel::Normal), ..Default::default() },
+        ),
+        make(
+            work,
+            "db-rollback",
+            "SQLite, rollback journal",
+            EngineKind::Db,
+            EngineSettings { db: db("delete", SyncLevel::Full), ..Default::default() },
+        ),
+        make(
+            work,
+            "files-inplace",
+            "Files, written in place",
+            EngineKind::Flat,
+            EngineSettings { files: files(FileWrite::Inplace), ..Default::default() },
+        ),
+        make(
+            work,
+            "files-rename",
+            "Files, temp + rename",
+            EngineKind::Flat,
+            EngineSettings { files: files(FileWrite::Replace), ..Default::default() },
+        ),
+    ];
+    for &kind in engines {
+        let kv = KvParams { sync: KvSync::Durable, multitrans: false };
+        out.push(make(work, kind.name(), kind.title(), kind, EngineSettings { kv, ..Default::default() }));
+    }
+    out
+}
+
+fn make(work: &Path, id: &str, title: &str, engine: EngineKind, settings: EngineSettings) -> AgingLayout {
+    let ext = match engine {
+        EngineKind::Db => "db",
+        EngineKind::Flat | EngineKind::Tree => "dir",
+        other => other.name(),
+    };
+    AgingLayout {
+        info: LayoutInfo { id: id.into(), title: title.into(), engine },
+        settings,
+        path: work.join(format!("{id}.{ext}")),
+    }
+}
+
+/// Disk usage and fragmentation of one layout's copy. `content` is the sum
+/// of the blob sizes, used where the engine cannot be asked (key-value stores).
+pub fn survey_disk(layout: &AgingLayout, content: u64) -> Result<(Usage, Fragmentation)> {
+    let path = &layout.path;
+    let mut tally = ExtentTally::default();
+    let mut usage = Usage::default();
+    let mut overflow = None;
+    match layout.kind() {
+        EngineKind::Db => {
+            let kv = open_kv(path, false)?;
+            let err = |e| db_error(path, "cannot read page counts", e);
+            let q = |sql: &str| kv.conn.query_row(sql, [], |r| r.get::<_, i64>(0)).map_err(err);
+            usage.content_bytes = q("SELECT coalesce(sum(length(v)), 0) FROM kv")? as u64;
+            usage.page_size = Some(q("PRAGMA page_size")? as u64);
+            usage.page_count = Some(q("PRAGMA page_count")? as u64);
+            usage.freelist_pages = Some(q("PRAGMA freelist_count")? as u64);
+            drop(kv);
+            for f in sqlite_files(path) {
+                add_file(&f, &mut usage, &mut tally)?;
+            }
+            overflow = Some(overflow_locality(path)?);
+        }
+        EngineKind::Flat | EngineKind::Tree => {
+            for f in blob_files(path, layout.kind())? {
+                let len = add_file(&f, &mut usage, &mut tally)?;
+                usage.content_bytes += len;
+            }
+            usage.allocated_bytes += dir_blocks(path)?;
+        }
+        _ => {
+            walk(path, &mut usage, &mut tally)?;
+            usage.content_bytes = content;
+        }
+    }
+    let measured = !tally.unsupported;
+    let fragmentation = Fragmentation {
+        files: tally.files,
+        extents: measured.then_some(tally.extents),
+        fragmented_files: measured.then_some(tally.fragmented),
+        max_extents: measured.then_some(tally.max),
+        not_measured: (!measured).then(|| "the filesystem does not answer FIEMAP".to_string()),
+        overflow,
+    };
+    Ok((usage, fragmentation))
+}
+
+/// Adds one file's sizes and extents; returns its length (0 when absent).
+fn add_file(f: &Path, usage: &mut Usage, tally: &mut ExtentTally) -> Result<u64> {
+    let meta = match std::fs::metadata(f) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(Error::io(f, "cannot stat", e)),
+    };
+    usage.apparent_bytes += meta.len();
+    usage.allocated_bytes += meta.blocks() * 512;
+    tally.add(f, meta.len())?;
+    Ok(meta.len())
+}
+
+/// Blocks held by a directory itself (its entries, not its files).
+fn dir_blocks(dir: &Path) -> Result<u64> {
+    let meta = std::fs::metadata(dir).map_err(|e| Error::io(dir, "cannot stat", e))?;
+    Ok(meta.blocks() * 512)
+}
+
+/// Every file under `path` (a key-value store's file or directory).
+fn walk(path: &Path, usage: &mut Usage, tally: &mut ExtentTally) -> Result<()> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, "cannot stat", e))?;
+    if !meta.is_dir() {
+        add_file(path, usage, tally)?;
+        return Ok(());
+    }
+    usage.allocated_bytes += meta.blocks() * 512;
+    let entries = std::fs::read_dir(path).map_err(|e| Error::io(path, "cannot list directory", e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(path, "cannot list directory", e))?;
+        walk(&entry.path(), usage, tally)?;
+    }
+    Ok(())
+}

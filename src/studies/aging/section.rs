@@ -1,0 +1,217 @@
+//! The `aging` section of a result file: per size setting, per layout and
+//! per storage age, read times, disk usage and fragmentation; the remedies;
+//! and, for a wide size setting, the crossover size by age.
+
+use serde::{Deserialize, Serialize};
+
+use super::frag::OverflowLocality;
+use super::sizes::SizeDist;
+use crate::measure::Experiment;
+use crate::records::EngineKind;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgingSection {
+    /// Storage ages measured: rewrites of every blob since it was written.
+    pub ages: Vec<u32>,
+    /// Share of the blobs deleted and inserted again per age step (0: off).
+    pub churn_pct: f64,
+    pub settings: Vec<AgingSetting>,
+}
+
+/// One size setting, aged in every layout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgingSetting {
+    pub sizes: SizeDist,
+    pub count: u32,
+    pub layouts: Vec<LayoutInfo>,
+    /// One point per layout and age, in the order measured.
+    pub points: Vec<AgePoint>,
+    /// The aged datasets after each remedy.
+    #[serde(default)]
+    pub remedies: Vec<AgePoint>,
+    /// Read time by blob size band and age (wide size settings only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub crossover: Vec<Crossover>,
+}
+
+/// How one layout stores and rewrites blobs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayoutInfo {
+    /// "db-wal", "db-rollback", "files-inplace", "files-rename", or an engine name.
+    pub id: String,
+    pub title: String,
+    pub engine: EngineKind,
+}
+
+/// One layout at one storage age (or after a remedy).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgePoint {
+    pub layout: String,
+    pub age: u32,
+    /// "vacuum", "incremental-vacuum" or "copy-rewrite" for a remedy point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<String>,
+    /// The rewrite passes that led here from the previous age.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewrite: Option<WriteFigures>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_warm: Option<ReadFigures>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_cold: Option<ReadFigures>,
+    pub usage: Usage,
+    pub fragmentation: Fragmentation,
+}
+
+/// Timed rewrite passes (one `Put` of a new size per blob, one transaction per pass).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct WriteFigures {
+    pub passes: u32,
+    /// Median over the passes of kvtest's per-op time (open to close).
+    pub per_op_us: f64,
+    pub mb_per_s: f64,
+    /// Churn: per-op time of the delete and of the insert pass, when on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub churn_delete_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub churn_insert_us: Option<f64>,
+}
+
+/// Reads of every blob once per run, in a shuffled order.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ReadFigures {
+    pub runs: u32,
+    /// Median over runs of kvtest's per-op time (open to close).
+    pub per_op_us: f64,
+    pub cv_pct: f64,
+    pub mb_per_s: f64,
+    /// Per-operation latency over all timed runs.
+    pub p50_us: f64,
+    pub p99_us: f64,
+}
+
+impl ReadFigures {
+    pub fn of(e: &Experiment) -> Self {
+        let lat = e.latency.unwrap_or_default();
+        ReadFigures {
+            runs: e.summary.runs,
+            per_op_us: e.summary.per_op_us.median,
+            cv_pct: e.summary.per_op_us.cv_pct,
+            mb_per_s: e.summary.mb_per_s.median,
+            p50_us: lat.p50_us,
+            p99_us: lat.p99_us,
+        }
+    }
+}
+
+/// Disk usage of one layout's copy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Sum of the blob sizes.
+    pub content_bytes: u64,
+    /// File sizes as `ls` shows them (database, WAL and journal; blob files).
+    pub apparent_bytes: u64,
+    /// Blocks allocated, as `du` counts them (files and directories).
+    pub allocated_bytes: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_size: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_count: Option<u64>,
+    /// SQLite pages on the freelist: allocated, holding nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freelist_pages: Option<u64>,
+}
+
+/// Extents per file (FIEMAP) and, for SQLite, overflow chain locality.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fragmentation {
+    /// Non-empty files examined (blob files, or the database and its WAL).
+    pub files: u64,
+    /// Extents over those files; None when FIEMAP is not supported here.
+    pub extents: Option<u64>,
+    /// Files in more than one extent.
+    pub fragmented_files: Option<u64>,
+    pub max_extents: Option<u64>,
+    /// Why extents were not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_measured: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overflow: Option<OverflowLocality>,
+}
+
+impl Fragmentation {
+    pub fn extents_per_file(&self) -> Option<f64> {
+        self.extents.filter(|_| self.files > 0).map(|e| e as f64 / self.files as f64)
+    }
+}
+
+/// Read time by blob size band at one age: where files start to win.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Crossover {
+    pub age: u32,
+    /// "warm" or "cold".
+    pub cache: String,
+    pub bands: Vec<Band>,
+    /// Lower edge of the first band from which the fastest file layout beats
+    /// the fastest database layout in every larger band; None when files
+    /// never win at the largest band.
+    pub files_faster_from_bytes: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Band {
+    pub min_bytes: u32,
+    pub max_bytes: u32,
+    pub blobs: u32,
+    /// Per layout id, median per-op read time in microseconds.
+    pub per_op_us: Vec<(String, f64)>,
+}
+
+impl Band {
+    /// The fastest layout of one kind (database or files) in this band.
+    fn best(&self, layouts: &[LayoutInfo], files: bool) -> Option<f64> {
+        self.per_op_us
+            .iter()
+            .filter(|(id, _)| layouts.iter().any(|l| &l.id == id && l.engine.is_files() == files))
+            .map(|(_, us)| *us)
+            .filter(|us| us.is_finite())
+            .reduce(f64::min)
+    }
+}
+
+/// Where files become faster than the database, from bands in size order.
+pub fn files_faster_from(bands: &[Band], layouts: &[LayoutInfo]) -> Option<u32> {
+    let mut from = None;
+    for band in bands.iter().rev() {
+        match (band.best(layouts, false), band.best(layouts, true)) {
+            (Some(db), Some(files)) if files < db => from = Some(band.min_bytes),
+            _ => break,
+        }
+    }
+    from
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn band(min: u32, db: f64, files: f64) -> Band {
+        Band {
+            min_bytes: min,
+            max_bytes: min + 100,
+            blobs: 10,
+            per_op_us: vec![("db-wal".into(), db), ("files-inplace".into(), files)],
+        }
+    }
+
+    #[test]
+    fn crossover_is_the_first_band_of_the_winning_tail() {
+        let layouts = vec![
+            LayoutInfo { id: "db-wal".into(), title: "".into(), engine: EngineKind::Db },
+            LayoutInfo { id: "files-inplace".into(), title: "".into(), engine: EngineKind::Flat },
+        ];
+        let bands = [band(100, 1.0, 2.0), band(200, 3.0, 2.0), band(300, 1.0, 2.0), band(400, 5.0, 4.0)];
+        assert_eq!(files_faster_from(&bands, &layouts), Some(400));
+        assert_eq!(files_faster_from(&bands[..3], &layouts), None);
+        assert_eq!(files_faster_from(&bands[1..2], &layouts), Some(200));
+    }
+}

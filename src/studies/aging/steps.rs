@@ -1,0 +1,316 @@
+//! One size setting of `aging`, step by step: build the copies, age them,
+//! measure each age, then the remedies.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::layouts::{layouts, survey_disk, AgingLayout};
+use super::passes::{read_pass, sample, shuffled, write_pass};
+use super::section::{files_faster_from, AgePoint, AgingSetting, Band, Crossover, ReadFigures, WriteFigures};
+use super::sizes::SizeDist;
+use super::{remedies, AgingObserver, AgingOptions};
+use crate::drivers::session::ScriptOp;
+use crate::engine::dataset::{self, db_error, open_kv};
+use crate::measure::{stop_requested, Experiment, Stat};
+use crate::records::{EngineKind, Plan};
+use crate::util::fsutil::sync_filesystem;
+use crate::util::progress::Silent;
+use crate::{Error, Result};
+
+/// Size bands the crossover is measured in.
+const BANDS: u32 = 6;
+
+/// Everything one setting needs while it runs.
+struct Run<'a> {
+    opts: &'a AgingOptions,
+    work: &'a Path,
+    sizes: &'a SizeDist,
+    layouts: Vec<AgingLayout>,
+    /// Current size of each blob, by key - 1 (the same in every layout).
+    blob_sizes: Vec<u32>,
+    observer: &'a dyn AgingObserver,
+}
+
+pub(super) fn run_setting(
+    opts: &AgingOptions,
+    work: &Path,
+    out: &mut AgingSetting,
+    observer: &dyn AgingObserver,
+) -> Result<()> {
+    let mut run = Run {
+        opts,
+        work,
+        sizes: &out.sizes.clone(),
+        layouts: layouts(work, &opts.engines),
+        blob_sizes: Vec::new(),
+        observer,
+    };
+    out.layouts = run.layouts.iter().map(|l| l.info.clone()).collect();
+    run.build(out.count)?;
+    let mut prev = 0;
+    for &age in &opts.ages {
+        let writes = run.age_to(prev, age)?;
+        sync_filesystem(work)?;
+        for (i, layout) in run.layouts.iter().enumerate() {
+            check_stop()?;
+            let point = run.measure_point(layout, age, None, writes[i])?;
+            observer.point(run.sizes, &point);
+            out.points.push(point);
+        }
+        if run.sizes.spans_crossover() {
+            run.crossover(age, out)?;
+        }
+        prev = age;
+    }
+    run.remedies(prev, out)
+}
+
+fn check_stop() -> Result<()> {
+    if stop_requested() {
+        Err(Error::Interrupted)
+    } else {
+        Ok(())
+    }
+}
+
+impl Run<'_> {
+    /// The kvtest database, then each layout's copy of it.
+    fn build(&mut self, count: u32) -> Result<()> {
+        let spec = self.sizes.spec(count, self.opts.seed);
+        let pristine = self.work.join("pristine.db");
+        self.observer.step(&format!("{}: init ({count} blobs)", self.sizes.name));
+        dataset::init(&pristine, &spec, false, &Silent)?;
+        for l in &self.layouts {
+            check_stop()?;
+            self.observer.step(&format!("{}: copy for {}", self.sizes.name, l.id()));
+            match l.kind() {
+                EngineKind::Db => {
+                    std::fs::copy(&pristine, &l.path).map_err(|e| Error::io(&l.path, "cannot copy the database", e))?;
+                }
+                kind => {
+                    dataset::build(kind, &pristine, &l.path, false, &Silent)?;
+                }
+            }
+        }
+        self.blob_sizes = current_sizes(&pristine, count)?;
+        std::fs::remove_file(&pristine).map_err(|e| Error::io(&pristine, "cannot remove", e))
+    }
+
+    /// Rewrite passes (and churn) from age `from` to `to`; per layout, the
+    /// figures of those passes.
+    fn age_to(&mut self, from: u32, to: u32) -> Result<Vec<Option<WriteFigures>>> {
+        let n = self.blob_sizes.len() as u32;
+        let mut per_layout: Vec<Vec<Experiment>> = vec![Vec::new(); self.layouts.len()];
+        for pass in from..to {
+            let seed = self.opts.seed.wrapping_mul(1_000_003).wrapping_add(u64::from(pass));
+            let keys = shuffled(n, seed);
+            let new_sizes = self.sizes.draw(keys.len(), seed ^ 0xa9e);
+            let ops: Vec<ScriptOp> = new_sizes.iter().map(|&s| ScriptOp::Put(s)).collect();
+            for (i, l) in self.layouts.iter().enumerate() {
+                check_stop()?;
+                self.observer.step(&format!("{}: rewrite pass {} of {to}, {}", self.sizes.name, pass + 1, l.id()));
+                per_layout[i].push(write_pass(l, &keys, ops.clone(), seed.wrapping_add(i as u64))?);
+            }
+            self.note_sizes(&keys, &new_sizes);
+        }
+        let churn = if to > from && self.opts.churn_pct > 0.0 { Some(self.churn(to)?) } else { None };
+        Ok(per_layout
+            .iter()
+            .enumerate()
+            .map(|(i, passes)| {
+                write_figures(passes).map(|mut w| {
+                    if let Some(c) = &churn {
+                        (w.churn_delete_us, w.churn_insert_us) = (Some(c[i].0), Some(c[i].1));
+                    }
+                    w
+                })
+            })
+            .collect())
+    }
+
+    /// Deletes a share of the blobs, then inserts them again with new sizes.
+    fn churn(&mut self, age: u32) -> Result<Vec<(f64, f64)>> {
+        let seed = self.opts.seed ^ 0xc4_u64.wrapping_mul(u64::from(age) + 1);
+        let keys = sample(self.blob_sizes.len() as u32, self.opts.churn_pct / 100.0, seed);
+        let new_sizes = self.sizes.draw(keys.len(), seed ^ 0x51e);
+        let puts: Vec<ScriptOp> = new_sizes.iter().map(|&s| ScriptOp::Put(s)).collect();
+        let mut out = Vec::new();
+        for (i, l) in self.layouts.iter().enumerate() {
+            check_stop()?;
+            self.observer.step(&format!("{}: churn, {}", self.sizes.name, l.id()));
+            let del = write_pass(l, &keys, vec![ScriptOp::Delete; keys.len()], seed)?;
+            let ins = write_pass(l, &keys, puts.clone(), seed.wrapping_add(i as u64))?;
+            out.push((del.summary.per_op_us.median, ins.summary.per_op_us.median));
+        }
+        self.note_sizes(&keys, &new_sizes);
+        Ok(out)
+    }
+
+    fn note_sizes(&mut self, keys: &[u32], sizes: &[u32]) {
+        for (&k, &s) in keys.iter().zip(sizes) {
+            self.blob_sizes[k as usize - 1] = s;
+        }
+    }
+
+    fn plans(&self) -> (Plan, Plan) {
+        let repeat = self.opts.repeat;
+        (Plan { repeat, warmup: 1, cold: false, latency: true }, Plan { repeat, warmup: 0, cold: true, latency: true })
+    }
+
+    /// Reads warm and cold, then disk usage and fragmentation (whose scans
+    /// would otherwise warm the cache before the reads).
+    fn measure_point(
+        &self,
+        layout: &AgingLayout,
+        age: u32,
+        remedy: Option<&str>,
+        rewrite: Option<WriteFigures>,
+    ) -> Result<AgePoint> {
+        let what = remedy.map_or_else(|| format!("age {age}"), |r| format!("after {r}"));
+        self.observer.step(&format!("{}: reads and disk, {}, {what}", self.sizes.name, layout.id()));
+        let keys = shuffled(self.blob_sizes.len() as u32, self.opts.seed ^ 0x4ead ^ u64::from(age));
+        let (warm, cold) = self.plans();
+        let read_warm = ReadFigures::of(&read_pass(layout, &keys, warm)?);
+        let read_cold = ReadFigures::of(&read_pass(layout, &keys, cold)?);
+        let content = self.blob_sizes.iter().map(|&s| u64::from(s)).sum();
+        let (usage, fragmentation) = survey_disk(layout, content)?;
+        Ok(AgePoint {
+            layout: layout.id().to_string(),
+            age,
+            remedy: remedy.map(str::to_string),
+            rewrite,
+            read_warm: Some(read_warm),
+            read_cold: Some(read_cold),
+            usage,
+            fragmentation,
+        })
+    }
+
+    /// Read time per size band, warm and cold, for SQLite and files.
+    fn crossover(&self, age: u32, out: &mut AgingSetting) -> Result<()> {
+        let (warm, cold) = self.plans();
+        let (lo, hi) = (self.sizes.min_bytes, self.sizes.max_bytes);
+        let width = (hi - lo).div_ceil(BANDS).max(1);
+        for (plan, cache) in [(warm, "warm"), (cold, "cold")] {
+            let mut bands = Vec::new();
+            for b in 0..BANDS {
+                let (min, max) = (lo + b * width, (lo + (b + 1) * width).min(hi + 1));
+                let mut keys: Vec<u32> = (1..=self.blob_sizes.len() as u32)
+                    .filter(|&k| (min..max).contains(&self.blob_sizes[k as usize - 1]))
+                    .collect();
+                if keys.is_empty() {
+                    continue;
+                }
+                let order = shuffled(keys.len() as u32, u64::from(age) ^ u64::from(b));
+                keys = order.iter().map(|&i| keys[i as usize - 1]).collect();
+                let keys: Arc<[u32]> = keys.into();
+                let mut per_op_us = Vec::new();
+                for l in self.layouts.iter().filter(|l| !l.kind().is_key_value()) {
+                    check_stop()?;
+                    self.observer.step(&format!(
+                        "{}: crossover, age {age}, {cache}, band {}, {}",
+                        self.sizes.name,
+                        b + 1,
+                        l.id()
+                    ));
+                    per_op_us.push((l.id().to_string(), read_pass(l, &keys, plan)?.summary.per_op_us.median));
+                }
+                bands.push(Band { min_bytes: min, max_bytes: max - 1, blobs: keys.len() as u32, per_op_us });
+            }
+            let from = files_faster_from(&bands, &out.layouts);
+            out.crossover.push(Crossover { age, cache: cache.into(), bands, files_faster_from_bytes: from });
+        }
+        Ok(())
+    }
+
+    /// VACUUM and incremental auto-vacuum for SQLite, a copy-rewrite for files.
+    fn remedies(&self, age: u32, out: &mut AgingSetting) -> Result<()> {
+        for layout in &self.layouts {
+            check_stop()?;
+            match layout.kind() {
+                EngineKind::Db => {
+                    let incr = AgingLayout {
+                        path: self.work.join(format!("{}-incremental.db", layout.id())),
+                        ..layout.clone()
+                    };
+                    std::fs::copy(&layout.path, &incr.path).map_err(|e| Error::io(&incr.path, "cannot copy", e))?;
+                    self.observer.step(&format!("{}: VACUUM, {}", self.sizes.name, layout.id()));
+                    remedies::vacuum(&layout.path)?;
+                    self.remedy_point(self.measure_point(layout, age, Some("vacuum"), None)?, out);
+                    self.remedy_point(self.incremental(&incr, age)?, out);
+                    std::fs::remove_file(&incr.path).map_err(|e| Error::io(&incr.path, "cannot remove", e))?;
+                }
+                kind if kind.is_files() => {
+                    self.observer.step(&format!("{}: copy-rewrite, {}", self.sizes.name, layout.id()));
+                    remedies::copy_rewrite(&layout.path, kind)?;
+                    self.remedy_point(self.measure_point(layout, age, Some("copy-rewrite"), None)?, out);
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn remedy_point(&self, point: AgePoint, out: &mut AgingSetting) {
+        self.observer.point(self.sizes, &point);
+        out.remedies.push(point);
+    }
+
+    /// Switch to auto_vacuum=INCREMENTAL, age one more pass, then
+    /// incremental_vacuum: what a database kept in that mode looks like.
+    fn incremental(&self, incr: &AgingLayout, age: u32) -> Result<AgePoint> {
+        self.observer.step(&format!("{}: auto_vacuum=INCREMENTAL, one more pass, {}", self.sizes.name, incr.id()));
+        remedies::make_incremental(&incr.path)?;
+        let seed = self.opts.seed ^ 0x1_4c2;
+        let keys = shuffled(self.blob_sizes.len() as u32, seed);
+        let new_sizes = self.sizes.draw(keys.len(), seed);
+        let ops = new_sizes.iter().map(|&s| ScriptOp::Put(s)).collect();
+        let pass = write_pass(incr, &keys, ops, seed)?;
+        remedies::incremental_vacuum(&incr.path)?;
+        // The other layouts keep their sizes: measure against this copy's own.
+        let mut own = Run {
+            opts: self.opts,
+            work: self.work,
+            sizes: self.sizes,
+            layouts: Vec::new(),
+            blob_sizes: self.blob_sizes.clone(),
+            observer: self.observer,
+        };
+        own.note_sizes(&keys, &new_sizes);
+        let mut point = own.measure_point(incr, age + 1, Some("incremental-vacuum"), write_figures(&[pass]))?;
+        point.layout = incr.id().to_string();
+        Ok(point)
+    }
+}
+
+/// Median per-op time and rate over the passes that led to an age.
+fn write_figures(passes: &[Experiment]) -> Option<WriteFigures> {
+    if passes.is_empty() {
+        return None;
+    }
+    let per_op: Vec<f64> = passes.iter().map(|e| e.summary.per_op_us.median).collect();
+    let rate: Vec<f64> = passes.iter().map(|e| e.summary.mb_per_s.median).collect();
+    Some(WriteFigures {
+        passes: passes.len() as u32,
+        per_op_us: Stat::of(&per_op).median,
+        mb_per_s: Stat::of(&rate).median,
+        churn_delete_us: None,
+        churn_insert_us: None,
+    })
+}
+
+/// Blob sizes by key - 1, from the database that init made (keys 1..=count).
+fn current_sizes(db: &Path, count: u32) -> Result<Vec<u32>> {
+    let kv = open_kv(db, false)?;
+    let err = |e| db_error(db, "cannot read blob sizes", e);
+    let mut sizes = vec![0u32; count as usize];
+    let mut stmt = kv.conn.prepare("SELECT k, length(v) FROM kv").map_err(err)?;
+    let mut rows = stmt.query([]).map_err(err)?;
+    while let Some(r) = rows.next().map_err(err)? {
+        let (k, len): (i64, i64) = (r.get(0).map_err(err)?, r.get(1).map_err(err)?);
+        if let Some(slot) = usize::try_from(k - 1).ok().and_then(|i| sizes.get_mut(i)) {
+            *slot = len as u32;
+        }
+    }
+    Ok(sizes)
+}

@@ -1,0 +1,136 @@
+//! `blobbench aging` through the real binary, on tiny datasets under the
+//! crate's target directory (a disk filesystem, where FIEMAP answers).
+
+mod common;
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+
+use predicates::prelude::*;
+use serde_json::Value;
+
+use common::{blobbench, disk_tempdir, valid_results};
+
+const LAYOUTS: [&str; 4] = ["db-wal", "db-rollback", "files-inplace", "files-rename"];
+
+fn aging(work: &Path, out: &Path, extra: &[&str]) -> assert_cmd::Command {
+    let mut cmd = blobbench();
+    cmd.arg("aging").arg("--quick").arg("--workdir").arg(work).arg("--out").arg(out).args(extra);
+    cmd
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// Every layout at every age has disk usage and measured fragmentation, and
+/// the figures agree with each other.
+fn check_points(setting: &Value, ages: &[u64]) {
+    let points = setting["points"].as_array().unwrap();
+    for layout in LAYOUTS {
+        for &age in ages {
+            let p = points
+                .iter()
+                .find(|p| p["layout"] == layout && u(&p["age"]) == age)
+                .unwrap_or_else(|| panic!("no point for {layout} at age {age}"));
+            let usage = &p["usage"];
+            assert!(u(&usage["allocated_bytes"]) >= u(&usage["content_bytes"]), "{layout} age {age}: {usage}");
+            assert!(u(&usage["content_bytes"]) > 0, "{layout} age {age}");
+            let f = &p["fragmentation"];
+            let extents = f["extents"].as_u64().unwrap_or_else(|| panic!("FIEMAP must work under target/: {f}"));
+            assert!(u(&f["files"]) >= 1 && extents >= u(&f["files"]), "{layout} age {age}: {f}");
+            assert!(p["read_warm"]["per_op_us"].as_f64().unwrap() > 0.0);
+            assert!(p["read_cold"]["per_op_us"].as_f64().unwrap() > 0.0);
+            if layout.starts_with("db") {
+                let o = &f["overflow"];
+                assert!(o["mean_distance_pages"].as_f64().unwrap() >= 1.0, "{o}");
+                assert!(usage["freelist_pages"].is_u64());
+            }
+            if age > 0 {
+                assert!(p["rewrite"]["per_op_us"].as_f64().unwrap() > 0.0, "{layout} age {age}");
+            }
+        }
+    }
+}
+
+#[test]
+fn quick_aging_reports_every_layout_and_age_consistently() {
+    let dir = disk_tempdir();
+    let (work, out) = (dir.path().join("work"), dir.path().join("out"));
+    std::fs::create_dir(&work).unwrap();
+    aging(&work, &out, &["--count", "40", "--ages", "0,1,2", "--size-dist", "article,large"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Storage aging"))
+        .stdout(predicate::str::contains("extents/file"))
+        .stdout(predicate::str::contains("extents not measured").not());
+    let raw = valid_results(&out.join("results.json"));
+    assert_eq!(raw["complete"], true);
+    let settings = raw["aging"]["settings"].as_array().unwrap();
+    assert_eq!(settings.len(), 2);
+    for s in settings {
+        check_points(s, &[0, 1, 2]);
+        let remedies: Vec<&str> =
+            s["remedies"].as_array().unwrap().iter().map(|r| r["remedy"].as_str().unwrap()).collect();
+        for r in ["vacuum", "incremental-vacuum", "copy-rewrite"] {
+            assert!(remedies.contains(&r), "{remedies:?}");
+        }
+    }
+    let large = &settings[1];
+    assert_eq!(large["sizes"]["name"], "large");
+    assert_eq!(large["crossover"].as_array().unwrap().len(), 6, "warm and cold at each of 3 ages");
+    for chart in ["aging-article-read-warm", "aging-article-extents", "aging-large-crossover", "aging-large-disk"] {
+        let svg = std::fs::read_to_string(out.join("charts").join(format!("{chart}.svg"))).unwrap();
+        roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("{chart}: not well-formed: {e}"));
+    }
+    assert!(std::fs::read_dir(&work).unwrap().next().is_none(), "datasets removed without --keep");
+}
+
+#[test]
+fn churn_deletes_and_inserts_and_keep_keeps_the_datasets() {
+    let dir = disk_tempdir();
+    let (work, out) = (dir.path().join("work"), dir.path().join("out"));
+    std::fs::create_dir(&work).unwrap();
+    aging(&work, &out, &["--count", "60", "--ages", "0,1", "--size-dist", "article", "--churn", "20", "--keep"])
+        .assert()
+        .success();
+    let raw = valid_results(&out.join("results.json"));
+    let s = &raw["aging"]["settings"][0];
+    check_points(s, &[0, 1]);
+    let p = s["points"].as_array().unwrap().iter().find(|p| p["age"] == 1).unwrap();
+    assert!(p["rewrite"]["churn_delete_us"].as_f64().unwrap() > 0.0);
+    assert!(p["rewrite"]["churn_insert_us"].as_f64().unwrap() > 0.0);
+    assert!(std::fs::read_dir(&work).unwrap().next().is_some(), "--keep keeps the datasets");
+}
+
+#[test]
+fn a_disk_that_fills_mid_step_keeps_what_was_measured() {
+    let dir = disk_tempdir();
+    let (work, out) = (dir.path().join("work"), dir.path().join("out"));
+    std::fs::create_dir(&work).unwrap();
+    // Five large blobs make a ~3 MB database; a rewrite pass with new sizes
+    // grows it past the 4 MB file size limit (the WAL checkpoint fails).
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("blobbench"));
+    cmd.args(["aging", "--quick", "--count", "5", "--ages", "0,1", "--size-dist", "large"]);
+    cmd.arg("--workdir").arg(&work).arg("--out").arg(&out);
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs in the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit { rlim_cur: 4_000_000, rlim_max: 4_000_000 };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let output = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "stderr: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("incomplete"), "{stdout}");
+    let raw = valid_results(&out.join("results.json"));
+    assert_eq!(raw["complete"], false);
+    assert!(raw["notes"].to_string().contains("disk filled up"), "{}", raw["notes"]);
+    let points = raw["aging"]["settings"][0]["points"].as_array().unwrap();
+    assert!(points.iter().any(|p| p["age"] == 0), "age 0 was measured and kept");
+    assert!(std::fs::read_dir(&work).unwrap().next().is_none(), "datasets removed");
+}
