@@ -28,6 +28,7 @@ pub mod svg;
 mod tails;
 mod text;
 mod verdict;
+mod verdict_more;
 
 use std::path::{Path, PathBuf};
 

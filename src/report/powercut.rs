@@ -3,8 +3,9 @@
 //! the durability accounting), what a failed fsync left, and the layer's
 //! own cost.
 
-use super::doc::{Block, Table};
+use super::doc::{Block, Chart, Figure, Table};
 use super::fmt::{machine_labels, thousands};
+use super::svg::BarChart;
 use crate::results::ResultFile;
 use crate::studies::crashtest::{self, PowerCutSection};
 
@@ -33,6 +34,7 @@ pub fn blocks(files: &[ResultFile]) -> Vec<Block> {
             thousands(c.blob_max_bytes)
         )));
         blocks.push(Block::Table(cut_table(c)));
+        blocks.push(Block::Figure(lost_chart(label, c, found.len() > 1)));
         for m in c.methods.iter().filter(|m| m.promises_durability && m.lost_after_ack > 0) {
             blocks.push(Block::Paragraph(format!(
                 "{}: lost {} acknowledged writes although it promises durability.",
@@ -125,6 +127,33 @@ fn fsync_table(c: &PowerCutSection) -> Table {
         })
         .collect();
     Table { headers: headers.map(String::from).to_vec(), rows }
+}
+
+/// Acknowledged writes lost, per method that acknowledges durability: the
+/// chart the verdict's power-cut row links to.
+fn lost_chart(label: &str, c: &PowerCutSection, several: bool) -> Figure {
+    let durable: Vec<_> = c.methods.iter().filter(|m| m.acknowledges_durability).collect();
+    let chart = BarChart {
+        title: "Acknowledged writes lost in power cuts".to_string(),
+        y_label: "blobs lost or torn after acknowledgement".to_string(),
+        groups: vec![label.to_string()],
+        series: durable.iter().map(|m| m.method.clone()).collect(),
+        values: vec![durable.iter().map(|m| Some((m.lost_after_ack + m.torn) as f64)).collect()],
+        reference: None,
+        errors: Vec::new(),
+        note: format!("exact counts over {} cuts per method, model {}", c.cuts_per_method, c.model),
+    };
+    let clean: Vec<&str> =
+        durable.iter().filter(|m| m.lost_after_ack + m.torn == 0).map(|m| m.method.as_str()).collect();
+    Figure {
+        id: if several { format!("power-cut-lost-{label}") } else { "power-cut-lost".to_string() },
+        chart: Chart::Bars(chart),
+        caption: Vec::new(),
+        findings: vec![format!(
+            "Lost nothing acknowledged: {}.",
+            if clean.is_empty() { "no method".to_string() } else { clean.join(", ") }
+        )],
+    }
 }
 
 #[cfg(test)]

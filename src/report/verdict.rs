@@ -5,14 +5,14 @@
 //! Each question is an independent function of the result files and the
 //! index of the one it looks at, returning a row or None when that file
 //! does not answer it. A new study adds one function to [`QUESTIONS`].
-//! Not here yet, because no result file holds them so far: "after aging",
-//! "after a power cut" and "per engine" (LMDB, redb, fjall): each becomes
-//! one more function reading its own section.
+//! The questions of the engines, aging and power cuts are in
+//! `verdict_more.rs`.
 
 use super::doc::{Block, Section, VerdictRow as Row};
 use super::fmt::{blob_size, machine_labels};
 use super::interval::{ratio_of_medians, Ratio};
 use super::kvtest::{suite_files, Method, ARTICLE, FAIR};
+use super::verdict_more::{after_aging, after_power_cut, engine_durable_writes, engine_reads};
 use crate::measure::Experiment;
 use crate::results::ResultFile;
 
@@ -31,12 +31,17 @@ pub struct Answer {
     /// The chart the answer comes from (figure id) and its title.
     pub chart_id: String,
     pub chart_title: String,
+    /// For answers that are counts, not a ratio (power cuts): what to say
+    /// instead of the winner and factor, and what it is based on.
+    pub statement: Option<(String, String)>,
 }
 
 impl Answer {
     /// "SQLite, blob API + mmap: 1.90x faster", or "no clear winner".
     pub fn outcome(&self) -> String {
-        if self.factor.spans_one() {
+        if let Some((text, _)) = &self.statement {
+            text.clone()
+        } else if self.factor.spans_one() {
             "no clear winner (the interval spans 1.0)".to_string()
         } else {
             format!("{}: {:.2}x {}", self.winner, self.factor.value, self.better)
@@ -48,7 +53,18 @@ impl Answer {
 pub type Question = fn(&[ResultFile], usize) -> Option<Answer>;
 
 /// The questions, in the order the verdict lists them.
-pub const QUESTIONS: &[Question] = &[warm_reads, fast_writes, durable_writes, disk_space, cold_reads, under_threads];
+pub const QUESTIONS: &[Question] = &[
+    warm_reads,
+    fast_writes,
+    durable_writes,
+    disk_space,
+    cold_reads,
+    under_threads,
+    engine_reads,
+    engine_durable_writes,
+    after_aging,
+    after_power_cut,
+];
 
 /// The rows of every question for every file, in question order.
 pub fn answers(files: &[ResultFile]) -> Vec<(usize, Answer)> {
@@ -66,10 +82,14 @@ pub fn section(files: &[ResultFile]) -> Vec<Section> {
         .map(|(i, a)| Row {
             result: labels[i].clone(),
             outcome: a.outcome(),
-            factor: format!("{:.2}x", a.factor.value),
-            uncertainty: a.factor.describe(),
-            compared: format!("{} vs {}", a.winner, a.loser),
-            unclear: a.factor.spans_one(),
+            factor: if a.statement.is_some() { "-".to_string() } else { format!("{:.2}x", a.factor.value) },
+            uncertainty: a.statement.as_ref().map_or_else(|| a.factor.describe(), |(_, basis)| basis.clone()),
+            compared: if a.statement.is_some() {
+                "methods that acknowledge durable writes".to_string()
+            } else {
+                format!("{} vs {}", a.winner, a.loser)
+            },
+            unclear: a.statement.is_none() && a.factor.spans_one(),
             question: a.question,
             chart_id: a.chart_id,
             chart_title: a.chart_title,
@@ -129,6 +149,8 @@ fn duel(file: &ResultFile, question: String, charts: &[&super::kvtest::Spec]) ->
         better: "faster",
         chart_id: spec.id.to_string(),
         chart_title: spec.title.to_string(),
+
+        statement: None,
     })
 }
 
@@ -202,6 +224,8 @@ pub fn disk_space(files: &[ResultFile], index: usize) -> Option<Answer> {
         better: "smaller",
         chart_id: "disk-usage".into(),
         chart_title: "Disk space relative to the database".into(),
+
+        statement: None,
     })
 }
 
@@ -232,6 +256,8 @@ pub fn under_threads(files: &[ResultFile], index: usize) -> Option<Answer> {
         better: "faster",
         chart_id: format!("concurrency-blobs{suffix}"),
         chart_title: "Blob readers".into(),
+
+        statement: None,
     })
 }
 

@@ -96,3 +96,28 @@ fn a_file_without_suite_results_answers_nothing() {
     f.disk_usage.clear();
     assert!(answers(&[f]).is_empty());
 }
+
+#[test]
+fn power_cut_row_counts_what_was_kept_and_lost() {
+    use crate::studies::crashtest::{PowerCutMethodResult, PowerCutSection};
+    let mut f = ResultFile::new("crashtest", crate::measure::envinfo::Environment::default());
+    let method = |name: &str, lost: u64| PowerCutMethodResult {
+        method: name.into(),
+        acknowledges_durability: true,
+        cuts: 5,
+        lost_after_ack: lost,
+        ..Default::default()
+    };
+    f.power_cut = Some(PowerCutSection {
+        model: "strict".into(),
+        cuts_per_method: 5,
+        methods: vec![method("db-wal-full", 0), method("db-delete", 3)],
+        ..Default::default()
+    });
+    let a = super::super::verdict_more::after_power_cut(&[f], 0).expect("a row");
+    assert_eq!(a.question, "after a power cut (strict model)");
+    let (text, basis) = a.statement.unwrap();
+    assert!(text.contains("kept every acknowledged write: db-wal-full"), "{text}");
+    assert!(text.contains("db-delete (3 acknowledged writes lost"), "{text}");
+    assert_eq!(basis, "exact counts over 5 cuts per method");
+}

@@ -28,7 +28,7 @@ use crate::{Error, Result};
 const FSYNC_TRIALS: u32 = 4;
 
 /// The result file's `power_cut` section.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PowerCutSection {
     /// The model's name and what it drops.
     pub model: String,
