@@ -149,11 +149,14 @@ pub fn engine_rows(kind: EngineKind, path: &Path) -> Vec<(u32, Vec<u8>)> {
 }
 
 /// A child process holding an engine's dataset open; it exits when dropped.
-pub struct Holder(std::process::Child);
+pub struct Holder(std::process::Child, std::io::Lines<std::io::BufReader<std::process::ChildStdout>>);
 
 impl Drop for Holder {
+    /// Closes the child's stdin (it lets go and exits) and reads what it
+    /// still prints, so it never writes into a closed pipe.
     fn drop(&mut self) {
         drop(self.0.stdin.take());
+        for _ in self.1.by_ref() {}
         let _ = self.0.wait();
     }
 }
@@ -173,7 +176,7 @@ pub fn hold_in_child(kind: EngineKind, path: &Path) -> Holder {
         .unwrap();
     let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
     assert!(lines.any(|l| l.unwrap().contains("HELD")), "the holder never opened {}", path.display());
-    Holder(child)
+    Holder(child, lines)
 }
 
 /// The child's side of [`hold_in_child`].
