@@ -254,6 +254,10 @@ fn in_write<R>(
 }
 
 impl Session for LmdbSession {
+    fn last_read(&self) -> Option<&[u8]> {
+        Some(&self.buf)
+    }
+
     #[inline]
     fn read(&mut self, key: u32) -> Result<u64> {
         let k = key_bytes(key);

@@ -247,7 +247,7 @@ fn one_method(
     interrupted: &mut bool,
 ) -> Result<CrashMethodResult> {
     let started = Instant::now();
-    let path = dir.join(if method.is_db() { "crash.db" } else { "blobs" });
+    let path = dir.join(method.dataset_name());
     let mut ds = Dataset::create(&path, method, opts.count, opts.seed)?;
     // Each method has its own schedule, the same whether run alone or not.
     let schedule_seed = method.name().bytes().fold(opts.seed, |h, b| h.rotate_left(7) ^ u64::from(b));
