@@ -1,5 +1,6 @@
 //! `crashtest --quick` on the real binary: killed writers must never damage
-//! a journaled SQLite database. Methods that may legitimately tear (files
+//! a journaled SQLite database nor a key-value engine's store, in its
+//! durable or its fast mode. Methods that may legitimately tear (files
 //! without a rename, journal_mode=OFF) are reported, not judged.
 
 use assert_cmd::Command;
@@ -44,5 +45,9 @@ fn quick_crashtest_keeps_journaled_databases_whole() {
         }
     }
     assert!(journaled_new > 0, "the writers were killed while writing, not before they wrote anything");
+    for name in ["lmdb-durable", "lmdb-fast", "redb-durable", "redb-fast", "fjall-durable", "fjall-fast"] {
+        let m = section.methods.iter().find(|m| m.method == name).unwrap_or_else(|| panic!("{name} ran"));
+        assert!(m.promises_atomic, "{name}: a transactional engine's damage fails the run");
+    }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "only the JSON is left in the workdir");
 }

@@ -1,6 +1,7 @@
 //! `crashtest --power-cut --quick` on the real binary and a real FUSE
 //! mount: SQLite with synchronous=FULL must neither corrupt nor lose an
-//! acknowledged commit (WAL; DELETE loses none it promised), and the layer
+//! acknowledged commit (WAL; DELETE loses none it promised), nor may the
+//! key-value engines' durable commits (LMDB, redb, fjall), and the layer
 //! must really drop unsynced data: files written by `truncate` without
 //! fsync come back older or torn after a strict power cut.
 
@@ -38,16 +39,23 @@ fn quick_power_cut_keeps_full_sync_commits_and_drops_unsynced_files() {
         assert_eq!(classified, m.blobs_checked, "{}: every blob is classified once", m.method);
         assert!(stdout.contains(&m.method), "{} is in the table", m.method);
     }
-    for name in ["db-wal-full", "db-delete", "db-delete-extra"] {
+    let engines = ["lmdb-durable", "lmdb-fast", "redb-durable", "redb-fast", "fjall-durable", "fjall-fast"];
+    for name in ["db-wal-full", "db-delete", "db-delete-extra"].into_iter().chain(engines) {
         assert_eq!(row(name).integrity_failures, 0, "{name}");
         assert_eq!((row(name).torn, row(name).missing), (0, 0), "{name}");
     }
-    for name in ["db-wal-full", "db-delete-extra", "truncate-fsync", "inplace-fsync", "replace-fsync-dir"] {
+    let durable = ["lmdb-durable", "redb-durable", "fjall-durable"];
+    for name in ["db-wal-full", "db-delete-extra", "truncate-fsync", "inplace-fsync", "replace-fsync-dir"]
+        .into_iter()
+        .chain(durable)
+    {
         assert_eq!(row(name).lost_after_ack, 0, "{name}: an acknowledged write was lost");
         assert!(row(name).writes_acknowledged > 0, "{name}: the writer got as far as an acknowledged write");
     }
-    let wal = row("db-wal-full");
-    assert!(wal.intact_new > 0, "acknowledged WAL commits reached the disk");
+    for name in ["db-wal-full"].into_iter().chain(durable) {
+        assert!(row(name).intact_new > 0, "{name}: acknowledged commits reached the disk");
+        assert!(row(name).promises_durability, "{name}: its losses are judged");
+    }
     let truncate = row("truncate");
     assert!(
         truncate.lost_before_ack + truncate.torn + truncate.missing > 0,

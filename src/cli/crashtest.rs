@@ -37,7 +37,8 @@ pub struct CrashtestArgs {
     #[command(flatten)]
     pub label: super::output::LabelArg,
     /// Write methods, comma-separated: db-wal-normal, db-wal-full, db-delete, db-delete-extra, db-off,
-    /// truncate[-fsync], inplace[-fsync], replace[-fsync], replace-fsync-dir, or the groups all, db, files.
+    /// truncate[-fsync], inplace[-fsync], replace[-fsync], replace-fsync-dir, lmdb-durable, lmdb-fast,
+    /// redb-durable, redb-fast, fjall-durable, fjall-fast, or the groups all, db, files, kv.
     #[arg(long, default_value = "all", value_parser = methods)]
     pub method: Methods,
     /// Kills per method [default: 50, or 6 with --quick].
@@ -132,7 +133,11 @@ fn table(report: &CrashReport, fs: &str) -> String {
         s.blob_min_bytes,
         s.blob_max_bytes
     );
-    let _ = writeln!(o, "datasets in {} ({fs}); one write = one blob, one transaction for SQLite\n", s.workdir);
+    let _ = writeln!(
+        o,
+        "datasets in {} ({fs}); one write = one blob, one transaction for SQLite and the key-value engines\n",
+        s.workdir
+    );
     let _ = writeln!(
         o,
         "{:<16}{:>6}{:>11}{:>7}{:>9}{:>6}{:>7}{:>9}{:>11}{:>11}",

@@ -73,7 +73,11 @@ fn table(report: &PowerCutReport, fs: &str) -> String {
         s.blob_min_bytes,
         s.blob_max_bytes
     );
-    let _ = writeln!(o, "layer over {} ({fs}); one write = one blob, one transaction for SQLite\n", s.workdir);
+    let _ = writeln!(
+        o,
+        "layer over {} ({fs}); one write = one blob, one transaction for SQLite and the key-value engines\n",
+        s.workdir
+    );
     let _ = writeln!(
         o,
         "{:<18}{:>5}{:>6}{:>10}{:>6}{:>8}{:>11}{:>12}{:>6}{:>10}{:>10}",

@@ -157,6 +157,10 @@ impl FjallSession {
 }
 
 impl Session for FjallSession {
+    fn last_read(&self) -> Option<&[u8]> {
+        Some(&self.buf)
+    }
+
     #[inline]
     fn read(&mut self, key: u32) -> Result<u64> {
         let k = key_bytes(key);

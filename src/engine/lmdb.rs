@@ -12,7 +12,8 @@
 //! environment opens: `durable` is LMDB's default commit (the data and the
 //! meta page are fsynced), `fast` opens with `MDB_NOSYNC` (the commit writes
 //! into the page cache and returns; a system crash can lose the last
-//! commits, never corrupt the tree).
+//! commits and, when pages reach the disk out of order, corrupt the tree,
+//! as LMDB documents and `crashtest --power-cut --model torn-4k` shows).
 //!
 //! The environment opens in the session's setup phase and closes when the
 //! last session of the engine closes (heed allows one per path and process).
@@ -254,6 +255,10 @@ fn in_write<R>(
 }
 
 impl Session for LmdbSession {
+    fn last_read(&self) -> Option<&[u8]> {
+        Some(&self.buf)
+    }
+
     #[inline]
     fn read(&mut self, key: u32) -> Result<u64> {
         let k = key_bytes(key);

@@ -125,6 +125,13 @@ pub trait Session: Send {
         SessionInfo::default()
     }
 
+    /// The bytes the last `read` copied out, from the start of a buffer at
+    /// least as long as the size it returned; None where the session keeps
+    /// no copy. For checks outside every timer (the crash test's).
+    fn last_read(&self) -> Option<&[u8]> {
+        None
+    }
+
     /// SQLite's memory and cache counters (kvtest's --stats); None elsewhere.
     fn sqlite_stats(&self) -> Option<SqliteStats> {
         None

@@ -189,6 +189,10 @@ impl RedbSession {
 }
 
 impl Session for RedbSession {
+    fn last_read(&self) -> Option<&[u8]> {
+        Some(&self.buf)
+    }
+
     #[inline]
     fn read(&mut self, key: u32) -> Result<u64> {
         let k = key_bytes(key);

@@ -1,8 +1,10 @@
-//! The crash-test dataset of one method (a database or a flat directory of
-//! self-verifying blobs), the check made after each kill, and the repair
-//! that puts every blob back to a known version before the next kill.
-//! Setup, check and repair use plain rusqlite and std::fs: only the
-//! writer under test goes through the benchmark's write paths.
+//! The crash-test dataset of one method (a database, a flat directory of
+//! self-verifying blobs, or a key-value engine's store), the check made
+//! after each kill, and the repair that puts every blob back to a known
+//! version before the next kill. Setup, check and repair use plain
+//! rusqlite and std::fs (an engine's store is built from such a database
+//! and read back through the engine): only the writer under test goes
+//! through the benchmark's write paths.
 
 use std::path::{Path, PathBuf};
 
@@ -12,7 +14,8 @@ use rusqlite::{Connection, OpenFlags};
 use super::blob::{self, Verdict};
 use super::Method;
 use crate::engine::dataset::blob_name;
-use crate::records::EngineKind;
+use crate::engine::OpenMode;
+use crate::records::{EngineKind, EngineSettings};
 use crate::{Error, Result};
 
 /// Blob sizes are spread over this range, from one page to many.
@@ -62,7 +65,9 @@ impl Dataset {
     pub fn create(path: &Path, method: Method, count: u32, seed: u64) -> Result<Self> {
         let ds = Dataset { path: path.to_path_buf(), method, count, seed, versions: vec![0; count as usize + 1] };
         if method.is_db() {
-            ds.write_db()?;
+            ds.write_db(&ds.path)?;
+        } else if method.is_engine() {
+            ds.write_engine()?;
         } else {
             std::fs::create_dir(path).map_err(|e| Error::io(path, "cannot create directory", e))?;
             for key in 1..=count {
@@ -90,9 +95,9 @@ impl Dataset {
 
     /// (Re)builds the database from the known versions. Leftover journals
     /// are removed first: applied to a new file they would corrupt it.
-    fn write_db(&self) -> Result<()> {
+    fn write_db(&self, path: &Path) -> Result<()> {
         for suffix in ["", "-wal", "-shm", "-journal"] {
-            let mut p = self.path.as_os_str().to_owned();
+            let mut p = path.as_os_str().to_owned();
             p.push(suffix);
             match std::fs::remove_file(&p) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -101,8 +106,8 @@ impl Dataset {
                 _ => {}
             }
         }
-        let err = |e| Error::sqlite(&self.path, "cannot build the crash-test database", e);
-        let conn = Connection::open(&self.path).map_err(err)?;
+        let err = |e| Error::sqlite(path, "cannot build the crash-test database", e);
+        let conn = Connection::open(path).map_err(err)?;
         conn.execute_batch("PRAGMA journal_mode=DELETE; CREATE TABLE kv(k INTEGER PRIMARY KEY, v BLOB); BEGIN;")
             .map_err(err)?;
         {
@@ -115,6 +120,29 @@ impl Dataset {
         conn.close().map_err(|(_, e)| err(e))
     }
 
+    /// (Re)builds the engine's store from the known versions, as `export`
+    /// builds one from a kvtest database: through a database beside it,
+    /// removed afterwards.
+    fn write_engine(&self) -> Result<()> {
+        let Some((kind, _)) = self.method.kv_params() else {
+            return Err(Error::invalid("not a key-value engine method"));
+        };
+        let mut source = self.path.as_os_str().to_owned();
+        source.push(".source.db");
+        let source = PathBuf::from(source);
+        let gone = match std::fs::symlink_metadata(&self.path) {
+            Ok(m) if m.is_dir() => std::fs::remove_dir_all(&self.path),
+            Ok(_) => std::fs::remove_file(&self.path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        };
+        gone.map_err(|e| Error::io(&self.path, "cannot remove the damaged store", e))?;
+        self.write_db(&source)?;
+        let built = crate::engine::dataset::build(kind, &source, &self.path, false, &crate::util::progress::Silent);
+        let _ = std::fs::remove_file(&source);
+        built.map(|_| ())
+    }
+
     /// Classifies every blob after a kill. `base` is the first version the
     /// killed writer could have written.
     pub fn check(&mut self, base: u64) -> Result<Tally> {
@@ -122,6 +150,8 @@ impl Dataset {
         let mut found: Vec<Option<Verdict>> = vec![None; self.count as usize + 1];
         if self.method.is_db() {
             self.check_db(&mut t, &mut found);
+        } else if self.method.is_engine() {
+            t.integrity_failed = self.check_engine(&mut found).is_err();
         } else {
             self.check_files(&mut t, &mut found)?;
         }
@@ -178,6 +208,26 @@ impl Dataset {
         }
     }
 
+    /// Opens the store as any new user would (each engine recovers on
+    /// open) and reads every blob back through the engine. An engine that
+    /// refuses to open or fails a read counts as a failed integrity check.
+    fn check_engine(&self, found: &mut [Option<Verdict>]) -> Result<()> {
+        let Some((kind, kv)) = self.method.kv_params() else {
+            return Err(Error::invalid("not a key-value engine method"));
+        };
+        let settings = EngineSettings { kv, ..EngineSettings::default() };
+        let mut session = crate::engine::open_as(kind, &self.path, &settings)?.open(OpenMode::READ)?;
+        for key in 1..=self.count {
+            let n = session.read(key)? as usize;
+            if n > 0 {
+                let value = session.last_read().and_then(|b| b.get(..n));
+                let value = value.ok_or_else(|| Error::invalid("the engine kept no copy of the value read"))?;
+                found[key as usize] = Some(blob::check(value, key, blob_len(self.seed, key)));
+            }
+        }
+        session.close()
+    }
+
     fn check_files(&self, t: &mut Tally, found: &mut [Option<Verdict>]) -> Result<()> {
         let names = std::fs::read_dir(&self.path).map_err(|e| Error::io(&self.path, "cannot list directory", e))?;
         for entry in names {
@@ -204,7 +254,13 @@ impl Dataset {
     pub fn repair(&self, t: &Tally) -> Result<()> {
         if self.method.is_db() {
             if t.integrity_failed || !t.bad_keys.is_empty() {
-                self.write_db()?;
+                self.write_db(&self.path)?;
+            }
+            return Ok(());
+        }
+        if self.method.is_engine() {
+            if t.integrity_failed || !t.bad_keys.is_empty() {
+                self.write_engine()?;
             }
             return Ok(());
         }
@@ -255,6 +311,29 @@ mod tests {
         assert_eq!((again.intact_old, again.torn, again.missing, again.stray.len()), (5, 0, 0, 0));
         std::fs::write(file(1), &newer).unwrap();
         assert_eq!(ds.check(2 * base).unwrap().torn, 1, "key 2's blob under key 1's name");
+    }
+
+    #[test]
+    fn engine_stores_are_read_back_and_rebuilt() {
+        for engine in [EngineKind::Lmdb, EngineKind::Redb, EngineKind::Fjall] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("kv");
+            let mut ds = Dataset::create(&path, Method::Engine { engine, durable: true }, 4, 5).unwrap();
+            assert!(!dir.path().join("kv.source.db").exists(), "{engine:?}: the source database is removed");
+            let t = ds.check(1 << 32).unwrap();
+            assert!(!t.integrity_failed, "{engine:?}");
+            assert_eq!((t.intact_old, t.torn, t.missing), (4, 0, 0), "{engine:?}");
+            if path.is_dir() {
+                std::fs::remove_dir_all(&path).unwrap();
+                std::fs::create_dir(&path).unwrap();
+            } else {
+                std::fs::write(&path, b"not a store").unwrap();
+            }
+            let broken = ds.check(2 << 32).unwrap();
+            assert!(broken.integrity_failed, "{engine:?}: an unreadable store fails the check");
+            ds.repair(&broken).unwrap();
+            assert_eq!(ds.check(3 << 32).unwrap().intact_old, 4, "{engine:?}: rebuilt");
+        }
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! The write methods under test, by name. Each maps onto the settings the
-//! benchmark itself uses (`DbParams`, `FileParams`), so the child process
-//! writes through exactly the code paths that `run --update` times.
+//! benchmark itself uses (`DbParams`, `FileParams`, `KvParams`), so the
+//! child process writes through exactly the code paths that `run --update`
+//! times.
 
-use crate::records::{DbAccess, DbParams, FileParams, FileRead, FileWrite, SyncLevel};
+use crate::records::{DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel};
 use crate::util::units::UnitError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,13 +14,16 @@ pub enum Method {
     /// writer also fsyncs the directory after each one (to make a rename
     /// durable).
     Files { write: FileWrite, fsync: bool, sync_dir: bool },
+    /// One overwrite per committed transaction of a key-value engine
+    /// (LMDB, redb, fjall), through its `Session`; `durable` is the
+    /// engine's durable commit, else its fast one.
+    Engine { engine: EngineKind, durable: bool },
 }
 
-/// Every method: name, what it is, the method. A new write path (a
-/// key-value engine's durable or fast commit) is one more variant of
-/// [`Method`], one row here, its store in `writer.rs`, and an arm in
-/// [`Method::acknowledges_durability`].
-const TABLE: [(&str, &str, Method); 12] = [
+/// Every method: name, what it is, the method. A new write path is one
+/// more variant of [`Method`], one row here, its store in `writer.rs`, and
+/// an arm in [`Method::acknowledges_durability`].
+const TABLE: [(&str, &str, Method); 18] = [
     ("db-wal-normal", "SQLite, WAL, synchronous=NORMAL", Method::Db { journal: "wal", sync: SyncLevel::Normal }),
     ("db-wal-full", "SQLite, WAL, synchronous=FULL", Method::Db { journal: "wal", sync: SyncLevel::Full }),
     (
@@ -68,6 +72,36 @@ const TABLE: [(&str, &str, Method); 12] = [
         "files, write a temporary file + fsync + rename + fsync of the directory",
         Method::Files { write: FileWrite::Replace, fsync: true, sync_dir: true },
     ),
+    (
+        "lmdb-durable",
+        "LMDB, one transaction per write, default commit (synced)",
+        Method::Engine { engine: EngineKind::Lmdb, durable: true },
+    ),
+    (
+        "lmdb-fast",
+        "LMDB, one transaction per write, MDB_NOSYNC",
+        Method::Engine { engine: EngineKind::Lmdb, durable: false },
+    ),
+    (
+        "redb-durable",
+        "redb, one transaction per write, Durability::Immediate",
+        Method::Engine { engine: EngineKind::Redb, durable: true },
+    ),
+    (
+        "redb-fast",
+        "redb, one transaction per write, Durability::None",
+        Method::Engine { engine: EngineKind::Redb, durable: false },
+    ),
+    (
+        "fjall-durable",
+        "fjall, one insert per write + persist(SyncAll)",
+        Method::Engine { engine: EngineKind::Fjall, durable: true },
+    ),
+    (
+        "fjall-fast",
+        "fjall, one insert per write, buffered journal",
+        Method::Engine { engine: EngineKind::Fjall, durable: false },
+    ),
 ];
 
 impl Method {
@@ -83,16 +117,20 @@ impl Method {
         TABLE.iter().find(|t| t.2 == self).map_or("?", |t| t.1)
     }
 
-    /// Parses one name, or "all", "db", "files" for a group.
+    /// Parses one name, or "all", "db", "files", "kv" for a group.
     fn parse_group(text: &str) -> Result<Vec<Method>, UnitError> {
         let t = text.trim().to_ascii_lowercase();
         match t.as_str() {
             "all" => Ok(Method::all()),
             "db" => Ok(Method::all().into_iter().filter(|m| m.is_db()).collect()),
-            "files" => Ok(Method::all().into_iter().filter(|m| !m.is_db()).collect()),
+            "files" => Ok(Method::all().into_iter().filter(|m| matches!(m, Method::Files { .. })).collect()),
+            "kv" => Ok(Method::all().into_iter().filter(|m| m.is_engine()).collect()),
             _ => TABLE.iter().find(|e| e.0 == t).map(|e| vec![e.2]).ok_or_else(|| {
                 let names: Vec<&str> = TABLE.iter().map(|e| e.0).collect();
-                UnitError::from(format!("unknown write method {text:?} (one of: all, db, files, {})", names.join(", ")))
+                UnitError::from(format!(
+                    "unknown write method {text:?} (one of: all, db, files, kv, {})",
+                    names.join(", ")
+                ))
             }),
         }
     }
@@ -109,21 +147,42 @@ impl Method {
         matches!(self, Method::Db { .. })
     }
 
+    pub fn is_engine(self) -> bool {
+        matches!(self, Method::Engine { .. })
+    }
+
+    /// The dataset's name in the work directory (a file or a directory).
+    pub fn dataset_name(self) -> &'static str {
+        match self {
+            Method::Db { .. } => "crash.db",
+            Method::Files { .. } => "blobs",
+            Method::Engine { .. } => "kv",
+        }
+    }
+
     /// Whether the method promises that a killed writer leaves every value
-    /// whole and the database sound: SQLite with a journal. Nothing else is
-    /// asserted; the other methods are only reported.
+    /// whole and the database sound: SQLite with a journal, and the
+    /// key-value engines (transactional in both modes; the fast ones give
+    /// up durability, not atomicity). Nothing else is asserted; the other
+    /// methods are only reported.
     pub fn promises_atomic(self) -> bool {
-        matches!(self, Method::Db { journal, .. } if journal != "off")
+        match self {
+            Method::Db { journal, .. } => journal != "off",
+            Method::Files { .. } => false,
+            Method::Engine { .. } => true,
+        }
     }
 
     /// Whether a write that returned was promised durable, so that losing it
     /// in a power cut is a durability violation: COMMIT under
     /// synchronous=FULL with a journal, or a file fsync'd where it lives
-    /// (a rename needs its directory fsync'd too).
+    /// (a rename needs its directory fsync'd too), or an engine's durable
+    /// commit (its fast commit acknowledges nothing).
     pub fn acknowledges_durability(self) -> bool {
         match self {
             Method::Db { journal, sync } => journal != "off" && matches!(sync, SyncLevel::Full | SyncLevel::Extra),
             Method::Files { write, fsync, sync_dir } => fsync && (write != FileWrite::Replace || sync_dir),
+            Method::Engine { durable, .. } => durable,
         }
     }
 
@@ -131,7 +190,8 @@ impl Method {
     /// write survives a power cut; `crashtest --power-cut` fails when one
     /// of these loses one. SQLite documents that DELETE mode under FULL may
     /// lose the last commit (the journal's unlink is not synced; EXTRA
-    /// syncs it), so that method's losses are reported, not judged.
+    /// syncs it), so that method's losses are reported, not judged. The
+    /// engines document their durable commits as surviving a power cut.
     pub fn promises_durability(self) -> bool {
         self.acknowledges_durability() && self != Method::Db { journal: "delete", sync: SyncLevel::Full }
     }
@@ -141,6 +201,7 @@ impl Method {
         match self {
             Method::Db { sync, .. } => sync != SyncLevel::Off,
             Method::Files { fsync, .. } => fsync,
+            Method::Engine { durable, .. } => durable,
         }
     }
 
@@ -160,14 +221,26 @@ impl Method {
                 multitrans: true,
                 ..DbParams::default()
             }),
-            Method::Files { .. } => None,
+            _ => None,
         }
     }
 
     pub fn file_params(self) -> Option<FileParams> {
         match self {
             Method::Files { write, fsync, .. } => Some(FileParams { read: FileRead::Posix, write, fsync }),
-            Method::Db { .. } => None,
+            _ => None,
+        }
+    }
+
+    /// The engine and its settings: every write its own committed
+    /// transaction, so "returned" means that write's commit returned.
+    pub fn kv_params(self) -> Option<(EngineKind, KvParams)> {
+        match self {
+            Method::Engine { engine, durable } => {
+                let sync = if durable { KvSync::Durable } else { KvSync::Fast };
+                Some((engine, KvParams { sync, multitrans: true }))
+            }
+            _ => None,
         }
     }
 }
@@ -183,16 +256,28 @@ mod tests {
         }
         assert_eq!(Method::parse_list("db").unwrap().len(), 5);
         assert_eq!(Method::parse_list("files, db-off").unwrap().len(), 8);
+        assert_eq!(Method::parse_list("kv").unwrap().len(), 6);
         assert_eq!(Method::parse_list("replace,replace,db-wal-full").unwrap().len(), 2, "no repeats");
         assert!(Method::parse_list("wal").unwrap_err().to_string().contains("db-wal-normal"));
         assert!(Method::parse_list("db,").is_err());
         let promised: Vec<&str> = Method::all().into_iter().filter(|m| m.promises_atomic()).map(|m| m.name()).collect();
-        assert_eq!(promised, ["db-wal-normal", "db-wal-full", "db-delete", "db-delete-extra"]);
+        assert_eq!(promised[..4], ["db-wal-normal", "db-wal-full", "db-delete", "db-delete-extra"]);
+        assert_eq!(promised.len(), 10, "and the six engine methods");
         let durable: Vec<&str> =
             Method::all().into_iter().filter(|m| m.acknowledges_durability()).map(|m| m.name()).collect();
         assert_eq!(
             durable,
-            ["db-wal-full", "db-delete", "db-delete-extra", "truncate-fsync", "inplace-fsync", "replace-fsync-dir"]
+            [
+                "db-wal-full",
+                "db-delete",
+                "db-delete-extra",
+                "truncate-fsync",
+                "inplace-fsync",
+                "replace-fsync-dir",
+                "lmdb-durable",
+                "redb-durable",
+                "fjall-durable"
+            ]
         );
         assert!(!Method::parse_list("db-delete").unwrap()[0].promises_durability());
     }

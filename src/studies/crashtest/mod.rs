@@ -53,8 +53,9 @@ const LIMIT: u32 = 100_000;
 
 /// What the table's columns count (the terminal and the report show it).
 pub const LEGEND: &str = "
-integrity: kills after which integrity_check failed. torn, missing, lost (whole but an unexpected version),
-stray (temporary files left behind): totals over all kills. damaged: kills that left any of these.
+integrity: kills after which integrity_check failed (for an LMDB, redb or fjall store: it could not be opened or
+read). torn, missing, lost (whole but an unexpected version), stray (temporary files left behind): totals over all
+kills. damaged: kills that left any of these.
 whole old / whole new: blobs intact at their version before the kill / at a version the killed writer wrote.
 ";
 
@@ -72,7 +73,9 @@ what a power-cut test needs.
 /// What the power-cut table's columns count.
 pub const POWER_CUT_LEGEND: &str = "
 acks: a write that returned was promised durable (COMMIT under synchronous=FULL with a journal; a file fsync'd where
-it lives, a rename only with its directory fsync'd). integrity: cuts after which integrity_check failed. lost-acked:
+it lives, a rename only with its directory fsync'd; an engine's durable commit, one per write; its fast commit
+acknowledges nothing). integrity: cuts after which integrity_check failed (an engine's store: it could not be opened
+or read). lost-acked:
 blobs older, torn or missing after that version or a later one was acknowledged durable (for such a method the
 version on disk before the cut counts as acknowledged): durability violations. lost-unack:
 blobs older than the last write that returned, which was not promised durable (allowed). Other columns as in the
@@ -247,7 +250,7 @@ fn one_method(
     interrupted: &mut bool,
 ) -> Result<CrashMethodResult> {
     let started = Instant::now();
-    let path = dir.join(if method.is_db() { "crash.db" } else { "blobs" });
+    let path = dir.join(method.dataset_name());
     let mut ds = Dataset::create(&path, method, opts.count, opts.seed)?;
     // Each method has its own schedule, the same whether run alone or not.
     let schedule_seed = method.name().bytes().fold(opts.seed, |h, b| h.rotate_left(7) ^ u64::from(b));

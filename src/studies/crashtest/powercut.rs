@@ -131,7 +131,7 @@ impl Places {
             backing: dir.join("disk"),
             mountpoint: dir.join("mnt"),
             acks: dir.join("acks"),
-            name: if method.is_db() { "crash.db" } else { "blobs" },
+            name: method.dataset_name(),
         };
         for d in [&p.backing, &p.mountpoint] {
             std::fs::create_dir(d).map_err(|e| Error::io(d, "cannot create directory", e))?;

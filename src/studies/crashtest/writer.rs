@@ -1,6 +1,6 @@
 //! The process that gets killed: it overwrites every blob again and again
 //! with new versions, through the benchmark's own stores (`DbSession`,
-//! `FileStore`), until SIGKILL ends it.
+//! `FileStore`, the key-value engines' sessions), until SIGKILL ends it.
 //!
 //! For a power cut it also logs each write that returned, and whether the
 //! method promised it durable, to an acknowledgement log outside the
@@ -14,8 +14,8 @@ use std::sync::Arc;
 use super::blob;
 use super::dataset::{blob_len, MAX_BLOB};
 use super::{Method, WORK_PREFIX};
-use crate::engine::{DbSession, FileStore, Session};
-use crate::records::EngineKind;
+use crate::engine::{DbSession, FileStore, OpenMode, Session};
+use crate::records::{EngineKind, EngineSettings};
 use crate::{Error, Result};
 
 /// What the writer needs to know; the parent passes it on the command line.
@@ -115,12 +115,17 @@ pub fn write_until_killed(spec: &WriterSpec, ready: impl FnOnce()) -> Result<Inf
         let mut store = FileStore::new(&spec.path, EngineKind::Flat, params)?;
         ready();
         write_forever(&mut store, spec, &sizes)
+    } else if let Some((engine, kv)) = spec.method.kv_params() {
+        let settings = EngineSettings { kv, ..EngineSettings::default() };
+        let mut store = crate::engine::open_as(engine, &spec.path, &settings)?.open(OpenMode::WRITE)?;
+        ready();
+        write_forever(store.as_mut(), spec, &sizes)
     } else {
         Err(Error::invalid("no store for this method"))
     }
 }
 
-fn write_forever<S: Session>(store: &mut S, spec: &WriterSpec, sizes: &[u32]) -> Result<Infallible> {
+fn write_forever<S: Session + ?Sized>(store: &mut S, spec: &WriterSpec, sizes: &[u32]) -> Result<Infallible> {
     let mut after = AfterWrite::open(spec)?;
     let mut buf = vec![0u8; MAX_BLOB];
     let mut version = spec.base;
