@@ -308,8 +308,71 @@ pub(super) fn check_writable(files: &[PathBuf]) -> Result<()> {
 
 #[cfg(test)]
 pub(super) mod test_support {
-    //! A tiny kvtest database for the engines' unit tests.
+    //! A tiny kvtest database for the engines' unit tests, and the round
+    //! trip every key-value engine must pass.
     use std::path::{Path, PathBuf};
+
+    use crate::engine::{Engine, OpenMode};
+    use crate::records::{EngineKind, KvParams, KvSync};
+    use crate::util::progress::Silent;
+
+    /// Builds `kind`'s dataset at `target` from a tiny kvtest database, then,
+    /// with one transaction per run and one per operation: survey, read
+    /// every blob, overwrite, put, delete, read the changes back, and put
+    /// every blob back as it was. Returns the rows the dataset must hold,
+    /// for the caller to check through the engine's own crate.
+    pub fn round_trip(
+        kind: EngineKind,
+        target: &Path,
+        engine: fn(&Path, KvParams) -> Box<dyn Engine>,
+    ) -> Vec<(u32, Vec<u8>)> {
+        let dir = target.parent().unwrap();
+        let (db, rows) = tiny_kv(dir, 40);
+        assert_eq!(crate::engine::dataset::build(kind, &db, target, false, &Silent).unwrap().files, 40);
+        assert_eq!(crate::engine::detect(target).unwrap(), kind);
+        let content = vec![9u8; 10_000];
+        for multitrans in [false, true] {
+            let mut e = engine(target, KvParams { sync: KvSync::Durable, multitrans });
+            let survey = e.survey(true).unwrap();
+            assert_eq!(survey.max_key, Some(40));
+            assert_eq!(survey.blob_max as usize, rows.iter().map(|r| r.1.len()).max().unwrap());
+            let mut s = e.open(OpenMode::READ).unwrap();
+            for (k, v) in &rows {
+                assert_eq!(s.read(*k).unwrap(), v.len() as u64);
+                assert_eq!(&s.last_read().unwrap()[..v.len()], &v[..], "{kind:?} key {k}, byte for byte");
+            }
+            assert_eq!(s.read(41).unwrap(), 0);
+            assert!(s.put(1, b"x").is_err(), "{kind:?}: a read session cannot write");
+            s.commit().unwrap();
+            s.close().unwrap();
+
+            let mut s = e.open(OpenMode::WRITE).unwrap();
+            assert_eq!(s.overwrite(3, &content).unwrap(), rows[2].1.len() as u64);
+            assert!(s.overwrite(4, &content[..1]).is_err(), "{kind:?}: short content is an error");
+            s.put(50, &content[..123]).unwrap();
+            assert!(s.delete(5).unwrap());
+            assert!(!s.delete(99).unwrap());
+            s.commit().unwrap();
+            s.close().unwrap();
+
+            let mut s = e.open(OpenMode::READ).unwrap();
+            assert_eq!(s.read(50).unwrap(), 123);
+            assert_eq!(s.read(5).unwrap(), 0);
+            assert_eq!(s.read(3).unwrap(), rows[2].1.len() as u64);
+            let len = rows[2].1.len();
+            assert_eq!(&s.last_read().unwrap()[..len], &content[..len], "{kind:?}: the overwrite landed");
+            s.commit().unwrap();
+            s.close().unwrap();
+
+            let mut w = e.open(OpenMode::WRITE).unwrap();
+            w.put(5, &rows[4].1).unwrap();
+            w.put(3, &rows[2].1).unwrap();
+            w.delete(50).unwrap();
+            w.commit().unwrap();
+            w.close().unwrap();
+        }
+        rows
+    }
 
     /// Keys 1..=n with values of varied sizes (some empty-ish, some over a
     /// page), written with SQLite so export reads a real kvtest database.

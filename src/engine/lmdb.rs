@@ -411,8 +411,7 @@ pub fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::kv::test_support::tiny_kv;
-    use crate::util::progress::Silent as NoProgress;
+    use crate::engine::kv::test_support::round_trip;
 
     fn engine(dir: &Path, multitrans: bool) -> LmdbEngine {
         LmdbEngine::new(dir, KvParams { sync: KvSync::Fast, multitrans })
@@ -421,49 +420,13 @@ mod tests {
     #[test]
     fn round_trip_reads_writes_and_deletes() {
         let tmp = tempfile::tempdir().unwrap();
-        let (db, rows) = tiny_kv(tmp.path(), 40);
         let target = tmp.path().join("lmdb");
-        let report = build(&db, &target, false, &NoProgress).unwrap();
-        assert_eq!(report.files, 40);
-        for multitrans in [false, true] {
-            let mut e = engine(&target, multitrans);
-            let survey = e.survey(true).unwrap();
-            assert_eq!(survey.max_key, Some(40));
-            assert_eq!(survey.blob_max as usize, rows.iter().map(|r| r.1.len()).max().unwrap());
-            let mut s = e.open(OpenMode::READ).unwrap();
-            for (k, v) in &rows {
-                assert_eq!(s.read(*k).unwrap(), v.len() as u64);
-                let h = e.handle().unwrap();
-                let t = h.env.read_txn().unwrap();
-                assert_eq!(h.db.get(&t, &key_bytes(*k)).unwrap().unwrap(), &v[..]);
-            }
-            assert_eq!(s.read(41).unwrap(), 0);
-            s.commit().unwrap();
-            s.close().unwrap();
-            let content = vec![7u8; 10_000];
-            let mut s = e.open(OpenMode::WRITE).unwrap();
-            assert_eq!(s.overwrite(3, &content).unwrap(), rows[2].1.len() as u64);
-            assert!(s.overwrite(4, &content[..1]).is_err(), "short content is an error");
-            s.put(50, &content[..123]).unwrap();
-            assert!(s.delete(5).unwrap());
-            assert!(!s.delete(99).unwrap());
-            s.commit().unwrap();
-            s.close().unwrap();
-            let mut s = e.open(OpenMode::READ).unwrap();
-            assert_eq!(s.read(50).unwrap(), 123);
-            assert_eq!(s.read(5).unwrap(), 0);
-            let h = e.handle().unwrap();
-            let t = h.env.read_txn().unwrap();
-            assert_eq!(h.db.get(&t, &key_bytes(3)).unwrap().unwrap(), &content[..rows[2].1.len()]);
-            drop(t);
-            s.commit().unwrap();
-            s.close().unwrap();
-            let mut w = e.open(OpenMode::WRITE).unwrap();
-            w.put(5, &rows[4].1).unwrap();
-            w.put(3, &rows[2].1).unwrap();
-            w.delete(50).unwrap();
-            w.commit().unwrap();
-            w.close().unwrap();
+        let rows = round_trip(EngineKind::Lmdb, &target, |p, k| Box::new(LmdbEngine::new(p, k)));
+        let e = engine(&target, false);
+        let h = e.handle().unwrap();
+        let t = h.env.read_txn().unwrap();
+        for (k, v) in &rows {
+            assert_eq!(h.db.get(&t, &key_bytes(*k)).unwrap().unwrap(), &v[..], "key {k}");
         }
     }
 }

@@ -337,49 +337,13 @@ pub fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::kv::test_support::tiny_kv;
-    use crate::util::progress::Silent;
+    use crate::engine::kv::test_support::round_trip;
 
     #[test]
     fn round_trip_reads_writes_and_deletes() {
         let tmp = tempfile::tempdir().unwrap();
-        let (db, rows) = tiny_kv(tmp.path(), 40);
         let target = tmp.path().join("blobs.redb");
-        assert_eq!(build(&db, &target, false, &Silent).unwrap().files, 40);
-        assert_eq!(crate::engine::detect(&target).unwrap(), EngineKind::Redb);
-        for multitrans in [false, true] {
-            let mut e = RedbEngine::new(&target, KvParams { sync: KvSync::Durable, multitrans });
-            let survey = e.survey(true).unwrap();
-            assert_eq!(survey.max_key, Some(40));
-            assert_eq!(survey.blob_max as usize, rows.iter().map(|r| r.1.len()).max().unwrap());
-            let mut s = e.open(OpenMode::READ).unwrap();
-            for (k, v) in &rows {
-                assert_eq!(s.read(*k).unwrap(), v.len() as u64);
-            }
-            assert_eq!(s.read(41).unwrap(), 0);
-            s.commit().unwrap();
-            s.close().unwrap();
-            let content = vec![9u8; 10_000];
-            let mut s = e.open(OpenMode::WRITE).unwrap();
-            assert_eq!(s.overwrite(3, &content).unwrap(), rows[2].1.len() as u64);
-            assert!(s.overwrite(4, &content[..1]).is_err(), "short content is an error");
-            s.put(50, &content[..123]).unwrap();
-            assert!(s.delete(5).unwrap());
-            assert!(!s.delete(99).unwrap());
-            s.commit().unwrap();
-            s.close().unwrap();
-            let mut s = e.open(OpenMode::READ).unwrap();
-            assert_eq!(s.read(50).unwrap(), 123);
-            assert_eq!(s.read(5).unwrap(), 0);
-            s.commit().unwrap();
-            s.close().unwrap();
-            let mut w = e.open(OpenMode::WRITE).unwrap();
-            w.put(5, &rows[4].1).unwrap();
-            w.put(3, &rows[2].1).unwrap();
-            w.delete(50).unwrap();
-            w.commit().unwrap();
-            w.close().unwrap();
-        }
+        let rows = round_trip(EngineKind::Redb, &target, |p, k| Box::new(RedbEngine::new(p, k)));
         let db = open_db(&target, true).unwrap();
         let txn = db.begin_read().unwrap();
         let table = txn.open_table(TABLE).unwrap();
