@@ -49,14 +49,6 @@ pub struct InitArgs {
     pub force: bool,
 }
 
-fn export_engine(name: &str) -> Result<EngineKind, String> {
-    match EngineKind::from_name(name) {
-        Some(k @ (EngineKind::External | EngineKind::Flat | EngineKind::Tree)) => Ok(k),
-        Some(k) if k.is_key_value() => Ok(k),
-        _ => Err(format!("unknown engine '{name}' (expected lmdb, redb, fjall, external, flat or tree)")),
-    }
-}
-
 fn non_negative_u32(s: &str) -> Result<u32, units::UnitError> {
     units::parse_at_least(s, 0, "value")
 }
@@ -126,9 +118,9 @@ pub struct ExportArgs {
     /// Names like 00/00/01 instead of 000001, at most 100 entries per directory.
     #[arg(long, conflicts_with = "engine")]
     pub tree: bool,
-    /// Build this engine's dataset instead of files: lmdb, redb, fjall, or
-    /// external (names in SQLite, files beside them).
-    #[arg(long, value_parser = export_engine)]
+    /// Build this engine's dataset instead of flat files (external: names
+    /// in SQLite, files beside them).
+    #[arg(long, value_parser = super::engines::buildable())]
     pub engine: Option<EngineKind>,
     /// Replace DIR if it already holds a previous export.
     #[arg(long)]
@@ -137,8 +129,10 @@ pub struct ExportArgs {
 
 pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     let progress = progress::for_terminal();
-    let kind = args.engine.unwrap_or(if args.tree { EngineKind::Tree } else { EngineKind::Flat });
-    let r = dataset::build(kind, &args.db, &args.dir, args.force, progress.as_ref())?;
+    let r = match args.engine {
+        Some(kind) => dataset::build(kind, &args.db, &args.dir, args.force, progress.as_ref())?,
+        None => dataset::export(&args.db, &args.dir, args.tree, args.force, progress.as_ref())?,
+    };
     let secs = r.elapsed_ns as f64 / 1e9;
     println!(
         "Exported {} blobs ({} bytes) to {} ({} layout) in {:.3} s ({:.1} MB/s)",

@@ -27,14 +27,40 @@ use redb::{
     WriteTransaction,
 };
 
-use super::kv::{self, copy_out, key_bytes, Shared, Staging};
-use super::{take, Engine, OpenMode, Session, Survey};
+use super::kv::{self, copy_out, key_bytes, KvBackend, Shared};
+use crate::engine::api::{take, Engine, OpenMode, Session, Survey};
+use crate::engine::report::{ExportReport, KvStat};
 use crate::records::{EngineKind, KvParams, KvSync};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
+/// Redb's kind: named here and in the kind enum only.
+pub(crate) const KIND: EngineKind = EngineKind::Redb;
+
+pub(super) static BACKEND: KvBackend = KvBackend {
+    kind: KIND,
+    is_dataset: claims,
+    build,
+    open: |path, params| Box::new(RedbEngine::new(path, params)),
+    stat,
+    crash_modes: &kv::crash_modes(
+        ["redb-durable", "redb-fast"],
+        ["redb, one transaction per write, Durability::Immediate", "redb, one transaction per write, Durability::None"],
+    ),
+};
+
+/// A redb dataset: one file that starts with redb's magic number.
+fn is_dataset(path: &Path) -> bool {
+    let mut head = [0u8; MAGIC.len()];
+    std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head)).is_ok() && head == MAGIC
+}
+
+fn claims(_path: &Path, is_dir: bool, head: &[u8]) -> bool {
+    !is_dir && head.starts_with(MAGIC)
+}
+
 /// The first bytes of every redb file.
-pub(crate) const MAGIC: &[u8] = b"redb\x1a\x0a\xa9\x0d\x0a";
+const MAGIC: &[u8] = b"redb\x1a\x0a\xa9\x0d\x0a";
 
 const TABLE: TableDefinition<[u8; 4], &[u8]> = TableDefinition::new("blobs");
 
@@ -59,7 +85,7 @@ impl RedbEngine {
 
 impl Engine for RedbEngine {
     fn kind(&self) -> EngineKind {
-        EngineKind::Redb
+        KIND
     }
 
     fn path(&self) -> &Path {
@@ -77,7 +103,7 @@ impl Engine for RedbEngine {
         let table = open_read_table(&self.path, &txn)?;
         let err = |e| redb_error(&self.path, "cannot read", e);
         let Some((last, _)) = table.last().map_err(err)? else {
-            return Err(kv::empty(&self.path, EngineKind::Redb));
+            return Err(kv::empty(&self.path, KIND));
         };
         let max_key = u32::from_be_bytes(last.value());
         let blob_max = if for_writes { scan(&self.path, &table)?.max as u32 } else { 0 };
@@ -278,13 +304,13 @@ fn scan(path: &Path, table: &ReadOnlyTable<[u8; 4], &'static [u8]>) -> Result<kv
 }
 
 /// What `stat` says about the redb dataset at `path`.
-pub(crate) fn stat(path: &Path) -> Result<kv::KvStat> {
+fn stat(path: &Path) -> Result<KvStat> {
     let db = open_db(path, true)?;
     let txn = db.begin_read().map_err(|e| redb_error(path, "cannot read", e))?;
     let s = scan(path, &open_read_table(path, &txn)?)?;
     drop(txn);
     drop(db);
-    kv::kv_stat(EngineKind::Redb, path, s)
+    kv::kv_stat(KIND, path, s)
 }
 
 /// Rows per write transaction while building.
@@ -293,19 +319,14 @@ const BUILD_BATCH: u64 = 1024;
 /// Builds a redb dataset at `target` from the kvtest database `db`: batches
 /// commit with `Durability::None`, the last one with `Immediate`, which
 /// makes the whole build durable.
-pub fn build(
-    db: &Path,
-    target: &Path,
-    force: bool,
-    progress: &dyn Progress,
-) -> Result<crate::engine::dataset::ExportReport> {
+fn build(db: &Path, target: &Path, force: bool, progress: &dyn Progress) -> Result<ExportReport> {
     let started = Instant::now();
-    let staging = Staging::begin(EngineKind::Redb, target, force)?;
+    let staging = kv::stage(KIND, target, force, is_dataset)?;
     let file = &staging.path;
     let out = Database::create(file).map_err(|e| redb_error(file, "cannot create the redb database", e))?;
     let mut txn = Some(begin_write(file, &out, Durability::None)?);
     let mut rows = 0u64;
-    let copied = kv::copy_rows(db, progress, &mut |key, value| {
+    let copied = crate::engine::kvtest_db::copy_rows(db, progress, &mut |key, value| {
         let t = match txn.as_mut() {
             Some(t) => t,
             None => txn.insert(begin_write(file, &out, Durability::None)?),
@@ -331,7 +352,7 @@ pub fn build(
     last.commit().map_err(|e| redb_error(file, "commit failed", e))?;
     out.close().map_err(|e| redb_error(file, "cannot close", e))?;
     staging.finish()?;
-    Ok(kv::report(EngineKind::Redb, copied, started))
+    Ok(kv::report(KIND, copied, started))
 }
 
 #[cfg(test)]
@@ -343,7 +364,7 @@ mod tests {
     fn round_trip_reads_writes_and_deletes() {
         let tmp = tempfile::tempdir().unwrap();
         let target = tmp.path().join("blobs.redb");
-        let rows = round_trip(EngineKind::Redb, &target, |p, k| Box::new(RedbEngine::new(p, k)));
+        let rows = round_trip(KIND, &target, |p, k| Box::new(RedbEngine::new(p, k)));
         let db = open_db(&target, true).unwrap();
         let txn = db.begin_read().unwrap();
         let table = txn.open_table(TABLE).unwrap();

@@ -7,61 +7,10 @@
 use std::ffi::{c_void, CStr};
 use std::path::{Path, PathBuf};
 
-use super::{take, Engine, OpenMode, Session, Survey};
-use crate::engine::dataset::{blob_files, blob_name, list_keys, BlobPath};
+use crate::engine::api::{take, Session};
+use crate::engine::files::names::BlobPath;
 use crate::records::{EngineKind, FileParams, FileRead, FileWrite};
 use crate::{Error, Result};
-
-/// A directory of blob files (flat or tree) with a run's read and write calls.
-pub struct FilesEngine {
-    dir: PathBuf,
-    kind: EngineKind,
-    params: FileParams,
-}
-
-impl FilesEngine {
-    pub fn new(dir: &Path, kind: EngineKind, params: FileParams) -> Self {
-        FilesEngine { dir: dir.to_path_buf(), kind, params }
-    }
-}
-
-impl Engine for FilesEngine {
-    fn kind(&self) -> EngineKind {
-        self.kind
-    }
-
-    fn path(&self) -> &Path {
-        &self.dir
-    }
-
-    fn survey(&mut self, for_writes: bool) -> Result<Survey> {
-        let keys = list_keys(&self.dir, self.kind)?;
-        let Some(&max_key) = keys.last() else {
-            return Err(Error::bad_input(
-                &self.dir,
-                "holds no blob files (expected kvtest names like 000001 or 00/00/01)",
-            ));
-        };
-        let mut blob_max = 0u32;
-        if for_writes {
-            crate::util::fsutil::check_writable_file(&self.dir)?;
-            for &k in &keys {
-                let f = self.dir.join(blob_name(self.kind, k));
-                let len = std::fs::metadata(&f).map_err(|e| Error::io(&f, "cannot stat", e))?.len();
-                blob_max = blob_max.max(u32::try_from(len).unwrap_or(u32::MAX));
-            }
-        }
-        Ok(Survey { max_key: Some(max_key), blob_max })
-    }
-
-    fn open(&self, _mode: OpenMode) -> Result<Box<dyn Session>> {
-        Ok(Box::new(FileStore::new(&self.dir, self.kind, self.params)?))
-    }
-
-    fn cache_files(&self) -> Result<Vec<PathBuf>> {
-        blob_files(&self.dir, self.kind)
-    }
-}
 
 pub struct FileStore {
     path: BlobPath,
@@ -164,7 +113,7 @@ fn miss_or_error(p: &CStr, what: &str) -> Result<u64> {
 /// The write calls of one run's `FileParams`, on files named by the
 /// caller: shared by every store that writes blob files (one file per blob,
 /// external blobs), so they all make exactly the same calls.
-pub(super) struct FileWriter {
+pub(crate) struct FileWriter {
     pub params: FileParams,
 }
 
@@ -325,7 +274,7 @@ impl FileWriter {
 }
 
 /// Why [`read_posix`] failed: the step and the OS error.
-pub(super) struct PosixReadError {
+pub(crate) struct PosixReadError {
     pub what: &'static str,
     pub err: std::io::Error,
 }
@@ -334,7 +283,7 @@ pub(super) struct PosixReadError {
 /// close; returns the bytes read. Shared by every store that reads a blob
 /// file this way, so they all make exactly the same calls.
 #[inline]
-pub(super) fn read_posix(path: &CStr, buf: &mut Vec<u8>) -> std::result::Result<u64, PosixReadError> {
+pub(crate) fn read_posix(path: &CStr, buf: &mut Vec<u8>) -> std::result::Result<u64, PosixReadError> {
     let fail = |what| PosixReadError { what, err: std::io::Error::last_os_error() };
     // SAFETY: path is NUL-terminated; reads go into `buf` within its length
     // and the descriptor is closed on every path out.
