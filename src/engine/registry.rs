@@ -134,6 +134,29 @@ mod tests {
         }
     }
 
+    /// The result schema lists every engine (three `layout` enums) and
+    /// every crash-test write mode: a new backend must be added there too.
+    #[test]
+    fn the_result_schema_lists_every_engine_and_crash_mode() {
+        let text = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/results.schema.json"));
+        let schema: serde_json::Value = serde_json::from_str(text).unwrap();
+        let names = |v: &serde_json::Value| -> Vec<String> {
+            v["enum"].as_array().unwrap().iter().map(|n| n.as_str().unwrap().to_string()).collect()
+        };
+        let engines: Vec<String> = BACKENDS.iter().map(|b| b.kind().name().to_string()).collect();
+        let defs = &schema["$defs"];
+        let layouts = [
+            &defs["params"]["properties"]["layout"],
+            &defs["disk_usage"]["properties"]["layout"],
+            &defs["aging"]["properties"]["settings"]["items"]["properties"]["layouts"]["items"]["properties"]["engine"],
+        ];
+        for layout in layouts {
+            assert_eq!(names(layout), engines);
+        }
+        let modes: Vec<String> = BACKENDS.iter().flat_map(|b| b.crash_modes()).map(|m| m.name.to_string()).collect();
+        assert_eq!(names(&defs["crash_method"]["properties"]["method"]), modes);
+    }
+
     #[test]
     fn unknown_files_are_refused_in_one_line() {
         let dir = tempfile::tempdir().unwrap();
