@@ -768,7 +768,7 @@ fn check(c: &Case) -> Option<String> {
     let mnt = tempfile::tempdir().unwrap();
     let layer = c.fault.map(|(name, at)| {
         let plan = blobbench::powercut::FaultPlan::parse(name, at).unwrap();
-        blobbench::powercut::Mounted::mount(d, mnt.path(), plan).unwrap()
+        blobbench::powercut::Mounted::mount(d, mnt.path(), plan).unwrap_or_else(|e| panic!("{e}"))
     });
     let seen = if layer.is_some() { mnt.path() } else { d };
     let args: Vec<PathBuf> = c

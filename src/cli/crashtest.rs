@@ -61,7 +61,7 @@ pub struct CrashtestArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Cut the power instead of killing the writer: the datasets live on a FUSE layer that drops what was not
-    /// fsync'd (needs /dev/fuse and fusermount3, from Debian's fuse3).
+    /// fsync'd (needs /dev/fuse, and root or fusermount3 from Debian's fuse3).
     #[arg(long)]
     pub power_cut: bool,
     /// Power-cut model: strict, torn-512, torn-4k (docs/crash-safety.md) [default: strict].
