@@ -10,6 +10,7 @@ mod aging;
 mod baseline;
 pub mod concurrency;
 mod crash;
+pub mod crash_text;
 mod details;
 mod doc;
 mod engines;
