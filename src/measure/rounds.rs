@@ -30,6 +30,11 @@ pub trait Arm {
     fn evict(&mut self) -> Option<Result<EvictionReport>>;
     /// One run: kvtest's open, loop, commit and close.
     fn run(&mut self, ctx: RunContext<'_>) -> Result<RunOutcome>;
+    /// Whether this arm takes the untimed warm-up run (an arm whose every
+    /// operation waits for the disk may skip it to save time).
+    fn warms_up(&self) -> bool {
+        true
+    }
 }
 
 /// How many rounds, and when to stop.
@@ -232,6 +237,7 @@ pub fn run_rounds(
     if plan.warmup {
         let mut order: Vec<usize> = (0..n).collect();
         order.shuffle(&mut rng);
+        order.retain(|&i| arms[i].warms_up());
         for &i in &order {
             if stop_requested() {
                 return Err(Error::Interrupted);

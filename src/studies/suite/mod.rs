@@ -4,13 +4,15 @@
 //! records disk usage, and returns its section of a result file. With
 //! `--engines` the key-value engines join the read, write and disk charts.
 
-use std::path::{Path, PathBuf};
+mod arms;
 
-use crate::drivers::run::{self, RunOptions};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
 use crate::engine::dataset::{self, from_dir, stat};
 use crate::measure::envinfo::{self, Environment};
+use crate::measure::rounds::{self, RoundSet, RoundsPlan};
 use crate::measure::{stop_requested, Experiment};
-use crate::records::keys::Order;
 use crate::records::{
     DatasetSpec, DbAccess, DbParams, DiskUsage, EngineKind, FileParams, FileRead, FileWrite, KvParams, KvSync, Plan,
     SyncLevel,
@@ -39,6 +41,10 @@ pub struct SuiteOptions {
     /// Hot keys: Zipf's theta (`--keys zipf:THETA`); None is kvtest's
     /// random order.
     pub zipf: Option<f64>,
+    /// The rounds: most of them, the time budget for all of them (reads
+    /// and writes together) and the precision target (`plan.repeat` and
+    /// `plan.warmup` are not used: each arm warms up once, then rounds).
+    pub rounds: RoundsPlan,
 }
 
 impl SuiteOptions {
@@ -54,20 +60,34 @@ impl SuiteOptions {
             engines: Vec::new(),
             from: None,
             zipf: None,
+            rounds: RoundsPlan {
+                warmup: true,
+                max_rounds: 30,
+                budget: Some(Duration::from_secs(900)),
+                target: rounds::DEFAULT_TARGET,
+                seed: rounds::DEFAULT_SEED,
+                latency: true,
+            },
         }
     }
 
-    /// About 10k blobs and three timed runs: minutes, not hours.
+    /// About 10k blobs and a budget of 80 s for the rounds: the whole
+    /// command within two minutes on a small machine.
     pub fn quick(workdir: PathBuf) -> Self {
         let mut o = Self::article(workdir);
         o.spec.count = 10_000;
         o.plan.repeat = 3;
+        o.rounds.budget = Some(QUICK_BUDGET);
         o.quick = true;
         o
     }
 }
 
+/// The rounds' default budget with `--quick`.
+pub const QUICK_BUDGET: Duration = Duration::from_secs(80);
+
 /// One measured configuration of the suite.
+#[derive(Clone)]
 struct Step {
     id: String,
     label: String,
@@ -211,18 +231,21 @@ pub struct SuiteOutcome {
     pub experiments: Vec<Experiment>,
     pub disk_usage: Vec<DiskUsage>,
     pub notes: Vec<String>,
+    /// The interleaved rounds of the reads and of the writes.
+    pub rounds: Vec<RoundSet>,
     /// False when Ctrl-C stopped it before every experiment ran.
     pub complete: bool,
 }
 
 /// Disk the suite needs: the database, two file copies (rounded up to 4 KiB
-/// blocks), a copy of the database for the write experiments, and a copy
-/// per key-value engine (counted as one more database each), plus room.
+/// blocks), the pristine copy and one copy of the database per database
+/// write arm (arms that write keep their own datasets), and a copy per
+/// key-value engine (counted as one more database each), plus room.
 pub fn needed_bytes(spec: &DatasetSpec, engines: usize) -> u64 {
     let db = dataset::estimated_db_bytes(spec);
     let per_file = (spec.size_dist().mean() as u64 + u64::from(spec.variance) / 2).div_ceil(4096) * 4096;
     let files = u64::from(spec.count) * per_file;
-    ((2 + engines as u64) * db + 2 * files) / 10 * 12
+    ((5 + engines as u64) * db + 2 * files) / 10 * 12
 }
 
 /// Runs the suite. On Ctrl-C it stops after the current run and returns
@@ -263,6 +286,7 @@ pub fn run_suite(opts: &SuiteOptions, observer: &dyn SuiteObserver) -> Result<Su
         experiments: Vec::new(),
         disk_usage: Vec::new(),
         notes: Vec::new(),
+        rounds: Vec::new(),
         complete: false,
     };
     let measured = measure_all(opts, scan.as_ref(), work.path(), observer, &mut outcome);
@@ -271,7 +295,9 @@ pub fn run_suite(opts: &SuiteOptions, observer: &dyn SuiteObserver) -> Result<Su
         outcome.notes.push(format!("datasets kept in {}", kept.display()));
     }
     measured?;
-    outcome.complete = !stop_requested() && outcome.experiments.len() == steps(&opts.engines).len();
+    outcome.complete = !stop_requested()
+        && outcome.experiments.len() == steps(&opts.engines).len() + 1
+        && outcome.rounds.iter().all(|r| r.stop != rounds::StopReason::Interrupted);
     Ok(outcome)
 }
 
@@ -316,50 +342,11 @@ fn measure_all(
     }
     let pristine = work.join("pristine.db");
     std::fs::copy(&db, &pristine).map_err(|e| Error::io(&pristine, "cannot copy the database", e))?;
-    let db_bytes = std::fs::metadata(&db).map(|m| m.len() as i64).unwrap_or(0);
-    let reads = u64::from(opts.spec.count);
-    let writes = ((reads as f64 * opts.write_fraction).round() as u64).max(1);
-    for step in steps(&opts.engines) {
-        if stop_requested() {
-            break;
-        }
-        let path = dataset_path(work, step.layout);
-        if step.layout == EngineKind::Db && step.update {
-            restore_database(&pristine, &db)?;
-        }
-        let mut run_opts = RunOptions::new(&path);
-        run_opts.count = if step.update { writes } else { reads };
-        run_opts.order = Order::Random;
-        run_opts.zipf = opts.zipf;
-        run_opts.update = step.update;
-        run_opts.db = step.db.clone();
-        if run_opts.db.mmap_bytes < 0 {
-            run_opts.db.mmap_bytes = db_bytes;
-        }
-        run_opts.files = step.files;
-        run_opts.kv = step.kv;
-        // Each write experiment writes its own content (a rewrite of the
-        // bytes already there would cost SQLite almost nothing).
-        run_opts.seed = opts.spec.seed.wrapping_add(out.experiments.len() as u64 + 1);
-        run_opts.plan = Plan { cold: opts.plan.cold && !step.update, ..opts.plan };
-        let waits_for_disk =
-            step.files.fsync || (step.layout.is_key_value() && step.update && step.kv.sync == KvSync::Durable);
-        if opts.quick && waits_for_disk {
-            // Each fsync costs milliseconds here; --quick keeps to its budget
-            // by skipping their warm-up (the page cache matters little when
-            // every write waits for the disk).
-            run_opts.plan.warmup = 0;
-        }
-        observer.begin(&step.label, u64::from(run_opts.plan.warmup + run_opts.plan.repeat));
-        let report =
-            run::run_observed(&run_opts, &step.id, &step.label, &mut |done, _| observer.advance(u64::from(done)))?;
-        observer.measured(&report.experiment);
-        out.experiments.push(report.experiment);
-    }
+    arms::measure_rounds(opts, work, &pristine, observer, out)?;
     out.notes.push(
-        "Each database write experiment starts from a fresh copy of the pristine database. File write experiments \
-         share the flat copy, and each key-value engine's writes share its copy: every write keeps the blob's size \
-         and replaces its content with random bytes, so each starts from an equivalent state."
+        "Each database write arm writes its own copy of the pristine database. File write arms share the flat copy, \
+         and each key-value engine's writes share its copy: every write keeps the blob's size and replaces its \
+         content with random bytes, so each starts from an equivalent state."
             .into(),
     );
     if opts.plan.cold {
