@@ -43,6 +43,35 @@ impl Load {
     }
 }
 
+/// How busy a set of rounds ran: how many were busy, and the worst of each
+/// figure over those busy rounds.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BusySummary {
+    pub busy: usize,
+    pub rounds: usize,
+    pub max_loadavg: f64,
+    pub max_other_cpu_pct: f64,
+    pub max_steal_pct: f64,
+    pub max_cpu_pressure_pct: f64,
+    pub max_io_pressure_pct: f64,
+}
+
+impl BusySummary {
+    pub fn of(loads: &[Load]) -> BusySummary {
+        let busy: Vec<&Load> = loads.iter().filter(|l| l.busy()).collect();
+        let max = |f: fn(&Load) -> Option<f64>| busy.iter().filter_map(|l| f(l)).fold(0.0, f64::max);
+        BusySummary {
+            busy: busy.len(),
+            rounds: loads.len(),
+            max_loadavg: max(|l| l.loadavg_1m),
+            max_other_cpu_pct: max(|l| l.other_cpu_pct),
+            max_steal_pct: max(|l| l.steal_pct),
+            max_cpu_pressure_pct: max(|l| l.cpu_pressure_pct),
+            max_io_pressure_pct: max(|l| l.io_pressure_pct),
+        }
+    }
+}
+
 /// The counters at one instant; two of them make a [`Load`].
 #[derive(Debug, Clone, Copy)]
 pub struct Snapshot {
@@ -128,6 +157,16 @@ mod tests {
         assert!(Load { other_cpu_pct: Some(60.0), ..Load::default() }.busy());
         assert!(Load { io_pressure_pct: Some(30.0), ..Load::default() }.busy());
         assert!(!Load { other_cpu_pct: Some(5.0), steal_pct: Some(0.5), ..Load::default() }.busy());
+    }
+
+    #[test]
+    fn summary_takes_the_worst_of_the_busy_rounds() {
+        let quiet = Load { other_cpu_pct: Some(3.0), loadavg_1m: Some(0.5), ..Load::default() };
+        let cpu = Load { other_cpu_pct: Some(80.0), loadavg_1m: Some(3.1), ..Load::default() };
+        let io = Load { other_cpu_pct: Some(10.0), io_pressure_pct: Some(45.0), ..Load::default() };
+        let s = BusySummary::of(&[quiet, cpu, io, quiet]);
+        assert_eq!((s.busy, s.rounds), (2, 4));
+        assert_eq!((s.max_other_cpu_pct, s.max_io_pressure_pct, s.max_loadavg), (80.0, 45.0, 3.1));
     }
 
     #[test]

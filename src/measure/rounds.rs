@@ -178,9 +178,9 @@ impl RoundSet {
         paired_ratio(&self.figures(numerator)?, &self.figures(denominator)?)
     }
 
-    /// Rounds (indices) that ran on a busy machine.
-    pub fn busy_rounds(&self) -> Vec<usize> {
-        self.rounds.iter().enumerate().filter(|(_, r)| r.load.busy()).map(|(i, _)| i).collect()
+    /// How many rounds ran on a busy machine, and how busy.
+    pub fn busy(&self) -> super::busy::BusySummary {
+        super::busy::BusySummary::of(&self.rounds.iter().map(|r| r.load).collect::<Vec<_>>())
     }
 }
 

@@ -17,7 +17,7 @@ fn the_full_suite_answers_four_questions_with_known_factors() {
     assert!((reads.factor.value - 13.0 / 5.0).abs() < 1e-9, "{reads:?}");
     assert_eq!(reads.chart_id, "fair-read-blob-mmap");
     assert_eq!(reads.outcome(), "SQLite, blob API + mmap: 2.60x faster");
-    assert_eq!(reads.factor.describe(), "2.60-2.60 (min-max, 3 runs each)");
+    assert_eq!(reads.factor.describe(), "2.60-2.60 (min-max, unpaired, 3 runs each)");
 
     let fast = answer(&files, fast_writes);
     assert_eq!(
@@ -49,7 +49,7 @@ fn runs_that_overlap_give_no_clear_winner() {
     let reads = answer(&[f], warm_reads);
     assert!(reads.factor.spans_one(), "{:?}", reads.factor);
     assert_eq!(reads.outcome(), "no clear winner (the interval spans 1.0)");
-    assert!(reads.factor.describe().contains("(min-max, 3 runs each)"));
+    assert!(reads.factor.describe().contains("(min-max, unpaired, 3 runs each)"));
 }
 
 #[test]
@@ -61,7 +61,7 @@ fn five_runs_each_give_a_bootstrap_interval_and_files_can_win() {
     let fast = answer(&[f], fast_writes);
     assert_eq!(fast.winner, "files, overwrite in place");
     assert!((fast.factor.value - 100.0 / 50.5).abs() < 1e-9, "{:?}", fast.factor);
-    assert!(fast.factor.describe().ends_with("(95% bootstrap, 5 runs each)"), "{}", fast.factor.describe());
+    assert!(fast.factor.describe().ends_with("(95% bootstrap, unpaired, 5 runs each)"), "{}", fast.factor.describe());
     assert!(fast.factor.low > 1.8 && fast.factor.high < 2.2, "{:?}", fast.factor);
 }
 
