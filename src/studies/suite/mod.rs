@@ -264,6 +264,7 @@ pub fn run_suite(opts: &SuiteOptions, observer: &dyn SuiteObserver) -> Result<Su
         opts.spec.from_dir = Some(scan.root.display().to_string());
     }
     let opts = &opts;
+    opts.rounds.validate()?;
     dataset::check_spec(&opts.spec)?;
     std::fs::create_dir_all(&opts.workdir).map_err(|e| Error::io(&opts.workdir, "cannot create directory", e))?;
     let need = needed_bytes(&opts.spec, opts.engines.len());
