@@ -18,7 +18,7 @@ pub struct RoundsArgs {
     /// Time the rounds may take (warm-up included; building the datasets
     /// is not), e.g. 90s, 5m. A budget shorter than one round still runs
     /// one round, with a warning.
-    #[arg(long, value_parser = units::duration, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = units::duration, value_name = "DURATION")]
     pub budget: Option<Duration>,
 }
 
