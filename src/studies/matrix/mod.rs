@@ -335,6 +335,22 @@ pub fn ratio_figure(e: &Experiment) -> f64 {
 }
 
 impl MatrixSection {
+    /// "12-20 interleaved rounds per cell, ratios paired by round", or for
+    /// older files "3 timed runs per cell".
+    pub fn runs_phrase(&self) -> String {
+        let counts: Vec<usize> = self.cells.iter().filter_map(|c| c.rounds.as_ref().map(|r| r.rounds.len())).collect();
+        match (counts.iter().min(), counts.iter().max()) {
+            (Some(lo), Some(hi)) if counts.len() == self.cells.len() => {
+                let n = if lo == hi { lo.to_string() } else { format!("{lo}-{hi}") };
+                format!("{n} interleaved rounds per cell, ratios paired by round (median of per-round ratios)")
+            }
+            _ => {
+                let r = self.params.plan.repeat;
+                format!("{r} timed run{} per cell (unpaired)", if r == 1 { "" } else { "s" })
+            }
+        }
+    }
+
     /// The section for `cells`, with crossovers and best page sizes derived.
     pub fn new(params: MatrixParams, cells: Vec<MatrixCell>) -> Self {
         let mut section = MatrixSection {
