@@ -53,7 +53,14 @@ fn run() -> blobbench::Result<()> {
         if r.spans_one() {
             clear += 1;
         }
-        println!("comparison {:>2}: {:.3} ({:.3}-{:.3}, {} rounds): {verdict}", c + 1, r.value, r.low, r.high, r.rounds);
+        println!(
+            "comparison {:>2}: {:.3} ({:.3}-{:.3}, {} rounds): {verdict}",
+            c + 1,
+            r.value,
+            r.low,
+            r.high,
+            r.rounds
+        );
     }
     println!("A/A: no clear winner in {clear} of {comparisons} comparisons (want at least 90%)");
     Ok(())

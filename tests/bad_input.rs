@@ -507,7 +507,8 @@ fn rounds_file(d: &Path, spoil: fn(&mut serde_json::Value)) {
     let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
     v["schema_version"] = 3.into();
     let arms = ["read/db-blob-mmap", "read/flat-posix"];
-    let round = |a: f64, b: f64| serde_json::json!({"order": [0, 1], "per_op_us": [a, b], "elapsed_ms": 1.0, "load": {}});
+    let round =
+        |a: f64, b: f64| serde_json::json!({"order": [0, 1], "per_op_us": [a, b], "elapsed_ms": 1.0, "load": {}});
     v["rounds"] = serde_json::json!([{
         "id": "suite/reads", "arms": arms, "seed": 1, "warmup": true, "target_pct": 5.0,
         "max_rounds": 4, "stop": "max-rounds",
@@ -518,7 +519,10 @@ fn rounds_file(d: &Path, spoil: fn(&mut serde_json::Value)) {
 }
 
 fn rounds_arm_missing(d: &Path) {
-    rounds_file(d, |v| v["rounds"][0]["rounds"][2] = serde_json::json!({"order": [0], "per_op_us": [5.0], "elapsed_ms": 1.0, "load": {}}));
+    rounds_file(d, |v| {
+        v["rounds"][0]["rounds"][2] =
+            serde_json::json!({"order": [0], "per_op_us": [5.0], "elapsed_ms": 1.0, "load": {}})
+    });
 }
 
 fn rounds_uneven(d: &Path) {

@@ -33,10 +33,6 @@ fn rounds_count(s: &str) -> Result<u32, units::UnitError> {
 impl RoundsArgs {
     /// `plan` with what was given on the command line.
     pub fn apply(&self, plan: RoundsPlan) -> RoundsPlan {
-        RoundsPlan {
-            max_rounds: self.rounds.unwrap_or(plan.max_rounds),
-            budget: self.budget.or(plan.budget),
-            ..plan
-        }
+        RoundsPlan { max_rounds: self.rounds.unwrap_or(plan.max_rounds), budget: self.budget.or(plan.budget), ..plan }
     }
 }

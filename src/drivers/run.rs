@@ -153,7 +153,8 @@ pub fn run_engine(
     // The eviction and the run take turns with the one arm.
     let arm = std::cell::RefCell::new(RunArm::prepare(engine, opts)?);
     let mut evict = || arm.borrow_mut().evict_now();
-    let measured = measure::measure_observed(&opts.plan, Some(&mut evict), after_run, |ctx| arm.borrow_mut().one_run(ctx))?;
+    let measured =
+        measure::measure_observed(&opts.plan, Some(&mut evict), after_run, |ctx| arm.borrow_mut().one_run(ctx))?;
     arm.into_inner().finish(id, label, measured)
 }
 
@@ -188,16 +189,7 @@ impl RunArm {
             _ => max_id,
         };
         let zipf = opts.zipf.zip(max_id).map(|(theta, n)| Arc::new(ZipfTable::new(n, theta)));
-        Ok(RunArm {
-            engine,
-            opts: opts.clone(),
-            pool,
-            script,
-            max_id,
-            zipf,
-            cache_files: None,
-            seen: Seen::default(),
-        })
+        Ok(RunArm { engine, opts: opts.clone(), pool, script, max_id, zipf, cache_files: None, seen: Seen::default() })
     }
 
     /// Empties the page cache of the engine's files (listed once).

@@ -189,7 +189,7 @@ mod tests {
         assert!(c >= 0.95);
         let (k, c) = order_statistic_interval(20);
         assert_eq!(k, 5, "n = 20: x_6 .. x_15");
-        assert!(c >= 0.95 && c < 0.99, "{c}");
+        assert!((0.95..0.99).contains(&c), "{c}");
     }
 
     #[test]
@@ -207,14 +207,7 @@ mod tests {
 
     #[test]
     fn within_the_noise_floor() {
-        let floor = PairedRatio {
-            value: 1.0,
-            low: 0.97,
-            high: 1.04,
-            rounds: 10,
-            coverage_pct: 97.9,
-            outliers: vec![],
-        };
+        let floor = PairedRatio { value: 1.0, low: 0.97, high: 1.04, rounds: 10, coverage_pct: 97.9, outliers: vec![] };
         let small = PairedRatio { value: 1.03, low: 1.01, high: 1.05, ..floor.clone() };
         let big = PairedRatio { value: 1.30, low: 1.2, high: 1.4, ..floor.clone() };
         assert!(small.within(&floor));

@@ -27,23 +27,15 @@ impl Arm for Fake {
 }
 
 fn plan(max_rounds: u32) -> RoundsPlan {
-    RoundsPlan {
-        warmup: true,
-        max_rounds,
-        budget: None,
-        target: DEFAULT_TARGET,
-        seed: 7,
-        latency: false,
-    }
+    RoundsPlan { warmup: true, max_rounds, budget: None, target: DEFAULT_TARGET, seed: 7, latency: false }
 }
 
 #[test]
 fn every_round_runs_every_arm_once_in_a_recorded_shuffled_order() {
     let load = std::rc::Rc::new(std::cell::Cell::new(1));
     let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-    let mut fakes: Vec<Fake> = (0..3)
-        .map(|me| Fake { per_op_ns: 1000 * (me as u64 + 1), load: load.clone(), log: log.clone(), me })
-        .collect();
+    let mut fakes: Vec<Fake> =
+        (0..3).map(|me| Fake { per_op_ns: 1000 * (me as u64 + 1), load: load.clone(), log: log.clone(), me }).collect();
     let mut arms: Vec<&mut dyn Arm> = fakes.iter_mut().map(|f| f as &mut dyn Arm).collect();
     let ids: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
     let out = run_rounds("t", &ids, &mut arms, &plan(8), &[], &mut |_, _| {}).unwrap();
@@ -81,9 +73,8 @@ fn the_same_seed_gives_the_same_orders() {
 fn precise_pairs_stop_after_the_minimum_rounds() {
     let load = std::rc::Rc::new(std::cell::Cell::new(1));
     let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-    let mut fakes: Vec<Fake> = (0..2)
-        .map(|me| Fake { per_op_ns: 1000 * (me as u64 + 1), load: load.clone(), log: log.clone(), me })
-        .collect();
+    let mut fakes: Vec<Fake> =
+        (0..2).map(|me| Fake { per_op_ns: 1000 * (me as u64 + 1), load: load.clone(), log: log.clone(), me }).collect();
     let mut arms: Vec<&mut dyn Arm> = fakes.iter_mut().map(|f| f as &mut dyn Arm).collect();
     let ids: Vec<String> = ["a", "b"].map(String::from).to_vec();
     let c = Comparison { a: vec![0], b: vec![1] };
@@ -150,9 +141,8 @@ fn inconsistent_round_sets_give_no_ratio() {
 fn a_burst_of_load_on_some_rounds_leaves_the_paired_ratio() {
     let load = std::rc::Rc::new(std::cell::Cell::new(1));
     let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-    let mut fakes: Vec<Fake> = (0..2)
-        .map(|me| Fake { per_op_ns: 1000 * (me as u64 + 1), load: load.clone(), log: log.clone(), me })
-        .collect();
+    let mut fakes: Vec<Fake> =
+        (0..2).map(|me| Fake { per_op_ns: 1000 * (me as u64 + 1), load: load.clone(), log: log.clone(), me }).collect();
     let l2 = load.clone();
     let mut arms: Vec<&mut dyn Arm> = fakes.iter_mut().map(|f| f as &mut dyn Arm).collect();
     let ids: Vec<String> = ["a", "b"].map(String::from).to_vec();

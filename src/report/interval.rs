@@ -113,7 +113,10 @@ impl Ratio {
                 } else if self.coverage_pct >= 95.0 {
                     format!("{:.2}-{:.2} (95% paired, {n} rounds{far})", self.low, self.high)
                 } else {
-                    format!("{:.2}-{:.2} (min-max, {:.0}% paired, {n} rounds{far})", self.low, self.high, self.coverage_pct)
+                    format!(
+                        "{:.2}-{:.2} (min-max, {:.0}% paired, {n} rounds{far})",
+                        self.low, self.high, self.coverage_pct
+                    )
                 }
             }
             Method::Bootstrap => format!("{:.2}-{:.2} (95% bootstrap, unpaired, {runs})", self.low, self.high),

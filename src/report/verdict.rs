@@ -11,10 +11,10 @@
 use super::doc::{Block, Section, VerdictRow as Row};
 use super::fmt::{blob_size, machine_labels};
 use super::interval::{time_ratio, Ratio};
-use super::rounds::{describe_floor, describe_sets, noise_floor};
-use crate::measure::paired::PairedRatio;
 use super::kvtest::{suite_files, Method, ARTICLE, FAIR};
+use super::rounds::{describe_floor, describe_sets, noise_floor};
 use super::verdict_more::{after_aging, after_power_cut, engine_durable_writes, engine_reads};
+use crate::measure::paired::PairedRatio;
 use crate::measure::Experiment;
 use crate::results::ResultFile;
 

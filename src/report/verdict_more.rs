@@ -95,8 +95,13 @@ pub fn after_aging(files: &[ResultFile], index: usize) -> Option<Answer> {
         if files_over_db >= 1.0 { (db, f, files_over_db) } else { (f, db, 1.0 / files_over_db) };
     let spread = (winner.2 + loser.2) / 100.0;
     let runs = (loser.3 as usize, winner.3 as usize);
-    let factor =
-        Ratio { low: value / (1.0 + spread), high: value * (1.0 + spread), method: Interval::MinMax, runs, ..Ratio::exact(value) };
+    let factor = Ratio {
+        low: value / (1.0 + spread),
+        high: value * (1.0 + spread),
+        method: Interval::MinMax,
+        runs,
+        ..Ratio::exact(value)
+    };
     let suffix =
         if files.iter().filter(|f| f.aging.is_some()).count() > 1 { format!("-{}", index + 1) } else { String::new() };
     let id = format!("aging-{}{suffix}-read-warm", setting.sizes.name.replace([':', '.'], "-"));

@@ -129,8 +129,11 @@ fn with_read_rounds(mmap: &[f64], posix: &[f64], blob: &[f64], control: &[f64]) 
     use crate::measure::busy::Load;
     use crate::measure::rounds::{Round, RoundSet, StopReason};
     let mut f = full_suite("host-a");
-    let mut arms: Vec<(&str, Vec<f64>)> =
-        vec![("read/db-blob-mmap", mmap.to_vec()), ("read/flat-posix", posix.to_vec()), ("read/db-blob", blob.to_vec())];
+    let mut arms: Vec<(&str, Vec<f64>)> = vec![
+        ("read/db-blob-mmap", mmap.to_vec()),
+        ("read/flat-posix", posix.to_vec()),
+        ("read/db-blob", blob.to_vec()),
+    ];
     arms.push(("control/db-blob", control.to_vec()));
     for id in ["read/db-sql", "read/flat-stdio", "read/tree-stdio", "read/tree-posix"] {
         arms.push((id, vec![1000.0; mmap.len()]));

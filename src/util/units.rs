@@ -149,8 +149,10 @@ pub fn duration(text: &str) -> Result<std::time::Duration, UnitError> {
         "h" => 3600.0,
         _ => return Err(UnitError(format!("invalid duration {text:?}: expected e.g. 90s, 2m, 1h"))),
     };
-    let v: f64 =
-        number.trim().parse().map_err(|_| UnitError(format!("invalid duration {text:?}: expected e.g. 90s, 2m, 1h")))?;
+    let v: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| UnitError(format!("invalid duration {text:?}: expected e.g. 90s, 2m, 1h")))?;
     if !v.is_finite() || v < 0.0 {
         return Err(UnitError(format!("invalid duration {text:?}: must not be negative")));
     }

@@ -24,12 +24,12 @@ pub use study::{study_grid, study_ratio, STUDY_CACHE_BYTES, STUDY_PAGE_SIZES, ST
 pub use writes::{CellWrites, WriteCrossover};
 
 use crate::engine::dataset::check_spec;
+use crate::measure::rounds::RoundsPlan;
 use crate::measure::Experiment;
 use crate::measure::{stop_requested, NOISY_CV_PCT};
 use crate::records::keys::Order;
 use crate::records::DatasetSpec;
 use crate::records::FileRead;
-use crate::measure::rounds::RoundsPlan;
 use crate::records::Plan;
 use crate::util::progress::Progress;
 use crate::{util::fsutil, Error, Result};

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::{dataset_path, restore_database, steps, SuiteObserver, SuiteOptions, SuiteOutcome, Step};
+use super::{dataset_path, restore_database, steps, Step, SuiteObserver, SuiteOptions, SuiteOutcome};
 use crate::drivers::run::{RunArm, RunOptions};
 use crate::engine;
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundsPlan};
@@ -66,9 +66,10 @@ fn comparisons(ids: &[String]) -> Vec<Comparison> {
         (pick(&db_reads), pick(&file_reads)),
         (pick(&|id| kv(id, "read/", "")), pick(&db_reads)),
         (pick(&|id| id == CONTROL_OF), pick(&|id| id == CONTROL_ID)),
-        (pick(&|id| matches!(id, "write/db-wal-normal" | "write/db-off")), pick(&|id| {
-            matches!(id, "write/flat-truncate" | "write/flat-inplace" | "write/flat-replace")
-        })),
+        (
+            pick(&|id| matches!(id, "write/db-wal-normal" | "write/db-off")),
+            pick(&|id| matches!(id, "write/flat-truncate" | "write/flat-inplace" | "write/flat-replace")),
+        ),
         (pick(&|id| id == "write/db-wal-full"), pick(&|id| id.starts_with("write/flat-") && id.ends_with("-fsync"))),
         (pick(&|id| kv(id, "write/", "-durable")), pick(&|id| id == "write/db-wal-full")),
     ];
@@ -107,9 +108,8 @@ fn run_set(
     let mut dyn_arms: Vec<&mut dyn Arm> = arms.iter_mut().map(|a| a as &mut dyn Arm).collect();
     let runs = u64::from(plan.max_rounds + 1) * steps.len() as u64;
     observer.begin(&format!("{} arms in rounds ({id})", steps.len()), runs);
-    let measured = run_rounds(id, &ids, &mut dyn_arms, plan, &comparisons(&ids), &mut |done, _| {
-        observer.advance(done)
-    })?;
+    let measured =
+        run_rounds(id, &ids, &mut dyn_arms, plan, &comparisons(&ids), &mut |done, _| observer.advance(done))?;
     for ((arm, m), step) in arms.into_iter().zip(measured.measured).zip(steps) {
         let report = arm.finish(&step.id, &step.label, m)?;
         observer.measured(&report.experiment);
