@@ -6,13 +6,16 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::{dataset_path, restore_database, steps, Step, SuiteObserver, SuiteOptions, SuiteOutcome};
+use super::options::{SuiteObserver, SuiteOptions};
+use super::steps::{dataset_path, steps, Step};
 use crate::drivers::run::{RunArm, RunOptions};
 use crate::engine;
+use crate::measure::rounds::RoundSet;
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundsPlan};
+use crate::measure::Experiment;
 use crate::records::keys::Order;
 use crate::records::{EngineKind, KvSync, Plan};
-use crate::Result;
+use crate::{Error, Result};
 
 /// The A/A control: `read/db-blob` measured a second time as its own arm.
 /// Its paired interval against `read/db-blob` is the noise floor.
@@ -24,6 +27,14 @@ pub const CONTROL_OF: &str = "read/db-blob";
 /// fsyncs make a write round many times longer than a read round).
 const READ_SHARE: u32 = 4;
 
+/// What the rounds measured, in the order measured.
+#[derive(Default)]
+pub(super) struct Measured {
+    pub experiments: Vec<Experiment>,
+    pub rounds: Vec<RoundSet>,
+    pub notes: Vec<String>,
+}
+
 /// Runs the read rounds, then the write rounds; their experiments and
 /// round sets go into `out`.
 pub(super) fn measure_rounds(
@@ -31,7 +42,7 @@ pub(super) fn measure_rounds(
     work: &Path,
     pristine: &Path,
     observer: &dyn SuiteObserver,
-    out: &mut SuiteOutcome,
+    out: &mut Measured,
 ) -> Result<()> {
     let all = steps(&opts.engines);
     let (writes, mut reads): (Vec<Step>, Vec<Step>) = all.into_iter().partition(|s| s.update);
@@ -86,7 +97,7 @@ fn run_set(
     steps: &[Step],
     plan: &RoundsPlan,
     observer: &dyn SuiteObserver,
-    out: &mut SuiteOutcome,
+    out: &mut Measured,
 ) -> Result<()> {
     if steps.is_empty() {
         return Ok(());
@@ -145,6 +156,18 @@ fn run_options(opts: &SuiteOptions, step: &Step, path: &Path, db_bytes: i64, nth
     let warmup = u32::from(opts.rounds.warmup && !(opts.quick && waits_for_disk));
     run_opts.plan = Plan { cold: opts.plan.cold && !step.update, warmup, repeat: 1, latency: opts.rounds.latency };
     run_opts
+}
+
+/// Journal mode, WAL and free pages carry over between writes: every
+/// database write experiment starts from the pristine copy.
+fn restore_database(pristine: &Path, db: &Path) -> Result<()> {
+    std::fs::copy(pristine, db).map_err(|e| Error::io(db, "cannot restore the database", e))?;
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut p = db.as_os_str().to_owned();
+        p.push(suffix);
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

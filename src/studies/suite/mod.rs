@@ -5,212 +5,23 @@
 //! `--engines` the key-value engines join the read, write and disk charts.
 
 mod arms;
+mod options;
+mod steps;
 
 pub use arms::{CONTROL_ID, CONTROL_OF};
+pub use options::{SuiteObserver, SuiteOptions, QUICK_BUDGET};
+use steps::{dataset_path, steps};
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
 use crate::engine::dataset::{self, from_dir, stat};
 use crate::measure::envinfo::{self, Environment};
-use crate::measure::rounds::{self, RoundSet, RoundsPlan};
+use crate::measure::rounds::{self, RoundSet};
 use crate::measure::{stop_requested, Experiment};
-use crate::records::{
-    DatasetSpec, DbAccess, DbParams, DiskUsage, EngineKind, FileParams, FileRead, FileWrite, KvParams, KvSync, Plan,
-    SyncLevel,
-};
+use crate::records::{DatasetSpec, DiskUsage, EngineKind};
 use crate::util::fsutil;
 use crate::util::progress::Progress;
 use crate::{Error, Result};
-
-#[derive(Debug, Clone)]
-pub struct SuiteOptions {
-    /// Where the datasets are built; a fresh subdirectory is made inside.
-    pub workdir: PathBuf,
-    pub spec: DatasetSpec,
-    pub plan: Plan,
-    /// Share of the blobs overwritten by each write experiment (the article: 10%).
-    pub write_fraction: f64,
-    /// Keep the datasets instead of removing them at the end.
-    pub keep: bool,
-    /// The small configuration, which trims warm-ups of the slowest steps.
-    pub quick: bool,
-    /// Key-value engines measured beside SQLite and files (`--engines`).
-    pub engines: Vec<EngineKind>,
-    /// Build the database from this directory's files instead of random
-    /// blobs (`--from`); `spec`'s count and sizes are then the tree's.
-    pub from: Option<PathBuf>,
-    /// Hot keys: Zipf's theta (`--keys zipf:THETA`); None is kvtest's
-    /// random order.
-    pub zipf: Option<f64>,
-    /// The rounds: most of them, the time budget for all of them (reads
-    /// and writes together) and the precision target (`plan.repeat` and
-    /// `plan.warmup` are not used: each arm warms up once, then rounds).
-    pub rounds: RoundsPlan,
-}
-
-impl SuiteOptions {
-    /// The article's dataset: 100k blobs of 10 KB +/- 2 KB, 4 KiB pages.
-    pub fn article(workdir: PathBuf) -> Self {
-        SuiteOptions {
-            workdir,
-            spec: DatasetSpec { count: 100_000, size: 10_000, variance: 2_000, ..DatasetSpec::default() },
-            plan: Plan { repeat: 5, warmup: 1, cold: false, latency: true },
-            write_fraction: 0.1,
-            keep: false,
-            quick: false,
-            engines: Vec::new(),
-            from: None,
-            zipf: None,
-            rounds: RoundsPlan {
-                warmup: true,
-                max_rounds: 30,
-                budget: Some(Duration::from_secs(900)),
-                target: rounds::DEFAULT_TARGET,
-                seed: rounds::DEFAULT_SEED,
-                latency: true,
-            },
-        }
-    }
-
-    /// About 10k blobs and a budget of 80 s for the rounds: the whole
-    /// command within two minutes on a small machine.
-    pub fn quick(workdir: PathBuf) -> Self {
-        let mut o = Self::article(workdir);
-        o.spec.count = 10_000;
-        o.plan.repeat = 3;
-        o.rounds.budget = Some(QUICK_BUDGET);
-        o.quick = true;
-        o
-    }
-}
-
-/// The rounds' default budget with `--quick`.
-pub const QUICK_BUDGET: Duration = Duration::from_secs(80);
-
-/// One measured configuration of the suite.
-#[derive(Clone)]
-struct Step {
-    id: String,
-    label: String,
-    layout: EngineKind,
-    update: bool,
-    db: DbParams,
-    files: FileParams,
-    kv: KvParams,
-}
-
-fn db_read(id: &'static str, label: &'static str, access: DbAccess, mmap: bool) -> Step {
-    Step {
-        id: id.into(),
-        label: label.into(),
-        layout: EngineKind::Db,
-        update: false,
-        // mmap_bytes is filled in with the file size when the dataset exists.
-        db: DbParams { access, mmap_bytes: if mmap { -1 } else { 0 }, ..DbParams::default() },
-        files: FileParams::default(),
-        kv: KvParams::default(),
-    }
-}
-
-fn file_read(id: &'static str, label: &'static str, layout: EngineKind, read: FileRead) -> Step {
-    Step {
-        id: id.into(),
-        label: label.into(),
-        layout,
-        update: false,
-        db: DbParams::default(),
-        files: FileParams { read, ..FileParams::default() },
-        kv: KvParams::default(),
-    }
-}
-
-fn db_write(id: &'static str, label: &'static str, journal: &str, sync: SyncLevel, nocheckpoint: bool) -> Step {
-    Step {
-        id: id.into(),
-        label: label.into(),
-        layout: EngineKind::Db,
-        update: true,
-        db: DbParams { journal_mode: Some(journal.into()), sync: Some(sync), nocheckpoint, ..DbParams::default() },
-        files: FileParams::default(),
-        kv: KvParams::default(),
-    }
-}
-
-fn file_write(id: &'static str, label: &'static str, write: FileWrite, fsync: bool) -> Step {
-    Step {
-        id: id.into(),
-        label: label.into(),
-        layout: EngineKind::Flat,
-        update: true,
-        db: DbParams::default(),
-        files: FileParams { write, fsync, ..FileParams::default() },
-        kv: KvParams::default(),
-    }
-}
-
-/// A key-value engine's read, fast write and durable write: ids
-/// `read/ENGINE`, `write/ENGINE-fast`, `write/ENGINE-durable`.
-fn engine_steps(kind: EngineKind) -> Vec<Step> {
-    let step = |id: String, label: String, update: bool, sync: KvSync| Step {
-        id,
-        label,
-        layout: kind,
-        update,
-        db: DbParams::default(),
-        files: FileParams::default(),
-        kv: KvParams { sync, multitrans: false },
-    };
-    let (name, title) = (kind.name(), kind.title());
-    vec![
-        step(format!("read/{name}"), format!("{title}, read"), false, KvSync::Durable),
-        step(format!("write/{name}-fast"), format!("{title}, commit without sync"), true, KvSync::Fast),
-        step(format!("write/{name}-durable"), format!("{title}, durable commit"), true, KvSync::Durable),
-    ]
-}
-
-/// The experiments, in the order they run. Ids are the schema's contract
-/// with `report` (docs/results-schema.md).
-fn steps(engines: &[EngineKind]) -> Vec<Step> {
-    let mut steps = article_steps();
-    for &kind in engines {
-        steps.extend(engine_steps(kind));
-    }
-    steps
-}
-
-/// The article's experiments and their fair variants.
-fn article_steps() -> Vec<Step> {
-    vec![
-        db_read("read/db-sql", "SQLite, SQL", DbAccess::Sql, false),
-        db_read("read/db-blob", "SQLite, blob API", DbAccess::BlobApi, false),
-        db_read("read/db-blob-mmap", "SQLite, blob API + mmap", DbAccess::BlobApi, true),
-        file_read("read/flat-stdio", "Files (flat), fopen/fread", EngineKind::Flat, FileRead::Stdio),
-        file_read("read/flat-posix", "Files (flat), open/read", EngineKind::Flat, FileRead::Posix),
-        file_read("read/tree-stdio", "Files (tree), fopen/fread", EngineKind::Tree, FileRead::Stdio),
-        file_read("read/tree-posix", "Files (tree), open/read", EngineKind::Tree, FileRead::Posix),
-        db_write("write/db-wal-normal", "SQLite, WAL, synchronous NORMAL", "wal", SyncLevel::Normal, true),
-        db_write("write/db-wal-full", "SQLite, WAL, synchronous FULL", "wal", SyncLevel::Full, true),
-        db_write("write/db-off", "SQLite, journal OFF, synchronous OFF", "off", SyncLevel::Off, false),
-        file_write("write/flat-truncate", "Files, fopen(\"wb\")/fwrite", FileWrite::Truncate, false),
-        file_write("write/flat-inplace", "Files, overwrite in place", FileWrite::Inplace, false),
-        file_write("write/flat-replace", "Files, write temp + rename", FileWrite::Replace, false),
-        file_write("write/flat-truncate-fsync", "Files, fopen(\"wb\")/fwrite + fsync", FileWrite::Truncate, true),
-        file_write("write/flat-inplace-fsync", "Files, overwrite in place + fsync", FileWrite::Inplace, true),
-        file_write("write/flat-replace-fsync", "Files, temp + fsync + rename", FileWrite::Replace, true),
-    ]
-}
-
-/// What the suite tells its caller as it goes.
-pub trait SuiteObserver: Sync {
-    /// A phase or an experiment starts, with the number of units it has.
-    fn begin(&self, what: &str, units: u64);
-    fn advance(&self, done: u64);
-    /// A dataset was built: `init` for the database, else an engine's copy.
-    fn built(&self, what: EngineKind, entries: u64, elapsed_ns: u64);
-    /// An experiment was measured.
-    fn measured(&self, experiment: &Experiment);
-}
 
 /// Lets dataset building report through the same observer.
 struct AsProgress<'a>(&'a dyn SuiteObserver);
@@ -304,16 +115,6 @@ pub fn run_suite(opts: &SuiteOptions, observer: &dyn SuiteObserver) -> Result<Su
     Ok(outcome)
 }
 
-/// Where each engine's copy of the dataset lives in the work directory.
-fn dataset_path(work: &Path, kind: EngineKind) -> PathBuf {
-    match kind {
-        EngineKind::Db => work.join("test1.db"),
-        EngineKind::Flat => work.join("test1.dir"),
-        EngineKind::Tree => work.join("test1.tree"),
-        other => work.join(format!("test1.{}", other.name())),
-    }
-}
-
 fn measure_all(
     opts: &SuiteOptions,
     scan: Option<&from_dir::Scan>,
@@ -345,7 +146,12 @@ fn measure_all(
     }
     let pristine = work.join("pristine.db");
     std::fs::copy(&db, &pristine).map_err(|e| Error::io(&pristine, "cannot copy the database", e))?;
-    arms::measure_rounds(opts, work, &pristine, observer, out)?;
+    let mut measured = arms::Measured::default();
+    let done = arms::measure_rounds(opts, work, &pristine, observer, &mut measured);
+    out.experiments.extend(measured.experiments);
+    out.rounds.extend(measured.rounds);
+    out.notes.extend(measured.notes);
+    done?;
     out.notes.push(
         "Each database write arm writes its own copy of the pristine database. File write arms share the flat copy, \
          and each key-value engine's writes share its copy: every write keeps the blob's size and replaces its \
@@ -354,18 +160,6 @@ fn measure_all(
     );
     if opts.plan.cold {
         out.notes.push("--cold applies to reads; write experiments run warm.".into());
-    }
-    Ok(())
-}
-
-/// Journal mode, WAL and free pages carry over between writes: every
-/// database write experiment starts from the pristine copy.
-fn restore_database(pristine: &Path, db: &Path) -> Result<()> {
-    std::fs::copy(pristine, db).map_err(|e| Error::io(db, "cannot restore the database", e))?;
-    for suffix in ["-wal", "-shm", "-journal"] {
-        let mut p = db.as_os_str().to_owned();
-        p.push(suffix);
-        let _ = std::fs::remove_file(p);
     }
     Ok(())
 }
@@ -397,7 +191,7 @@ mod tests {
 
     #[test]
     fn disk_estimate_covers_db_and_files() {
-        let spec = SuiteOptions::article(PathBuf::from(".")).spec;
+        let spec = SuiteOptions::article(std::path::PathBuf::from(".")).spec;
         let need = needed_bytes(&spec, 0);
         // Five 1 GB databases (the dataset, the pristine copy, one per
         // database write arm) and two 1.2 GB file copies, with 20% room.
