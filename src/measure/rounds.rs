@@ -107,10 +107,17 @@ impl StopReason {
     }
 }
 
-/// The stop rule, after `done` rounds taking `elapsed`: `widest` is the
-/// largest half-width of the compared pairs' intervals (None when some pair
-/// has none yet). Never looks at whether a difference is significant.
-pub fn stop_after(done: u32, elapsed: Duration, plan: &RoundsPlan, widest: Option<f64>) -> Option<StopReason> {
+/// The stop rule, after `done` rounds that took `in_rounds`, `elapsed`
+/// since the start (warm-up included): `widest` is the largest half-width
+/// of the compared pairs' intervals (None when some pair has none yet).
+/// Never looks at whether a difference is significant.
+pub fn stop_after(
+    done: u32,
+    elapsed: Duration,
+    in_rounds: Duration,
+    plan: &RoundsPlan,
+    widest: Option<f64>,
+) -> Option<StopReason> {
     if done >= plan.max_rounds {
         return Some(StopReason::MaxRounds);
     }
@@ -118,7 +125,7 @@ pub fn stop_after(done: u32, elapsed: Duration, plan: &RoundsPlan, widest: Optio
         return Some(StopReason::Precise);
     }
     let budget = plan.budget?;
-    let per_round = elapsed / done.max(1);
+    let per_round = in_rounds / done.max(1);
     (elapsed + per_round > budget).then_some(StopReason::Budget)
 }
 
@@ -251,6 +258,7 @@ pub fn run_rounds(
     let mut samples: Vec<Vec<super::RunSample>> = vec![Vec::new(); n];
     let mut rounds: Vec<Round> = Vec::new();
     let mut stop = StopReason::Interrupted;
+    let rounds_start = Instant::now();
     'rounds: loop {
         let index = rounds.len() as u32;
         let mut order: Vec<usize> = (0..n).collect();
@@ -286,7 +294,8 @@ pub fn run_rounds(
             .try_fold(0.0f64, |acc, w| w.map(|w| acc.max(w)))
             // Nothing compared: run to --rounds or the budget.
             .filter(|_| !comparisons.is_empty());
-        if let Some(reason) = stop_after(rounds.len() as u32, start.elapsed(), plan, widest) {
+        let done = rounds.len() as u32;
+        if let Some(reason) = stop_after(done, start.elapsed(), rounds_start.elapsed(), plan, widest) {
             stop = reason;
             break;
         }
@@ -296,7 +305,7 @@ pub fn run_rounds(
     }
     let mut warnings = Vec::new();
     if stop == StopReason::Budget && (rounds.len() as u32) < plan.min_rounds() {
-        let per_round = start.elapsed().as_secs_f64() / rounds.len() as f64;
+        let per_round = rounds_start.elapsed().as_secs_f64() / rounds.len() as f64;
         warnings.push(format!(
             "--budget {:.0}s allowed only {} round(s) (one takes about {:.1}s); {} rounds give a 95% interval, so allow at least {:.0}s",
             plan.budget.map_or(0.0, |b| b.as_secs_f64()),

@@ -88,18 +88,23 @@ fn stop_rule_precision_budget_and_cap() {
     let mut p = plan(20);
     let s = Duration::from_secs;
     // Precise, but not before the minimum rounds.
-    assert_eq!(stop_after(3, s(3), &p, Some(0.01)), None);
-    assert_eq!(stop_after(6, s(6), &p, Some(0.01)), Some(StopReason::Precise));
+    assert_eq!(stop_after(3, s(3), s(3), &p, Some(0.01)), None);
+    assert_eq!(stop_after(6, s(6), s(6), &p, Some(0.01)), Some(StopReason::Precise));
     // Wide intervals keep going; a pair without an interval keeps going.
-    assert_eq!(stop_after(6, s(6), &p, Some(0.2)), None);
-    assert_eq!(stop_after(6, s(6), &p, None), None);
+    assert_eq!(stop_after(6, s(6), s(6), &p, Some(0.2)), None);
+    assert_eq!(stop_after(6, s(6), s(6), &p, None), None);
     // A "significant" difference is never a reason to stop.
-    assert_eq!(stop_after(10, s(10), &p, Some(0.06)), None);
-    assert_eq!(stop_after(20, s(20), &p, Some(0.5)), Some(StopReason::MaxRounds));
+    assert_eq!(stop_after(10, s(10), s(10), &p, Some(0.06)), None);
+    assert_eq!(stop_after(20, s(20), s(20), &p, Some(0.5)), Some(StopReason::MaxRounds));
     // The budget: stop when another round would not fit.
     p.budget = Some(s(10));
-    assert_eq!(stop_after(4, s(8), &p, Some(0.5)), None, "8 s + 2 s fits in 10 s");
-    assert_eq!(stop_after(4, Duration::from_millis(8100), &p, Some(0.5)), Some(StopReason::Budget));
+    assert_eq!(stop_after(4, s(8), s(8), &p, Some(0.5)), None, "8 s + 2 s fits in 10 s");
+    let late = Duration::from_millis(8100);
+    assert_eq!(stop_after(4, late, late, &p, Some(0.5)), Some(StopReason::Budget));
+    // A round's cost is judged without the warm-up: 3 s of warm-up and one
+    // 2 s round leave room for another in 10 s.
+    assert_eq!(stop_after(1, s(5), s(2), &p, Some(0.5)), None);
+    assert_eq!(stop_after(1, s(9), s(2), &p, Some(0.5)), Some(StopReason::Budget));
     // Fewer rounds than a 95% interval needs: --rounds 3 runs 3.
     assert_eq!(plan(3).min_rounds(), 3);
 }

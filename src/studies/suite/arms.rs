@@ -23,9 +23,9 @@ pub const CONTROL_ID: &str = "control/db-blob";
 /// The arm the control repeats.
 pub const CONTROL_OF: &str = "read/db-blob";
 
-/// Share of the budget the reads may take; the writes get the rest (their
-/// fsyncs make a write round many times longer than a read round).
-const READ_SHARE: u32 = 4;
+/// Share of the budget the reads may take (one third); the writes get the
+/// rest (their fsyncs make a write round many times longer than a read round).
+const READ_SHARE: u32 = 3;
 
 /// What the rounds measured, in the order measured.
 #[derive(Default)]
