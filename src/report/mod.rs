@@ -24,6 +24,7 @@ pub mod matrix_text;
 mod output;
 mod png;
 mod powercut;
+mod rounds;
 mod sizes;
 pub mod svg;
 mod tails;
