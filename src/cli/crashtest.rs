@@ -170,10 +170,10 @@ pub fn crash_writer(args: CrashWriterArgs) -> anyhow::Result<()> {
     };
     let spec =
         WriterSpec { method, path: args.path, count: args.count, seed: args.seed, base: args.base, acks: args.acks };
-    let ready = || {
+    let signal = |s: crashtest::Signal| {
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{}", crashtest::READY);
+        let _ = writeln!(out, "{}", s.line());
         let _ = out.flush();
     };
-    match crashtest::write_until_killed(&spec, ready)? {}
+    match crashtest::write_until_killed(&spec, signal)? {}
 }

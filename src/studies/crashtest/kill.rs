@@ -30,8 +30,26 @@ fn writer_args(spec: &WriterSpec) -> Vec<OsString> {
     args
 }
 
-/// The line the writer prints once its store is open.
-pub const READY: &str = "ready";
+/// What the writer prints on its standard output, one line each, so the
+/// parent knows where it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// Its store is open.
+    Opened,
+    /// Its first write returned: the kill timer starts here, so every cut
+    /// lands after at least one write was acknowledged, however slow the
+    /// machine (a cut before any acknowledgement tests no promise).
+    Writing,
+}
+
+impl Signal {
+    pub fn line(self) -> &'static str {
+        match self {
+            Signal::Opened => "opened",
+            Signal::Writing => "writing",
+        }
+    }
+}
 
 /// Kills the writer if the parent leaves early (an error, a panic).
 struct Writer(Child);
@@ -43,7 +61,7 @@ impl Drop for Writer {
     }
 }
 
-/// Starts a writer, waits until it is writing, lets it write for `delay`,
+/// Starts a writer, waits until its first write returned, lets it write for `delay`,
 /// then sends SIGKILL and reaps it.
 pub fn run_and_kill(exe: &Path, spec: &WriterSpec, delay: Duration) -> Result<()> {
     match run_for(exe, spec, delay)? {
@@ -68,13 +86,21 @@ pub fn run_for(exe: &Path, spec: &WriterSpec, delay: Duration) -> Result<Option<
     }
     let child = cmd.spawn().map_err(|e| Error::io(exe, "cannot start the writer process", e))?;
     let mut w = Writer(child);
-    let mut line = String::new();
-    if let Some(out) = w.0.stdout.take() {
-        let _ = BufReader::new(out).read_line(&mut line);
-    }
-    if line.trim_end() != READY {
+    let mut lines = w.0.stdout.take().map(BufReader::new);
+    let mut next_line = || {
+        let mut line = String::new();
+        if let Some(out) = lines.as_mut() {
+            let _ = out.read_line(&mut line);
+        }
+        line.trim_end().to_string()
+    };
+    if next_line() != Signal::Opened.line() {
         let _ = w.0.wait();
         return Ok(Some(format!("could not open its store: {}", writer_message(&mut w))));
+    }
+    if next_line() != Signal::Writing.line() {
+        let _ = w.0.wait();
+        return Ok(Some(writer_message(&mut w)));
     }
     let deadline = std::time::Instant::now() + delay;
     loop {

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-pub use kill::READY;
+pub use kill::Signal;
 pub use method::Method;
 pub use powercut::{power_cut_test, FsyncFailureResult, PowerCutMethodResult, PowerCutReport, PowerCutSection};
 pub use writer::{write_until_killed, WriterSpec};
@@ -94,7 +94,7 @@ pub struct CrashOptions {
     pub workdir: PathBuf,
     /// Seed of the kill schedule and of the blob sizes.
     pub seed: u64,
-    /// Each writer runs for a delay uniform in [0, max_delay] once ready.
+    /// Each writer runs for a delay uniform in [0, max_delay] once its first write returned.
     pub max_delay: Duration,
     /// A blobbench binary, which has the hidden `crash-writer` command.
     pub writer: PathBuf,
@@ -124,7 +124,7 @@ pub struct CrashSection {
     pub blobs: u32,
     pub blob_min_bytes: u64,
     pub blob_max_bytes: u64,
-    /// Each writer ran for a random delay in [0, max_delay_us] once ready.
+    /// Each writer ran for a random delay in [0, max_delay_us] once its first write returned.
     pub max_delay_us: u64,
     pub seed: u64,
     pub workdir: String,

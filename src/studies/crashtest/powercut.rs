@@ -37,7 +37,7 @@ pub struct PowerCutSection {
     pub blobs: u32,
     pub blob_min_bytes: u64,
     pub blob_max_bytes: u64,
-    /// Each writer ran for a random delay in [0, max_delay_us] once ready.
+    /// Each writer ran for a random delay in [0, max_delay_us] once its first write returned.
     pub max_delay_us: u64,
     pub seed: u64,
     pub workdir: String,

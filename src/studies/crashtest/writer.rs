@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::blob;
 use super::dataset::{blob_len, MAX_BLOB};
-use super::{Method, WORK_PREFIX};
+use super::{Method, Signal, WORK_PREFIX};
 use crate::engine::{DbSession, FileStore, OpenMode, Session};
 use crate::records::EngineSettings;
 use crate::{Error, Result};
@@ -95,9 +95,10 @@ impl AfterWrite {
     }
 }
 
-/// Opens the store, calls `ready` (the parent starts its kill timer then),
-/// and writes until killed. Returns only on an error.
-pub fn write_until_killed(spec: &WriterSpec, ready: impl FnOnce()) -> Result<Infallible> {
+/// Opens the store, signals [`Signal::Opened`], writes, signals
+/// [`Signal::Writing`] once the first write returned (the parent starts its
+/// kill timer then), and writes until killed. Returns only on an error.
+pub fn write_until_killed(spec: &WriterSpec, mut signal: impl FnMut(Signal)) -> Result<Infallible> {
     let in_work_dir =
         spec.path.ancestors().any(|a| a.file_name().is_some_and(|n| n.to_string_lossy().starts_with(WORK_PREFIX)));
     if !in_work_dir {
@@ -109,24 +110,30 @@ pub fn write_until_killed(spec: &WriterSpec, ready: impl FnOnce()) -> Result<Inf
     let sizes: Vec<u32> = (0..=spec.count).map(|k| if k == 0 { 0 } else { blob_len(spec.seed, k) as u32 }).collect();
     if let Some(params) = spec.method.db_params() {
         let mut store = DbSession::open(&spec.path, &params, true, false, Some(Arc::new(sizes.clone())))?;
-        ready();
-        write_forever(&mut store, spec, &sizes)
+        signal(Signal::Opened);
+        write_forever(&mut store, spec, &sizes, signal)
     } else if let Some(params) = spec.method.file_params() {
         let mut store = FileStore::new(&spec.path, crate::engine::files::FLAT_KIND, params)?;
-        ready();
-        write_forever(&mut store, spec, &sizes)
+        signal(Signal::Opened);
+        write_forever(&mut store, spec, &sizes, signal)
     } else if let Some((engine, kv)) = spec.method.kv_params() {
         let settings = EngineSettings { kv, ..EngineSettings::default() };
         let mut store = crate::engine::open_as(engine, &spec.path, &settings)?.open(OpenMode::WRITE)?;
-        ready();
-        write_forever(store.as_mut(), spec, &sizes)
+        signal(Signal::Opened);
+        write_forever(store.as_mut(), spec, &sizes, signal)
     } else {
         Err(Error::invalid("no store for this method"))
     }
 }
 
-fn write_forever<S: Session + ?Sized>(store: &mut S, spec: &WriterSpec, sizes: &[u32]) -> Result<Infallible> {
+fn write_forever<S: Session + ?Sized>(
+    store: &mut S,
+    spec: &WriterSpec,
+    sizes: &[u32],
+    mut signal: impl FnMut(Signal),
+) -> Result<Infallible> {
     let mut after = AfterWrite::open(spec)?;
+    let mut first = true;
     let mut buf = vec![0u8; MAX_BLOB];
     let mut version = spec.base;
     loop {
@@ -137,6 +144,10 @@ fn write_forever<S: Session + ?Sized>(store: &mut S, spec: &WriterSpec, sizes: &
                 return Err(Error::bad_input(&spec.path, format!("blob {key} is missing; the dataset was damaged")));
             }
             after.done(spec, key, version)?;
+            if first {
+                first = false;
+                signal(Signal::Writing);
+            }
         }
         version += 1;
     }
@@ -155,16 +166,16 @@ mod tests {
         super::super::dataset::Dataset::create(&path, method, 3, 1).unwrap();
         std::fs::remove_file(path.join("000002")).unwrap();
         let stray = WriterSpec { method, path: outside.path().to_path_buf(), count: 3, seed: 1, base: 1, acks: None };
-        assert!(write_until_killed(&stray, || {})
+        assert!(write_until_killed(&stray, |_| {})
             .unwrap_err()
             .to_string()
             .contains("not in a crashtest work directory"));
         let acks = dir.path().join("acks");
         let spec =
             WriterSpec { method, path: path.clone(), count: 3, seed: 1, base: 1 << 32, acks: Some(acks.clone()) };
-        let mut started = false;
-        let err = write_until_killed(&spec, || started = true).unwrap_err();
-        assert!(started);
+        let mut signals = Vec::new();
+        let err = write_until_killed(&spec, |s| signals.push(s)).unwrap_err();
+        assert_eq!(signals, [Signal::Opened, Signal::Writing], "the first write returned before blob 2 failed");
         assert!(err.to_string().contains("blob 2 is missing"), "{err}");
         let first = std::fs::read(path.join("000001")).unwrap();
         assert_eq!(blob::check(&first, 1, blob_len(1, 1)), blob::Verdict::Intact(1 << 32));
