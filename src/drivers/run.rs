@@ -240,8 +240,11 @@ impl RunArm {
             engine.verify_after_reads()?;
         }
         let layout = engine.kind();
-        let integrity =
-            if opts.integrity_check && layout == crate::engine::sqlite::KIND { integrity_check(&opts.path)? } else { Vec::new() };
+        let integrity = if opts.integrity_check && layout == crate::engine::sqlite::KIND {
+            integrity_check(&opts.path)?
+        } else {
+            Vec::new()
+        };
         let info = seen.info.unwrap_or_default();
         let max_id = max_id.or(info.max_key).unwrap_or(0);
         let interrupted = measured.interrupted;

@@ -186,10 +186,43 @@ pub fn hold_from_env() {
     let (name, path) = spec.split_once(':').unwrap();
     let kind = EngineKind::KEY_VALUE.into_iter().find(|k| k.name() == name).unwrap();
     let held = hold(kind, Path::new(path));
+    // fjall's background threads may still be writing its version files
+    // just after the open; the parent's snapshot must see only what the
+    // command under test changes.
+    wait_until_quiet(Path::new(path));
     println!("HELD");
     std::io::stdout().flush().unwrap();
     let _ = std::io::stdin().read_to_end(&mut Vec::new());
     drop(held);
+}
+
+/// Waits (at most 10 s) until nothing under `path` changes size or mtime
+/// for 300 ms.
+fn wait_until_quiet(path: &Path) {
+    fn state(path: &Path, out: &mut Vec<(PathBuf, u64, std::time::SystemTime)>) {
+        let Ok(meta) = std::fs::metadata(path) else { return };
+        out.push((path.to_path_buf(), meta.len(), meta.modified().unwrap_or(std::time::UNIX_EPOCH)));
+        if meta.is_dir() {
+            let mut entries: Vec<_> =
+                std::fs::read_dir(path).into_iter().flatten().flatten().map(|e| e.path()).collect();
+            entries.sort();
+            for e in entries {
+                state(&e, out);
+            }
+        }
+    }
+    let start = std::time::Instant::now();
+    let mut last = Vec::new();
+    state(path, &mut last);
+    while start.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let mut now = Vec::new();
+        state(path, &mut now);
+        if now == last {
+            return;
+        }
+        last = now;
+    }
 }
 
 /// Holds an engine's dataset open in this process until dropped.
