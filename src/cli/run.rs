@@ -12,7 +12,7 @@ use blobbench::records::zipf::parse_zipf;
 use blobbench::records::{
     DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel,
 };
-use blobbench::records::{Mix, Plan};
+use blobbench::records::{Mix, PgParams, Plan};
 use blobbench::results::{self, ResultFile};
 use blobbench::util::units;
 
@@ -92,9 +92,15 @@ pub struct RunArgs {
     #[arg(long)]
     pub fsync: bool,
     /// Key-value engines: durable commits wait for the disk; fast ones do not
-    /// (LMDB MDB_NOSYNC, redb Durability::None, fjall buffered journal).
+    /// (LMDB MDB_NOSYNC, redb Durability::None, fjall buffered journal,
+    /// PostgreSQL synchronous_commit=off).
     #[arg(long, value_enum, default_value = "durable")]
     pub kv_sync: KvSyncArg,
+    /// PostgreSQL: the server holding a dataset exported with --pg
+    /// (postgresql://user:password@host:port/db); without it, the dataset's
+    /// own throwaway cluster is started.
+    #[arg(long, value_name = "URL")]
+    pub pg: Option<String>,
     /// Timed runs (the kvtest lines show the median one).
     #[arg(long, default_value = "5", value_parser = repeat_count)]
     pub repeat: u32,
@@ -238,6 +244,7 @@ impl RunArgs {
                 },
                 multitrans: self.multitrans,
             },
+            pg: PgParams { url: self.pg.clone(), ..PgParams::default() },
             integrity_check: self.integrity_check,
             stats: self.stats,
             plan: Plan {

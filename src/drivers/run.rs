@@ -12,7 +12,7 @@ use crate::measure::cold::{self, EvictionReport};
 use crate::measure::{self, ClassLatency, Experiment, RunSample};
 use crate::records::keys::{KeySequence, KvtestRng, Order};
 use crate::records::zipf::ZipfTable;
-use crate::records::{DbParams, EngineKind, EngineSettings, FileParams, KvParams, Mix, Plan, WorkloadParams};
+use crate::records::{DbParams, EngineKind, EngineSettings, FileParams, KvParams, Mix, PgParams, Plan, WorkloadParams};
 use crate::{Error, Result};
 
 /// A `run`, with kvtest's defaults.
@@ -29,6 +29,9 @@ pub struct RunOptions {
     pub db: DbParams,
     pub files: FileParams,
     pub kv: KvParams,
+    /// PostgreSQL's connection (`--pg URL`); never recorded (it may hold a
+    /// password).
+    pub pg: PgParams,
     pub integrity_check: bool,
     pub stats: bool,
     pub plan: Plan,
@@ -45,7 +48,7 @@ pub struct RunOptions {
 impl RunOptions {
     /// Each engine's part of these options.
     pub fn settings(&self) -> EngineSettings {
-        EngineSettings { db: self.db.clone(), files: self.files, kv: self.kv }
+        EngineSettings { db: self.db.clone(), files: self.files, kv: self.kv, pg: self.pg.clone() }
     }
 
     /// The record of these options in a result file.
@@ -80,6 +83,7 @@ impl RunOptions {
             db: DbParams::default(),
             files: FileParams::default(),
             kv: KvParams::default(),
+            pg: PgParams::default(),
             integrity_check: false,
             stats: false,
             plan: Plan::default(),

@@ -132,7 +132,7 @@ pub(super) fn dataset_files(path: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// Apparent and allocated bytes of every file and directory of a dataset.
-fn usage(path: &Path) -> Result<(u64, u64)> {
+pub(super) fn usage(path: &Path) -> Result<(u64, u64)> {
     let (mut apparent, mut allocated) = (0u64, 0u64);
     let mut stack = vec![path.to_path_buf()];
     while let Some(p) = stack.pop() {

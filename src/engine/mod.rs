@@ -20,6 +20,7 @@ mod files;
 mod fjall;
 mod kv;
 mod lmdb;
+pub mod postgres;
 mod redb;
 mod sqlite;
 
@@ -31,7 +32,7 @@ pub use files::FileStore;
 pub use kv::KvStat;
 pub use sqlite::{blob_sizes, db_files, non_blob_values, DbSession, SqliteStats};
 
-use crate::records::{EngineKind, EngineSettings};
+use crate::records::{EngineKind, EngineSettings, PgServerInfo};
 use crate::Result;
 
 /// What a session was opened for.
@@ -95,6 +96,12 @@ pub trait Engine: Send + Sync {
     fn verify_after_reads(&self) -> Result<()> {
         Ok(())
     }
+
+    /// What a database server said about itself (PostgreSQL); None for
+    /// the in-process engines.
+    fn server_info(&self) -> Option<PgServerInfo> {
+        None
+    }
 }
 
 /// One open session: the timed calls, then commit and close.
@@ -136,6 +143,13 @@ pub trait Session: Send {
     fn sqlite_stats(&self) -> Option<SqliteStats> {
         None
     }
+
+    /// One round trip to a server that does no work (PostgreSQL's
+    /// `SELECT 1`): the protocol and socket floor under each read. False
+    /// where there is no server (the in-process engines).
+    fn round_trip(&mut self) -> Result<bool> {
+        Ok(false)
+    }
 }
 
 /// Opens the dataset at `path` with the engine that made it, recognised as
@@ -153,12 +167,16 @@ pub fn open_as(kind: EngineKind, path: &Path, settings: &EngineSettings) -> Resu
         EngineKind::Lmdb => Box::new(lmdb::LmdbEngine::new(path, settings.kv)),
         EngineKind::Redb => Box::new(redb::RedbEngine::new(path, settings.kv)),
         EngineKind::Fjall => Box::new(fjall::FjallEngine::new(path, settings.kv)),
+        EngineKind::Postgres | EngineKind::PostgresLo => Box::new(postgres::PgEngine::new(kind, path, settings)),
     })
 }
 
 /// The key-value engine whose files a directory holds, if any (LMDB and
 /// fjall keep a directory).
 pub(crate) fn detect_key_value_dir(dir: &Path) -> Option<EngineKind> {
+    if let Some(kind) = postgres::detect(dir) {
+        return Some(kind);
+    }
     if dir.join(lmdb::DATA_FILE).is_file() && dir.join(lmdb::LOCK_FILE).is_file() {
         return Some(EngineKind::Lmdb);
     }

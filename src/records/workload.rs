@@ -23,10 +23,16 @@ pub enum EngineKind {
     Redb,
     /// fjall: an LSM tree whose large values live apart in blob files.
     Fjall,
+    /// PostgreSQL: table kv(k bigint primary key, v bytea).
+    Postgres,
+    /// PostgreSQL large objects: an oid per key, content through the
+    /// large-object functions.
+    #[serde(rename = "postgres-lo")]
+    PostgresLo,
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 7] = [
+    pub const ALL: [EngineKind; 9] = [
         EngineKind::Db,
         EngineKind::Flat,
         EngineKind::Tree,
@@ -34,6 +40,8 @@ impl EngineKind {
         EngineKind::Lmdb,
         EngineKind::Redb,
         EngineKind::Fjall,
+        EngineKind::Postgres,
+        EngineKind::PostgresLo,
     ];
 
     /// The key-value engines, which `suite --engines` can add.
@@ -48,6 +56,8 @@ impl EngineKind {
             EngineKind::Lmdb => "lmdb",
             EngineKind::Redb => "redb",
             EngineKind::Fjall => "fjall",
+            EngineKind::Postgres => "postgres",
+            EngineKind::PostgresLo => "postgres-lo",
         }
     }
 
@@ -61,6 +71,8 @@ impl EngineKind {
             EngineKind::Lmdb => "LMDB",
             EngineKind::Redb => "redb",
             EngineKind::Fjall => "fjall",
+            EngineKind::Postgres => "PostgreSQL (bytea)",
+            EngineKind::PostgresLo => "PostgreSQL (large objects)",
         }
     }
 
@@ -206,6 +218,7 @@ pub struct EngineSettings {
     pub db: DbParams,
     pub files: FileParams,
     pub kv: KvParams,
+    pub pg: super::PgParams,
 }
 
 /// Everything that defines one `run`.

@@ -33,6 +33,9 @@ pub fn build(kind: EngineKind, db: &Path, target: &Path, force: bool, progress: 
         EngineKind::Lmdb => super::lmdb::build(db, target, force, progress),
         EngineKind::Redb => super::redb::build(db, target, force, progress),
         EngineKind::Fjall => super::fjall::build(db, target, force, progress),
+        EngineKind::Postgres | EngineKind::PostgresLo => {
+            super::postgres::build(kind, db, target, force, &crate::records::PgParams::default(), progress)
+        }
         EngineKind::Db => Err(Error::invalid("a kvtest database is made by init, not exported")),
     }
 }
