@@ -148,3 +148,6 @@ impl Engine for PgEngine {
         PgEngine::server_info(self)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -32,6 +32,8 @@ pub const SHARED_BUFFERS: &str = "128MB";
 const DEBIAN_LIB: &str = "/usr/lib/postgresql";
 /// Longest Unix socket path (`sun_path` less its terminating NUL).
 const SOCKET_PATH_MAX: usize = 107;
+/// The settings file rewritten at each start (the socket's directory).
+const SOCKET_CONF: &str = "blobbench.conf";
 /// What to install when the programs are missing.
 const INSTALL: &str = "install PostgreSQL's server programs (Debian: apt-get install postgresql)";
 
@@ -116,18 +118,13 @@ impl Cluster {
         // any failure); the server itself always runs with fsync on.
         cmd.arg("-D").arg(&data).args(["-U", USER, "-A", "trust", "-E", "UTF8", "--locale=C", "-N"]);
         run(cmd, &data, "initdb failed")?;
+        // The socket's directory is written at each start (blobbench.conf):
+        // a dataset is built under a temporary name and renamed.
         let conf = format!(
             "\n# blobbench: a throwaway cluster on a Unix socket only\nlisten_addresses = ''\n\
-             unix_socket_directories = '{}'\nport = {PORT}\nshared_buffers = {SHARED_BUFFERS}\nfsync = on\n",
-            data.display()
+             port = {PORT}\nshared_buffers = {SHARED_BUFFERS}\nfsync = on\ninclude_if_exists = '{SOCKET_CONF}'\n"
         );
-        use std::io::Write;
-        let conf_path = data.join("postgresql.conf");
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&conf_path)
-            .and_then(|mut f| f.write_all(conf.as_bytes()))
-            .map_err(|e| Error::io(&conf_path, "cannot write the cluster's settings", e))
+        append(&data.join("postgresql.conf"), &conf)
     }
 
     /// Starts the cluster in `dir/pgdata`, first stopping a server a killed
@@ -141,6 +138,10 @@ impl Cluster {
         let bins = find_binaries()?;
         let run_as = run_as()?;
         stop_stale(&data, &bins, run_as)?;
+        let quoted = data.display().to_string().replace('\'', "''");
+        let conf = data.join(SOCKET_CONF);
+        std::fs::write(&conf, format!("unix_socket_directories = '{quoted}'\n"))
+            .map_err(|e| Error::io(&conf, "cannot write the cluster's socket setting", e))?;
         let mut cmd = command(&bins.pg_ctl, run_as);
         cmd.arg("start").arg("-D").arg(&data).args(["-w", "-t", "60", "-s", "-l"]).arg(data.join("server.log"));
         run(cmd, &data, "the PostgreSQL server did not start").map_err(|e| with_log(e, &data))?;
@@ -242,10 +243,22 @@ fn run(mut cmd: Command, path: &Path, what: &str) -> Result<()> {
     Err(Error::bad_input(path, format!("{what}: {last}")))
 }
 
-/// A start failure names the server log's last line (its reason).
+fn append(path: &Path, text: &str) -> Result<()> {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|e| Error::io(path, "cannot write the cluster's settings", e))
+}
+
+/// A start failure names the server log's reason: its last FATAL line,
+/// else its last line.
 fn with_log(e: Error, data: &Path) -> Error {
     let log = std::fs::read_to_string(data.join("server.log")).unwrap_or_default();
-    match log.lines().map(str::trim).rfind(|l| !l.is_empty()) {
+    let mut lines = log.lines().map(str::trim);
+    let fatal = log.lines().map(str::trim).rfind(|l| l.contains("FATAL:"));
+    match fatal.or_else(|| lines.rfind(|l| !l.is_empty())) {
         Some(last) => Error::bad_input(data, format!("the PostgreSQL server did not start: {last}")),
         None => e,
     }
