@@ -41,6 +41,9 @@ fn export_run_and_stat_each_engine() {
                 .output()
                 .unwrap();
             assert!(out.status.success(), "{name} --kv-sync {sync}: {}", String::from_utf8_lossy(&out.stderr));
+            // The timer covers the session's open, commit and close, and says so.
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(text.contains("timer (kvtest's total): open + loop + commit + close"), "{name}: {text}");
         }
         let after = engine_rows(kind, &t);
         assert_eq!(after.len(), want.len(), "{name}: writes keep every key");

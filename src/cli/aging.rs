@@ -23,8 +23,7 @@ pub struct AgingArgs {
     /// Storage ages: rewrites of every blob, strictly increasing [default: 0,1,2,4,8, or 0,1,2 with --quick].
     #[arg(long, value_parser = ages)]
     pub ages: Option<Ages>,
-    /// Key-value engines to age beside SQLite and files: lmdb,redb,fjall (or all).
-    #[arg(long, value_parser = super::engines::key_value_list, default_value = "")]
+    #[arg(long, value_parser = super::engines::key_value_list, default_value = "", help = super::engines::key_value_help("Key-value engines to age beside SQLite and files"))]
     pub engines: super::engines::EngineList,
     /// Blobs per size setting [default: 10k article-sized, 500 large; a tenth with --quick].
     #[arg(long, value_parser = units::positive_u32)]

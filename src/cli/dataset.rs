@@ -6,7 +6,8 @@ use clap::Args;
 
 use blobbench::engine::dataset::{self, from_dir, StatReport};
 use blobbench::records::sizes::parse_size_dist;
-use blobbench::records::EngineKind;
+use blobbench::engine::postgres::redact;
+use blobbench::records::{EngineKind, EngineSettings, PgParams, PgStorage};
 use blobbench::records::{DatasetSpec, SizeDist};
 use blobbench::util::units;
 
@@ -47,14 +48,6 @@ pub struct InitArgs {
     /// Replace DB if it exists.
     #[arg(long)]
     pub force: bool,
-}
-
-fn export_engine(name: &str) -> Result<EngineKind, String> {
-    match EngineKind::from_name(name) {
-        Some(k @ (EngineKind::External | EngineKind::Flat | EngineKind::Tree)) => Ok(k),
-        Some(k) if k.is_key_value() => Ok(k),
-        _ => Err(format!("unknown engine '{name}' (expected lmdb, redb, fjall, external, flat or tree)")),
-    }
 }
 
 fn non_negative_u32(s: &str) -> Result<u32, units::UnitError> {
@@ -126,19 +119,56 @@ pub struct ExportArgs {
     /// Names like 00/00/01 instead of 000001, at most 100 entries per directory.
     #[arg(long, conflicts_with = "engine")]
     pub tree: bool,
-    /// Build this engine's dataset instead of files: lmdb, redb, fjall, or
-    /// external (names in SQLite, files beside them).
-    #[arg(long, value_parser = export_engine)]
+    /// Build this engine's dataset instead of flat files (external: names
+    /// in SQLite, files beside them).
+    #[arg(long, value_parser = super::engines::buildable())]
     pub engine: Option<EngineKind>,
     /// Replace DIR if it already holds a previous export.
     #[arg(long)]
     pub force: bool,
+    #[command(flatten)]
+    pub pg: PgArgs,
+    /// PostgreSQL bytea column storage: extended (compressed, PostgreSQL's
+    /// default) or external (out of line, never compressed).
+    #[arg(long, value_enum, default_value = "extended")]
+    pub pg_storage: PgStorageArg,
+}
+
+/// `--pg URL`: a PostgreSQL server you run, instead of blobbench's
+/// throwaway cluster.
+#[derive(Debug, Args)]
+pub struct PgArgs {
+    /// PostgreSQL: use this server (postgresql://user:password@host:port/db)
+    /// instead of a throwaway cluster; blobbench writes only to the table it
+    /// creates, blobbench_<DIR's name>.
+    #[arg(long, value_name = "URL")]
+    pub pg: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum PgStorageArg {
+    Extended,
+    External,
 }
 
 pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     let progress = progress::for_terminal();
-    let kind = args.engine.unwrap_or(if args.tree { EngineKind::Tree } else { EngineKind::Flat });
-    let r = dataset::build(kind, &args.db, &args.dir, args.force, progress.as_ref())?;
+    let r = match args.engine {
+        Some(kind) => {
+            let storage = match args.pg_storage {
+                PgStorageArg::Extended => PgStorage::Extended,
+                PgStorageArg::External => PgStorage::External,
+            };
+            if let Some(url) = &args.pg.pg {
+                let table = blobbench::engine::postgres::remote_table_name(&args.dir);
+                eprintln!("Writing table {table} on {} (nothing else there is touched)", redact(url));
+            }
+            let pg = PgParams { url: args.pg.pg.clone(), storage };
+            let settings = EngineSettings { pg, ..EngineSettings::default() };
+            dataset::build_with(kind, &args.db, &args.dir, args.force, &settings, progress.as_ref())?
+        }
+        None => dataset::export(&args.db, &args.dir, args.tree, args.force, progress.as_ref())?,
+    };
     let secs = r.elapsed_ns as f64 / 1e9;
     println!(
         "Exported {} blobs ({} bytes) to {} ({} layout) in {:.3} s ({:.1} MB/s)",
@@ -163,10 +193,13 @@ pub struct StatArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub pg: PgArgs,
 }
 
 pub fn stat(args: StatArgs) -> anyhow::Result<()> {
-    let report = dataset::stat(&args.path, args.vacuum)?;
+    let pg = PgParams { url: args.pg.pg.clone(), ..PgParams::default() };
+    let report = dataset::stat_with(&args.path, args.vacuum, &EngineSettings { pg, ..EngineSettings::default() })?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
@@ -193,6 +226,19 @@ pub fn stat(args: StatArgs) -> anyhow::Result<()> {
             println!("Content bytes:      {:>14}", s.content_bytes);
             println!("Apparent bytes:     {:>14}  (files and directories, as ls shows them)", s.apparent_bytes);
             println!("Allocated bytes:    {:>14}  (blocks on disk, as du counts them)", s.allocated_bytes);
+        }
+        StatReport::Pg(s) => {
+            println!("Engine:             {:>8}  (table {})", s.engine.name(), s.table);
+            let avg = if s.entries > 0 { s.content_bytes as f64 / s.entries as f64 } else { 0.0 };
+            print_sizes(s.entries, avg, s.min_size, s.max_size);
+            println!("Content bytes:      {:>14}", s.content_bytes);
+            println!("Table bytes:        {:>14}  (main fork, pg_relation_size)", s.table_bytes);
+            println!("TOAST bytes:        {:>14}  (TOAST and maps; pg_largeobject for large objects)", s.toast_bytes);
+            println!("Index bytes:        {:>14}  (pg_indexes_size)", s.index_bytes);
+            println!("Total bytes:        {:>14}  (pg_total_relation_size)", s.total_bytes);
+            if let Some(a) = s.cluster_allocated_bytes {
+                println!("Allocated bytes:    {:>14}  (the whole cluster's blocks, WAL included, as du counts them)", a);
+            }
         }
         StatReport::Kv(s) => {
             println!("Engine:             {:>8}", s.engine.name());

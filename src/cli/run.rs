@@ -9,9 +9,7 @@ use blobbench::drivers::run::{self, RunOptions, RunReport};
 use blobbench::records::keys::Order;
 use blobbench::records::mix::parse_mix;
 use blobbench::records::zipf::parse_zipf;
-use blobbench::records::{
-    DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel,
-};
+use blobbench::records::{DbAccess, DbParams, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel};
 use blobbench::records::{Mix, PgParams, Plan};
 use blobbench::results::{self, ResultFile};
 use blobbench::util::units;
@@ -92,8 +90,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub fsync: bool,
     /// Key-value engines: durable commits wait for the disk; fast ones do not
-    /// (LMDB MDB_NOSYNC, redb Durability::None, fjall buffered journal,
-    /// PostgreSQL synchronous_commit=off).
+    /// (LMDB MDB_NOSYNC, redb Durability::None, fjall buffered journal).
     #[arg(long, value_enum, default_value = "durable")]
     pub kv_sync: KvSyncArg,
     /// PostgreSQL: the server holding a dataset exported with --pg
@@ -294,7 +291,7 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
     let mut o = String::new();
     let e = &report.experiment;
     let r = report.median_run();
-    let db = report.layout == EngineKind::Db;
+    let db = report.layout == blobbench::engine::sqlite::KIND;
     let verb = match opts.mix {
         Some(_) => "op",
         None if opts.update => "write",
@@ -371,11 +368,7 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
         e.warmup_runs,
         plural(e.warmup_runs)
     );
-    let timer = match (db, opts.db.nocheckpoint) {
-        (false, _) => "the loop only (no open or commit for files)",
-        (true, false) => "open + pragmas + loop + commit + close (which checkpoints a WAL)",
-        (true, true) => "open + pragmas + loop + commit; the closing checkpoint is timed apart",
-    };
+    let timer = blobbench::engine::backend(report.layout).timer_covers(&opts.settings());
     let _ = writeln!(o, "timer (kvtest's total): {timer}");
     // --threads (concurrency): say what a per-op figure means with several readers.
     if e.params.threads > 1 {

@@ -71,8 +71,7 @@ pub struct SuiteArgs {
     /// Hot keys: zipf:THETA instead of kvtest's random order.
     #[arg(long, value_name = "DIST", value_parser = parse_zipf)]
     pub keys: Option<f64>,
-    /// Key-value engines to measure beside SQLite and files: lmdb,redb,fjall (or all).
-    #[arg(long, value_parser = super::engines::key_value_list, default_value = "")]
+    #[arg(long, value_parser = super::engines::key_value_list, default_value = "", help = super::engines::key_value_help("Key-value engines to measure beside SQLite and files"))]
     pub engines: super::engines::EngineList,
 }
 
@@ -141,7 +140,7 @@ impl SuiteObserver for Lines {
     fn built(&self, what: EngineKind, entries: u64, elapsed_ns: u64) {
         let secs = elapsed_ns as f64 / 1e9;
         match what {
-            EngineKind::Db => self.line(&format!("init: {entries} blobs in {secs:.1} s")),
+            blobbench::engine::sqlite::KIND => self.line(&format!("init: {entries} blobs in {secs:.1} s")),
             kind => self.line(&format!("export ({}): {entries} blobs in {secs:.1} s", kind.name())),
         }
     }

@@ -13,7 +13,6 @@ use super::session::{timed_session, SessionRun, SessionSpec, Work};
 use crate::engine::{self, Engine, OpenMode};
 use crate::measure::{self, Experiment, Latency, Phases, RunOutcome};
 use crate::records::keys::{KeySequence, KvtestRng, Order};
-use crate::records::EngineKind;
 use crate::{Error, Result};
 
 pub fn run(opts: &RunOptions, threads: u32, id: &str, label: &str) -> Result<RunReport> {
@@ -46,8 +45,11 @@ pub fn run(opts: &RunOptions, threads: u32, id: &str, label: &str) -> Result<Run
     })?;
     engine.verify_after_reads()?;
     let layout = engine.kind();
-    let integrity =
-        if opts.integrity_check && layout == EngineKind::Db { run::integrity_check(&opts.path)? } else { Vec::new() };
+    let integrity = if opts.integrity_check && layout == crate::engine::sqlite::KIND {
+        run::integrity_check(&opts.path)?
+    } else {
+        Vec::new()
+    };
     let info = info.unwrap_or_default();
     let interrupted = measured.interrupted;
     Ok(RunReport {

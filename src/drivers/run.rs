@@ -185,7 +185,7 @@ pub fn run_engine(
             count: opts.count,
             work,
         };
-        let want_stats = opts.stats && ctx.timed && engine.kind() == EngineKind::Db;
+        let want_stats = opts.stats && ctx.timed && engine.kind() == crate::engine::sqlite::KIND;
         let mut inspect = |s: &dyn engine::Session| {
             if want_stats {
                 seen.stats = s.sqlite_stats();
@@ -201,8 +201,11 @@ pub fn run_engine(
         engine.verify_after_reads()?;
     }
     let layout = engine.kind();
-    let integrity =
-        if opts.integrity_check && layout == EngineKind::Db { integrity_check(&opts.path)? } else { Vec::new() };
+    let integrity = if opts.integrity_check && layout == crate::engine::sqlite::KIND {
+        integrity_check(&opts.path)?
+    } else {
+        Vec::new()
+    };
     let info = seen.info.unwrap_or_default();
     let max_id = max_id.or(info.max_key).unwrap_or(0);
     let interrupted = measured.interrupted;

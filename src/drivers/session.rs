@@ -204,6 +204,9 @@ pub fn timed_session<K: FnOnce(u32) -> KeySequence>(
     ready: &dyn Fn(),
     inspect: &mut dyn FnMut(&dyn Session),
 ) -> Result<SessionRun> {
+    // Outside the timer: every session starts with no freed heap kept
+    // resident, whatever the survey or the previous session allocated.
+    crate::util::heap::release_free_memory();
     let opened_from = Instant::now();
     let session = engine.open(spec.mode);
     ready();

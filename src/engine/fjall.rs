@@ -26,18 +26,38 @@ use std::time::Instant;
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions, PersistMode, Readable, Snapshot};
 
-use super::kv::{self, copy_out, key_bytes, key_of, Shared, Staging};
-use super::{take, Engine, OpenMode, Session, Survey};
+use super::kv::{self, copy_out, key_bytes, key_of, KvBackend, Shared};
+use crate::engine::api::{take, Engine, OpenMode, Session, Survey};
+use crate::engine::report::{ExportReport, KvStat};
 use crate::records::{EngineKind, KvParams, KvSync};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
+
+/// Fjall's kind: named here and in the kind enum only.
+pub(crate) const KIND: EngineKind = EngineKind::Fjall;
+
+pub(super) static BACKEND: KvBackend = KvBackend {
+    kind: KIND,
+    is_dataset: claims,
+    build,
+    open: |path, params| Box::new(FjallEngine::new(path, params)),
+    stat,
+    crash_modes: &kv::crash_modes(
+        ["fjall-durable", "fjall-fast"],
+        ["fjall, one insert per write + persist(SyncAll)", "fjall, one insert per write, buffered journal"],
+    ),
+};
+
+fn claims(path: &Path, is_dir: bool, _head: &[u8]) -> bool {
+    is_dir && is_dataset(path)
+}
 
 const KEYSPACE: &str = "blobs";
 /// fjall's marker file: its format version, starting with "FJL".
 const VERSION_FILE: &str = "version";
 
 /// Whether `dir` holds a fjall database (its version marker and keyspaces).
-pub(crate) fn is_dataset(dir: &Path) -> bool {
+fn is_dataset(dir: &Path) -> bool {
     let mut head = [0u8; 3];
     let marked = std::fs::File::open(dir.join(VERSION_FILE))
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
@@ -85,7 +105,7 @@ fn open_handle(dir: &Path) -> Result<Handle> {
 
 impl Engine for FjallEngine {
     fn kind(&self) -> EngineKind {
-        EngineKind::Fjall
+        KIND
     }
 
     fn path(&self) -> &Path {
@@ -98,10 +118,10 @@ impl Engine for FjallEngine {
         }
         let h = self.handle()?;
         let Some(last) = h.ks.last_key_value() else {
-            return Err(kv::empty(&self.path, EngineKind::Fjall));
+            return Err(kv::empty(&self.path, KIND));
         };
         let last = last.key().map_err(|e| fjall_error(&self.path, "cannot read", e))?;
-        let max_key = key_of(&last).ok_or_else(|| kv::foreign_key(&self.path, EngineKind::Fjall, last.len()))?;
+        let max_key = key_of(&last).ok_or_else(|| kv::foreign_key(&self.path, KIND, last.len()))?;
         let blob_max = if for_writes { scan(&self.path, &h)?.max as u32 } else { 0 };
         Ok(Survey { max_key: Some(max_key), blob_max })
     }
@@ -231,32 +251,27 @@ fn scan(path: &Path, h: &Handle) -> Result<kv::Scan> {
     let mut s = kv::Scan::default();
     for guard in h.ks.iter() {
         let (k, v) = guard.into_inner().map_err(|e| fjall_error(path, "cannot read", e))?;
-        key_of(&k).ok_or_else(|| kv::foreign_key(path, EngineKind::Fjall, k.len()))?;
+        key_of(&k).ok_or_else(|| kv::foreign_key(path, KIND, k.len()))?;
         s.add(v.len() as u64);
     }
     Ok(s)
 }
 
 /// What `stat` says about the fjall dataset at `dir`.
-pub(crate) fn stat(dir: &Path) -> Result<kv::KvStat> {
+fn stat(dir: &Path) -> Result<KvStat> {
     let s = {
         let h = FjallEngine::new(dir, KvParams::default()).handle()?;
         scan(dir, &h)?
     };
-    kv::kv_stat(EngineKind::Fjall, dir, s)
+    kv::kv_stat(KIND, dir, s)
 }
 
 /// Builds a fjall dataset at `target` from the kvtest database `db`: inserts
 /// with the journal persisted by hand, then the memtable flushed to a table
 /// and `persist(SyncAll)`, so the build is durable and opens without replay.
-pub fn build(
-    db: &Path,
-    target: &Path,
-    force: bool,
-    progress: &dyn Progress,
-) -> Result<crate::engine::dataset::ExportReport> {
+fn build(db: &Path, target: &Path, force: bool, progress: &dyn Progress) -> Result<ExportReport> {
     let started = Instant::now();
-    let staging = Staging::begin(EngineKind::Fjall, target, force)?;
+    let staging = kv::stage(KIND, target, force, is_dataset)?;
     let dir = &staging.path;
     let copied = {
         let out = Database::builder(dir)
@@ -266,7 +281,7 @@ pub fn build(
         let ks = out
             .keyspace(KEYSPACE, || keyspace_options().manual_journal_persist(true))
             .map_err(|e| fjall_error(dir, "cannot create keyspace blobs", e))?;
-        let copied = kv::copy_rows(db, progress, &mut |key, value| {
+        let copied = crate::engine::kvtest_db::copy_rows(db, progress, &mut |key, value| {
             ks.insert(key_bytes(key), value).map_err(|e| fjall_error(dir, "cannot write", e))
         })?;
         out.persist(PersistMode::SyncAll).map_err(|e| fjall_error(dir, "cannot persist", e))?;
@@ -275,7 +290,7 @@ pub fn build(
         copied
     };
     staging.finish()?;
-    Ok(kv::report(EngineKind::Fjall, copied, started))
+    Ok(kv::report(KIND, copied, started))
 }
 
 #[cfg(test)]
@@ -287,7 +302,7 @@ mod tests {
     fn round_trip_reads_writes_and_deletes() {
         let tmp = tempfile::tempdir().unwrap();
         let target = tmp.path().join("fjall");
-        let rows = round_trip(EngineKind::Fjall, &target, |p, k| Box::new(FjallEngine::new(p, k)));
+        let rows = round_trip(KIND, &target, |p, k| Box::new(FjallEngine::new(p, k)));
         let h = open_handle(&target).unwrap();
         for (k, v) in &rows {
             assert_eq!(&*h.ks.get(key_bytes(*k)).unwrap().unwrap(), &v[..], "key {k}");

@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
-
-use crate::engine::dataset::{db_error, open_kv, ExportReport};
-use crate::records::EngineKind;
+use crate::engine::api::Engine;
+use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, Probe};
+use crate::engine::report::{ExportReport, KvStat, StatReport};
+use crate::engine::staging::{not_mine, Staging};
+use crate::records::{EngineKind, EngineSettings, KvParams};
 use crate::util::fsutil::{self, allocated_bytes};
-use crate::util::interrupt::stop_requested;
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -26,6 +26,80 @@ pub(super) fn key_bytes(key: u32) -> [u8; 4] {
 /// The kvtest key a stored key encodes, if it is one.
 pub(super) fn key_of(bytes: &[u8]) -> Option<u32> {
     Some(u32::from_be_bytes(bytes.try_into().ok()?))
+}
+
+/// A key-value engine's backend: the same for LMDB, redb and fjall but
+/// for these functions of the engine's own module.
+pub(super) struct KvBackend {
+    pub kind: EngineKind,
+    /// Whether a path is this engine's dataset (a directory, or a file
+    /// whose first bytes are `head`).
+    pub is_dataset: fn(path: &Path, is_dir: bool, head: &[u8]) -> bool,
+    pub build: fn(db: &Path, target: &Path, force: bool, progress: &dyn Progress) -> Result<ExportReport>,
+    pub open: fn(path: &Path, params: KvParams) -> Box<dyn Engine>,
+    pub stat: fn(path: &Path) -> Result<KvStat>,
+    /// The durable and the fast commit, one write per transaction.
+    pub crash_modes: &'static [CrashMode; 2],
+}
+
+impl Backend for KvBackend {
+    fn kind(&self) -> EngineKind {
+        self.kind
+    }
+
+    fn claim(&self, probe: &Probe) -> Claim {
+        if (self.is_dataset)(probe.path, probe.is_dir, probe.head) {
+            Claim::Yes
+        } else {
+            Claim::No
+        }
+    }
+
+    fn build(
+        &self,
+        db: &Path,
+        target: &Path,
+        force: bool,
+        _settings: &EngineSettings,
+        progress: &dyn Progress,
+    ) -> Result<ExportReport> {
+        (self.build)(db, target, force, progress)
+    }
+
+    fn open(&self, path: &Path, settings: &EngineSettings) -> Box<dyn Engine> {
+        (self.open)(path, settings.kv)
+    }
+
+    fn stat(&self, path: &Path, vacuum: bool, _settings: &EngineSettings) -> Result<StatReport> {
+        if vacuum {
+            return Err(Error::invalid("--vacuum applies to databases only"));
+        }
+        (self.stat)(path).map(StatReport::Kv)
+    }
+
+    fn timer_covers(&self, _settings: &EngineSettings) -> &'static str {
+        "open + loop + commit + close"
+    }
+
+    fn crash_modes(&self) -> &'static [CrashMode] {
+        self.crash_modes
+    }
+}
+
+/// The crash test's two modes of a key-value engine.
+pub(super) const fn crash_modes(names: [&'static str; 2], descriptions: [&'static str; 2]) -> [CrashMode; 2] {
+    [
+        CrashMode { name: names[0], description: descriptions[0], write: CrashWrite::Commit { durable: true } },
+        CrashMode { name: names[1], description: descriptions[1], write: CrashWrite::Commit { durable: false } },
+    ]
+}
+
+/// Stages `kind`'s dataset at `target`: with `force`, only a dataset that
+/// `is_dataset` recognises is replaced.
+pub(super) fn stage(kind: EngineKind, target: &Path, force: bool, is_dataset: fn(&Path) -> bool) -> Result<Staging> {
+    let what = kind.name();
+    let mine = |p: &Path| if is_dataset(p) { Ok(()) } else { Err(not_mine(p, what)) };
+    Staging::begin(target, force, what, &mine)
 }
 
 /// Copies a value into the session's reused buffer (grown, never shrunk),
@@ -82,22 +156,6 @@ impl Scan {
     }
 }
 
-/// What `stat` says about a key-value engine's dataset.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct KvStat {
-    pub engine: EngineKind,
-    pub entries: u64,
-    pub avg_size: f64,
-    pub min_size: u64,
-    pub max_size: u64,
-    /// Sum of the values' lengths.
-    pub content_bytes: u64,
-    /// The engine's files as `ls` sizes them.
-    pub file_bytes: u64,
-    /// Blocks allocated to them, as `du` counts them.
-    pub allocated_bytes: u64,
-}
-
 /// A [`KvStat`] from a scan of the dataset at `path`.
 pub(super) fn kv_stat(engine: EngineKind, path: &Path, scan: Scan) -> Result<KvStat> {
     let (file_bytes, allocated_bytes) = usage(path)?;
@@ -149,132 +207,6 @@ pub(super) fn usage(path: &Path) -> Result<(u64, u64)> {
     Ok((apparent, allocated))
 }
 
-/// A dataset being built under a temporary sibling name: removed on drop
-/// unless [`Staging::finish`] renamed it into place.
-pub(super) struct Staging {
-    pub path: PathBuf,
-    target: PathBuf,
-    replacing: bool,
-    done: bool,
-}
-
-impl Staging {
-    /// Checks `target` (absent, or with `force` a previous dataset of
-    /// `kind`: never anything else) and picks the temporary name.
-    pub fn begin(kind: EngineKind, target: &Path, force: bool) -> Result<Self> {
-        fsutil::check_dir(fsutil::parent_dir(target))?;
-        let replacing = check_target(kind, target, force)?;
-        let path = fsutil::temp_sibling(target, kind.name());
-        remove_any(&path)?;
-        Ok(Staging { path, target: target.to_path_buf(), replacing, done: false })
-    }
-
-    /// Renames the built dataset into place (moving the previous one aside
-    /// first and deleting it after), then flushes the filesystem.
-    pub fn finish(mut self) -> Result<()> {
-        let target = self.target.clone();
-        if self.replacing {
-            let trash = fsutil::temp_sibling(&target, "old");
-            std::fs::rename(&target, &trash).map_err(|e| Error::io(&target, "cannot move the old dataset aside", e))?;
-            if let Err(e) = std::fs::rename(&self.path, &target) {
-                let _ = std::fs::rename(&trash, &target);
-                return Err(Error::io(&target, "cannot rename the new dataset into place", e));
-            }
-            remove_any(&trash)?;
-        } else {
-            std::fs::rename(&self.path, &target)
-                .map_err(|e| Error::io(&target, "cannot rename the new dataset into place", e))?;
-        }
-        self.done = true;
-        fsutil::sync_filesystem(fsutil::parent_dir(&target))
-    }
-}
-
-impl Drop for Staging {
-    fn drop(&mut self) {
-        if !self.done {
-            let _ = remove_any(&self.path);
-        }
-    }
-}
-
-fn remove_any(path: &Path) -> Result<()> {
-    let r = match std::fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
-        Ok(_) => std::fs::remove_file(path),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => Err(e),
-    };
-    r.map_err(|e| Error::io(path, "cannot remove", e))
-}
-
-/// Whether `target` exists and will be replaced: only with `force`, and
-/// only when it is a dataset of `kind` (or an empty directory).
-fn check_target(kind: EngineKind, target: &Path, force: bool) -> Result<bool> {
-    let meta = match std::fs::symlink_metadata(target) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(Error::io(target, "cannot access", e)),
-    };
-    let empty_dir = meta.is_dir()
-        && std::fs::read_dir(target).map_err(|e| Error::io(target, "cannot list directory", e))?.next().is_none();
-    if empty_dir {
-        return Ok(true);
-    }
-    let name = kind.name();
-    if !force {
-        return Err(Error::bad_input(target, format!("exists (use --force to replace a previous {name} dataset)")));
-    }
-    if crate::engine::detect(target).ok() != Some(kind) {
-        return Err(Error::bad_input(
-            target,
-            format!("is not a {name} dataset; refusing to replace it even with --force"),
-        ));
-    }
-    Ok(true)
-}
-
-/// Calls `put(key, value)` for every row of the kvtest database `db` in key
-/// order, reporting progress; returns the entries and bytes copied.
-pub(super) fn copy_rows(
-    db: &Path,
-    progress: &dyn Progress,
-    put: &mut dyn FnMut(u32, &[u8]) -> Result<()>,
-) -> Result<(u64, u64)> {
-    let kv = open_kv(db, false)?;
-    let sql_err = |e| db_error(db, "cannot read blobs", e);
-    let total: i64 = kv.conn.query_row("SELECT count(*) FROM kv", [], |r| r.get(0)).map_err(sql_err)?;
-    progress.start("export", total.max(0) as u64);
-    let mut stmt = kv.conn.prepare("SELECT k, v FROM kv ORDER BY k").map_err(sql_err)?;
-    let mut rows = stmt.query([]).map_err(sql_err)?;
-    let (mut entries, mut bytes) = (0u64, 0u64);
-    while let Some(row) = rows.next().map_err(sql_err)? {
-        let key: i64 = row.get(0).map_err(sql_err)?;
-        let Ok(key) = u32::try_from(key) else {
-            return Err(Error::bad_input(db, format!("key {key} is outside 0..{}", u32::MAX)));
-        };
-        let value = match row.get_ref(1).map_err(sql_err)? {
-            rusqlite::types::ValueRef::Blob(b) => b,
-            other => {
-                let ty = other.data_type().to_string().to_lowercase();
-                return Err(Error::bad_input(db, format!("value of key {key} is {ty}, not a BLOB")));
-            }
-        };
-        put(key, value)?;
-        entries += 1;
-        bytes += value.len() as u64;
-        if entries.is_multiple_of(1024) {
-            progress.advance(1024);
-            if stop_requested() {
-                return Err(Error::Interrupted);
-            }
-        }
-    }
-    progress.advance(entries % 1024);
-    progress.finish();
-    Ok((entries, bytes))
-}
-
 /// The export report of a build that started at `started`.
 pub(super) fn report(kind: EngineKind, (entries, bytes): (u64, u64), started: Instant) -> ExportReport {
     ExportReport { layout: kind, files: entries, bytes, elapsed_ns: started.elapsed().as_nanos() as u64 }
@@ -312,7 +244,7 @@ pub(super) mod test_support {
     //! trip every key-value engine must pass.
     use std::path::{Path, PathBuf};
 
-    use crate::engine::{Engine, OpenMode};
+    use crate::engine::api::{Engine, OpenMode};
     use crate::records::{EngineKind, KvParams, KvSync};
     use crate::util::progress::Silent;
 
@@ -328,8 +260,8 @@ pub(super) mod test_support {
     ) -> Vec<(u32, Vec<u8>)> {
         let dir = target.parent().unwrap();
         let (db, rows) = tiny_kv(dir, 40);
-        assert_eq!(crate::engine::dataset::build(kind, &db, target, false, &Silent).unwrap().files, 40);
-        assert_eq!(crate::engine::detect(target).unwrap(), kind);
+        assert_eq!(crate::engine::registry::build(kind, &db, target, false, &Silent).unwrap().files, 40);
+        assert_eq!(crate::engine::registry::detect(target).unwrap(), kind);
         let content = vec![9u8; 10_000];
         for multitrans in [false, true] {
             let mut e = engine(target, KvParams { sync: KvSync::Durable, multitrans });

@@ -25,14 +25,39 @@ use std::time::Instant;
 use heed::types::Bytes;
 use heed::{Database, Env, EnvFlags, EnvOpenOptions, RoTxn, RwTxn, WithoutTls};
 
-use super::kv::{self, copy_out, key_bytes, key_of, Shared, Staging};
-use super::{take, Engine, OpenMode, Session, Survey};
+use super::kv::{self, copy_out, key_bytes, key_of, KvBackend, Shared};
+use crate::engine::api::{take, Engine, OpenMode, Session, Survey};
+use crate::engine::report::{ExportReport, KvStat};
 use crate::records::{EngineKind, KvParams, KvSync};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
-pub(crate) const DATA_FILE: &str = "data.mdb";
-pub(crate) const LOCK_FILE: &str = "lock.mdb";
+/// Lmdb's kind: named here and in the kind enum only.
+pub(crate) const KIND: EngineKind = EngineKind::Lmdb;
+
+pub(super) static BACKEND: KvBackend = KvBackend {
+    kind: KIND,
+    is_dataset: claims,
+    build,
+    open: |path, params| Box::new(LmdbEngine::new(path, params)),
+    stat,
+    crash_modes: &kv::crash_modes(
+        ["lmdb-durable", "lmdb-fast"],
+        ["LMDB, one transaction per write, default commit (synced)", "LMDB, one transaction per write, MDB_NOSYNC"],
+    ),
+};
+
+/// An LMDB dataset: a directory with LMDB's data and lock files.
+fn is_dataset(path: &Path) -> bool {
+    path.join(DATA_FILE).is_file() && path.join(LOCK_FILE).is_file()
+}
+
+fn claims(path: &Path, is_dir: bool, _head: &[u8]) -> bool {
+    is_dir && is_dataset(path)
+}
+
+const DATA_FILE: &str = "data.mdb";
+const LOCK_FILE: &str = "lock.mdb";
 
 const MIB: u64 = 1 << 20;
 
@@ -63,7 +88,7 @@ impl LmdbEngine {
 
 impl Engine for LmdbEngine {
     fn kind(&self) -> EngineKind {
-        EngineKind::Lmdb
+        KIND
     }
 
     fn path(&self) -> &Path {
@@ -82,9 +107,9 @@ impl Engine for LmdbEngine {
         let err = |e| lmdb_error(&self.path, "cannot read", e);
         let txn = h.env.read_txn().map_err(err)?;
         let Some((last, _)) = h.db.last(&txn).map_err(err)? else {
-            return Err(kv::empty(&self.path, EngineKind::Lmdb));
+            return Err(kv::empty(&self.path, KIND));
         };
-        let max_key = key_of(last).ok_or_else(|| kv::foreign_key(&self.path, EngineKind::Lmdb, last.len()))?;
+        let max_key = key_of(last).ok_or_else(|| kv::foreign_key(&self.path, KIND, last.len()))?;
         let blob_max = if for_writes { scan(&self.path, &h, &txn)?.max as u32 } else { 0 };
         Ok(Survey { max_key: Some(max_key), blob_max })
     }
@@ -124,7 +149,7 @@ fn open_handle(dir: &Path, sync: KvSync) -> Result<Handle> {
         })
         .map_err(err)?
         .unwrap_commit()
-        .ok_or_else(|| kv::empty(dir, EngineKind::Lmdb))?;
+        .ok_or_else(|| kv::empty(dir, KIND))?;
     Ok(Handle { env, db })
 }
 
@@ -346,19 +371,19 @@ fn scan(path: &Path, h: &Handle, txn: &RoTxn<WithoutTls>) -> Result<kv::Scan> {
     let mut s = kv::Scan::default();
     for item in h.db.iter(txn).map_err(err)? {
         let (k, v) = item.map_err(err)?;
-        key_of(k).ok_or_else(|| kv::foreign_key(path, EngineKind::Lmdb, k.len()))?;
+        key_of(k).ok_or_else(|| kv::foreign_key(path, KIND, k.len()))?;
         s.add(v.len() as u64);
     }
     Ok(s)
 }
 
 /// What `stat` says about the LMDB dataset at `dir`.
-pub(crate) fn stat(dir: &Path) -> Result<kv::KvStat> {
+fn stat(dir: &Path) -> Result<KvStat> {
     let h = LmdbEngine::new(dir, KvParams::default()).handle()?;
     let txn = h.env.read_txn().map_err(|e| lmdb_error(dir, "cannot read", e))?;
     let s = scan(dir, &h, &txn)?;
     drop(txn);
-    kv::kv_stat(EngineKind::Lmdb, dir, s)
+    kv::kv_stat(KIND, dir, s)
 }
 
 /// Rows per write transaction while building (bounded dirty memory).
@@ -368,14 +393,9 @@ const BUILD_BATCH: u64 = 1024;
 /// is sized at twice the database plus 1 GiB (see [`map_size`]; LMDB keeps
 /// it in its meta page, and `stat` shows it); batches commit without sync
 /// and one `mdb_env_sync(force)` makes the whole build durable at the end.
-pub fn build(
-    db: &Path,
-    target: &Path,
-    force: bool,
-    progress: &dyn Progress,
-) -> Result<crate::engine::dataset::ExportReport> {
+fn build(db: &Path, target: &Path, force: bool, progress: &dyn Progress) -> Result<ExportReport> {
     let started = Instant::now();
-    let staging = Staging::begin(EngineKind::Lmdb, target, force)?;
+    let staging = kv::stage(KIND, target, force, is_dataset)?;
     let dir = &staging.path;
     std::fs::create_dir(dir).map_err(|e| Error::io(dir, "cannot create directory", e))?;
     let env = open_env(dir, map_size(kv::kv_db_bytes(db)), true)?;
@@ -388,7 +408,7 @@ pub fn build(
         .unwrap_commit();
     let mut txn: Option<RwTxn> = None;
     let mut rows = 0u64;
-    let copied = kv::copy_rows(db, progress, &mut |key, value| {
+    let copied = crate::engine::kvtest_db::copy_rows(db, progress, &mut |key, value| {
         let t = match txn.as_mut() {
             Some(t) => t,
             None => txn.insert(env.write_txn().map_err(err)?),
@@ -405,7 +425,7 @@ pub fn build(
     env.force_sync().map_err(err)?;
     env.prepare_for_closing().wait();
     staging.finish()?;
-    Ok(kv::report(EngineKind::Lmdb, copied, started))
+    Ok(kv::report(KIND, copied, started))
 }
 
 #[cfg(test)]
@@ -421,7 +441,7 @@ mod tests {
     fn round_trip_reads_writes_and_deletes() {
         let tmp = tempfile::tempdir().unwrap();
         let target = tmp.path().join("lmdb");
-        let rows = round_trip(EngineKind::Lmdb, &target, |p, k| Box::new(LmdbEngine::new(p, k)));
+        let rows = round_trip(KIND, &target, |p, k| Box::new(LmdbEngine::new(p, k)));
         let e = engine(&target, false);
         let h = e.handle().unwrap();
         let t = h.env.read_txn().unwrap();

@@ -10,203 +10,32 @@
 //! benchmarks do, into reused buffers, so a timed loop holds the engine's
 //! calls and nothing more.
 //!
-//! Adding an engine: a variant of [`EngineKind`], a module here with its
-//! `Engine` and `Session`, an arm in [`open`], [`detect`] and
-//! [`dataset::build`]. Nothing in the drivers or studies changes.
+//! Each engine kind has one [`Backend`] (recognise, build, open, stat, its
+//! crash-test write modes), listed in [`registry::BACKENDS`]. Adding an
+//! engine: see "Adding an engine" in docs/architecture.md. Files here import
+//! from the file that defines a name, never through this one, so `engine/`
+//! has no import cycle.
 
+pub mod api;
+pub mod backend;
 pub mod dataset;
-pub(crate) mod external;
-mod files;
+pub mod external;
+pub mod files;
 mod fjall;
 mod kv;
+pub mod kvtest_db;
 mod lmdb;
 pub mod postgres;
 mod redb;
-mod sqlite;
+pub mod registry;
+pub mod report;
+pub mod sqlite;
+pub mod staging;
 
-use std::path::{Path, PathBuf};
-
-pub use dataset::detect;
+pub use api::{Engine, OpenMode, Session, SessionInfo, SqliteStats, Survey};
+pub use backend::{Backend, CrashMode, CrashWrite};
 pub use external::{ExternalEngine, ExternalStore};
 pub use files::FileStore;
-pub use kv::KvStat;
-pub use sqlite::{blob_sizes, db_files, non_blob_values, DbSession, SqliteStats};
-
-use crate::records::{EngineKind, EngineSettings, PgServerInfo};
-use crate::Result;
-
-/// What a session was opened for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OpenMode {
-    /// Writes (overwrite, put, delete) will be made.
-    pub write: bool,
-    /// Ask the engine for its largest key inside the setup phase, as kvtest
-    /// does for a database when no --max-id is given.
-    pub find_max: bool,
-}
-
-impl OpenMode {
-    pub const READ: OpenMode = OpenMode { write: false, find_max: false };
-    pub const WRITE: OpenMode = OpenMode { write: true, find_max: false };
-}
-
-/// What is learnt about a dataset before any timed run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Survey {
-    /// Largest key present, when the engine knows it without a timed query
-    /// (SQLite finds it inside its setup phase instead, as kvtest does).
-    pub max_key: Option<u32>,
-    /// Largest blob, when surveyed for writes: new content is cut from a
-    /// pool at least this long.
-    pub blob_max: u32,
-}
-
-/// What an engine reports about a session (kvtest prints SQLite's).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SessionInfo {
-    pub page_size: Option<i64>,
-    pub cache_size: Option<i64>,
-    pub journal_mode: Option<String>,
-    /// Largest key, when the session was opened with `find_max`.
-    pub max_key: Option<u32>,
-    /// The close runs a checkpoint (an SQLite WAL): timed as its own phase
-    /// when the run asks for that.
-    pub close_checkpoints: bool,
-}
-
-/// A dataset opened with one run's settings.
-pub trait Engine: Send + Sync {
-    fn kind(&self) -> EngineKind;
-
-    fn path(&self) -> &Path;
-
-    /// Checks the dataset before any run (schema, keys present, write
-    /// access when `for_writes`) and learns what the runs need. Called once,
-    /// outside every timer; later sessions rely on what it found.
-    fn survey(&mut self, for_writes: bool) -> Result<Survey>;
-
-    /// The setup phase: open, settings, begin the run's transaction.
-    fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>>;
-
-    /// Every file whose pages a cold run must drop from the page cache.
-    fn cache_files(&self) -> Result<Vec<PathBuf>>;
-
-    /// Checks after the timed runs that can still invalidate their figures
-    /// (values that are not blobs). Outside every timer.
-    fn verify_after_reads(&self) -> Result<()> {
-        Ok(())
-    }
-
-    /// What a database server said about itself (PostgreSQL); None for
-    /// the in-process engines.
-    fn server_info(&self) -> Option<PgServerInfo> {
-        None
-    }
-}
-
-/// One open session: the timed calls, then commit and close.
-pub trait Session: Send {
-    /// Reads blob `key`; returns its size, or 0 when there is no such blob.
-    fn read(&mut self, key: u32) -> Result<u64>;
-
-    /// Overwrites blob `key` with as many bytes of `content` as it already
-    /// has (sizes never change, as in kvtest); returns that size, or 0 when
-    /// there is no such blob. A `content` shorter than the blob is an error,
-    /// never a read past its end.
-    fn overwrite(&mut self, key: u32, content: &[u8]) -> Result<u64>;
-
-    /// Stores exactly `content` as blob `key`, replacing any blob there
-    /// (its size may change) or inserting a new one.
-    fn put(&mut self, key: u32, content: &[u8]) -> Result<()>;
-
-    /// Removes blob `key`; false when there was none.
-    fn delete(&mut self, key: u32) -> Result<bool>;
-
-    /// Ends the run's transaction (nothing where there is none).
-    fn commit(&mut self) -> Result<()>;
-
-    /// Closes the session (an SQLite WAL is checkpointed here).
-    fn close(self: Box<Self>) -> Result<()>;
-
-    fn info(&self) -> SessionInfo {
-        SessionInfo::default()
-    }
-
-    /// The bytes the last `read` copied out, from the start of a buffer at
-    /// least as long as the size it returned; None where the session keeps
-    /// no copy. For checks outside every timer (the crash test's).
-    fn last_read(&self) -> Option<&[u8]> {
-        None
-    }
-
-    /// SQLite's memory and cache counters (kvtest's --stats); None elsewhere.
-    fn sqlite_stats(&self) -> Option<SqliteStats> {
-        None
-    }
-
-    /// One round trip to a server that does no work (PostgreSQL's
-    /// `SELECT 1`): the protocol and socket floor under each read. False
-    /// where there is no server (the in-process engines).
-    fn round_trip(&mut self) -> Result<bool> {
-        Ok(false)
-    }
-}
-
-/// Opens the dataset at `path` with the engine that made it, recognised as
-/// [`detect`] recognises it.
-pub fn open(path: &Path, settings: &EngineSettings) -> Result<Box<dyn Engine>> {
-    open_as(detect(path)?, path, settings)
-}
-
-/// Opens `path` as an engine of `kind` (already detected).
-pub fn open_as(kind: EngineKind, path: &Path, settings: &EngineSettings) -> Result<Box<dyn Engine>> {
-    Ok(match kind {
-        EngineKind::Db => Box::new(sqlite::SqliteEngine::new(path, settings.db.clone())),
-        EngineKind::Flat | EngineKind::Tree => Box::new(files::FilesEngine::new(path, kind, settings.files)),
-        EngineKind::External => Box::new(external::ExternalEngine::new(path, settings)),
-        EngineKind::Lmdb => Box::new(lmdb::LmdbEngine::new(path, settings.kv)),
-        EngineKind::Redb => Box::new(redb::RedbEngine::new(path, settings.kv)),
-        EngineKind::Fjall => Box::new(fjall::FjallEngine::new(path, settings.kv)),
-        EngineKind::Postgres | EngineKind::PostgresLo => Box::new(postgres::PgEngine::new(kind, path, settings)),
-    })
-}
-
-/// The key-value engine whose files a directory holds, if any (LMDB and
-/// fjall keep a directory).
-pub(crate) fn detect_key_value_dir(dir: &Path) -> Option<EngineKind> {
-    if let Some(kind) = postgres::detect(dir) {
-        return Some(kind);
-    }
-    if dir.join(lmdb::DATA_FILE).is_file() && dir.join(lmdb::LOCK_FILE).is_file() {
-        return Some(EngineKind::Lmdb);
-    }
-    fjall::is_dataset(dir).then_some(EngineKind::Fjall)
-}
-
-/// The key-value engine whose single file starts with `head` (redb).
-pub(crate) fn detect_key_value_file(head: &[u8]) -> Option<EngineKind> {
-    head.starts_with(redb::MAGIC).then_some(EngineKind::Redb)
-}
-
-/// What `stat` says about a key-value engine's dataset.
-pub(crate) fn kv_stat(kind: EngineKind, path: &Path) -> Result<KvStat> {
-    match kind {
-        EngineKind::Lmdb => lmdb::stat(path),
-        EngineKind::Redb => redb::stat(path),
-        EngineKind::Fjall => fjall::stat(path),
-        other => Err(crate::Error::invalid(format!("{} is not a key-value engine", other.name()))),
-    }
-}
-
-/// A content slice long enough for `len` bytes, or the error a too-short
-/// one deserves (callers promise a long enough pool; this keeps a safe
-/// function from reading past a slice whatever the caller passes).
-#[inline]
-pub(crate) fn take(content: &[u8], len: usize, key: u32) -> Result<&[u8]> {
-    content.get(..len).ok_or_else(|| too_short(content.len(), len, key))
-}
-
-#[cold]
-fn too_short(have: usize, need: usize, key: u32) -> crate::Error {
-    crate::Error::invalid(format!("new content for key {key} has {have} bytes, the blob has {need}"))
-}
+pub use registry::{backend, detect, open, open_as};
+pub use report::KvStat;
+pub use sqlite::{blob_sizes, db_files, non_blob_values, DbSession};

@@ -16,32 +16,94 @@
 //! session's close phase times).
 //!
 //! The database opens in the session's setup phase and closes when the
-//! engine's last session closes (redb allows one handle per file).
+//! engine's last session closes (redb allows one handle per file). A run
+//! that only reads opens it read-only (`ReadOnlyDatabase`), so a read
+//! benchmark never rewrites the file's header or free-space state.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 use redb::{
-    Database, Durability, ReadOnlyTable, ReadTransaction, ReadableDatabase, ReadableTable, Table, TableDefinition,
-    WriteTransaction,
+    Database, DatabaseError, Durability, ReadOnlyDatabase, ReadOnlyTable, ReadTransaction, ReadableDatabase,
+    ReadableTable, Table, TableDefinition, WriteTransaction,
 };
 
-use super::kv::{self, copy_out, key_bytes, Shared, Staging};
-use super::{take, Engine, OpenMode, Session, Survey};
+use super::kv::{self, copy_out, key_bytes, KvBackend, Shared};
+use crate::engine::api::{take, Engine, OpenMode, Session, Survey};
+use crate::engine::report::{ExportReport, KvStat};
 use crate::records::{EngineKind, KvParams, KvSync};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
+/// Redb's kind: named here and in the kind enum only.
+pub(crate) const KIND: EngineKind = EngineKind::Redb;
+
+pub(super) static BACKEND: KvBackend = KvBackend {
+    kind: KIND,
+    is_dataset: claims,
+    build,
+    open: |path, params| Box::new(RedbEngine::new(path, params)),
+    stat,
+    crash_modes: &kv::crash_modes(
+        ["redb-durable", "redb-fast"],
+        ["redb, one transaction per write, Durability::Immediate", "redb, one transaction per write, Durability::None"],
+    ),
+};
+
+/// A redb dataset: one file that starts with redb's magic number.
+fn is_dataset(path: &Path) -> bool {
+    let mut head = [0u8; MAGIC.len()];
+    std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head)).is_ok() && head == MAGIC
+}
+
+fn claims(_path: &Path, is_dir: bool, head: &[u8]) -> bool {
+    !is_dir && head.starts_with(MAGIC)
+}
+
 /// The first bytes of every redb file.
-pub(crate) const MAGIC: &[u8] = b"redb\x1a\x0a\xa9\x0d\x0a";
+const MAGIC: &[u8] = b"redb\x1a\x0a\xa9\x0d\x0a";
 
 const TABLE: TableDefinition<[u8; 4], &[u8]> = TableDefinition::new("blobs");
 
 pub struct RedbEngine {
     path: PathBuf,
     params: KvParams,
-    shared: Shared<Database>,
+    shared: Shared<Handle>,
+}
+
+/// The open database: read-only for a run that only reads.
+enum Handle {
+    Read(ReadOnlyDatabase),
+    Write(Database),
+}
+
+impl Handle {
+    fn open(path: &Path, write: bool) -> Result<Handle> {
+        if write {
+            open_db(path, false).map(Handle::Write)
+        } else {
+            open_read_only(path).map(Handle::Read)
+        }
+    }
+
+    fn begin_read(&self, path: &Path) -> Result<ReadTransaction> {
+        let t = match self {
+            Handle::Read(db) => db.begin_read(),
+            Handle::Write(db) => db.begin_read(),
+        };
+        t.map_err(|e| redb_error(path, "cannot begin", e))
+    }
+
+    fn writable(&self, path: &Path) -> Result<&Database> {
+        match self {
+            Handle::Write(db) => Ok(db),
+            Handle::Read(_) => Err(Error::invalid(format!(
+                "{}: opened read-only by this run's readers; a writer cannot share it",
+                path.display()
+            ))),
+        }
+    }
 }
 
 impl RedbEngine {
@@ -59,7 +121,7 @@ impl RedbEngine {
 
 impl Engine for RedbEngine {
     fn kind(&self) -> EngineKind {
-        EngineKind::Redb
+        KIND
     }
 
     fn path(&self) -> &Path {
@@ -70,31 +132,42 @@ impl Engine for RedbEngine {
         if for_writes {
             kv::check_writable(std::slice::from_ref(&self.path))?;
         }
-        // The integrity check (outside every timer) turns a corrupt file
-        // into an error rather than a panic later.
-        let db = self.shared.get_or_open(|| open_db(&self.path, true))?;
-        let txn = db.begin_read().map_err(|e| redb_error(&self.path, "cannot read", e))?;
+        // A write run checks every page on open (outside every timer), so a
+        // corrupt file is an error rather than a panic later; a read run
+        // opens read-only and reads every entry instead, changing nothing.
+        let db = if for_writes {
+            Handle::Write(open_db(&self.path, true)?)
+        } else {
+            Handle::Read(open_read_only(&self.path)?)
+        };
+        let txn = db.begin_read(&self.path)?;
         let table = open_read_table(&self.path, &txn)?;
         let err = |e| redb_error(&self.path, "cannot read", e);
         let Some((last, _)) = table.last().map_err(err)? else {
-            return Err(kv::empty(&self.path, EngineKind::Redb));
+            return Err(kv::empty(&self.path, KIND));
         };
         let max_key = u32::from_be_bytes(last.value());
-        let blob_max = if for_writes { scan(&self.path, &table)?.max as u32 } else { 0 };
-        Ok(Survey { max_key: Some(max_key), blob_max })
+        let blob_max = scan(&self.path, &table)?.max as u32;
+        Ok(Survey { max_key: Some(max_key), blob_max: if for_writes { blob_max } else { 0 } })
     }
 
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
-        let db = self.shared.get_or_open(|| open_db(&self.path, false))?;
+        let db = self.shared.get_or_open(|| Handle::open(&self.path, mode.write))?;
+        if mode.write {
+            db.writable(&self.path)?;
+        }
         let txn = match (self.params.multitrans, mode.write) {
             (true, _) => Txn::PerOp,
             (false, false) => {
-                let t = db.begin_read().map_err(|e| redb_error(&self.path, "cannot begin", e))?;
+                let t = db.begin_read(&self.path)?;
                 Txn::Read { table: Box::new(open_read_table(&self.path, &t)?), _txn: Box::new(t) }
             }
-            (false, true) => Txn::Write(WriteCell::try_new(begin_write(&self.path, &db, self.durability())?, |t| {
-                t.open_table(TABLE).map_err(|e| redb_error(&self.path, "cannot open table blobs", e))
-            })?),
+            (false, true) => {
+                let t = begin_write(&self.path, db.writable(&self.path)?, self.durability())?;
+                Txn::Write(WriteCell::try_new(t, |t| {
+                    t.open_table(TABLE).map_err(|e| redb_error(&self.path, "cannot open table blobs", e))
+                })?)
+            }
         };
         let (path, durability) = (self.path.clone(), self.durability());
         Ok(Box::new(RedbSession { txn, write: mode.write, durability, db, path, buf: Vec::new() }))
@@ -115,6 +188,22 @@ fn open_db(path: &Path, check: bool) -> Result<Database> {
         .set_check_integrity_on_open(check)
         .open(path)
         .map_err(|e| redb_error(path, "cannot open the redb database", e))
+}
+
+/// Opens the file read-only. A file left needing recovery by a crashed
+/// writer is recovered first by one read-write open, as SQLite rolls back
+/// a hot journal before a read-only connection can read: that restores the
+/// last commit and loses nothing committed.
+fn open_read_only(path: &Path) -> Result<ReadOnlyDatabase> {
+    let open = || ReadOnlyDatabase::open(path);
+    let db = match open() {
+        Err(DatabaseError::RepairAborted) => {
+            drop(open_db(path, false)?);
+            open()
+        }
+        other => other,
+    };
+    db.map_err(|e| redb_error(path, "cannot open the redb database", e))
 }
 
 fn begin_write(path: &Path, db: &Database, durability: Durability) -> Result<WriteTransaction> {
@@ -161,7 +250,7 @@ pub struct RedbSession {
     txn: Txn,
     write: bool,
     durability: Durability,
-    db: Arc<Database>,
+    db: Arc<Handle>,
     path: PathBuf,
     buf: Vec<u8>,
 }
@@ -175,7 +264,7 @@ impl RedbSession {
         match &mut self.txn {
             Txn::Write(w) => w.with_dependent_mut(|_, t| f(t, path)),
             Txn::PerOp if self.write => {
-                let t = begin_write(path, &self.db, self.durability)?;
+                let t = begin_write(path, self.db.writable(path)?, self.durability)?;
                 let r = {
                     let mut table = t.open_table(TABLE).map_err(|e| redb_error(path, "cannot open table blobs", e))?;
                     f(&mut table, path)?
@@ -204,7 +293,7 @@ impl Session for RedbSession {
                 w.with_dependent(|_, t| Ok(t.get(k).map_err(err)?.map_or(0, |v| copy_out(buf, v.value()))))
             }
             Txn::PerOp => {
-                let t = self.db.begin_read().map_err(|e| redb_error(path, "cannot begin", e))?;
+                let t = self.db.begin_read(path)?;
                 let table = open_read_table(path, &t)?;
                 let n = table.get(k).map_err(err)?.map_or(0, |v| copy_out(buf, v.value()));
                 Ok(n)
@@ -278,13 +367,13 @@ fn scan(path: &Path, table: &ReadOnlyTable<[u8; 4], &'static [u8]>) -> Result<kv
 }
 
 /// What `stat` says about the redb dataset at `path`.
-pub(crate) fn stat(path: &Path) -> Result<kv::KvStat> {
-    let db = open_db(path, true)?;
+fn stat(path: &Path) -> Result<KvStat> {
+    let db = open_read_only(path)?;
     let txn = db.begin_read().map_err(|e| redb_error(path, "cannot read", e))?;
     let s = scan(path, &open_read_table(path, &txn)?)?;
     drop(txn);
     drop(db);
-    kv::kv_stat(EngineKind::Redb, path, s)
+    kv::kv_stat(KIND, path, s)
 }
 
 /// Rows per write transaction while building.
@@ -293,19 +382,14 @@ const BUILD_BATCH: u64 = 1024;
 /// Builds a redb dataset at `target` from the kvtest database `db`: batches
 /// commit with `Durability::None`, the last one with `Immediate`, which
 /// makes the whole build durable.
-pub fn build(
-    db: &Path,
-    target: &Path,
-    force: bool,
-    progress: &dyn Progress,
-) -> Result<crate::engine::dataset::ExportReport> {
+fn build(db: &Path, target: &Path, force: bool, progress: &dyn Progress) -> Result<ExportReport> {
     let started = Instant::now();
-    let staging = Staging::begin(EngineKind::Redb, target, force)?;
+    let staging = kv::stage(KIND, target, force, is_dataset)?;
     let file = &staging.path;
     let out = Database::create(file).map_err(|e| redb_error(file, "cannot create the redb database", e))?;
     let mut txn = Some(begin_write(file, &out, Durability::None)?);
     let mut rows = 0u64;
-    let copied = kv::copy_rows(db, progress, &mut |key, value| {
+    let copied = crate::engine::kvtest_db::copy_rows(db, progress, &mut |key, value| {
         let t = match txn.as_mut() {
             Some(t) => t,
             None => txn.insert(begin_write(file, &out, Durability::None)?),
@@ -331,7 +415,7 @@ pub fn build(
     last.commit().map_err(|e| redb_error(file, "commit failed", e))?;
     out.close().map_err(|e| redb_error(file, "cannot close", e))?;
     staging.finish()?;
-    Ok(kv::report(EngineKind::Redb, copied, started))
+    Ok(kv::report(KIND, copied, started))
 }
 
 #[cfg(test)]
@@ -340,10 +424,33 @@ mod tests {
     use crate::engine::kv::test_support::round_trip;
 
     #[test]
+    fn a_read_run_leaves_the_file_as_it_was() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (db, rows) = crate::engine::kv::test_support::tiny_kv(tmp.path(), 30);
+        let target = tmp.path().join("t.redb");
+        build(&db, &target, false, &crate::util::progress::Silent).unwrap();
+        let before = (std::fs::read(&target).unwrap(), std::fs::metadata(&target).unwrap().modified().unwrap());
+        for multitrans in [false, true] {
+            let mut e = RedbEngine::new(&target, KvParams { sync: KvSync::Durable, multitrans });
+            e.survey(false).unwrap();
+            let mut s = e.open(OpenMode::READ).unwrap();
+            for (k, v) in &rows {
+                assert_eq!(s.read(*k).unwrap(), v.len() as u64);
+            }
+            s.commit().unwrap();
+            s.close().unwrap();
+            stat(&target).unwrap();
+        }
+        let after = (std::fs::read(&target).unwrap(), std::fs::metadata(&target).unwrap().modified().unwrap());
+        assert!(before.0 == after.0, "a read run changed the redb file's bytes");
+        assert_eq!(before.1, after.1, "a read run wrote to the redb file");
+    }
+
+    #[test]
     fn round_trip_reads_writes_and_deletes() {
         let tmp = tempfile::tempdir().unwrap();
         let target = tmp.path().join("blobs.redb");
-        let rows = round_trip(EngineKind::Redb, &target, |p, k| Box::new(RedbEngine::new(p, k)));
+        let rows = round_trip(KIND, &target, |p, k| Box::new(RedbEngine::new(p, k)));
         let db = open_db(&target, true).unwrap();
         let txn = db.begin_read().unwrap();
         let table = txn.open_table(TABLE).unwrap();

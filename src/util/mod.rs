@@ -3,6 +3,7 @@
 
 pub mod error;
 pub mod fsutil;
+pub mod heap;
 pub mod interrupt;
 pub mod progress;
 pub mod units;

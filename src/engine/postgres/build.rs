@@ -17,8 +17,9 @@ use postgres::Client;
 use super::conn::{self, marker, pg_error, plain_name, LOCAL_DB};
 use super::server::{self, Cluster};
 use super::Descriptor;
-use crate::engine::dataset::ExportReport;
-use crate::engine::kv::{self, Staging};
+use crate::engine::kv;
+use crate::engine::kvtest_db::copy_rows;
+use crate::engine::report::ExportReport;
 use crate::records::{EngineKind, PgParams};
 use crate::util::fsutil;
 use crate::util::progress::Progress;
@@ -59,7 +60,7 @@ fn build_local(
 ) -> Result<ExportReport> {
     let started = Instant::now();
     reap_killed_builds(target, kind)?;
-    let staging = Staging::begin(kind, target, force)?;
+    let staging = kv::stage(kind, target, force, is_dataset(kind))?;
     std::fs::create_dir(&staging.path).map_err(|e| Error::io(&staging.path, "cannot create", e))?;
     Cluster::init(&staging.path)?;
     let counts = {
@@ -109,6 +110,14 @@ fn reap_killed_builds(target: &Path, kind: EngineKind) -> Result<()> {
     Ok(())
 }
 
+/// The check that a target replaced with --force is a dataset of `kind`.
+fn is_dataset(kind: EngineKind) -> fn(&Path) -> bool {
+    match kind {
+        EngineKind::PostgresLo => |p| super::detect(p) == Some(EngineKind::PostgresLo),
+        _ => |p| super::detect(p) == Some(EngineKind::Postgres),
+    }
+}
+
 fn build_remote(
     kind: EngineKind,
     db: &Path,
@@ -125,7 +134,7 @@ fn build_remote(
     if !plain_name(&table) {
         return Err(Error::bad_input(target, "needs a name that makes a plain table name (letters, digits, _)"));
     }
-    let staging = Staging::begin(kind, target, force)?;
+    let staging = kv::stage(kind, target, force, is_dataset(kind))?;
     let mut client = conn::connect(&config, &label)?;
     let existing = existing_marker(&mut client, &label, &table)?;
     match existing {
@@ -198,7 +207,7 @@ fn fill(
         let insert = client
             .prepare(&format!("INSERT INTO {table}(k, o) VALUES ($1, lo_from_bytea(0, $2))"))
             .map_err(err("cannot prepare the insert"))?;
-        kv::copy_rows(db, progress, &mut |k, v| {
+        copy_rows(db, progress, &mut |k, v| {
             client.execute(&insert, &[&i64::from(k), &v]).map(drop).map_err(err("cannot insert"))
         })?
     } else {
@@ -216,7 +225,7 @@ fn copy_binary(client: &mut Client, label: &Path, table: &str, db: &Path, progre
     let io_err = |e: std::io::Error| Error::bad_input(label, format!("cannot copy the rows: {e}"));
     let mut w = client.copy_in(&format!("COPY {table} (k, v) FROM STDIN (FORMAT binary)")).map_err(err)?;
     w.write_all(b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0").map_err(io_err)?;
-    let counts = kv::copy_rows(db, progress, &mut |k, v| {
+    let counts = copy_rows(db, progress, &mut |k, v| {
         let len = i32::try_from(v.len()).map_err(|_| Error::bad_input(db, format!("blob {k} is over 2 GB")))?;
         let mut head = [0u8; 18];
         head[..2].copy_from_slice(&2i16.to_be_bytes());

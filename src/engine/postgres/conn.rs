@@ -58,10 +58,6 @@ impl Server {
         self.cluster.is_some()
     }
 
-    pub fn cluster(&self) -> Option<&Cluster> {
-        self.cluster.as_ref()
-    }
-
     pub fn table(&self) -> &str {
         &self.desc.table
     }
@@ -137,7 +133,7 @@ pub(super) fn parse_url(url: &str) -> Result<Config> {
 }
 
 /// The URL without its password, for messages and result files.
-pub(crate) fn redact(url: &str) -> String {
+pub fn redact(url: &str) -> String {
     let Some(scheme_end) = url.find("://") else { return url.split_whitespace().filter(|w| !w.starts_with("password=")).collect::<Vec<_>>().join(" ") };
     let rest = &url[scheme_end + 3..];
     let auth_end = rest.find('/').unwrap_or(rest.len());

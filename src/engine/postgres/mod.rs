@@ -26,12 +26,71 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 pub use build::{build, remote_table_name};
-pub use conn::MIN_VERSION_NUM;
-pub use stat::{stat, PgStat};
+pub use conn::{redact, MIN_VERSION_NUM};
+pub use stat::stat;
 
-use super::{Engine, OpenMode, Session, Survey};
+use crate::engine::api::{Engine, OpenMode, Session, Survey};
+use crate::engine::backend::{Backend, Claim, CrashMode, Probe};
+use crate::engine::report::{ExportReport, StatReport};
 use crate::records::{EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo};
+use crate::util::progress::Progress;
 use crate::{Error, Result};
+
+pub(crate) const KIND: EngineKind = EngineKind::Postgres;
+pub(crate) const KIND_LO: EngineKind = EngineKind::PostgresLo;
+
+/// One backend per table layout: bytea rows, or large objects.
+pub(crate) struct PgBackend(EngineKind);
+
+pub(crate) static BYTEA: PgBackend = PgBackend(KIND);
+pub(crate) static LARGE_OBJECTS: PgBackend = PgBackend(KIND_LO);
+
+impl Backend for PgBackend {
+    fn kind(&self) -> EngineKind {
+        self.0
+    }
+
+    fn claim(&self, probe: &Probe) -> Claim {
+        if probe.is_dir && detect(probe.path) == Some(self.0) {
+            Claim::Yes
+        } else {
+            Claim::No
+        }
+    }
+
+    fn build(
+        &self,
+        db: &Path,
+        target: &Path,
+        force: bool,
+        settings: &EngineSettings,
+        progress: &dyn Progress,
+    ) -> Result<ExportReport> {
+        build(self.0, db, target, force, &settings.pg, progress)
+    }
+
+    fn open(&self, path: &Path, settings: &EngineSettings) -> Box<dyn Engine> {
+        Box::new(PgEngine::new(self.0, path, settings))
+    }
+
+    fn stat(&self, path: &Path, vacuum: bool, settings: &EngineSettings) -> Result<StatReport> {
+        if vacuum {
+            return Err(Error::invalid("--vacuum applies to SQLite databases only"));
+        }
+        stat(path, &settings.pg).map(StatReport::Pg)
+    }
+
+    fn timer_covers(&self, _settings: &EngineSettings) -> &'static str {
+        "connect and prepare + loop + commit + close"
+    }
+
+    /// None yet: the crash test kills its writer process, which leaves a
+    /// server (another process) untouched; killing the server itself is
+    /// described in docs/postgres.md as remaining work.
+    fn crash_modes(&self) -> &'static [CrashMode] {
+        &[]
+    }
+}
 
 /// The file naming a directory as a blobbench PostgreSQL dataset.
 pub const DESCRIPTOR: &str = "blobbench-postgres.json";
@@ -141,7 +200,7 @@ impl Engine for PgEngine {
         if !data.is_dir() {
             return Ok(Vec::new());
         }
-        super::kv::dataset_files(&data.join("base"))
+        crate::engine::kv::dataset_files(&data.join("base"))
     }
 
     fn server_info(&self) -> Option<PgServerInfo> {

@@ -23,7 +23,7 @@ use postgres::{Client, Statement};
 
 use super::conn::{pg_error, Server};
 use crate::engine::kv::copy_out;
-use crate::engine::{take, Session, SessionInfo};
+use crate::engine::api::{take, Session, SessionInfo};
 use crate::records::{EngineKind, KvParams, KvSync};
 use crate::{Error, Result};
 

@@ -6,36 +6,12 @@
 use std::path::Path;
 
 use postgres::Client;
-use serde::{Deserialize, Serialize};
 
 use super::conn::{pg_error, Server};
 use super::{Descriptor, server::DATA_DIR};
+use crate::engine::report::PgStat;
 use crate::records::{EngineKind, PgParams};
 use crate::Result;
-
-/// `stat` of a PostgreSQL dataset.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PgStat {
-    pub engine: EngineKind,
-    pub table: String,
-    pub entries: u64,
-    pub min_size: u64,
-    pub max_size: u64,
-    pub content_bytes: u64,
-    /// The table's main fork (`pg_relation_size`).
-    pub table_bytes: u64,
-    /// TOAST, free-space and visibility maps (`pg_table_size` less the main
-    /// fork); for large objects, `pg_largeobject`'s total instead (every
-    /// large object of the database).
-    pub toast_bytes: u64,
-    /// `pg_indexes_size`.
-    pub index_bytes: u64,
-    /// `pg_total_relation_size` (plus `pg_largeobject`'s for large objects).
-    pub total_bytes: u64,
-    /// Blocks allocated to the whole throwaway cluster (WAL, catalogs and
-    /// all), as `du` counts them; None on a user's server.
-    pub cluster_allocated_bytes: Option<u64>,
-}
 
 /// The value sizes' SQL for `kind`'s table.
 fn size_sql(kind: EngineKind, t: &str) -> String {

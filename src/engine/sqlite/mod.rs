@@ -2,18 +2,90 @@
 //! BLOB)`) opened with a run's pragmas. The session (`session.rs`) makes the
 //! raw SQLite calls kvtest.c makes.
 
+pub mod error;
+pub mod from_dir;
+pub(crate) mod init;
 mod session;
+mod stat;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub(crate) use session::last_error;
-pub use session::{DbSession, SqliteStats};
+pub use session::DbSession;
 
-use super::{Engine, OpenMode, Session, Survey};
-use crate::engine::dataset::open_kv;
-use crate::records::{DbParams, EngineKind};
+use crate::engine::api::{Engine, OpenMode, Session, Survey};
+use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, Probe};
+use crate::engine::kvtest_db::{open_kv, SQLITE_HEADER};
+use crate::engine::report::{ExportReport, StatReport};
+use crate::records::{DbParams, EngineKind, EngineSettings, SyncLevel};
+use crate::util::progress::Progress;
 use crate::{Error, Result};
+use error::db_error;
+
+/// SQLite's backend: its dataset is the kvtest database itself.
+pub struct SqliteBackend;
+
+pub static BACKEND: SqliteBackend = SqliteBackend;
+
+/// SQLite's kind, for the studies that compare it with files by design.
+pub const KIND: EngineKind = EngineKind::Db;
+
+impl Backend for SqliteBackend {
+    fn kind(&self) -> EngineKind {
+        KIND
+    }
+
+    fn claim(&self, probe: &Probe) -> Claim {
+        if !probe.is_dir && probe.head == SQLITE_HEADER {
+            Claim::Yes
+        } else {
+            Claim::No
+        }
+    }
+
+    fn build(
+        &self,
+        _db: &Path,
+        _target: &Path,
+        _force: bool,
+        _settings: &EngineSettings,
+        _progress: &dyn Progress,
+    ) -> Result<ExportReport> {
+        Err(Error::invalid("a kvtest database is made by init, not exported"))
+    }
+
+    fn open(&self, path: &Path, settings: &EngineSettings) -> Box<dyn Engine> {
+        Box::new(SqliteEngine::new(path, settings.db.clone()))
+    }
+
+    fn stat(&self, path: &Path, vacuum: bool, _settings: &EngineSettings) -> Result<StatReport> {
+        stat::db_stat(path, vacuum).map(StatReport::Db)
+    }
+
+    fn timer_covers(&self, settings: &EngineSettings) -> &'static str {
+        if settings.db.nocheckpoint {
+            "open + pragmas + loop + commit; the closing checkpoint is timed apart"
+        } else {
+            "open + pragmas + loop + commit + close (which checkpoints a WAL)"
+        }
+    }
+
+    fn crash_modes(&self) -> &'static [CrashMode] {
+        CRASH_MODES
+    }
+}
+
+const fn db_mode(name: &'static str, description: &'static str, journal: &'static str, sync: SyncLevel) -> CrashMode {
+    CrashMode { name, description, write: CrashWrite::Db { journal, sync } }
+}
+
+const CRASH_MODES: &[CrashMode] = &[
+    db_mode("db-wal-normal", "SQLite, WAL, synchronous=NORMAL", "wal", SyncLevel::Normal),
+    db_mode("db-wal-full", "SQLite, WAL, synchronous=FULL", "wal", SyncLevel::Full),
+    db_mode("db-delete", "SQLite, rollback journal (DELETE), synchronous=FULL", "delete", SyncLevel::Full),
+    db_mode("db-delete-extra", "SQLite, rollback journal (DELETE), synchronous=EXTRA", "delete", SyncLevel::Extra),
+    db_mode("db-off", "SQLite, journal_mode=OFF, synchronous=OFF", "off", SyncLevel::Off),
+];
 
 /// An SQLite database (kvtest's `kv` table) with a run's pragmas.
 pub struct SqliteEngine {
@@ -31,7 +103,7 @@ impl SqliteEngine {
 
 impl Engine for SqliteEngine {
     fn kind(&self) -> EngineKind {
-        EngineKind::Db
+        KIND
     }
 
     fn path(&self) -> &Path {
@@ -88,7 +160,7 @@ pub fn db_files(path: &Path) -> Vec<PathBuf> {
 /// value is a BLOB. One scan, done before an update run starts.
 pub fn blob_sizes(path: &Path) -> Result<(Arc<Vec<u32>>, u32)> {
     let kv = open_kv(path, false)?;
-    let err = |e| crate::engine::dataset::db_error(path, "cannot scan kv", e);
+    let err = |e| db_error(path, "cannot scan kv", e);
     let mut stmt = kv.conn.prepare("SELECT k, length(v), typeof(v) FROM kv").map_err(err)?;
     let mut rows = stmt.query([]).map_err(err)?;
     let mut sizes = Vec::new();
@@ -117,5 +189,5 @@ pub fn non_blob_values(path: &Path) -> Result<u64> {
     kv.conn
         .query_row("SELECT count(*) FROM kv WHERE typeof(v)<>'blob'", [], |r| r.get::<_, i64>(0))
         .map(|n| n.max(0) as u64)
-        .map_err(|e| crate::engine::dataset::db_error(path, "cannot scan kv", e))
+        .map_err(|e| db_error(path, "cannot scan kv", e))
 }

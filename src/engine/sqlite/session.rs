@@ -8,9 +8,9 @@ use std::ptr;
 use std::sync::Arc;
 
 use rusqlite::{ffi, Connection, OpenFlags};
-use serde::{Deserialize, Serialize};
 
-use crate::engine::{take, Session, SessionInfo};
+use crate::engine::api::{take, Session, SessionInfo, SqliteStats};
+use crate::engine::sqlite::error::{conn_error, db_error, last_error, open_io_cause};
 
 use crate::records::{DbAccess, DbParams};
 use crate::{Error, Result};
@@ -45,14 +45,13 @@ impl DbSession {
     pub fn open(path: &Path, p: &DbParams, update: bool, find_max: bool, sizes: Option<Arc<Vec<u32>>>) -> Result<Self> {
         let err = |what: &str| {
             let what = what.to_string();
-            move |e| crate::engine::dataset::db_error(path, &what, e)
+            move |e| db_error(path, &what, e)
         };
         let conn =
             Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
                 .map_err(|e| {
                     let what = "cannot open database";
-                    crate::engine::dataset::open_io_cause(path, what, &e)
-                        .unwrap_or_else(|| crate::engine::dataset::db_error(path, what, e))
+                    open_io_cause(path, what, &e).unwrap_or_else(|| db_error(path, what, e))
                 })?;
         conn.execute_batch(&format!("PRAGMA mmap_size={}; PRAGMA cache_size={};", p.mmap_bytes, p.cache_size))
             .map_err(err("cannot set pragmas"))?;
@@ -138,8 +137,7 @@ impl DbSession {
         self.handles.release();
         if !self.multitrans {
             let conn = &self.conn;
-            conn.execute_batch("COMMIT")
-                .map_err(|e| crate::engine::dataset::conn_error(conn, &self.path, "commit failed", e))?;
+            conn.execute_batch("COMMIT").map_err(|e| conn_error(conn, &self.path, "commit failed", e))?;
         }
         Ok(())
     }
@@ -149,7 +147,7 @@ impl DbSession {
     pub fn close(self) -> Result<()> {
         let DbSession { handles, conn, path, .. } = self;
         drop(handles);
-        conn.close().map_err(|(c, e)| crate::engine::dataset::conn_error(&c, &path, "cannot close the database", e))
+        conn.close().map_err(|(c, e)| conn_error(&c, &path, "cannot close the database", e))
     }
 
     /// SQLite's memory and page-cache counters (kvtest's --stats).
@@ -435,52 +433,9 @@ impl Session for DbSession {
     }
 }
 
-/// The last error of a raw connection handle as ours. Off the hot path.
-#[cold]
-pub(crate) fn last_error(db: *mut ffi::sqlite3, path: &Path, what: &str) -> Error {
-    // SAFETY: valid handle; errmsg returns a NUL-terminated string.
-    let (code, msg) = unsafe {
-        (ffi::sqlite3_extended_errcode(db), CStr::from_ptr(ffi::sqlite3_errmsg(db)).to_string_lossy().into_owned())
-    };
-    if code & 0xff == ffi::SQLITE_IOERR {
-        // SQLite's "disk I/O error" hides the cause ("File too large",
-        // "Input/output error"); the OS error says it.
-        // SAFETY: valid handle.
-        let errno = unsafe { ffi::sqlite3_system_errno(db) };
-        if errno != 0 {
-            return Error::io(path, what, std::io::Error::from_raw_os_error(errno));
-        }
-    }
-    if code & 0xff == ffi::SQLITE_FULL {
-        // SQLite reports ENOSPC as SQLITE_FULL and clears the errno; no
-        // max_page_count is ever set here, so it is the disk.
-        return Error::io(path, what, std::io::Error::from_raw_os_error(libc::ENOSPC));
-    }
-    crate::engine::dataset::db_error(path, what, rusqlite::Error::SqliteFailure(ffi::Error::new(code), Some(msg)))
-}
-
 /// Quotes a journal mode name for a pragma (kvtest uses %Q).
 fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
-}
-
-/// kvtest's --stats figures.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SqliteStats {
-    pub memory_used: i64,
-    pub memory_max: i64,
-    pub allocations: i64,
-    pub allocations_max: i64,
-    pub pcache_pages: i64,
-    pub pcache_pages_max: i64,
-    pub pcache_overflow: i64,
-    pub pcache_overflow_max: i64,
-    pub largest_allocation: i64,
-    pub largest_pcache_allocation: i64,
-    pub pager_heap: i64,
-    pub cache_hits: i64,
-    pub cache_misses: i64,
-    pub cache_writes: i64,
 }
 
 #[cfg(test)]
@@ -491,7 +446,7 @@ mod tests {
 
     fn db(dir: &Path) -> PathBuf {
         let db = dir.join("kv.db");
-        crate::engine::dataset::init(
+        crate::engine::sqlite::init::init(
             &db,
             &DatasetSpec { count: 5, size: 1000, ..DatasetSpec::default() },
             false,

@@ -14,8 +14,9 @@ use rusqlite::{Connection, OpenFlags};
 use super::blob::{self, Verdict};
 use super::Method;
 use crate::engine::dataset::blob_name;
+use crate::engine::files::FLAT_KIND;
 use crate::engine::OpenMode;
-use crate::records::{EngineKind, EngineSettings};
+use crate::records::EngineSettings;
 use crate::{Error, Result};
 
 /// Blob sizes are spread over this range, from one page to many.
@@ -89,7 +90,7 @@ impl Dataset {
     }
 
     fn write_file(&self, key: u32) -> Result<()> {
-        let p = self.path.join(blob_name(EngineKind::Flat, key));
+        let p = self.path.join(blob_name(FLAT_KIND, key));
         std::fs::write(&p, self.content(key)).map_err(|e| Error::io(&p, "cannot write", e))
     }
 
@@ -239,7 +240,7 @@ impl Dataset {
             }
         }
         for key in 1..=self.count {
-            let p = self.path.join(blob_name(EngineKind::Flat, key));
+            let p = self.path.join(blob_name(FLAT_KIND, key));
             found[key as usize] = match std::fs::read(&p) {
                 Ok(bytes) => Some(blob::check(&bytes, key, blob_len(self.seed, key))),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -296,7 +297,7 @@ mod tests {
         let path = dir.path().join("blobs");
         let mut ds = Dataset::create(&path, FILES, 5, 3).unwrap();
         let base = 1u64 << 32;
-        let file = |k| path.join(blob_name(EngineKind::Flat, k));
+        let file = |k| path.join(blob_name(FLAT_KIND, k));
         let mut newer = vec![0u8; blob_len(3, 2)];
         blob::encode(&mut newer, 2, base + 4);
         std::fs::write(file(2), &newer).unwrap();
@@ -315,7 +316,7 @@ mod tests {
 
     #[test]
     fn engine_stores_are_read_back_and_rebuilt() {
-        for engine in [EngineKind::Lmdb, EngineKind::Redb, EngineKind::Fjall] {
+        for engine in crate::engine::registry::key_value_kinds() {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("kv");
             let mut ds = Dataset::create(&path, Method::Engine { engine, durable: true }, 4, 5).unwrap();

@@ -3,6 +3,10 @@
 //! child process writes through exactly the code paths that `run --update`
 //! times.
 
+use std::sync::OnceLock;
+
+use crate::engine::backend::CrashWrite;
+use crate::engine::registry::BACKENDS;
 use crate::records::{DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel};
 use crate::util::units::UnitError;
 
@@ -20,101 +24,37 @@ pub enum Method {
     Engine { engine: EngineKind, durable: bool },
 }
 
-/// Every method: name, what it is, the method. A new write path is one
-/// more variant of [`Method`], one row here, its store in `writer.rs`, and
-/// an arm in [`Method::acknowledges_durability`].
-const TABLE: [(&str, &str, Method); 18] = [
-    ("db-wal-normal", "SQLite, WAL, synchronous=NORMAL", Method::Db { journal: "wal", sync: SyncLevel::Normal }),
-    ("db-wal-full", "SQLite, WAL, synchronous=FULL", Method::Db { journal: "wal", sync: SyncLevel::Full }),
-    (
-        "db-delete",
-        "SQLite, rollback journal (DELETE), synchronous=FULL",
-        Method::Db { journal: "delete", sync: SyncLevel::Full },
-    ),
-    (
-        "db-delete-extra",
-        "SQLite, rollback journal (DELETE), synchronous=EXTRA",
-        Method::Db { journal: "delete", sync: SyncLevel::Extra },
-    ),
-    ("db-off", "SQLite, journal_mode=OFF, synchronous=OFF", Method::Db { journal: "off", sync: SyncLevel::Off }),
-    (
-        "truncate",
-        "files, fopen(\"wb\") + fwrite (kvtest)",
-        Method::Files { write: FileWrite::Truncate, fsync: false, sync_dir: false },
-    ),
-    (
-        "truncate-fsync",
-        "files, fopen(\"wb\") + fwrite + fsync",
-        Method::Files { write: FileWrite::Truncate, fsync: true, sync_dir: false },
-    ),
-    (
-        "inplace",
-        "files, pwrite over the old bytes",
-        Method::Files { write: FileWrite::Inplace, fsync: false, sync_dir: false },
-    ),
-    (
-        "inplace-fsync",
-        "files, pwrite over the old bytes + fsync",
-        Method::Files { write: FileWrite::Inplace, fsync: true, sync_dir: false },
-    ),
-    (
-        "replace",
-        "files, write a temporary file + rename",
-        Method::Files { write: FileWrite::Replace, fsync: false, sync_dir: false },
-    ),
-    (
-        "replace-fsync",
-        "files, write a temporary file + fsync + rename",
-        Method::Files { write: FileWrite::Replace, fsync: true, sync_dir: false },
-    ),
-    (
-        "replace-fsync-dir",
-        "files, write a temporary file + fsync + rename + fsync of the directory",
-        Method::Files { write: FileWrite::Replace, fsync: true, sync_dir: true },
-    ),
-    (
-        "lmdb-durable",
-        "LMDB, one transaction per write, default commit (synced)",
-        Method::Engine { engine: EngineKind::Lmdb, durable: true },
-    ),
-    (
-        "lmdb-fast",
-        "LMDB, one transaction per write, MDB_NOSYNC",
-        Method::Engine { engine: EngineKind::Lmdb, durable: false },
-    ),
-    (
-        "redb-durable",
-        "redb, one transaction per write, Durability::Immediate",
-        Method::Engine { engine: EngineKind::Redb, durable: true },
-    ),
-    (
-        "redb-fast",
-        "redb, one transaction per write, Durability::None",
-        Method::Engine { engine: EngineKind::Redb, durable: false },
-    ),
-    (
-        "fjall-durable",
-        "fjall, one insert per write + persist(SyncAll)",
-        Method::Engine { engine: EngineKind::Fjall, durable: true },
-    ),
-    (
-        "fjall-fast",
-        "fjall, one insert per write, buffered journal",
-        Method::Engine { engine: EngineKind::Fjall, durable: false },
-    ),
-];
+/// Every method: name, what it is, the method, from each engine's
+/// backend (its `crash_modes`) in the registry's order. A new write path
+/// is one more row there; a new kind of write, one more variant of
+/// [`CrashWrite`] and [`Method`] and an arm in each `match` below.
+fn table() -> &'static [(&'static str, &'static str, Method)] {
+    static TABLE: OnceLock<Vec<(&'static str, &'static str, Method)>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let rows = BACKENDS.iter().flat_map(|b| b.crash_modes().iter().map(move |m| (b.kind(), m)));
+        rows.map(|(engine, m)| (m.name, m.description, Method::from_mode(engine, m.write))).collect()
+    })
+}
 
 impl Method {
+    fn from_mode(engine: EngineKind, write: CrashWrite) -> Method {
+        match write {
+            CrashWrite::Db { journal, sync } => Method::Db { journal, sync },
+            CrashWrite::Files { write, fsync, sync_dir } => Method::Files { write, fsync, sync_dir },
+            CrashWrite::Commit { durable } => Method::Engine { engine, durable },
+        }
+    }
+
     pub fn all() -> Vec<Method> {
-        TABLE.iter().map(|t| t.2).collect()
+        table().iter().map(|t| t.2).collect()
     }
 
     pub fn name(self) -> &'static str {
-        TABLE.iter().find(|t| t.2 == self).map_or("?", |t| t.0)
+        table().iter().find(|t| t.2 == self).map_or("?", |t| t.0)
     }
 
     pub fn description(self) -> &'static str {
-        TABLE.iter().find(|t| t.2 == self).map_or("?", |t| t.1)
+        table().iter().find(|t| t.2 == self).map_or("?", |t| t.1)
     }
 
     /// Parses one name, or "all", "db", "files", "kv" for a group.
@@ -125,8 +65,8 @@ impl Method {
             "db" => Ok(Method::all().into_iter().filter(|m| m.is_db()).collect()),
             "files" => Ok(Method::all().into_iter().filter(|m| matches!(m, Method::Files { .. })).collect()),
             "kv" => Ok(Method::all().into_iter().filter(|m| m.is_engine()).collect()),
-            _ => TABLE.iter().find(|e| e.0 == t).map(|e| vec![e.2]).ok_or_else(|| {
-                let names: Vec<&str> = TABLE.iter().map(|e| e.0).collect();
+            _ => table().iter().find(|e| e.0 == t).map(|e| vec![e.2]).ok_or_else(|| {
+                let names: Vec<&str> = table().iter().map(|e| e.0).collect();
                 UnitError::from(format!(
                     "unknown write method {text:?} (one of: all, db, files, kv, {})",
                     names.join(", ")

@@ -15,7 +15,7 @@ use super::blob;
 use super::dataset::{blob_len, MAX_BLOB};
 use super::{Method, WORK_PREFIX};
 use crate::engine::{DbSession, FileStore, OpenMode, Session};
-use crate::records::{EngineKind, EngineSettings};
+use crate::records::EngineSettings;
 use crate::{Error, Result};
 
 /// What the writer needs to know; the parent passes it on the command line.
@@ -112,7 +112,7 @@ pub fn write_until_killed(spec: &WriterSpec, ready: impl FnOnce()) -> Result<Inf
         ready();
         write_forever(&mut store, spec, &sizes)
     } else if let Some(params) = spec.method.file_params() {
-        let mut store = FileStore::new(&spec.path, EngineKind::Flat, params)?;
+        let mut store = FileStore::new(&spec.path, crate::engine::files::FLAT_KIND, params)?;
         ready();
         write_forever(&mut store, spec, &sizes)
     } else if let Some((engine, kv)) = spec.method.kv_params() {

@@ -2,12 +2,12 @@
 
 use super::*;
 use crate::measure::{Stat, Summary};
-use crate::records::{DbParams, EngineKind, FileParams, WorkloadParams};
+use crate::records::{DbParams, FileParams, WorkloadParams};
 
 fn fake(us: f64) -> Experiment {
     let params = WorkloadParams {
         path: String::new(),
-        layout: EngineKind::Db,
+        layout: crate::engine::sqlite::KIND,
         update: false,
         count: 1,
         max_id: 1,

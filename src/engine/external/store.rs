@@ -1,5 +1,5 @@
 //! External blobs as a blob store: each read looks the blob's file name up
-//! in a database (`ext(k, name)`, see `dataset::init_names`) with a prepared
+//! in a database (`ext(k, name)`, see `build.rs`) with a prepared
 //! statement, then reads the file with open/fstat/read/close. The per-blob
 //! calls are raw SQLite and libc calls into reused buffers, so the timed
 //! loop holds the lookup and the file read and nothing else.
@@ -15,10 +15,10 @@ use std::ptr;
 
 use rusqlite::{ffi, Connection, OpenFlags};
 
-use super::files::{read_posix, FileWriter, PosixReadError};
-use super::sqlite::last_error;
-use super::{Engine, OpenMode, Session, Survey};
-use crate::records::{EngineKind, EngineSettings, FileParams};
+use crate::engine::api::Session;
+use crate::engine::files::store::{read_posix, FileWriter, PosixReadError};
+use crate::engine::sqlite::error::last_error;
+use crate::records::FileParams;
 use crate::{Error, Result};
 
 pub struct ExternalStore {
@@ -69,7 +69,7 @@ impl ExternalStore {
     /// [`ExternalStore::open`], writing files with `writes` when given.
     pub fn open_for(names_db: &Path, dir: &Path, cache_pages: i64, writes: Option<FileParams>) -> Result<Self> {
         use std::os::unix::ffi::OsStrExt;
-        let err = |what: &'static str| move |e| crate::engine::dataset::db_error(names_db, what, e);
+        let err = |what: &'static str| move |e| crate::engine::sqlite::error::db_error(names_db, what, e);
         if !names_db.is_file() {
             return Err(Error::NotFound(names_db.to_path_buf()));
         }
@@ -140,13 +140,13 @@ impl ExternalStore {
         drop(std::mem::replace(&mut self.remove, Statement(ptr::null_mut())));
         self.conn
             .execute_batch("COMMIT")
-            .map_err(|e| crate::engine::dataset::db_error(&self.db_path, "commit failed", e))
+            .map_err(|e| crate::engine::sqlite::error::db_error(&self.db_path, "commit failed", e))
     }
 
     pub fn close(self) -> Result<()> {
         let ExternalStore { stmt, insert, remove, conn, db_path, .. } = self;
         drop((stmt, insert, remove));
-        conn.close().map_err(|(_, e)| crate::engine::dataset::db_error(&db_path, "cannot close the database", e))
+        conn.close().map_err(|(_, e)| crate::engine::sqlite::error::db_error(&db_path, "cannot close the database", e))
     }
 
     /// The content of the blob read last (for checking, off the hot path).
@@ -288,80 +288,12 @@ impl Session for ExternalStore {
     }
 }
 
-/// External blobs: a database of names (`names.db`) and the files it names
-/// (`blobs/`), both inside one dataset directory, or at paths of their own
-/// (the matrix shares one directory of files between page sizes).
-pub struct ExternalEngine {
-    dir: PathBuf,
-    names_db: PathBuf,
-    files: PathBuf,
-    cache_pages: i64,
-    /// How writes write the named files.
-    writes: FileParams,
-}
-
-/// File names inside an external dataset directory.
-pub const NAMES_DB: &str = "names.db";
-pub const BLOBS_DIR: &str = "blobs";
-
-impl ExternalEngine {
-    pub fn new(dir: &Path, settings: &EngineSettings) -> Self {
-        let mut engine = Self::at(dir, &dir.join(NAMES_DB), &dir.join(BLOBS_DIR), settings.db.cache_size);
-        engine.writes = settings.files;
-        engine
-    }
-
-    /// An external store whose name database and files are where given.
-    pub fn at(dir: &Path, names_db: &Path, files: &Path, cache_pages: i64) -> Self {
-        ExternalEngine {
-            dir: dir.to_path_buf(),
-            names_db: names_db.to_path_buf(),
-            files: files.to_path_buf(),
-            cache_pages,
-            writes: FileParams::default(),
-        }
-    }
-}
-
-impl Engine for ExternalEngine {
-    fn kind(&self) -> EngineKind {
-        EngineKind::External
-    }
-
-    fn path(&self) -> &Path {
-        &self.dir
-    }
-
-    fn survey(&mut self, for_writes: bool) -> Result<Survey> {
-        let keys = crate::engine::dataset::list_keys(&self.files, EngineKind::Flat)?;
-        let mut blob_max = 0u32;
-        if for_writes {
-            crate::util::fsutil::check_writable_file(&self.names_db)?;
-            crate::util::fsutil::check_writable_file(&self.files)?;
-            for f in crate::engine::dataset::blob_files(&self.files, EngineKind::Flat)? {
-                let len = std::fs::metadata(&f).map_err(|e| Error::io(&f, "cannot stat", e))?.len();
-                blob_max = blob_max.max(u32::try_from(len).unwrap_or(u32::MAX));
-            }
-        }
-        Ok(Survey { max_key: keys.last().copied(), blob_max })
-    }
-
-    fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
-        let writes = mode.write.then_some(self.writes);
-        Ok(Box::new(ExternalStore::open_for(&self.names_db, &self.files, self.cache_pages, writes)?))
-    }
-
-    fn cache_files(&self) -> Result<Vec<PathBuf>> {
-        let mut list = crate::engine::dataset::blob_files(&self.files, EngineKind::Flat)?;
-        list.push(self.names_db.clone());
-        Ok(list)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::dataset::{export, init, init_names};
+    use crate::engine::external::build::init_names;
+    use crate::engine::files::{export::write_files, FLAT_KIND};
+    use crate::engine::sqlite::init::init;
     use crate::records::DatasetSpec;
     use crate::util::progress::Silent;
 
@@ -371,7 +303,7 @@ mod tests {
         let (db, files, names) = (dir.path().join("kv.db"), dir.path().join("blobs"), dir.path().join("names.db"));
         let spec = DatasetSpec { count: 20, size: 3000, variance: 1000, ..DatasetSpec::default() };
         init(&db, &spec, false, &Silent).unwrap();
-        export(&db, &files, false, false, &Silent).unwrap();
+        write_files(&db, &files, FLAT_KIND, &Silent).unwrap();
         init_names(&db, &names, 4096).unwrap();
         let kv = Connection::open(&db).unwrap();
         let blob = |k: u32| -> Vec<u8> { kv.query_row("SELECT v FROM kv WHERE k=?1", [k], |r| r.get(0)).unwrap() };
@@ -403,7 +335,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (db, files, names) = (dir.path().join("kv.db"), dir.path().join("blobs"), dir.path().join("names.db"));
         init(&db, &DatasetSpec { count: 5, size: 3000, ..DatasetSpec::default() }, false, &Silent).unwrap();
-        export(&db, &files, false, false, &Silent).unwrap();
+        write_files(&db, &files, FLAT_KIND, &Silent).unwrap();
         init_names(&db, &names, 4096).unwrap();
         for write in [
             crate::records::FileWrite::Truncate,

@@ -9,6 +9,8 @@ use std::time::Instant;
 use rand::{RngCore, SeedableRng};
 use rusqlite::Connection;
 
+use crate::engine::sqlite::error::{conn_error, db_error};
+use crate::engine::staging::{Staging, SQLITE_SIDECARS};
 use crate::records::sizes::{power_of_two_histogram, MAX_BLOB};
 use crate::records::{DatasetSpec, SizeBucket};
 use crate::util::fsutil;
@@ -53,24 +55,6 @@ pub fn estimated_bytes(spec: &DatasetSpec) -> u64 {
     u64::from(spec.count) * (spec.size_dist().mean() as u64 + 64) / 100 * 103
 }
 
-/// Removes the half-built database unless it was renamed into place.
-struct TempDb<'a> {
-    path: &'a Path,
-    keep: bool,
-}
-
-impl Drop for TempDb<'_> {
-    fn drop(&mut self) {
-        if !self.keep {
-            for suffix in ["", "-journal", "-wal", "-shm"] {
-                let mut p = self.path.as_os_str().to_owned();
-                p.push(suffix);
-                let _ = std::fs::remove_file(p);
-            }
-        }
-    }
-}
-
 pub fn init(path: &Path, spec: &DatasetSpec, force: bool, progress: &dyn Progress) -> Result<InitReport> {
     check_spec(spec)?;
     let (report, sizes) = create(path, spec.page_size, force, estimated_bytes(spec), progress, |insert, progress| {
@@ -82,7 +66,7 @@ pub fn init(path: &Path, spec: &DatasetSpec, force: bool, progress: &dyn Progres
 /// Makes the database at `path` (under a temporary name, renamed at the
 /// end) and lets `fill` insert the blobs; `fill` returns each blob's size
 /// in key order. `need` is the free space to check for.
-pub(super) fn create<F>(
+pub(crate) fn create<F>(
     path: &Path,
     page_size: u32,
     force: bool,
@@ -112,20 +96,9 @@ where
         ));
     }
     let started = Instant::now();
-    let tmp_path = fsutil::temp_sibling(path, "init");
-    let mut guard = TempDb { path: &tmp_path, keep: false };
-    let sizes = build(&tmp_path, path, page_size, progress, fill)?;
-    // The file being replaced may have a WAL or journal of its own, which
-    // must not be applied to the new database.
-    if force {
-        for suffix in ["-journal", "-wal", "-shm"] {
-            let mut p = path.as_os_str().to_owned();
-            p.push(suffix);
-            let _ = std::fs::remove_file(p);
-        }
-    }
-    std::fs::rename(&tmp_path, path).map_err(|e| Error::io(path, "cannot rename the new database into place", e))?;
-    guard.keep = true;
+    let staging = Staging::begin(path, force, "init", &|_| Ok(()))?.with_sidecars(SQLITE_SIDECARS);
+    let sizes = build(&staging.path, path, page_size, progress, fill)?;
+    staging.finish()?;
     let file_bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let report = InitReport {
         count: sizes.len() as u64,
@@ -138,18 +111,18 @@ where
 }
 
 /// Inserts blobs into the database being built.
-pub(super) struct Inserter<'a> {
+pub(crate) struct Inserter<'a> {
     stmt: rusqlite::Statement<'a>,
     conn: &'a Connection,
     target: &'a Path,
 }
 
 impl Inserter<'_> {
-    pub(super) fn insert(&mut self, key: u32, blob: &[u8]) -> Result<()> {
+    pub(crate) fn insert(&mut self, key: u32, blob: &[u8]) -> Result<()> {
         self.stmt
             .execute(rusqlite::params![key, blob])
             .map(drop)
-            .map_err(|e| crate::engine::dataset::conn_error(self.conn, self.target, "cannot build the database", e))
+            .map_err(|e| conn_error(self.conn, self.target, "cannot build the database", e))
     }
 }
 
@@ -162,8 +135,8 @@ where
     F: FnOnce(&mut Inserter<'_>, &dyn Progress) -> Result<Vec<u64>>,
 {
     let what = "cannot build the database";
-    let conn = Connection::open(tmp).map_err(|e| crate::engine::dataset::db_error(target, what, e))?;
-    let sql_err = |e| crate::engine::dataset::conn_error(&conn, target, what, e);
+    let conn = Connection::open(tmp).map_err(|e| db_error(target, what, e))?;
+    let sql_err = |e| conn_error(&conn, target, what, e);
     conn.execute_batch(&format!(
         "PRAGMA page_size={page_size}; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;
          CREATE TABLE kv(k INTEGER PRIMARY KEY, v BLOB); BEGIN;"
@@ -175,10 +148,8 @@ where
         fill(&mut inserter, progress)?
     };
     conn.execute_batch("COMMIT; PRAGMA journal_mode=DELETE;").map_err(sql_err)?;
-    conn.close().map_err(|(c, e)| crate::engine::dataset::conn_error(&c, target, what, e))?;
+    conn.close().map_err(|(c, e)| conn_error(&c, target, what, e))?;
     progress.finish();
-    let f = std::fs::File::open(tmp).map_err(|e| Error::io(target, "cannot reopen", e))?;
-    f.sync_all().map_err(|e| Error::io(target, "cannot flush to disk", e))?;
     Ok(sizes)
 }
 

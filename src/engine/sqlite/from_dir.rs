@@ -13,10 +13,10 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use super::init::{create, InitReport, Inserter};
-use crate::measure::stop_requested;
 use crate::records::sizes::{power_of_two_histogram, MAX_BLOB};
 use crate::records::{SizeBucket, SizeDist};
 use crate::util::fsutil;
+use crate::util::interrupt::stop_requested;
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 

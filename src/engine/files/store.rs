@@ -5,63 +5,13 @@
 //! does, with sqlite3_mprintf).
 
 use std::ffi::{c_void, CStr};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use super::{take, Engine, OpenMode, Session, Survey};
-use crate::engine::dataset::{blob_files, blob_name, list_keys, BlobPath};
+use crate::engine::api::{take, Session};
+use crate::engine::files::names::BlobPath;
 use crate::records::{EngineKind, FileParams, FileRead, FileWrite};
 use crate::{Error, Result};
-
-/// A directory of blob files (flat or tree) with a run's read and write calls.
-pub struct FilesEngine {
-    dir: PathBuf,
-    kind: EngineKind,
-    params: FileParams,
-}
-
-impl FilesEngine {
-    pub fn new(dir: &Path, kind: EngineKind, params: FileParams) -> Self {
-        FilesEngine { dir: dir.to_path_buf(), kind, params }
-    }
-}
-
-impl Engine for FilesEngine {
-    fn kind(&self) -> EngineKind {
-        self.kind
-    }
-
-    fn path(&self) -> &Path {
-        &self.dir
-    }
-
-    fn survey(&mut self, for_writes: bool) -> Result<Survey> {
-        let keys = list_keys(&self.dir, self.kind)?;
-        let Some(&max_key) = keys.last() else {
-            return Err(Error::bad_input(
-                &self.dir,
-                "holds no blob files (expected kvtest names like 000001 or 00/00/01)",
-            ));
-        };
-        let mut blob_max = 0u32;
-        if for_writes {
-            crate::util::fsutil::check_writable_file(&self.dir)?;
-            for &k in &keys {
-                let f = self.dir.join(blob_name(self.kind, k));
-                let len = std::fs::metadata(&f).map_err(|e| Error::io(&f, "cannot stat", e))?.len();
-                blob_max = blob_max.max(u32::try_from(len).unwrap_or(u32::MAX));
-            }
-        }
-        Ok(Survey { max_key: Some(max_key), blob_max })
-    }
-
-    fn open(&self, _mode: OpenMode) -> Result<Box<dyn Session>> {
-        Ok(Box::new(FileStore::new(&self.dir, self.kind, self.params)?))
-    }
-
-    fn cache_files(&self) -> Result<Vec<PathBuf>> {
-        blob_files(&self.dir, self.kind)
-    }
-}
 
 pub struct FileStore {
     path: BlobPath,
@@ -111,6 +61,11 @@ impl FileStore {
                 return miss_or_error(path, "cannot open");
             }
             let data = libc::malloc(size.max(1));
+            if data.is_null() {
+                libc::fclose(f);
+                let e = std::io::Error::from_raw_os_error(libc::ENOMEM);
+                return Err(Error::io(&self.path.path(), "cannot allocate a buffer for the blob", e));
+            }
             let got = libc::fread(data, size, 1, f);
             // A read error is reported; a file that shrank meanwhile is a miss.
             let failed = got != 1 && libc::ferror(f) != 0;
@@ -164,7 +119,7 @@ fn miss_or_error(p: &CStr, what: &str) -> Result<u64> {
 /// The write calls of one run's `FileParams`, on files named by the
 /// caller: shared by every store that writes blob files (one file per blob,
 /// external blobs), so they all make exactly the same calls.
-pub(super) struct FileWriter {
+pub(crate) struct FileWriter {
     pub params: FileParams,
 }
 
@@ -187,15 +142,16 @@ impl FileWriter {
     pub fn put(&self, p: &CStr, t: &CStr, content: &[u8]) -> Result<u64> {
         match self.params.write {
             FileWrite::Truncate => self.truncate_write(p, content),
-            // SAFETY: NUL-terminated path; finish_inplace closes the descriptor.
-            FileWrite::Inplace => unsafe {
-                let fd = libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_CREAT, 0o644 as libc::c_uint);
+            FileWrite::Inplace => {
+                // SAFETY: NUL-terminated path.
+                let fd = unsafe { libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_CREAT, 0o644 as libc::c_uint) };
                 if fd < 0 {
-                    Err(os_error(p, "cannot open for writing"))
-                } else {
-                    self.finish_inplace(fd, p, content, Some(content.len()))
+                    return Err(os_error(p, "cannot open for writing"));
                 }
-            },
+                // SAFETY: a descriptor just opened, owned by nothing else.
+                let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+                self.finish_inplace(fd, p, content, Some(content.len()))
+            }
             FileWrite::Replace => self.replace_write(p, t, content),
         }
     }
@@ -247,40 +203,36 @@ impl FileWriter {
 
     #[inline]
     fn write_inplace(&self, p: &CStr, key: u32, content: &[u8]) -> Result<u64> {
-        // SAFETY: as above.
-        unsafe {
-            let fd = libc::open(p.as_ptr(), libc::O_WRONLY);
-            if fd < 0 {
-                return miss_or_error(p, "cannot open for writing");
-            }
-            let mut st: libc::stat = std::mem::zeroed();
-            if libc::fstat(fd, &mut st) != 0 {
-                let e = os_error(p, "cannot stat");
-                libc::close(fd);
-                return Err(e);
-            }
-            let content = match take(content, st.st_size as usize, key) {
-                Ok(c) => c,
-                Err(e) => {
-                    libc::close(fd);
-                    return Err(e);
-                }
-            };
-            self.finish_inplace(fd, p, content, None)
+        // SAFETY: NUL-terminated path.
+        let fd = unsafe { libc::open(p.as_ptr(), libc::O_WRONLY) };
+        if fd < 0 {
+            return miss_or_error(p, "cannot open for writing");
         }
+        // SAFETY: a descriptor just opened, owned by nothing else; it is
+        // closed when `fd` drops, on every path.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: a valid descriptor and a zeroed out-parameter.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+            return Err(os_error(p, "cannot stat"));
+        }
+        let content = take(content, st.st_size as usize, key)?;
+        self.finish_inplace(fd, p, content, None)
     }
 
     /// pwrite over the old bytes, cut the file to `len` when given, fsync
-    /// when asked, close.
+    /// when asked; the file closes when `fd` drops.
     #[inline]
-    unsafe fn finish_inplace(&self, fd: libc::c_int, p: &CStr, content: &[u8], len: Option<usize>) -> Result<u64> {
-        let ok = write_all_at(fd, content) && len.is_none_or(|n| libc::ftruncate(fd, n as libc::off_t) == 0);
-        let ok = ok && (!self.params.fsync || libc::fsync(fd) == 0);
-        let err = if ok { None } else { Some(os_error(p, "cannot write")) };
-        libc::close(fd);
-        match err {
-            Some(e) => Err(e),
-            None => Ok(content.len() as u64),
+    fn finish_inplace(&self, fd: OwnedFd, p: &CStr, content: &[u8], len: Option<usize>) -> Result<u64> {
+        let raw = fd.as_raw_fd();
+        // SAFETY: `raw` is open for as long as `fd` lives.
+        let ok = write_all_at(fd.as_fd(), content)
+            && len.is_none_or(|n| unsafe { libc::ftruncate(raw, n as libc::off_t) } == 0)
+            && (!self.params.fsync || unsafe { libc::fsync(raw) } == 0);
+        if ok {
+            Ok(content.len() as u64)
+        } else {
+            Err(os_error(p, "cannot write"))
         }
     }
 
@@ -307,7 +259,7 @@ impl FileWriter {
             if fd < 0 {
                 return Err(os_error(p, "cannot create a temporary file"));
             }
-            let ok = write_all_at(fd, content) && (!self.params.fsync || libc::fsync(fd) == 0);
+            let ok = write_all_at(BorrowedFd::borrow_raw(fd), content) && (!self.params.fsync || libc::fsync(fd) == 0);
             let err = if ok { None } else { Some(os_error(p, "cannot write")) };
             let closed = libc::close(fd) == 0;
             if let Some(e) = err {
@@ -325,7 +277,7 @@ impl FileWriter {
 }
 
 /// Why [`read_posix`] failed: the step and the OS error.
-pub(super) struct PosixReadError {
+pub(crate) struct PosixReadError {
     pub what: &'static str,
     pub err: std::io::Error,
 }
@@ -334,7 +286,7 @@ pub(super) struct PosixReadError {
 /// close; returns the bytes read. Shared by every store that reads a blob
 /// file this way, so they all make exactly the same calls.
 #[inline]
-pub(super) fn read_posix(path: &CStr, buf: &mut Vec<u8>) -> std::result::Result<u64, PosixReadError> {
+pub(crate) fn read_posix(path: &CStr, buf: &mut Vec<u8>) -> std::result::Result<u64, PosixReadError> {
     let fail = |what| PosixReadError { what, err: std::io::Error::last_os_error() };
     // SAFETY: path is NUL-terminated; reads go into `buf` within its length
     // and the descriptor is closed on every path out.
@@ -377,10 +329,11 @@ pub(super) fn read_posix(path: &CStr, buf: &mut Vec<u8>) -> std::result::Result<
 
 /// pwrite until everything is written; false on error.
 #[inline]
-unsafe fn write_all_at(fd: libc::c_int, mut data: &[u8]) -> bool {
+fn write_all_at(fd: BorrowedFd<'_>, mut data: &[u8]) -> bool {
     let mut offset = 0i64;
     while !data.is_empty() {
-        let n = libc::pwrite(fd, data.as_ptr().cast(), data.len(), offset);
+        // SAFETY: an open descriptor and a slice's own pointer and length.
+        let n = unsafe { libc::pwrite(fd.as_raw_fd(), data.as_ptr().cast(), data.len(), offset) };
         if n <= 0 {
             if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
                 continue;
@@ -440,6 +393,21 @@ mod tests {
 
     fn params(read: FileRead, write: FileWrite) -> FileParams {
         FileParams { read, write, fsync: false }
+    }
+
+    #[test]
+    fn a_blob_too_big_to_allocate_is_a_clear_error() {
+        // malloc of 1 TiB fails under the kernel's default overcommit
+        // heuristic; with overcommit always on it would succeed and the
+        // read of the sparse file would run for hours.
+        let overcommit = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap();
+        assert_ne!(overcommit.trim(), "1", "this test needs vm.overcommit_memory 0 or 2");
+        let dir = tempfile::tempdir().unwrap();
+        let f = std::fs::File::create(dir.path().join("000001")).unwrap();
+        f.set_len(1 << 40).unwrap();
+        let mut s = FileStore::new(dir.path(), EngineKind::Flat, params(FileRead::Stdio, FileWrite::Truncate)).unwrap();
+        let err = s.read(1).unwrap_err().to_string();
+        assert!(err.contains("cannot allocate") && err.contains("000001"), "{err}");
     }
 
     #[test]

@@ -1,0 +1,158 @@
+//! What every engine offers the drivers: an [`Engine`] (a dataset opened
+//! with one run's settings) and its [`Session`]s, whose calls are timed.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::records::{EngineKind, PgServerInfo};
+use crate::Result;
+
+/// What a session was opened for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenMode {
+    /// Writes (overwrite, put, delete) will be made.
+    pub write: bool,
+    /// Ask the engine for its largest key inside the setup phase, as kvtest
+    /// does for a database when no --max-id is given.
+    pub find_max: bool,
+}
+
+impl OpenMode {
+    pub const READ: OpenMode = OpenMode { write: false, find_max: false };
+    pub const WRITE: OpenMode = OpenMode { write: true, find_max: false };
+}
+
+/// What is learnt about a dataset before any timed run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Survey {
+    /// Largest key present, when the engine knows it without a timed query
+    /// (SQLite finds it inside its setup phase instead, as kvtest does).
+    pub max_key: Option<u32>,
+    /// Largest blob, when surveyed for writes: new content is cut from a
+    /// pool at least this long.
+    pub blob_max: u32,
+}
+
+/// What an engine reports about a session (kvtest prints SQLite's).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionInfo {
+    pub page_size: Option<i64>,
+    pub cache_size: Option<i64>,
+    pub journal_mode: Option<String>,
+    /// Largest key, when the session was opened with `find_max`.
+    pub max_key: Option<u32>,
+    /// The close runs a checkpoint (an SQLite WAL): timed as its own phase
+    /// when the run asks for that.
+    pub close_checkpoints: bool,
+}
+
+/// A dataset opened with one run's settings.
+pub trait Engine: Send + Sync {
+    fn kind(&self) -> EngineKind;
+
+    fn path(&self) -> &Path;
+
+    /// Checks the dataset before any run (schema, keys present, write
+    /// access when `for_writes`) and learns what the runs need. Called once,
+    /// outside every timer; later sessions rely on what it found.
+    fn survey(&mut self, for_writes: bool) -> Result<Survey>;
+
+    /// The setup phase: open, settings, begin the run's transaction.
+    fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>>;
+
+    /// Every file whose pages a cold run must drop from the page cache.
+    fn cache_files(&self) -> Result<Vec<PathBuf>>;
+
+    /// Checks after the timed runs that can still invalidate their figures
+    /// (values that are not blobs). Outside every timer.
+    fn verify_after_reads(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// What a database server said about itself (PostgreSQL); None for
+    /// the in-process engines.
+    fn server_info(&self) -> Option<PgServerInfo> {
+        None
+    }
+}
+
+/// One open session: the timed calls, then commit and close.
+pub trait Session: Send {
+    /// Reads blob `key`; returns its size, or 0 when there is no such blob.
+    fn read(&mut self, key: u32) -> Result<u64>;
+
+    /// Overwrites blob `key` with as many bytes of `content` as it already
+    /// has (sizes never change, as in kvtest); returns that size, or 0 when
+    /// there is no such blob. A `content` shorter than the blob is an error,
+    /// never a read past its end.
+    fn overwrite(&mut self, key: u32, content: &[u8]) -> Result<u64>;
+
+    /// Stores exactly `content` as blob `key`, replacing any blob there
+    /// (its size may change) or inserting a new one.
+    fn put(&mut self, key: u32, content: &[u8]) -> Result<()>;
+
+    /// Removes blob `key`; false when there was none.
+    fn delete(&mut self, key: u32) -> Result<bool>;
+
+    /// Ends the run's transaction (nothing where there is none).
+    fn commit(&mut self) -> Result<()>;
+
+    /// Closes the session (an SQLite WAL is checkpointed here).
+    fn close(self: Box<Self>) -> Result<()>;
+
+    fn info(&self) -> SessionInfo {
+        SessionInfo::default()
+    }
+
+    /// The bytes the last `read` copied out, from the start of a buffer at
+    /// least as long as the size it returned; None where the session keeps
+    /// no copy. For checks outside every timer (the crash test's).
+    fn last_read(&self) -> Option<&[u8]> {
+        None
+    }
+
+    /// SQLite's memory and cache counters (kvtest's --stats); None elsewhere.
+    fn sqlite_stats(&self) -> Option<SqliteStats> {
+        None
+    }
+
+    /// One round trip to a server that does no work (PostgreSQL's
+    /// `SELECT 1`): the protocol and socket floor under each read. False
+    /// where there is no server (the in-process engines).
+    fn round_trip(&mut self) -> Result<bool> {
+        Ok(false)
+    }
+}
+
+/// A content slice long enough for `len` bytes, or the error a too-short
+/// one deserves (callers promise a long enough pool; this keeps a safe
+/// function from reading past a slice whatever the caller passes).
+#[inline]
+pub(crate) fn take(content: &[u8], len: usize, key: u32) -> Result<&[u8]> {
+    content.get(..len).ok_or_else(|| too_short(content.len(), len, key))
+}
+
+#[cold]
+fn too_short(have: usize, need: usize, key: u32) -> crate::Error {
+    crate::Error::invalid(format!("new content for key {key} has {have} bytes, the blob has {need}"))
+}
+
+/// kvtest's --stats figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SqliteStats {
+    pub memory_used: i64,
+    pub memory_max: i64,
+    pub allocations: i64,
+    pub allocations_max: i64,
+    pub pcache_pages: i64,
+    pub pcache_pages_max: i64,
+    pub pcache_overflow: i64,
+    pub pcache_overflow_max: i64,
+    pub largest_allocation: i64,
+    pub largest_pcache_allocation: i64,
+    pub pager_heap: i64,
+    pub cache_hits: i64,
+    pub cache_misses: i64,
+    pub cache_writes: i64,
+}

@@ -1,0 +1,97 @@
+//! What one engine kind brings to blobbench, so that adding an engine is
+//! one module that implements [`Backend`] and one row in the registry
+//! (`engine/registry.rs`): how its dataset is recognised, built from a
+//! kvtest database, opened with a run's settings and described, what its
+//! timer covers, and which write modes the crash test puts through it.
+
+use std::path::Path;
+
+use crate::engine::api::Engine;
+use crate::engine::report::{ExportReport, StatReport};
+use crate::records::{EngineKind, EngineSettings, FileWrite, SyncLevel};
+use crate::util::progress::Progress;
+use crate::Result;
+
+/// What detection looked at: the path, whether it is a directory, and the
+/// first bytes of a file (empty for a directory).
+pub struct Probe<'a> {
+    pub path: &'a Path,
+    pub is_dir: bool,
+    pub head: &'a [u8],
+}
+
+/// A backend's answer to "is this your dataset?".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    No,
+    /// Its own marker is there (a file header, the engine's own files).
+    Yes,
+    /// Any directory would do (a directory of blob files): taken only when
+    /// no backend says [`Claim::Yes`].
+    Fallback,
+}
+
+/// How the crash test's child writes through a backend. Each maps onto
+/// the settings the benchmark itself uses, so the child writes through the
+/// code paths that `run --update` times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashWrite {
+    /// One UPDATE per transaction, with this journal mode and synchronous.
+    Db { journal: &'static str, sync: SyncLevel },
+    /// One overwrite per file; with `sync_dir` the directory is fsync'd
+    /// after each one (to make a rename durable).
+    Files { write: FileWrite, fsync: bool, sync_dir: bool },
+    /// One overwrite per committed transaction, with the engine's durable
+    /// commit or its fast one.
+    Commit { durable: bool },
+}
+
+/// One write mode of the crash test: its name on the command line, what it
+/// is, and how it writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CrashMode {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub write: CrashWrite,
+}
+
+/// One engine kind. Every method is required, so a new engine that forgets
+/// one does not compile.
+pub trait Backend: Sync {
+    fn kind(&self) -> EngineKind;
+
+    /// Whether `probe` is this engine's dataset.
+    fn claim(&self, probe: &Probe) -> Claim;
+
+    /// Builds this engine's dataset at `target` from the kvtest database
+    /// `db`: the same keys and byte-identical values, staged under a
+    /// temporary name (`engine::staging`) so an interrupted build never
+    /// looks complete. With `force`, only a previous dataset of this kind is
+    /// replaced.
+    /// `settings` carries an engine's own build options (PostgreSQL's
+    /// server and column storage); the others ignore it.
+    fn build(
+        &self,
+        db: &Path,
+        target: &Path,
+        force: bool,
+        settings: &EngineSettings,
+        progress: &dyn Progress,
+    ) -> Result<ExportReport>;
+
+    /// The dataset at `path` with one run's settings (nothing is opened yet).
+    fn open(&self, path: &Path, settings: &EngineSettings) -> Box<dyn Engine>;
+
+    /// What `stat` says about the dataset. `vacuum` rebuilds a database
+    /// first; other engines refuse it.
+    /// `settings` says how to reach a server (PostgreSQL's `--pg`).
+    fn stat(&self, path: &Path, vacuum: bool, settings: &EngineSettings) -> Result<StatReport>;
+
+    /// What kvtest's total covers for this engine with these settings, as
+    /// `run` prints it ("open + loop + commit + close").
+    fn timer_covers(&self, settings: &EngineSettings) -> &'static str;
+
+    /// The crash test's write modes through this engine (none is a choice,
+    /// stated by returning an empty list).
+    fn crash_modes(&self) -> &'static [CrashMode];
+}

@@ -1,0 +1,137 @@
+//! External blobs, the layout of SQLite's internal-vs-external study: the
+//! blobs as flat files in `blobs/` and a database of their names,
+//! `names.db` (`ext(k INTEGER PRIMARY KEY, name TEXT)`), in one directory.
+//! The store is `store.rs`, the build `build.rs`.
+
+pub mod build;
+mod layout;
+mod store;
+
+use std::path::{Path, PathBuf};
+
+pub use layout::{BLOBS_DIR, KIND, NAMES_DB};
+pub use store::ExternalStore;
+
+use layout::is_dataset;
+
+use crate::engine::api::{Engine, OpenMode, Session, Survey};
+use crate::engine::backend::{Backend, Claim, CrashMode, Probe};
+use crate::engine::files::{self, names::blob_files, names::list_keys};
+use crate::engine::report::{ExportReport, StatReport};
+use crate::records::{EngineKind, EngineSettings, FileParams};
+use crate::util::progress::Progress;
+use crate::{Error, Result};
+
+/// The external layout's backend.
+pub struct ExternalBackend;
+
+pub static BACKEND: ExternalBackend = ExternalBackend;
+
+impl Backend for ExternalBackend {
+    fn kind(&self) -> EngineKind {
+        KIND
+    }
+
+    fn claim(&self, probe: &Probe) -> Claim {
+        if probe.is_dir && is_dataset(probe.path) {
+            Claim::Yes
+        } else {
+            Claim::No
+        }
+    }
+
+    fn build(
+        &self,
+        db: &Path,
+        target: &Path,
+        force: bool,
+        _settings: &EngineSettings,
+        progress: &dyn Progress,
+    ) -> Result<ExportReport> {
+        build::build(db, target, force, progress)
+    }
+
+    fn open(&self, path: &Path, settings: &EngineSettings) -> Box<dyn Engine> {
+        Box::new(ExternalEngine::new(path, settings))
+    }
+
+    /// What its blob directory holds (the names add a few pages).
+    fn stat(&self, path: &Path, vacuum: bool, _settings: &EngineSettings) -> Result<StatReport> {
+        files::FLAT.stat(&path.join(BLOBS_DIR), vacuum, _settings)
+    }
+
+    fn timer_covers(&self, _settings: &EngineSettings) -> &'static str {
+        "open of the name database + loop + commit + close"
+    }
+
+    /// Its writes are the files' (the crash test's file modes).
+    fn crash_modes(&self) -> &'static [CrashMode] {
+        &[]
+    }
+}
+
+/// External blobs: a database of names (`names.db`) and the files it names
+/// (`blobs/`), both inside one dataset directory, or at paths of their own
+/// (the matrix shares one directory of files between page sizes).
+pub struct ExternalEngine {
+    dir: PathBuf,
+    names_db: PathBuf,
+    files: PathBuf,
+    cache_pages: i64,
+    /// How writes write the named files.
+    writes: FileParams,
+}
+
+impl ExternalEngine {
+    pub fn new(dir: &Path, settings: &EngineSettings) -> Self {
+        let mut engine = Self::at(dir, &dir.join(NAMES_DB), &dir.join(BLOBS_DIR), settings.db.cache_size);
+        engine.writes = settings.files;
+        engine
+    }
+
+    /// An external store whose name database and files are where given.
+    pub fn at(dir: &Path, names_db: &Path, files: &Path, cache_pages: i64) -> Self {
+        ExternalEngine {
+            dir: dir.to_path_buf(),
+            names_db: names_db.to_path_buf(),
+            files: files.to_path_buf(),
+            cache_pages,
+            writes: FileParams::default(),
+        }
+    }
+}
+
+impl Engine for ExternalEngine {
+    fn kind(&self) -> EngineKind {
+        EngineKind::External
+    }
+
+    fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    fn survey(&mut self, for_writes: bool) -> Result<Survey> {
+        let keys = list_keys(&self.files, files::FLAT_KIND)?;
+        let mut blob_max = 0u32;
+        if for_writes {
+            crate::util::fsutil::check_writable_file(&self.names_db)?;
+            crate::util::fsutil::check_writable_file(&self.files)?;
+            for f in blob_files(&self.files, files::FLAT_KIND)? {
+                let len = std::fs::metadata(&f).map_err(|e| Error::io(&f, "cannot stat", e))?.len();
+                blob_max = blob_max.max(u32::try_from(len).unwrap_or(u32::MAX));
+            }
+        }
+        Ok(Survey { max_key: keys.last().copied(), blob_max })
+    }
+
+    fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
+        let writes = mode.write.then_some(self.writes);
+        Ok(Box::new(ExternalStore::open_for(&self.names_db, &self.files, self.cache_pages, writes)?))
+    }
+
+    fn cache_files(&self) -> Result<Vec<PathBuf>> {
+        let mut list = blob_files(&self.files, files::FLAT_KIND)?;
+        list.push(self.names_db.clone());
+        Ok(list)
+    }
+}
