@@ -105,7 +105,7 @@ impl Cluster {
     pub fn init(dir: &Path) -> Result<()> {
         let bins = find_binaries()?;
         let run_as = run_as()?;
-        let data = dir.join(DATA_DIR);
+        let data = absolute(dir)?.join(DATA_DIR);
         check_socket_path(&data)?;
         std::fs::create_dir(&data).map_err(|e| Error::io(&data, "cannot create the cluster directory", e))?;
         if let Some(who) = run_as {
@@ -130,7 +130,7 @@ impl Cluster {
     /// Starts the cluster in `dir/pgdata`, first stopping a server a killed
     /// run left there.
     pub fn start(dir: &Path) -> Result<Cluster> {
-        let data = dir.join(DATA_DIR);
+        let data = absolute(dir)?.join(DATA_DIR);
         if !data.join("PG_VERSION").is_file() {
             return Err(Error::bad_input(dir, "holds no PostgreSQL cluster (no pgdata/PG_VERSION)"));
         }
@@ -177,7 +177,7 @@ impl Drop for Cluster {
 /// Stops whatever server runs on `dir/pgdata` (a killed run's), if any;
 /// nothing when there is none. Called before a dataset is removed.
 pub fn stop_any(dir: &Path) -> Result<()> {
-    let data = dir.join(DATA_DIR);
+    let data = absolute(dir)?.join(DATA_DIR);
     if !data.join("postmaster.pid").exists() {
         return Ok(());
     }
@@ -194,6 +194,11 @@ fn stop_stale(data: &Path, bins: &Binaries, who: Option<RunAs>) -> Result<()> {
         return Ok(());
     }
     stop(data, bins, who, "immediate")
+}
+
+/// PostgreSQL's programs run from `/`: every path they get is absolute.
+fn absolute(dir: &Path) -> Result<PathBuf> {
+    std::path::absolute(dir).map_err(|e| Error::io(dir, "cannot resolve", e))
 }
 
 fn read_pid(data: &Path) -> Result<Option<i32>> {
