@@ -69,6 +69,7 @@ impl RunOptions {
             seed: (self.update || self.mix.is_some()).then_some(self.seed),
             zipf_theta: self.zipf,
             mix: self.mix,
+            server: None,
         }
     }
 
@@ -209,7 +210,8 @@ pub fn run_engine(
     let info = seen.info.unwrap_or_default();
     let max_id = max_id.or(info.max_key).unwrap_or(0);
     let interrupted = measured.interrupted;
-    let mut experiment = Experiment::from_measured(id, label, opts.params(layout, max_id, 1), measured);
+    let params = WorkloadParams { server: engine.server_info(), ..opts.params(layout, max_id, 1) };
+    let mut experiment = Experiment::from_measured(id, label, params, measured);
     if let Some(script) = &script {
         experiment.class_latency = script
             .class_latency()

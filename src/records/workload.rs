@@ -252,6 +252,9 @@ pub struct WorkloadParams {
     /// Reads and same-size overwrites mixed in this ratio (`--mix`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mix: Option<Mix>,
+    /// The PostgreSQL server the run measured (version and settings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<super::PgServerInfo>,
 }
 
 /// A mix of reads and writes (`--mix READ:WRITE`, e.g. 95:5).

@@ -21,6 +21,7 @@ fn fake(us: f64) -> Experiment {
         seed: None,
         zipf_theta: None,
         mix: None,
+        server: None,
     };
     Experiment {
         id: String::new(),
