@@ -98,6 +98,10 @@ pub struct RunArgs {
     /// own throwaway cluster is started.
     #[arg(long, value_name = "URL")]
     pub pg: Option<String>,
+    /// PostgreSQL: time a prepared SELECT 1 per op on the same connection
+    /// instead of a read (the protocol and socket floor under each read).
+    #[arg(long, conflicts_with_all = ["update", "mix", "threads"])]
+    pub round_trip: bool,
     /// Timed runs (the kvtest lines show the median one).
     #[arg(long, default_value = "5", value_parser = repeat_count)]
     pub repeat: u32,
@@ -242,6 +246,7 @@ impl RunArgs {
                 multitrans: self.multitrans,
             },
             pg: PgParams { url: self.pg.clone(), ..PgParams::default() },
+            round_trip: self.round_trip,
             integrity_check: self.integrity_check,
             stats: self.stats,
             plan: Plan {

@@ -43,6 +43,8 @@ pub struct RunOptions {
     pub zipf: Option<f64>,
     /// Reads and overwrites mixed in this ratio (`--mix READ:WRITE`).
     pub mix: Option<Mix>,
+    /// Time a server's `SELECT 1` per op instead of a read (the floor).
+    pub round_trip: bool,
 }
 
 impl RunOptions {
@@ -69,6 +71,7 @@ impl RunOptions {
             seed: (self.update || self.mix.is_some()).then_some(self.seed),
             zipf_theta: self.zipf,
             mix: self.mix,
+            round_trip: self.round_trip,
             server: None,
         }
     }
@@ -91,6 +94,7 @@ impl RunOptions {
             seed: 1,
             zipf: None,
             mix: None,
+            round_trip: false,
         }
     }
 
@@ -162,6 +166,7 @@ pub fn run_engine(
     let work = match (&script, &pool) {
         (Some(script), _) => Work::Script(script),
         (None, Some(pool)) => Work::Overwrite(pool),
+        (None, None) if opts.round_trip => Work::RoundTrip,
         (None, None) => Work::Read,
     };
     let mut evict = lazy_eviction(engine.as_ref());
@@ -263,6 +268,9 @@ pub(crate) fn validate(opts: &RunOptions) -> Result<()> {
         if opts.update {
             return Err(Error::invalid("--mix and --update do not go together (--mix 0:1 writes only)"));
         }
+    }
+    if opts.round_trip && (opts.update || opts.mix.is_some()) {
+        return Err(Error::invalid("--round-trip times SELECT 1 instead of reads; it takes no --update or --mix"));
     }
     if opts.db.mmap_bytes < 0 {
         return Err(Error::invalid("--mmap must not be negative"));

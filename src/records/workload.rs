@@ -252,6 +252,9 @@ pub struct WorkloadParams {
     /// Reads and same-size overwrites mixed in this ratio (`--mix`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mix: Option<Mix>,
+    /// Each op was a server round trip with no work (`SELECT 1`), not a read.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub round_trip: bool,
     /// The PostgreSQL server the run measured (version and settings).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<super::PgServerInfo>,
