@@ -44,8 +44,10 @@ impl EngineKind {
         EngineKind::PostgresLo,
     ];
 
-    /// The key-value engines, which `suite --engines` can add.
-    pub const KEY_VALUE: [EngineKind; 3] = [EngineKind::Lmdb, EngineKind::Redb, EngineKind::Fjall];
+    /// The key-value engines, which `suite --engines` can add (PostgreSQL
+    /// too: a key-value table on a server).
+    pub const KEY_VALUE: [EngineKind; 5] =
+        [EngineKind::Lmdb, EngineKind::Redb, EngineKind::Fjall, EngineKind::Postgres, EngineKind::PostgresLo];
 
     pub fn name(self) -> &'static str {
         match self {

@@ -32,6 +32,9 @@ pub const SHARED_BUFFERS: &str = "128MB";
 const DEBIAN_LIB: &str = "/usr/lib/postgresql";
 /// Longest Unix socket path (`sun_path` less its terminating NUL).
 const SOCKET_PATH_MAX: usize = 107;
+/// The pid of the blobbench process that started the cluster, beside
+/// `pgdata/` (a dead one means a killed run).
+const OWNER: &str = "blobbench-server.pid";
 /// The settings file rewritten at each start (the socket's directory).
 const SOCKET_CONF: &str = "blobbench.conf";
 /// What to install when the programs are missing.
@@ -138,6 +141,9 @@ impl Cluster {
         let bins = find_binaries()?;
         let run_as = run_as()?;
         stop_stale(&data, &bins, run_as)?;
+        let owner = data.with_file_name(OWNER);
+        std::fs::write(&owner, std::process::id().to_string())
+            .map_err(|e| Error::io(&owner, "cannot record which process runs the cluster", e))?;
         let quoted = data.display().to_string().replace('\'', "''");
         let conf = data.join(SOCKET_CONF);
         std::fs::write(&conf, format!("unix_socket_directories = '{quoted}'\n"))
@@ -189,11 +195,39 @@ pub fn stop_any(dir: &Path) -> Result<()> {
 /// A dead pid is left for PostgreSQL, which removes its own stale lock.
 fn stop_stale(data: &Path, bins: &Binaries, who: Option<RunAs>) -> Result<()> {
     let Some(pid) = read_pid(data)? else { return Ok(()) };
-    // SAFETY: kill with signal 0 only checks that the process exists.
-    if unsafe { libc::kill(pid, 0) } != 0 {
+    if !alive(pid) {
         return Ok(());
     }
+    let owner = std::fs::read_to_string(data.with_file_name(OWNER)).ok().and_then(|s| s.trim().parse::<i32>().ok());
+    if let Some(owner) = owner.filter(|&o| o != std::process::id() as i32 && alive(o)) {
+        return Err(Error::bad_input(data, format!("its server is in use by blobbench process {owner}; wait for it")));
+    }
     stop(data, bins, who, "immediate")
+}
+
+fn alive(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    pid > 0 && unsafe { libc::kill(pid, 0) } == 0
+}
+
+/// Stops every cluster a killed blobbench left running in the directories
+/// directly under `workdir` (a study's work directories): called before a
+/// study makes its own. Returns how many were stopped.
+pub fn reap_killed(workdir: &Path) -> Result<usize> {
+    let mut stopped = 0;
+    let Ok(entries) = std::fs::read_dir(workdir) else { return Ok(0) };
+    for work in entries.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("blobbench-")) {
+        let Ok(datasets) = std::fs::read_dir(work.path()) else { continue };
+        for d in datasets.flatten() {
+            let data = d.path().join(DATA_DIR);
+            let owner = std::fs::read_to_string(d.path().join(OWNER)).ok().and_then(|s| s.trim().parse::<i32>().ok());
+            if owner.is_some_and(|o| !alive(o)) && read_pid(&data)?.is_some_and(alive) {
+                stop_stale(&data, &find_binaries()?, run_as()?)?;
+                stopped += 1;
+            }
+        }
+    }
+    Ok(stopped)
 }
 
 /// PostgreSQL's programs run from `/`: every path they get is absolute.
