@@ -161,7 +161,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
             };
             if let Some(url) = &args.pg.pg {
                 let table = blobbench::engine::postgres::remote_table_name(&args.dir);
-                eprintln!("Writing table {table} on {} (nothing else there is touched)", redact(url));
+                println!("Writing table {table} on {} (nothing else there is touched)", redact(url));
             }
             let pg = PgParams { url: args.pg.pg.clone(), storage };
             let settings = EngineSettings { pg, ..EngineSettings::default() };

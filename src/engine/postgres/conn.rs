@@ -17,7 +17,7 @@ use crate::{Error, Result};
 pub const MIN_VERSION_NUM: u32 = 100_000;
 
 /// How long a connection attempt may take before it is an error.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(4);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The database made in a throwaway cluster.
 pub(super) const LOCAL_DB: &str = "blobbench";
@@ -90,6 +90,7 @@ impl Server {
 
 /// A connection, its server's version checked.
 pub(super) fn connect(config: &Config, label: &Path) -> Result<Client> {
+    probe(config, label)?;
     let mut client = config.connect(NoTls).map_err(|e| pg_error(label, "cannot connect", e))?;
     let num: String = client
         .query_one("SHOW server_version_num", &[])
@@ -97,6 +98,40 @@ pub(super) fn connect(config: &Config, label: &Path) -> Result<Client> {
         .get(0);
     check_version(num.trim().parse().unwrap_or(0)).map_err(|why| Error::bad_input(label, why))?;
     Ok(client)
+}
+
+/// The client's connect timeout covers the TCP connect only: a port held
+/// by something that accepts and never answers would hang the handshake.
+/// So each TCP host is first asked PostgreSQL's SSLRequest, which a server
+/// answers at once with one byte ('S' or 'N').
+fn probe(config: &Config, label: &Path) -> Result<()> {
+    use std::io::{Read, Write};
+    use std::net::{TcpStream, ToSocketAddrs};
+    let ports = config.get_ports();
+    for (i, host) in config.get_hosts().iter().enumerate() {
+        let postgres::config::Host::Tcp(name) = host else { continue };
+        let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+        let fail = |why: String| Error::bad_input(label, format!("cannot connect to {name}:{port}: {why}"));
+        let addr = (name.as_str(), port)
+            .to_socket_addrs()
+            .map_err(|e| fail(e.to_string()))?
+            .next()
+            .ok_or_else(|| fail("no address".into()))?;
+        let mut s = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT).map_err(|e| fail(e.to_string()))?;
+        s.set_read_timeout(Some(CONNECT_TIMEOUT)).and_then(|_| s.set_write_timeout(Some(CONNECT_TIMEOUT))).map_err(|e| fail(e.to_string()))?;
+        // SSLRequest: length 8, code 80877103.
+        s.write_all(&[0, 0, 0, 8, 4, 210, 22, 47]).map_err(|e| fail(e.to_string()))?;
+        let mut answer = [0u8; 1];
+        match s.read(&mut answer) {
+            Ok(1) if matches!(answer[0], b'S' | b'N') => {}
+            Ok(_) => return Err(fail("what answers there is not a PostgreSQL server".into())),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                return Err(fail(format!("no answer in {} s; is it a PostgreSQL server?", CONNECT_TIMEOUT.as_secs())))
+            }
+            Err(e) => return Err(fail(e.to_string())),
+        }
+    }
+    Ok(())
 }
 
 /// Refuses a server older than [`MIN_VERSION_NUM`].
