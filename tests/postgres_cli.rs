@@ -96,12 +96,13 @@ fn missing_server_programs_are_named_with_what_to_install() {
     let dir = scratch();
     let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));
     kvtest_db(&db, 5, 100);
-    let err = quick_error(
-        blobbench()
-            .env("PATH", "/nonexistent")
-            .env("BLOBBENCH_PG_LIB", "/nonexistent")
-            .args(["export", "--engine", "postgres", s(&db), s(&pg)]),
-    );
+    let err = quick_error(blobbench().env("PATH", "/nonexistent").env("BLOBBENCH_PG_LIB", "/nonexistent").args([
+        "export",
+        "--engine",
+        "postgres",
+        s(&db),
+        s(&pg),
+    ]));
     assert!(err.contains("initdb and pg_ctl not found") && err.contains("apt-get install postgresql"), "{err}");
     assert!(!pg.exists(), "nothing is left behind");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "only kv.db");
@@ -140,7 +141,9 @@ fn bad_urls_and_servers_are_one_line_errors_that_change_nothing() {
     let err = quick_error(&mut export(&url("nobody")));
     assert!(err.contains("cannot connect") && err.contains("nobody"), "wrong credentials: {err}");
 
-    let mut client = postgres::Client::connect(&format!("host={socket} port=5432 user=blobbench dbname=postgres"), postgres::NoTls).unwrap();
+    let mut client =
+        postgres::Client::connect(&format!("host={socket} port=5432 user=blobbench dbname=postgres"), postgres::NoTls)
+            .unwrap();
     client.batch_execute("CREATE TABLE blobbench_out (k int); INSERT INTO blobbench_out VALUES (7)").unwrap();
     let err = quick_error(&mut export(&url("blobbench")));
     assert!(err.contains("table blobbench_out exists and is not blobbench's"), "{err}");

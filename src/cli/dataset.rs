@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use clap::Args;
 
 use blobbench::engine::dataset::{self, from_dir, StatReport};
-use blobbench::records::sizes::parse_size_dist;
 use blobbench::engine::postgres::redact;
-use blobbench::records::{EngineKind, EngineSettings, PgParams, PgStorage};
+use blobbench::records::sizes::parse_size_dist;
 use blobbench::records::{DatasetSpec, SizeDist};
+use blobbench::records::{EngineKind, EngineSettings, PgParams, PgStorage};
 use blobbench::util::units;
 
 use super::progress;
@@ -237,7 +237,10 @@ pub fn stat(args: StatArgs) -> anyhow::Result<()> {
             println!("Index bytes:        {:>14}  (pg_indexes_size)", s.index_bytes);
             println!("Total bytes:        {:>14}  (pg_total_relation_size)", s.total_bytes);
             if let Some(a) = s.cluster_allocated_bytes {
-                println!("Allocated bytes:    {:>14}  (the whole cluster's blocks, WAL included, as du counts them)", a);
+                println!(
+                    "Allocated bytes:    {:>14}  (the whole cluster's blocks, WAL included, as du counts them)",
+                    a
+                );
             }
         }
         StatReport::Kv(s) => {

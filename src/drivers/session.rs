@@ -310,7 +310,9 @@ impl LoopWork for RoundTripOps {
 
 #[cold]
 fn no_server() -> Error {
-    Error::invalid("--round-trip measures a database server's SELECT 1; this engine has no server (use postgres or postgres-lo)")
+    Error::invalid(
+        "--round-trip measures a database server's SELECT 1; this engine has no server (use postgres or postgres-lo)",
+    )
 }
 
 /// Where the next operation's content starts in the pool's window.

@@ -96,7 +96,8 @@ fn reap_killed_builds(target: &Path, kind: EngineKind) -> Result<()> {
     let parent = fsutil::parent_dir(target);
     let Ok(entries) = std::fs::read_dir(parent) else { return Ok(()) };
     for e in entries.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.strip_prefix(&prefix)).and_then(|p| p.parse::<i32>().ok())
+        let Some(pid) =
+            e.file_name().to_str().and_then(|n| n.strip_prefix(&prefix)).and_then(|p| p.parse::<i32>().ok())
         else {
             continue;
         };
@@ -139,12 +140,17 @@ fn build_remote(
     let existing = existing_marker(&mut client, &label, &table)?;
     match existing {
         None => {}
-        Some(m) if m.as_deref() == Some(marker(kind).as_str()) && force => drop_table(&mut client, &label, kind, &table)?,
+        Some(m) if m.as_deref() == Some(marker(kind).as_str()) && force => {
+            drop_table(&mut client, &label, kind, &table)?
+        }
         Some(m) if m.as_deref() == Some(marker(kind).as_str()) => {
             return Err(Error::bad_input(&label, format!("table {table} exists (use --force to replace it)")))
         }
         Some(_) => {
-            return Err(Error::bad_input(&label, format!("table {table} exists and is not blobbench's; refusing to touch it")))
+            return Err(Error::bad_input(
+                &label,
+                format!("table {table} exists and is not blobbench's; refusing to touch it"),
+            ))
         }
     }
     let counts = match fill(&mut client, &label, kind, &table, pg, db, progress) {
@@ -175,7 +181,8 @@ fn existing_marker(client: &mut Client, label: &Path, table: &str) -> Result<Opt
 
 /// Drops blobbench's `table` (and, for large objects, the objects first).
 fn drop_table(client: &mut Client, label: &Path, kind: EngineKind, table: &str) -> Result<()> {
-    let unlink = if kind == EngineKind::PostgresLo { format!("SELECT lo_unlink(o) FROM {table}; ") } else { String::new() };
+    let unlink =
+        if kind == EngineKind::PostgresLo { format!("SELECT lo_unlink(o) FROM {table}; ") } else { String::new() };
     client
         .batch_execute(&format!("BEGIN; {unlink}DROP TABLE {table}; COMMIT"))
         .map_err(|e| pg_error(label, "cannot drop the partial table", e))
@@ -220,7 +227,13 @@ fn fill(
 /// `COPY table (k, v) FROM STDIN (FORMAT binary)`: PostgreSQL's binary copy
 /// format, a header, one tuple per row (field count, then each field's
 /// length and big-endian bytes), and the -1 trailer.
-fn copy_binary(client: &mut Client, label: &Path, table: &str, db: &Path, progress: &dyn Progress) -> Result<(u64, u64)> {
+fn copy_binary(
+    client: &mut Client,
+    label: &Path,
+    table: &str,
+    db: &Path,
+    progress: &dyn Progress,
+) -> Result<(u64, u64)> {
     let err = |e| pg_error(label, "cannot copy the rows", e);
     let io_err = |e: std::io::Error| Error::bad_input(label, format!("cannot copy the rows: {e}"));
     let mut w = client.copy_in(&format!("COPY {table} (k, v) FROM STDIN (FORMAT binary)")).map_err(err)?;
@@ -240,7 +253,8 @@ fn copy_binary(client: &mut Client, label: &Path, table: &str, db: &Path, progre
 }
 
 fn write_descriptor(dir: &Path, desc: &Descriptor) -> Result<()> {
-    let text = serde_json::to_string_pretty(desc).map_err(|e| Error::invalid(format!("cannot encode the descriptor: {e}")))?;
+    let text =
+        serde_json::to_string_pretty(desc).map_err(|e| Error::invalid(format!("cannot encode the descriptor: {e}")))?;
     fsutil::write_atomic(&dir.join(super::DESCRIPTOR), text.as_bytes())
 }
 

@@ -118,7 +118,9 @@ fn probe(config: &Config, label: &Path) -> Result<()> {
             .next()
             .ok_or_else(|| fail("no address".into()))?;
         let mut s = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT).map_err(|e| fail(e.to_string()))?;
-        s.set_read_timeout(Some(CONNECT_TIMEOUT)).and_then(|_| s.set_write_timeout(Some(CONNECT_TIMEOUT))).map_err(|e| fail(e.to_string()))?;
+        s.set_read_timeout(Some(CONNECT_TIMEOUT))
+            .and_then(|_| s.set_write_timeout(Some(CONNECT_TIMEOUT)))
+            .map_err(|e| fail(e.to_string()))?;
         // SSLRequest: length 8, code 80877103.
         s.write_all(&[0, 0, 0, 8, 4, 210, 22, 47]).map_err(|e| fail(e.to_string()))?;
         let mut answer = [0u8; 1];
@@ -169,7 +171,9 @@ pub(super) fn parse_url(url: &str) -> Result<Config> {
 
 /// The URL without its password, for messages and result files.
 pub fn redact(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else { return url.split_whitespace().filter(|w| !w.starts_with("password=")).collect::<Vec<_>>().join(" ") };
+    let Some(scheme_end) = url.find("://") else {
+        return url.split_whitespace().filter(|w| !w.starts_with("password=")).collect::<Vec<_>>().join(" ");
+    };
     let rest = &url[scheme_end + 3..];
     let auth_end = rest.find('/').unwrap_or(rest.len());
     match rest[..auth_end].rfind('@') {

@@ -154,7 +154,10 @@ impl PgEngine {
         }
         let desc = Descriptor::read(&self.path)?;
         if desc.engine != self.kind {
-            return Err(Error::bad_input(&self.path, format!("is a {} dataset, not {}", desc.engine.name(), self.kind.name())));
+            return Err(Error::bad_input(
+                &self.path,
+                format!("is a {} dataset, not {}", desc.engine.name(), self.kind.name()),
+            ));
         }
         let s = Arc::new(conn::Server::for_dataset(&self.path, desc, self.pg.url.as_deref())?);
         *slot = Some(s.clone());
@@ -184,7 +187,8 @@ impl Engine for PgEngine {
         info.synchronous_commit = session::sync_setting(self.kv.sync).to_string();
         *self.info.lock().unwrap_or_else(|e| e.into_inner()) = Some(info);
         let (max_key, blob_max) = stat::keys_and_max(&mut client, &server, for_writes)?;
-        let max_key = max_key.ok_or_else(|| Error::bad_input(&self.path, format!("is a {} dataset with no blobs", self.kind.name())))?;
+        let max_key = max_key
+            .ok_or_else(|| Error::bad_input(&self.path, format!("is a {} dataset with no blobs", self.kind.name())))?;
         Ok(Survey { max_key: Some(max_key), blob_max })
     }
 

@@ -51,7 +51,8 @@ pub struct Binaries {
 /// `/usr/lib/postgresql/*/bin`.
 pub fn find_binaries() -> Result<Binaries> {
     let lib = std::env::var_os("BLOBBENCH_PG_LIB").map(PathBuf::from).unwrap_or_else(|| DEBIAN_LIB.into());
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
+    let mut dirs: Vec<PathBuf> =
+        std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
     if let Ok(entries) = std::fs::read_dir(&lib) {
         let mut versions: Vec<(u32, PathBuf)> = entries
             .filter_map(|e| e.ok())
@@ -63,7 +64,9 @@ pub fn find_binaries() -> Result<Binaries> {
     dirs.into_iter()
         .find(|d| d.join("initdb").is_file() && d.join("pg_ctl").is_file())
         .map(|d| Binaries { initdb: d.join("initdb"), pg_ctl: d.join("pg_ctl") })
-        .ok_or_else(|| Error::invalid(format!("initdb and pg_ctl not found on PATH or in {}/*/bin: {INSTALL}", lib.display())))
+        .ok_or_else(|| {
+            Error::invalid(format!("initdb and pg_ctl not found on PATH or in {}/*/bin: {INSTALL}", lib.display()))
+        })
 }
 
 /// The user PostgreSQL's programs run as: ourselves, or `postgres` when we
@@ -168,7 +171,8 @@ impl Cluster {
 
     /// The postmaster's pid, from `postmaster.pid` (for the crash test).
     pub fn postmaster_pid(&self) -> Result<i32> {
-        read_pid(&self.data)?.ok_or_else(|| Error::bad_input(&self.data, "has no postmaster.pid: the server is not running"))
+        read_pid(&self.data)?
+            .ok_or_else(|| Error::bad_input(&self.data, "has no postmaster.pid: the server is not running"))
     }
 }
 

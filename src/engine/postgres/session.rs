@@ -22,8 +22,8 @@ use std::sync::Arc;
 use postgres::{Client, Statement};
 
 use super::conn::{pg_error, Server};
-use crate::engine::kv::copy_out;
 use crate::engine::api::{take, Session, SessionInfo};
+use crate::engine::kv::copy_out;
 use crate::records::{EngineKind, KvParams, KvSync};
 use crate::{Error, Result};
 
@@ -120,7 +120,8 @@ impl PgSession {
 
     /// The blob's size, or None when there is no such blob.
     fn size(&mut self, key: u32) -> Result<Option<usize>> {
-        let row = self.client.query_opt(&self.st.size, &[&i64::from(key)]).map_err(|e| self.err("cannot read a size", e))?;
+        let row =
+            self.client.query_opt(&self.st.size, &[&i64::from(key)]).map_err(|e| self.err("cannot read a size", e))?;
         Ok(row.map(|r| r.get::<_, i64>(0) as usize))
     }
 }

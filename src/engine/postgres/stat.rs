@@ -8,7 +8,7 @@ use std::path::Path;
 use postgres::Client;
 
 use super::conn::{pg_error, Server};
-use super::{Descriptor, server::DATA_DIR};
+use super::{server::DATA_DIR, Descriptor};
 use crate::engine::report::PgStat;
 use crate::records::{EngineKind, PgParams};
 use crate::Result;

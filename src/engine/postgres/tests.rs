@@ -18,7 +18,9 @@ fn scratch() -> tempfile::TempDir {
 
 fn engine(kind: EngineKind) -> fn(&Path, KvParams) -> Box<dyn Engine> {
     match kind {
-        EngineKind::Postgres => |p, kv| Box::new(PgEngine::new(EngineKind::Postgres, p, &EngineSettings { kv, ..Default::default() })),
+        EngineKind::Postgres => {
+            |p, kv| Box::new(PgEngine::new(EngineKind::Postgres, p, &EngineSettings { kv, ..Default::default() }))
+        }
         _ => |p, kv| Box::new(PgEngine::new(EngineKind::PostgresLo, p, &EngineSettings { kv, ..Default::default() })),
     }
 }
@@ -42,7 +44,8 @@ fn the_round_trip_floor_and_the_server_settings_are_reported() {
     let dir = scratch();
     let (db, _) = tiny_kv(dir.path(), 5);
     let target = dir.path().join("pg");
-    build(EngineKind::Postgres, &db, &target, false, &PgParams { storage: PgStorage::External, url: None }, &Silent).unwrap();
+    build(EngineKind::Postgres, &db, &target, false, &PgParams { storage: PgStorage::External, url: None }, &Silent)
+        .unwrap();
     let mut e = engine(EngineKind::Postgres)(&target, KvParams { sync: KvSync::Fast, multitrans: true });
     e.survey(false).unwrap();
     let info = e.server_info().unwrap();
