@@ -147,7 +147,7 @@ fn bad_urls_and_servers_are_one_line_errors_that_change_nothing() {
     client.batch_execute("CREATE TABLE blobbench_out (k int); INSERT INTO blobbench_out VALUES (7)").unwrap();
     let err = quick_error(&mut export(&url("blobbench")));
     assert!(err.contains("table blobbench_out exists and is not blobbench's"), "{err}");
-    let err = quick_error(&mut export(&url("blobbench")).arg("--force"));
+    let err = quick_error(export(&url("blobbench")).arg("--force"));
     assert!(err.contains("not blobbench's"), "{err}");
     let kept: i64 = client.query_one("SELECT sum(k)::int8 FROM blobbench_out", &[]).unwrap().get(0);
     assert_eq!(kept, 7, "the user's table is untouched");

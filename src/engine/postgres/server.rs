@@ -58,7 +58,7 @@ pub fn find_binaries() -> Result<Binaries> {
             .filter_map(|e| e.ok())
             .filter_map(|e| Some((e.file_name().to_str()?.parse::<u32>().ok()?, e.path().join("bin"))))
             .collect();
-        versions.sort_by(|a, b| b.0.cmp(&a.0));
+        versions.sort_by_key(|v| std::cmp::Reverse(v.0));
         dirs.extend(versions.into_iter().map(|v| v.1));
     }
     dirs.into_iter()
