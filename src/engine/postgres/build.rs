@@ -236,7 +236,10 @@ fn copy_binary(
 ) -> Result<(u64, u64)> {
     let err = |e| pg_error(label, "cannot copy the rows", e);
     let io_err = |e: std::io::Error| Error::bad_input(label, format!("cannot copy the rows: {e}"));
-    let mut w = client.copy_in(&format!("COPY {table} (k, v) FROM STDIN (FORMAT binary)")).map_err(err)?;
+    let copy = client.copy_in(&format!("COPY {table} (k, v) FROM STDIN (FORMAT binary)")).map_err(err)?;
+    // 1 MiB per CopyData message: the writer sends one message per write
+    // past 4 KiB, and each send is a turn of the client's runtime.
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, copy);
     w.write_all(b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0").map_err(io_err)?;
     let counts = copy_rows(db, progress, &mut |k, v| {
         let len = i32::try_from(v.len()).map_err(|_| Error::bad_input(db, format!("blob {k} is over 2 GB")))?;
@@ -248,7 +251,7 @@ fn copy_binary(
         w.write_all(&head).and_then(|_| w.write_all(v)).map_err(io_err)
     })?;
     w.write_all(&(-1i16).to_be_bytes()).map_err(io_err)?;
-    w.finish().map_err(err)?;
+    w.into_inner().map_err(|e| io_err(e.into_error()))?.finish().map_err(err)?;
     Ok(counts)
 }
 
