@@ -24,6 +24,8 @@ pub mod files;
 mod fjall;
 mod kv;
 pub mod kvtest_db;
+#[cfg(test)]
+mod layer_tests;
 mod lmdb;
 pub mod postgres;
 mod redb;

@@ -103,7 +103,7 @@ impl ExternalEngine {
 
 impl Engine for ExternalEngine {
     fn kind(&self) -> EngineKind {
-        EngineKind::External
+        KIND
     }
 
     fn path(&self) -> &Path {

@@ -11,22 +11,22 @@
 
 use std::ffi::{c_int, CStr};
 use std::path::{Path, PathBuf};
-use std::ptr;
 
 use rusqlite::{ffi, Connection, OpenFlags};
 
 use crate::engine::api::Session;
 use crate::engine::files::store::{read_posix, FileWriter, PosixReadError};
 use crate::engine::sqlite::error::last_error;
+use crate::engine::sqlite::raw::OwnedStmt;
 use crate::records::FileParams;
 use crate::{Error, Result};
 
 pub struct ExternalStore {
     /// Declared before `conn` so they are finalized before the connection closes.
-    stmt: Statement,
+    stmt: OwnedStmt,
     /// INSERT of a missing name and DELETE of a row, prepared for writes.
-    insert: Statement,
-    remove: Statement,
+    insert: OwnedStmt,
+    remove: OwnedStmt,
     conn: Connection,
     /// The run's file writes; None for a read session.
     writer: Option<FileWriter>,
@@ -44,19 +44,6 @@ pub struct ExternalStore {
 // SAFETY: the connection is opened with SQLITE_OPEN_NOMUTEX and a store is
 // only ever used by one thread at a time (moved, never shared).
 unsafe impl Send for ExternalStore {}
-
-/// The prepared lookup, finalized on drop.
-struct Statement(*mut ffi::sqlite3_stmt);
-
-impl Drop for Statement {
-    fn drop(&mut self) {
-        if !self.0.is_null() {
-            // SAFETY: a live statement of the store's connection.
-            unsafe { ffi::sqlite3_finalize(self.0) };
-            self.0 = ptr::null_mut();
-        }
-    }
-}
 
 impl ExternalStore {
     /// Opens the name database with a page cache of `cache_pages` pages,
@@ -88,9 +75,9 @@ impl ExternalStore {
         let prefix = file.len();
         file.reserve(256);
         let mut store = ExternalStore {
-            stmt: Statement(ptr::null_mut()),
-            insert: Statement(ptr::null_mut()),
-            remove: Statement(ptr::null_mut()),
+            stmt: OwnedStmt::none(),
+            insert: OwnedStmt::none(),
+            remove: OwnedStmt::none(),
             conn,
             writer: writes.map(|params| FileWriter { params }),
             tmp: Vec::with_capacity(file.capacity() + 8),
@@ -101,43 +88,28 @@ impl ExternalStore {
             buf: vec![0u8; 64 * 1024],
             last_len: 0,
         };
-        // SAFETY: valid db handle and NUL-terminated SQL; the statement is ours.
-        let rc = unsafe {
-            ffi::sqlite3_prepare_v2(
-                db,
-                c"SELECT name FROM ext WHERE k=?1".as_ptr(),
-                -1,
-                &mut store.stmt.0,
-                ptr::null_mut(),
-            )
-        };
-        if rc != ffi::SQLITE_OK {
-            return Err(last_error(db, names_db, "cannot prepare the name lookup (not a name database?)"));
-        }
+        store.stmt = store
+            .prepare(c"SELECT name FROM ext WHERE k=?1", "cannot prepare the name lookup (not a name database?)")?;
         if store.writer.is_some() {
-            store.insert.0 = store.prepare(c"INSERT INTO ext(k, name) VALUES(?1, printf('%06d', ?1))")?;
-            store.remove.0 = store.prepare(c"DELETE FROM ext WHERE k=?1")?;
+            let what = "cannot prepare a name statement";
+            store.insert = store.prepare(c"INSERT INTO ext(k, name) VALUES(?1, printf('%06d', ?1))", what)?;
+            store.remove = store.prepare(c"DELETE FROM ext WHERE k=?1", what)?;
         }
         store.conn.execute_batch("BEGIN").map_err(err("cannot begin a transaction"))?;
         Ok(store)
     }
 
-    fn prepare(&self, sql: &CStr) -> Result<*mut ffi::sqlite3_stmt> {
-        let mut stmt = ptr::null_mut();
-        // SAFETY: valid db handle and NUL-terminated SQL; the statement is
-        // handed to a `Statement`, which finalizes it.
-        let rc = unsafe { ffi::sqlite3_prepare_v2(self.db, sql.as_ptr(), -1, &mut stmt, ptr::null_mut()) };
-        if rc != ffi::SQLITE_OK {
-            return Err(last_error(self.db, &self.db_path, "cannot prepare a name statement"));
-        }
-        Ok(stmt)
+    fn prepare(&self, sql: &CStr, what: &str) -> Result<OwnedStmt> {
+        // SAFETY: the handle of `self.conn`, which is declared after the
+        // statements and so closes after they are finalized.
+        unsafe { OwnedStmt::prepare(self.db, sql) }.ok_or_else(|| last_error(self.db, &self.db_path, what))
     }
 
     /// Ends the run's transaction, finalizing the statements first.
     pub fn commit(&mut self) -> Result<()> {
-        drop(std::mem::replace(&mut self.stmt, Statement(ptr::null_mut())));
-        drop(std::mem::replace(&mut self.insert, Statement(ptr::null_mut())));
-        drop(std::mem::replace(&mut self.remove, Statement(ptr::null_mut())));
+        self.stmt = OwnedStmt::none();
+        self.insert = OwnedStmt::none();
+        self.remove = OwnedStmt::none();
         self.conn
             .execute_batch("COMMIT")
             .map_err(|e| crate::engine::sqlite::error::db_error(&self.db_path, "commit failed", e))
@@ -173,27 +145,20 @@ impl ExternalStore {
     /// NUL); false when the database has no name for it.
     #[inline]
     fn lookup(&mut self, key: u32) -> Result<bool> {
-        // SAFETY: the statement was prepared on this connection in open();
-        // the name's text stays valid until the next step or reset, and is
-        // copied before either.
-        unsafe {
-            let s = self.stmt.0;
-            ffi::sqlite3_reset(s);
-            ffi::sqlite3_bind_int(s, 1, key as c_int);
-            match ffi::sqlite3_step(s) {
-                ffi::SQLITE_ROW => {}
-                ffi::SQLITE_DONE => return Ok(false),
-                _ => return Err(last_error(self.db, &self.db_path, "cannot look up a file name")),
-            }
-            let name = ffi::sqlite3_column_text(s, 0);
-            let len = ffi::sqlite3_column_bytes(s, 0) as usize;
-            if name.is_null() {
-                return Err(self.bad_name(key));
-            }
-            self.file.truncate(self.prefix);
-            self.file.extend_from_slice(std::slice::from_raw_parts(name, len));
-            self.file.push(0);
+        let s = &mut self.stmt;
+        s.reset();
+        s.bind_int(1, key as c_int);
+        match s.step() {
+            ffi::SQLITE_ROW => {}
+            ffi::SQLITE_DONE => return Ok(false),
+            _ => return Err(last_error(self.db, &self.db_path, "cannot look up a file name")),
         }
+        let Some(name) = s.column_bytes(0) else {
+            return Err(self.bad_name(key));
+        };
+        self.file.truncate(self.prefix);
+        self.file.extend_from_slice(name);
+        self.file.push(0);
         if self.file[..self.file.len() - 1].contains(&0) {
             return Err(self.bad_name(key));
         }
@@ -215,19 +180,16 @@ impl ExternalStore {
     }
 
     /// Runs a bound-free write statement for `key` (insert or remove).
-    fn step_key(&self, stmt: *mut ffi::sqlite3_stmt, key: u32, what: &str) -> Result<()> {
-        if stmt.is_null() {
+    fn step_key(&self, stmt: &OwnedStmt, key: u32, what: &str) -> Result<()> {
+        if stmt.is_none() {
             return Err(Error::invalid("the session was opened for reading; it cannot write"));
         }
-        // SAFETY: a statement of this connection; its one parameter is bound here.
-        unsafe {
-            ffi::sqlite3_reset(stmt);
-            ffi::sqlite3_bind_int(stmt, 1, key as c_int);
-            let rc = ffi::sqlite3_step(stmt);
-            ffi::sqlite3_reset(stmt);
-            if rc != ffi::SQLITE_DONE {
-                return Err(last_error(self.db, &self.db_path, what));
-            }
+        stmt.reset();
+        stmt.bind_int(1, key as c_int);
+        let rc = stmt.step();
+        stmt.reset();
+        if rc != ffi::SQLITE_DONE {
+            return Err(last_error(self.db, &self.db_path, what));
         }
         Ok(())
     }
@@ -261,7 +223,7 @@ impl Session for ExternalStore {
 
     fn put(&mut self, key: u32, content: &[u8]) -> Result<()> {
         if !self.lookup(key)? {
-            self.step_key(self.insert.0, key, "cannot insert a file name")?;
+            self.step_key(&self.insert, key, "cannot insert a file name")?;
             if !self.lookup(key)? {
                 return Err(self.bad_name(key));
             }
@@ -274,7 +236,7 @@ impl Session for ExternalStore {
         if !self.lookup(key)? {
             return Ok(false);
         }
-        self.step_key(self.remove.0, key, "cannot remove a file name")?;
+        self.step_key(&self.remove, key, "cannot remove a file name")?;
         let (writer, p, _) = self.write_paths()?;
         writer.delete(p)
     }

@@ -65,6 +65,9 @@ impl Backend for FilesBackend {
         progress: &dyn Progress,
     ) -> Result<ExportReport> {
         let started = std::time::Instant::now();
+        if std::fs::symlink_metadata(target).is_ok_and(|m| !m.is_dir()) {
+            return Err(Error::bad_input(target, "exists and is not a directory"));
+        }
         let staging = Staging::begin(target, force, self.0.name(), &export::check_previous)?;
         let (files, bytes) = export::write_files(db, &staging.path, self.0, progress)?;
         staging.finish()?;

@@ -5,6 +5,7 @@
 pub mod error;
 pub mod from_dir;
 pub(crate) mod init;
+pub mod raw;
 mod session;
 mod stat;
 

@@ -9,9 +9,9 @@ use std::time::Duration;
 use rusqlite::ffi;
 
 use super::options::{Config, Sharing, Workload};
-use super::sqlite::{Conn, SharedConn};
 use super::table::{self, Values};
 use super::worker::{Reader, Tally, Worker, Writer};
+use crate::engine::sqlite::raw::{Conn, SharedConn};
 use crate::{Error, Result};
 
 /// What one run is asked to do.

@@ -10,7 +10,6 @@ mod conclusions;
 mod driver;
 mod options;
 mod section;
-mod sqlite;
 mod table;
 mod worker;
 

@@ -114,6 +114,7 @@ fn batches_commit_whole_on_shared_and_private_connections() {
 
 #[test]
 fn a_shared_connection_is_serialized_and_shared_cache_is_real() {
+    use crate::engine::sqlite::raw as sqlite;
     use rusqlite::ffi;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("x.db");

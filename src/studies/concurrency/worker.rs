@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use rusqlite::ffi;
 
-use super::sqlite::{is_contention, Conn, MutexGuard, Stmt};
 use super::table::{self, Values};
+use crate::engine::sqlite::raw::{is_contention, Conn, MutexGuard, Stmt};
 use crate::measure::{op_clock, stop_requested, Latency, LatencySink};
 use crate::{Error, Result};
 

@@ -1,7 +1,8 @@
-//! Raw SQLite connections for the concurrency study. rusqlite's `Connection`
-//! is deliberately not `Sync`, but the study's "shared connection" is one
-//! connection used by every thread at once, with SQLite's own mutex as the
-//! only lock. So the hot path calls the C API directly, as `store::db` does.
+//! The one thin layer over SQLite's C API, for the paths rusqlite cannot
+//! serve: timed loops that must make kvtest's exact calls, and the
+//! concurrency study's "shared connection" (rusqlite's `Connection` is
+//! deliberately not `Sync`, but that study uses one connection from every
+//! thread at once, with SQLite's own mutex as the only lock).
 //!
 //! [`Conn`] is neither `Send` nor `Sync`: a per-thread connection is opened
 //! inside its thread and dies there. [`SharedConn`] is the one type that
@@ -246,5 +247,83 @@ impl Drop for Stmt<'_> {
     fn drop(&mut self) {
         // SAFETY: our statement, finalized once.
         unsafe { ffi::sqlite3_finalize(self.raw) };
+    }
+}
+
+/// A statement prepared on a connection that another value owns (a
+/// rusqlite `Connection` kept beside it), finalized on drop: declare it
+/// before that connection so it is dropped first. Every method is safe on
+/// an unprepared (null) statement too: SQLite answers SQLITE_MISUSE or NULL.
+pub struct OwnedStmt(*mut ffi::sqlite3_stmt);
+
+impl OwnedStmt {
+    /// No statement (prepared only when a session needs it).
+    pub const fn none() -> OwnedStmt {
+        OwnedStmt(ptr::null_mut())
+    }
+
+    /// Prepares `sql` on `db`; None on failure (the connection's last
+    /// error says why).
+    ///
+    /// # Safety
+    ///
+    /// `db` must be a valid connection that outlives the statement.
+    pub unsafe fn prepare(db: *mut ffi::sqlite3, sql: &CStr) -> Option<OwnedStmt> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: a valid connection (the caller's promise) and NUL-terminated SQL.
+        let rc = unsafe { ffi::sqlite3_prepare_v2(db, sql.as_ptr(), -1, &mut raw, ptr::null_mut()) };
+        if rc != ffi::SQLITE_OK {
+            // SAFETY: finalize accepts null and a failed statement.
+            unsafe { ffi::sqlite3_finalize(raw) };
+            return None;
+        }
+        Some(OwnedStmt(raw))
+    }
+
+    pub fn is_none(&self) -> bool {
+        self.0.is_null()
+    }
+
+    #[inline]
+    pub fn reset(&self) {
+        // SAFETY: a live statement of its connection, or null (a no-op).
+        unsafe { ffi::sqlite3_reset(self.0) };
+    }
+
+    #[inline]
+    pub fn bind_int(&self, i: c_int, v: c_int) -> c_int {
+        // SAFETY: as in reset; a bad index is an error code, not UB.
+        unsafe { ffi::sqlite3_bind_int(self.0, i, v) }
+    }
+
+    #[inline]
+    pub fn step(&self) -> c_int {
+        // SAFETY: as in reset.
+        unsafe { ffi::sqlite3_step(self.0) }
+    }
+
+    /// Column `i` of the current row as bytes (text or blob), None when
+    /// NULL. Borrowing the statement mutably keeps it from stepping or
+    /// resetting, which would free the bytes, while they are in use.
+    #[inline]
+    pub fn column_bytes(&mut self, i: c_int) -> Option<&[u8]> {
+        // SAFETY: as in reset; the pointer and length describe SQLite's
+        // copy of the value, valid until the next step or reset.
+        unsafe {
+            let p = ffi::sqlite3_column_text(self.0, i);
+            if p.is_null() {
+                return None;
+            }
+            let len = ffi::sqlite3_column_bytes(self.0, i) as usize;
+            Some(std::slice::from_raw_parts(p, len))
+        }
+    }
+}
+
+impl Drop for OwnedStmt {
+    fn drop(&mut self) {
+        // SAFETY: a live statement of its connection, which is still open
+        // (it is declared after this one), or null.
+        unsafe { ffi::sqlite3_finalize(self.0) };
     }
 }
