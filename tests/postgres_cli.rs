@@ -10,7 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use blobbench::engine::postgres::server::{Cluster, DATA_DIR};
+use blobbench::engine::postgres::server::{alive, Cluster, DATA_DIR};
 use common::{blobbench, kvtest_db, ok, one_line_error, valid_results};
 
 /// A scratch directory the `postgres` user can enter (tests run as root).
@@ -27,11 +27,6 @@ fn s(p: &Path) -> &str {
 fn postmaster_pid(dataset: &Path) -> Option<i32> {
     let text = std::fs::read_to_string(dataset.join(DATA_DIR).join("postmaster.pid")).ok()?;
     text.lines().next()?.trim().parse().ok()
-}
-
-fn alive(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks that the process exists.
-    unsafe { libc::kill(pid, 0) == 0 }
 }
 
 /// A one-line error, within 5 s (bad input must never hang).

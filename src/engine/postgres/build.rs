@@ -101,8 +101,7 @@ fn reap_killed_builds(target: &Path, kind: EngineKind) -> Result<()> {
         else {
             continue;
         };
-        // SAFETY: signal 0 only asks whether the builder is still alive.
-        if pid == std::process::id() as i32 || unsafe { libc::kill(pid, 0) } == 0 {
+        if pid == std::process::id() as i32 || server::alive(pid) {
             continue;
         }
         server::stop_any(&e.path())?;

@@ -209,9 +209,16 @@ fn stop_stale(data: &Path, bins: &Binaries, who: Option<RunAs>) -> Result<()> {
     stop(data, bins, who, "immediate")
 }
 
-fn alive(pid: i32) -> bool {
+/// A process that exists and is not a zombie (an exited postmaster stays
+/// one until its new parent, often a container's init, reaps it).
+pub fn alive(pid: i32) -> bool {
     // SAFETY: kill with signal 0 only checks that the process exists.
-    pid > 0 && unsafe { libc::kill(pid, 0) } == 0
+    if pid <= 0 || unsafe { libc::kill(pid, 0) } != 0 {
+        return false;
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The state follows the command name's closing parenthesis.
+    stat.rsplit_once(") ").is_none_or(|(_, rest)| !rest.starts_with('Z'))
 }
 
 /// Stops every cluster a killed blobbench left running in the directories
