@@ -14,9 +14,9 @@ use std::time::Instant;
 
 use postgres::Client;
 
-use super::conn::{self, marker, pg_error, plain_name, LOCAL_DB};
+use super::conn::{self, marker, pg_error, LOCAL_DB};
+use super::descriptor::{self, plain_name, Descriptor};
 use super::server::{self, Cluster};
-use super::Descriptor;
 use crate::engine::kv;
 use crate::engine::kvtest_db::copy_rows;
 use crate::engine::report::ExportReport;
@@ -113,8 +113,8 @@ fn reap_killed_builds(target: &Path, kind: EngineKind) -> Result<()> {
 /// The check that a target replaced with --force is a dataset of `kind`.
 fn is_dataset(kind: EngineKind) -> fn(&Path) -> bool {
     match kind {
-        EngineKind::PostgresLo => |p| super::detect(p) == Some(EngineKind::PostgresLo),
-        _ => |p| super::detect(p) == Some(EngineKind::Postgres),
+        EngineKind::PostgresLo => |p| descriptor::detect(p) == Some(EngineKind::PostgresLo),
+        _ => |p| descriptor::detect(p) == Some(EngineKind::Postgres),
     }
 }
 
@@ -257,7 +257,7 @@ fn copy_binary(
 fn write_descriptor(dir: &Path, desc: &Descriptor) -> Result<()> {
     let text =
         serde_json::to_string_pretty(desc).map_err(|e| Error::invalid(format!("cannot encode the descriptor: {e}")))?;
-    fsutil::write_atomic(&dir.join(super::DESCRIPTOR), text.as_bytes())
+    fsutil::write_atomic(&dir.join(descriptor::DESCRIPTOR), text.as_bytes())
 }
 
 #[cfg(test)]

@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use postgres::{Client, Config, NoTls};
 
+#[cfg(test)]
+use super::descriptor::plain_name;
+use super::descriptor::Descriptor;
 use super::server::{self, Cluster};
-use super::Descriptor;
 use crate::records::{EngineKind, PgServerInfo};
 use crate::{Error, Result};
 
@@ -183,14 +185,6 @@ pub fn redact(url: &str) -> String {
         }
         None => url.to_string(),
     }
-}
-
-/// A plain lower-case identifier, safe to put in SQL unquoted.
-pub(super) fn plain_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some('a'..='z' | '_'))
-        && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'))
-        && name.len() <= 63
 }
 
 /// What the server says about itself.

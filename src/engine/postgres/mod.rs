@@ -16,6 +16,7 @@
 
 mod build;
 mod conn;
+mod descriptor;
 pub mod server;
 mod session;
 mod stat;
@@ -23,10 +24,11 @@ mod stat;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use serde::{Deserialize, Serialize};
-
 pub use build::{build, remote_table_name};
 pub use conn::{redact, MIN_VERSION_NUM};
+pub use descriptor::{Descriptor, DESCRIPTOR};
+
+use descriptor::detect;
 pub use stat::stat;
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
@@ -90,38 +92,6 @@ impl Backend for PgBackend {
     fn crash_modes(&self) -> &'static [CrashMode] {
         &[]
     }
-}
-
-/// The file naming a directory as a blobbench PostgreSQL dataset.
-pub const DESCRIPTOR: &str = "blobbench-postgres.json";
-
-/// What a dataset directory says about its table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Descriptor {
-    pub engine: EngineKind,
-    /// The table's name (always `kv` in a throwaway cluster).
-    pub table: String,
-    pub storage: crate::records::PgStorage,
-    /// The table is on a server the user runs (else in `pgdata/`).
-    pub remote: bool,
-}
-
-impl Descriptor {
-    pub fn read(dir: &Path) -> Result<Descriptor> {
-        let file = dir.join(DESCRIPTOR);
-        let text = std::fs::read_to_string(&file).map_err(|e| Error::io(&file, "cannot read", e))?;
-        let d: Descriptor = serde_json::from_str(&text)
-            .map_err(|e| Error::bad_input(&file, format!("is not a blobbench PostgreSQL descriptor: {e}")))?;
-        if !matches!(d.engine, EngineKind::Postgres | EngineKind::PostgresLo) || !conn::plain_name(&d.table) {
-            return Err(Error::bad_input(&file, "is not a blobbench PostgreSQL descriptor"));
-        }
-        Ok(d)
-    }
-}
-
-/// The PostgreSQL engine a directory holds, if any.
-pub(crate) fn detect(dir: &Path) -> Option<EngineKind> {
-    Descriptor::read(dir).ok().map(|d| d.engine)
 }
 
 /// The dataset at `path` opened for runs; the server starts (or is

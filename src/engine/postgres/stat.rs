@@ -8,7 +8,8 @@ use std::path::Path;
 use postgres::Client;
 
 use super::conn::{pg_error, Server};
-use super::{server::DATA_DIR, Descriptor};
+use super::descriptor::Descriptor;
+use super::server::DATA_DIR;
 use crate::engine::report::PgStat;
 use crate::records::{EngineKind, PgParams};
 use crate::Result;
