@@ -21,6 +21,8 @@ const SLACK: u64 = 6 << 20;
 #[test]
 fn a_survey_leaves_no_freed_heap_resident_for_any_engine() {
     let dir = tempfile::tempdir().unwrap();
+    // PostgreSQL's throwaway cluster runs as `postgres` when tests run as root.
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let db = dir.path().join("kv.db");
     let spec = DatasetSpec { count: 3000, size: 8000, ..DatasetSpec::default() };
     dataset::init(&db, &spec, false, &Silent).unwrap();
@@ -29,7 +31,7 @@ fn a_survey_leaves_no_freed_heap_resident_for_any_engine() {
     for b in registry::BACKENDS {
         let kind = b.kind();
         let path = dir.path().join(kind.name());
-        let path = if b.build(&db, &path, false, &Silent).is_ok() { path } else { db.clone() };
+        let path = if b.build(&db, &path, false, &settings, &Silent).is_ok() { path } else { db.clone() };
         assert_eq!(registry::detect(&path).unwrap(), kind);
         release_free_memory();
         let before = resident_bytes().unwrap();

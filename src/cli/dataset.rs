@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use clap::Args;
 
 use blobbench::engine::dataset::{self, from_dir, StatReport};
+use blobbench::engine::postgres::redact;
 use blobbench::records::sizes::parse_size_dist;
-use blobbench::records::EngineKind;
 use blobbench::records::{DatasetSpec, SizeDist};
+use blobbench::records::{EngineKind, EngineSettings, PgParams, PgStorage};
 use blobbench::util::units;
 
 use super::progress;
@@ -125,12 +126,47 @@ pub struct ExportArgs {
     /// Replace DIR if it already holds a previous export.
     #[arg(long)]
     pub force: bool,
+    #[command(flatten)]
+    pub pg: PgArgs,
+    /// PostgreSQL bytea column storage: extended (compressed, PostgreSQL's
+    /// default) or external (out of line, never compressed).
+    #[arg(long, value_enum, default_value = "extended")]
+    pub pg_storage: PgStorageArg,
+}
+
+/// `--pg URL`: a PostgreSQL server you run, instead of blobbench's
+/// throwaway cluster.
+#[derive(Debug, Args)]
+pub struct PgArgs {
+    /// PostgreSQL: use this server (postgresql://user:password@host:port/db)
+    /// instead of a throwaway cluster; blobbench writes only to the table it
+    /// creates, blobbench_<DIR's name>.
+    #[arg(long, value_name = "URL")]
+    pub pg: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum PgStorageArg {
+    Extended,
+    External,
 }
 
 pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     let progress = progress::for_terminal();
     let r = match args.engine {
-        Some(kind) => dataset::build(kind, &args.db, &args.dir, args.force, progress.as_ref())?,
+        Some(kind) => {
+            let storage = match args.pg_storage {
+                PgStorageArg::Extended => PgStorage::Extended,
+                PgStorageArg::External => PgStorage::External,
+            };
+            if let Some(url) = &args.pg.pg {
+                let table = blobbench::engine::postgres::remote_table_name(&args.dir);
+                println!("Writing table {table} on {} (nothing else there is touched)", redact(url));
+            }
+            let pg = PgParams { url: args.pg.pg.clone(), storage };
+            let settings = EngineSettings { pg, ..EngineSettings::default() };
+            dataset::build_with(kind, &args.db, &args.dir, args.force, &settings, progress.as_ref())?
+        }
         None => dataset::export(&args.db, &args.dir, args.tree, args.force, progress.as_ref())?,
     };
     let secs = r.elapsed_ns as f64 / 1e9;
@@ -157,10 +193,13 @@ pub struct StatArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub pg: PgArgs,
 }
 
 pub fn stat(args: StatArgs) -> anyhow::Result<()> {
-    let report = dataset::stat(&args.path, args.vacuum)?;
+    let pg = PgParams { url: args.pg.pg.clone(), ..PgParams::default() };
+    let report = dataset::stat_with(&args.path, args.vacuum, &EngineSettings { pg, ..EngineSettings::default() })?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
@@ -187,6 +226,22 @@ pub fn stat(args: StatArgs) -> anyhow::Result<()> {
             println!("Content bytes:      {:>14}", s.content_bytes);
             println!("Apparent bytes:     {:>14}  (files and directories, as ls shows them)", s.apparent_bytes);
             println!("Allocated bytes:    {:>14}  (blocks on disk, as du counts them)", s.allocated_bytes);
+        }
+        StatReport::Pg(s) => {
+            println!("Engine:             {:>8}  (table {})", s.engine.name(), s.table);
+            let avg = if s.entries > 0 { s.content_bytes as f64 / s.entries as f64 } else { 0.0 };
+            print_sizes(s.entries, avg, s.min_size, s.max_size);
+            println!("Content bytes:      {:>14}", s.content_bytes);
+            println!("Table bytes:        {:>14}  (main fork, pg_relation_size)", s.table_bytes);
+            println!("TOAST bytes:        {:>14}  (TOAST and maps; pg_largeobject for large objects)", s.toast_bytes);
+            println!("Index bytes:        {:>14}  (pg_indexes_size)", s.index_bytes);
+            println!("Total bytes:        {:>14}  (pg_total_relation_size)", s.total_bytes);
+            if let Some(a) = s.cluster_allocated_bytes {
+                println!(
+                    "Allocated bytes:    {:>14}  (the whole cluster's blocks, WAL included, as du counts them)",
+                    a
+                );
+            }
         }
         StatReport::Kv(s) => {
             println!("Engine:             {:>8}", s.engine.name());

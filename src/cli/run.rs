@@ -10,7 +10,7 @@ use blobbench::records::keys::Order;
 use blobbench::records::mix::parse_mix;
 use blobbench::records::zipf::parse_zipf;
 use blobbench::records::{DbAccess, DbParams, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel};
-use blobbench::records::{Mix, Plan};
+use blobbench::records::{Mix, PgParams, Plan};
 use blobbench::results::{self, ResultFile};
 use blobbench::util::units;
 
@@ -93,6 +93,15 @@ pub struct RunArgs {
     /// (LMDB MDB_NOSYNC, redb Durability::None, fjall buffered journal).
     #[arg(long, value_enum, default_value = "durable")]
     pub kv_sync: KvSyncArg,
+    /// PostgreSQL: the server holding a dataset exported with --pg
+    /// (postgresql://user:password@host:port/db); without it, the dataset's
+    /// own throwaway cluster is started.
+    #[arg(long, value_name = "URL")]
+    pub pg: Option<String>,
+    /// PostgreSQL: time a prepared SELECT 1 per op on the same connection
+    /// instead of a read (the protocol and socket floor under each read).
+    #[arg(long, conflicts_with_all = ["update", "mix", "threads"])]
+    pub round_trip: bool,
     /// Timed runs (the kvtest lines show the median one).
     #[arg(long, default_value = "5", value_parser = repeat_count)]
     pub repeat: u32,
@@ -236,6 +245,8 @@ impl RunArgs {
                 },
                 multitrans: self.multitrans,
             },
+            pg: PgParams { url: self.pg.clone(), ..PgParams::default() },
+            round_trip: self.round_trip,
             integrity_check: self.integrity_check,
             stats: self.stats,
             plan: Plan {

@@ -13,6 +13,7 @@ use super::session::{timed_session, SessionRun, SessionSpec, Work};
 use crate::engine::{self, Engine, OpenMode};
 use crate::measure::{self, Experiment, Latency, Phases, RunOutcome};
 use crate::records::keys::{KeySequence, KvtestRng, Order};
+use crate::records::WorkloadParams;
 use crate::{Error, Result};
 
 pub fn run(opts: &RunOptions, threads: u32, id: &str, label: &str) -> Result<RunReport> {
@@ -53,7 +54,12 @@ pub fn run(opts: &RunOptions, threads: u32, id: &str, label: &str) -> Result<Run
     let info = info.unwrap_or_default();
     let interrupted = measured.interrupted;
     Ok(RunReport {
-        experiment: Experiment::from_measured(id, label, opts.params(layout, max_id, threads), measured),
+        experiment: Experiment::from_measured(
+            id,
+            label,
+            WorkloadParams { server: engine.server_info(), ..opts.params(layout, max_id, threads) },
+            measured,
+        ),
         layout,
         max_id,
         page_size: info.page_size,

@@ -13,7 +13,7 @@ use crate::measure::rounds::Arm;
 use crate::measure::{self, ClassLatency, Experiment, RunSample};
 use crate::records::keys::{KeySequence, KvtestRng, Order};
 use crate::records::zipf::ZipfTable;
-use crate::records::{DbParams, EngineKind, EngineSettings, FileParams, KvParams, Mix, Plan, WorkloadParams};
+use crate::records::{DbParams, EngineKind, EngineSettings, FileParams, KvParams, Mix, PgParams, Plan, WorkloadParams};
 use crate::{Error, Result};
 
 /// A `run`, with kvtest's defaults.
@@ -30,6 +30,9 @@ pub struct RunOptions {
     pub db: DbParams,
     pub files: FileParams,
     pub kv: KvParams,
+    /// PostgreSQL's connection (`--pg URL`); never recorded (it may hold a
+    /// password).
+    pub pg: PgParams,
     pub integrity_check: bool,
     pub stats: bool,
     pub plan: Plan,
@@ -41,12 +44,14 @@ pub struct RunOptions {
     pub zipf: Option<f64>,
     /// Reads and overwrites mixed in this ratio (`--mix READ:WRITE`).
     pub mix: Option<Mix>,
+    /// Time a server's `SELECT 1` per op instead of a read (the floor).
+    pub round_trip: bool,
 }
 
 impl RunOptions {
     /// Each engine's part of these options.
     pub fn settings(&self) -> EngineSettings {
-        EngineSettings { db: self.db.clone(), files: self.files, kv: self.kv }
+        EngineSettings { db: self.db.clone(), files: self.files, kv: self.kv, pg: self.pg.clone() }
     }
 
     /// The record of these options in a result file.
@@ -67,6 +72,8 @@ impl RunOptions {
             seed: (self.update || self.mix.is_some()).then_some(self.seed),
             zipf_theta: self.zipf,
             mix: self.mix,
+            round_trip: self.round_trip,
+            server: None,
         }
     }
 
@@ -81,12 +88,14 @@ impl RunOptions {
             db: DbParams::default(),
             files: FileParams::default(),
             kv: KvParams::default(),
+            pg: PgParams::default(),
             integrity_check: false,
             stats: false,
             plan: Plan::default(),
             seed: 1,
             zipf: None,
             mix: None,
+            round_trip: false,
         }
     }
 
@@ -207,6 +216,7 @@ impl RunArm {
         let work = match (script.as_ref(), pool.as_ref()) {
             (Some(script), _) => Work::Script(script),
             (None, Some(pool)) => Work::Overwrite(pool),
+            (None, None) if opts.round_trip => Work::RoundTrip,
             (None, None) => Work::Read,
         };
         let spec = SessionSpec {
@@ -248,7 +258,7 @@ impl RunArm {
         let info = seen.info.unwrap_or_default();
         let max_id = max_id.or(info.max_key).unwrap_or(0);
         let interrupted = measured.interrupted;
-        let mut params = opts.params(layout, max_id, 1);
+        let mut params = WorkloadParams { server: engine.server_info(), ..opts.params(layout, max_id, 1) };
         params.plan.repeat = measured.runs.len() as u32;
         let mut experiment = Experiment::from_measured(id, label, params, measured);
         if let Some(script) = &script {
@@ -315,6 +325,9 @@ pub(crate) fn validate(opts: &RunOptions) -> Result<()> {
         if opts.update {
             return Err(Error::invalid("--mix and --update do not go together (--mix 0:1 writes only)"));
         }
+    }
+    if opts.round_trip && (opts.update || opts.mix.is_some()) {
+        return Err(Error::invalid("--round-trip times SELECT 1 instead of reads; it takes no --update or --mix"));
     }
     if opts.db.mmap_bytes < 0 {
         return Err(Error::invalid("--mmap must not be negative"));

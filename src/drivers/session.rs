@@ -129,6 +129,9 @@ pub enum Work<'a> {
     Overwrite(&'a ContentPool),
     /// What the script says, op by op.
     Script(&'a Script),
+    /// One round trip to the server with no work (PostgreSQL's `SELECT 1`)
+    /// on the session's connection: the protocol and socket floor of a read.
+    RoundTrip,
 }
 
 /// One session's loop: which keys, how many operations, what to do.
@@ -221,6 +224,8 @@ pub fn timed_session<K: FnOnce(u32) -> KeySequence>(
     let totals = match (spec.work, latency) {
         (Work::Read, Some(hist)) => timed_loop(s, keys, spec.count, max_id, ReadOps, hist)?,
         (Work::Read, None) => timed_loop(s, keys, spec.count, max_id, ReadOps, &mut NoLatency)?,
+        (Work::RoundTrip, Some(hist)) => timed_loop(s, keys, spec.count, max_id, RoundTripOps, hist)?,
+        (Work::RoundTrip, None) => timed_loop(s, keys, spec.count, max_id, RoundTripOps, &mut NoLatency)?,
         (Work::Overwrite(pool), Some(hist)) => timed_loop(s, keys, spec.count, max_id, pool.writes(), hist)?,
         (Work::Overwrite(pool), None) => timed_loop(s, keys, spec.count, max_id, pool.writes(), &mut NoLatency)?,
         (Work::Script(script), Some(hist)) => {
@@ -287,6 +292,27 @@ impl LoopWork for ReadOps {
     fn step<S: Session + ?Sized>(&mut self, session: &mut S, key: u32) -> Result<(u64, usize)> {
         Ok((session.read(key)?, 0))
     }
+}
+
+/// `SELECT 1` per key; each counts as 4 bytes moved (the int4 it returns).
+struct RoundTripOps;
+
+impl LoopWork for RoundTripOps {
+    #[inline(always)]
+    fn step<S: Session + ?Sized>(&mut self, session: &mut S, _key: u32) -> Result<(u64, usize)> {
+        if session.round_trip()? {
+            Ok((4, 0))
+        } else {
+            Err(no_server())
+        }
+    }
+}
+
+#[cold]
+fn no_server() -> Error {
+    Error::invalid(
+        "--round-trip measures a database server's SELECT 1; this engine has no server (use postgres or postgres-lo)",
+    )
 }
 
 /// Where the next operation's content starts in the pool's window.

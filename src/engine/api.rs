@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::records::EngineKind;
+use crate::records::{EngineKind, PgServerInfo};
 use crate::Result;
 
 /// What a session was opened for.
@@ -69,6 +69,12 @@ pub trait Engine: Send + Sync {
     fn verify_after_reads(&self) -> Result<()> {
         Ok(())
     }
+
+    /// What a database server said about itself (PostgreSQL); None for
+    /// the in-process engines.
+    fn server_info(&self) -> Option<PgServerInfo> {
+        None
+    }
 }
 
 /// One open session: the timed calls, then commit and close.
@@ -109,6 +115,13 @@ pub trait Session: Send {
     /// SQLite's memory and cache counters (kvtest's --stats); None elsewhere.
     fn sqlite_stats(&self) -> Option<SqliteStats> {
         None
+    }
+
+    /// One round trip to a server that does no work (PostgreSQL's
+    /// `SELECT 1`): the protocol and socket floor under each read. False
+    /// where there is no server (the in-process engines).
+    fn round_trip(&mut self) -> Result<bool> {
+        Ok(false)
     }
 }
 

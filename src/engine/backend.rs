@@ -68,14 +68,24 @@ pub trait Backend: Sync {
     /// temporary name (`engine::staging`) so an interrupted build never
     /// looks complete. With `force`, only a previous dataset of this kind is
     /// replaced.
-    fn build(&self, db: &Path, target: &Path, force: bool, progress: &dyn Progress) -> Result<ExportReport>;
+    /// `settings` carries an engine's own build options (PostgreSQL's
+    /// server and column storage); the others ignore it.
+    fn build(
+        &self,
+        db: &Path,
+        target: &Path,
+        force: bool,
+        settings: &EngineSettings,
+        progress: &dyn Progress,
+    ) -> Result<ExportReport>;
 
     /// The dataset at `path` with one run's settings (nothing is opened yet).
     fn open(&self, path: &Path, settings: &EngineSettings) -> Box<dyn Engine>;
 
     /// What `stat` says about the dataset. `vacuum` rebuilds a database
     /// first; other engines refuse it.
-    fn stat(&self, path: &Path, vacuum: bool) -> Result<StatReport>;
+    /// `settings` says how to reach a server (PostgreSQL's `--pg`).
+    fn stat(&self, path: &Path, vacuum: bool, settings: &EngineSettings) -> Result<StatReport>;
 
     /// What kvtest's total covers for this engine with these settings, as
     /// `run` prints it ("open + loop + commit + close").

@@ -8,7 +8,7 @@ use std::path::Path;
 pub use crate::engine::external::build::init_names;
 pub use crate::engine::files::names::{blob_files, blob_name, list_keys, BlobPath};
 pub use crate::engine::kvtest_db::{open_kv, KvConnection};
-pub use crate::engine::registry::{build, detect, stat};
+pub use crate::engine::registry::{build, build_with, detect, stat, stat_with};
 pub use crate::engine::report::{DbStat, DirStat, ExportReport, StatReport};
 pub use crate::engine::sqlite::error::{conn_error, db_error};
 pub use crate::engine::sqlite::from_dir;

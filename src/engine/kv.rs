@@ -55,7 +55,14 @@ impl Backend for KvBackend {
         }
     }
 
-    fn build(&self, db: &Path, target: &Path, force: bool, progress: &dyn Progress) -> Result<ExportReport> {
+    fn build(
+        &self,
+        db: &Path,
+        target: &Path,
+        force: bool,
+        _settings: &EngineSettings,
+        progress: &dyn Progress,
+    ) -> Result<ExportReport> {
         (self.build)(db, target, force, progress)
     }
 
@@ -63,7 +70,7 @@ impl Backend for KvBackend {
         (self.open)(path, settings.kv)
     }
 
-    fn stat(&self, path: &Path, vacuum: bool) -> Result<StatReport> {
+    fn stat(&self, path: &Path, vacuum: bool, _settings: &EngineSettings) -> Result<StatReport> {
         if vacuum {
             return Err(Error::invalid("--vacuum applies to databases only"));
         }
@@ -183,7 +190,7 @@ pub(super) fn dataset_files(path: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// Apparent and allocated bytes of every file and directory of a dataset.
-fn usage(path: &Path) -> Result<(u64, u64)> {
+pub(super) fn usage(path: &Path) -> Result<(u64, u64)> {
     let (mut apparent, mut allocated) = (0u64, 0u64);
     let mut stack = vec![path.to_path_buf()];
     while let Some(p) = stack.pop() {

@@ -27,6 +27,7 @@ pub mod kvtest_db;
 #[cfg(test)]
 mod layer_tests;
 mod lmdb;
+pub mod postgres;
 mod redb;
 pub mod registry;
 pub mod report;

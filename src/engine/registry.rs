@@ -21,6 +21,8 @@ pub static BACKENDS: [&dyn Backend; EngineKind::ALL.len()] = [
     &crate::engine::lmdb::BACKEND,
     &crate::engine::redb::BACKEND,
     &crate::engine::fjall::BACKEND,
+    &crate::engine::postgres::BYTEA,
+    &crate::engine::postgres::LARGE_OBJECTS,
 ];
 
 /// The backend of `kind`.
@@ -93,13 +95,30 @@ pub fn open_as(kind: EngineKind, path: &Path, settings: &EngineSettings) -> Resu
 
 /// Builds `kind`'s dataset at `target` from the kvtest database `db`.
 pub fn build(kind: EngineKind, db: &Path, target: &Path, force: bool, progress: &dyn Progress) -> Result<ExportReport> {
-    backend(kind).build(db, target, force, progress)
+    build_with(kind, db, target, force, &EngineSettings::default(), progress)
+}
+
+/// [`build`] with an engine's own build options (PostgreSQL's `--pg`).
+pub fn build_with(
+    kind: EngineKind,
+    db: &Path,
+    target: &Path,
+    force: bool,
+    settings: &EngineSettings,
+    progress: &dyn Progress,
+) -> Result<ExportReport> {
+    backend(kind).build(db, target, force, settings, progress)
 }
 
 /// Describes the dataset at `path`. `vacuum` rebuilds a database first (as
 /// kvtest's --vacuum), which rewrites the file: only on request.
 pub fn stat(path: &Path, vacuum: bool) -> Result<StatReport> {
-    backend(detect(path)?).stat(path, vacuum)
+    stat_with(path, vacuum, &EngineSettings::default())
+}
+
+/// [`stat`] reaching a server as `settings` say (PostgreSQL's `--pg`).
+pub fn stat_with(path: &Path, vacuum: bool, settings: &EngineSettings) -> Result<StatReport> {
+    backend(detect(path)?).stat(path, vacuum, settings)
 }
 
 #[cfg(test)]
@@ -119,6 +138,8 @@ mod tests {
     #[test]
     fn every_built_dataset_is_detected_as_its_kind() {
         let dir = tempfile::tempdir().unwrap();
+        // PostgreSQL's throwaway cluster runs as `postgres` when tests run as root.
+        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         let (db, _) = crate::engine::kv::test_support::tiny_kv(dir.path(), 12);
         for b in BACKENDS {
             let kind = b.kind();

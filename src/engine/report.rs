@@ -57,6 +57,8 @@ pub enum StatReport {
     Dir(DirStat),
     /// A key-value engine's dataset (LMDB, redb, fjall).
     Kv(KvStat),
+    /// A PostgreSQL table (bytea or large objects).
+    Pg(PgStat),
 }
 
 impl StatReport {
@@ -87,6 +89,16 @@ impl StatReport {
                 apparent_bytes: s.file_bytes,
                 allocated_bytes: s.allocated_bytes,
             },
+            // The server's sizes of the table; the cluster's blocks on disk
+            // when blobbench runs it (WAL and catalogs included).
+            StatReport::Pg(s) => DiskUsage {
+                layout: s.engine.name().into(),
+                path,
+                entries: s.entries,
+                content_bytes: s.content_bytes,
+                apparent_bytes: s.total_bytes,
+                allocated_bytes: s.cluster_allocated_bytes.unwrap_or(s.total_bytes),
+            },
         }
     }
 }
@@ -105,4 +117,28 @@ pub struct KvStat {
     pub file_bytes: u64,
     /// Blocks allocated to them, as `du` counts them.
     pub allocated_bytes: u64,
+}
+
+/// `stat` of a PostgreSQL dataset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PgStat {
+    pub engine: EngineKind,
+    pub table: String,
+    pub entries: u64,
+    pub min_size: u64,
+    pub max_size: u64,
+    pub content_bytes: u64,
+    /// The table's main fork (`pg_relation_size`).
+    pub table_bytes: u64,
+    /// TOAST, free-space and visibility maps (`pg_table_size` less the main
+    /// fork); for large objects, `pg_largeobject`'s total instead (every
+    /// large object of the database).
+    pub toast_bytes: u64,
+    /// `pg_indexes_size`.
+    pub index_bytes: u64,
+    /// `pg_total_relation_size` (plus `pg_largeobject`'s for large objects).
+    pub total_bytes: u64,
+    /// Blocks allocated to the whole throwaway cluster (WAL, catalogs and
+    /// all), as `du` counts them; None on a user's server.
+    pub cluster_allocated_bytes: Option<u64>,
 }

@@ -4,11 +4,13 @@
 mod dataset;
 pub mod keys;
 pub mod mix;
+mod postgres;
 pub mod sizes;
 mod workload;
 pub mod zipf;
 
 pub use dataset::{DatasetSpec, DiskUsage};
 pub use keys::Order;
+pub use postgres::{PgParams, PgServerInfo, PgStorage};
 pub use sizes::{SizeBucket, SizeDist};
 pub use workload::*;

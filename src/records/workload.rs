@@ -23,10 +23,16 @@ pub enum EngineKind {
     Redb,
     /// fjall: an LSM tree whose large values live apart in blob files.
     Fjall,
+    /// PostgreSQL: table kv(k bigint primary key, v bytea).
+    Postgres,
+    /// PostgreSQL large objects: an oid per key, content through the
+    /// large-object functions.
+    #[serde(rename = "postgres-lo")]
+    PostgresLo,
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 7] = [
+    pub const ALL: [EngineKind; 9] = [
         EngineKind::Db,
         EngineKind::Flat,
         EngineKind::Tree,
@@ -34,10 +40,14 @@ impl EngineKind {
         EngineKind::Lmdb,
         EngineKind::Redb,
         EngineKind::Fjall,
+        EngineKind::Postgres,
+        EngineKind::PostgresLo,
     ];
 
-    /// The key-value engines, which `suite --engines` can add.
-    pub const KEY_VALUE: [EngineKind; 3] = [EngineKind::Lmdb, EngineKind::Redb, EngineKind::Fjall];
+    /// The key-value engines, which `suite --engines` can add (PostgreSQL
+    /// too: a key-value table on a server).
+    pub const KEY_VALUE: [EngineKind; 5] =
+        [EngineKind::Lmdb, EngineKind::Redb, EngineKind::Fjall, EngineKind::Postgres, EngineKind::PostgresLo];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -48,6 +58,8 @@ impl EngineKind {
             EngineKind::Lmdb => "lmdb",
             EngineKind::Redb => "redb",
             EngineKind::Fjall => "fjall",
+            EngineKind::Postgres => "postgres",
+            EngineKind::PostgresLo => "postgres-lo",
         }
     }
 
@@ -61,6 +73,8 @@ impl EngineKind {
             EngineKind::Lmdb => "LMDB",
             EngineKind::Redb => "redb",
             EngineKind::Fjall => "fjall",
+            EngineKind::Postgres => "PostgreSQL (bytea)",
+            EngineKind::PostgresLo => "PostgreSQL (large objects)",
         }
     }
 
@@ -206,6 +220,7 @@ pub struct EngineSettings {
     pub db: DbParams,
     pub files: FileParams,
     pub kv: KvParams,
+    pub pg: super::PgParams,
 }
 
 /// Everything that defines one `run`.
@@ -239,6 +254,12 @@ pub struct WorkloadParams {
     /// Reads and same-size overwrites mixed in this ratio (`--mix`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mix: Option<Mix>,
+    /// Each op was a server round trip with no work (`SELECT 1`), not a read.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub round_trip: bool,
+    /// The PostgreSQL server the run measured (version and settings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<super::PgServerInfo>,
 }
 
 /// A mix of reads and writes (`--mix READ:WRITE`, e.g. 95:5).

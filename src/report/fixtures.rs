@@ -69,6 +69,8 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
             seed: None,
             zipf_theta: None,
             mix: None,
+            round_trip: false,
+            server: None,
         },
         warmup_runs: 1,
         summary: Summary::of(&runs),

@@ -40,7 +40,14 @@ impl Backend for ExternalBackend {
         }
     }
 
-    fn build(&self, db: &Path, target: &Path, force: bool, progress: &dyn Progress) -> Result<ExportReport> {
+    fn build(
+        &self,
+        db: &Path,
+        target: &Path,
+        force: bool,
+        _settings: &EngineSettings,
+        progress: &dyn Progress,
+    ) -> Result<ExportReport> {
         build::build(db, target, force, progress)
     }
 
@@ -49,8 +56,8 @@ impl Backend for ExternalBackend {
     }
 
     /// What its blob directory holds (the names add a few pages).
-    fn stat(&self, path: &Path, vacuum: bool) -> Result<StatReport> {
-        files::FLAT.stat(&path.join(BLOBS_DIR), vacuum)
+    fn stat(&self, path: &Path, vacuum: bool, _settings: &EngineSettings) -> Result<StatReport> {
+        files::FLAT.stat(&path.join(BLOBS_DIR), vacuum, _settings)
     }
 
     fn timer_covers(&self, _settings: &EngineSettings) -> &'static str {

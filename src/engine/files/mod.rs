@@ -56,7 +56,14 @@ impl Backend for FilesBackend {
         }
     }
 
-    fn build(&self, db: &Path, target: &Path, force: bool, progress: &dyn Progress) -> Result<ExportReport> {
+    fn build(
+        &self,
+        db: &Path,
+        target: &Path,
+        force: bool,
+        _settings: &EngineSettings,
+        progress: &dyn Progress,
+    ) -> Result<ExportReport> {
         let started = std::time::Instant::now();
         if std::fs::symlink_metadata(target).is_ok_and(|m| !m.is_dir()) {
             return Err(Error::bad_input(target, "exists and is not a directory"));
@@ -71,7 +78,7 @@ impl Backend for FilesBackend {
         Box::new(FilesEngine::new(path, self.0, settings.files))
     }
 
-    fn stat(&self, path: &Path, vacuum: bool) -> Result<StatReport> {
+    fn stat(&self, path: &Path, vacuum: bool, _settings: &EngineSettings) -> Result<StatReport> {
         if vacuum {
             return Err(Error::invalid("--vacuum applies to databases, not directories"));
         }

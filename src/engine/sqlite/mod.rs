@@ -44,7 +44,14 @@ impl Backend for SqliteBackend {
         }
     }
 
-    fn build(&self, _db: &Path, _target: &Path, _force: bool, _progress: &dyn Progress) -> Result<ExportReport> {
+    fn build(
+        &self,
+        _db: &Path,
+        _target: &Path,
+        _force: bool,
+        _settings: &EngineSettings,
+        _progress: &dyn Progress,
+    ) -> Result<ExportReport> {
         Err(Error::invalid("a kvtest database is made by init, not exported"))
     }
 
@@ -52,7 +59,7 @@ impl Backend for SqliteBackend {
         Box::new(SqliteEngine::new(path, settings.db.clone()))
     }
 
-    fn stat(&self, path: &Path, vacuum: bool) -> Result<StatReport> {
+    fn stat(&self, path: &Path, vacuum: bool, _settings: &EngineSettings) -> Result<StatReport> {
         stat::db_stat(path, vacuum).map(StatReport::Db)
     }
 

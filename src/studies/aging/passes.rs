@@ -102,6 +102,8 @@ fn params(
         seed,
         zipf_theta: None,
         mix: None,
+        round_trip: false,
+        server: None,
     }
 }
 

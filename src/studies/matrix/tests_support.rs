@@ -21,6 +21,8 @@ fn fake(us: f64) -> Experiment {
         seed: None,
         zipf_theta: None,
         mix: None,
+        round_trip: false,
+        server: None,
     };
     Experiment {
         id: String::new(),

@@ -90,8 +90,12 @@ pub fn run_suite(opts: &SuiteOptions, observer: &dyn SuiteObserver) -> Result<Su
             ),
         ));
     }
+    crate::engine::postgres::server::reap_killed(&opts.workdir)?;
+    // Enterable by others (not listable): PostgreSQL's throwaway cluster
+    // runs as the `postgres` user when blobbench runs as root.
     let work = tempfile::Builder::new()
         .prefix("blobbench-suite-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o711))
         .tempdir_in(&opts.workdir)
         .map_err(|e| Error::io(&opts.workdir, "cannot create a work directory", e))?;
     let mut outcome = SuiteOutcome {

@@ -1,0 +1,186 @@
+//! PostgreSQL, through the synchronous `postgres` crate: `postgres` keeps
+//! the blobs in `kv(k bigint primary key, v bytea)`, `postgres-lo` as large
+//! objects (`k bigint primary key, o oid`, content through the server's
+//! large-object functions).
+//!
+//! A dataset is a directory holding `blobbench-postgres.json` (the engine,
+//! the table, the column storage) and either the throwaway cluster itself
+//! (`pgdata/`, started by [`server::Cluster`] for the run and stopped after
+//! it) or nothing more when the table lives on a server the user runs
+//! (`--pg URL`, given again at each run). On such a server blobbench only
+//! ever writes to the table it created, which carries a comment naming it
+//! blobbench's.
+//!
+//! One **read** is one prepared `SELECT` whose binary result is copied into
+//! the session's reused buffer; see [`session`] for the writes.
+
+mod build;
+mod conn;
+mod descriptor;
+pub mod server;
+mod session;
+mod stat;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+pub use build::{build, remote_table_name};
+pub use conn::{redact, MIN_VERSION_NUM};
+pub use descriptor::{Descriptor, DESCRIPTOR};
+
+use descriptor::detect;
+pub use stat::stat;
+
+use crate::engine::api::{Engine, OpenMode, Session, Survey};
+use crate::engine::backend::{Backend, Claim, CrashMode, Probe};
+use crate::engine::report::{ExportReport, StatReport};
+use crate::records::{EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo};
+use crate::util::progress::Progress;
+use crate::{Error, Result};
+
+pub(crate) const KIND: EngineKind = EngineKind::Postgres;
+pub(crate) const KIND_LO: EngineKind = EngineKind::PostgresLo;
+
+/// One backend per table layout: bytea rows, or large objects.
+pub(crate) struct PgBackend(EngineKind);
+
+pub(crate) static BYTEA: PgBackend = PgBackend(KIND);
+pub(crate) static LARGE_OBJECTS: PgBackend = PgBackend(KIND_LO);
+
+impl Backend for PgBackend {
+    fn kind(&self) -> EngineKind {
+        self.0
+    }
+
+    fn claim(&self, probe: &Probe) -> Claim {
+        if probe.is_dir && detect(probe.path) == Some(self.0) {
+            Claim::Yes
+        } else {
+            Claim::No
+        }
+    }
+
+    fn build(
+        &self,
+        db: &Path,
+        target: &Path,
+        force: bool,
+        settings: &EngineSettings,
+        progress: &dyn Progress,
+    ) -> Result<ExportReport> {
+        build(self.0, db, target, force, &settings.pg, progress)
+    }
+
+    fn open(&self, path: &Path, settings: &EngineSettings) -> Box<dyn Engine> {
+        Box::new(PgEngine::new(self.0, path, settings))
+    }
+
+    fn stat(&self, path: &Path, vacuum: bool, settings: &EngineSettings) -> Result<StatReport> {
+        if vacuum {
+            return Err(Error::invalid("--vacuum applies to SQLite databases only"));
+        }
+        stat(path, &settings.pg).map(StatReport::Pg)
+    }
+
+    fn timer_covers(&self, _settings: &EngineSettings) -> &'static str {
+        "connect and prepare + loop + commit + close"
+    }
+
+    /// None yet: the crash test kills its writer process, which leaves a
+    /// server (another process) untouched; killing the server itself is
+    /// described in docs/postgres.md as remaining work.
+    fn crash_modes(&self) -> &'static [CrashMode] {
+        &[]
+    }
+}
+
+/// The dataset at `path` opened for runs; the server starts (or is
+/// reached) in `survey` and stops when the engine is dropped.
+pub struct PgEngine {
+    path: PathBuf,
+    kind: EngineKind,
+    kv: KvParams,
+    pg: PgParams,
+    server: Mutex<Option<Arc<conn::Server>>>,
+    info: Mutex<Option<PgServerInfo>>,
+}
+
+impl PgEngine {
+    pub fn new(kind: EngineKind, path: &Path, settings: &EngineSettings) -> Self {
+        PgEngine {
+            path: path.to_path_buf(),
+            kind,
+            kv: settings.kv,
+            pg: settings.pg.clone(),
+            server: Mutex::new(None),
+            info: Mutex::new(None),
+        }
+    }
+
+    fn server(&self) -> Result<Arc<conn::Server>> {
+        let mut slot = self.server.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = slot.as_ref() {
+            return Ok(s.clone());
+        }
+        let desc = Descriptor::read(&self.path)?;
+        if desc.engine != self.kind {
+            return Err(Error::bad_input(
+                &self.path,
+                format!("is a {} dataset, not {}", desc.engine.name(), self.kind.name()),
+            ));
+        }
+        let s = Arc::new(conn::Server::for_dataset(&self.path, desc, self.pg.url.as_deref())?);
+        *slot = Some(s.clone());
+        Ok(s)
+    }
+
+    /// What the server said about itself (after `survey`).
+    pub fn server_info(&self) -> Option<PgServerInfo> {
+        self.info.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl Engine for PgEngine {
+    fn kind(&self) -> EngineKind {
+        self.kind
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn survey(&mut self, for_writes: bool) -> Result<Survey> {
+        let server = self.server()?;
+        let mut client = server.connect()?;
+        server.check_table(&mut client)?;
+        let mut info = conn::server_info(&mut client, &server)?;
+        info.synchronous_commit = session::sync_setting(self.kv.sync).to_string();
+        *self.info.lock().unwrap_or_else(|e| e.into_inner()) = Some(info);
+        let (max_key, blob_max) = stat::keys_and_max(&mut client, &server, for_writes)?;
+        let max_key = max_key
+            .ok_or_else(|| Error::bad_input(&self.path, format!("is a {} dataset with no blobs", self.kind.name())))?;
+        Ok(Survey { max_key: Some(max_key), blob_max })
+    }
+
+    fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
+        Ok(Box::new(session::PgSession::open(self.server()?, mode.write, self.kv)?))
+    }
+
+    /// The cluster's files (a remote server's are not ours to evict). A
+    /// cold run drops them from the page cache; the server's own
+    /// `shared_buffers` keep what they hold.
+    fn cache_files(&self) -> Result<Vec<PathBuf>> {
+        let data = self.path.join(server::DATA_DIR);
+        if !data.is_dir() {
+            return Ok(Vec::new());
+        }
+        crate::engine::kv::dataset_files(&data.join("base"))
+    }
+
+    fn server_info(&self) -> Option<PgServerInfo> {
+        PgEngine::server_info(self)
+    }
+}
+
+#[cfg(test)]
+mod tests;

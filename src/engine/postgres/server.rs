@@ -1,0 +1,368 @@
+//! The throwaway PostgreSQL cluster blobbench starts when no `--pg URL` is
+//! given: `initdb` makes it inside the dataset's directory, `pg_ctl` starts
+//! it listening only on a Unix socket in its own data directory
+//! (`listen_addresses=''`, so no TCP port is taken), and it is stopped when
+//! the [`Cluster`] is dropped (end of run, error, Ctrl-C). A run that was
+//! killed leaves a `postmaster.pid`; the next start finds it and stops that
+//! server first.
+//!
+//! PostgreSQL refuses to run as root. As root, every PostgreSQL program runs
+//! as the unprivileged `postgres` user (made by Debian's package), and the
+//! data directory is owned by it. The server runs in its own session, so a
+//! Ctrl-C at the terminal reaches blobbench, which stops it cleanly, rather
+//! than the server.
+
+use std::ffi::CString;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::{Error, Result};
+
+/// The data directory inside a local dataset's directory.
+pub const DATA_DIR: &str = "pgdata";
+/// The Unix socket's port number (it only names the socket file).
+pub const PORT: u16 = 5432;
+/// The cluster's superuser and database.
+pub const USER: &str = "blobbench";
+/// `shared_buffers` of the throwaway cluster (PostgreSQL's default too).
+pub const SHARED_BUFFERS: &str = "128MB";
+/// Where Debian installs the server programs, one directory per version;
+/// `BLOBBENCH_PG_LIB` replaces it (tests use it to hide the install).
+const DEBIAN_LIB: &str = "/usr/lib/postgresql";
+/// Longest Unix socket path (`sun_path` less its terminating NUL).
+const SOCKET_PATH_MAX: usize = 107;
+/// The pid of the blobbench process that started the cluster, beside
+/// `pgdata/` (a dead one means a killed run).
+const OWNER: &str = "blobbench-server.pid";
+/// The settings file rewritten at each start (the socket's directory).
+const SOCKET_CONF: &str = "blobbench.conf";
+/// What to install when the programs are missing.
+const INSTALL: &str = "install PostgreSQL's server programs (Debian: apt-get install postgresql)";
+
+/// The server programs blobbench calls.
+#[derive(Debug, Clone)]
+pub struct Binaries {
+    pub initdb: PathBuf,
+    pub pg_ctl: PathBuf,
+}
+
+/// Finds `initdb` and `pg_ctl` on `PATH`, else in the newest
+/// `/usr/lib/postgresql/*/bin`.
+pub fn find_binaries() -> Result<Binaries> {
+    let lib = std::env::var_os("BLOBBENCH_PG_LIB").map(PathBuf::from).unwrap_or_else(|| DEBIAN_LIB.into());
+    let mut dirs: Vec<PathBuf> =
+        std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
+    if let Ok(entries) = std::fs::read_dir(&lib) {
+        let mut versions: Vec<(u32, PathBuf)> = entries
+            .filter_map(|e| e.ok())
+            .filter_map(|e| Some((e.file_name().to_str()?.parse::<u32>().ok()?, e.path().join("bin"))))
+            .collect();
+        versions.sort_by_key(|v| std::cmp::Reverse(v.0));
+        dirs.extend(versions.into_iter().map(|v| v.1));
+    }
+    dirs.into_iter()
+        .find(|d| d.join("initdb").is_file() && d.join("pg_ctl").is_file())
+        .map(|d| Binaries { initdb: d.join("initdb"), pg_ctl: d.join("pg_ctl") })
+        .ok_or_else(|| {
+            Error::invalid(format!("initdb and pg_ctl not found on PATH or in {}/*/bin: {INSTALL}", lib.display()))
+        })
+}
+
+/// The user PostgreSQL's programs run as: ourselves, or `postgres` when we
+/// are root.
+#[derive(Debug, Clone, Copy)]
+struct RunAs {
+    uid: libc::uid_t,
+    gid: libc::gid_t,
+}
+
+fn run_as() -> Result<Option<RunAs>> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(None);
+    }
+    let name = CString::new("postgres").expect("no NUL");
+    // SAFETY: getpwnam reads a NUL-terminated name; the result is copied
+    // out at once, before any other call could reuse its static buffer.
+    let pw = unsafe { libc::getpwnam(name.as_ptr()) };
+    if pw.is_null() {
+        return Err(Error::invalid(format!(
+            "running as root, but there is no 'postgres' user to run the throwaway PostgreSQL cluster as: {INSTALL}"
+        )));
+    }
+    // SAFETY: pw is non-null and points to a valid passwd entry.
+    let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
+    Ok(Some(RunAs { uid, gid }))
+}
+
+/// A cluster in `dir/pgdata`, started by us; stopped when dropped.
+#[derive(Debug)]
+pub struct Cluster {
+    data: PathBuf,
+    bins: Binaries,
+    run_as: Option<RunAs>,
+    running: bool,
+}
+
+impl Cluster {
+    /// Makes a new cluster in `dir/pgdata` (`dir` exists, `pgdata` does
+    /// not) with settings that keep it on its Unix socket.
+    pub fn init(dir: &Path) -> Result<()> {
+        let bins = find_binaries()?;
+        let run_as = run_as()?;
+        let data = absolute(dir)?.join(DATA_DIR);
+        check_socket_path(&data)?;
+        std::fs::create_dir(&data).map_err(|e| Error::io(&data, "cannot create the cluster directory", e))?;
+        if let Some(who) = run_as {
+            check_reachable(&data, who)?;
+            std::os::unix::fs::chown(&data, Some(who.uid), Some(who.gid))
+                .map_err(|e| Error::io(&data, "cannot give the cluster directory to the postgres user", e))?;
+        }
+        let mut cmd = command(&bins.initdb, run_as);
+        // -N: initdb's own files are not fsynced (the cluster is rebuilt on
+        // any failure); the server itself always runs with fsync on.
+        cmd.arg("-D").arg(&data).args(["-U", USER, "-A", "trust", "-E", "UTF8", "--locale=C", "-N"]);
+        run(cmd, &data, "initdb failed")?;
+        // The socket's directory is written at each start (blobbench.conf):
+        // a dataset is built under a temporary name and renamed.
+        let conf = format!(
+            "\n# blobbench: a throwaway cluster on a Unix socket only\nlisten_addresses = ''\n\
+             port = {PORT}\nshared_buffers = {SHARED_BUFFERS}\nfsync = on\ninclude_if_exists = '{SOCKET_CONF}'\n"
+        );
+        append(&data.join("postgresql.conf"), &conf)
+    }
+
+    /// Starts the cluster in `dir/pgdata`, first stopping a server a killed
+    /// run left there.
+    pub fn start(dir: &Path) -> Result<Cluster> {
+        let data = absolute(dir)?.join(DATA_DIR);
+        if !data.join("PG_VERSION").is_file() {
+            return Err(Error::bad_input(dir, "holds no PostgreSQL cluster (no pgdata/PG_VERSION)"));
+        }
+        check_socket_path(&data)?;
+        let bins = find_binaries()?;
+        let run_as = run_as()?;
+        stop_stale(&data, &bins, run_as)?;
+        let owner = data.with_file_name(OWNER);
+        std::fs::write(&owner, std::process::id().to_string())
+            .map_err(|e| Error::io(&owner, "cannot record which process runs the cluster", e))?;
+        let quoted = data.display().to_string().replace('\'', "''");
+        let conf = data.join(SOCKET_CONF);
+        std::fs::write(&conf, format!("unix_socket_directories = '{quoted}'\n"))
+            .map_err(|e| Error::io(&conf, "cannot write the cluster's socket setting", e))?;
+        let mut cmd = command(&bins.pg_ctl, run_as);
+        cmd.arg("start").arg("-D").arg(&data).args(["-w", "-t", "60", "-s", "-l"]).arg(data.join("server.log"));
+        run(cmd, &data, "the PostgreSQL server did not start").map_err(|e| with_log(e, &data))?;
+        Ok(Cluster { data, bins, run_as, running: true })
+    }
+
+    /// The directory of the server's Unix socket (its data directory).
+    pub fn socket_dir(&self) -> &Path {
+        &self.data
+    }
+
+    /// Stops the server (fast shutdown: sessions are ended, a checkpoint is
+    /// written) and waits for it.
+    pub fn stop(mut self) -> Result<()> {
+        self.running = false;
+        stop(&self.data, &self.bins, self.run_as, "fast")
+    }
+
+    /// The postmaster's pid, from `postmaster.pid` (for the crash test).
+    pub fn postmaster_pid(&self) -> Result<i32> {
+        read_pid(&self.data)?
+            .ok_or_else(|| Error::bad_input(&self.data, "has no postmaster.pid: the server is not running"))
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if self.running {
+            let _ = stop(&self.data, &self.bins, self.run_as, "fast");
+        }
+    }
+}
+
+/// Stops whatever server runs on `dir/pgdata` (a killed run's), if any;
+/// nothing when there is none. Called before a dataset is removed.
+pub fn stop_any(dir: &Path) -> Result<()> {
+    let data = absolute(dir)?.join(DATA_DIR);
+    if !data.join("postmaster.pid").exists() {
+        return Ok(());
+    }
+    stop_stale(&data, &find_binaries()?, run_as()?)
+}
+
+/// A `postmaster.pid` whose process is alive means a killed run's server:
+/// stop it (immediate: nothing of a throwaway run is worth a checkpoint).
+/// A dead pid is left for PostgreSQL, which removes its own stale lock.
+fn stop_stale(data: &Path, bins: &Binaries, who: Option<RunAs>) -> Result<()> {
+    let Some(pid) = read_pid(data)? else { return Ok(()) };
+    if !alive(pid) {
+        return Ok(());
+    }
+    let owner = std::fs::read_to_string(data.with_file_name(OWNER)).ok().and_then(|s| s.trim().parse::<i32>().ok());
+    if let Some(owner) = owner.filter(|&o| o != std::process::id() as i32 && alive(o)) {
+        return Err(Error::bad_input(data, format!("its server is in use by blobbench process {owner}; wait for it")));
+    }
+    stop(data, bins, who, "immediate")
+}
+
+/// A process that exists and is not a zombie (an exited postmaster stays
+/// one until its new parent, often a container's init, reaps it).
+pub fn alive(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    if pid <= 0 || unsafe { libc::kill(pid, 0) } != 0 {
+        return false;
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The state follows the command name's closing parenthesis.
+    stat.rsplit_once(") ").is_none_or(|(_, rest)| !rest.starts_with('Z'))
+}
+
+/// Stops every cluster a killed blobbench left running in the directories
+/// directly under `workdir` (a study's work directories): called before a
+/// study makes its own. Returns how many were stopped.
+pub fn reap_killed(workdir: &Path) -> Result<usize> {
+    let mut stopped = 0;
+    let Ok(entries) = std::fs::read_dir(workdir) else { return Ok(0) };
+    for work in entries.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("blobbench-")) {
+        let Ok(datasets) = std::fs::read_dir(work.path()) else { continue };
+        for d in datasets.flatten() {
+            let data = d.path().join(DATA_DIR);
+            let owner = std::fs::read_to_string(d.path().join(OWNER)).ok().and_then(|s| s.trim().parse::<i32>().ok());
+            if owner.is_some_and(|o| !alive(o)) && read_pid(&data)?.is_some_and(alive) {
+                stop_stale(&data, &find_binaries()?, run_as()?)?;
+                stopped += 1;
+            }
+        }
+    }
+    Ok(stopped)
+}
+
+/// PostgreSQL's programs run from `/`: every path they get is absolute.
+fn absolute(dir: &Path) -> Result<PathBuf> {
+    std::path::absolute(dir).map_err(|e| Error::io(dir, "cannot resolve", e))
+}
+
+fn read_pid(data: &Path) -> Result<Option<i32>> {
+    let file = data.join("postmaster.pid");
+    match std::fs::read_to_string(&file) {
+        Ok(s) => Ok(s.lines().next().and_then(|l| l.trim().parse().ok())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(&file, "cannot read", e)),
+    }
+}
+
+fn stop(data: &Path, bins: &Binaries, who: Option<RunAs>, mode: &str) -> Result<()> {
+    let mut cmd = command(&bins.pg_ctl, who);
+    cmd.arg("stop").arg("-D").arg(data).args(["-m", mode, "-w", "-t", "60", "-s"]);
+    run(cmd, data, "cannot stop the PostgreSQL server")
+}
+
+/// A command for a PostgreSQL program: as `who` when given, in a session
+/// of its own (a terminal's Ctrl-C is blobbench's to handle), from `/`.
+fn command(program: &Path, who: Option<RunAs>) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.current_dir("/").stdin(Stdio::null()).env_remove("PGDATA").env("LC_ALL", "C");
+    // SAFETY: only async-signal-safe calls (setsid, setgroups, setgid,
+    // setuid) run between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::setsid();
+            if let Some(w) = who {
+                if libc::setgroups(0, std::ptr::null()) != 0 || libc::setgid(w.gid) != 0 || libc::setuid(w.uid) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// Runs `cmd` to its end; a failure's message is its last line of output.
+fn run(mut cmd: Command, path: &Path, what: &str) -> Result<()> {
+    let out = cmd.output().map_err(|e| Error::io(path, &format!("{what}: cannot run {:?}", cmd.get_program()), e))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let text = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    let last = text.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("no output");
+    Err(Error::bad_input(path, format!("{what}: {last}")))
+}
+
+fn append(path: &Path, text: &str) -> Result<()> {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|e| Error::io(path, "cannot write the cluster's settings", e))
+}
+
+/// A start failure names the server log's reason: its last FATAL line,
+/// else its last line.
+fn with_log(e: Error, data: &Path) -> Error {
+    let log = std::fs::read_to_string(data.join("server.log")).unwrap_or_default();
+    let mut lines = log.lines().map(str::trim);
+    let fatal = log.lines().map(str::trim).rfind(|l| l.contains("FATAL:"));
+    match fatal.or_else(|| lines.rfind(|l| !l.is_empty())) {
+        Some(last) => Error::bad_input(data, format!("the PostgreSQL server did not start: {last}")),
+        None => e,
+    }
+}
+
+/// The socket `data/.s.PGSQL.5432` must fit in a Unix socket address.
+fn check_socket_path(data: &Path) -> Result<()> {
+    let len = data.as_os_str().len() + format!("/.s.PGSQL.{PORT}.lock").len();
+    if len > SOCKET_PATH_MAX {
+        return Err(Error::bad_input(
+            data,
+            format!("is too long a path for the server's Unix socket ({len} > {SOCKET_PATH_MAX} bytes); use a shorter --workdir or dataset path"),
+        ));
+    }
+    Ok(())
+}
+
+/// As root the server runs as `postgres`, which must be able to enter
+/// every directory above its data directory.
+fn check_reachable(data: &Path, who: RunAs) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    for dir in data.ancestors().skip(1) {
+        let Ok(meta) = std::fs::metadata(dir) else { continue };
+        let mode = meta.mode();
+        let enter = if meta.uid() == who.uid {
+            mode & 0o100 != 0
+        } else if meta.gid() == who.gid {
+            mode & 0o010 != 0
+        } else {
+            mode & 0o001 != 0
+        };
+        if !enter {
+            return Err(Error::bad_input(
+                dir,
+                format!(
+                    "the 'postgres' user cannot enter it (mode {:o}); as root the throwaway cluster runs as postgres: \
+                     use a directory it can reach (e.g. chmod o+x)",
+                    mode & 0o7777
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_socket_path_too_long_is_refused_in_one_line() {
+        let long = PathBuf::from("/tmp").join("x".repeat(100));
+        let e = check_socket_path(&long).unwrap_err().to_string();
+        assert!(e.contains("too long a path for the server's Unix socket"), "{e}");
+        assert!(check_socket_path(Path::new("/tmp/short/pgdata")).is_ok());
+    }
+}

@@ -1,0 +1,184 @@
+//! One connection's timed calls.
+//!
+//! - **read**: one prepared `SELECT v FROM t WHERE k=$1` (`postgres`) or
+//!   `SELECT lo_get(o) FROM t WHERE k=$1` (`postgres-lo`); the server sends
+//!   the value in binary format, and it is copied into the reused buffer.
+//!   Reads run outside any explicit transaction, as pgbench's do.
+//! - **overwrite** (same size): a prepared size query (`octet_length(v)`,
+//!   or `lo_lseek64` to the object's end, closing it) and one write (`UPDATE`, or
+//!   `lo_put` at offset 0): two round trips.
+//! - **put**: one upsert (`INSERT ... ON CONFLICT`), which for large objects
+//!   also unlinks the old object and makes the new one (`lo_from_bytea`).
+//! - **delete**: one `DELETE` (plus `lo_unlink` of the object).
+//! - **round_trip**: a prepared `SELECT 1`, the protocol and socket floor.
+//!
+//! Write sessions run one transaction per run (`BEGIN` in the setup, `COMMIT`
+//! in the commit) or, with `multitrans`, one per statement. Durability is
+//! the session's `synchronous_commit`: `on` (durable) or `off` (fast);
+//! `fsync` stays on.
+
+use std::sync::Arc;
+
+use postgres::{Client, Statement};
+
+use super::conn::{pg_error, Server};
+use crate::engine::api::{take, Session, SessionInfo};
+use crate::engine::kv::copy_out;
+use crate::records::{EngineKind, KvParams, KvSync};
+use crate::{Error, Result};
+
+/// `synchronous_commit` for a durability.
+pub(super) fn sync_setting(sync: KvSync) -> &'static str {
+    match sync {
+        KvSync::Durable => "on",
+        KvSync::Fast => "off",
+    }
+}
+
+/// The prepared statements of one engine's table.
+struct Statements {
+    read: Statement,
+    size: Statement,
+    overwrite: Statement,
+    put: Statement,
+    delete: Statement,
+    ping: Statement,
+}
+
+/// The SQL of each operation, for `kind`'s table `t`.
+fn sql(kind: EngineKind, t: &str) -> [String; 5] {
+    // lo_open's INV_READ (0x40000).
+    match kind {
+        EngineKind::PostgresLo => [
+            format!("SELECT lo_get(o) FROM {t} WHERE k = $1"),
+            format!(
+                "SELECT lo_lseek64(fd, 0, 2), lo_close(fd) FROM (SELECT lo_open(o, 262144) AS fd FROM {t} WHERE k = $1) AS d"
+            ),
+            format!("SELECT lo_put(o, 0, $2) FROM {t} WHERE k = $1"),
+            format!(
+                "INSERT INTO {t}(k, o) SELECT $1::int8, lo_from_bytea(0, $2::bytea) \
+                 FROM (SELECT count(lo_unlink(o)) FROM {t} WHERE k = $1::int8) AS old \
+                 ON CONFLICT (k) DO UPDATE SET o = EXCLUDED.o"
+            ),
+            format!("DELETE FROM {t} WHERE k = $1 RETURNING lo_unlink(o)"),
+        ],
+        _ => [
+            format!("SELECT v FROM {t} WHERE k = $1"),
+            format!("SELECT octet_length(v)::int8 FROM {t} WHERE k = $1"),
+            format!("UPDATE {t} SET v = $2 WHERE k = $1"),
+            format!("INSERT INTO {t}(k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v"),
+            format!("DELETE FROM {t} WHERE k = $1"),
+        ],
+    }
+}
+
+pub(super) struct PgSession {
+    client: Client,
+    st: Statements,
+    server: Arc<Server>,
+    write: bool,
+    /// A transaction was begun in the setup and awaits `commit`.
+    in_txn: bool,
+    buf: Vec<u8>,
+}
+
+impl PgSession {
+    /// Connects, prepares, sets the durability and, for a write session
+    /// with one transaction per run, begins it.
+    pub fn open(server: Arc<Server>, write: bool, kv: KvParams) -> Result<PgSession> {
+        let mut client = server.connect()?;
+        let err = |e| pg_error(&server.label, "cannot prepare the session", e);
+        let [read, size, overwrite, put, delete] = sql(server.desc.engine, server.table());
+        let st = Statements {
+            read: client.prepare(&read).map_err(err)?,
+            size: client.prepare(&size).map_err(err)?,
+            overwrite: client.prepare(&overwrite).map_err(err)?,
+            put: client.prepare(&put).map_err(err)?,
+            delete: client.prepare(&delete).map_err(err)?,
+            ping: client.prepare("SELECT 1").map_err(err)?,
+        };
+        let mut setup = format!("SET synchronous_commit = {}", sync_setting(kv.sync));
+        let in_txn = write && !kv.multitrans;
+        if in_txn {
+            setup.push_str("; BEGIN");
+        }
+        client.batch_execute(&setup).map_err(err)?;
+        Ok(PgSession { client, st, server, write, in_txn, buf: Vec::new() })
+    }
+
+    fn err(&self, what: &str, e: postgres::Error) -> Error {
+        pg_error(&self.server.label, what, e)
+    }
+
+    fn check_write(&self) -> Result<()> {
+        if self.write {
+            Ok(())
+        } else {
+            Err(Error::invalid("a read session cannot write"))
+        }
+    }
+
+    /// The blob's size, or None when there is no such blob.
+    fn size(&mut self, key: u32) -> Result<Option<usize>> {
+        let row =
+            self.client.query_opt(&self.st.size, &[&i64::from(key)]).map_err(|e| self.err("cannot read a size", e))?;
+        Ok(row.map(|r| r.get::<_, i64>(0) as usize))
+    }
+}
+
+impl Session for PgSession {
+    #[inline]
+    fn read(&mut self, key: u32) -> Result<u64> {
+        match self.client.query_opt(&self.st.read, &[&i64::from(key)]) {
+            Ok(Some(row)) => Ok(copy_out(&mut self.buf, row.get::<_, &[u8]>(0))),
+            Ok(None) => Ok(0),
+            Err(e) => Err(self.err("cannot read", e)),
+        }
+    }
+
+    fn overwrite(&mut self, key: u32, content: &[u8]) -> Result<u64> {
+        self.check_write()?;
+        let Some(len) = self.size(key)? else { return Ok(0) };
+        let value = take(content, len, key)?;
+        self.client.execute(&self.st.overwrite, &[&i64::from(key), &value]).map_err(|e| self.err("cannot write", e))?;
+        Ok(len as u64)
+    }
+
+    fn put(&mut self, key: u32, content: &[u8]) -> Result<()> {
+        self.check_write()?;
+        self.client.execute(&self.st.put, &[&i64::from(key), &content]).map_err(|e| self.err("cannot write", e))?;
+        Ok(())
+    }
+
+    fn delete(&mut self, key: u32) -> Result<bool> {
+        self.check_write()?;
+        let n = self.client.execute(&self.st.delete, &[&i64::from(key)]).map_err(|e| self.err("cannot delete", e))?;
+        Ok(n > 0)
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        if std::mem::take(&mut self.in_txn) {
+            self.client.batch_execute("COMMIT").map_err(|e| self.err("cannot commit", e))?;
+        }
+        Ok(())
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        let label = self.server.label.clone();
+        self.client.close().map_err(|e| pg_error(&label, "cannot close the connection", e))
+    }
+
+    fn info(&self) -> SessionInfo {
+        SessionInfo::default()
+    }
+
+    fn last_read(&self) -> Option<&[u8]> {
+        Some(&self.buf)
+    }
+
+    #[inline]
+    fn round_trip(&mut self) -> Result<bool> {
+        self.client.query_one(&self.st.ping, &[]).map_err(|e| self.err("cannot run SELECT 1", e))?;
+        Ok(true)
+    }
+}

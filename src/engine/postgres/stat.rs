@@ -1,0 +1,88 @@
+//! What a PostgreSQL dataset holds and occupies: its keys and sizes, the
+//! table, TOAST and index sizes the server reports (`pg_relation_size`,
+//! `pg_table_size`, `pg_indexes_size`, `pg_total_relation_size`), and for a
+//! throwaway cluster the blocks its whole data directory takes on disk.
+
+use std::path::Path;
+
+use postgres::Client;
+
+use super::conn::{pg_error, Server};
+use super::descriptor::Descriptor;
+use super::server::DATA_DIR;
+use crate::engine::report::PgStat;
+use crate::records::{EngineKind, PgParams};
+use crate::Result;
+
+/// The value sizes' SQL for `kind`'s table.
+fn size_sql(kind: EngineKind, t: &str) -> String {
+    match kind {
+        // lo_open's INV_READ (0x40000); descriptors close with the statement's transaction.
+        EngineKind::PostgresLo => format!("SELECT k, lo_lseek64(lo_open(o, 262144), 0, 2) FROM {t}"),
+        _ => format!("SELECT k, octet_length(v)::int8 FROM {t}"),
+    }
+}
+
+/// The largest key and (with `sizes`) the largest value.
+pub(super) fn keys_and_max(client: &mut Client, server: &Server, sizes: bool) -> Result<(Option<u32>, u32)> {
+    let t = server.table();
+    let err = |e| pg_error(&server.label, "cannot survey the table", e);
+    let max_key: Option<i64> = client.query_one(&format!("SELECT max(k) FROM {t}"), &[]).map_err(err)?.get(0);
+    let blob_max = if sizes {
+        let sql = format!("SELECT coalesce(max(s), 0) FROM ({}) AS x(k, s)", size_sql(server.desc.engine, t));
+        client.query_one(&sql, &[]).map_err(err)?.get::<_, i64>(0)
+    } else {
+        0
+    };
+    Ok((max_key.and_then(|k| u32::try_from(k).ok()), blob_max as u32))
+}
+
+/// `stat` of the dataset in `dir` (its cluster is started for it).
+pub fn stat(dir: &Path, pg: &PgParams) -> Result<PgStat> {
+    let desc = Descriptor::read(dir)?;
+    let server = Server::for_dataset(dir, desc, pg.url.as_deref())?;
+    let mut client = server.connect()?;
+    server.check_table(&mut client)?;
+    let (t, kind) = (server.table().to_string(), server.desc.engine);
+    let err = |e| pg_error(&server.label, "cannot read the table's sizes", e);
+    let row = client
+        .query_one(
+            &format!(
+                "SELECT count(*), coalesce(min(s), 0)::int8, coalesce(max(s), 0)::int8, coalesce(sum(s), 0)::int8 \
+                 FROM ({}) AS x(k, s)",
+                size_sql(kind, &t)
+            ),
+            &[],
+        )
+        .map_err(err)?;
+    let (entries, min, max, content): (i64, i64, i64, i64) = (row.get(0), row.get(1), row.get(2), row.get(3));
+    let lo = if kind == EngineKind::PostgresLo { "pg_total_relation_size('pg_largeobject')" } else { "0" };
+    let sizes = client
+        .query_one(
+            &format!(
+                "SELECT pg_relation_size('{t}'), pg_table_size('{t}') - pg_relation_size('{t}') + {lo}, \
+                 pg_indexes_size('{t}'), pg_total_relation_size('{t}') + {lo}"
+            ),
+            &[],
+        )
+        .map_err(err)?;
+    let cluster_allocated_bytes = if server.local() {
+        let (_, allocated) = crate::engine::kv::usage(&dir.join(DATA_DIR))?;
+        Some(allocated)
+    } else {
+        None
+    };
+    Ok(PgStat {
+        engine: kind,
+        table: t,
+        entries: entries as u64,
+        min_size: min as u64,
+        max_size: max as u64,
+        content_bytes: content as u64,
+        table_bytes: sizes.get::<_, i64>(0) as u64,
+        toast_bytes: sizes.get::<_, i64>(1) as u64,
+        index_bytes: sizes.get::<_, i64>(2) as u64,
+        total_bytes: sizes.get::<_, i64>(3) as u64,
+        cluster_allocated_bytes,
+    })
+}

@@ -1,0 +1,58 @@
+//! The engines on a real throwaway cluster (PostgreSQL must be installed:
+//! `.ci/run` installs it; these tests fail, never skip, without it).
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use super::*;
+use crate::engine::kv::test_support::{round_trip, tiny_kv};
+use crate::records::{KvSync, PgStorage};
+use crate::util::progress::Silent;
+
+/// A scratch directory the `postgres` user can enter (tests run as root).
+fn scratch() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+fn engine(kind: EngineKind) -> fn(&Path, KvParams) -> Box<dyn Engine> {
+    match kind {
+        EngineKind::Postgres => {
+            |p, kv| Box::new(PgEngine::new(EngineKind::Postgres, p, &EngineSettings { kv, ..Default::default() }))
+        }
+        _ => |p, kv| Box::new(PgEngine::new(EngineKind::PostgresLo, p, &EngineSettings { kv, ..Default::default() })),
+    }
+}
+
+#[test]
+fn every_byte_round_trips_through_bytea_and_large_objects() {
+    for kind in [EngineKind::Postgres, EngineKind::PostgresLo] {
+        let dir = scratch();
+        let target = dir.path().join("pg");
+        let rows = round_trip(kind, &target, engine(kind));
+        let st = stat(&target, &PgParams::default()).unwrap();
+        assert_eq!(st.entries, rows.len() as u64, "{kind:?}");
+        assert_eq!(st.content_bytes, rows.iter().map(|r| r.1.len() as u64).sum::<u64>(), "{kind:?}");
+        assert!(st.total_bytes > 0 && st.cluster_allocated_bytes.unwrap() > st.total_bytes, "{st:?}");
+        assert!(!target.join(server::DATA_DIR).join("postmaster.pid").exists(), "{kind:?}: the server was stopped");
+    }
+}
+
+#[test]
+fn the_round_trip_floor_and_the_server_settings_are_reported() {
+    let dir = scratch();
+    let (db, _) = tiny_kv(dir.path(), 5);
+    let target = dir.path().join("pg");
+    build(EngineKind::Postgres, &db, &target, false, &PgParams { storage: PgStorage::External, url: None }, &Silent)
+        .unwrap();
+    let mut e = engine(EngineKind::Postgres)(&target, KvParams { sync: KvSync::Fast, multitrans: true });
+    e.survey(false).unwrap();
+    let info = e.server_info().unwrap();
+    assert!(info.version_num >= MIN_VERSION_NUM, "{info:?}");
+    assert_eq!((info.synchronous_commit.as_str(), info.server.as_str(), info.fsync.as_str()), ("off", "local", "on"));
+    assert_eq!(info.shared_buffers, server::SHARED_BUFFERS);
+    let mut s = e.open(OpenMode::READ).unwrap();
+    assert!(s.round_trip().unwrap());
+    s.close().unwrap();
+}

@@ -1,0 +1,162 @@
+//! PostgreSQL end to end, on real throwaway clusters (PostgreSQL's server
+//! programs must be installed: `.ci/run` installs them; without them these
+//! tests fail, they never skip): durable and fast commits recorded, a
+//! SIGKILLed run's server stopped by the next run, and the bad input of the
+//! issue, each a one-line error that changes nothing of the user's.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use blobbench::engine::postgres::server::{alive, Cluster, DATA_DIR};
+use common::{blobbench, kvtest_db, ok, one_line_error, valid_results};
+
+/// A scratch directory the `postgres` user can enter (tests run as root).
+fn scratch() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn postmaster_pid(dataset: &Path) -> Option<i32> {
+    let text = std::fs::read_to_string(dataset.join(DATA_DIR).join("postmaster.pid")).ok()?;
+    text.lines().next()?.trim().parse().ok()
+}
+
+/// A one-line error, within 5 s (bad input must never hang).
+fn quick_error(cmd: &mut assert_cmd::Command) -> String {
+    let started = Instant::now();
+    let out = cmd.timeout(Duration::from_secs(20)).output().unwrap();
+    let err = one_line_error(&out);
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?} for: {err}", started.elapsed());
+    err
+}
+
+#[test]
+fn durable_and_fast_commits_are_recorded_with_the_server_settings() {
+    let dir = scratch();
+    let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));
+    kvtest_db(&db, 50, 3000);
+    ok(&["export", "--engine", "postgres", s(&db), s(&pg)]);
+    for (sync, setting) in [("durable", "on"), ("fast", "off")] {
+        let out = dir.path().join(format!("{sync}.json"));
+        ok(&["run", s(&pg), "--update", "--count", "50", "--repeat", "2", "--kv-sync", sync, "--json", s(&out)]);
+        let r = valid_results(&out);
+        let server = &r["experiments"][0]["params"]["server"];
+        assert_eq!(server["synchronous_commit"], setting, "{server}");
+        assert_eq!((server["server"].as_str(), server["fsync"].as_str()), (Some("local"), Some("on")), "{server}");
+        assert!(server["version_num"].as_u64().unwrap() >= 100_000);
+        assert!(postmaster_pid(&pg).is_none(), "the server is stopped after the run");
+    }
+    let stat = ok(&["stat", s(&pg)]);
+    assert!(stat.contains("Number of entries:        50") && stat.contains("TOAST bytes"), "{stat}");
+}
+
+#[test]
+fn a_sigkilled_runs_server_is_stopped_by_the_next_run() {
+    let dir = scratch();
+    let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));
+    kvtest_db(&db, 20, 1000);
+    ok(&["export", "--engine", "postgres-lo", s(&db), s(&pg)]);
+    let bin = assert_cmd::cargo::cargo_bin("blobbench");
+    let mut child = std::process::Command::new(bin)
+        .args(["run", s(&pg), "--count", "100000000", "--repeat", "50"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while postmaster_pid(&pg).is_none() {
+        assert!(started.elapsed() < Duration::from_secs(60), "the server never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let orphan = postmaster_pid(&pg).unwrap();
+    assert!(alive(orphan), "a SIGKILLed run leaves its server running");
+    ok(&["run", s(&pg), "--count", "20", "--repeat", "1"]);
+    assert!(!alive(orphan), "the next run stopped the orphaned server");
+    assert!(postmaster_pid(&pg).is_none());
+}
+
+#[test]
+fn missing_server_programs_are_named_with_what_to_install() {
+    let dir = scratch();
+    let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));
+    kvtest_db(&db, 5, 100);
+    let err = quick_error(blobbench().env("PATH", "/nonexistent").env("BLOBBENCH_PG_LIB", "/nonexistent").args([
+        "export",
+        "--engine",
+        "postgres",
+        s(&db),
+        s(&pg),
+    ]));
+    assert!(err.contains("initdb and pg_ctl not found") && err.contains("apt-get install postgresql"), "{err}");
+    assert!(!pg.exists(), "nothing is left behind");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "only kv.db");
+}
+
+#[test]
+fn bad_urls_and_servers_are_one_line_errors_that_change_nothing() {
+    let dir = scratch();
+    let db = dir.path().join("kv.db");
+    kvtest_db(&db, 5, 100);
+    let out = dir.path().join("out");
+    let export = |url: &str| {
+        let mut c = blobbench();
+        c.args(["export", "--engine", "postgres", s(&db), s(&out), "--pg", url]);
+        c
+    };
+    let err = quick_error(&mut export("postgresql://[::1"));
+    assert!(err.contains("not a PostgreSQL connection URL"), "{err}");
+    let err = quick_error(&mut export("postgresql://u@127.0.0.1:1/db"));
+    assert!(err.contains("cannot connect"), "unreachable: {err}");
+    // A port in use by something that is not PostgreSQL.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let err = quick_error(&mut export(&format!("postgresql://u@127.0.0.1:{port}/db")));
+    assert!(err.contains("cannot connect"), "port in use: {err}");
+    drop(listener);
+    assert!(!out.exists());
+
+    // The user's own server: a cluster this test runs.
+    let server_dir = dir.path().join("server");
+    std::fs::create_dir(&server_dir).unwrap();
+    Cluster::init(&server_dir).unwrap();
+    let cluster = Cluster::start(&server_dir).unwrap();
+    let socket = cluster.socket_dir().to_str().unwrap().to_string();
+    let url = |user: &str| format!("postgresql://{user}@/postgres?host={socket}&port=5432");
+    let err = quick_error(&mut export(&url("nobody")));
+    assert!(err.contains("cannot connect") && err.contains("nobody"), "wrong credentials: {err}");
+
+    let mut client =
+        postgres::Client::connect(&format!("host={socket} port=5432 user=blobbench dbname=postgres"), postgres::NoTls)
+            .unwrap();
+    client.batch_execute("CREATE TABLE blobbench_out (k int); INSERT INTO blobbench_out VALUES (7)").unwrap();
+    let err = quick_error(&mut export(&url("blobbench")));
+    assert!(err.contains("table blobbench_out exists and is not blobbench's"), "{err}");
+    let err = quick_error(export(&url("blobbench")).arg("--force"));
+    assert!(err.contains("not blobbench's"), "{err}");
+    let kept: i64 = client.query_one("SELECT sum(k)::int8 FROM blobbench_out", &[]).unwrap().get(0);
+    assert_eq!(kept, 7, "the user's table is untouched");
+
+    // A table blobbench made, run and then refused once it is not its own.
+    let mine = dir.path().join("mine");
+    ok(&["export", "--engine", "postgres", s(&db), s(&mine), "--pg", &url("blobbench")]);
+    ok(&["run", s(&mine), "--count", "5", "--repeat", "1", "--pg", &url("blobbench")]);
+    let err = quick_error(blobbench().args(["run", s(&mine), "--count", "5"]));
+    assert!(err.contains("give its URL with --pg"), "{err}");
+    client.batch_execute("COMMENT ON TABLE blobbench_mine IS 'somebody else''s'").unwrap();
+    let err = quick_error(blobbench().args(["run", s(&mine), "--count", "5", "--update", "--pg", &url("blobbench")]));
+    assert!(err.contains("is not blobbench's"), "{err}");
+    let rows: i64 = client.query_one("SELECT count(*) FROM blobbench_mine", &[]).unwrap().get(0);
+    assert_eq!(rows, 5);
+    cluster.stop().unwrap();
+}
