@@ -285,8 +285,8 @@ pub fn text(c: &ConcurrencySection) -> String {
             o,
             "  {:<70} {:<22} {}",
             k.claim,
-            blobbench::report::concurrency::verdict_text(k),
-            blobbench::report::concurrency::factor_text(k)
+            blobbench::report::study::concurrency::verdict_text(k),
+            blobbench::report::study::concurrency::factor_text(k)
         );
     }
     if c.interrupted {

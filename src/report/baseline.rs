@@ -5,8 +5,8 @@
 //! when that interval excludes 1.0, and experiments whose parameters differ
 //! are named, never compared.
 
-use super::doc::{Block, Section, Table};
-use super::fmt::{machine_labels, micros};
+use super::format::doc::{Block, Section, Table};
+use super::format::fmt::{machine_labels, micros};
 use super::interval::{ratio_of_medians, Method, Ratio};
 use super::verdict;
 use crate::measure::Experiment;
@@ -123,7 +123,7 @@ pub fn section(baseline: &ResultFile, files: &[ResultFile]) -> Vec<Section> {
          runs); it is marked improved or regressed only when the interval of that ratio leaves out 1.0.",
         if base_label.is_empty() { "unknown host" } else { base_label },
         baseline.command,
-        super::fmt::date_time(baseline.created_unix)
+        super::format::fmt::date_time(baseline.created_unix)
     ))];
     if let Some(f) = files.iter().find(|f| f.schema_version != baseline.schema_version) {
         blocks.push(Block::Note(format!(

@@ -6,34 +6,21 @@
 //! of all the result files; a command that adds a new kind of result adds a
 //! section renderer there, and every output format picks it up.
 
-mod aging;
 mod baseline;
-pub mod concurrency;
-mod crash;
 mod details;
-mod doc;
-mod engines;
-mod fmt;
-mod html;
+mod format;
 mod interval;
-mod kvtest;
-mod markdown;
-mod matrix;
-pub mod matrix_text;
-mod output;
-mod png;
-mod powercut;
-mod sizes;
-pub mod svg;
-mod tails;
-mod text;
+pub mod study;
 mod verdict;
 mod verdict_more;
 
 use std::path::{Path, PathBuf};
 
+use format::{doc, fmt, html, markdown, output, png, text};
+use study::{aging, concurrency, crashtest, engines, matrix, suite};
+
 pub use doc::{Block, Chart, Figure, Section, Table, NOT_MEASURED};
-pub use kvtest::SUITE_IDS;
+pub use suite::SUITE_IDS;
 
 use crate::results::ResultFile;
 use crate::{Error, Result};
@@ -46,11 +33,11 @@ pub type SectionRenderer = fn(&[ResultFile]) -> Vec<Section>;
 pub const SECTIONS: &[SectionRenderer] = &[
     verdict::section,
     details::overview,
-    kvtest::sections,
+    suite::sections,
     engines::sections,
     matrix::sections,
     concurrency::sections,
-    crash::sections,
+    crashtest::sections,
     aging::sections,
     details::latency,
     details::environment,

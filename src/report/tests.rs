@@ -6,7 +6,7 @@ fn findings(sections: &[Section], figure: &str) -> Vec<String> {
     doc::figures(sections).find(|f| f.id == figure).unwrap_or_else(|| panic!("no figure {figure}")).findings.clone()
 }
 
-fn bars<'a>(sections: &'a [Section], figure: &str) -> &'a svg::BarChart {
+fn bars<'a>(sections: &'a [Section], figure: &str) -> &'a format::svg::BarChart {
     match &doc::figures(sections).find(|f| f.id == figure).unwrap().chart {
         Chart::Bars(b) => b,
         other => panic!("{figure} is not a bar chart: {other:?}"),

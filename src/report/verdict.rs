@@ -8,10 +8,10 @@
 //! The questions of the engines, aging and power cuts are in
 //! `verdict_more.rs`.
 
-use super::doc::{Block, Section, VerdictRow as Row};
-use super::fmt::{blob_size, machine_labels};
+use super::format::doc::{Block, Section, VerdictRow as Row};
+use super::format::fmt::{blob_size, machine_labels};
 use super::interval::{ratio_of_medians, Ratio};
-use super::kvtest::{suite_files, Method, ARTICLE, FAIR};
+use super::study::suite::{suite_files, Method, ARTICLE, FAIR};
 use super::verdict_more::{after_aging, after_power_cut, engine_durable_writes, engine_reads};
 use crate::measure::Experiment;
 use crate::results::ResultFile;
@@ -128,7 +128,7 @@ fn fastest<'a>(file: &'a ResultFile, methods: &[Method]) -> Option<(Method, &'a 
 
 /// SQLite's best against the files' best among the methods of `charts`;
 /// the chart linked is the one drawing the two winners side by side.
-fn duel(file: &ResultFile, question: String, charts: &[&super::kvtest::Spec]) -> Option<Answer> {
+fn duel(file: &ResultFile, question: String, charts: &[&super::study::suite::Spec]) -> Option<Answer> {
     let dbs: Vec<Method> = charts.iter().map(|s| s.db).collect();
     let fs: Vec<Method> = charts.iter().flat_map(|s| s.files.iter().copied()).collect();
     let (db, db_e) = fastest(file, &dbs)?;
@@ -169,7 +169,7 @@ fn reads(files: &[ResultFile], index: usize, cold: bool) -> Option<Answer> {
     }
     let size = file.dataset.as_ref().map_or_else(|| "blob".to_string(), |d| blob_size(d.size));
     let question = if cold { format!("{size} reads, cold cache") } else { format!("{size} reads") };
-    let charts: Vec<&super::kvtest::Spec> = ARTICLE.iter().chain(FAIR.iter()).filter(|s| !s.write).collect();
+    let charts: Vec<&super::study::suite::Spec> = ARTICLE.iter().chain(FAIR.iter()).filter(|s| !s.write).collect();
     duel(file, question, &charts)
 }
 
@@ -189,7 +189,7 @@ pub fn fast_writes(files: &[ResultFile], index: usize) -> Option<Answer> {
     if !is_suite(files, index) {
         return None;
     }
-    let charts: Vec<&super::kvtest::Spec> = FAIR.iter().filter(|s| s.write && s.id != "durable-write").collect();
+    let charts: Vec<&super::study::suite::Spec> = FAIR.iter().filter(|s| s.write && s.id != "durable-write").collect();
     duel(&files[index], "fast writes (no fsync)".into(), &charts)
 }
 
@@ -198,7 +198,7 @@ pub fn durable_writes(files: &[ResultFile], index: usize) -> Option<Answer> {
     if !is_suite(files, index) {
         return None;
     }
-    let charts: Vec<&super::kvtest::Spec> = FAIR.iter().filter(|s| s.id == "durable-write").collect();
+    let charts: Vec<&super::study::suite::Spec> = FAIR.iter().filter(|s| s.id == "durable-write").collect();
     duel(&files[index], "durable writes (fsync)".into(), &charts)
 }
 
@@ -247,7 +247,7 @@ pub fn under_threads(files: &[ResultFile], index: usize) -> Option<Answer> {
     } else {
         (f_label, db_label, files_over_db.inverse())
     };
-    let suffix = super::concurrency::figure_suffix(files, index);
+    let suffix = super::study::concurrency::figure_suffix(files, index);
     Some(Answer {
         question: format!("{} reads, {threads} threads", blob_size(readers.blob_size)),
         winner,

@@ -2,7 +2,7 @@
 //! engines (from a suite run with `--engines`), storage aging and power
 //! cuts. Each reads its own section; see [`super::verdict`].
 
-use super::fmt::blob_size;
+use super::format::fmt::blob_size;
 use super::interval::{ratio_of_medians, Method as Interval, Ratio};
 use super::verdict::Answer;
 use crate::measure::Experiment;
@@ -146,7 +146,7 @@ pub fn after_power_cut(files: &[ResultFile], index: usize) -> Option<Answer> {
         factor: Ratio::exact(1.0),
         better: "safer",
         chart_id: if files.iter().filter(|f| f.power_cut.is_some()).count() > 1 {
-            format!("power-cut-lost-{}", super::fmt::machine_labels(files)[index])
+            format!("power-cut-lost-{}", super::format::fmt::machine_labels(files)[index])
         } else {
             "power-cut-lost".to_string()
         },

@@ -2,10 +2,10 @@
 //! sync and durable writes, in µs per op, drawn only when the suite ran
 //! with `--engines`.
 
-use super::doc::{Block, Chart, Figure, Section};
-use super::kvtest::{per_op_us, suite_files};
-use super::svg::BarChart;
 use crate::records::EngineKind;
+use crate::report::format::doc::{Block, Chart, Figure, Section};
+use crate::report::format::svg::BarChart;
+use crate::report::study::suite::{per_op_us, suite_files};
 use crate::results::ResultFile;
 
 /// One chart: its id, title, and the SQLite and files experiments it sets

@@ -2,8 +2,10 @@
 //! section, what killed writers left behind per write method, and what a
 //! process kill cannot show.
 
-use super::doc::{Block, Section, Table};
-use super::fmt::{machine_labels, thousands};
+mod powercut;
+
+use crate::report::format::doc::{Block, Section, Table};
+use crate::report::format::fmt::{machine_labels, thousands};
 use crate::results::ResultFile;
 use crate::studies::crashtest::{self, CrashSection};
 
@@ -11,7 +13,7 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let labels = machine_labels(files);
     let found: Vec<(&String, &CrashSection)> =
         labels.iter().zip(files).filter_map(|(l, f)| f.crashtest.as_ref().map(|c| (l, c))).collect();
-    let power_cuts = super::powercut::blocks(files);
+    let power_cuts = powercut::blocks(files);
     if found.is_empty() && power_cuts.is_empty() {
         return Vec::new();
     }

@@ -240,7 +240,7 @@ mod line;
 pub mod percentiles;
 
 pub use bar::BarChart;
-pub use heatmap::{diverging_colour, Heatmap};
+pub use heatmap::Heatmap;
 pub use line::{LineChart, Series};
 pub use percentiles::{PercentileChart, PercentileSeries, PERCENTILES};
 

@@ -1,3 +1,4 @@
+use super::heatmap::diverging_colour;
 use super::*;
 
 fn parse(svg: &str) -> roxmltree::Document<'_> {

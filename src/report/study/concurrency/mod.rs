@@ -3,9 +3,9 @@
 //! its inserts), the blob readers, and the study's conclusions as judged
 //! on each machine.
 
-use super::doc::{Block, Chart, Figure, Section, Table};
-use super::fmt::{machine_labels, micros, percent, thousands};
-use super::svg::{LineChart, Series};
+use crate::report::format::doc::{Block, Chart, Figure, Section, Table};
+use crate::report::format::fmt::{machine_labels, micros, percent, thousands};
+use crate::report::format::svg::{LineChart, Series};
 use crate::results::ResultFile;
 use crate::studies::concurrency::{Conclusion, ConcurrencySection, Point, Verdict, Workload, ERRORS_DOMINATE_PCT};
 

@@ -4,13 +4,15 @@
 //! the study's published 2011 matrix for comparison. Every sentence is
 //! computed from the data.
 
-use super::doc::{Block, Chart, Figure, Section, Table};
-use super::fmt::{machine_labels, micros};
-use super::matrix_text::{describe, fmt_size, noise_warning};
-use super::svg::{Heatmap, LineChart, Series};
+pub mod text;
+
+use crate::report::format::doc::{Block, Chart, Figure, Section, Table};
+use crate::report::format::fmt::{machine_labels, micros};
+use crate::report::format::svg::{Heatmap, LineChart, Series};
 use crate::results::ResultFile;
 use crate::studies::matrix::{self as m, CrossoverKind, Figure as Fig, Grid, MatrixSection};
 use crate::util::units::short_size;
+use text::{describe, fmt_size, noise_warning};
 
 /// The matrix sections: one per result file that holds a matrix, then the
 /// 2011 study once (nothing when no file holds a matrix).
@@ -295,7 +297,7 @@ fn study_section() -> Section {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::doc;
+    use crate::report::format::doc;
     use crate::studies::matrix::tests_support::fixed_section;
 
     fn file(host: &str) -> ResultFile {

@@ -2,9 +2,9 @@
 //! usage and fragmentation against storage age, one line per layout; the
 //! crossover size by age for a wide size setting; every figure in a table.
 
-use super::doc::{Block, Chart, Figure, Section, Table, NOT_MEASURED};
-use super::fmt::{machine_labels, micros};
-use super::svg::{LineChart, Series};
+use crate::report::format::doc::{Block, Chart, Figure, Section, Table, NOT_MEASURED};
+use crate::report::format::fmt::{machine_labels, micros};
+use crate::report::format::svg::{LineChart, Series};
 use crate::results::ResultFile;
 use crate::studies::aging::{AgePoint, AgingSection, AgingSetting};
 

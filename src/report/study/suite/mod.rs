@@ -5,12 +5,14 @@
 //! variants (open/read instead of stdio, other write methods, durable
 //! writes), then disk usage. Every sentence is computed from the data.
 
-use super::doc::{Block, Chart, Figure, Section, Table};
-use super::fmt::{blob_size, bytes, machine_labels, micros, speed_phrase, thousands};
-use super::interval::{ratio_of_medians, Ratio, BOOTSTRAP_MIN_RUNS};
-use super::svg::BarChart;
+mod tails;
+
 use crate::measure::Experiment;
 use crate::records::DatasetSpec;
+use crate::report::format::doc::{Block, Chart, Figure, Section, Table};
+use crate::report::format::fmt::{blob_size, bytes, machine_labels, micros, speed_phrase, thousands};
+use crate::report::format::svg::BarChart;
+use crate::report::interval::{ratio_of_medians, Ratio, BOOTSTRAP_MIN_RUNS};
 use crate::results::ResultFile;
 
 /// One measured configuration as the charts name it.
@@ -262,9 +264,9 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
             .to_string(),
     );
     let charts = |specs: &[Spec]| -> Vec<Block> {
-        let figures = specs.iter().flat_map(|s| {
-            std::iter::once(figure(s, &machines)).chain(super::tails::figure(s, &machines)).map(Block::Figure)
-        });
+        let figures = specs
+            .iter()
+            .flat_map(|s| std::iter::once(figure(s, &machines)).chain(tails::figure(s, &machines)).map(Block::Figure));
         std::iter::once(note.clone()).chain(figures).collect()
     };
     vec![
@@ -479,7 +481,7 @@ fn disk_section(machines: &[(String, &ResultFile)]) -> Section {
                         "-".to_string()
                     },
                 ],
-                None => vec![super::doc::NOT_MEASURED.to_string(); 5],
+                None => vec![crate::report::format::doc::NOT_MEASURED.to_string(); 5],
             };
             table.rows.push([label.clone(), name.to_string()].into_iter().chain(row).collect());
         }

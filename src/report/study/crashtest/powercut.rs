@@ -3,9 +3,9 @@
 //! the durability accounting), what a failed fsync left, and the layer's
 //! own cost.
 
-use super::doc::{Block, Chart, Figure, Table};
-use super::fmt::{machine_labels, thousands};
-use super::svg::BarChart;
+use crate::report::format::doc::{Block, Chart, Figure, Table};
+use crate::report::format::fmt::{machine_labels, thousands};
+use crate::report::format::svg::BarChart;
 use crate::results::ResultFile;
 use crate::studies::crashtest::{self, PowerCutSection};
 
