@@ -2,15 +2,16 @@
 //! Markdown, SVG charts and one self-contained offline HTML page, for one
 //! machine or several side by side.
 //!
-//! The report is a list of sections built by [`SECTIONS`], each a function
-//! of all the result files; a command that adds a new kind of result adds a
-//! section renderer there, and every output format picks it up.
+//! The report is the verdict, an overview, each study's sections and the
+//! details. Each study is one unit below `study/`, offered by a
+//! [`StudyReport`] listed in [`STUDIES`]; the renderers below `format/`
+//! turn the sections into every output format.
 
 mod baseline;
 mod details;
 mod format;
 mod interval;
-pub mod study;
+mod study;
 mod verdict;
 mod verdict_more;
 
@@ -20,28 +21,16 @@ use format::{doc, fmt, html, markdown, output, png, text};
 use study::{aging, concurrency, crashtest, engines, matrix, suite};
 
 pub use doc::{Block, Chart, Figure, Section, Table, NOT_MEASURED};
+pub use fmt::fmt_size;
+pub use study::{Redraw, StudyReport};
 pub use suite::SUITE_IDS;
 
 use crate::results::ResultFile;
 use crate::{Error, Result};
 
-/// Builds some sections of the report from every result file (none when
-/// the files hold nothing for it).
-pub type SectionRenderer = fn(&[ResultFile]) -> Vec<Section>;
-
-/// The report's sections, in page order.
-pub const SECTIONS: &[SectionRenderer] = &[
-    verdict::section,
-    details::overview,
-    suite::sections,
-    engines::sections,
-    matrix::sections,
-    concurrency::sections,
-    crashtest::sections,
-    aging::sections,
-    details::latency,
-    details::environment,
-];
+/// Every study's report, in page order.
+pub const STUDIES: &[StudyReport] =
+    &[suite::REPORT, engines::REPORT, matrix::REPORT, concurrency::REPORT, crashtest::REPORT, aging::REPORT];
 
 /// What [`render`] wrote.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,9 +57,21 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<ResultFile>> {
     paths.iter().map(|p| crate::results::read(p).map_err(|e| Error::invalid(e.to_string()))).collect()
 }
 
-/// The report as data: every section renderer applied to `files`.
+/// The report as data, in page order: the verdict, the overview, every
+/// study's sections, then latency and the environment.
 pub fn document(files: &[ResultFile]) -> Vec<Section> {
-    SECTIONS.iter().flat_map(|render| render(files)).collect()
+    let mut sections = verdict::section(files);
+    sections.extend(details::overview(files));
+    sections.extend(STUDIES.iter().flat_map(|s| (s.sections)(files)));
+    sections.extend(details::latency(files));
+    sections.extend(details::environment(files));
+    sections
+}
+
+/// What a study's command prints after a run: the terminal tables of every
+/// study `file` holds (see [`StudyReport::terminal`]).
+pub fn terminal(file: &ResultFile, colour: bool) -> String {
+    STUDIES.iter().filter_map(|s| s.terminal).map(|table| table(file, colour)).collect()
 }
 
 /// [`document`], with what changed since `baseline` right after the verdict.
@@ -93,14 +94,12 @@ fn title(files: &[ResultFile]) -> String {
 }
 
 fn footer(files: &[ResultFile]) -> String {
-    let mut studies = Vec::new();
-    let has = |command: &str| files.iter().any(|f| f.command == command);
-    if has("suite") {
-        studies.push("SQLite's \"35% Faster Than The Filesystem\"");
-    }
-    if files.iter().any(|f| f.matrix.is_some()) {
-        studies.push("SQLite's \"Internal Versus External BLOBs\"");
-    }
+    let studies: Vec<&str> = STUDIES
+        .iter()
+        .filter_map(|s| s.redraws.as_ref())
+        .filter(|r| files.iter().any(r.in_file))
+        .map(|r| r.title)
+        .collect();
     let redraws = if studies.is_empty() { String::new() } else { format!(" Charts redraw {}.", studies.join(" and ")) };
     format!(
         "Made by blobbench {} from {} result file{}.{redraws}",

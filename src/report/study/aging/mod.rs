@@ -5,8 +5,13 @@
 use crate::report::format::doc::{Block, Chart, Figure, Section, Table, NOT_MEASURED};
 use crate::report::format::fmt::{machine_labels, micros};
 use crate::report::format::svg::{LineChart, Series};
+use crate::report::study::StudyReport;
 use crate::results::ResultFile;
 use crate::studies::aging::{AgePoint, AgingSection, AgingSetting};
+
+/// The aging study's part of the report (its command prints its own
+/// progress, no table).
+pub const REPORT: StudyReport = StudyReport { name: "aging", sections, terminal: None, redraws: None };
 
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let labels = machine_labels(files);

@@ -3,11 +3,18 @@
 //! its inserts), the blob readers, and the study's conclusions as judged
 //! on each machine.
 
+mod terminal;
+
 use crate::report::format::doc::{Block, Chart, Figure, Section, Table};
 use crate::report::format::fmt::{machine_labels, micros, percent, thousands};
 use crate::report::format::svg::{LineChart, Series};
+use crate::report::study::StudyReport;
 use crate::results::ResultFile;
 use crate::studies::concurrency::{Conclusion, ConcurrencySection, Point, Verdict, Workload, ERRORS_DOMINATE_PCT};
+
+/// The concurrency study's part of the report.
+pub const REPORT: StudyReport =
+    StudyReport { name: "concurrency", sections, terminal: Some(terminal::terminal), redraws: None };
 
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let labels = machine_labels(files);
@@ -315,7 +322,7 @@ fn points_table(c: &ConcurrencySection) -> Table {
 }
 
 /// "holds (3 of 3)", or "not measured".
-pub fn verdict_text(c: &Conclusion) -> String {
+fn verdict_text(c: &Conclusion) -> String {
     let word = match c.verdict {
         Verdict::Holds => "holds",
         Verdict::Partly => "partly",
@@ -326,7 +333,7 @@ pub fn verdict_text(c: &Conclusion) -> String {
 }
 
 /// "3.02x (2.10x to 4.00x)", or "-" when nothing was compared.
-pub fn factor_text(c: &Conclusion) -> String {
+fn factor_text(c: &Conclusion) -> String {
     match (c.factor, c.factor_min, c.factor_max) {
         (Some(f), Some(lo), Some(hi)) if c.comparisons.len() > 1 => {
             format!("{} ({} to {})", times(f), times(lo), times(hi))

@@ -6,8 +6,12 @@ mod powercut;
 
 use crate::report::format::doc::{Block, Section, Table};
 use crate::report::format::fmt::{machine_labels, thousands};
+use crate::report::study::StudyReport;
 use crate::results::ResultFile;
 use crate::studies::crashtest::{self, CrashSection};
+
+/// The crash test's part of the report: process kills and power cuts.
+pub const REPORT: StudyReport = StudyReport { name: "crashtest", sections, terminal: None, redraws: None };
 
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let labels = machine_labels(files);

@@ -6,6 +6,7 @@ use crate::records::EngineKind;
 use crate::report::format::doc::{Block, Chart, Figure, Section};
 use crate::report::format::svg::BarChart;
 use crate::report::study::suite::{per_op_us, suite_files};
+use crate::report::study::StudyReport;
 use crate::results::ResultFile;
 
 /// One chart: its id, title, and the SQLite and files experiments it sets
@@ -46,6 +47,9 @@ const SPECS: [Spec; 3] = [
 ];
 
 /// The engines section, when any file holds an engine's suite experiment.
+/// The key-value engines' part of the report (from `suite --engines`).
+pub const REPORT: StudyReport = StudyReport { name: "engines", sections, terminal: None, redraws: None };
+
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let machines = suite_files(files);
     let present: Vec<EngineKind> = EngineKind::KEY_VALUE

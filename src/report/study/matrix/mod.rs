@@ -4,15 +4,24 @@
 //! the study's published 2011 matrix for comparison. Every sentence is
 //! computed from the data.
 
-pub mod text;
+mod text;
 
 use crate::report::format::doc::{Block, Chart, Figure, Section, Table};
-use crate::report::format::fmt::{machine_labels, micros};
+use crate::report::format::fmt::{fmt_size, machine_labels, micros};
 use crate::report::format::svg::{Heatmap, LineChart, Series};
+use crate::report::study::{Redraw, StudyReport};
 use crate::results::ResultFile;
 use crate::studies::matrix::{self as m, CrossoverKind, Figure as Fig, Grid, MatrixSection};
 use crate::util::units::short_size;
-use text::{describe, fmt_size, noise_warning};
+use text::{describe, noise_warning};
+
+/// The matrix's part of the report.
+pub const REPORT: StudyReport = StudyReport {
+    name: "matrix",
+    sections,
+    terminal: Some(text::terminal),
+    redraws: Some(Redraw { title: "SQLite's \"Internal Versus External BLOBs\"", in_file: |f| f.matrix.is_some() }),
+};
 
 /// The matrix sections: one per result file that holds a matrix, then the
 /// 2011 study once (nothing when no file holds a matrix).

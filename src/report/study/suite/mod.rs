@@ -13,6 +13,7 @@ use crate::report::format::doc::{Block, Chart, Figure, Section, Table};
 use crate::report::format::fmt::{blob_size, bytes, machine_labels, micros, speed_phrase, thousands};
 use crate::report::format::svg::BarChart;
 use crate::report::interval::{ratio_of_medians, Ratio, BOOTSTRAP_MIN_RUNS};
+use crate::report::study::{Redraw, StudyReport};
 use crate::results::ResultFile;
 
 /// One measured configuration as the charts name it.
@@ -240,6 +241,15 @@ fn runs_note(spec: &Spec, machines: &[(String, &ResultFile)]) -> String {
 
 /// The article's charts, the fair variants and disk usage, drawn for the
 /// files that hold suite results (nothing when there are none).
+/// The suite's part of the report: the article's charts, the fair
+/// variants and disk usage (the suite prints the report's summary).
+pub const REPORT: StudyReport = StudyReport {
+    name: "suite",
+    sections,
+    terminal: None,
+    redraws: Some(Redraw { title: "SQLite's \"35% Faster Than The Filesystem\"", in_file: |f| f.command == "suite" }),
+};
+
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let mut machines = suite_files(files);
     if machines.is_empty() {
