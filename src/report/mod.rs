@@ -60,7 +60,15 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<ResultFile>> {
 /// The report as data, in page order: the verdict, the overview, every
 /// study's sections, then latency and the environment.
 pub fn document(files: &[ResultFile]) -> Vec<Section> {
+    document_against(files, None)
+}
+
+/// [`document`], with what changed since `baseline` right after the verdict.
+pub fn document_against(files: &[ResultFile], baseline: Option<&ResultFile>) -> Vec<Section> {
     let mut sections = verdict::section(files);
+    if let Some(b) = baseline {
+        sections.extend(baseline::section(b, files));
+    }
     sections.extend(details::overview(files));
     sections.extend(STUDIES.iter().flat_map(|s| (s.sections)(files)));
     sections.extend(details::latency(files));
@@ -72,16 +80,6 @@ pub fn document(files: &[ResultFile]) -> Vec<Section> {
 /// study `file` holds (see [`StudyReport::terminal`]).
 pub fn terminal(file: &ResultFile, colour: bool) -> String {
     STUDIES.iter().filter_map(|s| s.terminal).map(|table| table(file, colour)).collect()
-}
-
-/// [`document`], with what changed since `baseline` right after the verdict.
-pub fn document_against(files: &[ResultFile], baseline: Option<&ResultFile>) -> Vec<Section> {
-    let mut sections = document(files);
-    if let Some(b) = baseline {
-        let at = sections.iter().position(|s| s.id == "verdict").map_or(0, |i| i + 1);
-        sections.splice(at..at, baseline::section(b, files));
-    }
-    sections
 }
 
 fn title(files: &[ResultFile]) -> String {

@@ -11,7 +11,7 @@
 use super::format::doc::{Block, Section, VerdictRow as Row};
 use super::format::fmt::{blob_size, machine_labels};
 use super::interval::{ratio_of_medians, Ratio};
-use super::study::suite::{suite_files, Method, ARTICLE, FAIR};
+use super::study::suite::{suite_files, Method, ARTICLE, DISK_CHART, DURABLE_WRITE_CHART, FAIR};
 use super::verdict_more::{after_aging, after_power_cut, engine_durable_writes, engine_reads};
 use crate::measure::Experiment;
 use crate::results::ResultFile;
@@ -189,7 +189,8 @@ pub fn fast_writes(files: &[ResultFile], index: usize) -> Option<Answer> {
     if !is_suite(files, index) {
         return None;
     }
-    let charts: Vec<&super::study::suite::Spec> = FAIR.iter().filter(|s| s.write && s.id != "durable-write").collect();
+    let charts: Vec<&super::study::suite::Spec> =
+        FAIR.iter().filter(|s| s.write && s.id != DURABLE_WRITE_CHART).collect();
     duel(&files[index], "fast writes (no fsync)".into(), &charts)
 }
 
@@ -198,7 +199,7 @@ pub fn durable_writes(files: &[ResultFile], index: usize) -> Option<Answer> {
     if !is_suite(files, index) {
         return None;
     }
-    let charts: Vec<&super::study::suite::Spec> = FAIR.iter().filter(|s| s.id == "durable-write").collect();
+    let charts: Vec<&super::study::suite::Spec> = FAIR.iter().filter(|s| s.id == DURABLE_WRITE_CHART).collect();
     duel(&files[index], "durable writes (fsync)".into(), &charts)
 }
 
@@ -222,7 +223,7 @@ pub fn disk_space(files: &[ResultFile], index: usize) -> Option<Answer> {
         loser: loser.into(),
         factor: Ratio::exact(factor),
         better: "smaller",
-        chart_id: "disk-usage".into(),
+        chart_id: DISK_CHART.into(),
         chart_title: "Disk space relative to the database".into(),
 
         statement: None,
@@ -247,14 +248,13 @@ pub fn under_threads(files: &[ResultFile], index: usize) -> Option<Answer> {
     } else {
         (f_label, db_label, files_over_db.inverse())
     };
-    let suffix = super::study::concurrency::figure_suffix(files, index);
     Some(Answer {
         question: format!("{} reads, {threads} threads", blob_size(readers.blob_size)),
         winner,
         loser,
         factor,
         better: "faster",
-        chart_id: format!("concurrency-blobs{suffix}"),
+        chart_id: super::study::concurrency::blobs_chart_id(files, index),
         chart_title: "Blob readers".into(),
 
         statement: None,

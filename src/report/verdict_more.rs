@@ -4,6 +4,7 @@
 
 use super::format::fmt::blob_size;
 use super::interval::{ratio_of_medians, Method as Interval, Ratio};
+use super::study::{aging, crashtest, engines};
 use super::verdict::Answer;
 use crate::measure::Experiment;
 use crate::records::EngineKind;
@@ -59,7 +60,7 @@ pub fn engine_reads(files: &[ResultFile], index: usize) -> Option<Answer> {
         format!("{size} reads, key-value engines vs SQLite"),
         |k| format!("read/{}", k.name()),
         &["read/db-sql", "read/db-blob", "read/db-blob-mmap"],
-        ("engines-read", "Key-value engines: reads"),
+        (engines::READ_CHART, "Key-value engines: reads"),
     )
 }
 
@@ -70,7 +71,7 @@ pub fn engine_durable_writes(files: &[ResultFile], index: usize) -> Option<Answe
         "durable writes, key-value engines vs SQLite".into(),
         |k| format!("write/{}-durable", k.name()),
         &["write/db-wal-full"],
-        ("engines-write-durable", "Key-value engines: durable writes"),
+        (engines::DURABLE_WRITE_CHART, "Key-value engines: durable writes"),
     )
 }
 
@@ -101,9 +102,7 @@ pub fn after_aging(files: &[ResultFile], index: usize) -> Option<Answer> {
     let runs = (loser.3 as usize, winner.3 as usize);
     let factor =
         Ratio { value, low: value / (1.0 + spread), high: value * (1.0 + spread), method: Interval::MinMax, runs };
-    let suffix =
-        if files.iter().filter(|f| f.aging.is_some()).count() > 1 { format!("-{}", index + 1) } else { String::new() };
-    let id = format!("aging-{}{suffix}-read-warm", setting.sizes.name.replace([':', '.'], "-"));
+    let id = aging::chart_id(files, index, setting, aging::READ_WARM_CHART);
     Some(Answer {
         question: format!("reads after {age} rewrites of every blob ({})", setting.sizes.name),
         winner: winner.0,
@@ -145,11 +144,7 @@ pub fn after_power_cut(files: &[ResultFile], index: usize) -> Option<Answer> {
         loser: lost.join("; "),
         factor: Ratio::exact(1.0),
         better: "safer",
-        chart_id: if files.iter().filter(|f| f.power_cut.is_some()).count() > 1 {
-            format!("power-cut-lost-{}", super::format::fmt::machine_labels(files)[index])
-        } else {
-            "power-cut-lost".to_string()
-        },
+        chart_id: crashtest::lost_chart_id(files, index),
         chart_title: "Acknowledged writes lost in power cuts".into(),
         statement: Some((statement, format!("exact counts over {} cuts per method", cut.cuts_per_method))),
     })

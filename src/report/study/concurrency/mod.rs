@@ -28,10 +28,19 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     with.into_iter().map(|(i, label, c)| section(c, label, &figure_suffix(files, i), several)).collect()
 }
 
+/// The id of `files[index]`'s chart of the blob readers.
+pub fn blobs_chart_id(files: &[ResultFile], index: usize) -> String {
+    blobs_id(&figure_suffix(files, index))
+}
+
+fn blobs_id(suffix: &str) -> String {
+    format!("concurrency-blobs{suffix}")
+}
+
 /// What the ids of `files[index]`'s concurrency figures end with: "-N"
 /// (the file's place among all files) when several files hold a
 /// concurrency section, nothing otherwise.
-pub fn figure_suffix(files: &[ResultFile], index: usize) -> String {
+fn figure_suffix(files: &[ResultFile], index: usize) -> String {
     if files.iter().filter(|f| f.concurrency.is_some()).count() > 1 {
         format!("-{}", index + 1)
     } else {
@@ -145,12 +154,7 @@ fn section(c: &ConcurrencySection, label: &str, suffix: &str, several: bool) -> 
                 )
             })
             .collect();
-        blocks.push(Block::Figure(Figure {
-            id: format!("concurrency-blobs{suffix}"),
-            chart: Chart::Lines(chart),
-            caption,
-            findings,
-        }));
+        blocks.push(Block::Figure(Figure { id: blobs_id(suffix), chart: Chart::Lines(chart), caption, findings }));
     }
     blocks.push(Block::Heading("Every point".into()));
     blocks.push(Block::Table(points_table(c)));

@@ -4,6 +4,8 @@
 
 mod powercut;
 
+pub use powercut::lost_chart_id;
+
 use crate::report::format::doc::{Block, Section, Table};
 use crate::report::format::fmt::{machine_labels, thousands};
 use crate::report::study::StudyReport;

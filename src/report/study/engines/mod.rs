@@ -19,9 +19,14 @@ struct Spec {
     suffix: &'static str,
 }
 
+/// The chart of reads, engines beside SQLite and files.
+pub const READ_CHART: &str = "engines-read";
+/// The chart of durable writes.
+pub const DURABLE_WRITE_CHART: &str = "engines-write-durable";
+
 const SPECS: [Spec; 3] = [
     Spec {
-        id: "engines-read",
+        id: READ_CHART,
         title: "Reads: key-value engines beside SQLite and files",
         references: [("read/db-blob", "SQLite, blob API"), ("read/flat-posix", "files, open/read")],
         prefix: "read/",
@@ -35,7 +40,7 @@ const SPECS: [Spec; 3] = [
         suffix: "-fast",
     },
     Spec {
-        id: "engines-write-durable",
+        id: DURABLE_WRITE_CHART,
         title: "Durable writes",
         references: [
             ("write/db-wal-full", "SQLite, WAL + sync FULL"),

@@ -70,6 +70,11 @@ pub const SUITE_IDS: [&str; 16] = [
     REPLACE_SYNC.id,
 ];
 
+/// The chart of durable writes: WAL + FULL against files with fsync.
+pub const DURABLE_WRITE_CHART: &str = "durable-write";
+/// The chart of disk space by layout.
+pub const DISK_CHART: &str = "disk-usage";
+
 /// One ratio chart: a database method against file methods.
 pub struct Spec {
     pub id: &'static str,
@@ -172,7 +177,7 @@ pub const FAIR: [Spec; 6] = [
         files: WRITES,
     },
     Spec {
-        id: "durable-write",
+        id: DURABLE_WRITE_CHART,
         title: "Durable writes: WAL + synchronous FULL vs files with fsync",
         how: "WAL mode with synchronous FULL; every file written is fsync'd",
         write: true,
@@ -506,7 +511,7 @@ fn disk_section(machines: &[(String, &ResultFile)]) -> Section {
                  individual files are padded to the filesystem block size, the database packs blobs into pages."
                     .to_string(),
             ),
-            Block::Figure(Figure { id: "disk-usage".into(), chart: Chart::Bars(chart), caption: Vec::new(), findings }),
+            Block::Figure(Figure { id: DISK_CHART.into(), chart: Chart::Bars(chart), caption: Vec::new(), findings }),
             Block::Table(table),
         ],
     }
