@@ -1,3 +1,4 @@
+use super::canvas::*;
 use super::heatmap::diverging_colour;
 use super::*;
 
