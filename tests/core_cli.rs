@@ -237,16 +237,8 @@ fn json_matches_the_schema_and_counts_runs() {
         .arg(&csv_path)
         .assert()
         .success();
+    let value = common::valid_results(&json_path);
     let text = std::fs::read_to_string(&json_path).unwrap();
-    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/results.schema.json")).unwrap(),
-    )
-    .unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> =
-        validator.iter_errors(&value).map(|e| format!("{} at {}", e, e.instance_path())).collect();
-    assert!(errors.is_empty(), "schema violations: {errors:?}");
 
     let e = &value["experiments"][0];
     assert_eq!(e["runs"].as_array().unwrap().len(), 3);
@@ -432,4 +424,20 @@ fn a_range_without_blobs_stops_with_one_line() {
         let err = common::one_line_error(&out);
         assert!(err.contains("no blob found among keys 1..=50"), "{err}");
     }
+}
+
+/// Result files are checked against the schema by tests/common's helpers,
+/// not by a copy of them in each test file.
+#[test]
+fn the_schema_check_is_written_once() {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let needle = concat!("json", "schema::");
+    let copies: Vec<String> = std::fs::read_dir(&tests)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .filter(|p| std::fs::read_to_string(p).unwrap().contains(needle))
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(copies.is_empty(), "use common::valid_results or common::schema_violations in {copies:?}");
 }

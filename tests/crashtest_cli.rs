@@ -3,6 +3,8 @@
 //! durable or its fast mode. Methods that may legitimately tear (files
 //! without a rename, journal_mode=OFF) are reported, not judged.
 
+mod common;
+
 use assert_cmd::Command;
 
 #[test]
@@ -20,14 +22,7 @@ fn quick_crashtest_keeps_journaled_databases_whole() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("not a power cut"), "the limits are printed:\n{stdout}");
-    let value: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/results.schema.json")).unwrap(),
-    )
-    .unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&value).map(|e| format!("{e} at {}", e.instance_path())).collect();
-    assert!(errors.is_empty(), "schema violations: {errors:?}");
+    common::valid_results(&json);
     let file = blobbench::results::read(&json).unwrap();
     let section = file.crashtest.expect("a crashtest section");
     assert_eq!(section.methods.len(), blobbench::studies::crashtest::Method::all().len(), "every method ran");

@@ -5,6 +5,8 @@
 //! must really drop unsynced data: files written by `truncate` without
 //! fsync come back older or torn after a strict power cut.
 
+mod common;
+
 use assert_cmd::Command;
 
 #[test]
@@ -17,19 +19,15 @@ fn quick_power_cut_keeps_full_sync_commits_and_drops_unsynced_files() {
         .arg(dir.path())
         .arg("--json")
         .arg(&json)
+        .args(["--label", "power box"])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "stderr: {}\n{stdout}", String::from_utf8_lossy(&out.stderr));
-    let value: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/results.schema.json")).unwrap(),
-    )
-    .unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&value).map(|e| format!("{e} at {}", e.instance_path())).collect();
-    assert!(errors.is_empty(), "schema violations: {errors:?}");
-    let section = blobbench::results::read(&json).unwrap().power_cut.expect("a power_cut section");
+    common::valid_results(&json);
+    let file = blobbench::results::read(&json).unwrap();
+    assert_eq!(file.label, "power box", "--label names the result");
+    let section = file.power_cut.expect("a power_cut section");
     assert_eq!(section.model, "strict");
     assert_eq!(section.methods.len(), blobbench::studies::crashtest::Method::all().len(), "every method ran");
     let row = |name: &str| section.methods.iter().find(|m| m.method == name).unwrap_or_else(|| panic!("{name}"));

@@ -1,7 +1,6 @@
-//! `crashtest` and its hidden child, `crash-writer`: arguments, the table,
-//! and what a process kill can and cannot show.
+//! `crashtest` (process kills, or power cuts with `--power-cut`) and its
+//! hidden child, `crash-writer`: arguments, the run, the table, the verdict.
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
 
@@ -9,8 +8,9 @@ use anyhow::bail;
 use clap::Args;
 
 use blobbench::powercut::Model;
+use blobbench::report;
 use blobbench::results::{self, ResultFile};
-use blobbench::studies::crashtest::{self, CrashOptions, CrashReport, Method, WriterSpec};
+use blobbench::studies::crashtest::{self, CrashOptions, Method, WriterSpec};
 use blobbench::util::units;
 
 use super::progress;
@@ -61,7 +61,7 @@ pub struct CrashtestArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Cut the power instead of killing the writer: the datasets live on a FUSE layer that drops what was not
-    /// fsync'd (needs /dev/fuse and fusermount3, from Debian's fuse3).
+    /// fsync'd (needs /dev/fuse, and root or fusermount3 from Debian's fuse3).
     #[arg(long)]
     pub power_cut: bool,
     /// Power-cut model: strict, torn-512, torn-4k (docs/crash-safety.md) [default: strict].
@@ -92,17 +92,12 @@ pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
     }
     opts.seed = args.seed;
     if args.power_cut {
-        return super::powercut::run(&opts, args.model.unwrap_or(Model::Strict), args.json.as_deref());
+        return power_cuts(&args, &opts);
     }
     let progress = progress::for_terminal();
     let report = crashtest::crashtest(&opts, progress.as_ref())?;
-    let mut results = ResultFile::from_crashtest(&report, &opts.workdir);
-    args.label.apply(&mut results);
-    if let Some(p) = &args.json {
-        results::write(p, &results)?;
-    }
-    let fs = results.environment.storage.as_ref().map(|s| s.fs_type.as_str()).unwrap_or("unknown filesystem");
-    print!("{}", table(&report, fs));
+    let results = save(&args, ResultFile::from_crashtest(&report, &opts.workdir))?;
+    print!("{}", report::terminal(&results, false));
     let broken: Vec<String> = report
         .section
         .broken_promises()
@@ -119,52 +114,38 @@ pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn table(report: &CrashReport, fs: &str) -> String {
-    let s = &report.section;
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "crashtest: {} kill{} per method (SIGKILL after 0..{} ms of writing, seed {}); {} blobs of {}..{} bytes each",
-        s.kills_per_method,
-        if s.kills_per_method == 1 { "" } else { "s" },
-        s.max_delay_us / 1000,
-        s.seed,
-        s.blobs,
-        s.blob_min_bytes,
-        s.blob_max_bytes
-    );
-    let _ = writeln!(
-        o,
-        "datasets in {} ({fs}); one write = one blob, one transaction for SQLite and the key-value engines\n",
-        s.workdir
-    );
-    let _ = writeln!(
-        o,
-        "{:<16}{:>6}{:>11}{:>7}{:>9}{:>6}{:>7}{:>9}{:>11}{:>11}",
-        "method", "kills", "integrity", "torn", "missing", "lost", "stray", "damaged", "whole old", "whole new"
-    );
-    for m in &s.methods {
-        let _ = writeln!(
-            o,
-            "{:<16}{:>6}{:>11}{:>7}{:>9}{:>6}{:>7}{:>9}{:>11}{:>11}",
-            m.method,
-            m.kills,
-            m.integrity_failures,
-            m.torn,
-            m.missing,
-            m.unexpected_version,
-            m.stray_files,
-            m.damaged_kills,
-            m.intact_old,
-            m.intact_new
-        );
+/// `--power-cut`: the same, with the datasets on the power-cut layer.
+fn power_cuts(args: &CrashtestArgs, opts: &CrashOptions) -> anyhow::Result<()> {
+    let progress = progress::for_terminal();
+    let report = crashtest::power_cut_test(opts, args.model.unwrap_or(Model::Strict), progress.as_ref())?;
+    for m in &report.cleaned_mounts {
+        eprintln!("note: unmounted a power-cut layer left by a killed run: {}", m.display());
     }
-    o.push_str(crashtest::LEGEND);
-    let _ = writeln!(o, "\n{}", crashtest::LIMITS);
-    if report.interrupted {
-        let _ = writeln!(o, "warning: interrupted; the last method has fewer kills than asked");
+    let results = save(args, ResultFile::from_power_cut(&report, &opts.workdir))?;
+    print!("{}", report::terminal(&results, false));
+    let broken: Vec<String> = report
+        .section
+        .broken_promises()
+        .map(|m| {
+            format!(
+                "{} ({} lost after acknowledgement, {} integrity failures)",
+                m.method, m.lost_after_ack, m.integrity_failures
+            )
+        })
+        .collect();
+    if !broken.is_empty() {
+        bail!("a method that promised durability lost acknowledged writes in a power cut: {}", broken.join("; "));
     }
-    o
+    Ok(())
+}
+
+/// Labels the result file and writes it where `--json` asks.
+fn save(args: &CrashtestArgs, mut results: ResultFile) -> anyhow::Result<ResultFile> {
+    args.label.apply(&mut results);
+    if let Some(p) = &args.json {
+        results::write(p, &results)?;
+    }
+    Ok(results)
 }
 
 #[derive(Debug, Args)]

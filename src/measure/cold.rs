@@ -263,21 +263,29 @@ mod tests {
     use super::*;
     use std::io::Read;
 
-    /// A temporary directory whose pages can be evicted: tmpfs cannot be,
-    /// so fall back to the crate's target dir, or skip.
-    fn real_disk_dir() -> Option<tempfile::TempDir> {
+    /// A temporary directory whose pages can be evicted (tmpfs and ramfs
+    /// pages cannot be): the system's temporary directory, or else beside
+    /// this test binary, in the build's target directory. A test of
+    /// eviction must not pass by skipping, so with neither it fails,
+    /// saying why.
+    fn real_disk_dir() -> tempfile::TempDir {
         let evictable = |d: &Path| !matches!(statfs_magic(d), Some(TMPFS_MAGIC | RAMFS_MAGIC) | None);
         let tmp = std::env::temp_dir();
-        let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
-        for base in [tmp.as_path(), target.as_path()] {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        let build = exe.parent().and_then(Path::parent).expect("the test binary sits in the target directory");
+        for base in [tmp.as_path(), build] {
             if base.is_dir() && evictable(base) {
                 if let Ok(dir) = tempfile::tempdir_in(base) {
-                    return Some(dir);
+                    return dir;
                 }
             }
         }
-        println!("skipped: neither {} nor {} is on an evictable filesystem", tmp.display(), target.display());
-        None
+        panic!(
+            "neither {} nor {} is a writable directory on a filesystem whose pages can be evicted: \
+             set TMPDIR to a directory on a real disk",
+            tmp.display(),
+            build.display()
+        );
     }
 
     fn make_files(dir: &Path, count: usize, size: usize) -> Vec<PathBuf> {
@@ -300,7 +308,7 @@ mod tests {
 
     #[test]
     fn evict_drops_written_and_read_pages_and_skips_missing_files() {
-        let Some(dir) = real_disk_dir() else { return };
+        let dir = real_disk_dir();
         let mut files = make_files(dir.path(), 40, 100_000);
         files.push(dir.path().join("big"));
         std::fs::write(&files[40], vec![1u8; 2 << 20]).unwrap();
@@ -322,7 +330,7 @@ mod tests {
 
     #[test]
     fn freshly_read_files_are_resident() {
-        let Some(dir) = real_disk_dir() else { return };
+        let dir = real_disk_dir();
         let files = make_files(dir.path(), 20, 64 * 1024);
         assert!(evict(&files).unwrap().effective);
         read_all(&files);
@@ -333,7 +341,7 @@ mod tests {
 
     #[test]
     fn sampling_spreads_over_files_and_over_a_big_files_pages() {
-        let Some(dir) = real_disk_dir() else { return };
+        let dir = real_disk_dir();
         let files = make_files(dir.path(), 10, 8192);
         assert_eq!(residency(&files, 3).unwrap().0, 3 * 8192u64.div_ceil(page_size()));
 
@@ -363,15 +371,12 @@ mod tests {
 
     #[test]
     fn tmpfs_pages_cannot_be_evicted_and_the_note_says_so() {
+        // The precondition is the point of the test, so it is not skipped:
+        // /dev/shm is a tmpfs on every Linux with glibc's shm_open.
         let shm = Path::new("/dev/shm");
-        let Some(dir) = shm.is_dir().then(|| tempfile::tempdir_in(shm).ok()).flatten() else {
-            println!("skipped: no writable /dev/shm");
-            return;
-        };
-        if statfs_magic(dir.path()) != Some(TMPFS_MAGIC) {
-            println!("skipped: /dev/shm is not tmpfs here");
-            return;
-        }
+        let dir =
+            tempfile::tempdir_in(shm).unwrap_or_else(|e| panic!("this test needs a writable tmpfs at /dev/shm: {e}"));
+        assert_eq!(statfs_magic(dir.path()), Some(TMPFS_MAGIC), "this test needs /dev/shm to be a tmpfs");
         let files = make_files(dir.path(), 4, 64 * 1024);
         let report = evict(&files).unwrap();
         assert!(!report.effective && report.resident_pct > 90.0, "{report:?}");

@@ -9,7 +9,7 @@ use crate::measure::envinfo;
 use crate::records::DatasetSpec;
 use crate::studies::aging::AgingOutcome;
 use crate::studies::concurrency::{self, ConcurrencyOptions};
-use crate::studies::crashtest::CrashReport;
+use crate::studies::crashtest::{CrashReport, PowerCutReport};
 use crate::studies::matrix::{MatrixRun, RATIO_FIGURE};
 use crate::studies::suite::SuiteOutcome;
 
@@ -65,6 +65,14 @@ impl ResultFile {
         let mut file = ResultFile::new("crashtest", envinfo::collect(workdir));
         file.complete = !report.interrupted;
         file.crashtest = Some(report.section.clone());
+        file
+    }
+
+    /// The result file of a `crashtest --power-cut` run in `workdir`.
+    pub fn from_power_cut(report: &PowerCutReport, workdir: &Path) -> ResultFile {
+        let mut file = ResultFile::new("crashtest", envinfo::collect(workdir));
+        file.complete = !report.interrupted;
+        file.power_cut = Some(report.section.clone());
         file
     }
 

@@ -215,13 +215,21 @@ pub fn kvtest_db(path: &Path, count: u32, size: u32) {
     ok(&["init", path.to_str().unwrap(), "--count", &count.to_string(), "--size", &size.to_string()]);
 }
 
-/// Parses a result file and checks it against docs/results.schema.json.
-pub fn valid_results(path: &Path) -> serde_json::Value {
+/// Every way `value` breaks docs/results.schema.json, one line each (with
+/// where in the file), empty when it conforms.
+pub fn schema_violations(value: &serde_json::Value) -> Vec<String> {
     let schema: serde_json::Value =
         serde_json::from_str(include_str!("../../docs/results.schema.json")).expect("schema is JSON");
-    let raw: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    if let Err(e) = jsonschema::validate(&schema, &raw) {
-        panic!("results do not match the schema: {e}");
-    }
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    validator.iter_errors(value).map(|e| format!("{e} at {}", e.instance_path())).collect()
+}
+
+/// Parses a result file and checks it against docs/results.schema.json.
+pub fn valid_results(path: &Path) -> serde_json::Value {
+    let text = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let raw: serde_json::Value =
+        serde_json::from_slice(&text).unwrap_or_else(|e| panic!("{}: not JSON: {e}", path.display()));
+    let errors = schema_violations(&raw);
+    assert!(errors.is_empty(), "{} does not match docs/results.schema.json: {errors:?}", path.display());
     raw
 }

@@ -99,7 +99,8 @@ where
         _ => {}
     }
     let dir = fsutil::parent_dir(path);
-    fsutil::check_dir(dir)?;
+    // SQLite's "unable to open database file" would not say why.
+    fsutil::check_writable_output(path)?;
     let free = fsutil::free_bytes(dir)?;
     if free < need {
         return Err(Error::bad_input(

@@ -88,6 +88,14 @@ pub struct PowerCutMethodResult {
     pub elapsed_ns: u64,
 }
 
+impl PowerCutSection {
+    /// The verdict: methods that promise durability and lost an
+    /// acknowledged write or their integrity in a cut.
+    pub fn broken_promises(&self) -> impl Iterator<Item = &PowerCutMethodResult> {
+        self.methods.iter().filter(|m| m.promises_durability && (m.lost_after_ack > 0 || m.integrity_failures > 0))
+    }
+}
+
 /// One method after one fsync failed with EIO (Linux semantics: the error
 /// is reported once, the unsynced data dropped, the next fsync succeeds).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -3,6 +3,7 @@
 //! process kill cannot show.
 
 mod powercut;
+mod terminal;
 
 pub use powercut::lost_chart_id;
 
@@ -13,7 +14,8 @@ use crate::results::ResultFile;
 use crate::studies::crashtest::{self, CrashSection};
 
 /// The crash test's part of the report: process kills and power cuts.
-pub const REPORT: StudyReport = StudyReport { name: "crashtest", sections, terminal: None, redraws: None };
+pub const REPORT: StudyReport =
+    StudyReport { name: "crashtest", sections, terminal: Some(terminal::terminal), redraws: None };
 
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let labels = machine_labels(files);
