@@ -322,3 +322,18 @@ fn a_shared_label_is_named_and_told_apart() {
         "Several result files carry the label \"box\"; they are told apart by filesystem, then date (use --label to name them).".into()
     )));
 }
+
+#[test]
+fn every_study_is_listed_once_and_says_nothing_of_files_without_it() {
+    let mut names: Vec<&str> = STUDIES.iter().map(|s| s.name).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), STUDIES.len(), "one entry per study");
+    let other = ResultFile::new("run", full_suite("lab").environment);
+    for study in STUDIES {
+        assert!((study.sections)(std::slice::from_ref(&other)).is_empty(), "{}: no sections", study.name);
+        assert_eq!(study.terminal.map(|t| t(&other, false)), study.terminal.map(|_| String::new()), "{}", study.name);
+        assert!(!study.redraws.as_ref().is_some_and(|r| (r.in_file)(&other)), "{}", study.name);
+    }
+    assert_eq!(terminal(&other, false), "");
+}

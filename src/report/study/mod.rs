@@ -14,7 +14,7 @@ use crate::results::ResultFile;
 
 /// What one study adds to the report and to its command's terminal output.
 pub struct StudyReport {
-    /// The study's command (`suite`, `matrix`, ...).
+    /// The study's name, as its folder here is named (`suite`, `engines`, ...).
     pub name: &'static str,
     /// Its sections of the report, in page order; none when the files hold
     /// nothing of it.
