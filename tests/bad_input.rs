@@ -268,6 +268,18 @@ fn cases() -> Vec<Case> {
         case("run --mix 0:0", db, &["run", "@db", "--mix", "0:0"], Fail("no operations")),
         case("run --mix 1:2:3", db, &["run", "@db", "--mix", "1:2:3"], Fail("READ:WRITE")),
         case("run --keys zipf:-1", db, &["run", "@db", "--keys", "zipf:-1"], Fail("theta")),
+        // rounds and budgets: checked before anything is built
+        case("suite --rounds 0", none, &["suite", "--rounds", "0", "--workdir", "@", "--out", "@rep"], Fail("--rounds")),
+        case("suite --budget 0s", none, &["suite", "--budget", "0s", "--workdir", "@", "--out", "@rep"], Fail("longer than 0s")),
+        case("suite --budget -5s", none, &["suite", "--budget", "-5s", "--workdir", "@", "--out", "@rep"], Fail("negative")),
+        case("suite --budget abc", none, &["suite", "--budget", "abc", "--workdir", "@", "--out", "@rep"], Fail("invalid duration")),
+        case("matrix --rounds 0", none, &["matrix", "--rounds", "0", "--workdir", "@", "--out", "@rep"], Fail("--rounds")),
+        case("matrix --budget abc", none, &["matrix", "--budget", "abc", "--workdir", "@", "--out", "@rep"], Fail("invalid duration")),
+        // A budget shorter than one round runs one round, with a warning.
+        case("suite: a budget shorter than one round", none, &["suite", "--count", "200", "--budget", "1ms", "--workdir", "@", "--out", "@rep"], Works("allowed only 1 round")),
+        // Inconsistent rounds are shown unpaired, never as a wrong ratio.
+        case("report: an arm missing from a round", rounds_arm_missing, &["report", "--format", "text", "@r.json"], Works("unpaired")),
+        case("report: rounds of different lengths", rounds_uneven, &["report", "--format", "text", "@r.json"], Works("rounds inconsistent")),
         case("suite --keys zipf:-1", none, &["suite", "--keys", "zipf:-1", "--workdir", "@", "--out", "@rep"], Fail("theta")),
         // aging: ages and sizes are checked before anything is built
         case("aging: empty ages list", none, &["aging", "--workdir", "@", "--out", "@rep", "--ages", ""], Fail("the ages list is empty")),
@@ -312,12 +324,12 @@ const NUMBER_OPTIONS: &[(&[&str], &str)] = &[
     (&["suite", "--workdir", "@", "--out", "@rep"], "--size"),
     (&["suite", "--workdir", "@", "--out", "@rep"], "--variance"),
     (&["suite", "--workdir", "@", "--out", "@rep"], "--pagesize"),
-    (&["suite", "--workdir", "@", "--out", "@rep"], "--repeat"),
+    (&["suite", "--workdir", "@", "--out", "@rep"], "--rounds"),
     (&["matrix", "--workdir", "@", "--out", "@rep"], "--sizes"),
     (&["matrix", "--workdir", "@", "--out", "@rep"], "--pagesizes"),
     (&["matrix", "--workdir", "@", "--out", "@rep"], "--total"),
     (&["matrix", "--workdir", "@", "--out", "@rep"], "--cache"),
-    (&["matrix", "--workdir", "@", "--out", "@rep"], "--repeat"),
+    (&["matrix", "--workdir", "@", "--out", "@rep"], "--rounds"),
     (&["concurrency", "--workdir", "@", "--out", "@rep"], "--threads"),
     (&["concurrency", "--workdir", "@", "--out", "@rep"], "--duration"),
     (&["concurrency", "--workdir", "@", "--out", "@rep"], "--repeat"),
@@ -482,6 +494,34 @@ fn text_negative_hist(d: &Path) {
 }
 
 fn none(_: &Path) {}
+
+/// A version 3 suite file whose reads ran in 4 rounds, changed by `spoil`.
+fn rounds_file(d: &Path, spoil: fn(&mut serde_json::Value)) {
+    let text = std::fs::read_to_string(common::fixture("suite-host-a.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["schema_version"] = 3.into();
+    let arms = ["read/db-blob-mmap", "read/flat-posix"];
+    let round =
+        |a: f64, b: f64| serde_json::json!({"order": [0, 1], "per_op_us": [a, b], "elapsed_ms": 1.0, "load": {}});
+    v["rounds"] = serde_json::json!([{
+        "id": "suite/reads", "arms": arms, "seed": 1, "warmup": true, "target_pct": 5.0,
+        "max_rounds": 4, "stop": "max-rounds",
+        "rounds": [round(5.0, 10.0), round(5.0, 10.0), round(5.0, 10.0), round(5.0, 10.0)]
+    }]);
+    spoil(&mut v);
+    std::fs::write(d.join("r.json"), serde_json::to_string(&v).unwrap()).unwrap();
+}
+
+fn rounds_arm_missing(d: &Path) {
+    rounds_file(d, |v| {
+        v["rounds"][0]["rounds"][2] =
+            serde_json::json!({"order": [0], "per_op_us": [5.0], "elapsed_ms": 1.0, "load": {}})
+    });
+}
+
+fn rounds_uneven(d: &Path) {
+    rounds_file(d, |v| v["rounds"][0]["rounds"][1]["per_op_us"] = serde_json::json!([5.0, 10.0, 7.0]));
+}
 
 fn make_db(path: &Path, keys: impl Iterator<Item = u32>) -> Connection {
     let conn = Connection::open(path).unwrap();

@@ -65,7 +65,7 @@ fn bad_input_fails_before_any_work() {
         (&["--pagesizes", "131072"], "power of two from 512 to 65536"),
         (&["--sizes", "4k", "--total", "3k"], "--total 3000 is smaller than one blob of 4000 bytes"),
         (&["--pagesizes", "4096", "--cache", "4000"], "--cache 4000 is smaller than one page of 4096 bytes"),
-        (&["--repeat", "0"], "--repeat must be at least 1"),
+        (&["--repeat", "0"], "--rounds must be at least 1"),
     ];
     for (args, message) in cases {
         matrix(&work, &out)

@@ -27,7 +27,17 @@ fn several_workdirs_make_one_report_labelled_by_filesystem() {
         let fs = v["environment"]["storage"]["fs_type"].as_str().unwrap().to_string();
         assert!(!fs.is_empty());
         assert_eq!(v["label"], format!("box, {fs}"));
-        assert_eq!(v["experiments"].as_array().unwrap().len(), 16);
+        // The article's 16 experiments and the A/A control.
+        assert_eq!(v["experiments"].as_array().unwrap().len(), 17);
+        // Reads and writes ran as rounds: 2 each (--repeat is --rounds), every arm in every round.
+        let sets = v["rounds"].as_array().unwrap();
+        assert_eq!(sets.len(), 2);
+        for set in sets {
+            let arms = set["arms"].as_array().unwrap().len();
+            let rounds = set["rounds"].as_array().unwrap();
+            assert_eq!(rounds.len(), 2);
+            assert!(rounds.iter().all(|r| r["per_op_us"].as_array().unwrap().len() == arms));
+        }
         labels.push(v["label"].as_str().unwrap().to_string());
     }
     let page = std::fs::read_to_string(out.join("index.html")).unwrap();
@@ -35,7 +45,7 @@ fn several_workdirs_make_one_report_labelled_by_filesystem() {
         &page[page.find("<section id=\"verdict\">").unwrap()..page.find("<section id=\"overview\">").unwrap()];
     // The same filesystem twice: the labels collide and are told apart.
     assert_eq!(verdict.matches("<td data-label=\"question\">durable writes (fsync)</td>").count(), 2);
-    assert!(verdict.contains("min-max, 2 runs each"), "two runs: the min-max range");
+    assert!(verdict.contains("min-max, 50% paired, 2 rounds"), "two rounds: the min-max range, paired");
     assert!(page.contains(&labels[0]));
     // Nothing is left in the work directories.
     for d in [&a, &b] {

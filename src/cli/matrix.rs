@@ -30,9 +30,10 @@ pub struct MatrixArgs {
     /// SQLite page cache per database; cache_size = BYTES / page size [default: 2000 pages of 1024].
     #[arg(long, value_name = "BYTES", value_parser = units::positive_u64)]
     pub cache: Option<u64>,
-    /// Timed runs per measurement [default: 5, or 3 with --quick].
-    #[arg(long, value_parser = repeat_count)]
-    pub repeat: Option<u32>,
+    /// Rounds of each cell's three reads, and timed runs of each write
+    /// (--rounds, alias --repeat); --budget is per cell [default: 20s, or 2s with --quick].
+    #[command(flatten)]
+    pub rounds: super::rounds::RoundsArgs,
     /// Evict the datasets from the page cache before each timed run.
     #[arg(long)]
     pub cold: bool,
@@ -65,14 +66,6 @@ fn page_size_list(s: &str) -> Result<List, units::UnitError> {
     units::parse_list(s, units::page_size).map(List)
 }
 
-fn repeat_count(s: &str) -> Result<u32, units::UnitError> {
-    let v: u32 = units::parse_at_least(s, 1, "--repeat")?;
-    if v > 10_000 {
-        return Err(units::UnitError::from(format!("--repeat {v} is absurd (at most 10000)")));
-    }
-    Ok(v)
-}
-
 impl MatrixArgs {
     pub fn options(&self) -> MatrixOptions {
         let mut o = if self.quick { MatrixOptions::quick() } else { MatrixOptions::default() };
@@ -84,7 +77,8 @@ impl MatrixArgs {
         }
         o.total_bytes = self.total.unwrap_or(o.total_bytes);
         o.cache_bytes = self.cache.unwrap_or(o.cache_bytes);
-        o.plan.repeat = self.repeat.unwrap_or(o.plan.repeat);
+        o.plan.repeat = self.rounds.rounds.unwrap_or(o.plan.repeat);
+        o.rounds = self.rounds.apply(o.rounds);
         o.plan.cold = self.cold;
         if self.cold {
             // Each timed run starts from an evicted cache; a warm-up would be wasted.

@@ -11,6 +11,7 @@ mod output;
 mod powercut;
 mod progress;
 mod report;
+mod rounds;
 mod run;
 mod suite;
 

@@ -40,12 +40,11 @@ pub struct SuiteArgs {
     /// Database page size.
     #[arg(long, default_value = "4096", value_parser = units::page_size)]
     pub pagesize: u32,
-    /// A small dataset (10k blobs) and 3 timed runs: a couple of minutes.
+    /// A small dataset (10k blobs) and an 80 s budget for the rounds: under two minutes.
     #[arg(long)]
     pub quick: bool,
-    /// Timed runs per experiment [default: 5, or 3 with --quick].
-    #[arg(long, value_parser = units::positive_u32)]
-    pub repeat: Option<u32>,
+    #[command(flatten)]
+    pub rounds: super::rounds::RoundsArgs,
     /// Evict the page cache before each timed read run.
     #[arg(long)]
     pub cold: bool,
@@ -93,12 +92,8 @@ impl SuiteArgs {
         o.spec.size = self.size;
         o.spec.variance = self.variance;
         o.spec.page_size = self.pagesize;
-        o.plan = Plan {
-            repeat: self.repeat.unwrap_or(o.plan.repeat),
-            cold: self.cold,
-            warmup: if self.cold { 0 } else { 1 },
-            ..o.plan
-        };
+        o.plan = Plan { cold: self.cold, ..o.plan };
+        o.rounds = self.rounds.apply(o.rounds);
         o.keep = self.keep;
         o.engines = self.engines.0.clone();
         o.spec.sizes.clone_from(&self.sizes);

@@ -5,10 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::session::{timed_session, ContentPool, SessionSpec, Work};
+use super::session::{timed_session, ContentPool, Script, SessionSpec, Work};
 use crate::engine::dataset::open_kv;
 use crate::engine::{self, Engine, OpenMode, SqliteStats};
 use crate::measure::cold::{self, EvictionReport};
+use crate::measure::rounds::Arm;
 use crate::measure::{self, ClassLatency, Experiment, RunSample};
 use crate::records::keys::{KeySequence, KvtestRng, Order};
 use crate::records::zipf::ZipfTable;
@@ -143,37 +144,74 @@ pub fn run_observed(
 /// [`run_observed`] on an engine the caller opened (the matrix opens an
 /// external store whose two parts live apart).
 pub fn run_engine(
-    mut engine: Box<dyn Engine>,
+    engine: Box<dyn Engine>,
     opts: &RunOptions,
     id: &str,
     label: &str,
     after_run: &mut dyn FnMut(u32, u32),
 ) -> Result<RunReport> {
-    validate(opts)?;
-    let writes = opts.writes();
-    let survey = engine.survey(writes)?;
-    let pool = opts.update.then(|| ContentPool::new(survey.blob_max as usize, opts.seed));
-    let script = opts.mix.map(|m| super::mix::mix_script(m, survey.blob_max, opts.seed)).transpose()?;
-    let work = match (&script, &pool) {
-        (Some(script), _) => Work::Script(script),
-        (None, Some(pool)) => Work::Overwrite(pool),
-        (None, None) => Work::Read,
-    };
-    let mut evict = lazy_eviction(engine.as_ref());
-    let mut seen = Seen::default();
-    // A dataset that knows its largest key (directories, key-value stores)
-    // is asked before the timer; SQLite is asked inside it, as kvtest does.
-    let max_id = opts.max_id.or(survey.max_key);
-    // Hot keys need the key range before any timer, to build their table.
-    let max_id = match (opts.zipf, max_id) {
-        (Some(_), None) => Some(largest_key(engine.as_ref())?),
-        _ => max_id,
-    };
-    let zipf = opts.zipf.zip(max_id).map(|(theta, n)| Arc::new(ZipfTable::new(n, theta)));
-    let measured = measure::measure_observed(&opts.plan, Some(&mut evict), after_run, |ctx| {
+    // The eviction and the run take turns with the one arm.
+    let arm = std::cell::RefCell::new(RunArm::prepare(engine, opts)?);
+    let mut evict = || arm.borrow_mut().evict_now();
+    let measured =
+        measure::measure_observed(&opts.plan, Some(&mut evict), after_run, |ctx| arm.borrow_mut().one_run(ctx))?;
+    arm.into_inner().finish(id, label, measured)
+}
+
+/// One `run` configuration, prepared outside every timer, that can be run
+/// once at a time: alone by [`run_engine`], or as one arm of interleaved
+/// rounds ([`measure::rounds`]).
+pub struct RunArm {
+    engine: Box<dyn Engine>,
+    opts: RunOptions,
+    pool: Option<ContentPool>,
+    script: Option<Script>,
+    max_id: Option<u32>,
+    zipf: Option<Arc<ZipfTable>>,
+    cache_files: Option<Vec<PathBuf>>,
+    seen: Seen,
+}
+
+impl RunArm {
+    /// Validates `opts`, surveys the engine and builds what the runs share
+    /// (content pool, mix script, hot-key table).
+    pub fn prepare(mut engine: Box<dyn Engine>, opts: &RunOptions) -> Result<RunArm> {
+        validate(opts)?;
+        let survey = engine.survey(opts.writes())?;
+        let pool = opts.update.then(|| ContentPool::new(survey.blob_max as usize, opts.seed));
+        let script = opts.mix.map(|m| super::mix::mix_script(m, survey.blob_max, opts.seed)).transpose()?;
+        // A dataset that knows its largest key (directories, key-value stores)
+        // is asked before the timer; SQLite is asked inside it, as kvtest does.
+        let max_id = opts.max_id.or(survey.max_key);
+        // Hot keys need the key range before any timer, to build their table.
+        let max_id = match (opts.zipf, max_id) {
+            (Some(_), None) => Some(largest_key(engine.as_ref())?),
+            _ => max_id,
+        };
+        let zipf = opts.zipf.zip(max_id).map(|(theta, n)| Arc::new(ZipfTable::new(n, theta)));
+        Ok(RunArm { engine, opts: opts.clone(), pool, script, max_id, zipf, cache_files: None, seen: Seen::default() })
+    }
+
+    /// Empties the page cache of the engine's files (listed once).
+    fn evict_now(&mut self) -> Result<EvictionReport> {
+        let files = match &mut self.cache_files {
+            Some(f) => f,
+            none => none.insert(self.engine.cache_files()?),
+        };
+        cold::evict(files)
+    }
+
+    /// One run: kvtest's open, loop, commit, close.
+    fn one_run(&mut self, ctx: measure::RunContext<'_>) -> Result<measure::RunOutcome> {
+        let RunArm { engine, opts, pool, script, max_id, zipf, seen, .. } = self;
+        let work = match (script.as_ref(), pool.as_ref()) {
+            (Some(script), _) => Work::Script(script),
+            (None, Some(pool)) => Work::Overwrite(pool),
+            (None, None) => Work::Read,
+        };
         let spec = SessionSpec {
-            mode: OpenMode { write: writes, find_max: max_id.is_none() },
-            max_id,
+            mode: OpenMode { write: opts.writes(), find_max: max_id.is_none() },
+            max_id: *max_id,
             keys: |max| match &zipf {
                 Some(table) => KeySequence::zipf(Arc::clone(table), KvtestRng::new()),
                 None => KeySequence::new(opts.order, opts.start, max),
@@ -190,37 +228,57 @@ pub fn run_engine(
         let run = timed_session(engine.as_ref(), spec, ctx.latency, &|| {}, &mut inspect)?;
         seen.info = Some(run.info.clone());
         Ok(run.outcome(opts.db.nocheckpoint))
-    })?;
-    if !writes {
-        // Checked after the timed runs so a scan does not warm the cache for
-        // one engine only; a bad dataset still never yields figures.
-        engine.verify_after_reads()?;
     }
-    let layout = engine.kind();
-    let integrity =
-        if opts.integrity_check && layout == EngineKind::Db { integrity_check(&opts.path)? } else { Vec::new() };
-    let info = seen.info.unwrap_or_default();
-    let max_id = max_id.or(info.max_key).unwrap_or(0);
-    let interrupted = measured.interrupted;
-    let mut experiment = Experiment::from_measured(id, label, opts.params(layout, max_id, 1), measured);
-    if let Some(script) = &script {
-        experiment.class_latency = script
-            .class_latency()
-            .into_iter()
-            .map(|(class, latency)| ClassLatency { class: class.to_string(), latency })
-            .collect();
+
+    /// The report of the runs `measured` took: checks after reads, the
+    /// integrity check, and the experiment as stored.
+    pub fn finish(self, id: &str, label: &str, measured: measure::Measured) -> Result<RunReport> {
+        let RunArm { engine, opts, script, max_id, seen, .. } = self;
+        if !opts.writes() {
+            // Checked after the timed runs so a scan does not warm the cache for
+            // one engine only; a bad dataset still never yields figures.
+            engine.verify_after_reads()?;
+        }
+        let layout = engine.kind();
+        let integrity =
+            if opts.integrity_check && layout == EngineKind::Db { integrity_check(&opts.path)? } else { Vec::new() };
+        let info = seen.info.unwrap_or_default();
+        let max_id = max_id.or(info.max_key).unwrap_or(0);
+        let interrupted = measured.interrupted;
+        let mut params = opts.params(layout, max_id, 1);
+        params.plan.repeat = measured.runs.len() as u32;
+        let mut experiment = Experiment::from_measured(id, label, params, measured);
+        if let Some(script) = &script {
+            experiment.class_latency = script
+                .class_latency()
+                .into_iter()
+                .map(|(class, latency)| ClassLatency { class: class.to_string(), latency })
+                .collect();
+        }
+        Ok(RunReport {
+            experiment,
+            layout,
+            max_id,
+            page_size: info.page_size,
+            cache_size: info.cache_size,
+            journal_mode: info.journal_mode,
+            integrity,
+            sqlite_stats: seen.stats,
+            interrupted,
+        })
     }
-    Ok(RunReport {
-        experiment,
-        layout,
-        max_id,
-        page_size: info.page_size,
-        cache_size: info.cache_size,
-        journal_mode: info.journal_mode,
-        integrity,
-        sqlite_stats: seen.stats,
-        interrupted,
-    })
+}
+
+impl Arm for RunArm {
+    fn evict(&mut self) -> Option<Result<EvictionReport>> {
+        self.opts.plan.cold.then(|| self.evict_now())
+    }
+    fn run(&mut self, ctx: measure::RunContext<'_>) -> Result<measure::RunOutcome> {
+        self.one_run(ctx)
+    }
+    fn warms_up(&self) -> bool {
+        self.opts.plan.warmup > 0
+    }
 }
 
 /// The eviction of a cold run: the engine's files, listed once, when the

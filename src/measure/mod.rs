@@ -4,11 +4,14 @@
 //! runs are repeated and summarised lives here, once.
 
 pub mod blockdev;
+pub mod busy;
 pub mod cold;
 pub mod envinfo;
 mod experiment;
 mod latency;
 pub mod oscount;
+pub mod paired;
+pub mod rounds;
 mod stats;
 
 pub use experiment::{ClassLatency, Experiment};
@@ -125,7 +128,7 @@ pub fn measure_observed(
     if plan.cold && evict.is_none() {
         return Err(Error::invalid("--cold is not supported for this experiment"));
     }
-    let mut warnings = Vec::new();
+    let warnings = Vec::new();
     let total = plan.warmup + plan.repeat;
     for done in 1..=plan.warmup {
         if stop_requested() {
@@ -141,29 +144,53 @@ pub fn measure_observed(
             break;
         }
         let cold = match (plan.cold, evict.as_mut()) {
-            (true, Some(evict)) => {
-                let report = evict()?;
-                if !report.effective {
-                    return Err(Error::invalid(format!(
-                        "--cold: eviction did not work ({:.0}% of the sampled pages still cached{}); refusing to report a cold number",
-                        report.resident_pct,
-                        report.note.as_deref().map(|n| format!(": {n}")).unwrap_or_default()
-                    )));
-                }
-                Some(report)
-            }
+            (true, Some(evict)) => Some(checked_eviction(evict())?),
             _ => None,
         };
-        let before = OsCounters::now();
-        let outcome = one_run(RunContext { latency: latency.as_mut(), timed: true })?;
-        let os = OsCounters::now().since(&before);
-        runs.push(sample(index, &outcome, os, cold));
+        runs.push(timed_run(index, cold, latency.as_mut(), &mut one_run)?);
         after_run(plan.warmup + index + 1, total);
     }
     let interrupted = runs.len() < plan.repeat as usize;
     if runs.is_empty() {
         return Err(Error::Interrupted);
     }
+    Ok(summarise(runs, latency, warnings, interrupted))
+}
+
+/// A cold run's eviction, refused when it did not take.
+pub(crate) fn checked_eviction(report: Result<EvictionReport>) -> Result<EvictionReport> {
+    let report = report?;
+    if !report.effective {
+        return Err(Error::invalid(format!(
+            "--cold: eviction did not work ({:.0}% of the sampled pages still cached{}); refusing to report a cold number",
+            report.resident_pct,
+            report.note.as_deref().map(|n| format!(": {n}")).unwrap_or_default()
+        )));
+    }
+    Ok(report)
+}
+
+/// One timed run between two readings of the OS counters; `cold` is the
+/// eviction done just before it, if any.
+pub(crate) fn timed_run(
+    index: u32,
+    cold: Option<EvictionReport>,
+    latency: Option<&mut Latency>,
+    one_run: &mut dyn FnMut(RunContext<'_>) -> Result<RunOutcome>,
+) -> Result<RunSample> {
+    let before = OsCounters::now();
+    let outcome = one_run(RunContext { latency, timed: true })?;
+    let os = OsCounters::now().since(&before);
+    Ok(sample(index, &outcome, os, cold))
+}
+
+/// The summary, spread warning and clock overhead of one arm's timed runs.
+pub(crate) fn summarise(
+    runs: Vec<RunSample>,
+    latency: Option<Latency>,
+    mut warnings: Vec<String>,
+    interrupted: bool,
+) -> Measured {
     let summary = Summary::of(&runs);
     if summary.noisy {
         warnings.push(format!(
@@ -178,7 +205,7 @@ pub fn measure_observed(
         Some(l) if l.count() > 0 => clock_cost_ns / (l.summary().mean_us * 1000.0).max(1.0) * 100.0,
         _ => 0.0,
     };
-    Ok(Measured { runs, latency, summary, clock_cost_ns, clock_overhead_pct, warnings, interrupted })
+    Measured { runs, latency, summary, clock_cost_ns, clock_overhead_pct, warnings, interrupted }
 }
 
 fn sample(index: u32, o: &RunOutcome, os: OsCounters, cold: Option<EvictionReport>) -> RunSample {

@@ -62,6 +62,7 @@ impl Change {
 
 fn method(r: &Ratio) -> &'static str {
     match r.method {
+        Method::Paired => "95% paired",
         Method::Bootstrap => "95% bootstrap",
         Method::MinMax => "min-max",
         Method::OneRun | Method::Exact => "no interval",

@@ -54,7 +54,7 @@ fn the_section_names_another_schema_version_and_the_verdict_then_and_now() {
     let new = full_suite("host-a");
     let s = &section(&old, &[new])[0];
     let text = format!("{:?}", s.blocks);
-    assert!(text.contains("The baseline is schema version 1, the results version 2"), "{text}");
+    assert!(text.contains("The baseline is schema version 1, the results version 3"), "{text}");
     assert!(text.contains("The verdict then and now"));
     let Some(Block::Table(t)) = s.blocks.iter().find(|b| matches!(b, Block::Table(_))) else { panic!() };
     assert_eq!(t.rows.len(), 16);

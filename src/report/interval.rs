@@ -1,11 +1,17 @@
-//! How sure a ratio is: the ratio of two medians over repeated runs, with a
-//! 95% bootstrap interval when both sides have enough runs, the min-max
-//! range when they have few, and nothing pretended when there is one run.
-//! The bootstrap's generator has a fixed seed, so a report is the same
-//! every time it is rendered from the same files.
+//! How sure a ratio is. A file with interleaved rounds gives paired
+//! ratios, computed in `measure::paired` ([`time_ratio`]). Older files, and
+//! files whose rounds are inconsistent, fall back to the ratio of two
+//! medians over the runs, marked "unpaired": a 95% bootstrap interval when
+//! both sides have enough runs, the min-max range when they have few, and
+//! nothing pretended when there is one run. The bootstrap's generator has
+//! a fixed seed, so a report is the same every time it is rendered from
+//! the same files.
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+
+use crate::measure::paired::PairedRatio;
+use crate::results::ResultFile;
 
 /// Fewest runs on each side for a bootstrap interval; below this a
 /// resample can only repeat a handful of values, so min-max is shown.
@@ -15,6 +21,8 @@ const SEED: u64 = 0x5EED_B10B;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
+    /// Median of per-round ratios with its order-statistic interval.
+    Paired,
     /// 95% percentile bootstrap over the runs.
     Bootstrap,
     /// Smallest to largest ratio the runs allow.
@@ -32,19 +40,48 @@ pub struct Ratio {
     pub low: f64,
     pub high: f64,
     pub method: Method,
-    /// Runs behind the numerator and the denominator.
+    /// Runs behind the numerator and the denominator (rounds, when paired).
     pub runs: (usize, usize),
+    /// Paired only: the interval's exact coverage and far-out rounds.
+    pub coverage_pct: f64,
+    pub outliers: usize,
 }
 
 impl Ratio {
     pub fn exact(value: f64) -> Ratio {
-        Ratio { value, low: value, high: value, method: Method::Exact, runs: (1, 1) }
+        Ratio { value, low: value, high: value, method: Method::Exact, runs: (1, 1), coverage_pct: 100.0, outliers: 0 }
+    }
+
+    /// The report's form of a paired ratio.
+    pub fn paired(p: &PairedRatio) -> Ratio {
+        Ratio {
+            value: p.value,
+            low: p.low,
+            high: p.high,
+            method: Method::Paired,
+            runs: (p.rounds, p.rounds),
+            coverage_pct: p.coverage_pct,
+            outliers: p.outliers.len(),
+        }
+    }
+
+    /// Back to the statistics' form (paired ratios only).
+    pub fn as_paired(&self) -> Option<PairedRatio> {
+        (self.method == Method::Paired).then(|| PairedRatio {
+            value: self.value,
+            low: self.low,
+            high: self.high,
+            rounds: self.runs.0,
+            coverage_pct: self.coverage_pct,
+            outliers: Vec::new(),
+        })
     }
 
     /// The interval holds 1.0 (or, for one run, nothing is known).
     pub fn spans_one(&self) -> bool {
         match self.method {
             Method::Exact | Method::OneRun => false,
+            Method::Paired => self.as_paired().is_some_and(|p| p.spans_one()),
             _ => self.low <= 1.0 && self.high >= 1.0,
         }
     }
@@ -65,9 +102,26 @@ impl Ratio {
         let (a, b) = self.runs;
         let runs = if a == b { format!("{a} runs each") } else { format!("{a} and {b} runs") };
         match self.method {
-            Method::Bootstrap => format!("{:.2}-{:.2} (95% bootstrap, {runs})", self.low, self.high),
-            Method::MinMax => format!("{:.2}-{:.2} (min-max, {runs})", self.low, self.high),
-            Method::OneRun => format!("none ({runs}: spread unknown)"),
+            Method::Paired => {
+                let n = self.runs.0;
+                let far = match self.outliers {
+                    0 => String::new(),
+                    k => format!(", {k} far-out round{} flagged", if k == 1 { "" } else { "s" }),
+                };
+                if n < 2 {
+                    format!("none (1 round: spread unknown){far}")
+                } else if self.coverage_pct >= 95.0 {
+                    format!("{:.2}-{:.2} (95% paired, {n} rounds{far})", self.low, self.high)
+                } else {
+                    format!(
+                        "{:.2}-{:.2} (min-max, {:.0}% paired, {n} rounds{far})",
+                        self.low, self.high, self.coverage_pct
+                    )
+                }
+            }
+            Method::Bootstrap => format!("{:.2}-{:.2} (95% bootstrap, unpaired, {runs})", self.low, self.high),
+            Method::MinMax => format!("{:.2}-{:.2} (min-max, unpaired, {runs})", self.low, self.high),
+            Method::OneRun => format!("none (unpaired, {runs}: spread unknown)"),
             Method::Exact => "exact (one deterministic measurement)".to_string(),
         }
     }
@@ -87,6 +141,17 @@ fn usable(values: &[f64]) -> Vec<f64> {
     values.iter().copied().filter(|v| v.is_finite() && *v > 0.0).collect()
 }
 
+/// `numerator`'s per-op time over `denominator`'s in `file`: paired by
+/// round when one consistent round set holds both, else the unpaired ratio
+/// of medians over their runs.
+pub fn time_ratio(file: &ResultFile, numerator: &str, denominator: &str) -> Option<Ratio> {
+    if let Some(p) = file.rounds_of(numerator, denominator).and_then(|set| set.ratio(numerator, denominator)) {
+        return Some(Ratio::paired(&p));
+    }
+    let times = |id: &str| file.experiment(id).map(|e| e.runs.iter().map(|r| r.per_op_us).collect::<Vec<_>>());
+    ratio_of_medians(&times(numerator)?, &times(denominator)?)
+}
+
 /// median(numerator) / median(denominator), with its interval; None when
 /// either side has no usable (finite, positive) value.
 pub fn ratio_of_medians(numerator: &[f64], denominator: &[f64]) -> Option<Ratio> {
@@ -97,13 +162,14 @@ pub fn ratio_of_medians(numerator: &[f64], denominator: &[f64]) -> Option<Ratio>
     let value = median(&mut num) / median(&mut den);
     let runs = (num.len(), den.len());
     if runs.0 == 1 || runs.1 == 1 {
-        return Some(Ratio { value, low: value, high: value, method: Method::OneRun, runs });
+        return Some(Ratio { value, low: value, high: value, method: Method::OneRun, runs, ..Ratio::exact(value) });
     }
     if runs.0 < BOOTSTRAP_MIN_RUNS || runs.1 < BOOTSTRAP_MIN_RUNS {
         // Sorted by median() above.
         let low = num[0] / den[den.len() - 1];
         let high = num[num.len() - 1] / den[0];
-        return Some(Ratio { value, low: low.min(value), high: high.max(value), method: Method::MinMax, runs });
+        let (low, high) = (low.min(value), high.max(value));
+        return Some(Ratio { low, high, method: Method::MinMax, runs, ..Ratio::exact(value) });
     }
     let mut rng = SmallRng::seed_from_u64(SEED);
     let mut draw = |v: &[f64], buf: &mut Vec<f64>| {
@@ -115,7 +181,8 @@ pub fn ratio_of_medians(numerator: &[f64], denominator: &[f64]) -> Option<Ratio>
     let mut ratios: Vec<f64> = (0..RESAMPLES).map(|_| draw(&num, &mut a) / draw(&den, &mut b)).collect();
     ratios.sort_by(f64::total_cmp);
     let at = |q: f64| ratios[((RESAMPLES - 1) as f64 * q).round() as usize];
-    Some(Ratio { value, low: at(0.025).min(value), high: at(0.975).max(value), method: Method::Bootstrap, runs })
+    let (low, high) = (at(0.025).min(value), at(0.975).max(value));
+    Some(Ratio { low, high, method: Method::Bootstrap, runs, ..Ratio::exact(value) })
 }
 
 #[cfg(test)]
@@ -127,7 +194,7 @@ mod tests {
         let r = ratio_of_medians(&[20.0], &[10.0]).unwrap();
         assert_eq!((r.value, r.low, r.high, r.method), (2.0, 2.0, 2.0, Method::OneRun));
         assert!(!r.spans_one());
-        assert_eq!(r.describe(), "none (1 runs each: spread unknown)");
+        assert_eq!(r.describe(), "none (unpaired, 1 runs each: spread unknown)");
     }
 
     #[test]
@@ -136,7 +203,7 @@ mod tests {
         assert_eq!(r.method, Method::MinMax);
         assert!((r.value - 2.0).abs() < 1e-12);
         assert!((r.low - 1.5).abs() < 1e-12 && (r.high - 22.0 / 9.0).abs() < 1e-12, "{r:?}");
-        assert_eq!(r.describe(), "1.50-2.44 (min-max, 3 runs each)");
+        assert_eq!(r.describe(), "1.50-2.44 (min-max, unpaired, 3 runs each)");
         let close = ratio_of_medians(&[9.0, 10.0, 11.0], &[9.5, 10.0, 10.5]).unwrap();
         assert!(close.spans_one());
     }
@@ -152,7 +219,7 @@ mod tests {
         assert!(a.low < a.value && a.value < a.high, "{a:?}");
         assert!(a.low > 1.7 && a.high < 2.3, "{a:?}");
         assert!(!a.spans_one());
-        assert!(a.describe().ends_with("(95% bootstrap, 7 runs each)"), "{}", a.describe());
+        assert!(a.describe().ends_with("(95% bootstrap, unpaired, 7 runs each)"), "{}", a.describe());
         let inv = a.inverse();
         assert!((inv.low - 1.0 / a.high).abs() < 1e-12 && (inv.value * a.value - 1.0).abs() < 1e-12);
     }

@@ -11,6 +11,7 @@ mod baseline;
 mod details;
 mod format;
 mod interval;
+mod rounds;
 mod study;
 mod verdict;
 mod verdict_more;

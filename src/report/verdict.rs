@@ -10,9 +10,11 @@
 
 use super::format::doc::{Block, Section, VerdictRow as Row};
 use super::format::fmt::{blob_size, machine_labels};
-use super::interval::{ratio_of_medians, Ratio};
+use super::interval::{time_ratio, Ratio};
+use super::rounds::{describe_floor, describe_sets, noise_floor};
 use super::study::suite::{suite_files, Method, ARTICLE, DISK_CHART, DURABLE_WRITE_CHART, FAIR};
 use super::verdict_more::{after_aging, after_power_cut, engine_durable_writes, engine_reads};
+use crate::measure::paired::PairedRatio;
 use crate::measure::Experiment;
 use crate::results::ResultFile;
 
@@ -39,13 +41,25 @@ pub struct Answer {
 impl Answer {
     /// "SQLite, blob API + mmap: 1.90x faster", or "no clear winner".
     pub fn outcome(&self) -> String {
+        self.outcome_over(None)
+    }
+
+    /// [`Answer::outcome`], saying "within noise" when a paired factor lies
+    /// inside the file's A/A noise floor.
+    pub fn outcome_over(&self, floor: Option<&PairedRatio>) -> String {
         if let Some((text, _)) = &self.statement {
             text.clone()
         } else if self.factor.spans_one() {
             "no clear winner (the interval spans 1.0)".to_string()
+        } else if self.within_noise(floor) {
+            format!("within noise ({:.2}x is inside the A/A noise floor)", self.factor.value)
         } else {
             format!("{}: {:.2}x {}", self.winner, self.factor.value, self.better)
         }
+    }
+
+    fn within_noise(&self, floor: Option<&PairedRatio>) -> bool {
+        matches!((self.factor.as_paired(), floor), (Some(f), Some(floor)) if f.within(floor))
     }
 }
 
@@ -77,11 +91,12 @@ pub fn section(files: &[ResultFile]) -> Vec<Section> {
         return Vec::new();
     }
     let labels = machine_labels(files);
+    let floors: Vec<Option<PairedRatio>> = files.iter().map(noise_floor).collect();
     let rows: Vec<Row> = found
         .into_iter()
         .map(|(i, a)| Row {
             result: labels[i].clone(),
-            outcome: a.outcome(),
+            outcome: a.outcome_over(floors[i].as_ref()),
             factor: if a.statement.is_some() { "-".to_string() } else { format!("{:.2}x", a.factor.value) },
             uncertainty: a.statement.as_ref().map_or_else(|| a.factor.describe(), |(_, basis)| basis.clone()),
             compared: if a.statement.is_some() {
@@ -89,29 +104,38 @@ pub fn section(files: &[ResultFile]) -> Vec<Section> {
             } else {
                 format!("{} vs {}", a.winner, a.loser)
             },
-            unclear: a.statement.is_none() && a.factor.spans_one(),
+            unclear: a.statement.is_none() && (a.factor.spans_one() || a.within_noise(floors[i].as_ref())),
             question: a.question,
             chart_id: a.chart_id,
             chart_title: a.chart_title,
         })
         .collect();
     let note = Block::Note(
-        "Factor: the loser's median cost over the winner's (per-op time over the timed runs, or allocated bytes). \
-         Uncertainty: a 95% bootstrap interval of that ratio over the runs (fixed seed), or the min-max range when \
-         either side has fewer than 5 runs. \"No clear winner\" when the interval spans 1.0."
+        "Factor: the loser's cost over the winner's. With rounds (paired), the median over rounds of the \
+         per-round ratio of the two per-op times, each round running every arm once in a shuffled order; \
+         uncertainty: the distribution-free 95% interval of that median (min-max, with its lower coverage, \
+         below 6 rounds). \"Within noise\" when the factor lies inside the A/A noise floor. Files without \
+         rounds (unpaired): the ratio of the two medians over the timed runs, with a 95% bootstrap interval \
+         (fixed seed), or the min-max range when either side has fewer than 5 runs. Disk space: allocated \
+         bytes. \"No clear winner\" when the interval spans 1.0."
             .to_string(),
     );
-    vec![Section {
-        id: "verdict".into(),
-        title: "Verdict".into(),
-        in_summary: true,
-        blocks: vec![Block::Verdict(rows), note],
-    }]
-}
-
-/// Per-op times over the timed runs (kvtest's figure, open and commit included).
-fn run_times(e: &Experiment) -> Vec<f64> {
-    e.runs.iter().map(|r| r.per_op_us).collect()
+    let mut blocks = vec![Block::Verdict(rows)];
+    let several = files.len() > 1;
+    let lines: Vec<String> = files
+        .iter()
+        .enumerate()
+        .flat_map(|(i, f)| {
+            let who = if several { format!("{}: ", labels[i]) } else { String::new() };
+            let floor = floors[i].as_ref().map(|fl| format!("{who}{}", describe_floor(fl)));
+            floor.into_iter().chain(describe_sets(f).into_iter().map(move |l| format!("{who}{l}")).collect::<Vec<_>>())
+        })
+        .collect();
+    if !lines.is_empty() {
+        blocks.push(Block::List(lines));
+    }
+    blocks.push(note);
+    vec![Section { id: "verdict".into(), title: "Verdict".into(), in_summary: true, blocks }]
 }
 
 fn median_time(e: &Experiment) -> Option<f64> {
@@ -134,7 +158,7 @@ fn duel(file: &ResultFile, question: String, charts: &[&super::study::suite::Spe
     let (db, db_e) = fastest(file, &dbs)?;
     let (f, f_e) = fastest(file, &fs)?;
     let spec = charts.iter().find(|s| s.db.id == db.id && s.files.iter().any(|m| m.id == f.id)).or(charts.first())?;
-    let files_over_db = ratio_of_medians(&run_times(f_e), &run_times(db_e))?;
+    let files_over_db = time_ratio(file, &f_e.id, &db_e.id)?;
     let (db_name, f_name) = (db.name.to_string(), f.name.to_string());
     let (winner, loser, factor) = if files_over_db.value >= 1.0 {
         (db_name, f_name, files_over_db)
@@ -238,11 +262,11 @@ pub fn under_threads(files: &[ResultFile], index: usize) -> Option<Answer> {
     let times = |store: &str| {
         let p = readers.points.iter().find(|p| p.store == store && p.threads == threads)?;
         let e = files[index].experiment(&p.experiment_id)?;
-        median_time(e).map(|m| (m, run_times(e), p.label.clone()))
+        median_time(e).map(|m| (m, e.id.clone(), p.label.clone()))
     };
-    let (_, db_runs, db_label) = ["db", "db-mmap"].into_iter().filter_map(times).min_by(|a, b| a.0.total_cmp(&b.0))?;
-    let (_, f_runs, f_label) = times("files")?;
-    let files_over_db = ratio_of_medians(&f_runs, &db_runs)?;
+    let (_, db_id, db_label) = ["db", "db-mmap"].into_iter().filter_map(times).min_by(|a, b| a.0.total_cmp(&b.0))?;
+    let (_, f_id, f_label) = times("files")?;
+    let files_over_db = time_ratio(&files[index], &f_id, &db_id)?;
     let (winner, loser, factor) = if files_over_db.value >= 1.0 {
         (db_label, f_label, files_over_db)
     } else {

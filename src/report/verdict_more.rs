@@ -3,16 +3,12 @@
 //! cuts. Each reads its own section; see [`super::verdict`].
 
 use super::format::fmt::blob_size;
-use super::interval::{ratio_of_medians, Method as Interval, Ratio};
+use super::interval::{time_ratio, Method as Interval, Ratio};
 use super::study::{aging, crashtest, engines};
 use super::verdict::Answer;
 use crate::measure::Experiment;
 use crate::records::EngineKind;
 use crate::results::ResultFile;
-
-fn runs(e: &Experiment) -> Vec<f64> {
-    e.runs.iter().map(|r| r.per_op_us).collect()
-}
 
 /// The fastest of `ids` present in `file`, by median per-op time.
 fn fastest<'a>(file: &'a ResultFile, ids: &[String]) -> Option<&'a Experiment> {
@@ -33,7 +29,7 @@ fn engines_vs_sqlite(
     let kv: Vec<String> = EngineKind::KEY_VALUE.into_iter().map(kv_id).collect();
     let kv = fastest(file, &kv)?;
     let db = fastest(file, &sqlite.iter().map(|s| s.to_string()).collect::<Vec<_>>())?;
-    let db_over_kv = ratio_of_medians(&runs(db), &runs(kv))?;
+    let db_over_kv = time_ratio(file, &db.id, &kv.id)?;
     let (winner, loser, factor) = if db_over_kv.value >= 1.0 {
         (kv.label.clone(), db.label.clone(), db_over_kv)
     } else {
@@ -100,8 +96,13 @@ pub fn after_aging(files: &[ResultFile], index: usize) -> Option<Answer> {
         if files_over_db >= 1.0 { (db, f, files_over_db) } else { (f, db, 1.0 / files_over_db) };
     let spread = (winner.2 + loser.2) / 100.0;
     let runs = (loser.3 as usize, winner.3 as usize);
-    let factor =
-        Ratio { value, low: value / (1.0 + spread), high: value * (1.0 + spread), method: Interval::MinMax, runs };
+    let factor = Ratio {
+        low: value / (1.0 + spread),
+        high: value * (1.0 + spread),
+        method: Interval::MinMax,
+        runs,
+        ..Ratio::exact(value)
+    };
     let id = aging::chart_id(files, index, setting, aging::READ_WARM_CHART);
     Some(Answer {
         question: format!("reads after {age} rewrites of every blob ({})", setting.sizes.name),

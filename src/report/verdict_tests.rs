@@ -17,7 +17,7 @@ fn the_full_suite_answers_four_questions_with_known_factors() {
     assert!((reads.factor.value - 13.0 / 5.0).abs() < 1e-9, "{reads:?}");
     assert_eq!(reads.chart_id, "fair-read-blob-mmap");
     assert_eq!(reads.outcome(), "SQLite, blob API + mmap: 2.60x faster");
-    assert_eq!(reads.factor.describe(), "2.60-2.60 (min-max, 3 runs each)");
+    assert_eq!(reads.factor.describe(), "2.60-2.60 (min-max, unpaired, 3 runs each)");
 
     let fast = answer(&files, fast_writes);
     assert_eq!(
@@ -49,7 +49,7 @@ fn runs_that_overlap_give_no_clear_winner() {
     let reads = answer(&[f], warm_reads);
     assert!(reads.factor.spans_one(), "{:?}", reads.factor);
     assert_eq!(reads.outcome(), "no clear winner (the interval spans 1.0)");
-    assert!(reads.factor.describe().contains("(min-max, 3 runs each)"));
+    assert!(reads.factor.describe().contains("(min-max, unpaired, 3 runs each)"));
 }
 
 #[test]
@@ -61,7 +61,7 @@ fn five_runs_each_give_a_bootstrap_interval_and_files_can_win() {
     let fast = answer(&[f], fast_writes);
     assert_eq!(fast.winner, "files, overwrite in place");
     assert!((fast.factor.value - 100.0 / 50.5).abs() < 1e-9, "{:?}", fast.factor);
-    assert!(fast.factor.describe().ends_with("(95% bootstrap, 5 runs each)"), "{}", fast.factor.describe());
+    assert!(fast.factor.describe().ends_with("(95% bootstrap, unpaired, 5 runs each)"), "{}", fast.factor.describe());
     assert!(fast.factor.low > 1.8 && fast.factor.high < 2.2, "{:?}", fast.factor);
 }
 
@@ -120,4 +120,103 @@ fn power_cut_row_counts_what_was_kept_and_lost() {
     assert!(text.contains("kept every acknowledged write: db-wal-full"), "{text}");
     assert!(text.contains("db-delete (3 acknowledged writes lost"), "{text}");
     assert_eq!(basis, "exact counts over 5 cuts per method");
+}
+
+/// A suite file whose reads ran in rounds: `mmap` and `posix` are the
+/// per-round times of the two winners, `control` the A/A twin's against
+/// db-blob's (`blob`); every other read arm is slower than both.
+fn with_read_rounds(mmap: &[f64], posix: &[f64], blob: &[f64], control: &[f64]) -> ResultFile {
+    use crate::measure::busy::Load;
+    use crate::measure::rounds::{Round, RoundSet, StopReason};
+    let mut f = full_suite("host-a");
+    let mut arms: Vec<(&str, Vec<f64>)> = vec![
+        ("read/db-blob-mmap", mmap.to_vec()),
+        ("read/flat-posix", posix.to_vec()),
+        ("read/db-blob", blob.to_vec()),
+    ];
+    arms.push(("control/db-blob", control.to_vec()));
+    for id in ["read/db-sql", "read/flat-stdio", "read/tree-stdio", "read/tree-posix"] {
+        arms.push((id, vec![1000.0; mmap.len()]));
+    }
+    for (id, times) in &arms {
+        let e = experiment_runs(id, times);
+        match f.experiments.iter_mut().find(|x| x.id == *id) {
+            Some(x) => *x = e,
+            None => f.experiments.push(e),
+        }
+    }
+    let rounds = (0..mmap.len())
+        .map(|r| Round {
+            order: (0..arms.len() as u32).collect(),
+            per_op_us: arms.iter().map(|(_, t)| t[r]).collect(),
+            elapsed_ms: 10.0,
+            load: Load { other_cpu_pct: Some(if r == 0 { 90.0 } else { 1.0 }), ..Load::default() },
+        })
+        .collect();
+    f.rounds.push(RoundSet {
+        id: "suite/reads".into(),
+        arms: arms.iter().map(|(id, _)| id.to_string()).collect(),
+        seed: 1,
+        warmup: true,
+        target_pct: 5.0,
+        budget_s: None,
+        max_rounds: 30,
+        stop: StopReason::Precise,
+        rounds,
+        warnings: vec![],
+    });
+    f
+}
+
+#[test]
+fn rounds_give_paired_factors_and_old_files_stay_unpaired() {
+    // Load hits rounds 1 and 4 on both arms: paired, the ratio is 2.0 throughout.
+    let mmap = [5.0, 10.0, 5.0, 5.0, 15.0, 5.0, 5.0, 5.0];
+    let posix: Vec<f64> = mmap.iter().map(|t| t * 2.0).collect();
+    let blob = [8.0, 8.1, 7.9, 8.0, 8.2, 7.8, 8.0, 8.05];
+    let control = [8.1, 8.0, 8.0, 7.9, 8.1, 7.9, 8.05, 8.0];
+    let f = with_read_rounds(&mmap, &posix, &blob, &control);
+    let reads = answer(std::slice::from_ref(&f), warm_reads);
+    assert_eq!(reads.factor.method, crate::report::interval::Method::Paired);
+    assert_eq!((reads.factor.low, reads.factor.value, reads.factor.high), (2.0, 2.0, 2.0));
+    assert_eq!(reads.factor.describe(), "2.00-2.00 (95% paired, 8 rounds)");
+    // The old file answers the same question by the old method, marked so.
+    let old = answer(&[full_suite("host-a")], warm_reads);
+    assert!(old.factor.describe().contains("unpaired"), "{}", old.factor.describe());
+    // The verdict shows the noise floor and the busy round.
+    let s = section(std::slice::from_ref(&f));
+    let text = format!("{:?}", s[0].blocks);
+    assert!(text.contains("noise floor (A/A"), "{text}");
+    assert!(text.contains("1 of 8 rounds ran on a busy machine (other processes up to 90%"), "{text}");
+}
+
+#[test]
+fn a_factor_inside_the_noise_floor_is_within_noise() {
+    // mmap and posix differ by 2%; the A/A twins by up to 5%.
+    let mmap = [10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0];
+    let posix = [10.2, 10.3, 10.1, 10.2, 10.25, 10.15, 10.2, 10.2];
+    let blob = [12.0; 8];
+    let control = [12.6, 11.4, 12.45, 11.55, 12.3, 11.7, 12.15, 11.85];
+    let f = with_read_rounds(&mmap, &posix, &blob, &control);
+    let reads = answer(std::slice::from_ref(&f), warm_reads);
+    assert!(!reads.factor.spans_one(), "{:?}", reads.factor);
+    let floor = crate::report::rounds::noise_floor(&f).expect("a floor");
+    assert_eq!(reads.outcome_over(Some(&floor)), "within noise (1.02x is inside the A/A noise floor)");
+    assert_eq!(reads.outcome(), "SQLite, blob API + mmap: 1.02x faster", "without a floor, the winner");
+    let s = section(std::slice::from_ref(&f));
+    let Block::Verdict(rows) = &s[0].blocks[0] else { panic!("verdict first") };
+    assert!(rows[0].unclear && rows[0].outcome.starts_with("within noise"), "{:?}", rows[0]);
+}
+
+#[test]
+fn inconsistent_rounds_render_unpaired_never_a_wrong_ratio() {
+    let mmap = [5.0, 10.0, 5.0, 5.0, 15.0, 5.0];
+    let posix: Vec<f64> = mmap.iter().map(|t| t * 2.0).collect();
+    let mut f = with_read_rounds(&mmap, &posix, &[8.0; 6], &[8.0; 6]);
+    f.rounds[0].rounds[3].per_op_us.pop();
+    let reads = answer(std::slice::from_ref(&f), warm_reads);
+    assert_ne!(reads.factor.method, crate::report::interval::Method::Paired);
+    assert!(reads.factor.describe().contains("unpaired"), "{}", reads.factor.describe());
+    let text = format!("{:?}", section(std::slice::from_ref(&f))[0].blocks);
+    assert!(text.contains("rounds inconsistent"), "{text}");
 }

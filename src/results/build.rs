@@ -30,6 +30,7 @@ impl ResultFile {
         file.experiments = outcome.experiments;
         file.disk_usage = outcome.disk_usage;
         file.notes = outcome.notes;
+        file.rounds = outcome.rounds;
         file
     }
 

@@ -19,7 +19,8 @@ pub const SCHEMA_NAME: &str = "blobbench-results";
 /// Version 2 added the label, the latency histograms and the block
 /// device's description; version 1 files are still read (those fields are
 /// then absent and the report says "not recorded").
-pub const SCHEMA_VERSION: u32 = 2;
+/// Version 3 added the interleaved rounds (`rounds`).
+pub const SCHEMA_VERSION: u32 = 3;
 /// The oldest version [`parse`] accepts.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 
@@ -66,6 +67,11 @@ pub struct ResultFile {
     /// `aging`: read time, disk usage and fragmentation by storage age.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aging: Option<crate::studies::aging::AgingSection>,
+    /// Interleaved rounds of the comparisons (version 3): each round's order
+    /// and per-arm figures, which every stated ratio is paired by. Files
+    /// without them render by the older, unpaired method.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<crate::measure::rounds::RoundSet>,
 }
 
 impl ResultFile {
@@ -90,6 +96,7 @@ impl ResultFile {
             notes: Vec::new(),
             concurrency: None,
             aging: None,
+            rounds: Vec::new(),
         }
     }
 
@@ -104,6 +111,11 @@ impl ResultFile {
 
     pub fn experiment(&self, id: &str) -> Option<&Experiment> {
         self.experiments.iter().find(|e| e.id == id)
+    }
+
+    /// The round set holding both arms, when its rounds are consistent.
+    pub fn rounds_of(&self, a: &str, b: &str) -> Option<&crate::measure::rounds::RoundSet> {
+        self.rounds.iter().find(|r| r.consistent() && r.arms.iter().any(|x| x == a) && r.arms.iter().any(|x| x == b))
     }
 }
 

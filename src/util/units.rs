@@ -136,6 +136,36 @@ pub fn seconds(text: &str) -> Result<f64, UnitError> {
     Ok(v)
 }
 
+/// clap parser: a time budget, "90s", "2m", "1h", "500ms" or plain
+/// seconds; more than zero and at most a day.
+pub fn duration(text: &str) -> Result<std::time::Duration, UnitError> {
+    let t = text.trim().to_ascii_lowercase();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let scale = match unit {
+        "" | "s" | "sec" => 1.0,
+        "ms" => 0.001,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(UnitError(format!("invalid duration {text:?}: expected e.g. 90s, 2m, 1h"))),
+    };
+    let v: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| UnitError(format!("invalid duration {text:?}: expected e.g. 90s, 2m, 1h")))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(UnitError(format!("invalid duration {text:?}: must not be negative")));
+    }
+    let secs = v * scale;
+    if secs <= 0.0 {
+        return Err(UnitError(format!("invalid duration {text:?}: must be longer than 0s")));
+    }
+    if secs > 86_400.0 {
+        return Err(UnitError(format!("invalid duration {text:?}: at most a day (24h)")));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
 /// "10k" style label for a byte size, as the internal-vs-external study writes them.
 pub fn short_size(bytes: u64) -> String {
     if bytes >= 1_000_000 && bytes.is_multiple_of(1_000_000) {
@@ -202,5 +232,19 @@ mod tests {
         assert_eq!(short_size(10_000), "10k");
         assert_eq!(short_size(1_000_000), "1m");
         assert_eq!(short_size(1234), "1234");
+    }
+
+    #[test]
+    fn durations() {
+        use std::time::Duration;
+        assert_eq!(duration("90s").unwrap(), Duration::from_secs(90));
+        assert_eq!(duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(duration("500ms").unwrap(), Duration::from_millis(500));
+        for bad in ["0s", "0", "-5s", "abc", "5 parsecs", "", "25h"] {
+            assert!(duration(bad).is_err(), "{bad}");
+        }
+        assert!(duration("-5s").unwrap_err().to_string().contains("negative"));
+        assert!(duration("0s").unwrap_err().to_string().contains("longer than 0s"));
     }
 }

@@ -1,16 +1,17 @@
 //! One cell of the matrix: build its databases (and its blob size's files,
 //! when the cell is the first of that size), measure the three ways of
 //! reading the same blobs in the same random order, remove the databases.
-//! The database and direct-file reads go through `run::run` (kvtest's run);
-//! only the external read, which `run` has no layout for, is driven here,
-//! with `run`'s own timed loop.
+//! The three reads are the arms of interleaved rounds (`measure::rounds`),
+//! each a `run` (kvtest's run) of its engine; the ratios are paired by round.
 
 use std::path::{Path, PathBuf};
 
 use super::{check_space, ratio_figure, CellSpec, MatrixCell, MatrixOptions};
-use crate::drivers::run::{self, RunOptions};
+use crate::drivers::run::{RunArm, RunOptions};
 use crate::engine::dataset::{export, init, init_names};
-use crate::engine::ExternalEngine;
+use crate::engine::{self, ExternalEngine};
+use crate::measure::paired::paired_ratio;
+use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, StopReason};
 use crate::measure::Experiment;
 use crate::records::keys::Order;
 use crate::records::Plan;
@@ -74,38 +75,34 @@ pub(super) fn run_cell(
     progress.advance(1);
 
     let id = |what: &str| format!("matrix/p{}/{}/{what}", spec.page_size, short_size(u64::from(spec.size)));
-    let internal = run::run(&run_options(spec, &paths.blobs_db, &opts.plan), &id("internal"), INTERNAL_LABEL)?;
-    progress.advance(1);
-    if internal.interrupted {
-        return Ok(None);
-    }
-    let Some(external) = measure_external(spec, &paths, &opts.plan, &id("external"))? else {
+    let Some((mut reads, set)) = measure_reads(spec, &paths, opts, &id)? else {
         return Ok(None);
     };
-    progress.advance(1);
-    let direct = run::run(&run_options(spec, &paths.files, &opts.plan), &id("direct"), DIRECT_LABEL)?;
-    progress.advance(1);
-    if direct.interrupted {
+    progress.advance(3);
+    let (direct, external, internal) = (reads.pop(), reads.pop(), reads.pop());
+    let (Some(internal), Some(external), Some(direct)) = (internal, external, direct) else {
         return Ok(None);
-    }
+    };
     let writes = if opts.writes {
         Some(super::writes::measure(spec, &paths.blobs_db, &paths.files, &paths.dir, &opts.plan, opts.seed)?)
     } else {
         None
     };
-    let (internal, direct) = (internal.experiment, direct.experiment);
     let base = ratio_figure(&internal);
     if !(base.is_finite() && base > 0.0) {
         return Err(Error::invalid(format!("{what}: the database reads took no measurable time; no ratio")));
     }
+    // Paired by round: run i of every arm ran in round i.
+    let paired = |e: &Experiment| paired_ratio(&loop_times(e), &loop_times(&internal)).map(|r| r.value);
     Ok(Some(MatrixCell {
         size_bytes: spec.size,
         page_size: spec.page_size,
         count: spec.count,
         content_bytes,
         cache_pages: spec.cache_pages,
-        external_ratio: ratio_figure(&external) / base,
-        direct_ratio: ratio_figure(&direct) / base,
+        external_ratio: paired(&external).unwrap_or(ratio_figure(&external) / base),
+        direct_ratio: paired(&direct).unwrap_or(ratio_figure(&direct) / base),
+        rounds: Some(set),
         internal,
         external,
         direct,
@@ -155,11 +152,45 @@ fn run_options(spec: &CellSpec, path: &Path, plan: &Plan) -> RunOptions {
     }
 }
 
-/// The external reads, timed as `run` times a database: open, the loop,
-/// commit, close. None when interrupted.
-fn measure_external(spec: &CellSpec, paths: &CellPaths, plan: &Plan, id: &str) -> Result<Option<Experiment>> {
-    let engine = ExternalEngine::at(&paths.dir, &paths.names_db, &paths.files, spec.cache_pages);
-    let opts = run_options(spec, &paths.names_db, plan);
-    let report = run::run_engine(Box::new(engine), &opts, id, EXTERNAL_LABEL, &mut |_, _| {})?;
-    Ok((!report.interrupted).then_some(report.experiment))
+/// The ratio figure of each run (each round).
+fn loop_times(e: &Experiment) -> Vec<f64> {
+    e.runs.iter().map(|r| r.loop_per_op_us).collect()
+}
+
+/// The three reads (internal, external, direct) as interleaved rounds;
+/// None when interrupted.
+fn measure_reads(
+    spec: &CellSpec,
+    paths: &CellPaths,
+    opts: &MatrixOptions,
+    id: &dyn Fn(&str) -> String,
+) -> Result<Option<(Vec<Experiment>, RoundSet)>> {
+    let external = ExternalEngine::at(&paths.dir, &paths.names_db, &paths.files, spec.cache_pages);
+    let setup = [
+        (engine::open(&paths.blobs_db, &run_options(spec, &paths.blobs_db, &opts.plan).settings())?, &paths.blobs_db),
+        (Box::new(external) as Box<dyn engine::Engine>, &paths.names_db),
+        (engine::open(&paths.files, &run_options(spec, &paths.files, &opts.plan).settings())?, &paths.files),
+    ];
+    let mut arms = Vec::with_capacity(3);
+    for (engine, path) in setup {
+        arms.push(RunArm::prepare(engine, &run_options(spec, path, &opts.plan))?);
+    }
+    let ids = [id("internal"), id("external"), id("direct")];
+    let mut dyn_arms: Vec<&mut dyn Arm> = arms.iter_mut().map(|a| a as &mut dyn Arm).collect();
+    let pairs = [Comparison { a: vec![1], b: vec![0] }, Comparison { a: vec![2], b: vec![0] }];
+    let cell = format!("matrix/p{}/{}", spec.page_size, short_size(u64::from(spec.size)));
+    let out = match run_rounds(&cell, &ids, &mut dyn_arms, &opts.rounds, &pairs, &mut |_, _| {}) {
+        Ok(out) => out,
+        Err(Error::Interrupted) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if out.set.stop == StopReason::Interrupted {
+        return Ok(None);
+    }
+    let labels = [INTERNAL_LABEL, EXTERNAL_LABEL, DIRECT_LABEL];
+    let mut experiments = Vec::with_capacity(3);
+    for ((arm, m), (id, label)) in arms.into_iter().zip(out.measured).zip(ids.iter().zip(labels)) {
+        experiments.push(arm.finish(id, label, m)?.experiment);
+    }
+    Ok(Some((experiments, out.set)))
 }

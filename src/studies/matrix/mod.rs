@@ -15,7 +15,7 @@ mod study;
 mod writes;
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +24,7 @@ pub use study::{study_grid, study_ratio, STUDY_CACHE_BYTES, STUDY_PAGE_SIZES, ST
 pub use writes::{CellWrites, WriteCrossover};
 
 use crate::engine::dataset::check_spec;
+use crate::measure::rounds::RoundsPlan;
 use crate::measure::Experiment;
 use crate::measure::{stop_requested, NOISY_CV_PCT};
 use crate::records::keys::Order;
@@ -53,7 +54,10 @@ pub struct MatrixOptions {
     pub total_bytes: u64,
     /// Page cache of each database, in bytes (cache_size = this / page size).
     pub cache_bytes: u64,
+    /// The writes' runs (a block per method).
     pub plan: Plan,
+    /// The reads' interleaved rounds, per cell.
+    pub rounds: RoundsPlan,
     /// Where the cells' datasets are built (in a temporary directory).
     pub workdir: PathBuf,
     /// Seed of the blobs' random content.
@@ -72,6 +76,14 @@ impl Default for MatrixOptions {
             total_bytes: study::STUDY_TOTAL_BYTES,
             cache_bytes: STUDY_CACHE_BYTES,
             plan: Plan { repeat: 5, warmup: 1, cold: false, latency: true },
+            rounds: RoundsPlan {
+                warmup: true,
+                max_rounds: 20,
+                budget: Some(Duration::from_secs(20)),
+                target: crate::measure::rounds::DEFAULT_TARGET,
+                seed: crate::measure::rounds::DEFAULT_SEED,
+                latency: true,
+            },
             workdir: default_workdir(),
             seed: 1,
             writes: true,
@@ -87,12 +99,14 @@ impl MatrixOptions {
             page_sizes: vec![1024, 4096, 16384, 65536],
             total_bytes: 20_000_000,
             plan: Plan { repeat: 3, ..MatrixOptions::default().plan },
+            rounds: RoundsPlan { budget: Some(Duration::from_secs(2)), ..MatrixOptions::default().rounds },
             ..MatrixOptions::default()
         }
     }
 
     /// Checks everything that can be checked before any dataset is built.
     pub fn validate(&self) -> Result<()> {
+        self.rounds.validate()?;
         if self.sizes.is_empty() || self.page_sizes.is_empty() {
             return Err(Error::invalid("--sizes and --pagesizes need at least one value each"));
         }
@@ -254,6 +268,10 @@ pub struct MatrixCell {
     pub external_ratio: f64,
     /// direct / internal of the ratio figure.
     pub direct_ratio: f64,
+    /// The rounds the three reads ran in (absent in older files, whose
+    /// ratios are of the medians, unpaired).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<crate::measure::rounds::RoundSet>,
     /// The cell's write experiments (absent in older files and with
     /// `--reads-only`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -317,6 +335,22 @@ pub fn ratio_figure(e: &Experiment) -> f64 {
 }
 
 impl MatrixSection {
+    /// "12-20 interleaved rounds per cell, ratios paired by round", or for
+    /// older files "3 timed runs per cell".
+    pub fn runs_phrase(&self) -> String {
+        let counts: Vec<usize> = self.cells.iter().filter_map(|c| c.rounds.as_ref().map(|r| r.rounds.len())).collect();
+        match (counts.iter().min(), counts.iter().max()) {
+            (Some(lo), Some(hi)) if counts.len() == self.cells.len() => {
+                let n = if lo == hi { lo.to_string() } else { format!("{lo}-{hi}") };
+                format!("{n} interleaved rounds per cell, ratios paired by round (median of per-round ratios)")
+            }
+            _ => {
+                let r = self.params.plan.repeat;
+                format!("{r} timed run{} per cell (unpaired)", if r == 1 { "" } else { "s" })
+            }
+        }
+    }
+
     /// The section for `cells`, with crossovers and best page sizes derived.
     pub fn new(params: MatrixParams, cells: Vec<MatrixCell>) -> Self {
         let mut section = MatrixSection {

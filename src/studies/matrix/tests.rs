@@ -9,6 +9,7 @@ fn tiny(workdir: &Path) -> MatrixOptions {
         total_bytes: 200_000,
         cache_bytes: 64 * 1024,
         plan: Plan { repeat: 1, warmup: 0, cold: false, latency: true },
+        rounds: RoundsPlan { max_rounds: 2, warmup: false, ..MatrixOptions::default().rounds },
         workdir: workdir.to_path_buf(),
         seed: 1,
         writes: true,
@@ -37,8 +38,13 @@ fn tiny_matrix_end_to_end() {
         }
         assert_eq!(c.internal.params.db.cache_size, c.cache_pages);
         assert_eq!(c.external.params.db.cache_size, c.cache_pages, "same cache for both databases");
-        let expected = ratio_figure(&c.external) / ratio_figure(&c.internal);
+        // Paired: the median over rounds of external / internal of the same round.
+        let loops = |e: &Experiment| e.runs.iter().map(|r| r.loop_per_op_us).collect::<Vec<_>>();
+        let expected = crate::measure::paired::paired_ratio(&loops(&c.external), &loops(&c.internal)).unwrap().value;
         assert!((c.external_ratio - expected).abs() < 1e-12);
+        let rounds = c.rounds.as_ref().expect("the reads ran in rounds");
+        assert_eq!((rounds.rounds.len(), rounds.arms.len()), (2, 3));
+        assert_eq!(c.internal.runs.len(), 2);
         assert!(c.external_ratio.is_finite() && c.external_ratio > 0.0);
         assert!(c.direct_ratio.is_finite() && c.direct_ratio > 0.0);
         assert!(c.external.id.ends_with("/external") && c.external.id.contains(&format!("p{}", c.page_size)));

@@ -58,6 +58,7 @@ pub(crate) fn fixed_section() -> MatrixSection {
                 direct: fake(10.0),
                 external_ratio: 20.0 / us,
                 direct_ratio: 10.0 / us,
+                rounds: None,
                 writes: None,
             });
         }

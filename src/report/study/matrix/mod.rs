@@ -127,21 +127,19 @@ fn machine_section(s: &MatrixSection, label: &str, suffix: &str, many: bool) -> 
     let p = &s.params;
     let ext = s.grid(Fig::ExternalRatio);
     let caption = format!(
-        "{} of blobs per cell, random order, SQLite page cache {} bytes per database{}; {} timed run{} per cell.",
+        "{} of blobs per cell, random order, SQLite page cache {} bytes per database{}; {}.",
         fmt_size(p.total_bytes as f64).to_uppercase() + "B",
         p.cache_bytes,
         if p.plan.cold { ", page cache evicted before each timed run" } else { "" },
-        p.plan.repeat,
-        if p.plan.repeat == 1 { "" } else { "s" }
+        s.runs_phrase()
     );
     let heat = Figure {
         id: format!("matrix-heatmap{suffix}"),
         chart: Chart::Heatmap(Heatmap {
             noisy: noisy_grid(s, &ext),
             note: format!(
-                "{} timed run{} per cell; ~ marks a noisy cell (run-to-run variation above {:.0}%)",
-                p.plan.repeat,
-                if p.plan.repeat == 1 { "" } else { "s" },
+                "{}; ~ marks a noisy cell (run-to-run variation above {:.0}%)",
+                s.runs_phrase(),
                 crate::measure::NOISY_CV_PCT
             ),
             ..heatmap("Files (name in SQLite) / database", &ext)

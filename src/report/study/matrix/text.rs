@@ -31,10 +31,9 @@ fn render_text(section: &MatrixSection, colour: bool) -> String {
     );
     let _ = writeln!(
         o,
-        "Figure: {}; {} timed run{} after {} warm-up{}{}.",
+        "Figure: {}; {}, after {} warm-up{}{}.",
         section.ratio_figure,
-        p.plan.repeat,
-        plural(p.plan.repeat),
+        section.runs_phrase(),
         p.plan.warmup,
         plural(p.plan.warmup),
         if p.plan.cold { ", page cache evicted before each timed run" } else { ", warm page cache" }

@@ -12,7 +12,7 @@ use crate::records::DatasetSpec;
 use crate::report::format::doc::{Block, Chart, Figure, Section, Table};
 use crate::report::format::fmt::{blob_size, bytes, machine_labels, micros, speed_phrase, thousands};
 use crate::report::format::svg::BarChart;
-use crate::report::interval::{ratio_of_medians, Ratio, BOOTSTRAP_MIN_RUNS};
+use crate::report::interval::{time_ratio, Method as Interval, Ratio, BOOTSTRAP_MIN_RUNS};
 use crate::report::study::{Redraw, StudyReport};
 use crate::results::ResultFile;
 
@@ -205,19 +205,21 @@ pub(super) fn per_op_us(e: &Experiment) -> Option<f64> {
     Some(e.summary.per_op_us.median).filter(|v| v.is_finite() && *v > 0.0 && e.summary.runs > 0)
 }
 
-/// File time / database time, when both were measured.
+/// File time / database time, when both were measured (paired by round
+/// when the file has rounds).
 pub fn ratio(file: &ResultFile, db: &str, method: &str) -> Option<f64> {
-    Some(per_op_us(file.experiment(method)?)? / per_op_us(file.experiment(db)?)?)
+    let unpaired = per_op_us(file.experiment(method)?)? / per_op_us(file.experiment(db)?)?;
+    match ratio_interval(file, db, method) {
+        Some(r) if r.method == Interval::Paired => Some(r.value),
+        _ => Some(unpaired),
+    }
 }
 
-/// File time / database time with its interval over the runs.
+/// File time / database time with its interval (see [`time_ratio`]).
 pub fn ratio_interval(file: &ResultFile, db: &str, method: &str) -> Option<Ratio> {
-    let times = |id: &str| -> Option<Vec<f64>> {
-        let e = file.experiment(id)?;
-        per_op_us(e)?;
-        Some(e.runs.iter().map(|r| r.per_op_us).collect())
-    };
-    ratio_of_medians(&times(method)?, &times(db)?)
+    per_op_us(file.experiment(method)?)?;
+    per_op_us(file.experiment(db)?)?;
+    time_ratio(file, method, db)
 }
 
 /// "3 timed runs per bar; whiskers: min-max (95% bootstrap from 5 runs)".

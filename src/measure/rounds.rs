@@ -1,0 +1,341 @@
+//! Interleaved rounds: how every study compares methods.
+//!
+//! A comparison has arms. Each arm gets one untimed warm-up run (the arms
+//! interleaved), then each round runs every arm once, in an order shuffled
+//! per round from a fixed seed and recorded. A burst of load then lands on
+//! all arms of a round alike, and the paired per-round ratios
+//! ([`super::paired`]) cancel it (Google Benchmark's random interleaving,
+//! Tango's paired comparisons). Rounds go on until every compared pair's
+//! interval is narrower than the target, the most rounds are run, or the
+//! time budget is spent; never until a result "looks significant"
+//! (optional stopping makes false winners).
+
+use std::time::{Duration, Instant};
+
+use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use serde::{Deserialize, Serialize};
+
+use super::busy::{Load, Snapshot};
+use super::cold::EvictionReport;
+use super::paired::{paired_ratio, PairedRatio, MIN_ROUNDS_95};
+use super::{checked_eviction, stop_requested, summarise, timed_run, Latency, Measured, RunContext, RunOutcome};
+use crate::{Error, Result};
+
+/// One method of a comparison, run once per round.
+pub trait Arm {
+    /// Empties the page cache of this arm's dataset before a timed run
+    /// (`--cold`); None when the arm runs warm.
+    fn evict(&mut self) -> Option<Result<EvictionReport>>;
+    /// One run: kvtest's open, loop, commit and close.
+    fn run(&mut self, ctx: RunContext<'_>) -> Result<RunOutcome>;
+    /// Whether this arm takes the untimed warm-up run (an arm whose every
+    /// operation waits for the disk may skip it to save time).
+    fn warms_up(&self) -> bool {
+        true
+    }
+}
+
+/// How many rounds, and when to stop.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RoundsPlan {
+    /// One untimed run per arm before the first round.
+    pub warmup: bool,
+    /// Most rounds (`--rounds`).
+    pub max_rounds: u32,
+    /// Time the rounds may take, warm-up included (`--budget`).
+    pub budget: Option<Duration>,
+    /// Stop once every compared pair's interval is within +/- this share
+    /// of its estimate (0.05 is +/-5%).
+    pub target: f64,
+    /// Seed of the per-round shuffles.
+    pub seed: u64,
+    /// Time every operation for percentiles (one clock read per op).
+    pub latency: bool,
+}
+
+/// Default precision target: +/-5%.
+pub const DEFAULT_TARGET: f64 = 0.05;
+/// Default seed of the shuffles, so a re-run runs the same orders.
+pub const DEFAULT_SEED: u64 = 0x0B10_B5EED;
+
+impl RoundsPlan {
+    /// Checks the plan before any work: a zero count or budget is refused.
+    pub fn validate(&self) -> Result<()> {
+        if self.max_rounds == 0 {
+            return Err(Error::invalid("--rounds must be at least 1"));
+        }
+        if self.budget.is_some_and(|b| b.is_zero()) {
+            return Err(Error::invalid("--budget must be longer than 0s"));
+        }
+        if !(self.target > 0.0 && self.target < 1.0) {
+            return Err(Error::invalid("the precision target must be above 0% and below 100%"));
+        }
+        Ok(())
+    }
+
+    /// Rounds that always run before precision may stop them: enough for
+    /// a 95% interval, or all of them when fewer are asked for.
+    pub fn min_rounds(&self) -> u32 {
+        self.max_rounds.min(MIN_ROUNDS_95 as u32)
+    }
+}
+
+/// Why the rounds stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StopReason {
+    /// Every compared pair's interval was within the target.
+    Precise,
+    /// The most rounds (`--rounds`) were run.
+    MaxRounds,
+    /// Another round would not have fitted in the budget.
+    Budget,
+    /// Ctrl-C.
+    Interrupted,
+}
+
+impl StopReason {
+    pub fn describe(self) -> &'static str {
+        match self {
+            StopReason::Precise => "every interval within the target",
+            StopReason::MaxRounds => "the most rounds (--rounds) were run",
+            StopReason::Budget => "the time budget (--budget) was spent",
+            StopReason::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// The stop rule, after `done` rounds that took `in_rounds`, `elapsed`
+/// since the start (warm-up included): `widest` is the largest half-width
+/// of the compared pairs' intervals (None when some pair has none yet).
+/// Never looks at whether a difference is significant.
+pub fn stop_after(
+    done: u32,
+    elapsed: Duration,
+    in_rounds: Duration,
+    plan: &RoundsPlan,
+    widest: Option<f64>,
+) -> Option<StopReason> {
+    if done >= plan.max_rounds {
+        return Some(StopReason::MaxRounds);
+    }
+    if done >= plan.min_rounds() && widest.is_some_and(|w| w <= plan.target) {
+        return Some(StopReason::Precise);
+    }
+    let budget = plan.budget?;
+    let per_round = in_rounds / done.max(1);
+    (elapsed + per_round > budget).then_some(StopReason::Budget)
+}
+
+/// One round as stored: the order the arms ran in and each arm's figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Round {
+    /// Arm indices (into [`RoundSet::arms`]) in the order they ran.
+    pub order: Vec<u32>,
+    /// Each arm's kvtest per-op time in this round, by arm index.
+    pub per_op_us: Vec<f64>,
+    /// Wall time of the whole round (eviction included).
+    pub elapsed_ms: f64,
+    pub load: Load,
+}
+
+/// The rounds of one comparison, stored in the result file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundSet {
+    /// What was compared: "suite", "matrix/10000/4096", "aging/3"...
+    pub id: String,
+    /// Experiment ids of the arms; figures are indexed by position here.
+    pub arms: Vec<String>,
+    pub seed: u64,
+    pub warmup: bool,
+    pub target_pct: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_s: Option<f64>,
+    pub max_rounds: u32,
+    pub stop: StopReason,
+    pub rounds: Vec<Round>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+impl RoundSet {
+    /// Every round has one figure per arm and an order that is a
+    /// permutation of the arms. Anything else is read as unpaired.
+    pub fn consistent(&self) -> bool {
+        let n = self.arms.len();
+        !self.rounds.is_empty()
+            && self.rounds.iter().all(|r| {
+                let mut seen = vec![false; n];
+                r.per_op_us.len() == n
+                    && r.order.len() == n
+                    && r.order.iter().all(|&i| (i as usize) < n && !std::mem::replace(&mut seen[i as usize], true))
+            })
+    }
+
+    /// An arm's figure in every round, or None (absent arm, inconsistent).
+    pub fn figures(&self, arm: &str) -> Option<Vec<f64>> {
+        let i = self.arms.iter().position(|a| a == arm)?;
+        self.consistent().then(|| self.rounds.iter().map(|r| r.per_op_us[i]).collect())
+    }
+
+    /// numerator's time over denominator's, paired by round.
+    pub fn ratio(&self, numerator: &str, denominator: &str) -> Option<PairedRatio> {
+        paired_ratio(&self.figures(numerator)?, &self.figures(denominator)?)
+    }
+
+    /// How many rounds ran on a busy machine, and how busy.
+    pub fn busy(&self) -> super::busy::BusySummary {
+        super::busy::BusySummary::of(&self.rounds.iter().map(|r| r.load).collect::<Vec<_>>())
+    }
+}
+
+/// A compared pair: the fastest (by median) of arms `a` against the fastest
+/// of arms `b`. The stop rule waits for each pair's interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    pub a: Vec<usize>,
+    pub b: Vec<usize>,
+}
+
+/// The median figure of an arm over rounds.
+fn median_of(figures: &[Vec<f64>], arm: usize) -> f64 {
+    let mut v: Vec<f64> = figures.iter().map(|r| r[arm]).collect();
+    v.sort_by(f64::total_cmp);
+    super::paired::median_sorted(&v)
+}
+
+/// The fastest arm of `arms` by median figure over `figures` (per round,
+/// by arm index).
+pub fn fastest(figures: &[Vec<f64>], arms: &[usize]) -> Option<usize> {
+    arms.iter().copied().min_by(|&x, &y| median_of(figures, x).total_cmp(&median_of(figures, y)))
+}
+
+/// The paired ratio of the two sides' fastest arms.
+pub fn compare(figures: &[Vec<f64>], c: &Comparison) -> Option<PairedRatio> {
+    let (a, b) = (fastest(figures, &c.a)?, fastest(figures, &c.b)?);
+    let column = |i: usize| figures.iter().map(|r| r[i]).collect::<Vec<_>>();
+    paired_ratio(&column(a), &column(b))
+}
+
+/// What the rounds measured: each arm's runs (index = round) and the record.
+pub struct RoundsOutcome {
+    pub measured: Vec<Measured>,
+    pub set: RoundSet,
+}
+
+/// Runs the arms in rounds. `arms` and `ids` are in the same order;
+/// `after_run(done, expected)` is called after each run for progress.
+pub fn run_rounds(
+    id: &str,
+    ids: &[String],
+    arms: &mut [&mut dyn Arm],
+    plan: &RoundsPlan,
+    comparisons: &[Comparison],
+    after_run: &mut dyn FnMut(u64, u64),
+) -> Result<RoundsOutcome> {
+    plan.validate()?;
+    let n = arms.len();
+    let mut rng = SmallRng::seed_from_u64(plan.seed);
+    let start = Instant::now();
+    let expected = (u64::from(plan.max_rounds) + u64::from(plan.warmup)) * n as u64;
+    let mut done_runs = 0u64;
+    if plan.warmup {
+        let mut order: Vec<usize> = (0..n).collect();
+        order.shuffle(&mut rng);
+        order.retain(|&i| arms[i].warms_up());
+        for &i in &order {
+            if stop_requested() {
+                return Err(Error::Interrupted);
+            }
+            arms[i].run(RunContext { latency: None, timed: false })?;
+            done_runs += 1;
+            after_run(done_runs, expected);
+        }
+    }
+    let mut latency: Vec<Option<Latency>> = (0..n).map(|_| plan.latency.then(Latency::new)).collect();
+    let mut samples: Vec<Vec<super::RunSample>> = vec![Vec::new(); n];
+    let mut rounds: Vec<Round> = Vec::new();
+    let mut stop = StopReason::Interrupted;
+    let rounds_start = Instant::now();
+    'rounds: loop {
+        let index = rounds.len() as u32;
+        let mut order: Vec<usize> = (0..n).collect();
+        order.shuffle(&mut rng);
+        let round_start = (Instant::now(), Snapshot::now());
+        let mut figures = vec![0.0; n];
+        let mut this_round = Vec::with_capacity(n);
+        for &i in &order {
+            if stop_requested() {
+                break 'rounds;
+            }
+            let arm = &mut *arms[i];
+            let cold = arm.evict().map(checked_eviction).transpose()?;
+            let sample = timed_run(index, cold, latency[i].as_mut(), &mut |ctx| arm.run(ctx))?;
+            figures[i] = sample.per_op_us;
+            this_round.push((i, sample));
+            done_runs += 1;
+            after_run(done_runs, expected);
+        }
+        for (i, sample) in this_round {
+            samples[i].push(sample);
+        }
+        rounds.push(Round {
+            order: order.iter().map(|&i| i as u32).collect(),
+            per_op_us: figures,
+            elapsed_ms: round_start.0.elapsed().as_secs_f64() * 1000.0,
+            load: Snapshot::now().load_since(&round_start.1),
+        });
+        let table: Vec<Vec<f64>> = rounds.iter().map(|r| r.per_op_us.clone()).collect();
+        let widest = comparisons
+            .iter()
+            .map(|c| compare(&table, c).filter(|r| r.rounds >= 2).map(|r| r.half_width()))
+            .try_fold(0.0f64, |acc, w| w.map(|w| acc.max(w)))
+            // Nothing compared: run to --rounds or the budget.
+            .filter(|_| !comparisons.is_empty());
+        let done = rounds.len() as u32;
+        if let Some(reason) = stop_after(done, start.elapsed(), rounds_start.elapsed(), plan, widest) {
+            stop = reason;
+            break;
+        }
+    }
+    if rounds.is_empty() {
+        return Err(Error::Interrupted);
+    }
+    let mut warnings = Vec::new();
+    if stop == StopReason::Budget && (rounds.len() as u32) < plan.min_rounds() {
+        let per_round = rounds_start.elapsed().as_secs_f64() / rounds.len() as f64;
+        warnings.push(format!(
+            "--budget {:.0}s allowed only {} round(s) (one takes about {:.1}s); {} rounds give a 95% interval, so allow at least {:.0}s",
+            plan.budget.map_or(0.0, |b| b.as_secs_f64()),
+            rounds.len(),
+            per_round,
+            plan.min_rounds(),
+            per_round * f64::from(plan.min_rounds() + u32::from(plan.warmup)),
+        ));
+    }
+    let interrupted = stop == StopReason::Interrupted;
+    let measured = samples
+        .into_iter()
+        .zip(latency)
+        .map(|(runs, latency)| summarise(runs, latency, Vec::new(), interrupted))
+        .collect();
+    let set = RoundSet {
+        id: id.to_string(),
+        arms: ids.to_vec(),
+        seed: plan.seed,
+        warmup: plan.warmup,
+        target_pct: plan.target * 100.0,
+        budget_s: plan.budget.map(|b| b.as_secs_f64()),
+        max_rounds: plan.max_rounds,
+        stop,
+        rounds,
+        warnings,
+    };
+    Ok(RoundsOutcome { measured, set })
+}
+
+#[cfg(test)]
+#[path = "rounds_tests.rs"]
+mod tests;

@@ -1,0 +1,190 @@
+//! The suite's arms in interleaved rounds: one set of rounds for the reads
+//! (with the A/A control, two identical arms that give the noise floor) and
+//! one for the writes, each stopping when the verdict's pairs are precise
+//! enough or its share of the budget is spent.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::options::{SuiteObserver, SuiteOptions};
+use super::steps::{dataset_path, steps, Step};
+use crate::drivers::run::{RunArm, RunOptions};
+use crate::engine;
+use crate::measure::rounds::RoundSet;
+use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundsPlan};
+use crate::measure::Experiment;
+use crate::records::keys::Order;
+use crate::records::{EngineKind, KvSync, Plan};
+use crate::{Error, Result};
+
+/// The A/A control: `read/db-blob` measured a second time as its own arm.
+/// Its paired interval against `read/db-blob` is the noise floor.
+pub const CONTROL_ID: &str = "control/db-blob";
+/// The arm the control repeats.
+pub const CONTROL_OF: &str = "read/db-blob";
+
+/// Share of the budget the reads may take (one third); the writes get the
+/// rest (their fsyncs make a write round many times longer than a read round).
+const READ_SHARE: u32 = 3;
+
+/// What the rounds measured, in the order measured.
+#[derive(Default)]
+pub(super) struct Measured {
+    pub experiments: Vec<Experiment>,
+    pub rounds: Vec<RoundSet>,
+    pub notes: Vec<String>,
+}
+
+/// Runs the read rounds, then the write rounds; their experiments and
+/// round sets go into `out`.
+pub(super) fn measure_rounds(
+    opts: &SuiteOptions,
+    work: &Path,
+    pristine: &Path,
+    observer: &dyn SuiteObserver,
+    out: &mut Measured,
+) -> Result<()> {
+    let all = steps(&opts.engines);
+    let (writes, mut reads): (Vec<Step>, Vec<Step>) = all.into_iter().partition(|s| s.update);
+    let control = reads.iter().find(|s| s.id == CONTROL_OF).map(|s| Step {
+        id: CONTROL_ID.into(),
+        label: "SQLite, blob API (A/A control)".into(),
+        ..s.clone()
+    });
+    reads.extend(control);
+    let start = Instant::now();
+    let read_plan = RoundsPlan { budget: opts.rounds.budget.map(|b| b / READ_SHARE), ..opts.rounds };
+    run_set("suite/reads", opts, work, pristine, &reads, &read_plan, observer, out)?;
+    if crate::measure::stop_requested() {
+        return Ok(());
+    }
+    // The writes get what the reads left; at least a second, so the
+    // budget rule (at least one round, with a warning) still applies.
+    let left = |b: Duration| b.saturating_sub(start.elapsed()).max(Duration::from_secs(1));
+    let write_plan = RoundsPlan { budget: opts.rounds.budget.map(left), ..opts.rounds };
+    run_set("suite/writes", opts, work, pristine, &writes, &write_plan, observer, out)
+}
+
+/// The pairs whose intervals the rounds wait for: the verdict's questions.
+fn comparisons(ids: &[String]) -> Vec<Comparison> {
+    let pick = |f: &dyn Fn(&str) -> bool| -> Vec<usize> { (0..ids.len()).filter(|&i| f(&ids[i])).collect() };
+    let db_reads = |id: &str| matches!(id, "read/db-sql" | "read/db-blob" | "read/db-blob-mmap");
+    let file_reads = |id: &str| id.starts_with("read/flat-") || id.starts_with("read/tree-");
+    let kv = |id: &str, prefix: &str, suffix: &str| {
+        EngineKind::KEY_VALUE.iter().any(|k| id == format!("{prefix}{}{suffix}", k.name()))
+    };
+    let pairs = [
+        (pick(&db_reads), pick(&file_reads)),
+        (pick(&|id| kv(id, "read/", "")), pick(&db_reads)),
+        (pick(&|id| id == CONTROL_OF), pick(&|id| id == CONTROL_ID)),
+        (
+            pick(&|id| matches!(id, "write/db-wal-normal" | "write/db-off")),
+            pick(&|id| matches!(id, "write/flat-truncate" | "write/flat-inplace" | "write/flat-replace")),
+        ),
+        (pick(&|id| id == "write/db-wal-full"), pick(&|id| id.starts_with("write/flat-") && id.ends_with("-fsync"))),
+        (pick(&|id| kv(id, "write/", "-durable")), pick(&|id| id == "write/db-wal-full")),
+    ];
+    pairs.into_iter().filter(|(a, b)| !a.is_empty() && !b.is_empty()).map(|(a, b)| Comparison { a, b }).collect()
+}
+
+/// One set of rounds over `steps`.
+#[allow(clippy::too_many_arguments)]
+fn run_set(
+    id: &str,
+    opts: &SuiteOptions,
+    work: &Path,
+    pristine: &Path,
+    steps: &[Step],
+    plan: &RoundsPlan,
+    observer: &dyn SuiteObserver,
+    out: &mut Measured,
+) -> Result<()> {
+    if steps.is_empty() {
+        return Ok(());
+    }
+    let db_bytes = std::fs::metadata(dataset_path(work, EngineKind::Db)).map(|m| m.len() as i64).unwrap_or(0);
+    let mut arms = Vec::with_capacity(steps.len());
+    for (i, step) in steps.iter().enumerate() {
+        let mut path = dataset_path(work, step.layout);
+        if step.layout == EngineKind::Db && step.update {
+            // Arms that write keep their own datasets.
+            path = work.join(format!("write-{i}.db"));
+            restore_database(pristine, &path)?;
+        }
+        let run_opts = run_options(opts, step, &path, db_bytes, out.experiments.len() + i);
+        let engine = engine::open(&path, &run_opts.settings())?;
+        arms.push(RunArm::prepare(engine, &run_opts)?);
+    }
+    let ids: Vec<String> = steps.iter().map(|s| s.id.clone()).collect();
+    let mut dyn_arms: Vec<&mut dyn Arm> = arms.iter_mut().map(|a| a as &mut dyn Arm).collect();
+    let runs = u64::from(plan.max_rounds + 1) * steps.len() as u64;
+    observer.begin(&format!("{} arms in rounds ({id})", steps.len()), runs);
+    let measured =
+        run_rounds(id, &ids, &mut dyn_arms, plan, &comparisons(&ids), &mut |done, _| observer.advance(done))?;
+    for ((arm, m), step) in arms.into_iter().zip(measured.measured).zip(steps) {
+        let report = arm.finish(&step.id, &step.label, m)?;
+        observer.measured(&report.experiment);
+        out.experiments.push(report.experiment);
+    }
+    out.notes.extend(measured.set.warnings.iter().map(|w| format!("{id}: {w}")));
+    out.rounds.push(measured.set);
+    Ok(())
+}
+
+/// The `run` options of one arm; `nth` varies each writer's content (a
+/// rewrite of the bytes already there would cost SQLite almost nothing).
+fn run_options(opts: &SuiteOptions, step: &Step, path: &Path, db_bytes: i64, nth: usize) -> RunOptions {
+    let reads = u64::from(opts.spec.count);
+    let writes = ((reads as f64 * opts.write_fraction).round() as u64).max(1);
+    let mut run_opts = RunOptions::new(path);
+    run_opts.count = if step.update { writes } else { reads };
+    run_opts.order = Order::Random;
+    run_opts.zipf = opts.zipf;
+    run_opts.update = step.update;
+    run_opts.db = step.db.clone();
+    if run_opts.db.mmap_bytes < 0 {
+        run_opts.db.mmap_bytes = db_bytes;
+    }
+    run_opts.files = step.files;
+    run_opts.kv = step.kv;
+    run_opts.seed = opts.spec.seed.wrapping_add(nth as u64 + 1);
+    let waits_for_disk =
+        step.files.fsync || (step.layout.is_key_value() && step.update && step.kv.sync == KvSync::Durable);
+    // Each fsync costs milliseconds here; --quick keeps to its budget by
+    // skipping their warm-up (the page cache matters little when every
+    // write waits for the disk).
+    let warmup = u32::from(opts.rounds.warmup && !(opts.quick && waits_for_disk));
+    run_opts.plan = Plan { cold: opts.plan.cold && !step.update, warmup, repeat: 1, latency: opts.rounds.latency };
+    run_opts
+}
+
+/// Journal mode, WAL and free pages carry over between writes: every
+/// database write experiment starts from the pristine copy.
+fn restore_database(pristine: &Path, db: &Path) -> Result<()> {
+    std::fs::copy(pristine, db).map_err(|e| Error::io(db, "cannot restore the database", e))?;
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut p = db.as_os_str().to_owned();
+        p.push(suffix);
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comparisons_follow_the_verdict_questions() {
+        let ids: Vec<String> = steps(&[EngineKind::Lmdb]).into_iter().map(|s| s.id).collect();
+        let (reads, writes): (Vec<String>, Vec<String>) = ids.into_iter().partition(|i| i.starts_with("read/"));
+        let mut reads = reads;
+        reads.push(CONTROL_ID.into());
+        let r = comparisons(&reads);
+        assert_eq!(r.len(), 3, "files vs SQLite, engines vs SQLite, A/A: {r:?}");
+        assert_eq!(r[0].a.len(), 3);
+        assert_eq!(r[0].b.len(), 4);
+        let w = comparisons(&writes);
+        assert_eq!(w.len(), 3, "fast, durable, engines durable: {w:?}");
+    }
+}

@@ -1,0 +1,200 @@
+//! `suite`: the whole "35% Faster Than The Filesystem" article on this
+//! machine. Makes the dataset and its flat and tree copies, measures every
+//! read and write the article charts (plus the fair variants it left out),
+//! records disk usage, and returns its section of a result file. With
+//! `--engines` the key-value engines join the read, write and disk charts.
+
+mod arms;
+mod options;
+mod steps;
+
+pub use arms::{CONTROL_ID, CONTROL_OF};
+pub use options::{SuiteObserver, SuiteOptions, QUICK_BUDGET};
+use steps::{dataset_path, steps};
+
+use std::path::Path;
+
+use crate::engine::dataset::{self, from_dir, stat};
+use crate::measure::envinfo::{self, Environment};
+use crate::measure::rounds::{self, RoundSet};
+use crate::measure::{stop_requested, Experiment};
+use crate::records::{DatasetSpec, DiskUsage, EngineKind};
+use crate::util::fsutil;
+use crate::util::progress::Progress;
+use crate::{Error, Result};
+
+/// Lets dataset building report through the same observer.
+struct AsProgress<'a>(&'a dyn SuiteObserver);
+
+impl Progress for AsProgress<'_> {
+    fn start(&self, what: &str, total: u64) {
+        self.0.begin(what, total);
+    }
+    fn advance(&self, units: u64) {
+        self.0.advance(units);
+    }
+    fn finish(&self) {}
+}
+
+/// What the suite measured: its section of a result file.
+#[derive(Debug, Clone)]
+pub struct SuiteOutcome {
+    pub environment: Environment,
+    pub spec: DatasetSpec,
+    pub experiments: Vec<Experiment>,
+    pub disk_usage: Vec<DiskUsage>,
+    pub notes: Vec<String>,
+    /// The interleaved rounds of the reads and of the writes.
+    pub rounds: Vec<RoundSet>,
+    /// False when Ctrl-C stopped it before every experiment ran.
+    pub complete: bool,
+}
+
+/// Disk the suite needs: the database, two file copies (rounded up to 4 KiB
+/// blocks), the pristine copy and one copy of the database per database
+/// write arm (arms that write keep their own datasets), and a copy per
+/// key-value engine (counted as one more database each), plus room.
+pub fn needed_bytes(spec: &DatasetSpec, engines: usize) -> u64 {
+    let db = dataset::estimated_db_bytes(spec);
+    let per_file = (spec.size_dist().mean() as u64 + u64::from(spec.variance) / 2).div_ceil(4096) * 4096;
+    let files = u64::from(spec.count) * per_file;
+    ((5 + engines as u64) * db + 2 * files) / 10 * 12
+}
+
+/// Runs the suite. On Ctrl-C it stops after the current run and returns
+/// what was measured, marked incomplete.
+pub fn run_suite(opts: &SuiteOptions, observer: &dyn SuiteObserver) -> Result<SuiteOutcome> {
+    let scan = opts.from.as_deref().map(from_dir::scan).transpose()?;
+    let mut opts = opts.clone();
+    if let Some(scan) = &scan {
+        let n = scan.files.len() as u64;
+        opts.spec.count = n as u32;
+        opts.spec.size = (scan.content_bytes() / n) as u32;
+        opts.spec.variance = 0;
+        opts.spec.sizes = None;
+        opts.spec.from_dir = Some(scan.root.display().to_string());
+    }
+    let opts = &opts;
+    opts.rounds.validate()?;
+    dataset::check_spec(&opts.spec)?;
+    std::fs::create_dir_all(&opts.workdir).map_err(|e| Error::io(&opts.workdir, "cannot create directory", e))?;
+    let need = needed_bytes(&opts.spec, opts.engines.len());
+    let free = fsutil::free_bytes(&opts.workdir)?;
+    if free < need {
+        return Err(Error::bad_input(
+            &opts.workdir,
+            format!(
+                "not enough free space: the suite needs about {} MB here, {} MB free (use --workdir, or a smaller --count)",
+                need / 1_000_000,
+                free / 1_000_000
+            ),
+        ));
+    }
+    let work = tempfile::Builder::new()
+        .prefix("blobbench-suite-")
+        .tempdir_in(&opts.workdir)
+        .map_err(|e| Error::io(&opts.workdir, "cannot create a work directory", e))?;
+    let mut outcome = SuiteOutcome {
+        environment: envinfo::collect(work.path()),
+        spec: opts.spec.clone(),
+        experiments: Vec::new(),
+        disk_usage: Vec::new(),
+        notes: Vec::new(),
+        rounds: Vec::new(),
+        complete: false,
+    };
+    let measured = measure_all(opts, scan.as_ref(), work.path(), observer, &mut outcome);
+    if opts.keep {
+        let kept = work.keep();
+        outcome.notes.push(format!("datasets kept in {}", kept.display()));
+    }
+    measured?;
+    outcome.complete = !stop_requested()
+        && outcome.experiments.len() == steps(&opts.engines).len() + 1
+        && outcome.rounds.iter().all(|r| r.stop != rounds::StopReason::Interrupted);
+    Ok(outcome)
+}
+
+fn measure_all(
+    opts: &SuiteOptions,
+    scan: Option<&from_dir::Scan>,
+    work: &Path,
+    observer: &dyn SuiteObserver,
+    out: &mut SuiteOutcome,
+) -> Result<()> {
+    let db = dataset_path(work, EngineKind::Db);
+    let progress = AsProgress(observer);
+    let made = match scan {
+        Some(scan) => {
+            let made = from_dir::init_from(&db, scan, opts.spec.page_size, false, &progress)?;
+            let skipped = made.skipped.0.iter().map(|(why, n)| format!("{n} {}", why.describe()));
+            out.notes.extend(skipped.map(|s| format!("--from {}: skipped {s}", scan.root.display())));
+            out.spec.count = made.init.count as u32;
+            made.init
+        }
+        None => dataset::init(&db, &opts.spec, false, &progress)?,
+    };
+    out.spec.size_histogram.clone_from(&made.size_histogram);
+    observer.built(EngineKind::Db, made.count, made.elapsed_ns);
+    out.disk_usage.push(stat(&db, false)?.disk_usage(&db));
+    let copies = [EngineKind::Flat, EngineKind::Tree].into_iter().chain(opts.engines.iter().copied());
+    for kind in copies {
+        let path = dataset_path(work, kind);
+        let r = dataset::build(kind, &db, &path, false, &progress)?;
+        observer.built(kind, r.files, r.elapsed_ns);
+        out.disk_usage.push(stat(&path, false)?.disk_usage(&path));
+    }
+    let pristine = work.join("pristine.db");
+    std::fs::copy(&db, &pristine).map_err(|e| Error::io(&pristine, "cannot copy the database", e))?;
+    let mut measured = arms::Measured::default();
+    let done = arms::measure_rounds(opts, work, &pristine, observer, &mut measured);
+    out.experiments.extend(measured.experiments);
+    out.rounds.extend(measured.rounds);
+    out.notes.extend(measured.notes);
+    done?;
+    out.notes.push(
+        "Each database write arm writes its own copy of the pristine database. File write arms share the flat copy, \
+         and each key-value engine's writes share its copy: every write keeps the blob's size and replaces its \
+         content with random bytes, so each starts from an equivalent state."
+            .into(),
+    );
+    if opts.plan.cold {
+        out.notes.push("--cold applies to reads; write experiments run warm.".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_cover_the_article() {
+        let all = steps(&EngineKind::KEY_VALUE);
+        let ids: Vec<&str> = all.iter().map(|s| s.id.as_str()).collect();
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), ids.len());
+        for needed in [
+            "read/db-sql",
+            "read/db-blob",
+            "read/db-blob-mmap",
+            "write/db-wal-normal",
+            "write/db-off",
+            "read/flat-stdio",
+            "write/flat-truncate",
+        ] {
+            assert!(ids.contains(&needed), "{needed}");
+        }
+    }
+
+    #[test]
+    fn disk_estimate_covers_db_and_files() {
+        let spec = SuiteOptions::article(std::path::PathBuf::from(".")).spec;
+        let need = needed_bytes(&spec, 0);
+        // Five 1 GB databases (the dataset, the pristine copy, one per
+        // database write arm) and two 1.2 GB file copies, with 20% room.
+        assert!(need > 8_000_000_000 && need < 11_000_000_000, "{need}");
+    }
+}

@@ -1,0 +1,84 @@
+//! What a suite run is asked to do.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::measure::rounds::{self, RoundsPlan};
+use crate::measure::Experiment;
+use crate::records::{DatasetSpec, EngineKind, Plan};
+
+#[derive(Debug, Clone)]
+pub struct SuiteOptions {
+    /// Where the datasets are built; a fresh subdirectory is made inside.
+    pub workdir: PathBuf,
+    pub spec: DatasetSpec,
+    pub plan: Plan,
+    /// Share of the blobs overwritten by each write experiment (the article: 10%).
+    pub write_fraction: f64,
+    /// Keep the datasets instead of removing them at the end.
+    pub keep: bool,
+    /// The small configuration, which trims warm-ups of the slowest steps.
+    pub quick: bool,
+    /// Key-value engines measured beside SQLite and files (`--engines`).
+    pub engines: Vec<EngineKind>,
+    /// Build the database from this directory's files instead of random
+    /// blobs (`--from`); `spec`'s count and sizes are then the tree's.
+    pub from: Option<PathBuf>,
+    /// Hot keys: Zipf's theta (`--keys zipf:THETA`); None is kvtest's
+    /// random order.
+    pub zipf: Option<f64>,
+    /// The rounds: most of them, the time budget for all of them (reads
+    /// and writes together) and the precision target (`plan.repeat` and
+    /// `plan.warmup` are not used: each arm warms up once, then rounds).
+    pub rounds: RoundsPlan,
+}
+
+impl SuiteOptions {
+    /// The article's dataset: 100k blobs of 10 KB +/- 2 KB, 4 KiB pages.
+    pub fn article(workdir: PathBuf) -> Self {
+        SuiteOptions {
+            workdir,
+            spec: DatasetSpec { count: 100_000, size: 10_000, variance: 2_000, ..DatasetSpec::default() },
+            plan: Plan { repeat: 5, warmup: 1, cold: false, latency: true },
+            write_fraction: 0.1,
+            keep: false,
+            quick: false,
+            engines: Vec::new(),
+            from: None,
+            zipf: None,
+            rounds: RoundsPlan {
+                warmup: true,
+                max_rounds: 30,
+                budget: Some(Duration::from_secs(900)),
+                target: rounds::DEFAULT_TARGET,
+                seed: rounds::DEFAULT_SEED,
+                latency: true,
+            },
+        }
+    }
+
+    /// About 10k blobs and a budget of 80 s for the rounds: the whole
+    /// command within two minutes on a small machine.
+    pub fn quick(workdir: PathBuf) -> Self {
+        let mut o = Self::article(workdir);
+        o.spec.count = 10_000;
+        o.plan.repeat = 3;
+        o.rounds.budget = Some(QUICK_BUDGET);
+        o.quick = true;
+        o
+    }
+}
+
+/// The rounds' default budget with `--quick`.
+pub const QUICK_BUDGET: Duration = Duration::from_secs(80);
+
+/// What the suite tells its caller as it goes.
+pub trait SuiteObserver: Sync {
+    /// A phase or an experiment starts, with the number of units it has.
+    fn begin(&self, what: &str, units: u64);
+    fn advance(&self, done: u64);
+    /// A dataset was built: `init` for the database, else an engine's copy.
+    fn built(&self, what: EngineKind, entries: u64, elapsed_ns: u64);
+    /// An experiment was measured.
+    fn measured(&self, experiment: &Experiment);
+}

@@ -1,0 +1,130 @@
+//! The suite's experiments: the article's reads and writes, their fair
+//! variants and the key-value engines', each with the engine and settings
+//! it runs with, and where each engine's copy of the dataset lives.
+
+use std::path::{Path, PathBuf};
+
+use crate::records::{DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel};
+
+/// One measured configuration of the suite.
+#[derive(Clone)]
+pub(super) struct Step {
+    pub id: String,
+    pub label: String,
+    pub layout: EngineKind,
+    pub update: bool,
+    pub db: DbParams,
+    pub files: FileParams,
+    pub kv: KvParams,
+}
+
+fn db_read(id: &'static str, label: &'static str, access: DbAccess, mmap: bool) -> Step {
+    Step {
+        id: id.into(),
+        label: label.into(),
+        layout: EngineKind::Db,
+        update: false,
+        // mmap_bytes is filled in with the file size when the dataset exists.
+        db: DbParams { access, mmap_bytes: if mmap { -1 } else { 0 }, ..DbParams::default() },
+        files: FileParams::default(),
+        kv: KvParams::default(),
+    }
+}
+
+fn file_read(id: &'static str, label: &'static str, layout: EngineKind, read: FileRead) -> Step {
+    Step {
+        id: id.into(),
+        label: label.into(),
+        layout,
+        update: false,
+        db: DbParams::default(),
+        files: FileParams { read, ..FileParams::default() },
+        kv: KvParams::default(),
+    }
+}
+
+fn db_write(id: &'static str, label: &'static str, journal: &str, sync: SyncLevel, nocheckpoint: bool) -> Step {
+    Step {
+        id: id.into(),
+        label: label.into(),
+        layout: EngineKind::Db,
+        update: true,
+        db: DbParams { journal_mode: Some(journal.into()), sync: Some(sync), nocheckpoint, ..DbParams::default() },
+        files: FileParams::default(),
+        kv: KvParams::default(),
+    }
+}
+
+fn file_write(id: &'static str, label: &'static str, write: FileWrite, fsync: bool) -> Step {
+    Step {
+        id: id.into(),
+        label: label.into(),
+        layout: EngineKind::Flat,
+        update: true,
+        db: DbParams::default(),
+        files: FileParams { write, fsync, ..FileParams::default() },
+        kv: KvParams::default(),
+    }
+}
+
+/// A key-value engine's read, fast write and durable write: ids
+/// `read/ENGINE`, `write/ENGINE-fast`, `write/ENGINE-durable`.
+fn engine_steps(kind: EngineKind) -> Vec<Step> {
+    let step = |id: String, label: String, update: bool, sync: KvSync| Step {
+        id,
+        label,
+        layout: kind,
+        update,
+        db: DbParams::default(),
+        files: FileParams::default(),
+        kv: KvParams { sync, multitrans: false },
+    };
+    let (name, title) = (kind.name(), kind.title());
+    vec![
+        step(format!("read/{name}"), format!("{title}, read"), false, KvSync::Durable),
+        step(format!("write/{name}-fast"), format!("{title}, commit without sync"), true, KvSync::Fast),
+        step(format!("write/{name}-durable"), format!("{title}, durable commit"), true, KvSync::Durable),
+    ]
+}
+
+/// The experiments, in the order they run. Ids are the schema's contract
+/// with `report` (docs/results-schema.md).
+pub(super) fn steps(engines: &[EngineKind]) -> Vec<Step> {
+    let mut steps = article_steps();
+    for &kind in engines {
+        steps.extend(engine_steps(kind));
+    }
+    steps
+}
+
+/// The article's experiments and their fair variants.
+fn article_steps() -> Vec<Step> {
+    vec![
+        db_read("read/db-sql", "SQLite, SQL", DbAccess::Sql, false),
+        db_read("read/db-blob", "SQLite, blob API", DbAccess::BlobApi, false),
+        db_read("read/db-blob-mmap", "SQLite, blob API + mmap", DbAccess::BlobApi, true),
+        file_read("read/flat-stdio", "Files (flat), fopen/fread", EngineKind::Flat, FileRead::Stdio),
+        file_read("read/flat-posix", "Files (flat), open/read", EngineKind::Flat, FileRead::Posix),
+        file_read("read/tree-stdio", "Files (tree), fopen/fread", EngineKind::Tree, FileRead::Stdio),
+        file_read("read/tree-posix", "Files (tree), open/read", EngineKind::Tree, FileRead::Posix),
+        db_write("write/db-wal-normal", "SQLite, WAL, synchronous NORMAL", "wal", SyncLevel::Normal, true),
+        db_write("write/db-wal-full", "SQLite, WAL, synchronous FULL", "wal", SyncLevel::Full, true),
+        db_write("write/db-off", "SQLite, journal OFF, synchronous OFF", "off", SyncLevel::Off, false),
+        file_write("write/flat-truncate", "Files, fopen(\"wb\")/fwrite", FileWrite::Truncate, false),
+        file_write("write/flat-inplace", "Files, overwrite in place", FileWrite::Inplace, false),
+        file_write("write/flat-replace", "Files, write temp + rename", FileWrite::Replace, false),
+        file_write("write/flat-truncate-fsync", "Files, fopen(\"wb\")/fwrite + fsync", FileWrite::Truncate, true),
+        file_write("write/flat-inplace-fsync", "Files, overwrite in place + fsync", FileWrite::Inplace, true),
+        file_write("write/flat-replace-fsync", "Files, temp + fsync + rename", FileWrite::Replace, true),
+    ]
+}
+
+/// Where each engine's copy of the dataset lives in the work directory.
+pub(super) fn dataset_path(work: &Path, kind: EngineKind) -> PathBuf {
+    match kind {
+        EngineKind::Db => work.join("test1.db"),
+        EngineKind::Flat => work.join("test1.dir"),
+        EngineKind::Tree => work.join("test1.tree"),
+        other => work.join(format!("test1.{}", other.name())),
+    }
+}
