@@ -14,7 +14,6 @@ mod interval;
 mod rounds;
 mod study;
 mod verdict;
-mod verdict_more;
 
 use std::path::{Path, PathBuf};
 
@@ -23,14 +22,15 @@ use study::{aging, concurrency, crashtest, engines, matrix, suite};
 
 pub use doc::{Block, Chart, Figure, Section, Table, NOT_MEASURED};
 pub use fmt::fmt_size;
-pub use study::{Redraw, StudyReport};
+use study::StudyReport;
 pub use suite::SUITE_IDS;
+use verdict::Question;
 
 use crate::results::ResultFile;
 use crate::{Error, Result};
 
 /// Every study's report, in page order.
-pub const STUDIES: &[StudyReport] =
+const STUDIES: &[StudyReport] =
     &[suite::REPORT, engines::REPORT, matrix::REPORT, concurrency::REPORT, crashtest::REPORT, aging::REPORT];
 
 /// What [`render`] wrote.
@@ -66,15 +66,26 @@ pub fn document(files: &[ResultFile]) -> Vec<Section> {
 
 /// [`document`], with what changed since `baseline` right after the verdict.
 pub fn document_against(files: &[ResultFile], baseline: Option<&ResultFile>) -> Vec<Section> {
-    let mut sections = verdict::section(files);
+    let questions = questions();
+    let mut sections = verdict::section(files, &questions);
     if let Some(b) = baseline {
-        sections.extend(baseline::section(b, files));
+        sections.extend(baseline::section(b, files, &questions));
     }
     sections.extend(details::overview(files));
     sections.extend(STUDIES.iter().flat_map(|s| (s.sections)(files)));
     sections.extend(details::latency(files));
     sections.extend(details::environment(files));
     sections
+}
+
+/// The studies whose questions the verdict asks, in the order it lists
+/// their rows: the article's first, then threads, engines, aging, power cuts.
+const VERDICT_ORDER: &[&StudyReport] =
+    &[&suite::REPORT, &concurrency::REPORT, &engines::REPORT, &aging::REPORT, &crashtest::REPORT];
+
+/// Every question of the verdict, in its order.
+fn questions() -> Vec<Question> {
+    VERDICT_ORDER.iter().flat_map(|s| s.questions.iter().copied()).collect()
 }
 
 /// What a study's command prints after a run: the terminal tables of every

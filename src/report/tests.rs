@@ -324,16 +324,16 @@ fn a_shared_label_is_named_and_told_apart() {
 }
 
 #[test]
-fn every_study_is_listed_once_and_says_nothing_of_files_without_it() {
-    let mut names: Vec<&str> = STUDIES.iter().map(|s| s.name).collect();
-    names.sort_unstable();
-    names.dedup();
-    assert_eq!(names.len(), STUDIES.len(), "one entry per study");
+fn every_study_says_nothing_of_files_without_it_and_every_question_is_asked_once() {
     let other = ResultFile::new("run", full_suite("lab").environment);
-    for study in STUDIES {
-        assert!((study.sections)(std::slice::from_ref(&other)).is_empty(), "{}: no sections", study.name);
-        assert_eq!(study.terminal.map(|t| t(&other, false)), study.terminal.map(|_| String::new()), "{}", study.name);
-        assert!(!study.redraws.as_ref().is_some_and(|r| (r.in_file)(&other)), "{}", study.name);
+    for (i, study) in STUDIES.iter().enumerate() {
+        assert!((study.sections)(std::slice::from_ref(&other)).is_empty(), "study {i}: no sections");
+        assert_eq!(study.terminal.map(|t| t(&other, false)), study.terminal.map(|_| String::new()), "study {i}");
+        assert!(!study.redraws.as_ref().is_some_and(|r| (r.in_file)(&other)), "study {i}");
+        assert!(study.questions.iter().all(|q| q(std::slice::from_ref(&other), 0).is_none()), "study {i}");
     }
     assert_eq!(terminal(&other, false), "");
+    let asked: usize = STUDIES.iter().map(|s| s.questions.len()).sum();
+    assert_eq!(questions().len(), asked, "VERDICT_ORDER lists every study that has questions, once");
+    assert_eq!(VERDICT_ORDER.len(), STUDIES.iter().filter(|s| !s.questions.is_empty()).count());
 }

@@ -2,6 +2,8 @@
 //! usage and fragmentation against storage age, one line per layout; the
 //! crossover size by age for a wide size setting; every figure in a table.
 
+pub mod question;
+
 use crate::report::format::doc::{Block, Chart, Figure, Section, Table, NOT_MEASURED};
 use crate::report::format::fmt::{machine_labels, micros};
 use crate::report::format::svg::{LineChart, Series};
@@ -11,7 +13,8 @@ use crate::studies::aging::{AgePoint, AgingSection, AgingSetting};
 
 /// The aging study's part of the report (its command prints its own
 /// progress, no table).
-pub const REPORT: StudyReport = StudyReport { name: "aging", sections, terminal: None, redraws: None };
+pub const REPORT: StudyReport =
+    StudyReport { sections, questions: &[question::after_aging], terminal: None, redraws: None };
 
 /// The chart of warm reads against storage age (see [`chart_id`]).
 pub const READ_WARM_CHART: &str = "read-warm";

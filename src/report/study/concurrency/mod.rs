@@ -3,6 +3,7 @@
 //! its inserts), the blob readers, and the study's conclusions as judged
 //! on each machine.
 
+pub mod question;
 mod terminal;
 
 use crate::report::format::doc::{Block, Chart, Figure, Section, Table};
@@ -14,7 +15,7 @@ use crate::studies::concurrency::{Conclusion, ConcurrencySection, Point, Verdict
 
 /// The concurrency study's part of the report.
 pub const REPORT: StudyReport =
-    StudyReport { name: "concurrency", sections, terminal: Some(terminal::terminal), redraws: None };
+    StudyReport { sections, questions: &[question::under_threads], terminal: Some(terminal::terminal), redraws: None };
 
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let labels = machine_labels(files);

@@ -3,6 +3,7 @@
 //! process kill cannot show.
 
 mod powercut;
+pub mod question;
 mod terminal;
 
 pub use powercut::lost_chart_id;
@@ -14,8 +15,12 @@ use crate::results::ResultFile;
 use crate::studies::crashtest::{self, CrashSection};
 
 /// The crash test's part of the report: process kills and power cuts.
-pub const REPORT: StudyReport =
-    StudyReport { name: "crashtest", sections, terminal: Some(terminal::terminal), redraws: None };
+pub const REPORT: StudyReport = StudyReport {
+    sections,
+    questions: &[question::after_power_cut],
+    terminal: Some(terminal::terminal),
+    redraws: None,
+};
 
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let labels = machine_labels(files);

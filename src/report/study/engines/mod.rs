@@ -2,6 +2,8 @@
 //! sync and durable writes, in µs per op, drawn only when the suite ran
 //! with `--engines`.
 
+pub mod questions;
+
 use crate::records::EngineKind;
 use crate::report::format::doc::{Block, Chart, Figure, Section};
 use crate::report::format::svg::BarChart;
@@ -53,7 +55,12 @@ const SPECS: [Spec; 3] = [
 
 /// The engines section, when any file holds an engine's suite experiment.
 /// The key-value engines' part of the report (from `suite --engines`).
-pub const REPORT: StudyReport = StudyReport { name: "engines", sections, terminal: None, redraws: None };
+pub const REPORT: StudyReport = StudyReport {
+    sections,
+    questions: &[questions::engine_reads, questions::engine_durable_writes],
+    terminal: None,
+    redraws: None,
+};
 
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let machines = suite_files(files);

@@ -17,8 +17,8 @@ use text::{describe, noise_warning};
 
 /// The matrix's part of the report.
 pub const REPORT: StudyReport = StudyReport {
-    name: "matrix",
     sections,
+    questions: &[],
     terminal: Some(text::terminal),
     redraws: Some(Redraw { title: "SQLite's \"Internal Versus External BLOBs\"", in_file: |f| f.matrix.is_some() }),
 };

@@ -5,6 +5,7 @@
 //! variants (open/read instead of stdio, other write methods, durable
 //! writes), then disk usage. Every sentence is computed from the data.
 
+pub mod questions;
 mod tails;
 
 use crate::measure::Experiment;
@@ -251,8 +252,8 @@ fn runs_note(spec: &Spec, machines: &[(String, &ResultFile)]) -> String {
 /// The suite's part of the report: the article's charts, the fair
 /// variants and disk usage (the suite prints the report's summary).
 pub const REPORT: StudyReport = StudyReport {
-    name: "suite",
     sections,
+    questions: questions::QUESTIONS,
     terminal: None,
     redraws: Some(Redraw { title: "SQLite's \"35% Faster Than The Filesystem\"", in_file: |f| f.command == "suite" }),
 };
