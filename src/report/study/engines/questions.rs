@@ -9,6 +9,7 @@ use crate::report::format::fmt::blob_size;
 use crate::report::interval::time_ratio;
 use crate::report::verdict::Answer;
 use crate::results::ResultFile;
+use crate::studies::suite::ids;
 
 /// The fastest of `ids` present in `file`, by median per-op time.
 fn fastest<'a>(file: &'a ResultFile, ids: &[String]) -> Option<&'a Experiment> {
@@ -54,8 +55,8 @@ pub fn engine_reads(files: &[ResultFile], index: usize) -> Option<Answer> {
     engines_vs_sqlite(
         file,
         format!("{size} reads, key-value engines vs SQLite"),
-        |k| format!("read/{}", k.name()),
-        &["read/db-sql", "read/db-blob", "read/db-blob-mmap"],
+        ids::engine_read,
+        &[ids::READ_DB_SQL, ids::READ_DB_BLOB, ids::READ_DB_BLOB_MMAP],
         (READ_CHART, "Key-value engines: reads"),
     )
 }
@@ -65,8 +66,8 @@ pub fn engine_durable_writes(files: &[ResultFile], index: usize) -> Option<Answe
     engines_vs_sqlite(
         &files[index],
         "durable writes, key-value engines vs SQLite".into(),
-        |k| format!("write/{}-durable", k.name()),
-        &["write/db-wal-full"],
+        ids::engine_durable_write,
+        &[ids::WRITE_DB_WAL_FULL],
         (DURABLE_WRITE_CHART, "Key-value engines: durable writes"),
     )
 }

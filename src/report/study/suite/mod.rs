@@ -16,6 +16,7 @@ use crate::report::format::svg::BarChart;
 use crate::report::interval::{time_ratio, Method as Interval, Ratio, BOOTSTRAP_MIN_RUNS};
 use crate::report::study::{Redraw, StudyReport};
 use crate::results::ResultFile;
+use crate::studies::suite::ids;
 
 /// One measured configuration as the charts name it.
 #[derive(Debug, Clone, Copy)]
@@ -31,45 +32,29 @@ const fn m(id: &'static str, name: &'static str, phrase: &'static str) -> Method
     Method { id, name, phrase }
 }
 
-const DB_SQL: Method = m("read/db-sql", "SQLite, SQL", "SQLite by SQL");
-const DB_BLOB: Method = m("read/db-blob", "SQLite, blob API", "SQLite by the blob API");
-const DB_MMAP: Method = m("read/db-blob-mmap", "SQLite, blob API + mmap", "SQLite by the blob API with mmap");
-const FLAT_STDIO: Method = m("read/flat-stdio", "files, one directory (fopen/fread)", "fopen/fread from one directory");
-const TREE_STDIO: Method = m("read/tree-stdio", "files, tree (fopen/fread)", "fopen/fread from a tree");
-const FLAT_POSIX: Method = m("read/flat-posix", "files, one directory (open/read)", "open/read from one directory");
-const TREE_POSIX: Method = m("read/tree-posix", "files, tree (open/read)", "open/read from a tree");
-const WAL_NORMAL: Method = m("write/db-wal-normal", "SQLite, WAL + synchronous NORMAL", "SQLite in WAL mode");
+const DB_SQL: Method = m(ids::READ_DB_SQL, "SQLite, SQL", "SQLite by SQL");
+const DB_BLOB: Method = m(ids::READ_DB_BLOB, "SQLite, blob API", "SQLite by the blob API");
+const DB_MMAP: Method = m(ids::READ_DB_BLOB_MMAP, "SQLite, blob API + mmap", "SQLite by the blob API with mmap");
+const FLAT_STDIO: Method =
+    m(ids::READ_FLAT_STDIO, "files, one directory (fopen/fread)", "fopen/fread from one directory");
+const TREE_STDIO: Method = m(ids::READ_TREE_STDIO, "files, tree (fopen/fread)", "fopen/fread from a tree");
+const FLAT_POSIX: Method = m(ids::READ_FLAT_POSIX, "files, one directory (open/read)", "open/read from one directory");
+const TREE_POSIX: Method = m(ids::READ_TREE_POSIX, "files, tree (open/read)", "open/read from a tree");
+const WAL_NORMAL: Method = m(ids::WRITE_DB_WAL_NORMAL, "SQLite, WAL + synchronous NORMAL", "SQLite in WAL mode");
 const WAL_FULL: Method =
-    m("write/db-wal-full", "SQLite, WAL + synchronous FULL", "SQLite in WAL mode, synchronous FULL");
-const DB_OFF: Method = m("write/db-off", "SQLite, journal OFF + synchronous OFF", "SQLite without journal or sync");
-const TRUNCATE: Method = m("write/flat-truncate", "files, fopen(\"wb\") + fwrite", "fopen/fwrite");
-const INPLACE: Method = m("write/flat-inplace", "files, overwrite in place", "overwriting files in place");
-const REPLACE: Method = m("write/flat-replace", "files, temp file + rename", "writing a temp file and renaming it");
+    m(ids::WRITE_DB_WAL_FULL, "SQLite, WAL + synchronous FULL", "SQLite in WAL mode, synchronous FULL");
+const DB_OFF: Method = m(ids::WRITE_DB_OFF, "SQLite, journal OFF + synchronous OFF", "SQLite without journal or sync");
+const TRUNCATE: Method = m(ids::WRITE_FLAT_TRUNCATE, "files, fopen(\"wb\") + fwrite", "fopen/fwrite");
+const INPLACE: Method = m(ids::WRITE_FLAT_INPLACE, "files, overwrite in place", "overwriting files in place");
+const REPLACE: Method = m(ids::WRITE_FLAT_REPLACE, "files, temp file + rename", "writing a temp file and renaming it");
 const TRUNCATE_SYNC: Method =
-    m("write/flat-truncate-fsync", "files, fopen(\"wb\") + fwrite + fsync", "fopen/fwrite + fsync");
-const INPLACE_SYNC: Method = m("write/flat-inplace-fsync", "files, in place + fsync", "in-place writes + fsync");
+    m(ids::WRITE_FLAT_TRUNCATE_FSYNC, "files, fopen(\"wb\") + fwrite + fsync", "fopen/fwrite + fsync");
+const INPLACE_SYNC: Method = m(ids::WRITE_FLAT_INPLACE_FSYNC, "files, in place + fsync", "in-place writes + fsync");
 const REPLACE_SYNC: Method =
-    m("write/flat-replace-fsync", "files, temp + fsync + rename", "temp file + fsync + rename");
+    m(ids::WRITE_FLAT_REPLACE_FSYNC, "files, temp + fsync + rename", "temp file + fsync + rename");
 
 /// Every experiment id the suite produces, in the order tables list them.
-pub const SUITE_IDS: [&str; 16] = [
-    DB_SQL.id,
-    DB_BLOB.id,
-    DB_MMAP.id,
-    FLAT_STDIO.id,
-    TREE_STDIO.id,
-    FLAT_POSIX.id,
-    TREE_POSIX.id,
-    WAL_NORMAL.id,
-    WAL_FULL.id,
-    DB_OFF.id,
-    TRUNCATE.id,
-    INPLACE.id,
-    REPLACE.id,
-    TRUNCATE_SYNC.id,
-    INPLACE_SYNC.id,
-    REPLACE_SYNC.id,
-];
+pub const SUITE_IDS: [&str; 16] = ids::ARTICLE;
 
 /// The chart of durable writes: WAL + FULL against files with fsync.
 pub const DURABLE_WRITE_CHART: &str = "durable-write";
