@@ -8,7 +8,7 @@ use anyhow::bail;
 use clap::Args;
 
 use blobbench::powercut::Model;
-use blobbench::report::crash_text;
+use blobbench::report;
 use blobbench::results::{self, ResultFile};
 use blobbench::studies::crashtest::{self, CrashOptions, Method, WriterSpec};
 use blobbench::util::units;
@@ -97,7 +97,7 @@ pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
     let progress = progress::for_terminal();
     let report = crashtest::crashtest(&opts, progress.as_ref())?;
     let results = save(&args, ResultFile::from_crashtest(&report, &opts.workdir))?;
-    print!("{}", crash_text::kill_table(&results));
+    print!("{}", report::terminal(&results, false));
     let broken: Vec<String> = report
         .section
         .broken_promises()
@@ -122,7 +122,7 @@ fn power_cuts(args: &CrashtestArgs, opts: &CrashOptions) -> anyhow::Result<()> {
         eprintln!("note: unmounted a power-cut layer left by a killed run: {}", m.display());
     }
     let results = save(args, ResultFile::from_power_cut(&report, &opts.workdir))?;
-    print!("{}", crash_text::power_cut_table(&results));
+    print!("{}", report::terminal(&results, false));
     let broken: Vec<String> = report
         .section
         .broken_promises()

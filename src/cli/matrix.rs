@@ -101,19 +101,18 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<()> {
     // On stdout: a failure must leave exactly one line, the error, on stderr.
     println!(
         "matrix: {cells} cells, {} of blobs each, built one at a time under {}",
-        report::matrix_text::fmt_size(opts.total_bytes as f64).to_uppercase() + "B",
+        report::fmt_size(opts.total_bytes as f64).to_uppercase() + "B",
         opts.workdir.display()
     );
 
     let bar = progress::for_terminal();
     let done = matrix::run(&opts, bar.as_ref())?;
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let table =
-        report::matrix_text::render_text(&done.section, colour) + &report::matrix_text::render_writes(&done.section);
     let measured = done.section.cells.len();
     let (interrupted, elapsed_ns) = (done.interrupted, done.elapsed_ns);
     let mut file = ResultFile::from_matrix(done, &opts.workdir);
     args.label.apply(&mut file);
+    let table = report::terminal(&file, colour);
     // The report (results.json, charts, index.html); the terminal gets the
     // study-shaped table below instead of the report's generic summary.
     let written =

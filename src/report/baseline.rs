@@ -5,10 +5,10 @@
 //! when that interval excludes 1.0, and experiments whose parameters differ
 //! are named, never compared.
 
-use super::doc::{Block, Section, Table};
-use super::fmt::{machine_labels, micros};
+use super::format::doc::{Block, Section, Table};
+use super::format::fmt::{machine_labels, micros};
 use super::interval::{ratio_of_medians, Method, Ratio};
-use super::verdict;
+use super::verdict::{self, Question};
 use crate::measure::Experiment;
 use crate::results::ResultFile;
 
@@ -116,7 +116,7 @@ pub fn mark(
     ratio_of_medians(&times(new), &times(old)).map(Change::of).ok_or_else(|| "not compared: no usable runs".to_string())
 }
 
-pub fn section(baseline: &ResultFile, files: &[ResultFile]) -> Vec<Section> {
+pub fn section(baseline: &ResultFile, files: &[ResultFile], questions: &[Question]) -> Vec<Section> {
     let labels = machine_labels(files);
     let base_label = baseline.display_label();
     let mut blocks = vec![Block::Paragraph(format!(
@@ -124,7 +124,7 @@ pub fn section(baseline: &ResultFile, files: &[ResultFile]) -> Vec<Section> {
          runs); it is marked improved or regressed only when the interval of that ratio leaves out 1.0.",
         if base_label.is_empty() { "unknown host" } else { base_label },
         baseline.command,
-        super::fmt::date_time(baseline.created_unix)
+        super::format::fmt::date_time(baseline.created_unix)
     ))];
     if let Some(f) = files.iter().find(|f| f.schema_version != baseline.schema_version) {
         blocks.push(Block::Note(format!(
@@ -154,7 +154,7 @@ pub fn section(baseline: &ResultFile, files: &[ResultFile]) -> Vec<Section> {
         let headers = ["result", "experiment", "baseline per-op (µs)", "new per-op (µs)", "change"];
         blocks.push(Block::Table(Table { headers: headers.map(String::from).to_vec(), rows }));
     }
-    if let Some(t) = verdict_changes(baseline, files, &labels) {
+    if let Some(t) = verdict_changes(baseline, files, &labels, questions) {
         blocks.push(Block::Heading("The verdict then and now".into()));
         blocks.push(Block::Table(t));
     }
@@ -165,11 +165,16 @@ pub fn section(baseline: &ResultFile, files: &[ResultFile]) -> Vec<Section> {
 }
 
 /// Each verdict question both the baseline and a result answer.
-fn verdict_changes(baseline: &ResultFile, files: &[ResultFile], labels: &[String]) -> Option<Table> {
-    let before = verdict::answers(std::slice::from_ref(baseline));
+fn verdict_changes(
+    baseline: &ResultFile,
+    files: &[ResultFile],
+    labels: &[String],
+    questions: &[Question],
+) -> Option<Table> {
+    let before = verdict::answers(std::slice::from_ref(baseline), questions);
     let mut rows = Vec::new();
     for (i, label) in labels.iter().enumerate() {
-        for (_, now) in verdict::answers(&files[i..=i]) {
+        for (_, now) in verdict::answers(&files[i..=i], questions) {
             if let Some((_, then)) = before.iter().find(|(_, a)| a.question == now.question) {
                 rows.push(vec![now.question.clone(), label.clone(), then.outcome(), now.outcome()]);
             }

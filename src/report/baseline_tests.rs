@@ -52,7 +52,7 @@ fn the_section_names_another_schema_version_and_the_verdict_then_and_now() {
     let mut old = full_suite("host-a");
     old.schema_version = 1;
     let new = full_suite("host-a");
-    let s = &section(&old, &[new])[0];
+    let s = &section(&old, &[new], &crate::report::questions())[0];
     let text = format!("{:?}", s.blocks);
     assert!(text.contains("The baseline is schema version 1, the results version 3"), "{text}");
     assert!(text.contains("The verdict then and now"));

@@ -3,9 +3,9 @@
 //! experiment, and the full environment and parameters, so that any figure
 //! can be traced back to what was measured and how.
 
-use super::doc::{Block, Section, Table, NOT_MEASURED};
-use super::fmt::{bytes, date_time, machine_labels, micros, percent, thousands};
-use super::kvtest::{suite_files, SUITE_IDS};
+use super::format::doc::{Block, Section, Table, NOT_MEASURED};
+use super::format::fmt::{bytes, date_time, machine_labels, micros, percent, thousands};
+use super::study::suite::{suite_files, SUITE_IDS};
 use crate::measure::Experiment;
 use crate::results::ResultFile;
 
@@ -232,9 +232,9 @@ fn environment_table(files: &[ResultFile], labels: &[String]) -> Table {
         ("disk", disk),
         ("block size", |f| storage(f, |s| format!("{} bytes", s.block_size))),
         ("filesystem size", |f| storage(f, |s| format!("{} ({} free)", bytes(s.total_bytes), bytes(s.free_bytes)))),
-        ("dataset", |f| f.dataset.as_ref().map_or_else(|| "none".to_string(), super::sizes::dataset_line)),
+        ("dataset", |f| f.dataset.as_ref().map_or_else(|| "none".to_string(), super::format::sizes::dataset_line)),
         ("blob sizes stored", |f| {
-            f.dataset.as_ref().map_or_else(String::new, |d| super::sizes::histogram_line(&d.size_histogram))
+            f.dataset.as_ref().map_or_else(String::new, |d| super::format::sizes::histogram_line(&d.size_histogram))
         }),
         ("SQLite compile options", |f| f.environment.sqlite_compile_options.join(" ")),
     ];

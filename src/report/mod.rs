@@ -2,61 +2,36 @@
 //! Markdown, SVG charts and one self-contained offline HTML page, for one
 //! machine or several side by side.
 //!
-//! The report is a list of sections built by [`SECTIONS`], each a function
-//! of all the result files; a command that adds a new kind of result adds a
-//! section renderer there, and every output format picks it up.
+//! The report is the verdict, an overview, each study's sections and the
+//! details. Each study is one unit below `study/`, offered by a
+//! [`StudyReport`] listed in [`STUDIES`]; the renderers below `format/`
+//! turn the sections into every output format.
 
-mod aging;
 mod baseline;
-pub mod concurrency;
-mod crash;
-pub mod crash_text;
 mod details;
-mod doc;
-mod engines;
-mod fmt;
-mod html;
+mod format;
 mod interval;
-mod kvtest;
-mod markdown;
-mod matrix;
-pub mod matrix_text;
-mod output;
-mod png;
-mod powercut;
 mod rounds;
-mod sizes;
-pub mod svg;
-mod tails;
-mod text;
+mod study;
 mod verdict;
-mod verdict_more;
 
 use std::path::{Path, PathBuf};
 
+use format::{doc, fmt, html, markdown, output, png, text};
+use study::{aging, concurrency, crashtest, engines, matrix, suite};
+
 pub use doc::{Block, Chart, Figure, Section, Table, NOT_MEASURED};
-pub use kvtest::SUITE_IDS;
+pub use fmt::fmt_size;
+use study::StudyReport;
+pub use suite::SUITE_IDS;
+use verdict::Question;
 
 use crate::results::ResultFile;
 use crate::{Error, Result};
 
-/// Builds some sections of the report from every result file (none when
-/// the files hold nothing for it).
-pub type SectionRenderer = fn(&[ResultFile]) -> Vec<Section>;
-
-/// The report's sections, in page order.
-pub const SECTIONS: &[SectionRenderer] = &[
-    verdict::section,
-    details::overview,
-    kvtest::sections,
-    engines::sections,
-    matrix::sections,
-    concurrency::sections,
-    crash::sections,
-    aging::sections,
-    details::latency,
-    details::environment,
-];
+/// Every study's report, in page order.
+const STUDIES: &[StudyReport] =
+    &[suite::REPORT, engines::REPORT, matrix::REPORT, concurrency::REPORT, crashtest::REPORT, aging::REPORT];
 
 /// What [`render`] wrote.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,19 +58,40 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<ResultFile>> {
     paths.iter().map(|p| crate::results::read(p).map_err(|e| Error::invalid(e.to_string()))).collect()
 }
 
-/// The report as data: every section renderer applied to `files`.
+/// The report as data, in page order: the verdict, the overview, every
+/// study's sections, then latency and the environment.
 pub fn document(files: &[ResultFile]) -> Vec<Section> {
-    SECTIONS.iter().flat_map(|render| render(files)).collect()
+    document_against(files, None)
 }
 
 /// [`document`], with what changed since `baseline` right after the verdict.
 pub fn document_against(files: &[ResultFile], baseline: Option<&ResultFile>) -> Vec<Section> {
-    let mut sections = document(files);
+    let questions = questions();
+    let mut sections = verdict::section(files, &questions);
     if let Some(b) = baseline {
-        let at = sections.iter().position(|s| s.id == "verdict").map_or(0, |i| i + 1);
-        sections.splice(at..at, baseline::section(b, files));
+        sections.extend(baseline::section(b, files, &questions));
     }
+    sections.extend(details::overview(files));
+    sections.extend(STUDIES.iter().flat_map(|s| (s.sections)(files)));
+    sections.extend(details::latency(files));
+    sections.extend(details::environment(files));
     sections
+}
+
+/// The studies whose questions the verdict asks, in the order it lists
+/// their rows: the article's first, then threads, engines, aging, power cuts.
+const VERDICT_ORDER: &[&StudyReport] =
+    &[&suite::REPORT, &concurrency::REPORT, &engines::REPORT, &aging::REPORT, &crashtest::REPORT];
+
+/// Every question of the verdict, in its order.
+fn questions() -> Vec<Question> {
+    VERDICT_ORDER.iter().flat_map(|s| s.questions.iter().copied()).collect()
+}
+
+/// What a study's command prints after a run: the terminal tables of every
+/// study `file` holds (see [`StudyReport::terminal`]).
+pub fn terminal(file: &ResultFile, colour: bool) -> String {
+    STUDIES.iter().filter_map(|s| s.terminal).map(|table| table(file, colour)).collect()
 }
 
 fn title(files: &[ResultFile]) -> String {
@@ -108,14 +104,12 @@ fn title(files: &[ResultFile]) -> String {
 }
 
 fn footer(files: &[ResultFile]) -> String {
-    let mut studies = Vec::new();
-    let has = |command: &str| files.iter().any(|f| f.command == command);
-    if has("suite") {
-        studies.push("SQLite's \"35% Faster Than The Filesystem\"");
-    }
-    if files.iter().any(|f| f.matrix.is_some()) {
-        studies.push("SQLite's \"Internal Versus External BLOBs\"");
-    }
+    let studies: Vec<&str> = STUDIES
+        .iter()
+        .filter_map(|s| s.redraws.as_ref())
+        .filter(|r| files.iter().any(r.in_file))
+        .map(|r| r.title)
+        .collect();
     let redraws = if studies.is_empty() { String::new() } else { format!(" Charts redraw {}.", studies.join(" and ")) };
     format!(
         "Made by blobbench {} from {} result file{}.{redraws}",

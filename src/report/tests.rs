@@ -6,7 +6,7 @@ fn findings(sections: &[Section], figure: &str) -> Vec<String> {
     doc::figures(sections).find(|f| f.id == figure).unwrap_or_else(|| panic!("no figure {figure}")).findings.clone()
 }
 
-fn bars<'a>(sections: &'a [Section], figure: &str) -> &'a svg::BarChart {
+fn bars<'a>(sections: &'a [Section], figure: &str) -> &'a format::svg::BarChart {
     match &doc::figures(sections).find(|f| f.id == figure).unwrap().chart {
         Chart::Bars(b) => b,
         other => panic!("{figure} is not a bar chart: {other:?}"),
@@ -321,4 +321,19 @@ fn a_shared_label_is_named_and_told_apart() {
     assert!(overview.blocks.contains(&Block::Note(
         "Several result files carry the label \"box\"; they are told apart by filesystem, then date (use --label to name them).".into()
     )));
+}
+
+#[test]
+fn every_study_says_nothing_of_files_without_it_and_every_question_is_asked_once() {
+    let other = ResultFile::new("run", full_suite("lab").environment);
+    for (i, study) in STUDIES.iter().enumerate() {
+        assert!((study.sections)(std::slice::from_ref(&other)).is_empty(), "study {i}: no sections");
+        assert_eq!(study.terminal.map(|t| t(&other, false)), study.terminal.map(|_| String::new()), "study {i}");
+        assert!(!study.redraws.as_ref().is_some_and(|r| (r.in_file)(&other)), "study {i}");
+        assert!(study.questions.iter().all(|q| q(std::slice::from_ref(&other), 0).is_none()), "study {i}");
+    }
+    assert_eq!(terminal(&other, false), "");
+    let asked: usize = STUDIES.iter().map(|s| s.questions.len()).sum();
+    assert_eq!(questions().len(), asked, "VERDICT_ORDER lists every study that has questions, once");
+    assert_eq!(VERDICT_ORDER.len(), STUDIES.iter().filter(|s| !s.questions.is_empty()).count());
 }

@@ -4,18 +4,14 @@
 //!
 //! Each question is an independent function of the result files and the
 //! index of the one it looks at, returning a row or None when that file
-//! does not answer it. A new study adds one function to [`QUESTIONS`].
-//! The questions of the engines, aging and power cuts are in
-//! `verdict_more.rs`.
+//! does not answer it. The questions belong to their studies (each
+//! `StudyReport`'s `questions`); this module words their answers.
 
-use super::doc::{Block, Section, VerdictRow as Row};
-use super::fmt::{blob_size, machine_labels};
-use super::interval::{time_ratio, Ratio};
-use super::kvtest::{suite_files, Method, ARTICLE, FAIR};
+use super::format::doc::{Block, Section, VerdictRow as Row};
+use super::format::fmt::machine_labels;
+use super::interval::Ratio;
 use super::rounds::{describe_floor, describe_sets, noise_floor};
-use super::verdict_more::{after_aging, after_power_cut, engine_durable_writes, engine_reads};
 use crate::measure::paired::PairedRatio;
-use crate::measure::Experiment;
 use crate::results::ResultFile;
 
 /// One answered question for one result file.
@@ -66,27 +62,15 @@ impl Answer {
 /// A question asked of `files[index]`.
 pub type Question = fn(&[ResultFile], usize) -> Option<Answer>;
 
-/// The questions, in the order the verdict lists them.
-pub const QUESTIONS: &[Question] = &[
-    warm_reads,
-    fast_writes,
-    durable_writes,
-    disk_space,
-    cold_reads,
-    under_threads,
-    engine_reads,
-    engine_durable_writes,
-    after_aging,
-    after_power_cut,
-];
-
-/// The rows of every question for every file, in question order.
-pub fn answers(files: &[ResultFile]) -> Vec<(usize, Answer)> {
-    QUESTIONS.iter().flat_map(|q| (0..files.len()).filter_map(move |i| q(files, i).map(|a| (i, a)))).collect()
+/// The rows of `questions` for every file, in question order.
+pub fn answers(files: &[ResultFile], questions: &[Question]) -> Vec<(usize, Answer)> {
+    questions.iter().flat_map(|q| (0..files.len()).filter_map(move |i| q(files, i).map(|a| (i, a)))).collect()
 }
 
-pub fn section(files: &[ResultFile]) -> Vec<Section> {
-    let found = answers(files);
+/// The verdict section: the rows of `questions` (every study's, in the
+/// order the verdict lists them), the noise floor and rounds, the note.
+pub fn section(files: &[ResultFile], questions: &[Question]) -> Vec<Section> {
+    let found = answers(files, questions);
     if found.is_empty() {
         return Vec::new();
     }
@@ -136,153 +120,6 @@ pub fn section(files: &[ResultFile]) -> Vec<Section> {
     }
     blocks.push(note);
     vec![Section { id: "verdict".into(), title: "Verdict".into(), in_summary: true, blocks }]
-}
-
-fn median_time(e: &Experiment) -> Option<f64> {
-    Some(e.summary.per_op_us.median).filter(|v| v.is_finite() && *v > 0.0 && e.summary.runs > 0)
-}
-
-/// The fastest of `methods` measured in `file`, by median per-op time.
-fn fastest<'a>(file: &'a ResultFile, methods: &[Method]) -> Option<(Method, &'a Experiment)> {
-    methods
-        .iter()
-        .filter_map(|m| file.experiment(m.id).filter(|e| median_time(e).is_some()).map(|e| (*m, e)))
-        .min_by(|a, b| median_time(a.1).unwrap_or(f64::MAX).total_cmp(&median_time(b.1).unwrap_or(f64::MAX)))
-}
-
-/// SQLite's best against the files' best among the methods of `charts`;
-/// the chart linked is the one drawing the two winners side by side.
-fn duel(file: &ResultFile, question: String, charts: &[&super::kvtest::Spec]) -> Option<Answer> {
-    let dbs: Vec<Method> = charts.iter().map(|s| s.db).collect();
-    let fs: Vec<Method> = charts.iter().flat_map(|s| s.files.iter().copied()).collect();
-    let (db, db_e) = fastest(file, &dbs)?;
-    let (f, f_e) = fastest(file, &fs)?;
-    let spec = charts.iter().find(|s| s.db.id == db.id && s.files.iter().any(|m| m.id == f.id)).or(charts.first())?;
-    let files_over_db = time_ratio(file, &f_e.id, &db_e.id)?;
-    let (db_name, f_name) = (db.name.to_string(), f.name.to_string());
-    let (winner, loser, factor) = if files_over_db.value >= 1.0 {
-        (db_name, f_name, files_over_db)
-    } else {
-        (f_name, db_name, files_over_db.inverse())
-    };
-    Some(Answer {
-        question,
-        winner,
-        loser,
-        factor,
-        better: "faster",
-        chart_id: spec.id.to_string(),
-        chart_title: spec.title.to_string(),
-
-        statement: None,
-    })
-}
-
-fn is_suite(files: &[ResultFile], index: usize) -> bool {
-    suite_files(files).iter().any(|(_, f)| std::ptr::eq(*f, &files[index]))
-}
-
-fn reads(files: &[ResultFile], index: usize, cold: bool) -> Option<Answer> {
-    let file = &files[index];
-    if !is_suite(files, index) {
-        return None;
-    }
-    let was_cold = file.experiments.iter().any(|e| e.id.starts_with("read/") && e.params.plan.cold);
-    if was_cold != cold {
-        return None;
-    }
-    let size = file.dataset.as_ref().map_or_else(|| "blob".to_string(), |d| blob_size(d.size));
-    let question = if cold { format!("{size} reads, cold cache") } else { format!("{size} reads") };
-    let charts: Vec<&super::kvtest::Spec> = ARTICLE.iter().chain(FAIR.iter()).filter(|s| !s.write).collect();
-    duel(file, question, &charts)
-}
-
-/// Reads with the page cache warm (kvtest's default).
-pub fn warm_reads(files: &[ResultFile], index: usize) -> Option<Answer> {
-    reads(files, index, false)
-}
-
-/// Reads after the page cache was dropped before each run (`--cold`).
-pub fn cold_reads(files: &[ResultFile], index: usize) -> Option<Answer> {
-    reads(files, index, true)
-}
-
-/// Writes without waiting for the disk: SQLite's WAL/NORMAL or journal OFF
-/// against plain file writes.
-pub fn fast_writes(files: &[ResultFile], index: usize) -> Option<Answer> {
-    if !is_suite(files, index) {
-        return None;
-    }
-    let charts: Vec<&super::kvtest::Spec> = FAIR.iter().filter(|s| s.write && s.id != "durable-write").collect();
-    duel(&files[index], "fast writes (no fsync)".into(), &charts)
-}
-
-/// Writes that survive a power cut: WAL/FULL against files with fsync.
-pub fn durable_writes(files: &[ResultFile], index: usize) -> Option<Answer> {
-    if !is_suite(files, index) {
-        return None;
-    }
-    let charts: Vec<&super::kvtest::Spec> = FAIR.iter().filter(|s| s.id == "durable-write").collect();
-    duel(&files[index], "durable writes (fsync)".into(), &charts)
-}
-
-/// Allocated bytes of the database against the smaller file layout.
-pub fn disk_space(files: &[ResultFile], index: usize) -> Option<Answer> {
-    let file = &files[index];
-    let allocated = |layout: &str| {
-        file.disk_usage.iter().find(|d| d.layout == layout).map(|d| d.allocated_bytes).filter(|b| *b > 0)
-    };
-    let db = allocated("db")? as f64;
-    let (layout, fs) = ["flat", "tree"]
-        .into_iter()
-        .filter_map(|l| allocated(l).map(|b| (l, b as f64)))
-        .min_by(|a, b| a.1.total_cmp(&b.1))?;
-    let fs_name = if layout == "flat" { "files, one directory" } else { "files, tree" };
-    let (winner, loser, factor) =
-        if fs >= db { ("SQLite database", fs_name, fs / db) } else { (fs_name, "SQLite database", db / fs) };
-    Some(Answer {
-        question: "disk space".into(),
-        winner: winner.into(),
-        loser: loser.into(),
-        factor: Ratio::exact(factor),
-        better: "smaller",
-        chart_id: "disk-usage".into(),
-        chart_title: "Disk space relative to the database".into(),
-
-        statement: None,
-    })
-}
-
-/// The blob readers of `concurrency`: at the most threads measured, the
-/// faster database variant against files, by per-read wall time.
-pub fn under_threads(files: &[ResultFile], index: usize) -> Option<Answer> {
-    let readers = files[index].concurrency.as_ref()?.blob_readers.as_ref()?;
-    let threads = readers.points.iter().map(|p| p.threads).max()?;
-    let times = |store: &str| {
-        let p = readers.points.iter().find(|p| p.store == store && p.threads == threads)?;
-        let e = files[index].experiment(&p.experiment_id)?;
-        median_time(e).map(|m| (m, e.id.clone(), p.label.clone()))
-    };
-    let (_, db_id, db_label) = ["db", "db-mmap"].into_iter().filter_map(times).min_by(|a, b| a.0.total_cmp(&b.0))?;
-    let (_, f_id, f_label) = times("files")?;
-    let files_over_db = time_ratio(&files[index], &f_id, &db_id)?;
-    let (winner, loser, factor) = if files_over_db.value >= 1.0 {
-        (db_label, f_label, files_over_db)
-    } else {
-        (f_label, db_label, files_over_db.inverse())
-    };
-    let suffix = super::concurrency::figure_suffix(files, index);
-    Some(Answer {
-        question: format!("{} reads, {threads} threads", blob_size(readers.blob_size)),
-        winner,
-        loser,
-        factor,
-        better: "faster",
-        chart_id: format!("concurrency-blobs{suffix}"),
-        chart_title: "Blob readers".into(),
-
-        statement: None,
-    })
 }
 
 #[cfg(test)]

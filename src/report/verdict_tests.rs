@@ -1,5 +1,8 @@
 use super::*;
 use crate::report::fixtures::{exp_mut, experiment_runs, full_suite};
+use crate::report::study::concurrency::question::under_threads;
+use crate::report::study::crashtest::question::after_power_cut;
+use crate::report::study::suite::questions::{cold_reads, disk_space, durable_writes, fast_writes, warm_reads};
 
 fn answer(files: &[ResultFile], q: Question) -> Answer {
     q(files, 0).expect("answered")
@@ -35,7 +38,7 @@ fn the_full_suite_answers_four_questions_with_known_factors() {
 
     assert_eq!(cold_reads(&files, 0), None, "warm runs do not answer the cold question");
     assert_eq!(under_threads(&files, 0), None);
-    assert_eq!(answers(&files).len(), 4);
+    assert_eq!(answers(&files, &crate::report::questions()).len(), 4);
 }
 
 #[test]
@@ -79,13 +82,13 @@ fn cold_runs_answer_only_the_cold_question() {
 #[test]
 fn the_section_has_one_row_per_question_and_file_and_links_charts() {
     let files = [full_suite("host-a"), full_suite("host-b")];
-    let s = section(&files);
+    let s = section(&files, &crate::report::questions());
     let Block::Verdict(rows) = &s[0].blocks[0] else { panic!("verdict first") };
     assert_eq!(rows.len(), 8);
     assert_eq!((rows[0].result.as_str(), rows[1].result.as_str()), ("host-a", "host-b"));
     assert_eq!(rows[0].chart_title, "Reads by the blob API + mmap vs open/read");
     assert!(rows.iter().all(|r| !r.unclear));
-    assert!(section(&[ResultFile::new("run", Default::default())]).is_empty());
+    assert!(section(&[ResultFile::new("run", Default::default())], &crate::report::questions()).is_empty());
 }
 
 #[test]
@@ -94,7 +97,7 @@ fn a_file_without_suite_results_answers_nothing() {
     f.command = "matrix".into();
     f.experiments.clear();
     f.disk_usage.clear();
-    assert!(answers(&[f]).is_empty());
+    assert!(answers(&[f], &crate::report::questions()).is_empty());
 }
 
 #[test]
@@ -114,7 +117,7 @@ fn power_cut_row_counts_what_was_kept_and_lost() {
         methods: vec![method("db-wal-full", 0), method("db-delete", 3)],
         ..Default::default()
     });
-    let a = super::super::verdict_more::after_power_cut(&[f], 0).expect("a row");
+    let a = after_power_cut(&[f], 0).expect("a row");
     assert_eq!(a.question, "after a power cut (strict model)");
     let (text, basis) = a.statement.unwrap();
     assert!(text.contains("kept every acknowledged write: db-wal-full"), "{text}");
@@ -184,7 +187,7 @@ fn rounds_give_paired_factors_and_old_files_stay_unpaired() {
     let old = answer(&[full_suite("host-a")], warm_reads);
     assert!(old.factor.describe().contains("unpaired"), "{}", old.factor.describe());
     // The verdict shows the noise floor and the busy round.
-    let s = section(std::slice::from_ref(&f));
+    let s = section(std::slice::from_ref(&f), &crate::report::questions());
     let text = format!("{:?}", s[0].blocks);
     assert!(text.contains("noise floor (A/A"), "{text}");
     assert!(text.contains("1 of 8 rounds ran on a busy machine (other processes up to 90%"), "{text}");
@@ -203,7 +206,7 @@ fn a_factor_inside_the_noise_floor_is_within_noise() {
     let floor = crate::report::rounds::noise_floor(&f).expect("a floor");
     assert_eq!(reads.outcome_over(Some(&floor)), "within noise (1.02x is inside the A/A noise floor)");
     assert_eq!(reads.outcome(), "SQLite, blob API + mmap: 1.02x faster", "without a floor, the winner");
-    let s = section(std::slice::from_ref(&f));
+    let s = section(std::slice::from_ref(&f), &crate::report::questions());
     let Block::Verdict(rows) = &s[0].blocks[0] else { panic!("verdict first") };
     assert!(rows[0].unclear && rows[0].outcome.starts_with("within noise"), "{:?}", rows[0]);
 }
@@ -217,6 +220,6 @@ fn inconsistent_rounds_render_unpaired_never_a_wrong_ratio() {
     let reads = answer(std::slice::from_ref(&f), warm_reads);
     assert_ne!(reads.factor.method, crate::report::interval::Method::Paired);
     assert!(reads.factor.describe().contains("unpaired"), "{}", reads.factor.describe());
-    let text = format!("{:?}", section(std::slice::from_ref(&f))[0].blocks);
+    let text = format!("{:?}", section(std::slice::from_ref(&f), &crate::report::questions())[0].blocks);
     assert!(text.contains("rounds inconsistent"), "{text}");
 }

@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use super::ids;
 use super::options::{SuiteObserver, SuiteOptions};
 use super::steps::{dataset_path, steps, Step};
 use crate::drivers::run::{RunArm, RunOptions};
@@ -21,7 +22,7 @@ use crate::{Error, Result};
 /// Its paired interval against `read/db-blob` is the noise floor.
 pub const CONTROL_ID: &str = "control/db-blob";
 /// The arm the control repeats.
-pub const CONTROL_OF: &str = "read/db-blob";
+pub const CONTROL_OF: &str = ids::READ_DB_BLOB;
 
 /// Share of the budget the reads may take (one third); the writes get the
 /// rest (their fsyncs make a write round many times longer than a read round).
@@ -68,21 +69,20 @@ pub(super) fn measure_rounds(
 /// The pairs whose intervals the rounds wait for: the verdict's questions.
 fn comparisons(ids: &[String]) -> Vec<Comparison> {
     let pick = |f: &dyn Fn(&str) -> bool| -> Vec<usize> { (0..ids.len()).filter(|&i| f(&ids[i])).collect() };
-    let db_reads = |id: &str| matches!(id, "read/db-sql" | "read/db-blob" | "read/db-blob-mmap");
+    let db_reads = |id: &str| [ids::READ_DB_SQL, ids::READ_DB_BLOB, ids::READ_DB_BLOB_MMAP].contains(&id);
     let file_reads = |id: &str| id.starts_with("read/flat-") || id.starts_with("read/tree-");
-    let kv = |id: &str, prefix: &str, suffix: &str| {
-        EngineKind::KEY_VALUE.iter().any(|k| id == format!("{prefix}{}{suffix}", k.name()))
-    };
+    let kv =
+        |id: &str, engine_id: fn(EngineKind) -> String| EngineKind::KEY_VALUE.into_iter().any(|k| id == engine_id(k));
     let pairs = [
         (pick(&db_reads), pick(&file_reads)),
-        (pick(&|id| kv(id, "read/", "")), pick(&db_reads)),
+        (pick(&|id| kv(id, ids::engine_read)), pick(&db_reads)),
         (pick(&|id| id == CONTROL_OF), pick(&|id| id == CONTROL_ID)),
         (
-            pick(&|id| matches!(id, "write/db-wal-normal" | "write/db-off")),
-            pick(&|id| matches!(id, "write/flat-truncate" | "write/flat-inplace" | "write/flat-replace")),
+            pick(&|id| [ids::WRITE_DB_WAL_NORMAL, ids::WRITE_DB_OFF].contains(&id)),
+            pick(&|id| [ids::WRITE_FLAT_TRUNCATE, ids::WRITE_FLAT_INPLACE, ids::WRITE_FLAT_REPLACE].contains(&id)),
         ),
-        (pick(&|id| id == "write/db-wal-full"), pick(&|id| id.starts_with("write/flat-") && id.ends_with("-fsync"))),
-        (pick(&|id| kv(id, "write/", "-durable")), pick(&|id| id == "write/db-wal-full")),
+        (pick(&|id| id == ids::WRITE_DB_WAL_FULL), pick(&|id| id.starts_with("write/flat-") && id.ends_with("-fsync"))),
+        (pick(&|id| kv(id, ids::engine_durable_write)), pick(&|id| id == ids::WRITE_DB_WAL_FULL)),
     ];
     pairs.into_iter().filter(|(a, b)| !a.is_empty() && !b.is_empty()).map(|(a, b)| Comparison { a, b }).collect()
 }

@@ -5,6 +5,7 @@
 //! `--engines` the key-value engines join the read, write and disk charts.
 
 mod arms;
+pub mod ids;
 mod options;
 mod steps;
 

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::ids;
 use crate::records::{DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel};
 
 /// One measured configuration of the suite.
@@ -79,11 +80,11 @@ fn engine_steps(kind: EngineKind) -> Vec<Step> {
         files: FileParams::default(),
         kv: KvParams { sync, multitrans: false },
     };
-    let (name, title) = (kind.name(), kind.title());
+    let title = kind.title();
     vec![
-        step(format!("read/{name}"), format!("{title}, read"), false, KvSync::Durable),
-        step(format!("write/{name}-fast"), format!("{title}, commit without sync"), true, KvSync::Fast),
-        step(format!("write/{name}-durable"), format!("{title}, durable commit"), true, KvSync::Durable),
+        step(ids::engine_read(kind), format!("{title}, read"), false, KvSync::Durable),
+        step(ids::engine_fast_write(kind), format!("{title}, commit without sync"), true, KvSync::Fast),
+        step(ids::engine_durable_write(kind), format!("{title}, durable commit"), true, KvSync::Durable),
     ]
 }
 
@@ -100,22 +101,22 @@ pub(super) fn steps(engines: &[EngineKind]) -> Vec<Step> {
 /// The article's experiments and their fair variants.
 fn article_steps() -> Vec<Step> {
     vec![
-        db_read("read/db-sql", "SQLite, SQL", DbAccess::Sql, false),
-        db_read("read/db-blob", "SQLite, blob API", DbAccess::BlobApi, false),
-        db_read("read/db-blob-mmap", "SQLite, blob API + mmap", DbAccess::BlobApi, true),
-        file_read("read/flat-stdio", "Files (flat), fopen/fread", EngineKind::Flat, FileRead::Stdio),
-        file_read("read/flat-posix", "Files (flat), open/read", EngineKind::Flat, FileRead::Posix),
-        file_read("read/tree-stdio", "Files (tree), fopen/fread", EngineKind::Tree, FileRead::Stdio),
-        file_read("read/tree-posix", "Files (tree), open/read", EngineKind::Tree, FileRead::Posix),
-        db_write("write/db-wal-normal", "SQLite, WAL, synchronous NORMAL", "wal", SyncLevel::Normal, true),
-        db_write("write/db-wal-full", "SQLite, WAL, synchronous FULL", "wal", SyncLevel::Full, true),
-        db_write("write/db-off", "SQLite, journal OFF, synchronous OFF", "off", SyncLevel::Off, false),
-        file_write("write/flat-truncate", "Files, fopen(\"wb\")/fwrite", FileWrite::Truncate, false),
-        file_write("write/flat-inplace", "Files, overwrite in place", FileWrite::Inplace, false),
-        file_write("write/flat-replace", "Files, write temp + rename", FileWrite::Replace, false),
-        file_write("write/flat-truncate-fsync", "Files, fopen(\"wb\")/fwrite + fsync", FileWrite::Truncate, true),
-        file_write("write/flat-inplace-fsync", "Files, overwrite in place + fsync", FileWrite::Inplace, true),
-        file_write("write/flat-replace-fsync", "Files, temp + fsync + rename", FileWrite::Replace, true),
+        db_read(ids::READ_DB_SQL, "SQLite, SQL", DbAccess::Sql, false),
+        db_read(ids::READ_DB_BLOB, "SQLite, blob API", DbAccess::BlobApi, false),
+        db_read(ids::READ_DB_BLOB_MMAP, "SQLite, blob API + mmap", DbAccess::BlobApi, true),
+        file_read(ids::READ_FLAT_STDIO, "Files (flat), fopen/fread", EngineKind::Flat, FileRead::Stdio),
+        file_read(ids::READ_FLAT_POSIX, "Files (flat), open/read", EngineKind::Flat, FileRead::Posix),
+        file_read(ids::READ_TREE_STDIO, "Files (tree), fopen/fread", EngineKind::Tree, FileRead::Stdio),
+        file_read(ids::READ_TREE_POSIX, "Files (tree), open/read", EngineKind::Tree, FileRead::Posix),
+        db_write(ids::WRITE_DB_WAL_NORMAL, "SQLite, WAL, synchronous NORMAL", "wal", SyncLevel::Normal, true),
+        db_write(ids::WRITE_DB_WAL_FULL, "SQLite, WAL, synchronous FULL", "wal", SyncLevel::Full, true),
+        db_write(ids::WRITE_DB_OFF, "SQLite, journal OFF, synchronous OFF", "off", SyncLevel::Off, false),
+        file_write(ids::WRITE_FLAT_TRUNCATE, "Files, fopen(\"wb\")/fwrite", FileWrite::Truncate, false),
+        file_write(ids::WRITE_FLAT_INPLACE, "Files, overwrite in place", FileWrite::Inplace, false),
+        file_write(ids::WRITE_FLAT_REPLACE, "Files, write temp + rename", FileWrite::Replace, false),
+        file_write(ids::WRITE_FLAT_TRUNCATE_FSYNC, "Files, fopen(\"wb\")/fwrite + fsync", FileWrite::Truncate, true),
+        file_write(ids::WRITE_FLAT_INPLACE_FSYNC, "Files, overwrite in place + fsync", FileWrite::Inplace, true),
+        file_write(ids::WRITE_FLAT_REPLACE_FSYNC, "Files, temp + fsync + rename", FileWrite::Replace, true),
     ]
 }
 

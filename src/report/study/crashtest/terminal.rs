@@ -13,8 +13,14 @@ fn fs_type(file: &ResultFile) -> &str {
     file.environment.storage.as_ref().map(|s| s.fs_type.as_str()).unwrap_or("unknown filesystem")
 }
 
+/// What `blobbench crashtest` prints: the kill test's or the power-cut
+/// test's tables, whichever `file` holds (empty when neither).
+pub fn terminal(file: &ResultFile, _colour: bool) -> String {
+    kill_table(file) + &power_cut_table(file)
+}
+
 /// The kill test's table (empty without a `crashtest` section).
-pub fn kill_table(file: &ResultFile) -> String {
+fn kill_table(file: &ResultFile) -> String {
     let Some(s) = &file.crashtest else { return String::new() };
     let fs = fs_type(file);
     let mut o = String::new();
@@ -64,7 +70,7 @@ pub fn kill_table(file: &ResultFile) -> String {
 }
 
 /// The power-cut test's tables (empty without a `power_cut` section).
-pub fn power_cut_table(file: &ResultFile) -> String {
+fn power_cut_table(file: &ResultFile) -> String {
     let Some(s) = &file.power_cut else { return String::new() };
     let fs = fs_type(file);
     let mut o = String::new();

@@ -1,3 +1,5 @@
+use super::canvas::*;
+use super::heatmap::diverging_colour;
 use super::*;
 
 fn parse(svg: &str) -> roxmltree::Document<'_> {

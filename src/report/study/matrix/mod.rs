@@ -4,13 +4,24 @@
 //! the study's published 2011 matrix for comparison. Every sentence is
 //! computed from the data.
 
-use super::doc::{Block, Chart, Figure, Section, Table};
-use super::fmt::{machine_labels, micros};
-use super::matrix_text::{describe, fmt_size, noise_warning};
-use super::svg::{Heatmap, LineChart, Series};
+mod text;
+
+use crate::report::format::doc::{Block, Chart, Figure, Section, Table};
+use crate::report::format::fmt::{fmt_size, machine_labels, micros};
+use crate::report::format::svg::{Heatmap, LineChart, Series};
+use crate::report::study::{Redraw, StudyReport};
 use crate::results::ResultFile;
 use crate::studies::matrix::{self as m, CrossoverKind, Figure as Fig, Grid, MatrixSection};
 use crate::util::units::short_size;
+use text::{describe, noise_warning};
+
+/// The matrix's part of the report.
+pub const REPORT: StudyReport = StudyReport {
+    sections,
+    questions: &[],
+    terminal: Some(text::terminal),
+    redraws: Some(Redraw { title: "SQLite's \"Internal Versus External BLOBs\"", in_file: |f| f.matrix.is_some() }),
+};
 
 /// The matrix sections: one per result file that holds a matrix, then the
 /// 2011 study once (nothing when no file holds a matrix).
@@ -293,7 +304,7 @@ fn study_section() -> Section {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::doc;
+    use crate::report::format::doc;
     use crate::studies::matrix::tests_support::fixed_section;
 
     fn file(host: &str) -> ResultFile {

@@ -5,13 +5,18 @@
 //! variants (open/read instead of stdio, other write methods, durable
 //! writes), then disk usage. Every sentence is computed from the data.
 
-use super::doc::{Block, Chart, Figure, Section, Table};
-use super::fmt::{blob_size, bytes, machine_labels, micros, speed_phrase, thousands};
-use super::interval::{time_ratio, Method as Interval, Ratio, BOOTSTRAP_MIN_RUNS};
-use super::svg::BarChart;
+pub mod questions;
+mod tails;
+
 use crate::measure::Experiment;
 use crate::records::DatasetSpec;
+use crate::report::format::doc::{Block, Chart, Figure, Section, Table};
+use crate::report::format::fmt::{blob_size, bytes, machine_labels, micros, speed_phrase, thousands};
+use crate::report::format::svg::BarChart;
+use crate::report::interval::{time_ratio, Method as Interval, Ratio, BOOTSTRAP_MIN_RUNS};
+use crate::report::study::{Redraw, StudyReport};
 use crate::results::ResultFile;
+use crate::studies::suite::ids;
 
 /// One measured configuration as the charts name it.
 #[derive(Debug, Clone, Copy)]
@@ -27,45 +32,34 @@ const fn m(id: &'static str, name: &'static str, phrase: &'static str) -> Method
     Method { id, name, phrase }
 }
 
-const DB_SQL: Method = m("read/db-sql", "SQLite, SQL", "SQLite by SQL");
-const DB_BLOB: Method = m("read/db-blob", "SQLite, blob API", "SQLite by the blob API");
-const DB_MMAP: Method = m("read/db-blob-mmap", "SQLite, blob API + mmap", "SQLite by the blob API with mmap");
-const FLAT_STDIO: Method = m("read/flat-stdio", "files, one directory (fopen/fread)", "fopen/fread from one directory");
-const TREE_STDIO: Method = m("read/tree-stdio", "files, tree (fopen/fread)", "fopen/fread from a tree");
-const FLAT_POSIX: Method = m("read/flat-posix", "files, one directory (open/read)", "open/read from one directory");
-const TREE_POSIX: Method = m("read/tree-posix", "files, tree (open/read)", "open/read from a tree");
-const WAL_NORMAL: Method = m("write/db-wal-normal", "SQLite, WAL + synchronous NORMAL", "SQLite in WAL mode");
+const DB_SQL: Method = m(ids::READ_DB_SQL, "SQLite, SQL", "SQLite by SQL");
+const DB_BLOB: Method = m(ids::READ_DB_BLOB, "SQLite, blob API", "SQLite by the blob API");
+const DB_MMAP: Method = m(ids::READ_DB_BLOB_MMAP, "SQLite, blob API + mmap", "SQLite by the blob API with mmap");
+const FLAT_STDIO: Method =
+    m(ids::READ_FLAT_STDIO, "files, one directory (fopen/fread)", "fopen/fread from one directory");
+const TREE_STDIO: Method = m(ids::READ_TREE_STDIO, "files, tree (fopen/fread)", "fopen/fread from a tree");
+const FLAT_POSIX: Method = m(ids::READ_FLAT_POSIX, "files, one directory (open/read)", "open/read from one directory");
+const TREE_POSIX: Method = m(ids::READ_TREE_POSIX, "files, tree (open/read)", "open/read from a tree");
+const WAL_NORMAL: Method = m(ids::WRITE_DB_WAL_NORMAL, "SQLite, WAL + synchronous NORMAL", "SQLite in WAL mode");
 const WAL_FULL: Method =
-    m("write/db-wal-full", "SQLite, WAL + synchronous FULL", "SQLite in WAL mode, synchronous FULL");
-const DB_OFF: Method = m("write/db-off", "SQLite, journal OFF + synchronous OFF", "SQLite without journal or sync");
-const TRUNCATE: Method = m("write/flat-truncate", "files, fopen(\"wb\") + fwrite", "fopen/fwrite");
-const INPLACE: Method = m("write/flat-inplace", "files, overwrite in place", "overwriting files in place");
-const REPLACE: Method = m("write/flat-replace", "files, temp file + rename", "writing a temp file and renaming it");
+    m(ids::WRITE_DB_WAL_FULL, "SQLite, WAL + synchronous FULL", "SQLite in WAL mode, synchronous FULL");
+const DB_OFF: Method = m(ids::WRITE_DB_OFF, "SQLite, journal OFF + synchronous OFF", "SQLite without journal or sync");
+const TRUNCATE: Method = m(ids::WRITE_FLAT_TRUNCATE, "files, fopen(\"wb\") + fwrite", "fopen/fwrite");
+const INPLACE: Method = m(ids::WRITE_FLAT_INPLACE, "files, overwrite in place", "overwriting files in place");
+const REPLACE: Method = m(ids::WRITE_FLAT_REPLACE, "files, temp file + rename", "writing a temp file and renaming it");
 const TRUNCATE_SYNC: Method =
-    m("write/flat-truncate-fsync", "files, fopen(\"wb\") + fwrite + fsync", "fopen/fwrite + fsync");
-const INPLACE_SYNC: Method = m("write/flat-inplace-fsync", "files, in place + fsync", "in-place writes + fsync");
+    m(ids::WRITE_FLAT_TRUNCATE_FSYNC, "files, fopen(\"wb\") + fwrite + fsync", "fopen/fwrite + fsync");
+const INPLACE_SYNC: Method = m(ids::WRITE_FLAT_INPLACE_FSYNC, "files, in place + fsync", "in-place writes + fsync");
 const REPLACE_SYNC: Method =
-    m("write/flat-replace-fsync", "files, temp + fsync + rename", "temp file + fsync + rename");
+    m(ids::WRITE_FLAT_REPLACE_FSYNC, "files, temp + fsync + rename", "temp file + fsync + rename");
 
 /// Every experiment id the suite produces, in the order tables list them.
-pub const SUITE_IDS: [&str; 16] = [
-    DB_SQL.id,
-    DB_BLOB.id,
-    DB_MMAP.id,
-    FLAT_STDIO.id,
-    TREE_STDIO.id,
-    FLAT_POSIX.id,
-    TREE_POSIX.id,
-    WAL_NORMAL.id,
-    WAL_FULL.id,
-    DB_OFF.id,
-    TRUNCATE.id,
-    INPLACE.id,
-    REPLACE.id,
-    TRUNCATE_SYNC.id,
-    INPLACE_SYNC.id,
-    REPLACE_SYNC.id,
-];
+pub const SUITE_IDS: [&str; 16] = ids::ARTICLE;
+
+/// The chart of durable writes: WAL + FULL against files with fsync.
+pub const DURABLE_WRITE_CHART: &str = "durable-write";
+/// The chart of disk space by layout.
+pub const DISK_CHART: &str = "disk-usage";
 
 /// One ratio chart: a database method against file methods.
 pub struct Spec {
@@ -169,7 +163,7 @@ pub const FAIR: [Spec; 6] = [
         files: WRITES,
     },
     Spec {
-        id: "durable-write",
+        id: DURABLE_WRITE_CHART,
         title: "Durable writes: WAL + synchronous FULL vs files with fsync",
         how: "WAL mode with synchronous FULL; every file written is fsync'd",
         write: true,
@@ -240,6 +234,15 @@ fn runs_note(spec: &Spec, machines: &[(String, &ResultFile)]) -> String {
 
 /// The article's charts, the fair variants and disk usage, drawn for the
 /// files that hold suite results (nothing when there are none).
+/// The suite's part of the report: the article's charts, the fair
+/// variants and disk usage (the suite prints the report's summary).
+pub const REPORT: StudyReport = StudyReport {
+    sections,
+    questions: questions::QUESTIONS,
+    terminal: None,
+    redraws: Some(Redraw { title: "SQLite's \"35% Faster Than The Filesystem\"", in_file: |f| f.command == "suite" }),
+};
+
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let mut machines = suite_files(files);
     if machines.is_empty() {
@@ -264,9 +267,9 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
             .to_string(),
     );
     let charts = |specs: &[Spec]| -> Vec<Block> {
-        let figures = specs.iter().flat_map(|s| {
-            std::iter::once(figure(s, &machines)).chain(super::tails::figure(s, &machines)).map(Block::Figure)
-        });
+        let figures = specs
+            .iter()
+            .flat_map(|s| std::iter::once(figure(s, &machines)).chain(tails::figure(s, &machines)).map(Block::Figure));
         std::iter::once(note.clone()).chain(figures).collect()
     };
     vec![
@@ -481,7 +484,7 @@ fn disk_section(machines: &[(String, &ResultFile)]) -> Section {
                         "-".to_string()
                     },
                 ],
-                None => vec![super::doc::NOT_MEASURED.to_string(); 5],
+                None => vec![crate::report::format::doc::NOT_MEASURED.to_string(); 5],
             };
             table.rows.push([label.clone(), name.to_string()].into_iter().chain(row).collect());
         }
@@ -496,7 +499,7 @@ fn disk_section(machines: &[(String, &ResultFile)]) -> Section {
                  individual files are padded to the filesystem block size, the database packs blobs into pages."
                     .to_string(),
             ),
-            Block::Figure(Figure { id: "disk-usage".into(), chart: Chart::Bars(chart), caption: Vec::new(), findings }),
+            Block::Figure(Figure { id: DISK_CHART.into(), chart: Chart::Bars(chart), caption: Vec::new(), findings }),
             Block::Table(table),
         ],
     }

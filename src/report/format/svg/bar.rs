@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::{
+use super::canvas::{
     colour, esc, finite, fmt_value, label_limit, legend_height, nice_axis, Canvas, LEFT, MIN_W, PLOT_H, RIGHT, TITLE_H,
 };
 

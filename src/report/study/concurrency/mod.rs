@@ -3,11 +3,19 @@
 //! its inserts), the blob readers, and the study's conclusions as judged
 //! on each machine.
 
-use super::doc::{Block, Chart, Figure, Section, Table};
-use super::fmt::{machine_labels, micros, percent, thousands};
-use super::svg::{LineChart, Series};
+pub mod question;
+mod terminal;
+
+use crate::report::format::doc::{Block, Chart, Figure, Section, Table};
+use crate::report::format::fmt::{machine_labels, micros, percent, thousands};
+use crate::report::format::svg::{LineChart, Series};
+use crate::report::study::StudyReport;
 use crate::results::ResultFile;
 use crate::studies::concurrency::{Conclusion, ConcurrencySection, Point, Verdict, Workload, ERRORS_DOMINATE_PCT};
+
+/// The concurrency study's part of the report.
+pub const REPORT: StudyReport =
+    StudyReport { sections, questions: &[question::under_threads], terminal: Some(terminal::terminal), redraws: None };
 
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let labels = machine_labels(files);
@@ -21,10 +29,19 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     with.into_iter().map(|(i, label, c)| section(c, label, &figure_suffix(files, i), several)).collect()
 }
 
+/// The id of `files[index]`'s chart of the blob readers.
+pub fn blobs_chart_id(files: &[ResultFile], index: usize) -> String {
+    blobs_id(&figure_suffix(files, index))
+}
+
+fn blobs_id(suffix: &str) -> String {
+    format!("concurrency-blobs{suffix}")
+}
+
 /// What the ids of `files[index]`'s concurrency figures end with: "-N"
 /// (the file's place among all files) when several files hold a
 /// concurrency section, nothing otherwise.
-pub fn figure_suffix(files: &[ResultFile], index: usize) -> String {
+fn figure_suffix(files: &[ResultFile], index: usize) -> String {
     if files.iter().filter(|f| f.concurrency.is_some()).count() > 1 {
         format!("-{}", index + 1)
     } else {
@@ -138,12 +155,7 @@ fn section(c: &ConcurrencySection, label: &str, suffix: &str, several: bool) -> 
                 )
             })
             .collect();
-        blocks.push(Block::Figure(Figure {
-            id: format!("concurrency-blobs{suffix}"),
-            chart: Chart::Lines(chart),
-            caption,
-            findings,
-        }));
+        blocks.push(Block::Figure(Figure { id: blobs_id(suffix), chart: Chart::Lines(chart), caption, findings }));
     }
     blocks.push(Block::Heading("Every point".into()));
     blocks.push(Block::Table(points_table(c)));
@@ -315,7 +327,7 @@ fn points_table(c: &ConcurrencySection) -> Table {
 }
 
 /// "holds (3 of 3)", or "not measured".
-pub fn verdict_text(c: &Conclusion) -> String {
+fn verdict_text(c: &Conclusion) -> String {
     let word = match c.verdict {
         Verdict::Holds => "holds",
         Verdict::Partly => "partly",
@@ -326,7 +338,7 @@ pub fn verdict_text(c: &Conclusion) -> String {
 }
 
 /// "3.02x (2.10x to 4.00x)", or "-" when nothing was compared.
-pub fn factor_text(c: &Conclusion) -> String {
+fn factor_text(c: &Conclusion) -> String {
     match (c.factor, c.factor_min, c.factor_max) {
         (Some(f), Some(lo), Some(hi)) if c.comparisons.len() > 1 => {
             format!("{} ({} to {})", times(f), times(lo), times(hi))

@@ -3,9 +3,9 @@
 //! the durability accounting), what a failed fsync left, and the layer's
 //! own cost.
 
-use super::doc::{Block, Chart, Figure, Table};
-use super::fmt::{machine_labels, thousands};
-use super::svg::BarChart;
+use crate::report::format::doc::{Block, Chart, Figure, Table};
+use crate::report::format::fmt::{machine_labels, thousands};
+use crate::report::format::svg::BarChart;
 use crate::results::ResultFile;
 use crate::studies::crashtest::{self, PowerCutSection};
 
@@ -129,6 +129,19 @@ fn fsync_table(c: &PowerCutSection) -> Table {
     Table { headers: headers.map(String::from).to_vec(), rows }
 }
 
+/// The id of `files[index]`'s chart of acknowledged writes lost.
+pub fn lost_chart_id(files: &[ResultFile], index: usize) -> String {
+    lost_id(&machine_labels(files)[index], files.iter().filter(|f| f.power_cut.is_some()).count() > 1)
+}
+
+fn lost_id(label: &str, several: bool) -> String {
+    if several {
+        format!("power-cut-lost-{label}")
+    } else {
+        "power-cut-lost".to_string()
+    }
+}
+
 /// Acknowledged writes lost, per method that acknowledges durability: the
 /// chart the verdict's power-cut row links to.
 fn lost_chart(label: &str, c: &PowerCutSection, several: bool) -> Figure {
@@ -146,7 +159,7 @@ fn lost_chart(label: &str, c: &PowerCutSection, several: bool) -> Figure {
     let clean: Vec<&str> =
         durable.iter().filter(|m| m.lost_after_ack + m.torn == 0).map(|m| m.method.as_str()).collect();
     Figure {
-        id: if several { format!("power-cut-lost-{label}") } else { "power-cut-lost".to_string() },
+        id: lost_id(label, several),
         chart: Chart::Bars(chart),
         caption: Vec::new(),
         findings: vec![format!(

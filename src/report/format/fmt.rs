@@ -147,6 +147,30 @@ pub fn percent(p: f64) -> String {
     }
 }
 
+/// A byte size with three significant digits and the study's suffixes:
+/// "23.4k", "150k", "1.2m", "512".
+pub fn fmt_size(bytes: f64) -> String {
+    let (v, suffix) = if bytes >= 1e6 {
+        (bytes / 1e6, "m")
+    } else if bytes >= 1e3 {
+        (bytes / 1e3, "k")
+    } else {
+        (bytes, "")
+    };
+    let digits = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    let mut text = format!("{v:.digits$}");
+    if text.contains('.') {
+        text = text.trim_end_matches('0').trim_end_matches('.').to_string();
+    }
+    text + suffix
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,5 +231,14 @@ mod tests {
         assert_eq!(micros(12.345), "12.35");
         assert_eq!(micros(f64::NAN), "-");
         assert_eq!(micros(108_000.4), "108,000");
+    }
+
+    #[test]
+    fn sizes_print_like_the_study() {
+        assert_eq!(fmt_size(23_456.0), "23.5k");
+        assert_eq!(fmt_size(20_000.0), "20k");
+        assert_eq!(fmt_size(150_400.0), "150k");
+        assert_eq!(fmt_size(1_234_567.0), "1.23m");
+        assert_eq!(fmt_size(512.0), "512");
     }
 }

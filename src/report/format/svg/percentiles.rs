@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::{colour, esc, Canvas, LEFT, MIN_W, PLOT_H, RIGHT, TITLE_H};
+use super::canvas::{colour, esc, Canvas, LEFT, MIN_W, PLOT_H, RIGHT, TITLE_H};
 
 /// The quantiles every curve is sampled at, then the maximum.
 pub const PERCENTILES: [f64; 9] = [0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999];
@@ -39,7 +39,7 @@ fn dash_attr(s: &PercentileSeries) -> String {
 fn legend(c: &mut Canvas, top: f64, width: f64, series: &[PercentileSeries], draw: bool) -> f64 {
     let (mut x, mut y) = (LEFT, top);
     for s in series {
-        let w = 40.0 + 7.0 * s.name.chars().count().min(super::label_limit("legend")) as f64;
+        let w = 40.0 + 7.0 * s.name.chars().count().min(super::canvas::label_limit("legend")) as f64;
         if x + w > width - RIGHT && x > LEFT {
             x = LEFT;
             y += 20.0;

@@ -5,6 +5,8 @@
 
 use std::fmt::Write as _;
 
+use crate::report::format::fmt::fmt_size;
+use crate::results::ResultFile;
 use crate::studies::matrix::{study_grid, CellWrites, Crossover, CrossoverKind, Figure, Grid, MatrixSection};
 use crate::util::units::short_size;
 
@@ -12,8 +14,14 @@ const GREEN: &str = "\x1b[32m";
 const RED: &str = "\x1b[31m";
 const RESET: &str = "\x1b[0m";
 
-/// Everything `blobbench matrix` prints about the measured cells.
-pub fn render_text(section: &MatrixSection, colour: bool) -> String {
+/// What `blobbench matrix` prints about the measured cells: the matrix,
+/// then the writes (empty without a matrix in `file`).
+pub fn terminal(file: &ResultFile, colour: bool) -> String {
+    file.matrix.as_ref().map_or_else(String::new, |s| render_text(s, colour) + &render_writes(s))
+}
+
+/// The read matrix, its crossovers and best page sizes, and the 2011 study's.
+fn render_text(section: &MatrixSection, colour: bool) -> String {
     let mut o = String::new();
     let p = &section.params;
     let _ = writeln!(
@@ -141,30 +149,6 @@ pub fn describe(c: &Crossover, sizes: &[u32]) -> String {
     s
 }
 
-/// A byte size with three significant digits and the study's suffixes:
-/// "23.4k", "150k", "1.2m", "512".
-pub fn fmt_size(bytes: f64) -> String {
-    let (v, suffix) = if bytes >= 1e6 {
-        (bytes / 1e6, "m")
-    } else if bytes >= 1e3 {
-        (bytes / 1e3, "k")
-    } else {
-        (bytes, "")
-    };
-    let digits = if v >= 100.0 {
-        0
-    } else if v >= 10.0 {
-        1
-    } else {
-        2
-    };
-    let mut text = format!("{v:.digits$}");
-    if text.contains('.') {
-        text = text.trim_end_matches('0').trim_end_matches('.').to_string();
-    }
-    text + suffix
-}
-
 fn plural(n: u32) -> &'static str {
     if n == 1 {
         ""
@@ -174,7 +158,7 @@ fn plural(n: u32) -> &'static str {
 }
 
 /// The write tables and crossovers beside the read crossover.
-pub fn render_writes(section: &MatrixSection) -> String {
+fn render_writes(section: &MatrixSection) -> String {
     let mut o = String::new();
     if section.cells.iter().all(|c| c.writes.is_none()) {
         return o;
@@ -267,14 +251,5 @@ mod tests {
         assert!(coloured.contains("\x1b[32m    2.000\x1b[0m"), "green where the database is faster");
         assert!(coloured.contains("\x1b[31m    0.500\x1b[0m"), "red where files are faster");
         assert!(coloured.contains("\x1b[0m    1.000\x1b[31m"), "1.0 exactly is neither");
-    }
-
-    #[test]
-    fn sizes_print_like_the_study() {
-        assert_eq!(fmt_size(23_456.0), "23.5k");
-        assert_eq!(fmt_size(20_000.0), "20k");
-        assert_eq!(fmt_size(150_400.0), "150k");
-        assert_eq!(fmt_size(1_234_567.0), "1.23m");
-        assert_eq!(fmt_size(512.0), "512");
     }
 }

@@ -2,55 +2,71 @@
 //! sync and durable writes, in µs per op, drawn only when the suite ran
 //! with `--engines`.
 
-use super::doc::{Block, Chart, Figure, Section};
-use super::kvtest::{per_op_us, suite_files};
-use super::svg::BarChart;
+pub mod questions;
+
 use crate::records::EngineKind;
+use crate::report::format::doc::{Block, Chart, Figure, Section};
+use crate::report::format::svg::BarChart;
+use crate::report::study::suite::{per_op_us, suite_files};
+use crate::report::study::StudyReport;
 use crate::results::ResultFile;
+use crate::studies::suite::ids;
 
 /// One chart: its id, title, and the SQLite and files experiments it sets
-/// the engines beside; `suffix` picks each engine's experiment.
+/// the engines beside, and each engine's experiment id.
 struct Spec {
     id: &'static str,
     title: &'static str,
     references: [(&'static str, &'static str); 2],
-    prefix: &'static str,
-    suffix: &'static str,
+    engine_id: fn(EngineKind) -> String,
 }
+
+/// The chart of reads, engines beside SQLite and files.
+pub const READ_CHART: &str = "engines-read";
+/// The chart of durable writes.
+pub const DURABLE_WRITE_CHART: &str = "engines-write-durable";
 
 const SPECS: [Spec; 3] = [
     Spec {
-        id: "engines-read",
+        id: READ_CHART,
         title: "Reads: key-value engines beside SQLite and files",
-        references: [("read/db-blob", "SQLite, blob API"), ("read/flat-posix", "files, open/read")],
-        prefix: "read/",
-        suffix: "",
+        references: [(ids::READ_DB_BLOB, "SQLite, blob API"), (ids::READ_FLAT_POSIX, "files, open/read")],
+        engine_id: ids::engine_read,
     },
     Spec {
         id: "engines-write-fast",
         title: "Writes without sync",
-        references: [("write/db-off", "SQLite, journal OFF + sync OFF"), ("write/flat-inplace", "files, in place")],
-        prefix: "write/",
-        suffix: "-fast",
+        references: [
+            (ids::WRITE_DB_OFF, "SQLite, journal OFF + sync OFF"),
+            (ids::WRITE_FLAT_INPLACE, "files, in place"),
+        ],
+        engine_id: ids::engine_fast_write,
     },
     Spec {
-        id: "engines-write-durable",
+        id: DURABLE_WRITE_CHART,
         title: "Durable writes",
         references: [
-            ("write/db-wal-full", "SQLite, WAL + sync FULL"),
-            ("write/flat-inplace-fsync", "files, in place + fsync"),
+            (ids::WRITE_DB_WAL_FULL, "SQLite, WAL + sync FULL"),
+            (ids::WRITE_FLAT_INPLACE_FSYNC, "files, in place + fsync"),
         ],
-        prefix: "write/",
-        suffix: "-durable",
+        engine_id: ids::engine_durable_write,
     },
 ];
 
 /// The engines section, when any file holds an engine's suite experiment.
+/// The key-value engines' part of the report (from `suite --engines`).
+pub const REPORT: StudyReport = StudyReport {
+    sections,
+    questions: &[questions::engine_reads, questions::engine_durable_writes],
+    terminal: None,
+    redraws: None,
+};
+
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let machines = suite_files(files);
     let present: Vec<EngineKind> = EngineKind::KEY_VALUE
         .into_iter()
-        .filter(|k| machines.iter().any(|(_, f)| f.experiment(&format!("read/{}", k.name())).is_some()))
+        .filter(|k| machines.iter().any(|(_, f)| f.experiment(&ids::engine_read(*k)).is_some()))
         .collect();
     if present.is_empty() {
         return Vec::new();
@@ -72,8 +88,7 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
 fn figure(spec: &Spec, present: &[EngineKind], machines: &[(String, &ResultFile)]) -> Figure {
     let mut series: Vec<(String, String)> =
         spec.references.iter().map(|(id, name)| (id.to_string(), name.to_string())).collect();
-    series
-        .extend(present.iter().map(|k| (format!("{}{}{}", spec.prefix, k.name(), spec.suffix), k.title().to_string())));
+    series.extend(present.iter().map(|k| ((spec.engine_id)(*k), k.title().to_string())));
     let values: Vec<Vec<Option<f64>>> = machines
         .iter()
         .map(|(_, f)| series.iter().map(|(id, _)| f.experiment(id).and_then(per_op_us)).collect())

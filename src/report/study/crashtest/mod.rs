@@ -2,16 +2,31 @@
 //! section, what killed writers left behind per write method, and what a
 //! process kill cannot show.
 
-use super::doc::{Block, Section, Table};
-use super::fmt::{machine_labels, thousands};
+mod powercut;
+pub mod question;
+mod terminal;
+
+pub use powercut::lost_chart_id;
+
+use crate::report::format::doc::{Block, Section, Table};
+use crate::report::format::fmt::{machine_labels, thousands};
+use crate::report::study::StudyReport;
 use crate::results::ResultFile;
 use crate::studies::crashtest::{self, CrashSection};
+
+/// The crash test's part of the report: process kills and power cuts.
+pub const REPORT: StudyReport = StudyReport {
+    sections,
+    questions: &[question::after_power_cut],
+    terminal: Some(terminal::terminal),
+    redraws: None,
+};
 
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let labels = machine_labels(files);
     let found: Vec<(&String, &CrashSection)> =
         labels.iter().zip(files).filter_map(|(l, f)| f.crashtest.as_ref().map(|c| (l, c))).collect();
-    let power_cuts = super::powercut::blocks(files);
+    let power_cuts = powercut::blocks(files);
     if found.is_empty() && power_cuts.is_empty() {
         return Vec::new();
     }

@@ -2,11 +2,41 @@
 //! usage and fragmentation against storage age, one line per layout; the
 //! crossover size by age for a wide size setting; every figure in a table.
 
-use super::doc::{Block, Chart, Figure, Section, Table, NOT_MEASURED};
-use super::fmt::{machine_labels, micros};
-use super::svg::{LineChart, Series};
+pub mod question;
+
+use crate::report::format::doc::{Block, Chart, Figure, Section, Table, NOT_MEASURED};
+use crate::report::format::fmt::{machine_labels, micros};
+use crate::report::format::svg::{LineChart, Series};
+use crate::report::study::StudyReport;
 use crate::results::ResultFile;
 use crate::studies::aging::{AgePoint, AgingSection, AgingSetting};
+
+/// The aging study's part of the report (its command prints its own
+/// progress, no table).
+pub const REPORT: StudyReport =
+    StudyReport { sections, questions: &[question::after_aging], terminal: None, redraws: None };
+
+/// The chart of warm reads against storage age (see [`chart_id`]).
+pub const READ_WARM_CHART: &str = "read-warm";
+
+/// The id of chart `chart` of `setting` in `files[index]`:
+/// "aging-article-read-warm", or "aging-article-2-read-warm" (the file's
+/// place among all files) when several files hold an aging section.
+pub fn chart_id(files: &[ResultFile], index: usize, setting: &AgingSetting, chart: &str) -> String {
+    format!("aging-{}-{chart}", setting_id(setting, &file_suffix(files, index)))
+}
+
+fn file_suffix(files: &[ResultFile], index: usize) -> String {
+    if files.iter().filter(|f| f.aging.is_some()).count() > 1 {
+        format!("-{}", index + 1)
+    } else {
+        String::new()
+    }
+}
+
+fn setting_id(s: &AgingSetting, suffix: &str) -> String {
+    format!("{}{suffix}", s.sizes.name.replace([':', '.'], "-"))
+}
 
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let labels = machine_labels(files);
@@ -15,7 +45,7 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let several = with.len() > 1;
     with.into_iter()
         .map(|(i, label, a)| {
-            let suffix = if several { format!("-{}", i + 1) } else { String::new() };
+            let suffix = file_suffix(files, i);
             let title = if several { format!("Storage aging on {label}") } else { "Storage aging".to_string() };
             Section { id: format!("aging{suffix}"), title, in_summary: true, blocks: blocks(a, &suffix) }
         })
@@ -43,7 +73,7 @@ fn blocks(a: &AgingSection, suffix: &str) -> Vec<Block> {
             .to_string(),
     ));
     for s in &a.settings {
-        blocks.extend(setting_blocks(s, &a.ages, &format!("{}{suffix}", s.sizes.name.replace([':', '.'], "-"))));
+        blocks.extend(setting_blocks(s, &a.ages, &setting_id(s, suffix)));
     }
     blocks
 }
@@ -58,7 +88,7 @@ fn setting_blocks(s: &AgingSetting, ages: &[u32], id: &str) -> Vec<Block> {
     ))];
     let x: Vec<f64> = ages.iter().map(|&a| f64::from(a)).collect();
     let charts: [ChartSpec; 5] = [
-        ("read-warm", "Warm reads by storage age", "us per blob", |p| p.read_warm.map(|r| r.per_op_us)),
+        (READ_WARM_CHART, "Warm reads by storage age", "us per blob", |p| p.read_warm.map(|r| r.per_op_us)),
         ("read-cold", "Cold reads by storage age", "us per blob", |p| p.read_cold.map(|r| r.per_op_us)),
         ("disk", "Disk allocated per byte of content", "allocated / content", |p| {
             (p.usage.content_bytes > 0).then(|| p.usage.allocated_bytes as f64 / p.usage.content_bytes as f64)

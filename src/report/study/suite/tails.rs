@@ -4,12 +4,12 @@
 //! without histograms (schema version 1) still gets its five stored
 //! percentiles, drawn dashed and said to be so.
 
-use super::doc::{Chart, Figure};
-use super::fmt::micros;
-use super::kvtest::{Method, Spec};
-use super::svg::{PercentileChart, PercentileSeries, PERCENTILES};
+use super::{Method, Spec};
 use crate::measure::Experiment;
 use crate::measure::{Latency, LatencySummary};
+use crate::report::format::doc::{Chart, Figure};
+use crate::report::format::fmt::micros;
+use crate::report::format::svg::{PercentileChart, PercentileSeries, PERCENTILES};
 use crate::results::ResultFile;
 
 /// Where the stored summary's percentiles fall among [`PERCENTILES`] + max.
@@ -117,7 +117,7 @@ pub fn tail_sentence(spec: &Spec, label: &str, f: &ResultFile, several: bool) ->
 mod tests {
     use super::*;
     use crate::report::fixtures::full_suite;
-    use crate::report::kvtest::ARTICLE;
+    use crate::report::study::suite::ARTICLE;
 
     #[test]
     fn curves_come_from_the_histogram_and_the_sentence_from_the_tails() {

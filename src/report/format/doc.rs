@@ -191,7 +191,7 @@ pub fn figures(sections: &[Section]) -> impl Iterator<Item = &Figure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::svg::Series;
+    use crate::report::format::svg::Series;
 
     #[test]
     fn chart_tables_name_missing_values() {

@@ -1,25 +1,19 @@
-//! Hand-made SVG charts: a grouped bar chart (the article's five charts), a
-//! line chart (concurrency, blob-size sweeps) and a diverging heatmap (the
-//! internal-vs-external matrix). Each is plain data in, a self-contained SVG
-//! string out: no scripts, no external fonts, every label escaped, so the
-//! same string works as a standalone file and inline in the HTML page.
-//!
-//! A missing value (`None`, or a non-finite number) is drawn as "not
-//! measured" rather than as zero, so a gap is never mistaken for a result.
+//! What every chart draws with: the canvas and its shapes, the layout
+//! constants, the palette, axis steps, label cutting and escaping.
 
 use std::fmt::Write;
 
 /// Colour-blind-safe palette (Okabe and Ito); series take colours in order.
 const PALETTE: [&str; 8] = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#999999", "#000000"];
 /// Title and the note under it (runs behind the chart).
-const TITLE_H: f64 = 56.0;
-const LEFT: f64 = 70.0;
-const RIGHT: f64 = 24.0;
-const PLOT_H: f64 = 260.0;
-const MIN_W: f64 = 640.0;
+pub(super) const TITLE_H: f64 = 56.0;
+pub(super) const LEFT: f64 = 70.0;
+pub(super) const RIGHT: f64 = 24.0;
+pub(super) const PLOT_H: f64 = 260.0;
+pub(super) const MIN_W: f64 = 640.0;
 /// Longest label drawn in full, by the label's class; longer ones are cut
 /// and the full text is in a tooltip.
-fn label_limit(class: &str) -> usize {
+pub(super) fn label_limit(class: &str) -> usize {
     match class {
         "axis-label" => 64,
         "legend" => 44,
@@ -67,16 +61,16 @@ pub fn fmt_tick(v: f64) -> String {
     }
 }
 
-fn finite(v: Option<f64>) -> Option<f64> {
+pub(super) fn finite(v: Option<f64>) -> Option<f64> {
     v.filter(|x| x.is_finite())
 }
 
-fn colour(i: usize) -> &'static str {
+pub(super) fn colour(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
 }
 
 /// Cuts a label to `max` characters (not bytes).
-fn short(label: &str, max: usize) -> String {
+pub(super) fn short(label: &str, max: usize) -> String {
     if label.chars().count() <= max {
         label.to_string()
     } else {
@@ -86,7 +80,7 @@ fn short(label: &str, max: usize) -> String {
 }
 
 /// A round upper bound for an axis and its tick step (1, 2, 2.5 or 5 x 10^k).
-fn nice_axis(max: f64) -> (f64, f64) {
+pub(super) fn nice_axis(max: f64) -> (f64, f64) {
     let max = if max.is_finite() && max > 0.0 { max } else { 1.0 };
     let raw = max / 5.0;
     let mag = 10f64.powf(raw.log10().floor());
@@ -95,12 +89,12 @@ fn nice_axis(max: f64) -> (f64, f64) {
 }
 
 /// The SVG text being built, with the few shapes the charts use.
-struct Canvas {
-    out: String,
+pub(super) struct Canvas {
+    pub(super) out: String,
 }
 
 impl Canvas {
-    fn new(width: f64, height: f64, title: &str) -> Canvas {
+    pub(super) fn new(width: f64, height: f64, title: &str) -> Canvas {
         let mut out = String::new();
         let _ = write!(
             out,
@@ -120,20 +114,28 @@ impl Canvas {
     }
 
     /// The small line under the title: how many runs, what whiskers mean.
-    fn note(&mut self, width: f64, note: &str) {
+    pub(super) fn note(&mut self, width: f64, note: &str) {
         if !note.is_empty() {
             let max = ((width - 20.0) / 6.0) as usize;
             self.label_within("note", (width / 2.0, 42.0), "middle", 0.0, note, max.max(20));
         }
     }
 
-    fn line(&mut self, class: &str, (x1, y1): (f64, f64), (x2, y2): (f64, f64), style: &str) {
+    pub(super) fn line(&mut self, class: &str, (x1, y1): (f64, f64), (x2, y2): (f64, f64), style: &str) {
         let _ =
             write!(self.out, r#"<line class="{class}" x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" {style}/>"#);
     }
 
     /// Text at (x, y); `rotate` turns it about that point (degrees).
-    fn text(&mut self, class: &str, (x, y): (f64, f64), anchor: &str, rotate: f64, attrs: &str, content: &str) {
+    pub(super) fn text(
+        &mut self,
+        class: &str,
+        (x, y): (f64, f64),
+        anchor: &str,
+        rotate: f64,
+        attrs: &str,
+        content: &str,
+    ) {
         let transform =
             if rotate == 0.0 { String::new() } else { format!(r#" transform="rotate({rotate:.0} {x:.1} {y:.1})""#) };
         let _ = write!(
@@ -144,12 +146,20 @@ impl Canvas {
     }
 
     /// A label cut to length, with the full text as a tooltip.
-    fn label(&mut self, class: &str, at: (f64, f64), anchor: &str, rotate: f64, content: &str) {
+    pub(super) fn label(&mut self, class: &str, at: (f64, f64), anchor: &str, rotate: f64, content: &str) {
         self.label_within(class, at, anchor, rotate, content, label_limit(class));
     }
 
     /// A label cut to at most `max` characters, to fit the space it has.
-    fn label_within(&mut self, class: &str, at: (f64, f64), anchor: &str, rotate: f64, content: &str, max: usize) {
+    pub(super) fn label_within(
+        &mut self,
+        class: &str,
+        at: (f64, f64),
+        anchor: &str,
+        rotate: f64,
+        content: &str,
+        max: usize,
+    ) {
         let shown = short(content, max);
         if shown == content {
             self.text(class, at, anchor, rotate, "", content);
@@ -162,7 +172,7 @@ impl Canvas {
 
     /// Horizontal gridlines, tick labels and the rotated y label of a plot
     /// whose area is `top..top + PLOT_H` and `LEFT..right`.
-    fn y_axis(&mut self, top: f64, right: f64, y_max: f64, step: f64, y_label: &str) {
+    pub(super) fn y_axis(&mut self, top: f64, right: f64, y_max: f64, step: f64, y_label: &str) {
         let mut v = 0.0;
         while v <= y_max + step / 2.0 {
             let y = top + PLOT_H - v / y_max * PLOT_H;
@@ -175,7 +185,7 @@ impl Canvas {
         self.label("axis-label", (18.0, top + PLOT_H / 2.0), "middle", -90.0, y_label);
     }
 
-    fn reference(&mut self, top: f64, right: f64, y_max: f64, reference: Option<f64>) {
+    pub(super) fn reference(&mut self, top: f64, right: f64, y_max: f64, reference: Option<f64>) {
         if let Some(r) = finite(reference).filter(|r| *r >= 0.0 && *r <= y_max) {
             let y = top + PLOT_H - r / y_max * PLOT_H;
             self.line(
@@ -189,7 +199,7 @@ impl Canvas {
 
     /// Colour swatches with series names, wrapped to the chart width;
     /// returns the height used.
-    fn legend(&mut self, top: f64, width: f64, names: &[String]) -> f64 {
+    pub(super) fn legend(&mut self, top: f64, width: f64, names: &[String]) -> f64 {
         let (mut x, mut y) = (LEFT, top);
         for (i, name) in names.iter().enumerate() {
             let w = 28.0 + 7.0 * short(name, label_limit("legend")).chars().count() as f64;
@@ -213,14 +223,14 @@ impl Canvas {
         }
     }
 
-    fn finish(mut self) -> String {
+    pub(super) fn finish(mut self) -> String {
         self.out.push_str("</svg>");
         self.out
     }
 }
 
 /// Rough height a legend will take, so the canvas can be sized first.
-fn legend_height(width: f64, names: &[String]) -> f64 {
+pub(super) fn legend_height(width: f64, names: &[String]) -> f64 {
     let mut x = LEFT;
     let mut rows = if names.is_empty() { 0.0 } else { 1.0 };
     for name in names {
@@ -233,16 +243,3 @@ fn legend_height(width: f64, names: &[String]) -> f64 {
     }
     rows * 20.0
 }
-
-mod bar;
-mod heatmap;
-mod line;
-pub mod percentiles;
-
-pub use bar::BarChart;
-pub use heatmap::{diverging_colour, Heatmap};
-pub use line::{LineChart, Series};
-pub use percentiles::{PercentileChart, PercentileSeries, PERCENTILES};
-
-#[cfg(test)]
-mod tests;

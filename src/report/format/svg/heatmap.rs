@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::{finite, fmt_value, Canvas, MIN_W, RIGHT, TITLE_H};
+use super::canvas::{finite, fmt_value, Canvas, MIN_W, RIGHT, TITLE_H};
 
 /// A grid of cells coloured on a log scale centred on `center` (blue above,
 /// red below, white at the centre).

@@ -1,0 +1,195 @@
+//! The concurrency study at the terminal: the tables `blobbench
+//! concurrency` prints after a run, from the result file it wrote.
+
+use std::fmt::Write as _;
+
+use super::{factor_text, verdict_text};
+use crate::results::ResultFile;
+use crate::studies::concurrency::{self, ConcurrencySection, Point, Workload};
+
+/// Readers while one writer overwrites blobs: their p50/p99 latency and
+/// reads/s beside the same readers alone, and the writer's rate.
+fn blob_writer_lines(o: &mut String, b: &concurrency::BlobReaders) {
+    if !b.points.iter().any(|p| p.writes_per_s.is_some()) {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "  readers while one writer overwrites random blobs (latency us p50 / p99; reads/s; writer's writes/s):"
+    );
+    for (alone, busy) in [("db", "db-wal-writer"), ("files", "files-writer")] {
+        for t in concurrency::BLOB_THREADS {
+            let find = |s: &str| b.points.iter().find(|p| p.store == s && p.threads == t);
+            let (Some(a), Some(w)) = (find(alone), find(busy)) else { continue };
+            let lat = |p: &concurrency::BlobPoint| {
+                p.latency.map_or("-".into(), |l| format!("{:.1} / {:.1}", l.p50_us, l.p99_us))
+            };
+            let _ = writeln!(
+                o,
+                "    {:<48} {t} thr: alone {:>14}, with writer {:>14}; {} vs {} reads/s; {:.0} writes/s",
+                w.label,
+                lat(a),
+                lat(w),
+                rate(a.reads_per_s),
+                rate(w.reads_per_s),
+                w.writes_per_s.unwrap_or(0.0)
+            );
+        }
+    }
+}
+
+/// 1234 -> "1.23k", 1234567 -> "1.23M".
+fn rate(v: f64) -> String {
+    match v {
+        v if v >= 1e6 => format!("{:.2}M", v / 1e6),
+        v if v >= 1e3 => format!("{:.1}k", v / 1e3),
+        v => format!("{v:.0}"),
+    }
+}
+
+/// What `blobbench concurrency` prints: one table per workload (median
+/// throughput per configuration and thread count), the blob readers, the
+/// conclusions (empty without a concurrency section in `file`).
+pub fn terminal(file: &ResultFile, _colour: bool) -> String {
+    file.concurrency.as_ref().map_or_else(String::new, text)
+}
+
+fn text(c: &ConcurrencySection) -> String {
+    let mut o = String::new();
+    let s = &c.settings;
+    let _ = writeln!(
+        o,
+        "SQLite {} on {} cores; {} s per run, median of {} run{}; busy timeout {} ms; {} insert{} per transaction",
+        s.sqlite_version,
+        s.cores,
+        s.duration_s,
+        s.repeat,
+        if s.repeat == 1 { "" } else { "s" },
+        s.busy_timeout_ms,
+        s.batch,
+        if s.batch == 1 { "" } else { "s" }
+    );
+    let _ = writeln!(
+        o,
+        "throughput = successful operations / run wall time, all threads; ! = over half the attempts failed busy/locked; \
+         X = rows lost or integrity_check failed"
+    );
+    for (w, title) in [
+        (Workload::Read, "read: rows read/s"),
+        (Workload::Write, "write: rows inserted/s"),
+        (Workload::Mixed, "mixed (T readers + T writers): rows read/s | rows inserted/s"),
+    ] {
+        table(&mut o, c, w, title);
+    }
+    if let Some(b) = &c.blob_readers {
+        let _ = writeln!(
+            o,
+            "\nblobs under parallel readers: {} blobs of {} bytes, {} random reads per run, reads/s (median)",
+            b.blobs, b.blob_size, b.reads_per_run
+        );
+        let _ = write!(o, "  {:<44}", "");
+        for t in concurrency::BLOB_THREADS {
+            let _ = write!(o, "{:>12}", format!("{t} thr"));
+        }
+        let _ = writeln!(o);
+        for store in ["db", "db-mmap", "files"] {
+            let name = b.points.iter().find(|p| p.store == store).map_or(store, |p| p.label.as_str());
+            let _ = write!(o, "  {name:<44}");
+            for t in concurrency::BLOB_THREADS {
+                let cell = b.points.iter().find(|p| p.store == store && p.threads == t);
+                let _ = write!(o, "{:>12}", cell.map_or("-".into(), |p| rate(p.reads_per_s)));
+            }
+            let _ = writeln!(o);
+        }
+        let _ = writeln!(o, "  CPU time per read (us, median; independent of the share of cores obtained):");
+        for store in ["db", "db-mmap", "files"] {
+            let _ = write!(o, "    {store:<42}");
+            for t in concurrency::BLOB_THREADS {
+                let cell = b.points.iter().find(|p| p.store == store && p.threads == t);
+                let _ = write!(o, "{:>12}", cell.map_or("-".into(), |p| format!("{:.2}", p.cpu_us_per_read)));
+            }
+            let _ = writeln!(o);
+        }
+        let _ = write!(o, "  {:<44}", "best database / files (reads/s)");
+        for l in b.leads() {
+            let _ = write!(o, "{:>12}", format!("{:.2}x", l.ratio));
+        }
+        let _ = writeln!(o);
+        blob_writer_lines(&mut o, b);
+    }
+    let _ = writeln!(
+        o,
+        "\nthe study's conclusions on this machine (ratios of points differing in one parameter; within {:.0}% of 1 = no difference)",
+        s.tie_pct
+    );
+    let _ = writeln!(o, "  {:<70} {:<22} factor (geometric mean, range)", "conclusion", "verdict");
+    for k in &c.conclusions {
+        let _ = writeln!(o, "  {:<70} {:<22} {}", k.claim, verdict_text(k), factor_text(k));
+    }
+    if c.interrupted {
+        let _ = writeln!(o, "warning: interrupted; only the points that finished are shown");
+    }
+    o
+}
+
+fn table(o: &mut String, c: &ConcurrencySection, w: Workload, title: &str) {
+    let points: Vec<&Point> = c.points.iter().filter(|p| p.workload == w).collect();
+    if points.is_empty() {
+        return;
+    }
+    let mut threads: Vec<u32> = points.iter().map(|p| p.threads).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    let width = if w == Workload::Mixed { 18 } else { 10 };
+    let _ = write!(o, "\n{title}\n  {:<44}", "");
+    for t in &threads {
+        let _ = write!(o, "{:>width$}", format!("{t} thr"));
+    }
+    let _ = writeln!(o);
+    let mut seen = Vec::new();
+    for p in &points {
+        if seen.contains(&p.config) {
+            continue;
+        }
+        seen.push(p.config);
+        let _ = write!(o, "  {:<44}", p.label);
+        for t in &threads {
+            let cell = points.iter().find(|q| q.config == p.config && q.threads == *t).map_or("-".to_string(), |q| {
+                let r = |writes: bool| q.side(writes).map_or("-".to_string(), |s| rate(s.ops_per_s.median));
+                let mark = if !q.consistent {
+                    "X"
+                } else if q.errors_dominate {
+                    "!"
+                } else {
+                    ""
+                };
+                match w {
+                    Workload::Mixed => format!("{} | {}{mark}", r(false), r(true)),
+                    _ => format!("{}{mark}", r(w == Workload::Write)),
+                }
+            });
+            let _ = write!(o, "{cell:>width$}");
+        }
+        let _ = writeln!(o);
+    }
+    // How many cores the machine really gave this process: on a shared
+    // machine, fewer than the threads could use, which caps throughput.
+    let _ = write!(o, "  {:<44}", "cores used (CPU time / wall, median)");
+    for t in &threads {
+        let mut used: Vec<f64> = points.iter().filter(|p| p.threads == *t).map(|p| p.cores_used.median).collect();
+        used.sort_by(f64::total_cmp);
+        let cell = used.get(used.len() / 2).map_or("-".to_string(), |u| format!("{u:.2}"));
+        let _ = write!(o, "{cell:>width$}");
+    }
+    let _ = writeln!(o);
+    for p in points.iter().filter(|p| p.reads.iter().chain(p.writes.iter()).any(|s| s.failed_ops > 0)) {
+        let sides = p.reads.iter().map(|s| ("readers", s)).chain(p.writes.iter().map(|s| ("writers", s)));
+        for (who, s) in sides.filter(|(_, s)| s.failed_ops > 0) {
+            let _ = writeln!(
+                o,
+                "  errors: {} {} thr, {who}: {} busy, {} locked calls; {:.1}% of attempts failed",
+                p.label, p.threads, s.busy_errors, s.locked_errors, s.error_pct
+            );
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! The key-value engines' verdict questions (from a suite run with
+//! `--engines`): reads and durable writes, the best engine against SQLite's
+//! best.
+
+use super::{DURABLE_WRITE_CHART, READ_CHART};
+use crate::measure::Experiment;
+use crate::records::EngineKind;
+use crate::report::format::fmt::blob_size;
+use crate::report::interval::time_ratio;
+use crate::report::verdict::Answer;
+use crate::results::ResultFile;
+use crate::studies::suite::ids;
+
+/// The fastest of `ids` present in `file`, by median per-op time.
+fn fastest<'a>(file: &'a ResultFile, ids: &[String]) -> Option<&'a Experiment> {
+    ids.iter()
+        .filter_map(|id| file.experiment(id))
+        .filter(|e| e.summary.runs > 0 && e.summary.per_op_us.median > 0.0)
+        .min_by(|a, b| a.summary.per_op_us.median.total_cmp(&b.summary.per_op_us.median))
+}
+
+/// The best key-value engine against SQLite's best of `sqlite` ids.
+fn engines_vs_sqlite(
+    file: &ResultFile,
+    question: String,
+    kv_id: fn(EngineKind) -> String,
+    sqlite: &[&str],
+    chart: (&str, &str),
+) -> Option<Answer> {
+    let kv: Vec<String> = EngineKind::KEY_VALUE.into_iter().map(kv_id).collect();
+    let kv = fastest(file, &kv)?;
+    let db = fastest(file, &sqlite.iter().map(|s| s.to_string()).collect::<Vec<_>>())?;
+    let db_over_kv = time_ratio(file, &db.id, &kv.id)?;
+    let (winner, loser, factor) = if db_over_kv.value >= 1.0 {
+        (kv.label.clone(), db.label.clone(), db_over_kv)
+    } else {
+        (db.label.clone(), kv.label.clone(), db_over_kv.inverse())
+    };
+    Some(Answer {
+        question,
+        winner,
+        loser,
+        factor,
+        better: "faster",
+        chart_id: chart.0.into(),
+        chart_title: chart.1.into(),
+        statement: None,
+    })
+}
+
+/// Reads: the fastest key-value engine against SQLite's fastest read.
+pub fn engine_reads(files: &[ResultFile], index: usize) -> Option<Answer> {
+    let file = &files[index];
+    let size = file.dataset.as_ref().map_or_else(|| "blob".to_string(), |d| blob_size(d.size));
+    engines_vs_sqlite(
+        file,
+        format!("{size} reads, key-value engines vs SQLite"),
+        ids::engine_read,
+        &[ids::READ_DB_SQL, ids::READ_DB_BLOB, ids::READ_DB_BLOB_MMAP],
+        (READ_CHART, "Key-value engines: reads"),
+    )
+}
+
+/// Durable writes: the fastest engine's durable commit against WAL + FULL.
+pub fn engine_durable_writes(files: &[ResultFile], index: usize) -> Option<Answer> {
+    engines_vs_sqlite(
+        &files[index],
+        "durable writes, key-value engines vs SQLite".into(),
+        ids::engine_durable_write,
+        &[ids::WRITE_DB_WAL_FULL],
+        (DURABLE_WRITE_CHART, "Key-value engines: durable writes"),
+    )
+}
