@@ -8,7 +8,7 @@ use crate::measure::{Latency, LatencySink, Phases, RunSample, Summary};
 use crate::records::keys::Order;
 use crate::records::Plan;
 use crate::records::{DatasetSpec, DiskUsage};
-use crate::records::{DbParams, EngineKind, FileParams, WorkloadParams};
+use crate::records::{DbParams, FileParams, WorkloadParams};
 use crate::results::ResultFile;
 
 /// An experiment whose three timed runs took `per_op_us` each (no spread).
@@ -43,11 +43,11 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
         })
         .collect();
     let layout = if id.contains("/db-") {
-        EngineKind::Db
+        crate::engine::sqlite::KIND
     } else if id.contains("/tree-") {
-        EngineKind::Tree
+        crate::engine::files::TREE_KIND
     } else {
-        EngineKind::Flat
+        crate::engine::files::FLAT_KIND
     };
     let latency = shaped_latency(per_op_us[0] * 0.9, 3 * ops);
     Experiment {

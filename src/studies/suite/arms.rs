@@ -102,11 +102,12 @@ fn run_set(
     if steps.is_empty() {
         return Ok(());
     }
-    let db_bytes = std::fs::metadata(dataset_path(work, EngineKind::Db)).map(|m| m.len() as i64).unwrap_or(0);
+    let db_bytes =
+        std::fs::metadata(dataset_path(work, crate::engine::sqlite::KIND)).map(|m| m.len() as i64).unwrap_or(0);
     let mut arms = Vec::with_capacity(steps.len());
     for (i, step) in steps.iter().enumerate() {
         let mut path = dataset_path(work, step.layout);
-        if step.layout == EngineKind::Db && step.update {
+        if step.layout == crate::engine::sqlite::KIND && step.update {
             // Arms that write keep their own datasets.
             path = work.join(format!("write-{i}.db"));
             restore_database(pristine, &path)?;
@@ -176,7 +177,7 @@ mod tests {
 
     #[test]
     fn comparisons_follow_the_verdict_questions() {
-        let ids: Vec<String> = steps(&[EngineKind::Lmdb]).into_iter().map(|s| s.id).collect();
+        let ids: Vec<String> = steps(&[EngineKind::from_name("lmdb").unwrap()]).into_iter().map(|s| s.id).collect();
         let (reads, writes): (Vec<String>, Vec<String>) = ids.into_iter().partition(|i| i.starts_with("read/"));
         let mut reads = reads;
         reads.push(CONTROL_ID.into());

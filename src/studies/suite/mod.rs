@@ -19,7 +19,7 @@ use crate::engine::dataset::{self, from_dir, stat};
 use crate::measure::envinfo::{self, Environment};
 use crate::measure::rounds::{self, RoundSet};
 use crate::measure::{stop_requested, Experiment};
-use crate::records::{DatasetSpec, DiskUsage, EngineKind};
+use crate::records::{DatasetSpec, DiskUsage};
 use crate::util::fsutil;
 use crate::util::progress::Progress;
 use crate::{Error, Result};
@@ -127,7 +127,7 @@ fn measure_all(
     observer: &dyn SuiteObserver,
     out: &mut SuiteOutcome,
 ) -> Result<()> {
-    let db = dataset_path(work, EngineKind::Db);
+    let db = dataset_path(work, crate::engine::sqlite::KIND);
     let progress = AsProgress(observer);
     let made = match scan {
         Some(scan) => {
@@ -140,9 +140,11 @@ fn measure_all(
         None => dataset::init(&db, &opts.spec, false, &progress)?,
     };
     out.spec.size_histogram.clone_from(&made.size_histogram);
-    observer.built(EngineKind::Db, made.count, made.elapsed_ns);
+    observer.built(crate::engine::sqlite::KIND, made.count, made.elapsed_ns);
     out.disk_usage.push(stat(&db, false)?.disk_usage(&db));
-    let copies = [EngineKind::Flat, EngineKind::Tree].into_iter().chain(opts.engines.iter().copied());
+    let copies = [crate::engine::files::FLAT_KIND, crate::engine::files::TREE_KIND]
+        .into_iter()
+        .chain(opts.engines.iter().copied());
     for kind in copies {
         let path = dataset_path(work, kind);
         let r = dataset::build(kind, &db, &path, false, &progress)?;
@@ -175,7 +177,7 @@ mod tests {
 
     #[test]
     fn ids_are_unique_and_cover_the_article() {
-        let all = steps(&EngineKind::KEY_VALUE);
+        let all = steps(&crate::records::EngineKind::KEY_VALUE);
         let ids: Vec<&str> = all.iter().map(|s| s.id.as_str()).collect();
         let mut sorted = ids.clone();
         sorted.sort_unstable();

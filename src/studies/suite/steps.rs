@@ -23,7 +23,7 @@ fn db_read(id: &'static str, label: &'static str, access: DbAccess, mmap: bool) 
     Step {
         id: id.into(),
         label: label.into(),
-        layout: EngineKind::Db,
+        layout: crate::engine::sqlite::KIND,
         update: false,
         // mmap_bytes is filled in with the file size when the dataset exists.
         db: DbParams { access, mmap_bytes: if mmap { -1 } else { 0 }, ..DbParams::default() },
@@ -48,7 +48,7 @@ fn db_write(id: &'static str, label: &'static str, journal: &str, sync: SyncLeve
     Step {
         id: id.into(),
         label: label.into(),
-        layout: EngineKind::Db,
+        layout: crate::engine::sqlite::KIND,
         update: true,
         db: DbParams { journal_mode: Some(journal.into()), sync: Some(sync), nocheckpoint, ..DbParams::default() },
         files: FileParams::default(),
@@ -60,7 +60,7 @@ fn file_write(id: &'static str, label: &'static str, write: FileWrite, fsync: bo
     Step {
         id: id.into(),
         label: label.into(),
-        layout: EngineKind::Flat,
+        layout: crate::engine::files::FLAT_KIND,
         update: true,
         db: DbParams::default(),
         files: FileParams { write, fsync, ..FileParams::default() },
@@ -104,10 +104,10 @@ fn article_steps() -> Vec<Step> {
         db_read(ids::READ_DB_SQL, "SQLite, SQL", DbAccess::Sql, false),
         db_read(ids::READ_DB_BLOB, "SQLite, blob API", DbAccess::BlobApi, false),
         db_read(ids::READ_DB_BLOB_MMAP, "SQLite, blob API + mmap", DbAccess::BlobApi, true),
-        file_read(ids::READ_FLAT_STDIO, "Files (flat), fopen/fread", EngineKind::Flat, FileRead::Stdio),
-        file_read(ids::READ_FLAT_POSIX, "Files (flat), open/read", EngineKind::Flat, FileRead::Posix),
-        file_read(ids::READ_TREE_STDIO, "Files (tree), fopen/fread", EngineKind::Tree, FileRead::Stdio),
-        file_read(ids::READ_TREE_POSIX, "Files (tree), open/read", EngineKind::Tree, FileRead::Posix),
+        file_read(ids::READ_FLAT_STDIO, "Files (flat), fopen/fread", crate::engine::files::FLAT_KIND, FileRead::Stdio),
+        file_read(ids::READ_FLAT_POSIX, "Files (flat), open/read", crate::engine::files::FLAT_KIND, FileRead::Posix),
+        file_read(ids::READ_TREE_STDIO, "Files (tree), fopen/fread", crate::engine::files::TREE_KIND, FileRead::Stdio),
+        file_read(ids::READ_TREE_POSIX, "Files (tree), open/read", crate::engine::files::TREE_KIND, FileRead::Posix),
         db_write(ids::WRITE_DB_WAL_NORMAL, "SQLite, WAL, synchronous NORMAL", "wal", SyncLevel::Normal, true),
         db_write(ids::WRITE_DB_WAL_FULL, "SQLite, WAL, synchronous FULL", "wal", SyncLevel::Full, true),
         db_write(ids::WRITE_DB_OFF, "SQLite, journal OFF, synchronous OFF", "off", SyncLevel::Off, false),
@@ -123,9 +123,9 @@ fn article_steps() -> Vec<Step> {
 /// Where each engine's copy of the dataset lives in the work directory.
 pub(super) fn dataset_path(work: &Path, kind: EngineKind) -> PathBuf {
     match kind {
-        EngineKind::Db => work.join("test1.db"),
-        EngineKind::Flat => work.join("test1.dir"),
-        EngineKind::Tree => work.join("test1.tree"),
+        crate::engine::sqlite::KIND => work.join("test1.db"),
+        crate::engine::files::FLAT_KIND => work.join("test1.dir"),
+        crate::engine::files::TREE_KIND => work.join("test1.tree"),
         other => work.join(format!("test1.{}", other.name())),
     }
 }

@@ -1,7 +1,6 @@
 //! The aging study's verdict question: reads after the last storage age.
 
 use super::{chart_id, READ_WARM_CHART};
-use crate::records::EngineKind;
 use crate::report::interval::{Method as Interval, Ratio};
 use crate::report::verdict::Answer;
 use crate::results::ResultFile;
@@ -18,7 +17,7 @@ pub fn after_aging(files: &[ResultFile], index: usize) -> Option<Answer> {
         setting
             .layouts
             .iter()
-            .filter(|l| l.engine.is_files() == files_side && (files_side || l.engine == EngineKind::Db))
+            .filter(|l| l.engine.is_files() == files_side && (files_side || l.engine == crate::engine::sqlite::KIND))
             .filter_map(|l| {
                 let p = setting.points.iter().find(|p| p.layout == l.id && p.age == age && p.remedy.is_none())?;
                 p.read_warm.map(|r| (l.title.clone(), r.per_op_us, r.cv_pct, r.runs))
