@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::frag::OverflowLocality;
 use super::sizes::SizeDist;
+use crate::measure::rounds::RoundSet;
 use crate::measure::Experiment;
 use crate::records::EngineKind;
 
@@ -32,6 +33,11 @@ pub struct AgingSetting {
     /// Read time by blob size band and age (wide size settings only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub crossover: Vec<Crossover>,
+    /// The reads at each age as interleaved rounds, warm then cold, with
+    /// the layout ids as arms (absent in older files: their reads are
+    /// unpaired).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<RoundSet>,
 }
 
 /// How one layout stores and rewrites blobs.
