@@ -260,5 +260,10 @@ mod tests {
         assert!(check(&o).is_err());
         o.churn_pct = 10.0;
         assert!(check(&o).is_ok());
+        o.rounds.max_rounds = 0;
+        assert!(check(&o).is_err(), "no rounds");
+        o.rounds.max_rounds = 3;
+        o.rounds.budget = Some(std::time::Duration::ZERO);
+        assert!(check(&o).is_err(), "a zero budget");
     }
 }

@@ -210,6 +210,16 @@ mod tests {
     }
 
     #[test]
+    fn a_setting_written_before_rounds_reads_with_none() {
+        let old = r#"{"sizes": {"name": "article", "min_bytes": 8000, "max_bytes": 12000}, "count": 10,
+            "layouts": [], "points": [], "remedies": []}"#;
+        let setting: AgingSetting = serde_json::from_str(old).unwrap();
+        assert!(setting.rounds.is_empty(), "older files have no rounds: their reads are unpaired");
+        let back = serde_json::to_value(&setting).unwrap();
+        assert!(back.get("rounds").is_none(), "no empty rounds written");
+    }
+
+    #[test]
     fn crossover_is_the_first_band_of_the_winning_tail() {
         let layouts = vec![
             LayoutInfo { id: "db-wal".into(), title: "".into(), engine: EngineKind::Db },
