@@ -53,6 +53,37 @@ fn check_points(setting: &Value, ages: &[u64]) {
     }
 }
 
+/// The reads at each age ran as rounds, warm and cold, every layout an arm
+/// of every round, and the points' figures are those rounds' medians.
+fn check_rounds(setting: &Value, ages: &[u64]) {
+    let name = setting["sizes"]["name"].as_str().unwrap();
+    let sets = setting["rounds"].as_array().unwrap();
+    assert_eq!(sets.len(), 2 * ages.len(), "warm and cold at each age");
+    for &age in ages {
+        for cache in ["warm", "cold"] {
+            let id = format!("aging/{name}/age{age}/{cache}");
+            let set = sets.iter().find(|r| r["id"] == id.as_str()).unwrap_or_else(|| panic!("no rounds {id}"));
+            assert_eq!(set["arms"], serde_json::json!(LAYOUTS), "{id}");
+            let rounds = set["rounds"].as_array().unwrap();
+            assert!(!rounds.is_empty() && rounds.len() <= 4, "{id}: at most --quick's 4 rounds");
+            for r in rounds {
+                assert_eq!(r["per_op_us"].as_array().unwrap().len(), LAYOUTS.len(), "{id}: {r}");
+                let mut order: Vec<u64> = r["order"].as_array().unwrap().iter().map(u).collect();
+                order.sort_unstable();
+                assert_eq!(order, [0, 1, 2, 3], "{id}: each arm once per round");
+            }
+            let runs = setting["points"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["layout"] == "db-wal" && u(&p["age"]) == age)
+                .map(|p| u(&p[format!("read_{cache}")]["runs"]))
+                .unwrap();
+            assert_eq!(runs, rounds.len() as u64, "{id}: a point's runs are its rounds");
+        }
+    }
+}
+
 #[test]
 fn quick_aging_reports_every_layout_and_age_consistently() {
     let dir = disk_tempdir();
@@ -70,6 +101,7 @@ fn quick_aging_reports_every_layout_and_age_consistently() {
     assert_eq!(settings.len(), 2);
     for s in settings {
         check_points(s, &[0, 1, 2]);
+        check_rounds(s, &[0, 1, 2]);
         let remedies: Vec<&str> =
             s["remedies"].as_array().unwrap().iter().map(|r| r["remedy"].as_str().unwrap()).collect();
         for r in ["vacuum", "incremental-vacuum", "copy-rewrite"] {

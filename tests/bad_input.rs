@@ -291,6 +291,12 @@ fn cases() -> Vec<Case> {
         case("aging: churn of 100%", none, &["aging", "--workdir", "@", "--out", "@rep", "--churn", "100"], Fail("--churn")),
         case("aging: workdir is a file", text, &["aging", "--workdir", "@text.txt", "--out", "@rep"], Fail("text.txt")),
         case("aging: out is a file", text, &["aging", "--workdir", "@", "--out", "@text.txt"], Fail("text.txt")),
+        case("aging --rounds 0", none, &["aging", "--rounds", "0", "--workdir", "@", "--out", "@rep"], Fail("--rounds")),
+        case("aging --budget 0s", none, &["aging", "--budget", "0s", "--workdir", "@", "--out", "@rep"], Fail("longer than 0s")),
+        case("aging --budget -5s", none, &["aging", "--budget", "-5s", "--workdir", "@", "--out", "@rep"], Fail("negative")),
+        case("aging --budget abc", none, &["aging", "--budget", "abc", "--workdir", "@", "--out", "@rep"], Fail("invalid duration")),
+        // As in suite: a budget shorter than one round runs one round, with a warning.
+        case("aging: a budget shorter than one round", none, &["aging", "--quick", "--count", "20", "--ages", "0", "--size-dist", "article", "--budget", "1ms", "--workdir", "@", "--out", "@rep"], Works("allowed only 1 round")),
         case("aging: full disk before anything is measured", none, &["aging", "--quick", "--count", "50", "--workdir", "@", "--out", "@rep"], Fail("File too large")).fsize(100_000),
     ];
     v.extend(engine_cases());
@@ -338,7 +344,7 @@ const NUMBER_OPTIONS: &[(&[&str], &str)] = &[
     (&["concurrency", "--workdir", "@", "--out", "@rep"], "--busy-timeout"),
     (&["concurrency", "--workdir", "@", "--out", "@rep"], "--seed"),
     (&["aging", "--workdir", "@", "--out", "@rep"], "--count"),
-    (&["aging", "--workdir", "@", "--out", "@rep"], "--repeat"),
+    (&["aging", "--workdir", "@", "--out", "@rep"], "--rounds"),
     (&["crashtest"], "--kills"),
     (&["crashtest"], "--count"),
     (&["crashtest"], "--seed"),

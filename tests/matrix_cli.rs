@@ -49,6 +49,14 @@ fn tiny_matrix_prints_the_table_and_writes_results() {
     assert_eq!(m.params.cache_bytes, 65536);
     assert!(m.cells.iter().all(|c| c.external_ratio > 0.0 && c.internal.runs.len() == 1));
     assert_eq!(m.crossovers.len(), 2);
+    for c in &m.cells {
+        let w = c.writes.as_ref().expect("writes measured");
+        let set = w.rounds.as_ref().expect("the writes ran in rounds");
+        assert_eq!(set.arms, [&*w.fast_db.id, &w.fast_files.id, &w.durable_db.id, &w.durable_files.id]);
+        assert!(set.consistent() && set.rounds.len() == 1, "--repeat 1: one round of the four writes");
+        let paired = set.ratio(&w.fast_files.id, &w.fast_db.id).unwrap();
+        assert_eq!(w.fast_ratio, paired.value, "the fast ratio is paired by round");
+    }
     assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0, "every dataset removed");
 }
 

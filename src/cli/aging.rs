@@ -17,7 +17,7 @@ pub struct AgingArgs {
     /// Where to build the datasets (a temporary subdirectory is made inside).
     #[arg(long, default_value = ".")]
     pub workdir: PathBuf,
-    /// Small datasets, ages 0,1,2 and 2 timed runs: about a minute.
+    /// Small datasets, ages 0,1,2, up to 4 rounds of reads per age: about half a minute.
     #[arg(long)]
     pub quick: bool,
     /// Storage ages: rewrites of every blob, strictly increasing [default: 0,1,2,4,8, or 0,1,2 with --quick].
@@ -34,9 +34,11 @@ pub struct AgingArgs {
     /// Percent of the blobs deleted and inserted again at each age step (0: no churn).
     #[arg(long, default_value = "0", value_parser = churn_pct)]
     pub churn: f64,
-    /// Timed read runs per measurement [default: 3, or 2 with --quick].
-    #[arg(long, value_parser = units::positive_u32)]
-    pub repeat: Option<u32>,
+    /// Rounds of the layouts' reads at each age, warm and cold (--rounds,
+    /// alias --repeat) [default: 12, or 4 with --quick]; --budget is per age
+    /// and cache state [default: 20s, or 2s with --quick].
+    #[command(flatten)]
+    pub rounds: super::rounds::RoundsArgs,
     /// Directory for results.json, the charts and index.html.
     #[arg(long, default_value = "blobbench-aging")]
     pub out: PathBuf,
@@ -82,9 +84,7 @@ impl AgingArgs {
         o.count = self.count;
         o.engines = self.engines.0.clone();
         o.churn_pct = self.churn;
-        if let Some(r) = self.repeat {
-            o.repeat = r;
-        }
+        o.rounds = self.rounds.apply(o.rounds);
         o.keep = self.keep;
         o
     }

@@ -7,6 +7,7 @@
 //! measured. At the end the remedies (VACUUM, incremental auto-vacuum, a
 //! copy-rewrite of the files) are measured the same way.
 
+mod arms;
 mod frag;
 mod layouts;
 mod passes;
@@ -23,9 +24,11 @@ pub use section::{
 pub use sizes::{check_ages, parse_ages, parse_size_dists, SizeDist, MAX_AGE, SQLITE_MAX_BLOB};
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::engine::dataset;
 use crate::measure::envinfo::{self, Environment};
+use crate::measure::rounds::{self, RoundsPlan};
 use crate::measure::stop_requested;
 use crate::records::EngineKind;
 use crate::util::fsutil;
@@ -44,7 +47,10 @@ pub struct AgingOptions {
     pub engines: Vec<EngineKind>,
     /// Share of blobs deleted and inserted again per age step, in percent.
     pub churn_pct: f64,
-    /// Timed read runs per measurement.
+    /// The layouts' reads at each age, warm and cold, as interleaved
+    /// rounds; the budget is per age and cache state.
+    pub rounds: RoundsPlan,
+    /// Timed read runs after a remedy and per crossover band.
     pub repeat: u32,
     pub keep: bool,
     pub seed: u64,
@@ -61,6 +67,14 @@ impl AgingOptions {
             quick,
             engines: Vec::new(),
             churn_pct: 0.0,
+            rounds: RoundsPlan {
+                warmup: true,
+                max_rounds: if quick { 4 } else { 12 },
+                budget: Some(Duration::from_secs(if quick { 2 } else { 20 })),
+                target: rounds::DEFAULT_TARGET,
+                seed: rounds::DEFAULT_SEED,
+                latency: true,
+            },
             repeat: if quick { 2 } else { 3 },
             keep: false,
             seed: 1,
@@ -150,8 +164,11 @@ pub fn run_aging(opts: &AgingOptions, observer: &dyn AgingObserver) -> Result<Ag
             points: Vec::new(),
             remedies: Vec::new(),
             crossover: Vec::new(),
+            rounds: Vec::new(),
         };
         let result = steps::run_setting(opts, work.path(), &mut setting, observer);
+        let warnings = setting.rounds.iter().flat_map(|r| r.warnings.iter().map(move |w| format!("{}: {w}", r.id)));
+        outcome.notes.extend(warnings);
         if opts.keep {
             let kept = work.keep();
             outcome.notes.push(format!("{} datasets kept in {}", sizes.name, kept.display()));
@@ -192,8 +209,9 @@ fn check(opts: &AgingOptions) -> Result<()> {
     if !(0.0..100.0).contains(&opts.churn_pct) {
         return Err(Error::invalid("--churn must be a percentage from 0 to less than 100"));
     }
+    opts.rounds.validate()?;
     if opts.repeat == 0 {
-        return Err(Error::invalid("--repeat must be at least 1"));
+        return Err(Error::invalid("timed runs per remedy must be at least 1"));
     }
     if opts.count == Some(0) {
         return Err(Error::invalid("--count must be at least 1"));
@@ -242,5 +260,10 @@ mod tests {
         assert!(check(&o).is_err());
         o.churn_pct = 10.0;
         assert!(check(&o).is_ok());
+        o.rounds.max_rounds = 0;
+        assert!(check(&o).is_err(), "no rounds");
+        o.rounds.max_rounds = 3;
+        o.rounds.budget = Some(std::time::Duration::ZERO);
+        assert!(check(&o).is_err(), "a zero budget");
     }
 }

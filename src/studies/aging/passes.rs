@@ -78,7 +78,7 @@ pub fn read_pass(layout: &AgingLayout, keys: &Arc<[u32]>, plan: Plan) -> Result<
     Ok(Experiment::from_measured(&format!("aging/read-{cache}/{}", layout.id()), &layout.info.title, params, measured))
 }
 
-fn params(
+pub(super) fn params(
     layout: &AgingLayout,
     update: bool,
     count: u64,

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::frag::OverflowLocality;
 use super::sizes::SizeDist;
+use crate::measure::rounds::RoundSet;
 use crate::measure::Experiment;
 use crate::records::EngineKind;
 
@@ -32,6 +33,11 @@ pub struct AgingSetting {
     /// Read time by blob size band and age (wide size settings only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub crossover: Vec<Crossover>,
+    /// The reads at each age as interleaved rounds, warm then cold, with
+    /// the layout ids as arms (absent in older files: their reads are
+    /// unpaired).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<RoundSet>,
 }
 
 /// How one layout stores and rewrites blobs.
@@ -201,6 +207,16 @@ mod tests {
             blobs: 10,
             per_op_us: vec![("db-wal".into(), db), ("files-inplace".into(), files)],
         }
+    }
+
+    #[test]
+    fn a_setting_written_before_rounds_reads_with_none() {
+        let old = r#"{"sizes": {"name": "article", "min_bytes": 8000, "max_bytes": 12000}, "count": 10,
+            "layouts": [], "points": [], "remedies": []}"#;
+        let setting: AgingSetting = serde_json::from_str(old).unwrap();
+        assert!(setting.rounds.is_empty(), "older files have no rounds: their reads are unpaired");
+        let back = serde_json::to_value(&setting).unwrap();
+        assert!(back.get("rounds").is_none(), "no empty rounds written");
     }
 
     #[test]

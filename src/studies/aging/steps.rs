@@ -51,9 +51,10 @@ pub(super) fn run_setting(
     for &age in &opts.ages {
         let writes = run.age_to(prev, age)?;
         sync_filesystem(work)?;
-        for (i, layout) in run.layouts.iter().enumerate() {
+        let reads = run.read_rounds(age, out)?;
+        for ((layout, write), read) in run.layouts.iter().zip(writes).zip(reads) {
             check_stop()?;
-            let point = run.measure_point(layout, age, None, writes[i])?;
+            let point = run.point(layout, age, None, write, read)?;
             observer.point(run.sizes, &point);
             out.points.push(point);
         }
@@ -157,8 +158,30 @@ impl Run<'_> {
         (Plan { repeat, warmup: 1, cold: false, latency: true }, Plan { repeat, warmup: 0, cold: true, latency: true })
     }
 
-    /// Reads warm and cold, then disk usage and fragmentation (whose scans
-    /// would otherwise warm the cache before the reads).
+    /// The keys of the reads at `age`, in their shuffled order.
+    fn read_keys(&self, age: u32) -> Arc<[u32]> {
+        shuffled(self.blob_sizes.len() as u32, self.opts.seed ^ 0x4ead ^ u64::from(age))
+    }
+
+    /// Every layout's reads at `age`, warm then cold, each as interleaved
+    /// rounds stored in `out`; per layout, (warm, cold).
+    fn read_rounds(&self, age: u32, out: &mut AgingSetting) -> Result<Vec<(ReadFigures, ReadFigures)>> {
+        let keys = self.read_keys(age);
+        let mut by_cache = Vec::with_capacity(2);
+        for cold in [false, true] {
+            let cache = if cold { "cold" } else { "warm" };
+            self.observer.step(&format!("{}: reads at age {age}, {cache}, in rounds", self.sizes.name));
+            let id = format!("aging/{}/age{age}/{cache}", self.sizes.name);
+            let (figures, set) = super::arms::read_rounds(&id, &self.layouts, &keys, cold, &self.opts.rounds)?;
+            out.rounds.push(set);
+            by_cache.push(figures);
+        }
+        let cold = by_cache.pop().unwrap_or_default();
+        let warm = by_cache.pop().unwrap_or_default();
+        Ok(warm.into_iter().zip(cold).collect())
+    }
+
+    /// Reads warm and cold of one layout alone (after a remedy), then its point.
     fn measure_point(
         &self,
         layout: &AgingLayout,
@@ -168,10 +191,23 @@ impl Run<'_> {
     ) -> Result<AgePoint> {
         let what = remedy.map_or_else(|| format!("age {age}"), |r| format!("after {r}"));
         self.observer.step(&format!("{}: reads and disk, {}, {what}", self.sizes.name, layout.id()));
-        let keys = shuffled(self.blob_sizes.len() as u32, self.opts.seed ^ 0x4ead ^ u64::from(age));
+        let keys = self.read_keys(age);
         let (warm, cold) = self.plans();
         let read_warm = ReadFigures::of(&read_pass(layout, &keys, warm)?);
         let read_cold = ReadFigures::of(&read_pass(layout, &keys, cold)?);
+        self.point(layout, age, remedy, rewrite, (read_warm, read_cold))
+    }
+
+    /// Disk usage and fragmentation after the reads (whose scans would
+    /// otherwise warm the cache before them), and the point.
+    fn point(
+        &self,
+        layout: &AgingLayout,
+        age: u32,
+        remedy: Option<&str>,
+        rewrite: Option<WriteFigures>,
+        (read_warm, read_cold): (ReadFigures, ReadFigures),
+    ) -> Result<AgePoint> {
         let content = self.blob_sizes.iter().map(|&s| u64::from(s)).sum();
         let (usage, fragmentation) = survey_disk(layout, content)?;
         Ok(AgePoint {

@@ -84,7 +84,15 @@ pub(super) fn run_cell(
         return Ok(None);
     };
     let writes = if opts.writes {
-        Some(super::writes::measure(spec, &paths.blobs_db, &paths.files, &paths.dir, &opts.plan, opts.seed)?)
+        Some(super::writes::measure(
+            spec,
+            &paths.blobs_db,
+            &paths.files,
+            &paths.dir,
+            &opts.plan,
+            &opts.rounds,
+            opts.seed,
+        )?)
     } else {
         None
     };

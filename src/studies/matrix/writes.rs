@@ -16,13 +16,14 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::{crossover, CellSpec, Crossover, MatrixSection};
-use crate::drivers::run::{self, RunOptions};
+use crate::drivers::run::{RunArm, RunOptions};
 use crate::drivers::session::{timed_session, Script, ScriptOp, SessionSpec, Work};
 use crate::engine::{self, OpenMode};
+use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, RoundsPlan, StopReason};
 use crate::measure::{self, Experiment};
 use crate::records::keys::{KeySequence, Order};
 use crate::records::{DbAccess, DbParams, EngineSettings, FileParams, FileRead, FileWrite, Plan, SyncLevel};
-use crate::Result;
+use crate::{Error, Result};
 
 /// Overwrites per timed run: a tenth of the cell's blobs (the article's
 /// share), at least 20 and at most 500 (durable writes cost milliseconds).
@@ -44,6 +45,11 @@ pub struct CellWrites {
     pub fast_ratio: f64,
     pub durable_ratio: f64,
     pub churn_ratio: f64,
+    /// The fast and durable writes' interleaved rounds (arms: the four
+    /// experiments' ids); `fast_ratio` and `durable_ratio` are the paired
+    /// medians over them. Absent in older files: unpaired ratios.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<RoundSet>,
 }
 
 /// Per page size, where files start to beat the database at writing.
@@ -64,6 +70,7 @@ pub(super) fn measure(
     files: &Path,
     scratch: &Path,
     plan: &Plan,
+    rounds: &RoundsPlan,
     seed: u64,
 ) -> Result<CellWrites> {
     let id = |what: &str| format!("matrix/p{}/{}/{what}", spec.page_size, spec.size);
@@ -77,7 +84,7 @@ pub(super) fn measure(
         seed,
         ..RunOptions::new(path)
     };
-    let db_run = |sync: SyncLevel, what: &str, label: &str| -> Result<Experiment> {
+    let db_opts = |sync: SyncLevel| {
         let mut o = base(db);
         o.db = DbParams {
             access: DbAccess::Sql,
@@ -87,26 +94,34 @@ pub(super) fn measure(
             multitrans: true,
             ..DbParams::default()
         };
-        Ok(run::run(&o, &id(what), label)?.experiment)
+        o
     };
-    let file_run = |write: FileWrite, fsync: bool, what: &str, label: &str| -> Result<Experiment> {
+    let file_opts = |write: FileWrite, fsync: bool| {
         let mut o = base(files);
         o.files = FileParams { read: FileRead::Posix, write, fsync };
-        Ok(run::run(&o, &id(what), label)?.experiment)
+        o
     };
-    let fast_db = db_run(SyncLevel::Normal, "write-fast-db", "overwrite in SQLite, WAL + synchronous NORMAL")?;
-    let fast_files = file_run(FileWrite::Inplace, false, "write-fast-files", "overwrite a file in place, no fsync")?;
-    let durable_db = db_run(SyncLevel::Full, "write-durable-db", "overwrite in SQLite, WAL + synchronous FULL")?;
-    let durable_files =
-        file_run(FileWrite::Replace, true, "write-durable-files", "new file, fsync, rename over the old one")?;
+    let arms = [
+        (db_opts(SyncLevel::Normal), "write-fast-db", "overwrite in SQLite, WAL + synchronous NORMAL"),
+        (file_opts(FileWrite::Inplace, false), "write-fast-files", "overwrite a file in place, no fsync"),
+        (db_opts(SyncLevel::Full), "write-durable-db", "overwrite in SQLite, WAL + synchronous FULL"),
+        (file_opts(FileWrite::Replace, true), "write-durable-files", "new file, fsync, rename over the old one"),
+    ];
+    let ids: Vec<String> = arms.iter().map(|(_, what, _)| id(what)).collect();
+    let round_plan = RoundsPlan { warmup: plan.warmup > 0, max_rounds: plan.repeat, latency: plan.latency, ..*rounds };
+    let set_id = format!("matrix/p{}/{}/writes", spec.page_size, spec.size);
+    let (mut e, set) = write_rounds(&set_id, &ids, &arms, &round_plan)?;
+    let (durable_files, durable_db, fast_files, fast_db) = (e.remove(3), e.remove(2), e.remove(1), e.remove(0));
     let churn_copy = scratch.join("churn-files");
     crate::engine::dataset::export(db, &churn_copy, false, false, &crate::util::progress::Silent)?;
     let churn_files = churn(spec, &churn_copy, &id("churn-files"), &plan, seed, false)?;
     let churn_db = churn(spec, db, &id("churn-db"), &plan, seed, true)?;
     let ratio = |files: &Experiment, db: &Experiment| write_figure(files) / write_figure(db);
+    let paired =
+        |files: &Experiment, db: &Experiment| set.ratio(&files.id, &db.id).map_or(ratio(files, db), |r| r.value);
     Ok(CellWrites {
-        fast_ratio: ratio(&fast_files, &fast_db),
-        durable_ratio: ratio(&durable_files, &durable_db),
+        fast_ratio: paired(&fast_files, &fast_db),
+        durable_ratio: paired(&durable_files, &durable_db),
         churn_ratio: ratio(&churn_files, &churn_db),
         fast_db,
         fast_files,
@@ -114,7 +129,33 @@ pub(super) fn measure(
         durable_files,
         churn_db,
         churn_files,
+        rounds: Some(set),
     })
+}
+
+/// The fast and durable writes (database, files, database, files) as the
+/// arms of interleaved rounds, compared files against database each.
+fn write_rounds(
+    set_id: &str,
+    ids: &[String],
+    arms: &[(RunOptions, &str, &str)],
+    plan: &RoundsPlan,
+) -> Result<(Vec<Experiment>, RoundSet)> {
+    let mut prepared = Vec::with_capacity(arms.len());
+    for (o, _, _) in arms {
+        prepared.push(RunArm::prepare(engine::open(&o.path, &o.settings())?, o)?);
+    }
+    let mut dyn_arms: Vec<&mut dyn Arm> = prepared.iter_mut().map(|a| a as &mut dyn Arm).collect();
+    let pairs = [Comparison { a: vec![1], b: vec![0] }, Comparison { a: vec![3], b: vec![2] }];
+    let out = run_rounds(set_id, ids, &mut dyn_arms, plan, &pairs, &mut |_, _| {})?;
+    if out.set.stop == StopReason::Interrupted {
+        return Err(Error::Interrupted);
+    }
+    let mut experiments = Vec::with_capacity(arms.len());
+    for ((arm, m), (id, (_, _, label))) in prepared.into_iter().zip(out.measured).zip(ids.iter().zip(arms)) {
+        experiments.push(arm.finish(id, label, m)?.experiment);
+    }
+    Ok((experiments, out.set))
 }
 
 /// The figure write ratios divide: kvtest's per-op time (for a database:
