@@ -80,7 +80,7 @@ pub fn read_rounds(
     let side = |keep: fn(EngineKind) -> bool| -> Vec<usize> {
         layouts.iter().enumerate().filter(|(_, l)| keep(l.kind())).map(|(i, _)| i).collect()
     };
-    let pairs = [Comparison { a: side(EngineKind::is_files), b: side(|k| k == EngineKind::Db) }];
+    let pairs = [Comparison { a: side(EngineKind::is_files), b: side(|k| k == crate::engine::sqlite::KIND) }];
     let plan = RoundsPlan { warmup: plan.warmup && !cold, latency: true, ..*plan };
     let mut dyn_arms: Vec<&mut dyn Arm> = arms.iter_mut().map(|a| a as &mut dyn Arm).collect();
     let out = run_rounds(id, &ids, &mut dyn_arms, &plan, &pairs, &mut |_, _| {})?;

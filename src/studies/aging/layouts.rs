@@ -45,28 +45,28 @@ pub fn layouts(work: &Path, engines: &[EngineKind]) -> Vec<AgingLayout> {
             work,
             "db-wal",
             "SQLite, WAL",
-            EngineKind::Db,
+            crate::engine::sqlite::KIND,
             EngineSettings { db: db("wal", SyncLevel::Normal), ..Default::default() },
         ),
         make(
             work,
             "db-rollback",
             "SQLite, rollback journal",
-            EngineKind::Db,
+            crate::engine::sqlite::KIND,
             EngineSettings { db: db("delete", SyncLevel::Full), ..Default::default() },
         ),
         make(
             work,
             "files-inplace",
             "Files, written in place",
-            EngineKind::Flat,
+            crate::engine::files::FLAT_KIND,
             EngineSettings { files: files(FileWrite::Inplace), ..Default::default() },
         ),
         make(
             work,
             "files-rename",
             "Files, temp + rename",
-            EngineKind::Flat,
+            crate::engine::files::FLAT_KIND,
             EngineSettings { files: files(FileWrite::Replace), ..Default::default() },
         ),
     ];
@@ -79,8 +79,8 @@ pub fn layouts(work: &Path, engines: &[EngineKind]) -> Vec<AgingLayout> {
 
 fn make(work: &Path, id: &str, title: &str, engine: EngineKind, settings: EngineSettings) -> AgingLayout {
     let ext = match engine {
-        EngineKind::Db => "db",
-        EngineKind::Flat | EngineKind::Tree => "dir",
+        crate::engine::sqlite::KIND => "db",
+        crate::engine::files::FLAT_KIND | crate::engine::files::TREE_KIND => "dir",
         other => other.name(),
     };
     AgingLayout {
@@ -98,7 +98,7 @@ pub fn survey_disk(layout: &AgingLayout, content: u64) -> Result<(Usage, Fragmen
     let mut usage = Usage::default();
     let mut overflow = None;
     match layout.kind() {
-        EngineKind::Db => {
+        crate::engine::sqlite::KIND => {
             let kv = open_kv(path, false)?;
             let err = |e| db_error(path, "cannot read page counts", e);
             let q = |sql: &str| kv.conn.query_row(sql, [], |r| r.get::<_, i64>(0)).map_err(err);
@@ -112,7 +112,7 @@ pub fn survey_disk(layout: &AgingLayout, content: u64) -> Result<(Usage, Fragmen
             }
             overflow = Some(overflow_locality(path)?);
         }
-        EngineKind::Flat | EngineKind::Tree => {
+        crate::engine::files::FLAT_KIND | crate::engine::files::TREE_KIND => {
             for f in blob_files(path, layout.kind())? {
                 let len = add_file(&f, &mut usage, &mut tally)?;
                 usage.content_bytes += len;

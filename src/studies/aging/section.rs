@@ -222,8 +222,8 @@ mod tests {
     #[test]
     fn crossover_is_the_first_band_of_the_winning_tail() {
         let layouts = vec![
-            LayoutInfo { id: "db-wal".into(), title: "".into(), engine: EngineKind::Db },
-            LayoutInfo { id: "files-inplace".into(), title: "".into(), engine: EngineKind::Flat },
+            LayoutInfo { id: "db-wal".into(), title: "".into(), engine: crate::engine::sqlite::KIND },
+            LayoutInfo { id: "files-inplace".into(), title: "".into(), engine: crate::engine::files::FLAT_KIND },
         ];
         let bands = [band(100, 1.0, 2.0), band(200, 3.0, 2.0), band(300, 1.0, 2.0), band(400, 5.0, 4.0)];
         assert_eq!(files_faster_from(&bands, &layouts), Some(400));

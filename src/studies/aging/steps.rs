@@ -12,7 +12,7 @@ use super::{remedies, AgingObserver, AgingOptions};
 use crate::drivers::session::ScriptOp;
 use crate::engine::dataset::{self, db_error, open_kv};
 use crate::measure::{stop_requested, Experiment, Stat};
-use crate::records::{EngineKind, Plan};
+use crate::records::Plan;
 use crate::util::fsutil::sync_filesystem;
 use crate::util::progress::Silent;
 use crate::{Error, Result};
@@ -85,7 +85,7 @@ impl Run<'_> {
             check_stop()?;
             self.observer.step(&format!("{}: copy for {}", self.sizes.name, l.id()));
             match l.kind() {
-                EngineKind::Db => {
+                crate::engine::sqlite::KIND => {
                     std::fs::copy(&pristine, &l.path).map_err(|e| Error::io(&l.path, "cannot copy the database", e))?;
                 }
                 kind => {
@@ -264,7 +264,7 @@ impl Run<'_> {
         for layout in &self.layouts {
             check_stop()?;
             match layout.kind() {
-                EngineKind::Db => {
+                crate::engine::sqlite::KIND => {
                     let incr = AgingLayout {
                         path: self.work.join(format!("{}-incremental.db", layout.id())),
                         ..layout.clone()
