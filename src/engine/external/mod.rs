@@ -56,8 +56,8 @@ impl Backend for ExternalBackend {
     }
 
     /// What its blob directory holds (the names add a few pages).
-    fn stat(&self, path: &Path, vacuum: bool, _settings: &EngineSettings) -> Result<StatReport> {
-        files::FLAT.stat(&path.join(BLOBS_DIR), vacuum, _settings)
+    fn stat(&self, path: &Path, vacuum: bool, settings: &EngineSettings) -> Result<StatReport> {
+        files::FLAT.stat(&path.join(BLOBS_DIR), vacuum, settings)
     }
 
     fn timer_covers(&self, _settings: &EngineSettings) -> &'static str {
