@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use blobbench::records::sizes::parse_size_dist;
+use blobbench::records::{SizeDist, SizeSource};
 use blobbench::report;
 use blobbench::results::ResultFile;
 use blobbench::studies::matrix::{self, MatrixOptions};
@@ -21,6 +23,16 @@ pub struct MatrixArgs {
     /// Blob sizes, comma-separated [default: 10k,20k,50k,100k,200k,500k,1m].
     #[arg(long, value_name = "LIST", value_parser = size_list)]
     pub sizes: Option<List>,
+    /// Your data: one more cell per page size with blobs of this size
+    /// distribution (random content): uniform:SIZE[:VAR], lognormal:MEDIAN:SIGMA,
+    /// list:A,B,... or file:PATH. --sizes stays the fixed-size axis.
+    #[arg(long, value_name = "DIST", value_parser = parse_size_dist, conflicts_with = "from")]
+    pub size_dist: Option<SizeDist>,
+    /// Your data: one more cell per page size holding your files under DIR
+    /// (their content; an evenly spaced sample when they hold more than
+    /// --total). DIR is only read.
+    #[arg(long, value_name = "DIR")]
+    pub from: Option<PathBuf>,
     /// Page sizes, comma-separated [default: 1024,2048,...,65536].
     #[arg(long, value_name = "LIST", value_parser = page_size_list)]
     pub pagesizes: Option<List>,
@@ -88,6 +100,11 @@ impl MatrixArgs {
         if let Some(w) = &self.workdir {
             o.workdir.clone_from(w);
         }
+        o.yours = match (&self.from, &self.size_dist) {
+            (Some(dir), _) => Some(SizeSource::Files(dir.clone())),
+            (None, Some(dist)) => Some(SizeSource::Dist(dist.clone())),
+            (None, None) => None,
+        };
         o
     }
 }
@@ -97,13 +114,16 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<()> {
     // Everything that can be wrong is found before any dataset is built.
     opts.validate()?;
     super::output::prepare_report_dir(&args.out, args.force)?;
-    let cells = opts.cells().len();
+    let cells = opts.cell_count();
     // On stdout: a failure must leave exactly one line, the error, on stderr.
     println!(
         "matrix: {cells} cells, {} of blobs each, built one at a time under {}",
         report::fmt_size(opts.total_bytes as f64).to_uppercase() + "B",
         opts.workdir.display()
     );
+    if let Some(from) = opts.sizes_from()? {
+        println!("your data: {}", from.describe());
+    }
 
     let bar = progress::for_terminal();
     let done = matrix::run(&opts, bar.as_ref())?;

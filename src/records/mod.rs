@@ -6,6 +6,7 @@ pub mod keys;
 pub mod mix;
 mod postgres;
 pub mod sizes;
+mod source;
 mod workload;
 pub mod zipf;
 
@@ -13,4 +14,5 @@ pub use dataset::{DatasetSpec, DiskUsage};
 pub use keys::Order;
 pub use postgres::{PgParams, PgServerInfo, PgStorage};
 pub use sizes::{SizeBucket, SizeDist};
+pub use source::{SizeSource, SizesFrom};
 pub use workload::*;

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use super::init::{create, InitReport, Inserter};
 use crate::records::sizes::{power_of_two_histogram, MAX_BLOB};
-use crate::records::{SizeBucket, SizeDist};
+use crate::records::{SizeBucket, SizeDist, SizesFrom};
 use crate::util::fsutil;
 use crate::util::interrupt::stop_requested;
 use crate::util::progress::Progress;
@@ -94,16 +94,52 @@ impl Scan {
 
     /// The exact sizes found, as a histogram distribution (`--sizes-from`).
     pub fn size_dist(&self) -> SizeDist {
-        let mut sizes: Vec<u32> = self.files.iter().map(|f| f.size as u32).collect();
-        sizes.sort_unstable();
         let mut buckets: Vec<SizeBucket> = Vec::new();
-        for s in sizes {
+        for s in self.sizes() {
             match buckets.last_mut() {
                 Some(b) if b.size == s => b.count += 1,
                 _ => buckets.push(SizeBucket { size: s, count: 1 }),
             }
         }
         SizeDist::Histogram { source: self.root.display().to_string(), buckets }
+    }
+
+    /// `keep` of the files (at least one), evenly spaced in key order, so a
+    /// study's budget takes a sample of the whole tree, not its first
+    /// folders.
+    pub fn evenly(&self, keep: usize) -> Scan {
+        let (n, keep) = (self.files.len(), keep.clamp(1, self.files.len().max(1)));
+        let files = (0..keep).map(|i| self.files[i * n / keep].clone()).collect();
+        Scan { root: self.root.clone(), files, skipped: self.skipped.clone() }
+    }
+
+    /// The most files, evenly spaced, whose content fits in about `bytes`.
+    pub fn within_bytes(&self, bytes: u64) -> Scan {
+        let content = self.content_bytes().max(1);
+        let keep = if content <= bytes {
+            self.files.len()
+        } else {
+            (self.files.len() as u128 * u128::from(bytes) / u128::from(content)) as usize
+        };
+        self.evenly(keep)
+    }
+
+    /// The result file's record of these files, taken from `found`.
+    pub fn sizes_from(&self, found: &Scan) -> SizesFrom {
+        SizesFrom::Files {
+            dir: self.root.display().to_string(),
+            files_found: found.files.len() as u64,
+            files_used: self.files.len() as u64,
+            content_bytes: self.content_bytes(),
+            skipped: self.skipped.0.iter().map(|(why, n)| format!("{n} {}", why.describe())).collect(),
+        }
+    }
+
+    /// The used files' sizes, ascending.
+    pub fn sizes(&self) -> Vec<u32> {
+        let mut sizes: Vec<u32> = self.files.iter().map(|f| f.size as u32).collect();
+        sizes.sort_unstable();
+        sizes
     }
 }
 
@@ -341,6 +377,26 @@ mod tests {
         assert_eq!(r.skipped.0, [(SkipReason::Changed, 2)]);
         let manifest = std::fs::read_to_string(&r.manifest).unwrap();
         assert!(manifest.ends_with("1\t5\tc\n"), "{manifest}");
+    }
+
+    #[test]
+    fn a_budget_keeps_files_evenly_spaced() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..10u8 {
+            std::fs::write(dir.path().join(format!("f{i}")), vec![i; 100 + usize::from(i)]).unwrap();
+        }
+        std::fs::write(dir.path().join("empty"), b"").unwrap();
+        let all = scan(dir.path()).unwrap();
+        let some = all.within_bytes(560);
+        let names: Vec<String> = some.files.iter().map(|f| f.rel.display().to_string()).collect();
+        assert_eq!(names, ["f0", "f2", "f4", "f6", "f8"], "every other file, not the first five");
+        assert_eq!(all.within_bytes(u64::MAX).files.len(), 10);
+        assert_eq!(all.within_bytes(1).files.len(), 1, "at least one file");
+        let SizesFrom::Files { files_found, files_used, content_bytes, skipped, .. } = some.sizes_from(&all) else {
+            panic!("files")
+        };
+        assert_eq!((files_found, files_used, content_bytes), (10, 5, 520));
+        assert_eq!(skipped, ["1 empty files"]);
     }
 
     #[test]

@@ -6,9 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
+use super::yours::Content;
 use super::{check_space, ratio_figure, CellSpec, MatrixCell, MatrixOptions};
 use crate::drivers::run::{RunArm, RunOptions};
-use crate::engine::dataset::{export, init, init_names};
+use crate::engine::dataset::{export, from_dir, init, init_names};
 use crate::engine::{self, ExternalEngine};
 use crate::measure::paired::paired_ratio;
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, StopReason};
@@ -17,7 +18,6 @@ use crate::records::keys::Order;
 use crate::records::Plan;
 use crate::records::{DbAccess, DbParams, FileParams, FileRead};
 use crate::util::progress::{Progress, Silent};
-use crate::util::units::short_size;
 use crate::{util::fsutil, Error, Result};
 
 /// A cell's datasets: blobs in a database and a database of the files'
@@ -33,19 +33,20 @@ pub(super) struct CellPaths {
 
 impl CellPaths {
     pub(super) fn new(work: &Path, spec: &CellSpec) -> Self {
-        let dir = work.join(format!("p{}-{}", spec.page_size, short_size(u64::from(spec.size))));
+        let dir = work.join(format!("p{}-{}", spec.page_size, spec.label()));
         CellPaths {
             blobs_db: dir.join("internal.db"),
-            files: files_dir(work, spec.size),
+            files: files_dir(work, spec),
             names_db: dir.join("external.db"),
             dir,
         }
     }
 }
 
-/// Where the files of one blob size live while its cells are measured.
-pub(super) fn files_dir(work: &Path, size: u32) -> PathBuf {
-    work.join(format!("files-{}", short_size(u64::from(size))))
+/// Where the files of one blob size (or of your data) live while its
+/// cells are measured.
+pub(super) fn files_dir(work: &Path, spec: &CellSpec) -> PathBuf {
+    work.join(format!("files-{}", spec.label()))
 }
 
 /// Removes a directory however the scope that made it ends.
@@ -62,19 +63,23 @@ impl Drop for RemoveOnDrop {
 /// are removed when it ends; the shared files are left to the caller.
 pub(super) fn run_cell(
     spec: &CellSpec,
+    content: &Content,
     opts: &MatrixOptions,
     work: &Path,
     progress: &dyn Progress,
 ) -> Result<Option<MatrixCell>> {
     let paths = CellPaths::new(work, spec);
-    let what = format!("the cell of {}-byte blobs at page size {}", spec.size, spec.page_size);
+    let what = match spec.yours {
+        true => format!("the cell of your data at page size {}", spec.page_size),
+        false => format!("the cell of {}-byte blobs at page size {}", spec.size, spec.page_size),
+    };
     check_space(work, spec.disk_bytes(!paths.files.exists()), &what)?;
     std::fs::create_dir(&paths.dir).map_err(|e| Error::io(&paths.dir, "cannot create directory", e))?;
     let _cleanup = RemoveOnDrop(paths.dir.clone());
-    let content_bytes = build(spec, opts.seed, &paths)?;
+    let content_bytes = build(spec, content, opts.seed, &paths)?;
     progress.advance(1);
 
-    let id = |what: &str| format!("matrix/p{}/{}/{what}", spec.page_size, short_size(u64::from(spec.size)));
+    let id = |what: &str| format!("matrix/p{}/{}/{what}", spec.page_size, spec.label());
     let Some((mut reads, set)) = measure_reads(spec, &paths, opts, &id)? else {
         return Ok(None);
     };
@@ -125,9 +130,13 @@ const DIRECT_LABEL: &str = "blob in a file opened by key (open/fstat/read/close,
 /// Builds the cell's databases, and the files when this blob size has none
 /// yet (the same seed gives the same content whatever the page size), then
 /// flushes them to disk so their writeback does not overlap the timed runs.
-/// Returns the bytes of blob content.
-pub(super) fn build(spec: &CellSpec, seed: u64, paths: &CellPaths) -> Result<u64> {
-    let made = init(&paths.blobs_db, &spec.dataset(seed), false, &Silent)?;
+/// Your files are copied into the database (read, never written), and the
+/// cell's files exported from it. Returns the bytes of blob content.
+pub(super) fn build(spec: &CellSpec, content: &Content, seed: u64, paths: &CellPaths) -> Result<u64> {
+    let made = match content {
+        Content::Files(scan) => from_dir::init_from(&paths.blobs_db, scan, spec.page_size, false, &Silent)?.init,
+        _ => init(&paths.blobs_db, &content.dataset(spec.dataset(seed)), false, &Silent)?,
+    };
     if !paths.files.exists() {
         export(&paths.blobs_db, &paths.files, false, false, &Silent)?;
     }
@@ -186,7 +195,7 @@ fn measure_reads(
     let ids = [id("internal"), id("external"), id("direct")];
     let mut dyn_arms: Vec<&mut dyn Arm> = arms.iter_mut().map(|a| a as &mut dyn Arm).collect();
     let pairs = [Comparison { a: vec![1], b: vec![0] }, Comparison { a: vec![2], b: vec![0] }];
-    let cell = format!("matrix/p{}/{}", spec.page_size, short_size(u64::from(spec.size)));
+    let cell = format!("matrix/p{}/{}", spec.page_size, spec.label());
     let out = match run_rounds(&cell, &ids, &mut dyn_arms, &opts.rounds, &pairs, &mut |_, _| {}) {
         Ok(out) => out,
         Err(Error::Interrupted) => return Ok(None),

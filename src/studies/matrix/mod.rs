@@ -13,6 +13,7 @@ mod cell;
 mod crossover;
 mod study;
 mod writes;
+mod yours;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -31,6 +32,7 @@ use crate::records::keys::Order;
 use crate::records::DatasetSpec;
 use crate::records::FileRead;
 use crate::records::Plan;
+use crate::records::{SizeSource, SizesFrom};
 use crate::util::progress::Progress;
 use crate::{util::fsutil, Error, Result};
 
@@ -65,6 +67,11 @@ pub struct MatrixOptions {
     /// Also measure writes in each cell (overwrites fast and durable, grow
     /// and shrink).
     pub writes: bool,
+    /// The user's blobs (`--from`, `--size-dist`): one more cell per page
+    /// size, "your data", with up to `total_bytes` of them (an evenly
+    /// spaced sample of the files when they hold more). With it, `sizes`
+    /// may be empty (only your data is measured).
+    pub yours: Option<SizeSource>,
 }
 
 impl Default for MatrixOptions {
@@ -87,6 +94,7 @@ impl Default for MatrixOptions {
             workdir: default_workdir(),
             seed: 1,
             writes: true,
+            yours: None,
         }
     }
 }
@@ -107,7 +115,7 @@ impl MatrixOptions {
     /// Checks everything that can be checked before any dataset is built.
     pub fn validate(&self) -> Result<()> {
         self.rounds.validate()?;
-        if self.sizes.is_empty() || self.page_sizes.is_empty() {
+        if (self.sizes.is_empty() && self.yours.is_none()) || self.page_sizes.is_empty() {
             return Err(Error::invalid("--sizes and --pagesizes need at least one value each"));
         }
         for &p in &self.page_sizes {
@@ -146,14 +154,45 @@ impl MatrixOptions {
         if self.plan.repeat == 0 {
             return Err(Error::invalid("--repeat must be at least 1"));
         }
-        for cell in self.cells() {
-            check_spec(&cell.dataset(self.seed))?;
+        let yours = self.your_data()?;
+        let cells = self.planned(yours.as_ref());
+        for (cell, content) in &cells {
+            check_spec(&content.dataset(cell.dataset(self.seed)))?;
         }
         if !self.workdir.is_dir() {
             return Err(Error::bad_input(&self.workdir, "work directory does not exist or is not a directory"));
         }
-        let need = self.cells().iter().map(|c| c.disk_bytes(true)).max().unwrap_or(0);
+        let need = cells.iter().map(|(c, _)| c.disk_bytes(true)).max().unwrap_or(0);
         check_space(&self.workdir, need, "the largest cell")
+    }
+
+    /// Cells measured: the fixed sizes' and, with `yours`, one per page size.
+    pub fn cell_count(&self) -> usize {
+        self.cells().len() + self.yours.as_ref().map_or(0, |_| sorted(&self.page_sizes).len())
+    }
+
+    /// What the result file will say of the user's blobs (the files are
+    /// scanned, not read), for a caller to state before the run.
+    pub fn sizes_from(&self) -> Result<Option<SizesFrom>> {
+        Ok(self.your_data()?.map(|y| y.from))
+    }
+
+    /// The user's blobs, checked and sampled (None without `yours`).
+    fn your_data(&self) -> Result<Option<yours::Yours>> {
+        self.yours.as_ref().map(|s| yours::resolve(s, self.total_bytes)).transpose()
+    }
+
+    /// Every cell in the order measured, the fixed sizes' then yours.
+    fn planned(&self, yours: Option<&yours::Yours>) -> Vec<(CellSpec, yours::Content)> {
+        let mut cells: Vec<_> = self.cells().into_iter().map(|c| (c, yours::Content::Fixed)).collect();
+        if let Some(y) = yours {
+            for page_size in sorted(&self.page_sizes) {
+                let cache_pages = (self.cache_bytes / u64::from(page_size)) as i64;
+                let spec = CellSpec { size: y.mean, page_size, count: y.count, cache_pages, yours: true };
+                cells.push((spec, y.content.clone()));
+            }
+        }
+        cells
     }
 
     /// The cells in the order they are measured: by blob size, then page
@@ -166,7 +205,7 @@ impl MatrixOptions {
             for &page_size in &pages {
                 let count = (self.total_bytes / u64::from(size.max(1))).min(u64::from(u32::MAX)) as u32;
                 let cache_pages = (self.cache_bytes / u64::from(page_size)) as i64;
-                cells.push(CellSpec { size, page_size, count, cache_pages });
+                cells.push(CellSpec { size, page_size, count, cache_pages, yours: false });
             }
         }
         cells
@@ -202,9 +241,20 @@ pub struct CellSpec {
     pub count: u32,
     /// PRAGMA cache_size of both databases, in pages.
     pub cache_pages: i64,
+    /// The user's blobs ("your data"); `size` is then their mean size.
+    pub yours: bool,
 }
 
 impl CellSpec {
+    /// The cell's blob size in ids and directory names: "10k", or "yours".
+    pub fn label(&self) -> String {
+        if self.yours {
+            "yours".to_string()
+        } else {
+            crate::util::units::short_size(u64::from(self.size))
+        }
+    }
+
     pub fn dataset(&self, seed: u64) -> DatasetSpec {
         DatasetSpec { count: self.count, size: self.size, page_size: self.page_size, seed, ..DatasetSpec::default() }
     }
@@ -235,6 +285,10 @@ pub struct MatrixSection {
     /// Per page size, where files start to beat the database at writing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub write_crossovers: Vec<WriteCrossover>,
+    /// The "your data" cells, one per page size (see `params.sizes_from`);
+    /// their `size_bytes` is the blobs' mean size. Not in the grids.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub yours: Vec<MatrixCell>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -249,6 +303,9 @@ pub struct MatrixParams {
     pub file_read: FileRead,
     pub seed: u64,
     pub workdir: String,
+    /// Where the "your data" cells' blobs came from (absent without them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizes_from: Option<SizesFrom>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -360,6 +417,7 @@ impl MatrixSection {
             crossovers: Vec::new(),
             best_page_sizes: Vec::new(),
             write_crossovers: Vec::new(),
+            yours: Vec::new(),
         };
         let (ext, direct) = (section.grid(Figure::ExternalRatio), section.grid(Figure::DirectRatio));
         for (row, &page_size) in ext.page_sizes.iter().enumerate() {
@@ -434,21 +492,23 @@ pub fn run(opts: &MatrixOptions, progress: &dyn Progress) -> Result<MatrixRun> {
         .prefix("blobbench-matrix-")
         .tempdir_in(&opts.workdir)
         .map_err(|e| Error::io(&opts.workdir, "cannot create a work directory here", e))?;
-    let cells = opts.cells();
+    let yours = opts.your_data()?;
+    let cells = opts.planned(yours.as_ref());
     progress.start("matrix", cells.len() as u64 * STEPS_PER_CELL);
-    let mut done = Vec::with_capacity(cells.len());
+    let (mut done, mut done_yours) = (Vec::with_capacity(cells.len()), Vec::new());
     let mut interrupted = false;
     // The current blob size's files, removed when the size changes.
-    let mut files: Option<(u32, cell::RemoveOnDrop)> = None;
-    for spec in &cells {
+    let mut files: Option<(String, cell::RemoveOnDrop)> = None;
+    for (spec, content) in &cells {
         if stop_requested() {
             interrupted = true;
             break;
         }
-        if files.as_ref().map(|(size, _)| *size) != Some(spec.size) {
-            files = Some((spec.size, cell::RemoveOnDrop(cell::files_dir(work.path(), spec.size))));
+        if files.as_ref().map(|(label, _)| label) != Some(&spec.label()) {
+            files = Some((spec.label(), cell::RemoveOnDrop(cell::files_dir(work.path(), spec))));
         }
-        match cell::run_cell(spec, opts, work.path(), progress) {
+        match cell::run_cell(spec, content, opts, work.path(), progress) {
+            Ok(Some(c)) if spec.yours => done_yours.push(c),
             Ok(Some(c)) => done.push(c),
             Ok(None) | Err(Error::Interrupted) => {
                 interrupted = true;
@@ -473,12 +533,11 @@ pub fn run(opts: &MatrixOptions, progress: &dyn Progress) -> Result<MatrixRun> {
         file_read: FileRead::Posix,
         seed: opts.seed,
         workdir: opts.workdir.display().to_string(),
+        sizes_from: yours.map(|y| y.from),
     };
-    Ok(MatrixRun {
-        section: MatrixSection::new(params, done),
-        interrupted,
-        elapsed_ns: started.elapsed().as_nanos() as u64,
-    })
+    let mut section = MatrixSection::new(params, done);
+    section.yours = done_yours;
+    Ok(MatrixRun { section, interrupted, elapsed_ns: started.elapsed().as_nanos() as u64 })
 }
 
 fn remove_work(work: tempfile::TempDir) -> Result<()> {

@@ -13,6 +13,7 @@ fn tiny(workdir: &Path) -> MatrixOptions {
         workdir: workdir.to_path_buf(),
         seed: 1,
         writes: true,
+        yours: None,
     }
 }
 
@@ -68,10 +69,10 @@ fn cell_datasets_hold_the_same_blobs() {
     // Two page sizes of one blob size: the second reuses the first's files,
     // which must still match its own database byte for byte.
     for page_size in [2048, 4096] {
-        let spec = CellSpec { size: 2000, page_size, count: 30, cache_pages: 10 };
+        let spec = CellSpec { size: 2000, page_size, count: 30, cache_pages: 10, yours: false };
         let paths = cell::CellPaths::new(work.path(), &spec);
         std::fs::create_dir(&paths.dir).unwrap();
-        assert_eq!(cell::build(&spec, 1, &paths).unwrap(), 60_000);
+        assert_eq!(cell::build(&spec, &yours::Content::Fixed, 1, &paths).unwrap(), 60_000);
         let kv = rusqlite::Connection::open(&paths.blobs_db).unwrap();
         let mut store = crate::engine::ExternalStore::open(&paths.names_db, &paths.files, spec.cache_pages).unwrap();
         for k in 1..=spec.count {
@@ -103,6 +104,8 @@ fn bad_options_fail_before_any_work() {
     check(&|o| o.cache_bytes = 4095, "smaller than one page");
     check(&|o| o.page_sizes = vec![1000], "power of two");
     check(&|o| o.sizes.clear(), "at least one");
+    check(&|o| o.yours = Some(SizeSource::Files(work.path().join("none"))), "none");
+    check(&|o| o.yours = Some(SizeSource::Files(work.path().to_path_buf())), "no regular");
     check(&|o| o.plan.repeat = 0, "--repeat");
     check(&|o| o.workdir = work.path().join("missing"), "does not exist");
     check(&|o| o.sizes = vec![0], "from 1 to");
@@ -115,6 +118,61 @@ fn bad_options_fail_before_any_work() {
         },
         "not enough free space",
     );
+}
+
+/// Names, sizes and modification times of a directory's files.
+fn listing(dir: &Path) -> Vec<(std::ffi::OsString, u64, std::time::SystemTime)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let (e, m) = (e.as_ref().unwrap(), e.as_ref().unwrap().metadata().unwrap());
+            (e.file_name(), m.len(), m.modified().unwrap())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn your_files_make_one_more_cell_per_page_size() {
+    let (work, mine) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for i in 0..40u32 {
+        std::fs::write(mine.path().join(format!("f{i:02}")), vec![i as u8; 1000 + 100 * i as usize]).unwrap();
+    }
+    let before = listing(mine.path());
+    let mut o = MatrixOptions { sizes: Vec::new(), writes: false, ..tiny(work.path()) };
+    o.total_bytes = 30_000;
+    o.yours = Some(SizeSource::Files(mine.path().to_path_buf()));
+    let s = run(&o, &Silent).unwrap().section;
+    assert!(s.cells.is_empty(), "no fixed sizes asked");
+    assert_eq!(s.yours.iter().map(|c| c.page_size).collect::<Vec<_>>(), [1024, 4096]);
+    let Some(SizesFrom::Files { files_found, files_used, content_bytes, .. }) = &s.params.sizes_from else {
+        panic!("{:?}", s.params.sizes_from)
+    };
+    assert_eq!((*files_found, *files_used), (40, 10), "an evenly spaced sample within --total");
+    for c in &s.yours {
+        assert_eq!((c.count, c.content_bytes), (10, *content_bytes));
+        let r = &c.internal.runs[0];
+        assert_eq!(r.ops, 10);
+        assert!((10_000..=49_000).contains(&r.bytes), "the files' own sizes were read: {}", r.bytes);
+        assert!(c.internal.id.contains("/yours/"), "{}", c.internal.id);
+    }
+    assert_eq!(listing(mine.path()), before, "your directory is only read");
+}
+
+#[test]
+fn a_distribution_sets_your_cells_sizes() {
+    let work = tempfile::tempdir().unwrap();
+    let dist = crate::records::SizeDist::List { sizes: vec![1000, 3000] };
+    let mut o = MatrixOptions { sizes: vec![2000], page_sizes: vec![4096], writes: false, ..tiny(work.path()) };
+    o.yours = Some(SizeSource::Dist(dist.clone()));
+    let s = run(&o, &Silent).unwrap().section;
+    assert_eq!(s.cells.len(), 1);
+    let y = &s.yours[0];
+    assert_eq!((y.size_bytes, y.count), (2000, 100), "mean size, total / mean blobs");
+    assert_eq!(s.params.sizes_from, Some(SizesFrom::Distribution { dist }));
+    let bad = MatrixOptions { yours: Some(SizeSource::Dist(crate::records::SizeDist::List { sizes: vec![] })), ..o };
+    assert!(run(&bad, &Silent).unwrap_err().to_string().contains("--size-dist"));
 }
 
 #[test]

@@ -75,6 +75,7 @@ pub(crate) fn fixed_section() -> MatrixSection {
         file_read: FileRead::Posix,
         seed: 1,
         workdir: String::new(),
+        sizes_from: None,
     };
     MatrixSection::new(params, cells)
 }

@@ -73,7 +73,7 @@ pub(super) fn measure(
     rounds: &RoundsPlan,
     seed: u64,
 ) -> Result<CellWrites> {
-    let id = |what: &str| format!("matrix/p{}/{}/{what}", spec.page_size, spec.size);
+    let id = |what: &str| format!("matrix/p{}/{}/{what}", spec.page_size, spec.label());
     let plan = Plan { cold: false, ..*plan };
     let base = |path: &Path| RunOptions {
         count: writes_per_run(spec),
@@ -109,7 +109,7 @@ pub(super) fn measure(
     ];
     let ids: Vec<String> = arms.iter().map(|(_, what, _)| id(what)).collect();
     let round_plan = RoundsPlan { warmup: plan.warmup > 0, max_rounds: plan.repeat, latency: plan.latency, ..*rounds };
-    let set_id = format!("matrix/p{}/{}/writes", spec.page_size, spec.size);
+    let set_id = format!("matrix/p{}/{}/writes", spec.page_size, spec.label());
     let (mut e, set) = write_rounds(&set_id, &ids, &arms, &round_plan)?;
     let (durable_files, durable_db, fast_files, fast_db) = (e.remove(3), e.remove(2), e.remove(1), e.remove(0));
     let churn_copy = scratch.join("churn-files");
