@@ -7,8 +7,9 @@ use std::time::Instant;
 
 use clap::Args;
 
+use blobbench::records::SizeSource;
 use blobbench::results::ResultFile;
-use blobbench::studies::aging::{self, AgePoint, AgingObserver, AgingOptions, SizeDist};
+use blobbench::studies::aging::{self, AgePoint, AgingObserver, AgingOptions, SizeSetting};
 use blobbench::util::units;
 
 #[derive(Debug, Args)]
@@ -25,12 +26,19 @@ pub struct AgingArgs {
     pub ages: Option<Ages>,
     #[arg(long, value_parser = super::engines::key_value_list, default_value = "", help = super::engines::key_value_help("Key-value engines to age beside SQLite and files"))]
     pub engines: super::engines::EngineList,
-    /// Blobs per size setting [default: 10k article-sized, 500 large; a tenth with --quick].
+    /// Blobs per size setting [default: 10k article-sized, 500 large, about 100 MB of a distribution or your files; a tenth with --quick].
     #[arg(long, value_parser = units::positive_u32)]
     pub count: Option<u32>,
-    /// Size settings: article (10 KB +/- 2 KB), large (100 KB to 1 MB), uniform:MIN..MAX; comma-separated.
-    #[arg(long, default_value = "article,large", value_parser = size_dists)]
-    pub size_dist: SizeDists,
+    /// Size settings, comma-separated: article (10 KB +/- 2 KB), large (100 KB
+    /// to 1 MB), uniform:MIN..MAX, or a distribution (--sizes DIST, as suite's):
+    /// uniform:SIZE[:VAR], lognormal:MEDIAN:SIGMA, list:A,B,... or file:PATH.
+    #[arg(long, visible_alias = "sizes", default_value = "article,large", value_parser = size_dists)]
+    pub size_dist: SizeSettings,
+    /// Your own files instead of the size settings: their content is the
+    /// first blobs, their sizes what each rewrite draws (an evenly spaced
+    /// sample of --count of them, or about 100 MB, 10 MB with --quick). DIR is only read.
+    #[arg(long, value_name = "DIR", conflicts_with = "size_dist")]
+    pub from: Option<PathBuf>,
     /// Percent of the blobs deleted and inserted again at each age step (0: no churn).
     #[arg(long, default_value = "0", value_parser = churn_pct)]
     pub churn: f64,
@@ -56,14 +64,14 @@ pub struct Ages(Vec<u32>);
 
 /// A parsed `--size-dist` list (one small parser, to be swapped for issue 14's).
 #[derive(Debug, Clone)]
-pub struct SizeDists(Vec<SizeDist>);
+pub struct SizeSettings(Vec<SizeSetting>);
 
 fn ages(s: &str) -> Result<Ages, String> {
     aging::parse_ages(s).map(Ages)
 }
 
-fn size_dists(s: &str) -> Result<SizeDists, String> {
-    aging::parse_size_dists(s).map(SizeDists)
+fn size_dists(s: &str) -> Result<SizeSettings, String> {
+    aging::parse_size_dists(s).map(SizeSettings)
 }
 
 fn churn_pct(s: &str) -> Result<f64, String> {
@@ -81,6 +89,10 @@ impl AgingArgs {
             o.ages = ages.0.clone();
         }
         o.sizes = self.size_dist.0.clone();
+        if let Some(dir) = &self.from {
+            o.sizes.clear();
+            o.yours = Some(SizeSource::Files(dir.clone()));
+        }
         o.count = self.count;
         o.engines = self.engines.0.clone();
         o.churn_pct = self.churn;
@@ -102,7 +114,7 @@ impl AgingObserver for Lines {
         }
     }
 
-    fn point(&self, sizes: &SizeDist, p: &AgePoint) {
+    fn point(&self, sizes: &SizeSetting, p: &AgePoint) {
         if self.terminal {
             eprint!("\r\x1b[K");
         }

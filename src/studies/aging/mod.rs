@@ -21,16 +21,16 @@ pub use section::{
     files_faster_from, AgePoint, AgingSection, AgingSetting, Band, Crossover, Fragmentation, LayoutInfo, ReadFigures,
     Usage, WriteFigures,
 };
-pub use sizes::{check_ages, parse_ages, parse_size_dists, SizeDist, MAX_AGE, SQLITE_MAX_BLOB};
+pub use sizes::{check_ages, parse_ages, parse_size_dists, SizeSetting, MAX_AGE, SQLITE_MAX_BLOB};
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::engine::dataset;
+use crate::engine::dataset::{self, from_dir, from_dir::Scan};
 use crate::measure::envinfo::{self, Environment};
 use crate::measure::rounds::{self, RoundsPlan};
 use crate::measure::stop_requested;
-use crate::records::EngineKind;
+use crate::records::{EngineKind, SizeSource};
 use crate::util::fsutil;
 use crate::{Error, Result};
 
@@ -39,8 +39,13 @@ pub struct AgingOptions {
     /// Where the datasets are built; a fresh subdirectory is made inside.
     pub workdir: PathBuf,
     pub ages: Vec<u32>,
-    pub sizes: Vec<SizeDist>,
-    /// Blobs per setting; by default [`default_count`].
+    pub sizes: Vec<SizeSetting>,
+    /// The user's blobs (`--from`, or a distribution): one more setting,
+    /// "yours" (your files' content, an evenly spaced sample of `count` of
+    /// them) or named as the distribution. With it, `sizes` may be empty.
+    /// Checked (DIR scanned, never written) before anything is built.
+    pub yours: Option<SizeSource>,
+    /// Blobs per setting; by default [`SizeSetting::default_count`].
     pub count: Option<u32>,
     pub quick: bool,
     /// Key-value engines aged beside SQLite and files.
@@ -62,7 +67,8 @@ impl AgingOptions {
         AgingOptions {
             workdir,
             ages: if quick { vec![0, 1, 2] } else { vec![0, 1, 2, 4, 8] },
-            sizes: vec![SizeDist::article(), SizeDist::large()],
+            sizes: vec![SizeSetting::article(), SizeSetting::large()],
+            yours: None,
             count: None,
             quick,
             engines: Vec::new(),
@@ -82,24 +88,12 @@ impl AgingOptions {
     }
 }
 
-/// Blobs per setting: about 100 MB of article blobs or 275 MB of large
-/// ones (a tenth with `quick`), so the full study stays within 20 minutes
-/// on a 2-core VM (15 min there; twice these were on course for 30).
-pub fn default_count(sizes: &SizeDist, quick: bool) -> u32 {
-    match (sizes.spans_crossover(), quick) {
-        (true, false) => 500,
-        (true, true) => 60,
-        (false, false) => 10_000,
-        (false, true) => 1_000,
-    }
-}
-
 /// What the study tells its caller as it goes.
 pub trait AgingObserver {
     /// A step starts (building, a rewrite pass, a measurement).
     fn step(&self, what: &str);
     /// A layout was measured at an age (or after a remedy).
-    fn point(&self, sizes: &SizeDist, point: &AgePoint);
+    fn point(&self, sizes: &SizeSetting, point: &AgePoint);
 }
 
 /// What the study measured: its section of a result file.
@@ -115,12 +109,40 @@ pub struct AgingOutcome {
 /// Disk one setting needs at its peak: the database copies (each may double
 /// with a WAL or journal of a whole pass), the file copies, a copy for the
 /// incremental-vacuum remedy, each key-value store, plus 20%.
-pub fn needed_bytes(sizes: &SizeDist, count: u32, engines: usize) -> u64 {
-    let spec = sizes.spec(count, 1);
-    let db = dataset::estimated_db_bytes(&spec);
-    let per_file = (u64::from(spec.size) + u64::from(spec.variance) / 2).div_ceil(4096) * 4096;
+pub fn needed_bytes(sizes: &SizeSetting, count: u32, engines: usize) -> u64 {
+    let db = dataset::estimated_db_bytes(&sizes.spec(count, 1));
+    let per_file = (sizes.mean() as u64).div_ceil(4096) * 4096;
     let files = u64::from(count) * per_file;
     ((7 + 2 * engines as u64) * db + 2 * files + files / 5) / 10 * 12
+}
+
+/// A setting to age, with your files when it is made of them.
+struct Planned {
+    sizes: SizeSetting,
+    files: Option<Scan>,
+    count: u32,
+}
+
+/// Every setting to age, the user's last, checked before anything is built.
+fn plan(opts: &AgingOptions) -> Result<Vec<Planned>> {
+    let count = |s: &SizeSetting| opts.count.unwrap_or_else(|| s.default_count(opts.quick));
+    let mut out: Vec<Planned> =
+        opts.sizes.iter().map(|s| Planned { sizes: s.clone(), files: None, count: count(s) }).collect();
+    match &opts.yours {
+        None => {}
+        Some(SizeSource::Dist(dist)) => {
+            dist.validate().map_err(|e| Error::invalid(format!("--sizes: {e}")))?;
+            let sizes = SizeSetting::from_dist(&dist.describe(), dist.clone());
+            out.push(Planned { count: count(&sizes), sizes, files: None });
+        }
+        Some(SizeSource::Files(dir)) => {
+            let found = from_dir::scan(dir)?;
+            let used = found.evenly(count(&SizeSetting::from_files(&found, &found)) as usize);
+            let sizes = SizeSetting::from_files(&used, &found);
+            out.push(Planned { count: used.files.len() as u32, sizes, files: Some(used) });
+        }
+    }
+    Ok(out)
 }
 
 /// Runs the study. Ctrl-C or a full disk stops it; what was measured is
@@ -128,9 +150,9 @@ pub fn needed_bytes(sizes: &SizeDist, count: u32, engines: usize) -> u64 {
 /// (a disk that fills before anything was measured is an error).
 pub fn run_aging(opts: &AgingOptions, observer: &dyn AgingObserver) -> Result<AgingOutcome> {
     check(opts)?;
+    let planned = plan(opts)?;
     std::fs::create_dir_all(&opts.workdir).map_err(|e| Error::io(&opts.workdir, "cannot create directory", e))?;
-    let count = |s: &SizeDist| opts.count.unwrap_or_else(|| default_count(s, opts.quick));
-    let need = opts.sizes.iter().map(|s| needed_bytes(s, count(s), opts.engines.len())).max().unwrap_or(0);
+    let need = planned.iter().map(|p| needed_bytes(&p.sizes, p.count, opts.engines.len())).max().unwrap_or(0);
     let free = fsutil::free_bytes(&opts.workdir)?;
     if free < need {
         return Err(Error::bad_input(
@@ -148,7 +170,7 @@ pub fn run_aging(opts: &AgingOptions, observer: &dyn AgingObserver) -> Result<Ag
         notes: Vec::new(),
         complete: true,
     };
-    for sizes in &opts.sizes {
+    for Planned { sizes, files, count } in &planned {
         if stop_requested() {
             outcome.complete = false;
             break;
@@ -159,14 +181,14 @@ pub fn run_aging(opts: &AgingOptions, observer: &dyn AgingObserver) -> Result<Ag
             .map_err(|e| Error::io(&opts.workdir, "cannot create a work directory", e))?;
         let mut setting = AgingSetting {
             sizes: sizes.clone(),
-            count: count(sizes),
+            count: *count,
             layouts: Vec::new(),
             points: Vec::new(),
             remedies: Vec::new(),
             crossover: Vec::new(),
             rounds: Vec::new(),
         };
-        let result = steps::run_setting(opts, work.path(), &mut setting, observer);
+        let result = steps::run_setting(opts, work.path(), files.as_ref(), &mut setting, observer);
         let warnings = setting.rounds.iter().flat_map(|r| r.warnings.iter().map(move |w| format!("{}: {w}", r.id)));
         outcome.notes.extend(warnings);
         if opts.keep {
@@ -197,7 +219,7 @@ pub fn run_aging(opts: &AgingOptions, observer: &dyn AgingObserver) -> Result<Ag
 
 fn check(opts: &AgingOptions) -> Result<()> {
     check_ages(&opts.ages).map_err(Error::invalid)?;
-    if opts.sizes.is_empty() {
+    if opts.sizes.is_empty() && opts.yours.is_none() {
         return Err(Error::invalid("no size setting given (use article, large or uniform:MIN..MAX)"));
     }
     if let Some(s) = opts.sizes.iter().find(|s| s.max_bytes > SQLITE_MAX_BLOB || s.min_bytes == 0) {
@@ -245,7 +267,7 @@ mod tests {
 
     #[test]
     fn disk_estimate_covers_the_copies() {
-        let need = needed_bytes(&SizeDist::article(), 10_000, 0);
+        let need = needed_bytes(&SizeSetting::article(), 10_000, 0);
         // Seven 100 MB databases' worth and two file copies, plus room.
         assert!(need > 750_000_000 && need < 1_500_000_000, "{need}");
     }

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::frag::OverflowLocality;
-use super::sizes::SizeDist;
+use super::sizes::SizeSetting;
 use crate::measure::rounds::RoundSet;
 use crate::measure::Experiment;
 use crate::records::EngineKind;
@@ -22,7 +22,7 @@ pub struct AgingSection {
 /// One size setting, aged in every layout.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgingSetting {
-    pub sizes: SizeDist,
+    pub sizes: SizeSetting,
     pub count: u32,
     pub layouts: Vec<LayoutInfo>,
     /// One point per layout and age, in the order measured.

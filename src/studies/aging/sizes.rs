@@ -1,12 +1,14 @@
 //! Blob size settings of `aging` and the ages list, with their checks.
-//!
-//! Issue 14 designs a general `--size-dist`; until it lands, the parsing
-//! lives in [`parse_size_dists`] alone so it can be swapped for that one.
+//! A setting is the study's own (`article`, `large`, `uniform:MIN..MAX`),
+//! any named distribution of `records::sizes` (`lognormal:30k:1`, ...),
+//! or the user's files (`--from`).
 
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use crate::records::DatasetSpec;
+use crate::engine::dataset::from_dir::Scan;
+use crate::records::sizes::parse_size_dist;
+use crate::records::{DatasetSpec, SizeDist, SizesFrom};
 
 /// SQLite's largest blob with its default SQLITE_MAX_LENGTH.
 pub const SQLITE_MAX_BLOB: u32 = 1_000_000_000;
@@ -14,37 +16,92 @@ pub const SQLITE_MAX_BLOB: u32 = 1_000_000_000;
 /// The largest storage age accepted: each age step rewrites every blob once.
 pub const MAX_AGE: u32 = 100;
 
-/// A uniform blob size distribution, as init draws it (mean +/- variance).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SizeDist {
-    /// "article", "large" or "uniform:MIN..MAX".
+/// Content per setting when the count follows from the mean blob size:
+/// about the article setting's 100 MB (a tenth with `quick`).
+const CONTENT_BYTES: f64 = 100e6;
+
+/// One size setting: the blobs a dataset starts with and the sizes each
+/// rewrite draws.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SizeSetting {
+    /// "article", "large", "uniform:MIN..MAX", a distribution as given
+    /// ("lognormal:30k:1"), or "yours" (your files).
     pub name: String,
+    /// The range of sizes: exact for a uniform setting; the 5th and 95th
+    /// percentiles otherwise (the crossover's size bands span these).
     pub min_bytes: u32,
     pub max_bytes: u32,
+    /// Where the sizes come from when not uniform in min..=max: a named
+    /// distribution, or your files (absent for the study's own settings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<SizesFrom>,
+    /// Your files' sizes, ascending, that rewrites draw from (not stored).
+    #[serde(skip)]
+    file_sizes: Vec<u32>,
 }
 
-impl SizeDist {
+impl SizeSetting {
     /// The article's blobs: 10 KB +/- 2 KB.
     pub fn article() -> Self {
-        SizeDist { name: "article".into(), min_bytes: 8_000, max_bytes: 12_000 }
+        Self::uniform("article", 8_000, 12_000)
     }
 
     /// Blobs around Gray's crossover (256 KB to 1 MB): 100 KB to 1 MB.
     pub fn large() -> Self {
-        SizeDist { name: "large".into(), min_bytes: 100_000, max_bytes: 1_000_000 }
+        Self::uniform("large", 100_000, 1_000_000)
     }
 
-    /// The kvtest dataset with these sizes (mean +/- variance; an odd span
-    /// loses its last byte so init draws exactly from this range).
+    fn uniform(name: &str, min_bytes: u32, max_bytes: u32) -> Self {
+        SizeSetting { name: name.into(), min_bytes, max_bytes, from: None, file_sizes: Vec::new() }
+    }
+
+    /// Sizes drawn from `dist`, named as given.
+    pub fn from_dist(name: &str, dist: SizeDist) -> Self {
+        let sampler = dist.sampler();
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(5);
+        let mut sample: Vec<u32> = (0..10_000).map(|_| sampler.sample(&mut rng)).collect();
+        sample.sort_unstable();
+        let (min_bytes, max_bytes) = percentiles(&sample);
+        SizeSetting {
+            name: name.into(),
+            min_bytes,
+            max_bytes,
+            from: Some(SizesFrom::Distribution { dist }),
+            file_sizes: Vec::new(),
+        }
+    }
+
+    /// Your files `used` (of those `found`): their content is the first
+    /// blobs, their sizes what rewrites draw.
+    pub fn from_files(used: &Scan, found: &Scan) -> Self {
+        let file_sizes = used.sizes();
+        let (min_bytes, max_bytes) = percentiles(&file_sizes);
+        SizeSetting { name: "yours".into(), min_bytes, max_bytes, from: Some(used.sizes_from(found)), file_sizes }
+    }
+
+    /// The mean blob size in bytes.
+    pub fn mean(&self) -> f64 {
+        match &self.from {
+            Some(SizesFrom::Distribution { dist }) => dist.mean(),
+            Some(SizesFrom::Files { .. }) => {
+                self.file_sizes.iter().map(|&s| f64::from(s)).sum::<f64>() / self.file_sizes.len().max(1) as f64
+            }
+            None => (f64::from(self.min_bytes) + f64::from(self.max_bytes)) / 2.0,
+        }
+    }
+
+    /// The kvtest dataset with these sizes (uniform: mean +/- variance; an
+    /// odd span loses its last byte so init draws exactly from this range;
+    /// your files are copied instead, and this is only their estimate).
     pub fn spec(&self, count: u32, seed: u64) -> DatasetSpec {
         let variance = (self.max_bytes - self.min_bytes) / 2;
-        DatasetSpec {
-            count,
-            size: self.min_bytes + variance,
-            variance,
-            page_size: 4096,
-            seed,
-            ..DatasetSpec::default()
+        let base = DatasetSpec { count, page_size: 4096, seed, ..DatasetSpec::default() };
+        match &self.from {
+            Some(SizesFrom::Distribution { dist }) => {
+                DatasetSpec { size: self.mean().round() as u32, sizes: Some(dist.clone()), ..base }
+            }
+            Some(SizesFrom::Files { .. }) => DatasetSpec { size: self.mean().round() as u32, ..base },
+            None => DatasetSpec { size: self.min_bytes + variance, variance, ..base },
         }
     }
 
@@ -53,32 +110,86 @@ impl SizeDist {
         u64::from(self.max_bytes) >= 4 * u64::from(self.min_bytes)
     }
 
-    /// `n` sizes drawn uniformly, as init draws them, before any timer.
+    /// Blobs in the setting when no count is given: 10k article-sized or 500
+    /// large ones; otherwise about 100 MB of content (a tenth with `quick`),
+    /// at most the files there are.
+    pub fn default_count(&self, quick: bool) -> u32 {
+        let by_mean = || {
+            let (budget, lo, hi) =
+                if quick { (CONTENT_BYTES / 10.0, 20.0, 1_000.0) } else { (CONTENT_BYTES, 50.0, 10_000.0) };
+            (budget / self.mean().max(1.0)).clamp(lo, hi) as u32
+        };
+        match (&self.from, self.spans_crossover(), quick) {
+            (Some(_), _, _) => by_mean(),
+            (None, true, false) => 500,
+            (None, true, true) => 60,
+            (None, false, false) => 10_000,
+            (None, false, true) => 1_000,
+        }
+    }
+
+    /// `n` sizes drawn as the setting says, before any timer.
     pub fn draw(&self, n: usize, seed: u64) -> Vec<u32> {
-        let spec = self.spec(1, seed);
         let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
-        (0..n).map(|_| rng.gen_range(spec.size - spec.variance..=spec.size + spec.variance)).collect()
+        match &self.from {
+            Some(SizesFrom::Distribution { dist }) => {
+                let sampler = dist.sampler();
+                (0..n).map(|_| sampler.sample(&mut rng)).collect()
+            }
+            Some(SizesFrom::Files { .. }) if !self.file_sizes.is_empty() => {
+                (0..n).map(|_| self.file_sizes[rng.gen_range(0..self.file_sizes.len())]).collect()
+            }
+            _ => (0..n).map(|_| rng.gen_range(self.min_bytes..=self.max_bytes)).collect(),
+        }
     }
 }
 
-/// Parses `article`, `large`, `uniform:MIN..MAX`, comma-separated.
-pub fn parse_size_dists(text: &str) -> Result<Vec<SizeDist>, String> {
-    let mut out: Vec<SizeDist> = Vec::new();
-    for name in text.split(',').map(str::trim) {
-        let dist = match name {
+/// The 5th and 95th percentiles of ascending sizes.
+fn percentiles(sorted: &[u32]) -> (u32, u32) {
+    let at = |q: usize| sorted.get((sorted.len().saturating_sub(1)) * q / 100).copied().unwrap_or(1);
+    (at(5), at(95))
+}
+
+/// Kinds of `records::sizes` a setting may also be written as.
+const DIST_KINDS: [&str; 4] = ["uniform:", "lognormal:", "list:", "file:"];
+
+/// Parses `article`, `large`, `uniform:MIN..MAX` or any named distribution
+/// (`uniform:SIZE[:VAR]`, `lognormal:MEDIAN:SIGMA`, `list:A,B,...`,
+/// `file:PATH`), comma-separated (a `list:`'s own commas stay with it).
+pub fn parse_size_dists(text: &str) -> Result<Vec<SizeSetting>, String> {
+    let mut items: Vec<String> = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        let a_size = part.starts_with(|c: char| c.is_ascii_digit());
+        match items.last_mut() {
+            Some(last) if a_size && last.starts_with("list:") => {
+                last.push(',');
+                last.push_str(part);
+            }
+            _ => items.push(part.to_string()),
+        }
+    }
+    let mut out: Vec<SizeSetting> = Vec::new();
+    for name in &items {
+        let setting = match name.as_str() {
             "" => return Err(format!("invalid size setting list {text:?}: empty element")),
-            "article" => SizeDist::article(),
-            "large" => SizeDist::large(),
-            other => parse_uniform(other)?,
+            "article" => SizeSetting::article(),
+            "large" => SizeSetting::large(),
+            other if other.starts_with("uniform:") && other.contains("..") => parse_uniform(other)?,
+            other if DIST_KINDS.iter().any(|k| other.starts_with(k)) => {
+                SizeSetting::from_dist(other, parse_size_dist(other)?)
+            }
+            other => return Err(format!(
+                "unknown size setting '{other}' (expected article, large, uniform:MIN..MAX or a distribution: uniform:SIZE[:VAR], lognormal:MEDIAN:SIGMA, list:A,B,... or file:PATH)"
+            )),
         };
-        if !out.contains(&dist) {
-            out.push(dist);
+        if !out.contains(&setting) {
+            out.push(setting);
         }
     }
     Ok(out)
 }
 
-fn parse_uniform(text: &str) -> Result<SizeDist, String> {
+fn parse_uniform(text: &str) -> Result<SizeSetting, String> {
     let unknown = || format!("unknown size setting '{text}' (expected article, large or uniform:MIN..MAX)");
     let range = text.strip_prefix("uniform:").ok_or_else(unknown)?;
     let (lo, hi) = range.split_once("..").ok_or_else(unknown)?;
@@ -92,7 +203,7 @@ fn parse_uniform(text: &str) -> Result<SizeDist, String> {
             "size setting '{text}': largest blob {hi} bytes is above SQLite's blob limit of {SQLITE_MAX_BLOB} bytes"
         ));
     }
-    Ok(SizeDist { name: text.to_string(), min_bytes: lo as u32, max_bytes: hi as u32 })
+    Ok(SizeSetting::uniform(text, lo as u32, hi as u32))
 }
 
 /// Parses a storage ages list such as `0,1,2,4,8` and checks it.
@@ -147,9 +258,29 @@ mod tests {
     }
 
     #[test]
+    fn named_distributions_are_settings() {
+        let d = parse_size_dists("article,lognormal:30k:1,list:4k,64k,large").unwrap();
+        let names: Vec<&str> = d.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["article", "lognormal:30k:1", "list:4k,64k", "large"]);
+        let logn = &d[1];
+        assert!(matches!(
+            &logn.from,
+            Some(SizesFrom::Distribution { dist: SizeDist::Lognormal { median: 30_000, .. } })
+        ));
+        assert!(logn.min_bytes < 10_000 && logn.max_bytes > 100_000, "5th..95th percentile: {logn:?}");
+        assert!(logn.spans_crossover());
+        assert_eq!(logn.spec(10, 1).sizes, Some(SizeDist::Lognormal { median: 30_000, sigma: 1.0 }));
+        assert_eq!(logn.default_count(false), 2_021, "about 100 MB of a 49.5 KB mean");
+        let drawn = d[2].draw(500, 4);
+        assert!(drawn.iter().all(|s| [4_000, 64_000].contains(s)) && drawn.contains(&4_000) && drawn.contains(&64_000));
+        assert_eq!(d[0].default_count(true), 1_000, "the study's own counts stay");
+    }
+
+    #[test]
     fn bad_sizes_are_refused() {
         assert!(parse_size_dists("uniform:1m..2g").unwrap_err().contains("blob limit"));
         assert!(parse_size_dists("huge").unwrap_err().contains("unknown size setting"));
+        assert!(parse_size_dists("lognormal:30k:-1").unwrap_err().contains("sigma"));
         assert!(parse_size_dists("article,").unwrap_err().contains("empty"));
     }
 

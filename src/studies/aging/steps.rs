@@ -7,10 +7,10 @@ use std::sync::Arc;
 use super::layouts::{layouts, survey_disk, AgingLayout};
 use super::passes::{read_pass, sample, shuffled, write_pass};
 use super::section::{files_faster_from, AgePoint, AgingSetting, Band, Crossover, ReadFigures, WriteFigures};
-use super::sizes::SizeDist;
+use super::sizes::SizeSetting;
 use super::{remedies, AgingObserver, AgingOptions};
 use crate::drivers::session::ScriptOp;
-use crate::engine::dataset::{self, db_error, open_kv};
+use crate::engine::dataset::{self, db_error, from_dir::Scan, open_kv};
 use crate::measure::{stop_requested, Experiment, Stat};
 use crate::records::Plan;
 use crate::util::fsutil::sync_filesystem;
@@ -24,7 +24,7 @@ const BANDS: u32 = 6;
 struct Run<'a> {
     opts: &'a AgingOptions,
     work: &'a Path,
-    sizes: &'a SizeDist,
+    sizes: &'a SizeSetting,
     layouts: Vec<AgingLayout>,
     /// Current size of each blob, by key - 1 (the same in every layout).
     blob_sizes: Vec<u32>,
@@ -34,6 +34,7 @@ struct Run<'a> {
 pub(super) fn run_setting(
     opts: &AgingOptions,
     work: &Path,
+    files: Option<&Scan>,
     out: &mut AgingSetting,
     observer: &dyn AgingObserver,
 ) -> Result<()> {
@@ -46,7 +47,7 @@ pub(super) fn run_setting(
         observer,
     };
     out.layouts = run.layouts.iter().map(|l| l.info.clone()).collect();
-    run.build(out.count)?;
+    out.count = run.build(out.count, files)?;
     let mut prev = 0;
     for &age in &opts.ages {
         let writes = run.age_to(prev, age)?;
@@ -75,12 +76,16 @@ fn check_stop() -> Result<()> {
 }
 
 impl Run<'_> {
-    /// The kvtest database, then each layout's copy of it.
-    fn build(&mut self, count: u32) -> Result<()> {
-        let spec = self.sizes.spec(count, self.opts.seed);
+    /// The kvtest database (or your files copied into one), then each
+    /// layout's copy of it; returns the blobs made.
+    fn build(&mut self, count: u32, files: Option<&Scan>) -> Result<u32> {
         let pristine = self.work.join("pristine.db");
         self.observer.step(&format!("{}: init ({count} blobs)", self.sizes.name));
-        dataset::init(&pristine, &spec, false, &Silent)?;
+        let made = match files {
+            Some(scan) => dataset::from_dir::init_from(&pristine, scan, 4096, false, &Silent)?.init,
+            None => dataset::init(&pristine, &self.sizes.spec(count, self.opts.seed), false, &Silent)?,
+        };
+        let count = made.count as u32;
         for l in &self.layouts {
             check_stop()?;
             self.observer.step(&format!("{}: copy for {}", self.sizes.name, l.id()));
@@ -94,7 +99,8 @@ impl Run<'_> {
             }
         }
         self.blob_sizes = current_sizes(&pristine, count)?;
-        std::fs::remove_file(&pristine).map_err(|e| Error::io(&pristine, "cannot remove", e))
+        std::fs::remove_file(&pristine).map_err(|e| Error::io(&pristine, "cannot remove", e))?;
+        Ok(count)
     }
 
     /// Rewrite passes (and churn) from age `from` to `to`; per layout, the

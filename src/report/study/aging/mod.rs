@@ -35,7 +35,8 @@ fn file_suffix(files: &[ResultFile], index: usize) -> String {
 }
 
 fn setting_id(s: &AgingSetting, suffix: &str) -> String {
-    format!("{}{suffix}", s.sizes.name.replace([':', '.'], "-"))
+    let name: String = s.sizes.name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    format!("{name}{suffix}")
 }
 
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
