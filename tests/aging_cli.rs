@@ -166,3 +166,51 @@ fn a_disk_that_fills_mid_step_keeps_what_was_measured() {
     assert!(points.iter().any(|p| p["age"] == 0), "age 0 was measured and kept");
     assert!(std::fs::read_dir(&work).unwrap().next().is_none(), "datasets removed");
 }
+
+#[test]
+fn your_files_are_aged_and_only_read() {
+    let dir = disk_tempdir();
+    let (work, out, mine) = (dir.path().join("work"), dir.path().join("out"), dir.path().join("mine"));
+    std::fs::create_dir(&work).unwrap();
+    let sizes = common::file_tree(&mine, 30);
+    let before = common::snapshot(&mine);
+    aging(&work, &out, &["--count", "20", "--ages", "0,1", "--from", mine.to_str().unwrap()])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("yours: your files in"))
+        .stdout(predicate::str::contains("(20 of 30 files, evenly spaced"));
+    assert_eq!(common::snapshot(&mine), before, "your directory is never written");
+    let raw = valid_results(&out.join("results.json"));
+    let settings = raw["aging"]["settings"].as_array().unwrap();
+    assert_eq!(settings.len(), 1, "your files replace the article and large settings");
+    let s = &settings[0];
+    assert_eq!((s["sizes"]["name"].as_str(), u(&s["count"])), (Some("yours"), 20));
+    let from = &s["sizes"]["from"];
+    assert_eq!((from["kind"].as_str(), u(&from["files_found"]), u(&from["files_used"])), (Some("files"), 30, 20));
+    // Files k * 30 / 20 in path order: the content at age 0.
+    let content: u64 = (0..20).map(|k| sizes[k * 30 / 20]).sum();
+    assert_eq!(u(&from["content_bytes"]), content);
+    check_points(s, &[0, 1]);
+    let age0 = s["points"].as_array().unwrap().iter().find(|p| p["age"] == 0).unwrap();
+    assert_eq!(u(&age0["usage"]["content_bytes"]), content, "your files' content was stored");
+    let (lo, hi) = (u(&s["sizes"]["min_bytes"]), u(&s["sizes"]["max_bytes"]));
+    assert!(lo >= 5000 && hi <= 5000 + 397 * 29 && lo < hi, "the 5th to 95th percentile of your sizes: {lo}..{hi}");
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("Where the sizes came from: your files in"), "the page says where the sizes came from");
+}
+
+#[test]
+fn a_named_distribution_is_a_size_setting() {
+    let dir = disk_tempdir();
+    let (work, out) = (dir.path().join("work"), dir.path().join("out"));
+    std::fs::create_dir(&work).unwrap();
+    aging(&work, &out, &["--count", "30", "--ages", "0,1", "--sizes", "lognormal:8k:0.5"]).assert().success();
+    let raw = valid_results(&out.join("results.json"));
+    let s = &raw["aging"]["settings"][0];
+    assert_eq!(s["sizes"]["name"], "lognormal:8k:0.5");
+    assert_eq!(s["sizes"]["from"]["dist"], serde_json::json!({"kind": "lognormal", "median": 8000, "sigma": 0.5}));
+    check_points(s, &[0, 1]);
+    let age0 = s["points"].as_array().unwrap().iter().find(|p| p["age"] == 0).unwrap();
+    let mean = u(&age0["usage"]["content_bytes"]) / 30;
+    assert!((6_000..13_000).contains(&mean), "lognormal blobs around 9 KB: mean {mean}");
+}

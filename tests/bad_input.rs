@@ -744,27 +744,6 @@ fn crash_results(d: &Path) {
 
 // ---- the harness -------------------------------------------------------
 
-/// Every file under `dir` with a checksum of its bytes.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, u64> {
-    let mut files = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let bytes = std::fs::read(&p).unwrap_or_default();
-                let sum = bytes
-                    .iter()
-                    .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
-                files.insert(p, sum);
-            }
-        }
-    }
-    files
-}
-
 /// The committed content of a database, as a fresh reader (which recovers
 /// a hot journal or WAL) sees it: a checksum of every key and value.
 fn committed_content(db: &Path) -> u64 {
@@ -791,7 +770,7 @@ fn check(c: &Case) -> Option<String> {
     // The engine is held from a child (POSIX locks are per process), opened
     // before the snapshot so that only the command's changes count.
     let engine_holder = c.held.map(|kind| common::hold_in_child(kind, &d.join("t")));
-    let before = snapshot(d);
+    let before = common::snapshot(d);
     // Taken after the snapshot: POSIX locks are per process, and reading
     // the file (closing any descriptor of it) would drop this one.
     let holder = c.locked.then(|| {
@@ -860,7 +839,7 @@ fn check(c: &Case) -> Option<String> {
     if stderr.contains("panicked") || stderr.contains("RUST_BACKTRACE") {
         problems.push("panicked".to_string());
     }
-    let after = snapshot(d);
+    let after = common::snapshot(d);
     drop(engine_holder);
     match c.expect {
         Fail(needle) => {

@@ -5,6 +5,7 @@ mod common;
 use std::path::Path;
 
 use assert_cmd::Command;
+use blobbench::records::{SizeDist, SizesFrom};
 use predicates::prelude::*;
 
 fn matrix(work: &Path, out: &Path) -> Command {
@@ -114,4 +115,63 @@ fn cold_cells_evict_all_three_layouts() {
         assert!(cold.effective && cold.resident_pct <= 10.0, "{}: {cold:?}", e.id);
         assert_eq!(cold.files, files, "{}: files evicted", e.id);
     }
+}
+
+#[test]
+fn your_files_are_one_more_cell_per_page_size_and_are_only_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let (work, out, mine) = (dir.path().join("work"), dir.path().join("out"), dir.path().join("mine"));
+    std::fs::create_dir(&work).unwrap();
+    let sizes = common::file_tree(&mine, 30);
+    let before = common::snapshot(&mine);
+    // 100 KB of the files' 323 KB: 9 of them, every 30 / 9th in path order.
+    let used: Vec<u64> = (0..9).map(|k| sizes[k * 30 / 9]).collect();
+    matrix(&work, &out)
+        .args(["--sizes", "4k", "--pagesizes", "1024,4096", "--total", "100k", "--cache", "64KiB", "--repeat", "1"])
+        .args(["--reads-only", "--from"])
+        .arg(&mine)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("your data: your files in"))
+        .stdout(predicate::str::contains("(9 of 30 files, evenly spaced"))
+        .stdout(predicate::str::contains("skipped 1 symbolic links (not followed), 1 empty files"))
+        .stdout(predicate::str::is_match(r"(?m)^ +4096 +9 +").unwrap());
+    assert_eq!(common::snapshot(&mine), before, "your directory is never written");
+    let raw = common::valid_results(&out.join("results.json"));
+    assert_eq!(raw["matrix"]["params"]["sizes_from"]["kind"], "files");
+    let m = blobbench::results::read(&out.join("results.json")).unwrap().matrix.unwrap();
+    assert_eq!(m.cells.len(), 2, "the fixed 4k column is still measured");
+    let Some(SizesFrom::Files { files_found, files_used, content_bytes, .. }) = m.params.sizes_from else {
+        panic!("{:?}", m.params.sizes_from)
+    };
+    assert_eq!((files_found, files_used), (30, 9));
+    assert_eq!(content_bytes, used.iter().sum::<u64>());
+    assert_eq!(m.yours.iter().map(|c| c.page_size).collect::<Vec<_>>(), [1024, 4096]);
+    for c in &m.yours {
+        assert_eq!((c.count, c.content_bytes, u64::from(c.size_bytes)), (9, content_bytes, content_bytes / 9));
+        assert!(c.internal.id.starts_with(&format!("matrix/p{}/yours/", c.page_size)), "{}", c.internal.id);
+        assert!(c.external_ratio > 0.0 && c.writes.is_none());
+    }
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("Your data") && html.contains("your files in"), "the page says where the sizes came from");
+}
+
+#[test]
+fn a_size_distribution_sets_your_cells_blobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (work, out) = (dir.path().join("work"), dir.path().join("out"));
+    std::fs::create_dir(&work).unwrap();
+    matrix(&work, &out)
+        .args(["--sizes", "2k", "--pagesizes", "4096", "--total", "100k", "--cache", "64KiB", "--repeat", "1"])
+        .args(["--reads-only", "--size-dist", "list:1k,3k"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Your data: sizes drawn from list:1000,3000 (random content)."));
+    let m = blobbench::results::read(&out.join("results.json")).unwrap().matrix.unwrap();
+    assert_eq!(m.params.sizes_from, Some(SizesFrom::Distribution { dist: SizeDist::List { sizes: vec![1000, 3000] } }));
+    let y = &m.yours[0];
+    assert_eq!((y.size_bytes, y.count), (2000, 50), "mean size; --total / mean blobs");
+    // Blobs of 1000 and 3000 bytes only: the 3000-byte ones are a whole number.
+    let threes = (y.content_bytes - 50 * 1000) / 2000;
+    assert_eq!(y.content_bytes, 50 * 1000 + threes * 2000, "{}", y.content_bytes);
 }

@@ -143,6 +143,9 @@ pub fn run(args: AgingArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let observer = Lines { terminal: std::io::stderr().is_terminal() };
     let outcome = aging::run_aging(&opts, &observer)?;
+    for s in outcome.section.settings.iter().filter(|s| s.sizes.from.is_some()) {
+        println!("{}: {}", s.sizes.name, s.sizes.from.as_ref().map(|f| f.describe()).unwrap_or_default());
+    }
     let results = ResultFile::from_aging(outcome);
     let summary = super::output::write_report(&args.out, std::slice::from_ref(&results), args.force)?;
     print!("{summary}");

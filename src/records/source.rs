@@ -51,7 +51,11 @@ impl SizesFrom {
                 };
                 let skipped =
                     if skipped.is_empty() { String::new() } else { format!("; skipped {}", skipped.join(", ")) };
-                format!("your files in {dir} ({used}, {:.1} MB{skipped})", *content_bytes as f64 / 1e6)
+                let size = match *content_bytes as f64 {
+                    b if b < 1e6 => format!("{:.1} KB", b / 1e3),
+                    b => format!("{:.1} MB", b / 1e6),
+                };
+                format!("your files in {dir} ({used}, {size}{skipped})")
             }
         }
     }

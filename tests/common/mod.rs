@@ -266,3 +266,40 @@ pub fn valid_results(path: &Path) -> serde_json::Value {
     assert!(errors.is_empty(), "{} does not match docs/results.schema.json: {errors:?}", path.display());
     raw
 }
+
+/// Every file under `dir` with a checksum of its bytes.
+pub fn snapshot(dir: &Path) -> std::collections::BTreeMap<PathBuf, u64> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let bytes = std::fs::read(&p).unwrap_or_default();
+                let sum = bytes
+                    .iter()
+                    .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+                files.insert(p, sum);
+            }
+        }
+    }
+    files
+}
+
+/// A tree of `n` files under `dir` in three folders (file i, of 5000 +
+/// 397 i bytes of its own byte, in folder i % 3), plus an empty file and a
+/// symbolic link, which `--from` skips: the user's own files, in small.
+/// Returns the files' sizes in path order (the order `--from` keys them).
+pub fn file_tree(dir: &Path, n: usize) -> Vec<u64> {
+    let size = |i: usize| 5000 + 397 * i;
+    for i in 0..n {
+        let sub = dir.join(format!("{:02}", i % 3));
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(sub.join(format!("f{i:03}.bin")), vec![i as u8; size(i)]).unwrap();
+    }
+    std::fs::write(dir.join("empty"), b"").unwrap();
+    std::os::unix::fs::symlink("00", dir.join("link")).unwrap();
+    (0..3).flat_map(|d| (d..n).step_by(3)).map(|i| size(i) as u64).collect()
+}

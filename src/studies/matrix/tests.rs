@@ -170,7 +170,16 @@ fn a_distribution_sets_your_cells_sizes() {
     assert_eq!(s.cells.len(), 1);
     let y = &s.yours[0];
     assert_eq!((y.size_bytes, y.count), (2000, 100), "mean size, total / mean blobs");
-    assert_eq!(s.params.sizes_from, Some(SizesFrom::Distribution { dist }));
+    assert_eq!(s.params.sizes_from, Some(SizesFrom::Distribution { dist: dist.clone() }));
+    // The cell's database holds blobs of exactly the listed sizes.
+    let spec = CellSpec { size: 2000, page_size: 4096, count: 40, cache_pages: 10, yours: true };
+    let paths = cell::CellPaths::new(work.path(), &spec);
+    std::fs::create_dir(&paths.dir).unwrap();
+    cell::build(&spec, &yours::Content::Dist(dist.clone()), 1, &paths).unwrap();
+    let kv = rusqlite::Connection::open(&paths.blobs_db).unwrap();
+    let mut q = kv.prepare("SELECT DISTINCT length(v) FROM kv ORDER BY 1").unwrap();
+    let lengths: Vec<i64> = q.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+    assert_eq!(lengths, [1000, 3000]);
     let bad = MatrixOptions { yours: Some(SizeSource::Dist(crate::records::SizeDist::List { sizes: vec![] })), ..o };
     assert!(run(&bad, &Silent).unwrap_err().to_string().contains("--size-dist"));
 }

@@ -5,6 +5,7 @@
 //! computed from the data.
 
 mod text;
+mod yours;
 
 use crate::report::format::doc::{Block, Chart, Figure, Section, Table};
 use crate::report::format::fmt::{fmt_size, machine_labels, micros};
@@ -171,6 +172,22 @@ fn machine_section(s: &MatrixSection, label: &str, suffix: &str, many: bool) -> 
         caption: vec![caption],
         findings: best_page_findings(s, &on),
     };
+    let mut blocks = match s.cells.is_empty() && s.params.sizes_bytes.is_empty() {
+        // Only your data was measured: no grid to draw.
+        true => Vec::new(),
+        false => grid_blocks(s, heat, lines),
+    };
+    blocks.extend(yours::blocks(s));
+    Section {
+        id: format!("matrix{suffix}"),
+        title: if many { format!("Internal vs external blobs: {label}") } else { "Internal vs external blobs".into() },
+        in_summary: true,
+        blocks,
+    }
+}
+
+/// The fixed-size cells' figures and tables, with their warnings.
+fn grid_blocks(s: &MatrixSection, heat: Figure, lines: Figure) -> Vec<Block> {
     let mut blocks = vec![
         Block::Note(format!(
             "Each cell is the time to read a blob from its own file, whose name is looked up in SQLite, divided by the \
@@ -191,16 +208,11 @@ fn machine_section(s: &MatrixSection, label: &str, suffix: &str, many: bool) -> 
     if let Some(w) = noise_warning(s) {
         blocks.insert(1, Block::Note(format!("Warning: {w}.")));
     }
-    let expected = p.sizes_bytes.len() * p.page_sizes.len();
+    let expected = s.params.sizes_bytes.len() * s.params.page_sizes.len();
     if s.cells.len() < expected {
         blocks.insert(1, Block::Note(format!("Only {} of {expected} cells were measured.", s.cells.len())));
     }
-    Section {
-        id: format!("matrix{suffix}"),
-        title: if many { format!("Internal vs external blobs: {label}") } else { "Internal vs external blobs".into() },
-        in_summary: true,
-        blocks,
-    }
+    blocks
 }
 
 fn best_page_findings(s: &MatrixSection, on: &str) -> Vec<String> {

@@ -17,7 +17,19 @@ const RESET: &str = "\x1b[0m";
 /// What `blobbench matrix` prints about the measured cells: the matrix,
 /// then the writes (empty without a matrix in `file`).
 pub fn terminal(file: &ResultFile, colour: bool) -> String {
-    file.matrix.as_ref().map_or_else(String::new, |s| render_text(s, colour) + &render_writes(s))
+    file.matrix.as_ref().map_or_else(String::new, |s| match s.cells.is_empty() && s.params.sizes_bytes.is_empty() {
+        true => super::yours::text(s),
+        false => render_text(s, colour) + &render_writes(s) + &with_blank(super::yours::text(s)),
+    })
+}
+
+/// A blank line before non-empty text.
+fn with_blank(text: String) -> String {
+    if text.is_empty() {
+        text
+    } else {
+        format!("\n{text}")
+    }
 }
 
 /// The read matrix, its crossovers and best page sizes, and the 2011 study's.

@@ -1,0 +1,117 @@
+//! The matrix's "your data" cells (`matrix --from DIR`, `--size-dist`):
+//! where the blobs came from, and per page size the same three reads as
+//! the fixed-size cells, as a table and a sentence, for the page and the
+//! terminal alike.
+
+use std::fmt::Write as _;
+
+use crate::report::format::doc::{Block, Table};
+use crate::report::format::fmt::{fmt_size, micros};
+use crate::studies::matrix::{ratio_figure, MatrixSection};
+
+const HEADERS: [&str; 6] = [
+    "page size",
+    "blobs",
+    "mean size",
+    "files (name in SQLite) / database",
+    "files by key / database",
+    "database µs per blob",
+];
+
+/// One row per page size of the your-data cells.
+fn rows(s: &MatrixSection) -> Vec<Vec<String>> {
+    s.yours
+        .iter()
+        .map(|c| {
+            vec![
+                c.page_size.to_string(),
+                c.count.to_string(),
+                fmt_size(f64::from(c.size_bytes)).to_uppercase() + "B",
+                format!("{:.3}", c.external_ratio),
+                format!("{:.3}", c.direct_ratio),
+                micros(ratio_figure(&c.internal)),
+            ]
+        })
+        .collect()
+}
+
+/// Where the blobs came from, and what the ratios say about them.
+fn sentences(s: &MatrixSection) -> Vec<String> {
+    let Some(from) = &s.params.sizes_from else { return Vec::new() };
+    let mut out = vec![format!("Your data: {}.", from.describe())];
+    if s.yours.is_empty() {
+        out.push("No your-data cell was measured (interrupted).".into());
+        return out;
+    }
+    let files_win: Vec<String> =
+        s.yours.iter().filter(|c| c.external_ratio < 1.0).map(|c| c.page_size.to_string()).collect();
+    out.push(match files_win.len() {
+        0 => "On your data, SQLite read faster than files (name in SQLite) at every page size measured.".into(),
+        n if n == s.yours.len() => {
+            "On your data, files (name in SQLite) read faster than SQLite at every page size measured.".into()
+        }
+        _ => format!(
+            "On your data, files (name in SQLite) read faster than SQLite at page size {} only.",
+            files_win.join(", ")
+        ),
+    });
+    out
+}
+
+/// The page's blocks (nothing without your data).
+pub fn blocks(s: &MatrixSection) -> Vec<Block> {
+    if s.params.sizes_from.is_none() {
+        return Vec::new();
+    }
+    let mut out = vec![Block::Heading("Your data".into())];
+    out.extend(sentences(s).into_iter().map(Block::Paragraph));
+    if !s.yours.is_empty() {
+        out.push(Block::Table(Table { headers: HEADERS.map(String::from).to_vec(), rows: rows(s) }));
+    }
+    out
+}
+
+/// The terminal's lines (empty without your data).
+pub fn text(s: &MatrixSection) -> String {
+    let mut o = String::new();
+    if s.params.sizes_from.is_none() {
+        return o;
+    }
+    for line in sentences(s) {
+        let _ = writeln!(o, "{line}");
+    }
+    let rows = rows(s);
+    if rows.is_empty() {
+        return o;
+    }
+    let widths: Vec<usize> = (0..HEADERS.len())
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).chain([HEADERS[i].chars().count()]).max().unwrap_or(0))
+        .collect();
+    for row in std::iter::once(HEADERS.map(String::from).to_vec()).chain(rows) {
+        let cells: Vec<String> = row.iter().zip(&widths).map(|(c, &w)| format!("{c:>w$}")).collect();
+        let _ = writeln!(o, "{}", cells.join("  ").replace("µs", "us"));
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::{SizeDist, SizesFrom};
+    use crate::studies::matrix::tests_support::fixed_section;
+
+    #[test]
+    fn your_cells_are_shown_with_their_source() {
+        let mut s = fixed_section();
+        assert!(blocks(&s).is_empty() && text(&s).is_empty(), "nothing without your data");
+        s.params.sizes_from =
+            Some(SizesFrom::Distribution { dist: SizeDist::Lognormal { median: 30_000, sigma: 1.0 } });
+        s.yours = s.cells.iter().filter(|c| c.size_bytes == 10_000).cloned().collect();
+        let t = text(&s);
+        assert!(t.contains("Your data: sizes drawn from lognormal:30000:1 (random content)."), "{t}");
+        assert!(t.contains("files (name in SQLite) / database"), "{t}");
+        assert_eq!(t.lines().count(), 3 + s.yours.len(), "{t}");
+        let Block::Table(table) = &blocks(&s)[3] else { panic!("a table") };
+        assert_eq!(table.rows.len(), s.yours.len());
+    }
+}
