@@ -230,6 +230,14 @@ fn cases() -> Vec<Case> {
         case("matrix: out is a file", text, &["matrix", "--workdir", "@", "--out", "@text.txt"], Fail("text.txt")),
         case("matrix: empty list element", none, &["matrix", "--workdir", "@", "--out", "@rep", "--sizes", "10k,,20k"], Fail("--sizes")),
         case("matrix: full disk", none, &["matrix", "--sizes", "10k", "--pagesizes", "4096", "--total", "1M", "--repeat", "1", "--workdir", "@", "--out", "@rep"], Fail("File too large")).fsize(100_000),
+        case("matrix --from: missing dir", none, &["matrix", "--from", "@nope", "--workdir", "@", "--out", "@rep"], Fail("nope: no such file or directory")),
+        case("matrix --from: a file", text, &["matrix", "--from", "@text.txt", "--workdir", "@", "--out", "@rep"], Fail("text.txt: is not a directory")),
+        case("matrix --from: empty dir", empty_src, &["matrix", "--from", "@src", "--workdir", "@", "--out", "@rep"], Fail("src: holds no regular, readable, non-empty file")),
+        case("matrix --from: only symlinks and an empty file", links_and_empty_src, &["matrix", "--from", "@src", "--workdir", "@", "--out", "@rep"], Fail("(skipped: 2 symbolic links (not followed), 1 empty files)")),
+        case("matrix --from with --size-dist", empty_src, &["matrix", "--from", "@src", "--size-dist", "uniform:10k", "--workdir", "@", "--out", "@rep"], Fail("cannot be used with")),
+        case("matrix --size-dist: bad sigma", none, &["matrix", "--size-dist", "lognormal:30k:-1", "--workdir", "@", "--out", "@rep"], Fail("sigma must be from 0 to 4")),
+        case("matrix --size-dist: unknown kind", none, &["matrix", "--size-dist", "zipf:1", "--workdir", "@", "--out", "@rep"], Fail("unknown size distribution")),
+        case("matrix --size-dist: larger than --total", none, &["matrix", "--size-dist", "uniform:2m", "--total", "1m", "--sizes", "10k", "--workdir", "@", "--out", "@rep"], Fail("holds no blob")),
         case("matrix: spaces and non-ASCII", spaced_dir, &["matrix", "--sizes", "10k", "--pagesizes", "4096", "--total", "100k", "--repeat", "1", "--workdir", "@my dir", "--out", "@my dir/rëport ü"], Works("results")),
         // concurrency
         case("concurrency: missing workdir", none, &["concurrency", "--workdir", "@nope", "--out", "@rep"], Fail("nope: ")),
@@ -288,6 +296,12 @@ fn cases() -> Vec<Case> {
         case("aging: absurd age", none, &["aging", "--workdir", "@", "--out", "@rep", "--ages", "0,1000000"], Fail("absurdly large")),
         case("aging: blobs above SQLite's limit", none, &["aging", "--workdir", "@", "--out", "@rep", "--size-dist", "uniform:1m..2g"], Fail("blob limit")),
         case("aging: unknown size setting", none, &["aging", "--workdir", "@", "--out", "@rep", "--size-dist", "huge"], Fail("unknown size setting")),
+        case("aging --from: missing dir", none, &["aging", "--from", "@nope", "--workdir", "@", "--out", "@rep"], Fail("nope: no such file or directory")),
+        case("aging --from: empty dir", empty_src, &["aging", "--from", "@src", "--workdir", "@", "--out", "@rep"], Fail("src: holds no regular, readable, non-empty file")),
+        case("aging --from: only symlinks and an empty file", links_and_empty_src, &["aging", "--from", "@src", "--workdir", "@", "--out", "@rep"], Fail("(skipped: 2 symbolic links (not followed), 1 empty files)")),
+        case("aging --from with --sizes", empty_src, &["aging", "--from", "@src", "--sizes", "lognormal:30k:1", "--workdir", "@", "--out", "@rep"], Fail("cannot be used with")),
+        case("aging --sizes: bad sigma", none, &["aging", "--sizes", "lognormal:30k:-1", "--workdir", "@", "--out", "@rep"], Fail("sigma must be from 0 to 4")),
+        case("aging --size-dist: empty list: element", none, &["aging", "--size-dist", "article,list:", "--workdir", "@", "--out", "@rep"], Fail("list needs at least one size")),
         case("aging: churn of 100%", none, &["aging", "--workdir", "@", "--out", "@rep", "--churn", "100"], Fail("--churn")),
         case("aging: workdir is a file", text, &["aging", "--workdir", "@text.txt", "--out", "@rep"], Fail("text.txt")),
         case("aging: out is a file", text, &["aging", "--workdir", "@", "--out", "@text.txt"], Fail("text.txt")),
@@ -471,6 +485,11 @@ fn loop_and_file_src(d: &Path) {
     std::os::unix::fs::symlink("b", d.join("src/a")).unwrap();
     std::os::unix::fs::symlink("a", d.join("src/b")).unwrap();
     std::fs::write(d.join("src/c"), b"content").unwrap();
+}
+
+fn links_and_empty_src(d: &Path) {
+    loop_and_file_src(d);
+    std::fs::write(d.join("src/c"), b"").unwrap();
 }
 
 fn unreadable_sub_src(d: &Path) {
