@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use crate::report::format::doc::{Block, Table};
 use crate::report::format::fmt::{fmt_size, micros};
-use crate::studies::matrix::{ratio_figure, MatrixSection};
+use crate::studies::matrix::{ratio_figure, MatrixCell, MatrixSection};
 
 const HEADERS: [&str; 6] = [
     "page size",
@@ -43,16 +43,17 @@ fn sentences(s: &MatrixSection) -> Vec<String> {
         out.push("No your-data cell was measured (interrupted).".into());
         return out;
     }
-    let files_win: Vec<String> =
-        s.yours.iter().filter(|c| c.external_ratio < 1.0).map(|c| c.page_size.to_string()).collect();
-    out.push(match files_win.len() {
-        0 => "On your data, SQLite read faster than files (name in SQLite) at every page size measured.".into(),
-        n if n == s.yours.len() => {
+    let (files, db): (Vec<&MatrixCell>, Vec<&MatrixCell>) = s.yours.iter().partition(|c| c.external_ratio < 1.0);
+    let pages = |v: &[&MatrixCell]| v.iter().map(|c| c.page_size.to_string()).collect::<Vec<_>>().join(", ");
+    out.push(match (files.is_empty(), db.is_empty()) {
+        (true, _) => "On your data, SQLite read faster than files (name in SQLite) at every page size measured.".into(),
+        (false, true) => {
             "On your data, files (name in SQLite) read faster than SQLite at every page size measured.".into()
         }
-        _ => format!(
-            "On your data, files (name in SQLite) read faster than SQLite at page size {} only.",
-            files_win.join(", ")
+        (false, false) => format!(
+            "On your data, files (name in SQLite) read faster than SQLite at page size {}; SQLite read faster at {}.",
+            pages(&files),
+            pages(&db)
         ),
     });
     out
@@ -111,7 +112,12 @@ mod tests {
         assert!(t.contains("Your data: sizes drawn from lognormal:30000:1 (random content)."), "{t}");
         assert!(t.contains("files (name in SQLite) / database"), "{t}");
         assert_eq!(t.lines().count(), 3 + s.yours.len(), "{t}");
+        assert!(t.contains("SQLite read faster than files (name in SQLite) at every page size measured."), "{t}");
         let Block::Table(table) = &blocks(&s)[3] else { panic!("a table") };
         assert_eq!(table.rows.len(), s.yours.len());
+        s.yours[1].external_ratio = 0.5;
+        let t = text(&s);
+        let mixed = "files (name in SQLite) read faster than SQLite at page size 4096; SQLite read faster at 1024.";
+        assert!(t.contains(mixed), "{t}");
     }
 }
