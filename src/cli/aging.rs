@@ -138,8 +138,10 @@ impl AgingObserver for Lines {
 }
 
 pub fn run(args: AgingArgs) -> anyhow::Result<()> {
-    super::output::prepare_report_dir(&args.out, args.force)?;
     let opts = args.options();
+    // Everything that can be wrong is found before any dataset is built.
+    opts.validate()?;
+    super::output::prepare_report_dir(&args.out, args.force)?;
     let started = Instant::now();
     let observer = Lines { terminal: std::io::stderr().is_terminal() };
     let outcome = aging::run_aging(&opts, &observer)?;

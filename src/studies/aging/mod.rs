@@ -88,6 +88,16 @@ impl AgingOptions {
     }
 }
 
+impl AgingOptions {
+    /// Checks everything that can be checked before any dataset is built,
+    /// your directory included (scanned, not read), as [`run_aging`] does
+    /// first: for a caller that runs other studies before this one.
+    pub fn validate(&self) -> Result<()> {
+        check(self)?;
+        plan(self).map(|_| ())
+    }
+}
+
 /// What the study tells its caller as it goes.
 pub trait AgingObserver {
     /// A step starts (building, a rewrite pass, a measurement).
@@ -287,5 +297,19 @@ mod tests {
         o.rounds.max_rounds = 3;
         o.rounds.budget = Some(std::time::Duration::ZERO);
         assert!(check(&o).is_err(), "a zero budget");
+        o.rounds.budget = None;
+        o.sizes.clear();
+        assert!(o.validate().unwrap_err().to_string().contains("no size setting"));
+        let mine = tempfile::tempdir().unwrap();
+        o.yours = Some(SizeSource::Files(mine.path().to_path_buf()));
+        assert!(o.validate().unwrap_err().to_string().contains("holds no regular"), "an empty directory");
+        for i in 0..10u8 {
+            std::fs::write(mine.path().join(format!("f{i}")), vec![i; 100 * (usize::from(i) + 1)]).unwrap();
+        }
+        o.count = Some(4);
+        o.validate().unwrap();
+        let planned = plan(&o).unwrap();
+        assert_eq!((planned.len(), planned[0].count, planned[0].sizes.name.as_str()), (1, 4, "yours"));
+        assert_eq!(planned[0].files.as_ref().map(|f| f.files.len()), Some(4), "an evenly spaced sample of --count");
     }
 }
