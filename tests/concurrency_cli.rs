@@ -25,7 +25,7 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
     let out = dir.path().join("out");
     let assert = blobbench()
         .args(["concurrency", "--quick", "--threads", "1,2", "--duration", "0.1", "--rows", "1000"])
-        .args(["--modes", "wal,delete,per-thread,shared,private-cache,rw,sync-off"])
+        .args(["--modes", "wal,delete,per-thread,shared,private-cache,rw,sync-off", "--rounds", "3"])
         .arg("--workdir")
         .arg(dir.path())
         .arg("--out")
@@ -67,12 +67,22 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
         assert!(p["latency"]["count"].as_u64().unwrap() > 0, "{}: readers' latency measured", p["store"]);
     }
     assert_eq!(v["experiments"].as_array().unwrap().len(), 15, "each blob reader point is an experiment");
+    // The stores without a writer are the arms of one set of rounds per thread count.
+    let sets = v["rounds"].as_array().unwrap();
+    let ids: Vec<&str> = sets.iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["concurrency/blobs/t1", "concurrency/blobs/t2", "concurrency/blobs/t4"]);
+    for s in sets {
+        assert_eq!(s["arms"].as_array().unwrap().len(), 3, "db, db-mmap and files");
+        assert_eq!(s["rounds"].as_array().unwrap().len(), 3, "--rounds 3 (--budget 60s allows them)");
+    }
+    assert_eq!(points[0]["store"], "db");
     let page = std::fs::read_to_string(out.join("index.html")).unwrap();
     let verdict = &page[page.find("<section id=\"verdict\">").expect("a verdict")..];
     assert!(
         verdict.contains("10 KB reads, 4 threads") && verdict.contains("href=\"#fig-concurrency-blobs\""),
         "the blob readers answer the threads question, linked to their chart"
     );
+    assert!(verdict.contains("paired, 3 rounds"), "the factor is paired by round: {verdict}");
     for chart in ["read", "write", "mixed-reads", "mixed-writes", "blobs"] {
         let svg = std::fs::read_to_string(out.join(format!("charts/concurrency-{chart}.svg"))).unwrap();
         assert!(svg.contains("<svg") && svg.contains("per-thread WAL") == (chart != "blobs"), "{chart}");

@@ -33,6 +33,8 @@ use crate::{Error, Result};
 pub struct Measured {
     pub section: ConcurrencySection,
     pub experiments: Vec<Experiment>,
+    /// The blob readers' interleaved rounds, one set per thread count.
+    pub rounds: Vec<crate::measure::rounds::RoundSet>,
 }
 
 /// CPUs this process may use.
@@ -86,21 +88,21 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
         .filter(|(_, a)| !a.runs.is_empty())
         .map(|(&(w, t, c), a)| section::point(w, c, t, a.runs, (&a.reads, &a.writes), clock))
         .collect();
-    let (blob_readers, experiments) = if blobs && !interrupted {
+    let (blob_readers, experiments, rounds) = if blobs && !interrupted {
         // Ctrl-C during the blob readers keeps the points measured before.
         match blobs::measure(opts, work.path(), progress) {
-            Ok((b, e)) => {
+            Ok(m) => {
                 interrupted = stop_requested();
-                (Some(b), e)
+                (Some(m.readers), m.experiments, m.rounds)
             }
             Err(Error::Interrupted) => {
                 interrupted = true;
-                (None, Vec::new())
+                (None, Vec::new(), Vec::new())
             }
             Err(e) => return Err(e),
         }
     } else {
-        (None, Vec::new())
+        (None, Vec::new(), Vec::new())
     };
     progress.finish();
     let cores = cores();
@@ -127,7 +129,7 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
         blob_readers,
         interrupted,
     };
-    Ok(Measured { section, experiments })
+    Ok(Measured { section, experiments, rounds })
 }
 
 /// The runs of one point so far, and their latencies merged.
