@@ -76,6 +76,13 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
         assert_eq!(s["rounds"].as_array().unwrap().len(), 3, "--rounds 3 (--budget 60s allows them)");
     }
     assert_eq!(points[0]["store"], "db");
+    let orders = c["rounds_order"].as_array().unwrap();
+    assert_eq!(orders.len(), 3, "one order per round of the database points");
+    let mut seen: Vec<u64> = orders[1].as_array().unwrap().iter().map(|i| i.as_u64().unwrap()).collect();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..18).collect::<Vec<u64>>(), "each round runs every point once");
+    let paired = c["conclusions"].as_array().unwrap().iter().flat_map(|k| k["comparisons"].as_array().unwrap().iter());
+    assert!(paired.clone().count() > 0 && paired.clone().all(|x| x["paired"]["rounds"] == 3), "ratios paired by round");
     let page = std::fs::read_to_string(out.join("index.html")).unwrap();
     let verdict = &page[page.find("<section id=\"verdict\">").expect("a verdict")..];
     assert!(

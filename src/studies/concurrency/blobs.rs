@@ -69,8 +69,10 @@ impl BlobReaders {
         self.points.iter().find(|p| p.store == store && p.threads == threads).map(|p| p.reads_per_s)
     }
 
-    /// Per thread count: the faster database variant over the files.
-    pub fn leads(&self) -> Vec<Ratio> {
+    /// Per thread count: the faster database variant over the files, in
+    /// throughput; paired by round when `rounds` hold both (the readers'
+    /// rounds of this file), else the ratio of the medians.
+    pub fn leads(&self, rounds: &[RoundSet]) -> Vec<Ratio> {
         let mut out = Vec::new();
         for t in BLOB_THREADS {
             let db = ["db", "db-mmap"]
@@ -79,12 +81,18 @@ impl BlobReaders {
                 .max_by(|a, b| a.0.total_cmp(&b.0));
             if let (Some((db, store)), Some(files)) = (db, self.rate("files", t)) {
                 if files > 0.0 {
+                    let (db_id, files_id) = (experiment_id(store, t), experiment_id("files", t));
+                    let paired = rounds
+                        .iter()
+                        .find(|s| s.arms.contains(&db_id) && s.arms.contains(&files_id))
+                        .and_then(|s| s.ratio(&files_id, &db_id));
                     out.push(Ratio {
                         workload: Workload::Blobs,
                         threads: t,
                         a: store.to_string(),
                         b: "files".to_string(),
-                        ratio: db / files,
+                        ratio: paired.as_ref().map_or(db / files, |p| p.value),
+                        paired,
                     });
                 }
             }
