@@ -137,3 +137,15 @@ fn a_paired_aging_factor_inside_a_noise_floor_is_within_noise() {
     let floor = PairedRatio { value: 1.0, low: 0.96, high: 1.04, rounds: 8, coverage_pct: 99.2, outliers: vec![] };
     assert_eq!(a.outcome_over(Some(&floor)), "within noise (1.02x is inside the A/A noise floor)");
 }
+
+#[test]
+fn the_verdict_sums_up_the_aging_rounds_in_one_line() {
+    let mut f = aging_file(true);
+    f.aging.as_mut().unwrap().settings[0].rounds[0].rounds[2].load.other_cpu_pct = Some(80.0);
+    let s = crate::report::verdict::section(std::slice::from_ref(&f), &[after_aging]);
+    let text = format!("{:?}", s[0].blocks);
+    assert!(
+        text.contains("aging/article: 1 round sets (the layouts' reads at each age, warm and cold), 8 rounds each, stopped: 1 because the most rounds (--rounds) were run; 1 of 8 rounds ran on a busy machine (other processes up to 80%"),
+        "{text}"
+    );
+}
