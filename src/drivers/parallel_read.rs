@@ -13,9 +13,8 @@ use super::session::{timed_session, SessionRun, SessionSpec, Work};
 use crate::engine::{self, Engine, OpenMode};
 use crate::measure::cold::{self, EvictionReport};
 use crate::measure::rounds::Arm;
-use crate::measure::{self, Experiment, Latency, Phases, RunOutcome};
+use crate::measure::{self, Latency, Phases, RunOutcome};
 use crate::records::keys::{KeySequence, KvtestRng, Order};
-use crate::records::WorkloadParams;
 use crate::{Error, Result};
 
 pub fn run(opts: &RunOptions, threads: u32, id: &str, label: &str) -> Result<RunReport> {
@@ -81,29 +80,9 @@ impl ParallelArm {
     /// The report of the runs `measured` took: the checks after reads and
     /// the experiment as stored.
     pub fn finish(self, id: &str, label: &str, measured: measure::Measured) -> Result<RunReport> {
-        let ParallelArm { engine, opts, threads, max_id, info, .. } = self;
-        engine.verify_after_reads()?;
-        let layout = engine.kind();
-        let integrity = if opts.integrity_check && layout == crate::engine::sqlite::KIND {
-            run::integrity_check(&opts.path)?
-        } else {
-            Vec::new()
-        };
-        let info = info.unwrap_or_default();
-        let interrupted = measured.interrupted;
-        let mut params = WorkloadParams { server: engine.server_info(), ..opts.params(layout, max_id, threads) };
-        params.plan.repeat = measured.runs.len() as u32;
-        Ok(RunReport {
-            experiment: Experiment::from_measured(id, label, params, measured),
-            layout,
-            max_id,
-            page_size: info.page_size,
-            cache_size: info.cache_size,
-            journal_mode: info.journal_mode,
-            integrity,
-            sqlite_stats: None,
-            interrupted,
-        })
+        self.engine.verify_after_reads()?;
+        let info = self.info.unwrap_or_default();
+        run::report_of(self.engine.as_ref(), &self.opts, (self.threads, self.max_id), info, measured, (id, label))
     }
 }
 

@@ -38,6 +38,23 @@ fn pt(w: Workload, c: Config, threads: u32, reads: Option<f64>, writes: Option<f
     section::point(w, c, threads, vec![run], (&lat, &lat), 20.0)
 }
 
+/// A blob reader point of `store` at `threads` threads.
+fn blob_point(store: &str, threads: u32, reads_per_s: f64) -> BlobPoint {
+    BlobPoint {
+        store: store.to_string(),
+        label: store.to_string(),
+        threads,
+        experiment_id: format!("blobs/{store}/t{threads}"),
+        mb_per_s: 0.0,
+        reads_per_s,
+        latency: None,
+        noisy: false,
+        cpu_us_per_read: 1.0,
+        cores_used: 1.0,
+        writes_per_s: None,
+    }
+}
+
 fn find<'a>(cs: &'a [Conclusion], start: &str) -> &'a Conclusion {
     cs.iter().find(|c| c.claim.starts_with(start)).unwrap_or_else(|| panic!("no conclusion {start:?}"))
 }
@@ -126,19 +143,7 @@ fn the_core_count_moves_the_split() {
 
 #[test]
 fn blob_lead_per_thread_count() {
-    let bp = |store: &str, threads, reads_per_s| BlobPoint {
-        store: store.to_string(),
-        label: store.to_string(),
-        threads,
-        experiment_id: format!("blobs/{store}/t{threads}"),
-        mb_per_s: 0.0,
-        reads_per_s,
-        latency: None,
-        noisy: false,
-        cpu_us_per_read: 1.0,
-        cores_used: 1.0,
-        writes_per_s: None,
-    };
+    let bp = blob_point;
     let b = BlobReaders {
         blobs: 10,
         blob_size: 10_000,
@@ -197,19 +202,7 @@ fn ratios_are_paired_by_round() {
 fn blob_leads_are_paired_from_the_readers_rounds() {
     use crate::measure::busy::Load;
     use crate::measure::rounds::{Round, StopReason};
-    let bp = |store: &str, reads_per_s: f64| BlobPoint {
-        store: store.to_string(),
-        label: store.to_string(),
-        threads: 1,
-        experiment_id: format!("blobs/{store}/t1"),
-        mb_per_s: 0.0,
-        reads_per_s,
-        latency: None,
-        noisy: false,
-        cpu_us_per_read: 1.0,
-        cores_used: 1.0,
-        writes_per_s: None,
-    };
+    let bp = |store: &str, reads_per_s: f64| blob_point(store, 1, reads_per_s);
     let b = BlobReaders {
         blobs: 10,
         blob_size: 10_000,
