@@ -36,6 +36,7 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
         .stdout(predicate::str::contains("best database / files"));
     let stdout = String::from_utf8_lossy(&assert.get_output().stdout).to_string();
     assert!(stdout.contains("read: rows read/s") && stdout.contains("per-thread WAL"), "{stdout}");
+    assert!(stdout.contains("Each ratio is paired by round: the points ran in 3 rounds"), "{stdout}");
 
     let v = valid_results(&out.join("results.json"));
     let mut broken = v.clone();

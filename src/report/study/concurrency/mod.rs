@@ -338,13 +338,18 @@ fn points_table(c: &ConcurrencySection) -> Table {
 /// "holds (3 of 3)", or "not measured".
 /// How the conclusions' ratios were taken: paired by round, or (older
 /// files) of the medians.
-pub(super) fn pairing(c: &ConcurrencySection) -> &'static str {
+pub(super) fn pairing(c: &ConcurrencySection) -> String {
     let all = c.conclusions.iter().flat_map(|k| &k.comparisons);
     if all.clone().next().is_some() && all.clone().all(|x| x.paired.is_some()) {
-        "Each ratio is paired by round: the points ran in rounds (every point once per round, in a shuffled \
-         order), and the ratio is the median of the per-round ratios."
+        let n = c.rounds_order.len();
+        format!(
+            "Each ratio is paired by round: the points ran in {n} round{} (every point once per round, in a \
+             shuffled order), and the ratio is the median of the per-round ratios{}.",
+            if n == 1 { "" } else { "s" },
+            if n < 2 { " (one round: no interval, --rounds gives more)" } else { "" }
+        )
     } else {
-        "Ratios of the medians over the runs (unpaired: this file records no rounds)."
+        "Ratios of the medians over the runs (unpaired: this file records no rounds).".to_string()
     }
 }
 
