@@ -3,26 +3,34 @@
 #
 #   KVTEST_C=/path/to/sqlite/test/kvtest.c bench/kvtest-compare.sh [COUNT] [ROUNDS]
 #
-# kvtest.c is not shipped with blobbench: take it from an SQLite source tree
-# (test/kvtest.c). It is compiled against the very sqlite3.c that blobbench
+# kvtest.c is not shipped with blobbench, nor with the SQLite amalgamation
+# the crate bundles: take it from an SQLite source tree (test/kvtest.c). The
+# script downloads nothing; without KVTEST_C it stops with a one-line reason. It is compiled against the very sqlite3.c that blobbench
 # bundles, with the same compile-time options, so any difference comes from
 # the tools' loops. Each round runs every path once with each tool,
 # alternating, one timed run per invocation (blobbench --repeat 1 --warmup 0,
 # exactly kvtest's behaviour); the first round is a warm-up and not counted.
 # Prints the median "Microseconds per BLOB" of each tool and their ratio.
 set -euo pipefail
+die() { echo "kvtest-compare: $*" >&2; exit 1; }
 count=${1:-10000}
 rounds=${2:-7}
-: "${KVTEST_C:?set KVTEST_C to the path of test/kvtest.c from an SQLite source tree}"
+# kvtest.c is SQLite's test program, in its full source tree only: the
+# amalgamation bundled by libsqlite3-sys has no test/ directory, and this
+# script downloads nothing. Without it, stop here, in one line.
+[ -n "${KVTEST_C:-}" ] || die "needs SQLite's test/kvtest.c, which is not bundled (the crate ships only the amalgamation): set KVTEST_C=/path/to/kvtest.c from an SQLite source tree"
+[ -r "$KVTEST_C" ] || die "KVTEST_C=$KVTEST_C: no such readable file"
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 cargo build --release --quiet
-bb="$root/target/release/blobbench"
+bb="${CARGO_TARGET_DIR:-$root/target}/release/blobbench"
+[ -x "$bb" ] || die "no release binary at $bb after cargo build --release"
 sqlite_dir=$(cargo metadata --format-version 1 | python3 -c '
 import json, sys, os
 pkgs = json.load(sys.stdin)["packages"]
 p = next(p for p in pkgs if p["name"] == "libsqlite3-sys")
 print(os.path.join(os.path.dirname(p["manifest_path"]), "sqlite3"))')
+[ -r "$sqlite_dir/sqlite3.c" ] || die "the bundled amalgamation is not at $sqlite_dir/sqlite3.c (run cargo fetch)"
 work=$(mktemp -d "${TMPDIR:-/tmp}/kvcompare.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 # The options libsqlite3-sys compiles the bundled amalgamation with, plus
@@ -33,7 +41,8 @@ flags="-O3 -DSQLITE_CORE -DSQLITE_DEFAULT_FOREIGN_KEYS=1 -DSQLITE_ENABLE_API_ARM
  -DSQLITE_THREADSAFE=1 -DSQLITE_USE_URI -DHAVE_USLEEP=1 -DHAVE_ISNAN -DSQLITE_MAX_MMAP_SIZE=0x10000000000"
 echo "building kvtest against $sqlite_dir/sqlite3.c ..."
 # shellcheck disable=SC2086
-cc $flags -I"$sqlite_dir" "$KVTEST_C" "$sqlite_dir/sqlite3.c" -o "$work/kvtest" -lpthread -ldl -lm
+cc $flags -I"$sqlite_dir" "$KVTEST_C" "$sqlite_dir/sqlite3.c" -o "$work/kvtest" -lpthread -ldl -lm 2>"$work/cc.log" ||
+  die "cannot compile $KVTEST_C against the bundled sqlite3.c: $(grep -m1 -i error "$work/cc.log" || head -n1 "$work/cc.log")"
 kv="$work/kvtest"
 if [ -n "${KEEP_KVTEST:-}" ]; then cp "$kv" "$KEEP_KVTEST"; fi
 if [ -n "${BUILD_ONLY:-}" ]; then exit 0; fi

@@ -352,7 +352,7 @@ const NUMBER_OPTIONS: &[(&[&str], &str)] = &[
     (&["matrix", "--workdir", "@", "--out", "@rep"], "--rounds"),
     (&["concurrency", "--workdir", "@", "--out", "@rep"], "--threads"),
     (&["concurrency", "--workdir", "@", "--out", "@rep"], "--duration"),
-    (&["concurrency", "--workdir", "@", "--out", "@rep"], "--repeat"),
+    (&["concurrency", "--workdir", "@", "--out", "@rep"], "--rounds"),
     (&["concurrency", "--workdir", "@", "--out", "@rep"], "--rows"),
     (&["concurrency", "--workdir", "@", "--out", "@rep"], "--batch"),
     (&["concurrency", "--workdir", "@", "--out", "@rep"], "--busy-timeout"),

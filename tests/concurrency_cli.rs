@@ -25,7 +25,7 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
     let out = dir.path().join("out");
     let assert = blobbench()
         .args(["concurrency", "--quick", "--threads", "1,2", "--duration", "0.1", "--rows", "1000"])
-        .args(["--modes", "wal,delete,per-thread,shared,private-cache,rw,sync-off"])
+        .args(["--modes", "wal,delete,per-thread,shared,private-cache,rw,sync-off", "--rounds", "3"])
         .arg("--workdir")
         .arg(dir.path())
         .arg("--out")
@@ -36,6 +36,7 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
         .stdout(predicate::str::contains("best database / files"));
     let stdout = String::from_utf8_lossy(&assert.get_output().stdout).to_string();
     assert!(stdout.contains("read: rows read/s") && stdout.contains("per-thread WAL"), "{stdout}");
+    assert!(stdout.contains("Each ratio is paired by round: the points ran in 3 rounds"), "{stdout}");
 
     let v = valid_results(&out.join("results.json"));
     let mut broken = v.clone();
@@ -67,12 +68,29 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
         assert!(p["latency"]["count"].as_u64().unwrap() > 0, "{}: readers' latency measured", p["store"]);
     }
     assert_eq!(v["experiments"].as_array().unwrap().len(), 15, "each blob reader point is an experiment");
+    // The stores without a writer are the arms of one set of rounds per thread count.
+    let sets = v["rounds"].as_array().unwrap();
+    let ids: Vec<&str> = sets.iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["concurrency/blobs/t1", "concurrency/blobs/t2", "concurrency/blobs/t4"]);
+    for s in sets {
+        assert_eq!(s["arms"].as_array().unwrap().len(), 3, "db, db-mmap and files");
+        assert_eq!(s["rounds"].as_array().unwrap().len(), 3, "--rounds 3 (--budget 60s allows them)");
+    }
+    assert_eq!(points[0]["store"], "db");
+    let orders = c["rounds_order"].as_array().unwrap();
+    assert_eq!(orders.len(), 3, "one order per round of the database points");
+    let mut seen: Vec<u64> = orders[1].as_array().unwrap().iter().map(|i| i.as_u64().unwrap()).collect();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..18).collect::<Vec<u64>>(), "each round runs every point once");
+    let paired = c["conclusions"].as_array().unwrap().iter().flat_map(|k| k["comparisons"].as_array().unwrap().iter());
+    assert!(paired.clone().count() > 0 && paired.clone().all(|x| x["paired"]["rounds"] == 3), "ratios paired by round");
     let page = std::fs::read_to_string(out.join("index.html")).unwrap();
     let verdict = &page[page.find("<section id=\"verdict\">").expect("a verdict")..];
     assert!(
         verdict.contains("10 KB reads, 4 threads") && verdict.contains("href=\"#fig-concurrency-blobs\""),
         "the blob readers answer the threads question, linked to their chart"
     );
+    assert!(verdict.contains("paired, 3 rounds"), "the factor is paired by round: {verdict}");
     for chart in ["read", "write", "mixed-reads", "mixed-writes", "blobs"] {
         let svg = std::fs::read_to_string(out.join(format!("charts/concurrency-{chart}.svg"))).unwrap();
         assert!(svg.contains("<svg") && svg.contains("per-thread WAL") == (chart != "blobs"), "{chart}");

@@ -25,9 +25,12 @@ pub struct ConcurrencyArgs {
     /// Seconds per timed run of each point [default: 30, as the study; --quick: 1].
     #[arg(long, value_name = "SECS", value_parser = units::seconds)]
     pub duration: Option<f64>,
-    /// Timed runs per point; the median is shown [default: 3; --quick: 1].
-    #[arg(long, value_parser = repeat_count)]
-    pub repeat: Option<u32>,
+    /// --rounds: timed runs per point, run in rounds, the median shown
+    /// [default: 3; --quick: 1]; and the most rounds of the blob readers
+    /// at each thread count [default: 20; --quick: 12]. --budget: time the
+    /// blob readers' rounds may take at each thread count [default: 60s; --quick: 4s].
+    #[command(flatten)]
+    pub rounds: super::rounds::RoundsArgs,
     /// Rows in the table that read and mixed runs read from.
     #[arg(long, default_value = "50000", value_parser = units::positive_u32)]
     pub rows: u32,
@@ -80,14 +83,6 @@ fn modes(s: &str) -> Result<Modes, String> {
     Modes::parse(s).map_err(|e| e.to_string())
 }
 
-fn repeat_count(s: &str) -> Result<u32, UnitError> {
-    let v: u32 = units::parse_at_least(s, 1, "--repeat")?;
-    if v > 1000 {
-        return Err(UnitError::from(format!("--repeat {v} is absurd (at most 1000)")));
-    }
-    Ok(v)
-}
-
 fn batch_size(s: &str) -> Result<u32, UnitError> {
     let v: u32 = units::parse_at_least(s, 1, "--batch")?;
     if v > 1_000_000 {
@@ -126,7 +121,8 @@ impl ConcurrencyArgs {
         if let Some(d) = self.duration {
             o.duration = Duration::from_secs_f64(d);
         }
-        o.repeat = self.repeat.unwrap_or(o.repeat);
+        o.repeat = self.rounds.rounds.unwrap_or(o.repeat);
+        o.rounds = self.rounds.apply(o.rounds);
         o.rows = self.rows;
         o.workloads = match self.workload {
             WorkloadArg::Read => vec![Workload::Read],

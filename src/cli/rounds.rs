@@ -12,7 +12,7 @@ use blobbench::util::units;
 pub struct RoundsArgs {
     /// Most rounds; each runs every arm once, in a shuffled order. Rounds
     /// stop earlier once every compared pair is within +/-5%, or when the
-    /// budget is spent [default: suite 30; matrix 20 per cell; aging 12 per age, 4 with --quick] (--repeat is the same).
+    /// budget is spent [default: suite 30; matrix 20 per cell; aging 12 per age, 4 with --quick; concurrency 3 per point and 20 for the blob readers] (--repeat is the same).
     #[arg(long, alias = "repeat", value_parser = rounds_count, value_name = "N")]
     pub rounds: Option<u32>,
     /// Time the rounds may take (warm-up included; building the datasets

@@ -8,67 +8,94 @@
 use std::sync::Barrier;
 use std::time::Instant;
 
-use super::run::{self, lazy_eviction, RunOptions, RunReport};
+use super::run::{self, RunOptions, RunReport};
 use super::session::{timed_session, SessionRun, SessionSpec, Work};
 use crate::engine::{self, Engine, OpenMode};
-use crate::measure::{self, Experiment, Latency, Phases, RunOutcome};
+use crate::measure::cold::{self, EvictionReport};
+use crate::measure::rounds::Arm;
+use crate::measure::{self, Latency, Phases, RunOutcome};
 use crate::records::keys::{KeySequence, KvtestRng, Order};
-use crate::records::WorkloadParams;
 use crate::{Error, Result};
 
 pub fn run(opts: &RunOptions, threads: u32, id: &str, label: &str) -> Result<RunReport> {
-    if threads == 0 || threads > 1024 {
-        return Err(Error::invalid("--threads must be from 1 to 1024"));
+    let arm = std::cell::RefCell::new(ParallelArm::prepare(opts, threads)?);
+    let mut evict = || arm.borrow_mut().evict_now();
+    let measured = measure::measure(&opts.plan, Some(&mut evict), |ctx| arm.borrow_mut().one_run(ctx))?;
+    arm.into_inner().finish(id, label, measured)
+}
+
+/// One store read by `threads` threads, prepared outside every timer, run
+/// once at a time: alone by [`run`], or as one arm of interleaved rounds
+/// ([`measure::rounds`]).
+pub struct ParallelArm {
+    engine: Box<dyn Engine>,
+    opts: RunOptions,
+    threads: u32,
+    max_id: u32,
+    info: Option<engine::SessionInfo>,
+    cache_files: Option<Vec<std::path::PathBuf>>,
+}
+
+impl ParallelArm {
+    /// Checks the options and finds the key range (before any timer; kvtest's
+    /// single-thread run asks inside it).
+    pub fn prepare(opts: &RunOptions, threads: u32) -> Result<ParallelArm> {
+        if threads == 0 || threads > 1024 {
+            return Err(Error::invalid("--threads must be from 1 to 1024"));
+        }
+        if opts.update {
+            return Err(Error::invalid("--threads reads only; --update with several writers is not supported"));
+        }
+        if opts.stats {
+            return Err(Error::invalid("--stats describes one connection; it cannot be used with --threads"));
+        }
+        if opts.count < u64::from(threads) {
+            return Err(Error::invalid("--count must be at least --threads (each thread reads at least one blob)"));
+        }
+        run::validate(opts)?;
+        let mut engine = engine::open(&opts.path, &opts.settings())?;
+        let survey = engine.survey(false)?;
+        let max_id = match opts.max_id.or(survey.max_key) {
+            Some(m) => m,
+            None => largest_key(engine.as_ref())?,
+        };
+        Ok(ParallelArm { engine, opts: opts.clone(), threads, max_id, info: None, cache_files: None })
     }
-    if opts.update {
-        return Err(Error::invalid("--threads reads only; --update with several writers is not supported"));
+
+    /// Empties the page cache of the store's files (listed once).
+    fn evict_now(&mut self) -> Result<EvictionReport> {
+        let files = match &mut self.cache_files {
+            Some(f) => f,
+            none => none.insert(self.engine.cache_files()?),
+        };
+        cold::evict(files)
     }
-    if opts.stats {
-        return Err(Error::invalid("--stats describes one connection; it cannot be used with --threads"));
-    }
-    if opts.count < u64::from(threads) {
-        return Err(Error::invalid("--count must be at least --threads (each thread reads at least one blob)"));
-    }
-    run::validate(opts)?;
-    let mut engine = engine::open(&opts.path, &opts.settings())?;
-    let survey = engine.survey(false)?;
-    // Found before any timer (kvtest's single-thread run asks inside it).
-    let max_id = match opts.max_id.or(survey.max_key) {
-        Some(m) => m,
-        None => largest_key(engine.as_ref())?,
-    };
-    let mut evict = lazy_eviction(engine.as_ref());
-    let mut info = None;
-    let measured = measure::measure(&opts.plan, Some(&mut evict), |ctx| {
-        let (outcome, first) = one_run(engine.as_ref(), opts, threads, max_id, ctx.latency)?;
-        info = Some(first);
+
+    fn one_run(&mut self, ctx: measure::RunContext<'_>) -> Result<RunOutcome> {
+        let (outcome, first) = one_run(self.engine.as_ref(), &self.opts, self.threads, self.max_id, ctx.latency)?;
+        self.info = Some(first);
         Ok(outcome)
-    })?;
-    engine.verify_after_reads()?;
-    let layout = engine.kind();
-    let integrity = if opts.integrity_check && layout == crate::engine::sqlite::KIND {
-        run::integrity_check(&opts.path)?
-    } else {
-        Vec::new()
-    };
-    let info = info.unwrap_or_default();
-    let interrupted = measured.interrupted;
-    Ok(RunReport {
-        experiment: Experiment::from_measured(
-            id,
-            label,
-            WorkloadParams { server: engine.server_info(), ..opts.params(layout, max_id, threads) },
-            measured,
-        ),
-        layout,
-        max_id,
-        page_size: info.page_size,
-        cache_size: info.cache_size,
-        journal_mode: info.journal_mode,
-        integrity,
-        sqlite_stats: None,
-        interrupted,
-    })
+    }
+
+    /// The report of the runs `measured` took: the checks after reads and
+    /// the experiment as stored.
+    pub fn finish(self, id: &str, label: &str, measured: measure::Measured) -> Result<RunReport> {
+        self.engine.verify_after_reads()?;
+        let info = self.info.unwrap_or_default();
+        run::report_of(self.engine.as_ref(), &self.opts, (self.threads, self.max_id), info, measured, (id, label))
+    }
+}
+
+impl Arm for ParallelArm {
+    fn evict(&mut self) -> Option<Result<EvictionReport>> {
+        self.opts.plan.cold.then(|| self.evict_now())
+    }
+    fn run(&mut self, ctx: measure::RunContext<'_>) -> Result<RunOutcome> {
+        self.one_run(ctx)
+    }
+    fn warms_up(&self) -> bool {
+        self.opts.plan.warmup > 0
+    }
 }
 
 /// The largest key, from one untimed session that asks for it.

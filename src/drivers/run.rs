@@ -249,37 +249,52 @@ impl RunArm {
             // one engine only; a bad dataset still never yields figures.
             engine.verify_after_reads()?;
         }
-        let layout = engine.kind();
-        let integrity = if opts.integrity_check && layout == crate::engine::sqlite::KIND {
-            integrity_check(&opts.path)?
-        } else {
-            Vec::new()
-        };
         let info = seen.info.unwrap_or_default();
         let max_id = max_id.or(info.max_key).unwrap_or(0);
-        let interrupted = measured.interrupted;
-        let mut params = WorkloadParams { server: engine.server_info(), ..opts.params(layout, max_id, 1) };
-        params.plan.repeat = measured.runs.len() as u32;
-        let mut experiment = Experiment::from_measured(id, label, params, measured);
+        let mut report = report_of(engine.as_ref(), &opts, (1, max_id), info, measured, (id, label))?;
+        report.sqlite_stats = seen.stats;
         if let Some(script) = &script {
-            experiment.class_latency = script
+            report.experiment.class_latency = script
                 .class_latency()
                 .into_iter()
                 .map(|(class, latency)| ClassLatency { class: class.to_string(), latency })
                 .collect();
         }
-        Ok(RunReport {
-            experiment,
-            layout,
-            max_id,
-            page_size: info.page_size,
-            cache_size: info.cache_size,
-            journal_mode: info.journal_mode,
-            integrity,
-            sqlite_stats: seen.stats,
-            interrupted,
-        })
+        Ok(report)
     }
+}
+
+/// The report of `measured`, the runs of `engine` under `opts` by
+/// `(threads, max_id)`: the integrity check (when asked) and the experiment
+/// `(id, label)` as stored. Shared with `run --threads`.
+pub(crate) fn report_of(
+    engine: &dyn Engine,
+    opts: &RunOptions,
+    (threads, max_id): (u32, u32),
+    info: engine::SessionInfo,
+    measured: measure::Measured,
+    (id, label): (&str, &str),
+) -> Result<RunReport> {
+    let layout = engine.kind();
+    let integrity = if opts.integrity_check && layout == crate::engine::sqlite::KIND {
+        integrity_check(&opts.path)?
+    } else {
+        Vec::new()
+    };
+    let interrupted = measured.interrupted;
+    let mut params = WorkloadParams { server: engine.server_info(), ..opts.params(layout, max_id, threads) };
+    params.plan.repeat = measured.runs.len() as u32;
+    Ok(RunReport {
+        experiment: Experiment::from_measured(id, label, params, measured),
+        layout,
+        max_id,
+        page_size: info.page_size,
+        cache_size: info.cache_size,
+        journal_mode: info.journal_mode,
+        integrity,
+        sqlite_stats: None,
+        interrupted,
+    })
 }
 
 impl Arm for RunArm {

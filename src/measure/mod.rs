@@ -154,7 +154,7 @@ pub fn measure_observed(
     if runs.is_empty() {
         return Err(Error::Interrupted);
     }
-    Ok(summarise(runs, latency, warnings, interrupted))
+    Ok(summarise(runs, latency, warnings, interrupted, true))
 }
 
 /// A cold run's eviction, refused when it did not take.
@@ -184,15 +184,19 @@ pub(crate) fn timed_run(
     Ok(sample(index, &outcome, os, cold))
 }
 
-/// The summary, spread warning and clock overhead of one arm's timed runs.
+/// The summary and clock overhead of one arm's timed runs; with
+/// `warn_spread`, a warning when the runs vary much. Arms of rounds do not
+/// warn one by one: their comparisons are paired, and the report sums up
+/// their spread once.
 pub(crate) fn summarise(
     runs: Vec<RunSample>,
     latency: Option<Latency>,
     mut warnings: Vec<String>,
     interrupted: bool,
+    warn_spread: bool,
 ) -> Measured {
     let summary = Summary::of(&runs);
-    if summary.noisy {
+    if summary.noisy && warn_spread {
         warnings.push(format!(
             "runs vary by {:.0}% (coefficient of variation of per-op time over {} runs); treat small differences as noise",
             summary.per_op_us.cv_pct, summary.runs

@@ -319,7 +319,7 @@ pub fn run_rounds(
     let measured = samples
         .into_iter()
         .zip(latency)
-        .map(|(runs, latency)| summarise(runs, latency, Vec::new(), interrupted))
+        .map(|(runs, latency)| summarise(runs, latency, Vec::new(), interrupted, false))
         .collect();
     let set = RoundSet {
         id: id.to_string(),

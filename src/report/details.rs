@@ -177,6 +177,7 @@ pub fn latency(files: &[ResultFile]) -> Vec<Section> {
         for e in &f.experiments {
             warnings.extend(e.warnings.iter().map(|w| format!("{label}, {}: {w}", e.id)));
         }
+        warnings.extend(paired_spread(f).map(|w| format!("{label}: {w}")));
     }
     let mut blocks = vec![
         Block::Note(
@@ -197,6 +198,23 @@ pub fn latency(files: &[ResultFile]) -> Vec<Section> {
         in_summary: true,
         blocks,
     }]
+}
+
+/// One sentence for the arms of the file's rounds whose runs varied by
+/// more than the noise threshold: they do not warn one by one, since every
+/// ratio between them is paired by round and its interval holds that noise.
+fn paired_spread(f: &ResultFile) -> Option<String> {
+    let paired = |id: &str| f.rounds.iter().any(|s| s.consistent() && s.arms.iter().any(|a| a == id));
+    let cvs: Vec<f64> =
+        f.experiments.iter().filter(|e| e.summary.noisy && paired(&e.id)).map(|e| e.summary.per_op_us.cv_pct).collect();
+    let worst = cvs.iter().copied().reduce(f64::max)?;
+    Some(format!(
+        "the runs of {} of the arms measured in rounds varied by more than {:.0}% (coefficient of variation of \
+         per-op time, up to {worst:.0}%): the machine was busy or noisy. The ratios stated are paired by round, \
+         so a slow spell that hit every arm of a round cancels out; their intervals carry what remains.",
+        cvs.len(),
+        crate::measure::NOISY_CV_PCT
+    ))
 }
 
 /// Environment rows, one column per file.

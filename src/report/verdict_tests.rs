@@ -223,3 +223,23 @@ fn inconsistent_rounds_render_unpaired_never_a_wrong_ratio() {
     let text = format!("{:?}", section(std::slice::from_ref(&f), &crate::report::questions())[0].blocks);
     assert!(text.contains("rounds inconsistent"), "{text}");
 }
+
+#[test]
+fn noisy_arms_of_rounds_are_summed_up_once_not_warned_one_by_one() {
+    // Every arm slowed alike in rounds 1 and 4: each arm's runs vary by far
+    // more than 10%, but the paired ratios do not.
+    let mmap = [5.0, 10.0, 5.0, 5.0, 15.0, 5.0, 5.0, 5.0];
+    let posix: Vec<f64> = mmap.iter().map(|t| t * 2.0).collect();
+    let blob: Vec<f64> = mmap.iter().map(|t| t * 1.6).collect();
+    let f = with_read_rounds(&mmap, &posix, &blob, &blob);
+    let text = format!("{:?}", crate::report::details::latency(std::slice::from_ref(&f)));
+    assert_eq!(text.matches("varied by more than 10%").count(), 1, "{text}");
+    assert!(text.contains("the runs of 4 of the arms measured in rounds varied by more than 10%"), "{text}");
+    let page = format!("{:?}", (crate::report::study::suite::REPORT.sections)(std::slice::from_ref(&f)));
+    assert!(!page.contains("Runs varied by up to"), "paired ratios need no per-chart spread warning: {page}");
+    // An old file (no rounds) keeps the per-chart warning.
+    let mut old = full_suite("host-a");
+    *exp_mut(&mut old, "read/db-blob-mmap") = experiment_runs("read/db-blob-mmap", &mmap);
+    let page = format!("{:?}", (crate::report::study::suite::REPORT.sections)(std::slice::from_ref(&old)));
+    assert!(page.contains("Runs varied by up to"), "{page}");
+}

@@ -57,6 +57,7 @@ impl ResultFile {
             });
         }
         file.experiments = measured.experiments;
+        file.rounds = measured.rounds;
         file.concurrency = Some(section);
         file
     }

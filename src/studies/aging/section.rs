@@ -40,6 +40,19 @@ pub struct AgingSetting {
     pub rounds: Vec<RoundSet>,
 }
 
+/// The id of a setting's read rounds at `age`: "aging/article/age8/warm".
+pub fn rounds_id(setting: &str, age: u32, cold: bool) -> String {
+    format!("aging/{setting}/age{age}/{}", if cold { "cold" } else { "warm" })
+}
+
+impl AgingSetting {
+    /// The reads at `age` as rounds (warm or cold); None in older files.
+    pub fn read_rounds(&self, age: u32, cold: bool) -> Option<&RoundSet> {
+        let id = rounds_id(&self.sizes.name, age, cold);
+        self.rounds.iter().find(|s| s.id == id)
+    }
+}
+
 /// How one layout stores and rewrites blobs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LayoutInfo {

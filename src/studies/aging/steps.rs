@@ -177,7 +177,7 @@ impl Run<'_> {
         for cold in [false, true] {
             let cache = if cold { "cold" } else { "warm" };
             self.observer.step(&format!("{}: reads at age {age}, {cache}, in rounds", self.sizes.name));
-            let id = format!("aging/{}/age{age}/{cache}", self.sizes.name);
+            let id = super::section::rounds_id(&self.sizes.name, age, cold);
             let (figures, set) = super::arms::read_rounds(&id, &self.layouts, &keys, cold, &self.opts.rounds)?;
             out.rounds.push(set);
             by_cache.push(figures);

@@ -8,9 +8,11 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::blob_writer;
-use super::conclusions::Comparison;
+use super::conclusions::Comparison as Ratio;
 use super::options::{ConcurrencyOptions, Workload};
+use crate::drivers::parallel_read::ParallelArm;
 use crate::drivers::run::RunOptions;
+use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, StopReason};
 use crate::measure::Experiment;
 use crate::measure::{stop_requested, LatencySummary, Stat};
 use crate::records::keys::Order;
@@ -67,8 +69,10 @@ impl BlobReaders {
         self.points.iter().find(|p| p.store == store && p.threads == threads).map(|p| p.reads_per_s)
     }
 
-    /// Per thread count: the faster database variant over the files.
-    pub fn leads(&self) -> Vec<Comparison> {
+    /// Per thread count: the faster database variant over the files, in
+    /// throughput; paired by round when `rounds` hold both (the readers'
+    /// rounds of this file), else the ratio of the medians.
+    pub fn leads(&self, rounds: &[RoundSet]) -> Vec<Ratio> {
         let mut out = Vec::new();
         for t in BLOB_THREADS {
             let db = ["db", "db-mmap"]
@@ -77,12 +81,18 @@ impl BlobReaders {
                 .max_by(|a, b| a.0.total_cmp(&b.0));
             if let (Some((db, store)), Some(files)) = (db, self.rate("files", t)) {
                 if files > 0.0 {
-                    out.push(Comparison {
+                    let (db_id, files_id) = (experiment_id(store, t), experiment_id("files", t));
+                    let paired = rounds
+                        .iter()
+                        .find(|s| s.arms.contains(&db_id) && s.arms.contains(&files_id))
+                        .and_then(|s| s.ratio(&files_id, &db_id));
+                    out.push(Ratio {
                         workload: Workload::Blobs,
                         threads: t,
                         a: store.to_string(),
                         b: "files".to_string(),
-                        ratio: db / files,
+                        ratio: paired.as_ref().map_or(db / files, |p| p.value),
+                        paired,
                     });
                 }
             }
@@ -91,23 +101,70 @@ impl BlobReaders {
     }
 }
 
-/// One store read by `threads` readers: its point and its experiment.
+/// The run options of one store read by `threads` readers.
+fn run_options(opts: &ConcurrencyOptions, path: &Path, mmap: i64) -> RunOptions {
+    let mut run = RunOptions::new(path);
+    run.count = opts.blob_reads;
+    run.order = Order::Random;
+    run.db = DbParams { mmap_bytes: mmap, ..DbParams::default() };
+    run.plan = Plan { repeat: opts.repeat, warmup: 1, cold: false, latency: true };
+    run
+}
+
+/// The experiment id of one store at one thread count.
+fn experiment_id(store: &str, threads: u32) -> String {
+    format!("blobs/{store}/t{threads}")
+}
+
+/// One store read by `threads` readers, alone (the stores with a writer):
+/// its point and its experiment.
 fn measure_point(
     opts: &ConcurrencyOptions,
     store: &str,
     label: &str,
     path: &Path,
-    mmap: i64,
     threads: u32,
 ) -> Result<(BlobPoint, Experiment)> {
-    let mut run = RunOptions::new(path);
-    run.count = opts.blob_reads.max(u64::from(threads));
-    run.order = Order::Random;
-    run.db = DbParams { mmap_bytes: mmap, ..DbParams::default() };
-    run.plan = Plan { repeat: opts.repeat, warmup: 1, cold: false, latency: true };
-    let id = format!("blobs/{store}/t{threads}");
+    let mut run = run_options(opts, path, 0);
+    run.count = run.count.max(u64::from(threads));
+    let id = experiment_id(store, threads);
     let report = crate::drivers::parallel_read::run(&run, threads, &id, &format!("{label}, {threads} thread(s)"))?;
-    let e = report.experiment;
+    Ok((point_of(store, label, threads, &report.experiment), report.experiment))
+}
+
+/// The stores without a writer, read by `threads` readers, as the arms of
+/// one set of interleaved rounds (paired by round: database over files).
+fn measure_rounds(
+    opts: &ConcurrencyOptions,
+    stores: &[(&str, &str, &Path, i64)],
+    threads: u32,
+) -> Result<(Vec<(BlobPoint, Experiment)>, RoundSet)> {
+    let mut arms = Vec::with_capacity(stores.len());
+    for &(_, _, path, mmap) in stores {
+        let mut run = run_options(opts, path, mmap);
+        run.count = run.count.max(u64::from(threads));
+        arms.push(ParallelArm::prepare(&run, threads)?);
+    }
+    let ids: Vec<String> = stores.iter().map(|(store, ..)| experiment_id(store, threads)).collect();
+    let side =
+        |files: bool| -> Vec<usize> { (0..stores.len()).filter(|&i| (stores[i].0 == "files") == files).collect() };
+    let pairs = [Comparison { a: side(true), b: side(false) }];
+    let mut dyn_arms: Vec<&mut dyn Arm> = arms.iter_mut().map(|a| a as &mut dyn Arm).collect();
+    let id = format!("concurrency/blobs/t{threads}");
+    let out = run_rounds(&id, &ids, &mut dyn_arms, &opts.rounds, &pairs, &mut |_, _| {})?;
+    if out.set.stop == StopReason::Interrupted {
+        return Err(crate::Error::Interrupted);
+    }
+    let mut measured = Vec::with_capacity(stores.len());
+    for (((store, label, ..), arm), (m, id)) in stores.iter().zip(arms).zip(out.measured.into_iter().zip(&ids)) {
+        let e = arm.finish(id, &format!("{label}, {threads} thread(s)"), m)?.experiment;
+        measured.push((point_of(store, label, threads, &e), e));
+    }
+    Ok((measured, out.set))
+}
+
+/// A store's point from its experiment's figures.
+fn point_of(store: &str, label: &str, threads: u32, e: &Experiment) -> BlobPoint {
     let per_op = e.summary.per_op_us.median;
     let cpu = |r: &crate::measure::RunSample| (r.os.user_cpu_us + r.os.system_cpu_us) as f64;
     let per_read: Vec<f64> = e.runs.iter().filter(|r| r.ops > 0).map(|r| cpu(r) / r.ops as f64).collect();
@@ -117,11 +174,11 @@ fn measure_point(
         .filter(|r| r.phases.kvtest_total_ns > 0)
         .map(|r| cpu(r) * 1000.0 / r.phases.kvtest_total_ns as f64)
         .collect();
-    let point = BlobPoint {
+    BlobPoint {
         store: store.to_string(),
         label: label.to_string(),
         threads,
-        experiment_id: id,
+        experiment_id: e.id.clone(),
         mb_per_s: e.summary.mb_per_s.median,
         reads_per_s: if per_op > 0.0 { 1e6 / per_op } else { 0.0 },
         latency: e.latency,
@@ -129,17 +186,22 @@ fn measure_point(
         cpu_us_per_read: Stat::of(&per_read).median,
         cores_used: Stat::of(&cores).median,
         writes_per_s: None,
-    };
-    Ok((point, e))
+    }
 }
 
-/// Runs the section in `work` (which it fills with a dataset and its export).
-/// Returns the summary and the experiments, for the result file.
-pub fn measure(
-    opts: &ConcurrencyOptions,
-    work: &Path,
-    progress: &dyn Progress,
-) -> Result<(BlobReaders, Vec<Experiment>)> {
+/// What the blob readers measured: the summary, the experiments and the
+/// rounds (one set per thread count), for the result file.
+pub struct Measured {
+    pub readers: BlobReaders,
+    pub experiments: Vec<Experiment>,
+    pub rounds: Vec<RoundSet>,
+}
+
+/// Runs the section in `work` (which it fills with a dataset and its
+/// export). At each thread count the stores without a writer are the arms
+/// of interleaved rounds; the stores read beside a writer run alone after
+/// them (the writer turns the database to WAL and changes content).
+pub fn measure(opts: &ConcurrencyOptions, work: &Path, progress: &dyn Progress) -> Result<Measured> {
     let db = work.join("blobs.db");
     let dir = work.join("blobs-flat");
     let spec = DatasetSpec { count: opts.blob_count, size: BLOB_SIZE, seed: opts.seed, ..DatasetSpec::default() };
@@ -152,16 +214,21 @@ pub fn measure(
     ];
     let mut points = Vec::new();
     let mut experiments = Vec::new();
-    'all: for threads in BLOB_THREADS {
-        for (store, label, path, mmap) in stores {
-            if stop_requested() {
-                break 'all;
-            }
-            progress.advance(1);
-            let (point, e) = measure_point(opts, store, label, path, mmap, threads)?;
+    let mut rounds = Vec::new();
+    for threads in BLOB_THREADS {
+        if stop_requested() {
+            break;
+        }
+        let (measured, set) = match measure_rounds(opts, &stores, threads) {
+            Err(crate::Error::Interrupted) => break,
+            other => other?,
+        };
+        progress.advance(stores.len() as u64);
+        for (point, e) in measured {
             points.push(point);
             experiments.push(e);
         }
+        rounds.push(set);
     }
     // Readers while one writer overwrites blobs: last, since the writer
     // turns the database to WAL and changes content.
@@ -175,7 +242,7 @@ pub fn measure(
                 break 'writer;
             }
             let writer = blob_writer::start(path, opts.seed)?;
-            let measured = measure_point(opts, store, label, path, 0, threads);
+            let measured = measure_point(opts, store, label, path, threads);
             let written = writer.finish()?;
             let (mut point, e) = measured?;
             point.writes_per_s = Some(written.writes_per_s);
@@ -183,8 +250,9 @@ pub fn measure(
             experiments.push(e);
         }
     }
-    Ok((
-        BlobReaders { blobs: opts.blob_count, blob_size: BLOB_SIZE, reads_per_run: opts.blob_reads, points },
+    Ok(Measured {
+        readers: BlobReaders { blobs: opts.blob_count, blob_size: BLOB_SIZE, reads_per_run: opts.blob_reads, points },
         experiments,
-    ))
+        rounds,
+    })
 }

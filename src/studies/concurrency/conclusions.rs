@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 use super::blobs::BlobReaders;
 use super::options::{Config, Journal, Sharing, Workload};
 use super::section::Point;
+use crate::measure::paired::{paired_ratio, PairedRatio};
+use crate::measure::rounds::RoundSet;
 
 /// Ratios in (1/TIE, TIE) are ties: 10%, the engine's noise threshold.
 pub const TIE: f64 = 1.0 + crate::measure::NOISY_CV_PCT / 100.0;
@@ -56,7 +58,37 @@ pub struct Comparison {
     pub threads: u32,
     pub a: String,
     pub b: String,
+    /// The paired ratio's estimate when there is one, else the ratio of
+    /// the two medians.
     pub ratio: f64,
+    /// Paired by round: run i of every point ran in round i, so the ratio
+    /// is the median of the per-round ratios, with its interval. Absent in
+    /// older files (their ratios are of medians, unpaired).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired: Option<PairedRatio>,
+}
+
+impl Comparison {
+    /// `a`'s throughput over `b`'s (readers' or writers'), paired by round
+    /// over the rounds both ran; None when either has no throughput.
+    fn of(workload: Workload, a: &Point, b: &Point, writes: bool) -> Option<Comparison> {
+        let (ra, rb) = (rate(a, writes)?, rate(b, writes)?);
+        let per_run = |p: &Point| -> Vec<f64> {
+            let side = |r: &super::section::PointRun| if writes { r.writes.clone() } else { r.reads.clone() };
+            p.runs.iter().map(|r| side(r).map_or(f64::NAN, |s| s.ops_per_s)).collect()
+        };
+        let (pa, pb) = (per_run(a), per_run(b));
+        let n = pa.len().min(pb.len());
+        let paired = paired_ratio(&pa[..n], &pb[..n]);
+        Some(Comparison {
+            workload,
+            threads: a.threads,
+            a: a.label.clone(),
+            b: b.label.clone(),
+            ratio: paired.as_ref().map_or(ra / rb, |p| p.value),
+            paired,
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -128,17 +160,7 @@ fn ratios(
     for a in points.iter().filter(|p| p.workload == workload && threads(p.threads) && is_a(&p.config)) {
         let want = partner(a.config);
         let b = points.iter().find(|p| p.workload == workload && p.threads == a.threads && p.config == want);
-        if let (Some(b), Some(ra)) = (b, rate(a, writes)) {
-            if let Some(rb) = rate(b, writes) {
-                out.push(Comparison {
-                    workload,
-                    threads: a.threads,
-                    a: a.label.clone(),
-                    b: b.label.clone(),
-                    ratio: ra / rb,
-                });
-            }
-        }
+        out.extend(b.and_then(|b| Comparison::of(workload, a, b, writes)));
     }
     out
 }
@@ -159,14 +181,8 @@ fn best_ratios(points: &[Point], writes: bool) -> Vec<Comparison> {
                 .max_by(|x, y| x.0.total_cmp(&y.0))
         };
         let winner = |c: &Config| c.sharing == Sharing::PerThread && c.journal == Journal::Wal;
-        if let (Some((ra, a)), Some((rb, b))) = (best(&winner), best(&|c: &Config| !winner(c))) {
-            out.push(Comparison {
-                workload: Workload::Mixed,
-                threads: t,
-                a: a.label.clone(),
-                b: b.label.clone(),
-                ratio: ra / rb,
-            });
+        if let (Some((_, a)), Some((_, b))) = (best(&winner), best(&|c: &Config| !winner(c))) {
+            out.extend(Comparison::of(Workload::Mixed, a, b, writes));
         }
     }
     out
@@ -174,7 +190,7 @@ fn best_ratios(points: &[Point], writes: bool) -> Vec<Comparison> {
 
 /// Each of the study's conclusions, judged on `points` (and the blob readers,
 /// an extension the study did not have). `cores` splits "up to the core count".
-pub fn evaluate(points: &[Point], blobs: Option<&BlobReaders>, cores: u32) -> Vec<Conclusion> {
+pub fn evaluate(points: &[Point], blobs: Option<(&BlobReaders, &[RoundSet])>, cores: u32) -> Vec<Conclusion> {
     let any = |_: u32| true;
     let wal = |c: &Config| c.journal == Journal::Wal;
     let to_delete = |c: Config| Config { journal: Journal::Delete, ..c };
@@ -276,12 +292,12 @@ pub fn evaluate(points: &[Point], blobs: Option<&BlobReaders>, cores: u32) -> Ve
             best_ratios(points, true),
         ),
     ];
-    if let Some(b) = blobs {
+    if let Some((b, rounds)) = blobs {
         out.push(Conclusion::new(
             "Extension: SQLite keeps its lead over files as reader threads grow",
             "kvtest blobs, random reads: best database / files, per thread count",
             Claim::Faster,
-            b.leads(),
+            b.leads(rounds),
         ));
     }
     out

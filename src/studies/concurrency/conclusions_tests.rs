@@ -38,6 +38,23 @@ fn pt(w: Workload, c: Config, threads: u32, reads: Option<f64>, writes: Option<f
     section::point(w, c, threads, vec![run], (&lat, &lat), 20.0)
 }
 
+/// A blob reader point of `store` at `threads` threads.
+fn blob_point(store: &str, threads: u32, reads_per_s: f64) -> BlobPoint {
+    BlobPoint {
+        store: store.to_string(),
+        label: store.to_string(),
+        threads,
+        experiment_id: format!("blobs/{store}/t{threads}"),
+        mb_per_s: 0.0,
+        reads_per_s,
+        latency: None,
+        noisy: false,
+        cpu_us_per_read: 1.0,
+        cores_used: 1.0,
+        writes_per_s: None,
+    }
+}
+
 fn find<'a>(cs: &'a [Conclusion], start: &str) -> &'a Conclusion {
     cs.iter().find(|c| c.claim.starts_with(start)).unwrap_or_else(|| panic!("no conclusion {start:?}"))
 }
@@ -126,19 +143,7 @@ fn the_core_count_moves_the_split() {
 
 #[test]
 fn blob_lead_per_thread_count() {
-    let bp = |store: &str, threads, reads_per_s| BlobPoint {
-        store: store.to_string(),
-        label: store.to_string(),
-        threads,
-        experiment_id: format!("blobs/{store}/t{threads}"),
-        mb_per_s: 0.0,
-        reads_per_s,
-        latency: None,
-        noisy: false,
-        cpu_us_per_read: 1.0,
-        cores_used: 1.0,
-        writes_per_s: None,
-    };
+    let bp = blob_point;
     let b = BlobReaders {
         blobs: 10,
         blob_size: 10_000,
@@ -152,11 +157,82 @@ fn blob_lead_per_thread_count() {
             bp("files", 2, 200.0),
         ],
     };
-    let leads = b.leads();
+    let leads = b.leads(&[]);
     assert_eq!(leads.len(), 2, "4 threads not measured");
     assert_eq!((leads[0].a.as_str(), leads[0].ratio), ("db-mmap", 1.5));
     assert_eq!((leads[1].a.as_str(), leads[1].ratio), ("db", 0.5));
-    let cs = evaluate(&[], Some(&b), 2);
+    let cs = evaluate(&[], Some((&b, &[])), 2);
     let c = find(&cs, "Extension: SQLite keeps its lead");
     assert_eq!((c.verdict, c.confirming), (Verdict::Partly, 1));
+}
+
+/// A point of several runs (rounds), readers at the given rates.
+fn pt_runs(c: Config, rates: &[f64]) -> Point {
+    let runs = rates
+        .iter()
+        .map(|&r| PointRun {
+            elapsed_ns: 1_000_000_000,
+            reads: Some(side(r)),
+            writes: None,
+            os: Default::default(),
+            rows_before: 0,
+            rows_found: None,
+            integrity: None,
+        })
+        .collect();
+    let lat = Latency::new();
+    section::point(Read, c, 2, runs, (&lat, &lat), 20.0)
+}
+
+#[test]
+fn ratios_are_paired_by_round() {
+    // Rounds 2 and 5 ran on a busy machine: both points lost half their rate.
+    let wal = pt_runs(cfg(PerThread, Wal, false, false), &[300.0, 150.0, 300.0, 300.0, 150.0, 300.0, 150.0]);
+    let delete = pt_runs(cfg(PerThread, Delete, false, false), &[100.0, 50.0, 100.0, 100.0, 50.0, 100.0, 50.0]);
+    let c = Comparison::of(Read, &wal, &delete, false).unwrap();
+    let p = c.paired.as_ref().expect("several rounds: paired");
+    assert!([p.low, p.value, p.high, c.ratio].iter().all(|v| (v - 3.0).abs() < 1e-9), "{p:?}");
+    assert_eq!(p.rounds, 7);
+    // A round missing on one side (an interrupted run): only common rounds pair.
+    let short = pt_runs(cfg(PerThread, Delete, false, false), &[100.0, 50.0]);
+    assert_eq!(Comparison::of(Read, &wal, &short, false).unwrap().paired.unwrap().rounds, 2);
+}
+
+#[test]
+fn blob_leads_are_paired_from_the_readers_rounds() {
+    use crate::measure::busy::Load;
+    use crate::measure::rounds::{Round, StopReason};
+    let bp = |store: &str, reads_per_s: f64| blob_point(store, 1, reads_per_s);
+    let b = BlobReaders {
+        blobs: 10,
+        blob_size: 10_000,
+        reads_per_run: 100,
+        points: vec![bp("db", 100.0), bp("files", 80.0)],
+    };
+    // Per-op times: files take 2x the database's time in every round.
+    let times = [(10.0, 20.0), (30.0, 60.0), (10.0, 20.0), (11.0, 22.0), (10.0, 20.0), (12.0, 24.0)];
+    let set = RoundSet {
+        id: "concurrency/blobs/t1".into(),
+        arms: vec!["blobs/db/t1".into(), "blobs/files/t1".into()],
+        seed: 1,
+        warmup: true,
+        target_pct: 5.0,
+        budget_s: None,
+        max_rounds: 6,
+        stop: StopReason::MaxRounds,
+        rounds: times
+            .iter()
+            .map(|&(db, files)| Round {
+                order: vec![0, 1],
+                per_op_us: vec![db, files],
+                elapsed_ms: 1.0,
+                load: Load::default(),
+            })
+            .collect(),
+        warnings: vec![],
+    };
+    let lead = &b.leads(std::slice::from_ref(&set))[0];
+    assert!((lead.ratio - 2.0).abs() < 1e-9, "paired, not the medians' 1.25: {lead:?}");
+    assert_eq!(lead.paired.as_ref().unwrap().rounds, 6);
+    assert_eq!(b.leads(&[])[0].ratio, 1.25, "without rounds: the ratio of the medians");
 }

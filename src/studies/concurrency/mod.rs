@@ -21,6 +21,10 @@ pub use section::{ConcurrencySection, Point, PointRun, Settings, SideRun, SideSu
 
 use std::path::Path;
 
+use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+
 use crate::measure::oscount::OsCounters;
 use crate::measure::Experiment;
 use crate::measure::{clock_cost_ns, stop_requested, Latency};
@@ -33,6 +37,8 @@ use crate::{Error, Result};
 pub struct Measured {
     pub section: ConcurrencySection,
     pub experiments: Vec<Experiment>,
+    /// The blob readers' interleaved rounds, one set per thread count.
+    pub rounds: Vec<crate::measure::rounds::RoundSet>,
 }
 
 /// CPUs this process may use.
@@ -55,21 +61,35 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
     let units = plan.len() * opts.threads.len() * opts.repeat as usize + if blobs { 9 } else { 0 };
     progress.start("concurrency", units as u64);
     let mut templates = table::Templates::new(work.path(), opts.rows, opts.seed);
-    // Runs are interleaved: every point's first run, then every point's
-    // second, and within a round all configurations at one thread count
-    // follow each other. A slow spell of a shared machine (another job,
-    // a busy disk) then hits every configuration alike instead of a few.
+    // Runs are interleaved in rounds: every point's first run, then every
+    // point's second... so the ratios pair by round. Within a round the
+    // points of one workload and thread count follow each other (the pairs
+    // compared are close in time), in an order shuffled per round from the
+    // seed and recorded.
     let mut order: Vec<(Workload, u32, Config)> = Vec::new();
+    let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
     for &w in &opts.workloads {
         for &t in &opts.threads {
+            let start = order.len();
             order.extend(plan.iter().filter(|(pw, _)| *pw == w).map(|&(_, c)| (w, t, c)));
+            groups.push(start..order.len());
         }
     }
+    let mut rng = SmallRng::seed_from_u64(opts.seed ^ crate::measure::rounds::DEFAULT_SEED);
     let mut acc: Vec<Acc> = order.iter().map(|_| Acc::default()).collect();
+    let mut round_orders: Vec<Vec<usize>> = Vec::new();
     let mut interrupted = false;
     'rounds: for _ in 0..opts.repeat {
-        for (&(workload, threads, config), a) in order.iter().zip(acc.iter_mut()) {
-            match measure_run(opts, work.path(), &mut templates, workload, config, threads, a)? {
+        let mut this_round: Vec<usize> = Vec::with_capacity(order.len());
+        for g in &groups {
+            let mut within: Vec<usize> = g.clone().collect();
+            within.shuffle(&mut rng);
+            this_round.extend(within);
+        }
+        round_orders.push(this_round.clone());
+        for i in this_round {
+            let (workload, threads, config) = order[i];
+            match measure_run(opts, work.path(), &mut templates, workload, config, threads, &mut acc[i])? {
                 true => progress.advance(1),
                 false => {
                     interrupted = true;
@@ -80,27 +100,40 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
     }
     table::remove_db(&work.path().join("run.db"))?;
     let clock = clock_cost_ns();
+    // Points by their index in `order`; a point with no run (interrupted
+    // in the first round) is left out, and from the recorded orders too.
+    let kept: Vec<Option<u32>> = acc
+        .iter()
+        .scan(0u32, |next, a| {
+            Some((!a.runs.is_empty()).then(|| {
+                *next += 1;
+                *next - 1
+            }))
+        })
+        .collect();
+    let rounds_order: Vec<Vec<u32>> =
+        round_orders.iter().map(|r| r.iter().filter_map(|&i| kept[i]).collect()).collect();
     let points: Vec<Point> = order
         .iter()
         .zip(acc)
         .filter(|(_, a)| !a.runs.is_empty())
         .map(|(&(w, t, c), a)| section::point(w, c, t, a.runs, (&a.reads, &a.writes), clock))
         .collect();
-    let (blob_readers, experiments) = if blobs && !interrupted {
+    let (blob_readers, experiments, rounds) = if blobs && !interrupted {
         // Ctrl-C during the blob readers keeps the points measured before.
         match blobs::measure(opts, work.path(), progress) {
-            Ok((b, e)) => {
+            Ok(m) => {
                 interrupted = stop_requested();
-                (Some(b), e)
+                (Some(m.readers), m.experiments, m.rounds)
             }
             Err(Error::Interrupted) => {
                 interrupted = true;
-                (None, Vec::new())
+                (None, Vec::new(), Vec::new())
             }
             Err(e) => return Err(e),
         }
     } else {
-        (None, Vec::new())
+        (None, Vec::new(), Vec::new())
     };
     progress.finish();
     let cores = cores();
@@ -122,12 +155,13 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
             clock_cost_ns: clock_cost_ns(),
             tie_pct: (TIE - 1.0) * 100.0,
         },
-        conclusions: evaluate(&points, blob_readers.as_ref(), cores),
+        rounds_order,
+        conclusions: evaluate(&points, blob_readers.as_ref().map(|b| (b, rounds.as_slice())), cores),
         points,
         blob_readers,
         interrupted,
     };
-    Ok(Measured { section, experiments })
+    Ok(Measured { section, experiments, rounds })
 }
 
 /// The runs of one point so far, and their latencies merged.

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::measure::rounds::RoundsPlan;
 use crate::records::SyncLevel;
 use crate::{Error, Result};
 
@@ -268,6 +269,9 @@ pub struct ConcurrencyOptions {
     pub blob_count: u32,
     /// Reads per timed run in the parallel-reader section (all threads).
     pub blob_reads: u64,
+    /// The parallel readers' interleaved rounds, per thread count (the
+    /// database, with and without mmap, and the files as arms).
+    pub rounds: RoundsPlan,
 }
 
 impl ConcurrencyOptions {
@@ -287,6 +291,14 @@ impl ConcurrencyOptions {
             seed: 1,
             blob_count: 10_000,
             blob_reads: 100_000,
+            rounds: RoundsPlan {
+                warmup: true,
+                max_rounds: 20,
+                budget: Some(Duration::from_secs(60)),
+                target: crate::measure::rounds::DEFAULT_TARGET,
+                seed: crate::measure::rounds::DEFAULT_SEED,
+                latency: true,
+            },
         }
     }
 
@@ -300,6 +312,7 @@ impl ConcurrencyOptions {
             quick: true,
             blob_count: 1000,
             blob_reads: 20_000,
+            rounds: RoundsPlan { max_rounds: 12, budget: Some(Duration::from_secs(4)), ..Self::new("").rounds },
             ..Self::new(workdir)
         }
     }
@@ -323,6 +336,7 @@ impl ConcurrencyOptions {
         if self.workloads.is_empty() {
             return Err(Error::invalid("no workload selected"));
         }
+        self.rounds.validate()?;
         if self.blob_count == 0 || self.blob_reads == 0 {
             return Err(Error::invalid("the blob section needs at least one blob and one read"));
         }

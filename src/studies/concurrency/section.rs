@@ -19,6 +19,11 @@ pub const ERRORS_DOMINATE_PCT: f64 = 50.0;
 pub struct ConcurrencySection {
     pub settings: Settings,
     pub points: Vec<Point>,
+    /// Per round, the points (indices into `points`) in the order they ran:
+    /// run i of every point ran in round i, so ratios pair by round. Empty
+    /// in older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds_order: Vec<Vec<u32>>,
     pub conclusions: Vec<Conclusion>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blob_readers: Option<BlobReaders>,

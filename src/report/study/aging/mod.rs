@@ -68,7 +68,9 @@ fn blocks(a: &AgingSection, suffix: &str) -> Vec<Block> {
     ))];
     blocks.push(Block::Note(
         "Read time: kvtest's per-op time (open to close) for reading every blob once in a shuffled order, median of \
-         the timed runs; cold runs evict the dataset's pages first. Allocated bytes are blocks as du counts them; \
+         the timed runs; cold runs evict the dataset's pages first. At each age the layouts' reads run as the arms \
+         of interleaved rounds, and the verdict's factor is paired by round; the remedies and the crossover bands \
+         run one layout after another (unpaired: a burst of load can favour either side). Allocated bytes are blocks as du counts them; \
          extents per file come from FIEMAP, counted as filefrag counts them; overflow distance is the mean gap in \
          pages between consecutive overflow pages of one blob (1 = sequential)."
             .to_string(),
@@ -213,7 +215,8 @@ fn crossover_figure(s: &AgingSetting, id: &str) -> Block {
         caption: vec![format!(
             "Blobs grouped in {} size bands; in each, the fastest file layout against the fastest SQLite layout \
              (median per-op read time). The crossover is the lower edge of the first band from which files win in \
-             every larger band; a gap means files never win at the largest band.",
+             every larger band; a gap means files never win at the largest band. Unpaired: the layouts run one \
+             after another, not in rounds.",
             s.crossover.first().map_or(0, |c| c.bands.len())
         )],
         findings,

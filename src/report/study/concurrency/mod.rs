@@ -6,9 +6,11 @@
 pub mod question;
 mod terminal;
 
+use crate::measure::rounds::RoundSet;
 use crate::report::format::doc::{Block, Chart, Figure, Section, Table};
 use crate::report::format::fmt::{machine_labels, micros, percent, thousands};
 use crate::report::format::svg::{LineChart, Series};
+use crate::report::interval::Ratio;
 use crate::report::study::StudyReport;
 use crate::results::ResultFile;
 use crate::studies::concurrency::{Conclusion, ConcurrencySection, Point, Verdict, Workload, ERRORS_DOMINATE_PCT};
@@ -19,14 +21,19 @@ pub const REPORT: StudyReport =
 
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let labels = machine_labels(files);
-    let with: Vec<(usize, &String, &ConcurrencySection)> = files
+    let with: Vec<(usize, &String, &ResultFile)> = files
         .iter()
         .zip(&labels)
         .enumerate()
-        .filter_map(|(i, (f, l))| f.concurrency.as_ref().map(|c| (i, l, c)))
+        .filter(|(_, (f, _))| f.concurrency.is_some())
+        .map(|(i, (f, l))| (i, l, f))
         .collect();
     let several = with.len() > 1;
-    with.into_iter().map(|(i, label, c)| section(c, label, &figure_suffix(files, i), several)).collect()
+    with.into_iter()
+        .filter_map(|(i, label, f)| {
+            Some(section(f.concurrency.as_ref()?, &f.rounds, label, &figure_suffix(files, i), several))
+        })
+        .collect()
 }
 
 /// The id of `files[index]`'s chart of the blob readers.
@@ -49,7 +56,7 @@ fn figure_suffix(files: &[ResultFile], index: usize) -> String {
     }
 }
 
-fn section(c: &ConcurrencySection, label: &str, suffix: &str, several: bool) -> Section {
+fn section(c: &ConcurrencySection, rounds: &[RoundSet], label: &str, suffix: &str, several: bool) -> Section {
     let s = &c.settings;
     let mut blocks = vec![Block::Paragraph(format!(
         "{} points (workload x configuration x threads); each run lasts {} s and the median of {} run{} is shown; \
@@ -135,7 +142,7 @@ fn section(c: &ConcurrencySection, label: &str, suffix: &str, several: bool) -> 
             thousands(b.reads_per_run)
         )];
         let findings = b
-            .leads()
+            .leads(rounds)
             .iter()
             .map(|l| {
                 let cpu = |store: &str| {
@@ -145,11 +152,12 @@ fn section(c: &ConcurrencySection, label: &str, suffix: &str, several: bool) -> 
                         .map_or(f64::NAN, |p| p.cpu_us_per_read)
                 };
                 format!(
-                    "{} thread{}: {} / files = {:.2}x in reads per second; CPU time per read {} us vs {} us.",
+                    "{} thread{}: {} / files = {:.2}x in reads per second ({}); CPU time per read {} us vs {} us.",
                     l.threads,
                     if l.threads == 1 { "" } else { "s" },
                     l.a,
                     l.ratio,
+                    lead_interval(l),
                     micros(cpu(&l.a)),
                     micros(cpu("files"))
                 )
@@ -162,8 +170,9 @@ fn section(c: &ConcurrencySection, label: &str, suffix: &str, several: bool) -> 
     blocks.push(Block::Heading("The study's conclusions on this machine".into()));
     blocks.push(Block::Note(format!(
         "Each conclusion is tested by throughput ratios between points that differ in one parameter only; a ratio \
-         within {:.0}% of 1 counts as no difference. Factor: geometric mean of the ratios (smallest to largest).",
-        s.tie_pct
+         within {:.0}% of 1 counts as no difference. {} Factor: geometric mean of the ratios (smallest to largest).",
+        s.tie_pct,
+        pairing(c)
     )));
     blocks.push(Block::Table(Table {
         headers: ["conclusion", "verdict", "factor", "compared"].map(String::from).to_vec(),
@@ -327,6 +336,28 @@ fn points_table(c: &ConcurrencySection) -> Table {
 }
 
 /// "holds (3 of 3)", or "not measured".
+/// How the conclusions' ratios were taken: paired by round, or (older
+/// files) of the medians.
+pub(super) fn pairing(c: &ConcurrencySection) -> String {
+    let all = c.conclusions.iter().flat_map(|k| &k.comparisons);
+    if all.clone().next().is_some() && all.clone().all(|x| x.paired.is_some()) {
+        let n = c.rounds_order.len();
+        format!(
+            "Each ratio is paired by round: the points ran in {n} round{} (every point once per round, in a \
+             shuffled order), and the ratio is the median of the per-round ratios{}.",
+            if n == 1 { "" } else { "s" },
+            if n < 2 { " (one round: no interval, --rounds gives more)" } else { "" }
+        )
+    } else {
+        "Ratios of the medians over the runs (unpaired: this file records no rounds).".to_string()
+    }
+}
+
+/// "1.40-1.60 (95% paired, 12 rounds)", or "unpaired" for older files.
+fn lead_interval(l: &crate::studies::concurrency::Comparison) -> String {
+    l.paired.as_ref().map_or_else(|| "unpaired, ratio of medians".to_string(), |p| Ratio::paired(p).describe())
+}
+
 fn verdict_text(c: &Conclusion) -> String {
     let word = match c.verdict {
         Verdict::Holds => "holds",
@@ -365,7 +396,14 @@ mod text_tests {
     fn conclusion(ratios: &[f64]) -> Conclusion {
         let comparisons = ratios
             .iter()
-            .map(|&ratio| Comparison { workload: Workload::Read, threads: 2, a: "a".into(), b: "b".into(), ratio })
+            .map(|&ratio| Comparison {
+                workload: Workload::Read,
+                threads: 2,
+                a: "a".into(),
+                b: "b".into(),
+                ratio,
+                paired: None,
+            })
             .collect();
         Conclusion::new("claim", "basis", Claim::Faster, comparisons)
     }

@@ -51,10 +51,10 @@ fn rate(v: f64) -> String {
 /// throughput per configuration and thread count), the blob readers, the
 /// conclusions (empty without a concurrency section in `file`).
 pub fn terminal(file: &ResultFile, _colour: bool) -> String {
-    file.concurrency.as_ref().map_or_else(String::new, text)
+    file.concurrency.as_ref().map_or_else(String::new, |c| text(c, &file.rounds))
 }
 
-fn text(c: &ConcurrencySection) -> String {
+fn text(c: &ConcurrencySection, rounds: &[crate::measure::rounds::RoundSet]) -> String {
     let mut o = String::new();
     let s = &c.settings;
     let _ = writeln!(
@@ -111,7 +111,7 @@ fn text(c: &ConcurrencySection) -> String {
             let _ = writeln!(o);
         }
         let _ = write!(o, "  {:<44}", "best database / files (reads/s)");
-        for l in b.leads() {
+        for l in b.leads(rounds) {
             let _ = write!(o, "{:>12}", format!("{:.2}x", l.ratio));
         }
         let _ = writeln!(o);
@@ -119,8 +119,9 @@ fn text(c: &ConcurrencySection) -> String {
     }
     let _ = writeln!(
         o,
-        "\nthe study's conclusions on this machine (ratios of points differing in one parameter; within {:.0}% of 1 = no difference)",
-        s.tie_pct
+        "\nthe study's conclusions on this machine (ratios of points differing in one parameter; within {:.0}% of 1 = no difference)\n  {}",
+        s.tie_pct,
+        super::pairing(c)
     );
     let _ = writeln!(o, "  {:<70} {:<22} factor (geometric mean, range)", "conclusion", "verdict");
     for k in &c.conclusions {

@@ -108,12 +108,19 @@ fn render_text(section: &MatrixSection, colour: bool) -> String {
 /// A sentence about run-to-run variation, when some cells had much of it.
 pub fn noise_warning(section: &MatrixSection) -> Option<String> {
     let (n, worst) = section.noisy_cells();
+    let paired = section.cells.iter().all(|c| c.rounds.as_ref().is_some_and(|r| r.consistent()));
     (n > 0).then(|| {
         format!(
             "in {n} of {} cells a measurement varied by more than {:.0}% between runs (up to {worst:.0}%, \
-             coefficient of variation); the machine was busy or noisy, so treat ratios near 1.0 with care",
+             coefficient of variation); the machine was busy or noisy, so {}",
             section.cells.len(),
-            crate::measure::NOISY_CV_PCT
+            crate::measure::NOISY_CV_PCT,
+            if paired {
+                "each ratio is paired by round (a slow spell that hit every read of a round cancels out), \
+                 but treat ratios near 1.0 with care"
+            } else {
+                "treat ratios near 1.0 with care (unpaired)"
+            }
         )
     })
 }

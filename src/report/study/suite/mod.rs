@@ -375,9 +375,12 @@ pub fn finding(spec: &Spec, label: &str, file: &ResultFile, single: bool) -> Str
         s.push_str(&format!(" ({} not measured)", missing.join(", ")));
     }
     s.push('.');
+    // Paired ratios carry the runs' noise in their intervals: no warning.
+    let paired =
+        spec.files.iter().all(|m| ratio_interval(file, spec.db.id, m.id).is_none_or(|r| r.method == Interval::Paired));
     let cv = std::iter::once(db)
         .chain(spec.files.iter().filter_map(|m| file.experiment(m.id)))
-        .filter(|e| e.summary.noisy)
+        .filter(|e| e.summary.noisy && !paired)
         .map(|e| e.summary.per_op_us.cv_pct)
         .fold(None, |acc: Option<f64>, v| Some(acc.map_or(v, |a| a.max(v))));
     if let Some(cv) = cv {
