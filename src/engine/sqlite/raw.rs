@@ -12,7 +12,7 @@ use std::ffi::{c_int, CStr, CString};
 use std::path::{Path, PathBuf};
 use std::ptr;
 
-use rusqlite::ffi;
+use rusqlite::{ffi, Connection};
 
 use crate::{Error, Result};
 
@@ -250,36 +250,203 @@ impl Drop for Stmt<'_> {
     }
 }
 
-/// A statement prepared on a connection that another value owns (a
-/// rusqlite `Connection` kept beside it), finalized on drop: declare it
-/// before that connection so it is dropped first. Every method is safe on
-/// an unprepared (null) statement too: SQLite answers SQLITE_MISUSE or NULL.
+/// A connection opened through rusqlite (for its pragmas and queries) with
+/// `N` raw statement slots and one blob handle, through which a session
+/// makes kvtest's per-blob calls. They are owned together and reachable
+/// only by borrowing the `Db`, so they are finalized before the connection
+/// closes (`close`, or field order on drop) and move between threads with
+/// it, never apart from it.
+pub struct Db<const N: usize> {
+    /// Declared before `conn` so they are finalized before it closes.
+    stmts: [OwnedStmt; N],
+    blob: BlobHandle,
+    conn: Connection,
+    raw: *mut ffi::sqlite3,
+}
+
+// SAFETY: the connection (rusqlite's `Connection` is Send) and every handle
+// made on it move together; `Db` is not Sync and lends its statements and
+// blob only by reference, so no two threads can call into the connection at
+// once, which is all SQLite's multi-thread mode (NOMUTEX) asks.
+unsafe impl<const N: usize> Send for Db<N> {}
+
+impl<const N: usize> Db<N> {
+    /// Takes over `conn`; every slot starts empty.
+    pub fn new(conn: Connection) -> Db<N> {
+        // SAFETY: the handle is only used while `conn`, owned by this Db,
+        // is open; it is never closed through the raw pointer.
+        let raw = unsafe { conn.handle() };
+        Db { stmts: std::array::from_fn(|_| OwnedStmt(ptr::null_mut())), blob: BlobHandle(ptr::null_mut()), conn, raw }
+    }
+
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// Prepares `sql` into statement slot `slot` (finalizing what was there);
+    /// SQLite's result code (the connection's last error says why).
+    pub fn prepare(&mut self, slot: usize, sql: &CStr) -> c_int {
+        let mut raw = ptr::null_mut();
+        // SAFETY: live connection, NUL-terminated SQL, out-pointer we own.
+        let rc = unsafe { ffi::sqlite3_prepare_v2(self.raw, sql.as_ptr(), -1, &mut raw, ptr::null_mut()) };
+        // The old statement is finalized here, the new one (or null) kept.
+        self.stmts[slot] = OwnedStmt(raw);
+        rc
+    }
+
+    /// The statement in `slot` (empty: every call answers SQLITE_MISUSE or NULL).
+    #[inline]
+    pub fn stmt(&self, slot: usize) -> &OwnedStmt {
+        &self.stmts[slot]
+    }
+
+    /// Column `i` of `slot`'s current row as bytes (text or blob), None when
+    /// NULL. Borrowing the Db mutably keeps the statement from stepping or
+    /// resetting, which would free the bytes, while they are in use.
+    #[inline]
+    pub fn column_bytes(&mut self, slot: usize, i: c_int) -> Option<&[u8]> {
+        let s = self.stmts[slot].0;
+        // SAFETY: a live statement of this connection, or null (NULL back);
+        // the pointer and length describe SQLite's copy of the value, valid
+        // until the next step or reset, which the borrow rules out.
+        unsafe {
+            let p = ffi::sqlite3_column_text(s, i);
+            if p.is_null() {
+                return None;
+            }
+            let len = ffi::sqlite3_column_bytes(s, i) as usize;
+            Some(std::slice::from_raw_parts(p, len))
+        }
+    }
+
+    /// Finalizes every statement and closes the blob handle (kvtest does
+    /// so before COMMIT).
+    pub fn release(&mut self) {
+        for s in &mut self.stmts {
+            *s = OwnedStmt(ptr::null_mut());
+        }
+        self.blob_close();
+    }
+
+    /// Releases the handles, then closes the connection.
+    pub fn close(self) -> std::result::Result<(), (Connection, rusqlite::Error)> {
+        let Db { stmts, blob, conn, .. } = self;
+        drop((stmts, blob));
+        conn.close()
+    }
+
+    /// Rows changed by the last INSERT, UPDATE or DELETE.
+    #[inline]
+    pub fn changes(&self) -> c_int {
+        // SAFETY: live connection.
+        unsafe { ffi::sqlite3_changes(self.raw) }
+    }
+
+    /// The connection's last error message. Off the hot path.
+    #[cold]
+    pub fn errmsg(&self) -> String {
+        // SAFETY: live connection; errmsg returns a NUL-terminated string
+        // that we copy before the next call.
+        unsafe { CStr::from_ptr(ffi::sqlite3_errmsg(self.raw)) }.to_string_lossy().into_owned()
+    }
+
+    /// The connection's last error as ours, naming `path` and `what`.
+    /// SQLite's "disk I/O error" hides the cause ("File too large",
+    /// "Input/output error"), so the OS error replaces it when known.
+    #[cold]
+    pub fn error(&self, path: &Path, what: &str) -> Error {
+        // SAFETY: live connection.
+        let (code, errno) = unsafe { (ffi::sqlite3_extended_errcode(self.raw), ffi::sqlite3_system_errno(self.raw)) };
+        if code & 0xff == ffi::SQLITE_IOERR && errno != 0 {
+            return Error::io(path, what, std::io::Error::from_raw_os_error(errno));
+        }
+        if code & 0xff == ffi::SQLITE_FULL {
+            // SQLite reports ENOSPC as SQLITE_FULL and clears the errno; no
+            // max_page_count is ever set here, so it is the disk.
+            return Error::io(path, what, std::io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        let e = rusqlite::Error::SqliteFailure(ffi::Error::new(code), Some(self.errmsg()));
+        super::error::db_error(path, what, e)
+    }
+
+    /// One of the connection's counters (SQLITE_DBSTATUS_*), its current value.
+    pub fn db_status(&self, op: c_int) -> i64 {
+        let (mut cur, mut hi) = (0 as c_int, 0 as c_int);
+        // SAFETY: live connection, plain out-parameters.
+        unsafe { ffi::sqlite3_db_status(self.raw, op, &mut cur, &mut hi, 0) };
+        i64::from(cur)
+    }
+
+    /// Points the blob handle at column `column` of row `row` of `table`:
+    /// opens it the first time (writable when `write`), then moves it with
+    /// sqlite3_blob_reopen, as kvtest does. A failed reopen aborts the
+    /// handle, so the caller closes it (`blob_close`) before the next key.
+    #[inline]
+    pub fn blob_seek(&mut self, table: &CStr, column: &CStr, row: i64, write: bool) -> c_int {
+        let b = &mut self.blob.0;
+        // SAFETY: live connection; names are NUL-terminated; the handle is
+        // null (opened into our out-pointer) or a live one of this connection.
+        unsafe {
+            if b.is_null() {
+                let main = c"main".as_ptr();
+                ffi::sqlite3_blob_open(self.raw, main, table.as_ptr(), column.as_ptr(), row, c_int::from(write), b)
+            } else {
+                ffi::sqlite3_blob_reopen(*b, row)
+            }
+        }
+    }
+
+    /// Closes the blob handle, if open.
+    pub fn blob_close(&mut self) {
+        self.blob = BlobHandle(ptr::null_mut());
+    }
+
+    /// Size of the blob the handle points at; 0 when none is open.
+    #[inline]
+    pub fn blob_bytes(&self) -> usize {
+        if self.blob.0.is_null() {
+            return 0;
+        }
+        // SAFETY: a live blob handle of this connection.
+        unsafe { ffi::sqlite3_blob_bytes(self.blob.0) as usize }
+    }
+
+    /// Reads the blob's first `buf.len()` bytes into `buf` (SQLITE_ERROR
+    /// when the blob is shorter, SQLITE_MISUSE when none is open).
+    #[inline]
+    pub fn blob_read(&mut self, buf: &mut [u8]) -> c_int {
+        if self.blob.0.is_null() {
+            return ffi::SQLITE_MISUSE;
+        }
+        // SAFETY: a live blob handle; SQLite writes at most buf.len() bytes.
+        unsafe { ffi::sqlite3_blob_read(self.blob.0, buf.as_mut_ptr().cast(), buf.len() as c_int, 0) }
+    }
+
+    /// Writes `content` over the blob's first bytes (SQLITE_ERROR when the
+    /// blob is shorter: a blob handle never resizes).
+    #[inline]
+    pub fn blob_write(&mut self, content: &[u8]) -> c_int {
+        if self.blob.0.is_null() {
+            return ffi::SQLITE_MISUSE;
+        }
+        // SAFETY: a live blob handle; SQLite reads content.len() bytes.
+        unsafe { ffi::sqlite3_blob_write(self.blob.0, content.as_ptr().cast(), content.len() as c_int, 0) }
+    }
+}
+
+/// One of SQLite's process-wide counters (SQLITE_STATUS_*): current and highest.
+pub fn status(op: c_int) -> (i64, i64) {
+    let (mut cur, mut hi) = (0i64, 0i64);
+    // SAFETY: plain out-parameters.
+    unsafe { ffi::sqlite3_status64(op, &mut cur, &mut hi, 0) };
+    (cur, hi)
+}
+
+/// A statement in a [`Db`]'s slot, or null (empty): every method is safe on
+/// both, SQLite answering SQLITE_MISUSE or NULL for null.
 pub struct OwnedStmt(*mut ffi::sqlite3_stmt);
 
 impl OwnedStmt {
-    /// No statement (prepared only when a session needs it).
-    pub const fn none() -> OwnedStmt {
-        OwnedStmt(ptr::null_mut())
-    }
-
-    /// Prepares `sql` on `db`; None on failure (the connection's last
-    /// error says why).
-    ///
-    /// # Safety
-    ///
-    /// `db` must be a valid connection that outlives the statement.
-    pub unsafe fn prepare(db: *mut ffi::sqlite3, sql: &CStr) -> Option<OwnedStmt> {
-        let mut raw = ptr::null_mut();
-        // SAFETY: a valid connection (the caller's promise) and NUL-terminated SQL.
-        let rc = unsafe { ffi::sqlite3_prepare_v2(db, sql.as_ptr(), -1, &mut raw, ptr::null_mut()) };
-        if rc != ffi::SQLITE_OK {
-            // SAFETY: finalize accepts null and a failed statement.
-            unsafe { ffi::sqlite3_finalize(raw) };
-            return None;
-        }
-        Some(OwnedStmt(raw))
-    }
-
     pub fn is_none(&self) -> bool {
         self.0.is_null()
     }
@@ -302,28 +469,49 @@ impl OwnedStmt {
         unsafe { ffi::sqlite3_step(self.0) }
     }
 
-    /// Column `i` of the current row as bytes (text or blob), None when
-    /// NULL. Borrowing the statement mutably keeps it from stepping or
-    /// resetting, which would free the bytes, while they are in use.
+    /// Binds `content` to parameter `i` without a copy (SQLITE_STATIC, as
+    /// kvtest does), steps, and unbinds it before returning, so the
+    /// statement never holds a pointer to memory it may outlive.
     #[inline]
-    pub fn column_bytes(&mut self, i: c_int) -> Option<&[u8]> {
-        // SAFETY: as in reset; the pointer and length describe SQLite's
-        // copy of the value, valid until the next step or reset.
+    pub fn step_with_blob(&self, i: c_int, content: &[u8]) -> c_int {
+        // SAFETY: as in reset; `content` lives across the step and is
+        // unbound (NULL) before it may go away.
         unsafe {
-            let p = ffi::sqlite3_column_text(self.0, i);
-            if p.is_null() {
-                return None;
-            }
-            let len = ffi::sqlite3_column_bytes(self.0, i) as usize;
-            Some(std::slice::from_raw_parts(p, len))
+            ffi::sqlite3_bind_blob(self.0, i, content.as_ptr().cast(), content.len() as c_int, None);
+            let rc = ffi::sqlite3_step(self.0);
+            ffi::sqlite3_bind_null(self.0, i);
+            rc
+        }
+    }
+
+    /// Size of blob column `i` of the current row, touching its bytes'
+    /// pointer as kvtest does (sqlite3_column_bytes, then _blob), no copy.
+    #[inline]
+    pub fn column_blob_len(&self, i: c_int) -> usize {
+        // SAFETY: as in reset; valid after SQLITE_ROW.
+        unsafe {
+            let n = ffi::sqlite3_column_bytes(self.0, i);
+            std::hint::black_box(ffi::sqlite3_column_blob(self.0, i));
+            n as usize
         }
     }
 }
 
 impl Drop for OwnedStmt {
     fn drop(&mut self) {
-        // SAFETY: a live statement of its connection, which is still open
-        // (it is declared after this one), or null.
+        // SAFETY: a live statement of its Db's connection, which is still
+        // open (statements are dropped first), or null.
         unsafe { ffi::sqlite3_finalize(self.0) };
+    }
+}
+
+/// The blob handle of a [`Db`], or null.
+struct BlobHandle(*mut ffi::sqlite3_blob);
+
+impl Drop for BlobHandle {
+    fn drop(&mut self) {
+        // SAFETY: a live blob handle of its Db's connection (still open), or
+        // null, which sqlite3_blob_close accepts.
+        unsafe { ffi::sqlite3_blob_close(self.0) };
     }
 }
