@@ -141,7 +141,10 @@ impl ExternalStore {
             _ => return Err(self.db.error(&self.db_path, "cannot look up a file name")),
         }
         let Some(name) = self.db.column_bytes(LOOKUP, 0) else {
-            return Err(Error::bad_input(&self.db_path, format!("the file name of key {key} is NULL or holds a NUL byte")));
+            return Err(Error::bad_input(
+                &self.db_path,
+                format!("the file name of key {key} is NULL or holds a NUL byte"),
+            ));
         };
         self.file.truncate(self.prefix);
         self.file.extend_from_slice(name);

@@ -58,4 +58,3 @@ pub fn db_error(path: &Path, what: &str, e: rusqlite::Error) -> Error {
         _ => Error::sqlite(path, what, e),
     }
 }
-

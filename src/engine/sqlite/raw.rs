@@ -411,15 +411,28 @@ impl<const N: usize> Db<N> {
         unsafe { ffi::sqlite3_blob_bytes(self.blob.0) as usize }
     }
 
-    /// Reads the blob's first `buf.len()` bytes into `buf` (SQLITE_ERROR
-    /// when the blob is shorter, SQLITE_MISUSE when none is open).
+    /// Reads the whole blob the handle points at into the start of `buf`,
+    /// growing `buf` as kvtest does (to the blob's size + 100 bytes when it
+    /// is not larger); the blob's size, or SQLite's error code
+    /// (SQLITE_MISUSE when no blob is open).
     #[inline]
-    pub fn blob_read(&mut self, buf: &mut [u8]) -> c_int {
-        if self.blob.0.is_null() {
-            return ffi::SQLITE_MISUSE;
+    pub fn blob_read_all(&mut self, buf: &mut Vec<u8>) -> std::result::Result<usize, c_int> {
+        let b = self.blob.0;
+        if b.is_null() {
+            return Err(ffi::SQLITE_MISUSE);
         }
-        // SAFETY: a live blob handle; SQLite writes at most buf.len() bytes.
-        unsafe { ffi::sqlite3_blob_read(self.blob.0, buf.as_mut_ptr().cast(), buf.len() as c_int, 0) }
+        // SAFETY: a live blob handle of this connection.
+        let n = unsafe { ffi::sqlite3_blob_bytes(b) };
+        let len = n as usize;
+        if len >= buf.len() {
+            buf.resize(len + 100, 0);
+        }
+        // SAFETY: a live blob handle; `buf` holds more than n bytes.
+        let rc = unsafe { ffi::sqlite3_blob_read(b, buf.as_mut_ptr().cast(), n, 0) };
+        if rc != ffi::SQLITE_OK {
+            return Err(rc);
+        }
+        Ok(len)
     }
 
     /// Writes `content` over the blob's first bytes (SQLITE_ERROR when the

@@ -238,14 +238,10 @@ impl Session for DbSession {
                 if self.seek_blob(key) != ffi::SQLITE_OK {
                     return self.blob_open_failed(key);
                 }
-                let n = self.db.blob_bytes();
-                if n >= self.buf.len() {
-                    self.buf.resize(n + 100, 0);
+                match self.db.blob_read_all(&mut self.buf) {
+                    Ok(n) => Ok(n as u64),
+                    Err(_) => Err(self.error(&format!("cannot read the blob of key {key}"))),
                 }
-                if self.db.blob_read(&mut self.buf[..n]) != ffi::SQLITE_OK {
-                    return Err(self.error(&format!("cannot read the blob of key {key}")));
-                }
-                Ok(n as u64)
             }
         }
     }
