@@ -32,6 +32,7 @@ use crate::records::DatasetSpec;
 use crate::records::FileRead;
 use crate::records::Plan;
 use crate::util::progress::Progress;
+use crate::util::units::plural;
 use crate::{util::fsutil, Error, Result};
 
 /// What the ratios divide, stated in every output.
@@ -346,7 +347,7 @@ impl MatrixSection {
             }
             _ => {
                 let r = self.params.plan.repeat;
-                format!("{r} timed run{} per cell (unpaired)", if r == 1 { "" } else { "s" })
+                format!("{r} timed run{} per cell (unpaired)", plural(r))
             }
         }
     }

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use crate::results::ResultFile;
 use crate::studies::crashtest::{self, FsyncFailureResult};
+use crate::util::units::plural;
 
 /// "ext4", or "unknown filesystem" when the mount table said nothing.
 fn fs_type(file: &ResultFile) -> &str {
@@ -171,14 +172,6 @@ fn fsync_failure_table(o: &mut String, rows: &[FsyncFailureResult]) {
             ]
         }),
     );
-}
-
-fn plural(n: u32) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
 }
 
 /// Both tests' second heading line: where they wrote (`place` the
