@@ -27,8 +27,7 @@ pub fn conn_error(conn: &Connection, path: &Path, what: &str, e: rusqlite::Error
         return Error::io(path, what, std::io::Error::from_raw_os_error(libc::ENOSPC));
     }
     if e.sqlite_error_code() == Some(rusqlite::ErrorCode::SystemIoFailure) {
-        // SAFETY: the handle is valid while `conn` lives.
-        let errno = unsafe { rusqlite::ffi::sqlite3_system_errno(conn.handle()) };
+        let errno = super::raw::system_errno(conn);
         if errno != 0 {
             return Error::io(path, what, std::io::Error::from_raw_os_error(errno));
         }

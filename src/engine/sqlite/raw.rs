@@ -106,6 +106,23 @@ pub fn errstr(rc: c_int) -> String {
     unsafe { CStr::from_ptr(ffi::sqlite3_errstr(rc)) }.to_string_lossy().into_owned()
 }
 
+/// The linked SQLite's source id (version, date and check-in hash).
+pub fn source_id() -> String {
+    // SAFETY: sqlite3_sourceid returns a pointer to a static NUL-terminated string.
+    let id = unsafe { ffi::sqlite3_sourceid() };
+    if id.is_null() {
+        return String::new();
+    }
+    // SAFETY: as above, non-null.
+    unsafe { CStr::from_ptr(id) }.to_string_lossy().into_owned()
+}
+
+/// The OS error (errno) behind `conn`'s last failed I/O; 0 when none.
+pub fn system_errno(conn: &Connection) -> c_int {
+    // SAFETY: the handle is valid while `conn` lives.
+    unsafe { ffi::sqlite3_system_errno(conn.handle()) }
+}
+
 /// BUSY or LOCKED (any extended variant): contention, counted rather than fatal.
 #[inline]
 pub fn is_contention(rc: c_int) -> bool {
