@@ -16,6 +16,7 @@ use rusqlite::{ffi, Connection, OpenFlags};
 
 use crate::engine::api::Session;
 use crate::engine::files::store::{read_posix, FileWriter, PosixReadError};
+use crate::engine::sqlite::error::last_error;
 use crate::engine::sqlite::raw::Db;
 use crate::records::FileParams;
 use crate::{Error, Result};
@@ -89,7 +90,7 @@ impl ExternalStore {
 
     fn prepare(&mut self, slot: usize, sql: &CStr, what: &str) -> Result<()> {
         if self.db.prepare(slot, sql) != ffi::SQLITE_OK {
-            return Err(self.db.error(&self.db_path, what));
+            return Err(last_error(&self.db, &self.db_path, what));
         }
         Ok(())
     }
@@ -138,7 +139,7 @@ impl ExternalStore {
         match s.step() {
             ffi::SQLITE_ROW => {}
             ffi::SQLITE_DONE => return Ok(false),
-            _ => return Err(self.db.error(&self.db_path, "cannot look up a file name")),
+            _ => return Err(last_error(&self.db, &self.db_path, "cannot look up a file name")),
         }
         let Some(name) = self.db.column_bytes(LOOKUP, 0) else {
             return Err(Error::bad_input(
@@ -180,7 +181,7 @@ impl ExternalStore {
         let rc = stmt.step();
         stmt.reset();
         if rc != ffi::SQLITE_DONE {
-            return Err(self.db.error(&self.db_path, what));
+            return Err(last_error(&self.db, &self.db_path, what));
         }
         Ok(())
     }

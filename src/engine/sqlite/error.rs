@@ -3,7 +3,9 @@
 
 use std::path::Path;
 
-use rusqlite::Connection;
+use rusqlite::{ffi, Connection};
+
+use super::raw::Db;
 
 use crate::Error;
 
@@ -56,4 +58,21 @@ pub fn db_error(path: &Path, what: &str, e: rusqlite::Error) -> Error {
         | Some(rusqlite::ErrorCode::DatabaseLocked) => describe_open_error(path, e),
         _ => Error::sqlite(path, what, e),
     }
+}
+
+/// The last error of a [`Db`]'s connection as ours. SQLite's "disk I/O
+/// error" hides the cause ("File too large", "Input/output error"), so the
+/// OS error replaces it when known. Off the hot path.
+#[cold]
+pub(crate) fn last_error<const N: usize>(db: &Db<N>, path: &Path, what: &str) -> Error {
+    let (code, errno, msg) = db.last_failure();
+    if code & 0xff == ffi::SQLITE_IOERR && errno != 0 {
+        return Error::io(path, what, std::io::Error::from_raw_os_error(errno));
+    }
+    if code & 0xff == ffi::SQLITE_FULL {
+        // SQLite reports ENOSPC as SQLITE_FULL and clears the errno; no
+        // max_page_count is ever set here, so it is the disk.
+        return Error::io(path, what, std::io::Error::from_raw_os_error(libc::ENOSPC));
+    }
+    db_error(path, what, rusqlite::Error::SqliteFailure(ffi::Error::new(code), Some(msg)))
 }

@@ -367,23 +367,14 @@ impl<const N: usize> Db<N> {
         unsafe { CStr::from_ptr(ffi::sqlite3_errmsg(self.raw)) }.to_string_lossy().into_owned()
     }
 
-    /// The connection's last error as ours, naming `path` and `what`.
-    /// SQLite's "disk I/O error" hides the cause ("File too large",
-    /// "Input/output error"), so the OS error replaces it when known.
+    /// The connection's last error: SQLite's extended result code, the OS
+    /// error (errno) behind a failed I/O (0 when none) and the message.
+    /// `sqlite::error::last_error` words it. Off the hot path.
     #[cold]
-    pub fn error(&self, path: &Path, what: &str) -> Error {
+    pub fn last_failure(&self) -> (c_int, c_int, String) {
         // SAFETY: live connection.
         let (code, errno) = unsafe { (ffi::sqlite3_extended_errcode(self.raw), ffi::sqlite3_system_errno(self.raw)) };
-        if code & 0xff == ffi::SQLITE_IOERR && errno != 0 {
-            return Error::io(path, what, std::io::Error::from_raw_os_error(errno));
-        }
-        if code & 0xff == ffi::SQLITE_FULL {
-            // SQLite reports ENOSPC as SQLITE_FULL and clears the errno; no
-            // max_page_count is ever set here, so it is the disk.
-            return Error::io(path, what, std::io::Error::from_raw_os_error(libc::ENOSPC));
-        }
-        let e = rusqlite::Error::SqliteFailure(ffi::Error::new(code), Some(self.errmsg()));
-        super::error::db_error(path, what, e)
+        (code, errno, self.errmsg())
     }
 
     /// One of the connection's counters (SQLITE_DBSTATUS_*), its current value.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use rusqlite::{ffi, Connection, OpenFlags};
 
 use crate::engine::api::{take, Session, SessionInfo, SqliteStats};
-use crate::engine::sqlite::error::{conn_error, db_error, open_io_cause};
+use crate::engine::sqlite::error::{conn_error, db_error, last_error, open_io_cause};
 use crate::engine::sqlite::raw::{self, Db};
 
 use crate::records::{DbAccess, DbParams};
@@ -188,7 +188,7 @@ impl DbSession {
     /// The connection's last error as ours. Off the hot path.
     #[cold]
     fn error(&self, what: &str) -> Error {
-        self.db.error(&self.path, what)
+        last_error(&self.db, &self.path, what)
     }
 
     /// A failed blob open is a miss when the row does not exist, an error
