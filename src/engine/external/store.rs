@@ -106,7 +106,9 @@ impl ExternalStore {
 
     pub fn close(self) -> Result<()> {
         let ExternalStore { db, db_path, .. } = self;
-        db.close().map_err(|(_, e)| crate::engine::sqlite::error::db_error(&db_path, "cannot close the database", e))
+        db.into_conn()
+            .close()
+            .map_err(|(_, e)| crate::engine::sqlite::error::db_error(&db_path, "cannot close the database", e))
     }
 
     /// The content of the blob read last (for checking, off the hot path).

@@ -345,11 +345,12 @@ impl<const N: usize> Db<N> {
         self.blob_close();
     }
 
-    /// Releases the handles, then closes the connection.
-    pub fn close(self) -> std::result::Result<(), (Connection, rusqlite::Error)> {
+    /// Releases the handles and gives the connection back, to be closed
+    /// with its errors seen (`Connection::close`).
+    pub fn into_conn(self) -> Connection {
         let Db { stmts, blob, conn, .. } = self;
         drop((stmts, blob));
-        conn.close()
+        conn
     }
 
     /// Rows changed by the last INSERT, UPDATE or DELETE.

@@ -130,7 +130,7 @@ impl DbSession {
     /// runs the checkpoint.
     pub fn close(self) -> Result<()> {
         let DbSession { db, path, .. } = self;
-        db.close().map_err(|(c, e)| conn_error(&c, &path, "cannot close the database", e))
+        db.into_conn().close().map_err(|(c, e)| conn_error(&c, &path, "cannot close the database", e))
     }
 
     /// SQLite's memory and page-cache counters (kvtest's --stats).
