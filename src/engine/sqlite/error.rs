@@ -5,7 +5,7 @@ use std::path::Path;
 
 use rusqlite::{ffi, Connection};
 
-use super::raw::Db;
+use super::raw::{Db, Failure};
 
 use crate::Error;
 
@@ -60,19 +60,24 @@ pub fn db_error(path: &Path, what: &str, e: rusqlite::Error) -> Error {
     }
 }
 
-/// The last error of a [`Db`]'s connection as ours. SQLite's "disk I/O
-/// error" hides the cause ("File too large", "Input/output error"), so the
-/// OS error replaces it when known. Off the hot path.
+/// The last error of a [`Db`]'s connection as ours. Off the hot path.
 #[cold]
 pub(crate) fn last_error<const N: usize>(db: &Db<N>, path: &Path, what: &str) -> Error {
-    let (code, errno, msg) = db.last_failure();
-    if code & 0xff == ffi::SQLITE_IOERR && errno != 0 {
-        return Error::io(path, what, std::io::Error::from_raw_os_error(errno));
+    failure_error(db.last_failure(), path, what)
+}
+
+/// A connection's error as ours. SQLite's "disk I/O error" hides the cause
+/// ("File too large", "Input/output error"), so the OS error replaces it
+/// when known.
+#[cold]
+pub(crate) fn failure_error(f: Failure, path: &Path, what: &str) -> Error {
+    if f.code & 0xff == ffi::SQLITE_IOERR && f.errno != 0 {
+        return Error::io(path, what, std::io::Error::from_raw_os_error(f.errno));
     }
-    if code & 0xff == ffi::SQLITE_FULL {
+    if f.code & 0xff == ffi::SQLITE_FULL {
         // SQLite reports ENOSPC as SQLITE_FULL and clears the errno; no
         // max_page_count is ever set here, so it is the disk.
         return Error::io(path, what, std::io::Error::from_raw_os_error(libc::ENOSPC));
     }
-    db_error(path, what, rusqlite::Error::SqliteFailure(ffi::Error::new(code), Some(msg)))
+    db_error(path, what, rusqlite::Error::SqliteFailure(ffi::Error::new(f.code), Some(f.message)))
 }

@@ -368,14 +368,37 @@ impl<const N: usize> Db<N> {
         unsafe { CStr::from_ptr(ffi::sqlite3_errmsg(self.raw)) }.to_string_lossy().into_owned()
     }
 
-    /// The connection's last error: SQLite's extended result code, the OS
-    /// error (errno) behind a failed I/O (0 when none) and the message.
-    /// `sqlite::error::last_error` words it. Off the hot path.
+    /// The connection's last error. Off the hot path.
     #[cold]
-    pub fn last_failure(&self) -> (c_int, c_int, String) {
+    pub fn last_failure(&self) -> Failure {
         // SAFETY: live connection.
         let (code, errno) = unsafe { (ffi::sqlite3_extended_errcode(self.raw), ffi::sqlite3_system_errno(self.raw)) };
-        (code, errno, self.errmsg())
+        Failure { code, errno, message: self.errmsg() }
+    }
+
+    /// Steps statement `slot` with `content` bound to parameter `i` without
+    /// a copy (SQLITE_STATIC, as kvtest does), then resets it and unbinds
+    /// `content` (a bind needs a reset statement), so the statement never
+    /// holds a pointer to memory it may outlive. The step's result code, or
+    /// its error as it was before the unbind (a bind clears the
+    /// connection's last error).
+    #[inline]
+    pub fn step_with_blob(&self, slot: usize, i: c_int, content: &[u8]) -> std::result::Result<c_int, Failure> {
+        let s = self.stmts[slot].0;
+        // SAFETY: a live statement of this connection, or null (MISUSE);
+        // `content` lives across the step and is unbound before it may go away.
+        let rc = unsafe {
+            ffi::sqlite3_bind_blob(s, i, content.as_ptr().cast(), content.len() as c_int, None);
+            ffi::sqlite3_step(s)
+        };
+        let failed = rc != ffi::SQLITE_DONE && rc != ffi::SQLITE_ROW;
+        let failure = failed.then(|| self.last_failure());
+        // SAFETY: as above.
+        unsafe {
+            ffi::sqlite3_reset(s);
+            ffi::sqlite3_bind_null(s, i);
+        }
+        failure.map_or(Ok(rc), Err)
     }
 
     /// One of the connection's counters (SQLITE_DBSTATUS_*), its current value.
@@ -464,6 +487,15 @@ pub fn status(op: c_int) -> (i64, i64) {
     (cur, hi)
 }
 
+/// A connection's last error as SQLite reported it: the extended result
+/// code, the OS error (errno) behind a failed I/O (0 when none) and the
+/// message. `sqlite::error::failure_error` words it.
+pub struct Failure {
+    pub code: c_int,
+    pub errno: c_int,
+    pub message: String,
+}
+
 /// A statement in a [`Db`]'s slot, or null (empty): every method is safe on
 /// both, SQLite answering SQLITE_MISUSE or NULL for null.
 pub struct OwnedStmt(*mut ffi::sqlite3_stmt);
@@ -489,21 +521,6 @@ impl OwnedStmt {
     pub fn step(&self) -> c_int {
         // SAFETY: as in reset.
         unsafe { ffi::sqlite3_step(self.0) }
-    }
-
-    /// Binds `content` to parameter `i` without a copy (SQLITE_STATIC, as
-    /// kvtest does), steps, and unbinds it before returning, so the
-    /// statement never holds a pointer to memory it may outlive.
-    #[inline]
-    pub fn step_with_blob(&self, i: c_int, content: &[u8]) -> c_int {
-        // SAFETY: as in reset; `content` lives across the step and is
-        // unbound (NULL) before it may go away.
-        unsafe {
-            ffi::sqlite3_bind_blob(self.0, i, content.as_ptr().cast(), content.len() as c_int, None);
-            let rc = ffi::sqlite3_step(self.0);
-            ffi::sqlite3_bind_null(self.0, i);
-            rc
-        }
     }
 
     /// Size of blob column `i` of the current row, touching its bytes'

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use rusqlite::{ffi, Connection, OpenFlags};
 
 use crate::engine::api::{take, Session, SessionInfo, SqliteStats};
-use crate::engine::sqlite::error::{conn_error, db_error, last_error, open_io_cause};
+use crate::engine::sqlite::error::{conn_error, db_error, failure_error, last_error, open_io_cause};
 use crate::engine::sqlite::raw::{self, Db};
 
 use crate::records::{DbAccess, DbParams};
@@ -174,13 +174,19 @@ impl DbSession {
             return Err(Error::invalid("the session was opened for reading; it cannot write"));
         }
         stmt.bind_int(1, key as c_int);
+        let what = || format!("cannot {what} the blob of key {key}");
         let rc = match content {
-            Some(content) => stmt.step_with_blob(2, content),
-            None => stmt.step(),
+            Some(content) => {
+                self.db.step_with_blob(slot, 2, content).map_err(|f| failure_error(f, &self.path, &what()))?
+            }
+            None => {
+                let rc = stmt.step();
+                stmt.reset();
+                rc
+            }
         };
-        stmt.reset();
         if rc != ffi::SQLITE_DONE {
-            return Err(self.error(&format!("cannot {what} the blob of key {key}")));
+            return Err(self.error(&what()));
         }
         Ok(self.db.changes())
     }
@@ -257,8 +263,11 @@ impl Session for DbSession {
                 // shorter content is caught here as the blob API's is.
                 let size = self.size_of(key);
                 take(content, size as usize, key)?;
-                if s.step_with_blob(2, content) != ffi::SQLITE_DONE {
-                    return Err(self.error(&format!("cannot update the blob of key {key}")));
+                let what = || format!("cannot update the blob of key {key}");
+                match self.db.step_with_blob(UPDATE, 2, content) {
+                    Ok(ffi::SQLITE_DONE) => {}
+                    Ok(_) => return Err(self.error(&what())),
+                    Err(f) => return Err(failure_error(f, &self.path, &what())),
                 }
                 if self.db.changes() == 0 {
                     return Ok(0);
