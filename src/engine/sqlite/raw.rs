@@ -554,3 +554,43 @@ impl Drop for BlobHandle {
         unsafe { ffi::sqlite3_blob_close(self.0) };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db(dir: &Path) -> Db<1> {
+        let conn = Connection::open(dir.join("t.db")).unwrap();
+        conn.execute_batch("CREATE TABLE t(k INTEGER PRIMARY KEY, v CHECK (v IS NULL OR length(v) < 4))").unwrap();
+        let mut db = Db::new(conn);
+        assert_eq!(db.prepare(0, c"INSERT OR REPLACE INTO t(k, v) VALUES(?1, ?2)"), ffi::SQLITE_OK);
+        db
+    }
+
+    /// The statement lets go of the caller's bytes after the step: a later
+    /// step without a new bind stores NULL, never a dangling pointer's bytes.
+    #[test]
+    fn a_blob_bound_for_one_step_is_unbound_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db(dir.path());
+        db.stmt(0).bind_int(1, 1);
+        assert_eq!(db.step_with_blob(0, 2, b"abc").ok(), Some(ffi::SQLITE_DONE));
+        db.stmt(0).bind_int(1, 2);
+        assert_eq!(db.stmt(0).step(), ffi::SQLITE_DONE);
+        db.stmt(0).reset();
+        let v: Option<Vec<u8>> = db.conn().query_row("SELECT v FROM t WHERE k=2", [], |r| r.get(0)).unwrap();
+        assert_eq!(v, None);
+    }
+
+    /// A failed step's error is kept although the unbind after it clears
+    /// the connection's last error.
+    #[test]
+    fn a_failed_step_keeps_its_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db(dir.path());
+        db.stmt(0).bind_int(1, 1);
+        let f = db.step_with_blob(0, 2, b"too long").expect_err("the CHECK fails");
+        assert_eq!(f.code & 0xff, ffi::SQLITE_CONSTRAINT);
+        assert!(f.message.contains("CHECK constraint failed"), "{}", f.message);
+    }
+}
