@@ -7,16 +7,24 @@
 # share of a syscall is the same for both tools).
 #
 #   KVTEST_C=/path/to/sqlite/test/kvtest.c bench/instructions.sh [N]
+#
+# Without KVTEST_C only blobbench is counted (the kvtest column says "-"):
+# enough to compare two builds of blobbench, e.g. before and after a change
+# to a read path. BLOBBENCH names the binary to count (default: the release
+# build in $CARGO_TARGET_DIR or target/).
 set -euo pipefail
 n=${1:-5000}
-: "${KVTEST_C:?set KVTEST_C to the path of test/kvtest.c from an SQLite source tree}"
 command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)"; exit 1; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/instr.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-# Reuse kvtest-compare's build recipe: same sqlite3.c, same options.
-KEEP_KVTEST="$work/kvtest" BUILD_ONLY=1 "$root/bench/kvtest-compare.sh" >/dev/null
-bb="$root/target/release/blobbench"
+bb=${BLOBBENCH:-${CARGO_TARGET_DIR:-$root/target}/release/blobbench}
+if [ -n "${KVTEST_C:-}" ]; then
+  # Reuse kvtest-compare's build recipe: same sqlite3.c, same options.
+  KEEP_KVTEST="$work/kvtest" BUILD_ONLY=1 "$root/bench/kvtest-compare.sh" >/dev/null
+else
+  [ -n "${BLOBBENCH:-}" ] || (cd "$root" && cargo build --release --quiet)
+fi
 kv="$work/kvtest"
 cd "$work"
 "$bb" init t.db --count 10000 --size 10k --variance 2k >/dev/null
@@ -33,6 +41,8 @@ for c in "db SQL|t.db --random|t.db --random" \
          "flat stdio|t.dir --random --max-id 10000|t.dir --random"; do
   IFS='|' read -r name kargs bargs <<<"$c"
   # shellcheck disable=SC2086
-  printf '%-18s %10s %10s %14s\n' "$name" "$(per_op "$kv" run $kargs)" \
+  kvn=-
+  if [ -n "${KVTEST_C:-}" ]; then kvn=$(per_op "$kv" run $kargs); fi
+  printf '%-18s %10s %10s %14s\n' "$name" "$kvn" \
     "$(per_op "$bb" run $bargs --repeat 1 --warmup 0 --no-latency)" "$(per_op "$bb" run $bargs --repeat 1 --warmup 0)"
 done

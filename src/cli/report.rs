@@ -7,6 +7,7 @@ use anyhow::bail;
 use clap::{Args, ValueEnum};
 
 use blobbench::report;
+use blobbench::util::units::plural;
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -61,7 +62,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
                 written.dir.display(),
                 written.charts,
                 files.len(),
-                if files.len() == 1 { "" } else { "s" },
+                plural(files.len()),
                 written.dir.join("index.html").display()
             );
         }

@@ -13,6 +13,7 @@ use blobbench::records::{DbAccess, DbParams, FileParams, FileRead, FileWrite, Kv
 use blobbench::records::{Mix, PgParams, Plan};
 use blobbench::results::{self, ResultFile};
 use blobbench::util::units;
+use blobbench::util::units::plural;
 
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
@@ -459,12 +460,4 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
         let _ = writeln!(o, "warning: {w}");
     }
     o
-}
-
-fn plural(n: u32) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
 }

@@ -5,7 +5,7 @@
 //! git at build time, an odd mount table) leaves its field empty, zero or
 //! None. Describing the machine must never stop a measurement.
 
-use std::ffi::{CStr, OsStr, OsString};
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
@@ -67,7 +67,7 @@ pub fn collect(dataset: &Path) -> Environment {
         blobbench_version: env!("CARGO_PKG_VERSION").to_string(),
         git_revision: option_env!("BLOBBENCH_GIT_REVISION").map(str::to_string),
         sqlite_version: rusqlite::version().to_string(),
-        sqlite_source_id: sqlite_source_id(),
+        sqlite_source_id: crate::engine::sqlite::raw::source_id(),
         sqlite_compile_options: sqlite_compile_options(),
         hostname: uts.nodename,
         os: non_empty_or(uts.sysname, std::env::consts::OS),
@@ -86,15 +86,6 @@ fn non_empty_or(value: String, fallback: &str) -> String {
     } else {
         value
     }
-}
-
-fn sqlite_source_id() -> String {
-    // SAFETY: sqlite3_sourceid returns a pointer to a static NUL-terminated string.
-    let id = unsafe { rusqlite::ffi::sqlite3_sourceid() };
-    if id.is_null() {
-        return String::new();
-    }
-    unsafe { CStr::from_ptr(id) }.to_string_lossy().into_owned()
 }
 
 fn sqlite_compile_options() -> Vec<String> {

@@ -152,7 +152,7 @@ pub fn section(baseline: &ResultFile, files: &[ResultFile], questions: &[Questio
         blocks.push(Block::Paragraph("The baseline and the results measured no experiment in common.".into()));
     } else {
         let headers = ["result", "experiment", "baseline per-op (µs)", "new per-op (µs)", "change"];
-        blocks.push(Block::Table(Table { headers: headers.map(String::from).to_vec(), rows }));
+        blocks.push(Block::Table(Table::new(&headers, rows)));
     }
     if let Some(t) = verdict_changes(baseline, files, &labels, questions) {
         blocks.push(Block::Heading("The verdict then and now".into()));
@@ -180,8 +180,7 @@ fn verdict_changes(
             }
         }
     }
-    (!rows.is_empty())
-        .then(|| Table { headers: ["question", "result", "baseline", "now"].map(String::from).to_vec(), rows })
+    (!rows.is_empty()).then(|| Table::new(&["question", "result", "baseline", "now"], rows))
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use super::format::fmt::{bytes, date_time, machine_labels, micros, percent, thou
 use super::study::suite::{suite_files, SUITE_IDS};
 use crate::measure::Experiment;
 use crate::results::ResultFile;
+use crate::util::units::plural;
 
 fn or_unknown(s: &str) -> String {
     if s.trim().is_empty() {
@@ -55,9 +56,9 @@ pub fn overview(files: &[ResultFile]) -> Vec<Section> {
     let mut blocks = vec![Block::Paragraph(format!(
         "{} result file{} from {} machine{}.",
         files.len(),
-        if files.len() == 1 { "" } else { "s" },
+        plural(files.len()),
         hosts.len(),
-        if hosts.len() == 1 { "" } else { "s" }
+        plural(hosts.len())
     ))];
     let headers =
         ["machine", "command", "measured", "CPU", "cores", "memory", "kernel", "filesystem", "disk", "SQLite"];
@@ -80,7 +81,7 @@ pub fn overview(files: &[ResultFile]) -> Vec<Section> {
             ]
         })
         .collect();
-    blocks.push(Block::Table(Table { headers: headers.map(String::from).to_vec(), rows }));
+    blocks.push(Block::Table(Table::new(&headers, rows)));
     let mut shared: Vec<&str> = files.iter().map(ResultFile::display_label).collect();
     shared.sort_unstable();
     shared.dedup();
@@ -299,7 +300,7 @@ fn parameters_table(f: &ResultFile) -> Table {
             ]
         })
         .collect();
-    Table { headers: headers.map(String::from).to_vec(), rows }
+    Table::new(&headers, rows)
 }
 
 pub fn environment(files: &[ResultFile]) -> Vec<Section> {

@@ -12,6 +12,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::measure::paired::PairedRatio;
 use crate::results::ResultFile;
+use crate::util::units::plural;
 
 /// Fewest runs on each side for a bootstrap interval; below this a
 /// resample can only repeat a handful of values, so min-max is shown.
@@ -106,7 +107,7 @@ impl Ratio {
                 let n = self.runs.0;
                 let far = match self.outliers {
                     0 => String::new(),
-                    k => format!(", {k} far-out round{} flagged", if k == 1 { "" } else { "s" }),
+                    k => format!(", {k} far-out round{} flagged", plural(k)),
                 };
                 if n < 2 {
                     format!("none (1 round: spread unknown){far}")

@@ -27,6 +27,7 @@ pub use suite::SUITE_IDS;
 use verdict::Question;
 
 use crate::results::ResultFile;
+use crate::util::units::plural;
 use crate::{Error, Result};
 
 /// Every study's report, in page order.
@@ -115,7 +116,7 @@ fn footer(files: &[ResultFile]) -> String {
         "Made by blobbench {} from {} result file{}.{redraws}",
         env!("CARGO_PKG_VERSION"),
         files.len(),
-        if files.len() == 1 { "" } else { "s" }
+        plural(files.len())
     )
 }
 

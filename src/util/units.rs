@@ -1,7 +1,8 @@
 //! Numbers as kvtest reads them: decimal or `0x` hex, with an optional suffix
 //! K/M/G (powers of 1000), KB/MB/GB (also powers of 1000) or KiB/MiB/GiB
 //! (powers of 1024), case-insensitive. Unlike kvtest, anything else is an
-//! error instead of a silent zero, and overflow is caught.
+//! error instead of a silent zero, and overflow is caught. Also the plural
+//! ending of a count, for the messages that state one.
 
 use std::fmt;
 
@@ -174,6 +175,15 @@ pub fn short_size(bytes: u64) -> String {
         format!("{}k", bytes / 1000)
     } else {
         bytes.to_string()
+    }
+}
+
+/// The plural ending of a count: "" for one, "s" otherwise ("1 run", "2 runs").
+pub fn plural<N: PartialEq + From<u8>>(n: N) -> &'static str {
+    if n == N::from(1) {
+        ""
+    } else {
+        "s"
     }
 }
 

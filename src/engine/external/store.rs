@@ -17,22 +17,22 @@ use rusqlite::{ffi, Connection, OpenFlags};
 use crate::engine::api::Session;
 use crate::engine::files::store::{read_posix, FileWriter, PosixReadError};
 use crate::engine::sqlite::error::last_error;
-use crate::engine::sqlite::raw::OwnedStmt;
+use crate::engine::sqlite::raw::Db;
 use crate::records::FileParams;
 use crate::{Error, Result};
 
+/// The store's statement slots in its [`Db`]: the name lookup, then the
+/// INSERT of a missing name and the DELETE of a row, prepared for writes.
+const LOOKUP: usize = 0;
+const INSERT: usize = 1;
+const REMOVE: usize = 2;
+
 pub struct ExternalStore {
-    /// Declared before `conn` so they are finalized before the connection closes.
-    stmt: OwnedStmt,
-    /// INSERT of a missing name and DELETE of a row, prepared for writes.
-    insert: OwnedStmt,
-    remove: OwnedStmt,
-    conn: Connection,
+    db: Db<3>,
     /// The run's file writes; None for a read session.
     writer: Option<FileWriter>,
     /// The temporary name `replace` writes first: the file name + ".tmp".
     tmp: Vec<u8>,
-    db: *mut ffi::sqlite3,
     db_path: PathBuf,
     /// The blob directory, '/', then the current name and a NUL.
     file: Vec<u8>,
@@ -40,10 +40,6 @@ pub struct ExternalStore {
     buf: Vec<u8>,
     last_len: usize,
 }
-
-// SAFETY: the connection is opened with SQLITE_OPEN_NOMUTEX and a store is
-// only ever used by one thread at a time (moved, never shared).
-unsafe impl Send for ExternalStore {}
 
 impl ExternalStore {
     /// Opens the name database with a page cache of `cache_pages` pages,
@@ -64,9 +60,6 @@ impl ExternalStore {
             Connection::open_with_flags(names_db, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
                 .map_err(err("cannot open database"))?;
         conn.execute_batch(&format!("PRAGMA cache_size={cache_pages}")).map_err(err("cannot set pragmas"))?;
-        // SAFETY: the handle stays valid while `conn` lives, which outlives
-        // the statement (finalized first, in commit or on drop).
-        let db = unsafe { conn.handle() };
         let mut file = dir.as_os_str().as_bytes().to_vec();
         if file.contains(&0) {
             return Err(Error::bad_input(dir, "path contains a NUL byte"));
@@ -75,50 +68,47 @@ impl ExternalStore {
         let prefix = file.len();
         file.reserve(256);
         let mut store = ExternalStore {
-            stmt: OwnedStmt::none(),
-            insert: OwnedStmt::none(),
-            remove: OwnedStmt::none(),
-            conn,
+            db: Db::new(conn),
             writer: writes.map(|params| FileWriter { params }),
             tmp: Vec::with_capacity(file.capacity() + 8),
-            db,
             db_path: names_db.to_path_buf(),
             file,
             prefix,
             buf: vec![0u8; 64 * 1024],
             last_len: 0,
         };
-        store.stmt = store
-            .prepare(c"SELECT name FROM ext WHERE k=?1", "cannot prepare the name lookup (not a name database?)")?;
+        let what = "cannot prepare the name lookup (not a name database?)";
+        store.prepare(LOOKUP, c"SELECT name FROM ext WHERE k=?1", what)?;
         if store.writer.is_some() {
             let what = "cannot prepare a name statement";
-            store.insert = store.prepare(c"INSERT INTO ext(k, name) VALUES(?1, printf('%06d', ?1))", what)?;
-            store.remove = store.prepare(c"DELETE FROM ext WHERE k=?1", what)?;
+            store.prepare(INSERT, c"INSERT INTO ext(k, name) VALUES(?1, printf('%06d', ?1))", what)?;
+            store.prepare(REMOVE, c"DELETE FROM ext WHERE k=?1", what)?;
         }
-        store.conn.execute_batch("BEGIN").map_err(err("cannot begin a transaction"))?;
+        store.db.conn().execute_batch("BEGIN").map_err(err("cannot begin a transaction"))?;
         Ok(store)
     }
 
-    fn prepare(&self, sql: &CStr, what: &str) -> Result<OwnedStmt> {
-        // SAFETY: the handle of `self.conn`, which is declared after the
-        // statements and so closes after they are finalized.
-        unsafe { OwnedStmt::prepare(self.db, sql) }.ok_or_else(|| last_error(self.db, &self.db_path, what))
+    fn prepare(&mut self, slot: usize, sql: &CStr, what: &str) -> Result<()> {
+        if self.db.prepare(slot, sql) != ffi::SQLITE_OK {
+            return Err(last_error(&self.db, &self.db_path, what));
+        }
+        Ok(())
     }
 
     /// Ends the run's transaction, finalizing the statements first.
     pub fn commit(&mut self) -> Result<()> {
-        self.stmt = OwnedStmt::none();
-        self.insert = OwnedStmt::none();
-        self.remove = OwnedStmt::none();
-        self.conn
+        self.db.release();
+        self.db
+            .conn()
             .execute_batch("COMMIT")
             .map_err(|e| crate::engine::sqlite::error::db_error(&self.db_path, "commit failed", e))
     }
 
     pub fn close(self) -> Result<()> {
-        let ExternalStore { stmt, insert, remove, conn, db_path, .. } = self;
-        drop((stmt, insert, remove));
-        conn.close().map_err(|(_, e)| crate::engine::sqlite::error::db_error(&db_path, "cannot close the database", e))
+        let ExternalStore { db, db_path, .. } = self;
+        db.into_conn()
+            .close()
+            .map_err(|(_, e)| crate::engine::sqlite::error::db_error(&db_path, "cannot close the database", e))
     }
 
     /// The content of the blob read last (for checking, off the hot path).
@@ -145,16 +135,19 @@ impl ExternalStore {
     /// NUL); false when the database has no name for it.
     #[inline]
     fn lookup(&mut self, key: u32) -> Result<bool> {
-        let s = &mut self.stmt;
+        let s = self.db.stmt(LOOKUP);
         s.reset();
         s.bind_int(1, key as c_int);
         match s.step() {
             ffi::SQLITE_ROW => {}
             ffi::SQLITE_DONE => return Ok(false),
-            _ => return Err(last_error(self.db, &self.db_path, "cannot look up a file name")),
+            _ => return Err(last_error(&self.db, &self.db_path, "cannot look up a file name")),
         }
-        let Some(name) = s.column_bytes(0) else {
-            return Err(self.bad_name(key));
+        let Some(name) = self.db.column_bytes(LOOKUP, 0) else {
+            return Err(Error::bad_input(
+                &self.db_path,
+                format!("the file name of key {key} is NULL or holds a NUL byte"),
+            ));
         };
         self.file.truncate(self.prefix);
         self.file.extend_from_slice(name);
@@ -180,7 +173,8 @@ impl ExternalStore {
     }
 
     /// Runs a bound-free write statement for `key` (insert or remove).
-    fn step_key(&self, stmt: &OwnedStmt, key: u32, what: &str) -> Result<()> {
+    fn step_key(&self, slot: usize, key: u32, what: &str) -> Result<()> {
+        let stmt = self.db.stmt(slot);
         if stmt.is_none() {
             return Err(Error::invalid("the session was opened for reading; it cannot write"));
         }
@@ -189,7 +183,7 @@ impl ExternalStore {
         let rc = stmt.step();
         stmt.reset();
         if rc != ffi::SQLITE_DONE {
-            return Err(last_error(self.db, &self.db_path, what));
+            return Err(last_error(&self.db, &self.db_path, what));
         }
         Ok(())
     }
@@ -223,7 +217,7 @@ impl Session for ExternalStore {
 
     fn put(&mut self, key: u32, content: &[u8]) -> Result<()> {
         if !self.lookup(key)? {
-            self.step_key(&self.insert, key, "cannot insert a file name")?;
+            self.step_key(INSERT, key, "cannot insert a file name")?;
             if !self.lookup(key)? {
                 return Err(self.bad_name(key));
             }
@@ -236,7 +230,7 @@ impl Session for ExternalStore {
         if !self.lookup(key)? {
             return Ok(false);
         }
-        self.step_key(&self.remove, key, "cannot remove a file name")?;
+        self.step_key(REMOVE, key, "cannot remove a file name")?;
         let (writer, p, _) = self.write_paths()?;
         writer.delete(p)
     }

@@ -1,10 +1,11 @@
 //! SQLite's errors as one-line messages about the file: the OS error behind
 //! "disk I/O error", and what "not a database" or "locked" mean for a user.
 
-use std::ffi::CStr;
 use std::path::Path;
 
 use rusqlite::{ffi, Connection};
+
+use super::raw::{Db, Failure};
 
 use crate::Error;
 
@@ -28,8 +29,7 @@ pub fn conn_error(conn: &Connection, path: &Path, what: &str, e: rusqlite::Error
         return Error::io(path, what, std::io::Error::from_raw_os_error(libc::ENOSPC));
     }
     if e.sqlite_error_code() == Some(rusqlite::ErrorCode::SystemIoFailure) {
-        // SAFETY: the handle is valid while `conn` lives.
-        let errno = unsafe { rusqlite::ffi::sqlite3_system_errno(conn.handle()) };
+        let errno = super::raw::system_errno(conn);
         if errno != 0 {
             return Error::io(path, what, std::io::Error::from_raw_os_error(errno));
         }
@@ -60,26 +60,24 @@ pub fn db_error(path: &Path, what: &str, e: rusqlite::Error) -> Error {
     }
 }
 
-/// The last error of a raw connection handle as ours. Off the hot path.
+/// The last error of a [`Db`]'s connection as ours. Off the hot path.
 #[cold]
-pub(crate) fn last_error(db: *mut ffi::sqlite3, path: &Path, what: &str) -> Error {
-    // SAFETY: valid handle; errmsg returns a NUL-terminated string.
-    let (code, msg) = unsafe {
-        (ffi::sqlite3_extended_errcode(db), CStr::from_ptr(ffi::sqlite3_errmsg(db)).to_string_lossy().into_owned())
-    };
-    if code & 0xff == ffi::SQLITE_IOERR {
-        // SQLite's "disk I/O error" hides the cause ("File too large",
-        // "Input/output error"); the OS error says it.
-        // SAFETY: valid handle.
-        let errno = unsafe { ffi::sqlite3_system_errno(db) };
-        if errno != 0 {
-            return Error::io(path, what, std::io::Error::from_raw_os_error(errno));
-        }
+pub(crate) fn last_error<const N: usize>(db: &Db<N>, path: &Path, what: &str) -> Error {
+    failure_error(db.last_failure(), path, what)
+}
+
+/// A connection's error as ours. SQLite's "disk I/O error" hides the cause
+/// ("File too large", "Input/output error"), so the OS error replaces it
+/// when known.
+#[cold]
+pub(crate) fn failure_error(f: Failure, path: &Path, what: &str) -> Error {
+    if f.code & 0xff == ffi::SQLITE_IOERR && f.errno != 0 {
+        return Error::io(path, what, std::io::Error::from_raw_os_error(f.errno));
     }
-    if code & 0xff == ffi::SQLITE_FULL {
+    if f.code & 0xff == ffi::SQLITE_FULL {
         // SQLite reports ENOSPC as SQLITE_FULL and clears the errno; no
         // max_page_count is ever set here, so it is the disk.
         return Error::io(path, what, std::io::Error::from_raw_os_error(libc::ENOSPC));
     }
-    db_error(path, what, rusqlite::Error::SqliteFailure(ffi::Error::new(code), Some(msg)))
+    db_error(path, what, rusqlite::Error::SqliteFailure(ffi::Error::new(f.code), Some(f.message)))
 }

@@ -4,22 +4,27 @@
 
 use std::ffi::{c_int, CStr};
 use std::path::{Path, PathBuf};
-use std::ptr;
 use std::sync::Arc;
 
 use rusqlite::{ffi, Connection, OpenFlags};
 
 use crate::engine::api::{take, Session, SessionInfo, SqliteStats};
-use crate::engine::sqlite::error::{conn_error, db_error, last_error, open_io_cause};
+use crate::engine::sqlite::error::{conn_error, db_error, failure_error, last_error, open_io_cause};
+use crate::engine::sqlite::raw::{self, Db};
 
 use crate::records::{DbAccess, DbParams};
 use crate::{Error, Result};
 
+/// The session's statement slots in its [`Db`]: the SQL read, the
+/// same-size UPDATE of SQL overwrites, INSERT OR REPLACE and DELETE (the
+/// last three prepared only when the session writes).
+const READ: usize = 0;
+const UPDATE: usize = 1;
+const PUT: usize = 2;
+const DELETE: usize = 3;
+
 pub struct DbSession {
-    /// Declared before `conn` so they are finalized before it closes.
-    handles: RawHandles,
-    conn: Connection,
-    db: *mut ffi::sqlite3,
+    db: Db<4>,
     access: DbAccess,
     update: bool,
     multitrans: bool,
@@ -34,10 +39,6 @@ pub struct DbSession {
     /// Largest key, when asked for (kvtest's default --max-id).
     pub max_key: Option<u32>,
 }
-
-// SAFETY: the connection is opened with SQLITE_OPEN_NOMUTEX and a session is
-// only ever used by one thread at a time (moved, never shared).
-unsafe impl Send for DbSession {}
 
 impl DbSession {
     /// kvtest's setup, in kvtest's order: open, mmap_size, cache_size,
@@ -83,19 +84,8 @@ impl DbSession {
         } else {
             None
         };
-        // SAFETY: the handle stays valid while `conn` lives, which outlives
-        // every raw statement and blob handle (finalized in commit/drop).
-        let db = unsafe { conn.handle() };
         let mut session = DbSession {
-            handles: RawHandles {
-                stmt: ptr::null_mut(),
-                upd: ptr::null_mut(),
-                blob: ptr::null_mut(),
-                put: ptr::null_mut(),
-                del: ptr::null_mut(),
-            },
-            conn,
-            db,
+            db: Db::new(conn),
             access: p.access,
             update,
             multitrans: p.multitrans,
@@ -109,24 +99,18 @@ impl DbSession {
         };
         if p.access == DbAccess::Sql {
             // Reads are prepared in write sessions too: a mixed script reads.
-            let sql: &CStr = c"SELECT v FROM kv WHERE k=?1";
-            // SAFETY: valid db handle and NUL-terminated SQL; stmt is ours.
-            let rc = unsafe {
-                ffi::sqlite3_prepare_v2(session.db, sql.as_ptr(), -1, &mut session.handles.stmt, ptr::null_mut())
-            };
-            if rc != ffi::SQLITE_OK {
-                return Err(session.error("cannot prepare the query"));
-            }
+            session.prepare(READ, c"SELECT v FROM kv WHERE k=?1", "cannot prepare the query")?;
         }
+        let what = "cannot prepare a write statement";
         if update && p.access == DbAccess::Sql {
-            session.handles.upd = session.prepare(c"UPDATE kv SET v=substr(?2,1,length(v)) WHERE k=?1")?;
+            session.prepare(UPDATE, c"UPDATE kv SET v=substr(?2,1,length(v)) WHERE k=?1", what)?;
         }
         if update {
-            session.handles.put = session.prepare(c"INSERT OR REPLACE INTO kv(k, v) VALUES(?1, ?2)")?;
-            session.handles.del = session.prepare(c"DELETE FROM kv WHERE k=?1")?;
+            session.prepare(PUT, c"INSERT OR REPLACE INTO kv(k, v) VALUES(?1, ?2)", what)?;
+            session.prepare(DELETE, c"DELETE FROM kv WHERE k=?1", what)?;
         }
         if !p.multitrans {
-            session.conn.execute_batch("BEGIN").map_err(err("cannot begin a transaction"))?;
+            session.db.conn().execute_batch("BEGIN").map_err(err("cannot begin a transaction"))?;
         }
         Ok(session)
     }
@@ -134,9 +118,9 @@ impl DbSession {
     /// Ends the run's transaction: kvtest finalizes its statement and blob
     /// handle, then commits.
     pub fn commit(&mut self) -> Result<()> {
-        self.handles.release();
+        self.db.release();
         if !self.multitrans {
-            let conn = &self.conn;
+            let conn = self.db.conn();
             conn.execute_batch("COMMIT").map_err(|e| conn_error(conn, &self.path, "commit failed", e))?;
         }
         Ok(())
@@ -145,29 +129,16 @@ impl DbSession {
     /// Closes the connection; for the last connection to a WAL database this
     /// runs the checkpoint.
     pub fn close(self) -> Result<()> {
-        let DbSession { handles, conn, path, .. } = self;
-        drop(handles);
-        conn.close().map_err(|(c, e)| conn_error(&c, &path, "cannot close the database", e))
+        let DbSession { db, path, .. } = self;
+        db.into_conn().close().map_err(|(c, e)| conn_error(&c, &path, "cannot close the database", e))
     }
 
     /// SQLite's memory and page-cache counters (kvtest's --stats).
     pub fn stats(&self) -> SqliteStats {
-        let status = |op: c_int| {
-            let (mut cur, mut hi) = (0i64, 0i64);
-            // SAFETY: plain out-parameters.
-            unsafe { ffi::sqlite3_status64(op, &mut cur, &mut hi, 0) };
-            (cur, hi)
-        };
-        let db_status = |op: c_int| {
-            let (mut cur, mut hi) = (0 as c_int, 0 as c_int);
-            // SAFETY: valid handle, plain out-parameters.
-            unsafe { ffi::sqlite3_db_status(self.db, op, &mut cur, &mut hi, 0) };
-            i64::from(cur)
-        };
-        let (memory_used, memory_max) = status(ffi::SQLITE_STATUS_MEMORY_USED);
-        let (allocations, allocations_max) = status(ffi::SQLITE_STATUS_MALLOC_COUNT);
-        let (pcache_pages, pcache_pages_max) = status(ffi::SQLITE_STATUS_PAGECACHE_USED);
-        let (pcache_overflow, pcache_overflow_max) = status(ffi::SQLITE_STATUS_PAGECACHE_OVERFLOW);
+        let (memory_used, memory_max) = raw::status(ffi::SQLITE_STATUS_MEMORY_USED);
+        let (allocations, allocations_max) = raw::status(ffi::SQLITE_STATUS_MALLOC_COUNT);
+        let (pcache_pages, pcache_pages_max) = raw::status(ffi::SQLITE_STATUS_PAGECACHE_USED);
+        let (pcache_overflow, pcache_overflow_max) = raw::status(ffi::SQLITE_STATUS_PAGECACHE_OVERFLOW);
         SqliteStats {
             memory_used,
             memory_max,
@@ -177,49 +148,53 @@ impl DbSession {
             pcache_pages_max,
             pcache_overflow,
             pcache_overflow_max,
-            largest_allocation: status(ffi::SQLITE_STATUS_MALLOC_SIZE).1,
-            largest_pcache_allocation: status(ffi::SQLITE_STATUS_PAGECACHE_SIZE).1,
-            pager_heap: db_status(ffi::SQLITE_DBSTATUS_CACHE_USED),
-            cache_hits: db_status(ffi::SQLITE_DBSTATUS_CACHE_HIT),
-            cache_misses: db_status(ffi::SQLITE_DBSTATUS_CACHE_MISS),
-            cache_writes: db_status(ffi::SQLITE_DBSTATUS_CACHE_WRITE),
+            largest_allocation: raw::status(ffi::SQLITE_STATUS_MALLOC_SIZE).1,
+            largest_pcache_allocation: raw::status(ffi::SQLITE_STATUS_PAGECACHE_SIZE).1,
+            pager_heap: self.db.db_status(ffi::SQLITE_DBSTATUS_CACHE_USED),
+            cache_hits: self.db.db_status(ffi::SQLITE_DBSTATUS_CACHE_HIT),
+            cache_misses: self.db.db_status(ffi::SQLITE_DBSTATUS_CACHE_MISS),
+            cache_writes: self.db.db_status(ffi::SQLITE_DBSTATUS_CACHE_WRITE),
         }
     }
 
-    fn prepare(&self, sql: &CStr) -> Result<*mut ffi::sqlite3_stmt> {
-        let mut stmt = ptr::null_mut();
-        // SAFETY: valid db handle and NUL-terminated SQL; the statement is
-        // handed to RawHandles, which finalizes it.
-        let rc = unsafe { ffi::sqlite3_prepare_v2(self.db, sql.as_ptr(), -1, &mut stmt, ptr::null_mut()) };
-        if rc != ffi::SQLITE_OK {
-            return Err(self.error("cannot prepare a write statement"));
+    fn prepare(&mut self, slot: usize, sql: &CStr, what: &str) -> Result<()> {
+        if self.db.prepare(slot, sql) != ffi::SQLITE_OK {
+            return Err(self.error(what));
         }
-        Ok(stmt)
+        Ok(())
     }
 
     /// Runs a write statement (INSERT OR REPLACE, DELETE) whose parameters
-    /// are bound; returns the rows it changed.
+    /// are bound, `content` as the second when given; returns the rows it
+    /// changed.
     #[inline]
-    fn step_write(&self, stmt: *mut ffi::sqlite3_stmt, key: u32, what: &str) -> Result<i32> {
-        // SAFETY: a statement of this connection with its parameters bound
-        // to memory that outlives the step.
-        unsafe {
-            if stmt.is_null() {
-                return Err(Error::invalid("the session was opened for reading; it cannot write"));
-            }
-            let rc = ffi::sqlite3_step(stmt);
-            ffi::sqlite3_reset(stmt);
-            if rc != ffi::SQLITE_DONE {
-                return Err(self.error(&format!("cannot {what} the blob of key {key}")));
-            }
-            Ok(ffi::sqlite3_changes(self.db))
+    fn step_write(&self, slot: usize, key: u32, content: Option<&[u8]>, what: &str) -> Result<i32> {
+        let stmt = self.db.stmt(slot);
+        if stmt.is_none() {
+            return Err(Error::invalid("the session was opened for reading; it cannot write"));
         }
+        stmt.bind_int(1, key as c_int);
+        let what = || format!("cannot {what} the blob of key {key}");
+        let rc = match content {
+            Some(content) => {
+                self.db.step_with_blob(slot, 2, content).map_err(|f| failure_error(f, &self.path, &what()))?
+            }
+            None => {
+                let rc = stmt.step();
+                stmt.reset();
+                rc
+            }
+        };
+        if rc != ffi::SQLITE_DONE {
+            return Err(self.error(&what()));
+        }
+        Ok(self.db.changes())
     }
 
     /// The connection's last error as ours. Off the hot path.
     #[cold]
     fn error(&self, what: &str) -> Error {
-        last_error(self.db, &self.path, what)
+        last_error(&self.db, &self.path, what)
     }
 
     /// A failed blob open is a miss when the row does not exist, an error
@@ -230,78 +205,24 @@ impl DbSession {
     /// next key opens a new one.
     #[cold]
     fn blob_open_failed(&mut self, key: u32) -> Result<u64> {
-        // SAFETY: valid handle.
-        let msg = unsafe { CStr::from_ptr(ffi::sqlite3_errmsg(self.db)) };
-        let result = if msg.to_bytes().starts_with(b"no such rowid") {
+        let result = if self.db.errmsg().starts_with("no such rowid") {
             Ok(0)
         } else {
             Err(self.error(&format!("cannot open the blob of key {key}")))
         };
-        if !self.handles.blob.is_null() {
-            // SAFETY: a live blob handle of this connection, closed once.
-            unsafe { ffi::sqlite3_blob_close(self.handles.blob) };
-            self.handles.blob = ptr::null_mut();
-        }
+        self.db.blob_close();
         result
     }
 
     #[inline]
     fn seek_blob(&mut self, key: u32) -> c_int {
-        // SAFETY: valid handle; names are NUL-terminated; blob is ours.
-        unsafe {
-            if self.handles.blob.is_null() {
-                ffi::sqlite3_blob_open(
-                    self.db,
-                    c"main".as_ptr(),
-                    c"kv".as_ptr(),
-                    c"v".as_ptr(),
-                    i64::from(key),
-                    c_int::from(self.update),
-                    &mut self.handles.blob,
-                )
-            } else {
-                ffi::sqlite3_blob_reopen(self.handles.blob, i64::from(key))
-            }
-        }
+        self.db.blob_seek(c"kv", c"v", i64::from(key), self.update)
     }
-}
 
-/// The raw statement and blob handle of a session.
-struct RawHandles {
-    stmt: *mut ffi::sqlite3_stmt,
-    /// The same-size UPDATE of SQL overwrites, prepared when the session writes.
-    upd: *mut ffi::sqlite3_stmt,
-    blob: *mut ffi::sqlite3_blob,
-    /// INSERT OR REPLACE and DELETE, prepared when the session writes.
-    put: *mut ffi::sqlite3_stmt,
-    del: *mut ffi::sqlite3_stmt,
-}
-
-impl RawHandles {
-    fn release(&mut self) {
-        // SAFETY: both are null or live handles of the session's connection.
-        unsafe {
-            if !self.stmt.is_null() {
-                ffi::sqlite3_finalize(self.stmt);
-                self.stmt = ptr::null_mut();
-            }
-            if !self.blob.is_null() {
-                ffi::sqlite3_blob_close(self.blob);
-                self.blob = ptr::null_mut();
-            }
-            for stmt in [&mut self.upd, &mut self.put, &mut self.del] {
-                if !stmt.is_null() {
-                    ffi::sqlite3_finalize(*stmt);
-                    *stmt = ptr::null_mut();
-                }
-            }
-        }
-    }
-}
-
-impl Drop for RawHandles {
-    fn drop(&mut self) {
-        self.release();
+    /// Bytes of `key`'s blob, for counting what an SQL update wrote.
+    #[inline]
+    fn size_of(&self, key: u32) -> u32 {
+        self.sizes.as_ref().and_then(|s| s.get(key as usize)).copied().unwrap_or(0)
     }
 }
 
@@ -310,36 +231,22 @@ impl Session for DbSession {
     fn read(&mut self, key: u32) -> Result<u64> {
         match self.access {
             DbAccess::Sql => {
-                // SAFETY: stmt was prepared on this connection in open().
-                unsafe {
-                    let s = self.handles.stmt;
-                    ffi::sqlite3_reset(s);
-                    ffi::sqlite3_bind_int(s, 1, key as c_int);
-                    match ffi::sqlite3_step(s) {
-                        ffi::SQLITE_ROW => {
-                            let n = ffi::sqlite3_column_bytes(s, 0);
-                            std::hint::black_box(ffi::sqlite3_column_blob(s, 0));
-                            Ok(n as u64)
-                        }
-                        ffi::SQLITE_DONE => Ok(0),
-                        _ => Err(self.error("cannot read a blob")),
-                    }
+                let s = self.db.stmt(READ);
+                s.reset();
+                s.bind_int(1, key as c_int);
+                match s.step() {
+                    ffi::SQLITE_ROW => Ok(s.column_blob_len(0) as u64),
+                    ffi::SQLITE_DONE => Ok(0),
+                    _ => Err(self.error("cannot read a blob")),
                 }
             }
             DbAccess::BlobApi => {
                 if self.seek_blob(key) != ffi::SQLITE_OK {
                     return self.blob_open_failed(key);
                 }
-                // SAFETY: blob is open; the buffer holds at least n bytes.
-                unsafe {
-                    let n = ffi::sqlite3_blob_bytes(self.handles.blob);
-                    if n as usize >= self.buf.len() {
-                        self.buf.resize(n as usize + 100, 0);
-                    }
-                    if ffi::sqlite3_blob_read(self.handles.blob, self.buf.as_mut_ptr().cast(), n, 0) != ffi::SQLITE_OK {
-                        return Err(self.error(&format!("cannot read the blob of key {key}")));
-                    }
-                    Ok(n as u64)
+                match self.db.blob_read_all(&mut self.buf) {
+                    Ok(n) => Ok(n as u64),
+                    Err(_) => Err(self.error(&format!("cannot read the blob of key {key}"))),
                 }
             }
         }
@@ -349,65 +256,44 @@ impl Session for DbSession {
     fn overwrite(&mut self, key: u32, content: &[u8]) -> Result<u64> {
         match self.access {
             DbAccess::Sql => {
-                // SAFETY: stmt was prepared on this connection; `content`
-                // outlives the step (SQLITE_STATIC: no copy at bind).
-                unsafe {
-                    let s = self.handles.upd;
-                    ffi::sqlite3_reset(s);
-                    ffi::sqlite3_bind_int(s, 1, key as c_int);
-                    // SQL's substr() takes only the bytes the blob has; a
-                    // shorter content is caught here as the blob API's is.
-                    let size = self.sizes.as_ref().and_then(|s| s.get(key as usize)).copied().unwrap_or(0);
-                    take(content, size as usize, key)?;
-                    ffi::sqlite3_bind_blob(s, 2, content.as_ptr().cast(), content.len() as c_int, None);
-                    if ffi::sqlite3_step(s) != ffi::SQLITE_DONE {
-                        return Err(self.error(&format!("cannot update the blob of key {key}")));
-                    }
-                    if ffi::sqlite3_changes(self.db) == 0 {
-                        return Ok(0);
-                    }
+                let s = self.db.stmt(UPDATE);
+                s.reset();
+                s.bind_int(1, key as c_int);
+                // SQL's substr() takes only the bytes the blob has; a
+                // shorter content is caught here as the blob API's is.
+                let size = self.size_of(key);
+                take(content, size as usize, key)?;
+                let what = || format!("cannot update the blob of key {key}");
+                match self.db.step_with_blob(UPDATE, 2, content) {
+                    Ok(ffi::SQLITE_DONE) => {}
+                    Ok(_) => return Err(self.error(&what())),
+                    Err(f) => return Err(failure_error(f, &self.path, &what())),
                 }
-                let size = self.sizes.as_ref().and_then(|s| s.get(key as usize)).copied().unwrap_or(0);
+                if self.db.changes() == 0 {
+                    return Ok(0);
+                }
                 Ok(u64::from(size))
             }
             DbAccess::BlobApi => {
                 if self.seek_blob(key) != ffi::SQLITE_OK {
                     return self.blob_open_failed(key);
                 }
-                // SAFETY: blob is open for writing; `take` checked that
-                // content holds n bytes.
-                unsafe {
-                    let n = ffi::sqlite3_blob_bytes(self.handles.blob);
-                    let content = take(content, n as usize, key)?;
-                    if ffi::sqlite3_blob_write(self.handles.blob, content.as_ptr().cast(), n, 0) != ffi::SQLITE_OK {
-                        return Err(self.error(&format!("cannot write the blob of key {key}")));
-                    }
-                    Ok(n as u64)
+                let n = self.db.blob_bytes();
+                let content = take(content, n, key)?;
+                if self.db.blob_write(content) != ffi::SQLITE_OK {
+                    return Err(self.error(&format!("cannot write the blob of key {key}")));
                 }
+                Ok(n as u64)
             }
         }
     }
 
     fn put(&mut self, key: u32, content: &[u8]) -> Result<()> {
-        let stmt = self.handles.put;
-        if !stmt.is_null() {
-            // SAFETY: a statement of this connection; `content` outlives the
-            // step (SQLITE_STATIC: no copy at bind).
-            unsafe {
-                ffi::sqlite3_bind_int(stmt, 1, key as c_int);
-                ffi::sqlite3_bind_blob(stmt, 2, content.as_ptr().cast(), content.len() as c_int, None);
-            }
-        }
-        self.step_write(stmt, key, "store").map(drop)
+        self.step_write(PUT, key, Some(content), "store").map(drop)
     }
 
     fn delete(&mut self, key: u32) -> Result<bool> {
-        let stmt = self.handles.del;
-        if !stmt.is_null() {
-            // SAFETY: a statement of this connection.
-            unsafe { ffi::sqlite3_bind_int(stmt, 1, key as c_int) };
-        }
-        self.step_write(stmt, key, "delete").map(|n| n > 0)
+        self.step_write(DELETE, key, None, "delete").map(|n| n > 0)
     }
 
     fn commit(&mut self) -> Result<()> {

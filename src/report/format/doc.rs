@@ -90,6 +90,13 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
 }
 
+impl Table {
+    /// A table under these column headers.
+    pub fn new(headers: &[&str], rows: Vec<Vec<String>>) -> Table {
+        Table { headers: headers.iter().map(|h| h.to_string()).collect(), rows }
+    }
+}
+
 /// What a table cell says when an experiment is absent from a file.
 pub const NOT_MEASURED: &str = "not measured";
 

@@ -75,10 +75,9 @@ pub const POWER_CUT_LEGEND: &str = "
 acks: a write that returned was promised durable (COMMIT under synchronous=FULL with a journal; a file fsync'd where
 it lives, a rename only with its directory fsync'd; an engine's durable commit, one per write; its fast commit
 acknowledges nothing). integrity: cuts after which integrity_check failed (an engine's store: it could not be opened
-or read). lost-acked:
-blobs older, torn or missing after that version or a later one was acknowledged durable (for such a method the
-version on disk before the cut counts as acknowledged): durability violations. lost-unack:
-blobs older than the last write that returned, which was not promised durable (allowed). Other columns as in the
+or read). lost-acked: blobs older, torn or missing after that version or a later one was acknowledged durable (for
+such a method the version on disk before the cut counts as acknowledged): durability violations. lost-unack: blobs
+older than the last write that returned, which was not promised durable (allowed). Other columns as in the
 kill test: totals over all cuts. The command fails when a method whose documentation promises durability loses an
 acknowledged write; db-delete is counted but not judged: SQLite documents that DELETE mode under FULL may lose the
 last commit in a power cut (the journal's unlink is not fsync'd; synchronous=EXTRA does it: db-delete-extra).

@@ -34,6 +34,7 @@ use crate::records::FileRead;
 use crate::records::Plan;
 use crate::records::{SizeSource, SizesFrom};
 use crate::util::progress::Progress;
+use crate::util::units::plural;
 use crate::{util::fsutil, Error, Result};
 
 /// What the ratios divide, stated in every output.
@@ -403,7 +404,7 @@ impl MatrixSection {
             }
             _ => {
                 let r = self.params.plan.repeat;
-                format!("{r} timed run{} per cell (unpaired)", if r == 1 { "" } else { "s" })
+                format!("{r} timed run{} per cell (unpaired)", plural(r))
             }
         }
     }

@@ -14,6 +14,7 @@ use crate::report::interval::Ratio;
 use crate::report::study::StudyReport;
 use crate::results::ResultFile;
 use crate::studies::concurrency::{Conclusion, ConcurrencySection, Point, Verdict, Workload, ERRORS_DOMINATE_PCT};
+use crate::util::units::plural;
 
 /// The concurrency study's part of the report.
 pub const REPORT: StudyReport =
@@ -64,12 +65,12 @@ fn section(c: &ConcurrencySection, rounds: &[RoundSet], label: &str, suffix: &st
         c.points.len(),
         s.duration_s,
         s.repeat,
-        if s.repeat == 1 { "" } else { "s" },
+        plural(s.repeat),
         s.cores,
         s.sqlite_version,
         s.busy_timeout_ms,
         s.batch,
-        if s.batch == 1 { "" } else { "s" },
+        plural(s.batch),
     ))];
     blocks.push(Block::Note(
         "Throughput is successful operations (rows read, or rows inserted and committed) over the run's wall time, \
@@ -128,11 +129,7 @@ fn section(c: &ConcurrencySection, rounds: &[RoundSet], label: &str, suffix: &st
             x,
             series,
             reference: None,
-            note: format!(
-                "median of {} timed run{} per point",
-                c.settings.repeat,
-                if c.settings.repeat == 1 { "" } else { "s" }
-            ),
+            note: format!("median of {} timed run{} per point", c.settings.repeat, plural(c.settings.repeat)),
         };
         let caption = vec![format!(
             "{} blobs of {} bytes, {} random reads per run (all threads together), median over runs; \
@@ -154,7 +151,7 @@ fn section(c: &ConcurrencySection, rounds: &[RoundSet], label: &str, suffix: &st
                 format!(
                     "{} thread{}: {} / files = {:.2}x in reads per second ({}); CPU time per read {} us vs {} us.",
                     l.threads,
-                    if l.threads == 1 { "" } else { "s" },
+                    plural(l.threads),
                     l.a,
                     l.ratio,
                     lead_interval(l),
@@ -258,7 +255,7 @@ fn figure(
             format!(
                 "Fastest at {} thread{}: {} ({} per second, p99 latency {} us).",
                 p.threads,
-                if p.threads == 1 { "" } else { "s" },
+                plural(p.threads),
                 p.label,
                 thousands(r.round() as u64),
                 micros(lat)
@@ -280,11 +277,7 @@ fn figure(
             x: x.iter().map(|&t| f64::from(t)).collect(),
             series,
             reference: None,
-            note: format!(
-                "median of {} timed run{} per point",
-                c.settings.repeat,
-                if c.settings.repeat == 1 { "" } else { "s" }
-            ),
+            note: format!("median of {} timed run{} per point", c.settings.repeat, plural(c.settings.repeat)),
         }),
         caption: vec![format!("Median over {} run(s) of {} s each.", c.settings.repeat, c.settings.duration_s)],
         findings,
@@ -332,7 +325,7 @@ fn points_table(c: &ConcurrencySection) -> Table {
             ]);
         }
     }
-    Table { headers: headers.map(String::from).to_vec(), rows }
+    Table::new(&headers, rows)
 }
 
 /// "holds (3 of 3)", or "not measured".

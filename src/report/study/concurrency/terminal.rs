@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use super::{factor_text, verdict_text};
 use crate::results::ResultFile;
 use crate::studies::concurrency::{self, ConcurrencySection, Point, Workload};
+use crate::util::units::plural;
 
 /// Readers while one writer overwrites blobs: their p50/p99 latency and
 /// reads/s beside the same readers alone, and the writer's rate.
@@ -64,10 +65,10 @@ fn text(c: &ConcurrencySection, rounds: &[crate::measure::rounds::RoundSet]) -> 
         s.cores,
         s.duration_s,
         s.repeat,
-        if s.repeat == 1 { "" } else { "s" },
+        plural(s.repeat),
         s.busy_timeout_ms,
         s.batch,
-        if s.batch == 1 { "" } else { "s" }
+        plural(s.batch)
     );
     let _ = writeln!(
         o,

@@ -13,6 +13,7 @@ use crate::report::format::fmt::{machine_labels, thousands};
 use crate::report::study::StudyReport;
 use crate::results::ResultFile;
 use crate::studies::crashtest::{self, CrashSection};
+use crate::util::units::plural;
 
 /// The crash test's part of the report: process kills and power cuts.
 pub const REPORT: StudyReport = StudyReport {
@@ -39,7 +40,7 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
             "{} SIGKILL{} per write method, each after 0 to {} ms of writing (seed {}); {} blobs of {} to {} bytes, \
              one write = one blob (one transaction for SQLite).",
             c.kills_per_method,
-            if c.kills_per_method == 1 { "" } else { "s" },
+            plural(c.kills_per_method),
             c.max_delay_us / 1000,
             c.seed,
             c.blobs,
@@ -99,7 +100,7 @@ fn table(c: &CrashSection) -> Table {
             ]
         })
         .collect();
-    Table { headers: headers.map(String::from).to_vec(), rows }
+    Table::new(&headers, rows)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use crate::report::format::fmt::{machine_labels, thousands};
 use crate::report::format::svg::BarChart;
 use crate::results::ResultFile;
 use crate::studies::crashtest::{self, PowerCutSection};
+use crate::util::units::plural;
 
 pub fn blocks(files: &[ResultFile]) -> Vec<Block> {
     let labels = machine_labels(files);
@@ -24,7 +25,7 @@ pub fn blocks(files: &[ResultFile]) -> Vec<Block> {
             "{} power cut{} per write method on the power-cut layer (model {}: {}), each after 0 to {} ms of \
              writing (seed {}); {} blobs of {} to {} bytes.",
             c.cuts_per_method,
-            if c.cuts_per_method == 1 { "" } else { "s" },
+            plural(c.cuts_per_method),
             c.model,
             c.model_description,
             c.max_delay_us / 1000,
@@ -98,7 +99,7 @@ fn cut_table(c: &PowerCutSection) -> Table {
             ]
         })
         .collect();
-    Table { headers: headers.map(String::from).to_vec(), rows }
+    Table::new(&headers, rows)
 }
 
 fn fsync_table(c: &PowerCutSection) -> Table {
@@ -126,7 +127,7 @@ fn fsync_table(c: &PowerCutSection) -> Table {
             ]
         })
         .collect();
-    Table { headers: headers.map(String::from).to_vec(), rows }
+    Table::new(&headers, rows)
 }
 
 /// The id of `files[index]`'s chart of acknowledged writes lost.

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use crate::results::ResultFile;
 use crate::studies::crashtest::{self, FsyncFailureResult};
+use crate::util::units::plural;
 
 /// "ext4", or "unknown filesystem" when the mount table said nothing.
 fn fs_type(file: &ResultFile) -> &str {
@@ -22,45 +23,38 @@ pub fn terminal(file: &ResultFile, _colour: bool) -> String {
 /// The kill test's table (empty without a `crashtest` section).
 fn kill_table(file: &ResultFile) -> String {
     let Some(s) = &file.crashtest else { return String::new() };
-    let fs = fs_type(file);
     let mut o = String::new();
     let _ = writeln!(
         o,
         "crashtest: {} kill{} per method (SIGKILL after 0..{} ms of writing, seed {}); {} blobs of {}..{} bytes each",
         s.kills_per_method,
-        if s.kills_per_method == 1 { "" } else { "s" },
+        plural(s.kills_per_method),
         s.max_delay_us / 1000,
         s.seed,
         s.blobs,
         s.blob_min_bytes,
         s.blob_max_bytes
     );
-    let _ = writeln!(
-        o,
-        "datasets in {} ({fs}); one write = one blob, one transaction for SQLite and the key-value engines\n",
-        s.workdir
+    where_line(&mut o, "datasets in", &s.workdir, file);
+    write_table(
+        &mut o,
+        [16, 6, 11, 7, 9, 6, 7, 9, 11, 11],
+        ["method", "kills", "integrity", "torn", "missing", "lost", "stray", "damaged", "whole old", "whole new"],
+        s.methods.iter().map(|m| {
+            [
+                m.method.clone(),
+                m.kills.to_string(),
+                m.integrity_failures.to_string(),
+                m.torn.to_string(),
+                m.missing.to_string(),
+                m.unexpected_version.to_string(),
+                m.stray_files.to_string(),
+                m.damaged_kills.to_string(),
+                m.intact_old.to_string(),
+                m.intact_new.to_string(),
+            ]
+        }),
     );
-    let _ = writeln!(
-        o,
-        "{:<16}{:>6}{:>11}{:>7}{:>9}{:>6}{:>7}{:>9}{:>11}{:>11}",
-        "method", "kills", "integrity", "torn", "missing", "lost", "stray", "damaged", "whole old", "whole new"
-    );
-    for m in &s.methods {
-        let _ = writeln!(
-            o,
-            "{:<16}{:>6}{:>11}{:>7}{:>9}{:>6}{:>7}{:>9}{:>11}{:>11}",
-            m.method,
-            m.kills,
-            m.integrity_failures,
-            m.torn,
-            m.missing,
-            m.unexpected_version,
-            m.stray_files,
-            m.damaged_kills,
-            m.intact_old,
-            m.intact_new
-        );
-    }
     o.push_str(crashtest::LEGEND);
     let _ = writeln!(o, "\n{}", crashtest::LIMITS);
     if !file.complete {
@@ -72,7 +66,6 @@ fn kill_table(file: &ResultFile) -> String {
 /// The power-cut test's tables (empty without a `power_cut` section).
 fn power_cut_table(file: &ResultFile) -> String {
     let Some(s) = &file.power_cut else { return String::new() };
-    let fs = fs_type(file);
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -80,50 +73,46 @@ fn power_cut_table(file: &ResultFile) -> String {
         s.model,
         s.model_description,
         s.cuts_per_method,
-        if s.cuts_per_method == 1 { "" } else { "s" },
+        plural(s.cuts_per_method),
         s.max_delay_us / 1000,
         s.seed,
         s.blobs,
         s.blob_min_bytes,
         s.blob_max_bytes
     );
-    let _ = writeln!(
-        o,
-        "layer over {} ({fs}); one write = one blob, one transaction for SQLite and the key-value engines\n",
-        s.workdir
+    where_line(&mut o, "layer over", &s.workdir, file);
+    write_table(
+        &mut o,
+        [18, 5, 6, 10, 6, 8, 11, 12, 6, 10, 10],
+        [
+            "method",
+            "acks",
+            "cuts",
+            "integrity",
+            "torn",
+            "missing",
+            "lost-acked",
+            "lost-unack",
+            "stray",
+            "whole old",
+            "whole new",
+        ],
+        s.methods.iter().map(|m| {
+            [
+                m.method.clone(),
+                if m.acknowledges_durability { "yes" } else { "no" }.to_string(),
+                m.cuts.to_string(),
+                m.integrity_failures.to_string(),
+                m.torn.to_string(),
+                m.missing.to_string(),
+                m.lost_after_ack.to_string(),
+                m.lost_before_ack.to_string(),
+                m.stray_files.to_string(),
+                m.intact_old.to_string(),
+                m.intact_new.to_string(),
+            ]
+        }),
     );
-    let _ = writeln!(
-        o,
-        "{:<18}{:>5}{:>6}{:>10}{:>6}{:>8}{:>11}{:>12}{:>6}{:>10}{:>10}",
-        "method",
-        "acks",
-        "cuts",
-        "integrity",
-        "torn",
-        "missing",
-        "lost-acked",
-        "lost-unack",
-        "stray",
-        "whole old",
-        "whole new"
-    );
-    for m in &s.methods {
-        let _ = writeln!(
-            o,
-            "{:<18}{:>5}{:>6}{:>10}{:>6}{:>8}{:>11}{:>12}{:>6}{:>10}{:>10}",
-            m.method,
-            if m.acknowledges_durability { "yes" } else { "no" },
-            m.cuts,
-            m.integrity_failures,
-            m.torn,
-            m.missing,
-            m.lost_after_ack,
-            m.lost_before_ack,
-            m.stray_files,
-            m.intact_old,
-            m.intact_new
-        );
-    }
     o.push_str(crashtest::POWER_CUT_LEGEND);
     fsync_failure_table(&mut o, &s.fsync_failure);
     if let Some(c) = &s.layer_cost {
@@ -153,25 +142,129 @@ fn fsync_failure_table(o: &mut String, rows: &[FsyncFailureResult]) {
     }
     let _ =
         writeln!(o, "\nafter one failed fsync (EIO, reported once, unsynced data dropped, as Linux does), then a cut:");
+    write_table(
+        o,
+        [18, 7, 13, 15, 10, 6, 8, 11, 10, 0],
+        [
+            "method",
+            "trials",
+            "fsync failed",
+            "writer stopped",
+            "integrity",
+            "torn",
+            "missing",
+            "lost-acked",
+            "whole new",
+            "writer's error",
+        ],
+        rows.iter().map(|f| {
+            [
+                f.method.clone(),
+                f.trials.to_string(),
+                f.fsync_failed.to_string(),
+                f.writer_stopped.to_string(),
+                f.integrity_failures.to_string(),
+                f.torn.to_string(),
+                f.missing.to_string(),
+                f.lost_after_ack.to_string(),
+                f.intact_new.to_string(),
+                if f.writer_error.is_empty() { "-" } else { &f.writer_error }.to_string(),
+            ]
+        }),
+    );
+}
+
+/// Both tests' second heading line: where they wrote (`place` the
+/// directory, on `file`'s filesystem) and what one write is.
+fn where_line(o: &mut String, place: &str, workdir: &str, file: &ResultFile) {
     let _ = writeln!(
         o,
-        "{:<18}{:>7}{:>13}{:>15}{:>10}{:>6}{:>8}{:>11}{:>10}  writer's error",
-        "method", "trials", "fsync failed", "writer stopped", "integrity", "torn", "missing", "lost-acked", "whole new"
+        "{place} {workdir} ({}); one write = one blob, one transaction for SQLite and the key-value engines\n",
+        fs_type(file)
     );
-    for f in rows {
-        let _ = writeln!(
-            o,
-            "{:<18}{:>7}{:>13}{:>15}{:>10}{:>6}{:>8}{:>11}{:>10}  {}",
-            f.method,
-            f.trials,
-            f.fsync_failed,
-            f.writer_stopped,
-            f.integrity_failures,
-            f.torn,
-            f.missing,
-            f.lost_after_ack,
-            f.intact_new,
-            if f.writer_error.is_empty() { "-" } else { &f.writer_error }
-        );
+}
+
+/// A fixed-width table: the first column left-aligned in its width, the
+/// others right-aligned in theirs; a width of 0 is free text after two spaces.
+fn write_table<const N: usize>(
+    o: &mut String,
+    widths: [usize; N],
+    headers: [&str; N],
+    rows: impl Iterator<Item = [String; N]>,
+) {
+    let mut line = |cells: [&str; N]| {
+        for (i, (w, c)) in widths.iter().zip(cells).enumerate() {
+            let _ = match (i, *w) {
+                (0, w) => write!(o, "{c:<w$}"),
+                (_, 0) => write!(o, "  {c}"),
+                (_, w) => write!(o, "{c:>w$}"),
+            };
+        }
+        o.push('\n');
+    };
+    line(headers);
+    for row in rows {
+        line(row.each_ref().map(String::as_str));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::studies::crashtest::*;
+
+    /// Every table's rows line up under its header, and the free-text
+    /// column of the failed-fsync table follows its last figure.
+    #[test]
+    fn tables_keep_their_columns() {
+        let mut f = crate::report::fixtures::suite("host-a", &[]);
+        f.crashtest = Some(CrashSection {
+            fault: "SIGKILL".into(),
+            kills_per_method: 3,
+            blobs: 100,
+            blob_min_bytes: 512,
+            blob_max_bytes: 65_536,
+            max_delay_us: 50_000,
+            seed: 1,
+            workdir: "/tmp".into(),
+            methods: vec![CrashMethodResult { method: "db-wal".into(), kills: 3, torn: 12345, ..Default::default() }],
+        });
+        f.power_cut = Some(PowerCutSection {
+            model: "strict".into(),
+            model_description: "drops".into(),
+            cuts_per_method: 1,
+            blobs: 40,
+            blob_min_bytes: 512,
+            blob_max_bytes: 65_536,
+            max_delay_us: 50_000,
+            seed: 1,
+            workdir: "/tmp".into(),
+            methods: vec![PowerCutMethodResult {
+                method: "files-x".into(),
+                acknowledges_durability: true,
+                lost_after_ack: 7,
+                ..Default::default()
+            }],
+            fsync_failure: vec![
+                FsyncFailureResult {
+                    method: "db-x".into(),
+                    trials: 4,
+                    writer_error: "EIO".into(),
+                    ..Default::default()
+                },
+                FsyncFailureResult { method: "db-y".into(), ..Default::default() },
+            ],
+            layer_cost: None,
+        });
+        f.complete = false;
+        let out = super::terminal(&f, false);
+        let line = |start: &str| out.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{start}: {out}"));
+        assert_eq!(line("method           kills").len(), line("db-wal ").len(), "{out}");
+        assert!(line("db-wal ").ends_with("  12345        0     0      0        0          0          0"), "{out}");
+        assert_eq!(line("method             acks").len(), line("files-x ").len(), "{out}");
+        assert!(line("files-x ").contains("yes     0         0     0       0          7"), "{out}");
+        assert!(line("method             trials").ends_with("whole new  writer's error"), "{out}");
+        assert!(line("db-x ").ends_with("         0  EIO"), "{out}");
+        assert!(line("db-y ").ends_with("         0  -"), "{out}");
+        assert!(out.contains("1 cut per method") && out.contains("3 kills per method"), "{out}");
     }
 }

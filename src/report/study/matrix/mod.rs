@@ -13,6 +13,7 @@ use crate::report::format::svg::{Heatmap, LineChart, Series};
 use crate::report::study::{Redraw, StudyReport};
 use crate::results::ResultFile;
 use crate::studies::matrix::{self as m, CrossoverKind, Figure as Fig, Grid, MatrixSection};
+use crate::util::units::plural;
 use crate::util::units::short_size;
 use text::{describe, noise_warning};
 
@@ -163,11 +164,7 @@ fn machine_section(s: &MatrixSection, label: &str, suffix: &str, many: bool) -> 
                 .map(|(p, v)| Series { name: format!("page size {p}"), values: v.clone() })
                 .collect(),
             reference: Some(1.0),
-            note: format!(
-                "{} timed run{} per point (median shown)",
-                p.plan.repeat,
-                if p.plan.repeat == 1 { "" } else { "s" }
-            ),
+            note: format!("{} timed run{} per point (median shown)", p.plan.repeat, plural(p.plan.repeat)),
         }),
         caption: vec![caption],
         findings: best_page_findings(s, &on),
@@ -244,7 +241,7 @@ fn crossover_table(s: &MatrixSection) -> Table {
         })
         .collect();
     let headers = ["page size", "files, name in SQLite", "files by key", "2011 study"];
-    Table { headers: headers.map(String::from).to_vec(), rows }
+    Table::new(&headers, rows)
 }
 
 fn best_table(s: &MatrixSection) -> Table {
@@ -261,7 +258,7 @@ fn best_table(s: &MatrixSection) -> Table {
         })
         .collect();
     let headers = ["blob size", "fastest page size", "database µs per blob", "files / database there"];
-    Table { headers: headers.map(String::from).to_vec(), rows }
+    Table::new(&headers, rows)
 }
 
 fn grid_table(g: &Grid, decimals: usize) -> Table {

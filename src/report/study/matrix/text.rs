@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use crate::report::format::fmt::fmt_size;
 use crate::results::ResultFile;
 use crate::studies::matrix::{study_grid, CellWrites, Crossover, CrossoverKind, Figure, Grid, MatrixSection};
+use crate::util::units::plural;
 use crate::util::units::short_size;
 
 const GREEN: &str = "\x1b[32m";
@@ -166,14 +167,6 @@ pub fn describe(c: &Crossover, sizes: &[u32]) -> String {
         let _ = write!(s, "; not monotonic, crosses 1.0 at {}", all.join(", "));
     }
     s
-}
-
-fn plural(n: u32) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
 }
 
 /// The write tables and crossovers beside the read crossover.

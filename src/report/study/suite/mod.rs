@@ -17,6 +17,7 @@ use crate::report::interval::{time_ratio, Method as Interval, Ratio, BOOTSTRAP_M
 use crate::report::study::{Redraw, StudyReport};
 use crate::results::ResultFile;
 use crate::studies::suite::ids;
+use crate::util::units::plural;
 
 /// One measured configuration as the charts name it.
 #[derive(Debug, Clone, Copy)]
@@ -229,7 +230,7 @@ fn runs_note(spec: &Spec, machines: &[(String, &ResultFile)]) -> String {
     } else {
         format!("whiskers: 95% bootstrap interval (min-max under {min} runs)")
     };
-    format!("{runs} timed run{} per bar; {whiskers}", if hi == 1 { "" } else { "s" })
+    format!("{runs} timed run{} per bar; {whiskers}", plural(hi))
 }
 
 /// The article's charts, the fair variants and disk usage, drawn for the
