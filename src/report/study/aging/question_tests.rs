@@ -5,7 +5,7 @@ use crate::measure::paired::PairedRatio;
 use crate::measure::rounds::{Round, RoundSet, StopReason};
 use crate::records::EngineKind;
 use crate::report::interval::Method;
-use crate::studies::aging::{rounds_id, AgePoint, AgingSection, Fragmentation, ReadFigures, SizeDist, Usage};
+use crate::studies::aging::{rounds_id, AgePoint, AgingSection, Fragmentation, ReadFigures, SizeSetting, Usage};
 
 const LAST_AGE: u32 = 4;
 
@@ -59,7 +59,7 @@ fn aging_file(with_rounds: bool) -> ResultFile {
     let wal = vec![10.0, 20.0, 10.0, 10.0, 30.0, 10.0, 10.0, 10.0];
     let inplace: Vec<f64> = wal.iter().map(|t| t * 1.5).collect();
     let setting = AgingSetting {
-        sizes: SizeDist::article(),
+        sizes: SizeSetting::article(),
         count: 100,
         layouts: vec![
             layout("db-wal", "SQLite WAL", crate::engine::sqlite::KIND),
