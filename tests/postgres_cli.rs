@@ -87,6 +87,50 @@ fn a_sigkilled_runs_server_is_stopped_by_the_next_run() {
 }
 
 #[test]
+fn a_sigkilled_server_keeps_every_durable_commit() {
+    let dir = scratch();
+    let json = dir.path().join("crash.json");
+    let (kills, count) = ("3", "20");
+    let out = ok(&[
+        "crashtest",
+        "--method",
+        "server",
+        "--kills",
+        kills,
+        "--count",
+        count,
+        "--workdir",
+        s(dir.path()),
+        "--json",
+        s(&json),
+    ]);
+    let file = blobbench::results::read(&json).unwrap();
+    let section = file.crashtest.expect("a crashtest section");
+    let names: Vec<&str> = section.methods.iter().map(|m| m.method.as_str()).collect();
+    assert_eq!(names, ["postgres-durable", "postgres-fast", "postgres-lo-durable", "postgres-lo-fast"]);
+    for m in &section.methods {
+        assert!(out.contains(&m.method), "{} is in the table:\n{out}", m.method);
+        assert_eq!(m.kills, 3, "{}", m.method);
+        assert_eq!(m.integrity_failures, 0, "{}: the restarted server recovered", m.method);
+        assert_eq!((m.torn, m.missing, m.unexpected_version), (0, 0, 0), "{}", m.method);
+        assert_eq!(m.intact_old + m.intact_new, 60, "{}", m.method);
+        if m.method.ends_with("-durable") {
+            assert!(m.acknowledges_durability, "{}", m.method);
+            assert_eq!(m.undone, 0, "{}: synchronous_commit=on loses no acknowledged commit", m.method);
+            assert!(m.intact_new > 0, "{}: killed while writing, not before", m.method);
+        }
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "only the JSON is left");
+    let err = one_line_error(
+        &blobbench()
+            .args(["crashtest", "--power-cut", "--method", "postgres-fast", "--workdir", s(dir.path())])
+            .output()
+            .unwrap(),
+    );
+    assert!(err.contains("cannot run on the power-cut layer"), "{err}");
+}
+
+#[test]
 fn missing_server_programs_are_named_with_what_to_install() {
     let dir = scratch();
     let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));

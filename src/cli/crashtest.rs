@@ -103,13 +103,13 @@ pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
         .broken_promises()
         .map(|m| {
             format!(
-                "{} ({} integrity failures, {} torn, {} missing, {} lost)",
-                m.method, m.integrity_failures, m.torn, m.missing, m.unexpected_version
+                "{} ({} integrity failures, {} torn, {} missing, {} lost, {} undone)",
+                m.method, m.integrity_failures, m.torn, m.missing, m.unexpected_version, m.undone
             )
         })
         .collect();
     if !broken.is_empty() {
-        bail!("a journaled SQLite method was damaged by a process kill: {}", broken.join("; "));
+        bail!("a method that promises atomic or durable commits was damaged by a kill: {}", broken.join("; "));
     }
     Ok(())
 }

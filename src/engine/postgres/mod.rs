@@ -32,7 +32,7 @@ use descriptor::detect;
 pub use stat::stat;
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
-use crate::engine::backend::{Backend, Claim, CrashMode, Probe};
+use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, Probe};
 use crate::engine::report::{ExportReport, StatReport};
 use crate::records::{EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo};
 use crate::util::progress::Progress;
@@ -86,13 +86,36 @@ impl Backend for PgBackend {
         "connect and prepare + loop + commit + close"
     }
 
-    /// None yet: the crash test kills its writer process, which leaves a
-    /// server (another process) untouched; killing the server itself is
-    /// described in docs/postgres.md as remaining work.
+    /// One UPDATE per transaction with `synchronous_commit` on or off; the
+    /// crash test SIGKILLs the server's processes (the client alone would
+    /// leave the writes to the server, untouched), then restarts it.
     fn crash_modes(&self) -> &'static [CrashMode] {
-        &[]
+        if self.0 == KIND_LO {
+            &CRASH_MODES_LO
+        } else {
+            &CRASH_MODES
+        }
+    }
+
+    /// Both kinds reap the same clusters; the second call finds none.
+    fn reap_killed(&self, workdir: &Path) -> Result<usize> {
+        server::reap_killed(workdir)
     }
 }
+
+const fn crash_mode(name: &'static str, description: &'static str, durable: bool) -> CrashMode {
+    CrashMode { name, description, write: CrashWrite::Commit { durable }, server: Some(server::kill_server) }
+}
+
+const CRASH_MODES: [CrashMode; 2] = [
+    crash_mode("postgres-durable", "PostgreSQL bytea, synchronous_commit=on, server SIGKILLed", true),
+    crash_mode("postgres-fast", "PostgreSQL bytea, synchronous_commit=off, server SIGKILLed", false),
+];
+
+const CRASH_MODES_LO: [CrashMode; 2] = [
+    crash_mode("postgres-lo-durable", "PostgreSQL large objects, synchronous_commit=on, server SIGKILLed", true),
+    crash_mode("postgres-lo-fast", "PostgreSQL large objects, synchronous_commit=off, server SIGKILLed", false),
+];
 
 /// The dataset at `path` opened for runs; the server starts (or is
 /// reached) in `survey` and stops when the engine is dropped.

@@ -37,24 +37,35 @@ fn kill_table(file: &ResultFile) -> String {
     );
     let _ = writeln!(
         o,
-        "datasets in {} ({fs}); one write = one blob, one transaction for SQLite and the key-value engines\n",
+        "datasets in {} ({fs}); one write = one blob, one transaction for SQLite and the engines\n",
         s.workdir
     );
     let _ = writeln!(
         o,
-        "{:<16}{:>6}{:>11}{:>7}{:>9}{:>6}{:>7}{:>9}{:>11}{:>11}",
-        "method", "kills", "integrity", "torn", "missing", "lost", "stray", "damaged", "whole old", "whole new"
+        "{:<20}{:>6}{:>11}{:>7}{:>9}{:>6}{:>8}{:>7}{:>9}{:>11}{:>11}",
+        "method",
+        "kills",
+        "integrity",
+        "torn",
+        "missing",
+        "lost",
+        "undone",
+        "stray",
+        "damaged",
+        "whole old",
+        "whole new"
     );
     for m in &s.methods {
         let _ = writeln!(
             o,
-            "{:<16}{:>6}{:>11}{:>7}{:>9}{:>6}{:>7}{:>9}{:>11}{:>11}",
+            "{:<20}{:>6}{:>11}{:>7}{:>9}{:>6}{:>8}{:>7}{:>9}{:>11}{:>11}",
             m.method,
             m.kills,
             m.integrity_failures,
             m.torn,
             m.missing,
             m.unexpected_version,
+            m.undone,
             m.stray_files,
             m.damaged_kills,
             m.intact_old,
@@ -125,6 +136,13 @@ fn power_cut_table(file: &ResultFile) -> String {
         );
     }
     o.push_str(crashtest::POWER_CUT_LEGEND);
+    if !s.not_on_layer.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nnot run on the layer: {} (a server's data directory cannot live on it: docs/crash-safety.md)",
+            s.not_on_layer.join(", ")
+        );
+    }
     fsync_failure_table(&mut o, &s.fsync_failure);
     if let Some(c) = &s.layer_cost {
         let us = |ns: u64| ns as f64 / 1000.0;
