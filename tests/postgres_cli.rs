@@ -59,6 +59,23 @@ fn durable_and_fast_commits_are_recorded_with_the_server_settings() {
 }
 
 #[test]
+fn a_cold_run_restarts_the_server_to_empty_shared_buffers() {
+    let dir = scratch();
+    let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));
+    kvtest_db(&db, 20, 1000);
+    ok(&["export", "--engine", "postgres", s(&db), s(&pg)]);
+    let starts = || {
+        let log = std::fs::read_to_string(pg.join(DATA_DIR).join("server.log")).unwrap();
+        log.matches("ready to accept connections").count()
+    };
+    let before = starts();
+    ok(&["run", s(&pg), "--count", "20", "--repeat", "3", "--cold"]);
+    assert_eq!(starts() - before, 1 + 3, "one start for the run, one restart before each cold run");
+    ok(&["run", s(&pg), "--count", "20", "--repeat", "3"]);
+    assert_eq!(starts() - before, 5, "a warm run starts the server once");
+}
+
+#[test]
 fn a_sigkilled_runs_server_is_stopped_by_the_next_run() {
     let dir = scratch();
     let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));

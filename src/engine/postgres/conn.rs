@@ -56,6 +56,11 @@ impl Server {
         }
     }
 
+    /// Stops the throwaway cluster now (its errors returned, unlike a drop's).
+    pub fn stop(mut self) -> Result<()> {
+        self.cluster.take().map_or(Ok(()), Cluster::stop)
+    }
+
     pub fn local(&self) -> bool {
         self.cluster.is_some()
     }

@@ -189,9 +189,9 @@ impl Engine for PgEngine {
         Ok(Box::new(session::PgSession::open(self.server()?, mode.write, self.kv)?))
     }
 
-    /// The cluster's files (a remote server's are not ours to evict). A
-    /// cold run drops them from the page cache; the server's own
-    /// `shared_buffers` keep what they hold.
+    /// The cluster's files (a remote server's are not ours to evict); a
+    /// cold run drops them from the page cache after
+    /// [`Engine::drop_own_caches`] emptied `shared_buffers`.
     fn cache_files(&self) -> Result<Vec<PathBuf>> {
         let data = self.path.join(server::DATA_DIR);
         if !data.is_dir() {
@@ -202,6 +202,20 @@ impl Engine for PgEngine {
 
     fn server_info(&self) -> Option<PgServerInfo> {
         PgEngine::server_info(self)
+    }
+
+    /// Restarts the throwaway cluster, which empties its `shared_buffers`
+    /// (a fast shutdown writes a checkpoint, then a new server starts, both
+    /// outside the timer). A server the user runs is left alone: its
+    /// buffers stay warm, and the run's `params.server` says it is remote.
+    fn drop_own_caches(&self) -> Result<()> {
+        let mut slot = self.server.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(server) = slot.take_if(|s| s.local()) else { return Ok(()) };
+        let server = Arc::try_unwrap(server)
+            .map_err(|_| Error::invalid("cannot restart the PostgreSQL server while a session uses it"))?;
+        server.stop()?;
+        drop(slot);
+        self.server().map(|_| ())
     }
 }
 
