@@ -148,6 +148,32 @@ fn a_sigkilled_server_keeps_every_durable_commit() {
 }
 
 #[test]
+fn a_full_disk_during_export_leaves_nothing_that_looks_complete() {
+    let dir = scratch();
+    let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));
+    kvtest_db(&db, 300, 100_000);
+    // A 20 MB file size limit on blobbench, inherited by the server: the
+    // table's file cannot grow past it (the 16 MB WAL segments fit), so
+    // COPY fails part way, as on a full disk.
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("blobbench"));
+    cmd.args(["export", "--engine", "postgres", s(&db), s(&pg)]).env_remove("RUST_BACKTRACE");
+    // SAFETY: setrlimit is async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            let limit = libc::rlimit { rlim_cur: 20_000_000, rlim_max: 20_000_000 };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let err = one_line_error(&cmd.output().unwrap());
+    assert!(err.contains("cannot copy the rows") && err.contains("disk space"), "{err}");
+    assert!(!pg.exists(), "no dataset under the target's name");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "the staging cluster is removed: only kv.db");
+}
+
+#[test]
 fn missing_server_programs_are_named_with_what_to_install() {
     let dir = scratch();
     let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));
@@ -200,6 +226,15 @@ fn bad_urls_and_servers_are_one_line_errors_that_change_nothing() {
     let mut client =
         postgres::Client::connect(&format!("host={socket} port=5432 user=blobbench dbname=postgres"), postgres::NoTls)
             .unwrap();
+    // A role that must give its password (scram), given the wrong one.
+    let hba = server_dir.join(DATA_DIR).join("pg_hba.conf");
+    let rules = std::fs::read_to_string(&hba).unwrap();
+    std::fs::write(&hba, format!("local all pw scram-sha-256\n{rules}")).unwrap();
+    client.batch_execute("CREATE ROLE pw LOGIN PASSWORD 'right'; SELECT pg_reload_conf()").unwrap();
+    let err = quick_error(&mut export(&url("pw:wrong")));
+    assert!(err.contains("password authentication failed"), "wrong password: {err}");
+    assert!(!err.contains("wrong"), "the password is not repeated: {err}");
+    assert!(!out.exists());
     client.batch_execute("CREATE TABLE blobbench_out (k int); INSERT INTO blobbench_out VALUES (7)").unwrap();
     let err = quick_error(&mut export(&url("blobbench")));
     assert!(err.contains("table blobbench_out exists and is not blobbench's"), "{err}");

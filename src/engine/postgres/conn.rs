@@ -215,7 +215,11 @@ pub(super) fn server_info(client: &mut Client, server: &Server) -> Result<PgServ
 /// One line: what failed, and the server's own message (or the socket's).
 pub(super) fn pg_error(label: &Path, what: &str, e: postgres::Error) -> Error {
     let why = match e.as_db_error() {
-        Some(db) => format!("{}: {}", db.severity(), db.message()),
+        // The hint says what to do ("Check free disk space.").
+        Some(db) => match db.hint() {
+            Some(hint) => format!("{}: {} ({hint})", db.severity(), db.message()),
+            None => format!("{}: {}", db.severity(), db.message()),
+        },
         None => {
             let mut s = e.to_string();
             let mut src = std::error::Error::source(&e);
