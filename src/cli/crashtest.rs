@@ -38,8 +38,9 @@ pub struct CrashtestArgs {
     pub label: super::output::LabelArg,
     /// Write methods, comma-separated: db-wal-normal, db-wal-full, db-delete, db-delete-extra, db-off,
     /// truncate[-fsync], inplace[-fsync], replace[-fsync], replace-fsync-dir, lmdb-durable, lmdb-fast,
-    /// redb-durable, redb-fast, fjall-durable, fjall-fast, or the groups all, db, files, kv.
-    #[arg(long, default_value = "all", value_parser = methods)]
+    /// redb-durable, redb-fast, fjall-durable, fjall-fast, postgres[-lo]-durable, postgres[-lo]-fast, or the
+    /// groups db, files, kv, server (PostgreSQL: its server is killed, about 4 s per kill), all.
+    #[arg(long, default_value = "db,files,kv", value_parser = methods)]
     pub method: Methods,
     /// Kills per method [default: 50, or 6 with --quick].
     #[arg(long, value_parser = count)]
