@@ -67,7 +67,7 @@ impl Drop for Writer {
 /// has that server killed first (the crash under test), then its client.
 pub fn run_and_kill(exe: &Path, spec: &WriterSpec, delay: Duration) -> Result<()> {
     let outcome = run_for(exe, spec, delay, spec.method.server_kill());
-    if let (Err(_), Some(kill)) = (&outcome, spec.method.server_kill()) {
+    if let (Err(_) | Ok(Some(_)), Some(kill)) = (&outcome, spec.method.server_kill()) {
         // The writer's server must not outlive a failed round.
         let _ = kill(&spec.path);
     }
