@@ -4,7 +4,8 @@
 # CHECKPOINT with neither table present). Prints seconds per export.
 # Needs: a server on PG_URL (user may create tables), psql on PATH or in
 # /usr/lib/postgresql/*/bin, and WORK holding c100k.db
-# (blobbench init c100k.db --count 100000 --size 10000).
+# (blobbench init c100k.db --count 100000 --size 10000). BLOBBENCH_B, if
+# set, is a second blobbench binary timed in the same rounds (an A/B).
 set -euo pipefail
 R=${BLOBBENCH:-$(pwd)/target/release/blobbench}
 U=${PG_URL:?set PG_URL to the server, e.g. postgresql://blobbench@/blobbench?host=DIR}
@@ -28,6 +29,11 @@ psql_copy() {
 for round in $(seq 1 "${ROUNDS:-3}"); do
   reset
   b=$(secs "$R" export --engine postgres c100k.db c100k --pg "$U")
+  if [ -n "${BLOBBENCH_B:-}" ]; then
+    reset
+    b2=$(secs "$BLOBBENCH_B" export --engine postgres c100k.db c100k --pg "$U")
+    b="${b} s, B ${b2}"
+  fi
   reset
   p=$(secs psql_copy)
   echo "round $round: blobbench export ${b} s, psql \\copy ${p} s"
