@@ -7,7 +7,7 @@ mod common;
 
 use assert_cmd::Command;
 use blobbench::records::EngineKind;
-use common::{engine_rows, kv_db, kv_rows};
+use common::{engine_rows, enterable_tempdir, kv_db, kv_rows};
 
 fn blobbench() -> Command {
     Command::cargo_bin("blobbench").unwrap()
@@ -21,17 +21,9 @@ const ENGINES: [(EngineKind, &str, &str); 5] = [
     (EngineKind::PostgresLo, "postgres-lo", "t.pglo"),
 ];
 
-/// A scratch directory the `postgres` user can enter (as root the
-/// throwaway cluster runs as it).
-fn scratch() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    dir
-}
-
 #[test]
 fn export_run_and_stat_each_engine() {
-    let tmp = scratch();
+    let tmp = enterable_tempdir();
     let db = tmp.path().join("kv.db");
     kv_db(&db, 60);
     let want = kv_rows(&db);
@@ -70,7 +62,7 @@ fn export_run_and_stat_each_engine() {
 
 #[test]
 fn suite_adds_the_engines() {
-    let tmp = scratch();
+    let tmp = enterable_tempdir();
     let out = tmp.path().join("rep");
     blobbench()
         .args(["suite", "--quick", "--count", "300", "--engines", "lmdb,redb,fjall,postgres,postgres-lo", "--workdir"])

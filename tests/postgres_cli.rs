@@ -1,24 +1,18 @@
 //! PostgreSQL end to end, on real throwaway clusters (PostgreSQL's server
 //! programs must be installed: `.ci/run` installs them; without them these
-//! tests fail, they never skip): durable and fast commits recorded, a
-//! SIGKILLed run's server stopped by the next run, and the bad input of the
-//! issue, each a one-line error that changes nothing of the user's.
+//! tests fail, they never skip): durable and fast commits recorded, a cold
+//! run's server restart, a SIGKILLed run's server stopped by the next run,
+//! the crash test killing the server (no durable commit lost), and the bad
+//! input of the issue (a full disk during export, wrong credentials...),
+//! each a one-line error that changes nothing of the user's.
 
 mod common;
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use blobbench::engine::postgres::server::{alive, Cluster, DATA_DIR};
-use common::{blobbench, kvtest_db, ok, one_line_error, valid_results};
-
-/// A scratch directory the `postgres` user can enter (tests run as root).
-fn scratch() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    dir
-}
+use common::{blobbench, enterable_tempdir, kvtest_db, ok, one_line_error, valid_results};
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -40,7 +34,7 @@ fn quick_error(cmd: &mut assert_cmd::Command) -> String {
 
 #[test]
 fn durable_and_fast_commits_are_recorded_with_the_server_settings() {
-    let dir = scratch();
+    let dir = enterable_tempdir();
     let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));
     kvtest_db(&db, 50, 3000);
     ok(&["export", "--engine", "postgres", s(&db), s(&pg)]);
@@ -60,7 +54,7 @@ fn durable_and_fast_commits_are_recorded_with_the_server_settings() {
 
 #[test]
 fn a_cold_run_restarts_the_server_to_empty_shared_buffers() {
-    let dir = scratch();
+    let dir = enterable_tempdir();
     let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));
     kvtest_db(&db, 20, 1000);
     ok(&["export", "--engine", "postgres", s(&db), s(&pg)]);
@@ -77,7 +71,7 @@ fn a_cold_run_restarts_the_server_to_empty_shared_buffers() {
 
 #[test]
 fn a_sigkilled_runs_server_is_stopped_by_the_next_run() {
-    let dir = scratch();
+    let dir = enterable_tempdir();
     let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));
     kvtest_db(&db, 20, 1000);
     ok(&["export", "--engine", "postgres-lo", s(&db), s(&pg)]);
@@ -105,7 +99,7 @@ fn a_sigkilled_runs_server_is_stopped_by_the_next_run() {
 
 #[test]
 fn a_sigkilled_server_keeps_every_durable_commit() {
-    let dir = scratch();
+    let dir = enterable_tempdir();
     let json = dir.path().join("crash.json");
     let (kills, count) = ("3", "20");
     let out = ok(&[
@@ -149,7 +143,7 @@ fn a_sigkilled_server_keeps_every_durable_commit() {
 
 #[test]
 fn a_full_disk_during_export_leaves_nothing_that_looks_complete() {
-    let dir = scratch();
+    let dir = enterable_tempdir();
     let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));
     kvtest_db(&db, 300, 100_000);
     // A 20 MB file size limit on blobbench, inherited by the server: the
@@ -175,7 +169,7 @@ fn a_full_disk_during_export_leaves_nothing_that_looks_complete() {
 
 #[test]
 fn missing_server_programs_are_named_with_what_to_install() {
-    let dir = scratch();
+    let dir = enterable_tempdir();
     let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));
     kvtest_db(&db, 5, 100);
     let err = quick_error(blobbench().env("PATH", "/nonexistent").env("BLOBBENCH_PG_LIB", "/nonexistent").args([
@@ -192,7 +186,7 @@ fn missing_server_programs_are_named_with_what_to_install() {
 
 #[test]
 fn bad_urls_and_servers_are_one_line_errors_that_change_nothing() {
-    let dir = scratch();
+    let dir = enterable_tempdir();
     let db = dir.path().join("kv.db");
     kvtest_db(&db, 5, 100);
     let out = dir.path().join("out");

@@ -251,6 +251,14 @@ pub fn hold(kind: EngineKind, path: &Path) -> Box<dyn std::any::Any> {
     }
 }
 
+/// A scratch directory the `postgres` user can enter: as root the
+/// throwaway PostgreSQL cluster runs as it (tests run as root in CI).
+pub fn enterable_tempdir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    dir
+}
+
 /// Runs blobbench with `args`; asserts success and returns stdout.
 pub fn ok(args: &[&str]) -> String {
     let out = blobbench().args(args).output().unwrap();
