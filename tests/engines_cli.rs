@@ -7,21 +7,23 @@ mod common;
 
 use assert_cmd::Command;
 use blobbench::records::EngineKind;
-use common::{engine_rows, kv_db, kv_rows};
+use common::{engine_rows, enterable_tempdir, kv_db, kv_rows};
 
 fn blobbench() -> Command {
     Command::cargo_bin("blobbench").unwrap()
 }
 
-const ENGINES: [(EngineKind, &str, &str); 3] = [
+const ENGINES: [(EngineKind, &str, &str); 5] = [
     (EngineKind::Lmdb, "lmdb", "t.lmdb"),
     (EngineKind::Redb, "redb", "t.redb"),
     (EngineKind::Fjall, "fjall", "t.fjall"),
+    (EngineKind::Postgres, "postgres", "t.pg"),
+    (EngineKind::PostgresLo, "postgres-lo", "t.pglo"),
 ];
 
 #[test]
 fn export_run_and_stat_each_engine() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = enterable_tempdir();
     let db = tmp.path().join("kv.db");
     kv_db(&db, 60);
     let want = kv_rows(&db);
@@ -43,7 +45,9 @@ fn export_run_and_stat_each_engine() {
             assert!(out.status.success(), "{name} --kv-sync {sync}: {}", String::from_utf8_lossy(&out.stderr));
             // The timer covers the session's open, commit and close, and says so.
             let text = String::from_utf8_lossy(&out.stdout);
-            assert!(text.contains("timer (kvtest's total): open + loop + commit + close"), "{name}: {text}");
+            let open = if kind.is_server() { "connect and prepare" } else { "open" };
+            let covers = format!("timer (kvtest's total): {open} + loop + commit + close");
+            assert!(text.contains(&covers), "{name}: {text}");
         }
         let after = engine_rows(kind, &t);
         assert_eq!(after.len(), want.len(), "{name}: writes keep every key");
@@ -58,10 +62,10 @@ fn export_run_and_stat_each_engine() {
 
 #[test]
 fn suite_adds_the_engines() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = enterable_tempdir();
     let out = tmp.path().join("rep");
     blobbench()
-        .args(["suite", "--quick", "--count", "300", "--engines", "lmdb,redb,fjall", "--workdir"])
+        .args(["suite", "--quick", "--count", "300", "--engines", "lmdb,redb,fjall,postgres,postgres-lo", "--workdir"])
         .arg(tmp.path())
         .arg("--out")
         .arg(&out)
@@ -77,7 +81,12 @@ fn suite_adds_the_engines() {
         assert!(usage.contains(&name), "no disk usage row for {name}: {usage:?}");
     }
     let chart = std::fs::read_to_string(out.join("charts/engines-read.svg")).expect("the engines' read chart");
-    for title in ["LMDB", "redb", "fjall"] {
+    for title in ["LMDB", "redb", "fjall", "PostgreSQL"] {
         assert!(chart.contains(title), "{title} missing from the read chart");
     }
+    for name in ["postgres", "postgres-lo"] {
+        let floor = format!("roundtrip/{name}");
+        assert!(ids.contains(&floor.as_str()), "missing {floor} in {ids:?}");
+    }
+    assert!(chart.contains("SELECT 1 round trip"), "the round-trip floor stands beside the reads");
 }

@@ -1,24 +1,18 @@
 //! PostgreSQL end to end, on real throwaway clusters (PostgreSQL's server
 //! programs must be installed: `.ci/run` installs them; without them these
-//! tests fail, they never skip): durable and fast commits recorded, a
-//! SIGKILLed run's server stopped by the next run, and the bad input of the
-//! issue, each a one-line error that changes nothing of the user's.
+//! tests fail, they never skip): durable and fast commits recorded, a cold
+//! run's server restart, a SIGKILLed run's server stopped by the next run,
+//! the crash test killing the server (no durable commit lost), and the bad
+//! input of the issue (a full disk during export, wrong credentials...),
+//! each a one-line error that changes nothing of the user's.
 
 mod common;
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use blobbench::engine::postgres::server::{alive, Cluster, DATA_DIR};
-use common::{blobbench, kvtest_db, ok, one_line_error, valid_results};
-
-/// A scratch directory the `postgres` user can enter (tests run as root).
-fn scratch() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    dir
-}
+use common::{blobbench, enterable_tempdir, kvtest_db, ok, one_line_error, valid_results};
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -40,7 +34,7 @@ fn quick_error(cmd: &mut assert_cmd::Command) -> String {
 
 #[test]
 fn durable_and_fast_commits_are_recorded_with_the_server_settings() {
-    let dir = scratch();
+    let dir = enterable_tempdir();
     let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));
     kvtest_db(&db, 50, 3000);
     ok(&["export", "--engine", "postgres", s(&db), s(&pg)]);
@@ -59,8 +53,25 @@ fn durable_and_fast_commits_are_recorded_with_the_server_settings() {
 }
 
 #[test]
+fn a_cold_run_restarts_the_server_to_empty_shared_buffers() {
+    let dir = enterable_tempdir();
+    let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));
+    kvtest_db(&db, 20, 1000);
+    ok(&["export", "--engine", "postgres", s(&db), s(&pg)]);
+    let starts = || {
+        let log = std::fs::read_to_string(pg.join(DATA_DIR).join("server.log")).unwrap();
+        log.matches("ready to accept connections").count()
+    };
+    let before = starts();
+    ok(&["run", s(&pg), "--count", "20", "--repeat", "3", "--cold"]);
+    assert_eq!(starts() - before, 1 + 3, "one start for the run, one restart before each cold run");
+    ok(&["run", s(&pg), "--count", "20", "--repeat", "3"]);
+    assert_eq!(starts() - before, 5, "a warm run starts the server once");
+}
+
+#[test]
 fn a_sigkilled_runs_server_is_stopped_by_the_next_run() {
-    let dir = scratch();
+    let dir = enterable_tempdir();
     let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));
     kvtest_db(&db, 20, 1000);
     ok(&["export", "--engine", "postgres-lo", s(&db), s(&pg)]);
@@ -87,8 +98,78 @@ fn a_sigkilled_runs_server_is_stopped_by_the_next_run() {
 }
 
 #[test]
+fn a_sigkilled_server_keeps_every_durable_commit() {
+    let dir = enterable_tempdir();
+    let json = dir.path().join("crash.json");
+    let (kills, count) = ("3", "20");
+    let out = ok(&[
+        "crashtest",
+        "--method",
+        "server",
+        "--kills",
+        kills,
+        "--count",
+        count,
+        "--workdir",
+        s(dir.path()),
+        "--json",
+        s(&json),
+    ]);
+    let file = blobbench::results::read(&json).unwrap();
+    let section = file.crashtest.expect("a crashtest section");
+    let names: Vec<&str> = section.methods.iter().map(|m| m.method.as_str()).collect();
+    assert_eq!(names, ["postgres-durable", "postgres-fast", "postgres-lo-durable", "postgres-lo-fast"]);
+    for m in &section.methods {
+        assert!(out.contains(&m.method), "{} is in the table:\n{out}", m.method);
+        assert_eq!(m.kills, 3, "{}", m.method);
+        assert_eq!(m.integrity_failures, 0, "{}: the restarted server recovered", m.method);
+        assert_eq!((m.torn, m.missing, m.unexpected_version), (0, 0, 0), "{}", m.method);
+        assert_eq!(m.intact_old + m.intact_new, 60, "{}", m.method);
+        if m.method.ends_with("-durable") {
+            assert!(m.acknowledges_durability, "{}", m.method);
+            assert_eq!(m.undone, 0, "{}: synchronous_commit=on loses no acknowledged commit", m.method);
+            assert!(m.intact_new > 0, "{}: killed while writing, not before", m.method);
+        }
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "only the JSON is left");
+    let err = one_line_error(
+        &blobbench()
+            .args(["crashtest", "--power-cut", "--method", "postgres-fast", "--workdir", s(dir.path())])
+            .output()
+            .unwrap(),
+    );
+    assert!(err.contains("cannot run on the power-cut layer"), "{err}");
+}
+
+#[test]
+fn a_full_disk_during_export_leaves_nothing_that_looks_complete() {
+    let dir = enterable_tempdir();
+    let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));
+    kvtest_db(&db, 300, 100_000);
+    // A 20 MB file size limit on blobbench, inherited by the server: the
+    // table's file cannot grow past it (the 16 MB WAL segments fit), so
+    // COPY fails part way, as on a full disk.
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("blobbench"));
+    cmd.args(["export", "--engine", "postgres", s(&db), s(&pg)]).env_remove("RUST_BACKTRACE");
+    // SAFETY: setrlimit is async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            let limit = libc::rlimit { rlim_cur: 20_000_000, rlim_max: 20_000_000 };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let err = one_line_error(&cmd.output().unwrap());
+    assert!(err.contains("cannot copy the rows") && err.contains("disk space"), "{err}");
+    assert!(!pg.exists(), "no dataset under the target's name");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "the staging cluster is removed: only kv.db");
+}
+
+#[test]
 fn missing_server_programs_are_named_with_what_to_install() {
-    let dir = scratch();
+    let dir = enterable_tempdir();
     let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));
     kvtest_db(&db, 5, 100);
     let err = quick_error(blobbench().env("PATH", "/nonexistent").env("BLOBBENCH_PG_LIB", "/nonexistent").args([
@@ -105,7 +186,7 @@ fn missing_server_programs_are_named_with_what_to_install() {
 
 #[test]
 fn bad_urls_and_servers_are_one_line_errors_that_change_nothing() {
-    let dir = scratch();
+    let dir = enterable_tempdir();
     let db = dir.path().join("kv.db");
     kvtest_db(&db, 5, 100);
     let out = dir.path().join("out");
@@ -139,6 +220,15 @@ fn bad_urls_and_servers_are_one_line_errors_that_change_nothing() {
     let mut client =
         postgres::Client::connect(&format!("host={socket} port=5432 user=blobbench dbname=postgres"), postgres::NoTls)
             .unwrap();
+    // A role that must give its password (scram), given the wrong one.
+    let hba = server_dir.join(DATA_DIR).join("pg_hba.conf");
+    let rules = std::fs::read_to_string(&hba).unwrap();
+    std::fs::write(&hba, format!("local all pw scram-sha-256\n{rules}")).unwrap();
+    client.batch_execute("CREATE ROLE pw LOGIN PASSWORD 'right'; SELECT pg_reload_conf()").unwrap();
+    let err = quick_error(&mut export(&url("pw:wrong")));
+    assert!(err.contains("password authentication failed"), "wrong password: {err}");
+    assert!(!err.contains("wrong"), "the password is not repeated: {err}");
+    assert!(!out.exists());
     client.batch_execute("CREATE TABLE blobbench_out (k int); INSERT INTO blobbench_out VALUES (7)").unwrap();
     let err = quick_error(&mut export(&url("blobbench")));
     assert!(err.contains("table blobbench_out exists and is not blobbench's"), "{err}");

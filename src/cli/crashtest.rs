@@ -38,8 +38,9 @@ pub struct CrashtestArgs {
     pub label: super::output::LabelArg,
     /// Write methods, comma-separated: db-wal-normal, db-wal-full, db-delete, db-delete-extra, db-off,
     /// truncate[-fsync], inplace[-fsync], replace[-fsync], replace-fsync-dir, lmdb-durable, lmdb-fast,
-    /// redb-durable, redb-fast, fjall-durable, fjall-fast, or the groups all, db, files, kv.
-    #[arg(long, default_value = "all", value_parser = methods)]
+    /// redb-durable, redb-fast, fjall-durable, fjall-fast, postgres[-lo]-durable, postgres[-lo]-fast, or the
+    /// groups db, files, kv, server (PostgreSQL: its server is killed, about 4 s per kill), all.
+    #[arg(long, default_value = "db,files,kv", value_parser = methods)]
     pub method: Methods,
     /// Kills per method [default: 50, or 6 with --quick].
     #[arg(long, value_parser = count)]
@@ -103,13 +104,13 @@ pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
         .broken_promises()
         .map(|m| {
             format!(
-                "{} ({} integrity failures, {} torn, {} missing, {} lost)",
-                m.method, m.integrity_failures, m.torn, m.missing, m.unexpected_version
+                "{} ({} integrity failures, {} torn, {} missing, {} lost, {} undone)",
+                m.method, m.integrity_failures, m.torn, m.missing, m.unexpected_version, m.undone
             )
         })
         .collect();
     if !broken.is_empty() {
-        bail!("a journaled SQLite method was damaged by a process kill: {}", broken.join("; "));
+        bail!("a method that promises atomic or durable commits was damaged by a kill: {}", broken.join("; "));
     }
     Ok(())
 }

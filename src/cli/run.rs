@@ -301,6 +301,8 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
     let verb = match opts.mix {
         Some(_) => "op",
         None if opts.update => "write",
+        // A round trip with no work (SELECT 1), the floor under each read.
+        None if opts.round_trip => "round trip",
         None => "read",
     };
     if let Some(s) = &report.sqlite_stats {

@@ -203,6 +203,7 @@ impl RunArm {
 
     /// Empties the page cache of the engine's files (listed once).
     fn evict_now(&mut self) -> Result<EvictionReport> {
+        self.engine.drop_own_caches()?;
         let files = match &mut self.cache_files {
             Some(f) => f,
             none => none.insert(self.engine.cache_files()?),
@@ -314,6 +315,7 @@ impl Arm for RunArm {
 pub(crate) fn lazy_eviction(engine: &dyn Engine) -> impl FnMut() -> Result<EvictionReport> + '_ {
     let mut files: Option<Vec<PathBuf>> = None;
     move || {
+        engine.drop_own_caches()?;
         let files = match &mut files {
             Some(f) => f,
             none => none.insert(engine.cache_files()?),

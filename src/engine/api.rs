@@ -64,6 +64,14 @@ pub trait Engine: Send + Sync {
     /// Every file whose pages a cold run must drop from the page cache.
     fn cache_files(&self) -> Result<Vec<PathBuf>>;
 
+    /// Empties the caches a cold run must not find warm beyond the page
+    /// cache (a database server's own buffers); called before the page
+    /// cache is emptied, outside every timer. Nothing for the in-process
+    /// engines, whose sessions start with empty caches.
+    fn drop_own_caches(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// Checks after the timed runs that can still invalidate their figures
     /// (values that are not blobs). Outside every timer.
     fn verify_after_reads(&self) -> Result<()> {

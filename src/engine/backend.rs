@@ -46,13 +46,21 @@ pub enum CrashWrite {
     Commit { durable: bool },
 }
 
+/// SIGKILLs every process of the server holding the dataset at the given
+/// path, as a server crash would end them, and waits until they are gone.
+/// Nothing when no server runs there.
+pub type ServerKill = fn(&Path) -> Result<()>;
+
 /// One write mode of the crash test: its name on the command line, what it
-/// is, and how it writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// is, how it writes, and, for an engine whose writes a server makes, how
+/// that server is killed (killing only the client would leave the writes
+/// to the server, untouched).
+#[derive(Debug, Clone, Copy)]
 pub struct CrashMode {
     pub name: &'static str,
     pub description: &'static str,
     pub write: CrashWrite,
+    pub server: Option<ServerKill>,
 }
 
 /// One engine kind. Every method is required, so a new engine that forgets
@@ -94,4 +102,9 @@ pub trait Backend: Sync {
     /// The crash test's write modes through this engine (none is a choice,
     /// stated by returning an empty list).
     fn crash_modes(&self) -> &'static [CrashMode];
+
+    /// Ends what killed blobbench runs left running in the work
+    /// directories directly under `workdir` (a server whose owner died);
+    /// a study calls it before it makes its own. Returns how many it ended.
+    fn reap_killed(&self, workdir: &Path) -> Result<usize>;
 }

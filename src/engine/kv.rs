@@ -84,13 +84,28 @@ impl Backend for KvBackend {
     fn crash_modes(&self) -> &'static [CrashMode] {
         self.crash_modes
     }
+
+    /// An embedded engine leaves no process behind.
+    fn reap_killed(&self, _workdir: &Path) -> Result<usize> {
+        Ok(0)
+    }
 }
 
 /// The crash test's two modes of a key-value engine.
 pub(super) const fn crash_modes(names: [&'static str; 2], descriptions: [&'static str; 2]) -> [CrashMode; 2] {
     [
-        CrashMode { name: names[0], description: descriptions[0], write: CrashWrite::Commit { durable: true } },
-        CrashMode { name: names[1], description: descriptions[1], write: CrashWrite::Commit { durable: false } },
+        CrashMode {
+            name: names[0],
+            description: descriptions[0],
+            write: CrashWrite::Commit { durable: true },
+            server: None,
+        },
+        CrashMode {
+            name: names[1],
+            description: descriptions[1],
+            write: CrashWrite::Commit { durable: false },
+            server: None,
+        },
     ]
 }
 

@@ -110,6 +110,12 @@ pub fn build_with(
     backend(kind).build(db, target, force, settings, progress)
 }
 
+/// Ends what killed runs of any engine left running under `workdir` (see
+/// [`Backend::reap_killed`]); returns how many.
+pub fn reap_killed(workdir: &Path) -> Result<usize> {
+    BACKENDS.iter().try_fold(0, |n, b| Ok(n + b.reap_killed(workdir)?))
+}
+
 /// Describes the dataset at `path`. `vacuum` rebuilds a database first (as
 /// kvtest's --vacuum), which rewrites the file: only on request.
 pub fn stat(path: &Path, vacuum: bool) -> Result<StatReport> {

@@ -90,6 +90,12 @@ impl EngineKind {
     pub fn is_key_value(self) -> bool {
         EngineKind::KEY_VALUE.contains(&self)
     }
+
+    /// A database server makes the writes and answers the reads (a round
+    /// trip per operation; `run --round-trip` measures its floor).
+    pub fn is_server(self) -> bool {
+        matches!(self, EngineKind::Postgres | EngineKind::PostgresLo)
+    }
 }
 
 /// How blobs are read out of a database.

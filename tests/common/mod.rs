@@ -144,6 +144,21 @@ pub fn engine_rows(kind: EngineKind, path: &Path) -> Vec<(u32, Vec<u8>)> {
             let ks = db.keyspace("blobs", fjall::KeyspaceCreateOptions::default).unwrap();
             ks.iter().map(|g| g.into_inner().unwrap()).map(|(k, v)| (key(&k), v.to_vec())).collect()
         }
+        EngineKind::Postgres | EngineKind::PostgresLo => {
+            let cluster = blobbench::engine::postgres::server::Cluster::start(path).unwrap();
+            let socket = cluster.socket_dir().to_str().unwrap().to_string();
+            let mut client = postgres::Client::connect(
+                &format!("host={socket} port=5432 user=blobbench dbname=blobbench"),
+                postgres::NoTls,
+            )
+            .unwrap();
+            let value = if kind == EngineKind::Postgres { "v" } else { "lo_get(o)" };
+            let rows = client.query(&format!("SELECT k, {value} FROM kv ORDER BY k"), &[]).unwrap();
+            let rows = rows.iter().map(|r| (r.get::<_, i64>(0) as u32, r.get::<_, Vec<u8>>(1))).collect();
+            drop(client);
+            cluster.stop().unwrap();
+            rows
+        }
         other => panic!("{other:?} is not a key-value engine"),
     }
 }
@@ -234,6 +249,14 @@ pub fn hold(kind: EngineKind, path: &Path) -> Box<dyn std::any::Any> {
         EngineKind::Fjall => Box::new(fjall::Database::builder(path).open().unwrap()),
         other => panic!("{other:?} is not a key-value engine"),
     }
+}
+
+/// A scratch directory the `postgres` user can enter: as root the
+/// throwaway PostgreSQL cluster runs as it (tests run as root in CI).
+pub fn enterable_tempdir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    dir
 }
 
 /// Runs blobbench with `args`; asserts success and returns stdout.

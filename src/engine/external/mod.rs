@@ -68,6 +68,11 @@ impl Backend for ExternalBackend {
     fn crash_modes(&self) -> &'static [CrashMode] {
         &[]
     }
+
+    /// An embedded engine leaves no process behind.
+    fn reap_killed(&self, _workdir: &Path) -> Result<usize> {
+        Ok(0)
+    }
 }
 
 /// External blobs: a database of names (`names.db`) and the files it names

@@ -98,6 +98,11 @@ impl Backend for FilesBackend {
             &[]
         }
     }
+
+    /// An embedded engine leaves no process behind.
+    fn reap_killed(&self, _workdir: &Path) -> Result<usize> {
+        Ok(0)
+    }
 }
 
 const fn files_mode(
@@ -107,7 +112,7 @@ const fn files_mode(
     fsync: bool,
     sync_dir: bool,
 ) -> CrashMode {
-    CrashMode { name, description, write: CrashWrite::Files { write, fsync, sync_dir } }
+    CrashMode { name, description, write: CrashWrite::Files { write, fsync, sync_dir }, server: None }
 }
 
 const CRASH_MODES: &[CrashMode] = &[

@@ -226,6 +226,11 @@ fn fill(
 /// `COPY table (k, v) FROM STDIN (FORMAT binary)`: PostgreSQL's binary copy
 /// format, a header, one tuple per row (field count, then each field's
 /// length and big-endian bytes), and the -1 trailer.
+///
+/// A reader thread encodes the rows out of SQLite into 1 MiB chunks while
+/// this thread sends the previous ones (one CopyData message each), so
+/// reading the source and feeding the server overlap; the chunks go back
+/// to the reader for reuse.
 fn copy_binary(
     client: &mut Client,
     label: &Path,
@@ -233,24 +238,48 @@ fn copy_binary(
     db: &Path,
     progress: &dyn Progress,
 ) -> Result<(u64, u64)> {
+    const CHUNK: usize = 1 << 20;
     let err = |e| pg_error(label, "cannot copy the rows", e);
     let io_err = |e: std::io::Error| Error::bad_input(label, format!("cannot copy the rows: {e}"));
-    let copy = client.copy_in(&format!("COPY {table} (k, v) FROM STDIN (FORMAT binary)")).map_err(err)?;
-    // 1 MiB per CopyData message: the writer sends one message per write
-    // past 4 KiB, and each send is a turn of the client's runtime.
-    let mut w = std::io::BufWriter::with_capacity(1 << 20, copy);
-    w.write_all(b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0").map_err(io_err)?;
-    let counts = copy_rows(db, progress, &mut |k, v| {
-        let len = i32::try_from(v.len()).map_err(|_| Error::bad_input(db, format!("blob {k} is over 2 GB")))?;
-        let mut head = [0u8; 18];
-        head[..2].copy_from_slice(&2i16.to_be_bytes());
-        head[2..6].copy_from_slice(&8i32.to_be_bytes());
-        head[6..14].copy_from_slice(&i64::from(k).to_be_bytes());
-        head[14..].copy_from_slice(&len.to_be_bytes());
-        w.write_all(&head).and_then(|_| w.write_all(v)).map_err(io_err)
+    let mut copy = client.copy_in(&format!("COPY {table} (k, v) FROM STDIN (FORMAT binary)")).map_err(err)?;
+    let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
+    let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    let counts = std::thread::scope(|scope| {
+        let reader = scope.spawn(move || {
+            let gone = || Error::invalid("the COPY stopped");
+            let mut chunk = Vec::with_capacity(CHUNK);
+            chunk.extend_from_slice(b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0");
+            let counts = copy_rows(db, progress, &mut |k, v| {
+                let len = i32::try_from(v.len()).map_err(|_| Error::bad_input(db, format!("blob {k} is over 2 GB")))?;
+                chunk.extend_from_slice(&2i16.to_be_bytes());
+                chunk.extend_from_slice(&8i32.to_be_bytes());
+                chunk.extend_from_slice(&i64::from(k).to_be_bytes());
+                chunk.extend_from_slice(&len.to_be_bytes());
+                chunk.extend_from_slice(v);
+                if chunk.len() >= CHUNK {
+                    let mut next = empty_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(CHUNK));
+                    next.clear();
+                    full_tx.send(std::mem::replace(&mut chunk, next)).map_err(|_| gone())?;
+                }
+                Ok(())
+            })?;
+            chunk.extend_from_slice(&(-1i16).to_be_bytes());
+            full_tx.send(chunk).map_err(|_| gone())?;
+            Ok::<_, Error>(counts)
+        });
+        let mut sent = Ok(());
+        for chunk in full_rx {
+            sent = copy.write_all(&chunk).map_err(io_err);
+            if sent.is_err() {
+                break; // dropping the receiver stops the reader
+            }
+            let _ = empty_tx.send(chunk);
+        }
+        let read = reader.join().unwrap_or_else(|_| Err(Error::invalid("the COPY's reader thread panicked")));
+        // The server's error first: the reader then only saw the COPY stop.
+        sent.and(read)
     })?;
-    w.write_all(&(-1i16).to_be_bytes()).map_err(io_err)?;
-    w.into_inner().map_err(|e| io_err(e.into_error()))?.finish().map_err(err)?;
+    copy.finish().map_err(err)?;
     Ok(counts)
 }
 

@@ -56,6 +56,11 @@ impl Server {
         }
     }
 
+    /// Stops the throwaway cluster now (its errors returned, unlike a drop's).
+    pub fn stop(mut self) -> Result<()> {
+        self.cluster.take().map_or(Ok(()), Cluster::stop)
+    }
+
     pub fn local(&self) -> bool {
         self.cluster.is_some()
     }
@@ -210,7 +215,11 @@ pub(super) fn server_info(client: &mut Client, server: &Server) -> Result<PgServ
 /// One line: what failed, and the server's own message (or the socket's).
 pub(super) fn pg_error(label: &Path, what: &str, e: postgres::Error) -> Error {
     let why = match e.as_db_error() {
-        Some(db) => format!("{}: {}", db.severity(), db.message()),
+        // The hint says what to do ("Check free disk space.").
+        Some(db) => match db.hint() {
+            Some(hint) => format!("{}: {} ({hint})", db.severity(), db.message()),
+            None => format!("{}: {}", db.severity(), db.message()),
+        },
         None => {
             let mut s = e.to_string();
             let mut src = std::error::Error::source(&e);

@@ -32,7 +32,7 @@ use descriptor::detect;
 pub use stat::stat;
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
-use crate::engine::backend::{Backend, Claim, CrashMode, Probe};
+use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, Probe};
 use crate::engine::report::{ExportReport, StatReport};
 use crate::records::{EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo};
 use crate::util::progress::Progress;
@@ -86,13 +86,36 @@ impl Backend for PgBackend {
         "connect and prepare + loop + commit + close"
     }
 
-    /// None yet: the crash test kills its writer process, which leaves a
-    /// server (another process) untouched; killing the server itself is
-    /// described in docs/postgres.md as remaining work.
+    /// One UPDATE per transaction with `synchronous_commit` on or off; the
+    /// crash test SIGKILLs the server's processes (the client alone would
+    /// leave the writes to the server, untouched), then restarts it.
     fn crash_modes(&self) -> &'static [CrashMode] {
-        &[]
+        if self.0 == KIND_LO {
+            &CRASH_MODES_LO
+        } else {
+            &CRASH_MODES
+        }
+    }
+
+    /// Both kinds reap the same clusters; the second call finds none.
+    fn reap_killed(&self, workdir: &Path) -> Result<usize> {
+        server::reap_killed(workdir)
     }
 }
+
+const fn crash_mode(name: &'static str, description: &'static str, durable: bool) -> CrashMode {
+    CrashMode { name, description, write: CrashWrite::Commit { durable }, server: Some(server::kill_server) }
+}
+
+const CRASH_MODES: [CrashMode; 2] = [
+    crash_mode("postgres-durable", "PostgreSQL bytea, synchronous_commit=on, server SIGKILLed", true),
+    crash_mode("postgres-fast", "PostgreSQL bytea, synchronous_commit=off, server SIGKILLed", false),
+];
+
+const CRASH_MODES_LO: [CrashMode; 2] = [
+    crash_mode("postgres-lo-durable", "PostgreSQL large objects, synchronous_commit=on, server SIGKILLed", true),
+    crash_mode("postgres-lo-fast", "PostgreSQL large objects, synchronous_commit=off, server SIGKILLed", false),
+];
 
 /// The dataset at `path` opened for runs; the server starts (or is
 /// reached) in `survey` and stops when the engine is dropped.
@@ -166,9 +189,9 @@ impl Engine for PgEngine {
         Ok(Box::new(session::PgSession::open(self.server()?, mode.write, self.kv)?))
     }
 
-    /// The cluster's files (a remote server's are not ours to evict). A
-    /// cold run drops them from the page cache; the server's own
-    /// `shared_buffers` keep what they hold.
+    /// The cluster's files (a remote server's are not ours to evict); a
+    /// cold run drops them from the page cache after
+    /// [`Engine::drop_own_caches`] emptied `shared_buffers`.
     fn cache_files(&self) -> Result<Vec<PathBuf>> {
         let data = self.path.join(server::DATA_DIR);
         if !data.is_dir() {
@@ -179,6 +202,20 @@ impl Engine for PgEngine {
 
     fn server_info(&self) -> Option<PgServerInfo> {
         PgEngine::server_info(self)
+    }
+
+    /// Restarts the throwaway cluster, which empties its `shared_buffers`
+    /// (a fast shutdown writes a checkpoint, then a new server starts, both
+    /// outside the timer). A server the user runs is left alone: its
+    /// buffers stay warm, and the run's `params.server` says it is remote.
+    fn drop_own_caches(&self) -> Result<()> {
+        let mut slot = self.server.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(server) = slot.take_if(|s| s.local()) else { return Ok(()) };
+        let server = Arc::try_unwrap(server)
+            .map_err(|_| Error::invalid("cannot restart the PostgreSQL server while a session uses it"))?;
+        server.stop()?;
+        drop(slot);
+        self.server().map(|_| ())
     }
 }
 

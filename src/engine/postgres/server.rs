@@ -221,24 +221,81 @@ pub fn alive(pid: i32) -> bool {
     stat.rsplit_once(") ").is_none_or(|(_, rest)| !rest.starts_with('Z'))
 }
 
-/// Stops every cluster a killed blobbench left running in the directories
-/// directly under `workdir` (a study's work directories): called before a
-/// study makes its own. Returns how many were stopped.
+/// Stops every cluster a killed blobbench left running in the work
+/// directories directly under `workdir` (`blobbench-*` of the studies,
+/// `.blobbench-*` of the crash test), at their datasets or one level
+/// deeper (the crash test's `METHOD/kv`): called before a study makes its
+/// own. Returns how many were stopped.
 pub fn reap_killed(workdir: &Path) -> Result<usize> {
     let mut stopped = 0;
     let Ok(entries) = std::fs::read_dir(workdir) else { return Ok(0) };
-    for work in entries.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("blobbench-")) {
+    let is_work = |n: &str| n.strip_prefix('.').unwrap_or(n).starts_with("blobbench-");
+    for work in entries.flatten().filter(|e| is_work(&e.file_name().to_string_lossy())) {
         let Ok(datasets) = std::fs::read_dir(work.path()) else { continue };
         for d in datasets.flatten() {
-            let data = d.path().join(DATA_DIR);
-            let owner = std::fs::read_to_string(d.path().join(OWNER)).ok().and_then(|s| s.trim().parse::<i32>().ok());
-            if owner.is_some_and(|o| !alive(o)) && read_pid(&data)?.is_some_and(alive) {
-                stop_stale(&data, &find_binaries()?, run_as()?)?;
-                stopped += 1;
+            let inner = std::fs::read_dir(d.path()).map(|i| i.flatten().map(|e| e.path()).collect());
+            for dir in std::iter::once(d.path()).chain(inner.unwrap_or_else(|_| Vec::new())) {
+                let owner = std::fs::read_to_string(dir.join(OWNER)).ok().and_then(|s| s.trim().parse::<i32>().ok());
+                let data = dir.join(DATA_DIR);
+                if owner.is_some_and(|o| !alive(o)) && read_pid(&data)?.is_some_and(alive) {
+                    stop_stale(&data, &find_binaries()?, run_as()?)?;
+                    stopped += 1;
+                }
             }
         }
     }
     Ok(stopped)
+}
+
+/// The crash test's fault: SIGKILLs the postmaster of the cluster in
+/// `dir/pgdata` and every process it started (each backend runs in a
+/// session of its own, so a process group would miss them), as a server
+/// crash ends them, then waits until they are gone. The postmaster is
+/// stopped first so that it forks nothing while its children are listed.
+/// Their lock files (`postmaster.pid`, the socket's `.lock`) are then
+/// removed: a container's init may leave the dead postmaster a zombie for
+/// a while, whose pid PostgreSQL would take for a live server.
+pub fn kill_server(dir: &Path) -> Result<()> {
+    let data = absolute(dir)?.join(DATA_DIR);
+    let Some(pid) = read_pid(&data)? else { return Ok(()) };
+    if !alive(pid) {
+        return Ok(());
+    }
+    // SAFETY: kill only sends signals.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let children = children_of(pid);
+    for p in std::iter::once(pid).chain(children.iter().copied()) {
+        // SAFETY: as above.
+        unsafe { libc::kill(p, libc::SIGKILL) };
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::iter::once(pid).chain(children.iter().copied()).any(alive) {
+        if std::time::Instant::now() > deadline {
+            return Err(Error::bad_input(&data, format!("the killed server (pid {pid}) did not end within 10 s")));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    for lock in [data.join("postmaster.pid"), data.join(format!(".s.PGSQL.{PORT}.lock"))] {
+        match std::fs::remove_file(&lock) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io(&lock, "cannot remove", e)),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The processes whose parent is `pid`, from `/proc`.
+fn children_of(pid: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|p| {
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            // After the command name's ")": state, then the parent's pid.
+            stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1)?.parse::<i32>().ok()) == Some(pid)
+        })
+        .collect()
 }
 
 /// PostgreSQL's programs run from `/`: every path they get is absolute.

@@ -74,10 +74,15 @@ impl Backend for SqliteBackend {
     fn crash_modes(&self) -> &'static [CrashMode] {
         CRASH_MODES
     }
+
+    /// An embedded engine leaves no process behind.
+    fn reap_killed(&self, _workdir: &Path) -> Result<usize> {
+        Ok(0)
+    }
 }
 
 const fn db_mode(name: &'static str, description: &'static str, journal: &'static str, sync: SyncLevel) -> CrashMode {
-    CrashMode { name, description, write: CrashWrite::Db { journal, sync } }
+    CrashMode { name, description, write: CrashWrite::Db { journal, sync }, server: None }
 }
 
 const CRASH_MODES: &[CrashMode] = &[

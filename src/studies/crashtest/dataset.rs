@@ -131,6 +131,9 @@ impl Dataset {
         let mut source = self.path.as_os_str().to_owned();
         source.push(".source.db");
         let source = PathBuf::from(source);
+        if let Some(kill) = self.method.server_kill() {
+            kill(&self.path)?;
+        }
         let gone = match std::fs::symlink_metadata(&self.path) {
             Ok(m) if m.is_dir() => std::fs::remove_dir_all(&self.path),
             Ok(_) => std::fs::remove_file(&self.path),

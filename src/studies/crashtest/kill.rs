@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use super::writer::WriterSpec;
+use crate::engine::backend::ServerKill;
 use crate::{Error, Result};
 
 /// The hidden command line of the writer; the CLI parses it back.
@@ -62,9 +63,15 @@ impl Drop for Writer {
 }
 
 /// Starts a writer, waits until its first write returned, lets it write for `delay`,
-/// then sends SIGKILL and reaps it.
+/// then sends SIGKILL and reaps it. A method whose writes a server makes
+/// has that server killed first (the crash under test), then its client.
 pub fn run_and_kill(exe: &Path, spec: &WriterSpec, delay: Duration) -> Result<()> {
-    match run_for(exe, spec, delay)? {
+    let outcome = run_for(exe, spec, delay, spec.method.server_kill());
+    if let (Err(_) | Ok(Some(_)), Some(kill)) = (&outcome, spec.method.server_kill()) {
+        // The writer's server must not outlive a failed round.
+        let _ = kill(&spec.path);
+    }
+    match outcome? {
         None => Ok(()),
         Some(e) => Err(Error::invalid(format!("crash-test writer stopped by itself before the kill: {e}"))),
     }
@@ -73,7 +80,8 @@ pub fn run_and_kill(exe: &Path, spec: &WriterSpec, delay: Duration) -> Result<()
 /// Like [`run_and_kill`], but a writer that stops by itself within `delay`
 /// or cannot even open its store (an injected I/O error; an engine fsyncs
 /// as it opens) is not an error: its one-line message is returned.
-pub fn run_for(exe: &Path, spec: &WriterSpec, delay: Duration) -> Result<Option<String>> {
+/// `server`, when given, is killed at the deadline before the writer.
+pub fn run_for(exe: &Path, spec: &WriterSpec, delay: Duration, server: Option<ServerKill>) -> Result<Option<String>> {
     let mut cmd = Command::new(exe);
     cmd.args(writer_args(spec)).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     // SAFETY: prctl is async-signal-safe; it makes the kernel kill the
@@ -112,6 +120,9 @@ pub fn run_for(exe: &Path, spec: &WriterSpec, delay: Duration) -> Result<Option<
             break;
         }
         std::thread::sleep(left.min(Duration::from_millis(2)));
+    }
+    if let Some(kill) = server {
+        kill(&spec.path)?;
     }
     w.0.kill().map_err(|e| Error::io(exe, "cannot kill the writer process", e))?;
     w.0.wait().map_err(|e| Error::io(exe, "cannot reap the writer process", e))?;

@@ -5,7 +5,7 @@
 
 use std::sync::OnceLock;
 
-use crate::engine::backend::CrashWrite;
+use crate::engine::backend::{CrashWrite, ServerKill};
 use crate::engine::registry::BACKENDS;
 use crate::records::{DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel};
 use crate::util::units::UnitError;
@@ -18,21 +18,25 @@ pub enum Method {
     /// writer also fsyncs the directory after each one (to make a rename
     /// durable).
     Files { write: FileWrite, fsync: bool, sync_dir: bool },
-    /// One overwrite per committed transaction of a key-value engine
-    /// (LMDB, redb, fjall), through its `Session`; `durable` is the
+    /// One overwrite per committed transaction of an engine (LMDB, redb,
+    /// fjall, PostgreSQL), through its `Session`; `durable` is the
     /// engine's durable commit, else its fast one.
     Engine { engine: EngineKind, durable: bool },
 }
 
-/// Every method: name, what it is, the method, from each engine's
-/// backend (its `crash_modes`) in the registry's order. A new write path
-/// is one more row there; a new kind of write, one more variant of
-/// [`CrashWrite`] and [`Method`] and an arm in each `match` below.
-fn table() -> &'static [(&'static str, &'static str, Method)] {
-    static TABLE: OnceLock<Vec<(&'static str, &'static str, Method)>> = OnceLock::new();
+/// One row of the table: name, what it is, the method, how its server is
+/// killed (an engine whose writes a server makes).
+type Row = (&'static str, &'static str, Method, Option<ServerKill>);
+
+/// Every method, from each engine's backend (its `crash_modes`) in the
+/// registry's order. A new write path is one more row there; a new kind of
+/// write, one more variant of [`CrashWrite`] and [`Method`] and an arm in
+/// each `match` below.
+fn table() -> &'static [Row] {
+    static TABLE: OnceLock<Vec<Row>> = OnceLock::new();
     TABLE.get_or_init(|| {
         let rows = BACKENDS.iter().flat_map(|b| b.crash_modes().iter().map(move |m| (b.kind(), m)));
-        rows.map(|(engine, m)| (m.name, m.description, Method::from_mode(engine, m.write))).collect()
+        rows.map(|(engine, m)| (m.name, m.description, Method::from_mode(engine, m.write), m.server)).collect()
     })
 }
 
@@ -57,18 +61,29 @@ impl Method {
         table().iter().find(|t| t.2 == self).map_or("?", |t| t.1)
     }
 
-    /// Parses one name, or "all", "db", "files", "kv" for a group.
+    /// How the crash test kills the server that makes this method's
+    /// writes, besides the client (None: the writer is the whole engine).
+    pub fn server_kill(self) -> Option<ServerKill> {
+        table().iter().find(|t| t.2 == self).and_then(|t| t.3)
+    }
+
+    pub fn has_server(self) -> bool {
+        self.server_kill().is_some()
+    }
+
+    /// Parses one name, or "all", "db", "files", "kv", "server" for a group.
     fn parse_group(text: &str) -> Result<Vec<Method>, UnitError> {
         let t = text.trim().to_ascii_lowercase();
         match t.as_str() {
             "all" => Ok(Method::all()),
             "db" => Ok(Method::all().into_iter().filter(|m| m.is_db()).collect()),
             "files" => Ok(Method::all().into_iter().filter(|m| matches!(m, Method::Files { .. })).collect()),
-            "kv" => Ok(Method::all().into_iter().filter(|m| m.is_engine()).collect()),
+            "kv" => Ok(Method::all().into_iter().filter(|m| m.is_engine() && !m.has_server()).collect()),
+            "server" => Ok(Method::all().into_iter().filter(|m| m.has_server()).collect()),
             _ => table().iter().find(|e| e.0 == t).map(|e| vec![e.2]).ok_or_else(|| {
                 let names: Vec<&str> = table().iter().map(|e| e.0).collect();
                 UnitError::from(format!(
-                    "unknown write method {text:?} (one of: all, db, files, kv, {})",
+                    "unknown write method {text:?} (one of: all, db, files, kv, server, {})",
                     names.join(", ")
                 ))
             }),
@@ -197,12 +212,14 @@ mod tests {
         assert_eq!(Method::parse_list("db").unwrap().len(), 5);
         assert_eq!(Method::parse_list("files, db-off").unwrap().len(), 8);
         assert_eq!(Method::parse_list("kv").unwrap().len(), 6);
+        let servers: Vec<&str> = Method::parse_list("server").unwrap().iter().map(|m| m.name()).collect();
+        assert_eq!(servers, ["postgres-durable", "postgres-fast", "postgres-lo-durable", "postgres-lo-fast"]);
         assert_eq!(Method::parse_list("replace,replace,db-wal-full").unwrap().len(), 2, "no repeats");
         assert!(Method::parse_list("wal").unwrap_err().to_string().contains("db-wal-normal"));
         assert!(Method::parse_list("db,").is_err());
         let promised: Vec<&str> = Method::all().into_iter().filter(|m| m.promises_atomic()).map(|m| m.name()).collect();
         assert_eq!(promised[..4], ["db-wal-normal", "db-wal-full", "db-delete", "db-delete-extra"]);
-        assert_eq!(promised.len(), 10, "and the six engine methods");
+        assert_eq!(promised.len(), 14, "and the ten engine methods");
         let durable: Vec<&str> =
             Method::all().into_iter().filter(|m| m.acknowledges_durability()).map(|m| m.name()).collect();
         assert_eq!(
@@ -216,7 +233,9 @@ mod tests {
                 "replace-fsync-dir",
                 "lmdb-durable",
                 "redb-durable",
-                "fjall-durable"
+                "fjall-durable",
+                "postgres-durable",
+                "postgres-lo-durable"
             ]
         );
         assert!(!Method::parse_list("db-delete").unwrap()[0].promises_durability());

@@ -53,9 +53,10 @@ const LIMIT: u32 = 100_000;
 
 /// What the table's columns count (the terminal and the report show it).
 pub const LEGEND: &str = "
-integrity: kills after which integrity_check failed (for an LMDB, redb or fjall store: it could not be opened or
-read). torn, missing, lost (whole but an unexpected version), stray (temporary files left behind): totals over all
-kills. damaged: kills that left any of these.
+integrity: kills after which integrity_check failed (for an engine's store: it could not be opened or read). torn,
+missing, lost (whole but an unexpected version), undone (whole, but older than a write to it that had returned),
+stray (temporary files left behind): totals over all kills. damaged: kills that left anything torn, missing, lost
+or stray.
 whole old / whole new: blobs intact at their version before the kill / at a version the killed writer wrote.
 ";
 
@@ -67,7 +68,9 @@ between two of them (a file truncated but not rewritten, a temporary file never 
 must roll back or recover). It is not a power cut: nothing in the page cache was lost, so fsync protects
 nothing here (a method with fsync differs only because its writer spends its time elsewhere when killed), and
 a method that is clean here can still tear or lose data when the power fails. docs/crash-safety.md describes
-what a power-cut test needs.
+what a power-cut test needs. For PostgreSQL the server's processes (postmaster and backends) are SIGKILLed, then
+the client, and the server is restarted (crash recovery) for the check: a commit acknowledged under
+synchronous_commit=off may still be in the server's WAL buffers, its own memory, which the kill loses.
 ";
 
 /// What the power-cut table's columns count.
@@ -154,6 +157,15 @@ pub struct CrashMethodResult {
     pub unexpected_version: u64,
     /// Files left in the directory that are not blobs (temporary files).
     pub stray_files: u64,
+    /// Whole, but older than a write to that blob that had returned to the
+    /// writer: an acknowledged write undone (a server's unflushed commit).
+    #[serde(default)]
+    pub undone: u64,
+    /// A write that returned was promised durable: undoing one breaks the
+    /// promise (a process kill leaves the page cache, so nothing is lost
+    /// unless a server's commit never reached it).
+    #[serde(default)]
+    pub acknowledges_durability: bool,
     pub elapsed_ns: u64,
 }
 
@@ -165,10 +177,11 @@ impl CrashSection {
 }
 
 impl CrashMethodResult {
-    /// A method that promises atomic writes showed damage.
+    /// A method that promises atomic writes showed damage, or one that
+    /// promises durable commits undid one.
     pub fn broke_promise(&self) -> bool {
-        self.promises_atomic
-            && (self.integrity_failures > 0 || self.torn > 0 || self.missing > 0 || self.unexpected_version > 0)
+        let damaged = self.integrity_failures > 0 || self.torn > 0 || self.missing > 0 || self.unexpected_version > 0;
+        (self.promises_atomic && damaged) || (self.acknowledges_durability && self.undone > 0)
     }
 }
 
@@ -181,8 +194,12 @@ pub struct CrashReport {
 
 pub fn crashtest(opts: &CrashOptions, progress: &dyn Progress) -> Result<CrashReport> {
     validate(opts)?;
+    crate::engine::registry::reap_killed(&opts.workdir)?;
+    // Enterable by others (not listable): PostgreSQL's throwaway cluster
+    // runs as the `postgres` user when blobbench runs as root.
     let root = tempfile::Builder::new()
         .prefix(WORK_PREFIX)
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o711))
         .tempdir_in(&opts.workdir)
         .map_err(|e| Error::io(&opts.workdir, "cannot create a directory here", e))?;
     let mut section = CrashSection {
@@ -198,8 +215,9 @@ pub fn crashtest(opts: &CrashOptions, progress: &dyn Progress) -> Result<CrashRe
     };
     progress.start("crashtest", u64::from(opts.kills) * opts.methods.len() as u64);
     let mut interrupted = false;
-    for &method in &opts.methods {
-        let dir = root.path().join(method.name());
+    for (i, &method) in opts.methods.iter().enumerate() {
+        // A short name: a server's Unix socket path must fit in 107 bytes.
+        let dir = root.path().join(format!("m{i}"));
         std::fs::create_dir(&dir).map_err(|e| Error::io(&dir, "cannot create directory", e))?;
         let result = one_method(opts, method, &dir, progress, &mut interrupted);
         let _ = std::fs::remove_dir_all(&dir);
@@ -259,9 +277,12 @@ fn one_method(
         method: method.name().into(),
         description: method.description().into(),
         promises_atomic: method.promises_atomic(),
+        acknowledges_durability: method.acknowledges_durability(),
         ..CrashMethodResult::default()
     };
+    let acks = dir.join("acks");
     for kill in 1..=u64::from(opts.kills) {
+        let _ = std::fs::remove_file(&acks);
         let delay = Duration::from_micros(schedule.gen_range(0..=max_us));
         let spec = WriterSpec {
             method,
@@ -269,10 +290,11 @@ fn one_method(
             count: opts.count,
             seed: opts.seed,
             base: kill * ROUND_SPAN,
-            acks: None,
+            acks: Some(acks.clone()),
         };
         kill::run_and_kill(&opts.writer, &spec, delay)?;
         let t = ds.check(spec.base)?;
+        r.undone += undone(&t, &writer::read_acks(&acks)?);
         r.kills += 1;
         r.integrity_failures += u32::from(t.integrity_failed);
         let damaged = t.integrity_failed || t.torn + t.missing + t.unexpected > 0 || !t.stray.is_empty();
@@ -293,4 +315,33 @@ fn one_method(
     }
     r.elapsed_ns = started.elapsed().as_nanos() as u64;
     Ok(r)
+}
+
+/// Blobs found whole at a version older than the last write to them that
+/// returned to the writer (`acks`: key, version, promised durable).
+fn undone(t: &dataset::Tally, acks: &[(u32, u64, bool)]) -> u64 {
+    let mut last = std::collections::HashMap::new();
+    for &(key, version, _) in acks {
+        let v = last.entry(key).or_insert(version);
+        *v = (*v).max(version);
+    }
+    let older = |(key, &returned): (&u32, &u64)| matches!(t.found.get(*key as usize), Some(Some(blob::Verdict::Intact(v))) if *v < returned);
+    last.iter().filter(|&e| older(e)).count() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn undone_counts_whole_blobs_older_than_a_returned_write() {
+        use blob::Verdict::{Intact, Torn};
+        let mut t = dataset::Tally::default();
+        t.found = vec![None, Some(Intact(5)), Some(Intact(7)), Some(Torn), None];
+        // key 1 returned 6 and 7 but has 5; key 2 has what returned; key 3
+        // is torn (its own column); key 4 is missing (its own column).
+        let acks = [(1, 6, false), (1, 7, false), (2, 7, true), (3, 9, true), (4, 1, true)];
+        assert_eq!(undone(&t, &acks), 1);
+        assert_eq!(undone(&t, &[]), 0);
+    }
 }

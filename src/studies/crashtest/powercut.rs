@@ -42,6 +42,10 @@ pub struct PowerCutSection {
     pub seed: u64,
     pub workdir: String,
     pub methods: Vec<PowerCutMethodResult>,
+    /// Methods asked for but not run: their writes are made by a server
+    /// whose data directory the layer cannot carry (docs/crash-safety.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_on_layer: Vec<String>,
     /// What each method leaves after one fsync failed with EIO ("fsyncgate").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fsync_failure: Vec<FsyncFailureResult>,
@@ -150,6 +154,15 @@ impl Places {
 
 pub fn power_cut_test(opts: &CrashOptions, model: Model, progress: &dyn Progress) -> Result<PowerCutReport> {
     super::validate(opts)?;
+    let (served, methods): (Vec<Method>, Vec<Method>) = opts.methods.iter().partition(|m| m.has_server());
+    let not_on_layer: Vec<String> = served.iter().map(|m| m.name().to_string()).collect();
+    if methods.is_empty() {
+        return Err(Error::invalid(format!(
+            "--power-cut: {} cannot run on the power-cut layer (a server's data directory; see docs/crash-safety.md)",
+            not_on_layer.join(", ")
+        )));
+    }
+    let opts = &CrashOptions { methods, ..opts.clone() };
     let cleaned_mounts = powercut::clean_stale(&opts.workdir)?;
     // The killed run's own work directory goes with its mount.
     for m in &cleaned_mounts {
@@ -175,6 +188,7 @@ pub fn power_cut_test(opts: &CrashOptions, model: Model, progress: &dyn Progress
         seed: opts.seed,
         workdir: opts.workdir.display().to_string(),
         methods: Vec::new(),
+        not_on_layer,
         fsync_failure: Vec::new(),
         layer_cost,
     };
@@ -259,7 +273,7 @@ fn one_round(c: &mut Ctx, round: u64, faults: FaultPlan, rng: &mut SmallRng) -> 
         base,
         acks: Some(places.acks.clone()),
     };
-    let writer_error = kill::run_for(&opts.writer, &spec, delay)?;
+    let writer_error = kill::run_for(&opts.writer, &spec, delay, None)?;
     let fsync_failed = mounted.counters().faults_injected > 0;
     if writer_error.is_some() && faults == FaultPlan::none() {
         let e = writer_error.unwrap_or_default();

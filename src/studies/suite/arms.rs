@@ -142,6 +142,7 @@ fn run_options(opts: &SuiteOptions, step: &Step, path: &Path, db_bytes: i64, nth
     run_opts.order = Order::Random;
     run_opts.zipf = opts.zipf;
     run_opts.update = step.update;
+    run_opts.round_trip = step.round_trip;
     run_opts.db = step.db.clone();
     if run_opts.db.mmap_bytes < 0 {
         run_opts.db.mmap_bytes = db_bytes;

@@ -47,6 +47,12 @@ pub fn engine_read(kind: EngineKind) -> String {
     format!("read/{}", kind.name())
 }
 
+/// A server engine's round trip with no work (`SELECT 1`), the floor
+/// under its reads: `roundtrip/ENGINE`.
+pub fn engine_round_trip(kind: EngineKind) -> String {
+    format!("roundtrip/{}", kind.name())
+}
+
 /// A key-value engine's commit without sync: `write/ENGINE-fast`.
 pub fn engine_fast_write(kind: EngineKind) -> String {
     format!("write/{}-fast", kind.name())

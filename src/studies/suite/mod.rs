@@ -91,7 +91,7 @@ pub fn run_suite(opts: &SuiteOptions, observer: &dyn SuiteObserver) -> Result<Su
             ),
         ));
     }
-    crate::engine::postgres::server::reap_killed(&opts.workdir)?;
+    crate::engine::registry::reap_killed(&opts.workdir)?;
     // Enterable by others (not listable): PostgreSQL's throwaway cluster
     // runs as the `postgres` user when blobbench runs as root.
     let work = tempfile::Builder::new()

@@ -17,6 +17,8 @@ pub(super) struct Step {
     pub db: DbParams,
     pub files: FileParams,
     pub kv: KvParams,
+    /// Each op is a server round trip with no work (`SELECT 1`), not a read.
+    pub round_trip: bool,
 }
 
 fn db_read(id: &'static str, label: &'static str, access: DbAccess, mmap: bool) -> Step {
@@ -29,6 +31,7 @@ fn db_read(id: &'static str, label: &'static str, access: DbAccess, mmap: bool) 
         db: DbParams { access, mmap_bytes: if mmap { -1 } else { 0 }, ..DbParams::default() },
         files: FileParams::default(),
         kv: KvParams::default(),
+        round_trip: false,
     }
 }
 
@@ -41,6 +44,7 @@ fn file_read(id: &'static str, label: &'static str, layout: EngineKind, read: Fi
         db: DbParams::default(),
         files: FileParams { read, ..FileParams::default() },
         kv: KvParams::default(),
+        round_trip: false,
     }
 }
 
@@ -53,6 +57,7 @@ fn db_write(id: &'static str, label: &'static str, journal: &str, sync: SyncLeve
         db: DbParams { journal_mode: Some(journal.into()), sync: Some(sync), nocheckpoint, ..DbParams::default() },
         files: FileParams::default(),
         kv: KvParams::default(),
+        round_trip: false,
     }
 }
 
@@ -65,6 +70,7 @@ fn file_write(id: &'static str, label: &'static str, write: FileWrite, fsync: bo
         db: DbParams::default(),
         files: FileParams { write, fsync, ..FileParams::default() },
         kv: KvParams::default(),
+        round_trip: false,
     }
 }
 
@@ -79,13 +85,22 @@ fn engine_steps(kind: EngineKind) -> Vec<Step> {
         db: DbParams::default(),
         files: FileParams::default(),
         kv: KvParams { sync, multitrans: false },
+        round_trip: false,
     };
     let title = kind.title();
-    vec![
+    let mut steps = vec![
         step(ids::engine_read(kind), format!("{title}, read"), false, KvSync::Durable),
         step(ids::engine_fast_write(kind), format!("{title}, commit without sync"), true, KvSync::Fast),
         step(ids::engine_durable_write(kind), format!("{title}, durable commit"), true, KvSync::Durable),
-    ]
+    ];
+    if kind.is_server() {
+        // The protocol and socket floor under each read, on the same kind
+        // of session: `roundtrip/ENGINE`.
+        let floor =
+            step(ids::engine_round_trip(kind), format!("{title}, round trip (SELECT 1)"), false, KvSync::Durable);
+        steps.insert(1, Step { round_trip: true, ..floor });
+    }
+    steps
 }
 
 /// The experiments, in the order they run. Ids are the schema's contract

@@ -38,7 +38,8 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
         }
         blocks.push(Block::Paragraph(format!(
             "{} SIGKILL{} per write method, each after 0 to {} ms of writing (seed {}); {} blobs of {} to {} bytes, \
-             one write = one blob (one transaction for SQLite).",
+             one write = one blob (one transaction for SQLite and the engines; for PostgreSQL the server's \
+             processes are killed).",
             c.kills_per_method,
             plural(c.kills_per_method),
             c.max_delay_us / 1000,
@@ -50,9 +51,9 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
         blocks.push(Block::Table(table(c)));
         for m in c.methods.iter().filter(|m| m.broke_promise()) {
             blocks.push(Block::Paragraph(format!(
-                "{}: damaged by a process kill although SQLite with a journal promises atomic commits \
-                 ({} integrity failures, {} torn, {} missing, {} lost).",
-                m.method, m.integrity_failures, m.torn, m.missing, m.unexpected_version
+                "{}: damaged by a process kill although it promises atomic or durable commits \
+                 ({} integrity failures, {} torn, {} missing, {} lost, {} acknowledged writes undone).",
+                m.method, m.integrity_failures, m.torn, m.missing, m.unexpected_version, m.undone
             )));
         }
     }
@@ -77,6 +78,7 @@ fn table(c: &CrashSection) -> Table {
         "torn",
         "missing",
         "lost",
+        "undone",
         "stray files",
         "damaged kills",
         "whole old",
@@ -93,6 +95,7 @@ fn table(c: &CrashSection) -> Table {
                 thousands(m.torn),
                 thousands(m.missing),
                 thousands(m.unexpected_version),
+                thousands(m.undone),
                 thousands(m.stray_files),
                 m.damaged_kills.to_string(),
                 thousands(m.intact_old),

@@ -199,6 +199,7 @@ mod tests {
             seed: 1,
             workdir: "/tmp".into(),
             methods: vec![method("db-wal-full", 0), method("inplace-fsync", 3)],
+            not_on_layer: Vec::new(),
             fsync_failure: Vec::new(),
             layer_cost: None,
         });

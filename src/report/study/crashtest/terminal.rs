@@ -38,8 +38,20 @@ fn kill_table(file: &ResultFile) -> String {
     where_line(&mut o, "datasets in", &s.workdir, file);
     write_table(
         &mut o,
-        [16, 6, 11, 7, 9, 6, 7, 9, 11, 11],
-        ["method", "kills", "integrity", "torn", "missing", "lost", "stray", "damaged", "whole old", "whole new"],
+        [20, 6, 11, 7, 9, 6, 8, 7, 9, 11, 11],
+        [
+            "method",
+            "kills",
+            "integrity",
+            "torn",
+            "missing",
+            "lost",
+            "undone",
+            "stray",
+            "damaged",
+            "whole old",
+            "whole new",
+        ],
         s.methods.iter().map(|m| {
             [
                 m.method.clone(),
@@ -48,6 +60,7 @@ fn kill_table(file: &ResultFile) -> String {
                 m.torn.to_string(),
                 m.missing.to_string(),
                 m.unexpected_version.to_string(),
+                m.undone.to_string(),
                 m.stray_files.to_string(),
                 m.damaged_kills.to_string(),
                 m.intact_old.to_string(),
@@ -114,6 +127,13 @@ fn power_cut_table(file: &ResultFile) -> String {
         }),
     );
     o.push_str(crashtest::POWER_CUT_LEGEND);
+    if !s.not_on_layer.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nnot run on the layer: {} (a server's data directory cannot live on it: docs/crash-safety.md)",
+            s.not_on_layer.join(", ")
+        );
+    }
     fsync_failure_table(&mut o, &s.fsync_failure);
     if let Some(c) = &s.layer_cost {
         let us = |ns: u64| ns as f64 / 1000.0;
@@ -179,7 +199,7 @@ fn fsync_failure_table(o: &mut String, rows: &[FsyncFailureResult]) {
 fn where_line(o: &mut String, place: &str, workdir: &str, file: &ResultFile) {
     let _ = writeln!(
         o,
-        "{place} {workdir} ({}); one write = one blob, one transaction for SQLite and the key-value engines\n",
+        "{place} {workdir} ({}); one write = one blob, one transaction for SQLite and the engines\n",
         fs_type(file)
     );
 }
@@ -238,6 +258,7 @@ mod tests {
             max_delay_us: 50_000,
             seed: 1,
             workdir: "/tmp".into(),
+            not_on_layer: Vec::new(),
             methods: vec![PowerCutMethodResult {
                 method: "files-x".into(),
                 acknowledges_durability: true,

@@ -89,6 +89,12 @@ fn figure(spec: &Spec, present: &[EngineKind], machines: &[(String, &ResultFile)
     let mut series: Vec<(String, String)> =
         spec.references.iter().map(|(id, name)| (id.to_string(), name.to_string())).collect();
     series.extend(present.iter().map(|k| ((spec.engine_id)(*k), k.title().to_string())));
+    if spec.id == READ_CHART {
+        // Beside the reads, each server's round trip with no work: how
+        // much of a read is the protocol and the socket.
+        let floors = present.iter().filter(|k| k.is_server());
+        series.extend(floors.map(|k| (ids::engine_round_trip(*k), format!("{}: SELECT 1 round trip", k.title()))));
+    }
     let values: Vec<Vec<Option<f64>>> = machines
         .iter()
         .map(|(_, f)| series.iter().map(|(id, _)| f.experiment(id).and_then(per_op_us)).collect())
@@ -136,4 +142,27 @@ fn figure(spec: &Spec, present: &[EngineKind], machines: &[(String, &ResultFile)
         note: format!("at least {runs} timed runs per bar; whiskers: fastest to slowest run"),
     };
     Figure { id: spec.id.to_string(), chart: Chart::Bars(chart), caption: Vec::new(), findings }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixtures::suite;
+
+    #[test]
+    fn a_servers_round_trip_stands_beside_the_reads() {
+        let read = ids::engine_read(EngineKind::Postgres);
+        let floor = ids::engine_round_trip(EngineKind::Postgres);
+        let f = suite("host-a", &[(ids::READ_DB_BLOB, 10.0), (&read, 90.0), (&floor, 40.0)]);
+        let s = sections(&[f]);
+        let Some(Block::Figure(fig)) = s[0].blocks.iter().find(|b| matches!(b, Block::Figure(f) if f.id == READ_CHART))
+        else {
+            panic!("no read chart")
+        };
+        let Chart::Bars(chart) = &fig.chart else { panic!("not bars") };
+        let at = chart.series.iter().position(|n| n.contains("SELECT 1 round trip")).expect("the floor's bar");
+        assert_eq!(chart.values[0][at], Some(40.0));
+        let lmdb = suite("host-a", &[(&ids::engine_read(EngineKind::Lmdb), 5.0)]);
+        assert!(!format!("{:?}", sections(&[lmdb])).contains("round trip"), "no floor without a server");
+    }
 }
