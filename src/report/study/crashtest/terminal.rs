@@ -279,8 +279,11 @@ mod tests {
         f.complete = false;
         let out = super::terminal(&f, false);
         let line = |start: &str| out.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{start}: {out}"));
-        assert_eq!(line("method           kills").len(), line("db-wal ").len(), "{out}");
-        assert!(line("db-wal ").ends_with("  12345        0     0      0        0          0          0"), "{out}");
+        assert_eq!(line("method               kills").len(), line("db-wal ").len(), "{out}");
+        assert!(
+            line("db-wal ").ends_with("  12345        0     0       0      0        0          0          0"),
+            "{out}"
+        );
         assert_eq!(line("method             acks").len(), line("files-x ").len(), "{out}");
         assert!(line("files-x ").contains("yes     0         0     0       0          7"), "{out}");
         assert!(line("method             trials").ends_with("whole new  writer's error"), "{out}");
