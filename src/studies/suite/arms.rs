@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::ids;
 use super::options::{SuiteObserver, SuiteOptions};
-use super::steps::{dataset_path, steps, Step};
+use super::steps::{dataset_path, selected, Step};
 use crate::drivers::run::{RunArm, RunOptions};
 use crate::engine;
 use crate::measure::rounds::RoundSet;
@@ -45,7 +45,7 @@ pub(super) fn measure_rounds(
     observer: &dyn SuiteObserver,
     out: &mut Measured,
 ) -> Result<()> {
-    let all = steps(&opts.engines);
+    let all = selected(opts);
     let (writes, mut reads): (Vec<Step>, Vec<Step>) = all.into_iter().partition(|s| s.update);
     let control = reads.iter().find(|s| s.id == CONTROL_OF).map(|s| Step {
         id: CONTROL_ID.into(),
@@ -173,6 +173,7 @@ fn restore_database(pristine: &Path, db: &Path) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::steps::steps;
     use super::*;
 
     #[test]
