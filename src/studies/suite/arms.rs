@@ -54,7 +54,8 @@ pub(super) fn measure_rounds(
     });
     reads.extend(control);
     let start = Instant::now();
-    let read_plan = RoundsPlan { budget: opts.rounds.budget.map(|b| b / READ_SHARE), ..opts.rounds };
+    let budget = opts.deadline.map(|d| d.saturating_duration_since(start)).or(opts.rounds.budget);
+    let read_plan = RoundsPlan { budget: budget.map(|b| b / READ_SHARE), ..opts.rounds };
     run_set("suite/reads", opts, work, pristine, &reads, &read_plan, observer, out)?;
     if crate::measure::stop_requested() {
         return Ok(());
@@ -62,7 +63,7 @@ pub(super) fn measure_rounds(
     // The writes get what the reads left; at least a second, so the
     // budget rule (at least one round, with a warning) still applies.
     let left = |b: Duration| b.saturating_sub(start.elapsed()).max(Duration::from_secs(1));
-    let write_plan = RoundsPlan { budget: opts.rounds.budget.map(left), ..opts.rounds };
+    let write_plan = RoundsPlan { budget: budget.map(left), ..opts.rounds };
     run_set("suite/writes", opts, work, pristine, &writes, &write_plan, observer, out)
 }
 

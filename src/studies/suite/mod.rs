@@ -25,7 +25,7 @@ use crate::util::progress::Progress;
 use crate::{Error, Result};
 
 /// Lets dataset building report through the same observer.
-struct AsProgress<'a>(&'a dyn SuiteObserver);
+pub(crate) struct AsProgress<'a>(pub &'a dyn SuiteObserver);
 
 impl Progress for AsProgress<'_> {
     fn start(&self, what: &str, total: u64) {

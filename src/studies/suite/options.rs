@@ -34,6 +34,9 @@ pub struct SuiteOptions {
     /// Only these experiment ids (`advise` measures a few arms); None runs
     /// them all. The A/A control runs when `read/db-blob` is among them.
     pub only: Option<Vec<String>>,
+    /// When set, the rounds end by then instead of taking `rounds.budget`
+    /// (advise's budget covers the whole command, datasets included).
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl SuiteOptions {
@@ -58,6 +61,7 @@ impl SuiteOptions {
                 latency: true,
             },
             only: None,
+            deadline: None,
         }
     }
 

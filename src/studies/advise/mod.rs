@@ -1,0 +1,239 @@
+//! `advise`: one command for "where should these blobs live, and why".
+//! States the workload, measures each candidate store in the configuration
+//! that best fits the durability need (the suite's arms, in interleaved
+//! rounds, within one time budget), records their disk space and the crash
+//! facts (a quick power-cut run where FUSE works, else the documented
+//! table), and returns a suite section plus its own. The recommendation is
+//! [`rank::rank`] of that data; the report words it.
+
+pub mod rank;
+pub mod rules;
+mod section;
+
+pub use section::{AdviseSection, CrashFact, CrashFacts, CrashSource, Durability, Workload};
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use rules::Store;
+
+use crate::engine::dataset::from_dir;
+use crate::records::{DatasetSpec, EngineKind};
+use crate::studies::crashtest::{self, CrashOptions, Method, PowerCutSection};
+use crate::studies::suite::{self, ids, AsProgress, SuiteObserver, SuiteOptions, SuiteOutcome};
+use crate::util::fsutil;
+use crate::{Error, Result};
+
+/// The default budget of the whole command, and with `--quick`.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(270);
+pub const QUICK_BUDGET: Duration = Duration::from_secs(100);
+
+/// Writes per write arm and round when every write waits for the disk
+/// (at most): enough for a per-op figure, few enough for several rounds.
+const DURABLE_WRITES: u32 = 200;
+/// The same when writes do not wait for the disk.
+const FAST_WRITES: u32 = 1000;
+
+/// What `advise` is asked.
+#[derive(Debug, Clone)]
+pub struct AdviseOptions {
+    /// Where the datasets are built (a temporary directory inside).
+    pub workdir: PathBuf,
+    /// Count and sizes of random blobs (ignored with `from`).
+    pub spec: DatasetSpec,
+    /// The user's own files: every regular file under it is one blob (read only).
+    pub from: Option<PathBuf>,
+    pub mix_reads: u32,
+    pub mix_writes: u32,
+    pub durability: Durability,
+    /// Key-value engines considered beside SQLite and files.
+    pub engines: Vec<EngineKind>,
+    /// The whole command's time budget.
+    pub budget: Duration,
+    pub quick: bool,
+    /// A blobbench binary (with the hidden crash writer) for the power-cut
+    /// run; None uses the documented table.
+    pub writer: Option<PathBuf>,
+}
+
+/// What advise measured: a suite's outcome, the power cuts when they ran,
+/// and its own section.
+#[derive(Debug, Clone)]
+pub struct AdviseOutcome {
+    pub suite: SuiteOutcome,
+    pub power_cut: Option<PowerCutSection>,
+    pub section: AdviseSection,
+}
+
+impl AdviseOptions {
+    /// Every candidate, in the order the page lists them.
+    pub fn stores(&self) -> Vec<Store> {
+        rules::ALWAYS.into_iter().chain(self.engines.iter().map(|&k| Store::Engine(k))).collect()
+    }
+
+    /// The suite experiments the candidates need, with the A/A control's arm.
+    fn experiment_ids(&self) -> Vec<String> {
+        let mut v = vec![ids::READ_DB_BLOB.to_string()];
+        for s in self.stores() {
+            for id in [s.read_id(), s.write_id(self.durability)] {
+                if !v.contains(&id) {
+                    v.push(id);
+                }
+            }
+        }
+        v
+    }
+
+    /// Writes per write arm and round.
+    fn writes_per_arm(&self, count: u32) -> u32 {
+        let most = if self.durability == Durability::Required { DURABLE_WRITES } else { FAST_WRITES };
+        (count / 10).clamp(1, most)
+    }
+}
+
+/// The least budget that fits building the datasets and one round, as
+/// estimated from the dataset (200 MB/s to build each copy, 20 us per
+/// read, 3 ms per durable write and 100 us per other write): a budget
+/// below it is refused, naming it.
+pub fn minimum_budget(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Duration {
+    let stores = opts.stores().len() as f64;
+    let bytes = f64::from(count) * mean_bytes * (2.0 + stores);
+    let build = bytes / 200e6;
+    let reads = f64::from(count) * (stores + 2.0) * 2.0 * 20e-6;
+    let per_write = if opts.durability == Durability::Required { 3e-3 } else { 100e-6 };
+    let writes = f64::from(opts.writes_per_arm(count)) * stores * 2.0 * per_write;
+    Duration::from_secs_f64((5.0 + build + reads + writes).ceil())
+}
+
+/// Checks what can be checked before any work; the messages name the fix.
+fn validate(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Result<()> {
+    if opts.mix_reads == 0 && opts.mix_writes == 0 {
+        return Err(Error::invalid("--mix 0:0 has neither reads nor writes (give R:W, e.g. 90:10)"));
+    }
+    if let Some(k) = opts.engines.iter().find(|k| !k.is_key_value()) {
+        return Err(Error::invalid(format!("--engines: {} is not a key-value engine", k.name())));
+    }
+    let least = minimum_budget(opts, count, mean_bytes);
+    if opts.budget < least {
+        return Err(Error::invalid(format!(
+            "--budget {} s is too short for one round of {count} blobs: give at least {} s",
+            opts.budget.as_secs(),
+            least.as_secs()
+        )));
+    }
+    std::fs::create_dir_all(&opts.workdir).map_err(|e| Error::io(&opts.workdir, "cannot create directory", e))?;
+    Ok(())
+}
+
+/// Runs the power cuts (where FUSE works) and the suite's arms, within the budget.
+pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseOutcome> {
+    let started = Instant::now();
+    let scan = opts.from.as_deref().map(from_dir::scan).transpose()?;
+    let (count, mean) = match &scan {
+        Some(s) => (s.files.len() as u32, s.content_bytes() as f64 / s.files.len().max(1) as f64),
+        None => (opts.spec.count, opts.spec.size_dist().mean()),
+    };
+    validate(opts, count, mean)?;
+    let mut spec = opts.spec.clone();
+    spec.count = count;
+    let need = suite::needed_bytes(&spec, opts.engines.len());
+    let free = fsutil::free_bytes(&opts.workdir)?;
+    if free < need {
+        return Err(Error::bad_input(
+            &opts.workdir,
+            format!(
+                "not enough free space: advise needs about {} MB here, {} MB free (use --workdir)",
+                need / 1_000_000,
+                free / 1_000_000
+            ),
+        ));
+    }
+    drop(scan);
+    let (crash, power_cut) = crash_facts(opts, observer);
+    let mut suite_opts = if opts.quick {
+        SuiteOptions::quick(opts.workdir.clone())
+    } else {
+        SuiteOptions::article(opts.workdir.clone())
+    };
+    suite_opts.spec = opts.spec.clone();
+    suite_opts.from.clone_from(&opts.from);
+    suite_opts.engines.clone_from(&opts.engines);
+    suite_opts.only = Some(opts.experiment_ids());
+    suite_opts.write_fraction = f64::from(opts.writes_per_arm(count)) / f64::from(count.max(1));
+    // A little is kept for the report.
+    suite_opts.deadline = Some(started + opts.budget.mul_f64(0.95));
+    suite_opts.rounds.budget = None;
+    let outcome = suite::run_suite(&suite_opts, observer)?;
+    let section = AdviseSection {
+        workload: Workload {
+            count: outcome.spec.count,
+            mean_bytes: outcome.spec.size_dist().mean().round() as u64,
+            from_dir: outcome.spec.from_dir.clone(),
+            mix_reads: opts.mix_reads,
+            mix_writes: opts.mix_writes,
+            durability: opts.durability,
+        },
+        candidates: opts.stores().into_iter().map(|s| s.name().to_string()).collect(),
+        crash,
+        budget_s: opts.budget.as_secs_f64(),
+        elapsed_s: started.elapsed().as_secs_f64(),
+        quick: opts.quick,
+    };
+    Ok(AdviseOutcome { suite: outcome, power_cut, section })
+}
+
+/// The crash facts: a quick power-cut run of the candidates' write methods
+/// (both durability needs, so the page can say what the other need would
+/// change) where FUSE works; else the documented table, saying why.
+fn crash_facts(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> (CrashFacts, Option<PowerCutSection>) {
+    let documented = |why: String| CrashFacts {
+        source: CrashSource::Documented,
+        model: rules::CRASH_MODEL.name().into(),
+        why,
+        methods: rules::documented(),
+    };
+    let Some(writer) = &opts.writer else {
+        return (documented("no power-cut run was asked for".into()), None);
+    };
+    let mut methods = Vec::new();
+    for s in opts.stores() {
+        for need in [opts.durability, opts.durability.other()] {
+            for m in Method::parse_list(&s.crash_method(need)).unwrap_or_default() {
+                if !methods.contains(&m) {
+                    methods.push(m);
+                }
+            }
+        }
+    }
+    let mut copts = CrashOptions::new(writer.clone());
+    copts.methods = methods;
+    copts.kills = if opts.quick { crashtest::QUICK_KILLS } else { 2 * crashtest::QUICK_KILLS };
+    copts.count = crashtest::QUICK_COUNT;
+    copts.workdir.clone_from(&opts.workdir);
+    match crashtest::power_cut_test(&copts, rules::CRASH_MODEL, &AsProgress(observer)) {
+        Ok(report) => {
+            let facts = report
+                .section
+                .methods
+                .iter()
+                .map(|m| CrashFact {
+                    method: m.method.clone(),
+                    acknowledges_durability: m.acknowledges_durability,
+                    cuts: m.cuts,
+                    lost_after_ack: m.lost_after_ack,
+                    torn: m.torn,
+                    integrity_failures: m.integrity_failures,
+                })
+                .collect();
+            let crash = CrashFacts {
+                source: CrashSource::Measured,
+                model: report.section.model.clone(),
+                why: String::new(),
+                methods: facts,
+            };
+            (crash, Some(report.section))
+        }
+        Err(Error::Interrupted) => (documented("the power-cut run was interrupted".into()), None),
+        Err(e) => (documented(format!("the power-cut run could not run here ({e})")), None),
+    }
+}
