@@ -14,8 +14,13 @@ use crate::results::ResultFile;
 use crate::studies::concurrency::{Conclusion, ConcurrencySection, Point, Verdict, Workload, ERRORS_DOMINATE_PCT};
 
 /// The concurrency study's part of the report.
-pub const REPORT: StudyReport =
-    StudyReport { sections, questions: &[question::under_threads], terminal: Some(terminal::terminal), redraws: None };
+pub const REPORT: StudyReport = StudyReport {
+    sections,
+    questions: &[question::under_threads],
+    terminal: Some(terminal::terminal),
+    redraws: None,
+    leads: false,
+};
 
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let labels = machine_labels(files);
