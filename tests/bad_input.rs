@@ -256,6 +256,18 @@ fn cases() -> Vec<Case> {
         case("init --from: unreadable subdirectory (root without DAC capabilities)", unreadable_sub_src, &["init", "@new.db", "--from", "@src"], Works("skipped 1 unreadable")).nocaps(),
         case("init --from: unreadable subdirectory as root", unreadable_sub_src, &["init", "@new.db", "--from", "@src"], Works("Created")),
         case("init --from: non-UTF-8 names", non_utf8_src, &["init", "@new.db", "--from", "@src"], Works("2 blobs")),
+        // advise: everything is checked before any dataset is built, and --from DIR is only read
+        case("advise --from: empty dir", empty_src, &["advise", "--from", "@src", "--workdir", "@", "--out", "@rep"], Fail("src: holds no regular, readable, non-empty file")),
+        case("advise --from: only a symlink loop", loop_src, &["advise", "--from", "@src/loop", "--workdir", "@", "--out", "@rep"], Fail("symbolic links")),
+        case("advise --mix 0:0", none, &["advise", "--mix", "0:0", "--workdir", "@", "--out", "@rep"], Fail("--mix 0:0 has neither reads nor writes")),
+        case("advise --mix 90", none, &["advise", "--mix", "90", "--workdir", "@", "--out", "@rep"], Fail("expected R:W")),
+        case("advise --engines nope", none, &["advise", "--engines", "nope", "--workdir", "@", "--out", "@rep"], Fail("unknown key-value engine 'nope'")),
+        case("advise --durability maybe", none, &["advise", "--durability", "maybe", "--workdir", "@", "--out", "@rep"], Fail("maybe")),
+        case("advise: a budget too short for one round", none, &["advise", "--budget", "2s", "--workdir", "@", "--out", "@rep"], Fail("is too short for one round of 10000 blobs: give at least")),
+        case("advise --budget 0s", none, &["advise", "--budget", "0s", "--workdir", "@", "--out", "@rep"], Fail("longer than 0s")),
+        case("advise: not enough free space", none, &["advise", "--count", "100000", "--sizes", "uniform:1000000000", "--workdir", "@", "--out", "@rep"], Fail("not enough free space: advise needs about")),
+        case("advise: out inside --from", dir, &["advise", "--from", "@dir", "--workdir", "@", "--out", "@dir/rep"], Fail("is inside --from")),
+        case("advise: workdir inside --from", dir, &["advise", "--from", "@dir", "--workdir", "@dir", "--out", "@rep"], Fail("is inside --from")),
         case("suite --from: empty dir", empty_src, &["suite", "--from", "@src", "--workdir", "@", "--out", "@rep"], Fail("holds no regular")),
         case("init --sizes: negative sigma", none, &["init", "@new.db", "--sizes", "lognormal:30k:-1"], Fail("sigma")),
         case("init --sizes: median 0", none, &["init", "@new.db", "--sizes", "lognormal:0:1"], Fail("median")),
@@ -744,27 +756,6 @@ fn crash_results(d: &Path) {
 
 // ---- the harness -------------------------------------------------------
 
-/// Every file under `dir` with a checksum of its bytes.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, u64> {
-    let mut files = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let bytes = std::fs::read(&p).unwrap_or_default();
-                let sum = bytes
-                    .iter()
-                    .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
-                files.insert(p, sum);
-            }
-        }
-    }
-    files
-}
-
 /// The committed content of a database, as a fresh reader (which recovers
 /// a hot journal or WAL) sees it: a checksum of every key and value.
 fn committed_content(db: &Path) -> u64 {
@@ -791,7 +782,7 @@ fn check(c: &Case) -> Option<String> {
     // The engine is held from a child (POSIX locks are per process), opened
     // before the snapshot so that only the command's changes count.
     let engine_holder = c.held.map(|kind| common::hold_in_child(kind, &d.join("t")));
-    let before = snapshot(d);
+    let before = common::tree_digest(d);
     // Taken after the snapshot: POSIX locks are per process, and reading
     // the file (closing any descriptor of it) would drop this one.
     let holder = c.locked.then(|| {
@@ -860,7 +851,7 @@ fn check(c: &Case) -> Option<String> {
     if stderr.contains("panicked") || stderr.contains("RUST_BACKTRACE") {
         problems.push("panicked".to_string());
     }
-    let after = snapshot(d);
+    let after = common::tree_digest(d);
     drop(engine_holder);
     match c.expect {
         Fail(needle) => {

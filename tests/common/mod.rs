@@ -266,3 +266,25 @@ pub fn valid_results(path: &Path) -> serde_json::Value {
     assert!(errors.is_empty(), "{} does not match docs/results.schema.json: {errors:?}", path.display());
     raw
 }
+
+/// Every file under `dir` with a checksum of its bytes: equal before and
+/// after a command when it wrote nothing there.
+pub fn tree_digest(dir: &Path) -> std::collections::BTreeMap<PathBuf, u64> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let bytes = std::fs::read(&p).unwrap_or_default();
+                let sum = bytes
+                    .iter()
+                    .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+                files.insert(p, sum);
+            }
+        }
+    }
+    files
+}

@@ -113,15 +113,29 @@ fn validate(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Result<()> {
     if let Some(k) = opts.engines.iter().find(|k| !k.is_key_value()) {
         return Err(Error::invalid(format!("--engines: {} is not a key-value engine", k.name())));
     }
+    std::fs::create_dir_all(&opts.workdir).map_err(|e| Error::io(&opts.workdir, "cannot create directory", e))?;
+    // The suite's estimate, for the mean size (a --from tree's too).
+    let spec = DatasetSpec { count, size: mean_bytes.round() as u32, variance: 0, sizes: None, ..opts.spec.clone() };
+    let need = suite::needed_bytes(&spec, opts.engines.len());
+    let free = fsutil::free_bytes(&opts.workdir)?;
+    if free < need {
+        return Err(Error::bad_input(
+            &opts.workdir,
+            format!(
+                "not enough free space: advise needs about {} MB here, {} MB free (use --workdir)",
+                need.div_ceil(1_000_000),
+                free / 1_000_000
+            ),
+        ));
+    }
     let least = minimum_budget(opts, count, mean_bytes);
     if opts.budget < least {
         return Err(Error::invalid(format!(
-            "--budget {} s is too short for one round of {count} blobs: give at least {} s",
-            opts.budget.as_secs(),
+            "--budget {:.0} s is too short for one round of {count} blobs: give at least {} s",
+            opts.budget.as_secs_f64(),
             least.as_secs()
         )));
     }
-    std::fs::create_dir_all(&opts.workdir).map_err(|e| Error::io(&opts.workdir, "cannot create directory", e))?;
     Ok(())
 }
 
@@ -134,20 +148,6 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
         None => (opts.spec.count, opts.spec.size_dist().mean()),
     };
     validate(opts, count, mean)?;
-    let mut spec = opts.spec.clone();
-    spec.count = count;
-    let need = suite::needed_bytes(&spec, opts.engines.len());
-    let free = fsutil::free_bytes(&opts.workdir)?;
-    if free < need {
-        return Err(Error::bad_input(
-            &opts.workdir,
-            format!(
-                "not enough free space: advise needs about {} MB here, {} MB free (use --workdir)",
-                need / 1_000_000,
-                free / 1_000_000
-            ),
-        ));
-    }
     drop(scan);
     let (crash, power_cut) = crash_facts(opts, observer);
     let mut suite_opts = if opts.quick {
@@ -235,5 +235,72 @@ fn crash_facts(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> (CrashFact
         }
         Err(Error::Interrupted) => (documented("the power-cut run was interrupted".into()), None),
         Err(e) => (documented(format!("the power-cut run could not run here ({e})")), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Quiet;
+    impl SuiteObserver for Quiet {
+        fn begin(&self, _: &str, _: u64) {}
+        fn advance(&self, _: u64) {}
+        fn built(&self, _: EngineKind, _: u64, _: u64) {}
+        fn measured(&self, _: &crate::measure::Experiment) {}
+    }
+
+    fn options(dir: &std::path::Path) -> AdviseOptions {
+        AdviseOptions {
+            workdir: dir.to_path_buf(),
+            spec: DatasetSpec { count: 200, size: 10_000, variance: 2_000, ..DatasetSpec::default() },
+            from: None,
+            mix_reads: 90,
+            mix_writes: 10,
+            durability: Durability::Required,
+            engines: rules::DEFAULT_ENGINES.to_vec(),
+            budget: QUICK_BUDGET,
+            quick: true,
+            writer: None,
+        }
+    }
+
+    #[test]
+    fn a_power_cut_run_that_cannot_run_falls_back_to_the_documented_table() {
+        let d = tempfile::tempdir().unwrap();
+        let mut o = options(d.path());
+        o.writer = Some(d.path().join("no-such-blobbench"));
+        let (facts, section) = crash_facts(&o, &Quiet);
+        assert!(section.is_none());
+        assert_eq!(facts.source, CrashSource::Documented);
+        assert!(facts.why.starts_with("the power-cut run could not run here"), "{}", facts.why);
+        assert_eq!(facts.methods, rules::documented());
+    }
+
+    #[test]
+    fn bad_plans_are_refused_before_any_work() {
+        let d = tempfile::tempdir().unwrap();
+        let mut o = options(d.path());
+        o.mix_reads = 0;
+        o.mix_writes = 0;
+        assert!(validate(&o, 200, 10_000.0).unwrap_err().to_string().contains("--mix 0:0"));
+        let mut o = options(d.path());
+        o.budget = Duration::from_secs(1);
+        let least = minimum_budget(&o, 200, 10_000.0).as_secs();
+        let e = validate(&o, 200, 10_000.0).unwrap_err().to_string();
+        assert!(e.contains(&format!("give at least {least} s")), "{e}");
+        assert!(validate(&options(d.path()), 200, 10_000.0).is_ok());
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0, "nothing written");
+    }
+
+    #[test]
+    fn the_arms_cover_every_candidate_and_the_control() {
+        let o = options(std::path::Path::new("."));
+        let ids = o.experiment_ids();
+        assert!(ids.contains(&crate::studies::suite::CONTROL_OF.to_string()));
+        for s in o.stores() {
+            assert!(ids.contains(&s.read_id()) && ids.contains(&s.write_id(o.durability)), "{}", s.name());
+        }
+        assert!(!ids.iter().any(|i| i.contains("tree")), "no tree copy needed: {ids:?}");
     }
 }

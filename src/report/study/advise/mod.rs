@@ -268,3 +268,6 @@ pub fn terminal(file: &ResultFile, _colour: bool) -> String {
     out.push_str(&format!("{}\n", words::what_would_change_it(&r)));
     out
 }
+
+#[cfg(test)]
+mod tests;
