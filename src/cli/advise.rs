@@ -143,7 +143,7 @@ pub fn run(args: AdviseArgs) -> anyhow::Result<()> {
     let mut results = ResultFile::from_advise(advise::run(&opts, &observer)?);
     args.label.apply(&mut results);
     super::output::write_report(&args.out, std::slice::from_ref(&results), args.force)?;
-    print!("{}", report::terminal(&results, false));
+    print!("{}", report::advice(&results, false));
     println!(
         "advise took {:.0} s (budget {:.0} s); page in {} (open {})",
         started.elapsed().as_secs_f64(),

@@ -102,6 +102,12 @@ pub fn terminal(file: &ResultFile, colour: bool) -> String {
     STUDIES.iter().filter_map(|s| s.terminal).map(|table| table(file, colour)).collect()
 }
 
+/// What `advise` prints after a run: the advice alone (the page has the
+/// rest), from the result file it wrote.
+pub fn advice(file: &ResultFile, colour: bool) -> String {
+    advise::terminal(file, colour)
+}
+
 fn title(files: &[ResultFile]) -> String {
     let labels = fmt::machine_labels(files);
     match labels.len() {

@@ -159,7 +159,12 @@ fn evidence(r: &Ranking, s: &AdviseSection, label: &str, sfx: &str) -> Vec<Verdi
         }
         if let Some(f) = &c.mixed {
             let q = format!("at {}:{}", s.workload.mix_reads, s.workload.mix_writes);
-            let mut x = row(&q, c, f, READS_CHART, "Reads by candidate");
+            // The chart of what takes most of the leader's time at this mix.
+            let mut x = if reads_dominate(leader, s) {
+                row(&q, c, f, READS_CHART, "Reads by candidate")
+            } else {
+                row(&q, c, f, WRITES_CHART, "Writes by candidate")
+            };
             if c.tie {
                 x.outcome = format!("tie: {}", x.outcome);
             }
@@ -180,6 +185,12 @@ fn evidence(r: &Ranking, s: &AdviseSection, label: &str, sfx: &str) -> Vec<Verdi
         }
     }
     rows
+}
+
+/// Whether reads take most of `leader`'s time at the stated mix.
+fn reads_dominate(leader: &Ranked, s: &AdviseSection) -> bool {
+    let (r, w) = (f64::from(s.workload.mix_reads), f64::from(s.workload.mix_writes));
+    r * leader.read_us >= w * leader.write_us
 }
 
 /// "redb 1.52x slower than SQLite", or faster when the factor is below 1.
@@ -261,8 +272,8 @@ pub fn terminal(file: &ResultFile, _colour: bool) -> String {
     out.push_str(&format!("{}\n", words::crash_source(s)));
     for row in evidence(&r, s, file.display_label(), "") {
         out.push_str(&format!(
-            "  {}: {} ({}, interval {}) [chart {}]\n",
-            row.question, row.outcome, row.factor, row.uncertainty, row.chart_id
+            "  {}: {}; {} [chart {}]\n",
+            row.question, row.outcome, row.uncertainty, row.chart_id
         ));
     }
     out.push_str(&format!("{}\n", words::what_would_change_it(&r)));
