@@ -93,6 +93,7 @@ impl ResultFile {
         let mut file = ResultFile::from_suite(outcome.suite);
         file.command = "advise".into();
         file.power_cut = outcome.power_cut;
+        file.matrix = outcome.matrix;
         file.advise = Some(outcome.section);
         file
     }

@@ -6,6 +6,7 @@
 //! table), and returns a suite section plus its own. The recommendation is
 //! [`rank::rank`] of that data; the report words it.
 
+mod facets;
 pub mod rank;
 pub mod rules;
 mod section;
@@ -19,8 +20,9 @@ use rules::Store;
 
 use crate::engine::dataset::from_dir;
 use crate::records::{DatasetSpec, EngineKind};
-use crate::studies::crashtest::{self, CrashOptions, Method, PowerCutSection};
-use crate::studies::suite::{self, ids, AsProgress, SuiteObserver, SuiteOptions, SuiteOutcome};
+use crate::studies::crashtest::PowerCutSection;
+use crate::studies::matrix::MatrixSection;
+use crate::studies::suite::{self, ids, SuiteObserver, SuiteOptions, SuiteOutcome};
 use crate::util::fsutil;
 use crate::{Error, Result};
 
@@ -62,6 +64,8 @@ pub struct AdviseOptions {
 pub struct AdviseOutcome {
     pub suite: SuiteOutcome,
     pub power_cut: Option<PowerCutSection>,
+    /// The small matrix around the blobs' mean size (the size crossover).
+    pub matrix: Option<MatrixSection>,
     pub section: AdviseSection,
 }
 
@@ -93,8 +97,9 @@ impl AdviseOptions {
 
 /// The least budget that fits building the datasets and one round, as
 /// estimated from the dataset (200 MB/s to build each copy, 20 us per
-/// read, 3 ms per durable write and 100 us per other write): a budget
-/// below it is refused, naming it.
+/// read, 3 ms per durable write and 100 us per other write; the size
+/// matrix's cells at 100 MB/s and half a second each): a budget below it
+/// is refused, naming it.
 pub fn minimum_budget(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Duration {
     let stores = opts.stores().len() as f64;
     let bytes = f64::from(count) * mean_bytes * (2.0 + stores);
@@ -102,7 +107,9 @@ pub fn minimum_budget(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Dura
     let reads = f64::from(count) * (stores + 2.0) * 2.0 * 20e-6;
     let per_write = if opts.durability == Durability::Required { 3e-3 } else { 100e-6 };
     let writes = f64::from(opts.writes_per_arm(count)) * stores * 2.0 * per_write;
-    Duration::from_secs_f64((5.0 + build + reads + writes).ceil())
+    let sizes = facets::MATRIX_SIZES as f64;
+    let matrix = sizes * (facets::matrix_bytes(opts.quick) as f64 / 100e6 + 0.5);
+    Duration::from_secs_f64((5.0 + build + reads + writes + matrix).ceil())
 }
 
 /// Checks what can be checked before any work; the messages name the fix.
@@ -149,7 +156,8 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
     };
     validate(opts, count, mean)?;
     drop(scan);
-    let (crash, power_cut) = crash_facts(opts, observer);
+    let (crash, power_cut) = facets::crash_facts(opts, observer);
+    let matrix = facets::size_crossover(opts, mean, observer);
     let mut suite_opts = if opts.quick {
         SuiteOptions::quick(opts.workdir.clone())
     } else {
@@ -179,63 +187,15 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
         elapsed_s: started.elapsed().as_secs_f64(),
         quick: opts.quick,
     };
-    Ok(AdviseOutcome { suite: outcome, power_cut, section })
-}
-
-/// The crash facts: a quick power-cut run of the candidates' write methods
-/// (both durability needs, so the page can say what the other need would
-/// change) where FUSE works; else the documented table, saying why.
-fn crash_facts(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> (CrashFacts, Option<PowerCutSection>) {
-    let documented = |why: String| CrashFacts {
-        source: CrashSource::Documented,
-        model: rules::CRASH_MODEL.name().into(),
-        why,
-        methods: rules::documented(),
-    };
-    let Some(writer) = &opts.writer else {
-        return (documented("no power-cut run was asked for".into()), None);
-    };
-    let mut methods = Vec::new();
-    for s in opts.stores() {
-        for need in [opts.durability, opts.durability.other()] {
-            for m in Method::parse_list(&s.crash_method(need)).unwrap_or_default() {
-                if !methods.contains(&m) {
-                    methods.push(m);
-                }
-            }
+    let mut outcome = outcome;
+    let matrix = match matrix {
+        Ok(m) => m,
+        Err(e) => {
+            outcome.notes.push(format!("advise: the size crossover could not be measured ({e})"));
+            None
         }
-    }
-    let mut copts = CrashOptions::new(writer.clone());
-    copts.methods = methods;
-    copts.kills = if opts.quick { crashtest::QUICK_KILLS } else { 2 * crashtest::QUICK_KILLS };
-    copts.count = crashtest::QUICK_COUNT;
-    copts.workdir.clone_from(&opts.workdir);
-    match crashtest::power_cut_test(&copts, rules::CRASH_MODEL, &AsProgress(observer)) {
-        Ok(report) => {
-            let facts = report
-                .section
-                .methods
-                .iter()
-                .map(|m| CrashFact {
-                    method: m.method.clone(),
-                    acknowledges_durability: m.acknowledges_durability,
-                    cuts: m.cuts,
-                    lost_after_ack: m.lost_after_ack,
-                    torn: m.torn,
-                    integrity_failures: m.integrity_failures,
-                })
-                .collect();
-            let crash = CrashFacts {
-                source: CrashSource::Measured,
-                model: report.section.model.clone(),
-                why: String::new(),
-                methods: facts,
-            };
-            (crash, Some(report.section))
-        }
-        Err(Error::Interrupted) => (documented("the power-cut run was interrupted".into()), None),
-        Err(e) => (documented(format!("the power-cut run could not run here ({e})")), None),
-    }
+    };
+    Ok(AdviseOutcome { suite: outcome, power_cut, matrix, section })
 }
 
 #[cfg(test)]
@@ -270,7 +230,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let mut o = options(d.path());
         o.writer = Some(d.path().join("no-such-blobbench"));
-        let (facts, section) = crash_facts(&o, &Quiet);
+        let (facts, section) = facets::crash_facts(&o, &Quiet);
         assert!(section.is_none());
         assert_eq!(facts.source, CrashSource::Documented);
         assert!(facts.why.starts_with("the power-cut run could not run here"), "{}", facts.why);

@@ -10,6 +10,7 @@ use crate::measure::paired::PairedRatio;
 use crate::measure::rounds::RoundSet;
 use crate::measure::Experiment;
 use crate::records::DiskUsage;
+use crate::studies::matrix::{Crossover, MatrixSection};
 use crate::studies::suite::{CONTROL_ID, CONTROL_OF};
 
 /// What the recommendation is computed from: the parts of one result file.
@@ -19,6 +20,8 @@ pub struct Inputs<'a> {
     pub experiments: &'a [Experiment],
     pub rounds: &'a [RoundSet],
     pub disk: &'a [DiskUsage],
+    /// The size matrix, when it ran.
+    pub matrix: Option<&'a MatrixSection>,
 }
 
 /// A ratio with its interval; `paired` when it comes from rounds.
@@ -77,6 +80,9 @@ pub enum Change {
     Mix { reads_pct: u32, more_reads: bool, leader: Store },
     /// An excluded candidate that the other durability need would admit.
     Durability { store: Store, need: Durability },
+    /// Where files opened directly start to read faster than SQLite (the
+    /// size matrix's crossover at `page_size`), and the largest size measured.
+    Size { crossover: Crossover, page_size: u32, largest_bytes: u32 },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -230,6 +236,12 @@ fn changes(inputs: &Inputs, share: f64, out: &Ranking) -> Vec<Change> {
                     changes.push(Change::Mix { reads_pct: p, more_reads, leader: other });
                 }
             }
+        }
+    }
+    if let Some(m) = inputs.matrix {
+        let largest_bytes = m.cells.iter().map(|c| c.size_bytes).max().unwrap_or(0);
+        for c in &m.crossovers {
+            changes.push(Change::Size { crossover: c.direct.clone(), page_size: c.page_size, largest_bytes });
         }
     }
     let other = inputs.section.workload.durability.other();

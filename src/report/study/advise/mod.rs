@@ -27,7 +27,13 @@ pub const SPACE_CHART: &str = "advise-space";
 /// The ranking of the advice in `file`, when it holds one.
 pub fn ranking(file: &ResultFile) -> Option<(Ranking, &AdviseSection)> {
     let section = file.advise.as_ref()?;
-    let inputs = Inputs { section, experiments: &file.experiments, rounds: &file.rounds, disk: &file.disk_usage };
+    let inputs = Inputs {
+        section,
+        experiments: &file.experiments,
+        rounds: &file.rounds,
+        disk: &file.disk_usage,
+        matrix: file.matrix.as_ref(),
+    };
     Some((rank::rank(&inputs), section))
 }
 
@@ -271,10 +277,7 @@ pub fn terminal(file: &ResultFile, _colour: bool) -> String {
     }
     out.push_str(&format!("{}\n", words::crash_source(s)));
     for row in evidence(&r, s, file.display_label(), "") {
-        out.push_str(&format!(
-            "  {}: {}; {} [chart {}]\n",
-            row.question, row.outcome, row.uncertainty, row.chart_id
-        ));
+        out.push_str(&format!("  {}: {}; {} [chart {}]\n", row.question, row.outcome, row.uncertainty, row.chart_id));
     }
     out.push_str(&format!("{}\n", words::what_would_change_it(&r)));
     out

@@ -209,3 +209,25 @@ fn the_page_leads_and_survives_a_round_trip() {
     assert!(out.contains("writes (durability required): redb 1.20x faster than SQLite; none (unpaired"), "{out}");
     assert!(out.contains("[chart advise-writes]"), "{out}");
 }
+
+#[test]
+fn the_size_matrix_says_above_which_size_files_win() {
+    let mut f = advise_file(Durability::Required, (90, 10), &durable_times());
+    assert!(words::what_would_change_it(&ranking(&f).unwrap().0).contains("Blob size: not measured by this run"));
+    // At 4 KiB pages files opened directly cost 10 µs, SQLite 8 µs at 10 KB
+    // and 25 µs at 100 KB: files win from between the two.
+    f.matrix = Some(crate::studies::matrix::tests_support::fixed_section());
+    let (r, _) = ranking(&f).unwrap();
+    let size = r.changes.iter().find_map(|c| match c {
+        Change::Size { crossover, page_size: 4096, .. } => crossover.size_bytes,
+        _ => None,
+    });
+    let size = size.expect("a crossover at 4 KiB pages");
+    assert!(size > 10_000.0 && size < 100_000.0, "{size}");
+    let text = words::what_would_change_it(&r);
+    assert!(
+        text.contains("files opened directly read faster than SQLite (size matrix crossover at 4 KiB pages"),
+        "{text}"
+    );
+    assert!(!text.contains("not measured by this run"), "{text}");
+}

@@ -6,6 +6,7 @@ use crate::report::format::fmt::{bytes, thousands};
 use crate::studies::advise::rank::{Change, Excluded, Factor, Ranked, Ranking};
 use crate::studies::advise::rules::{Store, Test};
 use crate::studies::advise::{AdviseSection, CrashSource, Durability};
+use crate::studies::matrix::{Crossover, CrossoverKind};
 
 /// "SQLite" or "redb": what the store is.
 pub fn store_name(store: Store) -> String {
@@ -171,6 +172,7 @@ pub fn what_would_change_it(r: &Ranking) -> String {
                 if *more_reads { "more" } else { "fewer" },
                 store_name(*leader)
             )),
+            Change::Size { crossover, page_size, largest_bytes } => parts.push(size_change(crossover, *page_size, *largest_bytes)),
             Change::Durability { store, need } => parts.push(format!(
                 "with --durability {}, {} would no longer be excluded (its writes at that durability were not measured by this run)",
                 need.name(),
@@ -185,16 +187,38 @@ pub fn what_would_change_it(r: &Ranking) -> String {
     } else {
         String::new()
     };
-    let size = "Blob size: this run measured one size distribution; `blobbench matrix` finds the size above which \
-                files read faster than SQLite on this machine.";
+    let size = if r.changes.iter().any(|c| matches!(c, Change::Size { .. })) {
+        ""
+    } else {
+        "Blob size: not measured by this run; `blobbench matrix` finds the size above which files read faster \
+         than SQLite on this machine."
+    };
     if parts.is_empty() {
-        format!("What would change it: {mix}{size}")
+        format!("What would change it: {mix}{size}").trim_end().to_string()
     } else {
         let mut text = parts.join("; ");
         if let Some(first) = text.get(..1) {
             text = first.to_uppercase() + &text[1..];
         }
-        format!("What would change it: {text}. {mix}{size}")
+        format!("What would change it: {text}. {mix}{size}").trim_end().to_string()
+    }
+}
+
+/// The size crossover in words.
+fn size_change(c: &Crossover, page_size: u32, largest: u32) -> String {
+    let pages = format!("{} KiB", page_size / 1024);
+    match (c.kind, c.size_bytes) {
+        (CrossoverKind::At, Some(size)) => format!(
+            "above about {} per blob, files opened directly read faster than SQLite (size matrix crossover at {pages} pages, SQL reads)",
+            bytes(size.round() as u64)
+        ),
+        (CrossoverKind::BelowRange, _) => format!(
+            "files opened directly read faster than SQLite at every blob size the size matrix measured ({pages} pages, SQL reads)"
+        ),
+        _ => format!(
+            "no blob size up to {} would: SQLite read faster at every size the size matrix measured ({pages} pages, SQL reads)",
+            bytes(u64::from(largest))
+        ),
     }
 }
 
