@@ -42,7 +42,7 @@ pub struct AdviseArgs {
     pub durability: DurabilityArg,
     #[arg(long, value_parser = super::engines::key_value_list, help = super::engines::key_value_help("Key-value engines considered beside SQLite and files [default: lmdb,redb,fjall]"))]
     pub engines: Option<super::engines::EngineList>,
-    /// Time the whole command may take, e.g. 90s, 5m [default: 270s, 100s with --quick].
+    /// Time the whole command may take, e.g. 90s, 5m [default: 270s, 60s with --quick].
     #[arg(long, allow_hyphen_values = true, value_parser = units::duration, value_name = "DURATION")]
     pub budget: Option<std::time::Duration>,
     /// A shorter budget and fewer power cuts: about two minutes on 10k blobs.

@@ -28,7 +28,7 @@ use crate::{Error, Result};
 
 /// The default budget of the whole command, and with `--quick`.
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(270);
-pub const QUICK_BUDGET: Duration = Duration::from_secs(100);
+pub const QUICK_BUDGET: Duration = Duration::from_secs(60);
 
 /// Writes per write arm and round when every write waits for the disk
 /// (at most): enough for a per-op figure, few enough for several rounds.

@@ -5,7 +5,7 @@
 //! report words it.
 
 use super::rules::{self, Store, Test};
-use super::section::{AdviseSection, CrashFact, Durability};
+use super::section::{AdviseSection, CrashFact, CrashSource, Durability};
 use crate::measure::paired::PairedRatio;
 use crate::measure::rounds::RoundSet;
 use crate::measure::Experiment;
@@ -32,15 +32,18 @@ pub struct Factor {
     pub high: f64,
     pub paired: bool,
     pub rounds: usize,
+    /// Both sides are the same measurement (two file candidates read the
+    /// same files): exactly 1, with no spread.
+    pub same: bool,
 }
 
 impl Factor {
     fn exact(value: f64) -> Factor {
-        Factor { value, low: value, high: value, paired: false, rounds: 0 }
+        Factor { value, low: value, high: value, paired: false, rounds: 0, same: false }
     }
 
     fn of(p: &PairedRatio) -> Factor {
-        Factor { value: p.value, low: p.low, high: p.high, paired: true, rounds: p.rounds }
+        Factor { value: p.value, low: p.low, high: p.high, paired: true, rounds: p.rounds, same: false }
     }
 }
 
@@ -70,6 +73,8 @@ pub struct Excluded {
     pub store: Store,
     pub test: Test,
     pub fact: CrashFact,
+    /// Where the failing fact comes from.
+    pub source: CrashSource,
 }
 
 /// What would change the answer.
@@ -114,7 +119,7 @@ fn median_us(inputs: &Inputs, id: &str) -> Option<f64> {
 /// same experiment; the ratio of medians when no rounds pair them.
 fn ratio(inputs: &Inputs, a: &str, b: &str) -> Option<Factor> {
     if a == b {
-        return Some(Factor::exact(1.0));
+        return Some(Factor { same: true, ..Factor::exact(1.0) });
     }
     let set =
         inputs.rounds.iter().find(|r| r.consistent() && r.arms.iter().any(|x| x == a) && r.arms.iter().any(|x| x == b));
@@ -122,6 +127,20 @@ fn ratio(inputs: &Inputs, a: &str, b: &str) -> Option<Factor> {
         Some(p) => Some(Factor::of(&p)),
         None => Some(Factor::exact(median_us(inputs, a)? / median_us(inputs, b)?)),
     }
+}
+
+/// The first exclusion test `store`'s write method at `need` fails: by the
+/// file's crash facts, then (when those were measured by a short run) by
+/// the documented table, since a few cuts cannot show a method safe.
+fn failing(s: &AdviseSection, store: Store, need: Durability) -> Option<(Test, CrashFact, CrashSource)> {
+    let method = store.crash_method(need);
+    let documented = rules::documented();
+    let mut facts: Vec<(&CrashFact, CrashSource)> =
+        s.crash.of(&method).map(|f| (f, s.crash.source)).into_iter().collect();
+    if s.crash.source == CrashSource::Measured {
+        facts.extend(documented.iter().filter(|f| f.method == method).map(|f| (f, CrashSource::Documented)));
+    }
+    facts.into_iter().find_map(|(f, source)| rules::excluded_by(need, f).map(|t| (t, f.clone(), source)))
 }
 
 /// Mixed time per operation: `reads_share` of reads, the rest writes.
@@ -149,12 +168,11 @@ pub fn rank(inputs: &Inputs) -> Ranking {
     };
     for store in s.candidates.iter().filter_map(|n| Store::from_name(n)) {
         let crash = s.crash.of(&store.crash_method(need)).cloned();
-        if let Some(fact) = &crash {
-            if let Some(test) = rules::excluded_by(need, fact) {
-                out.excluded.push(Excluded { store, test, fact: fact.clone() });
-                continue;
-            }
-        } else {
+        if let Some((test, fact, source)) = failing(s, store, need) {
+            out.excluded.push(Excluded { store, test, fact, source });
+            continue;
+        }
+        if crash.is_none() {
             out.untested.push(store);
         }
         let (Some(read_us), Some(write_us)) =
@@ -201,8 +219,9 @@ fn compare_to_leader(inputs: &Inputs, need: Durability, share: f64, out: &mut Ra
                 value: blend(fr.value, fw.value),
                 low: blend(fr.low, fw.low),
                 high: blend(fr.high, fw.high),
-                paired: fr.paired && fw.paired,
-                rounds: fr.rounds.min(fw.rounds),
+                paired: (fr.paired || fr.same) && (fw.paired || fw.same) && !(fr.same && fw.same),
+                rounds: [fr, fw].iter().filter(|f| !f.same).map(|f| f.rounds).min().unwrap_or(0),
+                same: fr.same && fw.same,
             };
             let within_noise = noise.as_ref().is_some_and(|n| m.value <= n.high.max(1.0 / n.low));
             r.tie = (m.paired && m.low <= 1.0) || within_noise || m.value <= 1.0;
@@ -246,11 +265,8 @@ fn changes(inputs: &Inputs, share: f64, out: &Ranking) -> Vec<Change> {
     }
     let other = inputs.section.workload.durability.other();
     for e in &out.excluded {
-        let admitted = inputs
-            .section
-            .crash
-            .of(&e.store.crash_method(other))
-            .is_some_and(|f| rules::excluded_by(other, f).is_none());
+        let admitted = inputs.section.crash.of(&e.store.crash_method(other)).is_some();
+        let admitted = admitted && failing(inputs.section, e.store, other).is_none();
         if admitted {
             changes.push(Change::Durability { store: e.store, need: other });
         }

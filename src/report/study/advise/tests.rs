@@ -231,3 +231,36 @@ fn the_size_matrix_says_above_which_size_files_win() {
     );
     assert!(!text.contains("not measured by this run"), "{text}");
 }
+
+#[test]
+fn a_short_power_cut_run_cannot_clear_what_the_documented_table_caught() {
+    let mut f = advise_file(Durability::Required, (90, 10), &durable_times());
+    let crash = &mut f.advise.as_mut().unwrap().crash;
+    crash.source = CrashSource::Measured;
+    crash.why.clear();
+    for m in &mut crash.methods {
+        (m.cuts, m.lost_after_ack, m.torn, m.integrity_failures) = (6, 0, 0, 0);
+    }
+    let (r, s) = ranking(&f).unwrap();
+    assert_eq!(r.excluded.len(), 1, "{:?}", r.excluded);
+    assert_eq!((r.excluded[0].store, r.excluded[0].source), (Store::FilesInPlace, CrashSource::Documented));
+    assert!(words::exclusion(&r.excluded[0], s)
+        .ends_with("in 50 power cuts (inplace-fsync); torn-4k model, documented table."));
+}
+
+#[test]
+fn two_candidates_timed_by_one_experiment_compare_exactly() {
+    let mut times = durable_times();
+    times.retain(|(id, _)| *id != "write/flat-inplace-fsync");
+    times.push(("write/flat-inplace-fsync", 100.0));
+    let mut f = advise_file(Durability::Required, (90, 10), &times);
+    let crash = &mut f.advise.as_mut().unwrap().crash;
+    crash.methods.iter_mut().filter(|m| m.method == "inplace-fsync").for_each(|m| (m.lost_after_ack, m.torn) = (0, 0));
+    let (r, _) = ranking(&f).unwrap();
+    assert_eq!(r.ranked[0].store, Store::FilesInPlace);
+    // Both file candidates read the same files: exactly 1, said so.
+    let replace = r.ranked.iter().find(|c| c.store == Store::FilesReplace).unwrap();
+    let reads = replace.reads.unwrap();
+    assert!(reads.same && reads.value == 1.0);
+    assert_eq!(words::interval(&reads), "exact (the same measurement on both sides)");
+}

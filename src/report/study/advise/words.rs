@@ -4,7 +4,7 @@
 
 use crate::report::format::fmt::{bytes, thousands};
 use crate::studies::advise::rank::{Change, Excluded, Factor, Ranked, Ranking};
-use crate::studies::advise::rules::{Store, Test};
+use crate::studies::advise::rules::{self, Store, Test};
 use crate::studies::advise::{AdviseSection, CrashSource, Durability};
 use crate::studies::matrix::{Crossover, CrossoverKind};
 
@@ -51,7 +51,9 @@ pub fn workload(s: &AdviseSection) -> String {
 }
 
 fn factor_text(f: &Factor) -> String {
-    if f.paired && f.rounds >= 2 {
+    if f.same {
+        format!("{:.2}x (the same measurement)", f.value)
+    } else if f.paired && f.rounds >= 2 {
         format!("{:.2}x ({:.2}-{:.2}, paired over {} rounds)", f.value, f.low, f.high, f.rounds)
     } else if f.low == f.high {
         format!("{:.2}x (exact ratio of medians, unpaired)", f.value)
@@ -62,7 +64,9 @@ fn factor_text(f: &Factor) -> String {
 
 /// The interval of a factor: "1.71-2.10 (95% paired, 12 rounds)".
 pub fn interval(f: &Factor) -> String {
-    if f.paired && f.rounds >= 2 {
+    if f.same {
+        "exact (the same measurement on both sides)".into()
+    } else if f.paired && f.rounds >= 2 {
         format!("{:.2}-{:.2} (paired, {} rounds)", f.low, f.high, f.rounds)
     } else if f.paired {
         "none (1 round: spread unknown)".into()
@@ -115,9 +119,9 @@ pub fn recommendation(r: &Ranking, s: &AdviseSection) -> String {
 /// Why a candidate was excluded, with the facts.
 pub fn exclusion(e: &Excluded, s: &AdviseSection) -> String {
     let f = &e.fact;
-    let source = match s.crash.source {
-        CrashSource::Measured => "measured here",
-        CrashSource::Documented => "documented table",
+    let (source, model) = match e.source {
+        CrashSource::Measured => ("measured here", s.crash.model.clone()),
+        CrashSource::Documented => ("documented table", rules::CRASH_MODEL.name().to_string()),
     };
     let why = match e.test {
         Test::NoDurabilityPromise => format!("{} never acknowledges a write as durable", f.method),
@@ -138,7 +142,7 @@ pub fn exclusion(e: &Excluded, s: &AdviseSection) -> String {
             f.method
         ),
     };
-    format!("{}: excluded, {why}; {} model, {source}.", store_name(e.store), s.crash.model)
+    format!("{}: excluded, {why}; {model} model, {source}.", store_name(e.store))
 }
 
 /// Where the crash facts come from.
