@@ -42,7 +42,7 @@ pub struct AdviseArgs {
     pub durability: DurabilityArg,
     #[arg(long, value_parser = super::engines::key_value_list, help = super::engines::key_value_help("Key-value engines considered beside SQLite and files [default: lmdb,redb,fjall]"))]
     pub engines: Option<super::engines::EngineList>,
-    /// Time the whole command may take, e.g. 90s, 5m [default: 270s, 60s with --quick].
+    /// Time the whole command may take, e.g. 90s, 5m [default: 270s, 60s with --quick, or the least the data needs when more].
     #[arg(long, allow_hyphen_values = true, value_parser = units::duration, value_name = "DURATION")]
     pub budget: Option<std::time::Duration>,
     /// A shorter budget and fewer power cuts: about two minutes on 10k blobs.
@@ -115,7 +115,6 @@ impl AdviseArgs {
         }
         let mut spec = DatasetSpec { count: self.count, size: 10_000, variance: 2_000, ..DatasetSpec::default() };
         spec.sizes.clone_from(&self.sizes);
-        let quick_default = if self.quick { advise::QUICK_BUDGET } else { advise::DEFAULT_BUDGET };
         let writer = (!self.no_power_cut).then(std::env::current_exe).transpose()?;
         Ok(AdviseOptions {
             workdir: self.workdir.clone(),
@@ -128,7 +127,7 @@ impl AdviseArgs {
                 DurabilityArg::Relaxed => Durability::Relaxed,
             },
             engines: self.engines.as_ref().map_or_else(|| rules::DEFAULT_ENGINES.to_vec(), |e| e.0.clone()),
-            budget: self.budget.unwrap_or(quick_default),
+            budget: self.budget,
             quick: self.quick,
             writer,
         })
@@ -147,7 +146,7 @@ pub fn run(args: AdviseArgs) -> anyhow::Result<()> {
     println!(
         "advise took {:.0} s (budget {:.0} s); page in {} (open {})",
         started.elapsed().as_secs_f64(),
-        opts.budget.as_secs_f64(),
+        results.advise.as_ref().map_or(0.0, |a| a.budget_s),
         args.out.display(),
         args.out.join("index.html").display()
     );

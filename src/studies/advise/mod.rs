@@ -30,6 +30,10 @@ use crate::{Error, Result};
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(270);
 pub const QUICK_BUDGET: Duration = Duration::from_secs(60);
 
+/// Kept from the budget for what follows the rounds' deadline: the round
+/// under way, the arms' summaries and the page with its charts.
+const AFTER_ROUNDS: Duration = Duration::from_secs(5);
+
 /// Writes per write arm and round when every write waits for the disk
 /// (at most): enough for a per-op figure, few enough for several rounds.
 const DURABLE_WRITES: u32 = 200;
@@ -51,7 +55,9 @@ pub struct AdviseOptions {
     /// Key-value engines considered beside SQLite and files.
     pub engines: Vec<EngineKind>,
     /// The whole command's time budget.
-    pub budget: Duration,
+    /// The whole command's time budget; None is the default (or, when the
+    /// data needs more, the least that fits it).
+    pub budget: Option<Duration>,
     pub quick: bool,
     /// A blobbench binary (with the hidden crash writer) for the power-cut
     /// run; None uses the documented table.
@@ -96,24 +102,25 @@ impl AdviseOptions {
 }
 
 /// The least budget that fits building the datasets and one round, as
-/// estimated from the dataset (200 MB/s to build each copy, 20 us per
+/// estimated from the dataset (100 MB/s to build each copy, 20 us per
 /// read, 3 ms per durable write and 100 us per other write; the size
 /// matrix's cells at 100 MB/s and half a second each): a budget below it
 /// is refused, naming it.
 pub fn minimum_budget(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Duration {
     let stores = opts.stores().len() as f64;
     let bytes = f64::from(count) * mean_bytes * (2.0 + stores);
-    let build = bytes / 200e6;
+    let build = bytes / 100e6;
     let reads = f64::from(count) * (stores + 2.0) * 2.0 * 20e-6;
     let per_write = if opts.durability == Durability::Required { 3e-3 } else { 100e-6 };
     let writes = f64::from(opts.writes_per_arm(count)) * stores * 2.0 * per_write;
     let sizes = facets::MATRIX_SIZES as f64;
     let matrix = sizes * (facets::matrix_bytes(opts.quick) as f64 / 100e6 + 0.5);
-    Duration::from_secs_f64((5.0 + build + reads + writes + matrix).ceil())
+    Duration::from_secs_f64((5.0 + AFTER_ROUNDS.as_secs_f64() + build + reads + writes + matrix).ceil())
 }
 
-/// Checks what can be checked before any work; the messages name the fix.
-fn validate(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Result<()> {
+/// Checks what can be checked before any work (the messages name the
+/// fix); returns the budget.
+fn validate(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Result<Duration> {
     if opts.mix_reads == 0 && opts.mix_writes == 0 {
         return Err(Error::invalid("--mix 0:0 has neither reads nor writes (give R:W, e.g. 90:10)"));
     }
@@ -135,15 +142,21 @@ fn validate(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Result<()> {
             ),
         ));
     }
-    let least = minimum_budget(opts, count, mean_bytes);
-    if opts.budget < least {
-        return Err(Error::invalid(format!(
+    choose_budget(opts.budget, minimum_budget(opts, count, mean_bytes), opts.quick, count)
+}
+
+/// The budget given, refused below `least`; without one, the default or
+/// `least` when that is more.
+fn choose_budget(given: Option<Duration>, least: Duration, quick: bool, count: u32) -> Result<Duration> {
+    match given {
+        Some(b) if b < least => Err(Error::invalid(format!(
             "--budget {:.0} s is too short for one round of {count} blobs: give at least {} s",
-            opts.budget.as_secs_f64(),
+            b.as_secs_f64(),
             least.as_secs()
-        )));
+        ))),
+        Some(b) => Ok(b),
+        None => Ok(least.max(if quick { QUICK_BUDGET } else { DEFAULT_BUDGET })),
     }
-    Ok(())
 }
 
 /// Runs the power cuts (where FUSE works) and the suite's arms, within the budget.
@@ -154,7 +167,7 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
         Some(s) => (s.files.len() as u32, s.content_bytes() as f64 / s.files.len().max(1) as f64),
         None => (opts.spec.count, opts.spec.size_dist().mean()),
     };
-    validate(opts, count, mean)?;
+    let budget = validate(opts, count, mean)?;
     drop(scan);
     let (crash, power_cut) = facets::crash_facts(opts, observer);
     let matrix = facets::size_crossover(opts, mean, observer);
@@ -168,8 +181,9 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
     suite_opts.engines.clone_from(&opts.engines);
     suite_opts.only = Some(opts.experiment_ids());
     suite_opts.write_fraction = f64::from(opts.writes_per_arm(count)) / f64::from(count.max(1));
-    // A little is kept for the report.
-    suite_opts.deadline = Some(started + opts.budget.mul_f64(0.95));
+    // The rest of the budget goes to the rounds, less what the last round,
+    // the arms' summaries and the page take after the deadline.
+    suite_opts.deadline = Some(started + budget.saturating_sub(AFTER_ROUNDS.max(budget / 8)));
     suite_opts.rounds.budget = None;
     let outcome = suite::run_suite(&suite_opts, observer)?;
     let section = AdviseSection {
@@ -183,7 +197,7 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
         },
         candidates: opts.stores().into_iter().map(|s| s.name().to_string()).collect(),
         crash,
-        budget_s: opts.budget.as_secs_f64(),
+        budget_s: budget.as_secs_f64(),
         elapsed_s: started.elapsed().as_secs_f64(),
         quick: opts.quick,
     };
@@ -219,7 +233,7 @@ mod tests {
             mix_writes: 10,
             durability: Durability::Required,
             engines: rules::DEFAULT_ENGINES.to_vec(),
-            budget: QUICK_BUDGET,
+            budget: None,
             quick: true,
             writer: None,
         }
@@ -245,11 +259,16 @@ mod tests {
         o.mix_writes = 0;
         assert!(validate(&o, 200, 10_000.0).unwrap_err().to_string().contains("--mix 0:0"));
         let mut o = options(d.path());
-        o.budget = Duration::from_secs(1);
+        o.budget = Some(Duration::from_secs(1));
         let least = minimum_budget(&o, 200, 10_000.0).as_secs();
         let e = validate(&o, 200, 10_000.0).unwrap_err().to_string();
         assert!(e.contains(&format!("give at least {least} s")), "{e}");
-        assert!(validate(&options(d.path()), 200, 10_000.0).is_ok());
+        // Without --budget: the default, or the least the data needs.
+        assert_eq!(validate(&options(d.path()), 200, 10_000.0).unwrap(), QUICK_BUDGET);
+        let least = minimum_budget(&options(d.path()), 10_000, 500_000.0);
+        assert!(least > QUICK_BUDGET, "{least:?}");
+        assert_eq!(choose_budget(None, least, true, 10_000).unwrap(), least);
+        assert_eq!(choose_budget(None, least, false, 10_000).unwrap(), DEFAULT_BUDGET.max(least));
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0, "nothing written");
     }
 

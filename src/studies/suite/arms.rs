@@ -118,6 +118,15 @@ fn run_set(
         arms.push(RunArm::prepare(engine, &run_opts)?);
     }
     let ids: Vec<String> = steps.iter().map(|s| s.id.clone()).collect();
+    // Preparing the arms (copies of the database) took some of the time
+    // left: with a deadline, the rounds get no more than what remains.
+    let plan = &match opts.deadline {
+        Some(d) => {
+            let left = d.saturating_duration_since(Instant::now()).max(Duration::from_secs(1));
+            RoundsPlan { budget: Some(plan.budget.map_or(left, |b| b.min(left))), ..*plan }
+        }
+        None => *plan,
+    };
     let mut dyn_arms: Vec<&mut dyn Arm> = arms.iter_mut().map(|a| a as &mut dyn Arm).collect();
     let runs = u64::from(plan.max_rounds + 1) * steps.len() as u64;
     observer.begin(&format!("{} arms in rounds ({id})", steps.len()), runs);
