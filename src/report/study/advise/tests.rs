@@ -3,9 +3,9 @@
 
 use super::{ranking, sections, terminal, words};
 use crate::measure::busy::Load;
-use crate::measure::rounds::{Round, RoundSet, StopReason};
+use crate::measure::rounds::RoundSet;
 use crate::records::{DiskUsage, EngineKind};
-use crate::report::fixtures::suite;
+use crate::report::fixtures::{round_set, suite};
 use crate::results::ResultFile;
 use crate::studies::advise::rank::Change;
 use crate::studies::advise::rules::{self, Store, Test};
@@ -73,26 +73,9 @@ fn durable_times() -> Vec<(&'static str, f64)> {
 
 /// Paired rounds for `arms`: arm i's figure in round r is times[i] * wobble[r][i].
 fn rounds(id: &str, arms: &[(&str, f64)], wobble: &[Vec<f64>]) -> RoundSet {
-    RoundSet {
-        id: id.into(),
-        arms: arms.iter().map(|(a, _)| a.to_string()).collect(),
-        seed: 1,
-        warmup: true,
-        target_pct: 5.0,
-        budget_s: None,
-        max_rounds: 30,
-        stop: StopReason::Precise,
-        rounds: wobble
-            .iter()
-            .map(|w| Round {
-                order: (0..arms.len() as u32).collect(),
-                per_op_us: arms.iter().zip(w).map(|((_, t), k)| t * k).collect(),
-                elapsed_ms: 10.0,
-                load: Load::default(),
-            })
-            .collect(),
-        warnings: vec![],
-    }
+    let ids: Vec<&str> = arms.iter().map(|(a, _)| *a).collect();
+    let figures = wobble.iter().map(|w| (arms.iter().zip(w).map(|((_, t), k)| t * k).collect(), Load::default()));
+    round_set(id, &ids, figures.collect())
 }
 
 #[test]
