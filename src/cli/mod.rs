@@ -1,6 +1,7 @@
 //! Argument definitions and dispatch. Each command's arguments and printing
 //! live in their own file; the library does the work.
 
+mod advise;
 mod aging;
 mod concurrency;
 mod crashtest;
@@ -32,6 +33,8 @@ pub enum Command {
     Export(dataset::ExportArgs),
     /// Describe a database or a directory of blobs (kvtest stat).
     Stat(dataset::StatArgs),
+    /// Where should these blobs live, and why: one command, one page with a recommendation.
+    Advise(advise::AdviseArgs),
     /// Read or overwrite blobs and time it (kvtest run).
     Run(run::RunArgs),
     /// The whole "35% faster than the filesystem" article on this machine, with a report.
@@ -60,6 +63,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Export(a) => dataset::export(a),
         Command::Stat(a) => dataset::stat(a),
         Command::Run(a) => run::run(a),
+        Command::Advise(a) => advise::run(a),
         Command::Suite(a) => suite::run(a),
         Command::Matrix(a) => matrix::run(a),
         Command::Report(a) => report::run(a),

@@ -108,7 +108,7 @@ impl SuiteArgs {
 }
 
 /// One line per experiment: a bar with an ETA while it runs, then its result.
-struct Lines {
+pub(super) struct Lines {
     bar: Mutex<Option<ProgressBar>>,
     terminal: bool,
 }
@@ -150,6 +150,10 @@ impl SuiteObserver for Lines {
 }
 
 impl Lines {
+    pub(super) fn new(terminal: bool) -> Self {
+        Lines { bar: Mutex::new(None), terminal }
+    }
+
     /// Ends the bar of what just finished and prints its line.
     fn line(&self, line: &str) {
         if let Ok(mut slot) = self.bar.lock() {
@@ -166,7 +170,7 @@ pub fn run(args: SuiteArgs) -> anyhow::Result<()> {
     super::output::prepare_report_dir(&args.out, args.force)?;
     distinct_workdirs(&args.workdir)?;
     let started = Instant::now();
-    let observer = Lines { bar: Mutex::new(None), terminal: std::io::stderr().is_terminal() };
+    let observer = Lines::new(std::io::stderr().is_terminal());
     let several = args.workdir.len() > 1;
     let mut all = Vec::new();
     for dir in &args.workdir {

@@ -1,8 +1,10 @@
 //! Result files built in code for the report's tests: known per-op times,
 //! so every ratio and sentence the report computes can be checked exactly.
 
+use crate::measure::busy::Load;
 use crate::measure::envinfo::{Environment, StorageInfo};
 use crate::measure::oscount::OsCounters;
+use crate::measure::rounds::{Round, RoundSet, StopReason};
 use crate::measure::Experiment;
 use crate::measure::{Latency, LatencySink, Phases, RunSample, Summary};
 use crate::records::keys::Order;
@@ -177,4 +179,29 @@ pub fn full_suite(host: &str) -> ResultFile {
 
 pub fn exp_mut<'a>(file: &'a mut ResultFile, id: &str) -> &'a mut Experiment {
     file.experiments.iter_mut().find(|e| e.id == id).unwrap_or_else(|| panic!("no {id}"))
+}
+
+/// A consistent round set: every arm in every round, in order, each round
+/// given as (per-arm figures, load).
+pub fn round_set(id: &str, arms: &[&str], rounds: Vec<(Vec<f64>, Load)>) -> RoundSet {
+    RoundSet {
+        id: id.into(),
+        arms: arms.iter().map(|a| a.to_string()).collect(),
+        seed: 1,
+        warmup: true,
+        target_pct: 5.0,
+        budget_s: None,
+        max_rounds: 30,
+        stop: StopReason::Precise,
+        rounds: rounds
+            .into_iter()
+            .map(|(per_op_us, load)| Round {
+                order: (0..arms.len() as u32).collect(),
+                per_op_us,
+                elapsed_ms: 10.0,
+                load,
+            })
+            .collect(),
+        warnings: vec![],
+    }
 }

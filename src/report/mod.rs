@@ -18,7 +18,7 @@ mod verdict;
 use std::path::{Path, PathBuf};
 
 use format::{doc, fmt, html, markdown, output, png, text};
-use study::{aging, concurrency, crashtest, engines, matrix, suite};
+use study::{advise, aging, concurrency, crashtest, engines, matrix, suite};
 
 pub use doc::{Block, Chart, Figure, Section, Table, NOT_MEASURED};
 pub use fmt::fmt_size;
@@ -31,8 +31,15 @@ use crate::util::units::plural;
 use crate::{Error, Result};
 
 /// Every study's report, in page order.
-const STUDIES: &[StudyReport] =
-    &[suite::REPORT, engines::REPORT, matrix::REPORT, concurrency::REPORT, crashtest::REPORT, aging::REPORT];
+const STUDIES: &[StudyReport] = &[
+    advise::REPORT,
+    suite::REPORT,
+    engines::REPORT,
+    matrix::REPORT,
+    concurrency::REPORT,
+    crashtest::REPORT,
+    aging::REPORT,
+];
 
 /// What [`render`] wrote.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,12 +75,13 @@ pub fn document(files: &[ResultFile]) -> Vec<Section> {
 /// [`document`], with what changed since `baseline` right after the verdict.
 pub fn document_against(files: &[ResultFile], baseline: Option<&ResultFile>) -> Vec<Section> {
     let questions = questions();
-    let mut sections = verdict::section(files, &questions);
+    let mut sections: Vec<Section> = STUDIES.iter().filter(|s| s.leads).flat_map(|s| (s.sections)(files)).collect();
+    sections.extend(verdict::section(files, &questions));
     if let Some(b) = baseline {
         sections.extend(baseline::section(b, files, &questions));
     }
     sections.extend(details::overview(files));
-    sections.extend(STUDIES.iter().flat_map(|s| (s.sections)(files)));
+    sections.extend(STUDIES.iter().filter(|s| !s.leads).flat_map(|s| (s.sections)(files)));
     sections.extend(details::latency(files));
     sections.extend(details::environment(files));
     sections
@@ -93,6 +101,12 @@ fn questions() -> Vec<Question> {
 /// study `file` holds (see [`StudyReport::terminal`]).
 pub fn terminal(file: &ResultFile, colour: bool) -> String {
     STUDIES.iter().filter_map(|s| s.terminal).map(|table| table(file, colour)).collect()
+}
+
+/// What `advise` prints after a run: the advice alone (the page has the
+/// rest), from the result file it wrote.
+pub fn advice(file: &ResultFile, colour: bool) -> String {
+    advise::terminal(file, colour)
 }
 
 fn title(files: &[ResultFile]) -> String {

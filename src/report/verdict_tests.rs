@@ -1,5 +1,5 @@
 use super::*;
-use crate::report::fixtures::{exp_mut, experiment_runs, full_suite};
+use crate::report::fixtures::{exp_mut, experiment_runs, full_suite, round_set};
 use crate::report::study::concurrency::question::under_threads;
 use crate::report::study::crashtest::question::after_power_cut;
 use crate::report::study::suite::questions::{cold_reads, disk_space, durable_writes, fast_writes, warm_reads};
@@ -130,7 +130,6 @@ fn power_cut_row_counts_what_was_kept_and_lost() {
 /// db-blob's (`blob`); every other read arm is slower than both.
 fn with_read_rounds(mmap: &[f64], posix: &[f64], blob: &[f64], control: &[f64]) -> ResultFile {
     use crate::measure::busy::Load;
-    use crate::measure::rounds::{Round, RoundSet, StopReason};
     let mut f = full_suite("host-a");
     let mut arms: Vec<(&str, Vec<f64>)> = vec![
         ("read/db-blob-mmap", mmap.to_vec()),
@@ -149,25 +148,13 @@ fn with_read_rounds(mmap: &[f64], posix: &[f64], blob: &[f64], control: &[f64]) 
         }
     }
     let rounds = (0..mmap.len())
-        .map(|r| Round {
-            order: (0..arms.len() as u32).collect(),
-            per_op_us: arms.iter().map(|(_, t)| t[r]).collect(),
-            elapsed_ms: 10.0,
-            load: Load { other_cpu_pct: Some(if r == 0 { 90.0 } else { 1.0 }), ..Load::default() },
+        .map(|r| {
+            let load = Load { other_cpu_pct: Some(if r == 0 { 90.0 } else { 1.0 }), ..Load::default() };
+            (arms.iter().map(|(_, t)| t[r]).collect(), load)
         })
         .collect();
-    f.rounds.push(RoundSet {
-        id: "suite/reads".into(),
-        arms: arms.iter().map(|(id, _)| id.to_string()).collect(),
-        seed: 1,
-        warmup: true,
-        target_pct: 5.0,
-        budget_s: None,
-        max_rounds: 30,
-        stop: StopReason::Precise,
-        rounds,
-        warnings: vec![],
-    });
+    let ids: Vec<&str> = arms.iter().map(|(id, _)| *id).collect();
+    f.rounds.push(round_set("suite/reads", &ids, rounds));
     f
 }
 

@@ -7,6 +7,7 @@ use super::ResultFile;
 use crate::drivers::run::RunReport;
 use crate::measure::envinfo;
 use crate::records::DatasetSpec;
+use crate::studies::advise::AdviseOutcome;
 use crate::studies::aging::AgingOutcome;
 use crate::studies::concurrency::{self, ConcurrencyOptions};
 use crate::studies::crashtest::{CrashReport, PowerCutReport};
@@ -84,6 +85,17 @@ impl ResultFile {
         file.complete = outcome.complete;
         file.aging = Some(outcome.section);
         file.notes = outcome.notes;
+        file
+    }
+
+    /// The result file of an `advise`: its suite's data, the power cuts
+    /// when they ran, and its own section.
+    pub fn from_advise(outcome: AdviseOutcome) -> ResultFile {
+        let mut file = ResultFile::from_suite(outcome.suite);
+        file.command = "advise".into();
+        file.power_cut = outcome.power_cut;
+        file.matrix = outcome.matrix;
+        file.advise = Some(outcome.section);
         file
     }
 }

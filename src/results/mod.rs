@@ -72,6 +72,10 @@ pub struct ResultFile {
     /// without them render by the older, unpaired method.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rounds: Vec<crate::measure::rounds::RoundSet>,
+    /// `advise`: the workload, the candidates and the crash facts; its
+    /// timings are `experiments`, `rounds` and `disk_usage`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advise: Option<crate::studies::advise::AdviseSection>,
 }
 
 impl ResultFile {
@@ -97,6 +101,7 @@ impl ResultFile {
             concurrency: None,
             aging: None,
             rounds: Vec::new(),
+            advise: None,
         }
     }
 

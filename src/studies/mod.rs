@@ -1,6 +1,7 @@
 //! Studies: each builds its datasets, runs drivers and returns its own
 //! result section.
 
+pub mod advise;
 pub mod aging;
 pub mod concurrency;
 pub mod crashtest;

@@ -3,6 +3,7 @@
 //! tables, and offers them through one [`StudyReport`], listed in
 //! `report::STUDIES`. Its chart ids are defined once, in the folder.
 
+pub mod advise;
 pub mod aging;
 pub mod concurrency;
 pub mod crashtest;
@@ -28,6 +29,8 @@ pub struct StudyReport {
     pub terminal: Option<fn(&ResultFile, bool) -> String>,
     /// The published study its charts redraw, named in the report's footer.
     pub redraws: Option<Redraw>,
+    /// Its sections lead the page, before the verdict (the advice).
+    pub leads: bool,
 }
 
 /// A published study that a study's charts redraw.

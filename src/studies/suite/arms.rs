@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::ids;
 use super::options::{SuiteObserver, SuiteOptions};
-use super::steps::{dataset_path, steps, Step};
+use super::steps::{dataset_path, selected, Step};
 use crate::drivers::run::{RunArm, RunOptions};
 use crate::engine;
 use crate::measure::rounds::RoundSet;
@@ -45,7 +45,7 @@ pub(super) fn measure_rounds(
     observer: &dyn SuiteObserver,
     out: &mut Measured,
 ) -> Result<()> {
-    let all = steps(&opts.engines);
+    let all = selected(opts);
     let (writes, mut reads): (Vec<Step>, Vec<Step>) = all.into_iter().partition(|s| s.update);
     let control = reads.iter().find(|s| s.id == CONTROL_OF).map(|s| Step {
         id: CONTROL_ID.into(),
@@ -54,7 +54,8 @@ pub(super) fn measure_rounds(
     });
     reads.extend(control);
     let start = Instant::now();
-    let read_plan = RoundsPlan { budget: opts.rounds.budget.map(|b| b / READ_SHARE), ..opts.rounds };
+    let budget = opts.deadline.map(|d| d.saturating_duration_since(start)).or(opts.rounds.budget);
+    let read_plan = RoundsPlan { budget: budget.map(|b| b / READ_SHARE), ..opts.rounds };
     run_set("suite/reads", opts, work, pristine, &reads, &read_plan, observer, out)?;
     if crate::measure::stop_requested() {
         return Ok(());
@@ -62,7 +63,7 @@ pub(super) fn measure_rounds(
     // The writes get what the reads left; at least a second, so the
     // budget rule (at least one round, with a warning) still applies.
     let left = |b: Duration| b.saturating_sub(start.elapsed()).max(Duration::from_secs(1));
-    let write_plan = RoundsPlan { budget: opts.rounds.budget.map(left), ..opts.rounds };
+    let write_plan = RoundsPlan { budget: budget.map(left), ..opts.rounds };
     run_set("suite/writes", opts, work, pristine, &writes, &write_plan, observer, out)
 }
 
@@ -117,6 +118,15 @@ fn run_set(
         arms.push(RunArm::prepare(engine, &run_opts)?);
     }
     let ids: Vec<String> = steps.iter().map(|s| s.id.clone()).collect();
+    // Preparing the arms (copies of the database) took some of the time
+    // left: with a deadline, the rounds get no more than what remains.
+    let plan = &match opts.deadline {
+        Some(d) => {
+            let left = d.saturating_duration_since(Instant::now()).max(Duration::from_secs(1));
+            RoundsPlan { budget: Some(plan.budget.map_or(left, |b| b.min(left))), ..*plan }
+        }
+        None => *plan,
+    };
     let mut dyn_arms: Vec<&mut dyn Arm> = arms.iter_mut().map(|a| a as &mut dyn Arm).collect();
     let runs = u64::from(plan.max_rounds + 1) * steps.len() as u64;
     observer.begin(&format!("{} arms in rounds ({id})", steps.len()), runs);
@@ -174,6 +184,7 @@ fn restore_database(pristine: &Path, db: &Path) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::steps::steps;
     use super::*;
 
     #[test]

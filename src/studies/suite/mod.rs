@@ -11,7 +11,7 @@ mod steps;
 
 pub use arms::{CONTROL_ID, CONTROL_OF};
 pub use options::{SuiteObserver, SuiteOptions, QUICK_BUDGET};
-use steps::{dataset_path, steps};
+use steps::{dataset_path, selected};
 
 use std::path::Path;
 
@@ -25,7 +25,7 @@ use crate::util::progress::Progress;
 use crate::{Error, Result};
 
 /// Lets dataset building report through the same observer.
-struct AsProgress<'a>(&'a dyn SuiteObserver);
+pub(crate) struct AsProgress<'a>(pub &'a dyn SuiteObserver);
 
 impl Progress for AsProgress<'_> {
     fn start(&self, what: &str, total: u64) {
@@ -115,9 +115,14 @@ pub fn run_suite(opts: &SuiteOptions, observer: &dyn SuiteObserver) -> Result<Su
     }
     measured?;
     outcome.complete = !stop_requested()
-        && outcome.experiments.len() == steps(&opts.engines).len() + 1
+        && outcome.experiments.len() == selected(opts).len() + usize::from(has_control(opts))
         && outcome.rounds.iter().all(|r| r.stop != rounds::StopReason::Interrupted);
     Ok(outcome)
+}
+
+/// Whether the A/A control runs: it repeats `read/db-blob`.
+fn has_control(opts: &SuiteOptions) -> bool {
+    selected(opts).iter().any(|s| s.id == CONTROL_OF)
 }
 
 fn measure_all(
@@ -142,9 +147,11 @@ fn measure_all(
     out.spec.size_histogram.clone_from(&made.size_histogram);
     observer.built(crate::engine::sqlite::KIND, made.count, made.elapsed_ns);
     out.disk_usage.push(stat(&db, false)?.disk_usage(&db));
+    let wanted = selected(opts);
     let copies = [crate::engine::files::FLAT_KIND, crate::engine::files::TREE_KIND]
         .into_iter()
-        .chain(opts.engines.iter().copied());
+        .chain(opts.engines.iter().copied())
+        .filter(|&kind| opts.only.is_none() || wanted.iter().any(|s| s.layout == kind));
     for kind in copies {
         let path = dataset_path(work, kind);
         let r = dataset::build(kind, &db, &path, false, &progress)?;
@@ -173,6 +180,7 @@ fn measure_all(
 
 #[cfg(test)]
 mod tests {
+    use super::steps::steps;
     use super::*;
 
     #[test]

@@ -31,6 +31,12 @@ pub struct SuiteOptions {
     /// and writes together) and the precision target (`plan.repeat` and
     /// `plan.warmup` are not used: each arm warms up once, then rounds).
     pub rounds: RoundsPlan,
+    /// Only these experiment ids (`advise` measures a few arms); None runs
+    /// them all. The A/A control runs when `read/db-blob` is among them.
+    pub only: Option<Vec<String>>,
+    /// When set, the rounds end by then instead of taking `rounds.budget`
+    /// (advise's budget covers the whole command, datasets included).
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl SuiteOptions {
@@ -54,6 +60,8 @@ impl SuiteOptions {
                 seed: rounds::DEFAULT_SEED,
                 latency: true,
             },
+            only: None,
+            deadline: None,
         }
     }
 

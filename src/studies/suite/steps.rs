@@ -113,6 +113,15 @@ pub(super) fn steps(engines: &[EngineKind]) -> Vec<Step> {
     steps
 }
 
+/// The experiments `opts` asks for, in the order they run.
+pub(super) fn selected(opts: &super::SuiteOptions) -> Vec<Step> {
+    let mut all = steps(&opts.engines);
+    if let Some(only) = &opts.only {
+        all.retain(|s| only.contains(&s.id));
+    }
+    all
+}
+
 /// The article's experiments and their fair variants.
 fn article_steps() -> Vec<Step> {
     vec![

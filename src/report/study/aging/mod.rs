@@ -14,7 +14,7 @@ use crate::studies::aging::{AgePoint, AgingSection, AgingSetting};
 /// The aging study's part of the report (its command prints its own
 /// progress, no table).
 pub const REPORT: StudyReport =
-    StudyReport { sections, questions: &[question::after_aging], terminal: None, redraws: None };
+    StudyReport { sections, questions: &[question::after_aging], terminal: None, redraws: None, leads: false };
 
 /// The chart of warm reads against storage age (see [`chart_id`]).
 pub const READ_WARM_CHART: &str = "read-warm";

@@ -17,8 +17,13 @@ use crate::studies::concurrency::{Conclusion, ConcurrencySection, Point, Verdict
 use crate::util::units::plural;
 
 /// The concurrency study's part of the report.
-pub const REPORT: StudyReport =
-    StudyReport { sections, questions: &[question::under_threads], terminal: Some(terminal::terminal), redraws: None };
+pub const REPORT: StudyReport = StudyReport {
+    sections,
+    questions: &[question::under_threads],
+    terminal: Some(terminal::terminal),
+    redraws: None,
+    leads: false,
+};
 
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let labels = machine_labels(files);

@@ -21,6 +21,7 @@ pub const REPORT: StudyReport = StudyReport {
     questions: &[question::after_power_cut],
     terminal: Some(terminal::terminal),
     redraws: None,
+    leads: false,
 };
 
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {

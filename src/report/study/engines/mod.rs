@@ -60,6 +60,7 @@ pub const REPORT: StudyReport = StudyReport {
     questions: &[questions::engine_reads, questions::engine_durable_writes],
     terminal: None,
     redraws: None,
+    leads: false,
 };
 
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {

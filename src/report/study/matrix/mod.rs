@@ -23,6 +23,7 @@ pub const REPORT: StudyReport = StudyReport {
     questions: &[],
     terminal: Some(text::terminal),
     redraws: Some(Redraw { title: "SQLite's \"Internal Versus External BLOBs\"", in_file: |f| f.matrix.is_some() }),
+    leads: false,
 };
 
 /// The matrix sections: one per result file that holds a matrix, then the

@@ -242,6 +242,7 @@ pub const REPORT: StudyReport = StudyReport {
     questions: questions::QUESTIONS,
     terminal: None,
     redraws: Some(Redraw { title: "SQLite's \"35% Faster Than The Filesystem\"", in_file: |f| f.command == "suite" }),
+    leads: false,
 };
 
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {

@@ -1,0 +1,179 @@
+//! `advise`: where should these blobs live, and why. One command, one page.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::{Args, ValueEnum};
+
+use blobbench::records::sizes::parse_size_dist;
+use blobbench::records::{DatasetSpec, SizeDist};
+use blobbench::report;
+use blobbench::results::ResultFile;
+use blobbench::studies::advise::{self, rules, AdviseOptions, Durability};
+use blobbench::util::units;
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum DurabilityArg {
+    /// A write that returned must survive a power cut.
+    Required,
+    /// The last writes may be lost in a power cut; stored blobs must stay whole.
+    Relaxed,
+}
+
+#[derive(Debug, Args)]
+pub struct AdviseArgs {
+    #[command(flatten)]
+    pub label: super::output::LabelArg,
+    /// Your own files: every regular file under DIR becomes one blob (DIR is only read).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["count", "sizes"])]
+    pub from: Option<PathBuf>,
+    /// Blob sizes: uniform:SIZE[:VAR], lognormal:MEDIAN:SIGMA, list:A,B,... or file:PATH [default: uniform:10k:2k].
+    #[arg(long, value_name = "DIST", value_parser = parse_size_dist)]
+    pub sizes: Option<SizeDist>,
+    /// Number of blobs.
+    #[arg(long, default_value = "10k", value_parser = units::positive_u32)]
+    pub count: u32,
+    /// Reads to writes, in operations, e.g. 90:10.
+    #[arg(long, default_value = "90:10", value_name = "R:W", value_parser = parse_mix)]
+    pub mix: (u32, u32),
+    /// Whether a write that returned must survive a power cut.
+    #[arg(long, value_enum, default_value = "required")]
+    pub durability: DurabilityArg,
+    #[arg(long, value_parser = super::engines::key_value_list, help = super::engines::key_value_help("Key-value engines considered beside SQLite and files [default: lmdb,redb,fjall]"))]
+    pub engines: Option<super::engines::EngineList>,
+    /// Time the whole command may take, e.g. 90s, 5m [default: 270s, 60s with --quick, or the least the data needs when more].
+    #[arg(long, allow_hyphen_values = true, value_parser = units::duration, value_name = "DURATION")]
+    pub budget: Option<std::time::Duration>,
+    /// A shorter budget and fewer power cuts: about two minutes on 10k blobs.
+    #[arg(long)]
+    pub quick: bool,
+    /// Use the documented crash table instead of a quick power-cut run.
+    #[arg(long)]
+    pub no_power_cut: bool,
+    /// Where to build the datasets (a temporary subdirectory is made inside).
+    #[arg(long, default_value = ".", value_name = "DIR")]
+    pub workdir: PathBuf,
+    /// Directory for the page (index.html, summary.md), its charts and results.json.
+    #[arg(long, default_value = "blobbench-advice", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Replace --out even when it is a non-empty directory that is not a previous report.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// "90:10" into (90, 10).
+fn parse_mix(s: &str) -> Result<(u32, u32), String> {
+    let (r, w) = s.split_once(':').ok_or_else(|| format!("--mix {s}: expected R:W, e.g. 90:10"))?;
+    let num = |t: &str| t.trim().parse::<u32>().map_err(|_| format!("--mix {s}: {t:?} is not a whole number"));
+    let (r, w) = (num(r)?, num(w)?);
+    if r == 0 && w == 0 {
+        return Err("--mix 0:0 has neither reads nor writes (give R:W, e.g. 90:10)".into());
+    }
+    if r > 1_000_000 || w > 1_000_000 {
+        return Err(format!("--mix {s}: at most 1000000 on either side"));
+    }
+    Ok((r, w))
+}
+
+/// Whether `inner` is `outer` or lies under it (compared canonically, as
+/// far as the paths exist).
+fn inside(inner: &Path, outer: &Path) -> bool {
+    let canon = |p: &Path| {
+        let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        // The deepest existing ancestor, canonicalised, plus the rest.
+        let mut base = abs.as_path();
+        let mut rest = Vec::new();
+        while !base.exists() {
+            match (base.parent(), base.file_name()) {
+                (Some(parent), Some(name)) => {
+                    rest.push(name.to_os_string());
+                    base = parent;
+                }
+                _ => break,
+            }
+        }
+        let mut c = base.canonicalize().unwrap_or_else(|_| base.to_path_buf());
+        c.extend(rest.iter().rev());
+        c
+    };
+    canon(inner).starts_with(canon(outer))
+}
+
+impl AdviseArgs {
+    fn options(&self) -> anyhow::Result<AdviseOptions> {
+        if let Some(from) = &self.from {
+            for (what, dir) in [("--out", &self.out), ("--workdir", &self.workdir)] {
+                if inside(dir, from) {
+                    anyhow::bail!(
+                        "{what} {} is inside --from {}: advise never writes into your files",
+                        dir.display(),
+                        from.display()
+                    );
+                }
+            }
+        }
+        let mut spec = DatasetSpec { count: self.count, size: 10_000, variance: 2_000, ..DatasetSpec::default() };
+        spec.sizes.clone_from(&self.sizes);
+        let writer = (!self.no_power_cut).then(std::env::current_exe).transpose()?;
+        Ok(AdviseOptions {
+            workdir: self.workdir.clone(),
+            spec,
+            from: self.from.clone(),
+            mix_reads: self.mix.0,
+            mix_writes: self.mix.1,
+            durability: match self.durability {
+                DurabilityArg::Required => Durability::Required,
+                DurabilityArg::Relaxed => Durability::Relaxed,
+            },
+            engines: self.engines.as_ref().map_or_else(|| rules::DEFAULT_ENGINES.to_vec(), |e| e.0.clone()),
+            budget: self.budget,
+            quick: self.quick,
+            writer,
+        })
+    }
+}
+
+pub fn run(args: AdviseArgs) -> anyhow::Result<()> {
+    let opts = args.options()?;
+    super::output::prepare_report_dir(&args.out, args.force)?;
+    let started = Instant::now();
+    let observer = super::suite::Lines::new(std::io::stderr().is_terminal());
+    let mut results = ResultFile::from_advise(advise::run(&opts, &observer)?);
+    args.label.apply(&mut results);
+    super::output::write_report(&args.out, std::slice::from_ref(&results), args.force)?;
+    print!("{}", report::advice(&results, false));
+    println!(
+        "advise took {:.0} s (budget {:.0} s); page in {} (open {})",
+        started.elapsed().as_secs_f64(),
+        results.advise.as_ref().map_or(0.0, |a| a.budget_s),
+        args.out.display(),
+        args.out.join("index.html").display()
+    );
+    if !results.complete {
+        anyhow::bail!("interrupted: the page holds what was measured before the stop");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mix_parses_and_refuses_nothing_at_all() {
+        assert_eq!(parse_mix("90:10").unwrap(), (90, 10));
+        assert_eq!(parse_mix("0:1").unwrap(), (0, 1));
+        assert!(parse_mix("0:0").unwrap_err().contains("neither"));
+        assert!(parse_mix("90").is_err());
+        assert!(parse_mix("a:1").is_err());
+    }
+
+    #[test]
+    fn a_directory_inside_another_is_seen() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(inside(&d.path().join("x/y"), d.path()));
+        assert!(inside(d.path(), d.path()));
+        assert!(!inside(Path::new("/"), d.path()));
+    }
+}

@@ -1,0 +1,287 @@
+//! The `advise` page: the recommendation at the top (or the tie), the
+//! workload, the exclusions with their crash facts, the ranking at the
+//! stated mix, then the evidence: each factor with its interval and the
+//! chart it comes from, and what would change the answer. Everything is
+//! computed from the result file by `studies::advise::rank`.
+
+pub mod words;
+
+use crate::report::format::doc::{Block, Chart, Figure, Section, Table, VerdictRow};
+use crate::report::format::fmt::{bytes, machine_labels, micros};
+use crate::report::format::svg::BarChart;
+use crate::report::study::StudyReport;
+use crate::results::ResultFile;
+use crate::studies::advise::rank::{self, Factor, Inputs, Ranked, Ranking};
+use crate::studies::advise::rules::Store;
+use crate::studies::advise::AdviseSection;
+
+/// The advice leads the page (before the verdict) and its command's output.
+pub const REPORT: StudyReport =
+    StudyReport { sections, questions: &[], terminal: Some(terminal), redraws: None, leads: true };
+
+/// Its charts: per-op reads, per-op writes and disk space by candidate.
+pub const READS_CHART: &str = "advise-reads";
+pub const WRITES_CHART: &str = "advise-writes";
+pub const SPACE_CHART: &str = "advise-space";
+
+/// The ranking of the advice in `file`, when it holds one.
+pub fn ranking(file: &ResultFile) -> Option<(Ranking, &AdviseSection)> {
+    let section = file.advise.as_ref()?;
+    let inputs = Inputs {
+        section,
+        experiments: &file.experiments,
+        rounds: &file.rounds,
+        disk: &file.disk_usage,
+        matrix: file.matrix.as_ref(),
+    };
+    Some((rank::rank(&inputs), section))
+}
+
+fn suffix(files: &[ResultFile], index: usize) -> String {
+    if files.iter().filter(|f| f.advise.is_some()).count() > 1 {
+        format!("-{}", index + 1)
+    } else {
+        String::new()
+    }
+}
+
+pub fn sections(files: &[ResultFile]) -> Vec<Section> {
+    let labels = machine_labels(files);
+    let several = files.iter().filter(|f| f.advise.is_some()).count() > 1;
+    files
+        .iter()
+        .zip(&labels)
+        .enumerate()
+        .filter_map(|(i, (f, label))| {
+            let (r, s) = ranking(f)?;
+            let sfx = suffix(files, i);
+            let title = if several {
+                format!("Where these blobs should live ({label})")
+            } else {
+                "Where these blobs should live".to_string()
+            };
+            Some(Section { id: format!("advise{sfx}"), title, in_summary: true, blocks: blocks(f, &r, s, label, &sfx) })
+        })
+        .collect()
+}
+
+fn blocks(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &str) -> Vec<Block> {
+    let mut b = vec![Block::Paragraph(words::recommendation(r, s)), Block::Paragraph(words::workload(s))];
+    if !r.excluded.is_empty() {
+        b.push(Block::Heading("Excluded: cannot meet the durability need".into()));
+        b.push(Block::List(r.excluded.iter().map(|e| words::exclusion(e, s)).collect()));
+    }
+    b.push(Block::Note(words::crash_source(s)));
+    let mut notes: Vec<String> = r
+        .unmeasured
+        .iter()
+        .map(|st| format!("{}: not ranked, its reads or writes were not measured.", words::store_name(*st)))
+        .collect();
+    notes.extend(r.untested.iter().map(|st| {
+        format!("{}: not excluded, but no crash facts cover its write method (not tested).", words::store_name(*st))
+    }));
+    b.extend(notes.into_iter().map(Block::Note));
+    b.push(Block::Heading(format!("Ranking at {}:{} reads:writes", s.workload.mix_reads, s.workload.mix_writes)));
+    b.push(Block::Table(ranking_table(r, s)));
+    let rows = evidence(r, s, label, sfx);
+    if !rows.is_empty() {
+        b.push(Block::Heading("Evidence: each candidate against the leader".into()));
+        b.push(Block::Verdict(rows));
+    }
+    if let Some(n) = &r.noise {
+        b.push(Block::Note(format!(
+            "Noise floor: the A/A control (one read path measured twice) differed by {:.2}x ({:.2}-{:.2}, {} rounds); \
+             a factor inside it is called a tie.",
+            n.value, n.low, n.high, n.rounds
+        )));
+    }
+    b.push(Block::Paragraph(words::what_would_change_it(r)));
+    b.extend(charts(file, r, s, sfx).into_iter().map(Block::Figure));
+    b
+}
+
+fn ranking_table(r: &Ranking, s: &AdviseSection) -> Table {
+    let need = s.workload.durability;
+    let headers = [
+        "rank",
+        "candidate",
+        "configuration",
+        "read µs/op",
+        "write µs/op",
+        "µs/op at the mix",
+        "vs the leader",
+        "disk allocated",
+    ];
+    let rows = r
+        .ranked
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let vs = match (&c.mixed, i) {
+                (_, 0) => "leader".to_string(),
+                (Some(m), _) if c.tie => format!("tie ({:.2}x)", m.value),
+                (Some(m), _) => format!("{:.2}x slower", m.value),
+                (None, _) => "-".into(),
+            };
+            vec![
+                (i + 1).to_string(),
+                words::store_name(c.store),
+                words::configuration(c.store, need).to_string(),
+                micros(c.read_us),
+                micros(c.write_us),
+                micros(c.mixed_us),
+                vs,
+                c.allocated_bytes.map_or_else(|| "-".into(), bytes),
+            ]
+        })
+        .collect();
+    Table { headers: headers.map(String::from).to_vec(), rows }
+}
+
+/// The evidence rows: reads, writes, the mix and disk space of each
+/// ranked candidate against the leader.
+fn evidence(r: &Ranking, s: &AdviseSection, label: &str, sfx: &str) -> Vec<VerdictRow> {
+    let Some(leader) = r.ranked.first() else { return Vec::new() };
+    let lead = words::store_name(leader.store);
+    let row = |question: &str, c: &Ranked, f: &Factor, chart: &str, title: &str| VerdictRow {
+        question: question.into(),
+        result: label.into(),
+        outcome: outcome(&words::store_name(c.store), &lead, f),
+        factor: format!("{:.2}x", f.value),
+        uncertainty: words::interval(f),
+        compared: format!("{} vs {lead}", words::store_name(c.store)),
+        chart_id: format!("{chart}{sfx}"),
+        chart_title: title.into(),
+        unclear: f.paired && f.low <= 1.0 && f.high >= 1.0,
+    };
+    let mut rows = Vec::new();
+    for c in r.ranked.iter().skip(1) {
+        if let Some(f) = &c.reads {
+            rows.push(row("reads (warm)", c, f, READS_CHART, "Reads by candidate"));
+        }
+        if let Some(f) = &c.writes {
+            let q = format!("writes (durability {})", s.workload.durability.name());
+            rows.push(row(&q, c, f, WRITES_CHART, "Writes by candidate"));
+        }
+        if let Some(f) = &c.mixed {
+            let q = format!("at {}:{}", s.workload.mix_reads, s.workload.mix_writes);
+            // The chart of what takes most of the leader's time at this mix.
+            let mut x = if reads_dominate(leader, s) {
+                row(&q, c, f, READS_CHART, "Reads by candidate")
+            } else {
+                row(&q, c, f, WRITES_CHART, "Writes by candidate")
+            };
+            if c.tie {
+                x.outcome = format!("tie: {}", x.outcome);
+            }
+            rows.push(x);
+        }
+        if let Some((factor, uncertainty)) = words::space(c, leader) {
+            rows.push(VerdictRow {
+                question: "disk space".into(),
+                result: label.into(),
+                outcome: format!("{} allocates {factor} of {lead}'s space", words::store_name(c.store)),
+                factor,
+                uncertainty,
+                compared: format!("{} vs {lead}", words::store_name(c.store)),
+                chart_id: format!("{SPACE_CHART}{sfx}"),
+                chart_title: "Disk space by candidate".into(),
+                unclear: false,
+            });
+        }
+    }
+    rows
+}
+
+/// Whether reads take most of `leader`'s time at the stated mix.
+fn reads_dominate(leader: &Ranked, s: &AdviseSection) -> bool {
+    let (r, w) = (f64::from(s.workload.mix_reads), f64::from(s.workload.mix_writes));
+    r * leader.read_us >= w * leader.write_us
+}
+
+/// "redb 1.52x slower than SQLite", or faster when the factor is below 1.
+fn outcome(name: &str, lead: &str, f: &Factor) -> String {
+    if f.value >= 1.0 {
+        format!("{name} {:.2}x slower than {lead}", f.value)
+    } else {
+        format!("{name} {:.2}x faster than {lead}", 1.0 / f.value)
+    }
+}
+
+/// Every candidate measured, ranked or not, for the charts.
+fn measured(file: &ResultFile, s: &AdviseSection) -> Vec<Store> {
+    s.candidates
+        .iter()
+        .filter_map(|n| Store::from_name(n))
+        .filter(|st| file.experiment(&st.read_id()).is_some())
+        .collect()
+}
+
+fn charts(file: &ResultFile, r: &Ranking, s: &AdviseSection, sfx: &str) -> Vec<Figure> {
+    let stores = measured(file, s);
+    let groups: Vec<String> = stores.iter().map(|st| words::store_name(*st)).collect();
+    let per_op = |id: String| file.experiment(&id).map(|e| e.summary.per_op_us.median);
+    let bar = |id: &str, title: &str, y: &str, values: Vec<Option<f64>>, note: &str| Figure {
+        id: format!("{id}{sfx}"),
+        chart: Chart::Bars(BarChart {
+            title: title.into(),
+            y_label: y.into(),
+            groups: groups.clone(),
+            series: vec![y.into()],
+            values: values.into_iter().map(|v| vec![v]).collect(),
+            reference: None,
+            errors: Vec::new(),
+            note: note.into(),
+        }),
+        caption: vec![format!("{} Excluded candidates are shown too; the ranking leaves them out.", note)],
+        findings: r.ranked.first().map(|l| format!("Leader: {}.", words::store_name(l.store))).into_iter().collect(),
+    };
+    let need = s.workload.durability;
+    vec![
+        bar(
+            READS_CHART,
+            "Reads by candidate",
+            "µs per read",
+            stores.iter().map(|st| per_op(st.read_id())).collect(),
+            "Median per-op time over interleaved rounds, warm page cache.",
+        ),
+        bar(
+            WRITES_CHART,
+            "Writes by candidate",
+            "µs per write",
+            stores.iter().map(|st| per_op(st.write_id(need))).collect(),
+            "Median per-op time over interleaved rounds, one overwrite per transaction or file.",
+        ),
+        bar(
+            SPACE_CHART,
+            "Disk space by candidate",
+            "MB allocated",
+            stores
+                .iter()
+                .map(|st| {
+                    file.disk_usage.iter().find(|d| d.layout == st.layout()).map(|d| d.allocated_bytes as f64 / 1e6)
+                })
+                .collect(),
+            "Blocks allocated on disk after building the dataset (stat).",
+        ),
+    ]
+}
+
+/// What `advise` prints: the recommendation, the exclusions and the
+/// evidence lines, from the result file.
+pub fn terminal(file: &ResultFile, _colour: bool) -> String {
+    let Some((r, s)) = ranking(file) else { return String::new() };
+    let mut out = format!("{}\n{}\n", words::recommendation(&r, s), words::workload(s));
+    for e in &r.excluded {
+        out.push_str(&format!("  {}\n", words::exclusion(e, s)));
+    }
+    out.push_str(&format!("{}\n", words::crash_source(s)));
+    for row in evidence(&r, s, file.display_label(), "") {
+        out.push_str(&format!("  {}: {}; {} [chart {}]\n", row.question, row.outcome, row.uncertainty, row.chart_id));
+    }
+    out.push_str(&format!("{}\n", words::what_would_change_it(&r)));
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,249 @@
+//! The advice on fixed result files: exclusions, ranking, tie wording and
+//! what would change it, with no timing involved.
+
+use super::{ranking, sections, terminal, words};
+use crate::measure::busy::Load;
+use crate::measure::rounds::RoundSet;
+use crate::records::{DiskUsage, EngineKind};
+use crate::report::fixtures::{round_set, suite};
+use crate::results::ResultFile;
+use crate::studies::advise::rank::Change;
+use crate::studies::advise::rules::{self, Store, Test};
+use crate::studies::advise::{AdviseSection, CrashFacts, CrashSource, Durability, Workload};
+
+const LMDB: Store = Store::Engine(EngineKind::Lmdb);
+const REDB: Store = Store::Engine(EngineKind::Redb);
+
+/// An advise file: the given per-op times, SQLite, both file methods,
+/// LMDB and redb as candidates, the documented crash table.
+fn advise_file(durability: Durability, mix: (u32, u32), times: &[(&str, f64)]) -> ResultFile {
+    let mut f = suite("host-a", times);
+    f.command = "advise".into();
+    for (layout, allocated) in [("lmdb", 14_000_000), ("redb", 16_000_000)] {
+        f.disk_usage.push(DiskUsage {
+            layout: layout.into(),
+            path: format!("/data/test1.{layout}"),
+            entries: 1000,
+            content_bytes: 10_000_000,
+            apparent_bytes: allocated,
+            allocated_bytes: allocated,
+        });
+    }
+    let stores = [Store::Sqlite, Store::FilesInPlace, Store::FilesReplace, LMDB, REDB];
+    f.advise = Some(AdviseSection {
+        workload: Workload {
+            count: 1000,
+            mean_bytes: 10_000,
+            from_dir: None,
+            mix_reads: mix.0,
+            mix_writes: mix.1,
+            durability,
+        },
+        candidates: stores.iter().map(|s| s.name().to_string()).collect(),
+        crash: CrashFacts {
+            source: CrashSource::Documented,
+            model: "torn-4k".into(),
+            why: "no power-cut run was asked for".into(),
+            methods: rules::documented(),
+        },
+        budget_s: 100.0,
+        elapsed_s: 90.0,
+        quick: true,
+    });
+    f
+}
+
+/// Durable writes: SQLite reads 5 µs, writes 300 µs; files read 13 µs and
+/// write 2400/6000 µs; LMDB reads 4 µs and writes 1000 µs; redb reads 20
+/// µs and writes 250 µs.
+fn durable_times() -> Vec<(&'static str, f64)> {
+    vec![
+        ("read/db-blob-mmap", 5.0),
+        ("read/db-blob", 8.0),
+        ("read/flat-posix", 13.0),
+        ("write/db-wal-full", 300.0),
+        ("write/flat-inplace-fsync", 2400.0),
+        ("write/flat-replace-fsync", 6000.0),
+        ("read/lmdb", 4.0),
+        ("write/lmdb-durable", 1000.0),
+        ("read/redb", 20.0),
+        ("write/redb-durable", 250.0),
+    ]
+}
+
+/// Paired rounds for `arms`: arm i's figure in round r is times[i] * wobble[r][i].
+fn rounds(id: &str, arms: &[(&str, f64)], wobble: &[Vec<f64>]) -> RoundSet {
+    let ids: Vec<&str> = arms.iter().map(|(a, _)| *a).collect();
+    let figures = wobble.iter().map(|w| (arms.iter().zip(w).map(|((_, t), k)| t * k).collect(), Load::default()));
+    round_set(id, &ids, figures.collect())
+}
+
+#[test]
+fn durability_required_excludes_in_place_files_with_the_facts() {
+    let f = advise_file(Durability::Required, (90, 10), &durable_times());
+    let (r, s) = ranking(&f).unwrap();
+    assert_eq!(r.excluded.len(), 1, "{:?}", r.excluded);
+    assert_eq!((r.excluded[0].store, r.excluded[0].test), (Store::FilesInPlace, Test::LostAcknowledged));
+    let line = words::exclusion(&r.excluded[0], s);
+    assert_eq!(
+        line,
+        "files, overwrite in place: excluded, lost 1 acknowledged write in 50 power cuts (inplace-fsync); \
+         torn-4k model, documented table."
+    );
+    assert!(words::crash_source(s).contains("from the documented table"), "{}", words::crash_source(s));
+}
+
+#[test]
+fn durability_relaxed_excludes_what_power_cuts_damage() {
+    let times = [
+        ("read/db-blob-mmap", 5.0),
+        ("read/flat-posix", 13.0),
+        ("write/db-wal-normal", 100.0),
+        ("write/flat-inplace", 90.0),
+        ("write/flat-replace", 160.0),
+        ("read/lmdb", 4.0),
+        ("write/lmdb-fast", 20.0),
+        ("read/redb", 20.0),
+        ("write/redb-fast", 50.0),
+    ];
+    let f = advise_file(Durability::Relaxed, (90, 10), &times);
+    let (r, s) = ranking(&f).unwrap();
+    let excluded: Vec<Store> = r.excluded.iter().map(|e| e.store).collect();
+    assert_eq!(excluded, [Store::FilesInPlace, LMDB]);
+    assert!(
+        words::exclusion(&r.excluded[0], s).contains("left 627 torn blobs and 0 damaged stores after 50 power cuts")
+    );
+    // LMDB's durable commit survives the cuts: required durability would admit it.
+    assert!(r.changes.contains(&Change::Durability { store: LMDB, need: Durability::Required }), "{:?}", r.changes);
+    assert!(words::what_would_change_it(&r).contains("with --durability required, LMDB would no longer be excluded"));
+}
+
+#[test]
+fn candidates_are_ranked_by_time_at_the_stated_mix() {
+    let f = advise_file(Durability::Required, (90, 10), &durable_times());
+    let (r, s) = ranking(&f).unwrap();
+    // At 90:10: SQLite 34.5, redb 43, LMDB 103.6, files (replace) 611.7 µs per op.
+    let order: Vec<Store> = r.ranked.iter().map(|c| c.store).collect();
+    assert_eq!(order, [Store::Sqlite, REDB, LMDB, Store::FilesReplace]);
+    assert!((r.ranked[0].mixed_us - 34.5).abs() < 1e-9);
+    // No rounds: ratios of medians, exact and unpaired, never a tie.
+    let redb = r.ranked[1].mixed.unwrap();
+    assert!(!redb.paired && (redb.value - 43.0 / 34.5).abs() < 0.01, "{redb:?}");
+    assert!(!r.ranked[1].tie);
+    let text = words::recommendation(&r, s);
+    assert!(
+        text.starts_with("Recommendation: SQLite (blob API + mmap reads, WAL + synchronous FULL writes)."),
+        "{text}"
+    );
+    assert!(text.contains("faster at this mix than the next, redb"), "{text}");
+}
+
+#[test]
+fn paired_factors_within_noise_are_called_a_tie() {
+    let mut f = advise_file(Durability::Required, (90, 10), &durable_times());
+    // SQLite and LMDB reads, paired: LMDB 0.8x of SQLite per round but
+    // wobbling by 30% either way; the A/A twins wobble as much.
+    let wobble: Vec<Vec<f64>> = (0..8)
+        .map(|i| {
+            let k = if i % 2 == 0 { 1.3 } else { 0.7 };
+            vec![1.0, k, 1.0, 1.0 / k]
+        })
+        .collect();
+    let arms = [("read/db-blob-mmap", 5.0), ("read/lmdb", 5.0), ("read/db-blob", 8.0), ("control/db-blob", 8.0)];
+    f.rounds.push(rounds("suite/reads", &arms, &wobble));
+    let writes = [("write/db-wal-full", 300.0), ("write/lmdb-durable", 300.0)];
+    f.rounds.push(rounds("suite/writes", &writes, &wobble.iter().map(|w| w[..2].to_vec()).collect::<Vec<_>>()));
+    // Medians: LMDB as fast as SQLite in both.
+    crate::report::fixtures::exp_mut(&mut f, "read/lmdb").summary.per_op_us.median = 5.0;
+    crate::report::fixtures::exp_mut(&mut f, "write/lmdb-durable").summary.per_op_us.median = 301.0;
+    let (r, s) = ranking(&f).unwrap();
+    assert!(r.noise.is_some());
+    let lmdb = r.ranked.iter().find(|c| c.store == LMDB).unwrap();
+    assert!(lmdb.tie && lmdb.mixed.unwrap().paired, "{lmdb:?}");
+    let text = words::recommendation(&r, s);
+    assert!(text.starts_with("Recommendation: a tie at 90:10 reads:writes between SQLite"), "{text}");
+    assert!(text.contains("LMDB (") && text.contains("within the noise floor"), "{text}");
+    let page = format!("{:?}", sections(std::slice::from_ref(&f)));
+    assert!(page.contains("tie: LMDB"), "{page}");
+}
+
+#[test]
+fn a_mix_with_more_writes_would_change_the_leader() {
+    let f = advise_file(Durability::Required, (90, 10), &durable_times());
+    let (r, _) = ranking(&f).unwrap();
+    // SQLite 5 / 300 µs, redb 20 / 250 µs: redb leads once writes are over
+    // 15 / (15 + 50) = 23% of operations, i.e. at 76:24 reads or fewer.
+    assert!(r.changes.contains(&Change::Mix { reads_pct: 76, more_reads: false, leader: REDB }), "{:?}", r.changes);
+    let text = words::what_would_change_it(&r);
+    assert!(text.contains("With fewer reads (76:24 or fewer reads), redb would rank first"), "{text}");
+    assert!(text.contains("blobbench matrix"), "{text}");
+}
+
+#[test]
+fn the_page_leads_and_survives_a_round_trip() {
+    let f = advise_file(Durability::Required, (90, 10), &durable_times());
+    let json = serde_json::to_string(&f).unwrap();
+    let back = crate::results::parse("advise.json", &json).unwrap();
+    assert_eq!(ranking(&back).unwrap().0, ranking(&f).unwrap().0);
+    let doc = crate::report::document(std::slice::from_ref(&back));
+    assert_eq!(doc[0].id, "advise", "the advice comes before the verdict");
+    let out = terminal(&back, false);
+    assert!(out.starts_with("Recommendation: SQLite"), "{out}");
+    assert!(out.contains("writes (durability required): redb 1.20x faster than SQLite; none (unpaired"), "{out}");
+    assert!(out.contains("[chart advise-writes]"), "{out}");
+}
+
+#[test]
+fn the_size_matrix_says_above_which_size_files_win() {
+    let mut f = advise_file(Durability::Required, (90, 10), &durable_times());
+    assert!(words::what_would_change_it(&ranking(&f).unwrap().0).contains("Blob size: not measured by this run"));
+    // At 4 KiB pages files opened directly cost 10 µs, SQLite 8 µs at 10 KB
+    // and 25 µs at 100 KB: files win from between the two.
+    f.matrix = Some(crate::studies::matrix::tests_support::fixed_section());
+    let (r, _) = ranking(&f).unwrap();
+    let size = r.changes.iter().find_map(|c| match c {
+        Change::Size { crossover, page_size: 4096, .. } => crossover.size_bytes,
+        _ => None,
+    });
+    let size = size.expect("a crossover at 4 KiB pages");
+    assert!(size > 10_000.0 && size < 100_000.0, "{size}");
+    let text = words::what_would_change_it(&r);
+    assert!(
+        text.contains("files opened directly read faster than SQLite (size matrix crossover at 4 KiB pages"),
+        "{text}"
+    );
+    assert!(!text.contains("not measured by this run"), "{text}");
+}
+
+#[test]
+fn a_short_power_cut_run_cannot_clear_what_the_documented_table_caught() {
+    let mut f = advise_file(Durability::Required, (90, 10), &durable_times());
+    let crash = &mut f.advise.as_mut().unwrap().crash;
+    crash.source = CrashSource::Measured;
+    crash.why.clear();
+    for m in &mut crash.methods {
+        (m.cuts, m.lost_after_ack, m.torn, m.integrity_failures) = (6, 0, 0, 0);
+    }
+    let (r, s) = ranking(&f).unwrap();
+    assert_eq!(r.excluded.len(), 1, "{:?}", r.excluded);
+    assert_eq!((r.excluded[0].store, r.excluded[0].source), (Store::FilesInPlace, CrashSource::Documented));
+    assert!(words::exclusion(&r.excluded[0], s)
+        .ends_with("in 50 power cuts (inplace-fsync); torn-4k model, documented table."));
+}
+
+#[test]
+fn two_candidates_timed_by_one_experiment_compare_exactly() {
+    let mut times = durable_times();
+    times.retain(|(id, _)| *id != "write/flat-inplace-fsync");
+    times.push(("write/flat-inplace-fsync", 100.0));
+    let mut f = advise_file(Durability::Required, (90, 10), &times);
+    let crash = &mut f.advise.as_mut().unwrap().crash;
+    crash.methods.iter_mut().filter(|m| m.method == "inplace-fsync").for_each(|m| (m.lost_after_ack, m.torn) = (0, 0));
+    let (r, _) = ranking(&f).unwrap();
+    assert_eq!(r.ranked[0].store, Store::FilesInPlace);
+    // Both file candidates read the same files: exactly 1, said so.
+    let replace = r.ranked.iter().find(|c| c.store == Store::FilesReplace).unwrap();
+    let reads = replace.reads.unwrap();
+    assert!(reads.same && reads.value == 1.0);
+    assert_eq!(words::interval(&reads), "exact (the same measurement on both sides)");
+}

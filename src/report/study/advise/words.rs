@@ -1,0 +1,234 @@
+//! The advice in words: the workload line, the recommendation (or the
+//! tie), each exclusion's reason and the "what would change it" paragraph,
+//! each a function of the ranking and the section alone.
+
+use crate::report::format::fmt::{bytes, thousands};
+use crate::studies::advise::rank::{Change, Excluded, Factor, Ranked, Ranking};
+use crate::studies::advise::rules::{self, Store, Test};
+use crate::studies::advise::{AdviseSection, CrashSource, Durability};
+use crate::studies::matrix::{Crossover, CrossoverKind};
+
+/// "SQLite" or "redb": what the store is.
+pub fn store_name(store: Store) -> String {
+    match store {
+        Store::Sqlite => "SQLite".into(),
+        Store::FilesInPlace => "files, overwrite in place".into(),
+        Store::FilesReplace => "files, temp + rename".into(),
+        Store::Engine(kind) => kind.title().into(),
+    }
+}
+
+/// The configuration advise measured for `need`.
+pub fn configuration(store: Store, need: Durability) -> &'static str {
+    let required = need == Durability::Required;
+    match store {
+        Store::Sqlite if required => "blob API + mmap reads, WAL + synchronous FULL writes",
+        Store::Sqlite => "blob API + mmap reads, WAL + synchronous NORMAL writes",
+        Store::FilesInPlace if required => "one file per blob, open/read, pwrite over the old bytes + fsync",
+        Store::FilesInPlace => "one file per blob, open/read, pwrite over the old bytes",
+        Store::FilesReplace if required => "one file per blob, open/read, write a temp file + fsync, rename",
+        Store::FilesReplace => "one file per blob, open/read, write a temp file, rename",
+        Store::Engine(_) if required => "one transaction per write, durable commit",
+        Store::Engine(_) => "one transaction per write, commit without sync",
+    }
+}
+
+/// The workload in one line.
+pub fn workload(s: &AdviseSection) -> String {
+    let w = &s.workload;
+    let from = w.from_dir.as_ref().map(|d| format!(" (the files under {d})")).unwrap_or_default();
+    format!(
+        "Workload: {} blobs{from}, {} on average, {}:{} reads:writes, durability {}.",
+        thousands(u64::from(w.count)),
+        bytes(w.mean_bytes),
+        w.mix_reads,
+        w.mix_writes,
+        match w.durability {
+            Durability::Required => "required (a write that returned must survive a power cut)",
+            Durability::Relaxed => "relaxed (the last writes may be lost in a power cut, stored blobs must stay whole)",
+        }
+    )
+}
+
+fn factor_text(f: &Factor) -> String {
+    if f.same {
+        format!("{:.2}x (the same measurement)", f.value)
+    } else if f.paired && f.rounds >= 2 {
+        format!("{:.2}x ({:.2}-{:.2}, paired over {} rounds)", f.value, f.low, f.high, f.rounds)
+    } else if f.low == f.high {
+        format!("{:.2}x (exact ratio of medians, unpaired)", f.value)
+    } else {
+        format!("{:.2}x ({:.2}-{:.2}, unpaired)", f.value, f.low, f.high)
+    }
+}
+
+/// The interval of a factor: "1.71-2.10 (95% paired, 12 rounds)".
+pub fn interval(f: &Factor) -> String {
+    if f.same {
+        "exact (the same measurement on both sides)".into()
+    } else if f.paired && f.rounds >= 2 {
+        format!("{:.2}-{:.2} (paired, {} rounds)", f.low, f.high, f.rounds)
+    } else if f.paired {
+        "none (1 round: spread unknown)".into()
+    } else {
+        "none (unpaired ratio of medians)".into()
+    }
+}
+
+/// The recommendation: the leader, or the tie, with the mix it is for.
+pub fn recommendation(r: &Ranking, s: &AdviseSection) -> String {
+    let need = s.workload.durability;
+    let mix = format!("{}:{} reads:writes", s.workload.mix_reads, s.workload.mix_writes);
+    let tied: Vec<&Ranked> = r.recommended().collect();
+    match tied.as_slice() {
+        [] => format!(
+            "No recommendation: no candidate both meets durability {} and was measured (see below).",
+            need.name()
+        ),
+        [leader] => {
+            let next = r.ranked.get(1).and_then(|n| n.mixed.map(|m| (n.store, m)));
+            let margin = next
+                .map(|(store, m)| {
+                    format!(", {} faster at this mix than the next, {}", factor_text(&m), store_name(store))
+                })
+                .unwrap_or_default();
+            format!(
+                "Recommendation: {} ({}). It is the fastest at {mix} among the candidates that meet durability {}{margin}.",
+                store_name(leader.store),
+                configuration(leader.store, need),
+                need.name()
+            )
+        }
+        [leader, rest @ ..] => {
+            let others: Vec<String> = rest
+                .iter()
+                .map(|t| format!("{} ({})", store_name(t.store), t.mixed.map(|m| factor_text(&m)).unwrap_or_default()))
+                .collect();
+            format!(
+                "Recommendation: a tie at {mix} between {} ({}) and {}: the difference is within the noise floor \
+                 or its interval holds 1.0, so this machine cannot tell them apart. Choose by the other evidence \
+                 below (disk space, crash facts) or by what you already run.",
+                store_name(leader.store),
+                configuration(leader.store, need),
+                others.join(", ")
+            )
+        }
+    }
+}
+
+/// Why a candidate was excluded, with the facts.
+pub fn exclusion(e: &Excluded, s: &AdviseSection) -> String {
+    let f = &e.fact;
+    let (source, model) = match e.source {
+        CrashSource::Measured => ("measured here", s.crash.model.clone()),
+        CrashSource::Documented => ("documented table", rules::CRASH_MODEL.name().to_string()),
+    };
+    let why = match e.test {
+        Test::NoDurabilityPromise => format!("{} never acknowledges a write as durable", f.method),
+        Test::LostAcknowledged => format!(
+            "lost {} acknowledged write{} in {} power cuts ({})",
+            f.lost_after_ack,
+            if f.lost_after_ack == 1 { "" } else { "s" },
+            f.cuts,
+            f.method
+        ),
+        Test::Damaged => format!(
+            "left {} torn blob{} and {} damaged store{} after {} power cuts ({})",
+            f.torn,
+            if f.torn == 1 { "" } else { "s" },
+            f.integrity_failures,
+            if f.integrity_failures == 1 { "" } else { "s" },
+            f.cuts,
+            f.method
+        ),
+    };
+    format!("{}: excluded, {why}; {model} model, {source}.", store_name(e.store))
+}
+
+/// Where the crash facts come from.
+pub fn crash_source(s: &AdviseSection) -> String {
+    match s.crash.source {
+        CrashSource::Measured => format!(
+            "Crash facts: measured here by a quick power-cut run ({} model, {} cuts per method; see Power cuts below).",
+            s.crash.model,
+            s.crash.methods.first().map_or(0, |m| m.cuts)
+        ),
+        CrashSource::Documented => format!(
+            "Crash facts: from the documented table (docs/crash-safety.md, {} model, {} cuts per method on the \
+             development machine), not measured here: {}.",
+            s.crash.model,
+            s.crash.methods.first().map_or(0, |m| m.cuts),
+            s.crash.why
+        ),
+    }
+}
+
+/// The "what would change it" paragraph.
+pub fn what_would_change_it(r: &Ranking) -> String {
+    let mut parts = Vec::new();
+    for c in &r.changes {
+        match c {
+            Change::Mix { reads_pct, more_reads, leader } => parts.push(format!(
+                "with {} reads ({}:{} or {} reads), {} would rank first",
+                if *more_reads { "more" } else { "fewer" },
+                reads_pct,
+                100 - reads_pct,
+                if *more_reads { "more" } else { "fewer" },
+                store_name(*leader)
+            )),
+            Change::Size { crossover, page_size, largest_bytes } => parts.push(size_change(crossover, *page_size, *largest_bytes)),
+            Change::Durability { store, need } => parts.push(format!(
+                "with --durability {}, {} would no longer be excluded (its writes at that durability were not measured by this run)",
+                need.name(),
+                store_name(*store)
+            )),
+        }
+    }
+    let mix = if r.changes.iter().any(|c| matches!(c, Change::Mix { .. })) {
+        String::new()
+    } else if r.ranked.len() > 1 {
+        "No read/write mix from 0:100 to 100:0 changes the leader on these figures. ".into()
+    } else {
+        String::new()
+    };
+    let size = if r.changes.iter().any(|c| matches!(c, Change::Size { .. })) {
+        ""
+    } else {
+        "Blob size: not measured by this run; `blobbench matrix` finds the size above which files read faster \
+         than SQLite on this machine."
+    };
+    if parts.is_empty() {
+        format!("What would change it: {mix}{size}").trim_end().to_string()
+    } else {
+        let mut text = parts.join("; ");
+        if let Some(first) = text.get(..1) {
+            text = first.to_uppercase() + &text[1..];
+        }
+        format!("What would change it: {text}. {mix}{size}").trim_end().to_string()
+    }
+}
+
+/// The size crossover in words.
+fn size_change(c: &Crossover, page_size: u32, largest: u32) -> String {
+    let pages = format!("{} KiB", page_size / 1024);
+    match (c.kind, c.size_bytes) {
+        (CrossoverKind::At, Some(size)) => format!(
+            "above about {} per blob, files opened directly read faster than SQLite (size matrix crossover at {pages} pages, SQL reads)",
+            bytes(size.round() as u64)
+        ),
+        (CrossoverKind::BelowRange, _) => format!(
+            "files opened directly read faster than SQLite at every blob size the size matrix measured ({pages} pages, SQL reads)"
+        ),
+        _ => format!(
+            "no blob size up to {} would: SQLite read faster at every size the size matrix measured ({pages} pages, SQL reads)",
+            bytes(u64::from(largest))
+        ),
+    }
+}
+
+/// Disk space of a candidate beside the leader's.
+pub fn space(r: &Ranked, leader: &Ranked) -> Option<(String, String)> {
+    let (mine, theirs) = (r.allocated_bytes?, leader.allocated_bytes?);
+    let ratio = mine as f64 / theirs.max(1) as f64;
+    Some((format!("{ratio:.2}x"), format!("{} vs {} allocated (exact, from stat)", bytes(mine), bytes(theirs))))
+}

@@ -1,0 +1,285 @@
+//! `advise`: one command for "where should these blobs live, and why".
+//! States the workload, measures each candidate store in the configuration
+//! that best fits the durability need (the suite's arms, in interleaved
+//! rounds, within one time budget), records their disk space and the crash
+//! facts (a quick power-cut run where FUSE works, else the documented
+//! table), and returns a suite section plus its own. The recommendation is
+//! [`rank::rank`] of that data; the report words it.
+
+mod facets;
+pub mod rank;
+pub mod rules;
+mod section;
+
+pub use section::{AdviseSection, CrashFact, CrashFacts, CrashSource, Durability, Workload};
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use rules::Store;
+
+use crate::engine::dataset::from_dir;
+use crate::records::{DatasetSpec, EngineKind};
+use crate::studies::crashtest::PowerCutSection;
+use crate::studies::matrix::MatrixSection;
+use crate::studies::suite::{self, ids, SuiteObserver, SuiteOptions, SuiteOutcome};
+use crate::util::fsutil;
+use crate::{Error, Result};
+
+/// The default budget of the whole command, and with `--quick`.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(270);
+pub const QUICK_BUDGET: Duration = Duration::from_secs(60);
+
+/// Kept from the budget for what follows the rounds' deadline: the round
+/// under way, the arms' summaries and the page with its charts.
+const AFTER_ROUNDS: Duration = Duration::from_secs(5);
+
+/// Writes per write arm and round when every write waits for the disk
+/// (at most): enough for a per-op figure, few enough for several rounds.
+const DURABLE_WRITES: u32 = 200;
+/// The same when writes do not wait for the disk.
+const FAST_WRITES: u32 = 1000;
+
+/// What `advise` is asked.
+#[derive(Debug, Clone)]
+pub struct AdviseOptions {
+    /// Where the datasets are built (a temporary directory inside).
+    pub workdir: PathBuf,
+    /// Count and sizes of random blobs (ignored with `from`).
+    pub spec: DatasetSpec,
+    /// The user's own files: every regular file under it is one blob (read only).
+    pub from: Option<PathBuf>,
+    pub mix_reads: u32,
+    pub mix_writes: u32,
+    pub durability: Durability,
+    /// Key-value engines considered beside SQLite and files.
+    pub engines: Vec<EngineKind>,
+    /// The whole command's time budget.
+    /// The whole command's time budget; None is the default (or, when the
+    /// data needs more, the least that fits it).
+    pub budget: Option<Duration>,
+    pub quick: bool,
+    /// A blobbench binary (with the hidden crash writer) for the power-cut
+    /// run; None uses the documented table.
+    pub writer: Option<PathBuf>,
+}
+
+/// What advise measured: a suite's outcome, the power cuts when they ran,
+/// and its own section.
+#[derive(Debug, Clone)]
+pub struct AdviseOutcome {
+    pub suite: SuiteOutcome,
+    pub power_cut: Option<PowerCutSection>,
+    /// The small matrix around the blobs' mean size (the size crossover).
+    pub matrix: Option<MatrixSection>,
+    pub section: AdviseSection,
+}
+
+impl AdviseOptions {
+    /// Every candidate, in the order the page lists them.
+    pub fn stores(&self) -> Vec<Store> {
+        rules::ALWAYS.into_iter().chain(self.engines.iter().map(|&k| Store::Engine(k))).collect()
+    }
+
+    /// The suite experiments the candidates need, with the A/A control's arm.
+    fn experiment_ids(&self) -> Vec<String> {
+        let mut v = vec![ids::READ_DB_BLOB.to_string()];
+        for s in self.stores() {
+            for id in [s.read_id(), s.write_id(self.durability)] {
+                if !v.contains(&id) {
+                    v.push(id);
+                }
+            }
+        }
+        v
+    }
+
+    /// Writes per write arm and round.
+    fn writes_per_arm(&self, count: u32) -> u32 {
+        let most = if self.durability == Durability::Required { DURABLE_WRITES } else { FAST_WRITES };
+        (count / 10).clamp(1, most)
+    }
+}
+
+/// The least budget that fits building the datasets and one round, as
+/// estimated from the dataset (100 MB/s to build each copy, 20 us per
+/// read, 3 ms per durable write and 100 us per other write; the size
+/// matrix's cells at 100 MB/s and half a second each): a budget below it
+/// is refused, naming it.
+pub fn minimum_budget(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Duration {
+    let stores = opts.stores().len() as f64;
+    let bytes = f64::from(count) * mean_bytes * (2.0 + stores);
+    let build = bytes / 100e6;
+    let reads = f64::from(count) * (stores + 2.0) * 2.0 * 20e-6;
+    let per_write = if opts.durability == Durability::Required { 3e-3 } else { 100e-6 };
+    let writes = f64::from(opts.writes_per_arm(count)) * stores * 2.0 * per_write;
+    let sizes = facets::MATRIX_SIZES as f64;
+    let matrix = sizes * (facets::matrix_bytes(opts.quick) as f64 / 100e6 + 0.5);
+    Duration::from_secs_f64((5.0 + AFTER_ROUNDS.as_secs_f64() + build + reads + writes + matrix).ceil())
+}
+
+/// Checks what can be checked before any work (the messages name the
+/// fix); returns the budget.
+fn validate(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Result<Duration> {
+    if opts.mix_reads == 0 && opts.mix_writes == 0 {
+        return Err(Error::invalid("--mix 0:0 has neither reads nor writes (give R:W, e.g. 90:10)"));
+    }
+    if let Some(k) = opts.engines.iter().find(|k| !k.is_key_value()) {
+        return Err(Error::invalid(format!("--engines: {} is not a key-value engine", k.name())));
+    }
+    std::fs::create_dir_all(&opts.workdir).map_err(|e| Error::io(&opts.workdir, "cannot create directory", e))?;
+    // The suite's estimate, for the mean size (a --from tree's too).
+    let spec = DatasetSpec { count, size: mean_bytes.round() as u32, variance: 0, sizes: None, ..opts.spec.clone() };
+    let need = suite::needed_bytes(&spec, opts.engines.len());
+    let free = fsutil::free_bytes(&opts.workdir)?;
+    if free < need {
+        return Err(Error::bad_input(
+            &opts.workdir,
+            format!(
+                "not enough free space: advise needs about {} MB here, {} MB free (use --workdir)",
+                need.div_ceil(1_000_000),
+                free / 1_000_000
+            ),
+        ));
+    }
+    choose_budget(opts.budget, minimum_budget(opts, count, mean_bytes), opts.quick, count)
+}
+
+/// The budget given, refused below `least`; without one, the default or
+/// `least` when that is more.
+fn choose_budget(given: Option<Duration>, least: Duration, quick: bool, count: u32) -> Result<Duration> {
+    match given {
+        Some(b) if b < least => Err(Error::invalid(format!(
+            "--budget {:.0} s is too short for one round of {count} blobs: give at least {} s",
+            b.as_secs_f64(),
+            least.as_secs()
+        ))),
+        Some(b) => Ok(b),
+        None => Ok(least.max(if quick { QUICK_BUDGET } else { DEFAULT_BUDGET })),
+    }
+}
+
+/// Runs the power cuts (where FUSE works) and the suite's arms, within the budget.
+pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseOutcome> {
+    let started = Instant::now();
+    let scan = opts.from.as_deref().map(from_dir::scan).transpose()?;
+    let (count, mean) = match &scan {
+        Some(s) => (s.files.len() as u32, s.content_bytes() as f64 / s.files.len().max(1) as f64),
+        None => (opts.spec.count, opts.spec.size_dist().mean()),
+    };
+    let budget = validate(opts, count, mean)?;
+    drop(scan);
+    let (crash, power_cut) = facets::crash_facts(opts, observer);
+    let matrix = facets::size_crossover(opts, mean, observer);
+    let mut suite_opts = if opts.quick {
+        SuiteOptions::quick(opts.workdir.clone())
+    } else {
+        SuiteOptions::article(opts.workdir.clone())
+    };
+    suite_opts.spec = opts.spec.clone();
+    suite_opts.from.clone_from(&opts.from);
+    suite_opts.engines.clone_from(&opts.engines);
+    suite_opts.only = Some(opts.experiment_ids());
+    suite_opts.write_fraction = f64::from(opts.writes_per_arm(count)) / f64::from(count.max(1));
+    // The rest of the budget goes to the rounds, less what the last round,
+    // the arms' summaries and the page take after the deadline.
+    suite_opts.deadline = Some(started + budget.saturating_sub(AFTER_ROUNDS.max(budget / 8)));
+    suite_opts.rounds.budget = None;
+    let outcome = suite::run_suite(&suite_opts, observer)?;
+    let section = AdviseSection {
+        workload: Workload {
+            count: outcome.spec.count,
+            mean_bytes: outcome.spec.size_dist().mean().round() as u64,
+            from_dir: outcome.spec.from_dir.clone(),
+            mix_reads: opts.mix_reads,
+            mix_writes: opts.mix_writes,
+            durability: opts.durability,
+        },
+        candidates: opts.stores().into_iter().map(|s| s.name().to_string()).collect(),
+        crash,
+        budget_s: budget.as_secs_f64(),
+        elapsed_s: started.elapsed().as_secs_f64(),
+        quick: opts.quick,
+    };
+    let mut outcome = outcome;
+    let matrix = match matrix {
+        Ok(m) => m,
+        Err(e) => {
+            outcome.notes.push(format!("advise: the size crossover could not be measured ({e})"));
+            None
+        }
+    };
+    Ok(AdviseOutcome { suite: outcome, power_cut, matrix, section })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Quiet;
+    impl SuiteObserver for Quiet {
+        fn begin(&self, _: &str, _: u64) {}
+        fn advance(&self, _: u64) {}
+        fn built(&self, _: EngineKind, _: u64, _: u64) {}
+        fn measured(&self, _: &crate::measure::Experiment) {}
+    }
+
+    fn options(dir: &std::path::Path) -> AdviseOptions {
+        AdviseOptions {
+            workdir: dir.to_path_buf(),
+            spec: DatasetSpec { count: 200, size: 10_000, variance: 2_000, ..DatasetSpec::default() },
+            from: None,
+            mix_reads: 90,
+            mix_writes: 10,
+            durability: Durability::Required,
+            engines: rules::DEFAULT_ENGINES.to_vec(),
+            budget: None,
+            quick: true,
+            writer: None,
+        }
+    }
+
+    #[test]
+    fn a_power_cut_run_that_cannot_run_falls_back_to_the_documented_table() {
+        let d = tempfile::tempdir().unwrap();
+        let mut o = options(d.path());
+        o.writer = Some(d.path().join("no-such-blobbench"));
+        let (facts, section) = facets::crash_facts(&o, &Quiet);
+        assert!(section.is_none());
+        assert_eq!(facts.source, CrashSource::Documented);
+        assert!(facts.why.starts_with("the power-cut run could not run here"), "{}", facts.why);
+        assert_eq!(facts.methods, rules::documented());
+    }
+
+    #[test]
+    fn bad_plans_are_refused_before_any_work() {
+        let d = tempfile::tempdir().unwrap();
+        let mut o = options(d.path());
+        o.mix_reads = 0;
+        o.mix_writes = 0;
+        assert!(validate(&o, 200, 10_000.0).unwrap_err().to_string().contains("--mix 0:0"));
+        let mut o = options(d.path());
+        o.budget = Some(Duration::from_secs(1));
+        let least = minimum_budget(&o, 200, 10_000.0).as_secs();
+        let e = validate(&o, 200, 10_000.0).unwrap_err().to_string();
+        assert!(e.contains(&format!("give at least {least} s")), "{e}");
+        // Without --budget: the default, or the least the data needs.
+        assert_eq!(validate(&options(d.path()), 200, 10_000.0).unwrap(), QUICK_BUDGET);
+        let least = minimum_budget(&options(d.path()), 10_000, 500_000.0);
+        assert!(least > QUICK_BUDGET, "{least:?}");
+        assert_eq!(choose_budget(None, least, true, 10_000).unwrap(), least);
+        assert_eq!(choose_budget(None, least, false, 10_000).unwrap(), DEFAULT_BUDGET.max(least));
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0, "nothing written");
+    }
+
+    #[test]
+    fn the_arms_cover_every_candidate_and_the_control() {
+        let o = options(std::path::Path::new("."));
+        let ids = o.experiment_ids();
+        assert!(ids.contains(&crate::studies::suite::CONTROL_OF.to_string()));
+        for s in o.stores() {
+            assert!(ids.contains(&s.read_id()) && ids.contains(&s.write_id(o.durability)), "{}", s.name());
+        }
+        assert!(!ids.iter().any(|i| i.contains("tree")), "no tree copy needed: {ids:?}");
+    }
+}

@@ -1,0 +1,275 @@
+//! The recommendation, as a pure function of result data: the candidates
+//! the crash facts exclude, the others ranked by their time per operation
+//! at the stated mix, each against the leader with a paired interval, ties
+//! within the noise floor, and what would change the answer. No text: the
+//! report words it.
+
+use super::rules::{self, Store, Test};
+use super::section::{AdviseSection, CrashFact, CrashSource, Durability};
+use crate::measure::paired::PairedRatio;
+use crate::measure::rounds::RoundSet;
+use crate::measure::Experiment;
+use crate::records::DiskUsage;
+use crate::studies::matrix::{Crossover, MatrixSection};
+use crate::studies::suite::{CONTROL_ID, CONTROL_OF};
+
+/// What the recommendation is computed from: the parts of one result file.
+#[derive(Clone, Copy)]
+pub struct Inputs<'a> {
+    pub section: &'a AdviseSection,
+    pub experiments: &'a [Experiment],
+    pub rounds: &'a [RoundSet],
+    pub disk: &'a [DiskUsage],
+    /// The size matrix, when it ran.
+    pub matrix: Option<&'a MatrixSection>,
+}
+
+/// A ratio with its interval; `paired` when it comes from rounds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Factor {
+    pub value: f64,
+    pub low: f64,
+    pub high: f64,
+    pub paired: bool,
+    pub rounds: usize,
+    /// Both sides are the same measurement (two file candidates read the
+    /// same files): exactly 1, with no spread.
+    pub same: bool,
+}
+
+impl Factor {
+    fn exact(value: f64) -> Factor {
+        Factor { value, low: value, high: value, paired: false, rounds: 0, same: false }
+    }
+
+    fn of(p: &PairedRatio) -> Factor {
+        Factor { value: p.value, low: p.low, high: p.high, paired: true, rounds: p.rounds, same: false }
+    }
+}
+
+/// One candidate that meets the need.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranked {
+    pub store: Store,
+    pub read_us: f64,
+    pub write_us: f64,
+    /// Time per operation at the stated mix (medians).
+    pub mixed_us: f64,
+    /// Its reads, writes and mixed time over the leader's (above 1:
+    /// slower); None for the leader.
+    pub reads: Option<Factor>,
+    pub writes: Option<Factor>,
+    pub mixed: Option<Factor>,
+    /// Its mixed factor's interval holds 1 or lies within the noise floor.
+    pub tie: bool,
+    pub allocated_bytes: Option<u64>,
+    /// Its crash facts, when the table has its method.
+    pub crash: Option<CrashFact>,
+}
+
+/// A candidate that cannot meet the need, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Excluded {
+    pub store: Store,
+    pub test: Test,
+    pub fact: CrashFact,
+    /// Where the failing fact comes from.
+    pub source: CrashSource,
+}
+
+/// What would change the answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// At `reads_pct` percent reads (and beyond, in the direction given),
+    /// `leader` would rank first instead.
+    Mix { reads_pct: u32, more_reads: bool, leader: Store },
+    /// An excluded candidate that the other durability need would admit.
+    Durability { store: Store, need: Durability },
+    /// Where files opened directly start to read faster than SQLite (the
+    /// size matrix's crossover at `page_size`), and the largest size measured.
+    Size { crossover: Crossover, page_size: u32, largest_bytes: u32 },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranking {
+    /// Candidates meeting the need, fastest at the stated mix first.
+    pub ranked: Vec<Ranked>,
+    pub excluded: Vec<Excluded>,
+    /// Candidates whose reads or writes were not measured.
+    pub unmeasured: Vec<Store>,
+    /// Candidates without crash facts (not excluded, said so).
+    pub untested: Vec<Store>,
+    /// The A/A control's paired interval.
+    pub noise: Option<PairedRatio>,
+    pub changes: Vec<Change>,
+}
+
+impl Ranking {
+    /// The leader and every candidate tied with it.
+    pub fn recommended(&self) -> impl Iterator<Item = &Ranked> {
+        self.ranked.iter().enumerate().filter(|(i, r)| *i == 0 || r.tie).map(|(_, r)| r)
+    }
+}
+
+fn median_us(inputs: &Inputs, id: &str) -> Option<f64> {
+    inputs.experiments.iter().find(|e| e.id == id).map(|e| e.summary.per_op_us.median).filter(|v| *v > 0.0)
+}
+
+/// The paired ratio a / b over the rounds both ran in; exact 1 for the
+/// same experiment; the ratio of medians when no rounds pair them.
+fn ratio(inputs: &Inputs, a: &str, b: &str) -> Option<Factor> {
+    if a == b {
+        return Some(Factor { same: true, ..Factor::exact(1.0) });
+    }
+    let set =
+        inputs.rounds.iter().find(|r| r.consistent() && r.arms.iter().any(|x| x == a) && r.arms.iter().any(|x| x == b));
+    match set.and_then(|s| s.ratio(a, b)) {
+        Some(p) => Some(Factor::of(&p)),
+        None => Some(Factor::exact(median_us(inputs, a)? / median_us(inputs, b)?)),
+    }
+}
+
+/// The first exclusion test `store`'s write method at `need` fails: by the
+/// file's crash facts, then (when those were measured by a short run) by
+/// the documented table, since a few cuts cannot show a method safe.
+fn failing(s: &AdviseSection, store: Store, need: Durability) -> Option<(Test, CrashFact, CrashSource)> {
+    let method = store.crash_method(need);
+    let documented = rules::documented();
+    let mut facts: Vec<(&CrashFact, CrashSource)> =
+        s.crash.of(&method).map(|f| (f, s.crash.source)).into_iter().collect();
+    if s.crash.source == CrashSource::Measured {
+        facts.extend(documented.iter().filter(|f| f.method == method).map(|f| (f, CrashSource::Documented)));
+    }
+    facts.into_iter().find_map(|(f, source)| rules::excluded_by(need, f).map(|t| (t, f.clone(), source)))
+}
+
+/// Mixed time per operation: `reads_share` of reads, the rest writes.
+fn mixed(read_us: f64, write_us: f64, reads_share: f64) -> f64 {
+    reads_share * read_us + (1.0 - reads_share) * write_us
+}
+
+/// The recommendation for the file's stated workload.
+pub fn rank(inputs: &Inputs) -> Ranking {
+    let s = inputs.section;
+    let need = s.workload.durability;
+    let total = f64::from(s.workload.mix_reads + s.workload.mix_writes).max(1.0);
+    let share = f64::from(s.workload.mix_reads) / total;
+    let mut out = Ranking {
+        ranked: Vec::new(),
+        excluded: Vec::new(),
+        unmeasured: Vec::new(),
+        untested: Vec::new(),
+        noise: inputs
+            .rounds
+            .iter()
+            .find(|r| r.consistent() && r.arms.iter().any(|a| a == CONTROL_ID))
+            .and_then(|r| r.ratio(CONTROL_OF, CONTROL_ID)),
+        changes: Vec::new(),
+    };
+    for store in s.candidates.iter().filter_map(|n| Store::from_name(n)) {
+        let crash = s.crash.of(&store.crash_method(need)).cloned();
+        if let Some((test, fact, source)) = failing(s, store, need) {
+            out.excluded.push(Excluded { store, test, fact, source });
+            continue;
+        }
+        if crash.is_none() {
+            out.untested.push(store);
+        }
+        let (Some(read_us), Some(write_us)) =
+            (median_us(inputs, &store.read_id()), median_us(inputs, &store.write_id(need)))
+        else {
+            out.unmeasured.push(store);
+            continue;
+        };
+        let allocated_bytes = inputs.disk.iter().find(|d| d.layout == store.layout()).map(|d| d.allocated_bytes);
+        let mixed_us = mixed(read_us, write_us, share);
+        out.ranked.push(Ranked {
+            store,
+            read_us,
+            write_us,
+            mixed_us,
+            reads: None,
+            writes: None,
+            mixed: None,
+            tie: false,
+            allocated_bytes,
+            crash,
+        });
+    }
+    out.ranked.sort_by(|a, b| a.mixed_us.total_cmp(&b.mixed_us));
+    compare_to_leader(inputs, need, share, &mut out);
+    out.changes = changes(inputs, share, &out);
+    out
+}
+
+/// Each candidate's factors against the leader. The mixed factor is the
+/// leader's time shares applied to the paired read and write factors:
+/// a * reads + (1 - a) * writes, a being the leader's share of time in
+/// reads; its interval takes both ends the same way (conservative).
+fn compare_to_leader(inputs: &Inputs, need: Durability, share: f64, out: &mut Ranking) {
+    let Some(leader) = out.ranked.first().cloned() else { return };
+    let a = share * leader.read_us / leader.mixed_us.max(f64::MIN_POSITIVE);
+    let noise = out.noise.clone();
+    for r in out.ranked.iter_mut().skip(1) {
+        let reads = ratio(inputs, &r.store.read_id(), &leader.store.read_id());
+        let writes = ratio(inputs, &r.store.write_id(need), &leader.store.write_id(need));
+        if let (Some(fr), Some(fw)) = (reads, writes) {
+            let blend = |x: f64, y: f64| a * x + (1.0 - a) * y;
+            let m = Factor {
+                value: blend(fr.value, fw.value),
+                low: blend(fr.low, fw.low),
+                high: blend(fr.high, fw.high),
+                paired: (fr.paired || fr.same) && (fw.paired || fw.same) && !(fr.same && fw.same),
+                rounds: [fr, fw].iter().filter(|f| !f.same).map(|f| f.rounds).min().unwrap_or(0),
+                same: fr.same && fw.same,
+            };
+            let within_noise = noise.as_ref().is_some_and(|n| m.value <= n.high.max(1.0 / n.low));
+            r.tie = (m.paired && m.low <= 1.0) || within_noise || m.value <= 1.0;
+            r.mixed = Some(m);
+        }
+        r.reads = reads;
+        r.writes = writes;
+    }
+}
+
+/// The leader at each whole percentage of reads, by the medians.
+fn leader_at(ranked: &[Ranked], pct: u32) -> Option<Store> {
+    let share = f64::from(pct) / 100.0;
+    ranked
+        .iter()
+        .min_by(|a, b| mixed(a.read_us, a.write_us, share).total_cmp(&mixed(b.read_us, b.write_us, share)))
+        .map(|r| r.store)
+}
+
+/// The nearest mix, each way, at which another candidate leads; and the
+/// excluded candidates the other durability need would admit.
+fn changes(inputs: &Inputs, share: f64, out: &Ranking) -> Vec<Change> {
+    let mut changes = Vec::new();
+    if let Some(leader) = out.ranked.first().map(|r| r.store) {
+        let here = (share * 100.0).round() as u32;
+        let up = (here..=100).find(|&p| leader_at(&out.ranked, p) != Some(leader));
+        let down = (0..=here).rev().find(|&p| leader_at(&out.ranked, p) != Some(leader));
+        for (pct, more_reads) in [(down, false), (up, true)] {
+            if let Some(p) = pct {
+                if let Some(other) = leader_at(&out.ranked, p) {
+                    changes.push(Change::Mix { reads_pct: p, more_reads, leader: other });
+                }
+            }
+        }
+    }
+    if let Some(m) = inputs.matrix {
+        let largest_bytes = m.cells.iter().map(|c| c.size_bytes).max().unwrap_or(0);
+        for c in &m.crossovers {
+            changes.push(Change::Size { crossover: c.direct.clone(), page_size: c.page_size, largest_bytes });
+        }
+    }
+    let other = inputs.section.workload.durability.other();
+    for e in &out.excluded {
+        let admitted = inputs.section.crash.of(&e.store.crash_method(other)).is_some();
+        let admitted = admitted && failing(inputs.section, e.store, other).is_none();
+        if admitted {
+            changes.push(Change::Durability { store: e.store, need: other });
+        }
+    }
+    changes
+}

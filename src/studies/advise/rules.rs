@@ -1,0 +1,216 @@
+//! The ranking rules as plain data (documented in docs/advise.md): which
+//! configuration of each store answers each durability need, which crash
+//! facts exclude a candidate, and the crash table used when no power-cut
+//! run was possible.
+
+use super::section::{CrashFact, Durability};
+use crate::powercut::Model;
+use crate::records::EngineKind;
+use crate::studies::suite::ids;
+
+/// A place blobs can live, in the configuration advise gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Store {
+    /// SQLite: blob API + mmap reads; WAL + NORMAL (relaxed) or WAL + FULL
+    /// (required) writes.
+    Sqlite,
+    /// One file per blob, overwritten in place (+ fsync when required).
+    FilesInPlace,
+    /// One file per blob, written to a temporary file and renamed over
+    /// (+ fsync when required).
+    FilesReplace,
+    /// A key-value engine (LMDB, redb, fjall, PostgreSQL): its fast commit
+    /// (relaxed) or its durable one (required).
+    Engine(EngineKind),
+}
+
+/// The stores every advice considers, besides the `--engines` given.
+pub const ALWAYS: [Store; 3] = [Store::Sqlite, Store::FilesInPlace, Store::FilesReplace];
+
+/// The engines considered when `--engines` is not given.
+pub const DEFAULT_ENGINES: [EngineKind; 3] = [EngineKind::Lmdb, EngineKind::Redb, EngineKind::Fjall];
+
+/// What excludes a candidate, by durability need. Each test reads the crash
+/// facts of the write method the candidate uses for that need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Test {
+    /// The method never tells its caller a write is durable.
+    NoDurabilityPromise,
+    /// Power cuts lost writes the method had acknowledged as durable.
+    LostAcknowledged,
+    /// Power cuts left torn blobs or a store failing its integrity check.
+    Damaged,
+}
+
+/// The exclusion rules: (need, test). A candidate failing any test of the
+/// stated need is excluded, with the facts as its reason.
+pub const EXCLUSIONS: [(Durability, Test); 4] = [
+    (Durability::Required, Test::NoDurabilityPromise),
+    (Durability::Required, Test::LostAcknowledged),
+    (Durability::Required, Test::Damaged),
+    (Durability::Relaxed, Test::Damaged),
+];
+
+impl Test {
+    /// Whether `fact` fails this test.
+    pub fn fails(self, fact: &CrashFact) -> bool {
+        match self {
+            Test::NoDurabilityPromise => !fact.acknowledges_durability,
+            Test::LostAcknowledged => fact.lost_after_ack > 0,
+            Test::Damaged => fact.torn > 0 || fact.integrity_failures > 0,
+        }
+    }
+}
+
+/// The first test of `need` that `fact` fails.
+pub fn excluded_by(need: Durability, fact: &CrashFact) -> Option<Test> {
+    EXCLUSIONS.iter().filter(|(d, _)| *d == need).map(|(_, t)| *t).find(|t| t.fails(fact))
+}
+
+impl Store {
+    /// The name in result files: `sqlite`, `files-inplace`, `files-replace`
+    /// or the engine's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Store::Sqlite => "sqlite",
+            Store::FilesInPlace => "files-inplace",
+            Store::FilesReplace => "files-replace",
+            Store::Engine(kind) => kind.name(),
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Store> {
+        ALWAYS
+            .into_iter()
+            .find(|s| s.name() == name)
+            .or_else(|| EngineKind::from_name(name).filter(|k| k.is_key_value()).map(Store::Engine))
+    }
+
+    /// The suite experiment its reads are timed by.
+    pub fn read_id(self) -> String {
+        match self {
+            Store::Sqlite => ids::READ_DB_BLOB_MMAP.into(),
+            Store::FilesInPlace | Store::FilesReplace => ids::READ_FLAT_POSIX.into(),
+            Store::Engine(kind) => ids::engine_read(kind),
+        }
+    }
+
+    /// The suite experiment its writes at `need` are timed by.
+    pub fn write_id(self, need: Durability) -> String {
+        let required = need == Durability::Required;
+        match self {
+            Store::Sqlite if required => ids::WRITE_DB_WAL_FULL.into(),
+            Store::Sqlite => ids::WRITE_DB_WAL_NORMAL.into(),
+            Store::FilesInPlace if required => ids::WRITE_FLAT_INPLACE_FSYNC.into(),
+            Store::FilesInPlace => ids::WRITE_FLAT_INPLACE.into(),
+            Store::FilesReplace if required => ids::WRITE_FLAT_REPLACE_FSYNC.into(),
+            Store::FilesReplace => ids::WRITE_FLAT_REPLACE.into(),
+            Store::Engine(kind) if required => ids::engine_durable_write(kind),
+            Store::Engine(kind) => ids::engine_fast_write(kind),
+        }
+    }
+
+    /// The crash test's method for its writes at `need`. Files written by
+    /// temp + rename are durable only with the directory fsynced too
+    /// (`replace-fsync-dir`); the timed write leaves that fsync out.
+    pub fn crash_method(self, need: Durability) -> String {
+        let required = need == Durability::Required;
+        match self {
+            Store::Sqlite if required => "db-wal-full".into(),
+            Store::Sqlite => "db-wal-normal".into(),
+            Store::FilesInPlace if required => "inplace-fsync".into(),
+            Store::FilesInPlace => "inplace".into(),
+            Store::FilesReplace if required => "replace-fsync-dir".into(),
+            Store::FilesReplace => "replace".into(),
+            Store::Engine(kind) if required => format!("{}-durable", kind.name()),
+            Store::Engine(kind) => format!("{}-fast", kind.name()),
+        }
+    }
+
+    /// The layout its disk usage is recorded under.
+    pub fn layout(self) -> &'static str {
+        match self {
+            Store::Sqlite => crate::engine::sqlite::KIND.name(),
+            Store::FilesInPlace | Store::FilesReplace => crate::engine::files::FLAT_KIND.name(),
+            Store::Engine(kind) => kind.name(),
+        }
+    }
+}
+
+/// The model of the documented table and of advise's own power-cut run:
+/// each unsynced write dropped, whole or torn by 4 KiB sectors (NVMe and
+/// 4K-native drives).
+pub const CRASH_MODEL: Model = Model::Torn { sector: 4096 };
+
+/// `crashtest --power-cut --model torn-4k` on the development machine
+/// (docs/crash-safety.md, 50 cuts per method, 100 blobs, seed 1): method,
+/// acknowledges durability, lost after acknowledgement, torn, integrity
+/// failures. Used when FUSE does not work where advise runs.
+pub const DOCUMENTED: [(&str, bool, u64, u64, u32); 12] = [
+    ("db-wal-normal", false, 0, 0, 0),
+    ("db-wal-full", true, 0, 0, 0),
+    ("inplace", false, 0, 627, 0),
+    ("inplace-fsync", true, 1, 1, 0),
+    ("replace", false, 0, 0, 0),
+    ("replace-fsync-dir", true, 0, 0, 0),
+    ("lmdb-durable", true, 0, 0, 0),
+    ("lmdb-fast", false, 0, 857, 26),
+    ("redb-durable", true, 0, 0, 0),
+    ("redb-fast", false, 0, 0, 0),
+    ("fjall-durable", true, 0, 0, 0),
+    ("fjall-fast", false, 0, 0, 3),
+];
+
+/// Power cuts per method behind [`DOCUMENTED`].
+pub const DOCUMENTED_CUTS: u32 = 50;
+
+/// The documented table as crash facts.
+pub fn documented() -> Vec<CrashFact> {
+    DOCUMENTED
+        .iter()
+        .map(|&(method, acknowledges_durability, lost_after_ack, torn, integrity_failures)| CrashFact {
+            method: method.into(),
+            acknowledges_durability,
+            cuts: DOCUMENTED_CUTS,
+            lost_after_ack,
+            torn,
+            integrity_failures,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for s in ALWAYS.into_iter().chain(DEFAULT_ENGINES.map(Store::Engine)) {
+            assert_eq!(Store::from_name(s.name()), Some(s));
+        }
+        assert_eq!(Store::from_name("flat"), None);
+    }
+
+    #[test]
+    fn documented_methods_are_crash_test_methods() {
+        let stores = ALWAYS.into_iter().chain(DEFAULT_ENGINES.map(Store::Engine));
+        for s in stores {
+            for need in [Durability::Required, Durability::Relaxed] {
+                let m = s.crash_method(need);
+                assert!(documented().iter().any(|f| f.method == m), "{m} not documented");
+                assert!(crate::studies::crashtest::Method::parse_list(&m).is_ok(), "{m} not a crash method");
+            }
+        }
+    }
+
+    #[test]
+    fn in_place_writes_are_excluded_when_durability_is_required() {
+        let facts = documented();
+        let of = |m: &str| facts.iter().find(|f| f.method == m).unwrap().clone();
+        assert_eq!(excluded_by(Durability::Required, &of("inplace-fsync")), Some(Test::LostAcknowledged));
+        assert_eq!(excluded_by(Durability::Required, &of("db-wal-normal")), Some(Test::NoDurabilityPromise));
+        assert_eq!(excluded_by(Durability::Required, &of("db-wal-full")), None);
+        assert_eq!(excluded_by(Durability::Relaxed, &of("inplace")), Some(Test::Damaged));
+        assert_eq!(excluded_by(Durability::Relaxed, &of("replace")), None);
+    }
+}

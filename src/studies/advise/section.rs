@@ -1,0 +1,106 @@
+//! The result file's `advise` section: the workload as stated, the
+//! candidates considered and the crash facts the exclusions rest on. The
+//! timings and disk usage are the file's `experiments`, `rounds` and
+//! `disk_usage`, as a suite writes them; the recommendation is computed
+//! from all of them ([`super::rank`]), never stored.
+
+use serde::{Deserialize, Serialize};
+
+/// How much a write must survive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    /// A write that returned must survive a power cut.
+    Required,
+    /// The last writes may be lost in a power cut, but stored blobs must
+    /// not be damaged.
+    Relaxed,
+}
+
+impl Durability {
+    pub fn name(self) -> &'static str {
+        match self {
+            Durability::Required => "required",
+            Durability::Relaxed => "relaxed",
+        }
+    }
+
+    pub fn other(self) -> Durability {
+        match self {
+            Durability::Required => Durability::Relaxed,
+            Durability::Relaxed => Durability::Required,
+        }
+    }
+}
+
+/// The workload the advice is for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Workload {
+    pub count: u32,
+    /// Mean blob size of the dataset measured.
+    pub mean_bytes: u64,
+    /// The directory the blobs came from (`--from`), when they did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_dir: Option<String>,
+    /// The read/write mix (`--mix R:W`), in operations.
+    pub mix_reads: u32,
+    pub mix_writes: u32,
+    pub durability: Durability,
+}
+
+/// Where the crash facts came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CrashSource {
+    /// A quick power-cut run on this machine (the file's `power_cut`).
+    Measured,
+    /// The table in docs/crash-safety.md (FUSE did not work here).
+    Documented,
+}
+
+/// What power cuts did to one write method (totals over its cuts).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CrashFact {
+    /// The crash test's method name: `db-wal-full`, `inplace`, ...
+    pub method: String,
+    /// The method tells its caller a write is durable when it returns.
+    pub acknowledges_durability: bool,
+    pub cuts: u32,
+    /// Blobs older than, torn or missing after an acknowledged version.
+    pub lost_after_ack: u64,
+    /// Blobs left torn (two versions mixed, cut short).
+    pub torn: u64,
+    /// Cuts after which the store failed its own integrity check.
+    pub integrity_failures: u32,
+}
+
+/// Crash facts and where they came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CrashFacts {
+    pub source: CrashSource,
+    /// The power-cut model: `torn-4k`, ...
+    pub model: String,
+    /// Why the documented table was used (the FUSE error), when it was.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub why: String,
+    pub methods: Vec<CrashFact>,
+}
+
+impl CrashFacts {
+    pub fn of(&self, method: &str) -> Option<&CrashFact> {
+        self.methods.iter().find(|m| m.method == method)
+    }
+}
+
+/// The result file's `advise` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdviseSection {
+    pub workload: Workload,
+    /// The candidates considered, by [`super::rules::Store`] name.
+    pub candidates: Vec<String>,
+    pub crash: CrashFacts,
+    /// The time budget of the whole command, and what it took.
+    pub budget_s: f64,
+    pub elapsed_s: f64,
+    pub quick: bool,
+}

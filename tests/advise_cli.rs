@@ -1,0 +1,74 @@
+//! `blobbench advise` end to end on tiny datasets: the page exists, leads
+//! with a recommendation, and its result file parses and matches the schema.
+
+use std::path::Path;
+
+mod common;
+
+/// The page's Markdown, after checking the directory and its result file.
+fn page(out: &Path) -> String {
+    for f in ["index.html", "summary.md", "results.json", "charts/advise-reads.svg", "charts/advise-space.svg"] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    let v = common::valid_results(&out.join("results.json"));
+    assert_eq!(v["command"], "advise");
+    let parsed = blobbench::results::read(&out.join("results.json")).expect("the result file parses");
+    assert!(parsed.advise.is_some());
+    std::fs::read_to_string(out.join("summary.md")).unwrap()
+}
+
+#[test]
+fn advise_on_your_own_files_with_the_documented_crash_table() {
+    let d = tempfile::tempdir().unwrap();
+    let src = d.path().join("mine");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    for i in 0..120u32 {
+        let dir = if i % 2 == 0 { src.clone() } else { src.join("sub") };
+        std::fs::write(dir.join(format!("{i}.bin")), vec![i as u8; 2000 + 50 * i as usize]).unwrap();
+    }
+    let before = common::snapshot(&src);
+    let out = d.path().join("page");
+    let stdout = common::stdout_of(
+        common::blobbench()
+            .args(["advise", "--quick", "--no-power-cut", "--budget", "40s", "--engines", "lmdb"])
+            .arg("--from")
+            .arg(&src)
+            .arg("--workdir")
+            .arg(d.path())
+            .arg("--out")
+            .arg(&out),
+    );
+    assert!(stdout.contains("\nRecommendation: "), "{stdout}");
+    assert!(stdout.contains("Workload: 120 blobs (the files under"), "{stdout}");
+    let md = page(&out);
+    let advice = md.find("## Where these blobs should live").expect("the advice section");
+    let verdict = md.find("## Verdict").unwrap_or(usize::MAX);
+    assert!(advice < verdict, "the advice leads the page");
+    assert!(md.contains("Crash facts: from the documented table"), "{md}");
+    // Durability required by default: in-place files lost an acknowledged
+    // write in the documented power cuts.
+    assert!(md.contains("files, overwrite in place: excluded, lost 1 acknowledged write in 50 power cuts"), "{md}");
+    assert!(md.contains("What would change it:"), "{md}");
+    assert_eq!(common::snapshot(&src), before, "--from DIR is never written");
+}
+
+#[test]
+fn advise_quick_with_a_power_cut_run() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("page");
+    let stdout = common::stdout_of(
+        common::blobbench()
+            .args(["advise", "--quick", "--count", "200", "--mix", "50:50", "--durability", "relaxed"])
+            .args(["--budget", "45s", "--engines", "redb"])
+            .arg("--workdir")
+            .arg(d.path())
+            .arg("--out")
+            .arg(&out),
+    );
+    assert!(stdout.contains("\nRecommendation: "), "{stdout}");
+    let md = page(&out);
+    // FUSE works on the machines these tests run on: the facts are measured.
+    assert!(md.contains("Crash facts: measured here by a quick power-cut run"), "{md}");
+    assert!(md.contains("Ranking at 50:50 reads:writes"), "{md}");
+    assert!(md.contains("durability relaxed"), "{md}");
+}
