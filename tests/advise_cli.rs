@@ -49,6 +49,12 @@ fn advise_on_your_own_files_with_the_documented_crash_table() {
     // write in the documented power cuts.
     assert!(md.contains("files, overwrite in place: excluded, lost 1 acknowledged write in 50 power cuts"), "{md}");
     assert!(md.contains("What would change it:"), "{md}");
+    // Cold reads and the short aging pass, on a sample of these files.
+    assert!(md.contains("cold read µs/op"), "{md}");
+    assert!(md.contains("After 2 rewrites of every blob (the aging pass, on a sample of 120 blobs"), "{md}");
+    assert!(md.contains("reads after 2 rewrites"), "{md}");
+    assert!(out.join("charts/aging-yours-read-warm.svg").is_file(), "the aging chart the evidence links to");
+    assert!(!md.contains("Chart 1: reads by SQL"), "only the arms advise ran are charted");
     assert_eq!(common::snapshot(&src), before, "--from DIR is never written");
 }
 

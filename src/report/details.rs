@@ -167,7 +167,8 @@ pub fn latency(files: &[ResultFile]) -> Vec<Section> {
     let mut rows = Vec::new();
     let mut warnings = Vec::new();
     for (f, label) in files.iter().zip(&labels) {
-        let is_suite = suite.iter().any(|s| std::ptr::eq(*s, f));
+        // An advise file ran a few of the suite's arms: list only those.
+        let is_suite = suite.iter().any(|s| std::ptr::eq(*s, f)) && f.advise.is_none();
         for id in listed_ids(f, is_suite) {
             let e = f.experiment(id);
             let mut row = if many { vec![label.clone()] } else { Vec::new() };

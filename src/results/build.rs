@@ -88,13 +88,14 @@ impl ResultFile {
         file
     }
 
-    /// The result file of an `advise`: its suite's data, the power cuts
-    /// when they ran, and its own section.
+    /// The result file of an `advise`: its suite's data, the power cuts,
+    /// the size matrix and the aging pass when they ran, and its own section.
     pub fn from_advise(outcome: AdviseOutcome) -> ResultFile {
         let mut file = ResultFile::from_suite(outcome.suite);
         file.command = "advise".into();
         file.power_cut = outcome.power_cut;
         file.matrix = outcome.matrix;
+        file.aging = outcome.aging;
         file.advise = Some(outcome.section);
         file
     }

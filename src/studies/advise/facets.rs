@@ -1,11 +1,14 @@
 //! The facets measured besides the suite's arms: the crash facts (a quick
-//! power-cut run, or the documented table) and the size crossover (a small
-//! matrix around the blobs' mean size).
+//! power-cut run, or the documented table), the size crossover (a small
+//! matrix around the blobs' mean size) and a short aging pass (two
+//! rewrites of every blob of a sample, on the user's sizes).
 
 use std::time::Duration;
 
 use super::section::{CrashFact, CrashFacts, CrashSource};
 use super::{rules, AdviseOptions};
+use crate::records::SizeSource;
+use crate::studies::aging::{self, AgePoint, AgingObserver, AgingOptions, AgingSection, SizeSetting};
 use crate::studies::crashtest::{self, CrashOptions, Method, PowerCutSection};
 use crate::studies::matrix::{self, MatrixOptions, MatrixSection};
 use crate::studies::suite::{AsProgress, SuiteObserver};
@@ -47,6 +50,71 @@ pub(super) fn size_crossover(
     m.rounds.budget = Some(Duration::from_secs(if opts.quick { 1 } else { 3 }));
     match matrix::run(&m, &AsProgress(observer)) {
         Ok(run) if !run.interrupted => Ok(Some(run.section)),
+        Ok(_) | Err(Error::Interrupted) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Blob content the short aging pass rewrites per layout and pass (a
+/// sample of the blobs: the pass must fit the budget beside the rest);
+/// `thorough` with the default budget or more, without `--quick`.
+fn aging_bytes(thorough: bool) -> f64 {
+    if thorough {
+        30e6
+    } else {
+        10e6
+    }
+}
+
+/// Blobs in the short aging pass: about [`aging_bytes`] of content, at
+/// least 20, at most the blobs there are.
+pub(super) fn aging_count(count: u32, mean: f64, thorough: bool) -> u32 {
+    ((aging_bytes(thorough) / mean.max(1.0)) as u32).clamp(20, 10_000).min(count.max(1))
+}
+
+/// The rounds' budget of each read set of the aging pass (two ages, warm
+/// and cold: four sets).
+pub(super) fn aging_round_budget(thorough: bool) -> Duration {
+    Duration::from_secs(if thorough { 3 } else { 1 })
+}
+
+/// Aging's steps as the suite observer's phases.
+struct AsAging<'a>(&'a dyn SuiteObserver);
+
+impl AgingObserver for AsAging<'_> {
+    fn step(&self, what: &str) {
+        self.0.begin(&format!("aging: {what}"), 0);
+    }
+    fn point(&self, _: &SizeSetting, _: &AgePoint) {}
+}
+
+/// The short aging pass: ages 0 and [`rules::AGING_AGE`] of the candidates'
+/// layouts (no remedies, no size bands), on a sample of the user's files
+/// or blobs drawn from the stated sizes (a larger one, `thorough`, with a
+/// larger budget). None when interrupted or stopped early (a full disk).
+pub(super) fn aging_pass(
+    opts: &AdviseOptions,
+    (count, mean): (u32, f64),
+    thorough: bool,
+    observer: &dyn SuiteObserver,
+) -> Result<Option<AgingSection>> {
+    let stores = opts.stores();
+    let mut a = AgingOptions::new(opts.workdir.clone(), true);
+    a.ages = vec![0, rules::AGING_AGE];
+    a.sizes = Vec::new();
+    a.yours = Some(match &opts.from {
+        Some(dir) => SizeSource::Files(dir.clone()),
+        None => SizeSource::Dist(opts.spec.size_dist()),
+    });
+    a.count = Some(aging_count(count, mean, thorough));
+    a.engines = opts.engines.iter().copied().filter(|k| !k.is_server()).collect();
+    a.layouts = Some(stores.iter().filter_map(|s| s.aging_layout()).collect());
+    a.remedies = false;
+    a.bands = false;
+    a.rounds.budget = Some(aging_round_budget(thorough));
+    a.rounds.max_rounds = if thorough { 8 } else { 4 };
+    match aging::run_aging(&a, &AsAging(observer)) {
+        Ok(out) if out.complete => Ok(Some(out.section)),
         Ok(_) | Err(Error::Interrupted) => Ok(None),
         Err(e) => Err(e),
     }

@@ -1,9 +1,10 @@
 //! `advise`: one command for "where should these blobs live, and why".
 //! States the workload, measures each candidate store in the configuration
 //! that best fits the durability need (the suite's arms, in interleaved
-//! rounds, within one time budget), records their disk space and the crash
-//! facts (a quick power-cut run where FUSE works, else the documented
-//! table), and returns a suite section plus its own. The recommendation is
+//! rounds, warm and cold, within one time budget), records their disk
+//! space, a short aging pass and the crash facts (a quick power-cut run
+//! where FUSE works, else the documented table), and returns a suite
+//! section plus its own. The recommendation is
 //! [`rank::rank`] of that data; the report words it.
 
 mod facets;
@@ -20,6 +21,7 @@ use rules::Store;
 
 use crate::engine::dataset::from_dir;
 use crate::records::{DatasetSpec, EngineKind};
+use crate::studies::aging::AgingSection;
 use crate::studies::crashtest::PowerCutSection;
 use crate::studies::matrix::MatrixSection;
 use crate::studies::suite::{self, ids, SuiteObserver, SuiteOptions, SuiteOutcome};
@@ -72,6 +74,8 @@ pub struct AdviseOutcome {
     pub power_cut: Option<PowerCutSection>,
     /// The small matrix around the blobs' mean size (the size crossover).
     pub matrix: Option<MatrixSection>,
+    /// The short aging pass (ages 0 and 2 of the candidates' layouts).
+    pub aging: Option<AgingSection>,
     pub section: AdviseSection,
 }
 
@@ -94,6 +98,17 @@ impl AdviseOptions {
         v
     }
 
+    /// The candidates' reads, each also measured cold.
+    fn cold_ids(&self) -> Vec<String> {
+        let mut v: Vec<String> = Vec::new();
+        for id in self.stores().into_iter().map(Store::read_id) {
+            if !v.contains(&id) {
+                v.push(id);
+            }
+        }
+        v
+    }
+
     /// Writes per write arm and round.
     fn writes_per_arm(&self, count: u32) -> u32 {
         let most = if self.durability == Durability::Required { DURABLE_WRITES } else { FAST_WRITES };
@@ -103,19 +118,28 @@ impl AdviseOptions {
 
 /// The least budget that fits building the datasets and one round, as
 /// estimated from the dataset (100 MB/s to build each copy, 20 us per
-/// read, 3 ms per durable write and 100 us per other write; the size
-/// matrix's cells at 100 MB/s and half a second each): a budget below it
-/// is refused, naming it.
+/// warm read, 100 us per cold one, 3 ms per durable write and 100 us per
+/// other write; the size matrix's cells at 100 MB/s and half a second
+/// each; the aging pass's sample built and rewritten twice at 100 MB/s
+/// per layout, a second per layout and age, and its four read sets): a
+/// budget below it is refused, naming it.
 pub fn minimum_budget(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Duration {
     let stores = opts.stores().len() as f64;
     let bytes = f64::from(count) * mean_bytes * (2.0 + stores);
     let build = bytes / 100e6;
     let reads = f64::from(count) * (stores + 2.0) * 2.0 * 20e-6;
+    let cold = f64::from(count) * opts.cold_ids().len() as f64 * 100e-6;
     let per_write = if opts.durability == Durability::Required { 3e-3 } else { 100e-6 };
     let writes = f64::from(opts.writes_per_arm(count)) * stores * 2.0 * per_write;
     let sizes = facets::MATRIX_SIZES as f64;
     let matrix = sizes * (facets::matrix_bytes(opts.quick) as f64 / 100e6 + 0.5);
-    Duration::from_secs_f64((5.0 + AFTER_ROUNDS.as_secs_f64() + build + reads + writes + matrix).ceil())
+    let layouts = opts.stores().iter().filter(|s| s.aging_layout().is_some()).count() as f64;
+    // The aging pass's smaller plan: a larger budget affords the larger one.
+    let sample = f64::from(facets::aging_count(count, mean_bytes, false)) * mean_bytes;
+    let aging =
+        sample * (1.0 + 3.0 * layouts) / 100e6 + 2.0 * layouts + 4.0 * facets::aging_round_budget(false).as_secs_f64();
+    let total = 5.0 + AFTER_ROUNDS.as_secs_f64() + build + reads + cold + writes + matrix + aging;
+    Duration::from_secs_f64(total.ceil())
 }
 
 /// Checks what can be checked before any work (the messages name the
@@ -171,6 +195,8 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
     drop(scan);
     let (crash, power_cut) = facets::crash_facts(opts, observer);
     let matrix = facets::size_crossover(opts, mean, observer);
+    let thorough = !opts.quick && budget >= DEFAULT_BUDGET;
+    let aging = facets::aging_pass(opts, (count, mean), thorough, observer);
     let mut suite_opts = if opts.quick {
         SuiteOptions::quick(opts.workdir.clone())
     } else {
@@ -180,6 +206,7 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
     suite_opts.from.clone_from(&opts.from);
     suite_opts.engines.clone_from(&opts.engines);
     suite_opts.only = Some(opts.experiment_ids());
+    suite_opts.cold_also = opts.cold_ids();
     suite_opts.write_fraction = f64::from(opts.writes_per_arm(count)) / f64::from(count.max(1));
     // The rest of the budget goes to the rounds, less what the last round,
     // the arms' summaries and the page take after the deadline.
@@ -209,7 +236,18 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
             None
         }
     };
-    Ok(AdviseOutcome { suite: outcome, power_cut, matrix, section })
+    let aging = match aging {
+        Ok(None) => {
+            outcome.notes.push("advise: the aging pass was stopped before its last age".into());
+            None
+        }
+        Ok(a) => a,
+        Err(e) => {
+            outcome.notes.push(format!("advise: the aging pass could not run ({e})"));
+            None
+        }
+    };
+    Ok(AdviseOutcome { suite: outcome, power_cut, matrix, aging, section })
 }
 
 #[cfg(test)]
@@ -281,5 +319,8 @@ mod tests {
             assert!(ids.contains(&s.read_id()) && ids.contains(&s.write_id(o.durability)), "{}", s.name());
         }
         assert!(!ids.iter().any(|i| i.contains("tree")), "no tree copy needed: {ids:?}");
+        let cold = o.cold_ids();
+        assert_eq!(cold.len(), o.stores().len() - 1, "both file candidates read the same files: {cold:?}");
+        assert!(cold.iter().all(|id| ids.contains(id)), "every cold read is a measured read");
     }
 }

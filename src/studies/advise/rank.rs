@@ -1,8 +1,9 @@
 //! The recommendation, as a pure function of result data: the candidates
 //! the crash facts exclude, the others ranked by their time per operation
-//! at the stated mix, each against the leader with a paired interval, ties
-//! within the noise floor, and what would change the answer. No text: the
-//! report words it.
+//! at the stated mix (warm reads), each against the leader with a paired
+//! interval, ties within the noise floor, their cold reads and what the
+//! short aging pass did to them, and what would change the answer. No
+//! text: the report words it.
 
 use super::rules::{self, Store, Test};
 use super::section::{AdviseSection, CrashFact, CrashSource, Durability};
@@ -10,6 +11,7 @@ use crate::measure::paired::PairedRatio;
 use crate::measure::rounds::RoundSet;
 use crate::measure::Experiment;
 use crate::records::DiskUsage;
+use crate::studies::aging::{AgePoint, AgingSection};
 use crate::studies::matrix::{Crossover, MatrixSection};
 use crate::studies::suite::{CONTROL_ID, CONTROL_OF};
 
@@ -22,6 +24,8 @@ pub struct Inputs<'a> {
     pub disk: &'a [DiskUsage],
     /// The size matrix, when it ran.
     pub matrix: Option<&'a MatrixSection>,
+    /// The short aging pass, when it ran.
+    pub aging: Option<&'a AgingSection>,
 }
 
 /// A ratio with its interval; `paired` when it comes from rounds.
@@ -65,6 +69,28 @@ pub struct Ranked {
     pub allocated_bytes: Option<u64>,
     /// Its crash facts, when the table has its method.
     pub crash: Option<CrashFact>,
+    /// Median per-op read time with the page cache evicted before each run.
+    pub cold_read_us: Option<f64>,
+    /// Its cold reads over the leader's; None for the leader.
+    pub cold_reads: Option<Factor>,
+    /// What the short aging pass measured of its layout.
+    pub aged: Option<Aged>,
+}
+
+/// One candidate's layout after the short aging pass, against age 0.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Aged {
+    /// Rewrites of every blob.
+    pub age: u32,
+    /// Its warm read time at `age` over its own at age 0 (two round sets:
+    /// unpaired).
+    pub read_change: Option<f64>,
+    /// Blocks allocated at `age` over at age 0.
+    pub growth: Option<f64>,
+    pub allocated_bytes: u64,
+    /// Its warm reads at `age` over the leader's layout's, paired over the
+    /// aging rounds; None for the leader.
+    pub reads: Option<Factor>,
 }
 
 /// A candidate that cannot meet the need, and why.
@@ -88,6 +114,12 @@ pub enum Change {
     /// Where files opened directly start to read faster than SQLite (the
     /// size matrix's crossover at `page_size`), and the largest size measured.
     Size { crossover: Crossover, page_size: u32, largest_bytes: u32 },
+    /// With cold reads (data not in the page cache) at the stated mix,
+    /// `leader` would rank first.
+    Cold { leader: Store },
+    /// With reads slowed as the aging pass measured after `age` rewrites
+    /// of every blob, `leader` would rank first.
+    Aged { age: u32, leader: Store },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -194,12 +226,50 @@ pub fn rank(inputs: &Inputs) -> Ranking {
             tie: false,
             allocated_bytes,
             crash,
+            cold_read_us: median_us(inputs, &store.cold_read_id()),
+            cold_reads: None,
+            aged: None,
         });
     }
     out.ranked.sort_by(|a, b| a.mixed_us.total_cmp(&b.mixed_us));
     compare_to_leader(inputs, need, share, &mut out);
+    age(inputs, &mut out);
     out.changes = changes(inputs, share, &out);
     out
+}
+
+/// The aging pass's point of `layout` at `age` (not after a remedy).
+fn point<'a>(a: &'a AgingSection, layout: &str, age: u32) -> Option<&'a AgePoint> {
+    let setting = a.settings.last()?;
+    setting.points.iter().find(|p| p.layout == layout && p.age == age && p.remedy.is_none())
+}
+
+/// What the aging pass did to each candidate's layout, from its first age
+/// to its last; reads against the leader's layout at the last age.
+fn age(inputs: &Inputs, out: &mut Ranking) {
+    let Some(a) = inputs.aging else { return };
+    let (Some(&first), Some(&last), Some(setting)) = (a.ages.first(), a.ages.last(), a.settings.last()) else {
+        return;
+    };
+    let lead = out.ranked.first().and_then(|r| r.store.aging_layout());
+    let rounds = setting.read_rounds(last, false).filter(|s| s.consistent());
+    for (i, r) in out.ranked.iter_mut().enumerate() {
+        let Some(layout) = r.store.aging_layout() else { continue };
+        let (Some(old), Some(new)) = (point(a, &layout, first), point(a, &layout, last)) else { continue };
+        let warm = |p: &AgePoint| p.read_warm.map(|w| w.per_op_us).filter(|v| *v > 0.0);
+        let reads = lead.as_deref().filter(|_| i > 0).and_then(|l| match rounds.and_then(|s| s.ratio(&layout, l)) {
+            Some(p) => Some(Factor::of(&p)),
+            None => Some(Factor::exact(warm(new)? / warm(point(a, l, last)?)?)),
+        });
+        let (was, is) = (old.usage.allocated_bytes, new.usage.allocated_bytes);
+        r.aged = Some(Aged {
+            age: last,
+            read_change: warm(old).and_then(|o| Some(warm(new)? / o)),
+            growth: (was > 0).then(|| is as f64 / was as f64),
+            allocated_bytes: is,
+            reads,
+        });
+    }
 }
 
 /// Each candidate's factors against the leader. The mixed factor is the
@@ -229,6 +299,9 @@ fn compare_to_leader(inputs: &Inputs, need: Durability, share: f64, out: &mut Ra
         }
         r.reads = reads;
         r.writes = writes;
+        if r.cold_read_us.is_some() && leader.cold_read_us.is_some() {
+            r.cold_reads = ratio(inputs, &r.store.cold_read_id(), &leader.store.cold_read_id());
+        }
     }
 }
 
@@ -241,10 +314,30 @@ fn leader_at(ranked: &[Ranked], pct: u32) -> Option<Store> {
         .map(|r| r.store)
 }
 
-/// The nearest mix, each way, at which another candidate leads; and the
-/// excluded candidates the other durability need would admit.
+/// The candidate fastest at `share` with each one's read time replaced by
+/// `read` (None when some candidate lacks it).
+fn leader_with(ranked: &[Ranked], share: f64, read: impl Fn(&Ranked) -> Option<f64>) -> Option<Store> {
+    let times: Option<Vec<(Store, f64)>> =
+        ranked.iter().map(|r| read(r).map(|us| (r.store, mixed(us, r.write_us, share)))).collect();
+    times?.into_iter().min_by(|a, b| a.1.total_cmp(&b.1)).map(|(s, _)| s)
+}
+
+/// The nearest mix, each way, at which another candidate leads; the leader
+/// with cold reads and after aging, when another; the size crossover; and
+/// the excluded candidates the other durability need would admit.
 fn changes(inputs: &Inputs, share: f64, out: &Ranking) -> Vec<Change> {
     let mut changes = Vec::new();
+    let leader = out.ranked.first().map(|r| r.store);
+    if out.ranked.len() > 1 {
+        if let Some(cold) = leader_with(&out.ranked, share, |r| r.cold_read_us).filter(|s| Some(*s) != leader) {
+            changes.push(Change::Cold { leader: cold });
+        }
+        let aged = |r: &Ranked| Some(r.read_us * r.aged?.read_change?);
+        if let Some(other) = leader_with(&out.ranked, share, aged).filter(|s| Some(*s) != leader) {
+            let age = out.ranked.iter().find_map(|r| r.aged.map(|a| a.age)).unwrap_or(0);
+            changes.push(Change::Aged { age, leader: other });
+        }
+    }
     if let Some(leader) = out.ranked.first().map(|r| r.store) {
         let here = (share * 100.0).round() as u32;
         let up = (here..=100).find(|&p| leader_at(&out.ranked, p) != Some(leader));

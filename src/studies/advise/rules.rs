@@ -95,6 +95,25 @@ impl Store {
         }
     }
 
+    /// The suite experiment its cold reads are timed by (the page cache
+    /// evicted before each run).
+    pub fn cold_read_id(self) -> String {
+        ids::cold(&self.read_id())
+    }
+
+    /// The layout `aging` ages it as: SQLite in WAL mode (blob API reads,
+    /// without mmap), files in place or by temp + rename, the engine's own.
+    /// None for a server engine (no short aging pass for it).
+    pub fn aging_layout(self) -> Option<String> {
+        match self {
+            Store::Sqlite => Some("db-wal".into()),
+            Store::FilesInPlace => Some("files-inplace".into()),
+            Store::FilesReplace => Some("files-rename".into()),
+            Store::Engine(kind) if kind.is_server() => None,
+            Store::Engine(kind) => Some(kind.name().into()),
+        }
+    }
+
     /// The suite experiment its writes at `need` are timed by.
     pub fn write_id(self, need: Durability) -> String {
         let required = need == Durability::Required;
@@ -136,6 +155,10 @@ impl Store {
         }
     }
 }
+
+/// Rewrites of every blob in advise's short aging pass (its ages are 0
+/// and this).
+pub const AGING_AGE: u32 = 2;
 
 /// The model of the documented table and of advise's own power-cut run:
 /// each unsynced write dropped, whole or torn by 4 KiB sectors (NVMe and

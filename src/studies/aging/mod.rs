@@ -57,6 +57,15 @@ pub struct AgingOptions {
     pub rounds: RoundsPlan,
     /// Timed read runs after a remedy and per crossover band.
     pub repeat: u32,
+    /// Only these layout ids (`db-wal`, `files-inplace`, ...; advise ages
+    /// its candidates' layouts); None ages them all.
+    pub layouts: Option<Vec<String>>,
+    /// The remedies after the last age (VACUUM, incremental auto-vacuum,
+    /// a copy-rewrite); advise's short pass leaves them out.
+    pub remedies: bool,
+    /// Reads by size band at each age, for a wide size setting; advise's
+    /// short pass leaves them out (its size matrix answers that).
+    pub bands: bool,
     pub keep: bool,
     pub seed: u64,
 }
@@ -82,6 +91,9 @@ impl AgingOptions {
                 latency: true,
             },
             repeat: if quick { 2 } else { 3 },
+            layouts: None,
+            remedies: true,
+            bands: true,
             keep: false,
             seed: 1,
         }
@@ -245,6 +257,9 @@ fn check(opts: &AgingOptions) -> Result<()> {
     if opts.repeat == 0 {
         return Err(Error::invalid("timed runs per remedy must be at least 1"));
     }
+    if opts.layouts.as_ref().is_some_and(Vec::is_empty) {
+        return Err(Error::invalid("no layout to age"));
+    }
     if opts.count == Some(0) {
         return Err(Error::invalid("--count must be at least 1"));
     }
@@ -298,6 +313,9 @@ mod tests {
         o.rounds.budget = Some(std::time::Duration::ZERO);
         assert!(check(&o).is_err(), "a zero budget");
         o.rounds.budget = None;
+        o.layouts = Some(Vec::new());
+        assert!(check(&o).unwrap_err().to_string().contains("no layout to age"));
+        o.layouts = None;
         o.sizes.clear();
         assert!(o.validate().unwrap_err().to_string().contains("no size setting"));
         let mine = tempfile::tempdir().unwrap();

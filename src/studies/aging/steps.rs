@@ -38,14 +38,11 @@ pub(super) fn run_setting(
     out: &mut AgingSetting,
     observer: &dyn AgingObserver,
 ) -> Result<()> {
-    let mut run = Run {
-        opts,
-        work,
-        sizes: &out.sizes.clone(),
-        layouts: layouts(work, &opts.engines),
-        blob_sizes: Vec::new(),
-        observer,
-    };
+    let mut all = layouts(work, &opts.engines);
+    if let Some(only) = &opts.layouts {
+        all.retain(|l| only.iter().any(|id| id == l.id()));
+    }
+    let mut run = Run { opts, work, sizes: &out.sizes.clone(), layouts: all, blob_sizes: Vec::new(), observer };
     out.layouts = run.layouts.iter().map(|l| l.info.clone()).collect();
     out.count = run.build(out.count, files)?;
     let mut prev = 0;
@@ -59,12 +56,15 @@ pub(super) fn run_setting(
             observer.point(run.sizes, &point);
             out.points.push(point);
         }
-        if run.sizes.spans_crossover() {
+        if opts.bands && run.sizes.spans_crossover() {
             run.crossover(age, out)?;
         }
         prev = age;
     }
-    run.remedies(prev, out)
+    if opts.remedies {
+        run.remedies(prev, out)?;
+    }
+    Ok(())
 }
 
 fn check_stop() -> Result<()> {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::ids;
 use super::options::{SuiteObserver, SuiteOptions};
-use super::steps::{dataset_path, selected, Step};
+use super::steps::{cold_steps, dataset_path, selected, Step};
 use crate::drivers::run::{RunArm, RunOptions};
 use crate::engine;
 use crate::measure::rounds::RoundSet;
@@ -24,6 +24,9 @@ pub const CONTROL_ID: &str = "control/db-blob";
 /// The arm the control repeats.
 pub const CONTROL_OF: &str = ids::READ_DB_BLOB;
 
+/// The id of the cold reads' round set.
+pub const COLD_READS: &str = "suite/cold-reads";
+
 /// Share of the budget the reads may take (one third); the writes get the
 /// rest (their fsyncs make a write round many times longer than a read round).
 const READ_SHARE: u32 = 3;
@@ -36,7 +39,8 @@ pub(super) struct Measured {
     pub notes: Vec<String>,
 }
 
-/// Runs the read rounds, then the write rounds; their experiments and
+/// Runs the read rounds, then the cold reads' (when asked: a share of the
+/// budget like the reads'), then the write rounds; their experiments and
 /// round sets go into `out`.
 pub(super) fn measure_rounds(
     opts: &SuiteOptions,
@@ -53,12 +57,21 @@ pub(super) fn measure_rounds(
         ..s.clone()
     });
     reads.extend(control);
+    let cold = cold_steps(opts);
     let start = Instant::now();
     let budget = opts.deadline.map(|d| d.saturating_duration_since(start)).or(opts.rounds.budget);
-    let read_plan = RoundsPlan { budget: budget.map(|b| b / READ_SHARE), ..opts.rounds };
+    let share = if cold.is_empty() { READ_SHARE } else { READ_SHARE + 1 };
+    let read_plan = RoundsPlan { budget: budget.map(|b| b / share), ..opts.rounds };
     run_set("suite/reads", opts, work, pristine, &reads, &read_plan, observer, out)?;
     if crate::measure::stop_requested() {
         return Ok(());
+    }
+    if !cold.is_empty() {
+        let cold_plan = RoundsPlan { budget: budget.map(|b| (b / share).max(Duration::from_secs(1))), ..opts.rounds };
+        run_set(COLD_READS, opts, work, pristine, &cold, &cold_plan, observer, out)?;
+        if crate::measure::stop_requested() {
+            return Ok(());
+        }
     }
     // The writes get what the reads left; at least a second, so the
     // budget rule (at least one round, with a warning) still applies.
@@ -130,8 +143,10 @@ fn run_set(
     let mut dyn_arms: Vec<&mut dyn Arm> = arms.iter_mut().map(|a| a as &mut dyn Arm).collect();
     let runs = u64::from(plan.max_rounds + 1) * steps.len() as u64;
     observer.begin(&format!("{} arms in rounds ({id})", steps.len()), runs);
+    // Cold arms wait for the same pairs as their warm twins.
+    let plain: Vec<String> = ids.iter().map(|i| i.strip_prefix(ids::COLD_PREFIX).unwrap_or(i).to_string()).collect();
     let measured =
-        run_rounds(id, &ids, &mut dyn_arms, plan, &comparisons(&ids), &mut |done, _| observer.advance(done))?;
+        run_rounds(id, &ids, &mut dyn_arms, plan, &comparisons(&plain), &mut |done, _| observer.advance(done))?;
     for ((arm, m), step) in arms.into_iter().zip(measured.measured).zip(steps) {
         let report = arm.finish(&step.id, &step.label, m)?;
         observer.measured(&report.experiment);
@@ -165,8 +180,10 @@ fn run_options(opts: &SuiteOptions, step: &Step, path: &Path, db_bytes: i64, nth
     // Each fsync costs milliseconds here; --quick keeps to its budget by
     // skipping their warm-up (the page cache matters little when every
     // write waits for the disk).
-    let warmup = u32::from(opts.rounds.warmup && !(opts.quick && waits_for_disk));
-    run_opts.plan = Plan { cold: opts.plan.cold && !step.update, warmup, repeat: 1, latency: opts.rounds.latency };
+    // A cold arm empties the cache before each run: a warm-up is thrown away.
+    let warmup = u32::from(opts.rounds.warmup && !step.cold && !(opts.quick && waits_for_disk));
+    let cold = (opts.plan.cold || step.cold) && !step.update;
+    run_opts.plan = Plan { cold, warmup, repeat: 1, latency: opts.rounds.latency };
     run_opts
 }
 

@@ -42,6 +42,15 @@ pub const ARTICLE: [&str; 16] = [
     WRITE_FLAT_REPLACE_FSYNC,
 ];
 
+/// A read measured with the page cache evicted before each run, beside
+/// its warm arm: `cold/read/...`.
+pub fn cold(read_id: &str) -> String {
+    format!("{COLD_PREFIX}{read_id}")
+}
+
+/// What [`cold`] puts before a read's id.
+pub const COLD_PREFIX: &str = "cold/";
+
 /// A key-value engine's read: `read/ENGINE`.
 pub fn engine_read(kind: EngineKind) -> String {
     format!("read/{}", kind.name())

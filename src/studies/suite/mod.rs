@@ -9,9 +9,9 @@ pub mod ids;
 mod options;
 mod steps;
 
-pub use arms::{CONTROL_ID, CONTROL_OF};
+pub use arms::{COLD_READS, CONTROL_ID, CONTROL_OF};
 pub use options::{SuiteObserver, SuiteOptions, QUICK_BUDGET};
-use steps::{dataset_path, selected};
+use steps::{cold_steps, dataset_path, selected};
 
 use std::path::Path;
 
@@ -115,7 +115,7 @@ pub fn run_suite(opts: &SuiteOptions, observer: &dyn SuiteObserver) -> Result<Su
     }
     measured?;
     outcome.complete = !stop_requested()
-        && outcome.experiments.len() == selected(opts).len() + usize::from(has_control(opts))
+        && outcome.experiments.len() == selected(opts).len() + usize::from(has_control(opts)) + cold_steps(opts).len()
         && outcome.rounds.iter().all(|r| r.stop != rounds::StopReason::Interrupted);
     Ok(outcome)
 }
@@ -202,6 +202,18 @@ mod tests {
         ] {
             assert!(ids.contains(&needed), "{needed}");
         }
+    }
+
+    #[test]
+    fn cold_reads_are_arms_of_their_own() {
+        let mut o = SuiteOptions::quick(std::path::PathBuf::from("."));
+        o.engines = vec![crate::records::EngineKind::Lmdb];
+        o.cold_also = vec!["read/db-blob-mmap".into(), "read/lmdb".into(), "write/db-wal-full".into()];
+        let cold = cold_steps(&o);
+        let ids: Vec<&str> = cold.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["cold/read/db-blob-mmap", "cold/read/lmdb"], "reads only, each under its own id");
+        assert!(cold.iter().all(|s| s.cold && !s.update));
+        assert!(selected(&o).iter().all(|s| !s.cold), "the warm arms stay warm");
     }
 
     #[test]

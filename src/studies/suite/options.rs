@@ -34,6 +34,10 @@ pub struct SuiteOptions {
     /// Only these experiment ids (`advise` measures a few arms); None runs
     /// them all. The A/A control runs when `read/db-blob` is among them.
     pub only: Option<Vec<String>>,
+    /// Read experiment ids also measured cold (the page cache evicted
+    /// before each run), as arms `cold/ID` in rounds of their own after
+    /// the warm reads (advise); empty for none.
+    pub cold_also: Vec<String>,
     /// When set, the rounds end by then instead of taking `rounds.budget`
     /// (advise's budget covers the whole command, datasets included).
     pub deadline: Option<std::time::Instant>,
@@ -61,6 +65,7 @@ impl SuiteOptions {
                 latency: true,
             },
             only: None,
+            cold_also: Vec::new(),
             deadline: None,
         }
     }

@@ -19,6 +19,8 @@ pub(super) struct Step {
     pub kv: KvParams,
     /// Each op is a server round trip with no work (`SELECT 1`), not a read.
     pub round_trip: bool,
+    /// A read with the page cache evicted before each run (`cold/ID`).
+    pub cold: bool,
 }
 
 fn db_read(id: &'static str, label: &'static str, access: DbAccess, mmap: bool) -> Step {
@@ -32,6 +34,7 @@ fn db_read(id: &'static str, label: &'static str, access: DbAccess, mmap: bool) 
         files: FileParams::default(),
         kv: KvParams::default(),
         round_trip: false,
+        cold: false,
     }
 }
 
@@ -45,6 +48,7 @@ fn file_read(id: &'static str, label: &'static str, layout: EngineKind, read: Fi
         files: FileParams { read, ..FileParams::default() },
         kv: KvParams::default(),
         round_trip: false,
+        cold: false,
     }
 }
 
@@ -58,6 +62,7 @@ fn db_write(id: &'static str, label: &'static str, journal: &str, sync: SyncLeve
         files: FileParams::default(),
         kv: KvParams::default(),
         round_trip: false,
+        cold: false,
     }
 }
 
@@ -71,6 +76,7 @@ fn file_write(id: &'static str, label: &'static str, write: FileWrite, fsync: bo
         files: FileParams { write, fsync, ..FileParams::default() },
         kv: KvParams::default(),
         round_trip: false,
+        cold: false,
     }
 }
 
@@ -86,6 +92,7 @@ fn engine_steps(kind: EngineKind) -> Vec<Step> {
         files: FileParams::default(),
         kv: KvParams { sync, multitrans: false },
         round_trip: false,
+        cold: false,
     };
     let title = kind.title();
     let mut steps = vec![
@@ -120,6 +127,16 @@ pub(super) fn selected(opts: &super::SuiteOptions) -> Vec<Step> {
         all.retain(|s| only.contains(&s.id));
     }
     all
+}
+
+/// The reads `opts` also measures cold (`cold_also`), as their own arms
+/// `cold/ID`, in the order they run.
+pub(super) fn cold_steps(opts: &super::SuiteOptions) -> Vec<Step> {
+    steps(&opts.engines)
+        .into_iter()
+        .filter(|s| !s.update && !s.round_trip && opts.cold_also.contains(&s.id))
+        .map(|s| Step { id: ids::cold(&s.id), label: format!("{}, cold cache", s.label), cold: true, ..s })
+        .collect()
 }
 
 /// The article's experiments and their fair variants.

@@ -9,6 +9,7 @@ pub mod words;
 use crate::report::format::doc::{Block, Chart, Figure, Section, Table, VerdictRow};
 use crate::report::format::fmt::{bytes, machine_labels, micros};
 use crate::report::format::svg::BarChart;
+use crate::report::study::aging as aging_report;
 use crate::report::study::StudyReport;
 use crate::results::ResultFile;
 use crate::studies::advise::rank::{self, Factor, Inputs, Ranked, Ranking};
@@ -33,6 +34,7 @@ pub fn ranking(file: &ResultFile) -> Option<(Ranking, &AdviseSection)> {
         rounds: &file.rounds,
         disk: &file.disk_usage,
         matrix: file.matrix.as_ref(),
+        aging: file.aging.as_ref(),
     };
     Some((rank::rank(&inputs), section))
 }
@@ -83,7 +85,7 @@ fn blocks(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &
     b.extend(notes.into_iter().map(Block::Note));
     b.push(Block::Heading(format!("Ranking at {}:{} reads:writes", s.workload.mix_reads, s.workload.mix_writes)));
     b.push(Block::Table(ranking_table(r, s)));
-    let rows = evidence(r, s, label, sfx);
+    let rows = evidence(file, r, s, label, sfx);
     if !rows.is_empty() {
         b.push(Block::Heading("Evidence: each candidate against the leader".into()));
         b.push(Block::Verdict(rows));
@@ -95,18 +97,29 @@ fn blocks(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &
             n.value, n.low, n.high, n.rounds
         )));
     }
+    if let Some(note) = aging_note(file, r) {
+        b.push(Block::Note(note));
+    }
     b.push(Block::Paragraph(words::what_would_change_it(r)));
     b.extend(charts(file, r, s, sfx).into_iter().map(Block::Figure));
     b
 }
 
+/// The aging pass's note, with the size of its sample.
+fn aging_note(file: &ResultFile, r: &Ranking) -> Option<String> {
+    let sample = file.aging.as_ref()?.settings.last()?.count;
+    words::aging_note(r, sample)
+}
+
 fn ranking_table(r: &Ranking, s: &AdviseSection) -> Table {
     let need = s.workload.durability;
+    let cold = r.ranked.iter().any(|c| c.cold_read_us.is_some());
     let headers = [
         "rank",
         "candidate",
         "configuration",
         "read µs/op",
+        "cold read µs/op",
         "write µs/op",
         "µs/op at the mix",
         "vs the leader",
@@ -123,24 +136,37 @@ fn ranking_table(r: &Ranking, s: &AdviseSection) -> Table {
                 (Some(m), _) => format!("{:.2}x slower", m.value),
                 (None, _) => "-".into(),
             };
-            vec![
+            let mut row = vec![
                 (i + 1).to_string(),
                 words::store_name(c.store),
                 words::configuration(c.store, need).to_string(),
                 micros(c.read_us),
+                c.cold_read_us.map_or_else(|| "-".into(), micros),
                 micros(c.write_us),
                 micros(c.mixed_us),
                 vs,
                 c.allocated_bytes.map_or_else(|| "-".into(), bytes),
-            ]
+            ];
+            if !cold {
+                row.remove(COLD_COLUMN);
+            }
+            row
         })
         .collect();
-    Table { headers: headers.map(String::from).to_vec(), rows }
+    let mut headers: Vec<String> = headers.map(String::from).to_vec();
+    if !cold {
+        headers.remove(COLD_COLUMN);
+    }
+    Table { headers, rows }
 }
 
-/// The evidence rows: reads, writes, the mix and disk space of each
-/// ranked candidate against the leader.
-fn evidence(r: &Ranking, s: &AdviseSection, label: &str, sfx: &str) -> Vec<VerdictRow> {
+/// The ranking table's cold reads column (left out when none were measured).
+const COLD_COLUMN: usize = 4;
+
+/// The evidence rows: reads (warm and cold), writes, the mix, disk space
+/// and the aging pass's reads and growth of each ranked candidate against
+/// the leader.
+fn evidence(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &str) -> Vec<VerdictRow> {
     let Some(leader) = r.ranked.first() else { return Vec::new() };
     let lead = words::store_name(leader.store);
     let row = |question: &str, c: &Ranked, f: &Factor, chart: &str, title: &str| VerdictRow {
@@ -158,6 +184,9 @@ fn evidence(r: &Ranking, s: &AdviseSection, label: &str, sfx: &str) -> Vec<Verdi
     for c in r.ranked.iter().skip(1) {
         if let Some(f) = &c.reads {
             rows.push(row("reads (warm)", c, f, READS_CHART, "Reads by candidate"));
+        }
+        if let Some(f) = &c.cold_reads {
+            rows.push(row("reads (cold)", c, f, READS_CHART, "Reads by candidate"));
         }
         if let Some(f) = &c.writes {
             let q = format!("writes (durability {})", s.workload.durability.name());
@@ -189,6 +218,45 @@ fn evidence(r: &Ranking, s: &AdviseSection, label: &str, sfx: &str) -> Vec<Verdi
                 unclear: false,
             });
         }
+        rows.extend(aged_rows(file, c, leader, label, sfx));
+    }
+    rows
+}
+
+/// The aging pass's evidence of `c` against the leader: reads at the last
+/// age (paired over the aging rounds) and disk growth since age 0.
+fn aged_rows(file: &ResultFile, c: &Ranked, leader: &Ranked, label: &str, sfx: &str) -> Vec<VerdictRow> {
+    let (Some(a), Some(setting)) = (c.aged, file.aging.as_ref().and_then(|x| x.settings.last())) else {
+        return Vec::new();
+    };
+    let (name, lead) = (words::store_name(c.store), words::store_name(leader.store));
+    let chart = |key: &str| format!("aging-{}-{key}", aging_report::setting_id(setting, sfx));
+    let mut rows = Vec::new();
+    if let Some(f) = &a.reads {
+        rows.push(VerdictRow {
+            question: format!("reads after {} rewrites", a.age),
+            result: label.into(),
+            outcome: outcome(&name, &lead, f),
+            factor: format!("{:.2}x", f.value),
+            uncertainty: words::interval(f),
+            compared: format!("{name} vs {lead}"),
+            chart_id: chart(aging_report::READ_WARM_CHART),
+            chart_title: format!("{}: Warm reads by storage age", setting.sizes.name),
+            unclear: f.paired && f.low <= 1.0 && f.high >= 1.0,
+        });
+    }
+    if let (Some(g), Some(lg)) = (a.growth, leader.aged.and_then(|l| l.growth)) {
+        rows.push(VerdictRow {
+            question: format!("disk growth after {} rewrites", a.age),
+            result: label.into(),
+            outcome: format!("{name} grew {g:.2}x, {lead} {lg:.2}x"),
+            factor: format!("{:.2}x", g / lg),
+            uncertainty: "exact (allocated blocks at each age, from stat)".into(),
+            compared: format!("{name} vs {lead}"),
+            chart_id: chart(aging_report::DISK_CHART),
+            chart_title: format!("{}: Disk allocated per byte of content", setting.sizes.name),
+            unclear: false,
+        });
     }
     rows
 }
@@ -221,14 +289,14 @@ fn charts(file: &ResultFile, r: &Ranking, s: &AdviseSection, sfx: &str) -> Vec<F
     let stores = measured(file, s);
     let groups: Vec<String> = stores.iter().map(|st| words::store_name(*st)).collect();
     let per_op = |id: String| file.experiment(&id).map(|e| e.summary.per_op_us.median);
-    let bar = |id: &str, title: &str, y: &str, values: Vec<Option<f64>>, note: &str| Figure {
+    let bar = |id: &str, title: &str, y: &str, series: Vec<String>, values: Vec<Vec<Option<f64>>>, note: &str| Figure {
         id: format!("{id}{sfx}"),
         chart: Chart::Bars(BarChart {
             title: title.into(),
             y_label: y.into(),
             groups: groups.clone(),
-            series: vec![y.into()],
-            values: values.into_iter().map(|v| vec![v]).collect(),
+            series,
+            values,
             reference: None,
             errors: Vec::new(),
             note: note.into(),
@@ -237,31 +305,43 @@ fn charts(file: &ResultFile, r: &Ranking, s: &AdviseSection, sfx: &str) -> Vec<F
         findings: r.ranked.first().map(|l| format!("Leader: {}.", words::store_name(l.store))).into_iter().collect(),
     };
     let need = s.workload.durability;
+    type Bars = (Vec<String>, Vec<Vec<Option<f64>>>);
+    let one =
+        |y: &str, v: Vec<Option<f64>>| -> Bars { (vec![y.to_string()], v.into_iter().map(|x| vec![x]).collect()) };
+    let cold: Vec<Option<f64>> = stores.iter().map(|st| per_op(st.cold_read_id())).collect();
+    let (read_series, read_values, read_note) = if cold.iter().any(Option::is_some) {
+        let warm = stores.iter().map(|st| per_op(st.read_id()));
+        (
+            vec!["warm page cache".to_string(), "cold (cache evicted before each run)".to_string()],
+            warm.zip(cold).map(|(w, c)| vec![w, c]).collect(),
+            "Median per-op time over interleaved rounds (the cold reads in rounds of their own).",
+        )
+    } else {
+        let (series, values) = one("µs per read", stores.iter().map(|st| per_op(st.read_id())).collect());
+        (series, values, "Median per-op time over interleaved rounds, warm page cache.")
+    };
+    let (write_series, write_values) = one("µs per write", stores.iter().map(|st| per_op(st.write_id(need))).collect());
+    let space = stores
+        .iter()
+        .map(|st| file.disk_usage.iter().find(|d| d.layout == st.layout()).map(|d| d.allocated_bytes as f64 / 1e6))
+        .collect();
+    let (space_series, space_values) = one("MB allocated", space);
     vec![
-        bar(
-            READS_CHART,
-            "Reads by candidate",
-            "µs per read",
-            stores.iter().map(|st| per_op(st.read_id())).collect(),
-            "Median per-op time over interleaved rounds, warm page cache.",
-        ),
+        bar(READS_CHART, "Reads by candidate", "µs per read", read_series, read_values, read_note),
         bar(
             WRITES_CHART,
             "Writes by candidate",
             "µs per write",
-            stores.iter().map(|st| per_op(st.write_id(need))).collect(),
+            write_series,
+            write_values,
             "Median per-op time over interleaved rounds, one overwrite per transaction or file.",
         ),
         bar(
             SPACE_CHART,
             "Disk space by candidate",
             "MB allocated",
-            stores
-                .iter()
-                .map(|st| {
-                    file.disk_usage.iter().find(|d| d.layout == st.layout()).map(|d| d.allocated_bytes as f64 / 1e6)
-                })
-                .collect(),
+            space_series,
+            space_values,
             "Blocks allocated on disk after building the dataset (stat).",
         ),
     ]
@@ -276,8 +356,11 @@ pub fn terminal(file: &ResultFile, _colour: bool) -> String {
         out.push_str(&format!("  {}\n", words::exclusion(e, s)));
     }
     out.push_str(&format!("{}\n", words::crash_source(s)));
-    for row in evidence(&r, s, file.display_label(), "") {
+    for row in evidence(file, &r, s, file.display_label(), "") {
         out.push_str(&format!("  {}: {}; {} [chart {}]\n", row.question, row.outcome, row.uncertainty, row.chart_id));
+    }
+    if let Some(note) = aging_note(file, &r) {
+        out.push_str(&format!("{note}\n"));
     }
     out.push_str(&format!("{}\n", words::what_would_change_it(&r)));
     out

@@ -19,6 +19,7 @@ const REDB: Store = Store::Engine(EngineKind::Redb);
 fn advise_file(durability: Durability, mix: (u32, u32), times: &[(&str, f64)]) -> ResultFile {
     let mut f = suite("host-a", times);
     f.command = "advise".into();
+    f.disk_usage.retain(|d| d.layout != "tree"); // advise builds no tree of files
     for (layout, allocated) in [("lmdb", 14_000_000), ("redb", 16_000_000)] {
         f.disk_usage.push(DiskUsage {
             layout: layout.into(),
@@ -246,4 +247,162 @@ fn two_candidates_timed_by_one_experiment_compare_exactly() {
     let reads = replace.reads.unwrap();
     assert!(reads.same && reads.value == 1.0);
     assert_eq!(words::interval(&reads), "exact (the same measurement on both sides)");
+}
+
+/// Cold reads: SQLite 50 µs, files 40, LMDB 60, redb 45, paired over
+/// rounds of their own that wobble by 2% either way.
+fn with_cold_reads(f: &mut ResultFile) {
+    let cold = [
+        ("cold/read/db-blob-mmap", 50.0),
+        ("cold/read/flat-posix", 40.0),
+        ("cold/read/lmdb", 60.0),
+        ("cold/read/redb", 45.0),
+    ];
+    f.experiments.extend(cold.iter().map(|(id, us)| crate::report::fixtures::experiment(id, *us)));
+    let wobble: Vec<Vec<f64>> = (0..6).map(|i| vec![if i % 2 == 0 { 1.02 } else { 0.98 }; 4]).collect();
+    f.rounds.push(rounds("suite/cold-reads", &cold, &wobble));
+}
+
+#[test]
+fn cold_reads_are_evidence_and_can_change_the_leader() {
+    let mut f = advise_file(Durability::Required, (90, 10), &durable_times());
+    with_cold_reads(&mut f);
+    let (r, _) = ranking(&f).unwrap();
+    assert_eq!(r.ranked[0].store, Store::Sqlite, "the ranking stays by warm reads");
+    assert_eq!(r.ranked[0].cold_read_us, Some(50.0));
+    let redb = r.ranked.iter().find(|c| c.store == REDB).unwrap();
+    let cold = redb.cold_reads.expect("redb's cold reads against SQLite's");
+    assert!(cold.paired && (cold.value - 0.9).abs() < 1e-9 && cold.rounds == 6, "{cold:?}");
+    // Cold, at 90:10: SQLite 0.9 * 50 + 30 = 75 µs per op, redb 0.9 * 45 + 25 = 65.5.
+    assert!(r.changes.contains(&Change::Cold { leader: REDB }), "{:?}", r.changes);
+    let text = words::what_would_change_it(&r);
+    assert!(text.contains("With the data not in the page cache"), "{text}");
+    assert!(text.contains("evicted before each run), redb would rank first"), "{text}");
+    let out = terminal(&f, false);
+    let line = out.lines().find(|l| l.contains("reads (cold): redb")).unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.contains("redb 1.11x faster than SQLite; 0.90-0.90 (paired, 6 rounds) [chart advise-reads]"),
+        "{line}"
+    );
+    // Cold reads as slow as warm ones relative to each other: no change, said so.
+    for e in f.experiments.iter_mut().filter(|e| e.id == "cold/read/redb") {
+        e.summary.per_op_us.median = 80.0;
+    }
+    let (r, _) = ranking(&f).unwrap();
+    assert!(!r.changes.iter().any(|c| matches!(c, Change::Cold { .. })), "{:?}", r.changes);
+    assert!(words::what_would_change_it(&r)
+        .contains("Cold reads (the page cache evicted before each run) do not change the leader."));
+}
+
+/// The aging pass at ages 0 and 2: SQLite's reads 3x slower and its file
+/// 1.4x larger after two rewrites of every blob; the others unchanged.
+fn with_aging(f: &mut ResultFile) {
+    use crate::studies::aging::{
+        rounds_id, AgePoint, AgingSection, AgingSetting, Fragmentation, LayoutInfo, ReadFigures, SizeSetting, Usage,
+    };
+    let layouts = [
+        ("db-wal", 6.0, 10_000_000),
+        ("files-rename", 13.0, 12_000_000),
+        ("lmdb", 4.0, 14_000_000),
+        ("redb", 20.0, 16_000_000),
+    ];
+    let point = |layout: &str, age: u32, us: f64, allocated: u64| AgePoint {
+        layout: layout.into(),
+        age,
+        remedy: None,
+        rewrite: None,
+        read_warm: Some(ReadFigures { runs: 4, per_op_us: us, cv_pct: 1.0, mb_per_s: 1.0, p50_us: us, p99_us: us }),
+        read_cold: None,
+        usage: Usage { allocated_bytes: allocated, ..Usage::default() },
+        fragmentation: Fragmentation::default(),
+    };
+    let mut points = Vec::new();
+    for (l, us, bytes) in layouts {
+        points.push(point(l, 0, us, bytes));
+        let (us, bytes) = if l == "db-wal" { (us * 3.0, bytes * 14 / 10) } else { (us, bytes) };
+        points.push(point(l, 2, us, bytes));
+    }
+    let arms: Vec<(&str, f64)> =
+        points.iter().filter(|p| p.age == 2).map(|p| (p.layout.as_str(), p.read_warm.unwrap().per_op_us)).collect();
+    let wobble: Vec<Vec<f64>> = (0..4).map(|i| vec![if i % 2 == 0 { 1.01 } else { 0.99 }; 4]).collect();
+    let sizes = SizeSetting::article();
+    let set = rounds(&rounds_id(&sizes.name, 2, false), &arms, &wobble);
+    let kind = |l: &str| match l {
+        "db-wal" => crate::engine::sqlite::KIND,
+        "files-rename" => crate::engine::files::FLAT_KIND,
+        other => EngineKind::from_name(other).unwrap(),
+    };
+    f.aging = Some(AgingSection {
+        ages: vec![0, 2],
+        churn_pct: 0.0,
+        settings: vec![AgingSetting {
+            sizes,
+            count: 400,
+            layouts: layouts
+                .iter()
+                .map(|(l, _, _)| LayoutInfo { id: (*l).into(), title: (*l).into(), engine: kind(l) })
+                .collect(),
+            points,
+            remedies: Vec::new(),
+            crossover: Vec::new(),
+            rounds: vec![set],
+        }],
+    });
+}
+
+#[test]
+fn the_aging_pass_is_evidence_and_can_change_the_leader() {
+    let mut f = advise_file(Durability::Required, (90, 10), &durable_times());
+    with_aging(&mut f);
+    let (r, _) = ranking(&f).unwrap();
+    assert_eq!(r.ranked[0].store, Store::Sqlite);
+    let sqlite = r.ranked[0].aged.expect("SQLite aged as db-wal");
+    assert_eq!((sqlite.age, sqlite.reads), (2, None), "the leader has no factor against itself");
+    assert!((sqlite.read_change.unwrap() - 3.0).abs() < 1e-9 && (sqlite.growth.unwrap() - 1.4).abs() < 1e-9);
+    let redb = r.ranked.iter().find(|c| c.store == REDB).unwrap().aged.unwrap();
+    let reads = redb.reads.expect("redb against db-wal at age 2");
+    assert!(reads.paired && (reads.value - 20.0 / 18.0).abs() < 1e-9 && reads.rounds == 4, "{reads:?}");
+    // Aged, at 90:10: SQLite 0.9 * 15 + 30 = 43.5 µs per op, redb 43.
+    assert!(r.changes.contains(&Change::Aged { age: 2, leader: REDB }), "{:?}", r.changes);
+    let text = words::what_would_change_it(&r);
+    let aged =
+        "After 2 rewrites of every blob (reads slowed or sped up as the aging pass measured), redb would rank first";
+    assert!(text.contains(aged), "{text}");
+    let out = terminal(&f, false);
+    let line = out.lines().find(|l| l.contains("reads after 2 rewrites: redb")).unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.contains("redb 1.11x slower than SQLite; 1.11-1.11 (paired, 4 rounds) [chart aging-article-read-warm]"),
+        "{line}"
+    );
+    assert!(out.contains("disk growth after 2 rewrites: redb grew 1.00x, SQLite 1.40x; exact"), "{out}");
+    assert!(out.contains("After 2 rewrites of every blob (the aging pass, on a sample of 400 blobs"), "{out}");
+    assert!(out.contains("SQLite reads 3.00x, space 1.40x"), "{out}");
+    // The chart linked is drawn on the same page.
+    let doc = crate::report::document(std::slice::from_ref(&f));
+    assert!(crate::report::format::doc::figures(&doc).any(|x| x.id == "aging-article-read-warm"));
+}
+
+#[test]
+fn the_suites_charts_under_the_advice_show_only_what_advise_measured() {
+    let mut f = advise_file(Durability::Required, (90, 10), &durable_times());
+    f.experiments.push(crate::report::fixtures::experiment("control/db-blob", 8.0));
+    let doc = crate::report::document(std::slice::from_ref(&f));
+    let ids: Vec<&str> = crate::report::format::doc::figures(&doc).map(|x| x.id.as_str()).collect();
+    assert!(!ids.iter().any(|i| i.starts_with("chart")), "the article's charts need fopen/fread: {ids:?}");
+    assert!(ids.contains(&"fair-read-blob-mmap") && ids.contains(&"durable-write"), "{ids:?}");
+    assert!(!ids.contains(&"engines-write-fast"), "no fast writes with durability required: {ids:?}");
+    for fig in crate::report::format::doc::figures(&doc) {
+        if let crate::report::Chart::Bars(b) = &fig.chart {
+            let gaps = b.values.iter().flatten().filter(|v| v.is_none()).count();
+            assert_eq!(gaps, 0, "{}: {:?} has cells not measured", fig.id, b.series);
+        }
+    }
+    for section in &doc {
+        for block in &section.blocks {
+            if let crate::report::Block::Table(t) = block {
+                let gap = t.rows.iter().flatten().any(|c| c == crate::report::NOT_MEASURED);
+                assert!(!gap, "{}: a table {:?} has cells not measured", section.id, t.headers);
+            }
+        }
+    }
 }

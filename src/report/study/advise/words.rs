@@ -177,6 +177,16 @@ pub fn what_would_change_it(r: &Ranking) -> String {
                 store_name(*leader)
             )),
             Change::Size { crossover, page_size, largest_bytes } => parts.push(size_change(crossover, *page_size, *largest_bytes)),
+            Change::Cold { leader } => parts.push(format!(
+                "with the data not in the page cache (reads measured with the cache evicted before each run), {} \
+                 would rank first",
+                store_name(*leader)
+            )),
+            Change::Aged { age, leader } => parts.push(format!(
+                "after {age} rewrites of every blob (reads slowed or sped up as the aging pass measured), {} would \
+                 rank first",
+                store_name(*leader)
+            )),
             Change::Durability { store, need } => parts.push(format!(
                 "with --durability {}, {} would no longer be excluded (its writes at that durability were not measured by this run)",
                 need.name(),
@@ -191,6 +201,7 @@ pub fn what_would_change_it(r: &Ranking) -> String {
     } else {
         String::new()
     };
+    let mix = format!("{mix}{}", unchanged(r));
     let size = if r.changes.iter().any(|c| matches!(c, Change::Size { .. })) {
         ""
     } else {
@@ -206,6 +217,41 @@ pub fn what_would_change_it(r: &Ranking) -> String {
         }
         format!("What would change it: {text}. {mix}{size}").trim_end().to_string()
     }
+}
+
+/// What was measured and does not change the leader: cold reads, aging.
+fn unchanged(r: &Ranking) -> String {
+    let Some(leader) = r.ranked.first().filter(|_| r.ranked.len() > 1) else { return String::new() };
+    let mut out = String::new();
+    let has = |f: fn(&Change) -> bool| r.changes.iter().any(f);
+    if leader.cold_read_us.is_some() && !has(|c| matches!(c, Change::Cold { .. })) {
+        out.push_str("Cold reads (the page cache evicted before each run) do not change the leader. ");
+    }
+    if let Some(a) = leader.aged.filter(|_| !has(|c| matches!(c, Change::Aged { .. }))) {
+        out.push_str(&format!("Neither do {} rewrites of every blob (the aging pass). ", a.age));
+    }
+    out
+}
+
+/// What the short aging pass did to each ranked candidate, in one note.
+pub fn aging_note(r: &Ranking, sample: u32) -> Option<String> {
+    let parts: Vec<String> = r
+        .ranked
+        .iter()
+        .filter_map(|c| {
+            let a = c.aged?;
+            let reads = a.read_change.map_or_else(|| "reads not measured".into(), |x| format!("reads {x:.2}x"));
+            let space = a.growth.map_or_else(|| "space not measured".into(), |g| format!("space {g:.2}x"));
+            Some(format!("{} {reads}, {space} ({})", store_name(c.store), bytes(a.allocated_bytes)))
+        })
+        .collect();
+    let age = r.ranked.iter().find_map(|c| c.aged.map(|a| a.age))?;
+    Some(format!(
+        "After {age} rewrites of every blob (the aging pass, on a sample of {} blobs with your sizes; each against \
+         its own age 0, reads warm): {}. SQLite is aged in WAL mode with blob API reads (no mmap).",
+        thousands(u64::from(sample)),
+        parts.join("; ")
+    ))
 }
 
 /// The size crossover in words.

@@ -18,6 +18,9 @@ pub const REPORT: StudyReport =
 
 /// The chart of warm reads against storage age (see [`chart_id`]).
 pub const READ_WARM_CHART: &str = "read-warm";
+/// Cold reads, and disk allocated per byte of content, against age.
+pub const READ_COLD_CHART: &str = "read-cold";
+pub const DISK_CHART: &str = "disk";
 
 /// The id of chart `chart` of `setting` in `files[index]`:
 /// "aging-article-read-warm", or "aging-article-2-read-warm" (the file's
@@ -34,7 +37,8 @@ fn file_suffix(files: &[ResultFile], index: usize) -> String {
     }
 }
 
-fn setting_id(s: &AgingSetting, suffix: &str) -> String {
+/// A setting's part of its chart ids: its name, made safe, and the file's suffix.
+pub fn setting_id(s: &AgingSetting, suffix: &str) -> String {
     let name: String = s.sizes.name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
     format!("{name}{suffix}")
 }
@@ -92,8 +96,8 @@ fn setting_blocks(s: &AgingSetting, ages: &[u32], id: &str) -> Vec<Block> {
     let x: Vec<f64> = ages.iter().map(|&a| f64::from(a)).collect();
     let charts: [ChartSpec; 5] = [
         (READ_WARM_CHART, "Warm reads by storage age", "us per blob", |p| p.read_warm.map(|r| r.per_op_us)),
-        ("read-cold", "Cold reads by storage age", "us per blob", |p| p.read_cold.map(|r| r.per_op_us)),
-        ("disk", "Disk allocated per byte of content", "allocated / content", |p| {
+        (READ_COLD_CHART, "Cold reads by storage age", "us per blob", |p| p.read_cold.map(|r| r.per_op_us)),
+        (DISK_CHART, "Disk allocated per byte of content", "allocated / content", |p| {
             (p.usage.content_bytes > 0).then(|| p.usage.allocated_bytes as f64 / p.usage.content_bytes as f64)
         }),
         ("extents", "Extents per file (FIEMAP)", "extents per non-empty file", |p| p.fragmentation.extents_per_file()),

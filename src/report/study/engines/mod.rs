@@ -77,7 +77,9 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
          on the suite's dataset."
             .to_string(),
     );
-    let figures = SPECS.iter().map(|s| Block::Figure(figure(s, &present, &machines)));
+    // Advise runs a few of the suite's arms: its pages show only those.
+    let selective = machines.iter().all(|(_, f)| f.advise.is_some());
+    let figures = SPECS.iter().filter_map(|s| figure(s, &present, &machines, selective)).map(Block::Figure);
     vec![Section {
         id: "engines".into(),
         title: "Key-value engines".into(),
@@ -86,7 +88,9 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     }]
 }
 
-fn figure(spec: &Spec, present: &[EngineKind], machines: &[(String, &ResultFile)]) -> Figure {
+/// One chart; `selective` leaves out the series no machine measured (None
+/// when that leaves none).
+fn figure(spec: &Spec, present: &[EngineKind], machines: &[(String, &ResultFile)], selective: bool) -> Option<Figure> {
     let mut series: Vec<(String, String)> =
         spec.references.iter().map(|(id, name)| (id.to_string(), name.to_string())).collect();
     series.extend(present.iter().map(|k| ((spec.engine_id)(*k), k.title().to_string())));
@@ -95,6 +99,12 @@ fn figure(spec: &Spec, present: &[EngineKind], machines: &[(String, &ResultFile)
         // much of a read is the protocol and the socket.
         let floors = present.iter().filter(|k| k.is_server());
         series.extend(floors.map(|k| (ids::engine_round_trip(*k), format!("{}: SELECT 1 round trip", k.title()))));
+    }
+    if selective {
+        series.retain(|(id, _)| machines.iter().any(|(_, f)| f.experiment(id).and_then(per_op_us).is_some()));
+        if series.is_empty() {
+            return None;
+        }
     }
     let values: Vec<Vec<Option<f64>>> = machines
         .iter()
@@ -142,7 +152,7 @@ fn figure(spec: &Spec, present: &[EngineKind], machines: &[(String, &ResultFile)
         errors,
         note: format!("at least {runs} timed runs per bar; whiskers: fastest to slowest run"),
     };
-    Figure { id: spec.id.to_string(), chart: Chart::Bars(chart), caption: Vec::new(), findings }
+    Some(Figure { id: spec.id.to_string(), chart: Chart::Bars(chart), caption: Vec::new(), findings })
 }
 
 #[cfg(test)]

@@ -63,14 +63,14 @@ pub const DURABLE_WRITE_CHART: &str = "durable-write";
 pub const DISK_CHART: &str = "disk-usage";
 
 /// One ratio chart: a database method against file methods.
-pub struct Spec {
+pub struct Spec<'a> {
     pub id: &'static str,
     pub title: &'static str,
     /// What the article's caption adds after the dataset: "using SQL".
     pub how: &'static str,
     pub write: bool,
     pub db: Method,
-    pub files: &'static [Method],
+    pub files: &'a [Method],
 }
 
 const STDIO: &[Method] = &[FLAT_STDIO, TREE_STDIO];
@@ -78,7 +78,7 @@ const POSIX: &[Method] = &[FLAT_POSIX, TREE_POSIX];
 const WRITES: &[Method] = &[TRUNCATE, INPLACE, REPLACE];
 
 /// The article's five charts, in its order.
-pub const ARTICLE: [Spec; 5] = [
+pub const ARTICLE: [Spec<'static>; 5] = [
     Spec {
         id: "chart1-read-sql",
         title: "Chart 1: reads by SQL",
@@ -122,7 +122,7 @@ pub const ARTICLE: [Spec; 5] = [
 ];
 
 /// Fairer comparisons the article does not draw.
-pub const FAIR: [Spec; 6] = [
+pub const FAIR: [Spec<'static>; 6] = [
     Spec {
         id: "fair-read-sql",
         title: "Reads by SQL vs open/read",
@@ -268,13 +268,33 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
          the median over the timed runs, opening and committing included). SQLite is the bar at 1.0; above 1.0 SQLite is faster."
             .to_string(),
     );
-    let charts = |specs: &[Spec]| -> Vec<Block> {
-        let figures = specs
-            .iter()
-            .flat_map(|s| std::iter::once(figure(s, &machines)).chain(tails::figure(s, &machines)).map(Block::Figure));
-        std::iter::once(note.clone()).chain(figures).collect()
+    // Advise runs a few of the suite's arms: its pages show only those
+    // (a suite's page shows every chart, gaps said so).
+    let selective = machines.iter().all(|(_, f)| f.advise.is_some());
+    let measured = |id: &str| machines.iter().any(|(_, f)| f.experiment(id).and_then(per_op_us).is_some());
+    let charts = |specs: &[Spec<'static>]| -> Vec<Block> {
+        let mut blocks = Vec::new();
+        for s in specs {
+            let files: Vec<Method> = s.files.iter().copied().filter(|m| !selective || measured(m.id)).collect();
+            if selective && (files.is_empty() || !measured(s.db.id)) {
+                continue;
+            }
+            let spec = Spec { files: &files, ..*s };
+            blocks.push(Block::Figure(figure(&spec, &machines)));
+            blocks.extend(tails::figure(&spec, &machines).map(Block::Figure));
+        }
+        if !blocks.is_empty() {
+            blocks.insert(0, note.clone());
+        }
+        blocks
     };
-    vec![
+    let layouts: Vec<Layout> = LAYOUTS
+        .into_iter()
+        .filter(|(layout, _, _)| {
+            !selective || machines.iter().any(|(_, f)| f.disk_usage.iter().any(|d| d.layout == *layout))
+        })
+        .collect();
+    let sections = [
         Section {
             id: "article".into(),
             title: "The article's five charts".into(),
@@ -282,8 +302,9 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
             blocks: charts(&ARTICLE),
         },
         Section { id: "fair".into(), title: "Fairer comparisons".into(), in_summary: true, blocks: charts(&FAIR) },
-        disk_section(&machines),
-    ]
+        disk_section(&machines, &layouts),
+    ];
+    sections.into_iter().filter(|s| !s.blocks.is_empty()).collect()
 }
 
 /// The dataset shared by every machine, or None when they differ.
@@ -415,24 +436,27 @@ fn checkpoint_note(machines: &[(String, &ResultFile)]) -> Option<String> {
     })
 }
 
-const LAYOUTS: [(&str, &str, &str); 3] = [
+/// A layout of the disk section: its id, its legend name, its words.
+type Layout = (&'static str, &'static str, &'static str);
+
+const LAYOUTS: [Layout; 3] = [
     ("db", "SQLite database", "the SQLite database"),
     ("flat", "files, one directory", "files in one directory"),
     ("tree", "files, tree", "files in a tree"),
 ];
 
-fn disk_section(machines: &[(String, &ResultFile)]) -> Section {
+fn disk_section(machines: &[(String, &ResultFile)], layouts: &[Layout]) -> Section {
     let usage = |f: &ResultFile, layout: &str| f.disk_usage.iter().find(|d| d.layout == layout).cloned();
     let chart = BarChart {
         title: "Disk space relative to the database".to_string(),
         y_label: "allocated bytes / database's".to_string(),
         groups: machines.iter().map(|(l, _)| l.clone()).collect(),
-        series: LAYOUTS.iter().map(|(_, name, _)| name.to_string()).collect(),
+        series: layouts.iter().map(|(_, name, _)| name.to_string()).collect(),
         values: machines
             .iter()
             .map(|(_, f)| {
                 let db = usage(f, "db").map(|d| d.allocated_bytes).filter(|b| *b > 0);
-                LAYOUTS
+                layouts
                     .iter()
                     .map(|(layout, _, _)| Some(usage(f, layout)?.allocated_bytes as f64 / db? as f64))
                     .collect()
@@ -450,8 +474,9 @@ fn disk_section(machines: &[(String, &ResultFile)]) -> Section {
             let Some(db) = usage(f, "db").filter(|d| d.allocated_bytes > 0) else {
                 return format!("{on} the database's disk usage was not measured.");
             };
-            let others: Vec<String> = LAYOUTS[1..]
+            let others: Vec<String> = layouts
                 .iter()
+                .filter(|(layout, _, _)| *layout != "db")
                 .filter_map(|(layout, _, words)| {
                     let u = usage(f, layout)?;
                     let pct = (u.allocated_bytes as f64 / db.allocated_bytes as f64 - 1.0) * 100.0;
@@ -476,7 +501,7 @@ fn disk_section(machines: &[(String, &ResultFile)]) -> Section {
         rows: Vec::new(),
     };
     for (label, f) in machines {
-        for (layout, name, _) in LAYOUTS {
+        for &(layout, name, _) in layouts {
             let row = match usage(f, layout) {
                 Some(u) => vec![
                     thousands(u.entries),

@@ -33,7 +33,7 @@ fn curve(e: &Experiment) -> Option<(Vec<Option<f64>>, bool)> {
     Some((v, true))
 }
 
-fn methods(spec: &Spec) -> impl Iterator<Item = Method> + '_ {
+fn methods<'a>(spec: &Spec<'a>) -> impl Iterator<Item = Method> + 'a {
     std::iter::once(spec.db).chain(spec.files.iter().copied())
 }
 
