@@ -115,8 +115,9 @@ pub enum Change {
     /// size matrix's crossover at `page_size`), and the largest size measured.
     Size { crossover: Crossover, page_size: u32, largest_bytes: u32 },
     /// With cold reads (data not in the page cache) at the stated mix,
-    /// `leader` would rank first.
-    Cold { leader: Store },
+    /// `leader` would rank first; `reads` is its cold reads over the
+    /// leader's (an interval holding 1 makes the change unclear).
+    Cold { leader: Store, reads: Option<Factor> },
     /// With reads slowed as the aging pass measured after `age` rewrites
     /// of every blob, `leader` would rank first.
     Aged { age: u32, leader: Store },
@@ -330,7 +331,8 @@ fn changes(inputs: &Inputs, share: f64, out: &Ranking) -> Vec<Change> {
     let leader = out.ranked.first().map(|r| r.store);
     if out.ranked.len() > 1 {
         if let Some(cold) = leader_with(&out.ranked, share, |r| r.cold_read_us).filter(|s| Some(*s) != leader) {
-            changes.push(Change::Cold { leader: cold });
+            let reads = out.ranked.iter().find(|r| r.store == cold).and_then(|r| r.cold_reads);
+            changes.push(Change::Cold { leader: cold, reads });
         }
         let aged = |r: &Ranked| Some(r.read_us * r.aged?.read_change?);
         if let Some(other) = leader_with(&out.ranked, share, aged).filter(|s| Some(*s) != leader) {

@@ -177,10 +177,14 @@ pub fn what_would_change_it(r: &Ranking) -> String {
                 store_name(*leader)
             )),
             Change::Size { crossover, page_size, largest_bytes } => parts.push(size_change(crossover, *page_size, *largest_bytes)),
-            Change::Cold { leader } => parts.push(format!(
+            Change::Cold { leader, reads } => parts.push(format!(
                 "with the data not in the page cache (reads measured with the cache evicted before each run), {} \
-                 would rank first",
-                store_name(*leader)
+                 would rank first{}",
+                store_name(*leader),
+                reads.filter(|f| f.paired && f.low <= 1.0 && f.high >= 1.0).map_or_else(String::new, |f| format!(
+                    ", though not clearly: the interval of its cold reads against the leader's holds 1.0 ({})",
+                    interval(&f)
+                ))
             )),
             Change::Aged { age, leader } => parts.push(format!(
                 "after {age} rewrites of every blob (reads slowed or sped up as the aging pass measured), {} would \
