@@ -10,6 +10,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 out=${1:-$(mktemp -d "${TMPDIR:-/tmp}/blobbench-shots.XXXXXX")}
+mkdir -p "$out"
 height=${2:-6000}
 browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 if [ -z "$browser" ]; then

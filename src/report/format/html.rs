@@ -1,7 +1,10 @@
 //! One self-contained HTML page: inline CSS, inline SVG, no scripts, fonts
 //! or links to anything outside the file, so it opens offline and can be
 //! mailed as it is. The markup is also well-formed XML (void elements
-//! closed, no named entities), which lets tests parse it strictly.
+//! closed, no named entities), which lets tests parse it strictly. On a
+//! narrow screen (390 px, checked by bench/screenshot-advise.sh) a wide
+//! table scrolls in its own box, shaded at the edge that hides more; a
+//! label/value table wraps its long values (paths, hashes) instead.
 
 use std::fmt::Write;
 
@@ -21,7 +24,14 @@ table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
 th, td { border: 1px solid #ddd; padding: 0.25em 0.5em; vertical-align: top; text-align: left; }
 th { background: #f4f4f4; } td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.missing { color: #888; font-style: italic; }
-.wide { overflow-x: auto; } details summary { cursor: pointer; color: #333; }
+body { overflow-wrap: break-word; } tr > td:nth-child(2):last-child { overflow-wrap: anywhere; }
+.wide { overflow-x: auto; background-repeat: no-repeat; background-attachment: local, local, scroll, scroll;
+  background-image: linear-gradient(to right, #fff 30%, rgba(255,255,255,0)),
+    linear-gradient(to left, #fff 30%, rgba(255,255,255,0)),
+    radial-gradient(farthest-side at 0 50%, rgba(0,0,0,.2), rgba(0,0,0,0)),
+    radial-gradient(farthest-side at 100% 50%, rgba(0,0,0,.2), rgba(0,0,0,0));
+  background-position: 0 0, 100% 0, 0 0, 100% 0; background-size: 40px 100%, 40px 100%, 14px 100%, 14px 100%; }
+details summary { cursor: pointer; color: #333; }
 table.verdict td.answer { font-weight: bold; } table.verdict tr.unclear td { color: #666; }
 table.verdict tr.unclear td.answer { font-weight: normal; font-style: italic; }
 @media (max-width: 640px) {
