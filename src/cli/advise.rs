@@ -126,7 +126,7 @@ impl AdviseArgs {
                 DurabilityArg::Required => Durability::Required,
                 DurabilityArg::Relaxed => Durability::Relaxed,
             },
-            engines: self.engines.as_ref().map_or_else(|| rules::DEFAULT_ENGINES.to_vec(), |e| e.0.clone()),
+            engines: self.engines.as_ref().map_or_else(rules::default_engines, |e| e.0.clone()),
             budget: self.budget,
             quick: self.quick,
             writer,

@@ -270,7 +270,7 @@ mod tests {
             mix_reads: 90,
             mix_writes: 10,
             durability: Durability::Required,
-            engines: rules::DEFAULT_ENGINES.to_vec(),
+            engines: rules::default_engines(),
             budget: None,
             quick: true,
             writer: None,

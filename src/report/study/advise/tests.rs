@@ -285,7 +285,7 @@ fn cold_reads_are_evidence_and_can_change_the_leader() {
     let out = terminal(&f, false);
     let line = out.lines().find(|l| l.contains("reads (cold): redb")).unwrap_or_else(|| panic!("{out}"));
     assert!(
-        line.contains("redb 1.11x faster than SQLite; 0.90-0.90 (paired, 6 rounds) [chart advise-reads]"),
+        line.contains("redb 1.11x faster than SQLite; 1.11-1.11 (paired, 6 rounds) [chart advise-reads]"),
         "{line}"
     );
     // The same medians, but redb's cold reads wobble across 1.0 against
