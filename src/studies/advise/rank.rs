@@ -46,6 +46,17 @@ impl Factor {
         Factor { value, low: value, high: value, paired: false, rounds: 0, same: false }
     }
 
+    /// The faster side's advantage, at least 1, with the interval turned
+    /// the same way (as `PairedRatio::inverse` turns a paired ratio): a
+    /// "1.37x faster" row must not show the interval of the 0.73x it came from.
+    pub fn oriented(&self) -> Factor {
+        if self.value >= 1.0 {
+            *self
+        } else {
+            Factor { value: 1.0 / self.value, low: 1.0 / self.high, high: 1.0 / self.low, ..*self }
+        }
+    }
+
     fn of(p: &PairedRatio) -> Factor {
         Factor { value: p.value, low: p.low, high: p.high, paired: true, rounds: p.rounds, same: false }
     }

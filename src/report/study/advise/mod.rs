@@ -173,8 +173,8 @@ fn evidence(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx:
         question: question.into(),
         result: label.into(),
         outcome: outcome(&words::store_name(c.store), &lead, f),
-        factor: format!("{:.2}x", oriented(f).value),
-        uncertainty: words::interval(&oriented(f)),
+        factor: format!("{:.2}x", f.oriented().value),
+        uncertainty: words::interval(&f.oriented()),
         compared: format!("{} vs {lead}", words::store_name(c.store)),
         chart_id: format!("{chart}{sfx}"),
         chart_title: title.into(),
@@ -237,8 +237,8 @@ fn aged_rows(file: &ResultFile, c: &Ranked, leader: &Ranked, label: &str, sfx: &
             question: format!("reads after {} rewrites", a.age),
             result: label.into(),
             outcome: outcome(&name, &lead, f),
-            factor: format!("{:.2}x", oriented(f).value),
-            uncertainty: words::interval(&oriented(f)),
+            factor: format!("{:.2}x", f.oriented().value),
+            uncertainty: words::interval(&f.oriented()),
             compared: format!("{name} vs {lead}"),
             chart_id: chart(aging_report::READ_WARM_CHART),
             chart_title: format!("{}: Warm reads by storage age", setting.sizes.name),
@@ -269,22 +269,11 @@ fn reads_dominate(leader: &Ranked, s: &AdviseSection) -> bool {
 
 /// "redb 1.52x slower than SQLite", or faster when the factor is below 1.
 fn outcome(name: &str, lead: &str, f: &Factor) -> String {
-    let o = oriented(f);
+    let o = f.oriented();
     if f.value >= 1.0 {
         format!("{name} {:.2}x slower than {lead}", o.value)
     } else {
         format!("{name} {:.2}x faster than {lead}", o.value)
-    }
-}
-
-/// The factor as the outcome words it: the faster side's advantage, at
-/// least 1, with its interval turned the same way (a "1.37x faster" row
-/// must not show the interval of the 0.73x it was read from).
-fn oriented(f: &Factor) -> Factor {
-    if f.value >= 1.0 {
-        *f
-    } else {
-        Factor { value: 1.0 / f.value, low: 1.0 / f.high, high: 1.0 / f.low, ..*f }
     }
 }
 

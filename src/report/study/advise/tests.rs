@@ -426,3 +426,15 @@ fn the_suites_charts_under_the_advice_show_only_what_advise_measured() {
         }
     }
 }
+
+#[test]
+fn a_faster_factor_is_worded_with_its_interval_turned_the_same_way() {
+    use crate::studies::advise::rank::Factor;
+    let f = Factor { value: 0.73, low: 0.66, high: 1.01, paired: true, rounds: 4, same: false };
+    let o = f.oriented();
+    assert!(
+        (o.value - 1.0 / 0.73).abs() < 1e-9 && (o.low - 1.0 / 1.01).abs() < 1e-9 && (o.high - 1.0 / 0.66).abs() < 1e-9
+    );
+    assert_eq!(words::interval(&o), "0.99-1.52 (paired, 4 rounds)");
+    assert_eq!(Factor { value: 1.2, ..f }.oriented().value, 1.2, "a slower factor stays as it is");
+}
