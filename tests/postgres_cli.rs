@@ -182,6 +182,56 @@ fn missing_server_programs_are_named_with_what_to_install() {
     assert!(err.contains("initdb and pg_ctl not found") && err.contains("apt-get install postgresql"), "{err}");
     assert!(!pg.exists(), "nothing is left behind");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "only kv.db");
+    // A study finds out before it builds anything.
+    let out = dir.path().join("out");
+    let err = quick_error(blobbench().env("PATH", "/nonexistent").env("BLOBBENCH_PG_LIB", "/nonexistent").args([
+        "matrix",
+        "--engines",
+        "postgres",
+        "--workdir",
+        s(dir.path()),
+        "--out",
+        s(&out),
+    ]));
+    assert!(err.contains("initdb and pg_ctl not found"), "{err}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no work directory, no report: only kv.db");
+}
+
+/// `matrix --engines postgres,postgres-lo`: both PostgreSQL engines beside
+/// the files by blob size, paired by round, each with its crossover; the
+/// clusters are stopped and removed with their cells.
+#[test]
+fn the_matrix_puts_postgres_beside_the_files_by_blob_size() {
+    let dir = enterable_tempdir();
+    let out = dir.path().join("out");
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let args = ["matrix", "--engines", "postgres,postgres-lo", "--sizes", "4k,64k", "--pagesizes", "1024,4096"];
+    let stdout =
+        ok(&[&args[..], &["--total", "512k", "--rounds", "3", "--workdir", s(&work), "--out", s(&out)]].concat());
+    assert!(stdout.contains("Engines beside the files"), "{stdout}");
+    assert!(stdout.contains("PostgreSQL (bytea)") && stdout.contains("PostgreSQL (large objects)"), "{stdout}");
+    let raw = valid_results(&out.join("results.json"));
+    let m = &raw["matrix"];
+    assert_eq!(m["params"]["engine_page_size"], 4096);
+    for cell in m["cells"].as_array().unwrap() {
+        let engines = cell["engines"].as_array().map_or(0, Vec::len);
+        assert_eq!(engines, if cell["page_size"] == 4096 { 2 } else { 0 }, "{}", cell["page_size"]);
+        for e in cell["engines"].as_array().into_iter().flatten() {
+            let run = &e["read"]["runs"][0];
+            let expect = cell["count"].as_u64().unwrap() * cell["size_bytes"].as_u64().unwrap();
+            assert_eq!(run["bytes"].as_u64(), Some(expect), "every blob read back whole from the server");
+            assert_eq!(e["files_ratio"]["rounds"], 3, "paired over the three rounds");
+            let w = &e["writes"];
+            assert_eq!(w["durable"]["params"]["server"]["synchronous_commit"], "on", "{w}");
+            assert_eq!(w["fast"]["params"]["server"]["synchronous_commit"], "off", "{w}");
+        }
+    }
+    let crossovers = m["engine_crossovers"].as_array().unwrap();
+    let engines: Vec<&str> = crossovers.iter().map(|c| c["engine"].as_str().unwrap()).collect();
+    assert_eq!(engines, ["postgres", "postgres-lo"]);
+    assert!(crossovers.iter().all(|c| c["durable"]["kind"].is_string()), "{crossovers:?}");
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0, "every cell, cluster included, removed");
 }
 
 #[test]

@@ -55,6 +55,8 @@ pub struct MatrixArgs {
     /// Measure reads only (no write, durable write or grow/shrink experiments).
     #[arg(long)]
     pub reads_only: bool,
+    #[arg(long, value_parser = super::engines::key_value_list, default_value = "", help = super::engines::key_value_help("Engines and servers measured beside the files, by blob size, in the cells of the page size nearest 4096"))]
+    pub engines: super::engines::EngineList,
     /// Where to build each cell's datasets [default: the system temporary directory, or . if it is in memory].
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
@@ -97,6 +99,7 @@ impl MatrixArgs {
             o.plan.warmup = 0;
         }
         o.writes = !self.reads_only;
+        o.engines = self.engines.0.clone();
         if let Some(w) = &self.workdir {
             o.workdir.clone_from(w);
         }

@@ -107,4 +107,8 @@ pub trait Backend: Sync {
     /// directories directly under `workdir` (a server whose owner died);
     /// a study calls it before it makes its own. Returns how many it ended.
     fn reap_killed(&self, workdir: &Path) -> Result<usize>;
+
+    /// Checks what this engine needs beyond its dataset (a server's
+    /// programs), so a study fails in one line before it builds anything.
+    fn preflight(&self, settings: &EngineSettings) -> Result<()>;
 }

@@ -89,6 +89,11 @@ impl Backend for KvBackend {
     fn reap_killed(&self, _workdir: &Path) -> Result<usize> {
         Ok(0)
     }
+
+    /// An embedded engine needs nothing beyond the crate.
+    fn preflight(&self, _settings: &EngineSettings) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// The crash test's two modes of a key-value engine.

@@ -73,6 +73,11 @@ impl Backend for ExternalBackend {
     fn reap_killed(&self, _workdir: &Path) -> Result<usize> {
         Ok(0)
     }
+
+    /// An embedded engine needs nothing beyond the crate.
+    fn preflight(&self, _settings: &EngineSettings) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// External blobs: a database of names (`names.db`) and the files it names

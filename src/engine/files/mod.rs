@@ -103,6 +103,11 @@ impl Backend for FilesBackend {
     fn reap_killed(&self, _workdir: &Path) -> Result<usize> {
         Ok(0)
     }
+
+    /// An embedded engine needs nothing beyond the crate.
+    fn preflight(&self, _settings: &EngineSettings) -> Result<()> {
+        Ok(())
+    }
 }
 
 const fn files_mode(

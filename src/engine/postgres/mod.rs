@@ -101,6 +101,15 @@ impl Backend for PgBackend {
     fn reap_killed(&self, workdir: &Path) -> Result<usize> {
         server::reap_killed(workdir)
     }
+
+    /// A throwaway cluster needs `initdb` and `pg_ctl`; a server the user
+    /// runs (`--pg`) needs nothing here.
+    fn preflight(&self, settings: &EngineSettings) -> Result<()> {
+        match settings.pg.url {
+            Some(_) => Ok(()),
+            None => server::find_binaries().map(|_| ()),
+        }
+    }
 }
 
 const fn crash_mode(name: &'static str, description: &'static str, durable: bool) -> CrashMode {

@@ -79,6 +79,11 @@ impl Backend for SqliteBackend {
     fn reap_killed(&self, _workdir: &Path) -> Result<usize> {
         Ok(0)
     }
+
+    /// An embedded engine needs nothing beyond the crate.
+    fn preflight(&self, _settings: &EngineSettings) -> Result<()> {
+        Ok(())
+    }
 }
 
 const fn db_mode(name: &'static str, description: &'static str, journal: &'static str, sync: SyncLevel) -> CrashMode {

@@ -15,6 +15,13 @@ fn width(s: &str) -> usize {
     s.chars().count()
 }
 
+/// A table as the terminal shows it, for a study's own terminal text.
+pub fn table_text(t: &Table) -> String {
+    let mut out = String::new();
+    table(&mut out, t);
+    out
+}
+
 /// Columns padded to their widest cell; numbers right-aligned.
 fn table(out: &mut String, t: &Table) {
     let cells: Vec<Vec<String>> =

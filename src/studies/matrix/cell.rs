@@ -3,9 +3,12 @@
 //! reading the same blobs in the same random order, remove the databases.
 //! The three reads are the arms of interleaved rounds (`measure::rounds`),
 //! each a `run` (kvtest's run) of its engine; the ratios are paired by round.
+//! In the engines' row (`matrix --engines`) each engine's read is one more
+//! arm, and its dataset is built from the cell's database.
 
 use std::path::{Path, PathBuf};
 
+use super::engines::{self, EngineCell};
 use super::yours::Content;
 use super::{check_space, ratio_figure, CellSpec, MatrixCell, MatrixOptions};
 use crate::drivers::run::{RunArm, RunOptions};
@@ -16,7 +19,7 @@ use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, StopReason};
 use crate::measure::Experiment;
 use crate::records::keys::Order;
 use crate::records::Plan;
-use crate::records::{DbAccess, DbParams, FileParams, FileRead};
+use crate::records::{DbAccess, DbParams, EngineKind, FileParams, FileRead};
 use crate::util::progress::{Progress, Silent};
 use crate::{util::fsutil, Error, Result};
 
@@ -73,37 +76,48 @@ pub(super) fn run_cell(
         true => format!("the cell of your data at page size {}", spec.page_size),
         false => format!("the cell of {}-byte blobs at page size {}", spec.size, spec.page_size),
     };
-    check_space(work, spec.disk_bytes(!paths.files.exists()), &what)?;
+    let kinds = if engines::measures_engines(spec, opts.engine_page_size()) { &opts.engines[..] } else { &[] };
+    check_space(work, spec.disk_bytes(!paths.files.exists(), kinds.len()), &what)?;
     std::fs::create_dir(&paths.dir).map_err(|e| Error::io(&paths.dir, "cannot create directory", e))?;
     let _cleanup = RemoveOnDrop(paths.dir.clone());
     let content_bytes = build(spec, content, opts.seed, &paths)?;
+    let engine_sets = engines::build(&paths.blobs_db, &paths.dir, kinds)?;
     progress.advance(1);
 
     let id = |what: &str| format!("matrix/p{}/{}/{what}", spec.page_size, spec.label());
-    let Some((mut reads, set)) = measure_reads(spec, &paths, opts, &id)? else {
+    let Some((reads, set)) = measure_reads(spec, &paths, opts, &id, &engine_sets)? else {
         return Ok(None);
     };
     progress.advance(3);
-    let (direct, external, internal) = (reads.pop(), reads.pop(), reads.pop());
-    let (Some(internal), Some(external), Some(direct)) = (internal, external, direct) else {
+    let mut reads = reads.into_iter();
+    let (Some(internal), Some(external), Some(direct)) = (reads.next(), reads.next(), reads.next()) else {
         return Ok(None);
     };
-    let writes = if opts.writes {
-        Some(super::writes::measure(
+    let engine_reads: Vec<Experiment> = reads.collect();
+    let (writes, engine_writes) = if opts.writes {
+        let (w, e) = super::writes::measure(
             spec,
             &paths.blobs_db,
             &paths.files,
             &paths.dir,
+            &engine_sets,
             &opts.plan,
             &opts.rounds,
             opts.seed,
-        )?)
+        )?;
+        (Some(w), e.into_iter().map(Some).collect())
     } else {
-        None
+        (None, vec![None; engine_sets.len()])
     };
     let base = ratio_figure(&internal);
     if !(base.is_finite() && base > 0.0) {
         return Err(Error::invalid(format!("{what}: the database reads took no measurable time; no ratio")));
+    }
+    let unpaired = || Error::invalid(format!("{what}: the engines' reads and the files' do not pair by round"));
+    let mut engine_cells = Vec::with_capacity(engine_sets.len());
+    for (((kind, _), read), writes) in engine_sets.iter().zip(engine_reads).zip(engine_writes) {
+        let files_ratio = paired_ratio(&loop_times(&direct), &loop_times(&read)).ok_or_else(unpaired)?;
+        engine_cells.push(EngineCell { engine: *kind, read, files_ratio, writes });
     }
     // Paired by round: run i of every arm ran in round i.
     let paired = |e: &Experiment| paired_ratio(&loop_times(e), &loop_times(&internal)).map(|r| r.value);
@@ -120,6 +134,7 @@ pub(super) fn run_cell(
         external,
         direct,
         writes,
+        engines: engine_cells,
     }))
 }
 
@@ -174,27 +189,34 @@ fn loop_times(e: &Experiment) -> Vec<f64> {
     e.runs.iter().map(|r| r.loop_per_op_us).collect()
 }
 
-/// The three reads (internal, external, direct) as interleaved rounds;
-/// None when interrupted.
+/// The three reads (internal, external, direct), then each engine's, as
+/// interleaved rounds; None when interrupted.
 fn measure_reads(
     spec: &CellSpec,
     paths: &CellPaths,
     opts: &MatrixOptions,
     id: &dyn Fn(&str) -> String,
+    engine_sets: &[(EngineKind, PathBuf)],
 ) -> Result<Option<(Vec<Experiment>, RoundSet)>> {
     let external = ExternalEngine::at(&paths.dir, &paths.names_db, &paths.files, spec.cache_pages);
-    let setup = [
+    let mut setup = vec![
         (engine::open(&paths.blobs_db, &run_options(spec, &paths.blobs_db, &opts.plan).settings())?, &paths.blobs_db),
         (Box::new(external) as Box<dyn engine::Engine>, &paths.names_db),
         (engine::open(&paths.files, &run_options(spec, &paths.files, &opts.plan).settings())?, &paths.files),
     ];
-    let mut arms = Vec::with_capacity(3);
+    for (kind, path) in engine_sets {
+        let o = run_options(spec, path, &opts.plan);
+        setup.push((engine::open_as(*kind, path, &o.settings())?, path));
+    }
+    let mut arms = Vec::with_capacity(setup.len());
     for (engine, path) in setup {
         arms.push(RunArm::prepare(engine, &run_options(spec, path, &opts.plan))?);
     }
-    let ids = [id("internal"), id("external"), id("direct")];
+    let mut ids = vec![id("internal"), id("external"), id("direct")];
+    ids.extend(engine_sets.iter().map(|(kind, _)| id(kind.name())));
     let mut dyn_arms: Vec<&mut dyn Arm> = arms.iter_mut().map(|a| a as &mut dyn Arm).collect();
-    let pairs = [Comparison { a: vec![1], b: vec![0] }, Comparison { a: vec![2], b: vec![0] }];
+    let mut pairs = vec![Comparison { a: vec![1], b: vec![0] }, Comparison { a: vec![2], b: vec![0] }];
+    pairs.extend((0..engine_sets.len()).map(|k| Comparison { a: vec![2], b: vec![3 + k] }));
     let cell = format!("matrix/p{}/{}", spec.page_size, spec.label());
     let out = match run_rounds(&cell, &ids, &mut dyn_arms, &opts.rounds, &pairs, &mut |_, _| {}) {
         Ok(out) => out,
@@ -204,8 +226,9 @@ fn measure_reads(
     if out.set.stop == StopReason::Interrupted {
         return Ok(None);
     }
-    let labels = [INTERNAL_LABEL, EXTERNAL_LABEL, DIRECT_LABEL];
-    let mut experiments = Vec::with_capacity(3);
+    let titles: Vec<String> = engine_sets.iter().map(|(kind, _)| format!("{}, read by key", kind.title())).collect();
+    let labels = [INTERNAL_LABEL, EXTERNAL_LABEL, DIRECT_LABEL].into_iter().chain(titles.iter().map(String::as_str));
+    let mut experiments = Vec::with_capacity(ids.len());
     for ((arm, m), (id, label)) in arms.into_iter().zip(out.measured).zip(ids.iter().zip(labels)) {
         experiments.push(arm.finish(id, label, m)?.experiment);
     }

@@ -11,6 +11,7 @@
 
 mod cell;
 mod crossover;
+mod engines;
 mod study;
 mod writes;
 mod yours;
@@ -21,6 +22,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 pub use crossover::{crossover, Crossover, CrossoverKind};
+pub use engines::{
+    engine_page_size, EngineCell, EngineCrossover, EngineWrites, ENGINE_READ_FIGURE, ENGINE_WRITE_FIGURE,
+};
 pub use study::{study_grid, study_ratio, STUDY_CACHE_BYTES, STUDY_PAGE_SIZES, STUDY_RATIOS, STUDY_SIZES};
 pub use writes::{CellWrites, WriteCrossover};
 
@@ -32,7 +36,7 @@ use crate::records::keys::Order;
 use crate::records::DatasetSpec;
 use crate::records::FileRead;
 use crate::records::Plan;
-use crate::records::{SizeSource, SizesFrom};
+use crate::records::{EngineKind, EngineSettings, SizeSource, SizesFrom};
 use crate::util::progress::Progress;
 use crate::util::units::plural;
 use crate::{util::fsutil, Error, Result};
@@ -73,6 +77,9 @@ pub struct MatrixOptions {
     /// spaced sample of the files when they hold more). With it, `sizes`
     /// may be empty (only your data is measured).
     pub yours: Option<SizeSource>,
+    /// Key-value engines and servers measured beside the files in the
+    /// cells of one page size ([`engine_page_size`]).
+    pub engines: Vec<EngineKind>,
 }
 
 impl Default for MatrixOptions {
@@ -96,6 +103,7 @@ impl Default for MatrixOptions {
             seed: 1,
             writes: true,
             yours: None,
+            engines: Vec::new(),
         }
     }
 }
@@ -163,8 +171,24 @@ impl MatrixOptions {
         if !self.workdir.is_dir() {
             return Err(Error::bad_input(&self.workdir, "work directory does not exist or is not a directory"));
         }
-        let need = cells.iter().map(|(c, _)| c.disk_bytes(true)).max().unwrap_or(0);
+        crate::engine::registry::preflight(&self.engines, &EngineSettings::default())?;
+        let engine_page = self.engine_page_size();
+        let need = cells.iter().map(|(c, _)| c.disk_bytes(true, self.engines_in(c, engine_page))).max().unwrap_or(0);
         check_space(&self.workdir, need, "the largest cell")
+    }
+
+    /// The page size whose cells measure the engines (None without engines).
+    pub fn engine_page_size(&self) -> Option<u32> {
+        engine_page_size(&self.page_sizes).filter(|_| !self.engines.is_empty())
+    }
+
+    /// How many engines a cell measures beside SQLite and the files.
+    fn engines_in(&self, cell: &CellSpec, engine_page: Option<u32>) -> usize {
+        if engines::measures_engines(cell, engine_page) {
+            self.engines.len()
+        } else {
+            0
+        }
     }
 
     /// Cells measured: the fixed sizes' and, with `yours`, one per page size.
@@ -261,13 +285,15 @@ impl CellSpec {
     }
 
     /// Rough bytes the cell's datasets take: the database, the name
-    /// database and, unless they already exist, the files (each rounded up
-    /// to a 4 KiB block).
-    pub fn disk_bytes(&self, with_files: bool) -> u64 {
+    /// database, unless they already exist the files (each rounded up to a
+    /// 4 KiB block), and `engines` datasets of about twice the database
+    /// each (a server's cluster and WAL, an engine's rewrites) plus 64 MB.
+    pub fn disk_bytes(&self, with_files: bool, engines: usize) -> u64 {
         let files = u64::from(self.count) * u64::from(self.size).div_ceil(4096) * 4096;
         let names = u64::from(self.count) * 64 + 4 * u64::from(self.page_size);
         let db = crate::engine::dataset::estimated_db_bytes(&self.dataset(1));
-        db + names + if with_files { files } else { 0 } + (4 << 20)
+        let engines = engines as u64 * (2 * db + (64 << 20));
+        db + names + if with_files { files } else { 0 } + engines + (4 << 20)
     }
 }
 
@@ -290,6 +316,9 @@ pub struct MatrixSection {
     /// their `size_bytes` is the blobs' mean size. Not in the grids.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub yours: Vec<MatrixCell>,
+    /// Per engine (`--engines`), where files start to beat it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engine_crossovers: Vec<EngineCrossover>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -307,6 +336,12 @@ pub struct MatrixParams {
     /// Where the "your data" cells' blobs came from (absent without them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sizes_from: Option<SizesFrom>,
+    /// Engines measured beside the files (`--engines`), in the cells of
+    /// `engine_page_size`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engines: Vec<EngineKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_page_size: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -334,6 +369,10 @@ pub struct MatrixCell {
     /// `--reads-only`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writes: Option<CellWrites>,
+    /// The engines measured in this cell (`--engines`, at the engines' page
+    /// size only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engines: Vec<EngineCell>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -419,6 +458,7 @@ impl MatrixSection {
             best_page_sizes: Vec::new(),
             write_crossovers: Vec::new(),
             yours: Vec::new(),
+            engine_crossovers: Vec::new(),
         };
         let (ext, direct) = (section.grid(Figure::ExternalRatio), section.grid(Figure::DirectRatio));
         for (row, &page_size) in ext.page_sizes.iter().enumerate() {
@@ -444,6 +484,7 @@ impl MatrixSection {
             }
         }
         section.write_crossovers = section.write_crossovers();
+        section.engine_crossovers = section.engine_crossovers();
         section
     }
 
@@ -489,8 +530,12 @@ pub struct MatrixRun {
 pub fn run(opts: &MatrixOptions, progress: &dyn Progress) -> Result<MatrixRun> {
     opts.validate()?;
     let started = Instant::now();
+    crate::engine::registry::reap_killed(&opts.workdir)?;
+    // Enterable by others (not listable): PostgreSQL's throwaway cluster
+    // runs as the `postgres` user when blobbench runs as root.
     let work = tempfile::Builder::new()
         .prefix("blobbench-matrix-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o711))
         .tempdir_in(&opts.workdir)
         .map_err(|e| Error::io(&opts.workdir, "cannot create a work directory here", e))?;
     let yours = opts.your_data()?;
@@ -535,6 +580,8 @@ pub fn run(opts: &MatrixOptions, progress: &dyn Progress) -> Result<MatrixRun> {
         seed: opts.seed,
         workdir: opts.workdir.display().to_string(),
         sizes_from: yours.map(|y| y.from),
+        engines: opts.engines.clone(),
+        engine_page_size: opts.engine_page_size(),
     };
     let mut section = MatrixSection::new(params, done);
     section.yours = done_yours;

@@ -14,7 +14,35 @@ fn tiny(workdir: &Path) -> MatrixOptions {
         seed: 1,
         writes: true,
         yours: None,
+        engines: Vec::new(),
     }
+}
+
+#[test]
+fn an_engine_is_measured_once_per_blob_size_beside_the_files() {
+    let work = tempfile::tempdir().unwrap();
+    let opts = MatrixOptions { engines: vec![EngineKind::Lmdb], ..tiny(work.path()) };
+    let s = run(&opts, &Silent).unwrap().section;
+    assert_eq!(s.params.engine_page_size, Some(4096));
+    for c in &s.cells {
+        let want = usize::from(c.page_size == 4096);
+        assert_eq!(c.engines.len(), want, "page size {}: the engine runs in the 4096 row only", c.page_size);
+        for e in &c.engines {
+            assert_eq!(e.engine, EngineKind::Lmdb);
+            assert_eq!(e.read.params.layout, EngineKind::Lmdb);
+            let r = &e.read.runs[0];
+            assert_eq!(r.bytes, u64::from(c.count) * u64::from(c.size_bytes), "every blob read back whole");
+            assert_eq!(e.files_ratio.rounds, c.direct.runs.len(), "paired with the files round by round");
+            let rounds = c.rounds.as_ref().unwrap();
+            assert!(rounds.arms.iter().any(|a| a.ends_with("/lmdb")), "{:?}", rounds.arms);
+            let w = e.writes.as_ref().expect("writes beside the files'");
+            assert!(w.durable.params.kv.multitrans && w.fast.params.kv.multitrans, "a commit per write");
+            assert_ne!(w.fast.params.kv.sync, w.durable.params.kv.sync);
+        }
+    }
+    assert_eq!(s.engine_crossovers.len(), 1);
+    assert!(s.engine_crossovers[0].durable.is_some());
+    assert!(std::fs::read_dir(work.path()).unwrap().next().is_none(), "the work directory is removed");
 }
 
 #[test]

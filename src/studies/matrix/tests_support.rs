@@ -62,6 +62,7 @@ pub(crate) fn fixed_section() -> MatrixSection {
                 direct_ratio: 10.0 / us,
                 rounds: None,
                 writes: None,
+                engines: Vec::new(),
             });
         }
     }
@@ -76,6 +77,39 @@ pub(crate) fn fixed_section() -> MatrixSection {
         seed: 1,
         workdir: String::new(),
         sizes_from: None,
+        engines: Vec::new(),
+        engine_page_size: None,
     };
+    MatrixSection::new(params, cells)
+}
+
+/// [`fixed_section`] with PostgreSQL (bytea) measured in the 1024 row: it
+/// reads in 5, 10 and 40 us where files opened by key take 10, so files /
+/// engine is 2.0, 1.0 and 0.25, with intervals of +/-0.1, 0.1 and 0.05.
+pub(crate) fn section_with_engine() -> MatrixSection {
+    let fixed = fixed_section();
+    let mut params = fixed.params.clone();
+    params.engines = vec![crate::records::EngineKind::Postgres];
+    params.engine_page_size = Some(1024);
+    let mut cells = fixed.cells.clone();
+    for (cell, (us, half)) in
+        cells.iter_mut().filter(|c| c.page_size == 1024).zip([(5.0, 0.1), (10.0, 0.1), (40.0, 0.05)])
+    {
+        let value = 10.0 / us;
+        let files_ratio = crate::measure::paired::PairedRatio {
+            value,
+            low: value - half,
+            high: value + half,
+            rounds: 10,
+            coverage_pct: 97.9,
+            outliers: Vec::new(),
+        };
+        cell.engines.push(EngineCell {
+            engine: crate::records::EngineKind::Postgres,
+            read: fake(us),
+            files_ratio,
+            writes: None,
+        });
+    }
     MatrixSection::new(params, cells)
 }

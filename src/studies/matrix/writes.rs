@@ -9,12 +9,15 @@
 //! Each database write is its own transaction (as each file write stands
 //! alone), and the write figure is kvtest's per-op time, which includes the
 //! closing WAL checkpoint: a loop-only figure would leave out the commits,
-//! where SQLite does its fsync.
+//! where SQLite does its fsync. The engines' overwrites (`--engines`) join
+//! the same rounds, one commit per write; their ratio against the files
+//! leaves out the open or connect (see `engines::ENGINE_WRITE_FIGURE`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::engines::{self, EngineWrites};
 use super::{crossover, CellSpec, Crossover, MatrixSection};
 use crate::drivers::run::{RunArm, RunOptions};
 use crate::drivers::session::{timed_session, Script, ScriptOp, SessionSpec, Work};
@@ -22,7 +25,9 @@ use crate::engine::{self, OpenMode};
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, RoundsPlan, StopReason};
 use crate::measure::{self, Experiment};
 use crate::records::keys::{KeySequence, Order};
-use crate::records::{DbAccess, DbParams, EngineSettings, FileParams, FileRead, FileWrite, Plan, SyncLevel};
+use crate::records::{
+    DbAccess, DbParams, EngineKind, EngineSettings, FileParams, FileRead, FileWrite, KvSync, Plan, SyncLevel,
+};
 use crate::{Error, Result};
 
 /// Overwrites per timed run: a tenth of the cell's blobs (the article's
@@ -60,19 +65,22 @@ pub struct WriteCrossover {
     pub durable: Crossover,
 }
 
-/// Measures the cell's writes on its database and its blob size's files.
+/// Measures the cell's writes on its database and its blob size's files,
+/// and each engine's fast and durable overwrites in the same rounds.
 /// `scratch` is the cell's own directory: grow-and-shrink runs on a copy of
 /// the files made there, as it changes sizes and removes files that later
 /// cells of the same blob size read.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn measure(
     spec: &CellSpec,
     db: &Path,
     files: &Path,
     scratch: &Path,
+    engine_sets: &[(EngineKind, PathBuf)],
     plan: &Plan,
     rounds: &RoundsPlan,
     seed: u64,
-) -> Result<CellWrites> {
+) -> Result<(CellWrites, Vec<EngineWrites>)> {
     let id = |what: &str| format!("matrix/p{}/{}/{what}", spec.page_size, spec.label());
     let plan = Plan { cold: false, ..*plan };
     let base = |path: &Path| RunOptions {
@@ -101,17 +109,44 @@ pub(super) fn measure(
         o.files = FileParams { read: FileRead::Posix, write, fsync };
         o
     };
-    let arms = [
-        (db_opts(SyncLevel::Normal), "write-fast-db", "overwrite in SQLite, WAL + synchronous NORMAL"),
-        (file_opts(FileWrite::Inplace, false), "write-fast-files", "overwrite a file in place, no fsync"),
-        (db_opts(SyncLevel::Full), "write-durable-db", "overwrite in SQLite, WAL + synchronous FULL"),
-        (file_opts(FileWrite::Replace, true), "write-durable-files", "new file, fsync, rename over the old one"),
+    let mut arms = vec![
+        (
+            db_opts(SyncLevel::Normal),
+            "write-fast-db".to_string(),
+            "overwrite in SQLite, WAL + synchronous NORMAL".into(),
+        ),
+        (file_opts(FileWrite::Inplace, false), "write-fast-files".into(), "overwrite a file in place, no fsync".into()),
+        (db_opts(SyncLevel::Full), "write-durable-db".into(), "overwrite in SQLite, WAL + synchronous FULL".into()),
+        (
+            file_opts(FileWrite::Replace, true),
+            "write-durable-files".into(),
+            "new file, fsync, rename over the old one".into(),
+        ),
     ];
+    for (kind, path) in engine_sets {
+        for (sync, what) in [(KvSync::Fast, "fast"), (KvSync::Durable, "durable")] {
+            let o = engines::write_options(base(path), sync);
+            let label = format!("{}, overwrite, {what} commit per write", kind.title());
+            arms.push((o, format!("write-{what}-{}", kind.name()), label));
+        }
+    }
     let ids: Vec<String> = arms.iter().map(|(_, what, _)| id(what)).collect();
     let round_plan = RoundsPlan { warmup: plan.warmup > 0, max_rounds: plan.repeat, latency: plan.latency, ..*rounds };
     let set_id = format!("matrix/p{}/{}/writes", spec.page_size, spec.label());
-    let (mut e, set) = write_rounds(&set_id, &ids, &arms, &round_plan)?;
-    let (durable_files, durable_db, fast_files, fast_db) = (e.remove(3), e.remove(2), e.remove(1), e.remove(0));
+    let (e, set) = write_rounds(&set_id, &ids, &arms, &round_plan)?;
+    let mut e = e.into_iter();
+    let mut next = || e.next().ok_or_else(|| Error::invalid("a write arm is missing from its rounds"));
+    let (fast_db, fast_files, durable_db, durable_files) = (next()?, next()?, next()?, next()?);
+    let mut engine_writes = Vec::with_capacity(engine_sets.len());
+    for _ in engine_sets {
+        let (fast, durable) = (next()?, next()?);
+        let pair = |files: &Experiment, engine: &Experiment| {
+            engines::files_over(&engines::write_times(files), &engines::write_times(engine))
+                .ok_or_else(|| Error::invalid(format!("{}: the writes do not pair by round", engine.id)))
+        };
+        let (fast_ratio, durable_ratio) = (pair(&fast_files, &fast)?, pair(&durable_files, &durable)?);
+        engine_writes.push(EngineWrites { fast, durable, fast_ratio, durable_ratio });
+    }
     let churn_copy = scratch.join("churn-files");
     crate::engine::dataset::export(db, &churn_copy, false, false, &crate::util::progress::Silent)?;
     let churn_files = churn(spec, &churn_copy, &id("churn-files"), &plan, seed, false)?;
@@ -119,7 +154,7 @@ pub(super) fn measure(
     let ratio = |files: &Experiment, db: &Experiment| write_figure(files) / write_figure(db);
     let paired =
         |files: &Experiment, db: &Experiment| set.ratio(&files.id, &db.id).map_or(ratio(files, db), |r| r.value);
-    Ok(CellWrites {
+    let writes = CellWrites {
         fast_ratio: paired(&fast_files, &fast_db),
         durable_ratio: paired(&durable_files, &durable_db),
         churn_ratio: ratio(&churn_files, &churn_db),
@@ -130,15 +165,17 @@ pub(super) fn measure(
         churn_db,
         churn_files,
         rounds: Some(set),
-    })
+    };
+    Ok((writes, engine_writes))
 }
 
-/// The fast and durable writes (database, files, database, files) as the
-/// arms of interleaved rounds, compared files against database each.
+/// The fast and durable writes (database, files, database, files, then
+/// each engine's fast and durable) as the arms of interleaved rounds,
+/// compared files against database, and files against each engine.
 fn write_rounds(
     set_id: &str,
     ids: &[String],
-    arms: &[(RunOptions, &str, &str)],
+    arms: &[(RunOptions, String, String)],
     plan: &RoundsPlan,
 ) -> Result<(Vec<Experiment>, RoundSet)> {
     let mut prepared = Vec::with_capacity(arms.len());
@@ -146,7 +183,11 @@ fn write_rounds(
         prepared.push(RunArm::prepare(engine::open(&o.path, &o.settings())?, o)?);
     }
     let mut dyn_arms: Vec<&mut dyn Arm> = prepared.iter_mut().map(|a| a as &mut dyn Arm).collect();
-    let pairs = [Comparison { a: vec![1], b: vec![0] }, Comparison { a: vec![3], b: vec![2] }];
+    let mut pairs = vec![Comparison { a: vec![1], b: vec![0] }, Comparison { a: vec![3], b: vec![2] }];
+    for first in (4..arms.len()).step_by(2) {
+        pairs.push(Comparison { a: vec![1], b: vec![first] });
+        pairs.push(Comparison { a: vec![3], b: vec![first + 1] });
+    }
     let out = run_rounds(set_id, ids, &mut dyn_arms, plan, &pairs, &mut |_, _| {})?;
     if out.set.stop == StopReason::Interrupted {
         return Err(Error::Interrupted);

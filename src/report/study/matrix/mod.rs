@@ -4,6 +4,7 @@
 //! the study's published 2011 matrix for comparison. Every sentence is
 //! computed from the data.
 
+mod engines;
 mod text;
 mod yours;
 
@@ -175,6 +176,7 @@ fn machine_section(s: &MatrixSection, label: &str, suffix: &str, many: bool) -> 
         true => Vec::new(),
         false => grid_blocks(s, heat, lines),
     };
+    blocks.extend(engines::blocks(s));
     blocks.extend(yours::blocks(s));
     Section {
         id: format!("matrix{suffix}"),

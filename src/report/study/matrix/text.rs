@@ -20,7 +20,9 @@ const RESET: &str = "\x1b[0m";
 pub fn terminal(file: &ResultFile, colour: bool) -> String {
     file.matrix.as_ref().map_or_else(String::new, |s| match s.cells.is_empty() && s.params.sizes_bytes.is_empty() {
         true => super::yours::text(s),
-        false => render_text(s, colour) + &render_writes(s) + &with_blank(super::yours::text(s)),
+        false => {
+            render_text(s, colour) + &render_writes(s) + &super::engines::text(s) + &with_blank(super::yours::text(s))
+        }
     })
 }
 
