@@ -417,6 +417,14 @@ impl Grid {
 }
 
 impl MatrixCell {
+    /// external / internal paired by round, with its interval (None for
+    /// older files, whose cells were not measured in rounds).
+    pub fn external_paired(&self) -> Option<crate::measure::paired::PairedRatio> {
+        self.rounds.as_ref()?;
+        let loops = |e: &Experiment| e.runs.iter().map(|r| r.loop_per_op_us).collect::<Vec<f64>>();
+        crate::measure::paired::paired_ratio(&loops(&self.external), &loops(&self.internal))
+    }
+
     pub fn figure(&self, f: Figure) -> f64 {
         match f {
             Figure::ExternalRatio => self.external_ratio,

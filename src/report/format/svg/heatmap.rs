@@ -16,7 +16,8 @@ pub struct Heatmap {
     /// `values[row][column]`.
     pub values: Vec<Vec<Option<f64>>>,
     pub center: f64,
-    /// `noisy[row][column]`: cells whose runs varied too much, marked "~".
+    /// `noisy[row][column]`: cells marked "~" (no clear winner, or runs
+    /// that varied too much: the caller's note says which).
     pub noisy: Vec<Vec<bool>>,
     /// Under the title: runs behind each cell, what "~" means.
     pub note: String,

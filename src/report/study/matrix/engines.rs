@@ -40,7 +40,7 @@ fn explanation(s: &MatrixSection) -> String {
 
 /// "0.095 [0.065-0.112]", with "~" when the interval holds 1.0.
 fn ratio_cell(r: &PairedRatio) -> String {
-    let unclear = if r.low <= 1.0 && r.high >= 1.0 { " ~" } else { "" };
+    let unclear = if r.spans_one() { " ~" } else { "" };
     format!("{:.3} [{:.3}-{:.3}]{unclear}", r.value, r.low, r.high)
 }
 

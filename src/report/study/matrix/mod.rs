@@ -53,20 +53,38 @@ fn columns(g: &Grid) -> Vec<String> {
     g.sizes.iter().map(|&s| short_size(u64::from(s))).collect()
 }
 
-/// Cells where the internal, external or direct reads varied between runs
-/// by more than the noise threshold, laid out like `g`.
-fn noisy_grid(s: &MatrixSection, g: &Grid) -> Vec<Vec<bool>> {
-    let noisy = |c: &m::MatrixCell| {
-        [&c.internal, &c.external, &c.direct]
+/// Cells marked "~": in rounds, those whose paired interval of files /
+/// database holds 1.0 (no clear winner); in older files, those where a read
+/// varied between runs by more than the noise threshold. Laid out like `g`.
+fn unclear_grid(s: &MatrixSection, g: &Grid) -> Vec<Vec<bool>> {
+    let unclear = |c: &m::MatrixCell| match c.external_paired() {
+        Some(p) => p.rounds > 1 && p.spans_one(),
+        None => [&c.internal, &c.external, &c.direct]
             .iter()
-            .any(|e| e.summary.runs > 1 && e.summary.loop_per_op_us.cv_pct > crate::measure::NOISY_CV_PCT)
+            .any(|e| e.summary.runs > 1 && e.summary.loop_per_op_us.cv_pct > crate::measure::NOISY_CV_PCT),
     };
     g.page_sizes
         .iter()
         .map(|&p| {
-            g.sizes.iter().map(|&b| s.cells.iter().any(|c| c.page_size == p && c.size_bytes == b && noisy(c))).collect()
+            g.sizes
+                .iter()
+                .map(|&b| s.cells.iter().any(|c| c.page_size == p && c.size_bytes == b && unclear(c)))
+                .collect()
         })
         .collect()
+}
+
+/// What "~" means on this file's heatmap.
+fn unclear_note(s: &MatrixSection) -> String {
+    if s.cells.iter().all(|c| c.rounds.is_some()) {
+        format!("{}; ~ marks a cell whose 95% paired interval holds 1.0 (no clear winner)", s.runs_phrase())
+    } else {
+        format!(
+            "{}; ~ marks a noisy cell (run-to-run variation above {:.0}%)",
+            s.runs_phrase(),
+            crate::measure::NOISY_CV_PCT
+        )
+    }
 }
 
 fn heatmap(title: &str, g: &Grid) -> Heatmap {
@@ -140,12 +158,8 @@ fn machine_section(s: &MatrixSection, label: &str, suffix: &str, many: bool) -> 
     let heat = Figure {
         id: format!("matrix-heatmap{suffix}"),
         chart: Chart::Heatmap(Heatmap {
-            noisy: noisy_grid(s, &ext),
-            note: format!(
-                "{}; ~ marks a noisy cell (run-to-run variation above {:.0}%)",
-                s.runs_phrase(),
-                crate::measure::NOISY_CV_PCT
-            ),
+            noisy: unclear_grid(s, &ext),
+            note: unclear_note(s),
             ..heatmap("Files (name in SQLite) / database", &ext)
         }),
         caption: vec![caption.clone()],
@@ -365,6 +379,36 @@ mod tests {
         assert!(heat.findings[0].contains("files are faster from about"), "{:?}", heat.findings);
         assert!(heat.findings[0].contains("not monotonic"), "{:?}", heat.findings);
         assert!(!heat.findings[0].contains("SQLite is faster below"), "{:?}", heat.findings);
+    }
+
+    /// In rounds, "~" follows the paired interval, not the runs' spread: a
+    /// steady cell whose interval holds 1.0 is marked, a spread-out one whose
+    /// interval lies clear of 1.0 is not.
+    #[test]
+    fn a_cell_in_rounds_is_marked_when_its_interval_holds_one() {
+        use crate::report::fixtures::{experiment_runs, round_set};
+        let mut s = fixed_section();
+        let set = round_set("matrix/x", &["a", "b"], vec![(vec![1.0, 1.0], Default::default()); 3]);
+        for c in &mut s.cells {
+            c.rounds = Some(set.clone());
+        }
+        // Cell 0: external 9.5-10.5 against internal 10 (holds 1.0).
+        s.cells[0].internal = experiment_runs("i", &[10.0, 10.0, 10.0]);
+        s.cells[0].external = experiment_runs("e", &[9.5, 10.5, 10.2]);
+        // Cell 1: external three times internal, with a wide run spread.
+        s.cells[1].internal = experiment_runs("i", &[10.0, 20.0, 5.0]);
+        s.cells[1].external = experiment_runs("e", &[30.0, 60.0, 15.0]);
+        let g = s.grid(Fig::ExternalRatio);
+        let marks = unclear_grid(&s, &g);
+        let at = |page: u32, size: u32| {
+            let row = g.page_sizes.iter().position(|&p| p == page).unwrap();
+            marks[row][g.sizes.iter().position(|&b| b == size).unwrap()]
+        };
+        let (c0, c1) = (&s.cells[0], &s.cells[1]);
+        assert!(at(c0.page_size, c0.size_bytes), "the interval holds 1.0");
+        assert!(!at(c1.page_size, c1.size_bytes), "3x in every round, however spread");
+        assert!(unclear_note(&s).contains("paired interval holds 1.0"));
+        assert!(unclear_note(&fixed_section()).contains("noisy cell"), "older files keep the spread rule");
     }
 
     #[test]
