@@ -7,11 +7,14 @@ use std::fmt::Write as _;
 
 use super::text::describe;
 use crate::measure::paired::PairedRatio;
+use crate::records::EngineKind;
 use crate::report::format::doc::{Block, Chart, Figure, Table};
 use crate::report::format::fmt::micros;
 use crate::report::format::svg::{LineChart, Series};
 use crate::report::format::text::table_text;
-use crate::studies::matrix::{ratio_figure, MatrixSection, ENGINE_READ_FIGURE, ENGINE_WRITE_FIGURE};
+use crate::studies::matrix::{
+    ratio_figure, Crossover, EngineCell, MatrixSection, ENGINE_READ_FIGURE, ENGINE_WRITE_FIGURE,
+};
 use crate::util::units::short_size;
 
 const HEADERS: [&str; 7] = [
@@ -64,14 +67,53 @@ fn rows(s: &MatrixSection) -> Vec<Vec<String>> {
     out
 }
 
+/// Which of an engine's ratios a crossover is of.
+#[derive(Clone, Copy)]
+enum Of {
+    Read,
+    Fast,
+    Durable,
+}
+
+/// One engine's ratio of `of` at one blob size.
+fn ratio_of(e: &EngineCell, of: Of) -> Option<&PairedRatio> {
+    match of {
+        Of::Read => Some(&e.files_ratio),
+        Of::Fast => e.writes.as_ref().map(|w| &w.fast_ratio),
+        Of::Durable => e.writes.as_ref().map(|w| &w.durable_ratio),
+    }
+}
+
+/// A crossover as the table gives it, with the sizes whose interval holds
+/// 1.0: there the winner is not clear, and neither is a crossing near them.
+fn crossover_cell(s: &MatrixSection, engine: EngineKind, c: Option<&Crossover>, of: Of) -> String {
+    let Some(c) = c else { return "-".into() };
+    let unclear: Vec<String> = s
+        .engine_cells(engine)
+        .into_iter()
+        .filter(|(_, e)| ratio_of(e, of).is_some_and(PairedRatio::spans_one))
+        .map(|(size, _)| short_size(u64::from(size)))
+        .collect();
+    let text = describe(c, &s.params.sizes_bytes);
+    match unclear.is_empty() {
+        true => text,
+        false => format!("{text} (no clear winner at {})", unclear.join(", ")),
+    }
+}
+
 /// Per engine: where files start to beat it, reading and writing.
 fn crossover_table(s: &MatrixSection) -> Table {
-    let sizes = &s.params.sizes_bytes;
-    let or_dash = |c: &Option<crate::studies::matrix::Crossover>| c.as_ref().map_or("-".into(), |c| describe(c, sizes));
     let rows = s
         .engine_crossovers
         .iter()
-        .map(|c| vec![c.engine.title().to_string(), describe(&c.read, sizes), or_dash(&c.fast), or_dash(&c.durable)])
+        .map(|c| {
+            vec![
+                c.engine.title().to_string(),
+                crossover_cell(s, c.engine, Some(&c.read), Of::Read),
+                crossover_cell(s, c.engine, c.fast.as_ref(), Of::Fast),
+                crossover_cell(s, c.engine, c.durable.as_ref(), Of::Durable),
+            ]
+        })
         .collect();
     Table::new(&["engine", "read", "fast write", "durable write"], rows)
 }
@@ -125,7 +167,10 @@ fn findings(s: &MatrixSection) -> Vec<String> {
                 (crate::studies::matrix::CrossoverKind::BelowRange, _) => {
                     format!("Files opened by key read faster than {title} at every size measured ({range}).")
                 }
-                _ => format!("{title} reads faster than files at the largest size measured ({range}): no crossover."),
+                _ => format!(
+                    "{title} reads faster than files at the largest size measured ({}): no crossover in range.",
+                    short_size(hi.into())
+                ),
             }
         })
         .collect()
@@ -171,7 +216,6 @@ pub fn text(s: &MatrixSection) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::EngineKind;
     use crate::studies::matrix::tests_support::section_with_engine;
 
     #[test]
@@ -185,6 +229,7 @@ mod tests {
         assert!(t.contains("1.000 [0.900-1.100] ~"), "{t}");
         assert!(t.contains("0.250 [0.200-0.300]") && !t.contains("0.300] ~"), "{t}");
         assert!(t.contains("PostgreSQL (bytea) reads faster than files below about 100k (exactly)"), "{t}");
+        assert!(t.contains("100k (exactly) (no clear winner at 100k)"), "the crossing sits on an unclear point: {t}");
         let b = blocks(&s);
         let Some(Block::Figure(f)) = b.iter().find(|b| matches!(b, Block::Figure(_))) else { panic!("a chart") };
         let Chart::Lines(l) = &f.chart else { panic!("lines") };
