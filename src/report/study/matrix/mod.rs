@@ -22,10 +22,22 @@ use text::{describe, noise_warning};
 pub const REPORT: StudyReport = StudyReport {
     sections,
     questions: &[],
-    terminal: Some(text::terminal),
+    terminal: Some(terminal),
     redraws: Some(Redraw { title: "SQLite's \"Internal Versus External BLOBs\"", in_file: |f| f.matrix.is_some() }),
     leads: false,
 };
+
+/// What `blobbench matrix` prints about the measured cells: the matrix and
+/// the writes, the engines, your data (empty without a matrix in `file`).
+fn terminal(file: &ResultFile, colour: bool) -> String {
+    let Some(s) = file.matrix.as_ref() else { return String::new() };
+    if s.cells.is_empty() && s.params.sizes_bytes.is_empty() {
+        return yours::text(s);
+    }
+    let yours = yours::text(s);
+    let gap = if yours.is_empty() { "" } else { "\n" };
+    format!("{}{}{gap}{yours}", text::grids(s, colour), engines::text(s))
+}
 
 /// The matrix sections: one per result file that holds a matrix, then the
 /// 2011 study once (nothing when no file holds a matrix).

@@ -6,7 +6,6 @@
 use std::fmt::Write as _;
 
 use crate::report::format::fmt::fmt_size;
-use crate::results::ResultFile;
 use crate::studies::matrix::{study_grid, CellWrites, Crossover, CrossoverKind, Figure, Grid, MatrixSection};
 use crate::util::units::plural;
 use crate::util::units::short_size;
@@ -15,24 +14,10 @@ const GREEN: &str = "\x1b[32m";
 const RED: &str = "\x1b[31m";
 const RESET: &str = "\x1b[0m";
 
-/// What `blobbench matrix` prints about the measured cells: the matrix,
-/// then the writes (empty without a matrix in `file`).
-pub fn terminal(file: &ResultFile, colour: bool) -> String {
-    file.matrix.as_ref().map_or_else(String::new, |s| match s.cells.is_empty() && s.params.sizes_bytes.is_empty() {
-        true => super::yours::text(s),
-        false => {
-            render_text(s, colour) + &render_writes(s) + &super::engines::text(s) + &with_blank(super::yours::text(s))
-        }
-    })
-}
-
-/// A blank line before non-empty text.
-fn with_blank(text: String) -> String {
-    if text.is_empty() {
-        text
-    } else {
-        format!("\n{text}")
-    }
+/// The fixed-size cells as the study lays them out: the read matrix, then
+/// the writes.
+pub(super) fn grids(s: &MatrixSection, colour: bool) -> String {
+    render_text(s, colour) + &render_writes(s)
 }
 
 /// The read matrix, its crossovers and best page sizes, and the 2011 study's.
