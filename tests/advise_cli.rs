@@ -78,3 +78,27 @@ fn advise_quick_with_a_power_cut_run() {
     assert!(md.contains("Ranking at 50:50 reads:writes"), "{md}");
     assert!(md.contains("durability relaxed"), "{md}");
 }
+
+#[test]
+fn a_failed_advise_removes_the_workdir_it_made_and_only_that() {
+    let d = tempfile::tempdir().unwrap();
+    let given = d.path().join("given");
+    std::fs::create_dir(&given).unwrap();
+    // A budget too short is found once the work directory exists (it is
+    // needed to measure the free space).
+    for workdir in [d.path().join("new/work"), given.clone()] {
+        let out = common::blobbench()
+            .args(["advise", "--quick", "--no-power-cut", "--budget", "1s", "--count", "200", "--workdir"])
+            .arg(&workdir)
+            .arg("--out")
+            .arg(d.path().join("page"))
+            .output()
+            .unwrap();
+        let err = common::one_line_error(&out);
+        assert!(err.contains("--budget 1 s is too short"), "{err}");
+    }
+    assert!(!d.path().join("new").exists(), "both levels advise made are removed");
+    assert!(given.is_dir(), "the directory the user had stays");
+    let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["given"], "nothing else is left");
+}

@@ -235,6 +235,33 @@ fn the_matrix_puts_postgres_beside_the_files_by_blob_size() {
 }
 
 #[test]
+fn crashtest_names_missing_server_programs_before_any_method_runs() {
+    let dir = enterable_tempdir();
+    let run = |methods: &str| {
+        quick_error(blobbench().env("PATH", "/nonexistent").env("BLOBBENCH_PG_LIB", "/nonexistent").args([
+            "crashtest",
+            "--method",
+            methods,
+            "--kills",
+            "1",
+            "--count",
+            "5",
+            "--workdir",
+            s(dir.path()),
+        ]))
+    };
+    // `all` runs SQLite's and the files' methods first: named by the
+    // up-front check (the method prefix), not by the first server method's
+    // build after the others ran.
+    for (methods, first) in [("all", "postgres-durable"), ("db-off,postgres-lo-fast", "postgres-lo-fast")] {
+        let err = run(methods);
+        assert!(err.starts_with(&format!("error: --method {first}: initdb and pg_ctl not found")), "{err}");
+        assert!(err.contains("apt-get install postgresql"), "{err}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "{methods}: nothing is left behind");
+    }
+}
+
+#[test]
 fn bad_urls_and_servers_are_one_line_errors_that_change_nothing() {
     let dir = enterable_tempdir();
     let db = dir.path().join("kv.db");

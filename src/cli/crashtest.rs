@@ -39,7 +39,7 @@ pub struct CrashtestArgs {
     /// Write methods, comma-separated: db-wal-normal, db-wal-full, db-delete, db-delete-extra, db-off,
     /// truncate[-fsync], inplace[-fsync], replace[-fsync], replace-fsync-dir, lmdb-durable, lmdb-fast,
     /// redb-durable, redb-fast, fjall-durable, fjall-fast, postgres[-lo]-durable, postgres[-lo]-fast, or the
-    /// groups db, files, kv, server (PostgreSQL: its server is killed, about 4 s per kill), all.
+    /// groups db, files, kv, server (PostgreSQL: its server is killed, about 2 s per kill), all.
     #[arg(long, default_value = "db,files,kv", value_parser = methods)]
     pub method: Methods,
     /// Kills per method [default: 50, or 6 with --quick].

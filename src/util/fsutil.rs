@@ -107,6 +107,33 @@ pub fn temp_sibling(path: &Path, tag: &str) -> PathBuf {
     parent_dir(path).join(format!(".{name}.{tag}-{}", std::process::id()))
 }
 
+/// The directories one `create_dir_all` made (not those that were there),
+/// removed again when dropped if they are still empty: a command that
+/// fails, or leaves nothing, does not leave a directory it made itself,
+/// and never removes one the user had.
+#[derive(Debug)]
+pub struct CreatedDirs(Vec<PathBuf>);
+
+impl CreatedDirs {
+    pub fn create(dir: &Path) -> Result<CreatedDirs> {
+        let missing: Vec<PathBuf> =
+            dir.ancestors().take_while(|a| !a.as_os_str().is_empty() && !a.exists()).map(Path::to_path_buf).collect();
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "cannot create directory", e))?;
+        Ok(CreatedDirs(missing))
+    }
+}
+
+impl Drop for CreatedDirs {
+    fn drop(&mut self) {
+        // Deepest first; remove_dir refuses a directory that holds anything.
+        for d in &self.0 {
+            if std::fs::remove_dir(d).is_err() {
+                break;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,5 +158,20 @@ mod tests {
         assert!(check_writable_output(dir.path()).is_err(), "a directory is not a file name");
         assert!(check_writable_output(&dir.path().join("ok.json")).is_ok());
         assert!(free_bytes(dir.path()).unwrap() > 0);
+    }
+
+    #[test]
+    fn created_dirs_go_when_empty_and_others_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let deep = dir.path().join("a/b/c");
+        drop(CreatedDirs::create(&deep).unwrap());
+        assert!(!dir.path().join("a").exists(), "every level it made is gone");
+        std::fs::create_dir(dir.path().join("a")).unwrap();
+        let made = CreatedDirs::create(&deep).unwrap();
+        std::fs::write(dir.path().join("a/b/kept"), b"x").unwrap();
+        drop(made);
+        assert!(!deep.exists() && dir.path().join("a/b/kept").exists(), "a directory holding anything stays");
+        drop(CreatedDirs::create(dir.path()).unwrap());
+        assert!(dir.path().is_dir(), "a directory that was there is never removed");
     }
 }

@@ -32,7 +32,7 @@ use descriptor::detect;
 pub use stat::stat;
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
-use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, Probe};
+use crate::engine::backend::{Backend, Claim, CrashMode, CrashServer, CrashWrite, Probe};
 use crate::engine::report::{ExportReport, StatReport};
 use crate::records::{EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo};
 use crate::util::progress::Progress;
@@ -113,7 +113,8 @@ impl Backend for PgBackend {
 }
 
 const fn crash_mode(name: &'static str, description: &'static str, durable: bool) -> CrashMode {
-    CrashMode { name, description, write: CrashWrite::Commit { durable }, server: Some(server::kill_server) }
+    let server = CrashServer { kill: server::kill_server, check_installed: server::check_installed };
+    CrashMode { name, description, write: CrashWrite::Commit { durable }, server: Some(server) }
 }
 
 const CRASH_MODES: [CrashMode; 2] = [

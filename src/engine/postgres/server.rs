@@ -69,6 +69,15 @@ pub fn find_binaries() -> Result<Binaries> {
         })
 }
 
+/// Whether a throwaway cluster could be made here: the programs are found
+/// and, as root, the `postgres` user exists (each error says what to
+/// install). The crash test asks before it runs any method.
+pub fn check_installed() -> Result<()> {
+    find_binaries()?;
+    run_as()?;
+    Ok(())
+}
+
 /// The user PostgreSQL's programs run as: ourselves, or `postgres` when we
 /// are root.
 #[derive(Debug, Clone, Copy)]

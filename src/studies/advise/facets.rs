@@ -98,6 +98,15 @@ pub(super) fn aging_pass(
     thorough: bool,
     observer: &dyn SuiteObserver,
 ) -> Result<Option<AgingSection>> {
+    match aging::run_aging(&aging_options(opts, (count, mean), thorough), &AsAging(observer)) {
+        Ok(out) if out.complete => Ok(Some(out.section)),
+        Ok(_) | Err(Error::Interrupted) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The short aging pass's plan (its disk need is part of advise's).
+pub(super) fn aging_options(opts: &AdviseOptions, (count, mean): (u32, f64), thorough: bool) -> AgingOptions {
     let stores = opts.stores();
     let mut a = AgingOptions::new(opts.workdir.clone(), true);
     a.ages = vec![0, rules::AGING_AGE];
@@ -113,11 +122,7 @@ pub(super) fn aging_pass(
     a.bands = false;
     a.rounds.budget = Some(aging_round_budget(thorough));
     a.rounds.max_rounds = if thorough { 8 } else { 4 };
-    match aging::run_aging(&a, &AsAging(observer)) {
-        Ok(out) if out.complete => Ok(Some(out.section)),
-        Ok(_) | Err(Error::Interrupted) => Ok(None),
-        Err(e) => Err(e),
-    }
+    a
 }
 
 /// The crash facts: a quick power-cut run of the candidates' write methods

@@ -143,7 +143,7 @@ pub fn minimum_budget(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Dura
 }
 
 /// Checks what can be checked before any work (the messages name the
-/// fix); returns the budget.
+/// fix) in the existing work directory; returns the budget.
 fn validate(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Result<Duration> {
     if opts.mix_reads == 0 && opts.mix_writes == 0 {
         return Err(Error::invalid("--mix 0:0 has neither reads nor writes (give R:W, e.g. 90:10)"));
@@ -151,10 +151,8 @@ fn validate(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Result<Duratio
     if let Some(k) = opts.engines.iter().find(|k| !k.is_key_value()) {
         return Err(Error::invalid(format!("--engines: {} is not a key-value engine", k.name())));
     }
-    std::fs::create_dir_all(&opts.workdir).map_err(|e| Error::io(&opts.workdir, "cannot create directory", e))?;
-    // The suite's estimate, for the mean size (a --from tree's too).
-    let spec = DatasetSpec { count, size: mean_bytes.round() as u32, variance: 0, sizes: None, ..opts.spec.clone() };
-    let need = suite::needed_bytes(&spec, opts.engines.len());
+    let budget = choose_budget(opts.budget, minimum_budget(opts, count, mean_bytes), opts.quick, count)?;
+    let need = needed_bytes(opts, count, mean_bytes, thorough(opts, budget))?;
     let free = fsutil::free_bytes(&opts.workdir)?;
     if free < need {
         return Err(Error::bad_input(
@@ -166,7 +164,23 @@ fn validate(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Result<Duratio
             ),
         ));
     }
-    choose_budget(opts.budget, minimum_budget(opts, count, mean_bytes), opts.quick, count)
+    Ok(budget)
+}
+
+/// Disk advise needs at its peak: the suite's datasets or the aging pass's
+/// (each study removes its own before the next starts), from each study's
+/// own estimate, for the mean size (a --from tree's too).
+fn needed_bytes(opts: &AdviseOptions, count: u32, mean_bytes: f64, thorough: bool) -> Result<u64> {
+    let spec = DatasetSpec { count, size: mean_bytes.round() as u32, variance: 0, sizes: None, ..opts.spec.clone() };
+    let suite = suite::needed_bytes(&spec, opts.engines.len());
+    let aging = facets::aging_options(opts, (count, mean_bytes), thorough).needed_bytes()?;
+    Ok(suite.max(aging))
+}
+
+/// Whether the budget affords the larger aging pass (the default budget or
+/// more, without --quick).
+fn thorough(opts: &AdviseOptions, budget: Duration) -> bool {
+    !opts.quick && budget >= DEFAULT_BUDGET
 }
 
 /// The budget given, refused below `least`; without one, the default or
@@ -191,12 +205,13 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
         Some(s) => (s.files.len() as u32, s.content_bytes() as f64 / s.files.len().max(1) as f64),
         None => (opts.spec.count, opts.spec.size_dist().mean()),
     };
+    // Removed again if advise made it and leaves it empty (a failed run).
+    let _workdir = fsutil::CreatedDirs::create(&opts.workdir)?;
     let budget = validate(opts, count, mean)?;
     drop(scan);
     let (crash, power_cut) = facets::crash_facts(opts, observer);
     let matrix = facets::size_crossover(opts, mean, observer);
-    let thorough = !opts.quick && budget >= DEFAULT_BUDGET;
-    let aging = facets::aging_pass(opts, (count, mean), thorough, observer);
+    let aging = facets::aging_pass(opts, (count, mean), thorough(opts, budget), observer);
     let mut suite_opts = if opts.quick {
         SuiteOptions::quick(opts.workdir.clone())
     } else {
@@ -308,6 +323,27 @@ mod tests {
         assert_eq!(choose_budget(None, least, true, 10_000).unwrap(), least);
         assert_eq!(choose_budget(None, least, false, 10_000).unwrap(), DEFAULT_BUDGET.max(least));
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0, "nothing written");
+    }
+
+    #[test]
+    fn the_space_check_counts_the_aging_pass() {
+        let d = tempfile::tempdir().unwrap();
+        let mut o = options(d.path());
+        // Few large blobs: the aging pass ages all of them, in more copies
+        // than the suite makes.
+        let (count, mean) = (100, 100_000.0);
+        o.spec = DatasetSpec { count, size: 100_000, variance: 0, ..DatasetSpec::default() };
+        let aging = facets::aging_options(&o, (count, mean), false).needed_bytes().unwrap();
+        let spec = DatasetSpec { count, size: 100_000, variance: 0, sizes: None, ..o.spec.clone() };
+        let suite = suite::needed_bytes(&spec, o.engines.len());
+        assert!(aging > suite, "aging {aging} > suite {suite}");
+        assert_eq!(needed_bytes(&o, count, mean, false).unwrap(), aging);
+        // Many small blobs: the suite needs more, the aging pass a sample.
+        o.spec = DatasetSpec { count: 100_000, size: 1000, variance: 0, ..DatasetSpec::default() };
+        assert_eq!(needed_bytes(&o, 100_000, 1000.0, false).unwrap(), {
+            let spec = DatasetSpec { count: 100_000, size: 1000, variance: 0, sizes: None, ..o.spec.clone() };
+            suite::needed_bytes(&spec, o.engines.len())
+        });
     }
 
     #[test]

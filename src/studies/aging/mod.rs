@@ -108,6 +108,15 @@ impl AgingOptions {
         check(self)?;
         plan(self).map(|_| ())
     }
+
+    /// Disk the study needs at its peak (its largest setting, as
+    /// [`run_aging`] checks before it builds), after the same checks as
+    /// [`AgingOptions::validate`]: for a caller that checks the space of
+    /// several studies at once.
+    pub fn needed_bytes(&self) -> Result<u64> {
+        check(self)?;
+        Ok(peak_bytes(self, &plan(self)?))
+    }
 }
 
 /// What the study tells its caller as it goes.
@@ -136,6 +145,11 @@ pub fn needed_bytes(sizes: &SizeSetting, count: u32, engines: usize) -> u64 {
     let per_file = (sizes.mean() as u64).div_ceil(4096) * 4096;
     let files = u64::from(count) * per_file;
     ((7 + 2 * engines as u64) * db + 2 * files + files / 5) / 10 * 12
+}
+
+/// Disk the largest planned setting needs (one setting at a time).
+fn peak_bytes(opts: &AgingOptions, planned: &[Planned]) -> u64 {
+    planned.iter().map(|p| needed_bytes(&p.sizes, p.count, opts.engines.len())).max().unwrap_or(0)
 }
 
 /// A setting to age, with your files when it is made of them.
@@ -174,7 +188,7 @@ pub fn run_aging(opts: &AgingOptions, observer: &dyn AgingObserver) -> Result<Ag
     check(opts)?;
     let planned = plan(opts)?;
     std::fs::create_dir_all(&opts.workdir).map_err(|e| Error::io(&opts.workdir, "cannot create directory", e))?;
-    let need = planned.iter().map(|p| needed_bytes(&p.sizes, p.count, opts.engines.len())).max().unwrap_or(0);
+    let need = peak_bytes(opts, &planned);
     let free = fsutil::free_bytes(&opts.workdir)?;
     if free < need {
         return Err(Error::bad_input(

@@ -5,7 +5,7 @@
 
 use std::sync::OnceLock;
 
-use crate::engine::backend::{CrashWrite, ServerKill};
+use crate::engine::backend::{CrashServer, CrashWrite, ServerKill};
 use crate::engine::registry::BACKENDS;
 use crate::records::{DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel};
 use crate::util::units::UnitError;
@@ -24,9 +24,9 @@ pub enum Method {
     Engine { engine: EngineKind, durable: bool },
 }
 
-/// One row of the table: name, what it is, the method, how its server is
-/// killed (an engine whose writes a server makes).
-type Row = (&'static str, &'static str, Method, Option<ServerKill>);
+/// One row of the table: name, what it is, the method, its server (an
+/// engine whose writes a server makes).
+type Row = (&'static str, &'static str, Method, Option<CrashServer>);
 
 /// Every method, from each engine's backend (its `crash_modes`) in the
 /// registry's order. A new write path is one more row there; a new kind of
@@ -64,11 +64,21 @@ impl Method {
     /// How the crash test kills the server that makes this method's
     /// writes, besides the client (None: the writer is the whole engine).
     pub fn server_kill(self) -> Option<ServerKill> {
+        self.server().map(|s| s.kill)
+    }
+
+    fn server(self) -> Option<CrashServer> {
         table().iter().find(|t| t.2 == self).and_then(|t| t.3)
     }
 
+    /// Whether what the method needs is installed (a server's programs),
+    /// with an error saying what to install when not.
+    pub fn check_installed(self) -> crate::Result<()> {
+        self.server().map_or(Ok(()), |s| (s.check_installed)())
+    }
+
     pub fn has_server(self) -> bool {
-        self.server_kill().is_some()
+        self.server().is_some()
     }
 
     /// Parses one name, or "all", "db", "files", "kv", "server" for a group.

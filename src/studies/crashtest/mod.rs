@@ -194,6 +194,10 @@ pub struct CrashReport {
 
 pub fn crashtest(opts: &CrashOptions, progress: &dyn Progress) -> Result<CrashReport> {
     validate(opts)?;
+    // Before any method runs: a missing server would end a long run late.
+    for m in &opts.methods {
+        m.check_installed().map_err(|e| Error::invalid(format!("--method {}: {e}", m.name())))?;
+    }
     crate::engine::registry::reap_killed(&opts.workdir)?;
     // Enterable by others (not listable): PostgreSQL's throwaway cluster
     // runs as the `postgres` user when blobbench runs as root.
