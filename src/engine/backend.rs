@@ -51,26 +51,17 @@ pub enum CrashWrite {
 /// Nothing when no server runs there.
 pub type ServerKill = fn(&Path) -> Result<()>;
 
-/// The server behind a crash mode: how it is killed, and whether its
-/// programs are installed (checked before any method runs, so a long run
-/// does not fail at its first server method).
-#[derive(Debug, Clone, Copy)]
-pub struct CrashServer {
-    pub kill: ServerKill,
-    /// One-line error naming what to install when the programs are missing.
-    pub check_installed: fn() -> Result<()>,
-}
-
 /// One write mode of the crash test: its name on the command line, what it
-/// is, how it writes, and, for an engine whose writes a server makes, that
-/// server (killing only the client would leave the writes to the server,
-/// untouched).
+/// is, how it writes, and, for an engine whose writes a server makes, how
+/// that server is killed (killing only the client would leave the writes to
+/// the server, untouched). What the server needs installed is the backend's
+/// [`Backend::preflight`].
 #[derive(Debug, Clone, Copy)]
 pub struct CrashMode {
     pub name: &'static str,
     pub description: &'static str,
     pub write: CrashWrite,
-    pub server: Option<CrashServer>,
+    pub server: Option<ServerKill>,
 }
 
 /// One engine kind. Every method is required, so a new engine that forgets

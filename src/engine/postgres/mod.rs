@@ -32,7 +32,7 @@ use descriptor::detect;
 pub use stat::stat;
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
-use crate::engine::backend::{Backend, Claim, CrashMode, CrashServer, CrashWrite, Probe};
+use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, Probe};
 use crate::engine::report::{ExportReport, StatReport};
 use crate::records::{EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo};
 use crate::util::progress::Progress;
@@ -102,19 +102,18 @@ impl Backend for PgBackend {
         server::reap_killed(workdir)
     }
 
-    /// A throwaway cluster needs `initdb` and `pg_ctl`; a server the user
-    /// runs (`--pg`) needs nothing here.
+    /// A throwaway cluster needs `initdb` and `pg_ctl` (and, as root, the
+    /// `postgres` user); a server the user runs (`--pg`) needs nothing here.
     fn preflight(&self, settings: &EngineSettings) -> Result<()> {
         match settings.pg.url {
             Some(_) => Ok(()),
-            None => server::find_binaries().map(|_| ()),
+            None => server::check_installed(),
         }
     }
 }
 
 const fn crash_mode(name: &'static str, description: &'static str, durable: bool) -> CrashMode {
-    let server = CrashServer { kill: server::kill_server, check_installed: server::check_installed };
-    CrashMode { name, description, write: CrashWrite::Commit { durable }, server: Some(server) }
+    CrashMode { name, description, write: CrashWrite::Commit { durable }, server: Some(server::kill_server) }
 }
 
 const CRASH_MODES: [CrashMode; 2] = [

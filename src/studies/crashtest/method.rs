@@ -5,7 +5,7 @@
 
 use std::sync::OnceLock;
 
-use crate::engine::backend::{CrashServer, CrashWrite, ServerKill};
+use crate::engine::backend::{CrashWrite, ServerKill};
 use crate::engine::registry::BACKENDS;
 use crate::records::{DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel};
 use crate::util::units::UnitError;
@@ -24,9 +24,9 @@ pub enum Method {
     Engine { engine: EngineKind, durable: bool },
 }
 
-/// One row of the table: name, what it is, the method, its server (an
-/// engine whose writes a server makes).
-type Row = (&'static str, &'static str, Method, Option<CrashServer>);
+/// One row of the table: name, what it is, the method, how its server is
+/// killed (an engine whose writes a server makes), its engine.
+type Row = (&'static str, &'static str, Method, Option<ServerKill>, EngineKind);
 
 /// Every method, from each engine's backend (its `crash_modes`) in the
 /// registry's order. A new write path is one more row there; a new kind of
@@ -36,7 +36,7 @@ fn table() -> &'static [Row] {
     static TABLE: OnceLock<Vec<Row>> = OnceLock::new();
     TABLE.get_or_init(|| {
         let rows = BACKENDS.iter().flat_map(|b| b.crash_modes().iter().map(move |m| (b.kind(), m)));
-        rows.map(|(engine, m)| (m.name, m.description, Method::from_mode(engine, m.write), m.server)).collect()
+        rows.map(|(engine, m)| (m.name, m.description, Method::from_mode(engine, m.write), m.server, engine)).collect()
     })
 }
 
@@ -64,21 +64,19 @@ impl Method {
     /// How the crash test kills the server that makes this method's
     /// writes, besides the client (None: the writer is the whole engine).
     pub fn server_kill(self) -> Option<ServerKill> {
-        self.server().map(|s| s.kill)
-    }
-
-    fn server(self) -> Option<CrashServer> {
         table().iter().find(|t| t.2 == self).and_then(|t| t.3)
     }
 
-    /// Whether what the method needs is installed (a server's programs),
-    /// with an error saying what to install when not.
+    /// Whether what the method's engine needs is installed (a server's
+    /// programs: its backend's preflight), with an error saying what to
+    /// install when not.
     pub fn check_installed(self) -> crate::Result<()> {
-        self.server().map_or(Ok(()), |s| (s.check_installed)())
+        let Some(row) = table().iter().find(|t| t.2 == self) else { return Ok(()) };
+        crate::engine::registry::backend(row.4).preflight(&crate::records::EngineSettings::default())
     }
 
     pub fn has_server(self) -> bool {
-        self.server().is_some()
+        self.server_kill().is_some()
     }
 
     /// Parses one name, or "all", "db", "files", "kv", "server" for a group.
