@@ -267,19 +267,20 @@ fn stat(dir: &Path) -> Result<KvStat> {
 }
 
 /// Builds a fjall dataset at `target` from the kvtest database `db`: inserts
-/// with the journal persisted by hand, then the memtable flushed to a table
-/// and `persist(SyncAll)`, so the build is durable and opens without replay.
+/// (each flushed to the OS, fjall's default), then the memtable flushed to a
+/// table and `persist(SyncAll)`, so the build is durable and opens without
+/// replay. The keyspace keeps fjall's default journal persist: fjall stores
+/// a keyspace's options with it, so a by-hand persist set here would hold
+/// every later run's writes in a user-space buffer, which a killed process
+/// loses (and which times a write fjall's users do not get).
 fn build(db: &Path, target: &Path, force: bool, progress: &dyn Progress) -> Result<ExportReport> {
     let started = Instant::now();
     let staging = kv::stage(KIND, target, force, is_dataset)?;
     let dir = &staging.path;
     let copied = {
-        let out = Database::builder(dir)
-            .manual_journal_persist(true)
-            .open()
-            .map_err(|e| fjall_error(dir, "cannot create the fjall database", e))?;
+        let out = Database::builder(dir).open().map_err(|e| fjall_error(dir, "cannot create the fjall database", e))?;
         let ks = out
-            .keyspace(KEYSPACE, || keyspace_options().manual_journal_persist(true))
+            .keyspace(KEYSPACE, keyspace_options)
             .map_err(|e| fjall_error(dir, "cannot create keyspace blobs", e))?;
         let copied = crate::engine::kvtest_db::copy_rows(db, progress, &mut |key, value| {
             ks.insert(key_bytes(key), value).map_err(|e| fjall_error(dir, "cannot write", e))
@@ -297,6 +298,32 @@ fn build(db: &Path, target: &Path, force: bool, progress: &dyn Progress) -> Resu
 mod tests {
     use super::*;
     use crate::engine::kv::test_support::round_trip;
+
+    /// A fast write is in the journal file as soon as the insert returns
+    /// (fjall's default: flushed to the OS, so a killed process loses
+    /// none); the build's by-hand journal persist, which fjall stores with
+    /// the keyspace, must not carry over into the runs.
+    #[test]
+    fn a_fast_write_reaches_the_journal_file_before_the_session_ends() {
+        use crate::engine::api::OpenMode;
+        use crate::engine::kv::test_support::tiny_kv;
+        let tmp = tempfile::tempdir().unwrap();
+        let (db, rows) = tiny_kv(tmp.path(), 5);
+        let target = tmp.path().join("fjall");
+        crate::engine::registry::build(KIND, &db, &target, false, &crate::util::progress::Silent).unwrap();
+        let mut e = FjallEngine::new(&target, KvParams { sync: KvSync::Fast, multitrans: true });
+        e.survey(true).unwrap();
+        let mut s = e.open(OpenMode::WRITE).unwrap();
+        let marker: Vec<u8> = b"blobbench-marker-".iter().copied().cycle().take(rows[0].1.len()).collect();
+        s.overwrite(1, &marker).unwrap();
+        let on_disk = kv::dataset_files(&target)
+            .unwrap()
+            .iter()
+            .any(|f| std::fs::read(f).unwrap().windows(marker.len()).any(|w| w == &marker[..]));
+        assert!(on_disk, "the overwrite is in a file before commit or close");
+        s.commit().unwrap();
+        s.close().unwrap();
+    }
 
     #[test]
     fn round_trip_reads_writes_and_deletes() {
