@@ -30,8 +30,9 @@ pub(super) fn matrix_bytes(quick: bool) -> u64 {
 }
 
 /// The size crossover: a one-row matrix (4 KiB pages, sizes from a quarter
-/// of the mean to 64 times it, no writes) whose crossover says above which
-/// blob size files read faster than SQLite here. None when interrupted.
+/// of the mean to 64 times it, no writes, the engines considered beside the
+/// files) whose crossovers say above which blob size files read faster than
+/// SQLite, and than each engine, here. None when interrupted.
 pub(super) fn size_crossover(
     opts: &AdviseOptions,
     mean: f64,
@@ -46,6 +47,7 @@ pub(super) fn size_crossover(
     m.page_sizes = vec![MATRIX_PAGE_SIZE];
     m.total_bytes = total;
     m.writes = false;
+    m.engines.clone_from(&opts.engines);
     m.workdir.clone_from(&opts.workdir);
     m.rounds.budget = Some(Duration::from_secs(if opts.quick { 1 } else { 3 }));
     match matrix::run(&m, &AsProgress(observer)) {

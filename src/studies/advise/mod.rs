@@ -120,7 +120,7 @@ impl AdviseOptions {
 /// estimated from the dataset (100 MB/s to build each copy, 20 us per
 /// warm read, 100 us per cold one, 3 ms per durable write and 100 us per
 /// other write; the size matrix's cells at 100 MB/s and half a second
-/// each; the aging pass's sample built and rewritten twice at 100 MB/s
+/// each, and as much again per engine; the aging pass's sample built and rewritten twice at 100 MB/s
 /// per layout, a second per layout and age, and its four read sets): a
 /// budget below it is refused, naming it.
 pub fn minimum_budget(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Duration {
@@ -132,7 +132,8 @@ pub fn minimum_budget(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Dura
     let per_write = if opts.durability == Durability::Required { 3e-3 } else { 100e-6 };
     let writes = f64::from(opts.writes_per_arm(count)) * stores * 2.0 * per_write;
     let sizes = facets::MATRIX_SIZES as f64;
-    let matrix = sizes * (facets::matrix_bytes(opts.quick) as f64 / 100e6 + 0.5);
+    // Each engine's dataset is built in every cell and read beside the rest.
+    let matrix = sizes * (1.0 + opts.engines.len() as f64) * (facets::matrix_bytes(opts.quick) as f64 / 100e6 + 0.5);
     let layouts = opts.stores().iter().filter(|s| s.aging_layout().is_some()).count() as f64;
     // The aging pass's smaller plan: a larger budget affords the larger one.
     let sample = f64::from(facets::aging_count(count, mean_bytes, false)) * mean_bytes;

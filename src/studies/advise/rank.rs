@@ -12,7 +12,7 @@ use crate::measure::rounds::RoundSet;
 use crate::measure::Experiment;
 use crate::records::DiskUsage;
 use crate::studies::aging::{AgePoint, AgingSection};
-use crate::studies::matrix::{Crossover, MatrixSection};
+use crate::studies::matrix::{Crossover, EngineCrossover, MatrixSection};
 use crate::studies::suite::{CONTROL_ID, CONTROL_OF};
 
 /// What the recommendation is computed from: the parts of one result file.
@@ -122,9 +122,10 @@ pub enum Change {
     Mix { reads_pct: u32, more_reads: bool, leader: Store },
     /// An excluded candidate that the other durability need would admit.
     Durability { store: Store, need: Durability },
-    /// Where files opened directly start to read faster than SQLite (the
-    /// size matrix's crossover at `page_size`), and the largest size measured.
-    Size { crossover: Crossover, page_size: u32, largest_bytes: u32 },
+    /// Where files opened directly start to read faster than `against`
+    /// (SQLite, or the leading engine; the size matrix's crossover at
+    /// `page_size`), and the largest size measured.
+    Size { crossover: Crossover, page_size: u32, largest_bytes: u32, against: Store },
     /// With cold reads (data not in the page cache) at the stated mix,
     /// `leader` would rank first; `reads` is its cold reads over the
     /// leader's (an interval holding 1 makes the change unclear).
@@ -366,7 +367,13 @@ fn changes(inputs: &Inputs, share: f64, out: &Ranking) -> Vec<Change> {
     if let Some(m) = inputs.matrix {
         let largest_bytes = m.cells.iter().map(|c| c.size_bytes).max().unwrap_or(0);
         for c in &m.crossovers {
-            changes.push(Change::Size { crossover: c.direct.clone(), page_size: c.page_size, largest_bytes });
+            let crossover = c.direct.clone();
+            changes.push(Change::Size { crossover, page_size: c.page_size, largest_bytes, against: Store::Sqlite });
+        }
+        let leading_engine = |e: &&EngineCrossover| leader == Some(Store::Engine(e.engine));
+        for c in m.engine_crossovers.iter().filter(leading_engine) {
+            let (crossover, against) = (c.read.clone(), Store::Engine(c.engine));
+            changes.push(Change::Size { crossover, page_size: c.page_size, largest_bytes, against });
         }
     }
     let other = inputs.section.workload.durability.other();

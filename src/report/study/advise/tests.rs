@@ -210,10 +210,40 @@ fn the_size_matrix_says_above_which_size_files_win() {
     assert!(size > 10_000.0 && size < 100_000.0, "{size}");
     let text = words::what_would_change_it(&r);
     assert!(
-        text.contains("files opened directly read faster than SQLite (size matrix crossover at 4 KiB pages"),
+        text.contains("files opened directly read faster than SQLite (size matrix crossover, 4 KiB pages, SQL reads)"),
         "{text}"
     );
     assert!(!text.contains("not measured by this run"), "{text}");
+}
+
+/// With an engine leading, the size matrix's crossover of that engine
+/// against the files is given too (and no other engine's).
+#[test]
+fn a_leading_engine_gets_its_own_size_crossover() {
+    let mut f = advise_file(Durability::Required, (100, 0), &durable_times());
+    let mut m = crate::studies::matrix::tests_support::section_with_engine();
+    m.engine_crossovers[0].engine = EngineKind::Lmdb;
+    let mut other = m.engine_crossovers[0].clone();
+    other.engine = EngineKind::Redb;
+    m.engine_crossovers.push(other);
+    f.matrix = Some(m);
+    let (r, _) = ranking(&f).unwrap();
+    assert_eq!(r.ranked[0].store, LMDB, "LMDB reads fastest: {:?}", r.ranked);
+    let against: Vec<Store> = r
+        .changes
+        .iter()
+        .filter_map(|c| match c {
+            Change::Size { against, .. } => Some(*against),
+            _ => None,
+        })
+        .collect();
+    assert!(against.contains(&Store::Sqlite) && against.contains(&LMDB), "{against:?}");
+    assert!(!against.contains(&REDB), "only the leader's: {against:?}");
+    let text = words::what_would_change_it(&r);
+    assert!(
+        text.contains("above about 100.00 KB per blob, files opened directly read faster than LMDB (size matrix crossover, the same rounds as the files)"),
+        "{text}"
+    );
 }
 
 #[test]

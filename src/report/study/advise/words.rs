@@ -176,7 +176,9 @@ pub fn what_would_change_it(r: &Ranking) -> String {
                 if *more_reads { "more" } else { "fewer" },
                 store_name(*leader)
             )),
-            Change::Size { crossover, page_size, largest_bytes } => parts.push(size_change(crossover, *page_size, *largest_bytes)),
+            Change::Size { crossover, page_size, largest_bytes, against } => {
+                parts.push(size_change(crossover, *page_size, *largest_bytes, *against))
+            }
             Change::Cold { leader, reads } => parts.push(format!(
                 "with the data not in the page cache (reads measured with the cache evicted before each run), {} \
                  would rank first{}",
@@ -259,18 +261,22 @@ pub fn aging_note(r: &Ranking, sample: u32) -> Option<String> {
 }
 
 /// The size crossover in words.
-fn size_change(c: &Crossover, page_size: u32, largest: u32) -> String {
-    let pages = format!("{} KiB", page_size / 1024);
+fn size_change(c: &Crossover, page_size: u32, largest: u32, against: Store) -> String {
+    let name = store_name(against);
+    let how = match against {
+        Store::Sqlite => format!("{} KiB pages, SQL reads", page_size / 1024),
+        _ => "the same rounds as the files".to_string(),
+    };
     match (c.kind, c.size_bytes) {
         (CrossoverKind::At, Some(size)) => format!(
-            "above about {} per blob, files opened directly read faster than SQLite (size matrix crossover at {pages} pages, SQL reads)",
+            "above about {} per blob, files opened directly read faster than {name} (size matrix crossover, {how})",
             bytes(size.round() as u64)
         ),
-        (CrossoverKind::BelowRange, _) => format!(
-            "files opened directly read faster than SQLite at every blob size the size matrix measured ({pages} pages, SQL reads)"
-        ),
+        (CrossoverKind::BelowRange, _) => {
+            format!("files opened directly read faster than {name} at every blob size the size matrix measured ({how})")
+        }
         _ => format!(
-            "no blob size up to {} would: SQLite read faster at every size the size matrix measured ({pages} pages, SQL reads)",
+            "no blob size up to {} would: {name} read faster at every size the size matrix measured ({how})",
             bytes(u64::from(largest))
         ),
     }
