@@ -3,14 +3,17 @@
 
 use std::fmt::Write as _;
 
-use super::{factor_text, verdict_text};
+use super::{factor_text, lead_interval, verdict_text};
+use crate::measure::rounds::RoundSet;
 use crate::results::ResultFile;
 use crate::studies::concurrency::{self, ConcurrencySection, Point, Workload};
 use crate::util::units::plural;
 
 /// Readers while one writer overwrites blobs: their p50/p99 latency and
-/// reads/s beside the same readers alone, and the writer's rate.
-fn blob_writer_lines(o: &mut String, b: &concurrency::BlobReaders) {
+/// reads/s beside the same readers alone, the writer's rate, and the
+/// database over the files with a writer (paired by round when they ran in
+/// rounds).
+fn blob_writer_lines(o: &mut String, b: &concurrency::BlobReaders, rounds: &[RoundSet]) {
     if !b.points.iter().any(|p| p.writes_per_s.is_some()) {
         return;
     }
@@ -37,6 +40,15 @@ fn blob_writer_lines(o: &mut String, b: &concurrency::BlobReaders) {
             );
         }
     }
+    for l in b.writer_leads(rounds) {
+        let _ = writeln!(
+            o,
+            "    database / files, both beside a writer, {} thr: {:.2}x in reads/s ({})",
+            l.threads,
+            l.ratio,
+            lead_interval(&l)
+        );
+    }
 }
 
 /// 1234 -> "1.23k", 1234567 -> "1.23M".
@@ -55,7 +67,7 @@ pub fn terminal(file: &ResultFile, _colour: bool) -> String {
     file.concurrency.as_ref().map_or_else(String::new, |c| text(c, &file.rounds))
 }
 
-fn text(c: &ConcurrencySection, rounds: &[crate::measure::rounds::RoundSet]) -> String {
+fn text(c: &ConcurrencySection, rounds: &[RoundSet]) -> String {
     let mut o = String::new();
     let s = &c.settings;
     let _ = writeln!(
@@ -116,7 +128,7 @@ fn text(c: &ConcurrencySection, rounds: &[crate::measure::rounds::RoundSet]) -> 
             let _ = write!(o, "{:>12}", format!("{:.2}x", l.ratio));
         }
         let _ = writeln!(o);
-        blob_writer_lines(&mut o, b);
+        blob_writer_lines(&mut o, b, rounds);
     }
     let _ = writeln!(
         o,
