@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::frag::OverflowLocality;
 use super::sizes::SizeSetting;
+use crate::measure::paired::PairedRatio;
 use crate::measure::rounds::RoundSet;
 use crate::measure::Experiment;
 use crate::records::EngineKind;
@@ -33,16 +34,44 @@ pub struct AgingSetting {
     /// Read time by blob size band and age (wide size settings only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub crossover: Vec<Crossover>,
-    /// The reads at each age as interleaved rounds, warm then cold, with
-    /// the layout ids as arms (absent in older files: their reads are
-    /// unpaired).
+    /// Every comparison as interleaved rounds: the reads at each age (warm
+    /// then cold, the layout ids as arms), the size bands of the crossover
+    /// and the remedies (absent in older files: their reads are unpaired;
+    /// files from before the bands and remedies ran in rounds hold only
+    /// the reads at each age).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rounds: Vec<RoundSet>,
 }
 
+fn cache(cold: bool) -> &'static str {
+    if cold {
+        "cold"
+    } else {
+        "warm"
+    }
+}
+
 /// The id of a setting's read rounds at `age`: "aging/article/age8/warm".
 pub fn rounds_id(setting: &str, age: u32, cold: bool) -> String {
-    format!("aging/{setting}/age{age}/{}", if cold { "cold" } else { "warm" })
+    format!("aging/{setting}/age{age}/{}", cache(cold))
+}
+
+/// The id of the rounds of size band `band` (from 1) at `age`:
+/// "aging/large/age8/warm/band3".
+pub fn band_rounds_id(setting: &str, age: u32, cold: bool, band: u32) -> String {
+    format!("{}/band{band}", rounds_id(setting, age, cold))
+}
+
+/// The id of the remedies' rounds, after the last age `age`:
+/// "aging/article/age8/warm/remedies".
+pub fn remedy_rounds_id(setting: &str, age: u32, cold: bool) -> String {
+    format!("{}/remedies", rounds_id(setting, age, cold))
+}
+
+/// The arm of a remedied copy in the remedies' rounds: "db-wal/vacuum".
+/// The aged layout beside it is the arm named by its id alone.
+pub fn remedy_arm(layout: &str, remedy: &str) -> String {
+    format!("{layout}/{remedy}")
 }
 
 impl AgingSetting {
@@ -50,6 +79,20 @@ impl AgingSetting {
     pub fn read_rounds(&self, age: u32, cold: bool) -> Option<&RoundSet> {
         let id = rounds_id(&self.sizes.name, age, cold);
         self.rounds.iter().find(|s| s.id == id)
+    }
+
+    /// The remedies' rounds (warm or cold); None in older files.
+    pub fn remedy_rounds(&self, cold: bool) -> Option<&RoundSet> {
+        let (prefix, suffix) = (format!("aging/{}/age", self.sizes.name), format!("/{}/remedies", cache(cold)));
+        self.rounds.iter().find(|s| s.id.starts_with(&prefix) && s.id.ends_with(&suffix))
+    }
+
+    /// A remedy point's read time over its aged layout's, paired by round
+    /// (below 1.0 the remedy made reads faster); None in older files or
+    /// when the rounds do not pair.
+    pub fn remedy_effect(&self, point: &AgePoint, cold: bool) -> Option<PairedRatio> {
+        let remedy = point.remedy.as_deref()?;
+        self.remedy_rounds(cold)?.ratio(&remedy_arm(&point.layout, remedy), &point.layout)
     }
 }
 
@@ -183,6 +226,11 @@ pub struct Band {
     pub blobs: u32,
     /// Per layout id, median per-op read time in microseconds.
     pub per_op_us: Vec<(String, f64)>,
+    /// The fastest file layout's read time over the fastest SQLite
+    /// layout's, paired by round (the band's rounds); absent in older
+    /// files, whose bands ran one layout after another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files_over_db: Option<PairedRatio>,
 }
 
 impl Band {
@@ -197,14 +245,26 @@ impl Band {
     }
 }
 
+impl Band {
+    /// Files read faster than SQLite in this band: by the paired estimate
+    /// when the band ran in rounds, else (older files) by the medians.
+    fn files_faster(&self, layouts: &[LayoutInfo]) -> bool {
+        match (&self.files_over_db, self.best(layouts, false), self.best(layouts, true)) {
+            (Some(paired), ..) => paired.value < 1.0,
+            (None, Some(db), Some(files)) => files < db,
+            _ => false,
+        }
+    }
+}
+
 /// Where files become faster than the database, from bands in size order.
 pub fn files_faster_from(bands: &[Band], layouts: &[LayoutInfo]) -> Option<u32> {
     let mut from = None;
     for band in bands.iter().rev() {
-        match (band.best(layouts, false), band.best(layouts, true)) {
-            (Some(db), Some(files)) if files < db => from = Some(band.min_bytes),
-            _ => break,
+        if !band.files_faster(layouts) {
+            break;
         }
+        from = Some(band.min_bytes);
     }
     from
 }

@@ -87,10 +87,8 @@ impl BlobReaders {
 
     /// The fastest of `db_stores` over `files` at `t` threads.
     fn lead(&self, rounds: &[RoundSet], t: u32, db_stores: &[&str], files: &str) -> Option<Ratio> {
-        let (db, store) = db_stores
-            .iter()
-            .filter_map(|s| self.rate(s, t).map(|r| (r, *s)))
-            .max_by(|a, b| a.0.total_cmp(&b.0))?;
+        let (db, store) =
+            db_stores.iter().filter_map(|s| self.rate(s, t).map(|r| (r, *s))).max_by(|a, b| a.0.total_cmp(&b.0))?;
         let files_rate = self.rate(files, t).filter(|&r| r > 0.0)?;
         let (db_id, files_id) = (experiment_id(store, t), experiment_id(files, t));
         let paired = rounds
