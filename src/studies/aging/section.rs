@@ -235,7 +235,7 @@ pub struct Band {
 
 impl Band {
     /// The fastest layout of one kind (database or files) in this band.
-    fn best(&self, layouts: &[LayoutInfo], files: bool) -> Option<f64> {
+    pub fn best(&self, layouts: &[LayoutInfo], files: bool) -> Option<f64> {
         self.per_op_us
             .iter()
             .filter(|(id, _)| layouts.iter().any(|l| &l.id == id && l.engine.is_files() == files))
@@ -279,7 +279,98 @@ mod tests {
             max_bytes: min + 100,
             blobs: 10,
             per_op_us: vec![("db-wal".into(), db), ("files-inplace".into(), files)],
+            files_over_db: None,
         }
+    }
+
+    fn layouts() -> Vec<LayoutInfo> {
+        vec![
+            LayoutInfo { id: "db-wal".into(), title: "".into(), engine: crate::engine::sqlite::KIND },
+            LayoutInfo { id: "files-inplace".into(), title: "".into(), engine: crate::engine::files::FLAT_KIND },
+        ]
+    }
+
+    /// Rounds of `arms`, per round each arm's per-op time.
+    fn round_set(id: &str, arms: &[&str], rounds: &[Vec<f64>]) -> RoundSet {
+        use crate::measure::busy::Load;
+        use crate::measure::rounds::{Round, StopReason};
+        RoundSet {
+            id: id.into(),
+            arms: arms.iter().map(|a| a.to_string()).collect(),
+            seed: 1,
+            warmup: true,
+            target_pct: 5.0,
+            budget_s: None,
+            max_rounds: rounds.len() as u32,
+            stop: StopReason::MaxRounds,
+            rounds: rounds
+                .iter()
+                .map(|t| Round {
+                    order: (0..arms.len() as u32).rev().collect(),
+                    per_op_us: t.clone(),
+                    elapsed_ms: 1.0,
+                    load: Load::default(),
+                })
+                .collect(),
+            warnings: vec![],
+        }
+    }
+
+    fn point(layout: &str, age: u32, remedy: Option<&str>) -> AgePoint {
+        AgePoint {
+            layout: layout.into(),
+            age,
+            remedy: remedy.map(str::to_string),
+            rewrite: None,
+            read_warm: None,
+            read_cold: None,
+            usage: Usage::default(),
+            fragmentation: Fragmentation::default(),
+        }
+    }
+
+    #[test]
+    fn a_band_in_rounds_is_decided_by_its_paired_ratio() {
+        // By the medians files lose (2.0 vs 1.9), but round by round files
+        // took 0.8x SQLite's time: a burst of load hit SQLite's median rounds.
+        let mut b = band(100, 1.9, 2.0);
+        let rounds: Vec<Vec<f64>> = [1.0, 1.5, 2.5, 2.5, 2.5, 1.0].iter().map(|&db| vec![db, db * 0.8]).collect();
+        b.files_over_db =
+            crate::measure::rounds::compare(&rounds, &crate::measure::rounds::Comparison { a: vec![1], b: vec![0] });
+        let r = b.files_over_db.clone().unwrap();
+        assert!((r.value - 0.8).abs() < 1e-9 && (r.high - 0.8).abs() < 1e-9 && r.rounds == 6, "{r:?}");
+        assert_eq!(files_faster_from(&[band(0, 1.0, 2.0), b.clone()], &layouts()), Some(100), "paired: files win");
+        b.files_over_db = None;
+        assert_eq!(files_faster_from(&[b], &layouts()), None, "unpaired (older files): the medians say SQLite");
+        let old: Band =
+            serde_json::from_str(r#"{"min_bytes": 1, "max_bytes": 2, "blobs": 3, "per_op_us": []}"#).unwrap();
+        assert!(old.files_over_db.is_none(), "older files' bands read without a paired ratio");
+    }
+
+    #[test]
+    fn a_remedy_is_paired_with_its_aged_layout_in_the_remedy_rounds() {
+        let mut setting: AgingSetting = serde_json::from_str(
+            r#"{"sizes": {"name": "article", "min_bytes": 8000, "max_bytes": 12000}, "count": 10,
+            "layouts": [], "points": [], "remedies": []}"#,
+        )
+        .unwrap();
+        let vacuumed = point("db-wal", 2, Some("vacuum"));
+        assert_eq!(setting.remedy_effect(&vacuumed, false), None, "older files: no remedy rounds");
+        // VACUUM halves the read time in every round; the incremental copy
+        // is 10% slower than aged; the rounds' load varies threefold.
+        let load = [1.0, 3.0, 1.0, 2.0, 1.0, 1.0, 1.5];
+        let rows: Vec<Vec<f64>> = load.iter().map(|l| vec![10.0 * l, 5.0 * l, 11.0 * l]).collect();
+        let arms = ["db-wal", "db-wal/vacuum", "db-wal/incremental-vacuum"];
+        setting.rounds.push(round_set(&rounds_id("article", 2, false), &arms[..1], &rows[..1]));
+        setting.rounds.push(round_set(&remedy_rounds_id("article", 2, false), &arms, &rows));
+        assert_eq!(remedy_arm("db-wal", "vacuum"), "db-wal/vacuum");
+        let v = setting.remedy_effect(&vacuumed, false).expect("paired");
+        assert!((v.value - 0.5).abs() < 1e-9 && (v.low - 0.5).abs() < 1e-9 && v.rounds == 7, "{v:?}");
+        let incr = setting.remedy_effect(&point("db-wal", 3, Some("incremental-vacuum")), false).unwrap();
+        assert!((incr.value - 1.1).abs() < 1e-9, "{incr:?}");
+        assert_eq!(setting.remedy_effect(&vacuumed, true), None, "no cold remedy rounds in this file");
+        setting.rounds[1].rounds[3].per_op_us.pop();
+        assert_eq!(setting.remedy_effect(&vacuumed, false), None, "an arm missing from a round: not paired");
     }
 
     #[test]
@@ -294,10 +385,7 @@ mod tests {
 
     #[test]
     fn crossover_is_the_first_band_of_the_winning_tail() {
-        let layouts = vec![
-            LayoutInfo { id: "db-wal".into(), title: "".into(), engine: crate::engine::sqlite::KIND },
-            LayoutInfo { id: "files-inplace".into(), title: "".into(), engine: crate::engine::files::FLAT_KIND },
-        ];
+        let layouts = layouts();
         let bands = [band(100, 1.0, 2.0), band(200, 3.0, 2.0), band(300, 1.0, 2.0), band(400, 5.0, 4.0)];
         assert_eq!(files_faster_from(&bands, &layouts), Some(400));
         assert_eq!(files_faster_from(&bands[..3], &layouts), None);
