@@ -272,6 +272,7 @@ pub fn files_faster_from(bands: &[Band], layouts: &[LayoutInfo]) -> Option<u32> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::rounds::synthetic;
 
     fn band(min: u32, db: f64, files: f64) -> Band {
         Band {
@@ -288,32 +289,6 @@ mod tests {
             LayoutInfo { id: "db-wal".into(), title: "".into(), engine: crate::engine::sqlite::KIND },
             LayoutInfo { id: "files-inplace".into(), title: "".into(), engine: crate::engine::files::FLAT_KIND },
         ]
-    }
-
-    /// Rounds of `arms`, per round each arm's per-op time.
-    fn round_set(id: &str, arms: &[&str], rounds: &[Vec<f64>]) -> RoundSet {
-        use crate::measure::busy::Load;
-        use crate::measure::rounds::{Round, StopReason};
-        RoundSet {
-            id: id.into(),
-            arms: arms.iter().map(|a| a.to_string()).collect(),
-            seed: 1,
-            warmup: true,
-            target_pct: 5.0,
-            budget_s: None,
-            max_rounds: rounds.len() as u32,
-            stop: StopReason::MaxRounds,
-            rounds: rounds
-                .iter()
-                .map(|t| Round {
-                    order: (0..arms.len() as u32).rev().collect(),
-                    per_op_us: t.clone(),
-                    elapsed_ms: 1.0,
-                    load: Load::default(),
-                })
-                .collect(),
-            warnings: vec![],
-        }
     }
 
     fn point(layout: &str, age: u32, remedy: Option<&str>) -> AgePoint {
@@ -361,8 +336,8 @@ mod tests {
         let load = [1.0, 3.0, 1.0, 2.0, 1.0, 1.0, 1.5];
         let rows: Vec<Vec<f64>> = load.iter().map(|l| vec![10.0 * l, 5.0 * l, 11.0 * l]).collect();
         let arms = ["db-wal", "db-wal/vacuum", "db-wal/incremental-vacuum"];
-        setting.rounds.push(round_set(&rounds_id("article", 2, false), &arms[..1], &rows[..1]));
-        setting.rounds.push(round_set(&remedy_rounds_id("article", 2, false), &arms, &rows));
+        setting.rounds.push(synthetic(&rounds_id("article", 2, false), &arms[..1], &rows[..1]));
+        setting.rounds.push(synthetic(&remedy_rounds_id("article", 2, false), &arms, &rows));
         assert_eq!(remedy_arm("db-wal", "vacuum"), "db-wal/vacuum");
         let v = setting.remedy_effect(&vacuumed, false).expect("paired");
         assert!((v.value - 0.5).abs() < 1e-9 && (v.low - 0.5).abs() < 1e-9 && v.rounds == 7, "{v:?}");

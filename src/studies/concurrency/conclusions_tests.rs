@@ -200,23 +200,8 @@ fn ratios_are_paired_by_round() {
 
 /// Rounds `id` of two arms, per round (first arm's, second arm's) per-op time.
 fn two_arm_rounds(id: &str, arms: [&str; 2], times: &[(f64, f64)]) -> RoundSet {
-    use crate::measure::busy::Load;
-    use crate::measure::rounds::{Round, StopReason};
-    RoundSet {
-        id: id.into(),
-        arms: arms.iter().map(|a| a.to_string()).collect(),
-        seed: 1,
-        warmup: true,
-        target_pct: 5.0,
-        budget_s: None,
-        max_rounds: times.len() as u32,
-        stop: StopReason::MaxRounds,
-        rounds: times
-            .iter()
-            .map(|&(a, b)| Round { order: vec![1, 0], per_op_us: vec![a, b], elapsed_ms: 1.0, load: Load::default() })
-            .collect(),
-        warnings: vec![],
-    }
+    let rows: Vec<Vec<f64>> = times.iter().map(|&(a, b)| vec![a, b]).collect();
+    crate::measure::rounds::synthetic(id, &arms, &rows)
 }
 
 #[test]

@@ -94,8 +94,7 @@ pub fn crossover_ratio(s: &AgingSetting, c: &Crossover) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::busy::Load;
-    use crate::measure::rounds::{Round, RoundSet, StopReason};
+    use crate::measure::rounds::synthetic;
     use crate::studies::aging::{remedy_rounds_id, Band, Fragmentation, LayoutInfo, SizeSetting, Usage};
 
     fn reads(per_op_us: f64) -> Option<ReadFigures> {
@@ -119,26 +118,8 @@ mod tests {
     /// 6 us; round by round VACUUM halves the time (load varies 3x).
     fn setting(with_rounds: bool) -> AgingSetting {
         let load = [1.0, 3.0, 1.0, 2.0, 1.0, 1.0, 1.5];
-        let rounds = |cold: bool| RoundSet {
-            id: remedy_rounds_id("article", 2, cold),
-            arms: vec!["db-wal".into(), "db-wal/vacuum".into()],
-            seed: 1,
-            warmup: !cold,
-            target_pct: 5.0,
-            budget_s: Some(2.0),
-            max_rounds: 7,
-            stop: StopReason::MaxRounds,
-            rounds: load
-                .iter()
-                .map(|l| Round {
-                    order: vec![1, 0],
-                    per_op_us: vec![10.0 * l, 5.0 * l],
-                    elapsed_ms: 1.0,
-                    load: Load::default(),
-                })
-                .collect(),
-            warnings: vec![],
-        };
+        let rows: Vec<Vec<f64>> = load.iter().map(|l| vec![10.0 * l, 5.0 * l]).collect();
+        let rounds = |cold: bool| synthetic(&remedy_rounds_id("article", 2, cold), &["db-wal", "db-wal/vacuum"], &rows);
         AgingSetting {
             sizes: SizeSetting::article(),
             count: 10,
