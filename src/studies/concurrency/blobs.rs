@@ -249,48 +249,51 @@ pub fn measure(opts: &ConcurrencyOptions, work: &Path, progress: &dyn Progress) 
         ("db-mmap", "SQLite + mmap, a connection per thread", &db, MMAP_BYTES),
         ("files", "files (fopen/fread), each thread its own", &dir, 0),
     ];
-    let mut points = Vec::new();
-    let mut experiments = Vec::new();
-    let mut rounds = Vec::new();
-    for threads in BLOB_THREADS {
-        if stop_requested() {
-            break;
-        }
-        let (measured, set) = match measure_rounds(opts, &stores, threads) {
-            Err(crate::Error::Interrupted) => break,
-            other => other?,
-        };
-        progress.advance(stores.len() as u64);
-        for (point, e) in measured {
-            points.push(point);
-            experiments.push(e);
-        }
-        rounds.push(set);
-    }
+    let mut out = Measured {
+        readers: BlobReaders {
+            blobs: opts.blob_count,
+            blob_size: BLOB_SIZE,
+            reads_per_run: opts.blob_reads,
+            points: vec![],
+        },
+        experiments: Vec::new(),
+        rounds: Vec::new(),
+    };
+    out.each_thread_count(progress, stores.len(), |t| measure_rounds(opts, &stores, t))?;
     // Readers while one writer overwrites blobs: last, since the writer
     // turns the database to WAL and changes content.
     let with_writer: [Store<'_>; 2] = [
         ("db-wal-writer", "SQLite WAL, readers + one writer", &db, 0),
         ("files-writer", "files, readers + one writer (new file + rename)", &dir, 0),
     ];
-    for threads in BLOB_THREADS {
-        if stop_requested() {
-            break;
+    out.each_thread_count(progress, with_writer.len(), |t| measure_writer_rounds(opts, &with_writer, t))?;
+    Ok(out)
+}
+
+impl Measured {
+    /// One set of rounds per thread count from `measure_one`, added here;
+    /// Ctrl-C stops them, keeping the sets measured before.
+    fn each_thread_count(
+        &mut self,
+        progress: &dyn Progress,
+        stores: usize,
+        measure_one: impl Fn(u32) -> Result<(Vec<(BlobPoint, Experiment)>, RoundSet)>,
+    ) -> Result<()> {
+        for threads in BLOB_THREADS {
+            if stop_requested() {
+                break;
+            }
+            let (measured, set) = match measure_one(threads) {
+                Err(crate::Error::Interrupted) => break,
+                other => other?,
+            };
+            progress.advance(stores as u64);
+            for (point, e) in measured {
+                self.readers.points.push(point);
+                self.experiments.push(e);
+            }
+            self.rounds.push(set);
         }
-        let (measured, set) = match measure_writer_rounds(opts, &with_writer, threads) {
-            Err(crate::Error::Interrupted) => break,
-            other => other?,
-        };
-        progress.advance(with_writer.len() as u64);
-        for (point, e) in measured {
-            points.push(point);
-            experiments.push(e);
-        }
-        rounds.push(set);
+        Ok(())
     }
-    Ok(Measured {
-        readers: BlobReaders { blobs: opts.blob_count, blob_size: BLOB_SIZE, reads_per_run: opts.blob_reads, points },
-        experiments,
-        rounds,
-    })
 }
