@@ -207,3 +207,59 @@ fn table(o: &mut String, c: &ConcurrencySection, w: Workload, title: &str) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::rounds::synthetic;
+
+    fn point(store: &str, threads: u32, reads_per_s: f64) -> concurrency::BlobPoint {
+        concurrency::BlobPoint {
+            store: store.into(),
+            label: store.into(),
+            threads,
+            experiment_id: format!("blobs/{store}/t{threads}"),
+            mb_per_s: 1.0,
+            reads_per_s,
+            latency: None,
+            noisy: false,
+            cpu_us_per_read: 1.0,
+            cores_used: 1.0,
+            writes_per_s: store.ends_with("-writer").then_some(500.0),
+        }
+    }
+
+    /// At 1 thread: the database with a writer at 200k reads/s by its
+    /// median, files at 100k; round by round the files took 3x as long.
+    fn readers() -> concurrency::BlobReaders {
+        let points = vec![
+            point("db", 1, 300e3),
+            point("files", 1, 150e3),
+            point("db-wal-writer", 1, 200e3),
+            point("files-writer", 1, 100e3),
+        ];
+        concurrency::BlobReaders { blobs: 10, blob_size: 10_000, reads_per_run: 100, points }
+    }
+
+    #[test]
+    fn readers_beside_a_writer_are_stated_paired_or_for_older_files_unpaired() {
+        let rows: Vec<Vec<f64>> = [1.0, 2.0, 1.0, 1.0, 3.0, 1.0].iter().map(|l| vec![5.0 * l, 15.0 * l]).collect();
+        let set = synthetic("concurrency/blobs-writer/t1", &["blobs/db-wal-writer/t1", "blobs/files-writer/t1"], &rows);
+        let mut o = String::new();
+        blob_writer_lines(&mut o, &readers(), std::slice::from_ref(&set));
+        assert!(
+            o.contains(
+                "database / files, both beside a writer, 1 thr: 3.00x in reads/s (3.00-3.00 (95% paired, 6 rounds))"
+            ),
+            "{o}"
+        );
+        let mut old = String::new();
+        blob_writer_lines(&mut old, &readers(), &[]);
+        assert!(
+            old.contains(
+                "database / files, both beside a writer, 1 thr: 2.00x in reads/s (unpaired, ratio of medians)"
+            ),
+            "{old}"
+        );
+    }
+}
