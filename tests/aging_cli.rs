@@ -58,7 +58,8 @@ fn check_points(setting: &Value, ages: &[u64]) {
 fn check_rounds(setting: &Value, ages: &[u64]) {
     let name = setting["sizes"]["name"].as_str().unwrap();
     let sets = setting["rounds"].as_array().unwrap();
-    assert_eq!(sets.len(), 2 * ages.len(), "warm and cold at each age");
+    let reads = sets.iter().filter(|s| s["id"].as_str().unwrap().split('/').count() == 4).count();
+    assert_eq!(reads, 2 * ages.len(), "the layouts' reads warm and cold at each age");
     for &age in ages {
         for cache in ["warm", "cold"] {
             let id = format!("aging/{name}/age{age}/{cache}");
@@ -80,6 +81,68 @@ fn check_rounds(setting: &Value, ages: &[u64]) {
                 .map(|p| u(&p[format!("read_{cache}")]["runs"]))
                 .unwrap();
             assert_eq!(runs, rounds.len() as u64, "{id}: a point's runs are its rounds");
+        }
+    }
+}
+
+/// Every round of `set` ran each of its `arms` once; its rounds.
+fn rounds_of<'a>(set: &'a Value, arms: &[&str]) -> &'a Vec<Value> {
+    let id = &set["id"];
+    let got: Vec<&str> = set["arms"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert_eq!(got, arms, "{id}");
+    let rounds = set["rounds"].as_array().unwrap();
+    assert!(!rounds.is_empty() && rounds.len() <= 4, "{id}: at most --quick's 4 rounds");
+    for r in rounds {
+        let mut order: Vec<u64> = r["order"].as_array().unwrap().iter().map(u).collect();
+        order.sort_unstable();
+        assert_eq!(order, (0..arms.len() as u64).collect::<Vec<_>>(), "{id}: each arm once per round, order recorded");
+    }
+    rounds
+}
+
+/// The remedies ran on copies, read beside the aged layouts in one set of
+/// rounds per cache state; each remedy point's reads are those rounds.
+fn check_remedy_rounds(setting: &Value, last: u64) {
+    let name = setting["sizes"]["name"].as_str().unwrap();
+    let mut arms: Vec<String> = LAYOUTS.iter().map(|l| l.to_string()).collect();
+    for l in LAYOUTS {
+        let remedies: &[&str] = if l.starts_with("db") { &["vacuum", "incremental-vacuum"] } else { &["copy-rewrite"] };
+        arms.extend(remedies.iter().map(|r| format!("{l}/{r}")));
+    }
+    let arms: Vec<&str> = arms.iter().map(String::as_str).collect();
+    let remedies = setting["remedies"].as_array().unwrap();
+    assert_eq!(remedies.len(), 6, "two remedies per database layout, one per file layout");
+    for cache in ["warm", "cold"] {
+        let id = format!("aging/{name}/age{last}/{cache}/remedies");
+        let set = setting["rounds"].as_array().unwrap().iter().find(|r| r["id"] == id.as_str());
+        let rounds = rounds_of(set.unwrap_or_else(|| panic!("no rounds {id}")), &arms);
+        for p in remedies {
+            assert_eq!(u(&p[format!("read_{cache}")]["runs"]), rounds.len() as u64, "{id}: {}", p["remedy"]);
+        }
+    }
+}
+
+/// Each size band of the crossover ran as rounds of the database and file
+/// layouts, and states files over SQLite paired by round.
+fn check_band_rounds(setting: &Value) {
+    let name = setting["sizes"]["name"].as_str().unwrap();
+    for c in setting["crossover"].as_array().unwrap() {
+        let (age, cache) = (u(&c["age"]), c["cache"].as_str().unwrap());
+        let bands = c["bands"].as_array().unwrap();
+        assert!(!bands.is_empty(), "age {age} {cache}");
+        for (k, band) in bands.iter().enumerate() {
+            let ratio = &band["files_over_db"];
+            assert!(ratio["low"].as_f64().unwrap() <= ratio["value"].as_f64().unwrap(), "{band}");
+            let id = format!("aging/{name}/age{age}/{cache}/band");
+            let sets: Vec<&Value> = setting["rounds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["id"].as_str().unwrap().starts_with(&id))
+                .collect();
+            assert_eq!(sets.len(), bands.len(), "{id}*: one set per band");
+            let rounds = rounds_of(sets[k], &LAYOUTS);
+            assert_eq!(u(&ratio["rounds"]), rounds.len() as u64, "{id}: the band's ratio is over its rounds");
         }
     }
 }
@@ -107,10 +170,12 @@ fn quick_aging_reports_every_layout_and_age_consistently() {
         for r in ["vacuum", "incremental-vacuum", "copy-rewrite"] {
             assert!(remedies.contains(&r), "{remedies:?}");
         }
+        check_remedy_rounds(s, 2);
     }
     let large = &settings[1];
     assert_eq!(large["sizes"]["name"], "large");
     assert_eq!(large["crossover"].as_array().unwrap().len(), 6, "warm and cold at each of 3 ages");
+    check_band_rounds(large);
     for chart in ["aging-article-read-warm", "aging-article-extents", "aging-large-crossover", "aging-large-disk"] {
         let svg = std::fs::read_to_string(out.join("charts").join(format!("{chart}.svg"))).unwrap();
         roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("{chart}: not well-formed: {e}"));

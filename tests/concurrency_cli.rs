@@ -68,14 +68,39 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
         assert!(p["latency"]["count"].as_u64().unwrap() > 0, "{}: readers' latency measured", p["store"]);
     }
     assert_eq!(v["experiments"].as_array().unwrap().len(), 15, "each blob reader point is an experiment");
-    // The stores without a writer are the arms of one set of rounds per thread count.
+    // Per thread count, the stores without a writer are the arms of one set
+    // of rounds, and the two stores beside a writer the arms of another.
     let sets = v["rounds"].as_array().unwrap();
     let ids: Vec<&str> = sets.iter().map(|s| s["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["concurrency/blobs/t1", "concurrency/blobs/t2", "concurrency/blobs/t4"]);
+    assert_eq!(
+        ids,
+        [
+            "concurrency/blobs/t1",
+            "concurrency/blobs/t2",
+            "concurrency/blobs/t4",
+            "concurrency/blobs-writer/t1",
+            "concurrency/blobs-writer/t2",
+            "concurrency/blobs-writer/t4"
+        ]
+    );
     for s in sets {
-        assert_eq!(s["arms"].as_array().unwrap().len(), 3, "db, db-mmap and files");
-        assert_eq!(s["rounds"].as_array().unwrap().len(), 3, "--rounds 3 (--budget 60s allows them)");
+        let writer = s["id"].as_str().unwrap().contains("writer");
+        let arms: Vec<&str> = s["arms"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+        assert_eq!(arms.len(), if writer { 2 } else { 3 }, "db, db-mmap and files; or db and files with a writer");
+        assert!(arms.iter().all(|a| a.contains("-writer/") == writer), "{arms:?}");
+        let rounds = s["rounds"].as_array().unwrap();
+        assert_eq!(rounds.len(), 3, "--rounds 3 (--budget 60s allows them)");
+        for r in rounds {
+            let mut order: Vec<u64> = r["order"].as_array().unwrap().iter().map(|i| i.as_u64().unwrap()).collect();
+            order.sort_unstable();
+            assert_eq!(order, (0..arms.len() as u64).collect::<Vec<_>>(), "the order is recorded: {r}");
+        }
     }
+    let writer_line = stdout.lines().find(|l| l.contains("database / files, both beside a writer, 4 thr:"));
+    assert!(
+        writer_line.is_some_and(|l| l.contains("paired, 3 rounds") && !l.contains("unpaired")),
+        "the stores beside a writer compare paired by round: {stdout}"
+    );
     assert_eq!(points[0]["store"], "db");
     let orders = c["rounds_order"].as_array().unwrap();
     assert_eq!(orders.len(), 3, "one order per round of the database points");

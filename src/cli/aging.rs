@@ -42,9 +42,10 @@ pub struct AgingArgs {
     /// Percent of the blobs deleted and inserted again at each age step (0: no churn).
     #[arg(long, default_value = "0", value_parser = churn_pct)]
     pub churn: f64,
-    /// Rounds of the layouts' reads at each age, warm and cold (--rounds,
-    /// alias --repeat) [default: 12, or 4 with --quick]; --budget is per age
-    /// and cache state [default: 20s, or 2s with --quick].
+    /// Rounds of every comparison's reads, warm and cold: the layouts at each
+    /// age, each size band, the remedies beside the aged layouts (--rounds,
+    /// alias --repeat) [default: 12, or 4 with --quick]; --budget is per set
+    /// of rounds [default: 20s, or 2s with --quick].
     #[command(flatten)]
     pub rounds: super::rounds::RoundsArgs,
     /// Directory for results.json, the charts and index.html.

@@ -310,20 +310,6 @@ impl Arm for RunArm {
     }
 }
 
-/// The eviction of a cold run: the engine's files, listed once, when the
-/// first timed run needs them.
-pub(crate) fn lazy_eviction(engine: &dyn Engine) -> impl FnMut() -> Result<EvictionReport> + '_ {
-    let mut files: Option<Vec<PathBuf>> = None;
-    move || {
-        engine.drop_own_caches()?;
-        let files = match &mut files {
-            Some(f) => f,
-            none => none.insert(engine.cache_files()?),
-        };
-        cold::evict(files)
-    }
-}
-
 // pub(crate): shared with parallel_read (run --threads).
 pub(crate) fn validate(opts: &RunOptions) -> Result<()> {
     if opts.count == 0 {

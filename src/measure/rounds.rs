@@ -336,6 +336,32 @@ pub fn run_rounds(
     Ok(RoundsOutcome { measured, set })
 }
 
+/// A consistent round set for tests on fixed figures: `rows[i]` is round
+/// i's figure per arm; the arms ran in reverse order, on a quiet machine.
+#[cfg(test)]
+pub(crate) fn synthetic(id: &str, arms: &[&str], rows: &[Vec<f64>]) -> RoundSet {
+    RoundSet {
+        id: id.into(),
+        arms: arms.iter().map(|a| a.to_string()).collect(),
+        seed: 1,
+        warmup: true,
+        target_pct: DEFAULT_TARGET * 100.0,
+        budget_s: None,
+        max_rounds: rows.len() as u32,
+        stop: StopReason::MaxRounds,
+        rounds: rows
+            .iter()
+            .map(|r| Round {
+                order: (0..arms.len() as u32).rev().collect(),
+                per_op_us: r.clone(),
+                elapsed_ms: 1.0,
+                load: Load::default(),
+            })
+            .collect(),
+        warnings: vec![],
+    }
+}
+
 #[cfg(test)]
 #[path = "rounds_tests.rs"]
 mod tests;

@@ -56,7 +56,8 @@ fn describe_set(set: &RoundSet) -> String {
     line
 }
 
-/// One aging setting's round sets (warm and cold at every age) in one line.
+/// One aging setting's round sets (the reads at every age, the size bands
+/// and the remedies, each warm and cold) in one line.
 fn describe_aging(setting: &AgingSetting) -> Option<String> {
     let sets = &setting.rounds;
     let counts: Vec<usize> = sets.iter().map(|s| s.rounds.len()).collect();
@@ -71,10 +72,22 @@ fn describe_aging(setting: &AgingSetting) -> Option<String> {
         .collect();
     let loads: Vec<_> = sets.iter().flat_map(|s| s.rounds.iter().map(|r| r.load)).collect();
     let unpaired = sets.iter().filter(|s| !s.consistent()).count();
+    let bands = sets.iter().filter(|s| s.id.contains("/band")).count();
+    let remedies = sets.iter().filter(|s| s.id.ends_with("/remedies")).count();
+    let kinds: Vec<String> = [
+        (sets.len() - bands - remedies, "of the layouts' reads at each age"),
+        (bands, "of the size bands at each age"),
+        (remedies, "of the remedies beside the aged layouts"),
+    ]
+    .into_iter()
+    .filter(|(k, _)| *k > 0)
+    .map(|(k, what)| format!("{k} {what}"))
+    .collect();
     Some(format!(
-        "aging/{}: {} round sets (the layouts' reads at each age, warm and cold), {n} rounds each, stopped: {}; {}{}",
+        "aging/{}: {} round sets ({}; warm and cold), {n} rounds each, stopped: {}; {}{}",
         setting.sizes.name,
         sets.len(),
+        kinds.join(", "),
         stops.join(", "),
         describe_busy(&BusySummary::of(&loads)),
         if unpaired > 0 { format!("; {unpaired} inconsistent (shown unpaired)") } else { String::new() }

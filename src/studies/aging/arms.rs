@@ -1,6 +1,7 @@
-//! The layouts' reads at one age as interleaved rounds (`measure::rounds`):
-//! every layout is an arm, so a burst of load lands on files and database
-//! alike and their ratio is paired by round.
+//! Aging's reads as interleaved rounds (`measure::rounds`): the layouts at
+//! each age, the layouts in each size band, the aged layouts beside their
+//! remedied copies. Every copy read is an arm, so a burst of load lands on
+//! all of them alike and their ratios are paired by round.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -59,42 +60,62 @@ impl Arm for ReadArm {
     }
 }
 
-/// Reads of every layout in `keys`' order as the arms of rounds `id`
-/// (arms named by layout id); each layout's figures, in `layouts` order.
-/// The rounds stop on the files-vs-database pair (fastest of each).
+/// One arm of a set of aging reads: its name in the round set (a layout
+/// id, or "db-wal/vacuum" for a remedied copy) and the copy it reads.
+pub struct Reader<'a> {
+    pub arm: String,
+    pub layout: &'a AgingLayout,
+}
+
+impl<'a> Reader<'a> {
+    /// A layout read as itself, named by its id.
+    pub fn of(layout: &'a AgingLayout) -> Self {
+        Reader { arm: layout.id().to_string(), layout }
+    }
+}
+
+/// The fastest file layout against the fastest SQLite layout of `readers`
+/// (arm indices), the pair the layouts' and the size bands' rounds watch.
+pub fn files_vs_db(readers: &[Reader<'_>]) -> Comparison {
+    let side = |keep: &dyn Fn(EngineKind) -> bool| -> Vec<usize> {
+        readers.iter().enumerate().filter(|(_, r)| keep(r.layout.kind())).map(|(i, _)| i).collect()
+    };
+    Comparison { a: side(&EngineKind::is_files), b: side(&|k| k == crate::engine::sqlite::KIND) }
+}
+
+/// Reads of `keys`, in their order, by every reader as the arms of rounds
+/// `id`, stopping on `pairs`; each reader's figures, in `readers` order.
 pub fn read_rounds(
     id: &str,
-    layouts: &[AgingLayout],
+    readers: &[Reader<'_>],
     keys: &Arc<[u32]>,
     cold: bool,
     plan: &RoundsPlan,
+    pairs: &[Comparison],
 ) -> Result<(Vec<ReadFigures>, RoundSet)> {
     let max_id = keys.iter().copied().max().unwrap_or(1);
-    let mut arms = Vec::with_capacity(layouts.len());
-    for l in layouts {
+    let mut arms = Vec::with_capacity(readers.len());
+    for r in readers {
+        let l = r.layout;
         let mut engine = engine::open_as(l.kind(), &l.path, &l.settings)?;
         engine.survey(false)?;
         arms.push(ReadArm { engine, keys: keys.clone(), max_id, cold, cache_files: None });
     }
-    let ids: Vec<String> = layouts.iter().map(|l| l.id().to_string()).collect();
-    let side = |keep: fn(EngineKind) -> bool| -> Vec<usize> {
-        layouts.iter().enumerate().filter(|(_, l)| keep(l.kind())).map(|(i, _)| i).collect()
-    };
-    let pairs = [Comparison { a: side(EngineKind::is_files), b: side(|k| k == crate::engine::sqlite::KIND) }];
+    let ids: Vec<String> = readers.iter().map(|r| r.arm.clone()).collect();
     let plan = RoundsPlan { warmup: plan.warmup && !cold, latency: true, ..*plan };
     let mut dyn_arms: Vec<&mut dyn Arm> = arms.iter_mut().map(|a| a as &mut dyn Arm).collect();
-    let out = run_rounds(id, &ids, &mut dyn_arms, &plan, &pairs, &mut |_, _| {})?;
+    let out = run_rounds(id, &ids, &mut dyn_arms, &plan, pairs, &mut |_, _| {})?;
     if out.set.stop == StopReason::Interrupted {
         return Err(Error::Interrupted);
     }
     let cache = if cold { "cold" } else { "warm" };
     let run_plan = Plan { repeat: out.set.rounds.len() as u32, warmup: u32::from(plan.warmup), cold, latency: true };
-    let figures = layouts
+    let figures = readers
         .iter()
         .zip(out.measured)
-        .map(|(l, m)| {
-            let p = params(l, false, keys.len() as u64, max_id, run_plan, None);
-            let e = Experiment::from_measured(&format!("aging/read-{cache}/{}", l.id()), &l.info.title, p, m);
+        .map(|(r, m)| {
+            let p = params(r.layout, false, keys.len() as u64, max_id, run_plan, None);
+            let e = Experiment::from_measured(&format!("aging/read-{cache}/{}", r.arm), &r.layout.info.title, p, m);
             ReadFigures::of(&e)
         })
         .collect();

@@ -5,21 +5,25 @@
 //! from the same distribution (and optionally deletes and re-inserts a
 //! share); then reads warm and cold, disk usage and fragmentation are
 //! measured. At the end the remedies (VACUUM, incremental auto-vacuum, a
-//! copy-rewrite of the files) are measured the same way.
+//! copy-rewrite of the files) are applied to copies of the aged layouts and
+//! measured beside them. Every comparison of reads runs in interleaved
+//! rounds ([`arms`]).
 
 mod arms;
+mod crossover;
 mod frag;
 mod layouts;
 mod passes;
 mod remedies;
+mod remedy_step;
 mod section;
 mod sizes;
 mod steps;
 
 pub use frag::{file_extents, OverflowLocality};
 pub use section::{
-    files_faster_from, rounds_id, AgePoint, AgingSection, AgingSetting, Band, Crossover, Fragmentation, LayoutInfo,
-    ReadFigures, Usage, WriteFigures,
+    band_rounds_id, files_faster_from, remedy_arm, remedy_rounds_id, rounds_id, AgePoint, AgingSection, AgingSetting,
+    Band, Crossover, Fragmentation, LayoutInfo, ReadFigures, Usage, WriteFigures,
 };
 pub use sizes::{check_ages, parse_ages, parse_size_dists, SizeSetting, MAX_AGE, SQLITE_MAX_BLOB};
 
@@ -52,11 +56,10 @@ pub struct AgingOptions {
     pub engines: Vec<EngineKind>,
     /// Share of blobs deleted and inserted again per age step, in percent.
     pub churn_pct: f64,
-    /// The layouts' reads at each age, warm and cold, as interleaved
-    /// rounds; the budget is per age and cache state.
+    /// Every comparison's reads as interleaved rounds: the layouts at each
+    /// age, each size band, the remedies; the budget is per set of rounds
+    /// (per age, band or remedies, and cache state).
     pub rounds: RoundsPlan,
-    /// Timed read runs after a remedy and per crossover band.
-    pub repeat: u32,
     /// Only these layout ids (`db-wal`, `files-inplace`, ...; advise ages
     /// its candidates' layouts); None ages them all.
     pub layouts: Option<Vec<String>>,
@@ -90,7 +93,6 @@ impl AgingOptions {
                 seed: rounds::DEFAULT_SEED,
                 latency: true,
             },
-            repeat: if quick { 2 } else { 3 },
             layouts: None,
             remedies: true,
             bands: true,
@@ -138,13 +140,16 @@ pub struct AgingOutcome {
 }
 
 /// Disk one setting needs at its peak: the database copies (each may double
-/// with a WAL or journal of a whole pass), the file copies, a copy for the
-/// incremental-vacuum remedy, each key-value store, plus 20%.
+/// with a WAL or journal of a whole pass), the file copies, and at the
+/// remedies, beside the aged copies, every remedied copy at once (a
+/// VACUUMed and an incremental copy per database, the latter with a pass
+/// in its WAL, and a rewritten copy per file layout), each key-value
+/// store, plus 20%.
 pub fn needed_bytes(sizes: &SizeSetting, count: u32, engines: usize) -> u64 {
     let db = dataset::estimated_db_bytes(&sizes.spec(count, 1));
     let per_file = (sizes.mean() as u64).div_ceil(4096) * 4096;
     let files = u64::from(count) * per_file;
-    ((7 + 2 * engines as u64) * db + 2 * files + files / 5) / 10 * 12
+    ((9 + 2 * engines as u64) * db + 4 * files + files / 5) / 10 * 12
 }
 
 /// Disk the largest planned setting needs (one setting at a time).
@@ -268,9 +273,6 @@ fn check(opts: &AgingOptions) -> Result<()> {
         return Err(Error::invalid("--churn must be a percentage from 0 to less than 100"));
     }
     opts.rounds.validate()?;
-    if opts.repeat == 0 {
-        return Err(Error::invalid("timed runs per remedy must be at least 1"));
-    }
     if opts.layouts.as_ref().is_some_and(Vec::is_empty) {
         return Err(Error::invalid("no layout to age"));
     }
@@ -307,8 +309,8 @@ mod tests {
     #[test]
     fn disk_estimate_covers_the_copies() {
         let need = needed_bytes(&SizeSetting::article(), 10_000, 0);
-        // Seven 100 MB databases' worth and two file copies, plus room.
-        assert!(need > 750_000_000 && need < 1_500_000_000, "{need}");
+        // Nine 100 MB databases' worth and four file copies, plus room.
+        assert!(need > 1_300_000_000 && need < 2_000_000_000, "{need}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The timed work of `aging`, all through the one timed session: rewrite
 //! passes (a `Put` of a new size per blob, sizes and keys chosen before the
-//! timer), churn (delete then insert a share of the blobs), and reads.
+//! timer) and churn (delete then insert a share of the blobs); the reads
+//! run in rounds ([`super::arms`]).
 
 use std::sync::Arc;
 
@@ -8,7 +9,6 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
 use super::layouts::AgingLayout;
-use crate::drivers::run::lazy_eviction;
 use crate::drivers::session::{timed_session, Script, ScriptOp, SessionSpec, Work};
 use crate::engine::{self, OpenMode};
 use crate::measure::{self, Experiment};
@@ -52,30 +52,6 @@ pub fn write_pass(layout: &AgingLayout, keys: &Arc<[u32]>, ops: Vec<ScriptOp>, s
     })?;
     let params = params(layout, true, keys.len() as u64, max_id, plan, Some(seed));
     Ok(Experiment::from_measured(&format!("aging/write/{}", layout.id()), &layout.info.title, params, measured))
-}
-
-/// Reads every key of `keys` once per run, warm or cold as `plan` says.
-pub fn read_pass(layout: &AgingLayout, keys: &Arc<[u32]>, plan: Plan) -> Result<Experiment> {
-    let mut engine = engine::open_as(layout.kind(), &layout.path, &layout.settings)?;
-    engine.survey(false)?;
-    let max_id = keys.iter().copied().max().unwrap_or(1);
-    let mut evict = lazy_eviction(engine.as_ref());
-    let evict: Option<&mut dyn FnMut() -> Result<measure::cold::EvictionReport>> =
-        if plan.cold { Some(&mut evict) } else { None };
-    let measured = measure::measure(&plan, evict, |ctx| {
-        let spec = SessionSpec {
-            mode: OpenMode::READ,
-            max_id: Some(max_id),
-            keys: |_| KeySequence::listed(keys.clone()),
-            count: keys.len() as u64,
-            work: Work::Read,
-        };
-        let run = timed_session(engine.as_ref(), spec, ctx.latency, &|| {}, &mut |_| {})?;
-        Ok(run.outcome(false))
-    })?;
-    let params = params(layout, false, keys.len() as u64, max_id, plan, None);
-    let cache = if plan.cold { "cold" } else { "warm" };
-    Ok(Experiment::from_measured(&format!("aging/read-{cache}/{}", layout.id()), &layout.info.title, params, measured))
 }
 
 pub(super) fn params(

@@ -1,11 +1,11 @@
 //! What can be done about an aged dataset: VACUUM and incremental
-//! auto-vacuum for SQLite, a copy-rewrite of every file for files.
+//! auto-vacuum for SQLite, a copy-rewrite of every file for files. The
+//! study applies each to a copy of the aged dataset ([`super::remedy_step`]).
 
 use std::path::Path;
 
 use crate::engine::dataset::{blob_files, db_error, open_kv};
 use crate::records::EngineKind;
-use crate::util::fsutil::temp_sibling;
 use crate::{Error, Result};
 
 /// Rebuilds the database into a fresh, compact file.
@@ -34,13 +34,17 @@ pub fn incremental_vacuum(db: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Rewrites every blob file as a fresh file (copy, then rename over the
-/// old one), as `cp` and `mv` would: the filesystem allocates it anew.
-pub fn copy_rewrite(dir: &Path, layout: EngineKind) -> Result<()> {
+/// Rewrites every blob file of `dir` as a fresh file under `into`, as `cp`
+/// would: the filesystem allocates each anew. The aged `dir` is left as it
+/// is, so it can be read beside the rewritten copy.
+pub fn copy_rewrite(dir: &Path, into: &Path, layout: EngineKind) -> Result<()> {
+    std::fs::create_dir(into).map_err(|e| Error::io(into, "cannot create directory", e))?;
     for f in blob_files(dir, layout)? {
-        let tmp = temp_sibling(&f, "rewrite");
-        std::fs::copy(&f, &tmp).map_err(|e| Error::io(&tmp, "cannot copy", e))?;
-        std::fs::rename(&tmp, &f).map_err(|e| Error::io(&f, "cannot rename over", e))?;
+        let to = into.join(f.strip_prefix(dir).unwrap_or(&f));
+        if let Some(parent) = to.parent().filter(|p| !p.exists()) {
+            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, "cannot create directory", e))?;
+        }
+        std::fs::copy(&f, &to).map_err(|e| Error::io(&to, "cannot copy", e))?;
     }
     Ok(())
 }

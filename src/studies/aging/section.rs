@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::frag::OverflowLocality;
 use super::sizes::SizeSetting;
+use crate::measure::paired::PairedRatio;
 use crate::measure::rounds::RoundSet;
 use crate::measure::Experiment;
 use crate::records::EngineKind;
@@ -33,16 +34,44 @@ pub struct AgingSetting {
     /// Read time by blob size band and age (wide size settings only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub crossover: Vec<Crossover>,
-    /// The reads at each age as interleaved rounds, warm then cold, with
-    /// the layout ids as arms (absent in older files: their reads are
-    /// unpaired).
+    /// Every comparison as interleaved rounds: the reads at each age (warm
+    /// then cold, the layout ids as arms), the size bands of the crossover
+    /// and the remedies (absent in older files: their reads are unpaired;
+    /// files from before the bands and remedies ran in rounds hold only
+    /// the reads at each age).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rounds: Vec<RoundSet>,
 }
 
+fn cache(cold: bool) -> &'static str {
+    if cold {
+        "cold"
+    } else {
+        "warm"
+    }
+}
+
 /// The id of a setting's read rounds at `age`: "aging/article/age8/warm".
 pub fn rounds_id(setting: &str, age: u32, cold: bool) -> String {
-    format!("aging/{setting}/age{age}/{}", if cold { "cold" } else { "warm" })
+    format!("aging/{setting}/age{age}/{}", cache(cold))
+}
+
+/// The id of the rounds of size band `band` (from 1) at `age`:
+/// "aging/large/age8/warm/band3".
+pub fn band_rounds_id(setting: &str, age: u32, cold: bool, band: u32) -> String {
+    format!("{}/band{band}", rounds_id(setting, age, cold))
+}
+
+/// The id of the remedies' rounds, after the last age `age`:
+/// "aging/article/age8/warm/remedies".
+pub fn remedy_rounds_id(setting: &str, age: u32, cold: bool) -> String {
+    format!("{}/remedies", rounds_id(setting, age, cold))
+}
+
+/// The arm of a remedied copy in the remedies' rounds: "db-wal/vacuum".
+/// The aged layout beside it is the arm named by its id alone.
+pub fn remedy_arm(layout: &str, remedy: &str) -> String {
+    format!("{layout}/{remedy}")
 }
 
 impl AgingSetting {
@@ -50,6 +79,20 @@ impl AgingSetting {
     pub fn read_rounds(&self, age: u32, cold: bool) -> Option<&RoundSet> {
         let id = rounds_id(&self.sizes.name, age, cold);
         self.rounds.iter().find(|s| s.id == id)
+    }
+
+    /// The remedies' rounds (warm or cold); None in older files.
+    pub fn remedy_rounds(&self, cold: bool) -> Option<&RoundSet> {
+        let (prefix, suffix) = (format!("aging/{}/age", self.sizes.name), format!("/{}/remedies", cache(cold)));
+        self.rounds.iter().find(|s| s.id.starts_with(&prefix) && s.id.ends_with(&suffix))
+    }
+
+    /// A remedy point's read time over its aged layout's, paired by round
+    /// (below 1.0 the remedy made reads faster); None in older files or
+    /// when the rounds do not pair.
+    pub fn remedy_effect(&self, point: &AgePoint, cold: bool) -> Option<PairedRatio> {
+        let remedy = point.remedy.as_deref()?;
+        self.remedy_rounds(cold)?.ratio(&remedy_arm(&point.layout, remedy), &point.layout)
     }
 }
 
@@ -183,11 +226,16 @@ pub struct Band {
     pub blobs: u32,
     /// Per layout id, median per-op read time in microseconds.
     pub per_op_us: Vec<(String, f64)>,
+    /// The fastest file layout's read time over the fastest SQLite
+    /// layout's, paired by round (the band's rounds); absent in older
+    /// files, whose bands ran one layout after another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files_over_db: Option<PairedRatio>,
 }
 
 impl Band {
     /// The fastest layout of one kind (database or files) in this band.
-    fn best(&self, layouts: &[LayoutInfo], files: bool) -> Option<f64> {
+    pub fn best(&self, layouts: &[LayoutInfo], files: bool) -> Option<f64> {
         self.per_op_us
             .iter()
             .filter(|(id, _)| layouts.iter().any(|l| &l.id == id && l.engine.is_files() == files))
@@ -197,14 +245,26 @@ impl Band {
     }
 }
 
+impl Band {
+    /// Files read faster than SQLite in this band: by the paired estimate
+    /// when the band ran in rounds, else (older files) by the medians.
+    fn files_faster(&self, layouts: &[LayoutInfo]) -> bool {
+        match (&self.files_over_db, self.best(layouts, false), self.best(layouts, true)) {
+            (Some(paired), ..) => paired.value < 1.0,
+            (None, Some(db), Some(files)) => files < db,
+            _ => false,
+        }
+    }
+}
+
 /// Where files become faster than the database, from bands in size order.
 pub fn files_faster_from(bands: &[Band], layouts: &[LayoutInfo]) -> Option<u32> {
     let mut from = None;
     for band in bands.iter().rev() {
-        match (band.best(layouts, false), band.best(layouts, true)) {
-            (Some(db), Some(files)) if files < db => from = Some(band.min_bytes),
-            _ => break,
+        if !band.files_faster(layouts) {
+            break;
         }
+        from = Some(band.min_bytes);
     }
     from
 }
@@ -212,6 +272,7 @@ pub fn files_faster_from(bands: &[Band], layouts: &[LayoutInfo]) -> Option<u32> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::rounds::synthetic;
 
     fn band(min: u32, db: f64, files: f64) -> Band {
         Band {
@@ -219,7 +280,72 @@ mod tests {
             max_bytes: min + 100,
             blobs: 10,
             per_op_us: vec![("db-wal".into(), db), ("files-inplace".into(), files)],
+            files_over_db: None,
         }
+    }
+
+    fn layouts() -> Vec<LayoutInfo> {
+        vec![
+            LayoutInfo { id: "db-wal".into(), title: "".into(), engine: crate::engine::sqlite::KIND },
+            LayoutInfo { id: "files-inplace".into(), title: "".into(), engine: crate::engine::files::FLAT_KIND },
+        ]
+    }
+
+    fn point(layout: &str, age: u32, remedy: Option<&str>) -> AgePoint {
+        AgePoint {
+            layout: layout.into(),
+            age,
+            remedy: remedy.map(str::to_string),
+            rewrite: None,
+            read_warm: None,
+            read_cold: None,
+            usage: Usage::default(),
+            fragmentation: Fragmentation::default(),
+        }
+    }
+
+    #[test]
+    fn a_band_in_rounds_is_decided_by_its_paired_ratio() {
+        // By the medians files lose (2.0 vs 1.9), but round by round files
+        // took 0.8x SQLite's time: a burst of load hit SQLite's median rounds.
+        let mut b = band(100, 1.9, 2.0);
+        let rounds: Vec<Vec<f64>> = [1.0, 1.5, 2.5, 2.5, 2.5, 1.0].iter().map(|&db| vec![db, db * 0.8]).collect();
+        b.files_over_db =
+            crate::measure::rounds::compare(&rounds, &crate::measure::rounds::Comparison { a: vec![1], b: vec![0] });
+        let r = b.files_over_db.clone().unwrap();
+        assert!((r.value - 0.8).abs() < 1e-9 && (r.high - 0.8).abs() < 1e-9 && r.rounds == 6, "{r:?}");
+        assert_eq!(files_faster_from(&[band(0, 1.0, 2.0), b.clone()], &layouts()), Some(100), "paired: files win");
+        b.files_over_db = None;
+        assert_eq!(files_faster_from(&[b], &layouts()), None, "unpaired (older files): the medians say SQLite");
+        let old: Band =
+            serde_json::from_str(r#"{"min_bytes": 1, "max_bytes": 2, "blobs": 3, "per_op_us": []}"#).unwrap();
+        assert!(old.files_over_db.is_none(), "older files' bands read without a paired ratio");
+    }
+
+    #[test]
+    fn a_remedy_is_paired_with_its_aged_layout_in_the_remedy_rounds() {
+        let mut setting: AgingSetting = serde_json::from_str(
+            r#"{"sizes": {"name": "article", "min_bytes": 8000, "max_bytes": 12000}, "count": 10,
+            "layouts": [], "points": [], "remedies": []}"#,
+        )
+        .unwrap();
+        let vacuumed = point("db-wal", 2, Some("vacuum"));
+        assert_eq!(setting.remedy_effect(&vacuumed, false), None, "older files: no remedy rounds");
+        // VACUUM halves the read time in every round; the incremental copy
+        // is 10% slower than aged; the rounds' load varies threefold.
+        let load = [1.0, 3.0, 1.0, 2.0, 1.0, 1.0, 1.5];
+        let rows: Vec<Vec<f64>> = load.iter().map(|l| vec![10.0 * l, 5.0 * l, 11.0 * l]).collect();
+        let arms = ["db-wal", "db-wal/vacuum", "db-wal/incremental-vacuum"];
+        setting.rounds.push(synthetic(&rounds_id("article", 2, false), &arms[..1], &rows[..1]));
+        setting.rounds.push(synthetic(&remedy_rounds_id("article", 2, false), &arms, &rows));
+        assert_eq!(remedy_arm("db-wal", "vacuum"), "db-wal/vacuum");
+        let v = setting.remedy_effect(&vacuumed, false).expect("paired");
+        assert!((v.value - 0.5).abs() < 1e-9 && (v.low - 0.5).abs() < 1e-9 && v.rounds == 7, "{v:?}");
+        let incr = setting.remedy_effect(&point("db-wal", 3, Some("incremental-vacuum")), false).unwrap();
+        assert!((incr.value - 1.1).abs() < 1e-9, "{incr:?}");
+        assert_eq!(setting.remedy_effect(&vacuumed, true), None, "no cold remedy rounds in this file");
+        setting.rounds[1].rounds[3].per_op_us.pop();
+        assert_eq!(setting.remedy_effect(&vacuumed, false), None, "an arm missing from a round: not paired");
     }
 
     #[test]
@@ -234,10 +360,7 @@ mod tests {
 
     #[test]
     fn crossover_is_the_first_band_of_the_winning_tail() {
-        let layouts = vec![
-            LayoutInfo { id: "db-wal".into(), title: "".into(), engine: crate::engine::sqlite::KIND },
-            LayoutInfo { id: "files-inplace".into(), title: "".into(), engine: crate::engine::files::FLAT_KIND },
-        ];
+        let layouts = layouts();
         let bands = [band(100, 1.0, 2.0), band(200, 3.0, 2.0), band(300, 1.0, 2.0), band(400, 5.0, 4.0)];
         assert_eq!(files_faster_from(&bands, &layouts), Some(400));
         assert_eq!(files_faster_from(&bands[..3], &layouts), None);

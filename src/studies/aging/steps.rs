@@ -1,34 +1,32 @@
 //! One size setting of `aging`, step by step: build the copies, age them,
-//! measure each age, then the remedies.
+//! measure each age (and its size bands), then the remedies
+//! ([`super::crossover`], [`super::remedy_step`]).
 
 use std::path::Path;
 use std::sync::Arc;
 
+use super::arms::{files_vs_db, read_rounds, Reader};
 use super::layouts::{layouts, survey_disk, AgingLayout};
-use super::passes::{read_pass, sample, shuffled, write_pass};
-use super::section::{files_faster_from, AgePoint, AgingSetting, Band, Crossover, ReadFigures, WriteFigures};
+use super::passes::{sample, shuffled, write_pass};
+use super::section::{AgePoint, AgingSetting, ReadFigures, WriteFigures};
 use super::sizes::SizeSetting;
-use super::{remedies, AgingObserver, AgingOptions};
+use super::{AgingObserver, AgingOptions};
 use crate::drivers::session::ScriptOp;
 use crate::engine::dataset::{self, db_error, from_dir::Scan, open_kv};
 use crate::measure::{stop_requested, Experiment, Stat};
-use crate::records::Plan;
 use crate::util::fsutil::sync_filesystem;
 use crate::util::progress::Silent;
 use crate::{Error, Result};
 
-/// Size bands the crossover is measured in.
-const BANDS: u32 = 6;
-
 /// Everything one setting needs while it runs.
-struct Run<'a> {
-    opts: &'a AgingOptions,
-    work: &'a Path,
-    sizes: &'a SizeSetting,
-    layouts: Vec<AgingLayout>,
+pub(super) struct Run<'a> {
+    pub opts: &'a AgingOptions,
+    pub work: &'a Path,
+    pub sizes: &'a SizeSetting,
+    pub layouts: Vec<AgingLayout>,
     /// Current size of each blob, by key - 1 (the same in every layout).
-    blob_sizes: Vec<u32>,
-    observer: &'a dyn AgingObserver,
+    pub blob_sizes: Vec<u32>,
+    pub observer: &'a dyn AgingObserver,
 }
 
 pub(super) fn run_setting(
@@ -67,7 +65,7 @@ pub(super) fn run_setting(
     Ok(())
 }
 
-fn check_stop() -> Result<()> {
+pub(super) fn check_stop() -> Result<()> {
     if stop_requested() {
         Err(Error::Interrupted)
     } else {
@@ -153,19 +151,14 @@ impl Run<'_> {
         Ok(out)
     }
 
-    fn note_sizes(&mut self, keys: &[u32], sizes: &[u32]) {
+    pub(super) fn note_sizes(&mut self, keys: &[u32], sizes: &[u32]) {
         for (&k, &s) in keys.iter().zip(sizes) {
             self.blob_sizes[k as usize - 1] = s;
         }
     }
 
-    fn plans(&self) -> (Plan, Plan) {
-        let repeat = self.opts.repeat;
-        (Plan { repeat, warmup: 1, cold: false, latency: true }, Plan { repeat, warmup: 0, cold: true, latency: true })
-    }
-
     /// The keys of the reads at `age`, in their shuffled order.
-    fn read_keys(&self, age: u32) -> Arc<[u32]> {
+    pub(super) fn read_keys(&self, age: u32) -> Arc<[u32]> {
         shuffled(self.blob_sizes.len() as u32, self.opts.seed ^ 0x4ead ^ u64::from(age))
     }
 
@@ -178,7 +171,9 @@ impl Run<'_> {
             let cache = if cold { "cold" } else { "warm" };
             self.observer.step(&format!("{}: reads at age {age}, {cache}, in rounds", self.sizes.name));
             let id = super::section::rounds_id(&self.sizes.name, age, cold);
-            let (figures, set) = super::arms::read_rounds(&id, &self.layouts, &keys, cold, &self.opts.rounds)?;
+            let readers: Vec<Reader<'_>> = self.layouts.iter().map(Reader::of).collect();
+            let pairs = [files_vs_db(&readers)];
+            let (figures, set) = read_rounds(&id, &readers, &keys, cold, &self.opts.rounds, &pairs)?;
             out.rounds.push(set);
             by_cache.push(figures);
         }
@@ -187,26 +182,9 @@ impl Run<'_> {
         Ok(warm.into_iter().zip(cold).collect())
     }
 
-    /// Reads warm and cold of one layout alone (after a remedy), then its point.
-    fn measure_point(
-        &self,
-        layout: &AgingLayout,
-        age: u32,
-        remedy: Option<&str>,
-        rewrite: Option<WriteFigures>,
-    ) -> Result<AgePoint> {
-        let what = remedy.map_or_else(|| format!("age {age}"), |r| format!("after {r}"));
-        self.observer.step(&format!("{}: reads and disk, {}, {what}", self.sizes.name, layout.id()));
-        let keys = self.read_keys(age);
-        let (warm, cold) = self.plans();
-        let read_warm = ReadFigures::of(&read_pass(layout, &keys, warm)?);
-        let read_cold = ReadFigures::of(&read_pass(layout, &keys, cold)?);
-        self.point(layout, age, remedy, rewrite, (read_warm, read_cold))
-    }
-
     /// Disk usage and fragmentation after the reads (whose scans would
     /// otherwise warm the cache before them), and the point.
-    fn point(
+    pub(super) fn point(
         &self,
         layout: &AgingLayout,
         age: u32,
@@ -227,106 +205,10 @@ impl Run<'_> {
             fragmentation,
         })
     }
-
-    /// Read time per size band, warm and cold, for SQLite and files.
-    fn crossover(&self, age: u32, out: &mut AgingSetting) -> Result<()> {
-        let (warm, cold) = self.plans();
-        let (lo, hi) = (self.sizes.min_bytes, self.sizes.max_bytes);
-        let width = (hi - lo).div_ceil(BANDS).max(1);
-        for (plan, cache) in [(warm, "warm"), (cold, "cold")] {
-            let mut bands = Vec::new();
-            for b in 0..BANDS {
-                let (min, max) = (lo + b * width, (lo + (b + 1) * width).min(hi + 1));
-                let mut keys: Vec<u32> = (1..=self.blob_sizes.len() as u32)
-                    .filter(|&k| (min..max).contains(&self.blob_sizes[k as usize - 1]))
-                    .collect();
-                if keys.is_empty() {
-                    continue;
-                }
-                let order = shuffled(keys.len() as u32, u64::from(age) ^ u64::from(b));
-                keys = order.iter().map(|&i| keys[i as usize - 1]).collect();
-                let keys: Arc<[u32]> = keys.into();
-                let mut per_op_us = Vec::new();
-                for l in self.layouts.iter().filter(|l| !l.kind().is_key_value()) {
-                    check_stop()?;
-                    self.observer.step(&format!(
-                        "{}: crossover, age {age}, {cache}, band {}, {}",
-                        self.sizes.name,
-                        b + 1,
-                        l.id()
-                    ));
-                    per_op_us.push((l.id().to_string(), read_pass(l, &keys, plan)?.summary.per_op_us.median));
-                }
-                bands.push(Band { min_bytes: min, max_bytes: max - 1, blobs: keys.len() as u32, per_op_us });
-            }
-            let from = files_faster_from(&bands, &out.layouts);
-            out.crossover.push(Crossover { age, cache: cache.into(), bands, files_faster_from_bytes: from });
-        }
-        Ok(())
-    }
-
-    /// VACUUM and incremental auto-vacuum for SQLite, a copy-rewrite for files.
-    fn remedies(&self, age: u32, out: &mut AgingSetting) -> Result<()> {
-        for layout in &self.layouts {
-            check_stop()?;
-            match layout.kind() {
-                crate::engine::sqlite::KIND => {
-                    let incr = AgingLayout {
-                        path: self.work.join(format!("{}-incremental.db", layout.id())),
-                        ..layout.clone()
-                    };
-                    std::fs::copy(&layout.path, &incr.path).map_err(|e| Error::io(&incr.path, "cannot copy", e))?;
-                    self.observer.step(&format!("{}: VACUUM, {}", self.sizes.name, layout.id()));
-                    remedies::vacuum(&layout.path)?;
-                    self.remedy_point(self.measure_point(layout, age, Some("vacuum"), None)?, out);
-                    self.remedy_point(self.incremental(&incr, age)?, out);
-                    std::fs::remove_file(&incr.path).map_err(|e| Error::io(&incr.path, "cannot remove", e))?;
-                }
-                kind if kind.is_files() => {
-                    self.observer.step(&format!("{}: copy-rewrite, {}", self.sizes.name, layout.id()));
-                    remedies::copy_rewrite(&layout.path, kind)?;
-                    self.remedy_point(self.measure_point(layout, age, Some("copy-rewrite"), None)?, out);
-                }
-                _ => {}
-            }
-        }
-        Ok(())
-    }
-
-    fn remedy_point(&self, point: AgePoint, out: &mut AgingSetting) {
-        self.observer.point(self.sizes, &point);
-        out.remedies.push(point);
-    }
-
-    /// Switch to auto_vacuum=INCREMENTAL, age one more pass, then
-    /// incremental_vacuum: what a database kept in that mode looks like.
-    fn incremental(&self, incr: &AgingLayout, age: u32) -> Result<AgePoint> {
-        self.observer.step(&format!("{}: auto_vacuum=INCREMENTAL, one more pass, {}", self.sizes.name, incr.id()));
-        remedies::make_incremental(&incr.path)?;
-        let seed = self.opts.seed ^ 0x1_4c2;
-        let keys = shuffled(self.blob_sizes.len() as u32, seed);
-        let new_sizes = self.sizes.draw(keys.len(), seed);
-        let ops = new_sizes.iter().map(|&s| ScriptOp::Put(s)).collect();
-        let pass = write_pass(incr, &keys, ops, seed)?;
-        remedies::incremental_vacuum(&incr.path)?;
-        // The other layouts keep their sizes: measure against this copy's own.
-        let mut own = Run {
-            opts: self.opts,
-            work: self.work,
-            sizes: self.sizes,
-            layouts: Vec::new(),
-            blob_sizes: self.blob_sizes.clone(),
-            observer: self.observer,
-        };
-        own.note_sizes(&keys, &new_sizes);
-        let mut point = own.measure_point(incr, age + 1, Some("incremental-vacuum"), write_figures(&[pass]))?;
-        point.layout = incr.id().to_string();
-        Ok(point)
-    }
 }
 
 /// Median per-op time and rate over the passes that led to an age.
-fn write_figures(passes: &[Experiment]) -> Option<WriteFigures> {
+pub(super) fn write_figures(passes: &[Experiment]) -> Option<WriteFigures> {
     if passes.is_empty() {
         return None;
     }

@@ -3,9 +3,10 @@
 //! readers run, so their latency is measured while writes go on. The
 //! database is written in WAL mode (readers are never blocked by the
 //! writer), files by a new file renamed over the old one (a reader never
-//! sees half a blob).
+//! sees half a blob). [`WriterArm`] runs such readers as one arm of
+//! interleaved rounds, a writer beside each run.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -13,7 +14,12 @@ use std::time::Instant;
 
 use rand::{Rng, RngCore, SeedableRng};
 
+use crate::drivers::parallel_read::ParallelArm;
+use crate::drivers::run::{RunOptions, RunReport};
 use crate::engine::{self, OpenMode};
+use crate::measure::cold::EvictionReport;
+use crate::measure::rounds::Arm;
+use crate::measure::{self, RunContext, RunOutcome, Stat};
 use crate::records::{DbParams, EngineSettings, FileParams, FileRead, FileWrite, SyncLevel};
 use crate::Result;
 
@@ -84,5 +90,56 @@ impl BackgroundWriter {
         let secs = self.started.elapsed().as_secs_f64();
         let writes = self.handle.join().map_err(|_| crate::Error::invalid("the blob writer thread panicked"))??;
         Ok(WriterOutcome { writes_per_s: writes as f64 / secs.max(1e-9) })
+    }
+}
+
+/// Readers of one store while one writer overwrites its blobs, as an arm of
+/// interleaved rounds: a writer starts before every run (warm-up included)
+/// and stops after it, so each run is read beside writes and the stores
+/// with a writer pair by round like the stores without one.
+pub struct WriterArm {
+    readers: ParallelArm,
+    path: PathBuf,
+    seed: u64,
+    /// The writer's rate during each timed run, in order.
+    rates: Vec<f64>,
+}
+
+impl WriterArm {
+    /// Puts the dataset in the writer's mode (one short writer: a database
+    /// turns to WAL) before the readers open it, then prepares them.
+    pub fn prepare(run: &RunOptions, threads: u32, seed: u64) -> Result<WriterArm> {
+        start(&run.path, seed)?.finish()?;
+        let readers = ParallelArm::prepare(run, threads)?;
+        Ok(WriterArm { readers, path: run.path.clone(), seed, rates: Vec::new() })
+    }
+
+    /// The readers' report and the writer's median rate over the timed runs.
+    pub fn finish(self, id: &str, label: &str, measured: measure::Measured) -> Result<(RunReport, f64)> {
+        let rate = Stat::of(&self.rates).median;
+        Ok((self.readers.finish(id, label, measured)?, rate))
+    }
+}
+
+impl Arm for WriterArm {
+    fn evict(&mut self) -> Option<Result<EvictionReport>> {
+        self.readers.evict()
+    }
+
+    fn run(&mut self, ctx: RunContext<'_>) -> Result<RunOutcome> {
+        let timed = ctx.timed;
+        let writer = start(&self.path, self.seed.wrapping_add(self.rates.len() as u64))?;
+        let read = self.readers.run(ctx);
+        // Stopped whether or not the readers succeeded.
+        let written = writer.finish()?;
+        let outcome = read?;
+        if timed {
+            self.rates.push(written.writes_per_s);
+        }
+        Ok(outcome)
+    }
+
+    fn warms_up(&self) -> bool {
+        self.readers.warms_up()
     }
 }

@@ -7,12 +7,12 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::blob_writer;
+use super::blob_writer::WriterArm;
 use super::conclusions::Comparison as Ratio;
 use super::options::{ConcurrencyOptions, Workload};
 use crate::drivers::parallel_read::ParallelArm;
 use crate::drivers::run::RunOptions;
-use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, StopReason};
+use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, RoundsOutcome, StopReason};
 use crate::measure::Experiment;
 use crate::measure::{stop_requested, LatencySummary, Stat};
 use crate::records::keys::Order;
@@ -59,7 +59,8 @@ pub struct BlobPoint {
     /// Median over runs of process CPU time over wall time.
     pub cores_used: f64,
     /// Stores read while one writer overwrites blobs ("db-wal-writer",
-    /// "files-writer"): the writer's rate over the readers' runs.
+    /// "files-writer"): the writer's rate, median over the readers' timed
+    /// runs (in older files, over all of them together).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writes_per_s: Option<f64>,
 }
@@ -73,31 +74,35 @@ impl BlobReaders {
     /// throughput; paired by round when `rounds` hold both (the readers'
     /// rounds of this file), else the ratio of the medians.
     pub fn leads(&self, rounds: &[RoundSet]) -> Vec<Ratio> {
-        let mut out = Vec::new();
-        for t in BLOB_THREADS {
-            let db = ["db", "db-mmap"]
-                .into_iter()
-                .filter_map(|s| self.rate(s, t).map(|r| (r, s)))
-                .max_by(|a, b| a.0.total_cmp(&b.0));
-            if let (Some((db, store)), Some(files)) = (db, self.rate("files", t)) {
-                if files > 0.0 {
-                    let (db_id, files_id) = (experiment_id(store, t), experiment_id("files", t));
-                    let paired = rounds
-                        .iter()
-                        .find(|s| s.arms.contains(&db_id) && s.arms.contains(&files_id))
-                        .and_then(|s| s.ratio(&files_id, &db_id));
-                    out.push(Ratio {
-                        workload: Workload::Blobs,
-                        threads: t,
-                        a: store.to_string(),
-                        b: "files".to_string(),
-                        ratio: paired.as_ref().map_or(db / files, |p| p.value),
-                        paired,
-                    });
-                }
-            }
-        }
-        out
+        BLOB_THREADS.into_iter().filter_map(|t| self.lead(rounds, t, &["db", "db-mmap"], "files")).collect()
+    }
+
+    /// Per thread count, the readers beside one writer: the database's over
+    /// the files', in throughput; paired by round in files that ran them in
+    /// rounds (`concurrency/blobs-writer/t<T>`), else (older files, whose
+    /// stores with a writer ran one after the other) the ratio of the medians.
+    pub fn writer_leads(&self, rounds: &[RoundSet]) -> Vec<Ratio> {
+        BLOB_THREADS.into_iter().filter_map(|t| self.lead(rounds, t, &["db-wal-writer"], "files-writer")).collect()
+    }
+
+    /// The fastest of `db_stores` over `files` at `t` threads.
+    fn lead(&self, rounds: &[RoundSet], t: u32, db_stores: &[&str], files: &str) -> Option<Ratio> {
+        let (db, store) =
+            db_stores.iter().filter_map(|s| self.rate(s, t).map(|r| (r, *s))).max_by(|a, b| a.0.total_cmp(&b.0))?;
+        let files_rate = self.rate(files, t).filter(|&r| r > 0.0)?;
+        let (db_id, files_id) = (experiment_id(store, t), experiment_id(files, t));
+        let paired = rounds
+            .iter()
+            .find(|s| s.arms.contains(&db_id) && s.arms.contains(&files_id))
+            .and_then(|s| s.ratio(&files_id, &db_id));
+        Some(Ratio {
+            workload: Workload::Blobs,
+            threads: t,
+            a: store.to_string(),
+            b: files.to_string(),
+            ratio: paired.as_ref().map_or(db / files_rate, |p| p.value),
+            paired,
+        })
     }
 }
 
@@ -116,51 +121,82 @@ fn experiment_id(store: &str, threads: u32) -> String {
     format!("blobs/{store}/t{threads}")
 }
 
-/// One store read by `threads` readers, alone (the stores with a writer):
-/// its point and its experiment.
-fn measure_point(
-    opts: &ConcurrencyOptions,
-    store: &str,
-    label: &str,
-    path: &Path,
-    threads: u32,
-) -> Result<(BlobPoint, Experiment)> {
-    let mut run = run_options(opts, path, 0);
-    run.count = run.count.max(u64::from(threads));
-    let id = experiment_id(store, threads);
-    let report = crate::drivers::parallel_read::run(&run, threads, &id, &format!("{label}, {threads} thread(s)"))?;
-    Ok((point_of(store, label, threads, &report.experiment), report.experiment))
-}
+/// A store read in rounds: its name ("db", "files-writer"...), its label,
+/// where it is and the mmap size its readers use.
+type Store<'a> = (&'a str, &'a str, &'a Path, i64);
 
 /// The stores without a writer, read by `threads` readers, as the arms of
 /// one set of interleaved rounds (paired by round: database over files).
 fn measure_rounds(
     opts: &ConcurrencyOptions,
-    stores: &[(&str, &str, &Path, i64)],
+    stores: &[Store<'_>],
     threads: u32,
 ) -> Result<(Vec<(BlobPoint, Experiment)>, RoundSet)> {
     let mut arms = Vec::with_capacity(stores.len());
     for &(_, _, path, mmap) in stores {
-        let mut run = run_options(opts, path, mmap);
-        run.count = run.count.max(u64::from(threads));
-        arms.push(ParallelArm::prepare(&run, threads)?);
+        arms.push(ParallelArm::prepare(&reader_options(opts, path, mmap, threads), threads)?);
     }
-    let ids: Vec<String> = stores.iter().map(|(store, ..)| experiment_id(store, threads)).collect();
-    let side =
-        |files: bool| -> Vec<usize> { (0..stores.len()).filter(|&i| (stores[i].0 == "files") == files).collect() };
-    let pairs = [Comparison { a: side(true), b: side(false) }];
-    let mut dyn_arms: Vec<&mut dyn Arm> = arms.iter_mut().map(|a| a as &mut dyn Arm).collect();
-    let id = format!("concurrency/blobs/t{threads}");
-    let out = run_rounds(&id, &ids, &mut dyn_arms, &opts.rounds, &pairs, &mut |_, _| {})?;
-    if out.set.stop == StopReason::Interrupted {
-        return Err(crate::Error::Interrupted);
-    }
+    let (out, ids) = in_rounds(opts, &format!("concurrency/blobs/t{threads}"), stores, threads, &mut arms)?;
     let mut measured = Vec::with_capacity(stores.len());
     for (((store, label, ..), arm), (m, id)) in stores.iter().zip(arms).zip(out.measured.into_iter().zip(&ids)) {
         let e = arm.finish(id, &format!("{label}, {threads} thread(s)"), m)?.experiment;
         measured.push((point_of(store, label, threads, &e), e));
     }
     Ok((measured, out.set))
+}
+
+/// The stores read beside one writer (a writer per run), by `threads`
+/// readers, as the arms of their own set of rounds: after the stores
+/// without a writer, since the writer turns the database to WAL and
+/// changes content.
+fn measure_writer_rounds(
+    opts: &ConcurrencyOptions,
+    stores: &[Store<'_>],
+    threads: u32,
+) -> Result<(Vec<(BlobPoint, Experiment)>, RoundSet)> {
+    let mut arms = Vec::with_capacity(stores.len());
+    for &(_, _, path, mmap) in stores {
+        arms.push(WriterArm::prepare(&reader_options(opts, path, mmap, threads), threads, opts.seed)?);
+    }
+    let id = format!("concurrency/blobs-writer/t{threads}");
+    let (out, ids) = in_rounds(opts, &id, stores, threads, &mut arms)?;
+    let mut measured = Vec::with_capacity(stores.len());
+    for (((store, label, ..), arm), (m, id)) in stores.iter().zip(arms).zip(out.measured.into_iter().zip(&ids)) {
+        let (report, writes_per_s) = arm.finish(id, &format!("{label}, {threads} thread(s)"), m)?;
+        let mut point = point_of(store, label, threads, &report.experiment);
+        point.writes_per_s = Some(writes_per_s);
+        measured.push((point, report.experiment));
+    }
+    Ok((measured, out.set))
+}
+
+/// The run options of one store read by `threads` readers.
+fn reader_options(opts: &ConcurrencyOptions, path: &Path, mmap: i64, threads: u32) -> RunOptions {
+    let mut run = run_options(opts, path, mmap);
+    run.count = run.count.max(u64::from(threads));
+    run
+}
+
+/// `arms` (one per store) as the rounds `id`, stopping on the files
+/// against the database stores; the outcome and the arms' experiment ids.
+fn in_rounds<A: Arm>(
+    opts: &ConcurrencyOptions,
+    id: &str,
+    stores: &[Store<'_>],
+    threads: u32,
+    arms: &mut [A],
+) -> Result<(RoundsOutcome, Vec<String>)> {
+    let ids: Vec<String> = stores.iter().map(|(store, ..)| experiment_id(store, threads)).collect();
+    let side = |files: bool| -> Vec<usize> {
+        (0..stores.len()).filter(|&i| stores[i].0.starts_with("files") == files).collect()
+    };
+    let pairs = [Comparison { a: side(true), b: side(false) }];
+    let mut dyn_arms: Vec<&mut dyn Arm> = arms.iter_mut().map(|a| a as &mut dyn Arm).collect();
+    let out = run_rounds(id, &ids, &mut dyn_arms, &opts.rounds, &pairs, &mut |_, _| {})?;
+    if out.set.stop == StopReason::Interrupted {
+        return Err(crate::Error::Interrupted);
+    }
+    Ok((out, ids))
 }
 
 /// A store's point from its experiment's figures.
@@ -199,60 +235,65 @@ pub struct Measured {
 
 /// Runs the section in `work` (which it fills with a dataset and its
 /// export). At each thread count the stores without a writer are the arms
-/// of interleaved rounds; the stores read beside a writer run alone after
-/// them (the writer turns the database to WAL and changes content).
+/// of one set of interleaved rounds; then, at each thread count, the stores
+/// read beside a writer are the arms of another (the writer turns the
+/// database to WAL and changes content, so these come last).
 pub fn measure(opts: &ConcurrencyOptions, work: &Path, progress: &dyn Progress) -> Result<Measured> {
     let db = work.join("blobs.db");
     let dir = work.join("blobs-flat");
     let spec = DatasetSpec { count: opts.blob_count, size: BLOB_SIZE, seed: opts.seed, ..DatasetSpec::default() };
     crate::engine::dataset::init(&db, &spec, true, &Silent)?;
     crate::engine::dataset::export(&db, &dir, false, true, &Silent)?;
-    let stores: [(&str, &str, &Path, i64); 3] = [
+    let stores: [Store<'_>; 3] = [
         ("db", "SQLite, a connection per thread", &db, 0),
         ("db-mmap", "SQLite + mmap, a connection per thread", &db, MMAP_BYTES),
         ("files", "files (fopen/fread), each thread its own", &dir, 0),
     ];
-    let mut points = Vec::new();
-    let mut experiments = Vec::new();
-    let mut rounds = Vec::new();
-    for threads in BLOB_THREADS {
-        if stop_requested() {
-            break;
-        }
-        let (measured, set) = match measure_rounds(opts, &stores, threads) {
-            Err(crate::Error::Interrupted) => break,
-            other => other?,
-        };
-        progress.advance(stores.len() as u64);
-        for (point, e) in measured {
-            points.push(point);
-            experiments.push(e);
-        }
-        rounds.push(set);
-    }
+    let mut out = Measured {
+        readers: BlobReaders {
+            blobs: opts.blob_count,
+            blob_size: BLOB_SIZE,
+            reads_per_run: opts.blob_reads,
+            points: vec![],
+        },
+        experiments: Vec::new(),
+        rounds: Vec::new(),
+    };
+    out.each_thread_count(progress, stores.len(), |t| measure_rounds(opts, &stores, t))?;
     // Readers while one writer overwrites blobs: last, since the writer
     // turns the database to WAL and changes content.
-    let with_writer: [(&str, &str, &Path); 2] = [
-        ("db-wal-writer", "SQLite WAL, readers + one writer", &db),
-        ("files-writer", "files, readers + one writer (new file + rename)", &dir),
+    let with_writer: [Store<'_>; 2] = [
+        ("db-wal-writer", "SQLite WAL, readers + one writer", &db, 0),
+        ("files-writer", "files, readers + one writer (new file + rename)", &dir, 0),
     ];
-    'writer: for threads in BLOB_THREADS {
-        for (store, label, path) in with_writer {
+    out.each_thread_count(progress, with_writer.len(), |t| measure_writer_rounds(opts, &with_writer, t))?;
+    Ok(out)
+}
+
+impl Measured {
+    /// One set of rounds per thread count from `measure_one`, added here;
+    /// Ctrl-C stops them, keeping the sets measured before.
+    fn each_thread_count(
+        &mut self,
+        progress: &dyn Progress,
+        stores: usize,
+        measure_one: impl Fn(u32) -> Result<(Vec<(BlobPoint, Experiment)>, RoundSet)>,
+    ) -> Result<()> {
+        for threads in BLOB_THREADS {
             if stop_requested() {
-                break 'writer;
+                break;
             }
-            let writer = blob_writer::start(path, opts.seed)?;
-            let measured = measure_point(opts, store, label, path, threads);
-            let written = writer.finish()?;
-            let (mut point, e) = measured?;
-            point.writes_per_s = Some(written.writes_per_s);
-            points.push(point);
-            experiments.push(e);
+            let (measured, set) = match measure_one(threads) {
+                Err(crate::Error::Interrupted) => break,
+                other => other?,
+            };
+            progress.advance(stores as u64);
+            for (point, e) in measured {
+                self.readers.points.push(point);
+                self.experiments.push(e);
+            }
+            self.rounds.push(set);
         }
+        Ok(())
     }
-    Ok(Measured {
-        readers: BlobReaders { blobs: opts.blob_count, blob_size: BLOB_SIZE, reads_per_run: opts.blob_reads, points },
-        experiments,
-        rounds,
-    })
 }

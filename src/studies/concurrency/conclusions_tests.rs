@@ -198,10 +198,14 @@ fn ratios_are_paired_by_round() {
     assert_eq!(Comparison::of(Read, &wal, &short, false).unwrap().paired.unwrap().rounds, 2);
 }
 
+/// Rounds `id` of two arms, per round (first arm's, second arm's) per-op time.
+fn two_arm_rounds(id: &str, arms: [&str; 2], times: &[(f64, f64)]) -> RoundSet {
+    let rows: Vec<Vec<f64>> = times.iter().map(|&(a, b)| vec![a, b]).collect();
+    crate::measure::rounds::synthetic(id, &arms, &rows)
+}
+
 #[test]
 fn blob_leads_are_paired_from_the_readers_rounds() {
-    use crate::measure::busy::Load;
-    use crate::measure::rounds::{Round, StopReason};
     let bp = |store: &str, reads_per_s: f64| blob_point(store, 1, reads_per_s);
     let b = BlobReaders {
         blobs: 10,
@@ -211,28 +215,49 @@ fn blob_leads_are_paired_from_the_readers_rounds() {
     };
     // Per-op times: files take 2x the database's time in every round.
     let times = [(10.0, 20.0), (30.0, 60.0), (10.0, 20.0), (11.0, 22.0), (10.0, 20.0), (12.0, 24.0)];
-    let set = RoundSet {
-        id: "concurrency/blobs/t1".into(),
-        arms: vec!["blobs/db/t1".into(), "blobs/files/t1".into()],
-        seed: 1,
-        warmup: true,
-        target_pct: 5.0,
-        budget_s: None,
-        max_rounds: 6,
-        stop: StopReason::MaxRounds,
-        rounds: times
-            .iter()
-            .map(|&(db, files)| Round {
-                order: vec![0, 1],
-                per_op_us: vec![db, files],
-                elapsed_ms: 1.0,
-                load: Load::default(),
-            })
-            .collect(),
-        warnings: vec![],
-    };
+    let set = two_arm_rounds("concurrency/blobs/t1", ["blobs/db/t1", "blobs/files/t1"], &times);
     let lead = &b.leads(std::slice::from_ref(&set))[0];
     assert!((lead.ratio - 2.0).abs() < 1e-9, "paired, not the medians' 1.25: {lead:?}");
     assert_eq!(lead.paired.as_ref().unwrap().rounds, 6);
     assert_eq!(b.leads(&[])[0].ratio, 1.25, "without rounds: the ratio of the medians");
+}
+
+/// The stores beside a writer at 2 threads: by their medians, the database
+/// reads 10% faster; round by round, 1.5x (a busy round slowed both).
+fn with_writer() -> (BlobReaders, RoundSet) {
+    let bp = |store: &str, reads_per_s: f64| blob_point(store, 2, reads_per_s);
+    let b = BlobReaders {
+        blobs: 10,
+        blob_size: 10_000,
+        reads_per_run: 100,
+        points: vec![bp("db", 300.0), bp("files", 100.0), bp("db-wal-writer", 110.0), bp("files-writer", 100.0)],
+    };
+    let times = [(10.0, 15.0), (40.0, 60.0), (10.0, 15.0), (12.0, 18.0), (10.0, 15.0), (10.0, 15.0), (11.0, 16.5)];
+    let set =
+        two_arm_rounds("concurrency/blobs-writer/t2", ["blobs/db-wal-writer/t2", "blobs/files-writer/t2"], &times);
+    (b, set)
+}
+
+#[test]
+fn writer_leads_are_paired_from_the_writer_rounds() {
+    let (b, set) = with_writer();
+    let leads = b.writer_leads(std::slice::from_ref(&set));
+    assert_eq!(leads.len(), 1, "only 2 threads measured");
+    let l = &leads[0];
+    assert_eq!((l.threads, l.a.as_str(), l.b.as_str()), (2, "db-wal-writer", "files-writer"));
+    let p = l.paired.as_ref().expect("paired by round");
+    assert!((l.ratio - 1.5).abs() < 1e-9 && (p.low - 1.5).abs() < 1e-9 && (p.high - 1.5).abs() < 1e-9, "{l:?}");
+    assert_eq!((p.rounds, p.outliers.len()), (7, 0), "the busy round is cancelled, not far out");
+    let alone = &b.leads(std::slice::from_ref(&set))[0];
+    assert_eq!((alone.ratio, alone.paired.is_none()), (3.0, true), "the writer rounds do not pair the stores alone");
+}
+
+#[test]
+fn writer_leads_without_rounds_or_with_broken_rounds_are_unpaired() {
+    let (b, mut set) = with_writer();
+    let old = &b.writer_leads(&[])[0];
+    assert!(old.paired.is_none() && (old.ratio - 1.1).abs() < 1e-9, "older files: the medians' ratio: {old:?}");
+    set.rounds[2].per_op_us.pop();
+    let broken = &b.writer_leads(std::slice::from_ref(&set))[0];
+    assert!(broken.paired.is_none() && (broken.ratio - 1.1).abs() < 1e-9, "an arm missing from a round: unpaired");
 }

@@ -37,7 +37,8 @@ use crate::{Error, Result};
 pub struct Measured {
     pub section: ConcurrencySection,
     pub experiments: Vec<Experiment>,
-    /// The blob readers' interleaved rounds, one set per thread count.
+    /// The blob readers' interleaved rounds: per thread count, one set of
+    /// the stores alone and one of the stores beside a writer.
     pub rounds: Vec<crate::measure::rounds::RoundSet>,
 }
 
@@ -58,7 +59,7 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
         .map_err(|e| Error::io(&opts.workdir, "cannot create a working directory", e))?;
     let plan = opts.plan();
     let blobs = opts.workloads.contains(&Workload::Blobs);
-    let units = plan.len() * opts.threads.len() * opts.repeat as usize + if blobs { 9 } else { 0 };
+    let units = plan.len() * opts.threads.len() * opts.repeat as usize + if blobs { 15 } else { 0 };
     progress.start("concurrency", units as u64);
     let mut templates = table::Templates::new(work.path(), opts.rows, opts.seed);
     // Runs are interleaved in rounds: every point's first run, then every

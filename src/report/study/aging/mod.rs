@@ -2,6 +2,7 @@
 //! usage and fragmentation against storage age, one line per layout; the
 //! crossover size by age for a wide size setting; every figure in a table.
 
+mod paired;
 pub mod question;
 
 use crate::report::format::doc::{Block, Chart, Figure, Section, Table, NOT_MEASURED};
@@ -70,15 +71,22 @@ fn blocks(a: &AgingSection, suffix: &str) -> Vec<Block> {
         },
         ages.join(", ")
     ))];
-    blocks.push(Block::Note(
+    let rest_paired =
+        a.settings.iter().any(|s| s.rounds.iter().any(|r| r.id.ends_with("/remedies") || r.id.contains("/band")));
+    blocks.push(Block::Note(format!(
         "Read time: kvtest's per-op time (open to close) for reading every blob once in a shuffled order, median of \
          the timed runs; cold runs evict the dataset's pages first. At each age the layouts' reads run as the arms \
-         of interleaved rounds, and the verdict's factor is paired by round; the remedies and the crossover bands \
-         run one layout after another (unpaired: a burst of load can favour either side). Allocated bytes are blocks as du counts them; \
-         extents per file come from FIEMAP, counted as filefrag counts them; overflow distance is the mean gap in \
-         pages between consecutive overflow pages of one blob (1 = sequential)."
-            .to_string(),
-    ));
+         of interleaved rounds, and the verdict's factor is paired by round; {} Allocated bytes are blocks as du \
+         counts them; extents per file come from FIEMAP, counted as filefrag counts them; overflow distance is the \
+         mean gap in pages between consecutive overflow pages of one blob (1 = sequential).",
+        if rest_paired {
+            "so do the remedies (each applied to a copy, read beside the aged layouts) and each crossover size \
+             band, and their factors are paired by round too."
+        } else {
+            "in this file the remedies and the crossover bands ran one layout after another (unpaired: a burst of \
+             load can favour either side)."
+        }
+    )));
     for s in &a.settings {
         blocks.extend(setting_blocks(s, &a.ages, &setting_id(s, suffix)));
     }
@@ -141,6 +149,7 @@ fn setting_blocks(s: &AgingSetting, ages: &[u32], id: &str) -> Vec<Block> {
     if !s.crossover.is_empty() {
         out.push(crossover_figure(s, id));
     }
+    out.extend(paired::remedies_table(s).into_iter().flatten());
     out.push(Block::Table(table(s)));
     out
 }
@@ -199,9 +208,12 @@ fn crossover_figure(s: &AgingSetting, id: &str) -> Block {
     let findings = s
         .crossover
         .iter()
-        .map(|c| match c.files_faster_from_bytes {
-            Some(b) => format!("age {}, {}: files are faster from {} KB up.", c.age, c.cache, b / 1000),
-            None => format!("age {}, {}: files are not faster at the largest size band.", c.age, c.cache),
+        .map(|c| match (c.files_faster_from_bytes, paired::crossover_ratio(s, c)) {
+            (Some(b), Some(r)) => {
+                format!("age {}, {}: files are faster from {} KB up ({r}).", c.age, c.cache, b / 1000)
+            }
+            (Some(b), None) => format!("age {}, {}: files are faster from {} KB up.", c.age, c.cache, b / 1000),
+            (None, _) => format!("age {}, {}: files are not faster at the largest size band.", c.age, c.cache),
         })
         .collect();
     Block::Figure(Figure {
@@ -217,11 +229,17 @@ fn crossover_figure(s: &AgingSetting, id: &str) -> Block {
             note: runs_note(s),
         }),
         caption: vec![format!(
-            "Blobs grouped in {} size bands; in each, the fastest file layout against the fastest SQLite layout \
-             (median per-op read time). The crossover is the lower edge of the first band from which files win in \
-             every larger band; a gap means files never win at the largest band. Unpaired: the layouts run one \
-             after another, not in rounds.",
-            s.crossover.first().map_or(0, |c| c.bands.len())
+            "Blobs grouped in {} size bands; in each, the fastest file layout against the fastest SQLite layout. \
+             The crossover is the lower edge of the first band from which files win in every larger band; a gap \
+             means files never win at the largest band. {}",
+            s.crossover.first().map_or(0, |c| c.bands.len()),
+            if s.crossover.iter().flat_map(|c| &c.bands).all(|b| b.files_over_db.is_some()) {
+                "In each band the layouts were the arms of interleaved rounds, and files win when the median of \
+                 the per-round ratios (files over SQLite) is below 1."
+            } else {
+                "By median per-op read time; unpaired: in this file the layouts ran one after another, not in \
+                 rounds."
+            }
         )],
         findings,
     })

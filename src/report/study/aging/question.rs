@@ -2,7 +2,7 @@
 
 use super::{chart_id, READ_WARM_CHART};
 use crate::measure::rounds::fastest;
-use crate::report::interval::{Method as Interval, Ratio};
+use crate::report::interval::Ratio;
 use crate::report::verdict::Answer;
 use crate::results::ResultFile;
 use crate::studies::aging::{AgingSetting, LayoutInfo};
@@ -56,9 +56,7 @@ fn paired(setting: &AgingSetting, age: u32) -> Option<(&LayoutInfo, &LayoutInfo,
 }
 
 /// The earlier method, for files without rounds: the ratio of the two
-/// layouts' medians. The points keep a median and a coefficient of
-/// variation, not every run, so the interval is the factor widened by
-/// both sides' run-to-run spread, marked unpaired.
+/// layouts' medians, marked unpaired ([`super::paired::unpaired`]).
 fn unpaired(setting: &AgingSetting, age: u32) -> Option<(&LayoutInfo, &LayoutInfo, Ratio)> {
     let best = |files_side: bool| {
         setting
@@ -72,16 +70,7 @@ fn unpaired(setting: &AgingSetting, age: u32) -> Option<(&LayoutInfo, &LayoutInf
             .min_by(|a, b| a.1.per_op_us.total_cmp(&b.1.per_op_us))
     };
     let ((db, d), (f, fr)) = (best(false)?, best(true)?);
-    let value = fr.per_op_us / d.per_op_us;
-    let spread = (fr.cv_pct + d.cv_pct) / 100.0;
-    let factor = Ratio {
-        low: value / (1.0 + spread),
-        high: value * (1.0 + spread),
-        method: Interval::MinMax,
-        runs: (fr.runs as usize, d.runs as usize),
-        ..Ratio::exact(value)
-    };
-    Some((db, f, factor))
+    Some((db, f, super::paired::unpaired(&fr, &d)))
 }
 
 #[cfg(test)]

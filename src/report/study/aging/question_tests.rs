@@ -145,7 +145,7 @@ fn the_verdict_sums_up_the_aging_rounds_in_one_line() {
     let s = crate::report::verdict::section(std::slice::from_ref(&f), &[after_aging]);
     let text = format!("{:?}", s[0].blocks);
     assert!(
-        text.contains("aging/article: 1 round sets (the layouts' reads at each age, warm and cold), 8 rounds each, stopped: 1 because the most rounds (--rounds) were run; 1 of 8 rounds ran on a busy machine (other processes up to 80%"),
+        text.contains("aging/article: 1 round sets (1 of the layouts' reads at each age; warm and cold), 8 rounds each, stopped: 1 because the most rounds (--rounds) were run; 1 of 8 rounds ran on a busy machine (other processes up to 80%"),
         "{text}"
     );
 }

@@ -164,6 +164,15 @@ fn section(c: &ConcurrencySection, rounds: &[RoundSet], label: &str, suffix: &st
                     micros(cpu("files"))
                 )
             })
+            .chain(b.writer_leads(rounds).iter().map(|l| {
+                format!(
+                    "{} thread{}, each store beside one writer: SQLite WAL / files = {:.2}x in reads per second ({}).",
+                    l.threads,
+                    plural(l.threads),
+                    l.ratio,
+                    lead_interval(l)
+                )
+            }))
             .collect();
         blocks.push(Block::Figure(Figure { id: blobs_id(suffix), chart: Chart::Lines(chart), caption, findings }));
     }

@@ -3,14 +3,17 @@
 
 use std::fmt::Write as _;
 
-use super::{factor_text, verdict_text};
+use super::{factor_text, lead_interval, verdict_text};
+use crate::measure::rounds::RoundSet;
 use crate::results::ResultFile;
 use crate::studies::concurrency::{self, ConcurrencySection, Point, Workload};
 use crate::util::units::plural;
 
 /// Readers while one writer overwrites blobs: their p50/p99 latency and
-/// reads/s beside the same readers alone, and the writer's rate.
-fn blob_writer_lines(o: &mut String, b: &concurrency::BlobReaders) {
+/// reads/s beside the same readers alone, the writer's rate, and the
+/// database over the files with a writer (paired by round when they ran in
+/// rounds).
+fn blob_writer_lines(o: &mut String, b: &concurrency::BlobReaders, rounds: &[RoundSet]) {
     if !b.points.iter().any(|p| p.writes_per_s.is_some()) {
         return;
     }
@@ -37,6 +40,15 @@ fn blob_writer_lines(o: &mut String, b: &concurrency::BlobReaders) {
             );
         }
     }
+    for l in b.writer_leads(rounds) {
+        let _ = writeln!(
+            o,
+            "    database / files, both beside a writer, {} thr: {:.2}x in reads/s ({})",
+            l.threads,
+            l.ratio,
+            lead_interval(&l)
+        );
+    }
 }
 
 /// 1234 -> "1.23k", 1234567 -> "1.23M".
@@ -55,7 +67,7 @@ pub fn terminal(file: &ResultFile, _colour: bool) -> String {
     file.concurrency.as_ref().map_or_else(String::new, |c| text(c, &file.rounds))
 }
 
-fn text(c: &ConcurrencySection, rounds: &[crate::measure::rounds::RoundSet]) -> String {
+fn text(c: &ConcurrencySection, rounds: &[RoundSet]) -> String {
     let mut o = String::new();
     let s = &c.settings;
     let _ = writeln!(
@@ -116,7 +128,7 @@ fn text(c: &ConcurrencySection, rounds: &[crate::measure::rounds::RoundSet]) -> 
             let _ = write!(o, "{:>12}", format!("{:.2}x", l.ratio));
         }
         let _ = writeln!(o);
-        blob_writer_lines(&mut o, b);
+        blob_writer_lines(&mut o, b, rounds);
     }
     let _ = writeln!(
         o,
@@ -193,5 +205,61 @@ fn table(o: &mut String, c: &ConcurrencySection, w: Workload, title: &str) {
                 p.label, p.threads, s.busy_errors, s.locked_errors, s.error_pct
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::rounds::synthetic;
+
+    fn point(store: &str, threads: u32, reads_per_s: f64) -> concurrency::BlobPoint {
+        concurrency::BlobPoint {
+            store: store.into(),
+            label: store.into(),
+            threads,
+            experiment_id: format!("blobs/{store}/t{threads}"),
+            mb_per_s: 1.0,
+            reads_per_s,
+            latency: None,
+            noisy: false,
+            cpu_us_per_read: 1.0,
+            cores_used: 1.0,
+            writes_per_s: store.ends_with("-writer").then_some(500.0),
+        }
+    }
+
+    /// At 1 thread: the database with a writer at 200k reads/s by its
+    /// median, files at 100k; round by round the files took 3x as long.
+    fn readers() -> concurrency::BlobReaders {
+        let points = vec![
+            point("db", 1, 300e3),
+            point("files", 1, 150e3),
+            point("db-wal-writer", 1, 200e3),
+            point("files-writer", 1, 100e3),
+        ];
+        concurrency::BlobReaders { blobs: 10, blob_size: 10_000, reads_per_run: 100, points }
+    }
+
+    #[test]
+    fn readers_beside_a_writer_are_stated_paired_or_for_older_files_unpaired() {
+        let rows: Vec<Vec<f64>> = [1.0, 2.0, 1.0, 1.0, 3.0, 1.0].iter().map(|l| vec![5.0 * l, 15.0 * l]).collect();
+        let set = synthetic("concurrency/blobs-writer/t1", &["blobs/db-wal-writer/t1", "blobs/files-writer/t1"], &rows);
+        let mut o = String::new();
+        blob_writer_lines(&mut o, &readers(), std::slice::from_ref(&set));
+        assert!(
+            o.contains(
+                "database / files, both beside a writer, 1 thr: 3.00x in reads/s (3.00-3.00 (95% paired, 6 rounds))"
+            ),
+            "{o}"
+        );
+        let mut old = String::new();
+        blob_writer_lines(&mut old, &readers(), &[]);
+        assert!(
+            old.contains(
+                "database / files, both beside a writer, 1 thr: 2.00x in reads/s (unpaired, ratio of medians)"
+            ),
+            "{old}"
+        );
     }
 }
