@@ -32,6 +32,11 @@ impl Arm for ReadArm {
         if !self.cold {
             return None;
         }
+        // A server's own cache first (PostgreSQL's shared_buffers), as a
+        // cold `run` empties it.
+        if let Err(e) = self.engine.drop_own_caches() {
+            return Some(Err(e));
+        }
         let files = match &mut self.cache_files {
             Some(f) => f,
             none => match self.engine.cache_files() {
