@@ -363,7 +363,10 @@ mod tests {
                 std::fs::write(&path, b"not a store").unwrap();
             }
             let broken = ds.check(2 << 32).unwrap();
-            let why = broken.integrity_error.as_deref().unwrap_or_else(|| panic!("{engine:?}: an unreadable store fails the check"));
+            let why = broken
+                .integrity_error
+                .as_deref()
+                .unwrap_or_else(|| panic!("{engine:?}: an unreadable store fails the check"));
             assert!(why.starts_with("kv") && !why.contains(dir.path().to_str().unwrap()), "{engine:?}: {why}");
             ds.repair(&broken).unwrap();
             assert_eq!(ds.check(3 << 32).unwrap().intact_old, 4, "{engine:?}: rebuilt");

@@ -204,7 +204,9 @@ fn integrity_notes<'a>(o: &mut String, rows: impl Iterator<Item = (&'a str, u32,
     for (method, failures, reason) in rows {
         let Some(r) = reason else { continue };
         if !header {
-            o.push_str("\nwhy the integrity check failed (the first failure's reason; failures that gave it of all):\n");
+            o.push_str(
+                "\nwhy the integrity check failed (the first failure's reason; failures that gave it of all):\n",
+            );
             header = true;
         }
         let _ = writeln!(o, "  {method}: {} ({} of {failures})", r.first, r.same);
@@ -306,7 +308,11 @@ mod tests {
         assert_eq!(line("method             acks").len(), line("files-x ").len(), "{out}");
         assert!(line("files-x ").contains("yes     0         3     0       0          7"), "{out}");
         assert!(line("  files-x: ").ends_with("kv: cannot open: gone (2 of 3)"), "{out}");
-        assert_eq!(out.matches("why the integrity check failed").count(), 1, "only under the table with failures: {out}");
+        assert_eq!(
+            out.matches("why the integrity check failed").count(),
+            1,
+            "only under the table with failures: {out}"
+        );
         assert!(line("method             trials").ends_with("whole new  writer's error"), "{out}");
         assert!(line("db-x ").ends_with("         0  EIO"), "{out}");
         assert!(line("db-y ").ends_with("         0  -"), "{out}");
