@@ -74,16 +74,23 @@ impl Volatile {
 
     /// fsync of a directory: its entries on disk become what they are now.
     /// A file given a durable name here gets the content that reached the
-    /// disk before (none if it was never synced: an empty file).
+    /// disk before (none if it was never synced: an empty file). A
+    /// directory with no durable name yet keeps its synced entries aside,
+    /// as a file keeps its synced content: they appear with it once its
+    /// parent is synced (POSIX: fsync of a directory persists its entries,
+    /// whether or not its own name is durable yet).
     pub fn fsync_dir(&mut self, dir: u64) -> Res<()> {
         self.alive()?;
         self.counters.dir_fsyncs += 1;
-        let Some(dir_path) = self.disk_path(dir) else {
-            return Ok(()); // the directory itself is not on disk yet
-        };
         let (entries, on_disk) = match &self.node(dir)?.body {
             Body::Dir { entries, on_disk } => (entries.clone(), on_disk.clone()),
             Body::File { .. } => return Err(libc::ENOTDIR),
+        };
+        let Some(dir_path) = self.disk_path(dir) else {
+            if let Some(Body::Dir { on_disk, .. }) = self.nodes.get_mut(&dir).map(|n| &mut n.body) {
+                *on_disk = entries;
+            }
+            return Ok(());
         };
         let gone: Vec<(OsString, u64)> =
             on_disk.iter().filter(|(n, i)| entries.get(*n) != Some(i)).map(|(n, &i)| (n.clone(), i)).collect();
@@ -119,10 +126,10 @@ impl Volatile {
         let p = dir_path.join(name);
         let elsewhere = self.disk_path(ino);
         let node = self.nodes.get_mut(&ino).ok_or(libc::ENOENT)?;
-        match &mut node.body {
+        let synced_entries = match &mut node.body {
             Body::Dir { on_disk, .. } => {
                 std::fs::create_dir(&p).map_err(disk_err)?;
-                *on_disk = BTreeMap::new();
+                std::mem::take(on_disk)
             }
             Body::File { orphan, .. } => {
                 let content = match (orphan.take(), elsewhere) {
@@ -131,9 +138,17 @@ impl Volatile {
                     (None, None) => Vec::new(),
                 };
                 std::fs::write(&p, content).map_err(disk_err)?;
+                BTreeMap::new()
             }
-        }
+        };
         node.disk_name = Some((dir, name.clone()));
+        // A directory synced before it had a durable name: what it held then.
+        for (child_name, child) in &synced_entries {
+            self.give_disk_name(ino, &p, child_name, *child)?;
+        }
+        if let Some(Body::Dir { on_disk, .. }) = self.nodes.get_mut(&ino).map(|n| &mut n.body) {
+            *on_disk = synced_entries;
+        }
         Ok(())
     }
 
@@ -191,6 +206,24 @@ mod tests {
         assert_eq!(std::fs::read(disk.path().join("a")).unwrap(), b"version 2");
         assert!(!disk.path().join("b").exists(), "fsync of the file does not make its name durable");
         assert_eq!(v.read(a, 0, 10), Err(libc::EIO), "the machine is off");
+    }
+
+    #[test]
+    fn a_directory_synced_before_its_parent_keeps_its_entries() {
+        let (disk, mut v) = setup();
+        let d = v.create(ROOT, OsStr::new("d"), 0o755, 0, 0, true).unwrap();
+        let e = v.create(d, OsStr::new("e"), 0o755, 0, 0, true).unwrap();
+        let f = v.create(e, OsStr::new("f"), 0o644, 0, 0, false).unwrap();
+        v.write(f, 0, b"synced").unwrap();
+        v.fsync_file(f).unwrap();
+        v.fsync_dir(e).unwrap();
+        v.fsync_dir(d).unwrap();
+        let late = v.create(d, OsStr::new("late"), 0o644, 0, 0, false).unwrap();
+        v.fsync_file(late).unwrap();
+        v.fsync_dir(ROOT).unwrap();
+        v.cut(Model::Strict, &mut SmallRng::seed_from_u64(1)).unwrap();
+        assert_eq!(std::fs::read(disk.path().join("d/e/f")).unwrap(), b"synced", "each fsync'd level persisted");
+        assert!(!disk.path().join("d/late").exists(), "created after d's fsync");
     }
 
     #[test]

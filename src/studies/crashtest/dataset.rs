@@ -36,8 +36,10 @@ pub fn blob_len(seed: u64, key: u32) -> usize {
 /// What one check found.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Tally {
-    /// integrity_check did not say "ok", or the database could not be read.
-    pub integrity_failed: bool,
+    /// Why the check failed, one line: integrity_check's first complaint, or
+    /// the error that kept the database (an engine's store) from opening or
+    /// being read. None: it passed.
+    pub integrity_error: Option<String>,
     pub intact_old: u64,
     pub intact_new: u64,
     pub torn: u64,
@@ -50,6 +52,13 @@ pub struct Tally {
     pub found: Vec<Option<Verdict>>,
     /// Keys to put back before the next kill.
     bad_keys: Vec<u32>,
+}
+
+impl Tally {
+    /// integrity_check did not say "ok", or the database could not be read.
+    pub fn integrity_failed(&self) -> bool {
+        self.integrity_error.is_some()
+    }
 }
 
 pub struct Dataset {
@@ -155,7 +164,7 @@ impl Dataset {
         if self.method.is_db() {
             self.check_db(&mut t, &mut found);
         } else if self.method.is_engine() {
-            t.integrity_failed = self.check_engine(&mut found).is_err();
+            t.integrity_error = self.check_engine(&mut found).err().map(|e| self.reason(&e.to_string()));
         } else {
             self.check_files(&mut t, &mut found)?;
         }
@@ -185,14 +194,22 @@ impl Dataset {
     /// integrity check, not as an error of the test.
     fn check_db(&self, t: &mut Tally, found: &mut [Option<Verdict>]) {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let Ok(conn) = Connection::open_with_flags(&self.path, flags) else {
-            t.integrity_failed = true;
-            return;
+        let conn = match Connection::open_with_flags(&self.path, flags) {
+            Ok(c) => c,
+            Err(e) => {
+                t.integrity_error = Some(self.reason(&format!("cannot open: {e}")));
+                return;
+            }
         };
         let lines: rusqlite::Result<Vec<String>> = conn
             .prepare("PRAGMA integrity_check")
             .and_then(|mut s| s.query_map([], |r| r.get::<_, String>(0))?.collect());
-        t.integrity_failed = !matches!(lines.as_deref(), Ok([ok]) if ok == "ok");
+        t.integrity_error = match lines.as_deref() {
+            Ok([ok]) if ok == "ok" => None,
+            Ok(lines) => Some(format!("integrity_check: {}", lines.first().map_or("no answer", |l| l.as_str()))),
+            Err(e) => Some(format!("integrity_check: {e}")),
+        }
+        .map(|r| self.reason(&r));
         let scan = conn.prepare("SELECT k, v FROM kv").and_then(|mut s| {
             let mut rows = s.query([])?;
             while let Some(r) = rows.next()? {
@@ -207,8 +224,19 @@ impl Dataset {
             }
             Ok(())
         });
-        if scan.is_err() {
-            t.integrity_failed = true;
+        if let (Err(e), None) = (scan, &t.integrity_error) {
+            t.integrity_error = Some(self.reason(&format!("cannot read the blobs: {e}")));
+        }
+    }
+
+    /// A failure's message as one line without the work directory (the
+    /// dataset's name and the paths inside it are kept), so the same
+    /// failure reads the same in every round and run.
+    fn reason(&self, message: &str) -> String {
+        let line = message.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
+        match self.path.parent() {
+            Some(dir) => line.replace(&format!("{}/", dir.display()), ""),
+            None => line,
         }
     }
 
@@ -257,13 +285,13 @@ impl Dataset {
     /// removes stray files, so each kill is judged on its own.
     pub fn repair(&self, t: &Tally) -> Result<()> {
         if self.method.is_db() {
-            if t.integrity_failed || !t.bad_keys.is_empty() {
+            if t.integrity_failed() || !t.bad_keys.is_empty() {
                 self.write_db(&self.path)?;
             }
             return Ok(());
         }
         if self.method.is_engine() {
-            if t.integrity_failed || !t.bad_keys.is_empty() {
+            if t.integrity_failed() || !t.bad_keys.is_empty() {
                 self.write_engine()?;
             }
             return Ok(());
@@ -326,7 +354,7 @@ mod tests {
             let mut ds = Dataset::create(&path, Method::Engine { engine, durable: true }, 4, 5).unwrap();
             assert!(!dir.path().join("kv.source.db").exists(), "{engine:?}: the source database is removed");
             let t = ds.check(1 << 32).unwrap();
-            assert!(!t.integrity_failed, "{engine:?}");
+            assert_eq!(t.integrity_error, None, "{engine:?}");
             assert_eq!((t.intact_old, t.torn, t.missing), (4, 0, 0), "{engine:?}");
             if path.is_dir() {
                 std::fs::remove_dir_all(&path).unwrap();
@@ -335,7 +363,11 @@ mod tests {
                 std::fs::write(&path, b"not a store").unwrap();
             }
             let broken = ds.check(2 << 32).unwrap();
-            assert!(broken.integrity_failed, "{engine:?}: an unreadable store fails the check");
+            let why = broken
+                .integrity_error
+                .as_deref()
+                .unwrap_or_else(|| panic!("{engine:?}: an unreadable store fails the check"));
+            assert!(why.starts_with("kv") && !why.contains(dir.path().to_str().unwrap()), "{engine:?}: {why}");
             ds.repair(&broken).unwrap();
             assert_eq!(ds.check(3 << 32).unwrap().intact_old, 4, "{engine:?}: rebuilt");
         }
@@ -354,14 +386,15 @@ mod tests {
         conn.execute("UPDATE kv SET v=?1 WHERE k=3", [&stale]).unwrap();
         drop(conn);
         let t = ds.check(1 << 32).unwrap();
-        assert!(!t.integrity_failed);
+        assert_eq!(t.integrity_error, None);
         assert_eq!((t.intact_old, t.torn, t.missing, t.unexpected), (1, 1, 1, 1));
         ds.repair(&t).unwrap();
         let again = ds.check(2 << 32).unwrap();
         assert_eq!((again.intact_old, again.torn, again.missing), (4, 0, 0));
         std::fs::write(&path, b"SQLite format 3\0 but nothing else").unwrap();
         let broken = ds.check(3 << 32).unwrap();
-        assert!(broken.integrity_failed);
+        let why = broken.integrity_error.as_deref().unwrap_or_default();
+        assert!(why.contains("not a database") && !why.contains(dir.path().to_str().unwrap()), "{why}");
         assert_eq!(broken.missing, 4);
     }
 }

@@ -144,6 +144,9 @@ pub struct CrashMethodResult {
     pub kills: u32,
     /// Kills after which integrity_check failed or the database could not be read.
     pub integrity_failures: u32,
+    /// Why: the first failure's reason (absent when none failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrity_reason: Option<IntegrityReason>,
     /// Kills after which anything was torn, missing, unexpected or stray.
     pub damaged_kills: u32,
     /// Blob checks made (blobs x kills), then what they found.
@@ -182,6 +185,24 @@ impl CrashMethodResult {
     pub fn broke_promise(&self) -> bool {
         let damaged = self.integrity_failures > 0 || self.torn > 0 || self.missing > 0 || self.unexpected_version > 0;
         (self.promises_atomic && damaged) || (self.acknowledges_durability && self.undone > 0)
+    }
+}
+
+/// Why a method's checks failed: the first failure's one-line reason, and
+/// how many of its failures gave that same reason (the rest said something
+/// else).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IntegrityReason {
+    pub first: String,
+    pub same: u32,
+}
+
+impl IntegrityReason {
+    /// Counts one check's failure (`reason`; nothing when it passed) into `slot`.
+    pub fn count(slot: &mut Option<IntegrityReason>, reason: Option<&str>) {
+        let Some(reason) = reason else { return };
+        let r = slot.get_or_insert_with(|| IntegrityReason { first: reason.to_string(), same: 0 });
+        r.same += u32::from(r.first == reason);
     }
 }
 
@@ -300,8 +321,9 @@ fn one_method(
         let t = ds.check(spec.base)?;
         r.undone += undone(&t, &writer::read_acks(&acks)?);
         r.kills += 1;
-        r.integrity_failures += u32::from(t.integrity_failed);
-        let damaged = t.integrity_failed || t.torn + t.missing + t.unexpected > 0 || !t.stray.is_empty();
+        r.integrity_failures += u32::from(t.integrity_failed());
+        IntegrityReason::count(&mut r.integrity_reason, t.integrity_error.as_deref());
+        let damaged = t.integrity_failed() || t.torn + t.missing + t.unexpected > 0 || !t.stray.is_empty();
         r.damaged_kills += u32::from(damaged);
         r.blobs_checked += u64::from(opts.count);
         r.intact_old += t.intact_old;
@@ -336,6 +358,20 @@ fn undone(t: &dataset::Tally, acks: &[(u32, u64, bool)]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integrity_reason_keeps_the_first_and_counts_its_repeats() {
+        let mut slot = None;
+        for r in [None, Some("kv: cannot open: missing blob file"), Some("kv: other"), None] {
+            IntegrityReason::count(&mut slot, r);
+        }
+        IntegrityReason::count(&mut slot, Some("kv: cannot open: missing blob file"));
+        let r = slot.expect("two reasons seen");
+        assert_eq!((r.first.as_str(), r.same), ("kv: cannot open: missing blob file", 2));
+        let mut none = None;
+        IntegrityReason::count(&mut none, None);
+        assert_eq!(none, None, "a passed check gives no reason");
+    }
 
     #[test]
     fn undone_counts_whole_blobs_older_than_a_returned_write() {

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::blob::Verdict;
 use super::dataset::{Dataset, Tally, MAX_BLOB, MIN_BLOB};
 use super::writer::read_acks;
-use super::{kill, CrashOptions, Method, WriterSpec, ROUND_SPAN, WORK_PREFIX};
+use super::{kill, CrashOptions, IntegrityReason, Method, WriterSpec, ROUND_SPAN, WORK_PREFIX};
 use crate::measure::stop_requested;
 use crate::powercut::cost::LayerCost;
 use crate::powercut::{self, FaultPlan, Model, Mounted};
@@ -67,6 +67,9 @@ pub struct PowerCutMethodResult {
     pub cuts: u32,
     /// Cuts after which integrity_check failed or the database could not be read.
     pub integrity_failures: u32,
+    /// Why: the first failure's reason (absent when none failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrity_reason: Option<IntegrityReason>,
     pub blobs_checked: u64,
     pub intact_old: u64,
     pub intact_new: u64,
@@ -114,6 +117,8 @@ pub struct FsyncFailureResult {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub writer_error: String,
     pub integrity_failures: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrity_reason: Option<IntegrityReason>,
     pub torn: u64,
     pub missing: u64,
     pub lost_after_ack: u64,
@@ -354,7 +359,8 @@ fn one_method(
         let x = one_round(&mut c, round, FaultPlan::none(), &mut rng)?;
         let t = &x.tally;
         r.cuts += 1;
-        r.integrity_failures += u32::from(t.integrity_failed);
+        r.integrity_failures += u32::from(t.integrity_failed());
+        IntegrityReason::count(&mut r.integrity_reason, t.integrity_error.as_deref());
         r.blobs_checked += u64::from(opts.count);
         r.intact_old += t.intact_old;
         r.intact_new += t.intact_new;
@@ -405,7 +411,8 @@ fn fsync_failure(
                 r.writer_error = without_path(&e, &c.places.mountpoint);
             }
         }
-        r.integrity_failures += u32::from(x.tally.integrity_failed);
+        r.integrity_failures += u32::from(x.tally.integrity_failed());
+        IntegrityReason::count(&mut r.integrity_reason, x.tally.integrity_error.as_deref());
         r.torn += x.tally.torn;
         r.missing += x.tally.missing;
         r.lost_after_ack += x.lost_after_ack;

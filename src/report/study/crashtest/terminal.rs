@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use crate::results::ResultFile;
-use crate::studies::crashtest::{self, FsyncFailureResult};
+use crate::studies::crashtest::{self, FsyncFailureResult, IntegrityReason};
 use crate::util::units::plural;
 
 /// "ext4", or "unknown filesystem" when the mount table said nothing.
@@ -68,6 +68,7 @@ fn kill_table(file: &ResultFile) -> String {
             ]
         }),
     );
+    integrity_notes(&mut o, s.methods.iter().map(|m| (m.method.as_str(), m.integrity_failures, &m.integrity_reason)));
     o.push_str(crashtest::LEGEND);
     let _ = writeln!(o, "\n{}", crashtest::LIMITS);
     if !file.complete {
@@ -126,6 +127,7 @@ fn power_cut_table(file: &ResultFile) -> String {
             ]
         }),
     );
+    integrity_notes(&mut o, s.methods.iter().map(|m| (m.method.as_str(), m.integrity_failures, &m.integrity_reason)));
     o.push_str(crashtest::POWER_CUT_LEGEND);
     if !s.not_on_layer.is_empty() {
         let _ = writeln!(
@@ -192,6 +194,23 @@ fn fsync_failure_table(o: &mut String, rows: &[FsyncFailureResult]) {
             ]
         }),
     );
+    integrity_notes(o, rows.iter().map(|f| (f.method.as_str(), f.integrity_failures, &f.integrity_reason)));
+}
+
+/// Under a table: why each method's integrity checks failed (nothing when
+/// none did), as the store or SQLite said it.
+fn integrity_notes<'a>(o: &mut String, rows: impl Iterator<Item = (&'a str, u32, &'a Option<IntegrityReason>)>) {
+    let mut header = false;
+    for (method, failures, reason) in rows {
+        let Some(r) = reason else { continue };
+        if !header {
+            o.push_str(
+                "\nwhy the integrity check failed (the first failure's reason; failures that gave it of all):\n",
+            );
+            header = true;
+        }
+        let _ = writeln!(o, "  {method}: {} ({} of {failures})", r.first, r.same);
+    }
 }
 
 /// Both tests' second heading line: where they wrote (`place` the
@@ -263,6 +282,8 @@ mod tests {
                 method: "files-x".into(),
                 acknowledges_durability: true,
                 lost_after_ack: 7,
+                integrity_failures: 3,
+                integrity_reason: Some(IntegrityReason { first: "kv: cannot open: gone".into(), same: 2 }),
                 ..Default::default()
             }],
             fsync_failure: vec![
@@ -285,7 +306,13 @@ mod tests {
             "{out}"
         );
         assert_eq!(line("method             acks").len(), line("files-x ").len(), "{out}");
-        assert!(line("files-x ").contains("yes     0         0     0       0          7"), "{out}");
+        assert!(line("files-x ").contains("yes     0         3     0       0          7"), "{out}");
+        assert!(line("  files-x: ").ends_with("kv: cannot open: gone (2 of 3)"), "{out}");
+        assert_eq!(
+            out.matches("why the integrity check failed").count(),
+            1,
+            "only under the table with failures: {out}"
+        );
         assert!(line("method             trials").ends_with("whole new  writer's error"), "{out}");
         assert!(line("db-x ").ends_with("         0  EIO"), "{out}");
         assert!(line("db-y ").ends_with("         0  -"), "{out}");
