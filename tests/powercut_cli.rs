@@ -1,13 +1,18 @@
 //! `crashtest --power-cut --quick` on the real binary and a real FUSE
 //! mount: SQLite with synchronous=FULL must neither corrupt nor lose an
 //! acknowledged commit (WAL; DELETE loses none it promised), nor may the
-//! key-value engines' durable commits (LMDB, redb, fjall), and the layer
-//! must really drop unsynced data: files written by `truncate` without
-//! fsync come back older or torn after a strict power cut.
+//! key-value engines' durable commits (LMDB, redb), and the layer must
+//! really drop unsynced data: files written by `truncate` without fsync come
+//! back older or torn after a strict power cut. fjall's durable commit can
+//! lose its store after a cut that follows a flush (lsm-tree does not fsync
+//! `blobs/`; `tests/fjall_powercut.rs` shows it without timing): it may fail
+//! here, but only with that reason.
 
 mod common;
 
 use assert_cmd::Command;
+
+const FJALL_DURABLE: &str = "fjall-durable";
 
 #[test]
 fn quick_power_cut_keeps_full_sync_commits_and_drops_unsynced_files() {
@@ -23,9 +28,20 @@ fn quick_power_cut_keeps_full_sync_commits_and_drops_unsynced_files() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "stderr: {}\n{stdout}", String::from_utf8_lossy(&out.stderr));
     common::valid_results(&json);
     let file = blobbench::results::read(&json).unwrap();
+    let fjall = file.power_cut.as_ref().and_then(|s| s.methods.iter().find(|m| m.method == FJALL_DURABLE));
+    let fjall_lost = fjall.is_some_and(|m| m.lost_after_ack > 0 || m.integrity_failures > 0);
+    if fjall_lost {
+        // The known gap, and nothing else: the store would not open.
+        let reason = fjall.and_then(|m| m.integrity_reason.as_ref()).map(|r| r.first.clone()).unwrap_or_default();
+        assert!(reason.contains("Unrecoverable"), "fjall-durable failed for another reason: {reason}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let only_fjall = stderr.contains(&format!(": {FJALL_DURABLE} (")) && !stderr.contains("; ");
+        assert!(stderr.lines().count() == 1 && only_fjall, "{stderr}");
+    } else {
+        assert!(out.status.success(), "stderr: {}\n{stdout}", String::from_utf8_lossy(&out.stderr));
+    }
     assert_eq!(file.label, "power box", "--label names the result");
     let section = file.power_cut.expect("a power_cut section");
     assert_eq!(section.model, "strict");
@@ -38,12 +54,12 @@ fn quick_power_cut_keeps_full_sync_commits_and_drops_unsynced_files() {
         assert_eq!(classified, m.blobs_checked, "{}: every blob is classified once", m.method);
         assert!(stdout.contains(&m.method), "{} is in the table", m.method);
     }
-    let engines = ["lmdb-durable", "lmdb-fast", "redb-durable", "redb-fast", "fjall-durable", "fjall-fast"];
+    let engines = ["lmdb-durable", "lmdb-fast", "redb-durable", "redb-fast", "fjall-fast"];
     for name in ["db-wal-full", "db-delete", "db-delete-extra"].into_iter().chain(engines) {
         assert_eq!(row(name).integrity_failures, 0, "{name}");
         assert_eq!((row(name).torn, row(name).missing), (0, 0), "{name}");
     }
-    let durable = ["lmdb-durable", "redb-durable", "fjall-durable"];
+    let durable = ["lmdb-durable", "redb-durable"];
     for name in ["db-wal-full", "db-delete-extra", "truncate-fsync", "inplace-fsync", "replace-fsync-dir"]
         .into_iter()
         .chain(durable)
