@@ -2,8 +2,8 @@
 //! Linear from zero for times and rates; logarithmic for ratios that span
 //! decades, so 0.02 and 5.4 are both readable on one chart.
 
-/// Nearest two ticks closer than this (pixels) and the 2s and 5s between
-/// decades are left out; closer than this between decades and some decades.
+/// The least room (pixels) between two y ticks on a log axis: with less,
+/// the 2s and 5s between decades go, then every other decade, and so on.
 const MIN_TICK_GAP: f64 = 16.0;
 
 /// How values map to heights on a y axis.
