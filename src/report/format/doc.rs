@@ -221,6 +221,7 @@ mod tests {
             x_label: "threads".into(),
             y_label: "ops/s".into(),
             x_log: false,
+            y_log: false,
             x: vec![1.0, 2.0],
             series: vec![Series { name: "db".into(), values: vec![Some(5.0), None] }],
             reference: None,

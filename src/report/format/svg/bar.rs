@@ -3,8 +3,9 @@
 use std::fmt::Write;
 
 use super::canvas::{
-    colour, esc, finite, fmt_value, label_limit, legend_height, nice_axis, Canvas, LEFT, MIN_W, PLOT_H, RIGHT, TITLE_H,
+    colour, esc, finite, fmt_value, label_limit, legend_height, Canvas, LEFT, MIN_W, PLOT_H, RIGHT, TITLE_H,
 };
+use super::scale::YScale;
 
 /// Bars grouped by category (one group per machine), one bar per series.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,9 +41,9 @@ impl BarChart {
         let data_max = self.values.iter().flatten().filter_map(|v| finite(*v)).fold(0.0, f64::max);
         let whisker_max = self.errors.iter().flatten().flatten().filter_map(|e| finite(Some(e.1))).fold(0.0, f64::max);
         let data_max = data_max.max(whisker_max);
-        let (y_max, step) = nice_axis(data_max.max(finite(self.reference).unwrap_or(0.0)));
+        let scale = YScale::linear(data_max.max(finite(self.reference).unwrap_or(0.0)));
         let right = width - RIGHT;
-        c.y_axis(top, right, y_max, step, &self.y_label);
+        c.y_axis(top, right, &scale, &self.y_label);
 
         // Groups are spread over the plot width, bars centred in each group.
         let slot = (right - LEFT) / self.groups.len().max(1) as f64;
@@ -54,7 +55,7 @@ impl BarChart {
                 let value = self.values.get(g).and_then(|row| row.get(s)).copied().and_then(finite);
                 match value {
                     Some(v) => {
-                        let h = v.max(0.0) / y_max * PLOT_H;
+                        let h = scale.fraction(v) * PLOT_H;
                         let y = top + PLOT_H - h;
                         let _ = write!(
                             c.out,
@@ -69,8 +70,10 @@ impl BarChart {
                         let error = self.errors.get(g).and_then(|row| row.get(s)).copied().flatten();
                         let top_y = match error.filter(|(lo, hi)| lo.is_finite() && hi.is_finite() && lo < hi) {
                             Some((lo, hi)) => {
-                                let (y_lo, y_hi) =
-                                    (top + PLOT_H - lo.max(0.0) / y_max * PLOT_H, top + PLOT_H - hi / y_max * PLOT_H);
+                                let (y_lo, y_hi) = (
+                                    top + PLOT_H - scale.fraction(lo) * PLOT_H,
+                                    top + PLOT_H - scale.fraction(hi) * PLOT_H,
+                                );
                                 let _ = write!(
                                     c.out,
                                     r##"<g class="errorbar" data-low="{lo}" data-high="{hi}" stroke="#222222" stroke-width="1.2"><line x1="{cx:.1}" y1="{y_lo:.2}" x2="{cx:.1}" y2="{y_hi:.2}"/><line x1="{:.1}" y1="{y_hi:.2}" x2="{:.1}" y2="{y_hi:.2}"/><line x1="{:.1}" y1="{y_lo:.2}" x2="{:.1}" y2="{y_lo:.2}"/></g>"##,
@@ -103,7 +106,7 @@ impl BarChart {
             let fits = ((slot / 6.5) as usize).clamp(4, label_limit("group"));
             c.label_within("group", (LEFT + slot * (g as f64 + 0.5), top + PLOT_H + 20.0), "middle", 0.0, group, fits);
         }
-        c.reference(top, right, y_max, self.reference);
+        c.reference(top, right, &scale, self.reference);
         c.legend(legend_top, width, &self.series);
         c.finish()
     }

@@ -3,6 +3,8 @@
 
 use std::fmt::Write;
 
+use super::scale::YScale;
+
 /// Colour-blind-safe palette (Okabe and Ito); series take colours in order.
 const PALETTE: [&str; 8] = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#999999", "#000000"];
 /// Title and the note under it (runs behind the chart).
@@ -61,6 +63,17 @@ pub fn fmt_tick(v: f64) -> String {
     }
 }
 
+/// A y tick as the axis labels it: like a value, with the digits a tick
+/// below 0.01 needs ("0.005", not "0.01").
+pub(super) fn fmt_axis(v: f64) -> String {
+    if v != 0.0 && v.abs() < 0.01 {
+        let digits = (-v.abs().log10()).ceil().clamp(3.0, 12.0) as usize;
+        format!("{v:.digits$}")
+    } else {
+        fmt_value(v)
+    }
+}
+
 pub(super) fn finite(v: Option<f64>) -> Option<f64> {
     v.filter(|x| x.is_finite())
 }
@@ -77,15 +90,6 @@ pub(super) fn short(label: &str, max: usize) -> String {
         let cut: String = label.chars().take(max - 1).collect();
         format!("{cut}…")
     }
-}
-
-/// A round upper bound for an axis and its tick step (1, 2, 2.5 or 5 x 10^k).
-pub(super) fn nice_axis(max: f64) -> (f64, f64) {
-    let max = if max.is_finite() && max > 0.0 { max } else { 1.0 };
-    let raw = max / 5.0;
-    let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 2.5, 5.0, 10.0].iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(10.0 * mag);
-    ((max / step).ceil() * step, step)
 }
 
 /// The SVG text being built, with the few shapes the charts use.
@@ -172,22 +176,21 @@ impl Canvas {
 
     /// Horizontal gridlines, tick labels and the rotated y label of a plot
     /// whose area is `top..top + PLOT_H` and `LEFT..right`.
-    pub(super) fn y_axis(&mut self, top: f64, right: f64, y_max: f64, step: f64, y_label: &str) {
-        let mut v = 0.0;
-        while v <= y_max + step / 2.0 {
-            let y = top + PLOT_H - v / y_max * PLOT_H;
+    pub(super) fn y_axis(&mut self, top: f64, right: f64, scale: &YScale, y_label: &str) {
+        for v in scale.ticks(PLOT_H) {
+            let y = top + PLOT_H - scale.fraction(v) * PLOT_H;
             self.line("grid", (LEFT, y), (right, y), r##"stroke="#e0e0e0""##);
-            self.text("tick", (LEFT - 6.0, y + 4.0), "end", 0.0, "", &fmt_value(v));
-            v += step;
+            self.text("tick", (LEFT - 6.0, y + 4.0), "end", 0.0, "", &fmt_axis(v));
         }
         self.line("axis", (LEFT, top), (LEFT, top + PLOT_H), r##"stroke="#333333""##);
         self.line("axis", (LEFT, top + PLOT_H), (right, top + PLOT_H), r##"stroke="#333333""##);
         self.label("axis-label", (18.0, top + PLOT_H / 2.0), "middle", -90.0, y_label);
     }
 
-    pub(super) fn reference(&mut self, top: f64, right: f64, y_max: f64, reference: Option<f64>) {
-        if let Some(r) = finite(reference).filter(|r| *r >= 0.0 && *r <= y_max) {
-            let y = top + PLOT_H - r / y_max * PLOT_H;
+    /// The dashed line at `reference` (1.0 for a ratio), when it is on the axis.
+    pub(super) fn reference(&mut self, top: f64, right: f64, scale: &YScale, reference: Option<f64>) {
+        if let Some(r) = finite(reference).filter(|r| scale.contains(*r)) {
+            let y = top + PLOT_H - scale.fraction(r) * PLOT_H;
             self.line(
                 "reference",
                 (LEFT, y),

@@ -1,10 +1,11 @@
-//! The line chart over a numeric x axis, linear or logarithmic.
+//! The line chart over a numeric x axis; each axis linear or logarithmic.
 
 use std::fmt::Write;
 
 use super::canvas::{
-    colour, esc, finite, fmt_tick, fmt_value, legend_height, nice_axis, Canvas, LEFT, MIN_W, PLOT_H, RIGHT, TITLE_H,
+    colour, esc, finite, fmt_tick, fmt_value, legend_height, Canvas, LEFT, MIN_W, PLOT_H, RIGHT, TITLE_H,
 };
+use super::scale::YScale;
 
 /// One named line of a [`LineChart`], with a value (or a gap) per x.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,6 +22,9 @@ pub struct LineChart {
     pub y_label: String,
     /// Logarithmic x axis; ignored (linear) unless every x is above zero.
     pub x_log: bool,
+    /// Logarithmic y axis, for ratios that span decades; ignored (linear
+    /// from zero) unless every value and the reference are above zero.
+    pub y_log: bool,
     pub x: Vec<f64>,
     pub series: Vec<Series>,
     pub reference: Option<f64>,
@@ -33,6 +37,21 @@ impl LineChart {
         self.x_log && !self.x.is_empty() && self.x.iter().all(|x| x.is_finite() && *x > 0.0)
     }
 
+    /// The finite values drawn, with the reference: what the y axis covers.
+    fn y_values(&self) -> impl Iterator<Item = f64> + '_ {
+        let values = self.series.iter().flat_map(|s| s.values.iter()).filter_map(|v| finite(*v));
+        values.chain(finite(self.reference))
+    }
+
+    fn y_scale(&self) -> YScale {
+        let (lo, hi) = self.y_values().fold((f64::INFINITY, 0.0_f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+        if self.y_log && lo > 0.0 && lo.is_finite() {
+            YScale::log(lo, hi, PLOT_H)
+        } else {
+            YScale::linear(hi)
+        }
+    }
+
     pub fn to_svg(&self) -> String {
         let width = MIN_W.max(LEFT + RIGHT + 48.0 * self.x.len() as f64);
         let top = TITLE_H + 10.0;
@@ -43,9 +62,12 @@ impl LineChart {
         c.note(width, &self.note);
         let right = width - RIGHT;
 
-        let data_max = self.series.iter().flat_map(|s| s.values.iter()).filter_map(|v| finite(*v)).fold(0.0, f64::max);
-        let (y_max, step) = nice_axis(data_max.max(finite(self.reference).unwrap_or(0.0)));
-        c.y_axis(top, right, y_max, step, &self.y_label);
+        let scale = self.y_scale();
+        let y_label = match scale {
+            YScale::Log { .. } => format!("{} (log scale)", self.y_label),
+            YScale::Linear { .. } => self.y_label.clone(),
+        };
+        c.y_axis(top, right, &scale, &y_label);
 
         let log = self.log_x();
         let tx = |x: f64| if log { x.log10() } else { x };
@@ -58,7 +80,7 @@ impl LineChart {
             let t = if hi > lo { (tx(x) - lo) / span } else { 0.5 };
             LEFT + pad + t * (right - LEFT - 2.0 * pad)
         };
-        let py = |v: f64| top + PLOT_H - v.max(0.0) / y_max * PLOT_H;
+        let py = |v: f64| top + PLOT_H - scale.fraction(v) * PLOT_H;
 
         // One tick per x value, thinned out when they would crowd.
         let every = self.x.len().div_ceil(12).max(1);
@@ -68,7 +90,7 @@ impl LineChart {
         }
         let x_label = if log { format!("{} (log scale)", self.x_label) } else { self.x_label.clone() };
         c.label("axis-label", ((LEFT + right) / 2.0, top + PLOT_H + 40.0), "middle", 0.0, &x_label);
-        c.reference(top, right, y_max, self.reference);
+        c.reference(top, right, &scale, self.reference);
 
         for (s, series) in self.series.iter().enumerate() {
             // A gap (missing value) breaks the line into separate segments.

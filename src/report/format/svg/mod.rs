@@ -12,6 +12,7 @@ mod canvas;
 mod heatmap;
 mod line;
 pub mod percentiles;
+mod scale;
 
 pub use bar::BarChart;
 pub use canvas::{esc, fmt_tick, fmt_value};

@@ -1,5 +1,6 @@
 use super::canvas::*;
 use super::heatmap::diverging_colour;
+use super::scale::*;
 use super::*;
 
 fn parse(svg: &str) -> roxmltree::Document<'_> {
@@ -127,6 +128,7 @@ fn empty_charts_are_still_valid() {
         x_label: "x".into(),
         y_label: "y".into(),
         x_log: true,
+        y_log: false,
         x: vec![],
         series: vec![],
         reference: None,
@@ -153,6 +155,7 @@ fn lines(x_log: bool) -> LineChart {
         x_label: "threads".into(),
         y_label: "ops/s".into(),
         x_log,
+        y_log: false,
         x: vec![1.0, 10.0, 100.0, 1000.0],
         series: vec![
             Series { name: "SQLite".into(), values: vec![Some(1.0), Some(2.0), None, Some(4.0)] },
@@ -216,6 +219,106 @@ fn log_axis_falls_back_to_linear_for_zero() {
     let svg = chart.to_svg();
     parse(&svg);
     assert!(!svg.contains("log scale"));
+}
+
+/// One line at 0.01, 0.1, 1 and 10 against a 1.0 reference.
+fn ratios(values: [f64; 4]) -> LineChart {
+    LineChart {
+        title: "Ratios".into(),
+        x_label: "blob size".into(),
+        y_label: "file time / database time".into(),
+        x_log: true,
+        y_log: true,
+        x: vec![1.0, 10.0, 100.0, 1000.0],
+        series: vec![Series { name: "engine".into(), values: values.map(Some).to_vec() }],
+        reference: Some(1.0),
+        note: String::new(),
+    }
+}
+
+fn point_ys(doc: &roxmltree::Document) -> Vec<f64> {
+    with_class(doc, "point").iter().map(|p| num(p, "cy")).collect()
+}
+
+fn tick_labels<'a>(doc: &'a roxmltree::Document<'a>) -> Vec<&'a str> {
+    with_class(doc, "tick")
+        .iter()
+        .filter(|n| n.attribute("text-anchor") == Some("end"))
+        .filter_map(|n| n.text())
+        .collect()
+}
+
+#[test]
+fn log_y_axis_spaces_decades_evenly() {
+    let svg = ratios([0.01, 0.1, 1.0, 10.0]).to_svg();
+    let doc = parse(&svg);
+    let ys = point_ys(&doc);
+    assert_eq!(ys.len(), 4);
+    let gaps: Vec<f64> = ys.windows(2).map(|w| w[0] - w[1]).collect();
+    assert!(gaps[0] > 50.0, "each decade gets room: {gaps:?}");
+    assert!(gaps.iter().all(|g| (g - gaps[0]).abs() < 0.2), "decades evenly spaced: {gaps:?}");
+    assert!(svg.contains("file time / database time (log scale)"));
+
+    let ticks = tick_labels(&doc);
+    for decade in ["0.01", "0.10", "1.00", "10.0"] {
+        assert!(ticks.contains(&decade), "{decade} in {ticks:?}");
+    }
+    assert!(ticks.contains(&"0.02") && ticks.contains(&"5.00"), "2s and 5s fit over 3 decades: {ticks:?}");
+    // Each tick's gridline is at its value's height: 1.00's is level with the point at 1.
+    let grid: Vec<f64> = with_class(&doc, "grid").iter().map(|g| num(g, "y1")).collect();
+    assert_eq!(grid.len(), ticks.len());
+    assert!(grid.iter().any(|y| (y - ys[2]).abs() < 0.1));
+}
+
+#[test]
+fn log_y_reference_sits_at_its_value() {
+    let svg = ratios([0.01, 0.1, 1.0, 10.0]).to_svg();
+    let doc = parse(&svg);
+    let refs = with_class(&doc, "reference");
+    assert_eq!(refs.len(), 1);
+    let one = point_ys(&doc)[2];
+    assert!((num(&refs[0], "y1") - one).abs() < 0.1, "the 1.0 line is level with the point at 1.0");
+
+    // Above every value, the reference still widens the axis to reach it.
+    let mut below = ratios([0.01, 0.02, 0.05, 0.1]);
+    below.reference = Some(1.0);
+    let svg2 = below.to_svg();
+    let doc2 = parse(&svg2);
+    let r = num(&with_class(&doc2, "reference")[0], "y1");
+    assert!(point_ys(&doc2).iter().all(|y| *y > r), "1.0 is above every value");
+}
+
+#[test]
+fn log_y_falls_back_to_linear_for_zero_or_negative() {
+    for bad in [0.0, -0.5] {
+        let svg = ratios([bad, 0.1, 1.0, 10.0]).to_svg();
+        let doc = parse(&svg);
+        assert!(!svg.contains("database time (log scale)"), "{bad}: no log label");
+        assert!(tick_labels(&doc).contains(&"0.00"), "{bad}: a linear axis from zero");
+        let ys = point_ys(&doc);
+        let (tenth, one, ten) = (ys[1], ys[2], ys[3]);
+        assert!(((tenth - one) / (one - ten) - 0.1).abs() < 0.01, "{bad}: 0.1 to 1 is a tenth of 1 to 10");
+    }
+    let mut negative_reference = ratios([0.01, 0.1, 1.0, 10.0]);
+    negative_reference.reference = Some(-1.0);
+    assert!(!negative_reference.to_svg().contains("database time (log scale)"));
+}
+
+#[test]
+fn log_y_ticks_fit_the_range() {
+    // A narrow range gets 1-2-5 bounds, not whole decades.
+    assert_eq!(YScale::log(0.24, 2.74, PLOT_H).ticks(PLOT_H), [0.2, 0.5, 1.0, 2.0, 5.0]);
+    // A single value is not left on the edge of the plot.
+    let one = YScale::log(1.0, 1.0, PLOT_H);
+    assert!((one.fraction(1.0) - 0.5).abs() < 0.1, "{one:?}");
+    // Over many decades only the decades are labelled, and they do not crowd.
+    let wide = YScale::log(1e-6, 1e6, PLOT_H).ticks(PLOT_H);
+    assert!(wide.iter().all(|t| (t.log10() - t.log10().round()).abs() < 1e-9), "{wide:?}");
+    let gap = PLOT_H / (wide.len() - 1) as f64;
+    assert!(gap >= 16.0 && wide.len() >= 3, "{wide:?}");
+    assert_eq!(fmt_axis(0.001), "0.001");
+    assert_eq!(fmt_axis(0.005), "0.005");
+    assert_eq!(fmt_axis(0.02), "0.02");
 }
 
 #[test]

@@ -140,6 +140,7 @@ fn chart(s: &MatrixSection) -> Figure {
             x_label: "blob size (KB)".into(),
             y_label: "file time / engine time".into(),
             x_log: true,
+            y_log: true,
             x: sizes.iter().map(|&b| f64::from(b) / 1000.0).collect(),
             series,
             reference: Some(1.0),
@@ -234,6 +235,7 @@ mod tests {
         let Some(Block::Figure(f)) = b.iter().find(|b| matches!(b, Block::Figure(_))) else { panic!("a chart") };
         let Chart::Lines(l) = &f.chart else { panic!("lines") };
         assert_eq!(l.series[0].values, [Some(2.0), Some(1.0), Some(0.25)]);
+        assert!(l.y_log, "ratios around 1.0 on a log axis");
         let mut none = s.clone();
         none.params.engines.clear();
         assert!(text(&none).is_empty() && blocks(&none).is_empty(), "nothing without engines");

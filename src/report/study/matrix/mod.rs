@@ -184,6 +184,7 @@ fn machine_section(s: &MatrixSection, label: &str, suffix: &str, many: bool) -> 
             x_label: "blob size (KB)".to_string(),
             y_label: "file time / database time".to_string(),
             x_log: true,
+            y_log: true,
             x: ext.sizes.iter().map(|&b| f64::from(b) / 1000.0).collect(),
             series: ext
                 .page_sizes
@@ -368,7 +369,7 @@ mod tests {
         assert!(svg.contains("2.50") && svg.contains("0.80"), "values drawn");
         let lines = doc::figures(&sections).nth(1).unwrap();
         let Chart::Lines(l) = &lines.chart else { panic!("not a line chart") };
-        assert!(l.x_log);
+        assert!(l.x_log && l.y_log, "a ratio by size: both axes log");
         assert_eq!(l.x, [10.0, 100.0, 1000.0]);
         assert_eq!(l.series[0].name, "page size 1024");
         assert_eq!(l.reference, Some(1.0));
