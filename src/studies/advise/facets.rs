@@ -38,6 +38,15 @@ pub(super) fn size_crossover(
     mean: f64,
     observer: &dyn SuiteObserver,
 ) -> Result<Option<MatrixSection>> {
+    match matrix::run(&matrix_options(opts, mean), &AsProgress(observer)) {
+        Ok(run) if !run.interrupted => Ok(Some(run.section)),
+        Ok(_) | Err(Error::Interrupted) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The size matrix's options for blobs of `mean` bytes.
+pub(super) fn matrix_options(opts: &AdviseOptions, mean: f64) -> MatrixOptions {
     let total = matrix_bytes(opts.quick);
     let mut sizes: Vec<u32> =
         MATRIX_FACTORS.iter().map(|k| ((mean * k).round() as u64).clamp(1000, total / 4) as u32).collect();
@@ -50,11 +59,7 @@ pub(super) fn size_crossover(
     m.engines.clone_from(&opts.engines);
     m.workdir.clone_from(&opts.workdir);
     m.rounds.budget = Some(Duration::from_secs(if opts.quick { 1 } else { 3 }));
-    match matrix::run(&m, &AsProgress(observer)) {
-        Ok(run) if !run.interrupted => Ok(Some(run.section)),
-        Ok(_) | Err(Error::Interrupted) => Ok(None),
-        Err(e) => Err(e),
-    }
+    m
 }
 
 /// Blob content the short aging pass rewrites per layout and pass (a

@@ -168,14 +168,16 @@ fn validate(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Result<Duratio
     Ok(budget)
 }
 
-/// Disk advise needs at its peak: the suite's datasets or the aging pass's
-/// (each study removes its own before the next starts), from each study's
-/// own estimate, for the mean size (a --from tree's too).
+/// Disk advise needs at its peak: the suite's datasets, the size matrix's
+/// largest cell or the aging pass's datasets (each study removes its own
+/// before the next starts), from each study's own estimate, for the mean
+/// size (a --from tree's too).
 fn needed_bytes(opts: &AdviseOptions, count: u32, mean_bytes: f64, thorough: bool) -> Result<u64> {
     let spec = DatasetSpec { count, size: mean_bytes.round() as u32, variance: 0, sizes: None, ..opts.spec.clone() };
     let suite = suite::needed_bytes(&spec, opts.engines.len());
+    let matrix = facets::matrix_options(opts, mean_bytes).needed_bytes()?;
     let aging = facets::aging_options(opts, (count, mean_bytes), thorough).needed_bytes()?;
-    Ok(suite.max(aging))
+    Ok(suite.max(matrix).max(aging))
 }
 
 /// Whether the budget affords the larger aging pass (the default budget or
@@ -330,6 +332,8 @@ mod tests {
     fn the_space_check_counts_the_aging_pass() {
         let d = tempfile::tempdir().unwrap();
         let mut o = options(d.path());
+        // No engines, so the size matrix's cells stay small (see below).
+        o.engines.clear();
         // Few large blobs: the aging pass ages all of them, in more copies
         // than the suite makes.
         let (count, mean) = (100, 100_000.0);
@@ -345,6 +349,23 @@ mod tests {
             let spec = DatasetSpec { count: 100_000, size: 1000, variance: 0, sizes: None, ..o.spec.clone() };
             suite::needed_bytes(&spec, o.engines.len())
         });
+    }
+
+    /// A small dataset with engines considered: the size matrix's largest
+    /// cell, with an engine dataset each, needs more than the suite or aging.
+    #[test]
+    fn the_space_check_counts_the_size_matrix() {
+        let d = tempfile::tempdir().unwrap();
+        let mut o = options(d.path());
+        o.engines = rules::default_engines();
+        let (count, mean) = (50, 2000.0);
+        o.spec = DatasetSpec { count, size: 2000, variance: 0, ..DatasetSpec::default() };
+        let matrix = facets::matrix_options(&o, mean).needed_bytes().unwrap();
+        let without = { facets::matrix_options(&AdviseOptions { engines: Vec::new(), ..o.clone() }, mean) }
+            .needed_bytes()
+            .unwrap();
+        assert!(matrix > without, "each engine's dataset counts: {matrix} > {without}");
+        assert_eq!(needed_bytes(&o, count, mean, false).unwrap(), matrix);
     }
 
     #[test]

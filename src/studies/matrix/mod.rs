@@ -172,9 +172,19 @@ impl MatrixOptions {
             return Err(Error::bad_input(&self.workdir, "work directory does not exist or is not a directory"));
         }
         crate::engine::registry::preflight(&self.engines, &EngineSettings::default())?;
+        check_space(&self.workdir, self.largest_cell_bytes(&cells), "the largest cell")
+    }
+
+    /// Disk the matrix needs at its peak: its largest cell, engines included
+    /// (cells are built and removed one at a time).
+    pub fn needed_bytes(&self) -> Result<u64> {
+        let yours = self.your_data()?;
+        Ok(self.largest_cell_bytes(&self.planned(yours.as_ref())))
+    }
+
+    fn largest_cell_bytes(&self, cells: &[(CellSpec, yours::Content)]) -> u64 {
         let engine_page = self.engine_page_size();
-        let need = cells.iter().map(|(c, _)| c.disk_bytes(true, self.engines_in(c, engine_page))).max().unwrap_or(0);
-        check_space(&self.workdir, need, "the largest cell")
+        cells.iter().map(|(c, _)| c.disk_bytes(true, self.engines_in(c, engine_page))).max().unwrap_or(0)
     }
 
     /// The page size whose cells measure the engines (None without engines).
