@@ -57,6 +57,11 @@ fn tiny_matrix_prints_the_table_and_writes_results() {
         assert!(set.consistent() && set.rounds.len() == 1, "--repeat 1: one round of the four writes");
         let paired = set.ratio(&w.fast_files.id, &w.fast_db.id).unwrap();
         assert_eq!(w.fast_ratio, paired.value, "the fast ratio is paired by round");
+        let churn = w.churn_rounds.as_ref().expect("grow and shrink ran in rounds");
+        assert_eq!(churn.arms, [&*w.churn_db.id, &w.churn_files.id]);
+        assert!(churn.consistent() && churn.rounds.len() == 1, "--repeat 1: one round of the two");
+        let paired = churn.ratio(&w.churn_files.id, &w.churn_db.id).unwrap();
+        assert_eq!(w.churn_ratio, paired.value, "the grow/shrink ratio is paired by round");
     }
     assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0, "every dataset removed");
 }

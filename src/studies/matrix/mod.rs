@@ -10,6 +10,7 @@
 //! size, are shared by the cells of one blob size.
 
 mod cell;
+mod churn;
 mod crossover;
 mod engines;
 mod study;

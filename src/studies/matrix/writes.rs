@@ -3,8 +3,9 @@
 //! fast (WAL + synchronous NORMAL vs files overwritten in place, no fsync)
 //! and durable (WAL + synchronous FULL vs a new file fsynced and renamed
 //! over the old one), plus grow-and-shrink (each op replaces a blob with one
-//! of another size or deletes one) in the database and the files. The write
-//! crossover is where files / database falls to 1.0, as for reads.
+//! of another size or deletes one) in the database and the files, in rounds
+//! of their own (`churn`). The write crossover is where files / database
+//! falls to 1.0, as for reads.
 //!
 //! Each database write is its own transaction (as each file write stands
 //! alone), and the write figure is kvtest's per-op time, which includes the
@@ -20,19 +21,16 @@ use serde::{Deserialize, Serialize};
 use super::engines::{self, EngineWrites};
 use super::{crossover, CellSpec, Crossover, MatrixSection};
 use crate::drivers::run::{RunArm, RunOptions};
-use crate::drivers::session::{timed_session, Script, ScriptOp, SessionSpec, Work};
-use crate::engine::{self, OpenMode};
+use crate::engine;
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, RoundsPlan, StopReason};
-use crate::measure::{self, Experiment};
-use crate::records::keys::{KeySequence, Order};
-use crate::records::{
-    DbAccess, DbParams, EngineKind, EngineSettings, FileParams, FileRead, FileWrite, KvSync, Plan, SyncLevel,
-};
+use crate::measure::Experiment;
+use crate::records::keys::Order;
+use crate::records::{DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, KvSync, Plan, SyncLevel};
 use crate::{Error, Result};
 
 /// Overwrites per timed run: a tenth of the cell's blobs (the article's
 /// share), at least 20 and at most 500 (durable writes cost milliseconds).
-fn writes_per_run(spec: &CellSpec) -> u64 {
+pub(super) fn writes_per_run(spec: &CellSpec) -> u64 {
     (u64::from(spec.count) / 10).clamp(20, 500).min(u64::from(spec.count))
 }
 
@@ -55,6 +53,10 @@ pub struct CellWrites {
     /// medians over them. Absent in older files: unpaired ratios.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rounds: Option<RoundSet>,
+    /// Grow and shrink's rounds (arms: database, files); `churn_ratio` is
+    /// the paired median over them. Absent in older files: unpaired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub churn_rounds: Option<RoundSet>,
 }
 
 /// Per page size, where files start to beat the database at writing.
@@ -149,15 +151,17 @@ pub(super) fn measure(
     }
     let churn_copy = scratch.join("churn-files");
     crate::engine::dataset::export(db, &churn_copy, false, false, &crate::util::progress::Silent)?;
-    let churn_files = churn(spec, &churn_copy, &id("churn-files"), &plan, seed, false)?;
-    let churn_db = churn(spec, db, &id("churn-db"), &plan, seed, true)?;
+    let churn_ids = [id("churn-db"), id("churn-files")];
+    let (churn_db, churn_files, churn_set) =
+        super::churn::churn_rounds(spec, (db, &churn_copy), churn_ids, &plan, rounds, seed)?;
     let ratio = |files: &Experiment, db: &Experiment| write_figure(files) / write_figure(db);
-    let paired =
-        |files: &Experiment, db: &Experiment| set.ratio(&files.id, &db.id).map_or(ratio(files, db), |r| r.value);
+    let paired = |set: &RoundSet, files: &Experiment, db: &Experiment| {
+        set.ratio(&files.id, &db.id).map_or(ratio(files, db), |r| r.value)
+    };
     let writes = CellWrites {
-        fast_ratio: paired(&fast_files, &fast_db),
-        durable_ratio: paired(&durable_files, &durable_db),
-        churn_ratio: ratio(&churn_files, &churn_db),
+        fast_ratio: paired(&set, &fast_files, &fast_db),
+        durable_ratio: paired(&set, &durable_files, &durable_db),
+        churn_ratio: paired(&churn_set, &churn_files, &churn_db),
         fast_db,
         fast_files,
         durable_db,
@@ -165,6 +169,7 @@ pub(super) fn measure(
         churn_db,
         churn_files,
         rounds: Some(set),
+        churn_rounds: Some(churn_set),
     };
     Ok((writes, engine_writes))
 }
@@ -204,50 +209,6 @@ fn write_rounds(
 /// over the timed runs.
 pub fn write_figure(e: &Experiment) -> f64 {
     e.summary.per_op_us.median
-}
-
-/// Grow and shrink: a third of the ops replace a blob with one twice its
-/// size, a third with one half its size, a third delete a blob (a miss when
-/// it is already gone, which the loop counts as kvtest does). Fast settings
-/// (WAL + NORMAL; files replaced without fsync).
-fn churn(spec: &CellSpec, path: &Path, id: &str, plan: &Plan, seed: u64, db: bool) -> Result<Experiment> {
-    let (grow, shrink) = (spec.size.saturating_mul(2).min(crate::records::sizes::MAX_BLOB), (spec.size / 2).max(1));
-    let ops = [ScriptOp::Put(grow), ScriptOp::Put(shrink), ScriptOp::Delete].repeat(64);
-    let script = Script::new(ops, spec.size, seed)?;
-    let settings = EngineSettings {
-        db: DbParams {
-            cache_size: spec.cache_pages,
-            journal_mode: Some("wal".into()),
-            sync: Some(SyncLevel::Normal),
-            multitrans: true,
-            ..DbParams::default()
-        },
-        files: FileParams { read: FileRead::Posix, write: FileWrite::Replace, fsync: false },
-        ..EngineSettings::default()
-    };
-    let mut engine = engine::open(path, &settings)?;
-    engine.survey(true)?;
-    let count = writes_per_run(spec);
-    let measured = measure::measure_observed(plan, None, &mut |_, _| {}, |ctx| {
-        let spec = SessionSpec {
-            mode: OpenMode::WRITE,
-            max_id: Some(spec.count),
-            keys: |max| KeySequence::new(Order::Random, 1, max),
-            count,
-            work: Work::Script(&script),
-        };
-        let r = timed_session(engine.as_ref(), spec, ctx.latency, &|| {}, &mut |_| {})?;
-        Ok(r.outcome(false))
-    })?;
-    let label = if db { "grow/shrink in SQLite (WAL + NORMAL)" } else { "grow/shrink files (new file + rename)" };
-    let mut o = RunOptions::new(path);
-    o.count = count;
-    o.update = true;
-    o.plan = *plan;
-    let mut params = o.params(engine.kind(), spec.count, 1);
-    params.db = settings.db;
-    params.files = settings.files;
-    Ok(Experiment::from_measured(id, label, params, measured))
 }
 
 impl MatrixSection {
