@@ -50,6 +50,8 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
             thousands(c.blob_max_bytes)
         )));
         blocks.push(Block::Table(table(c)));
+        let reasons = c.methods.iter().map(|m| (m.method.as_str(), m.integrity_failures, &m.integrity_reason));
+        blocks.extend(terminal::reasons_blocks(reasons));
         for m in c.methods.iter().filter(|m| m.broke_promise()) {
             blocks.push(Block::Paragraph(format!(
                 "{}: damaged by a process kill although it promises atomic or durable commits \
@@ -154,5 +156,20 @@ mod tests {
         assert!(!text.contains("damaged by a process kill"), "a torn file is reported, not judged");
         assert!(format!("{:?}", sections(&[crash_file(2)])).contains("db-wal-normal: damaged by a process kill"));
         assert!(sections(&[suite("host-a", &[])]).is_empty(), "no section without crashtest results");
+    }
+
+    /// The page says why an integrity check failed, as the terminal does.
+    #[test]
+    fn the_page_gives_each_failed_checks_reason() {
+        let mut f = crash_file(0);
+        let text = format!("{:?}", sections(std::slice::from_ref(&f))[0].blocks);
+        assert!(!text.contains("why the integrity check failed"), "no reason, no note: {text}");
+        let m = &mut f.crashtest.as_mut().unwrap().methods[1];
+        m.integrity_failures = 3;
+        m.integrity_reason = Some(crashtest::IntegrityReason { first: "kv: cannot open: gone".into(), same: 2 });
+        let blocks = &sections(&[f])[0].blocks;
+        let list = blocks.iter().find_map(|b| if let Block::List(l) = b { Some(l) } else { None });
+        assert_eq!(list.unwrap(), &["truncate: kv: cannot open: gone (2 of 3)"]);
+        assert!(format!("{blocks:?}").contains("Why the integrity check failed"));
     }
 }

@@ -35,6 +35,8 @@ pub fn blocks(files: &[ResultFile]) -> Vec<Block> {
             thousands(c.blob_max_bytes)
         )));
         blocks.push(Block::Table(cut_table(c)));
+        let reasons = c.methods.iter().map(|m| (m.method.as_str(), m.integrity_failures, &m.integrity_reason));
+        blocks.extend(super::terminal::reasons_blocks(reasons));
         blocks.push(Block::Figure(lost_chart(label, c, found.len() > 1)));
         for m in c.methods.iter().filter(|m| m.promises_durability && m.lost_after_ack > 0) {
             blocks.push(Block::Paragraph(format!(
@@ -49,6 +51,9 @@ pub fn blocks(files: &[ResultFile]) -> Vec<Block> {
                     .into(),
             ));
             blocks.push(Block::Table(fsync_table(c)));
+            let reasons =
+                c.fsync_failure.iter().map(|f| (f.method.as_str(), f.integrity_failures, &f.integrity_reason));
+            blocks.extend(super::terminal::reasons_blocks(reasons));
         }
         if let Some(k) = &c.layer_cost {
             blocks.push(Block::Note(format!(

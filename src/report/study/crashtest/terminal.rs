@@ -200,17 +200,43 @@ fn fsync_failure_table(o: &mut String, rows: &[FsyncFailureResult]) {
 /// Under a table: why each method's integrity checks failed (nothing when
 /// none did), as the store or SQLite said it.
 fn integrity_notes<'a>(o: &mut String, rows: impl Iterator<Item = (&'a str, u32, &'a Option<IntegrityReason>)>) {
-    let mut header = false;
-    for (method, failures, reason) in rows {
-        let Some(r) = reason else { continue };
-        if !header {
-            o.push_str(
-                "\nwhy the integrity check failed (the first failure's reason; failures that gave it of all):\n",
-            );
-            header = true;
+    let lines = integrity_reasons(rows);
+    if !lines.is_empty() {
+        let _ = writeln!(o, "\n{REASONS_HEADING}:");
+        for line in lines {
+            let _ = writeln!(o, "  {line}");
         }
-        let _ = writeln!(o, "  {method}: {} ({} of {failures})", r.first, r.same);
     }
+}
+
+/// What the page and the terminal say above [`integrity_reasons`].
+pub(super) const REASONS_HEADING: &str =
+    "why the integrity check failed (the first failure's reason; failures that gave it of all)";
+
+/// One line per method whose integrity check failed: the first failure's
+/// reason, and how many of its failures gave that reason.
+pub(super) fn integrity_reasons<'a>(
+    rows: impl Iterator<Item = (&'a str, u32, &'a Option<IntegrityReason>)>,
+) -> Vec<String> {
+    rows.filter_map(|(method, failures, r)| {
+        r.as_ref().map(|r| format!("{method}: {} ({} of {failures})", r.first, r.same))
+    })
+    .collect()
+}
+
+/// The page's note and list of [`integrity_reasons`] (nothing when every
+/// check passed).
+pub(super) fn reasons_blocks<'a>(
+    rows: impl Iterator<Item = (&'a str, u32, &'a Option<IntegrityReason>)>,
+) -> Vec<crate::report::format::doc::Block> {
+    use crate::report::format::doc::Block;
+    let lines = integrity_reasons(rows);
+    if lines.is_empty() {
+        return Vec::new();
+    }
+    let mut heading = REASONS_HEADING.to_string();
+    heading[..1].make_ascii_uppercase();
+    vec![Block::Note(format!("{heading}:")), Block::List(lines)]
 }
 
 /// Both tests' second heading line: where they wrote (`place` the
