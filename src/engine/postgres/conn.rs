@@ -3,6 +3,7 @@
 //! and that the table is blobbench's; one-line errors.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use postgres::{Client, Config, NoTls};
@@ -32,8 +33,8 @@ pub(super) fn marker(kind: EngineKind) -> String {
 
 /// Where the table lives and how to reach it.
 pub(super) struct Server {
-    /// Held for its drop, which stops the throwaway cluster.
-    cluster: Option<Cluster>,
+    /// Held for its drop: the last holder's stops the throwaway cluster.
+    cluster: Option<Arc<Cluster>>,
     config: Config,
     /// What errors name: the dataset directory or the redacted URL.
     pub label: PathBuf,
@@ -49,16 +50,23 @@ impl Server {
             (false, Some(_)) => Err(Error::bad_input(dir, "holds its own throwaway cluster; run it without --pg")),
             (true, Some(url)) => Ok(Server { cluster: None, config: parse_url(url)?, label: redact(url).into(), desc }),
             (false, None) => {
-                let cluster = Cluster::start(dir)?;
+                let cluster = Cluster::shared(dir)?;
                 let config = local_config(cluster.socket_dir(), LOCAL_DB);
                 Ok(Server { cluster: Some(cluster), config, label: dir.to_path_buf(), desc })
             }
         }
     }
 
-    /// Stops the throwaway cluster now (its errors returned, unlike a drop's).
+    /// Stops the throwaway cluster now (its errors returned, unlike a
+    /// drop's); refused while another engine of this run shares it.
     pub fn stop(mut self) -> Result<()> {
-        self.cluster.take().map_or(Ok(()), Cluster::stop)
+        match self.cluster.take().map(Arc::try_unwrap) {
+            None => Ok(()),
+            Some(Ok(cluster)) => cluster.stop(),
+            Some(Err(_)) => {
+                Err(Error::invalid("cannot stop the PostgreSQL server while another engine of this run uses it"))
+            }
+        }
     }
 
     pub fn local(&self) -> bool {

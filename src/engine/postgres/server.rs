@@ -16,6 +16,7 @@ use std::ffi::CString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, Weak};
 
 use crate::{Error, Result};
 
@@ -142,6 +143,22 @@ impl Cluster {
         append(&data.join("postgresql.conf"), &conf)
     }
 
+    /// The cluster in `dir/pgdata` as this process's engines share it: the
+    /// one another engine of this run already started (engines on the same
+    /// dataset, such as a fast and a durable writer, use one server), or a
+    /// new one. It stops when the last engine lets go of it.
+    pub fn shared(dir: &Path) -> Result<Arc<Cluster>> {
+        let data = absolute(dir)?.join(DATA_DIR);
+        let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+        running.retain(|(_, c)| c.strong_count() > 0);
+        if let Some(cluster) = running.iter().find(|(d, _)| *d == data).and_then(|(_, c)| c.upgrade()) {
+            return Ok(cluster);
+        }
+        let cluster = Arc::new(Cluster::start(dir)?);
+        running.push((data, Arc::downgrade(&cluster)));
+        Ok(cluster)
+    }
+
     /// Starts the cluster in `dir/pgdata`, first stopping a server a killed
     /// run left there.
     pub fn start(dir: &Path) -> Result<Cluster> {
@@ -184,6 +201,10 @@ impl Cluster {
             .ok_or_else(|| Error::bad_input(&self.data, "has no postmaster.pid: the server is not running"))
     }
 }
+
+/// The clusters this process runs, by data directory (see
+/// [`Cluster::shared`]); weak, so a cluster still stops with its last user.
+static RUNNING: Mutex<Vec<(PathBuf, Weak<Cluster>)>> = Mutex::new(Vec::new());
 
 impl Drop for Cluster {
     fn drop(&mut self) {

@@ -56,3 +56,30 @@ fn the_round_trip_floor_and_the_server_settings_are_reported() {
     assert!(s.round_trip().unwrap());
     s.close().unwrap();
 }
+
+/// A fast and a durable writer on one dataset (as the suite's and the
+/// matrix's write rounds open them) share one server: the second does not
+/// stop the first's to start its own, and the last one out stops it.
+#[test]
+fn engines_on_one_dataset_share_its_server() {
+    let dir = scratch();
+    let (db, _) = tiny_kv(dir.path(), 5);
+    let target = dir.path().join("pg");
+    build(EngineKind::Postgres, &db, &target, false, &PgParams::default(), &Silent).unwrap();
+    let log = target.join(server::DATA_DIR).join("server.log");
+    let starts = || std::fs::read_to_string(&log).unwrap().matches("ready to accept connections").count();
+    let before = starts();
+    let open = |sync| {
+        let mut e = engine(EngineKind::Postgres)(&target, KvParams { sync, multitrans: true });
+        e.survey(true).unwrap();
+        e
+    };
+    let (fast, durable) = (open(KvSync::Fast), open(KvSync::Durable));
+    assert_eq!(starts() - before, 1, "one server for both engines");
+    drop(fast);
+    let mut s = durable.open(OpenMode::READ).unwrap();
+    assert!(s.read(1).unwrap() > 0, "the server outlives the first engine");
+    s.close().unwrap();
+    drop(durable);
+    assert!(!target.join(server::DATA_DIR).join("postmaster.pid").exists(), "the last engine stopped it");
+}
