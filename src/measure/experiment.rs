@@ -46,6 +46,12 @@ pub struct ClassLatency {
 }
 
 impl Experiment {
+    /// Each timed run's loop time per operation (open and commit excluded),
+    /// in run order: run i of arms measured in rounds ran in round i.
+    pub fn loop_times(&self) -> Vec<f64> {
+        self.runs.iter().map(|r| r.loop_per_op_us).collect()
+    }
+
     /// The experiment the measurement engine measured with `params`.
     pub fn from_measured(id: &str, label: &str, params: WorkloadParams, measured: Measured) -> Self {
         Experiment {

@@ -229,6 +229,24 @@ pub struct EngineSettings {
     pub pg: super::PgParams,
 }
 
+impl EngineSettings {
+    /// Rewrites that wait for no disk: SQLite in WAL with synchronous
+    /// NORMAL, a transaction per write; files replaced by rename without
+    /// fsync. A writer beside readers, and grow-and-shrink, write this way.
+    pub fn fast_rewrites() -> EngineSettings {
+        EngineSettings {
+            db: DbParams {
+                journal_mode: Some("wal".into()),
+                sync: Some(SyncLevel::Normal),
+                multitrans: true,
+                ..DbParams::default()
+            },
+            files: FileParams { read: FileRead::Posix, write: FileWrite::Replace, fsync: false },
+            ..EngineSettings::default()
+        }
+    }
+}
+
 /// Everything that defines one `run`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadParams {

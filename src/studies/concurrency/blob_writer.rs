@@ -20,7 +20,7 @@ use crate::engine::{self, OpenMode};
 use crate::measure::cold::EvictionReport;
 use crate::measure::rounds::Arm;
 use crate::measure::{self, RunContext, RunOutcome, Stat};
-use crate::records::{DbParams, EngineSettings, FileParams, FileRead, FileWrite, SyncLevel};
+use crate::records::EngineSettings;
 use crate::Result;
 
 /// The writer running in its own thread.
@@ -35,25 +35,10 @@ pub struct WriterOutcome {
     pub writes_per_s: f64,
 }
 
-/// Settings of the writer: WAL + synchronous NORMAL, one transaction per
-/// write; files replaced by rename, without fsync.
-fn settings() -> EngineSettings {
-    EngineSettings {
-        db: DbParams {
-            journal_mode: Some("wal".into()),
-            sync: Some(SyncLevel::Normal),
-            multitrans: true,
-            ..DbParams::default()
-        },
-        files: FileParams { read: FileRead::Posix, write: FileWrite::Replace, fsync: false },
-        ..EngineSettings::default()
-    }
-}
-
 /// Puts the dataset at `path` in the writer's mode (a database into WAL)
 /// before any reader opens it, and starts writing.
 pub fn start(path: &Path, seed: u64) -> Result<BackgroundWriter> {
-    let mut engine = engine::open(path, &settings())?;
+    let mut engine = engine::open(path, &EngineSettings::fast_rewrites())?;
     let survey = engine.survey(true)?;
     // Opened here, so that a failure is reported before the readers start
     // and the journal mode is WAL when they open the database.

@@ -206,6 +206,34 @@ impl IntegrityReason {
     }
 }
 
+/// A method's result as far as its integrity checks go (kills, power cuts
+/// and failed fsyncs alike): its name, how many checks failed and why.
+pub trait IntegrityOutcome {
+    fn method(&self) -> &str;
+    fn integrity_failures(&self) -> u32;
+    fn integrity_reason(&self) -> Option<&IntegrityReason>;
+}
+
+/// [`IntegrityOutcome`] for a result type with those three fields.
+macro_rules! integrity_outcome {
+    ($t:ty) => {
+        impl $crate::studies::crashtest::IntegrityOutcome for $t {
+            fn method(&self) -> &str {
+                &self.method
+            }
+            fn integrity_failures(&self) -> u32 {
+                self.integrity_failures
+            }
+            fn integrity_reason(&self) -> Option<&$crate::studies::crashtest::IntegrityReason> {
+                self.integrity_reason.as_ref()
+            }
+        }
+    };
+}
+pub(crate) use integrity_outcome;
+
+integrity_outcome!(CrashMethodResult);
+
 #[derive(Debug, Clone)]
 pub struct CrashReport {
     pub section: CrashSection,

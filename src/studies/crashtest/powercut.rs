@@ -125,6 +125,9 @@ pub struct FsyncFailureResult {
     pub intact_new: u64,
 }
 
+super::integrity_outcome!(PowerCutMethodResult);
+super::integrity_outcome!(FsyncFailureResult);
+
 #[derive(Debug, Clone)]
 pub struct PowerCutReport {
     pub section: PowerCutSection,

@@ -116,11 +116,11 @@ pub(super) fn run_cell(
     let unpaired = || Error::invalid(format!("{what}: the engines' reads and the files' do not pair by round"));
     let mut engine_cells = Vec::with_capacity(engine_sets.len());
     for (((kind, _), read), writes) in engine_sets.iter().zip(engine_reads).zip(engine_writes) {
-        let files_ratio = paired_ratio(&loop_times(&direct), &loop_times(&read)).ok_or_else(unpaired)?;
+        let files_ratio = paired_ratio(&direct.loop_times(), &read.loop_times()).ok_or_else(unpaired)?;
         engine_cells.push(EngineCell { engine: *kind, read, files_ratio, writes });
     }
     // Paired by round: run i of every arm ran in round i.
-    let paired = |e: &Experiment| paired_ratio(&loop_times(e), &loop_times(&internal)).map(|r| r.value);
+    let paired = |e: &Experiment| paired_ratio(&e.loop_times(), &internal.loop_times()).map(|r| r.value);
     Ok(Some(MatrixCell {
         size_bytes: spec.size,
         page_size: spec.page_size,
@@ -182,11 +182,6 @@ fn run_options(spec: &CellSpec, path: &Path, plan: &Plan) -> RunOptions {
         plan: *plan,
         ..RunOptions::new(path)
     }
-}
-
-/// The ratio figure of each run (each round).
-fn loop_times(e: &Experiment) -> Vec<f64> {
-    e.runs.iter().map(|r| r.loop_per_op_us).collect()
 }
 
 /// The three reads (internal, external, direct), then each engine's, as

@@ -14,23 +14,15 @@ use crate::measure::cold::EvictionReport;
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, RoundsPlan, StopReason};
 use crate::measure::{Experiment, RunContext, RunOutcome};
 use crate::records::keys::{KeySequence, Order};
-use crate::records::{DbParams, EngineSettings, FileParams, FileRead, FileWrite, Plan, SyncLevel};
+use crate::records::{EngineSettings, Plan};
 use crate::{Error, Result};
 
-/// Fast settings for both: WAL + NORMAL, one transaction per op; files
-/// replaced by rename, without fsync.
+/// Fast settings for both ([`EngineSettings::fast_rewrites`]), with the
+/// cell's page cache.
 fn settings(spec: &CellSpec) -> EngineSettings {
-    EngineSettings {
-        db: DbParams {
-            cache_size: spec.cache_pages,
-            journal_mode: Some("wal".into()),
-            sync: Some(SyncLevel::Normal),
-            multitrans: true,
-            ..DbParams::default()
-        },
-        files: FileParams { read: FileRead::Posix, write: FileWrite::Replace, fsync: false },
-        ..EngineSettings::default()
-    }
+    let mut s = EngineSettings::fast_rewrites();
+    s.db.cache_size = spec.cache_pages;
+    s
 }
 
 /// A third of the ops put a blob of twice the size, a third one of half the

@@ -432,8 +432,7 @@ impl MatrixCell {
     /// older files, whose cells were not measured in rounds).
     pub fn external_paired(&self) -> Option<crate::measure::paired::PairedRatio> {
         self.rounds.as_ref()?;
-        let loops = |e: &Experiment| e.runs.iter().map(|r| r.loop_per_op_us).collect::<Vec<f64>>();
-        crate::measure::paired::paired_ratio(&loops(&self.external), &loops(&self.internal))
+        crate::measure::paired::paired_ratio(&self.external.loop_times(), &self.internal.loop_times())
     }
 
     pub fn figure(&self, f: Figure) -> f64 {

@@ -68,7 +68,7 @@ fn tiny_matrix_end_to_end() {
         assert_eq!(c.internal.params.db.cache_size, c.cache_pages);
         assert_eq!(c.external.params.db.cache_size, c.cache_pages, "same cache for both databases");
         // Paired: the median over rounds of external / internal of the same round.
-        let loops = |e: &Experiment| e.runs.iter().map(|r| r.loop_per_op_us).collect::<Vec<_>>();
+        let loops = Experiment::loop_times;
         let expected = crate::measure::paired::paired_ratio(&loops(&c.external), &loops(&c.internal)).unwrap().value;
         assert!((c.external_ratio - expected).abs() < 1e-12);
         let rounds = c.rounds.as_ref().expect("the reads ran in rounds");

@@ -50,8 +50,7 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
             thousands(c.blob_max_bytes)
         )));
         blocks.push(Block::Table(table(c)));
-        let reasons = c.methods.iter().map(|m| (m.method.as_str(), m.integrity_failures, &m.integrity_reason));
-        blocks.extend(terminal::reasons_blocks(reasons));
+        blocks.extend(terminal::reasons_blocks(&c.methods));
         for m in c.methods.iter().filter(|m| m.broke_promise()) {
             blocks.push(Block::Paragraph(format!(
                 "{}: damaged by a process kill although it promises atomic or durable commits \

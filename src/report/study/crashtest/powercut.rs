@@ -35,8 +35,7 @@ pub fn blocks(files: &[ResultFile]) -> Vec<Block> {
             thousands(c.blob_max_bytes)
         )));
         blocks.push(Block::Table(cut_table(c)));
-        let reasons = c.methods.iter().map(|m| (m.method.as_str(), m.integrity_failures, &m.integrity_reason));
-        blocks.extend(super::terminal::reasons_blocks(reasons));
+        blocks.extend(super::terminal::reasons_blocks(&c.methods));
         blocks.push(Block::Figure(lost_chart(label, c, found.len() > 1)));
         for m in c.methods.iter().filter(|m| m.promises_durability && m.lost_after_ack > 0) {
             blocks.push(Block::Paragraph(format!(
@@ -51,9 +50,7 @@ pub fn blocks(files: &[ResultFile]) -> Vec<Block> {
                     .into(),
             ));
             blocks.push(Block::Table(fsync_table(c)));
-            let reasons =
-                c.fsync_failure.iter().map(|f| (f.method.as_str(), f.integrity_failures, &f.integrity_reason));
-            blocks.extend(super::terminal::reasons_blocks(reasons));
+            blocks.extend(super::terminal::reasons_blocks(&c.fsync_failure));
         }
         if let Some(k) = &c.layer_cost {
             blocks.push(Block::Note(format!(

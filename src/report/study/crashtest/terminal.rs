@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use crate::results::ResultFile;
-use crate::studies::crashtest::{self, FsyncFailureResult, IntegrityReason};
+use crate::studies::crashtest::{self, FsyncFailureResult, IntegrityOutcome};
 use crate::util::units::plural;
 
 /// "ext4", or "unknown filesystem" when the mount table said nothing.
@@ -68,7 +68,7 @@ fn kill_table(file: &ResultFile) -> String {
             ]
         }),
     );
-    integrity_notes(&mut o, s.methods.iter().map(|m| (m.method.as_str(), m.integrity_failures, &m.integrity_reason)));
+    integrity_notes(&mut o, &s.methods);
     o.push_str(crashtest::LEGEND);
     let _ = writeln!(o, "\n{}", crashtest::LIMITS);
     if !file.complete {
@@ -127,7 +127,7 @@ fn power_cut_table(file: &ResultFile) -> String {
             ]
         }),
     );
-    integrity_notes(&mut o, s.methods.iter().map(|m| (m.method.as_str(), m.integrity_failures, &m.integrity_reason)));
+    integrity_notes(&mut o, &s.methods);
     o.push_str(crashtest::POWER_CUT_LEGEND);
     if !s.not_on_layer.is_empty() {
         let _ = writeln!(
@@ -194,12 +194,12 @@ fn fsync_failure_table(o: &mut String, rows: &[FsyncFailureResult]) {
             ]
         }),
     );
-    integrity_notes(o, rows.iter().map(|f| (f.method.as_str(), f.integrity_failures, &f.integrity_reason)));
+    integrity_notes(o, rows);
 }
 
 /// Under a table: why each method's integrity checks failed (nothing when
 /// none did), as the store or SQLite said it.
-fn integrity_notes<'a>(o: &mut String, rows: impl Iterator<Item = (&'a str, u32, &'a Option<IntegrityReason>)>) {
+fn integrity_notes<T: IntegrityOutcome>(o: &mut String, rows: &[T]) {
     let lines = integrity_reasons(rows);
     if !lines.is_empty() {
         let _ = writeln!(o, "\n{REASONS_HEADING}:");
@@ -215,20 +215,18 @@ pub(super) const REASONS_HEADING: &str =
 
 /// One line per method whose integrity check failed: the first failure's
 /// reason, and how many of its failures gave that reason.
-pub(super) fn integrity_reasons<'a>(
-    rows: impl Iterator<Item = (&'a str, u32, &'a Option<IntegrityReason>)>,
-) -> Vec<String> {
-    rows.filter_map(|(method, failures, r)| {
-        r.as_ref().map(|r| format!("{method}: {} ({} of {failures})", r.first, r.same))
-    })
-    .collect()
+pub(super) fn integrity_reasons<T: IntegrityOutcome>(rows: &[T]) -> Vec<String> {
+    rows.iter()
+        .filter_map(|m| {
+            let r = m.integrity_reason()?;
+            Some(format!("{}: {} ({} of {})", m.method(), r.first, r.same, m.integrity_failures()))
+        })
+        .collect()
 }
 
 /// The page's note and list of [`integrity_reasons`] (nothing when every
 /// check passed).
-pub(super) fn reasons_blocks<'a>(
-    rows: impl Iterator<Item = (&'a str, u32, &'a Option<IntegrityReason>)>,
-) -> Vec<crate::report::format::doc::Block> {
+pub(super) fn reasons_blocks<T: IntegrityOutcome>(rows: &[T]) -> Vec<crate::report::format::doc::Block> {
     use crate::report::format::doc::Block;
     let lines = integrity_reasons(rows);
     if lines.is_empty() {
