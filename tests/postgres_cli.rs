@@ -197,6 +197,21 @@ fn missing_server_programs_are_named_with_what_to_install() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no work directory, no report: only kv.db");
 }
 
+/// A work directory too deep for a cluster's socket is refused before any
+/// cell is measured, in one line, leaving nothing behind.
+#[test]
+fn the_matrix_refuses_a_workdir_too_deep_for_the_servers_socket_up_front() {
+    let dir = enterable_tempdir();
+    let deep = dir.path().join("d".repeat(70));
+    std::fs::create_dir(&deep).unwrap();
+    let out = dir.path().join("out");
+    let args = ["matrix", "--engines", "postgres", "--sizes", "10k,100k", "--pagesizes", "1024,4096", "--total", "1M"];
+    let err = quick_error(blobbench().args(args).args(["--workdir", s(&deep), "--out", s(&out)]));
+    assert!(err.contains("too long a path for the server's Unix socket") && err.contains("--workdir"), "{err}");
+    assert_eq!(std::fs::read_dir(&deep).unwrap().count(), 0, "no work directory");
+    assert!(!out.exists(), "no report");
+}
+
 /// `matrix --engines postgres,postgres-lo`: both PostgreSQL engines beside
 /// the files by blob size, paired by round, each with its crossover; the
 /// clusters are stopped and removed with their cells.

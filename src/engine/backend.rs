@@ -110,6 +110,8 @@ pub trait Backend: Sync {
     fn reap_killed(&self, workdir: &Path) -> Result<usize>;
 
     /// Checks what this engine needs beyond its dataset (a server's
-    /// programs), so a study fails in one line before it builds anything.
-    fn preflight(&self, settings: &EngineSettings) -> Result<()>;
+    /// programs), and, given where a dataset of it will be built
+    /// (`target`), that it can live there (a server's socket path must fit),
+    /// so a study fails in one line before it builds anything.
+    fn preflight(&self, settings: &EngineSettings, target: Option<&Path>) -> Result<()>;
 }

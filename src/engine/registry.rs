@@ -116,12 +116,6 @@ pub fn reap_killed(workdir: &Path) -> Result<usize> {
     BACKENDS.iter().try_fold(0, |n, b| Ok(n + b.reap_killed(workdir)?))
 }
 
-/// Checks that each of `kinds` has what it needs beyond its dataset (see
-/// [`Backend::preflight`]).
-pub fn preflight(kinds: &[EngineKind], settings: &EngineSettings) -> Result<()> {
-    kinds.iter().try_for_each(|&k| backend(k).preflight(settings))
-}
-
 /// Describes the dataset at `path`. `vacuum` rebuilds a database first (as
 /// kvtest's --vacuum), which rewrites the file: only on request.
 pub fn stat(path: &Path, vacuum: bool) -> Result<StatReport> {

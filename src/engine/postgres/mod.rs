@@ -103,11 +103,17 @@ impl Backend for PgBackend {
     }
 
     /// A throwaway cluster needs `initdb` and `pg_ctl` (and, as root, the
-    /// `postgres` user); a server the user runs (`--pg`) needs nothing here.
-    fn preflight(&self, settings: &EngineSettings) -> Result<()> {
-        match settings.pg.url {
-            Some(_) => Ok(()),
-            None => server::check_installed(),
+    /// `postgres` user), and its socket path, under the build's temporary
+    /// name at `target`, must fit; a server the user runs (`--pg`) needs
+    /// nothing here.
+    fn preflight(&self, settings: &EngineSettings, target: Option<&Path>) -> Result<()> {
+        if settings.pg.url.is_some() {
+            return Ok(());
+        }
+        server::check_installed()?;
+        match target {
+            Some(t) => server::check_dataset_path(&crate::util::fsutil::temp_sibling(t, self.0.name())),
+            None => Ok(()),
         }
     }
 }

@@ -402,6 +402,12 @@ fn with_log(e: Error, data: &Path) -> Error {
 }
 
 /// The socket `data/.s.PGSQL.5432` must fit in a Unix socket address.
+/// Whether a cluster in `dir/pgdata` could take its socket (before `dir`
+/// exists: a study checks its datasets' places up front).
+pub fn check_dataset_path(dir: &Path) -> Result<()> {
+    check_socket_path(&absolute(dir)?.join(DATA_DIR))
+}
+
 fn check_socket_path(data: &Path) -> Result<()> {
     let len = data.as_os_str().len() + format!("/.s.PGSQL.{PORT}.lock").len();
     if len > SOCKET_PATH_MAX {

@@ -81,7 +81,7 @@ impl Backend for SqliteBackend {
     }
 
     /// An embedded engine needs nothing beyond the crate.
-    fn preflight(&self, _settings: &EngineSettings) -> Result<()> {
+    fn preflight(&self, _settings: &EngineSettings, _target: Option<&Path>) -> Result<()> {
         Ok(())
     }
 }

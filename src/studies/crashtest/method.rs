@@ -72,7 +72,7 @@ impl Method {
     /// install when not.
     pub fn check_installed(self) -> crate::Result<()> {
         let Some(row) = table().iter().find(|t| t.2 == self) else { return Ok(()) };
-        crate::engine::registry::backend(row.4).preflight(&crate::records::EngineSettings::default())
+        crate::engine::registry::backend(row.4).preflight(&crate::records::EngineSettings::default(), None)
     }
 
     pub fn has_server(self) -> bool {

@@ -81,7 +81,7 @@ pub struct EngineCrossover {
 
 /// Where a cell's `nth` engine dataset lives: a short name, as a server's
 /// Unix socket path inside it must stay under 108 bytes.
-fn dataset_dir(cell_dir: &Path, nth: usize) -> PathBuf {
+pub(super) fn dataset_dir(cell_dir: &Path, nth: usize) -> PathBuf {
     cell_dir.join(format!("e{nth}"))
 }
 

@@ -49,6 +49,9 @@ pub const RATIO_FIGURE: &str =
 /// SQLite's largest blob by default (SQLITE_MAX_LENGTH).
 const MAX_BLOB: u32 = 1_000_000_000;
 
+/// The start of the work directory's name (then 6 random characters).
+const WORK_PREFIX: &str = "blobbench-matrix-";
+
 /// Progress steps per cell: build, then the three measurements.
 const STEPS_PER_CELL: u64 = 4;
 
@@ -172,8 +175,26 @@ impl MatrixOptions {
         if !self.workdir.is_dir() {
             return Err(Error::bad_input(&self.workdir, "work directory does not exist or is not a directory"));
         }
-        crate::engine::registry::preflight(&self.engines, &EngineSettings::default())?;
+        self.preflight_engines(&cells)?;
         check_space(&self.workdir, self.largest_cell_bytes(&cells), "the largest cell")
+    }
+
+    /// Each engine's own check (a server's programs), at the place its
+    /// longest dataset path will be: in the engines' row, under a work
+    /// directory named as [`run`] names it.
+    fn preflight_engines(&self, cells: &[(CellSpec, yours::Content)]) -> Result<()> {
+        let work = self.workdir.join(format!("{WORK_PREFIX}XXXXXX"));
+        let engine_page = self.engine_page_size();
+        let rows: Vec<&CellSpec> =
+            cells.iter().map(|(c, _)| c).filter(|c| engines::measures_engines(c, engine_page)).collect();
+        for (nth, &kind) in self.engines.iter().enumerate() {
+            let targets = rows.iter().map(|spec| engines::dataset_dir(&cell::CellPaths::new(&work, spec).dir, nth));
+            let targets: Vec<Option<PathBuf>> = targets.map(Some).collect();
+            for target in if targets.is_empty() { vec![None] } else { targets } {
+                crate::engine::registry::backend(kind).preflight(&EngineSettings::default(), target.as_deref())?;
+            }
+        }
+        Ok(())
     }
 
     /// Disk the matrix needs at its peak: its largest cell, engines included
@@ -552,7 +573,7 @@ pub fn run(opts: &MatrixOptions, progress: &dyn Progress) -> Result<MatrixRun> {
     // Enterable by others (not listable): PostgreSQL's throwaway cluster
     // runs as the `postgres` user when blobbench runs as root.
     let work = tempfile::Builder::new()
-        .prefix("blobbench-matrix-")
+        .prefix(WORK_PREFIX)
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o711))
         .tempdir_in(&opts.workdir)
         .map_err(|e| Error::io(&opts.workdir, "cannot create a work directory here", e))?;
