@@ -53,7 +53,7 @@ fn the_round_trip_floor_and_the_server_settings_are_reported() {
     assert_eq!((info.synchronous_commit.as_str(), info.server.as_str(), info.fsync.as_str()), ("off", "local", "on"));
     assert_eq!(info.shared_buffers, server::SHARED_BUFFERS);
     let mut s = e.open(OpenMode::READ).unwrap();
-    assert!(s.round_trip().unwrap());
+    assert_eq!(s.round_trip().unwrap(), Some(4), "one int4");
     s.close().unwrap();
 }
 
