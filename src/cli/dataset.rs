@@ -158,13 +158,14 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     };
     let secs = r.elapsed_ns as f64 / 1e9;
     println!(
-        "Exported {} blobs ({} bytes) to {} ({} layout) in {:.3} s ({:.1} MB/s)",
+        "Exported {} blobs ({} bytes) to {} ({} layout) in {:.3} s ({:.1} MB/s, {:.1} blobs/s)",
         r.files,
         r.bytes,
         args.dir.display(),
         r.layout.name(),
         secs,
-        r.bytes as f64 / secs / 1e6
+        r.bytes as f64 / secs / 1e6,
+        r.files as f64 / secs
     );
     Ok(())
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use clap::Args;
 
 use blobbench::engine::postgres::{redact, remote_table_name};
-use blobbench::records::EngineSettings;
+use blobbench::records::{EngineSettings, DEFAULT_REPLICAS};
 
 #[derive(Debug, Args)]
 pub struct ServerArgs {
@@ -18,17 +18,38 @@ pub struct ServerArgs {
     /// dataset need the same URL again.
     #[arg(long, value_name = "URL")]
     pub pg: Option<String>,
+    /// S3 (export): put the objects in this store (http(s)://host:port), in
+    /// --s3-bucket, instead of a throwaway Swift cluster; credentials come
+    /// from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION.
+    /// blobbench writes only under its own prefix, blobbench/<DIR's name>/,
+    /// and never makes or deletes a bucket there.
+    #[arg(long, value_name = "URL", requires = "s3_bucket")]
+    pub s3: Option<String>,
+    /// S3: the bucket in the --s3 store (it must exist).
+    #[arg(long, value_name = "NAME", requires = "s3")]
+    pub s3_bucket: Option<String>,
+    /// S3 (export): replicas of the throwaway Swift cluster, one device
+    /// directory each.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_REPLICAS, value_parser = clap::value_parser!(u8).range(1..=3))]
+    pub s3_replicas: u8,
 }
 
 impl ServerArgs {
     /// Puts each server's address in its engine's part of `settings`.
     pub fn apply(&self, settings: &mut EngineSettings) {
         settings.pg.url.clone_from(&self.pg);
+        settings.s3.url.clone_from(&self.s3);
+        settings.s3.bucket.clone_from(&self.s3_bucket);
+        settings.s3.replicas = self.s3_replicas;
     }
 
     /// What `export` of the dataset at `dir` will write on a server the
     /// user runs (none for a throwaway server), said before it starts.
     pub fn export_notice(&self, dir: &Path) -> Option<String> {
+        if let (Some(url), Some(bucket)) = (&self.s3, &self.s3_bucket) {
+            let prefix = blobbench::engine::s3::prefix_for(dir);
+            return Some(format!("Writing objects under {prefix} in bucket {bucket} at {url} (nothing else there is touched)"));
+        }
         let url = self.pg.as_deref()?;
         Some(format!("Writing table {} on {} (nothing else there is touched)", remote_table_name(dir), redact(url)))
     }

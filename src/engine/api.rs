@@ -83,6 +83,14 @@ pub trait Engine: Send + Sync {
     fn server_info(&self) -> Option<ServerInfo> {
         None
     }
+
+    /// The keys as an index kept apart from the blobs lists them (an
+    /// object store's bucket listing, which a store may keep less durably
+    /// than the objects); None where reading the blobs is the only way to
+    /// know them. For checks outside every timer (the crash test's).
+    fn listed_keys(&self) -> Result<Option<Vec<u32>>> {
+        Ok(None)
+    }
 }
 
 /// One open session: the timed calls, then commit and close.

@@ -29,6 +29,7 @@ mod layer_tests;
 mod lmdb;
 pub mod postgres;
 mod redb;
+pub mod s3;
 pub mod registry;
 pub mod report;
 pub mod sqlite;

@@ -23,6 +23,7 @@ pub static BACKENDS: [&dyn Backend; EngineKind::ALL.len()] = [
     &crate::engine::fjall::BACKEND,
     &crate::engine::postgres::BYTEA,
     &crate::engine::postgres::LARGE_OBJECTS,
+    &crate::engine::s3::BACKEND,
 ];
 
 /// The backend of `kind`.

@@ -29,10 +29,13 @@ pub enum EngineKind {
     /// large-object functions.
     #[serde(rename = "postgres-lo")]
     PostgresLo,
+    /// An S3 object store: an object per key, in one bucket under one
+    /// prefix (blobbench's throwaway Swift cluster, or the user's store).
+    S3,
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 9] = [
+    pub const ALL: [EngineKind; 10] = [
         EngineKind::Db,
         EngineKind::Flat,
         EngineKind::Tree,
@@ -42,12 +45,19 @@ impl EngineKind {
         EngineKind::Fjall,
         EngineKind::Postgres,
         EngineKind::PostgresLo,
+        EngineKind::S3,
     ];
 
     /// The key-value engines, which `suite --engines` can add (PostgreSQL
     /// too: a key-value table on a server).
-    pub const KEY_VALUE: [EngineKind; 5] =
-        [EngineKind::Lmdb, EngineKind::Redb, EngineKind::Fjall, EngineKind::Postgres, EngineKind::PostgresLo];
+    pub const KEY_VALUE: [EngineKind; 6] = [
+        EngineKind::Lmdb,
+        EngineKind::Redb,
+        EngineKind::Fjall,
+        EngineKind::Postgres,
+        EngineKind::PostgresLo,
+        EngineKind::S3,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -60,6 +70,7 @@ impl EngineKind {
             EngineKind::Fjall => "fjall",
             EngineKind::Postgres => "postgres",
             EngineKind::PostgresLo => "postgres-lo",
+            EngineKind::S3 => "s3",
         }
     }
 
@@ -75,6 +86,7 @@ impl EngineKind {
             EngineKind::Fjall => "fjall",
             EngineKind::Postgres => "PostgreSQL (bytea)",
             EngineKind::PostgresLo => "PostgreSQL (large objects)",
+            EngineKind::S3 => "S3 object store",
         }
     }
 
@@ -97,6 +109,7 @@ impl EngineKind {
     pub fn round_trip_call(self) -> Option<&'static str> {
         match self {
             EngineKind::Postgres | EngineKind::PostgresLo => Some("SELECT 1"),
+            EngineKind::S3 => Some("HEAD of an object"),
             EngineKind::Db
             | EngineKind::Flat
             | EngineKind::Tree
@@ -105,6 +118,14 @@ impl EngineKind {
             | EngineKind::Redb
             | EngineKind::Fjall => None,
         }
+    }
+
+    /// Whether a write can return before it is stored (LMDB's
+    /// `MDB_NOSYNC`, PostgreSQL's `synchronous_commit=off`), so studies
+    /// measure a fast commit beside the durable one; an object store's PUT
+    /// is stored when it returns, and there is nothing faster to ask for.
+    pub fn has_fast_commit(self) -> bool {
+        self != EngineKind::S3
     }
 
     /// A server makes the writes and answers the reads (a round trip per
@@ -243,6 +264,7 @@ pub struct EngineSettings {
     pub files: FileParams,
     pub kv: KvParams,
     pub pg: super::PgParams,
+    pub s3: super::S3Params,
 }
 
 impl EngineSettings {

@@ -50,6 +50,9 @@ pub struct Tally {
     pub stray: Vec<PathBuf>,
     /// What each key's value turned out to be (None: missing), by key.
     pub found: Vec<Option<Verdict>>,
+    /// Keys a read found that the engine's listing did not show (an
+    /// object store's bucket listing); None for an engine without one.
+    pub unlisted: Option<u64>,
     /// Keys to put back before the next kill.
     bad_keys: Vec<u32>,
 }
@@ -164,7 +167,10 @@ impl Dataset {
         if self.method.is_db() {
             self.check_db(&mut t, &mut found);
         } else if self.method.is_engine() {
-            t.integrity_error = self.check_engine(&mut found).err().map(|e| self.reason(&e.to_string()));
+            match self.check_engine(&mut found) {
+                Ok(listed) => t.unlisted = listed.map(|keys| unlisted(&found, &keys)),
+                Err(e) => t.integrity_error = Some(self.reason(&e.to_string())),
+            }
         } else {
             self.check_files(&mut t, &mut found)?;
         }
@@ -241,14 +247,17 @@ impl Dataset {
     }
 
     /// Opens the store as any new user would (each engine recovers on
-    /// open) and reads every blob back through the engine. An engine that
-    /// refuses to open or fails a read counts as a failed integrity check.
-    fn check_engine(&self, found: &mut [Option<Verdict>]) -> Result<()> {
+    /// open), reads every blob back through the engine, then lists its
+    /// keys where the engine keeps a listing apart from the blobs. An
+    /// engine that refuses to open or fails a read counts as a failed
+    /// integrity check.
+    fn check_engine(&self, found: &mut [Option<Verdict>]) -> Result<Option<Vec<u32>>> {
         let Some((kind, kv)) = self.method.kv_params() else {
             return Err(Error::invalid("not a key-value engine method"));
         };
         let settings = EngineSettings { kv, ..EngineSettings::default() };
-        let mut session = crate::engine::open_as(kind, &self.path, &settings)?.open(OpenMode::READ)?;
+        let engine = crate::engine::open_as(kind, &self.path, &settings)?;
+        let mut session = engine.open(OpenMode::READ)?;
         for key in 1..=self.count {
             let n = session.read(key)? as usize;
             if n > 0 {
@@ -257,7 +266,8 @@ impl Dataset {
                 found[key as usize] = Some(blob::check(value, key, blob_len(self.seed, key)));
             }
         }
-        session.close()
+        session.close()?;
+        engine.listed_keys()
     }
 
     fn check_files(&self, t: &mut Tally, found: &mut [Option<Verdict>]) -> Result<()> {
@@ -304,6 +314,12 @@ impl Dataset {
         }
         Ok(())
     }
+}
+
+/// Keys a read found whole or torn that `listed` (sorted) does not show.
+fn unlisted(found: &[Option<Verdict>], listed: &[u32]) -> u64 {
+    let read = found.iter().enumerate().filter(|(_, v)| v.is_some()).map(|(k, _)| k as u32);
+    read.filter(|k| listed.binary_search(k).is_err()).count() as u64
 }
 
 #[cfg(test)]

@@ -169,6 +169,14 @@ pub struct CrashMethodResult {
     /// unless a server's commit never reached it).
     #[serde(default)]
     pub acknowledges_durability: bool,
+    /// Writes that returned to the writer, over every kill.
+    #[serde(default)]
+    pub acknowledged: u64,
+    /// Blob checks whose blob a read found but the engine's listing did
+    /// not show (an object store's bucket listing, kept apart from the
+    /// objects); absent for an engine without a listing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unlisted: Option<u64>,
     pub elapsed_ns: u64,
 }
 
@@ -347,7 +355,12 @@ fn one_method(
         };
         kill::run_and_kill(&opts.writer, &spec, delay)?;
         let t = ds.check(spec.base)?;
-        r.undone += undone(&t, &writer::read_acks(&acks)?);
+        let returned = writer::read_acks(&acks)?;
+        r.undone += undone(&t, &returned);
+        r.acknowledged += returned.len() as u64;
+        if let Some(n) = t.unlisted {
+            r.unlisted = Some(r.unlisted.unwrap_or(0) + n);
+        }
         r.kills += 1;
         r.integrity_failures += u32::from(t.integrity_failed());
         IntegrityReason::count(&mut r.integrity_reason, t.integrity_error.as_deref());

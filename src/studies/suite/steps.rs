@@ -100,6 +100,9 @@ fn engine_steps(kind: EngineKind) -> Vec<Step> {
         step(ids::engine_fast_write(kind), format!("{title}, commit without sync"), true, KvSync::Fast),
         step(ids::engine_durable_write(kind), format!("{title}, durable commit"), true, KvSync::Durable),
     ];
+    if !kind.has_fast_commit() {
+        steps.remove(1);
+    }
     if let Some(call) = kind.round_trip_call() {
         // The protocol and socket floor under each read, on the same kind
         // of session: `roundtrip/ENGINE`.

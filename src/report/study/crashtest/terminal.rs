@@ -69,6 +69,20 @@ fn kill_table(file: &ResultFile) -> String {
         }),
     );
     integrity_notes(&mut o, &s.methods);
+    for m in &s.methods {
+        if let Some(unlisted) = m.unlisted {
+            let _ = writeln!(
+                o,
+                "{}: {} writes acknowledged; lost by GET: {} (missing {}, undone {}); missing from the bucket's listing: {}",
+                m.method,
+                m.acknowledged,
+                m.missing + m.undone,
+                m.missing,
+                m.undone,
+                unlisted
+            );
+        }
+    }
     o.push_str(crashtest::LEGEND);
     let _ = writeln!(o, "\n{}", crashtest::LIMITS);
     if !file.complete {

@@ -1,0 +1,245 @@
+//! An S3 object store: each blob one object, `PREFIX` then its key in ten
+//! digits, in one bucket, through the S3 API (`rusty-s3` signing, `ureq`
+//! sending; see [`client`]).
+//!
+//! A dataset is a directory holding `blobbench-s3.json` (bucket, prefix,
+//! and the endpoint of a store the user runs; never a credential) and
+//! either blobbench's throwaway OpenStack Swift cluster itself (`swift/`,
+//! started by [`swift::Cluster`] for the run and stopped after it) or
+//! nothing more when the objects live in a store the user runs (`--s3 URL
+//! --s3-bucket NAME` at export, credentials from `AWS_ACCESS_KEY_ID` and
+//! `AWS_SECRET_ACCESS_KEY`). There blobbench writes only under its own
+//! prefix, marked by a `blobbench-dataset.json` object, and never makes
+//! or deletes a bucket.
+//!
+//! One **read** is one GET whose whole body is copied into the session's
+//! reused buffer; see [`session`] for the writes. A PUT that returned is
+//! stored (Swift fsyncs each object before it answers), so there is
+//! nothing to commit.
+
+mod build;
+mod client;
+mod descriptor;
+mod reach;
+mod session;
+mod stat;
+pub mod swift;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+pub use build::IN_FLIGHT;
+pub use client::CONNECT_TIMEOUT;
+pub use descriptor::{prefix_for, Descriptor, DESCRIPTOR};
+
+use reach::{Reach, Sizes};
+
+use crate::engine::api::{Engine, OpenMode, Session, Survey};
+use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
+use crate::engine::report::{ExportReport, StatReport};
+use crate::records::{EngineKind, EngineSettings, ServerInfo, ServerPlace, ServerSetting};
+use crate::util::progress::Progress;
+use crate::{Error, Result};
+
+pub(crate) const KIND: EngineKind = EngineKind::S3;
+
+pub(crate) struct S3Backend;
+
+pub(crate) static BACKEND: S3Backend = S3Backend;
+
+impl Backend for S3Backend {
+    fn kind(&self) -> EngineKind {
+        KIND
+    }
+
+    fn claim(&self, probe: &Probe) -> Claim {
+        if probe.is_dir && descriptor::detect(probe.path) {
+            Claim::Yes
+        } else {
+            Claim::No
+        }
+    }
+
+    fn build(
+        &self,
+        db: &Path,
+        target: &Path,
+        force: bool,
+        settings: &EngineSettings,
+        progress: &dyn Progress,
+    ) -> Result<ExportReport> {
+        build::build(db, target, force, &settings.s3, progress)
+    }
+
+    fn open(&self, path: &Path, _settings: &EngineSettings) -> Box<dyn Engine> {
+        Box::new(S3Engine::new(path))
+    }
+
+    fn stat(&self, path: &Path, vacuum: bool, _settings: &EngineSettings) -> Result<StatReport> {
+        if vacuum {
+            return Err(Error::invalid("--vacuum applies to SQLite databases only"));
+        }
+        stat::stat(path).map(StatReport::Server)
+    }
+
+    /// The throwaway cluster's device directories (every replica, and the
+    /// container and account databases); none for a store the user runs.
+    fn local_bytes(&self, path: &Path, _settings: &EngineSettings) -> Result<LocalBytes> {
+        if !Descriptor::read(path)?.local() {
+            return Ok(LocalBytes::Remote("objects in a store you run (--s3), whose disks are not blobbench's".into()));
+        }
+        Ok(LocalBytes::In(vec![swift::Layout::of(path)?.devices()]))
+    }
+
+    fn timer_covers(&self, _settings: &EngineSettings) -> &'static str {
+        "connect (one HEAD) + loop + close; commit is nothing: a PUT that returned is stored"
+    }
+
+    /// One PUT per write, each stored when it returns (Swift fsyncs the
+    /// object and its directory before answering); the crash test SIGKILLs
+    /// Swift's servers, restarts them and reads every blob back.
+    fn crash_modes(&self) -> &'static [CrashMode] {
+        &CRASH_MODES
+    }
+
+    fn reap_killed(&self, workdir: &Path) -> Result<usize> {
+        swift::reap_killed(workdir)
+    }
+
+    /// A throwaway cluster needs Swift's servers and memcached; a store
+    /// the user runs needs its endpoint and the environment's credentials.
+    fn preflight(&self, settings: &EngineSettings, _target: Option<&Path>) -> Result<()> {
+        match &settings.s3.url {
+            Some(url) => reach::user_store(url, settings.s3.bucket.as_deref().unwrap_or("-")).map(drop),
+            None => swift::check_installed(),
+        }
+    }
+}
+
+const CRASH_MODES: [CrashMode; 1] = [CrashMode::new(
+    "s3-durable",
+    "S3 PUT on a throwaway Swift cluster (object fsynced before 201), Swift's servers SIGKILLed",
+    CrashWrite::Commit,
+)
+.durable()
+.atomic()
+.server(swift::kill_servers)];
+
+/// The dataset at `path` opened for runs; its store is reached (the
+/// cluster started) in `survey` and let go when the engine is dropped.
+pub struct S3Engine {
+    path: PathBuf,
+    reach: Mutex<Option<Arc<Reach>>>,
+    sizes: Arc<Sizes>,
+    info: Mutex<Option<ServerInfo>>,
+}
+
+impl S3Engine {
+    pub fn new(path: &Path) -> Self {
+        S3Engine { path: path.to_path_buf(), reach: Mutex::new(None), sizes: Arc::default(), info: Mutex::new(None) }
+    }
+
+    fn reach(&self) -> Result<Arc<Reach>> {
+        let mut slot = self.reach.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = slot.as_ref() {
+            return Ok(r.clone());
+        }
+        let r = Arc::new(Reach::for_dataset(&self.path)?);
+        *slot = Some(r.clone());
+        Ok(r)
+    }
+
+    /// The blobs' sizes from a listing, made once (a survey makes it; a
+    /// session opened without one, the crash test's writer, makes it then).
+    fn list(&self, reach: &Reach) -> Result<()> {
+        self.sizes.ensure(|| reach.list_blobs(&reach.client()))
+    }
+}
+
+impl Engine for S3Engine {
+    fn kind(&self) -> EngineKind {
+        KIND
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn survey(&mut self, for_writes: bool) -> Result<Survey> {
+        let reach = self.reach()?;
+        let sizes = reach.list_blobs(&reach.client())?;
+        let max_key = sizes.keys().copied().max().ok_or_else(|| {
+            Error::bad_input(&self.path, format!("is an {} dataset with no blobs ({})", KIND.name(), stat::blobs_in(&reach)))
+        })?;
+        let blob_max = if for_writes { sizes.values().copied().max().unwrap_or(0) } else { 0 };
+        self.sizes.set(sizes);
+        *self.info.lock().unwrap_or_else(|e| e.into_inner()) = Some(server_info(&reach));
+        Ok(Survey { max_key: Some(max_key), blob_max })
+    }
+
+    fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
+        let reach = self.reach()?;
+        if mode.write {
+            self.list(&reach)?;
+        }
+        Ok(Box::new(session::S3Session::open(reach, self.sizes.clone(), mode.write)?))
+    }
+
+    /// The throwaway cluster's files (a remote store's are not ours to
+    /// evict); a cold run drops them from the page cache after
+    /// [`Engine::drop_own_caches`] restarted memcached.
+    fn cache_files(&self) -> Result<Vec<PathBuf>> {
+        let devices = swift::Layout::of(&self.path)?.devices();
+        if !devices.is_dir() {
+            return Ok(Vec::new());
+        }
+        crate::engine::kv::dataset_files(&devices)
+    }
+
+    fn server_info(&self) -> Option<ServerInfo> {
+        self.info.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The blobs the bucket's listing shows under the prefix: Swift keeps
+    /// listings in its container databases, fed apart from the objects'
+    /// own writes and without an fsync of their own.
+    fn listed_keys(&self) -> Result<Option<Vec<u32>>> {
+        let reach = self.reach()?;
+        let mut keys: Vec<u32> = reach.list_blobs(&reach.client())?.into_keys().collect();
+        keys.sort_unstable();
+        Ok(Some(keys))
+    }
+
+    /// Restarts the throwaway cluster's memcached, which empties the
+    /// proxy's cache of account and container information. Swift's servers
+    /// keep no objects in memory: the device directories' page cache,
+    /// dropped next, is the rest. A store the user runs is left alone.
+    fn drop_own_caches(&self) -> Result<()> {
+        match self.reach()?.cluster() {
+            Some(cluster) => cluster.restart_memcached(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What a run records about the store.
+fn server_info(reach: &Reach) -> ServerInfo {
+    let setting = |name: &str, value: String| ServerSetting { name: name.into(), value };
+    let mut settings = Vec::new();
+    let (product, place) = match reach.cluster() {
+        Some(cluster) => {
+            settings.push(setting("replicas", reach.desc.replicas.unwrap_or(1).to_string()));
+            settings.push(setting("endpoint", cluster.endpoint()));
+            ("OpenStack Swift (s3api, throwaway cluster)".to_string(), ServerPlace::Local)
+        }
+        None => {
+            settings.push(setting("endpoint", reach.desc.endpoint.clone().unwrap_or_default()));
+            ("S3".to_string(), ServerPlace::Remote)
+        }
+    };
+    let version = reach.cluster().map_or_else(String::new, |c| c.version().to_string());
+    ServerInfo { product, version, place, blobs_in: stat::blobs_in(reach), settings }
+}
+
+#[cfg(test)]
+mod tests;

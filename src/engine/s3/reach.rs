@@ -1,0 +1,121 @@
+//! Reaching a dataset's objects: blobbench's throwaway Swift cluster,
+//! started (or shared) for the run, or a store the user runs, with the
+//! credentials of the environment; and the blobs' sizes as the store's
+//! listing gives them.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use rusty_s3::Credentials;
+
+use super::client::{env_credentials, Client, Store};
+use super::descriptor::Descriptor;
+use super::swift::{self, Cluster};
+use crate::{Error, Result};
+
+/// A dataset's store, ready for requests.
+pub(super) struct Reach {
+    /// Held for its drop: the last holder's stops the throwaway cluster.
+    cluster: Option<Arc<Cluster>>,
+    pub store: Arc<Store>,
+    pub desc: Descriptor,
+}
+
+impl Reach {
+    /// The store of the dataset in `dir`: its throwaway cluster, started
+    /// now (or shared with the run's other engines), or the user's store.
+    pub fn for_dataset(dir: &Path) -> Result<Reach> {
+        let desc = Descriptor::read(dir)?;
+        match &desc.endpoint {
+            None => {
+                let cluster = Cluster::shared(dir)?;
+                let store = Arc::new(local_store(&cluster.endpoint(), &desc.bucket)?);
+                Ok(Reach { cluster: Some(cluster), store, desc })
+            }
+            Some(endpoint) => {
+                let store = Arc::new(user_store(endpoint, &desc.bucket)?);
+                // Fails fast, in one line, on a silent endpoint, bad
+                // credentials or a missing bucket.
+                Client::new(store.clone()).any_under(&desc.prefix)?;
+                Ok(Reach { cluster: None, store, desc })
+            }
+        }
+    }
+
+    pub fn client(&self) -> Client {
+        Client::new(self.store.clone())
+    }
+
+    pub fn cluster(&self) -> Option<&Arc<Cluster>> {
+        self.cluster.as_ref()
+    }
+
+    /// Takes the cluster out (to stop or restart it), leaving this reach
+    /// without one.
+    pub fn take_cluster(&mut self) -> Option<Arc<Cluster>> {
+        self.cluster.take()
+    }
+
+    /// Every blob of the dataset and its size, by listing its prefix
+    /// (anything else under it, such as the marker, is skipped).
+    pub fn list_blobs(&self, client: &Client) -> Result<HashMap<u32, u32>> {
+        let mut sizes = HashMap::new();
+        client.list(&self.desc.prefix, &mut |object, size| {
+            if let Some(key) = self.desc.key_of(object) {
+                let size = u32::try_from(size)
+                    .map_err(|_| Error::bad_input(&self.store.label, format!("object {object} is over 4 GB")))?;
+                sizes.insert(key, size);
+            }
+            Ok(())
+        })?;
+        Ok(sizes)
+    }
+}
+
+/// blobbench's throwaway cluster at `endpoint`, with tempauth's test user.
+pub(super) fn local_store(endpoint: &str, bucket: &str) -> Result<Store> {
+    let credentials = Credentials::new(format!("{}:{}", swift::ACCOUNT, swift::USER), swift::SECRET);
+    Store::new(endpoint, bucket, swift::REGION, credentials, true)
+}
+
+/// A store the user runs, with the environment's credentials and region.
+pub(super) fn user_store(endpoint: &str, bucket: &str) -> Result<Store> {
+    let (credentials, region) = env_credentials(Path::new(endpoint))?;
+    Store::new(endpoint, bucket, &region, credentials, false)
+}
+
+/// The blobs' sizes, learnt from a listing outside every timer and kept up
+/// to date by the sessions' writes: an overwrite writes as many bytes as
+/// the blob has (as kvtest's does) without asking the store first, and a
+/// delete says whether there was a blob.
+#[derive(Default)]
+pub(super) struct Sizes(Mutex<Option<HashMap<u32, u32>>>);
+
+impl Sizes {
+    /// Fills the table by `list` unless it already is.
+    pub fn ensure(&self, list: impl FnOnce() -> Result<HashMap<u32, u32>>) -> Result<()> {
+        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            *slot = Some(list()?);
+        }
+        Ok(())
+    }
+
+    /// Replaces the table with a fresh listing's.
+    pub fn set(&self, sizes: HashMap<u32, u32>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(sizes);
+    }
+
+    pub fn get(&self, key: u32) -> Option<u32> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref()?.get(&key).copied()
+    }
+
+    pub fn insert(&self, key: u32, size: u32) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(key, size);
+    }
+
+    pub fn remove(&self, key: u32) -> bool {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).as_mut().is_some_and(|m| m.remove(&key).is_some())
+    }
+}

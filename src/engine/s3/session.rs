@@ -1,0 +1,111 @@
+//! One client's timed calls, each one HTTP request on the session's own
+//! keep-alive connection:
+//!
+//! - **read**: one GET of the blob's object, its whole body copied into
+//!   the session's reused buffer (a 404 is a miss, as kvtest counts one);
+//! - **overwrite** (same size): one PUT of as many bytes as the blob has,
+//!   its size known from the listing made before the runs (an application
+//!   knows what it stores), so no HEAD first;
+//! - **put**: one PUT; **delete**: one DELETE (S3 answers the same whether
+//!   or not the object was there; the listing's sizes say whether it was);
+//! - **commit**: nothing: a PUT that returned is stored (Swift's object
+//!   servers fsync the object before they answer);
+//! - **round_trip**: one HEAD of the dataset's marker object, the
+//!   protocol, authentication, proxy and one object server's floor under
+//!   each request, without a body (the cheapest object request: a HEAD of
+//!   a missing key costs more, as Swift then asks every replica and its
+//!   handoffs before it answers 404).
+
+use std::sync::Arc;
+
+use super::client::Client;
+use super::reach::{Reach, Sizes};
+use crate::engine::api::{take, Session};
+use crate::{Error, Result};
+
+pub(super) struct S3Session {
+    client: Client,
+    reach: Arc<Reach>,
+    sizes: Arc<Sizes>,
+    write: bool,
+    /// The object key of the current request (reused).
+    name: String,
+    probe: String,
+    buf: Vec<u8>,
+}
+
+impl S3Session {
+    /// Opens the session's connection with one HEAD of the marker, so the
+    /// loop's first request does not pay the TCP connect.
+    pub fn open(reach: Arc<Reach>, sizes: Arc<Sizes>, write: bool) -> Result<S3Session> {
+        let client = reach.client();
+        let probe = reach.desc.marker();
+        let mut s = S3Session { client, reach, sizes, write, name: String::new(), probe, buf: Vec::new() };
+        s.round_trip()?;
+        Ok(s)
+    }
+
+    fn check_write(&self) -> Result<()> {
+        if self.write {
+            Ok(())
+        } else {
+            Err(Error::invalid("a read session cannot write"))
+        }
+    }
+}
+
+impl Session for S3Session {
+    #[inline]
+    fn read(&mut self, key: u32) -> Result<u64> {
+        self.reach.desc.key_into(key, &mut self.name);
+        Ok(self.client.get_into(&self.name, &mut self.buf)?.unwrap_or(0) as u64)
+    }
+
+    fn overwrite(&mut self, key: u32, content: &[u8]) -> Result<u64> {
+        self.check_write()?;
+        let Some(len) = self.sizes.get(key) else { return Ok(0) };
+        let value = take(content, len as usize, key)?;
+        self.reach.desc.key_into(key, &mut self.name);
+        self.client.put(&self.name, value)?;
+        Ok(u64::from(len))
+    }
+
+    fn put(&mut self, key: u32, content: &[u8]) -> Result<()> {
+        self.check_write()?;
+        let len = u32::try_from(content.len()).map_err(|_| Error::invalid(format!("blob {key} is over 4 GB")))?;
+        self.reach.desc.key_into(key, &mut self.name);
+        self.client.put(&self.name, content)?;
+        self.sizes.insert(key, len);
+        Ok(())
+    }
+
+    fn delete(&mut self, key: u32) -> Result<bool> {
+        self.check_write()?;
+        self.reach.desc.key_into(key, &mut self.name);
+        self.client.delete(&self.name)?;
+        Ok(self.sizes.remove(key))
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        Ok(())
+    }
+
+    fn last_read(&self) -> Option<&[u8]> {
+        Some(&self.buf)
+    }
+
+    #[inline]
+    fn round_trip(&mut self) -> Result<Option<u64>> {
+        match self.client.head(&self.probe)? {
+            Some(_) => Ok(Some(0)),
+            None => Err(Error::bad_input(
+                &self.client.store().label,
+                format!("{} is missing: not a blobbench dataset's prefix", self.probe),
+            )),
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! What an S3 dataset holds and occupies: its objects' count and sizes as
+//! the store's listing gives them, and for the throwaway cluster the
+//! blocks its device directories take on disk (every replica, and the
+//! container and account databases).
+
+use std::path::Path;
+
+use super::reach::Reach;
+use crate::engine::report::{LocalBlocks, ServerStat, SizeLine};
+use crate::Result;
+
+/// `stat` of the dataset in `dir` (its cluster is started for it).
+pub fn stat(dir: &Path) -> Result<ServerStat> {
+    let reach = Reach::for_dataset(dir)?;
+    let client = reach.client();
+    let sizes = reach.list_blobs(&client)?;
+    let content: u64 = sizes.values().map(|&s| u64::from(s)).sum();
+    let local = match reach.cluster() {
+        Some(cluster) => {
+            let (_, allocated_bytes) = crate::engine::kv::usage(&cluster.devices())?;
+            let replicas = reach.desc.replicas.unwrap_or(1);
+            Some(LocalBlocks {
+                allocated_bytes,
+                covers: format!(
+                    "the device directories' blocks: {replicas} replica(s) of each object, with the container and account databases"
+                ),
+            })
+        }
+        None => None,
+    };
+    Ok(ServerStat {
+        engine: super::KIND,
+        blobs_in: blobs_in(&reach),
+        entries: sizes.len() as u64,
+        min_size: sizes.values().copied().min().map_or(0, u64::from),
+        max_size: sizes.values().copied().max().map_or(0, u64::from),
+        content_bytes: content,
+        sizes: vec![SizeLine {
+            name: "Listed bytes".into(),
+            bytes: content,
+            how: "the sizes the bucket's listing gives under the prefix".into(),
+        }],
+        stored_bytes: content,
+        local,
+    })
+}
+
+/// Where the blobs are: bucket, prefix and, for a store the user runs, its
+/// endpoint.
+pub(super) fn blobs_in(reach: &Reach) -> String {
+    let place = reach.desc.endpoint.as_deref().map(|e| format!(" at {e}")).unwrap_or_default();
+    format!("bucket {}{place}, prefix {}", reach.desc.bucket, reach.desc.prefix)
+}

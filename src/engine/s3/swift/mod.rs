@@ -1,0 +1,415 @@
+//! The throwaway OpenStack Swift cluster blobbench starts when no `--s3
+//! URL` is given: Swift's S3 API (`s3api`) and test authentication
+//! (`tempauth`) in front of one object, one container and one account
+//! server, each serving every device directory (three by default, one per
+//! replica, each in its own zone), and memcached, all on loopback ports
+//! picked free at each start. Everything lives in the dataset's `swift/`
+//! directory: `etc/` (configuration, rings), `devices/`, `run/` (pid
+//! files), `log/`.
+//!
+//! Debian's servers run directly (`swift-*-server CONF -v`; there is no
+//! `swift-init`), each in a session of its own and with a parent-death
+//! signal, so a killed blobbench takes them with it; a run that was killed
+//! otherwise leaves pid files whose owner is dead, and the next start (or
+//! a study's [`reap_killed`]) ends those servers. A cluster stops when its
+//! [`Cluster`] is dropped (end of run, error, Ctrl-C).
+
+mod config;
+mod process;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub use config::{Layout, Ports};
+use config::SERVERS;
+
+use crate::engine::throwaway::{self, alive, Shared};
+use crate::util::interrupt::stop_requested;
+use process::{runs_with, signal_and_wait, spawn_server, stop_all};
+use crate::{Error, Result};
+
+/// The cluster's directory inside a local dataset's directory.
+pub const DIR: &str = "swift";
+/// tempauth's account and user: S3 access key `test:tester`.
+pub const ACCOUNT: &str = "test";
+pub const USER: &str = "tester";
+/// tempauth's password for that user: the S3 secret. Not a secret: the
+/// cluster listens on loopback only and lives as long as one run.
+pub const SECRET: &str = "testing";
+/// s3api's `location`; a client's region must match it.
+pub const REGION: &str = "us-east-1";
+/// What to install when Swift's programs are missing.
+pub const INSTALL: &str =
+    "install OpenStack Swift and memcached (Debian: apt-get install swift-proxy swift-object swift-container swift-account memcached)";
+/// Swift's servers read their cluster's hash settings from this fixed path
+/// (Debian's `swift` package installs it).
+const SWIFT_CONF: &str = "/etc/swift/swift.conf";
+/// Where Debian installs the programs; `BLOBBENCH_SWIFT_BIN` replaces it
+/// (tests use it, with an empty `PATH`, to hide the install).
+const DEBIAN_BIN: &str = "/usr/bin";
+/// How long a start may take before it is an error: about 11 s from
+/// nothing on an idle 2-core machine, much longer beside a build.
+const START_TIMEOUT: Duration = Duration::from_secs(180);
+/// How long a clean stop may take before the servers are SIGKILLed.
+const STOP_GRACE: Duration = Duration::from_secs(15);
+
+/// The programs a cluster runs.
+#[derive(Debug, Clone)]
+pub struct Programs {
+    /// `swift-{object,container,account,proxy}-server`, in [`SERVERS`]' order.
+    servers: [PathBuf; 4],
+    memcached: PathBuf,
+    /// The interpreter Swift's programs run under (their `#!` line), for
+    /// the ring builder.
+    pub python: PathBuf,
+}
+
+impl Programs {
+    /// Finds Swift's servers and memcached on `PATH`, else in `/usr/bin`;
+    /// the error names every program missing and the packages to install.
+    pub fn find() -> Result<Programs> {
+        let bin = std::env::var_os("BLOBBENCH_SWIFT_BIN").map(PathBuf::from).unwrap_or_else(|| DEBIAN_BIN.into());
+        let mut dirs: Vec<PathBuf> =
+            std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
+        dirs.push(bin.clone());
+        let find = |name: &str| dirs.iter().map(|d| d.join(name)).find(|p| p.is_file());
+        let names = SERVERS.map(|s| format!("swift-{s}-server"));
+        let found = names.clone().map(|n| find(&n));
+        let memcached = find("memcached");
+        let mut missing: Vec<&str> =
+            names.iter().zip(&found).filter(|(_, f)| f.is_none()).map(|(n, _)| n.as_str()).collect();
+        if memcached.is_none() {
+            missing.push("memcached");
+        }
+        if !missing.is_empty() {
+            return Err(Error::invalid(format!(
+                "{} not found on PATH or in {}: {INSTALL}",
+                missing.join(", "),
+                bin.display()
+            )));
+        }
+        if !Path::new(SWIFT_CONF).is_file() {
+            return Err(Error::invalid(format!("{SWIFT_CONF} is missing (Swift's servers read it): {INSTALL}")));
+        }
+        let servers = found.map(|f| f.expect("checked above"));
+        let python = interpreter(&servers[3])?;
+        Ok(Programs { servers, memcached: memcached.expect("checked above"), python })
+    }
+}
+
+/// The interpreter named on `script`'s `#!` line (`#! /usr/bin/python3`,
+/// or `#!/usr/bin/env python3`).
+fn interpreter(script: &Path) -> Result<PathBuf> {
+    let text = std::fs::read(script).map_err(|e| Error::io(script, "cannot read", e))?;
+    let first = String::from_utf8_lossy(text.split(|&b| b == b'\n').next().unwrap_or_default()).into_owned();
+    let words: Vec<&str> = first.strip_prefix("#!").unwrap_or_default().split_whitespace().collect();
+    match words.as_slice() {
+        [env, name, ..] if env.ends_with("/env") => Ok(PathBuf::from(name)),
+        [python, ..] => Ok(PathBuf::from(python)),
+        [] => Err(Error::bad_input(script, "has no #! line naming its Python")),
+    }
+}
+
+/// Whether a throwaway cluster could be started here (each error says
+/// what to install).
+pub fn check_installed() -> Result<()> {
+    Programs::find().map(drop)
+}
+
+/// A running cluster, started by this process; stopped when dropped.
+#[derive(Debug)]
+pub struct Cluster {
+    /// The dataset's directory (absolute), which holds the owner file.
+    dir: PathBuf,
+    layout: Layout,
+    ports: Ports,
+    programs: Programs,
+    /// The servers and memcached, by name, as started.
+    children: Mutex<Vec<(String, Child)>>,
+    /// Swift's version, as the proxy's `/info` gives it.
+    version: String,
+}
+
+/// The clusters this process runs, by directory (see [`Cluster::shared`]).
+static RUNNING: Shared<Cluster> = Shared::new();
+
+impl Cluster {
+    /// Makes a new cluster's directories in `dir/swift` with `replicas`
+    /// devices (its rings are made at its first start).
+    pub fn init(dir: &Path, replicas: u8) -> Result<()> {
+        Programs::find()?;
+        Layout::of(dir)?.create(replicas)
+    }
+
+    /// The cluster of the dataset in `dir` as this process's engines share
+    /// it: the one another engine already started, or a new one. It stops
+    /// when the last engine lets go of it.
+    pub fn shared(dir: &Path) -> Result<Arc<Cluster>> {
+        RUNNING.get_or_start(Layout::of(dir)?.root, || Cluster::start(dir))
+    }
+
+    /// Starts the cluster in `dir/swift`, first ending servers a killed
+    /// run left there, and waits until every server answers.
+    pub fn start(dir: &Path) -> Result<Cluster> {
+        let layout = Layout::of(dir)?;
+        if !layout.devices().is_dir() {
+            return Err(Error::bad_input(dir, "holds no Swift cluster (no swift/devices)"));
+        }
+        let programs = Programs::find()?;
+        stop_stale(&layout)?;
+        let ports = Ports::pick(config::last_ports(&layout))?;
+        layout.write(&programs, ports)?;
+        let dir = layout.dataset().to_path_buf();
+        throwaway::record_owner(&dir)?;
+        let mut cluster =
+            Cluster { dir, layout, ports, programs, children: Mutex::new(Vec::new()), version: String::new() };
+        // Dropped on any error below: what did start is stopped.
+        cluster.spawn_memcached()?;
+        for (i, server) in SERVERS.iter().enumerate() {
+            let mut cmd = Command::new(&cluster.programs.servers[i]);
+            cmd.arg(cluster.layout.conf(server)).arg("-v");
+            cluster.spawn(server, cmd)?;
+        }
+        cluster.wait_until_up()?;
+        cluster.version = swift_version(ports.proxy).unwrap_or_default();
+        Ok(cluster)
+    }
+
+    /// Swift's version (empty when the proxy did not say).
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// The S3 endpoint: the proxy's URL.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.ports.proxy)
+    }
+
+    /// The device directories (a cold run drops their pages).
+    pub fn devices(&self) -> PathBuf {
+        self.layout.devices()
+    }
+
+    /// Stops every server (SIGTERM, then SIGKILL after a grace period) and
+    /// waits for them; its errors returned, unlike a drop's.
+    pub fn stop(self) -> Result<()> {
+        self.stop_children()
+    }
+
+    /// Restarts memcached on its port, emptying the proxy's cache of
+    /// account and container information (a cold run's first requests
+    /// then ask the backends, as after a restart).
+    pub fn restart_memcached(&self) -> Result<()> {
+        let old = {
+            let mut children = self.children.lock().unwrap_or_else(|e| e.into_inner());
+            children.iter().position(|(n, _)| n == "memcached").map(|i| children.remove(i).1)
+        };
+        if let Some(mut child) = old {
+            stop_all(&[child.id() as i32], STOP_GRACE, &self.layout.root)?;
+            let _ = child.wait();
+        }
+        self.spawn_memcached()?;
+        wait_for(&self.layout, START_TIMEOUT, || port_answers(self.ports.memcached), || self.exited())
+    }
+
+    fn spawn_memcached(&self) -> Result<()> {
+        let mut cmd = Command::new(&self.programs.memcached);
+        // -U 0: no UDP; -u: memcached refuses root without it.
+        cmd.args(["-l", "127.0.0.1", "-U", "0", "-u", &config::current_user(), "-p"])
+            .arg(self.ports.memcached.to_string());
+        self.spawn("memcached", cmd)
+    }
+
+    /// Starts one program, its output appended to its log, and records its pid.
+    fn spawn(&self, name: &str, mut cmd: Command) -> Result<()> {
+        let log_path = self.layout.log(name);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(|e| Error::io(&log_path, "cannot open the log", e))?;
+        let err = log.try_clone().map_err(|e| Error::io(&log_path, "cannot open the log", e))?;
+        cmd.current_dir("/").stdin(Stdio::null()).stdout(log).stderr(err);
+        let child = spawn_server(cmd).map_err(|e| Error::io(&log_path, &format!("cannot start {name}"), e))?;
+        let pid_file = self.layout.pid(name);
+        let recorded = std::fs::write(&pid_file, child.id().to_string());
+        self.children.lock().unwrap_or_else(|e| e.into_inner()).push((name.to_string(), child));
+        recorded.map_err(|e| Error::io(&pid_file, "cannot record the server's pid", e))
+    }
+
+    /// Waits until every server answers its `/healthcheck` (the proxy
+    /// answers before its backends are up, so each is asked).
+    fn wait_until_up(&self) -> Result<()> {
+        let up = || {
+            port_answers(self.ports.memcached) && SERVERS.iter().all(|s| healthy(self.ports.of(s)))
+        };
+        wait_for(&self.layout, START_TIMEOUT, up, || self.exited())
+    }
+
+    /// A program that ended by itself, with the last line of its log.
+    fn exited(&self) -> Option<String> {
+        let mut children = self.children.lock().unwrap_or_else(|e| e.into_inner());
+        let (name, status) =
+            children.iter_mut().find_map(|(n, c)| c.try_wait().ok().flatten().map(|s| (n.clone(), s)))?;
+        let log = std::fs::read_to_string(self.layout.log(&name)).unwrap_or_default();
+        let last = log.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("no output").to_string();
+        Some(format!("{name} ended ({status}): {last}"))
+    }
+
+    fn stop_children(&self) -> Result<()> {
+        let mut children = std::mem::take(&mut *self.children.lock().unwrap_or_else(|e| e.into_inner()));
+        let pids: Vec<i32> = children.iter().map(|(_, c)| c.id() as i32).collect();
+        let stopped = stop_all(&pids, STOP_GRACE, &self.layout.root);
+        for (_, c) in &mut children {
+            let _ = c.wait();
+        }
+        for name in SERVERS.iter().chain(&["memcached"]) {
+            let _ = std::fs::remove_file(self.layout.pid(name));
+        }
+        let _ = std::fs::remove_file(self.dir.join(throwaway::OWNER));
+        stopped
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = self.stop_children();
+    }
+}
+
+/// Polls `up` until it holds; fails when `exited` names a program that
+/// ended, at Ctrl-C, or after `timeout`.
+fn wait_for(
+    layout: &Layout,
+    timeout: Duration,
+    up: impl Fn() -> bool,
+    exited: impl Fn() -> Option<String>,
+) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if up() {
+            return Ok(());
+        }
+        if let Some(why) = exited() {
+            return Err(Error::bad_input(&layout.root, format!("the Swift cluster did not start: {why}")));
+        }
+        if stop_requested() {
+            return Err(Error::Interrupted);
+        }
+        if Instant::now() > deadline {
+            return Err(Error::bad_input(
+                &layout.root,
+                format!("the Swift cluster did not answer within {} s (see its log/)", timeout.as_secs()),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Something accepts connections on the loopback port.
+fn port_answers(port: u16) -> bool {
+    std::net::TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(1)).is_ok()
+}
+
+/// The server on `port` answers `GET /healthcheck` with 200.
+fn healthy(port: u16) -> bool {
+    get(port, "/healthcheck").is_some()
+}
+
+/// The version the proxy on `port` reports at `/info` (Swift's own API).
+fn swift_version(port: u16) -> Option<String> {
+    let info: serde_json::Value = serde_json::from_str(&get(port, "/info")?).ok()?;
+    info["swift"]["version"].as_str().map(str::to_string)
+}
+
+/// The body of a plain `GET path` to the loopback `port`, when it answers
+/// 200 within a few seconds.
+fn get(port: u16, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(1)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes()).ok()?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).ok()?;
+    let (head, body) = answer.split_once("\r\n\r\n")?;
+    let status = head.lines().next()?;
+    (status.starts_with("HTTP/1.") && status.split(' ').nth(1) == Some("200")).then(|| body.to_string())
+}
+
+/// The pids the files in `run/` name that still run this cluster's
+/// programs (a pid is only trusted while its process names this cluster's
+/// configuration, or for memcached, its port).
+fn recorded_pids(layout: &Layout, names: &[&str]) -> Vec<i32> {
+    let ports = config::last_ports(layout);
+    names
+        .iter()
+        .filter_map(|name| {
+            let pid = std::fs::read_to_string(layout.pid(name)).ok()?.trim().parse::<i32>().ok()?;
+            let ours = match *name {
+                "memcached" => ports.is_some_and(|p| runs_with(pid, &p.memcached.to_string())),
+                server => runs_with(pid, &layout.conf(server).to_string_lossy()),
+            };
+            (ours && alive(pid)).then_some(pid)
+        })
+        .collect()
+}
+
+const ALL: [&str; 5] = ["object", "container", "account", "proxy", "memcached"];
+
+/// Ends servers a killed run left in `layout`; refuses when their owner
+/// is another blobbench still running.
+fn stop_stale(layout: &Layout) -> Result<()> {
+    let pids = recorded_pids(layout, &ALL);
+    if pids.is_empty() {
+        return Ok(());
+    }
+    throwaway::check_not_in_use(layout.dataset(), &layout.root)?;
+    let left = signal_and_wait(&pids, libc::SIGKILL, Duration::from_secs(10));
+    match left.first() {
+        None => Ok(()),
+        Some(pid) => Err(Error::bad_input(&layout.root, format!("a killed run's server (pid {pid}) did not end"))),
+    }
+}
+
+/// Ends whatever Swift servers run for the dataset in `dir` (a killed
+/// run's), if any. Called before a dataset is removed or replaced.
+pub fn stop_any(dir: &Path) -> Result<()> {
+    stop_stale(&Layout::of(dir)?)
+}
+
+/// The crash test's fault: SIGKILLs the proxy, object, container and
+/// account servers of the cluster in `dir/swift`, as a crash of the
+/// machine's services ends them, and waits until they are gone (memcached,
+/// a cache, is left to the next start, which ends it).
+pub fn kill_servers(dir: &Path) -> Result<()> {
+    let layout = Layout::of(dir)?;
+    let pids = recorded_pids(&layout, &SERVERS);
+    let left = signal_and_wait(&pids, libc::SIGKILL, Duration::from_secs(10));
+    match left.first() {
+        None => Ok(()),
+        Some(pid) => Err(Error::bad_input(&layout.root, format!("the killed server (pid {pid}) did not end within 10 s"))),
+    }
+}
+
+/// Ends every cluster a killed blobbench left running in the work
+/// directories under `workdir` (see [`throwaway::orphaned`]); returns
+/// how many.
+pub fn reap_killed(workdir: &Path) -> Result<usize> {
+    let mut ended = 0;
+    for dir in throwaway::orphaned(workdir) {
+        let layout = Layout::of(&dir)?;
+        if !recorded_pids(&layout, &ALL).is_empty() {
+            stop_stale(&layout)?;
+            ended += 1;
+        }
+    }
+    Ok(ended)
+}
+
+/// Whether any server of the cluster in `dir` runs (for tests and checks
+/// that a command left none behind).
+pub fn any_running(dir: &Path) -> bool {
+    Layout::of(dir).is_ok_and(|l| !recorded_pids(&l, &ALL).is_empty())
+}

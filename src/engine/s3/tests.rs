@@ -1,0 +1,112 @@
+//! The engine on a real throwaway Swift cluster (Swift and memcached must
+//! be installed: `.ci/run` installs them; these tests fail, never skip,
+//! without them).
+
+use std::path::Path;
+
+use super::*;
+use crate::engine::kv::test_support::{round_trip, tiny_kv};
+use crate::records::{KvParams, S3Params};
+use crate::util::progress::Silent;
+
+fn engine(path: &Path, _kv: KvParams) -> Box<dyn Engine> {
+    Box::new(S3Engine::new(path))
+}
+
+/// Every server process whose arguments name a path under `dir`.
+fn servers_under(dir: &Path) -> Vec<i32> {
+    let needle = dir.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|p| {
+            let cmdline = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmdline).contains(&needle)
+        })
+        .collect()
+}
+
+#[test]
+fn every_byte_round_trips_and_the_cluster_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("s3");
+    let rows = round_trip(KIND, &target, engine);
+    let st = stat::stat(&target).unwrap();
+    assert_eq!(st.entries, rows.len() as u64);
+    assert_eq!(st.content_bytes, rows.iter().map(|r| r.1.len() as u64).sum::<u64>());
+    let local = st.local.expect("the throwaway cluster's blocks");
+    assert!(local.allocated_bytes > 3 * st.content_bytes, "three replicas: {local:?} vs {}", st.content_bytes);
+    assert!(servers_under(dir.path()).is_empty(), "no server left running");
+    assert!(!swift::any_running(&target));
+}
+
+#[test]
+fn one_replica_the_round_trip_floor_and_the_store_described() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, _) = tiny_kv(dir.path(), 5);
+    let target = dir.path().join("s3");
+    let s3 = S3Params { replicas: 1, ..S3Params::default() };
+    build::build(&db, &target, false, &s3, &Silent).unwrap();
+    assert_eq!(std::fs::read_dir(swift::Layout::of(&target).unwrap().devices()).unwrap().count(), 1);
+    let mut e = S3Engine::new(&target);
+    assert_eq!(e.survey(false).unwrap().max_key, Some(5));
+    let info = e.server_info().unwrap();
+    assert_eq!((info.place, info.setting("replicas")), (ServerPlace::Local, Some("1")));
+    assert!(info.version.starts_with('2'), "Swift's version: {info:?}");
+    let mut s = e.open(OpenMode::READ).unwrap();
+    assert_eq!(s.round_trip().unwrap(), Some(0), "a HEAD carries no body");
+    assert!(s.read(3).unwrap() > 0);
+    s.close().unwrap();
+    e.drop_own_caches().unwrap();
+    assert!(!e.cache_files().unwrap().is_empty());
+    let mut s = e.open(OpenMode::READ).unwrap();
+    assert!(s.read(3).unwrap() > 0, "memcached restarted, the cluster still answers");
+    s.close().unwrap();
+}
+
+/// Two engines on one dataset (a fast and a durable writer, as the suite
+/// opens them) share one cluster, and the last one out stops it.
+#[test]
+fn engines_on_one_dataset_share_its_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, _) = tiny_kv(dir.path(), 5);
+    let target = dir.path().join("s3");
+    build::build(&db, &target, false, &S3Params::default(), &Silent).unwrap();
+    let open = || {
+        let mut e = S3Engine::new(&target);
+        e.survey(true).unwrap();
+        e
+    };
+    let (a, b) = (open(), open());
+    let proxy_log = swift::Layout::of(&target).unwrap().log("proxy");
+    let pids = servers_under(dir.path());
+    assert_eq!(pids.len(), 4, "one cluster (four servers) for both engines: {pids:?}");
+    drop(a);
+    let mut s = b.open(OpenMode::WRITE).unwrap();
+    assert_eq!(s.overwrite(2, &[7u8; 20_000]).unwrap() as usize, 2 * 997 % 9000 + 1, "the listing's size");
+    assert!(s.delete(2).unwrap() && !s.delete(2).unwrap(), "a delete says whether there was a blob");
+    s.close().unwrap();
+    drop(b);
+    assert!(servers_under(dir.path()).is_empty(), "the last engine stopped it");
+    assert!(proxy_log.is_file());
+}
+
+#[test]
+fn a_killed_cluster_restarts_with_every_acknowledged_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, rows) = tiny_kv(dir.path(), 8);
+    let target = dir.path().join("s3");
+    build::build(&db, &target, false, &S3Params::default(), &Silent).unwrap();
+    let cluster = swift::Cluster::start(&target).unwrap();
+    swift::kill_servers(&target).unwrap();
+    assert_eq!(servers_under(dir.path()).len(), 0, "the four servers are gone");
+    drop(cluster);
+    let mut e = S3Engine::new(&target);
+    e.survey(false).unwrap();
+    let mut s = e.open(OpenMode::READ).unwrap();
+    for (k, v) in &rows {
+        assert_eq!(s.read(*k).unwrap(), v.len() as u64);
+        assert_eq!(&s.last_read().unwrap()[..v.len()], &v[..]);
+    }
+}

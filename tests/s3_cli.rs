@@ -1,0 +1,270 @@
+//! The S3 engine end to end on real throwaway Swift clusters (Swift's
+//! servers and memcached must be installed: `.ci/run` installs them;
+//! without them these tests fail, they never skip): export, run, stat and
+//! the crash test on a tiny dataset, a killed export leaving no server,
+//! and a store the user runs (a cluster this test starts, with a bucket it
+//! makes, which must survive) with bad endpoints, bad credentials and a
+//! missing bucket, each a one-line error.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use blobbench::engine::s3::swift::Cluster;
+use common::{blobbench, kvtest_db, ok, one_line_error, valid_results};
+use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Processes whose arguments name a path under `dir` (Swift's servers),
+/// and the memcached any `run/memcached.pid` under `dir` names, alive.
+fn servers_under(dir: &Path) -> Vec<i32> {
+    let needle = dir.to_string_lossy().into_owned();
+    let mut pids: Vec<i32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|p| String::from_utf8_lossy(&std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default()).contains(&needle))
+        .collect();
+    let memcached = walk(dir).into_iter().filter(|p| p.ends_with("run/memcached.pid"));
+    let alive = |pid: i32| blobbench::engine::throwaway::alive(pid);
+    pids.extend(
+        memcached.filter_map(|f| std::fs::read_to_string(f).ok()?.trim().parse::<i32>().ok()).filter(|&p| alive(p)),
+    );
+    pids
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(e.path());
+            } else {
+                out.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+/// A one-line error, within 5 s (bad input must never hang).
+fn quick_error(cmd: &mut assert_cmd::Command) -> String {
+    let started = Instant::now();
+    let out = cmd.timeout(Duration::from_secs(30)).output().unwrap();
+    let err = one_line_error(&out);
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?} for: {err}", started.elapsed());
+    err
+}
+
+#[test]
+fn a_tiny_dataset_is_exported_run_described_and_crash_tested() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = (dir.path().join("kv.db"), dir.path().join("t.s3"));
+    kvtest_db(&db, 20, 3000);
+    let out = ok(&["export", "--engine", "s3", "--s3-replicas", "1", s(&db), s(&t)]);
+    assert!(out.contains("Exported 20 blobs") && out.contains("blobs/s"), "{out}");
+    let json = dir.path().join("r.json");
+    ok(&["run", s(&t), "--count", "40", "--repeat", "2", "--json", s(&json)]);
+    let r = valid_results(&json);
+    let params = &r["experiments"][0]["params"];
+    assert_eq!(params["layout"], "s3");
+    let info = &params["server_info"];
+    assert_eq!(info["place"], "local", "{info}");
+    assert!(info["product"].as_str().unwrap().contains("Swift"), "{info}");
+    let text = ok(&["run", s(&t), "--update", "--count", "10", "--repeat", "1"]);
+    assert!(text.contains("commit is nothing: a PUT that returned is stored"), "{text}");
+    ok(&["run", s(&t), "--round-trip", "--count", "10", "--repeat", "1"]);
+    let stat = ok(&["stat", s(&t)]);
+    assert!(stat.contains("Number of entries:        20") && stat.contains("Listed bytes"), "{stat}");
+    assert!(stat.contains("Allocated bytes") && stat.contains("1 replica"), "{stat}");
+    assert!(servers_under(dir.path()).is_empty(), "no server left after the commands");
+
+    let crash = dir.path().join("crash.json");
+    let out = ok(&[
+        "crashtest",
+        "--method",
+        "s3-durable",
+        "--kills",
+        "2",
+        "--count",
+        "8",
+        "--workdir",
+        s(dir.path()),
+        "--json",
+        s(&crash),
+    ]);
+    let section = blobbench::results::read(&crash).unwrap().crashtest.expect("a crashtest section");
+    let m = &section.methods[0];
+    assert_eq!((m.method.as_str(), m.kills, m.integrity_failures), ("s3-durable", 2, 0), "{out}");
+    assert_eq!((m.torn, m.missing, m.unexpected_version, m.undone), (0, 0, 0, 0), "no acknowledged PUT lost: {out}");
+    assert!(m.acknowledged > 0 && m.intact_new > 0, "killed while writing: {m:?}");
+    assert_eq!(m.unlisted, Some(0), "every object listed after a kill (page cache kept)");
+    assert!(out.contains("missing from the bucket's listing: 0"), "{out}");
+    assert!(servers_under(dir.path()).is_empty(), "the crash test's clusters are stopped");
+}
+
+#[test]
+fn a_killed_export_leaves_no_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = (dir.path().join("kv.db"), dir.path().join("t.s3"));
+    kvtest_db(&db, 3000, 1000);
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("blobbench"))
+        .args(["export", "--engine", "s3", "--s3-replicas", "1", s(&db), s(&t)])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once its proxy answers: the export is PUTting.
+    let started = Instant::now();
+    while !walk(dir.path()).iter().any(|p| p.ends_with("log/proxy.log") && std::fs::metadata(p).is_ok_and(|m| m.len() > 0))
+    {
+        assert!(started.elapsed() < Duration::from_secs(180), "the cluster never answered");
+        assert!(child.try_wait().unwrap().is_none(), "the export ended before it was killed");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!servers_under(dir.path()).is_empty());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let started = Instant::now();
+    while !servers_under(dir.path()).is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(10), "servers outlived the killed export");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!t.exists(), "nothing under the target's name");
+    // The next export removes the killed one's directory.
+    ok(&["export", "--engine", "s3", "--s3-replicas", "1", s(&db), s(&t)]);
+    let names: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(names.iter().all(|n| !n.starts_with(".t.s3.")), "{names:?}");
+    assert!(servers_under(dir.path()).is_empty());
+}
+
+/// The user's own store, as the test makes it: a bucket and an object of
+/// theirs, reached with rusty-s3 and ureq directly.
+struct UsersStore {
+    endpoint: String,
+    bucket: Bucket,
+    credentials: Credentials,
+    agent: ureq::Agent,
+}
+
+impl UsersStore {
+    fn new(endpoint: &str, bucket: &str) -> UsersStore {
+        let bucket = Bucket::new(endpoint.parse().unwrap(), UrlStyle::Path, bucket.to_string(), "us-east-1").unwrap();
+        let agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        UsersStore { endpoint: endpoint.into(), bucket, credentials: Credentials::new("test:tester", "testing"), agent }
+    }
+
+    fn create(&self) {
+        let url = self.bucket.create_bucket(&self.credentials).sign(Duration::from_secs(60));
+        assert!(self.agent.put(url.as_str()).send_empty().unwrap().status().is_success());
+    }
+
+    fn put(&self, key: &str, body: &[u8]) {
+        let url = self.bucket.put_object(Some(&self.credentials), key).sign(Duration::from_secs(60));
+        assert!(self.agent.put(url.as_str()).send(body).unwrap().status().is_success());
+    }
+
+    fn get(&self, key: &str) -> Option<Vec<u8>> {
+        let url = self.bucket.get_object(Some(&self.credentials), key).sign(Duration::from_secs(60));
+        let mut resp = self.agent.get(url.as_str()).call().unwrap();
+        resp.status().is_success().then(|| resp.body_mut().read_to_vec().unwrap())
+    }
+
+    fn command(&self, args: &[&str]) -> assert_cmd::Command {
+        let mut c = blobbench();
+        c.args(args)
+            .env("AWS_ACCESS_KEY_ID", "test:tester")
+            .env("AWS_SECRET_ACCESS_KEY", "testing")
+            .env("AWS_REGION", "us-east-1");
+        c
+    }
+}
+
+#[test]
+fn a_store_you_run_keeps_its_bucket_and_bad_endpoints_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("kv.db");
+    kvtest_db(&db, 12, 2000);
+    let store_dir = dir.path().join("store");
+    std::fs::create_dir(&store_dir).unwrap();
+    Cluster::init(&store_dir, 1).unwrap();
+    let cluster = Cluster::start(&store_dir).unwrap();
+    let user = UsersStore::new(&cluster.endpoint(), "users-bucket");
+    user.create();
+    user.put("theirs.txt", b"not blobbench's");
+    user.put("blobbench/foreign/0000000001", b"someone else's, under blobbench's prefix");
+
+    let mine = dir.path().join("mine");
+    let endpoint = user.endpoint.clone();
+    let export = |target: &Path, bucket: &str| {
+        user.command(&["export", "--engine", "s3", s(&db), s(target), "--s3", &endpoint, "--s3-bucket", bucket])
+    };
+    let out = export(&mine, "users-bucket").assert().success().get_output().stdout.clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(out.contains("Writing objects under blobbench/mine/ in bucket users-bucket"), "{out}");
+    assert!(user.get("blobbench/mine/0000000007").is_some(), "blob 7 is an object");
+    let run = user.command(&["run", s(&mine), "--count", "24", "--repeat", "1", "--update"]).assert().success();
+    assert!(String::from_utf8_lossy(&run.get_output().stdout).contains("commit is nothing"));
+    let stat = user.command(&["stat", s(&mine)]).assert().success().get_output().stdout.clone();
+    let stat = String::from_utf8(stat).unwrap();
+    assert!(stat.contains("Number of entries:        12") && !stat.contains("Allocated bytes"), "{stat}");
+    assert!(std::fs::read_dir(&mine).unwrap().count() == 1, "the dataset is its descriptor only");
+
+    // Replaced only with --force, and only its own prefix.
+    let err = quick_error(&mut export(&mine, "users-bucket"));
+    assert!(err.contains("--force"), "{err}");
+    export(&mine, "users-bucket").arg("--force").assert().success();
+    let err = quick_error(&mut export(&dir.path().join("foreign"), "users-bucket"));
+    assert!(err.contains("are not blobbench's") && err.contains("refusing"), "{err}");
+
+    // Bad input, each one line, within 5 s, touching nothing.
+    let err = quick_error(&mut export(&dir.path().join("x"), "no-such-bucket"));
+    assert!(err.contains("bucket no-such-bucket does not exist") && err.contains("create it first"), "{err}");
+    let err = quick_error(export(&dir.path().join("x"), "users-bucket").env("AWS_SECRET_ACCESS_KEY", "wrong-s3cret"));
+    assert!(err.contains("refused access key test:tester") && !err.contains("wrong-s3cret"), "{err}");
+    let err = quick_error(export(&dir.path().join("x"), "users-bucket").env_remove("AWS_SECRET_ACCESS_KEY"));
+    assert!(err.contains("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"), "{err}");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let refused = format!("http://127.0.0.1:{closed}");
+    let err = quick_error(&mut user.command(&[
+        "export",
+        "--engine",
+        "s3",
+        s(&db),
+        s(&dir.path().join("x")),
+        "--s3",
+        &refused,
+        "--s3-bucket",
+        "b",
+    ]));
+    assert!(err.contains("connection refused"), "{err}");
+    // Something that accepts connections and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = format!("http://127.0.0.1:{}", silent.local_addr().unwrap().port());
+    let err = quick_error(&mut user.command(&[
+        "export",
+        "--engine",
+        "s3",
+        s(&db),
+        s(&dir.path().join("x")),
+        "--s3",
+        &silent_url,
+        "--s3-bucket",
+        "b",
+    ]));
+    assert!(err.contains("no answer within"), "{err}");
+    drop(silent);
+    assert!(!dir.path().join("x").exists(), "no dataset made by a failed export");
+
+    // The user's bucket and objects are all still there.
+    assert_eq!(user.get("theirs.txt").as_deref(), Some(&b"not blobbench's"[..]));
+    assert!(user.get("blobbench/foreign/0000000001").is_some());
+    cluster.stop().unwrap();
+    assert!(servers_under(dir.path()).is_empty());
+}
