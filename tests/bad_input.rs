@@ -398,6 +398,9 @@ fn engine_cases() -> Vec<Case> {
         case("run: redb held elsewhere", redb, &["run", "@t", "--update"], Fail("another process")).held(EngineKind::Redb),
         case("run: fjall held elsewhere", fjall, &["run", "@t", "--update"], Fail("another process")).held(EngineKind::Fjall),
         case("export: engine over a foreign dir", db_and_text_dir, &["export", "@db", "@t", "--engine", "lmdb", "--force"], Fail("refusing")),
+        case("export: s3 URL holding credentials", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "http://key:s3cret@127.0.0.1:1", "--s3-bucket", "b"], Fail("put no credentials in the URL")),
+        case("export: s3 URL not http", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "ftp://127.0.0.1:1", "--s3-bucket", "b"], Fail("expected an http:// or https:// endpoint")),
+        case("export: s3 store without credentials", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "http://127.0.0.1:1", "--s3-bucket", "b"], Fail("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")),
     ]
 }
 
@@ -829,7 +832,7 @@ fn check(c: &Case) -> Option<String> {
         })
         .collect();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_blobbench"));
-    cmd.args(&args).env_remove("RUST_BACKTRACE").env_remove("RUST_LIB_BACKTRACE");
+    cmd.args(&args).env_remove("RUST_BACKTRACE").env_remove("RUST_LIB_BACKTRACE").env_remove("AWS_ACCESS_KEY_ID").env_remove("AWS_SECRET_ACCESS_KEY");
     if let Some(limit) = c.fsize {
         // SAFETY: setrlimit and signal are async-signal-safe. SIGXFSZ is
         // left at its default (a core dump): blobbench must ignore it

@@ -51,12 +51,6 @@ impl Reach {
         self.cluster.as_ref()
     }
 
-    /// Takes the cluster out (to stop or restart it), leaving this reach
-    /// without one.
-    pub fn take_cluster(&mut self) -> Option<Arc<Cluster>> {
-        self.cluster.take()
-    }
-
     /// Every blob of the dataset and its size, by listing its prefix
     /// (anything else under it, such as the marker, is skipped).
     pub fn list_blobs(&self, client: &Client) -> Result<HashMap<u32, u32>> {
@@ -81,6 +75,7 @@ pub(super) fn local_store(endpoint: &str, bucket: &str) -> Result<Store> {
 
 /// A store the user runs, with the environment's credentials and region.
 pub(super) fn user_store(endpoint: &str, bucket: &str) -> Result<Store> {
+    super::client::parse_endpoint(endpoint)?;
     let (credentials, region) = env_credentials(Path::new(endpoint))?;
     Store::new(endpoint, bucket, &region, credentials, false)
 }
