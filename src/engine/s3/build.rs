@@ -81,7 +81,7 @@ fn build_local(db: &Path, target: &Path, force: bool, replicas: u8, progress: &d
 /// A killed build leaves `.NAME.s3-PID` beside the target (its servers die
 /// with it): end any still running and remove the directory.
 fn reap_killed_builds(target: &Path) -> Result<()> {
-    for dir in crate::engine::cluster::killed_builds(target, super::KIND.name()) {
+    for dir in crate::engine::throwaway::killed_builds(target, super::KIND) {
         swift::stop_any(&dir)?;
         std::fs::remove_dir_all(&dir).map_err(|err| Error::io(&dir, "cannot remove a killed build", err))?;
     }
