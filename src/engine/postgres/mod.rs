@@ -181,11 +181,6 @@ impl PgEngine {
         *slot = Some(s.clone());
         Ok(s)
     }
-
-    /// What the server said about itself (after `survey`).
-    pub fn server_info(&self) -> Option<PgServerInfo> {
-        self.info.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
 }
 
 impl Engine for PgEngine {
@@ -226,7 +221,7 @@ impl Engine for PgEngine {
     }
 
     fn server_info(&self) -> Option<ServerInfo> {
-        PgEngine::server_info(self).map(ServerInfo::from)
+        self.info.lock().unwrap_or_else(|e| e.into_inner()).clone().map(ServerInfo::from)
     }
 
     /// Restarts the throwaway cluster, which empties its `shared_buffers`

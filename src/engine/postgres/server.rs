@@ -245,9 +245,10 @@ pub fn reap_killed(workdir: &Path) -> Result<usize> {
 /// The crash test's fault: SIGKILLs the postmaster of the cluster in
 /// `dir/pgdata` and every process it started ([`throwaway::kill_tree`]:
 /// each backend runs in a session of its own), as a server crash ends
-/// them, then waits until they are gone. Their lock files (`postmaster.pid`, the socket's `.lock`) are then
-/// removed: a container's init may leave the dead postmaster a zombie for
-/// a while, whose pid PostgreSQL would take for a live server.
+/// them, then waits until they are gone. Their lock files
+/// (`postmaster.pid`, the socket's `.lock`) are then removed: a
+/// container's init may leave the dead postmaster a zombie for a while,
+/// whose pid PostgreSQL would take for a live server.
 pub fn kill_server(dir: &Path) -> Result<()> {
     let data = absolute(dir)?.join(DATA_DIR);
     let Some(pid) = read_pid(&data)? else { return Ok(()) };

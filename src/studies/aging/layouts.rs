@@ -132,9 +132,8 @@ pub fn survey_disk(layout: &AgingLayout, content: u64) -> Result<(Usage, Fragmen
                     }
                 }
                 LocalBytes::Remote(why) => {
-                    let fragmentation = Fragmentation { not_measured: Some(why.clone()), ..Fragmentation::default() };
-                    usage.not_local = Some(why);
-                    return Ok((usage, fragmentation));
+                    usage.not_local = true;
+                    return Ok((usage, Fragmentation { not_measured: Some(why), ..Fragmentation::default() }));
                 }
             }
         }
