@@ -105,7 +105,7 @@ fn a_sigkilled_server_keeps_every_durable_commit() {
     let out = ok(&[
         "crashtest",
         "--method",
-        "server",
+        "postgres-durable,postgres-fast,postgres-lo-durable,postgres-lo-fast",
         "--kills",
         kills,
         "--count",

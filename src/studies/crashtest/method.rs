@@ -219,13 +219,13 @@ mod tests {
         assert_eq!(Method::parse_list("files, db-off").unwrap().len(), 8);
         assert_eq!(Method::parse_list("kv").unwrap().len(), 6);
         let servers: Vec<&str> = Method::parse_list("server").unwrap().iter().map(|m| m.name()).collect();
-        assert_eq!(servers, ["postgres-durable", "postgres-fast", "postgres-lo-durable", "postgres-lo-fast"]);
+        assert_eq!(servers, ["postgres-durable", "postgres-fast", "postgres-lo-durable", "postgres-lo-fast", "s3-durable"]);
         assert_eq!(Method::parse_list("replace,replace,db-wal-full").unwrap().len(), 2, "no repeats");
         assert!(Method::parse_list("wal").unwrap_err().to_string().contains("db-wal-normal"));
         assert!(Method::parse_list("db,").is_err());
         let promised: Vec<&str> = Method::all().into_iter().filter(|m| m.promises_atomic()).map(|m| m.name()).collect();
         assert_eq!(promised[..4], ["db-wal-normal", "db-wal-full", "db-delete", "db-delete-extra"]);
-        assert_eq!(promised.len(), 14, "and the ten engine methods");
+        assert_eq!(promised.len(), 15, "and the eleven engine methods");
         let durable: Vec<&str> =
             Method::all().into_iter().filter(|m| m.acknowledges_durability()).map(|m| m.name()).collect();
         assert_eq!(
@@ -241,7 +241,8 @@ mod tests {
                 "redb-durable",
                 "fjall-durable",
                 "postgres-durable",
-                "postgres-lo-durable"
+                "postgres-lo-durable",
+                "s3-durable"
             ]
         );
         assert!(!Method::parse_list("db-delete").unwrap()[0].promises_durability());
