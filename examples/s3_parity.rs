@@ -47,7 +47,7 @@ fn parity() -> blobbench::Result<()> {
         for round in 0..rounds {
             let seed = round + 1;
             let keys = keys(max_key, count);
-            let mut ours_run = || -> blobbench::Result<f64> {
+            let ours_run = || -> blobbench::Result<f64> {
                 let mut opts = RunOptions::new(&path);
                 opts.count = count;
                 opts.order = Order::Random;
@@ -57,7 +57,7 @@ fn parity() -> blobbench::Result<()> {
                 let report = run(&opts, what, what)?;
                 Ok(report.median_run().loop_per_op_us)
             };
-            let mut bare_run = || bare.run(&keys, update);
+            let bare_run = || bare.run(&keys, update);
             let (a, b) = if round % 2 == 0 {
                 let a = ours_run()?;
                 (a, bare_run())

@@ -10,7 +10,7 @@ use blobbench::records::keys::Order;
 use blobbench::records::mix::parse_mix;
 use blobbench::records::zipf::parse_zipf;
 use blobbench::records::{DbAccess, DbParams, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel};
-use blobbench::records::{EngineSettings, Mix, PgParams, Plan};
+use blobbench::records::{EngineSettings, Mix, Plan};
 use blobbench::results::{self, ResultFile};
 use blobbench::util::units;
 use blobbench::util::units::plural;
@@ -263,7 +263,7 @@ impl RunArgs {
                 },
                 multitrans: self.multitrans,
             },
-            pg: PgParams::default(),
+            ..EngineSettings::default()
         };
         self.servers.apply(&mut settings);
         settings
