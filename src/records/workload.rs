@@ -109,7 +109,7 @@ impl EngineKind {
     pub fn round_trip_call(self) -> Option<&'static str> {
         match self {
             EngineKind::Postgres | EngineKind::PostgresLo => Some("SELECT 1"),
-            EngineKind::S3 => Some("HEAD of an object"),
+            EngineKind::S3 => Some("GET of a small object"),
             EngineKind::Db
             | EngineKind::Flat
             | EngineKind::Tree

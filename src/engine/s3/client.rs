@@ -20,8 +20,10 @@ use rusty_s3::{Bucket, Credentials, UrlStyle};
 
 use crate::{Error, Result};
 
-/// How long a connection attempt may take.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a connection attempt may take, and the first request to a
+/// store (see [`Client::any_under`]): a refused, unreachable or silent
+/// endpoint is an error within 5 s, start-up included.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long a server may take to answer a request it has received: a
 /// CPU-bound Swift beside a build answers in seconds, not minutes.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);

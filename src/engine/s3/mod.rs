@@ -92,7 +92,7 @@ impl Backend for S3Backend {
     }
 
     fn timer_covers(&self, _settings: &EngineSettings) -> &'static str {
-        "connect (one HEAD) + loop + close; commit is nothing: a PUT that returned is stored"
+        "connect (one GET) + loop + close; commit is nothing: a PUT that returned is stored"
     }
 
     /// One PUT per write, each stored when it returns (Swift fsyncs the

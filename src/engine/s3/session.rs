@@ -10,11 +10,11 @@
 //!   or not the object was there; the listing's sizes say whether it was);
 //! - **commit**: nothing: a PUT that returned is stored (Swift's object
 //!   servers fsync the object before they answer);
-//! - **round_trip**: one HEAD of the dataset's marker object, the
-//!   protocol, authentication, proxy and one object server's floor under
-//!   each request, without a body (the cheapest object request: a HEAD of
-//!   a missing key costs more, as Swift then asks every replica and its
-//!   handoffs before it answers 404).
+//! - **round_trip**: one GET of the dataset's marker object (a few hundred
+//!   bytes, into the same reused buffer): the protocol, authentication,
+//!   proxy and one object server under each request, with next to no
+//!   payload. (A request for a missing key is no floor: Swift then asks
+//!   every replica and its handoffs before it answers 404.)
 
 use std::sync::Arc;
 
@@ -35,7 +35,7 @@ pub(super) struct S3Session {
 }
 
 impl S3Session {
-    /// Opens the session's connection with one HEAD of the marker, so the
+    /// Opens the session's connection with one GET of the marker, so the
     /// loop's first request does not pay the TCP connect.
     pub fn open(reach: Arc<Reach>, sizes: Arc<Sizes>, write: bool) -> Result<S3Session> {
         let client = reach.client();
@@ -100,8 +100,8 @@ impl Session for S3Session {
 
     #[inline]
     fn round_trip(&mut self) -> Result<Option<u64>> {
-        match self.client.head(&self.probe)? {
-            Some(_) => Ok(Some(0)),
+        match self.client.get_into(&self.probe, &mut self.buf)? {
+            Some(n) => Ok(Some(n as u64)),
             None => Err(Error::bad_input(
                 &self.client.store().label,
                 format!("{} is missing: not a blobbench dataset's prefix", self.probe),

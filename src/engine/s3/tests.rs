@@ -55,7 +55,8 @@ fn one_replica_the_round_trip_floor_and_the_store_described() {
     assert_eq!((info.place, info.setting("replicas")), (ServerPlace::Local, Some("1")));
     assert!(info.version.starts_with('2'), "Swift's version: {info:?}");
     let mut s = e.open(OpenMode::READ).unwrap();
-    assert_eq!(s.round_trip().unwrap(), Some(0), "a HEAD carries no body");
+    let marker = s.round_trip().unwrap().expect("a server's floor");
+    assert!(marker > 0 && marker < 1000, "the marker's few hundred bytes: {marker}");
     assert!(s.read(3).unwrap() > 0);
     s.close().unwrap();
     e.drop_own_caches().unwrap();
