@@ -268,3 +268,24 @@ fn a_store_you_run_keeps_its_bucket_and_bad_endpoints_are_one_line() {
     cluster.stop().unwrap();
     assert!(servers_under(dir.path()).is_empty());
 }
+
+/// `suite --engines s3`: reads, the round-trip floor beside them and
+/// durable writes (a PUT has no faster commit to offer), its disk usage,
+/// and no server left when the suite returns.
+#[test]
+fn the_suite_puts_s3_beside_the_reads_with_its_floor() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("rep");
+    ok(&["suite", "--quick", "--count", "40", "--rounds", "2", "--engines", "s3", "--workdir", s(dir.path()), "--out", s(&out)]);
+    let json = valid_results(&out.join("results.json"));
+    let ids: Vec<&str> = json["experiments"].as_array().unwrap().iter().filter_map(|e| e["id"].as_str()).collect();
+    for id in ["read/s3", "roundtrip/s3", "write/s3-durable"] {
+        assert!(ids.contains(&id), "missing {id} in {ids:?}");
+    }
+    assert!(!ids.contains(&"write/s3-fast"), "no fast commit for an object store: {ids:?}");
+    let usage: Vec<&str> = json["disk_usage"].as_array().unwrap().iter().filter_map(|d| d["layout"].as_str()).collect();
+    assert!(usage.contains(&"s3"), "{usage:?}");
+    let chart = std::fs::read_to_string(out.join("charts/engines-read.svg")).unwrap();
+    assert!(chart.contains("GET of a small object round trip"), "the floor stands beside the reads");
+    assert!(servers_under(dir.path()).is_empty());
+}
