@@ -39,7 +39,10 @@ fn parity() -> blobbench::Result<()> {
     let endpoint = info.setting("endpoint").ok_or_else(usage)?.to_string();
     let desc = blobbench::engine::s3::Descriptor::read(path.as_ref())?;
     let bare = Bare::new(&endpoint, &desc);
-    println!("{} {}, {}; {count} ops per arm and round, keys 1..={max_key} at random", info.product, info.version, info.blobs_in);
+    println!(
+        "{} {}, {}; {count} ops per arm and round, keys 1..={max_key} at random",
+        info.product, info.version, info.blobs_in
+    );
     let mut table = Vec::new();
     for update in [false, true] {
         let what = if update { "PUT" } else { "GET" };
@@ -65,7 +68,11 @@ fn parity() -> blobbench::Result<()> {
                 let b = bare_run();
                 (ours_run()?, b)
             };
-            println!("{what} round {}: blobbench {a:8.0} us/op, bare loop {b:8.0} us/op, ratio {:.3}", round + 1, a / b);
+            println!(
+                "{what} round {}: blobbench {a:8.0} us/op, bare loop {b:8.0} us/op, ratio {:.3}",
+                round + 1,
+                a / b
+            );
             ours.push(a);
             theirs.push(b);
         }
@@ -109,8 +116,9 @@ struct Bare {
 
 impl Bare {
     fn new(endpoint: &str, desc: &blobbench::engine::s3::Descriptor) -> Bare {
-        let bucket = Bucket::new(endpoint.parse().expect("an endpoint URL"), UrlStyle::Path, desc.bucket.clone(), "us-east-1")
-            .expect("a bucket");
+        let bucket =
+            Bucket::new(endpoint.parse().expect("an endpoint URL"), UrlStyle::Path, desc.bucket.clone(), "us-east-1")
+                .expect("a bucket");
         let agent = ureq::Agent::config_builder().http_status_as_error(false).max_redirects(0).build().into();
         let credentials = Credentials::new("test:tester", "testing");
         Bare { agent, bucket, credentials, prefix: desc.prefix.clone(), content: vec![0x5a; 1 << 20] }

@@ -832,7 +832,11 @@ fn check(c: &Case) -> Option<String> {
         })
         .collect();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_blobbench"));
-    cmd.args(&args).env_remove("RUST_BACKTRACE").env_remove("RUST_LIB_BACKTRACE").env_remove("AWS_ACCESS_KEY_ID").env_remove("AWS_SECRET_ACCESS_KEY");
+    cmd.args(&args)
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE")
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY");
     if let Some(limit) = c.fsize {
         // SAFETY: setrlimit and signal are async-signal-safe. SIGXFSZ is
         // left at its default (a core dump): blobbench must ignore it

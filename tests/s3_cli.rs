@@ -27,7 +27,9 @@ fn servers_under(dir: &Path) -> Vec<i32> {
         .unwrap()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|p| String::from_utf8_lossy(&std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default()).contains(&needle))
+        .filter(|p| {
+            String::from_utf8_lossy(&std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default()).contains(&needle)
+        })
         .collect();
     let memcached = walk(dir).into_iter().filter(|p| p.ends_with("run/memcached.pid"));
     let alive = |pid: i32| blobbench::engine::throwaway::alive(pid);
@@ -121,7 +123,9 @@ fn a_killed_export_leaves_no_server() {
         .unwrap();
     // Killed once its proxy answers: the export is PUTting.
     let started = Instant::now();
-    while !walk(dir.path()).iter().any(|p| p.ends_with("log/proxy.log") && std::fs::metadata(p).is_ok_and(|m| m.len() > 0))
+    while !walk(dir.path())
+        .iter()
+        .any(|p| p.ends_with("log/proxy.log") && std::fs::metadata(p).is_ok_and(|m| m.len() > 0))
     {
         assert!(started.elapsed() < Duration::from_secs(180), "the cluster never answered");
         assert!(child.try_wait().unwrap().is_none(), "the export ended before it was killed");
@@ -215,6 +219,9 @@ fn a_store_you_run_keeps_its_bucket_and_bad_endpoints_are_one_line() {
     let stat = String::from_utf8(stat).unwrap();
     assert!(stat.contains("Number of entries:        12") && !stat.contains("Allocated bytes"), "{stat}");
     assert!(std::fs::read_dir(&mine).unwrap().count() == 1, "the dataset is its descriptor only");
+    let elsewhere = ["run", s(&mine), "--count", "5", "--s3", "http://127.0.0.1:1", "--s3-bucket", "users-bucket"];
+    let err = quick_error(&mut user.command(&elsewhere));
+    assert!(err.contains(&format!("its objects are at {endpoint}")), "{err}");
 
     // Replaced only with --force, and only its own prefix.
     let err = quick_error(&mut export(&mine, "users-bucket"));
@@ -276,7 +283,20 @@ fn a_store_you_run_keeps_its_bucket_and_bad_endpoints_are_one_line() {
 fn the_suite_puts_s3_beside_the_reads_with_its_floor() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("rep");
-    ok(&["suite", "--quick", "--count", "40", "--rounds", "2", "--engines", "s3", "--workdir", s(dir.path()), "--out", s(&out)]);
+    ok(&[
+        "suite",
+        "--quick",
+        "--count",
+        "40",
+        "--rounds",
+        "2",
+        "--engines",
+        "s3",
+        "--workdir",
+        s(dir.path()),
+        "--out",
+        s(&out),
+    ]);
     let json = valid_results(&out.join("results.json"));
     let ids: Vec<&str> = json["experiments"].as_array().unwrap().iter().filter_map(|e| e["id"].as_str()).collect();
     for id in ["read/s3", "roundtrip/s3", "write/s3-durable"] {

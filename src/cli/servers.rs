@@ -48,7 +48,9 @@ impl ServerArgs {
     pub fn export_notice(&self, dir: &Path) -> Option<String> {
         if let (Some(url), Some(bucket)) = (&self.s3, &self.s3_bucket) {
             let prefix = blobbench::engine::s3::prefix_for(dir);
-            return Some(format!("Writing objects under {prefix} in bucket {bucket} at {url} (nothing else there is touched)"));
+            return Some(format!(
+                "Writing objects under {prefix} in bucket {bucket} at {url} (nothing else there is touched)"
+            ));
         }
         let url = self.pg.as_deref()?;
         Some(format!("Writing table {} on {} (nothing else there is touched)", remote_table_name(dir), redact(url)))

@@ -320,7 +320,9 @@ pub(crate) fn validate(opts: &RunOptions) -> Result<()> {
         }
     }
     if opts.round_trip && (opts.update || opts.mix.is_some()) {
-        return Err(Error::invalid("--round-trip times a server's round trip with no work instead of reads; it takes no --update or --mix"));
+        return Err(Error::invalid(
+            "--round-trip times a server's round trip with no work instead of reads; it takes no --update or --mix",
+        ));
     }
     if opts.settings.db.mmap_bytes < 0 {
         return Err(Error::invalid("--mmap must not be negative"));

@@ -61,13 +61,7 @@ impl ServerInfo {
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum StoredServerInfo {
-    Current {
-        product: String,
-        version: String,
-        place: ServerPlace,
-        blobs_in: String,
-        settings: Vec<ServerSetting>,
-    },
+    Current { product: String, version: String, place: ServerPlace, blobs_in: String, settings: Vec<ServerSetting> },
     Postgres(PgServerInfo),
 }
 

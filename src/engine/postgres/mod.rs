@@ -86,7 +86,9 @@ impl Backend for PgBackend {
     /// table on a server the user runs.
     fn local_bytes(&self, path: &Path, _settings: &EngineSettings) -> Result<LocalBytes> {
         if Descriptor::read(path)?.remote {
-            return Ok(LocalBytes::Remote("a table on a server you run (--pg), whose files are not blobbench's".into()));
+            return Ok(LocalBytes::Remote(
+                "a table on a server you run (--pg), whose files are not blobbench's".into(),
+            ));
         }
         Ok(LocalBytes::In(vec![path.to_path_buf()]))
     }

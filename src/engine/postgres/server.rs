@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use crate::engine::throwaway::{self, Shared};
 pub use crate::engine::throwaway::alive;
+use crate::engine::throwaway::{self, Shared};
 use crate::{Error, Result};
 
 /// The data directory inside a local dataset's directory.

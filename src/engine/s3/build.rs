@@ -36,7 +36,9 @@ pub fn build(db: &Path, target: &Path, force: bool, s3: &S3Params, progress: &dy
     match (&s3.url, &s3.bucket) {
         (Some(url), Some(bucket)) => build_remote(db, target, force, url, bucket, progress),
         (Some(_), None) => Err(Error::invalid("--s3 needs --s3-bucket: the bucket to write in")),
-        (None, Some(_)) => Err(Error::invalid("--s3-bucket needs --s3 URL (blobbench's own cluster has its own bucket)")),
+        (None, Some(_)) => {
+            Err(Error::invalid("--s3-bucket needs --s3 URL (blobbench's own cluster has its own bucket)"))
+        }
         (None, None) => build_local(db, target, force, s3.replicas, progress),
     }
 }
@@ -111,7 +113,11 @@ fn build_remote(
         if client.head(&desc.marker())?.is_none() {
             return Err(Error::bad_input(
                 &store.label,
-                format!("objects under {} are not blobbench's (no {}); refusing to touch them", desc.prefix, descriptor::MARKER),
+                format!(
+                    "objects under {} are not blobbench's (no {}); refusing to touch them",
+                    desc.prefix,
+                    descriptor::MARKER
+                ),
             ));
         }
         if !force {

@@ -194,7 +194,8 @@ impl Client {
     pub fn create_bucket(&self) -> Result<()> {
         let call = Call { op: "PUT", key: "" };
         let url = self.store.bucket.create_bucket(&self.store.credentials).sign(SIGNED_FOR);
-        let mut resp = self.agent.put(url.as_str()).send_empty().map_err(|e| self.transport(call, e, ANSWER_TIMEOUT))?;
+        let mut resp =
+            self.agent.put(url.as_str()).send_empty().map_err(|e| self.transport(call, e, ANSWER_TIMEOUT))?;
         self.check(call, &mut resp)?;
         drain(&mut resp);
         Ok(())
@@ -341,7 +342,8 @@ pub fn env_credentials(label: &Path) -> Result<(Credentials, String)> {
     let credentials = Credentials::from_env().ok_or_else(|| {
         Error::bad_input(label, "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY to reach a store you run")
     })?;
-    let region = std::env::var("AWS_REGION").ok().filter(|r| !r.trim().is_empty()).unwrap_or_else(|| "us-east-1".into());
+    let region =
+        std::env::var("AWS_REGION").ok().filter(|r| !r.trim().is_empty()).unwrap_or_else(|| "us-east-1".into());
     Ok((credentials, region))
 }
 
@@ -371,8 +373,9 @@ mod tests {
     fn a_refused_endpoint_is_one_line_naming_it() {
         // A port nothing listens on: bound, then closed.
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let store = Store::new(&format!("http://127.0.0.1:{port}"), "b", "us-east-1", Credentials::new("k", "s3cr3t"), false)
-            .unwrap();
+        let store =
+            Store::new(&format!("http://127.0.0.1:{port}"), "b", "us-east-1", Credentials::new("k", "s3cr3t"), false)
+                .unwrap();
         let e = Client::new(Arc::new(store)).put("x", b"y").unwrap_err().to_string();
         assert!(e.contains(&format!("cannot connect to 127.0.0.1:{port}: connection refused")), "{e}");
         assert!(!e.contains("s3cr3t") && !e.contains('\n'), "{e}");

@@ -71,15 +71,15 @@ impl Backend for S3Backend {
         build::build(db, target, force, &settings.s3, progress)
     }
 
-    fn open(&self, path: &Path, _settings: &EngineSettings) -> Box<dyn Engine> {
-        Box::new(S3Engine::new(path))
+    fn open(&self, path: &Path, settings: &EngineSettings) -> Box<dyn Engine> {
+        Box::new(S3Engine::new(path, settings))
     }
 
-    fn stat(&self, path: &Path, vacuum: bool, _settings: &EngineSettings) -> Result<StatReport> {
+    fn stat(&self, path: &Path, vacuum: bool, settings: &EngineSettings) -> Result<StatReport> {
         if vacuum {
             return Err(Error::invalid("--vacuum applies to SQLite databases only"));
         }
-        stat::stat(path).map(StatReport::Server)
+        stat::stat(path, settings.s3.url.as_deref()).map(StatReport::Server)
     }
 
     /// The throwaway cluster's device directories (every replica, and the
@@ -129,14 +129,22 @@ const CRASH_MODES: [CrashMode; 1] = [CrashMode::new(
 /// cluster started) in `survey` and let go when the engine is dropped.
 pub struct S3Engine {
     path: PathBuf,
+    /// A run's `--s3`, checked against the descriptor's endpoint.
+    url: Option<String>,
     reach: Mutex<Option<Arc<Reach>>>,
     sizes: Arc<Sizes>,
     info: Mutex<Option<ServerInfo>>,
 }
 
 impl S3Engine {
-    pub fn new(path: &Path) -> Self {
-        S3Engine { path: path.to_path_buf(), reach: Mutex::new(None), sizes: Arc::default(), info: Mutex::new(None) }
+    pub fn new(path: &Path, settings: &EngineSettings) -> Self {
+        S3Engine {
+            path: path.to_path_buf(),
+            url: settings.s3.url.clone(),
+            reach: Mutex::new(None),
+            sizes: Arc::default(),
+            info: Mutex::new(None),
+        }
     }
 
     fn reach(&self) -> Result<Arc<Reach>> {
@@ -144,7 +152,7 @@ impl S3Engine {
         if let Some(r) = slot.as_ref() {
             return Ok(r.clone());
         }
-        let r = Arc::new(Reach::for_dataset(&self.path)?);
+        let r = Arc::new(Reach::for_dataset(&self.path, self.url.as_deref())?);
         *slot = Some(r.clone());
         Ok(r)
     }
@@ -169,7 +177,10 @@ impl Engine for S3Engine {
         let reach = self.reach()?;
         let sizes = reach.list_blobs(&reach.client())?;
         let max_key = sizes.keys().copied().max().ok_or_else(|| {
-            Error::bad_input(&self.path, format!("is an {} dataset with no blobs ({})", KIND.name(), stat::blobs_in(&reach)))
+            Error::bad_input(
+                &self.path,
+                format!("is an {} dataset with no blobs ({})", KIND.name(), stat::blobs_in(&reach)),
+            )
         })?;
         let blob_max = if for_writes { sizes.values().copied().max().unwrap_or(0) } else { 0 };
         self.sizes.set(sizes);

@@ -25,8 +25,19 @@ pub(super) struct Reach {
 impl Reach {
     /// The store of the dataset in `dir`: its throwaway cluster, started
     /// now (or shared with the run's other engines), or the user's store.
-    pub fn for_dataset(dir: &Path) -> Result<Reach> {
+    /// `url`, a run's `--s3`, must name the descriptor's endpoint (the
+    /// descriptor alone is enough).
+    pub fn for_dataset(dir: &Path, url: Option<&str>) -> Result<Reach> {
         let desc = Descriptor::read(dir)?;
+        match (url.map(|u| u.trim_end_matches('/')), desc.endpoint.as_deref()) {
+            (Some(_), None) => {
+                return Err(Error::bad_input(dir, "holds its own throwaway Swift cluster; run it without --s3"))
+            }
+            (Some(u), Some(e)) if u != e => {
+                return Err(Error::bad_input(dir, format!("its objects are at {e}, not at the --s3 given ({u})")))
+            }
+            _ => {}
+        }
         match &desc.endpoint {
             None => {
                 let cluster = Cluster::shared(dir)?;

@@ -10,8 +10,8 @@ use crate::engine::report::{LocalBlocks, ServerStat, SizeLine};
 use crate::Result;
 
 /// `stat` of the dataset in `dir` (its cluster is started for it).
-pub fn stat(dir: &Path) -> Result<ServerStat> {
-    let reach = Reach::for_dataset(dir)?;
+pub fn stat(dir: &Path, url: Option<&str>) -> Result<ServerStat> {
+    let reach = Reach::for_dataset(dir, url)?;
     let client = reach.client();
     let sizes = reach.list_blobs(&client)?;
     let content: u64 = sizes.values().map(|&s| u64::from(s)).sum();

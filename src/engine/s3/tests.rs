@@ -10,7 +10,7 @@ use crate::records::{KvParams, S3Params};
 use crate::util::progress::Silent;
 
 fn engine(path: &Path, _kv: KvParams) -> Box<dyn Engine> {
-    Box::new(S3Engine::new(path))
+    Box::new(S3Engine::new(path, &EngineSettings::default()))
 }
 
 /// Every server process whose arguments name a path under `dir`.
@@ -32,7 +32,7 @@ fn every_byte_round_trips_and_the_cluster_stops() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("s3");
     let rows = round_trip(KIND, &target, engine);
-    let st = stat::stat(&target).unwrap();
+    let st = stat::stat(&target, None).unwrap();
     assert_eq!(st.entries, rows.len() as u64);
     assert_eq!(st.content_bytes, rows.iter().map(|r| r.1.len() as u64).sum::<u64>());
     let local = st.local.expect("the throwaway cluster's blocks");
@@ -49,7 +49,7 @@ fn one_replica_the_round_trip_floor_and_the_store_described() {
     let s3 = S3Params { replicas: 1, ..S3Params::default() };
     build::build(&db, &target, false, &s3, &Silent).unwrap();
     assert_eq!(std::fs::read_dir(swift::Layout::of(&target).unwrap().devices()).unwrap().count(), 1);
-    let mut e = S3Engine::new(&target);
+    let mut e = S3Engine::new(&target, &EngineSettings::default());
     assert_eq!(e.survey(false).unwrap().max_key, Some(5));
     let info = e.server_info().unwrap();
     assert_eq!((info.place, info.setting("replicas")), (ServerPlace::Local, Some("1")));
@@ -75,7 +75,7 @@ fn engines_on_one_dataset_share_its_cluster() {
     let target = dir.path().join("s3");
     build::build(&db, &target, false, &S3Params::default(), &Silent).unwrap();
     let open = || {
-        let mut e = S3Engine::new(&target);
+        let mut e = S3Engine::new(&target, &EngineSettings::default());
         e.survey(true).unwrap();
         e
     };
@@ -103,7 +103,7 @@ fn a_killed_cluster_restarts_with_every_acknowledged_object() {
     swift::kill_servers(&target).unwrap();
     assert_eq!(servers_under(dir.path()).len(), 0, "the four servers are gone");
     drop(cluster);
-    let mut e = S3Engine::new(&target);
+    let mut e = S3Engine::new(&target, &EngineSettings::default());
     e.survey(false).unwrap();
     let mut s = e.open(OpenMode::READ).unwrap();
     for (k, v) in &rows {

@@ -219,7 +219,10 @@ mod tests {
         assert_eq!(Method::parse_list("files, db-off").unwrap().len(), 8);
         assert_eq!(Method::parse_list("kv").unwrap().len(), 6);
         let servers: Vec<&str> = Method::parse_list("server").unwrap().iter().map(|m| m.name()).collect();
-        assert_eq!(servers, ["postgres-durable", "postgres-fast", "postgres-lo-durable", "postgres-lo-fast", "s3-durable"]);
+        assert_eq!(
+            servers,
+            ["postgres-durable", "postgres-fast", "postgres-lo-durable", "postgres-lo-fast", "s3-durable"]
+        );
         assert_eq!(Method::parse_list("replace,replace,db-wal-full").unwrap().len(), 2, "no repeats");
         assert!(Method::parse_list("wal").unwrap_err().to_string().contains("db-wal-normal"));
         assert!(Method::parse_list("db,").is_err());

@@ -131,11 +131,13 @@ impl Layout {
             crate::util::fsutil::write_atomic(&self.conf(server), text.as_bytes())?;
         }
         let previous = read_ports(&self.ports_file());
-        let rings_there = ["account", "container", "object"].iter().all(|k| self.etc().join(format!("{k}.ring.gz")).is_file());
+        let rings_there =
+            ["account", "container", "object"].iter().all(|k| self.etc().join(format!("{k}.ring.gz")).is_file());
         if previous != Some(ports) || !rings_there {
             self.write_rings(programs, ports)?;
         }
-        let json = serde_json::to_string(&ports).map_err(|e| Error::invalid(format!("cannot encode the ports: {e}")))?;
+        let json =
+            serde_json::to_string(&ports).map_err(|e| Error::invalid(format!("cannot encode the ports: {e}")))?;
         crate::util::fsutil::write_atomic(&self.ports_file(), json.as_bytes())
     }
 

@@ -22,13 +22,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-pub use config::{Layout, Ports};
 use config::SERVERS;
+pub use config::{Layout, Ports};
 
 use crate::engine::throwaway::{self, alive, Shared};
 use crate::util::interrupt::stop_requested;
-use process::{runs_with, signal_and_wait, spawn_server, stop_all};
 use crate::{Error, Result};
+use process::{runs_with, signal_and_wait, spawn_server, stop_all};
 
 /// The cluster's directory inside a local dataset's directory.
 pub const DIR: &str = "swift";
@@ -242,9 +242,7 @@ impl Cluster {
     /// Waits until every server answers its `/healthcheck` (the proxy
     /// answers before its backends are up, so each is asked).
     fn wait_until_up(&self) -> Result<()> {
-        let up = || {
-            port_answers(self.ports.memcached) && SERVERS.iter().all(|s| healthy(self.ports.of(s)))
-        };
+        let up = || port_answers(self.ports.memcached) && SERVERS.iter().all(|s| healthy(self.ports.of(s)));
         wait_for(&self.layout, START_TIMEOUT, up, || self.exited())
     }
 
@@ -389,7 +387,9 @@ pub fn kill_servers(dir: &Path) -> Result<()> {
     let left = signal_and_wait(&pids, libc::SIGKILL, Duration::from_secs(10));
     match left.first() {
         None => Ok(()),
-        Some(pid) => Err(Error::bad_input(&layout.root, format!("the killed server (pid {pid}) did not end within 10 s"))),
+        Some(pid) => {
+            Err(Error::bad_input(&layout.root, format!("the killed server (pid {pid}) did not end within 10 s")))
+        }
     }
 }
 
