@@ -227,20 +227,16 @@ pub fn stat(args: StatArgs) -> anyhow::Result<()> {
             println!("Apparent bytes:     {:>14}  (files and directories, as ls shows them)", s.apparent_bytes);
             println!("Allocated bytes:    {:>14}  (blocks on disk, as du counts them)", s.allocated_bytes);
         }
-        StatReport::Pg(s) => {
-            println!("Engine:             {:>8}  (table {})", s.engine.name(), s.table);
+        StatReport::Server(s) => {
+            println!("Engine:             {:>8}  ({})", s.engine.name(), s.blobs_in);
             let avg = if s.entries > 0 { s.content_bytes as f64 / s.entries as f64 } else { 0.0 };
             print_sizes(s.entries, avg, s.min_size, s.max_size);
             println!("Content bytes:      {:>14}", s.content_bytes);
-            println!("Table bytes:        {:>14}  (main fork, pg_relation_size)", s.table_bytes);
-            println!("TOAST bytes:        {:>14}  (TOAST and maps; pg_largeobject for large objects)", s.toast_bytes);
-            println!("Index bytes:        {:>14}  (pg_indexes_size)", s.index_bytes);
-            println!("Total bytes:        {:>14}  (pg_total_relation_size)", s.total_bytes);
-            if let Some(a) = s.cluster_allocated_bytes {
-                println!(
-                    "Allocated bytes:    {:>14}  (the whole cluster's blocks, WAL included, as du counts them)",
-                    a
-                );
+            for line in &s.sizes {
+                println!("{:<20}{:>14}  ({})", format!("{}:", line.name), line.bytes, line.how);
+            }
+            if let Some(local) = &s.local {
+                println!("Allocated bytes:    {:>14}  ({}, as du counts them)", local.allocated_bytes, local.covers);
             }
         }
         StatReport::Kv(s) => {

@@ -65,7 +65,7 @@ impl RunOptions {
             zipf_theta: self.zipf,
             mix: self.mix,
             round_trip: self.round_trip,
-            server: None,
+            server_info: None,
         }
     }
 
@@ -272,7 +272,7 @@ pub(crate) fn report_of(
         Vec::new()
     };
     let interrupted = measured.interrupted;
-    let mut params = WorkloadParams { server: engine.server_info(), ..opts.params(layout, max_id, threads) };
+    let mut params = WorkloadParams { server_info: engine.server_info(), ..opts.params(layout, max_id, threads) };
     params.plan.repeat = measured.runs.len() as u32;
     Ok(RunReport {
         experiment: Experiment::from_measured(id, label, params, measured),

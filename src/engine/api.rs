@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::records::{EngineKind, PgServerInfo};
+use crate::records::{EngineKind, ServerInfo};
 use crate::Result;
 
 /// What a session was opened for.
@@ -78,9 +78,9 @@ pub trait Engine: Send + Sync {
         Ok(())
     }
 
-    /// What a database server said about itself (PostgreSQL); None for
-    /// the in-process engines.
-    fn server_info(&self) -> Option<PgServerInfo> {
+    /// What the server said about itself (after `survey`); None for the
+    /// in-process engines.
+    fn server_info(&self) -> Option<ServerInfo> {
         None
     }
 }

@@ -281,9 +281,11 @@ pub struct WorkloadParams {
     /// Each op was a server round trip with no work (`SELECT 1`), not a read.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub round_trip: bool,
-    /// The PostgreSQL server the run measured (version and settings).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server: Option<super::PgServerInfo>,
+    /// The server the run measured (a server engine's version and
+    /// settings). Files written before it was engine-neutral hold
+    /// PostgreSQL's fields as `server`, read into it.
+    #[serde(default, alias = "server", skip_serializing_if = "Option::is_none")]
+    pub server_info: Option<super::ServerInfo>,
 }
 
 /// A mix of reads and writes (`--mix READ:WRITE`, e.g. 95:5).

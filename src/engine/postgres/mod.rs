@@ -29,12 +29,12 @@ pub use conn::{redact, MIN_VERSION_NUM};
 pub use descriptor::{Descriptor, DESCRIPTOR};
 
 use descriptor::detect;
-pub use stat::stat;
+pub use stat::{stat, PgStat};
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
 use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, Probe};
 use crate::engine::report::{ExportReport, StatReport};
-use crate::records::{EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo};
+use crate::records::{EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo, ServerInfo};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -79,7 +79,7 @@ impl Backend for PgBackend {
         if vacuum {
             return Err(Error::invalid("--vacuum applies to SQLite databases only"));
         }
-        stat(path, &settings.pg).map(StatReport::Pg)
+        stat(path, &settings.pg).map(|s| StatReport::Server(s.into()))
     }
 
     fn timer_covers(&self, _settings: &EngineSettings) -> &'static str {
@@ -171,11 +171,6 @@ impl PgEngine {
         *slot = Some(s.clone());
         Ok(s)
     }
-
-    /// What the server said about itself (after `survey`).
-    pub fn server_info(&self) -> Option<PgServerInfo> {
-        self.info.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
 }
 
 impl Engine for PgEngine {
@@ -215,14 +210,14 @@ impl Engine for PgEngine {
         crate::engine::kv::dataset_files(&data.join("base"))
     }
 
-    fn server_info(&self) -> Option<PgServerInfo> {
-        PgEngine::server_info(self)
+    fn server_info(&self) -> Option<ServerInfo> {
+        self.info.lock().unwrap_or_else(|e| e.into_inner()).clone().map(ServerInfo::from)
     }
 
     /// Restarts the throwaway cluster, which empties its `shared_buffers`
     /// (a fast shutdown writes a checkpoint, then a new server starts, both
     /// outside the timer). A server the user runs is left alone: its
-    /// buffers stay warm, and the run's `params.server` says it is remote.
+    /// buffers stay warm, and the run's `params.server_info` says it is remote.
     fn drop_own_caches(&self) -> Result<()> {
         let mut slot = self.server.lock().unwrap_or_else(|e| e.into_inner());
         let Some(server) = slot.take_if(|s| s.local()) else { return Ok(()) };
