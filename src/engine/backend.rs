@@ -41,9 +41,9 @@ pub enum CrashWrite {
     /// One overwrite per file; with `sync_dir` the directory is fsync'd
     /// after each one (to make a rename durable).
     Files { write: FileWrite, fsync: bool, sync_dir: bool },
-    /// One overwrite per committed transaction, with the engine's durable
-    /// commit or its fast one.
-    Commit { durable: bool },
+    /// One overwrite per committed transaction: the engine's durable
+    /// commit when the mode is [`CrashMode::durable`], else its fast one.
+    Commit,
 }
 
 /// SIGKILLs every process of the server holding the dataset at the given
@@ -52,16 +52,58 @@ pub enum CrashWrite {
 pub type ServerKill = fn(&Path) -> Result<()>;
 
 /// One write mode of the crash test: its name on the command line, what it
-/// is, how it writes, and, for an engine whose writes a server makes, how
-/// that server is killed (killing only the client would leave the writes to
-/// the server, untouched). What the server needs installed is the backend's
-/// [`Backend::preflight`].
+/// is, how it writes, what it promises (declared here, never derived from
+/// its name), and, for an engine whose writes a server makes, how that
+/// server is killed (killing only the client would leave the writes to the
+/// server, untouched). What the server needs installed is the backend's
+/// [`Backend::preflight`]. Built with [`CrashMode::new`] and its promises.
 #[derive(Debug, Clone, Copy)]
 pub struct CrashMode {
     pub name: &'static str,
     pub description: &'static str,
     pub write: CrashWrite,
+    /// A write that returned was promised durable (a COMMIT under
+    /// synchronous=FULL with a journal, a file fsync'd where it lives, an
+    /// engine's durable commit), so losing it in a power cut is a
+    /// durability violation.
+    pub durable: bool,
+    /// The engine's own documentation promises that a durable write
+    /// survives a power cut (`crashtest --power-cut` fails when one is
+    /// lost); SQLite's rollback journal under FULL is durable but
+    /// documented as possibly losing the last commit.
+    pub documented_durable: bool,
+    /// A killed writer leaves every value whole and the store sound (a
+    /// journal, a transactional engine, fast commits included): the crash
+    /// test fails otherwise.
+    pub atomic: bool,
     pub server: Option<ServerKill>,
+}
+
+impl CrashMode {
+    /// A mode that promises nothing.
+    pub const fn new(name: &'static str, description: &'static str, write: CrashWrite) -> CrashMode {
+        CrashMode { name, description, write, durable: false, documented_durable: false, atomic: false, server: None }
+    }
+
+    /// Durable, as its documentation promises.
+    pub const fn durable(self) -> CrashMode {
+        CrashMode { durable: true, documented_durable: true, ..self }
+    }
+
+    /// Durable by its calls, though its documentation does not promise
+    /// that a power cut keeps every acknowledged write.
+    pub const fn durable_undocumented(self) -> CrashMode {
+        CrashMode { durable: true, documented_durable: false, ..self }
+    }
+
+    pub const fn atomic(self) -> CrashMode {
+        CrashMode { atomic: true, ..self }
+    }
+
+    /// Its writes are made by a server, which `kill` ends.
+    pub const fn server(self, kill: ServerKill) -> CrashMode {
+        CrashMode { server: Some(kill), ..self }
+    }
 }
 
 /// One engine kind. Every method is required, so a new engine that forgets

@@ -96,21 +96,12 @@ impl Backend for KvBackend {
     }
 }
 
-/// The crash test's two modes of a key-value engine.
+/// The crash test's two modes of a key-value engine: its durable commit and
+/// its fast one, both transactional.
 pub(super) const fn crash_modes(names: [&'static str; 2], descriptions: [&'static str; 2]) -> [CrashMode; 2] {
     [
-        CrashMode {
-            name: names[0],
-            description: descriptions[0],
-            write: CrashWrite::Commit { durable: true },
-            server: None,
-        },
-        CrashMode {
-            name: names[1],
-            description: descriptions[1],
-            write: CrashWrite::Commit { durable: false },
-            server: None,
-        },
+        CrashMode::new(names[0], descriptions[0], CrashWrite::Commit).atomic().durable(),
+        CrashMode::new(names[1], descriptions[1], CrashWrite::Commit).atomic(),
     ]
 }
 

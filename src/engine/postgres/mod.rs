@@ -118,18 +118,19 @@ impl Backend for PgBackend {
     }
 }
 
-const fn crash_mode(name: &'static str, description: &'static str, durable: bool) -> CrashMode {
-    CrashMode { name, description, write: CrashWrite::Commit { durable }, server: Some(server::kill_server) }
+/// A transactional write whose server the crash test SIGKILLs.
+const fn crash_mode(name: &'static str, description: &'static str) -> CrashMode {
+    CrashMode::new(name, description, CrashWrite::Commit).atomic().server(server::kill_server)
 }
 
 const CRASH_MODES: [CrashMode; 2] = [
-    crash_mode("postgres-durable", "PostgreSQL bytea, synchronous_commit=on, server SIGKILLed", true),
-    crash_mode("postgres-fast", "PostgreSQL bytea, synchronous_commit=off, server SIGKILLed", false),
+    crash_mode("postgres-durable", "PostgreSQL bytea, synchronous_commit=on, server SIGKILLed").durable(),
+    crash_mode("postgres-fast", "PostgreSQL bytea, synchronous_commit=off, server SIGKILLed"),
 ];
 
 const CRASH_MODES_LO: [CrashMode; 2] = [
-    crash_mode("postgres-lo-durable", "PostgreSQL large objects, synchronous_commit=on, server SIGKILLed", true),
-    crash_mode("postgres-lo-fast", "PostgreSQL large objects, synchronous_commit=off, server SIGKILLed", false),
+    crash_mode("postgres-lo-durable", "PostgreSQL large objects, synchronous_commit=on, server SIGKILLed").durable(),
+    crash_mode("postgres-lo-fast", "PostgreSQL large objects, synchronous_commit=off, server SIGKILLed"),
 ];
 
 /// The dataset at `path` opened for runs; the server starts (or is
