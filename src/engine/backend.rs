@@ -4,7 +4,7 @@
 //! kvtest database, opened with a run's settings and described, what its
 //! timer covers, and which write modes the crash test puts through it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::engine::api::Engine;
 use crate::engine::report::{ExportReport, StatReport};
@@ -106,6 +106,17 @@ impl CrashMode {
     }
 }
 
+/// Where a dataset's bytes are on this machine's disk, for a study that
+/// sizes and inspects its files (`aging`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LocalBytes {
+    /// All of them are in these files and directories (each exists).
+    In(Vec<PathBuf>),
+    /// None are here: a server elsewhere holds them (why, as the study
+    /// records it).
+    Remote(String),
+}
+
 /// One engine kind. Every method is required, so a new engine that forgets
 /// one does not compile.
 pub trait Backend: Sync {
@@ -137,6 +148,11 @@ pub trait Backend: Sync {
     /// first; other engines refuse it.
     /// `settings` says how to reach a server (PostgreSQL's `--pg`).
     fn stat(&self, path: &Path, vacuum: bool, settings: &EngineSettings) -> Result<StatReport>;
+
+    /// Where the dataset at `path` keeps its bytes on this machine (with
+    /// the run's `settings`, which say how to reach a server): never a
+    /// guess, so a remote store's descriptor is not mistaken for its data.
+    fn local_bytes(&self, path: &Path, settings: &EngineSettings) -> Result<LocalBytes>;
 
     /// What kvtest's total covers for this engine with these settings, as
     /// `run` prints it ("open + loop + commit + close").

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 use crate::engine::api::Engine;
-use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, Probe};
+use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
 use crate::engine::report::{ExportReport, KvStat, StatReport};
 use crate::engine::staging::{not_mine, Staging};
 use crate::records::{EngineKind, EngineSettings, KvParams};
@@ -75,6 +75,11 @@ impl Backend for KvBackend {
             return Err(Error::invalid("--vacuum applies to databases only"));
         }
         (self.stat)(path).map(StatReport::Kv)
+    }
+
+    /// The engine's file or directory.
+    fn local_bytes(&self, path: &Path, _settings: &EngineSettings) -> Result<LocalBytes> {
+        Ok(LocalBytes::In(vec![path.to_path_buf()]))
     }
 
     fn timer_covers(&self, _settings: &EngineSettings) -> &'static str {

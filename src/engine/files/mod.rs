@@ -11,7 +11,7 @@ pub(crate) mod store;
 use std::path::{Path, PathBuf};
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
-use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, Probe};
+use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
 use crate::engine::report::{ExportReport, StatReport};
 use crate::engine::staging::Staging;
 use crate::records::{EngineKind, EngineSettings, FileParams, FileWrite};
@@ -83,6 +83,11 @@ impl Backend for FilesBackend {
             return Err(Error::invalid("--vacuum applies to databases, not directories"));
         }
         stat::dir_stat(path, self.0).map(StatReport::Dir)
+    }
+
+    /// The directory of blob files.
+    fn local_bytes(&self, path: &Path, _settings: &EngineSettings) -> Result<LocalBytes> {
+        Ok(LocalBytes::In(vec![path.to_path_buf()]))
     }
 
     fn timer_covers(&self, _settings: &EngineSettings) -> &'static str {

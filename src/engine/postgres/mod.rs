@@ -32,7 +32,7 @@ use descriptor::detect;
 pub use stat::{stat, PgStat};
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
-use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, Probe};
+use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
 use crate::engine::report::{ExportReport, StatReport};
 use crate::records::{EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo, ServerInfo};
 use crate::util::progress::Progress;
@@ -80,6 +80,17 @@ impl Backend for PgBackend {
             return Err(Error::invalid("--vacuum applies to SQLite databases only"));
         }
         stat(path, &settings.pg).map(|s| StatReport::Server(s.into()))
+    }
+
+    /// The dataset's directory, throwaway cluster included; none for a
+    /// table on a server the user runs.
+    fn local_bytes(&self, path: &Path, _settings: &EngineSettings) -> Result<LocalBytes> {
+        if Descriptor::read(path)?.remote {
+            return Ok(LocalBytes::Remote(
+                "a table on a server you run (--pg), whose files are not blobbench's".into(),
+            ));
+        }
+        Ok(LocalBytes::In(vec![path.to_path_buf()]))
     }
 
     fn timer_covers(&self, _settings: &EngineSettings) -> &'static str {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 pub use session::DbSession;
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
-use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, Probe};
+use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
 use crate::engine::kvtest_db::{open_kv, SQLITE_HEADER};
 use crate::engine::report::{ExportReport, StatReport};
 use crate::records::{DbParams, EngineKind, EngineSettings, SyncLevel};
@@ -61,6 +61,11 @@ impl Backend for SqliteBackend {
 
     fn stat(&self, path: &Path, vacuum: bool, _settings: &EngineSettings) -> Result<StatReport> {
         stat::db_stat(path, vacuum).map(StatReport::Db)
+    }
+
+    /// The database and its WAL or journal, when there.
+    fn local_bytes(&self, path: &Path, _settings: &EngineSettings) -> Result<LocalBytes> {
+        Ok(LocalBytes::In(db_files(path).into_iter().filter(|f| f.exists()).collect()))
     }
 
     fn timer_covers(&self, settings: &EngineSettings) -> &'static str {
