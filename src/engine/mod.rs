@@ -33,6 +33,7 @@ pub mod registry;
 pub mod report;
 pub mod sqlite;
 pub mod staging;
+pub mod throwaway;
 
 pub use api::{Engine, OpenMode, Session, SessionInfo, SqliteStats, Survey};
 pub use backend::{Backend, CrashMode, CrashWrite, LocalBytes};
