@@ -99,8 +99,9 @@ pub struct RunArgs {
     /// own throwaway cluster is started.
     #[arg(long, value_name = "URL")]
     pub pg: Option<String>,
-    /// PostgreSQL: time a prepared SELECT 1 per op on the same connection
-    /// instead of a read (the protocol and socket floor under each read).
+    /// Server engines: time a round trip with no work per op (PostgreSQL: a
+    /// prepared SELECT 1) on the same connection instead of a read (the
+    /// protocol and socket floor under each read).
     #[arg(long, conflicts_with_all = ["update", "mix", "threads"])]
     pub round_trip: bool,
     /// Timed runs (the kvtest lines show the median one).

@@ -41,7 +41,8 @@ pub struct RunOptions {
     pub zipf: Option<f64>,
     /// Reads and overwrites mixed in this ratio (`--mix READ:WRITE`).
     pub mix: Option<Mix>,
-    /// Time a server's `SELECT 1` per op instead of a read (the floor).
+    /// Time a server's round trip with no work per op instead of a read
+    /// (the floor; PostgreSQL's `SELECT 1`).
     pub round_trip: bool,
 }
 
@@ -319,7 +320,9 @@ pub(crate) fn validate(opts: &RunOptions) -> Result<()> {
         }
     }
     if opts.round_trip && (opts.update || opts.mix.is_some()) {
-        return Err(Error::invalid("--round-trip times SELECT 1 instead of reads; it takes no --update or --mix"));
+        return Err(Error::invalid(
+            "--round-trip times a server's round trip with no work instead of reads; it takes no --update or --mix",
+        ));
     }
     if opts.settings.db.mmap_bytes < 0 {
         return Err(Error::invalid("--mmap must not be negative"));

@@ -125,11 +125,13 @@ pub trait Session: Send {
         None
     }
 
-    /// One round trip to a server that does no work (PostgreSQL's
-    /// `SELECT 1`): the protocol and socket floor under each read. False
-    /// where there is no server (the in-process engines).
-    fn round_trip(&mut self) -> Result<bool> {
-        Ok(false)
+    /// One round trip to a server that does no work (its
+    /// [`EngineKind::round_trip_call`], PostgreSQL's `SELECT 1`): the
+    /// protocol and socket floor under each read. Returns the bytes the
+    /// answer carried (what a run counts as moved); None where there is no
+    /// server (the in-process engines).
+    fn round_trip(&mut self) -> Result<Option<u64>> {
+        Ok(None)
     }
 }
 

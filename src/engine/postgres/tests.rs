@@ -55,7 +55,7 @@ fn the_round_trip_floor_and_the_server_settings_are_reported() {
     assert_eq!(setting("shared_buffers"), server::SHARED_BUFFERS);
     assert_eq!((info.product.as_str(), info.blobs_in.as_str()), ("PostgreSQL", "table kv"));
     let mut s = e.open(OpenMode::READ).unwrap();
-    assert!(s.round_trip().unwrap());
+    assert_eq!(s.round_trip().unwrap(), Some(4), "one int4");
     s.close().unwrap();
 }
 
