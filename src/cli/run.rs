@@ -94,11 +94,8 @@ pub struct RunArgs {
     /// (LMDB MDB_NOSYNC, redb Durability::None, fjall buffered journal).
     #[arg(long, value_enum, default_value = "durable")]
     pub kv_sync: KvSyncArg,
-    /// PostgreSQL: the server holding a dataset exported with --pg
-    /// (postgresql://user:password@host:port/db); without it, the dataset's
-    /// own throwaway cluster is started.
-    #[arg(long, value_name = "URL")]
-    pub pg: Option<String>,
+    #[command(flatten)]
+    pub servers: super::servers::ServerArgs,
     /// Server engines: time a round trip with no work per op (PostgreSQL: a
     /// prepared SELECT 1) on the same connection instead of a read (the
     /// protocol and socket floor under each read).
@@ -237,7 +234,7 @@ impl RunArgs {
                 SyncArg::Extra => SyncLevel::Extra,
             })
         };
-        EngineSettings {
+        let mut settings = EngineSettings {
             db: DbParams {
                 access: if self.blob_api { DbAccess::BlobApi } else { DbAccess::Sql },
                 cache_size: self.cache_size,
@@ -266,8 +263,10 @@ impl RunArgs {
                 },
                 multitrans: self.multitrans,
             },
-            pg: PgParams { url: self.pg.clone(), ..PgParams::default() },
-        }
+            pg: PgParams::default(),
+        };
+        self.servers.apply(&mut settings);
+        settings
     }
 }
 
