@@ -31,6 +31,13 @@ const TTL: Duration = Duration::from_secs(60);
 
 pub struct PowerCutFs {
     pub state: Arc<Mutex<Volatile>>,
+    /// Serve the xattr calls. Off, they answer ENOSYS, which the kernel
+    /// remembers for the connection and turns into EOPNOTSUPP. That is
+    /// worth having: once getxattr is served, the kernel asks it for
+    /// `security.capability` before every write(2) (to drop file
+    /// capabilities; FUSE never marks an inode as having none), one more
+    /// round trip to the layer per write.
+    pub xattrs: bool,
 }
 
 impl PowerCutFs {
@@ -249,19 +256,31 @@ impl Filesystem for PowerCutFs {
         _position: u32,
         reply: ReplyEmpty,
     ) {
+        if !self.xattrs {
+            return reply.error(Errno::ENOSYS);
+        }
         Self::empty(self.lock().set_xattr(ino.0, name, value, flags), reply);
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        if !self.xattrs {
+            return reply.error(Errno::ENOSYS);
+        }
         Self::xattr_reply(self.lock().get_xattr(ino.0, name), size, reply);
     }
 
     fn listxattr(&self, req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        if !self.xattrs {
+            return reply.error(Errno::ENOSYS);
+        }
         let names = self.lock().list_xattrs(ino.0, req.uid() == 0);
         Self::xattr_reply(names.as_deref().map_err(|e| *e), size, reply);
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        if !self.xattrs {
+            return reply.error(Errno::ENOSYS);
+        }
         Self::empty(self.lock().remove_xattr(ino.0, name), reply);
     }
 

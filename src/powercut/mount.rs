@@ -32,8 +32,21 @@ pub struct Mounted {
 }
 
 impl Mounted {
-    /// Mounts the layer over `backing` at `mountpoint` (an empty directory).
+    /// Mounts the layer over `backing` at `mountpoint` (an empty directory),
+    /// without extended attributes (programs get EOPNOTSUPP for them, and
+    /// a write costs one round trip to the layer, not two: see `fs.rs`).
     pub fn mount(backing: &Path, mountpoint: &Path, faults: FaultPlan) -> Result<Self> {
+        Self::mount_layer(backing, mountpoint, faults, false)
+    }
+
+    /// The same with extended attributes served, for programs that need
+    /// them (Swift's object server keeps its metadata in them). Their
+    /// durability is in `xattrs.rs`.
+    pub fn mount_with_xattrs(backing: &Path, mountpoint: &Path, faults: FaultPlan) -> Result<Self> {
+        Self::mount_layer(backing, mountpoint, faults, true)
+    }
+
+    fn mount_layer(backing: &Path, mountpoint: &Path, faults: FaultPlan, xattrs: bool) -> Result<Self> {
         let v =
             Volatile::load(backing, faults).map_err(|e| Error::io(backing, "cannot read the backing directory", e))?;
         let state = Arc::new(Mutex::new(v));
@@ -47,7 +60,7 @@ impl Mounted {
             MountOption::CUSTOM("subtype=blobbench".into()),
             MountOption::DefaultPermissions,
         ];
-        let fs = PowerCutFs { state: Arc::clone(&state) };
+        let fs = PowerCutFs { state: Arc::clone(&state), xattrs };
         let session = fuser::spawn_mount(fs, mountpoint, &config).map_err(|e| mount_error(mountpoint, e))?;
         Ok(Mounted { session: Some(session), state, mountpoint: mountpoint.to_path_buf() })
     }

@@ -1,6 +1,8 @@
 //! Extended attributes on the layer: what programs see at once, what is on
 //! "disk", and the ext4 limits a program meets on the machine the layer
-//! stands for.
+//! stands for. Served only on a mount that asks for them
+//! (`Mounted::mount_with_xattrs`): serving them costs every write a round
+//! trip (see `fs.rs`).
 //!
 //! Durability follows ext4, which keeps a file's xattrs in its inode and
 //! one attribute block, both journaled metadata of that inode: a change
@@ -422,7 +424,7 @@ mod mounted_tests {
         std::fs::create_dir(&mnt).unwrap();
         std::fs::write(disk.join("f"), b"x").unwrap();
         xattr::set(disk.join("f"), "user.kept", b"on disk").unwrap();
-        let m = Mounted::mount(&disk, &mnt, FaultPlan::none()).unwrap_or_else(|e| panic!("{e}"));
+        let m = Mounted::mount_with_xattrs(&disk, &mnt, FaultPlan::none()).unwrap_or_else(|e| panic!("{e}"));
         let f = mnt.join("f");
         assert_eq!(getx(&f, "user.kept", 0), Ok((7, Vec::new())), "size 0 asks the size");
         assert_eq!(getx(&f, "user.kept", 6), Err(libc::ERANGE));
@@ -458,6 +460,22 @@ mod mounted_tests {
     }
 
     #[test]
+    fn a_mount_without_xattrs_does_not_support_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let (disk, mnt) = (dir.path().join("disk"), dir.path().join("mnt"));
+        std::fs::create_dir(&disk).unwrap();
+        std::fs::create_dir(&mnt).unwrap();
+        std::fs::write(disk.join("f"), b"x").unwrap();
+        let m = Mounted::mount(&disk, &mnt, FaultPlan::none()).unwrap_or_else(|e| panic!("{e}"));
+        let f = mnt.join("f");
+        assert_eq!(setx(&f, "user.a", b"1", 0), Err(libc::EOPNOTSUPP));
+        assert_eq!(getx(&f, "user.a", 8), Err(libc::EOPNOTSUPP));
+        assert_eq!(listx(&f, 8), Err(libc::EOPNOTSUPP));
+        assert_eq!(removex(&f, "user.a"), Err(libc::EOPNOTSUPP));
+        drop(m);
+    }
+
+    #[test]
     fn a_cut_keeps_the_xattrs_set_before_the_files_fsync_and_no_later_ones() {
         let dir = tempfile::tempdir().unwrap();
         let (disk, mnt) = (dir.path().join("disk"), dir.path().join("mnt"));
@@ -465,7 +483,7 @@ mod mounted_tests {
         std::fs::create_dir(&mnt).unwrap();
         std::fs::write(disk.join("old"), b"x").unwrap();
         xattr::set(disk.join("old"), "user.kept", b"on disk").unwrap();
-        let m = Mounted::mount(&disk, &mnt, FaultPlan::none()).unwrap_or_else(|e| panic!("{e}"));
+        let m = Mounted::mount_with_xattrs(&disk, &mnt, FaultPlan::none()).unwrap_or_else(|e| panic!("{e}"));
         // On a file with a durable name, never fsync'd: nothing changes.
         setx(&mnt.join("old"), "user.kept", b"unsynced", 0).unwrap();
         setx(&mnt.join("old"), "user.added", b"unsynced", 0).unwrap();
@@ -491,7 +509,7 @@ mod mounted_tests {
         assert_eq!(std::fs::read(disk.join("datasync")).unwrap(), b"data");
         assert_eq!(on_disk(&disk.join("datasync")), map(&[]));
         // Power back on: the layer serves what the disk kept.
-        let m = Mounted::mount(&disk, &mnt, FaultPlan::none()).unwrap_or_else(|e| panic!("{e}"));
+        let m = Mounted::mount_with_xattrs(&disk, &mnt, FaultPlan::none()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(getx(&mnt.join("synced"), "user.swift.metadata", 64), Ok((7, b"pickled".to_vec())));
         assert_eq!(getx(&mnt.join("synced"), "user.after_fsync", 64), Err(libc::ENODATA));
         assert_eq!(listx(&mnt.join("old"), 64), Ok((10, b"user.kept\0".to_vec())));
