@@ -282,6 +282,17 @@ mod tests {
     }
 }
 
+/// For tests: a scratch directory holding an empty `disk` (the backing
+/// directory) and `mnt` (the mount point).
+#[cfg(test)]
+pub(super) fn scratch_dirs() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let (disk, mnt) = (dir.path().join("disk"), dir.path().join("mnt"));
+    std::fs::create_dir(&disk).unwrap();
+    std::fs::create_dir(&mnt).unwrap();
+    (dir, disk, mnt)
+}
+
 #[cfg(test)]
 mod mounted_tests {
     use super::*;
@@ -291,10 +302,7 @@ mod mounted_tests {
     /// SQLite WAL database (fcntl locks, mmapped -shm) working on it.
     #[test]
     fn a_real_mount_keeps_only_what_was_synced() {
-        let dir = tempfile::tempdir().unwrap();
-        let (disk, mnt) = (dir.path().join("disk"), dir.path().join("mnt"));
-        std::fs::create_dir(&disk).unwrap();
-        std::fs::create_dir(&mnt).unwrap();
+        let (_dir, disk, mnt) = scratch_dirs();
         std::fs::write(disk.join("kept"), b"old").unwrap();
         let m = Mounted::mount(&disk, &mnt, FaultPlan::none()).unwrap_or_else(|e| panic!("{e}"));
         assert!(layer_mounts().iter().any(|l| l.mountpoint == mnt && l.owner == Some(std::process::id())));
@@ -336,10 +344,7 @@ mod busy_cut_tests {
     /// unmount (it did: "Software caused connection abort").
     #[test]
     fn a_cut_during_requests_in_flight_unmounts_cleanly() {
-        let dir = tempfile::tempdir().unwrap();
-        let (disk, mnt) = (dir.path().join("disk"), dir.path().join("mnt"));
-        std::fs::create_dir(&disk).unwrap();
-        std::fs::create_dir(&mnt).unwrap();
+        let (_dir, disk, mnt) = scratch_dirs();
         std::fs::write(disk.join("f"), b"x").unwrap();
         for round in 0..200 {
             let m = Mounted::mount(&disk, &mnt, FaultPlan::none()).unwrap_or_else(|e| panic!("{e}"));

@@ -342,6 +342,7 @@ mod tests {
 /// Through a real mount, with the system calls programs make.
 #[cfg(test)]
 mod mounted_tests {
+    use super::super::mount::scratch_dirs;
     use super::super::{FaultPlan, Model, Mounted};
     use super::*;
     use rand::rngs::SmallRng;
@@ -418,10 +419,7 @@ mod mounted_tests {
 
     #[test]
     fn the_system_calls_answer_as_on_ext4() {
-        let dir = tempfile::tempdir().unwrap();
-        let (disk, mnt) = (dir.path().join("disk"), dir.path().join("mnt"));
-        std::fs::create_dir(&disk).unwrap();
-        std::fs::create_dir(&mnt).unwrap();
+        let (_dir, disk, mnt) = scratch_dirs();
         std::fs::write(disk.join("f"), b"x").unwrap();
         xattr::set(disk.join("f"), "user.kept", b"on disk").unwrap();
         let m = Mounted::mount_with_xattrs(&disk, &mnt, FaultPlan::none()).unwrap_or_else(|e| panic!("{e}"));
@@ -461,10 +459,7 @@ mod mounted_tests {
 
     #[test]
     fn a_mount_without_xattrs_does_not_support_them() {
-        let dir = tempfile::tempdir().unwrap();
-        let (disk, mnt) = (dir.path().join("disk"), dir.path().join("mnt"));
-        std::fs::create_dir(&disk).unwrap();
-        std::fs::create_dir(&mnt).unwrap();
+        let (_dir, disk, mnt) = scratch_dirs();
         std::fs::write(disk.join("f"), b"x").unwrap();
         let m = Mounted::mount(&disk, &mnt, FaultPlan::none()).unwrap_or_else(|e| panic!("{e}"));
         let f = mnt.join("f");
@@ -477,10 +472,7 @@ mod mounted_tests {
 
     #[test]
     fn a_cut_keeps_the_xattrs_set_before_the_files_fsync_and_no_later_ones() {
-        let dir = tempfile::tempdir().unwrap();
-        let (disk, mnt) = (dir.path().join("disk"), dir.path().join("mnt"));
-        std::fs::create_dir(&disk).unwrap();
-        std::fs::create_dir(&mnt).unwrap();
+        let (_dir, disk, mnt) = scratch_dirs();
         std::fs::write(disk.join("old"), b"x").unwrap();
         xattr::set(disk.join("old"), "user.kept", b"on disk").unwrap();
         let m = Mounted::mount_with_xattrs(&disk, &mnt, FaultPlan::none()).unwrap_or_else(|e| panic!("{e}"));
