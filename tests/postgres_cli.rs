@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use blobbench::engine::postgres::server::{alive, Cluster, DATA_DIR};
-use common::{blobbench, enterable_tempdir, kvtest_db, ok, one_line_error, server_setting, valid_results};
+use common::{blobbench, enterable_tempdir, kvtest_db, ok, one_line_error, quick_error, server_setting, valid_results};
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -21,15 +21,6 @@ fn s(p: &Path) -> &str {
 fn postmaster_pid(dataset: &Path) -> Option<i32> {
     let text = std::fs::read_to_string(dataset.join(DATA_DIR).join("postmaster.pid")).ok()?;
     text.lines().next()?.trim().parse().ok()
-}
-
-/// A one-line error, within 5 s (bad input must never hang).
-fn quick_error(cmd: &mut assert_cmd::Command) -> String {
-    let started = Instant::now();
-    let out = cmd.timeout(Duration::from_secs(20)).output().unwrap();
-    let err = one_line_error(&out);
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?} for: {err}", started.elapsed());
-    err
 }
 
 #[test]

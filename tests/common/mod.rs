@@ -33,6 +33,15 @@ pub fn one_line_error(out: &std::process::Output) -> String {
     err
 }
 
+/// A one-line error, within 5 s (bad input must never hang).
+pub fn quick_error(cmd: &mut Command) -> String {
+    let started = std::time::Instant::now();
+    let out = cmd.timeout(std::time::Duration::from_secs(20)).output().unwrap();
+    let err = one_line_error(&out);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?} for: {err}", started.elapsed());
+    err
+}
+
 /// A 300-blob database of 2 KB +/- 500 bytes, with 1 KiB pages.
 pub fn small_db(dir: &Path) -> PathBuf {
     let db = dir.join("t.db");
