@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use blobbench::engine::s3::swift::Cluster;
-use common::{blobbench, kvtest_db, ok, quick_error, valid_results};
+use common::{blobbench, kvtest_db, ok, one_line_error, quick_error, valid_results};
 use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
 
 fn s(p: &Path) -> &str {
@@ -99,6 +99,14 @@ fn a_tiny_dataset_is_exported_run_described_and_crash_tested() {
     assert_eq!(m.unlisted, Some(0), "every object listed after a kill (page cache kept)");
     assert!(out.contains("missing from the bucket's listing: 0"), "{out}");
     assert!(servers_under(dir.path()).is_empty(), "the crash test's clusters are stopped");
+    // Not on the power-cut layer: refused in one line (docs/crash-safety.md).
+    let err = one_line_error(
+        &blobbench()
+            .args(["crashtest", "--power-cut", "--method", "s3-durable", "--workdir", s(dir.path())])
+            .output()
+            .unwrap(),
+    );
+    assert!(err.contains("s3-durable cannot run on the power-cut layer"), "{err}");
 }
 
 #[test]

@@ -207,7 +207,11 @@ fn storage_conf(layout: &Layout, server: &str, port: u16, user: &str) -> String 
 
 /// The proxy with Swift's S3 API (`s3api`, path-style, region us-east-1)
 /// and its test authentication (`tempauth`: access key `test:tester`,
-/// secret `testing`), in the pipeline order s3api needs.
+/// secret `testing`), in the pipeline order s3api needs. Its timeouts for
+/// its own requests to the storage servers are raised from Swift's 0.5 s
+/// to connect and 10 s to answer: on a busy machine a single-process
+/// object server in an fsync can miss those, and with one replica the
+/// proxy then answers 503 to a PUT it never tried elsewhere.
 fn proxy_conf(layout: &Layout, ports: Ports, user: &str) -> String {
     format!(
         "# blobbench's throwaway Swift cluster: rewritten at each start\n\
@@ -215,7 +219,7 @@ fn proxy_conf(layout: &Layout, ports: Ports, user: &str) -> String {
          log_name = proxy-server\n\n\
          [pipeline:main]\npipeline = catch_errors gatekeeper healthcheck proxy-logging cache listing_formats \
          s3api tempauth copy slo dlo versioned_writes proxy-logging proxy-server\n\n\
-         [app:proxy-server]\nuse = egg:swift#proxy\naccount_autocreate = true\n\n\
+         [app:proxy-server]\nuse = egg:swift#proxy\naccount_autocreate = true\nconn_timeout = 5\nnode_timeout = 60\n\n\
          [filter:catch_errors]\nuse = egg:swift#catch_errors\n\n\
          [filter:gatekeeper]\nuse = egg:swift#gatekeeper\n\n\
          [filter:healthcheck]\nuse = egg:swift#healthcheck\n\n\
@@ -264,6 +268,7 @@ mod tests {
         assert!(proxy.contains("s3api tempauth"));
         assert!(proxy.contains("memcache_servers = 127.0.0.1:5"));
         assert!(proxy.contains("user_test_tester = testing .admin"));
+        assert!(proxy.contains("conn_timeout = 5\nnode_timeout = 60\n"), "timeouts for a busy machine");
         let object = storage_conf(&layout, "object", 2, "root");
         assert!(object.contains("devices = /d/swift/devices\nmount_check = false"));
         assert!(object.contains("workers = 0") && object.contains("use = egg:swift#object"));
