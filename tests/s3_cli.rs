@@ -290,3 +290,71 @@ fn the_suite_puts_s3_beside_the_reads_with_its_floor() {
     assert!(chart.contains("GET of a small object round trip"), "the floor stands beside the reads");
     assert!(servers_under(dir.path()).is_empty());
 }
+
+/// `matrix --engines s3`: the object store beside the files by blob size,
+/// every blob read back whole, paired by round, with its crossover; the
+/// cells' clusters are stopped with their cells.
+#[test]
+fn the_matrix_puts_s3_beside_the_files_by_blob_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, work) = (dir.path().join("out"), dir.path().join("work"));
+    std::fs::create_dir(&work).unwrap();
+    let args = ["matrix", "--engines", "s3", "--sizes", "4k,64k", "--pagesizes", "4096", "--total", "256k"];
+    let stdout = ok(&[&args[..], &["--rounds", "2", "--workdir", s(&work), "--out", s(&out)]].concat());
+    assert!(stdout.contains("Engines beside the files") && stdout.contains("S3 object store"), "{stdout}");
+    let raw = valid_results(&out.join("results.json"));
+    let m = &raw["matrix"];
+    for cell in m["cells"].as_array().unwrap() {
+        let engines = cell["engines"].as_array().unwrap();
+        assert_eq!(engines.len(), 1, "{}", cell["size_bytes"]);
+        let e = &engines[0];
+        assert_eq!(e["engine"], "s3");
+        let expect = cell["count"].as_u64().unwrap() * cell["size_bytes"].as_u64().unwrap();
+        assert_eq!(e["read"]["runs"][0]["bytes"].as_u64(), Some(expect), "every blob read back whole by GET");
+        assert_eq!(e["files_ratio"]["rounds"], 2, "paired over the two rounds");
+        assert!(e["writes"]["durable"]["runs"][0]["ops"].as_u64().unwrap() > 0, "PUTs measured");
+    }
+    assert_eq!(m["engine_crossovers"][0]["engine"], "s3", "its crossover, whichever side wins");
+    assert!(servers_under(dir.path()).is_empty(), "the cells' clusters are stopped");
+}
+
+/// `concurrency --engines s3`: the object store read by 1 to 16 clients,
+/// each timed run the same count of whole GETs, in the result file and at
+/// the terminal; a store that is not a server is refused in one line.
+#[test]
+fn concurrency_reads_s3_by_one_to_sixteen_clients() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("rep");
+    let args = ["concurrency", "--quick", "--workload", "read", "--threads", "1", "--duration", "0.2"];
+    let stdout =
+        ok(&[&args[..], &["--rounds", "1", "--engines", "s3", "--workdir", s(dir.path()), "--out", s(&out)]].concat());
+    assert!(
+        stdout.contains("server stores under parallel clients") && stdout.contains("s3: over one client"),
+        "{stdout}"
+    );
+    let json = valid_results(&out.join("results.json"));
+    let sc = &json["concurrency"]["server_clients"];
+    let points = sc["points"].as_array().unwrap();
+    let clients: Vec<u64> = points.iter().map(|p| p["threads"].as_u64().unwrap()).collect();
+    assert_eq!(clients, [1, 2, 4, 8, 16], "{sc}");
+    let reads = sc["reads_per_run"].as_u64().unwrap();
+    for p in points {
+        assert_eq!(p["store"], "s3");
+        let e = json["experiments"].as_array().unwrap().iter().find(|e| e["id"] == p["experiment_id"]).unwrap();
+        let run = &e["runs"][0];
+        assert_eq!(run["ops"].as_u64(), Some(reads), "every client's GETs counted: {run}");
+        assert_eq!(run["bytes"].as_u64(), Some(reads * 10_000), "each GET read its whole object");
+    }
+    assert!(servers_under(dir.path()).is_empty(), "the cluster is stopped");
+    let err = quick_error(blobbench().args([
+        "concurrency",
+        "--engines",
+        "lmdb",
+        "--workdir",
+        s(dir.path()),
+        "--out",
+        s(&dir.path().join("no")),
+    ]));
+    assert!(err.contains("lmdb is not a server store"), "{err}");
+    assert!(!dir.path().join("no").exists());
+}

@@ -51,6 +51,8 @@ pub struct ConcurrencyArgs {
     /// Short points, one parameter varied at a time, threads 1,2,4: about a minute.
     #[arg(long)]
     pub quick: bool,
+    #[arg(long, value_parser = super::engines::key_value_list, default_value = "", help = super::engines::server_help("Server stores, each read by 1, 2, 4, 8 and 16 clients at once (a connection each), on the blob readers' dataset"))]
+    pub engines: super::engines::EngineList,
     /// Where to make the databases (a temporary subdirectory is made inside and removed).
     #[arg(long, default_value = ".")]
     pub workdir: PathBuf,
@@ -137,6 +139,7 @@ impl ConcurrencyArgs {
         o.batch = self.batch;
         o.busy_timeout_ms = self.busy_timeout;
         o.seed = self.seed;
+        o.servers = self.engines.0.clone();
         o
     }
 }
@@ -153,6 +156,10 @@ pub fn run(args: ConcurrencyArgs) -> anyhow::Result<()> {
         opts.duration.as_secs_f64(),
         if opts.workloads.contains(&Workload::Blobs) { ", plus the blob readers" } else { "" }
     );
+    if !opts.servers.is_empty() {
+        let names: Vec<&str> = opts.servers.iter().map(|k| k.name()).collect();
+        println!("  and {} read by {:?} clients", names.join(", "), concurrency::SERVER_CLIENTS);
+    }
     let bar = progress::for_terminal();
     let measured = concurrency::run(&opts, bar.as_ref())?;
     let mut results = ResultFile::from_concurrency(measured, &opts);

@@ -107,7 +107,7 @@ impl BlobReaders {
 }
 
 /// The run options of one store read by `threads` readers.
-fn run_options(opts: &ConcurrencyOptions, path: &Path, mmap: i64) -> RunOptions {
+pub(super) fn run_options(opts: &ConcurrencyOptions, path: &Path, mmap: i64) -> RunOptions {
     let mut run = RunOptions::new(path);
     run.count = opts.blob_reads;
     run.order = Order::Random;
@@ -117,7 +117,7 @@ fn run_options(opts: &ConcurrencyOptions, path: &Path, mmap: i64) -> RunOptions 
 }
 
 /// The experiment id of one store at one thread count.
-fn experiment_id(store: &str, threads: u32) -> String {
+pub(super) fn experiment_id(store: &str, threads: u32) -> String {
     format!("blobs/{store}/t{threads}")
 }
 
@@ -200,7 +200,7 @@ fn in_rounds<A: Arm>(
 }
 
 /// A store's point from its experiment's figures.
-fn point_of(store: &str, label: &str, threads: u32, e: &Experiment) -> BlobPoint {
+pub(super) fn point_of(store: &str, label: &str, threads: u32, e: &Experiment) -> BlobPoint {
     let per_op = e.summary.per_op_us.median;
     let cpu = |r: &crate::measure::RunSample| (r.os.user_cpu_us + r.os.system_cpu_us) as f64;
     let per_read: Vec<f64> = e.runs.iter().filter(|r| r.ops > 0).map(|r| cpu(r) / r.ops as f64).collect();

@@ -10,6 +10,7 @@ mod conclusions;
 mod driver;
 mod options;
 mod section;
+mod servers;
 mod table;
 mod worker;
 
@@ -18,6 +19,7 @@ pub use conclusions::{evaluate, Claim, Comparison, Conclusion, Verdict, TIE};
 pub use driver::{run_once, RunSpec, RunTallies};
 pub use options::{ConcurrencyOptions, Config, Journal, Modes, Sharing, Workload, MAX_THREADS, MODE_NAMES};
 pub use section::{ConcurrencySection, Point, PointRun, Settings, SideRun, SideSummary, ERRORS_DOMINATE_PCT};
+pub use servers::{ServerClients, SERVER_CLIENTS};
 
 use std::path::Path;
 
@@ -53,13 +55,20 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
         let why = if opts.workdir.exists() { "is not a directory" } else { "no such directory" };
         return Err(Error::bad_input(&opts.workdir, why));
     }
+    servers::preflight(&opts.servers)?;
+    crate::engine::registry::reap_killed(&opts.workdir)?;
+    // Enterable by others (not listable): PostgreSQL's throwaway cluster
+    // runs as the `postgres` user when blobbench runs as root.
     let work = tempfile::Builder::new()
         .prefix(".blobbench-concurrency-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o711))
         .tempdir_in(&opts.workdir)
         .map_err(|e| Error::io(&opts.workdir, "cannot create a working directory", e))?;
     let plan = opts.plan();
     let blobs = opts.workloads.contains(&Workload::Blobs);
-    let units = plan.len() * opts.threads.len() * opts.repeat as usize + if blobs { 15 } else { 0 };
+    let units = plan.len() * opts.threads.len() * opts.repeat as usize
+        + if blobs { 15 } else { 0 }
+        + if opts.servers.is_empty() { 0 } else { SERVER_CLIENTS.len() };
     progress.start("concurrency", units as u64);
     let mut templates = table::Templates::new(work.path(), opts.rows, opts.seed);
     // Runs are interleaved in rounds: every point's first run, then every
@@ -136,6 +145,13 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
     } else {
         (None, Vec::new(), Vec::new())
     };
+    let (server_clients, experiments, rounds) = if opts.servers.is_empty() || interrupted {
+        (None, experiments, rounds)
+    } else {
+        let m = servers::measure(opts, work.path(), progress)?;
+        interrupted = stop_requested();
+        (Some(m.clients), [experiments, m.experiments].concat(), [rounds, m.rounds].concat())
+    };
     progress.finish();
     let cores = cores();
     let section = ConcurrencySection {
@@ -160,6 +176,7 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
         conclusions: evaluate(&points, blob_readers.as_ref().map(|b| (b, rounds.as_slice())), cores),
         points,
         blob_readers,
+        server_clients,
         interrupted,
     };
     Ok(Measured { section, experiments, rounds })

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::measure::rounds::RoundsPlan;
-use crate::records::SyncLevel;
+use crate::records::{EngineKind, SyncLevel};
 use crate::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -270,8 +270,14 @@ pub struct ConcurrencyOptions {
     /// Reads per timed run in the parallel-reader section (all threads).
     pub blob_reads: u64,
     /// The parallel readers' interleaved rounds, per thread count (the
-    /// database, with and without mmap, and the files as arms).
+    /// database, with and without mmap, and the files as arms); the
+    /// servers' too, per client count.
     pub rounds: RoundsPlan,
+    /// Server stores read by 1 to 16 clients (`--engines`).
+    pub servers: Vec<EngineKind>,
+    /// Reads per timed run of a server, all clients together: a server
+    /// answers in milliseconds where a local read takes microseconds.
+    pub server_reads: u64,
 }
 
 impl ConcurrencyOptions {
@@ -299,6 +305,8 @@ impl ConcurrencyOptions {
                 seed: crate::measure::rounds::DEFAULT_SEED,
                 latency: true,
             },
+            servers: Vec::new(),
+            server_reads: 2000,
         }
     }
 
@@ -312,6 +320,7 @@ impl ConcurrencyOptions {
             quick: true,
             blob_count: 1000,
             blob_reads: 20_000,
+            server_reads: 200,
             rounds: RoundsPlan { max_rounds: 12, budget: Some(Duration::from_secs(4)), ..Self::new("").rounds },
             ..Self::new(workdir)
         }
@@ -337,7 +346,7 @@ impl ConcurrencyOptions {
             return Err(Error::invalid("no workload selected"));
         }
         self.rounds.validate()?;
-        if self.blob_count == 0 || self.blob_reads == 0 {
+        if self.blob_count == 0 || self.blob_reads == 0 || self.server_reads == 0 {
             return Err(Error::invalid("the blob section needs at least one blob and one read"));
         }
         Ok(())

@@ -8,6 +8,7 @@ use super::blobs::BlobReaders;
 use super::conclusions::Conclusion;
 use super::driver::RunTallies;
 use super::options::{Config, Modes, Workload};
+use super::servers::ServerClients;
 use crate::measure::oscount::OsCounters;
 use crate::measure::{Latency, LatencySummary, Stat};
 
@@ -27,6 +28,9 @@ pub struct ConcurrencySection {
     pub conclusions: Vec<Conclusion>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blob_readers: Option<BlobReaders>,
+    /// Server stores read by 1 to 16 clients (`--engines`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_clients: Option<ServerClients>,
     /// Stopped by Ctrl-C; the points here are complete ones.
     pub interrupted: bool,
 }

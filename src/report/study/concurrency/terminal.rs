@@ -52,6 +52,34 @@ fn blob_writer_lines(o: &mut String, b: &concurrency::BlobReaders, rounds: &[Rou
 }
 
 /// 1234 -> "1.23k", 1234567 -> "1.23M".
+/// Each server's reads/s by client count, and over its one client's.
+fn server_lines(o: &mut String, sc: &concurrency::ServerClients) {
+    let _ = writeln!(
+        o,
+        "\nserver stores under parallel clients: {} blobs of {} bytes, {} random reads per run (all clients together), reads/s (median)",
+        sc.blobs, sc.blob_size, sc.reads_per_run
+    );
+    let _ = write!(o, "  {:<44}", "");
+    for c in concurrency::SERVER_CLIENTS {
+        let _ = write!(o, "{:>12}", format!("{c} cl"));
+    }
+    let _ = writeln!(o);
+    for store in sc.stores() {
+        let name = sc.points.iter().find(|p| p.store == store).map_or(store, |p| p.label.as_str());
+        let _ = write!(o, "  {name:<44}");
+        for c in concurrency::SERVER_CLIENTS {
+            let cell = sc.points.iter().find(|p| p.store == store && p.threads == c);
+            let _ = write!(o, "{:>12}", cell.map_or("-".into(), |p| rate(p.reads_per_s)));
+        }
+        let _ = writeln!(o);
+        let _ = write!(o, "    {:<42}", format!("{store}: over one client"));
+        for c in concurrency::SERVER_CLIENTS {
+            let _ = write!(o, "{:>12}", sc.scaling(store, c).map_or("-".into(), |x| format!("{x:.2}x")));
+        }
+        let _ = writeln!(o);
+    }
+}
+
 fn rate(v: f64) -> String {
     match v {
         v if v >= 1e6 => format!("{:.2}M", v / 1e6),
@@ -129,6 +157,9 @@ fn text(c: &ConcurrencySection, rounds: &[RoundSet]) -> String {
         }
         let _ = writeln!(o);
         blob_writer_lines(&mut o, b, rounds);
+    }
+    if let Some(sc) = &c.server_clients {
+        server_lines(&mut o, sc);
     }
     let _ = writeln!(
         o,
