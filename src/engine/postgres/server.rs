@@ -11,6 +11,12 @@
 //! data directory is owned by it. The server runs in its own session, so a
 //! Ctrl-C at the terminal reaches blobbench, which stops it cleanly, rather
 //! than the server.
+//!
+//! A stop returns only once the postmaster has exited and been reaped:
+//! blobbench makes itself the "child subreaper" of what it starts, so the
+//! postmaster (orphaned when `pg_ctl` exits) becomes its child rather than
+//! init's, which may reap it seconds later. No process of the cluster is
+//! left when a command returns, and a script may remove the dataset at once.
 
 use std::ffi::CString;
 use std::os::unix::process::CommandExt;
@@ -170,6 +176,7 @@ impl Cluster {
         let bins = find_binaries()?;
         let run_as = run_as()?;
         stop_stale(&data, &bins, run_as)?;
+        adopt_orphans();
         let owner = data.with_file_name(OWNER);
         std::fs::write(&owner, std::process::id().to_string())
             .map_err(|e| Error::io(&owner, "cannot record which process runs the cluster", e))?;
@@ -246,9 +253,31 @@ pub fn alive(pid: i32) -> bool {
     if pid <= 0 || unsafe { libc::kill(pid, 0) } != 0 {
         return false;
     }
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // The state follows the command name's closing parenthesis.
-    stat.rsplit_once(") ").is_none_or(|(_, rest)| !rest.starts_with('Z'))
+    proc_stat(pid).is_none_or(|p| p.state != 'Z')
+}
+
+/// What `/proc/PID/stat` says of a process.
+struct ProcStat {
+    command: String,
+    state: char,
+    parent: i32,
+}
+
+fn proc_stat(pid: i32) -> Option<ProcStat> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "PID (COMMAND) STATE PARENT ...": the command may hold spaces and ")".
+    let (head, rest) = stat.rsplit_once(") ")?;
+    let command = head.split_once(" (")?.1.to_string();
+    let mut fields = rest.split(' ');
+    let state = fields.next()?.chars().next()?;
+    let parent = fields.next()?.parse().ok()?;
+    Some(ProcStat { command, state, parent })
+}
+
+/// Every process's pid, from `/proc`.
+fn all_pids() -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries.flatten().filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()).collect()
 }
 
 /// Stops every cluster a killed blobbench left running in the work
@@ -305,6 +334,7 @@ pub fn kill_server(dir: &Path) -> Result<()> {
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+    reap_adopted();
     for lock in [data.join("postmaster.pid"), data.join(format!(".s.PGSQL.{PORT}.lock"))] {
         match std::fs::remove_file(&lock) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io(&lock, "cannot remove", e)),
@@ -316,16 +346,7 @@ pub fn kill_server(dir: &Path) -> Result<()> {
 
 /// The processes whose parent is `pid`, from `/proc`.
 fn children_of(pid: i32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|p| {
-            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-            // After the command name's ")": state, then the parent's pid.
-            stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1)?.parse::<i32>().ok()) == Some(pid)
-        })
-        .collect()
+    all_pids().into_iter().filter(|&p| proc_stat(p).is_some_and(|s| s.parent == pid)).collect()
 }
 
 /// PostgreSQL's programs run from `/`: every path they get is absolute.
@@ -342,10 +363,57 @@ fn read_pid(data: &Path) -> Result<Option<i32>> {
     }
 }
 
+/// Stops the server and returns once its postmaster has exited (`pg_ctl
+/// -w` only waits for `postmaster.pid` to go, which the postmaster removes
+/// just before it exits).
 fn stop(data: &Path, bins: &Binaries, who: Option<RunAs>, mode: &str) -> Result<()> {
+    let postmaster = read_pid(data)?;
     let mut cmd = command(&bins.pg_ctl, who);
     cmd.arg("stop").arg("-D").arg(data).args(["-m", mode, "-w", "-t", "60", "-s"]);
-    run(cmd, data, "cannot stop the PostgreSQL server")
+    run(cmd, data, "cannot stop the PostgreSQL server")?;
+    match postmaster {
+        Some(pid) => wait_exited(pid, data),
+        None => Ok(()),
+    }
+}
+
+/// How long a stopped postmaster may take to exit once its pid file is gone.
+const EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Waits until the postmaster `pid` has exited, reaping it when it is ours.
+fn wait_exited(pid: i32, data: &Path) -> Result<()> {
+    let deadline = std::time::Instant::now() + EXIT_WAIT;
+    while alive(pid) {
+        reap_adopted();
+        if std::time::Instant::now() > deadline {
+            let secs = EXIT_WAIT.as_secs();
+            return Err(Error::bad_input(data, format!("the stopped server (pid {pid}) did not exit within {secs} s")));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    // It may have become a zombie since the last look.
+    reap_adopted();
+    Ok(())
+}
+
+/// Makes this process the parent of the servers it starts once `pg_ctl`
+/// exits (a child subreaper), so that it can reap them on stop.
+fn adopt_orphans() {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only sets a flag of this process.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+}
+
+/// Reaps the exited PostgreSQL processes this process adopted (zombies
+/// named `postgres` whose parent it is). None of them was started with
+/// `std::process::Command`, whose own wait they could otherwise steal.
+fn reap_adopted() {
+    let me = std::process::id() as i32;
+    for pid in all_pids() {
+        if proc_stat(pid).is_some_and(|s| s.command == "postgres" && s.state == 'Z' && s.parent == me) {
+            // SAFETY: waitpid on one exited child of ours, without blocking.
+            unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+        }
+    }
 }
 
 /// A command for a PostgreSQL program: as `who` when given, in a session
