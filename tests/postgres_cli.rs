@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use blobbench::engine::postgres::server::{alive, Cluster, DATA_DIR};
@@ -31,12 +31,19 @@ fn quick_error(cmd: &mut assert_cmd::Command) -> String {
     one_line_error(&out)
 }
 
-#[test]
-fn durable_and_fast_commits_are_recorded_with_the_server_settings() {
+/// A kvtest database of `count` blobs of `size` bytes exported as `engine`
+/// (in a directory the server's user can enter): the directory and the dataset.
+fn exported(engine: &str, count: u32, size: u32) -> (tempfile::TempDir, PathBuf) {
     let dir = enterable_tempdir();
     let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));
-    kvtest_db(&db, 50, 3000);
-    ok(&["export", "--engine", "postgres", s(&db), s(&pg)]);
+    kvtest_db(&db, count, size);
+    ok(&["export", "--engine", engine, s(&db), s(&pg)]);
+    (dir, pg)
+}
+
+#[test]
+fn durable_and_fast_commits_are_recorded_with_the_server_settings() {
+    let (dir, pg) = exported("postgres", 50, 3000);
     for (sync, setting) in [("durable", "on"), ("fast", "off")] {
         let out = dir.path().join(format!("{sync}.json"));
         ok(&["run", s(&pg), "--update", "--count", "50", "--repeat", "2", "--kv-sync", sync, "--json", s(&out)]);
@@ -73,28 +80,21 @@ fn postgres_listed(pid: i32) -> bool {
 /// script may remove the dataset at once.
 #[test]
 fn no_process_of_the_cluster_outlives_the_command() {
-    let dir = enterable_tempdir();
-    let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));
-    kvtest_db(&db, 20, 1000);
-    ok(&["export", "--engine", "postgres", s(&db), s(&pg)]);
+    let (_dir, pg) = exported("postgres", 20, 1000);
+    let listed = |pids: &[i32]| -> Vec<i32> { pids.iter().copied().filter(|&p| postgres_listed(p)).collect() };
     let after_export = logged_pids(&pg);
     assert!(!after_export.is_empty(), "the server logged its pid");
-    let left: Vec<i32> = after_export.iter().copied().filter(|&p| postgres_listed(p)).collect();
-    assert!(left.is_empty(), "after export: {left:?} still listed");
+    assert_eq!(listed(&after_export), Vec::<i32>::new(), "after export");
     ok(&["run", s(&pg), "--count", "20", "--repeat", "1"]);
     let after_run = logged_pids(&pg);
     assert!(after_run.len() > after_export.len(), "the run's server logged too");
-    let left: Vec<i32> = after_run.iter().copied().filter(|&p| postgres_listed(p)).collect();
-    assert!(left.is_empty(), "after run: {left:?} still listed");
+    assert_eq!(listed(&after_run), Vec::<i32>::new(), "after run");
     std::fs::remove_dir_all(&pg).expect("the dataset can be removed at once");
 }
 
 #[test]
 fn a_cold_run_restarts_the_server_to_empty_shared_buffers() {
-    let dir = enterable_tempdir();
-    let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));
-    kvtest_db(&db, 20, 1000);
-    ok(&["export", "--engine", "postgres", s(&db), s(&pg)]);
+    let (_dir, pg) = exported("postgres", 20, 1000);
     let starts = || {
         let log = std::fs::read_to_string(pg.join(DATA_DIR).join("server.log")).unwrap();
         log.matches("ready to accept connections").count()
@@ -108,10 +108,7 @@ fn a_cold_run_restarts_the_server_to_empty_shared_buffers() {
 
 #[test]
 fn a_sigkilled_runs_server_is_stopped_by_the_next_run() {
-    let dir = enterable_tempdir();
-    let (db, pg) = (dir.path().join("kv.db"), dir.path().join("pg"));
-    kvtest_db(&db, 20, 1000);
-    ok(&["export", "--engine", "postgres-lo", s(&db), s(&pg)]);
+    let (_dir, pg) = exported("postgres-lo", 20, 1000);
     let bin = assert_cmd::cargo::cargo_bin("blobbench");
     let mut child = std::process::Command::new(bin)
         .args(["run", s(&pg), "--count", "100000000", "--repeat", "50"])
