@@ -401,6 +401,10 @@ fn engine_cases() -> Vec<Case> {
         case("export: s3 URL holding credentials", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "http://key:s3cret@127.0.0.1:1", "--s3-bucket", "b"], Fail("put no credentials in the URL")),
         case("export: s3 URL not http", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "ftp://127.0.0.1:1", "--s3-bucket", "b"], Fail("expected an http:// or https:// endpoint")),
         case("export: s3 store without credentials", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "http://127.0.0.1:1", "--s3-bucket", "b"], Fail("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")),
+        // LMDB's data.mdb beside fjall's keyspaces/: neither is read as the dataset
+        case("run: two engines' files in one dir", lmdb_and_fjall, &["run", "@t"], Fail("holds the files of two engines, LMDB and fjall")),
+        case("run --threads: two engines' files in one dir", lmdb_and_fjall, &["run", "@t", "--threads", "2"], Fail("holds the files of two engines, LMDB and fjall")),
+        case("stat: two engines' files in one dir", lmdb_and_fjall, &["stat", "@t"], Fail("holds the files of two engines, LMDB and fjall")),
     ]
 }
 
@@ -429,6 +433,17 @@ fn redb(d: &Path) {
 
 fn fjall(d: &Path) {
     engine_fixture(d, EngineKind::Fjall);
+}
+
+/// An LMDB dataset at "t" with a fjall dataset's files moved in beside it.
+fn lmdb_and_fjall(d: &Path) {
+    lmdb(d);
+    common::engine_dataset(EngineKind::Fjall, &d.join("db"), &d.join("f"));
+    for entry in std::fs::read_dir(d.join("f")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::rename(entry.path(), d.join("t").join(entry.file_name())).unwrap();
+    }
+    std::fs::remove_dir(d.join("f")).unwrap();
 }
 
 fn lmdb_no_data(d: &Path) {

@@ -10,6 +10,12 @@ use blobbench::records::EngineKind;
 use predicates::prelude::*;
 use rusqlite::Connection;
 
+/// How long a test waits for something that must happen (a server up, a
+/// mount made, a command ending) before calling it a hang. A bound on
+/// hanging, not on speed: what it guards takes seconds even on a busy
+/// machine, and no test asserts how long anything took.
+pub const HANG: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// The blobbench binary this crate builds.
 pub fn blobbench() -> Command {
     let mut c = Command::cargo_bin("blobbench").unwrap();
@@ -33,13 +39,12 @@ pub fn one_line_error(out: &std::process::Output) -> String {
     err
 }
 
-/// A one-line error, within 5 s (bad input must never hang).
+/// A one-line error; bad input must never hang, so a command still
+/// running after [`HANG`] is killed and fails the test (a bound on
+/// hanging, not on speed: no such case takes more than seconds).
 pub fn quick_error(cmd: &mut Command) -> String {
-    let started = std::time::Instant::now();
-    let out = cmd.timeout(std::time::Duration::from_secs(20)).output().unwrap();
-    let err = one_line_error(&out);
-    assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?} for: {err}", started.elapsed());
-    err
+    let out = cmd.timeout(HANG).output().unwrap();
+    one_line_error(&out)
 }
 
 /// A 300-blob database of 2 KB +/- 500 bytes, with 1 KiB pages.

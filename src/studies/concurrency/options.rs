@@ -304,6 +304,7 @@ impl ConcurrencyOptions {
                 target: crate::measure::rounds::DEFAULT_TARGET,
                 seed: crate::measure::rounds::DEFAULT_SEED,
                 latency: true,
+                clock: crate::measure::clock::Clock::REAL,
             },
             servers: Vec::new(),
             server_reads: 2000,
