@@ -205,9 +205,9 @@ pub fn text(s: &MatrixSection) -> String {
         let _ = writeln!(o, "No engine cell was measured (interrupted).");
         return o;
     }
-    o.push_str(&table_text(&Table::new(&HEADERS, rows(s))).replace("µs", "us"));
+    o.push_str(&table_text(&Table::new(&HEADERS, rows(s)), false).replace("µs", "us"));
     let _ = writeln!(o, "Engines: files are faster from this blob size up (interpolated on log size):");
-    o.push_str(&table_text(&crossover_table(s)));
+    o.push_str(&table_text(&crossover_table(s), false));
     for line in findings(s) {
         let _ = writeln!(o, "{line}");
     }

@@ -303,7 +303,7 @@ fn grid_table(g: &Grid, decimals: usize) -> Table {
                 .collect()
         })
         .collect();
-    Table { headers, rows }
+    Table { headers, rows, ..Table::default() }
 }
 
 fn study_section() -> Section {

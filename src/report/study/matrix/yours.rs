@@ -67,7 +67,7 @@ pub fn blocks(s: &MatrixSection) -> Vec<Block> {
     let mut out = vec![Block::Heading("Your data".into())];
     out.extend(sentences(s).into_iter().map(Block::Paragraph));
     if !s.yours.is_empty() {
-        out.push(Block::Table(Table { headers: HEADERS.map(String::from).to_vec(), rows: rows(s) }));
+        out.push(Block::Table(Table::new(&HEADERS, rows(s))));
     }
     out
 }
