@@ -21,10 +21,10 @@ use format::{doc, fmt, html, markdown, output, png, text};
 use study::{advise, aging, concurrency, crashtest, engines, matrix, suite};
 
 pub use doc::{Block, Chart, ColumnKind, Figure, Section, Table, Verdict, NOT_MEASURED};
-pub use text::table_text;
 pub use fmt::fmt_size;
 use study::StudyReport;
 pub use suite::SUITE_IDS;
+pub use text::table_text;
 use verdict::Question;
 
 use crate::results::ResultFile;
@@ -103,9 +103,10 @@ fn questions() -> Vec<Question> {
 }
 
 /// What a study's command prints after a run: the terminal tables of every
-/// study `file` holds (see [`StudyReport::terminal`]).
+/// study `file` holds (see [`StudyReport::terminal`]), no blank line last.
 pub fn terminal(file: &ResultFile, colour: bool) -> String {
-    STUDIES.iter().filter_map(|s| s.terminal).map(|table| table(file, colour)).collect()
+    let text: String = STUDIES.iter().filter_map(|s| s.terminal).map(|table| table(file, colour)).collect();
+    text.trim_end_matches('\n').to_string() + if text.is_empty() { "" } else { "\n" }
 }
 
 /// What `advise` prints after a run: the advice alone (the page has the
