@@ -200,9 +200,9 @@ pub fn text(s: &MatrixSection) -> String {
     if s.params.engines.is_empty() {
         return o;
     }
-    let _ = writeln!(o, "\nEngines beside the files: {}\n", explanation(s));
+    let _ = writeln!(o, "Engines beside the files: {}\n", explanation(s));
     if s.engine_crossovers.is_empty() {
-        let _ = writeln!(o, "No engine cell was measured (interrupted).");
+        let _ = writeln!(o, "No engine cell was measured (interrupted).\n");
         return o;
     }
     o.push_str(&table_text(&Table::new(&HEADERS, rows(s)), false).replace("µs", "us"));
@@ -211,6 +211,7 @@ pub fn text(s: &MatrixSection) -> String {
     for line in findings(s) {
         let _ = writeln!(o, "{line}");
     }
+    o.push('\n');
     o
 }
 
