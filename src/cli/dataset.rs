@@ -9,6 +9,7 @@ use blobbench::engine::postgres::redact;
 use blobbench::records::sizes::parse_size_dist;
 use blobbench::records::{DatasetSpec, SizeDist};
 use blobbench::records::{EngineKind, EngineSettings, PgParams, PgStorage};
+use blobbench::report::{table_text, ColumnKind, Table};
 use blobbench::util::units;
 
 use super::progress;
@@ -204,9 +205,9 @@ pub fn stat(args: StatArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
-    match &report {
+    // kvtest's lines first, in kvtest's format; then blobbench's, as a table.
+    let facts = match &report {
         StatReport::Db(s) => {
-            // kvtest's lines first, in kvtest's format.
             print_sizes(s.entries, s.avg_size, s.min_size, s.max_size);
             println!("Page-size:          {:8}", s.page_size);
             println!("Page-count:         {:8}", s.page_count);
@@ -214,44 +215,58 @@ pub fn stat(args: StatArgs) -> anyhow::Result<()> {
             for line in &s.integrity {
                 println!("Integrity-check:    {line}");
             }
-            println!("Journal mode:       {:>8}", s.journal_mode);
-            println!("Content bytes:      {:>14}", s.content_bytes);
-            println!("File bytes:         {:>14}", s.file_bytes + s.wal_bytes);
-            println!("Allocated bytes:    {:>14}  (blocks on disk, as du counts them)", s.allocated_bytes);
+            vec![
+                fact("Journal mode:", &s.journal_mode, ""),
+                fact("Content bytes:", s.content_bytes, ""),
+                fact("File bytes:", s.file_bytes + s.wal_bytes, ""),
+                fact("Allocated bytes:", s.allocated_bytes, DU),
+            ]
         }
         StatReport::Dir(s) => {
-            println!("EngineKind:             {:>8}", s.layout.name());
             print_sizes(s.entries, s.avg_size, s.min_size, s.max_size);
-            println!("Directories:        {:8}", s.directories);
-            println!("Content bytes:      {:>14}", s.content_bytes);
-            println!("Apparent bytes:     {:>14}  (files and directories, as ls shows them)", s.apparent_bytes);
-            println!("Allocated bytes:    {:>14}  (blocks on disk, as du counts them)", s.allocated_bytes);
+            vec![
+                fact("Layout:", s.layout.name(), ""),
+                fact("Directories:", s.directories, ""),
+                fact("Content bytes:", s.content_bytes, ""),
+                fact("Apparent bytes:", s.apparent_bytes, "(files and directories, as ls shows them)"),
+                fact("Allocated bytes:", s.allocated_bytes, DU),
+            ]
         }
         StatReport::Pg(s) => {
-            println!("Engine:             {:>8}  (table {})", s.engine.name(), s.table);
             let avg = if s.entries > 0 { s.content_bytes as f64 / s.entries as f64 } else { 0.0 };
             print_sizes(s.entries, avg, s.min_size, s.max_size);
-            println!("Content bytes:      {:>14}", s.content_bytes);
-            println!("Table bytes:        {:>14}  (main fork, pg_relation_size)", s.table_bytes);
-            println!("TOAST bytes:        {:>14}  (TOAST and maps; pg_largeobject for large objects)", s.toast_bytes);
-            println!("Index bytes:        {:>14}  (pg_indexes_size)", s.index_bytes);
-            println!("Total bytes:        {:>14}  (pg_total_relation_size)", s.total_bytes);
-            if let Some(a) = s.cluster_allocated_bytes {
-                println!(
-                    "Allocated bytes:    {:>14}  (the whole cluster's blocks, WAL included, as du counts them)",
-                    a
-                );
-            }
+            let mut facts = vec![
+                fact("Engine:", s.engine.name(), &format!("(table {})", s.table)),
+                fact("Content bytes:", s.content_bytes, ""),
+                fact("Table bytes:", s.table_bytes, "(main fork, pg_relation_size)"),
+                fact("TOAST bytes:", s.toast_bytes, "(TOAST and maps; pg_largeobject for large objects)"),
+                fact("Index bytes:", s.index_bytes, "(pg_indexes_size)"),
+                fact("Total bytes:", s.total_bytes, "(pg_total_relation_size)"),
+            ];
+            let cluster = "(the whole cluster's blocks, WAL included, as du counts them)";
+            facts.extend(s.cluster_allocated_bytes.map(|a| fact("Allocated bytes:", a, cluster)));
+            facts
         }
         StatReport::Kv(s) => {
-            println!("Engine:             {:>8}", s.engine.name());
             print_sizes(s.entries, s.avg_size, s.min_size, s.max_size);
-            println!("Content bytes:      {:>14}", s.content_bytes);
-            println!("File bytes:         {:>14}  (the engine's files, as ls shows them)", s.file_bytes);
-            println!("Allocated bytes:    {:>14}  (blocks on disk, as du counts them)", s.allocated_bytes);
+            vec![
+                fact("Engine:", s.engine.name(), ""),
+                fact("Content bytes:", s.content_bytes, ""),
+                fact("File bytes:", s.file_bytes, "(the engine's files, as ls shows them)"),
+                fact("Allocated bytes:", s.allocated_bytes, DU),
+            ]
         }
-    }
+    };
+    let facts = Table::new(&["", "", ""], facts).with_kinds(&[ColumnKind::Text, ColumnKind::Figure]);
+    println!("{}", table_text(&facts, false).trim_end());
     Ok(())
+}
+
+const DU: &str = "(blocks on disk, as du counts them)";
+
+/// One row of `stat`'s table: what, how much, and what that counts.
+fn fact(label: &str, value: impl std::fmt::Display, note: &str) -> Vec<String> {
+    vec![label.to_string(), value.to_string(), note.to_string()]
 }
 
 /// kvtest's four size lines, shared by databases and directories.
