@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use clap::Args;
 
 use blobbench::engine::dataset::{self, from_dir, StatReport};
-use blobbench::engine::postgres::redact;
 use blobbench::records::sizes::parse_size_dist;
 use blobbench::records::{DatasetSpec, SizeDist};
 use blobbench::records::{EngineKind, EngineSettings, PgParams, PgStorage};
@@ -128,22 +127,11 @@ pub struct ExportArgs {
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]
-    pub pg: PgArgs,
+    pub servers: super::servers::ServerArgs,
     /// PostgreSQL bytea column storage: extended (compressed, PostgreSQL's
     /// default) or external (out of line, never compressed).
     #[arg(long, value_enum, default_value = "extended")]
     pub pg_storage: PgStorageArg,
-}
-
-/// `--pg URL`: a PostgreSQL server you run, instead of blobbench's
-/// throwaway cluster.
-#[derive(Debug, Args)]
-pub struct PgArgs {
-    /// PostgreSQL: use this server (postgresql://user:password@host:port/db)
-    /// instead of a throwaway cluster; blobbench writes only to the table it
-    /// creates, blobbench_<DIR's name>.
-    #[arg(long, value_name = "URL")]
-    pub pg: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -160,12 +148,11 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
                 PgStorageArg::Extended => PgStorage::Extended,
                 PgStorageArg::External => PgStorage::External,
             };
-            if let Some(url) = &args.pg.pg {
-                let table = blobbench::engine::postgres::remote_table_name(&args.dir);
-                println!("Writing table {table} on {} (nothing else there is touched)", redact(url));
+            if let Some(notice) = args.servers.export_notice(&args.dir) {
+                println!("{notice}");
             }
-            let pg = PgParams { url: args.pg.pg.clone(), storage };
-            let settings = EngineSettings { pg, ..EngineSettings::default() };
+            let mut settings = EngineSettings { pg: PgParams { storage, ..PgParams::default() }, ..Default::default() };
+            args.servers.apply(&mut settings);
             dataset::build_with(kind, &args.db, &args.dir, args.force, &settings, progress.as_ref())?
         }
         None => dataset::export(&args.db, &args.dir, args.tree, args.force, progress.as_ref())?,
@@ -195,12 +182,13 @@ pub struct StatArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub pg: PgArgs,
+    pub servers: super::servers::ServerArgs,
 }
 
 pub fn stat(args: StatArgs) -> anyhow::Result<()> {
-    let pg = PgParams { url: args.pg.pg.clone(), ..PgParams::default() };
-    let report = dataset::stat_with(&args.path, args.vacuum, &EngineSettings { pg, ..EngineSettings::default() })?;
+    let mut settings = EngineSettings::default();
+    args.servers.apply(&mut settings);
+    let report = dataset::stat_with(&args.path, args.vacuum, &settings)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
@@ -232,19 +220,16 @@ pub fn stat(args: StatArgs) -> anyhow::Result<()> {
                 fact("Allocated bytes:", s.allocated_bytes, DU),
             ]
         }
-        StatReport::Pg(s) => {
+        StatReport::Server(s) => {
             let avg = if s.entries > 0 { s.content_bytes as f64 / s.entries as f64 } else { 0.0 };
             print_sizes(s.entries, avg, s.min_size, s.max_size);
             let mut facts = vec![
-                fact("Engine:", s.engine.name(), &format!("(table {})", s.table)),
+                fact("Engine:", s.engine.name(), &format!("({})", s.blobs_in)),
                 fact("Content bytes:", s.content_bytes, ""),
-                fact("Table bytes:", s.table_bytes, "(main fork, pg_relation_size)"),
-                fact("TOAST bytes:", s.toast_bytes, "(TOAST and maps; pg_largeobject for large objects)"),
-                fact("Index bytes:", s.index_bytes, "(pg_indexes_size)"),
-                fact("Total bytes:", s.total_bytes, "(pg_total_relation_size)"),
             ];
-            let cluster = "(the whole cluster's blocks, WAL included, as du counts them)";
-            facts.extend(s.cluster_allocated_bytes.map(|a| fact("Allocated bytes:", a, cluster)));
+            facts.extend(s.sizes.iter().map(|l| fact(&format!("{}:", l.name), l.bytes, &format!("({})", l.how))));
+            let du = s.local.as_ref().map(|l| (l.allocated_bytes, format!("({}, as du counts them)", l.covers)));
+            facts.extend(du.map(|(bytes, covers)| fact("Allocated bytes:", bytes, &covers)));
             facts
         }
         StatReport::Kv(s) => {
