@@ -22,6 +22,7 @@ impl Arm for Fake {
             misses: 0,
             bytes: 100,
             phases: Phases { loop_ns: total, kvtest_total_ns: total, ..Phases::default() },
+            opened_handle: false,
         })
     }
 }
