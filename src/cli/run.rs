@@ -473,7 +473,10 @@ fn handle_open_line(e: &blobbench::measure::Experiment) -> Option<String> {
     let ms = e.handle_open_ns? as f64 / 1e6;
     let timed = e.runs.iter().filter(|r| r.opened_handle).count();
     Some(if timed == 0 {
-        format!("one-off, in no figure here: the engine's handle opened in {ms:.3} ms in the warm-up, and stayed open for the timed runs")
+        format!(
+            "one-off, in no figure here: the engine's handle opened in {ms:.3} ms in the warm-up and stayed open; \
+             the timed runs' setup only began their transaction on it"
+        )
     } else {
         format!(
             "the engine's handle opened in the setup of {timed} timed run{} ({ms:.3} ms the first time)",

@@ -126,15 +126,21 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
+
+    /// An `open` that makes handles 1, 2, 3... counting in `opens`.
+    fn counting(opens: &Cell<u32>) -> impl Fn() -> Result<u32> + Copy + '_ {
+        move || {
+            opens.set(opens.get() + 1);
+            Ok(opens.get())
+        }
+    }
 
     #[test]
     fn a_shared_handle_closes_with_its_last_session_unless_kept() {
         let s = Shared::new();
-        let opens = std::cell::Cell::new(0);
-        let open = || {
-            opens.set(opens.get() + 1);
-            Ok(opens.get())
-        };
+        let opens = Cell::new(0);
+        let open = counting(&opens);
         let (a, opened) = s.get_or_open(false, open).unwrap();
         assert!(opened);
         let (b, opened) = s.get_or_open(false, open).unwrap();
@@ -155,11 +161,8 @@ mod tests {
     #[test]
     fn kept_connections_are_reused_then_cleared() {
         let idle = Idle::new();
-        let next = std::cell::Cell::new(0);
-        let open = || {
-            next.set(next.get() + 1);
-            Ok(next.get())
-        };
+        let opens = Cell::new(0);
+        let open = counting(&opens);
         let (a, lease) = idle.lease(true, open).unwrap();
         assert!(lease.opened);
         assert_eq!(lease.end(a, true), None, "kept: back to the pool");

@@ -298,6 +298,31 @@ mod tests {
     }
 
     #[test]
+    fn the_one_off_open_is_the_setup_of_the_first_run_that_opened_the_handle() {
+        // A warm run: the warm-up opens the handle, the timed runs find it.
+        let mut runs = 0;
+        let one = |n: &mut u32, opens: &[u32]| {
+            *n += 1;
+            let opened = opens.contains(n);
+            let phases = Phases { setup_ns: 1000 * u64::from(*n), ..fake(10, 10_000).phases };
+            Ok(RunOutcome { opened_handle: opened, phases, ..fake(10, 10_000) })
+        };
+        let plan = Plan { repeat: 3, warmup: 1, cold: false, latency: false };
+        let m = measure(&plan, None, |_| one(&mut runs, &[1])).unwrap();
+        assert_eq!(m.handle_open_ns, Some(1000), "the warm-up's setup");
+        assert!(m.runs.iter().all(|r| !r.opened_handle));
+        // No warm-up, and a cold run reopens it every time: the first timed run's.
+        let mut runs = 0;
+        let plan = Plan { repeat: 3, warmup: 0, cold: false, latency: false };
+        let m = measure(&plan, None, |_| one(&mut runs, &[1, 2, 3])).unwrap();
+        assert_eq!(m.handle_open_ns, Some(1000));
+        assert!(m.runs.iter().all(|r| r.opened_handle), "each run says it opened the handle");
+        // Nothing to open (files).
+        let m = measure(&plan, None, |_| Ok(fake(10, 10_000))).unwrap();
+        assert_eq!(m.handle_open_ns, None);
+    }
+
+    #[test]
     fn zero_repeat_is_refused() {
         let plan = Plan { repeat: 0, ..Plan::default() };
         assert!(measure(&plan, None, |_| Ok(fake(1, 1))).is_err());
