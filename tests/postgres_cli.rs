@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use blobbench::engine::postgres::server::{alive, Cluster, DATA_DIR};
-use common::{blobbench, enterable_tempdir, kvtest_db, ok, one_line_error, valid_results};
+use common::{blobbench, enterable_tempdir, kvtest_db, ok, one_line_error, server_setting, valid_results};
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -42,10 +42,10 @@ fn durable_and_fast_commits_are_recorded_with_the_server_settings() {
         let out = dir.path().join(format!("{sync}.json"));
         ok(&["run", s(&pg), "--update", "--count", "50", "--repeat", "2", "--kv-sync", sync, "--json", s(&out)]);
         let r = valid_results(&out);
-        let server = &r["experiments"][0]["params"]["server"];
-        assert_eq!(server["synchronous_commit"], setting, "{server}");
-        assert_eq!((server["server"].as_str(), server["fsync"].as_str()), (Some("local"), Some("on")), "{server}");
-        assert!(server["version_num"].as_u64().unwrap() >= 100_000);
+        let server = &r["experiments"][0]["params"]["server_info"];
+        assert_eq!(server_setting(server, "synchronous_commit"), setting, "{server}");
+        assert_eq!((server["place"].as_str(), server_setting(server, "fsync")), (Some("local"), "on"), "{server}");
+        assert!(server_setting(server, "server_version_num").parse::<u64>().unwrap() >= 100_000);
         assert!(postmaster_pid(&pg).is_none(), "the server is stopped after the run");
     }
     let stat = ok(&["stat", s(&pg)]);
@@ -238,8 +238,8 @@ fn the_matrix_puts_postgres_beside_the_files_by_blob_size() {
             assert_eq!(run["bytes"].as_u64(), Some(expect), "every blob read back whole from the server");
             assert_eq!(e["files_ratio"]["rounds"], 3, "paired over the three rounds");
             let w = &e["writes"];
-            assert_eq!(w["durable"]["params"]["server"]["synchronous_commit"], "on", "{w}");
-            assert_eq!(w["fast"]["params"]["server"]["synchronous_commit"], "off", "{w}");
+            assert_eq!(server_setting(&w["durable"]["params"]["server_info"], "synchronous_commit"), "on", "{w}");
+            assert_eq!(server_setting(&w["fast"]["params"]["server_info"], "synchronous_commit"), "off", "{w}");
         }
     }
     let crossovers = m["engine_crossovers"].as_array().unwrap();

@@ -200,3 +200,24 @@ fn html_report_with_a_baseline_keeps_it_beside_the_results() {
     assert!(page.contains("<section id=\"baseline\">") && page.contains("href=\"#fig-fair-read-blob-mmap\""));
     assert!(out.join("baseline.json").is_file());
 }
+
+/// Files written before the server info was engine-neutral hold
+/// PostgreSQL's own fields as `params.server`; `report` still reads them,
+/// as the generic `server_info`.
+#[test]
+fn postgresql_server_fields_of_older_files_are_still_read() {
+    let file = fixture("suite-postgres-server.json");
+    let raw: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let old = raw["experiments"].as_array().unwrap().iter().find(|e| e["id"] == "read/postgres").unwrap();
+    assert_eq!(old["params"]["server"]["version_num"], 150014, "the fixture holds the old fields");
+    let results = blobbench::results::read(&file).unwrap();
+    let info = results.experiment("read/postgres").and_then(|e| e.params.server_info.as_ref()).expect("read");
+    assert_eq!((info.product.as_str(), info.place), ("PostgreSQL", blobbench::records::ServerPlace::Local));
+    assert_eq!((info.blobs_in.as_str(), info.setting("synchronous_commit")), ("table kv", Some("on")));
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report");
+    blobbench().arg("report").arg(&file).arg("--out").arg(&out).assert().success();
+    let page = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(page.contains("PostgreSQL (bytea)"), "the engine's figures are drawn");
+}

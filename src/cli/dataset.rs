@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use clap::Args;
 
 use blobbench::engine::dataset::{self, from_dir, StatReport};
-use blobbench::engine::postgres::redact;
 use blobbench::records::sizes::parse_size_dist;
 use blobbench::records::{DatasetSpec, SizeDist};
 use blobbench::records::{EngineKind, EngineSettings, PgParams, PgStorage};
@@ -127,22 +126,11 @@ pub struct ExportArgs {
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]
-    pub pg: PgArgs,
+    pub servers: super::servers::ServerArgs,
     /// PostgreSQL bytea column storage: extended (compressed, PostgreSQL's
     /// default) or external (out of line, never compressed).
     #[arg(long, value_enum, default_value = "extended")]
     pub pg_storage: PgStorageArg,
-}
-
-/// `--pg URL`: a PostgreSQL server you run, instead of blobbench's
-/// throwaway cluster.
-#[derive(Debug, Args)]
-pub struct PgArgs {
-    /// PostgreSQL: use this server (postgresql://user:password@host:port/db)
-    /// instead of a throwaway cluster; blobbench writes only to the table it
-    /// creates, blobbench_<DIR's name>.
-    #[arg(long, value_name = "URL")]
-    pub pg: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -159,12 +147,11 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
                 PgStorageArg::Extended => PgStorage::Extended,
                 PgStorageArg::External => PgStorage::External,
             };
-            if let Some(url) = &args.pg.pg {
-                let table = blobbench::engine::postgres::remote_table_name(&args.dir);
-                println!("Writing table {table} on {} (nothing else there is touched)", redact(url));
+            if let Some(notice) = args.servers.export_notice(&args.dir) {
+                println!("{notice}");
             }
-            let pg = PgParams { url: args.pg.pg.clone(), storage };
-            let settings = EngineSettings { pg, ..EngineSettings::default() };
+            let mut settings = EngineSettings { pg: PgParams { storage, ..PgParams::default() }, ..Default::default() };
+            args.servers.apply(&mut settings);
             dataset::build_with(kind, &args.db, &args.dir, args.force, &settings, progress.as_ref())?
         }
         None => dataset::export(&args.db, &args.dir, args.tree, args.force, progress.as_ref())?,
@@ -194,12 +181,13 @@ pub struct StatArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub pg: PgArgs,
+    pub servers: super::servers::ServerArgs,
 }
 
 pub fn stat(args: StatArgs) -> anyhow::Result<()> {
-    let pg = PgParams { url: args.pg.pg.clone(), ..PgParams::default() };
-    let report = dataset::stat_with(&args.path, args.vacuum, &EngineSettings { pg, ..EngineSettings::default() })?;
+    let mut settings = EngineSettings::default();
+    args.servers.apply(&mut settings);
+    let report = dataset::stat_with(&args.path, args.vacuum, &settings)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
@@ -227,20 +215,16 @@ pub fn stat(args: StatArgs) -> anyhow::Result<()> {
             println!("Apparent bytes:     {:>14}  (files and directories, as ls shows them)", s.apparent_bytes);
             println!("Allocated bytes:    {:>14}  (blocks on disk, as du counts them)", s.allocated_bytes);
         }
-        StatReport::Pg(s) => {
-            println!("Engine:             {:>8}  (table {})", s.engine.name(), s.table);
+        StatReport::Server(s) => {
+            println!("Engine:             {:>8}  ({})", s.engine.name(), s.blobs_in);
             let avg = if s.entries > 0 { s.content_bytes as f64 / s.entries as f64 } else { 0.0 };
             print_sizes(s.entries, avg, s.min_size, s.max_size);
             println!("Content bytes:      {:>14}", s.content_bytes);
-            println!("Table bytes:        {:>14}  (main fork, pg_relation_size)", s.table_bytes);
-            println!("TOAST bytes:        {:>14}  (TOAST and maps; pg_largeobject for large objects)", s.toast_bytes);
-            println!("Index bytes:        {:>14}  (pg_indexes_size)", s.index_bytes);
-            println!("Total bytes:        {:>14}  (pg_total_relation_size)", s.total_bytes);
-            if let Some(a) = s.cluster_allocated_bytes {
-                println!(
-                    "Allocated bytes:    {:>14}  (the whole cluster's blocks, WAL included, as du counts them)",
-                    a
-                );
+            for line in &s.sizes {
+                println!("{:<20}{:>14}  ({})", format!("{}:", line.name), line.bytes, line.how);
+            }
+            if let Some(local) = &s.local {
+                println!("Allocated bytes:    {:>14}  ({}, as du counts them)", local.allocated_bytes, local.covers);
             }
         }
         StatReport::Kv(s) => {

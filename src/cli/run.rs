@@ -10,7 +10,7 @@ use blobbench::records::keys::Order;
 use blobbench::records::mix::parse_mix;
 use blobbench::records::zipf::parse_zipf;
 use blobbench::records::{DbAccess, DbParams, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel};
-use blobbench::records::{Mix, PgParams, Plan};
+use blobbench::records::{EngineSettings, Mix, PgParams, Plan};
 use blobbench::results::{self, ResultFile};
 use blobbench::util::units;
 use blobbench::util::units::plural;
@@ -94,13 +94,11 @@ pub struct RunArgs {
     /// (LMDB MDB_NOSYNC, redb Durability::None, fjall buffered journal).
     #[arg(long, value_enum, default_value = "durable")]
     pub kv_sync: KvSyncArg,
-    /// PostgreSQL: the server holding a dataset exported with --pg
-    /// (postgresql://user:password@host:port/db); without it, the dataset's
-    /// own throwaway cluster is started.
-    #[arg(long, value_name = "URL")]
-    pub pg: Option<String>,
-    /// PostgreSQL: time a prepared SELECT 1 per op on the same connection
-    /// instead of a read (the protocol and socket floor under each read).
+    #[command(flatten)]
+    pub servers: super::servers::ServerArgs,
+    /// Server engines: time a round trip with no work per op (PostgreSQL: a
+    /// prepared SELECT 1) on the same connection instead of a read (the
+    /// protocol and socket floor under each read).
     #[arg(long, conflicts_with_all = ["update", "mix", "threads"])]
     pub round_trip: bool,
     /// Timed runs (the kvtest lines show the median one).
@@ -201,6 +199,31 @@ impl RunArgs {
         } else {
             Order::Asc
         };
+        RunOptions {
+            path: self.path.clone(),
+            count: self.count,
+            max_id: self.max_id,
+            start: self.start,
+            order,
+            update: self.update,
+            settings: self.settings(),
+            round_trip: self.round_trip,
+            integrity_check: self.integrity_check,
+            stats: self.stats,
+            plan: Plan {
+                repeat: self.repeat,
+                warmup: self.warmup.unwrap_or(if self.cold { 0 } else { 1 }),
+                cold: self.cold,
+                latency: !self.no_latency,
+            },
+            seed: self.seed.unwrap_or_else(blobbench::drivers::run::fresh_seed),
+            zipf: self.keys,
+            mix: self.mix,
+        }
+    }
+
+    /// Each engine's options, as the flags give them.
+    fn settings(&self) -> EngineSettings {
         let sync = if self.nosync {
             Some(SyncLevel::Off)
         } else {
@@ -211,13 +234,7 @@ impl RunArgs {
                 SyncArg::Extra => SyncLevel::Extra,
             })
         };
-        RunOptions {
-            path: self.path.clone(),
-            count: self.count,
-            max_id: self.max_id,
-            start: self.start,
-            order,
-            update: self.update,
+        let mut settings = EngineSettings {
             db: DbParams {
                 access: if self.blob_api { DbAccess::BlobApi } else { DbAccess::Sql },
                 cache_size: self.cache_size,
@@ -246,20 +263,10 @@ impl RunArgs {
                 },
                 multitrans: self.multitrans,
             },
-            pg: PgParams { url: self.pg.clone(), ..PgParams::default() },
-            round_trip: self.round_trip,
-            integrity_check: self.integrity_check,
-            stats: self.stats,
-            plan: Plan {
-                repeat: self.repeat,
-                warmup: self.warmup.unwrap_or(if self.cold { 0 } else { 1 }),
-                cold: self.cold,
-                latency: !self.no_latency,
-            },
-            seed: self.seed.unwrap_or_else(blobbench::drivers::run::fresh_seed),
-            zipf: self.keys,
-            mix: self.mix,
-        }
+            pg: PgParams::default(),
+        };
+        self.servers.apply(&mut settings);
+        settings
     }
 }
 
@@ -352,10 +359,10 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
         let _ = writeln!(
             o,
             "--mmap {}{}",
-            opts.db.mmap_bytes,
-            if opts.db.access == DbAccess::BlobApi { " --blob-api" } else { "" }
+            opts.settings.db.mmap_bytes,
+            if opts.settings.db.access == DbAccess::BlobApi { " --blob-api" } else { "" }
         );
-        if opts.db.sync == Some(SyncLevel::Off) {
+        if opts.settings.db.sync == Some(SyncLevel::Off) {
             let _ = writeln!(o, "--nosync");
         }
         if let Some(ps) = report.page_size {
@@ -376,7 +383,7 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
         e.warmup_runs,
         plural(e.warmup_runs)
     );
-    let timer = blobbench::engine::backend(report.layout).timer_covers(&opts.settings());
+    let timer = blobbench::engine::backend(report.layout).timer_covers(&opts.settings);
     let _ = writeln!(o, "timer (kvtest's total): {timer}");
     if let Some(line) = handle_open_line(e) {
         let _ = writeln!(o, "{line}");

@@ -53,7 +53,7 @@ impl ParallelArm {
             return Err(Error::invalid("--count must be at least --threads (each thread reads at least one blob)"));
         }
         run::validate(opts)?;
-        let mut engine = engine::open(&opts.path, &opts.settings())?;
+        let mut engine = engine::open(&opts.path, &opts.settings)?;
         let survey = engine.survey(false)?;
         let max_id = match opts.max_id.or(survey.max_key) {
             Some(m) => m,
@@ -183,7 +183,7 @@ fn one_run(
     let ns = |d: std::time::Duration| d.as_nanos() as u64;
     let longest = |f: fn(&SessionRun) -> std::time::Duration| runs.iter().map(|(r, _)| ns(f(r))).max().unwrap_or(0);
     let info = runs[0].0.info.clone();
-    let apart = opts.db.nocheckpoint && info.close_checkpoints;
+    let apart = opts.settings.db.nocheckpoint && info.close_checkpoints;
     let close_ns = longest(|r| r.times.closed - r.times.committed);
     let phases = Phases {
         setup_ns: ns(l0 - t0),

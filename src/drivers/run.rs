@@ -13,7 +13,7 @@ use crate::measure::rounds::Arm;
 use crate::measure::{self, ClassLatency, Experiment, RunSample};
 use crate::records::keys::{KeySequence, KvtestRng, Order};
 use crate::records::zipf::ZipfTable;
-use crate::records::{DbParams, EngineKind, EngineSettings, FileParams, KvParams, Mix, PgParams, Plan, WorkloadParams};
+use crate::records::{EngineKind, EngineSettings, Mix, Plan, WorkloadParams};
 use crate::{Error, Result};
 
 /// A `run`, with kvtest's defaults.
@@ -27,12 +27,9 @@ pub struct RunOptions {
     pub start: u32,
     pub order: Order,
     pub update: bool,
-    pub db: DbParams,
-    pub files: FileParams,
-    pub kv: KvParams,
-    /// PostgreSQL's connection (`--pg URL`); never recorded (it may hold a
-    /// password).
-    pub pg: PgParams,
+    /// Each engine's part of the options (it reads its own). PostgreSQL's
+    /// connection (`--pg URL`) is never recorded: it may hold a password.
+    pub settings: EngineSettings,
     pub integrity_check: bool,
     pub stats: bool,
     pub plan: Plan,
@@ -44,16 +41,12 @@ pub struct RunOptions {
     pub zipf: Option<f64>,
     /// Reads and overwrites mixed in this ratio (`--mix READ:WRITE`).
     pub mix: Option<Mix>,
-    /// Time a server's `SELECT 1` per op instead of a read (the floor).
+    /// Time a server's round trip with no work per op instead of a read
+    /// (the floor; PostgreSQL's `SELECT 1`).
     pub round_trip: bool,
 }
 
 impl RunOptions {
-    /// Each engine's part of these options.
-    pub fn settings(&self) -> EngineSettings {
-        EngineSettings { db: self.db.clone(), files: self.files, kv: self.kv, pg: self.pg.clone() }
-    }
-
     /// The record of these options in a result file.
     pub(crate) fn params(&self, layout: EngineKind, max_id: u32, threads: u32) -> WorkloadParams {
         WorkloadParams {
@@ -65,15 +58,15 @@ impl RunOptions {
             start: self.start,
             order: self.order,
             threads,
-            db: self.db.clone(),
-            files: self.files,
-            kv: self.kv,
+            db: self.settings.db.clone(),
+            files: self.settings.files,
+            kv: self.settings.kv,
             plan: self.plan,
             seed: (self.update || self.mix.is_some()).then_some(self.seed),
             zipf_theta: self.zipf,
             mix: self.mix,
             round_trip: self.round_trip,
-            server: None,
+            server_info: None,
         }
     }
 
@@ -85,10 +78,7 @@ impl RunOptions {
             start: 1,
             order: Order::Asc,
             update: false,
-            db: DbParams::default(),
-            files: FileParams::default(),
-            kv: KvParams::default(),
-            pg: PgParams::default(),
+            settings: EngineSettings::default(),
             integrity_check: false,
             stats: false,
             plan: Plan::default(),
@@ -146,7 +136,7 @@ pub fn run_observed(
     label: &str,
     after_run: &mut dyn FnMut(u32, u32),
 ) -> Result<RunReport> {
-    let engine = engine::open(&opts.path, &opts.settings())?;
+    let engine = engine::open(&opts.path, &opts.settings)?;
     run_engine(engine, opts, id, label, after_run)
 }
 
@@ -238,7 +228,7 @@ impl RunArm {
         };
         let run = timed_session(engine.as_ref(), spec, ctx.latency, &|| {}, &mut inspect)?;
         seen.info = Some(run.info.clone());
-        Ok(run.outcome(opts.db.nocheckpoint))
+        Ok(run.outcome(opts.settings.db.nocheckpoint))
     }
 
     /// The report of the runs `measured` took: checks after reads, the
@@ -283,7 +273,7 @@ pub(crate) fn report_of(
         Vec::new()
     };
     let interrupted = measured.interrupted;
-    let mut params = WorkloadParams { server: engine.server_info(), ..opts.params(layout, max_id, threads) };
+    let mut params = WorkloadParams { server_info: engine.server_info(), ..opts.params(layout, max_id, threads) };
     params.plan.repeat = measured.runs.len() as u32;
     Ok(RunReport {
         experiment: Experiment::from_measured(id, label, params, measured),
@@ -330,9 +320,11 @@ pub(crate) fn validate(opts: &RunOptions) -> Result<()> {
         }
     }
     if opts.round_trip && (opts.update || opts.mix.is_some()) {
-        return Err(Error::invalid("--round-trip times SELECT 1 instead of reads; it takes no --update or --mix"));
+        return Err(Error::invalid(
+            "--round-trip times a server's round trip with no work instead of reads; it takes no --update or --mix",
+        ));
     }
-    if opts.db.mmap_bytes < 0 {
+    if opts.settings.db.mmap_bytes < 0 {
         return Err(Error::invalid("--mmap must not be negative"));
     }
     Ok(())

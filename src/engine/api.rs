@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::records::{EngineKind, PgServerInfo};
+use crate::records::{EngineKind, ServerInfo};
 use crate::Result;
 
 /// What a session was opened for.
@@ -100,9 +100,9 @@ pub trait Engine: Send + Sync {
         Ok(())
     }
 
-    /// What a database server said about itself (PostgreSQL); None for
-    /// the in-process engines.
-    fn server_info(&self) -> Option<PgServerInfo> {
+    /// What the server said about itself (after `survey`); None for the
+    /// in-process engines.
+    fn server_info(&self) -> Option<ServerInfo> {
         None
     }
 }
@@ -147,11 +147,13 @@ pub trait Session: Send {
         None
     }
 
-    /// One round trip to a server that does no work (PostgreSQL's
-    /// `SELECT 1`): the protocol and socket floor under each read. False
-    /// where there is no server (the in-process engines).
-    fn round_trip(&mut self) -> Result<bool> {
-        Ok(false)
+    /// One round trip to a server that does no work (its
+    /// [`EngineKind::round_trip_call`], PostgreSQL's `SELECT 1`): the
+    /// protocol and socket floor under each read. Returns the bytes the
+    /// answer carried (what a run counts as moved); None where there is no
+    /// server (the in-process engines).
+    fn round_trip(&mut self) -> Result<Option<u64>> {
+        Ok(None)
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::engine::api::Engine;
-use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, Probe};
+use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
 use crate::engine::report::{ExportReport, KvStat, StatReport};
 use crate::engine::staging::{not_mine, Staging};
 use crate::records::{EngineKind, EngineSettings, KvParams};
@@ -76,6 +76,11 @@ impl Backend for KvBackend {
         (self.stat)(path).map(StatReport::Kv)
     }
 
+    /// The engine's file or directory.
+    fn local_bytes(&self, path: &Path, _settings: &EngineSettings) -> Result<LocalBytes> {
+        Ok(LocalBytes::In(vec![path.to_path_buf()]))
+    }
+
     fn timer_covers(&self, _settings: &EngineSettings) -> &'static str {
         "open + loop + commit + close"
     }
@@ -95,21 +100,12 @@ impl Backend for KvBackend {
     }
 }
 
-/// The crash test's two modes of a key-value engine.
+/// The crash test's two modes of a key-value engine: its durable commit and
+/// its fast one, both transactional.
 pub(super) const fn crash_modes(names: [&'static str; 2], descriptions: [&'static str; 2]) -> [CrashMode; 2] {
     [
-        CrashMode {
-            name: names[0],
-            description: descriptions[0],
-            write: CrashWrite::Commit { durable: true },
-            server: None,
-        },
-        CrashMode {
-            name: names[1],
-            description: descriptions[1],
-            write: CrashWrite::Commit { durable: false },
-            server: None,
-        },
+        CrashMode::new(names[0], descriptions[0], CrashWrite::Commit).atomic().durable(),
+        CrashMode::new(names[1], descriptions[1], CrashWrite::Commit).atomic(),
     ]
 }
 

@@ -73,7 +73,7 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
             zipf_theta: None,
             mix: None,
             round_trip: false,
-            server: None,
+            server_info: None,
         },
         warmup_runs: 1,
         summary: Summary::of(&runs),

@@ -326,3 +326,10 @@ pub fn file_tree(dir: &Path, n: usize) -> Vec<u64> {
     std::os::unix::fs::symlink("00", dir.join("link")).unwrap();
     (0..3).flat_map(|d| (d..n).step_by(3)).map(|i| size(i) as u64).collect()
 }
+
+/// The value of the setting `name` in a run's `params.server_info` (a
+/// server engine's report of itself); "" when it has none.
+pub fn server_setting<'a>(server_info: &'a serde_json::Value, name: &str) -> &'a str {
+    let settings = server_info["settings"].as_array().map(Vec::as_slice).unwrap_or_default();
+    settings.iter().find(|s| s["name"] == name).and_then(|s| s["value"].as_str()).unwrap_or("")
+}

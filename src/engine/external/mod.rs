@@ -15,7 +15,7 @@ pub use store::ExternalStore;
 use layout::is_dataset;
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
-use crate::engine::backend::{Backend, Claim, CrashMode, Probe};
+use crate::engine::backend::{Backend, Claim, CrashMode, LocalBytes, Probe};
 use crate::engine::files::{self, names::blob_files, names::list_keys};
 use crate::engine::keep::Idle;
 use crate::engine::report::{ExportReport, StatReport};
@@ -59,6 +59,11 @@ impl Backend for ExternalBackend {
     /// What its blob directory holds (the names add a few pages).
     fn stat(&self, path: &Path, vacuum: bool, settings: &EngineSettings) -> Result<StatReport> {
         files::FLAT.stat(&path.join(BLOBS_DIR), vacuum, settings)
+    }
+
+    /// The name database and the blob directory, both in the dataset's.
+    fn local_bytes(&self, path: &Path, _settings: &EngineSettings) -> Result<LocalBytes> {
+        Ok(LocalBytes::In(vec![path.to_path_buf()]))
     }
 
     fn timer_covers(&self, _settings: &EngineSettings) -> &'static str {

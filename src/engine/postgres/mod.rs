@@ -29,13 +29,13 @@ pub use conn::{redact, MIN_VERSION_NUM};
 pub use descriptor::{Descriptor, DESCRIPTOR};
 
 use descriptor::detect;
-pub use stat::stat;
+pub use stat::{stat, PgStat};
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
-use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, Probe};
+use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
 use crate::engine::keep::Idle;
 use crate::engine::report::{ExportReport, StatReport};
-use crate::records::{EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo};
+use crate::records::{EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo, ServerInfo};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -80,7 +80,18 @@ impl Backend for PgBackend {
         if vacuum {
             return Err(Error::invalid("--vacuum applies to SQLite databases only"));
         }
-        stat(path, &settings.pg).map(StatReport::Pg)
+        stat(path, &settings.pg).map(|s| StatReport::Server(s.into()))
+    }
+
+    /// The dataset's directory, throwaway cluster included; none for a
+    /// table on a server the user runs.
+    fn local_bytes(&self, path: &Path, _settings: &EngineSettings) -> Result<LocalBytes> {
+        if Descriptor::read(path)?.remote {
+            return Ok(LocalBytes::Remote(
+                "a table on a server you run (--pg), whose files are not blobbench's".into(),
+            ));
+        }
+        Ok(LocalBytes::In(vec![path.to_path_buf()]))
     }
 
     fn timer_covers(&self, _settings: &EngineSettings) -> &'static str {
@@ -119,18 +130,19 @@ impl Backend for PgBackend {
     }
 }
 
-const fn crash_mode(name: &'static str, description: &'static str, durable: bool) -> CrashMode {
-    CrashMode { name, description, write: CrashWrite::Commit { durable }, server: Some(server::kill_server) }
+/// A transactional write whose server the crash test SIGKILLs.
+const fn crash_mode(name: &'static str, description: &'static str) -> CrashMode {
+    CrashMode::new(name, description, CrashWrite::Commit).atomic().server(server::kill_server)
 }
 
 const CRASH_MODES: [CrashMode; 2] = [
-    crash_mode("postgres-durable", "PostgreSQL bytea, synchronous_commit=on, server SIGKILLed", true),
-    crash_mode("postgres-fast", "PostgreSQL bytea, synchronous_commit=off, server SIGKILLed", false),
+    crash_mode("postgres-durable", "PostgreSQL bytea, synchronous_commit=on, server SIGKILLed").durable(),
+    crash_mode("postgres-fast", "PostgreSQL bytea, synchronous_commit=off, server SIGKILLed"),
 ];
 
 const CRASH_MODES_LO: [CrashMode; 2] = [
-    crash_mode("postgres-lo-durable", "PostgreSQL large objects, synchronous_commit=on, server SIGKILLed", true),
-    crash_mode("postgres-lo-fast", "PostgreSQL large objects, synchronous_commit=off, server SIGKILLed", false),
+    crash_mode("postgres-lo-durable", "PostgreSQL large objects, synchronous_commit=on, server SIGKILLed").durable(),
+    crash_mode("postgres-lo-fast", "PostgreSQL large objects, synchronous_commit=off, server SIGKILLed"),
 ];
 
 /// The dataset at `path` opened for runs; the server starts (or is
@@ -177,11 +189,6 @@ impl PgEngine {
         *slot = Some(s.clone());
         Ok(s)
     }
-
-    /// What the server said about itself (after `survey`).
-    pub fn server_info(&self) -> Option<PgServerInfo> {
-        self.info.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
 }
 
 impl Engine for PgEngine {
@@ -226,15 +233,15 @@ impl Engine for PgEngine {
         crate::engine::kv::dataset_files(&data.join("base"))
     }
 
-    fn server_info(&self) -> Option<PgServerInfo> {
-        PgEngine::server_info(self)
+    fn server_info(&self) -> Option<ServerInfo> {
+        self.info.lock().unwrap_or_else(|e| e.into_inner()).clone().map(ServerInfo::from)
     }
 
     /// Closes the kept connections, then restarts the throwaway cluster,
     /// which empties its `shared_buffers` (a fast shutdown writes a
     /// checkpoint, then a new server starts, both outside the timer). A
     /// server the user runs is left alone: its buffers stay warm, and the
-    /// run's `params.server` says it is remote.
+    /// run's `params.server_info` says it is remote.
     fn drop_own_caches(&self) -> Result<()> {
         self.idle.clear();
         let mut slot = self.server.lock().unwrap_or_else(|e| e.into_inner());

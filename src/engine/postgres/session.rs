@@ -193,8 +193,9 @@ impl Session for PgSession {
     }
 
     #[inline]
-    fn round_trip(&mut self) -> Result<bool> {
+    /// The answer is one int4.
+    fn round_trip(&mut self) -> Result<Option<u64>> {
         self.client.query_one(&self.st.ping, &[]).map_err(|e| self.err("cannot run SELECT 1", e))?;
-        Ok(true)
+        Ok(Some(4))
     }
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 pub use session::DbSession;
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
-use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, Probe};
+use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
 use crate::engine::keep::Idle;
 use crate::engine::kvtest_db::{open_kv, SQLITE_HEADER};
 use crate::engine::report::{ExportReport, StatReport};
@@ -64,6 +64,11 @@ impl Backend for SqliteBackend {
         stat::db_stat(path, vacuum).map(StatReport::Db)
     }
 
+    /// The database and its WAL or journal, when there.
+    fn local_bytes(&self, path: &Path, _settings: &EngineSettings) -> Result<LocalBytes> {
+        Ok(LocalBytes::In(db_files(path).into_iter().filter(|f| f.exists()).collect()))
+    }
+
     fn timer_covers(&self, settings: &EngineSettings) -> &'static str {
         if settings.db.nocheckpoint {
             "open + pragmas + loop + commit; the closing checkpoint is timed apart"
@@ -88,14 +93,21 @@ impl Backend for SqliteBackend {
 }
 
 const fn db_mode(name: &'static str, description: &'static str, journal: &'static str, sync: SyncLevel) -> CrashMode {
-    CrashMode { name, description, write: CrashWrite::Db { journal, sync }, server: None }
+    CrashMode::new(name, description, CrashWrite::Db { journal, sync })
 }
 
+/// With a journal a killed writer leaves the database sound; FULL and EXTRA
+/// sync each commit. DELETE under FULL may lose the last commit in a power
+/// cut (the journal's unlink is not synced), as SQLite documents.
 const CRASH_MODES: &[CrashMode] = &[
-    db_mode("db-wal-normal", "SQLite, WAL, synchronous=NORMAL", "wal", SyncLevel::Normal),
-    db_mode("db-wal-full", "SQLite, WAL, synchronous=FULL", "wal", SyncLevel::Full),
-    db_mode("db-delete", "SQLite, rollback journal (DELETE), synchronous=FULL", "delete", SyncLevel::Full),
-    db_mode("db-delete-extra", "SQLite, rollback journal (DELETE), synchronous=EXTRA", "delete", SyncLevel::Extra),
+    db_mode("db-wal-normal", "SQLite, WAL, synchronous=NORMAL", "wal", SyncLevel::Normal).atomic(),
+    db_mode("db-wal-full", "SQLite, WAL, synchronous=FULL", "wal", SyncLevel::Full).atomic().durable(),
+    db_mode("db-delete", "SQLite, rollback journal (DELETE), synchronous=FULL", "delete", SyncLevel::Full)
+        .atomic()
+        .durable_undocumented(),
+    db_mode("db-delete-extra", "SQLite, rollback journal (DELETE), synchronous=EXTRA", "delete", SyncLevel::Extra)
+        .atomic()
+        .durable(),
     db_mode("db-off", "SQLite, journal_mode=OFF, synchronous=OFF", "off", SyncLevel::Off),
 ];
 

@@ -19,7 +19,7 @@ use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, StopReason};
 use crate::measure::Experiment;
 use crate::records::keys::Order;
 use crate::records::Plan;
-use crate::records::{DbAccess, DbParams, EngineKind, FileParams, FileRead};
+use crate::records::{DbAccess, DbParams, EngineKind, EngineSettings, FileParams, FileRead};
 use crate::util::progress::{Progress, Silent};
 use crate::{util::fsutil, Error, Result};
 
@@ -177,8 +177,7 @@ fn run_options(spec: &CellSpec, path: &Path, plan: &Plan) -> RunOptions {
         count: u64::from(spec.count),
         max_id: Some(spec.count),
         order: Order::Random,
-        db: db_params(spec),
-        files: file_params(),
+        settings: EngineSettings { db: db_params(spec), files: file_params(), ..EngineSettings::default() },
         plan: *plan,
         ..RunOptions::new(path)
     }
@@ -195,13 +194,13 @@ fn measure_reads(
 ) -> Result<Option<(Vec<Experiment>, RoundSet)>> {
     let external = ExternalEngine::at(&paths.dir, &paths.names_db, &paths.files, spec.cache_pages);
     let mut setup = vec![
-        (engine::open(&paths.blobs_db, &run_options(spec, &paths.blobs_db, &opts.plan).settings())?, &paths.blobs_db),
+        (engine::open(&paths.blobs_db, &run_options(spec, &paths.blobs_db, &opts.plan).settings)?, &paths.blobs_db),
         (Box::new(external) as Box<dyn engine::Engine>, &paths.names_db),
-        (engine::open(&paths.files, &run_options(spec, &paths.files, &opts.plan).settings())?, &paths.files),
+        (engine::open(&paths.files, &run_options(spec, &paths.files, &opts.plan).settings)?, &paths.files),
     ];
     for (kind, path) in engine_sets {
         let o = run_options(spec, path, &opts.plan);
-        setup.push((engine::open_as(*kind, path, &o.settings())?, path));
+        setup.push((engine::open_as(*kind, path, &o.settings)?, path));
     }
     let mut arms = Vec::with_capacity(setup.len());
     for (engine, path) in setup {

@@ -22,7 +22,7 @@ fn fake(us: f64) -> Experiment {
         zipf_theta: None,
         mix: None,
         round_trip: false,
-        server: None,
+        server_info: None,
     };
     Experiment {
         id: String::new(),

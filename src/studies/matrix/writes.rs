@@ -96,7 +96,7 @@ pub(super) fn measure(
     };
     let db_opts = |sync: SyncLevel| {
         let mut o = base(db);
-        o.db = DbParams {
+        o.settings.db = DbParams {
             access: DbAccess::Sql,
             cache_size: spec.cache_pages,
             journal_mode: Some("wal".into()),
@@ -108,7 +108,7 @@ pub(super) fn measure(
     };
     let file_opts = |write: FileWrite, fsync: bool| {
         let mut o = base(files);
-        o.files = FileParams { read: FileRead::Posix, write, fsync };
+        o.settings.files = FileParams { read: FileRead::Posix, write, fsync };
         o
     };
     let mut arms = vec![
@@ -185,7 +185,7 @@ fn write_rounds(
 ) -> Result<(Vec<Experiment>, RoundSet)> {
     let mut prepared = Vec::with_capacity(arms.len());
     for (o, _, _) in arms {
-        prepared.push(RunArm::prepare(engine::open(&o.path, &o.settings())?, o)?);
+        prepared.push(RunArm::prepare(engine::open(&o.path, &o.settings)?, o)?);
     }
     let mut dyn_arms: Vec<&mut dyn Arm> = prepared.iter_mut().map(|a| a as &mut dyn Arm).collect();
     let mut pairs = vec![Comparison { a: vec![1], b: vec![0] }, Comparison { a: vec![3], b: vec![2] }];

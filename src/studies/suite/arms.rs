@@ -127,7 +127,7 @@ fn run_set(
             restore_database(pristine, &path)?;
         }
         let run_opts = run_options(opts, step, &path, db_bytes, out.experiments.len() + i);
-        let engine = engine::open(&path, &run_opts.settings())?;
+        let engine = engine::open(&path, &run_opts.settings)?;
         arms.push(RunArm::prepare(engine, &run_opts)?);
     }
     let ids: Vec<String> = steps.iter().map(|s| s.id.clone()).collect();
@@ -168,12 +168,12 @@ fn run_options(opts: &SuiteOptions, step: &Step, path: &Path, db_bytes: i64, nth
     run_opts.zipf = opts.zipf;
     run_opts.update = step.update;
     run_opts.round_trip = step.round_trip;
-    run_opts.db = step.db.clone();
-    if run_opts.db.mmap_bytes < 0 {
-        run_opts.db.mmap_bytes = db_bytes;
+    run_opts.settings.db = step.db.clone();
+    if run_opts.settings.db.mmap_bytes < 0 {
+        run_opts.settings.db.mmap_bytes = db_bytes;
     }
-    run_opts.files = step.files;
-    run_opts.kv = step.kv;
+    run_opts.settings.files = step.files;
+    run_opts.settings.kv = step.kv;
     run_opts.seed = opts.spec.seed.wrapping_add(nth as u64 + 1);
     let waits_for_disk =
         step.files.fsync || (step.layout.is_key_value() && step.update && step.kv.sync == KvSync::Durable);
