@@ -7,6 +7,7 @@
 //!   cargo run --release --example aa_control -- DB [COMPARISONS] [ROUNDS]
 
 use blobbench::drivers::run::{RunArm, RunOptions};
+use blobbench::measure::clock::Clock;
 use blobbench::measure::rounds::{run_rounds, Arm, RoundsPlan, DEFAULT_TARGET};
 use blobbench::records::keys::Order;
 use blobbench::records::{DbAccess, Plan};
@@ -44,6 +45,7 @@ fn run() -> blobbench::Result<()> {
             target: DEFAULT_TARGET,
             seed: u64::from(c) + 1,
             latency: false,
+            clock: Clock::REAL,
         };
         let ids = ["a".to_string(), "b".to_string()];
         // No pair given to the stop rule: every comparison runs all its rounds.

@@ -29,7 +29,8 @@ fn several_workdirs_make_one_report_labelled_by_filesystem() {
         assert_eq!(v["label"], format!("box, {fs}"));
         // The article's 16 experiments and the A/A control.
         assert_eq!(v["experiments"].as_array().unwrap().len(), 17);
-        // Reads and writes ran as rounds: 2 each (--repeat is --rounds), every arm in every round.
+        // Reads and writes ran as rounds: 2 each (--repeat is --rounds; given without
+        // --budget, no budget cuts it short), every arm in every round.
         let sets = v["rounds"].as_array().unwrap();
         assert_eq!(sets.len(), 2);
         for set in sets {

@@ -63,10 +63,30 @@ pub fn detect(path: &Path) -> Result<EngineKind> {
     };
     let probe = Probe { path, is_dir: meta.is_dir(), head: &head[..n] };
     let claims: Vec<(EngineKind, Claim)> = BACKENDS.iter().map(|b| (b.kind(), b.claim(&probe))).collect();
+    let sure: Vec<EngineKind> = claims.iter().filter(|c| c.1 == Claim::Yes).map(|c| c.0).collect();
+    if sure.len() > 1 {
+        // Reading it as the first would measure one engine's files while
+        // the user may mean the other's.
+        return Err(Error::bad_input(
+            path,
+            format!(
+                "holds the files of {}: a dataset is one engine's (move the other's files elsewhere)",
+                engine_list(&sure)
+            ),
+        ));
+    }
     let pick = |want: Claim| claims.iter().find(|c| c.1 == want).map(|c| c.0);
     pick(Claim::Yes)
         .or_else(|| pick(Claim::Fallback))
         .ok_or_else(|| Error::bad_input(path, "is not an SQLite database (no SQLite header)"))
+}
+
+/// "two engines, LMDB and fjall" (or three or more, listed).
+fn engine_list(kinds: &[EngineKind]) -> String {
+    let titles: Vec<&str> = kinds.iter().map(|k| k.title()).collect();
+    let (last, rest) = titles.split_last().expect("at least two");
+    let count = if kinds.len() == 2 { "two".to_string() } else { kinds.len().to_string() };
+    format!("{count} engines, {} and {last}", rest.join(", "))
 }
 
 fn read_prefix(path: &Path, buf: &mut [u8]) -> Result<usize> {
@@ -222,6 +242,29 @@ mod tests {
         }
         let modes: Vec<String> = BACKENDS.iter().flat_map(|b| b.crash_modes()).map(|m| m.name.to_string()).collect();
         assert_eq!(names(&defs["crash_method"]["properties"]["method"]), modes);
+    }
+
+    /// A directory with two engines' files (LMDB's data.mdb beside fjall's
+    /// keyspaces/) is refused, naming both, instead of read as the first.
+    #[test]
+    fn a_directory_of_two_engines_is_refused_naming_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, _) = crate::engine::kv::test_support::tiny_kv(dir.path(), 5);
+        let (lmdb, fjall) = (dir.path().join("lmdb"), dir.path().join("fjall"));
+        build(EngineKind::Lmdb, &db, &lmdb, false, &Silent).unwrap();
+        build(EngineKind::Fjall, &db, &fjall, false, &Silent).unwrap();
+        for entry in std::fs::read_dir(&fjall).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::rename(entry.path(), lmdb.join(entry.file_name())).unwrap();
+        }
+        let e = detect(&lmdb).unwrap_err().to_string();
+        assert!(e.contains("holds the files of two engines, LMDB and fjall"), "{e}");
+        assert_eq!(e.lines().count(), 1);
+        assert!(stat(&lmdb, false).is_err(), "stat refuses it too");
+        assert_eq!(
+            engine_list(&[EngineKind::Lmdb, EngineKind::Redb, EngineKind::Fjall]),
+            "3 engines, LMDB, redb and fjall"
+        );
     }
 
     #[test]

@@ -86,9 +86,52 @@ pub fn alive(pid: i32) -> bool {
     if pid <= 0 || unsafe { libc::kill(pid, 0) } != 0 {
         return false;
     }
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // The state follows the command name's closing parenthesis.
-    stat.rsplit_once(") ").is_none_or(|(_, rest)| !rest.starts_with('Z'))
+    proc_stat(pid).is_none_or(|p| p.state != 'Z')
+}
+
+/// What `/proc/PID/stat` says of a process.
+struct ProcStat {
+    command: String,
+    state: char,
+    parent: i32,
+}
+
+fn proc_stat(pid: i32) -> Option<ProcStat> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "PID (COMMAND) STATE PARENT ...": the command may hold spaces and ")".
+    let (head, rest) = stat.rsplit_once(") ")?;
+    let command = head.split_once(" (")?.1.to_string();
+    let mut fields = rest.split(' ');
+    let state = fields.next()?.chars().next()?;
+    let parent = fields.next()?.parse().ok()?;
+    Some(ProcStat { command, state, parent })
+}
+
+/// Every process's pid, from `/proc`.
+fn all_pids() -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries.flatten().filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()).collect()
+}
+
+/// Makes this process the parent of the servers it starts once their
+/// launcher (`pg_ctl`, a daemonising script) exits: a child subreaper, so
+/// that a stop can wait for the server itself to be gone and reap it.
+pub fn adopt_orphans() {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only sets a flag of this process.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+}
+
+/// Reaps the exited processes named `command` that this process adopted
+/// (zombies whose parent it is). None of them was started with
+/// `std::process::Command`, whose own wait they could otherwise steal.
+pub fn reap_adopted(command: &str) {
+    let me = std::process::id() as i32;
+    for pid in all_pids() {
+        if proc_stat(pid).is_some_and(|s| s.command == command && s.state == 'Z' && s.parent == me) {
+            // SAFETY: waitpid on one exited child of ours, without blocking.
+            unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+        }
+    }
 }
 
 /// The dataset directories, in the work directories directly under
@@ -159,16 +202,7 @@ pub fn kill_tree(pid: i32, label: &Path) -> Result<()> {
 
 /// The processes whose parent is `pid`, from `/proc`.
 fn children_of(pid: i32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|p| {
-            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-            // After the command name's ")": state, then the parent's pid.
-            stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1)?.parse::<i32>().ok()) == Some(pid)
-        })
-        .collect()
+    all_pids().into_iter().filter(|&p| proc_stat(p).is_some_and(|s| s.parent == pid)).collect()
 }
 
 #[cfg(test)]

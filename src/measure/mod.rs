@@ -5,6 +5,7 @@
 
 pub mod blockdev;
 pub mod busy;
+pub mod clock;
 pub mod cold;
 pub mod envinfo;
 mod experiment;

@@ -10,7 +10,7 @@
 //! time budget is spent; never until a result "looks significant"
 //! (optional stopping makes false winners).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
@@ -18,6 +18,7 @@ use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use super::busy::{Load, Snapshot};
+use super::clock::Clock;
 use super::cold::EvictionReport;
 use super::paired::{paired_ratio, PairedRatio, MIN_ROUNDS_95};
 use super::{checked_eviction, stop_requested, summarise, timed_run, Latency, Measured, RunContext, RunOutcome};
@@ -53,6 +54,8 @@ pub struct RoundsPlan {
     pub seed: u64,
     /// Time every operation for percentiles (one clock read per op).
     pub latency: bool,
+    /// The clock the budget is read on (a fake one in tests).
+    pub clock: Clock,
 }
 
 /// Default precision target: +/-5%.
@@ -238,7 +241,8 @@ pub fn run_rounds(
     plan.validate()?;
     let n = arms.len();
     let mut rng = SmallRng::seed_from_u64(plan.seed);
-    let start = Instant::now();
+    let clock = plan.clock;
+    let start = clock.now();
     let expected = (u64::from(plan.max_rounds) + u64::from(plan.warmup)) * n as u64;
     let mut done_runs = 0u64;
     let mut warmup_open_ns: Vec<Option<u64>> = vec![None; n];
@@ -259,12 +263,12 @@ pub fn run_rounds(
     let mut samples: Vec<Vec<super::RunSample>> = vec![Vec::new(); n];
     let mut rounds: Vec<Round> = Vec::new();
     let mut stop = StopReason::Interrupted;
-    let rounds_start = Instant::now();
+    let rounds_start = clock.now();
     'rounds: loop {
         let index = rounds.len() as u32;
         let mut order: Vec<usize> = (0..n).collect();
         order.shuffle(&mut rng);
-        let round_start = (Instant::now(), Snapshot::now());
+        let round_start = (clock.now(), Snapshot::now());
         let mut figures = vec![0.0; n];
         let mut this_round = Vec::with_capacity(n);
         for &i in &order {
@@ -285,7 +289,7 @@ pub fn run_rounds(
         rounds.push(Round {
             order: order.iter().map(|&i| i as u32).collect(),
             per_op_us: figures,
-            elapsed_ms: round_start.0.elapsed().as_secs_f64() * 1000.0,
+            elapsed_ms: clock.since(round_start.0).as_secs_f64() * 1000.0,
             load: Snapshot::now().load_since(&round_start.1),
         });
         let table: Vec<Vec<f64>> = rounds.iter().map(|r| r.per_op_us.clone()).collect();
@@ -296,7 +300,7 @@ pub fn run_rounds(
             // Nothing compared: run to --rounds or the budget.
             .filter(|_| !comparisons.is_empty());
         let done = rounds.len() as u32;
-        if let Some(reason) = stop_after(done, start.elapsed(), rounds_start.elapsed(), plan, widest) {
+        if let Some(reason) = stop_after(done, clock.since(start), clock.since(rounds_start), plan, widest) {
             stop = reason;
             break;
         }
@@ -306,7 +310,7 @@ pub fn run_rounds(
     }
     let mut warnings = Vec::new();
     if stop == StopReason::Budget && (rounds.len() as u32) < plan.min_rounds() {
-        let per_round = rounds_start.elapsed().as_secs_f64() / rounds.len() as f64;
+        let per_round = clock.since(rounds_start).as_secs_f64() / rounds.len() as f64;
         warnings.push(format!(
             "--budget {:.0}s allowed only {} round(s) (one takes about {:.1}s); {} rounds give a 95% interval, so allow at least {:.0}s",
             plan.budget.map_or(0.0, |b| b.as_secs_f64()),

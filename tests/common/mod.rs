@@ -10,6 +10,12 @@ use blobbench::records::EngineKind;
 use predicates::prelude::*;
 use rusqlite::Connection;
 
+/// How long a test waits for something that must happen (a server up, a
+/// mount made, a command ending) before calling it a hang. A bound on
+/// hanging, not on speed: what it guards takes seconds even on a busy
+/// machine, and no test asserts how long anything took.
+pub const HANG: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// The blobbench binary this crate builds.
 pub fn blobbench() -> Command {
     let mut c = Command::cargo_bin("blobbench").unwrap();

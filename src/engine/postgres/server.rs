@@ -11,6 +11,12 @@
 //! data directory is owned by it. The server runs in its own session, so a
 //! Ctrl-C at the terminal reaches blobbench, which stops it cleanly, rather
 //! than the server.
+//!
+//! A stop returns only once the postmaster has exited and been reaped:
+//! blobbench makes itself the "child subreaper" of what it starts, so the
+//! postmaster (orphaned when `pg_ctl` exits) becomes its child rather than
+//! init's, which may reap it seconds later. No process of the cluster is
+//! left when a command returns, and a script may remove the dataset at once.
 
 use std::ffi::CString;
 use std::os::unix::process::CommandExt;
@@ -161,6 +167,7 @@ impl Cluster {
         let bins = find_binaries()?;
         let run_as = run_as()?;
         stop_stale(&data, &bins, run_as)?;
+        throwaway::adopt_orphans();
         throwaway::record_owner(dataset_of(&data))?;
         let quoted = data.display().to_string().replace('\'', "''");
         let conf = data.join(SOCKET_CONF);
@@ -256,6 +263,7 @@ pub fn kill_server(dir: &Path) -> Result<()> {
         return Ok(());
     }
     throwaway::kill_tree(pid, &data)?;
+    throwaway::reap_adopted("postgres");
     for lock in [data.join("postmaster.pid"), data.join(format!(".s.PGSQL.{PORT}.lock"))] {
         match std::fs::remove_file(&lock) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io(&lock, "cannot remove", e)),
@@ -284,10 +292,37 @@ fn read_pid(data: &Path) -> Result<Option<i32>> {
     }
 }
 
+/// Stops the server and returns once its postmaster has exited (`pg_ctl
+/// -w` only waits for `postmaster.pid` to go, which the postmaster removes
+/// just before it exits).
 fn stop(data: &Path, bins: &Binaries, who: Option<RunAs>, mode: &str) -> Result<()> {
+    let postmaster = read_pid(data)?;
     let mut cmd = command(&bins.pg_ctl, who);
     cmd.arg("stop").arg("-D").arg(data).args(["-m", mode, "-w", "-t", "60", "-s"]);
-    run(cmd, data, "cannot stop the PostgreSQL server")
+    run(cmd, data, "cannot stop the PostgreSQL server")?;
+    match postmaster {
+        Some(pid) => wait_exited(pid, data),
+        None => Ok(()),
+    }
+}
+
+/// How long a stopped postmaster may take to exit once its pid file is gone.
+const EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Waits until the postmaster `pid` has exited, reaping it when it is ours.
+fn wait_exited(pid: i32, data: &Path) -> Result<()> {
+    let deadline = std::time::Instant::now() + EXIT_WAIT;
+    while alive(pid) {
+        throwaway::reap_adopted("postgres");
+        if std::time::Instant::now() > deadline {
+            let secs = EXIT_WAIT.as_secs();
+            return Err(Error::bad_input(data, format!("the stopped server (pid {pid}) did not exit within {secs} s")));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    // It may have become a zombie since the last look.
+    throwaway::reap_adopted("postgres");
+    Ok(())
 }
 
 /// A command for a PostgreSQL program: as `who` when given, in a session

@@ -59,6 +59,7 @@ pub(super) fn matrix_options(opts: &AdviseOptions, mean: f64) -> MatrixOptions {
     m.engines.clone_from(&opts.engines);
     m.workdir.clone_from(&opts.workdir);
     m.rounds.budget = Some(Duration::from_secs(if opts.quick { 1 } else { 3 }));
+    m.rounds.clock = opts.clock;
     m
 }
 
@@ -128,6 +129,7 @@ pub(super) fn aging_options(opts: &AdviseOptions, (count, mean): (u32, f64), tho
     a.remedies = false;
     a.bands = false;
     a.rounds.budget = Some(aging_round_budget(thorough));
+    a.rounds.clock = opts.clock;
     a.rounds.max_rounds = if thorough { 8 } else { 4 };
     a
 }

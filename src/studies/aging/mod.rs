@@ -92,6 +92,7 @@ impl AgingOptions {
                 target: rounds::DEFAULT_TARGET,
                 seed: rounds::DEFAULT_SEED,
                 latency: true,
+                clock: crate::measure::clock::Clock::REAL,
             },
             layouts: None,
             remedies: true,

@@ -298,6 +298,7 @@ impl ConcurrencyOptions {
                 target: crate::measure::rounds::DEFAULT_TARGET,
                 seed: crate::measure::rounds::DEFAULT_SEED,
                 latency: true,
+                clock: crate::measure::clock::Clock::REAL,
             },
         }
     }

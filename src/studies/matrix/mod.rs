@@ -102,6 +102,7 @@ impl Default for MatrixOptions {
                 target: crate::measure::rounds::DEFAULT_TARGET,
                 seed: crate::measure::rounds::DEFAULT_SEED,
                 latency: true,
+                clock: crate::measure::clock::Clock::REAL,
             },
             workdir: default_workdir(),
             seed: 1,

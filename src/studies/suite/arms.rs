@@ -4,7 +4,7 @@
 //! enough or its share of the budget is spent.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::ids;
 use super::options::{SuiteObserver, SuiteOptions};
@@ -12,7 +12,7 @@ use super::steps::{cold_steps, dataset_path, selected, Step};
 use crate::drivers::run::{RunArm, RunOptions};
 use crate::engine;
 use crate::measure::rounds::RoundSet;
-use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundsPlan};
+use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundsPlan, StopReason};
 use crate::measure::Experiment;
 use crate::records::keys::Order;
 use crate::records::{EngineKind, KvSync, Plan};
@@ -37,6 +37,10 @@ pub(super) struct Measured {
     pub experiments: Vec<Experiment>,
     pub rounds: Vec<RoundSet>,
     pub notes: Vec<String>,
+    /// The deadline had passed before the rounds (the caller's set-up
+    /// took the whole budget): every set runs one round of each arm, so
+    /// every arm is measured, and stops for the budget.
+    pub past_deadline: bool,
 }
 
 /// Runs the read rounds, then the cold reads' (when asked: a share of the
@@ -58,10 +62,12 @@ pub(super) fn measure_rounds(
     });
     reads.extend(control);
     let cold = cold_steps(opts);
-    let start = Instant::now();
+    let clock = opts.rounds.clock;
+    let start = clock.now();
     let budget = opts.deadline.map(|d| d.saturating_duration_since(start)).or(opts.rounds.budget);
     let share = if cold.is_empty() { READ_SHARE } else { READ_SHARE + 1 };
-    let read_plan = RoundsPlan { budget: budget.map(|b| b / share), ..opts.rounds };
+    // Never zero: a zero budget is the user's error, refused before any work.
+    let read_plan = RoundsPlan { budget: budget.map(|b| (b / share).max(Duration::from_millis(1))), ..opts.rounds };
     run_set("suite/reads", opts, work, pristine, &reads, &read_plan, observer, out)?;
     if crate::measure::stop_requested() {
         return Ok(());
@@ -75,7 +81,7 @@ pub(super) fn measure_rounds(
     }
     // The writes get what the reads left; at least a second, so the
     // budget rule (at least one round, with a warning) still applies.
-    let left = |b: Duration| b.saturating_sub(start.elapsed()).max(Duration::from_secs(1));
+    let left = |b: Duration| b.saturating_sub(clock.since(start)).max(Duration::from_secs(1));
     let write_plan = RoundsPlan { budget: budget.map(left), ..opts.rounds };
     run_set("suite/writes", opts, work, pristine, &writes, &write_plan, observer, out)
 }
@@ -134,8 +140,9 @@ fn run_set(
     // Preparing the arms (copies of the database) took some of the time
     // left: with a deadline, the rounds get no more than what remains.
     let plan = &match opts.deadline {
+        _ if out.past_deadline => RoundsPlan { max_rounds: 1, budget: None, ..*plan },
         Some(d) => {
-            let left = d.saturating_duration_since(Instant::now()).max(Duration::from_secs(1));
+            let left = d.saturating_duration_since(plan.clock.now()).max(Duration::from_secs(1));
             RoundsPlan { budget: Some(plan.budget.map_or(left, |b| b.min(left))), ..*plan }
         }
         None => *plan,
@@ -145,8 +152,13 @@ fn run_set(
     observer.begin(&format!("{} arms in rounds ({id})", steps.len()), runs);
     // Cold arms wait for the same pairs as their warm twins.
     let plain: Vec<String> = ids.iter().map(|i| i.strip_prefix(ids::COLD_PREFIX).unwrap_or(i).to_string()).collect();
-    let measured =
+    let mut measured =
         run_rounds(id, &ids, &mut dyn_arms, plan, &comparisons(&plain), &mut |done, _| observer.advance(done))?;
+    if out.past_deadline && measured.set.stop == StopReason::MaxRounds {
+        // One round because the budget was spent before it, not because
+        // one was asked for.
+        measured.set.stop = StopReason::Budget;
+    }
     for ((arm, m), step) in arms.into_iter().zip(measured.measured).zip(steps) {
         let report = arm.finish(&step.id, &step.label, m)?;
         observer.measured(&report.experiment);

@@ -69,6 +69,7 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
 
 fn blocks(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &str) -> Vec<Block> {
     let mut b = vec![Block::Paragraph(words::recommendation(r, s)), Block::Paragraph(words::workload(s))];
+    b.extend(words::over_budget(s).map(Block::Note));
     if !r.excluded.is_empty() {
         b.push(Block::Heading("Excluded: cannot meet the durability need".into()));
         b.push(Block::List(r.excluded.iter().map(|e| words::exclusion(e, s)).collect()));
@@ -353,6 +354,9 @@ fn charts(file: &ResultFile, r: &Ranking, s: &AdviseSection, sfx: &str) -> Vec<F
 pub fn terminal(file: &ResultFile, _colour: bool) -> String {
     let Some((r, s)) = ranking(file) else { return String::new() };
     let mut out = format!("{}\n{}\n", words::recommendation(&r, s), words::workload(s));
+    if let Some(note) = words::over_budget(s) {
+        out.push_str(&format!("{note}\n"));
+    }
     for e in &r.excluded {
         out.push_str(&format!("  {}\n", words::exclusion(e, s)));
     }
