@@ -386,6 +386,9 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
     );
     let timer = blobbench::engine::backend(report.layout).timer_covers(&opts.settings);
     let _ = writeln!(o, "timer (kvtest's total): {timer}");
+    if let Some(line) = handle_open_line(e) {
+        let _ = writeln!(o, "{line}");
+    }
     // --threads (concurrency): say what a per-op figure means with several readers.
     if e.params.threads > 1 {
         let _ = writeln!(
@@ -463,4 +466,22 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
         let _ = writeln!(o, "warning: {w}");
     }
     o
+}
+
+/// Where the engine's handle was opened, a one-off: in the warm-up (then
+/// the timed runs read through it, kept open) or in timed runs' setups.
+fn handle_open_line(e: &blobbench::measure::Experiment) -> Option<String> {
+    let ms = e.handle_open_ns? as f64 / 1e6;
+    let timed = e.runs.iter().filter(|r| r.opened_handle).count();
+    Some(if timed == 0 {
+        format!(
+            "one-off, in no figure here: the engine's handle opened in {ms:.3} ms in the warm-up and stayed open; \
+             the timed runs' setup only began their transaction on it"
+        )
+    } else {
+        format!(
+            "the engine's handle opened in the setup of {timed} timed run{} ({ms:.3} ms the first time)",
+            plural(timed as u32)
+        )
+    })
 }
