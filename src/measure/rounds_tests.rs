@@ -145,6 +145,7 @@ impl Arm for Slow {
             misses: 0,
             bytes: 1,
             phases: Phases { loop_ns: ns, kvtest_total_ns: ns, ..Phases::default() },
+            opened_handle: false,
         })
     }
 }
