@@ -8,6 +8,7 @@ use blobbench::engine::dataset::{self, from_dir, StatReport};
 use blobbench::records::sizes::parse_size_dist;
 use blobbench::records::{DatasetSpec, SizeDist};
 use blobbench::records::{EngineKind, EngineSettings, PgParams, PgStorage};
+use blobbench::report::{table_text, ColumnKind, Table};
 use blobbench::util::units;
 
 use super::progress;
@@ -193,9 +194,9 @@ pub fn stat(args: StatArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
-    match &report {
+    // kvtest's lines first, in kvtest's format; then blobbench's, as a table.
+    let facts = match &report {
         StatReport::Db(s) => {
-            // kvtest's lines first, in kvtest's format.
             print_sizes(s.entries, s.avg_size, s.min_size, s.max_size);
             println!("Page-size:          {:8}", s.page_size);
             println!("Page-count:         {:8}", s.page_count);
@@ -203,40 +204,55 @@ pub fn stat(args: StatArgs) -> anyhow::Result<()> {
             for line in &s.integrity {
                 println!("Integrity-check:    {line}");
             }
-            println!("Journal mode:       {:>8}", s.journal_mode);
-            println!("Content bytes:      {:>14}", s.content_bytes);
-            println!("File bytes:         {:>14}", s.file_bytes + s.wal_bytes);
-            println!("Allocated bytes:    {:>14}  (blocks on disk, as du counts them)", s.allocated_bytes);
+            vec![
+                fact("Journal mode:", &s.journal_mode, ""),
+                fact("Content bytes:", s.content_bytes, ""),
+                fact("File bytes:", s.file_bytes + s.wal_bytes, ""),
+                fact("Allocated bytes:", s.allocated_bytes, DU),
+            ]
         }
         StatReport::Dir(s) => {
-            println!("EngineKind:             {:>8}", s.layout.name());
             print_sizes(s.entries, s.avg_size, s.min_size, s.max_size);
-            println!("Directories:        {:8}", s.directories);
-            println!("Content bytes:      {:>14}", s.content_bytes);
-            println!("Apparent bytes:     {:>14}  (files and directories, as ls shows them)", s.apparent_bytes);
-            println!("Allocated bytes:    {:>14}  (blocks on disk, as du counts them)", s.allocated_bytes);
+            vec![
+                fact("Layout:", s.layout.name(), ""),
+                fact("Directories:", s.directories, ""),
+                fact("Content bytes:", s.content_bytes, ""),
+                fact("Apparent bytes:", s.apparent_bytes, "(files and directories, as ls shows them)"),
+                fact("Allocated bytes:", s.allocated_bytes, DU),
+            ]
         }
         StatReport::Server(s) => {
-            println!("Engine:             {:>8}  ({})", s.engine.name(), s.blobs_in);
             let avg = if s.entries > 0 { s.content_bytes as f64 / s.entries as f64 } else { 0.0 };
             print_sizes(s.entries, avg, s.min_size, s.max_size);
-            println!("Content bytes:      {:>14}", s.content_bytes);
-            for line in &s.sizes {
-                println!("{:<20}{:>14}  ({})", format!("{}:", line.name), line.bytes, line.how);
-            }
-            if let Some(local) = &s.local {
-                println!("Allocated bytes:    {:>14}  ({}, as du counts them)", local.allocated_bytes, local.covers);
-            }
+            let mut facts = vec![
+                fact("Engine:", s.engine.name(), &format!("({})", s.blobs_in)),
+                fact("Content bytes:", s.content_bytes, ""),
+            ];
+            facts.extend(s.sizes.iter().map(|l| fact(&format!("{}:", l.name), l.bytes, &format!("({})", l.how))));
+            let du = s.local.as_ref().map(|l| (l.allocated_bytes, format!("({}, as du counts them)", l.covers)));
+            facts.extend(du.map(|(bytes, covers)| fact("Allocated bytes:", bytes, &covers)));
+            facts
         }
         StatReport::Kv(s) => {
-            println!("Engine:             {:>8}", s.engine.name());
             print_sizes(s.entries, s.avg_size, s.min_size, s.max_size);
-            println!("Content bytes:      {:>14}", s.content_bytes);
-            println!("File bytes:         {:>14}  (the engine's files, as ls shows them)", s.file_bytes);
-            println!("Allocated bytes:    {:>14}  (blocks on disk, as du counts them)", s.allocated_bytes);
+            vec![
+                fact("Engine:", s.engine.name(), ""),
+                fact("Content bytes:", s.content_bytes, ""),
+                fact("File bytes:", s.file_bytes, "(the engine's files, as ls shows them)"),
+                fact("Allocated bytes:", s.allocated_bytes, DU),
+            ]
         }
-    }
+    };
+    let facts = Table::new(&["", "", ""], facts).with_kinds(&[ColumnKind::Text, ColumnKind::Figure]);
+    println!("{}", table_text(&facts, false).trim_end());
     Ok(())
+}
+
+const DU: &str = "(blocks on disk, as du counts them)";
+
+/// One row of `stat`'s table: what, how much, and what that counts.
+fn fact(label: &str, value: impl std::fmt::Display, note: &str) -> Vec<String> {
+    vec![label.to_string(), value.to_string(), note.to_string()]
 }
 
 /// kvtest's four size lines, shared by databases and directories.

@@ -11,6 +11,7 @@ use blobbench::records::mix::parse_mix;
 use blobbench::records::zipf::parse_zipf;
 use blobbench::records::{DbAccess, DbParams, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel};
 use blobbench::records::{EngineSettings, Mix, Plan};
+use blobbench::report::{table_text, Table};
 use blobbench::results::{self, ResultFile};
 use blobbench::util::units;
 use blobbench::util::units::plural;
@@ -385,6 +386,9 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
     );
     let timer = blobbench::engine::backend(report.layout).timer_covers(&opts.settings);
     let _ = writeln!(o, "timer (kvtest's total): {timer}");
+    if let Some(line) = handle_open_line(e) {
+        let _ = writeln!(o, "{line}");
+    }
     // --threads (concurrency): say what a per-op figure means with several readers.
     if e.params.threads > 1 {
         let _ = writeln!(
@@ -407,32 +411,25 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
             ms(p.checkpoint_ns)
         );
     }
-    let _ = writeln!(o, "{:<24}{:>10}{:>10}{:>10}{:>10}{:>8}", "", "median", "mean", "min", "max", "cv");
-    for (name, st) in [
+    let rows = [
         (format!("us per {verb} (kvtest)"), &s.per_op_us),
         (format!("us per {verb} (loop)"), &s.loop_per_op_us),
         ("MB/s (kvtest)".to_string(), &s.mb_per_s),
-    ] {
-        let _ = writeln!(
-            o,
-            "{:<24}{:>10.3}{:>10.3}{:>10.3}{:>10.3}{:>7.1}%",
-            name, st.median, st.mean, st.min, st.max, st.cv_pct
-        );
-    }
+    ];
+    let rows = rows.map(|(name, st)| {
+        let figures = [st.median, st.mean, st.min, st.max].map(|v| format!("{v:.3}"));
+        std::iter::once(name).chain(figures).chain([format!("{:.1}%", st.cv_pct)]).collect()
+    });
+    o.push_str(&table_text(&Table::new(&["", "median", "mean", "min", "max", "cv"], rows.to_vec()), false));
     if let Some(l) = &e.latency {
-        let _ = writeln!(
-            o,
-            "latency per {verb} (us, {} ops over all timed runs): p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  max {:.2}",
-            l.count, l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.max_us
-        );
-        for c in &e.class_latency {
-            let l = &c.latency;
-            let _ = writeln!(
-                o,
-                "  {:<9} (us, {} ops): p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  max {:.2}",
-                c.class, l.count, l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.max_us
-            );
-        }
+        let classes = e.class_latency.iter().map(|c| (c.class.clone(), &c.latency));
+        let rows = std::iter::once(("all, over the timed runs".to_string(), l)).chain(classes).map(|(name, l)| {
+            let figures = [l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.max_us].map(|v| format!("{v:.2}"));
+            [name, l.count.to_string()].into_iter().chain(figures).collect()
+        });
+        let first = format!("latency per {verb} (us)");
+        let headers = [first.as_str(), "ops", "p50", "p90", "p99", "p99.9", "max"];
+        o.push_str(&table_text(&Table::new(&headers, rows.collect()), false));
         let _ = writeln!(
             o,
             "harness: one clock read per op costs {:.0} ns = {:.2}% of the loop's mean per-op time",
@@ -469,4 +466,22 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
         let _ = writeln!(o, "warning: {w}");
     }
     o
+}
+
+/// Where the engine's handle was opened, a one-off: in the warm-up (then
+/// the timed runs read through it, kept open) or in timed runs' setups.
+fn handle_open_line(e: &blobbench::measure::Experiment) -> Option<String> {
+    let ms = e.handle_open_ns? as f64 / 1e6;
+    let timed = e.runs.iter().filter(|r| r.opened_handle).count();
+    Some(if timed == 0 {
+        format!(
+            "one-off, in no figure here: the engine's handle opened in {ms:.3} ms in the warm-up and stayed open; \
+             the timed runs' setup only began their transaction on it"
+        )
+    } else {
+        format!(
+            "the engine's handle opened in the setup of {timed} timed run{} ({ms:.3} ms the first time)",
+            plural(timed as u32)
+        )
+    })
 }

@@ -107,7 +107,8 @@ impl SuiteArgs {
     }
 }
 
-/// One line per experiment: a bar with an ETA while it runs, then its result.
+/// On a terminal, a bar with an ETA per experiment, then its figures; on
+/// stdout, one line per dataset built.
 pub(super) struct Lines {
     bar: Mutex<Option<ProgressBar>>,
     terminal: bool,
@@ -140,12 +141,18 @@ impl SuiteObserver for Lines {
         }
     }
 
+    /// Progress only, on a terminal: the figures are the latency table the
+    /// summary draws at the end.
     fn measured(&self, e: &Experiment) {
+        if !self.terminal {
+            return;
+        }
         let p99 = e.latency.map(|l| format!(", p99 {:.1} us", l.p99_us)).unwrap_or_default();
-        self.line(&format!(
-            "{:<40} {:>10.2} us per op (median of {}, cv {:.0}%){p99}",
+        self.finish_bar();
+        eprintln!(
+            "{}: {:.2} us per op (median of {}, cv {:.0}%){p99}",
             e.label, e.summary.per_op_us.median, e.summary.runs, e.summary.per_op_us.cv_pct
-        ));
+        );
     }
 }
 
@@ -156,13 +163,17 @@ impl Lines {
 
     /// Ends the bar of what just finished and prints its line.
     fn line(&self, line: &str) {
+        self.finish_bar();
+        // Results go to stdout; stderr is left for the one error line.
+        println!("{line}");
+    }
+
+    fn finish_bar(&self) {
         if let Ok(mut slot) = self.bar.lock() {
             if let Some(bar) = slot.take() {
                 bar.finish_and_clear();
             }
         }
-        // Results go to stdout; stderr is left for the one error line.
-        println!("{line}");
     }
 }
 

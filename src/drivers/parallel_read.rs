@@ -100,7 +100,7 @@ impl Arm for ParallelArm {
 
 /// The largest key, from one untimed session that asks for it.
 fn largest_key(engine: &dyn Engine) -> Result<u32> {
-    let session = engine.open(OpenMode { write: false, find_max: true })?;
+    let session = engine.open(OpenMode { write: false, find_max: true, keep: false })?;
     let max = session.info().max_key;
     session.close()?;
     match max {
@@ -144,7 +144,7 @@ fn one_run(
                 s.spawn(move || {
                     let mut hist = want_latency.then(Latency::new);
                     let spec = SessionSpec {
-                        mode: OpenMode::READ,
+                        mode: OpenMode::measured(false, false),
                         max_id: Some(max_id),
                         keys: |max| keys_for(opts, i, threads, max),
                         count,
@@ -199,7 +199,13 @@ fn one_run(
         }
     }
     let sum = |f: fn(&SessionRun) -> u64| runs.iter().map(|(r, _)| f(r)).sum::<u64>();
-    let outcome = RunOutcome { ops: sum(|r| r.ops), misses: sum(|r| r.misses), bytes: sum(|r| r.bytes), phases };
+    let outcome = RunOutcome {
+        ops: sum(|r| r.ops),
+        misses: sum(|r| r.misses),
+        bytes: sum(|r| r.bytes),
+        phases,
+        opened_handle: runs.iter().any(|(r, _)| r.info.opened_handle),
+    };
     Ok((outcome, info))
 }
 

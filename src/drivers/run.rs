@@ -211,7 +211,7 @@ impl RunArm {
             (None, None) => Work::Read,
         };
         let spec = SessionSpec {
-            mode: OpenMode { write: opts.writes(), find_max: max_id.is_none() },
+            mode: OpenMode::measured(opts.writes(), max_id.is_none()),
             max_id: *max_id,
             keys: |max| match &zipf {
                 Some(table) => KeySequence::zipf(Arc::clone(table), KvtestRng::new()),
@@ -333,7 +333,7 @@ pub(crate) fn validate(opts: &RunOptions) -> Result<()> {
 /// The largest key, asked of a session opened outside every timer (SQLite
 /// otherwise finds it inside its timed setup, as kvtest does).
 fn largest_key(engine: &dyn Engine) -> Result<u32> {
-    let session = engine.open(OpenMode { write: false, find_max: true })?;
+    let session = engine.open(OpenMode { write: false, find_max: true, keep: false })?;
     let max = session.info().max_key;
     session.close()?;
     max.filter(|&m| m > 0)

@@ -193,6 +193,7 @@ impl SessionRun {
             misses: self.misses,
             bytes: self.bytes,
             phases: self.times.phases(&self.info, checkpoint_apart),
+            opened_handle: self.info.opened_handle,
         }
     }
 }

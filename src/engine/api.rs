@@ -16,11 +16,24 @@ pub struct OpenMode {
     /// Ask the engine for its largest key inside the setup phase, as kvtest
     /// does for a database when no --max-id is given.
     pub find_max: bool,
+    /// Keep the session's handle (connection, environment, database) open
+    /// after it closes, for the engine's next session, as a long-running
+    /// reader keeps its database open (see `engine::keep`). The drivers
+    /// set it for the sessions of measured read runs; a write session
+    /// never keeps, and closes what earlier sessions kept first, so that
+    /// work an engine defers to its close (SQLite's closing checkpoint,
+    /// redb's and fjall's final sync) happens in its own close phase.
+    pub keep: bool,
 }
 
 impl OpenMode {
-    pub const READ: OpenMode = OpenMode { write: false, find_max: false };
-    pub const WRITE: OpenMode = OpenMode { write: true, find_max: false };
+    pub const READ: OpenMode = OpenMode { write: false, find_max: false, keep: false };
+    pub const WRITE: OpenMode = OpenMode { write: true, find_max: false, keep: false };
+
+    /// The mode of a measured session: a read session keeps its handle.
+    pub const fn measured(write: bool, find_max: bool) -> OpenMode {
+        OpenMode { write, find_max, keep: !write }
+    }
 }
 
 /// What is learnt about a dataset before any timed run.
@@ -45,6 +58,10 @@ pub struct SessionInfo {
     /// The close runs a checkpoint (an SQLite WAL): timed as its own phase
     /// when the run asks for that.
     pub close_checkpoints: bool,
+    /// This session opened the engine's handle (connection, environment,
+    /// database) rather than finding one kept open: its setup phase holds
+    /// that one-off open.
+    pub opened_handle: bool,
 }
 
 /// A dataset opened with one run's settings.
@@ -58,16 +75,21 @@ pub trait Engine: Send + Sync {
     /// outside every timer; later sessions rely on what it found.
     fn survey(&mut self, for_writes: bool) -> Result<Survey>;
 
-    /// The setup phase: open, settings, begin the run's transaction.
+    /// The setup phase: open (or take the handle a kept session left
+    /// open, [`OpenMode::keep`]), settings, begin the run's transaction.
+    /// A write session first closes every kept handle.
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>>;
 
     /// Every file whose pages a cold run must drop from the page cache.
     fn cache_files(&self) -> Result<Vec<PathBuf>>;
 
     /// Empties the caches a cold run must not find warm beyond the page
-    /// cache (a database server's own buffers); called before the page
-    /// cache is emptied, outside every timer. Nothing for the in-process
-    /// engines, whose sessions start with empty caches.
+    /// cache: closes every handle kept open ([`OpenMode::keep`]), and with
+    /// it the engine's own cache and maps, so the next session opens it
+    /// again, as a restarted application would; a database server also
+    /// drops its own buffers. Called before the page cache is emptied,
+    /// outside every timer. Nothing for an engine that keeps nothing (one
+    /// file per blob).
     fn drop_own_caches(&self) -> Result<()> {
         Ok(())
     }

@@ -17,8 +17,10 @@
 //! after every write. fjall also persists with `SyncAll` when the database
 //! closes, which the session's close phase times.
 //!
-//! The database opens in the session's setup phase and closes when the
-//! engine's last session closes (fjall locks its directory).
+//! The database opens in a session's setup phase and closes when the
+//! engine's last session closes (fjall locks its directory), unless a read
+//! session kept it (`engine::keep`): then it stays open, its block cache
+//! and open files kept, until a cold run or a write session closes it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,8 +28,9 @@ use std::time::Instant;
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions, PersistMode, Readable, Snapshot};
 
-use super::kv::{self, copy_out, key_bytes, key_of, KvBackend, Shared};
-use crate::engine::api::{take, Engine, OpenMode, Session, Survey};
+use super::keep::Shared;
+use super::kv::{self, copy_out, key_bytes, key_of, KvBackend};
+use crate::engine::api::{take, Engine, OpenMode, Session, SessionInfo, Survey};
 use crate::engine::report::{ExportReport, KvStat};
 use crate::records::{EngineKind, KvParams, KvSync};
 use crate::util::progress::Progress;
@@ -86,8 +89,10 @@ impl FjallEngine {
         FjallEngine { path: path.to_path_buf(), params, shared: Shared::new() }
     }
 
-    fn handle(&self) -> Result<Arc<Handle>> {
-        self.shared.get_or_open(|| open_handle(&self.path))
+    /// The open database (kept open after its sessions with `keep`), and
+    /// whether this call opened it.
+    fn handle(&self, keep: bool) -> Result<(Arc<Handle>, bool)> {
+        self.shared.get_or_open(keep, || open_handle(&self.path))
     }
 }
 
@@ -116,7 +121,7 @@ impl Engine for FjallEngine {
         if for_writes {
             kv::check_writable(&kv::dataset_files(&self.path)?)?;
         }
-        let h = self.handle()?;
+        let (h, _) = self.handle(false)?;
         let Some(last) = h.ks.last_key_value() else {
             return Err(kv::empty(&self.path, KIND));
         };
@@ -127,11 +132,15 @@ impl Engine for FjallEngine {
     }
 
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
-        let handle = self.handle()?;
+        if mode.write {
+            self.shared.release();
+        }
+        let (handle, opened) = self.handle(mode.keep)?;
         let snapshot = (!self.params.multitrans && !mode.write).then(|| handle.db.snapshot());
         Ok(Box::new(FjallSession {
             snapshot,
             handle,
+            opened,
             write: mode.write,
             params: self.params,
             path: self.path.clone(),
@@ -142,12 +151,20 @@ impl Engine for FjallEngine {
     fn cache_files(&self) -> Result<Vec<PathBuf>> {
         kv::dataset_files(&self.path)
     }
+
+    /// Closes the kept database, and with it fjall's block cache.
+    fn drop_own_caches(&self) -> Result<()> {
+        self.shared.release();
+        Ok(())
+    }
 }
 
 pub struct FjallSession {
     /// The run's snapshot (reads without `multitrans`).
     snapshot: Option<Snapshot>,
     handle: Arc<Handle>,
+    /// This session opened the database (none was kept open).
+    opened: bool,
     write: bool,
     params: KvParams,
     path: PathBuf,
@@ -179,6 +196,10 @@ impl FjallSession {
 impl Session for FjallSession {
     fn last_read(&self) -> Option<&[u8]> {
         Some(&self.buf)
+    }
+
+    fn info(&self) -> SessionInfo {
+        SessionInfo { opened_handle: self.opened, ..SessionInfo::default() }
     }
 
     #[inline]
@@ -260,7 +281,7 @@ fn scan(path: &Path, h: &Handle) -> Result<kv::Scan> {
 /// What `stat` says about the fjall dataset at `dir`.
 fn stat(dir: &Path) -> Result<KvStat> {
     let s = {
-        let h = FjallEngine::new(dir, KvParams::default()).handle()?;
+        let (h, _) = FjallEngine::new(dir, KvParams::default()).handle(false)?;
         scan(dir, &h)?
     };
     kv::kv_stat(KIND, dir, s)

@@ -22,6 +22,7 @@ pub mod dataset;
 pub mod external;
 pub mod files;
 mod fjall;
+mod keep;
 mod kv;
 pub mod kvtest_db;
 #[cfg(test)]

@@ -15,10 +15,13 @@
 //! without sync; redb makes it durable when the database closes, which the
 //! session's close phase times).
 //!
-//! The database opens in the session's setup phase and closes when the
-//! engine's last session closes (redb allows one handle per file). A run
-//! that only reads opens it read-only (`ReadOnlyDatabase`), so a read
-//! benchmark never rewrites the file's header or free-space state.
+//! The database opens in a session's setup phase and closes when the
+//! engine's last session closes (redb allows one handle per file), unless
+//! a read session kept it (`engine::keep`): then it stays open, redb's
+//! cache (per database, in the heap) filled by the sessions before, until
+//! a cold run or a write session closes it. A run that only reads opens it
+//! read-only (`ReadOnlyDatabase`), so a read benchmark never rewrites the
+//! file's header or free-space state.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -29,8 +32,9 @@ use redb::{
     ReadableTable, Table, TableDefinition, WriteTransaction,
 };
 
-use super::kv::{self, copy_out, key_bytes, KvBackend, Shared};
-use crate::engine::api::{take, Engine, OpenMode, Session, Survey};
+use super::keep::Shared;
+use super::kv::{self, copy_out, key_bytes, KvBackend};
+use crate::engine::api::{take, Engine, OpenMode, Session, SessionInfo, Survey};
 use crate::engine::report::{ExportReport, KvStat};
 use crate::records::{EngineKind, KvParams, KvSync};
 use crate::util::progress::Progress;
@@ -152,7 +156,10 @@ impl Engine for RedbEngine {
     }
 
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
-        let db = self.shared.get_or_open(|| Handle::open(&self.path, mode.write))?;
+        if mode.write {
+            self.shared.release();
+        }
+        let (db, opened) = self.shared.get_or_open(mode.keep, || Handle::open(&self.path, mode.write))?;
         if mode.write {
             db.writable(&self.path)?;
         }
@@ -170,11 +177,17 @@ impl Engine for RedbEngine {
             }
         };
         let (path, durability) = (self.path.clone(), self.durability());
-        Ok(Box::new(RedbSession { txn, write: mode.write, durability, db, path, buf: Vec::new() }))
+        Ok(Box::new(RedbSession { txn, write: mode.write, durability, db, opened, path, buf: Vec::new() }))
     }
 
     fn cache_files(&self) -> Result<Vec<PathBuf>> {
         Ok(vec![self.path.clone()])
+    }
+
+    /// Closes the kept database, and with it redb's cache.
+    fn drop_own_caches(&self) -> Result<()> {
+        self.shared.release();
+        Ok(())
     }
 }
 
@@ -251,6 +264,8 @@ pub struct RedbSession {
     write: bool,
     durability: Durability,
     db: Arc<Handle>,
+    /// This session opened the database (none was kept open).
+    opened: bool,
     path: PathBuf,
     buf: Vec<u8>,
 }
@@ -280,6 +295,10 @@ impl RedbSession {
 impl Session for RedbSession {
     fn last_read(&self) -> Option<&[u8]> {
         Some(&self.buf)
+    }
+
+    fn info(&self) -> SessionInfo {
+        SessionInfo { opened_handle: self.opened, ..SessionInfo::default() }
     }
 
     #[inline]

@@ -182,6 +182,46 @@ mod tests {
         }
     }
 
+    /// Every engine follows the same lifetime rules (`engine::keep`): a
+    /// measured read session keeps its handle for the next one; a cold
+    /// run's `drop_own_caches` and a write session close it, so the next
+    /// session opens it again. One file per blob has no handle.
+    #[test]
+    fn read_sessions_keep_the_handle_until_a_cold_run_or_a_write() {
+        use crate::engine::api::OpenMode;
+        let dir = tempfile::tempdir().unwrap();
+        // PostgreSQL's throwaway cluster runs as `postgres` when tests run as root.
+        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let (db, _) = crate::engine::kv::test_support::tiny_kv(dir.path(), 12);
+        let settings = EngineSettings::default();
+        for b in BACKENDS {
+            let kind = b.kind();
+            let target = dir.path().join(kind.name());
+            let target = if b.build(&db, &target, false, &settings, &Silent).is_ok() { target } else { db.clone() };
+            let mut engine = b.open(&target, &settings);
+            engine.survey(true).unwrap();
+            let has_handle = !kind.is_files();
+            let session = |mode: OpenMode| {
+                let mut s = engine.open(mode).unwrap();
+                let opened = s.info().opened_handle;
+                assert!(s.read(3).unwrap() > 0, "{kind:?}");
+                s.commit().unwrap();
+                s.close().unwrap();
+                opened
+            };
+            let read = OpenMode::measured(false, false);
+            assert_eq!(session(read), has_handle, "{kind:?}: the first session opens the handle");
+            assert!(!session(read), "{kind:?}: the next one finds it kept open");
+            assert!(!session(read), "{kind:?}: and the one after");
+            engine.drop_own_caches().unwrap();
+            assert_eq!(session(read), has_handle, "{kind:?}: a cold run opens it again");
+            assert_eq!(session(OpenMode::measured(true, false)), has_handle, "{kind:?}: a write opens its own");
+            assert_eq!(session(read), has_handle, "{kind:?}: after a write, nothing was kept");
+            assert!(!session(OpenMode::READ), "{kind:?}: kept by the read before");
+            assert!(!session(OpenMode::READ), "{kind:?}: a session that does not keep uses it, and leaves it kept");
+        }
+    }
+
     /// The result schema lists every engine (three `layout` enums) and
     /// every crash-test write mode: a new backend must be added there too.
     #[test]

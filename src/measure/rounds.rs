@@ -245,6 +245,7 @@ pub fn run_rounds(
     let start = clock.now();
     let expected = (u64::from(plan.max_rounds) + u64::from(plan.warmup)) * n as u64;
     let mut done_runs = 0u64;
+    let mut warmup_open_ns: Vec<Option<u64>> = vec![None; n];
     if plan.warmup {
         let mut order: Vec<usize> = (0..n).collect();
         order.shuffle(&mut rng);
@@ -253,7 +254,7 @@ pub fn run_rounds(
             if stop_requested() {
                 return Err(Error::Interrupted);
             }
-            arms[i].run(RunContext { latency: None, timed: false })?;
+            warmup_open_ns[i] = arms[i].run(RunContext { latency: None, timed: false })?.handle_open_ns();
             done_runs += 1;
             after_run(done_runs, expected);
         }
@@ -323,7 +324,8 @@ pub fn run_rounds(
     let measured = samples
         .into_iter()
         .zip(latency)
-        .map(|(runs, latency)| summarise(runs, latency, Vec::new(), interrupted, false))
+        .zip(warmup_open_ns)
+        .map(|((runs, latency), open)| summarise(runs, latency, Vec::new(), interrupted, false).opened_in_warmup(open))
         .collect();
     let set = RoundSet {
         id: id.to_string(),

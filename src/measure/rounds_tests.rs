@@ -22,7 +22,14 @@ impl Arm for Fake {
             ops: 100,
             misses: 0,
             bytes: 100,
-            phases: Phases { loop_ns: total, kvtest_total_ns: total, ..Phases::default() },
+            phases: Phases {
+                setup_ns: 500 * (self.me as u64 + 1),
+                loop_ns: total,
+                kvtest_total_ns: total,
+                ..Phases::default()
+            },
+            // The warm-up opens the engine's handle; the timed runs find it open.
+            opened_handle: !ctx.timed,
         })
     }
 }
@@ -61,6 +68,8 @@ fn every_round_runs_every_arm_once_in_a_recorded_shuffled_order() {
     assert!(orders.len() > 1, "orders are shuffled per round");
     assert_eq!(out.measured[1].runs.len(), 8);
     assert!((out.set.ratio("c", "a").unwrap().value - 3.0).abs() < 1e-9);
+    let opens: Vec<Option<u64>> = out.measured.iter().map(|m| m.handle_open_ns).collect();
+    assert_eq!(opens, [Some(500), Some(1000), Some(1500)], "each arm's one-off open, from its warm-up");
 }
 
 #[test]
@@ -136,6 +145,7 @@ impl Arm for Slow {
             misses: 0,
             bytes: 1,
             phases: Phases { loop_ns: ns, kvtest_total_ns: ns, ..Phases::default() },
+            opened_handle: false,
         })
     }
 }

@@ -41,6 +41,7 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
                 mb_per_s: 10_000.0 / us,
                 os: OsCounters::default(),
                 cold: None,
+                opened_handle: false,
             }
         })
         .collect();
@@ -83,6 +84,7 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
         clock_overhead_pct: 0.2,
         warnings: Vec::new(),
         class_latency: Vec::new(),
+        handle_open_ns: None,
     }
 }
 

@@ -17,6 +17,7 @@ use layout::is_dataset;
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
 use crate::engine::backend::{Backend, Claim, CrashMode, LocalBytes, Probe};
 use crate::engine::files::{self, names::blob_files, names::list_keys};
+use crate::engine::keep::Idle;
 use crate::engine::report::{ExportReport, StatReport};
 use crate::records::{EngineKind, EngineSettings, FileParams};
 use crate::util::progress::Progress;
@@ -95,6 +96,8 @@ pub struct ExternalEngine {
     cache_pages: i64,
     /// How writes write the named files.
     writes: FileParams,
+    /// Name-database connections read sessions kept open (`engine::keep`).
+    idle: Idle<rusqlite::Connection>,
 }
 
 impl ExternalEngine {
@@ -112,6 +115,7 @@ impl ExternalEngine {
             files: files.to_path_buf(),
             cache_pages,
             writes: FileParams::default(),
+            idle: Idle::new(),
         }
     }
 }
@@ -140,13 +144,23 @@ impl Engine for ExternalEngine {
     }
 
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
+        if mode.write {
+            self.idle.clear();
+        }
         let writes = mode.write.then_some(self.writes);
-        Ok(Box::new(ExternalStore::open_for(&self.names_db, &self.files, self.cache_pages, writes)?))
+        let conn = self.idle.lease(mode.keep, || store::connect(&self.names_db, self.cache_pages))?;
+        Ok(Box::new(ExternalStore::on(conn, &self.names_db, &self.files, writes)?))
     }
 
     fn cache_files(&self) -> Result<Vec<PathBuf>> {
         let mut list = blob_files(&self.files, files::FLAT_KIND)?;
         list.push(self.names_db.clone());
         Ok(list)
+    }
+
+    /// Closes the kept name-database connections and their page caches.
+    fn drop_own_caches(&self) -> Result<()> {
+        self.idle.clear();
+        Ok(())
     }
 }

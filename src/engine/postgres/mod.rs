@@ -33,6 +33,7 @@ pub use stat::{stat, PgStat};
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
 use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
+use crate::engine::keep::Idle;
 use crate::engine::report::{ExportReport, StatReport};
 use crate::records::{EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo, ServerInfo};
 use crate::util::progress::Progress;
@@ -151,6 +152,10 @@ pub struct PgEngine {
     kind: EngineKind,
     kv: KvParams,
     pg: PgParams,
+    /// Connections read sessions kept open (`engine::keep`): each a server
+    /// backend with its own caches. Declared before the server, so they
+    /// close before it stops.
+    idle: Idle<postgres::Client>,
     server: Mutex<Option<Arc<conn::Server>>>,
     info: Mutex<Option<PgServerInfo>>,
 }
@@ -164,6 +169,7 @@ impl PgEngine {
             pg: settings.pg.clone(),
             server: Mutex::new(None),
             info: Mutex::new(None),
+            idle: Idle::new(),
         }
     }
 
@@ -208,7 +214,12 @@ impl Engine for PgEngine {
     }
 
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
-        Ok(Box::new(session::PgSession::open(self.server()?, mode.write, self.kv)?))
+        if mode.write {
+            self.idle.clear();
+        }
+        let server = self.server()?;
+        let client = self.idle.lease(mode.keep, || server.connect())?;
+        Ok(Box::new(session::PgSession::open(client, server, mode.write, self.kv)?))
     }
 
     /// The cluster's files (a remote server's are not ours to evict); a
@@ -226,11 +237,13 @@ impl Engine for PgEngine {
         self.info.lock().unwrap_or_else(|e| e.into_inner()).clone().map(ServerInfo::from)
     }
 
-    /// Restarts the throwaway cluster, which empties its `shared_buffers`
-    /// (a fast shutdown writes a checkpoint, then a new server starts, both
-    /// outside the timer). A server the user runs is left alone: its
-    /// buffers stay warm, and the run's `params.server_info` says it is remote.
+    /// Closes the kept connections, then restarts the throwaway cluster,
+    /// which empties its `shared_buffers` (a fast shutdown writes a
+    /// checkpoint, then a new server starts, both outside the timer). A
+    /// server the user runs is left alone: its buffers stay warm, and the
+    /// run's `params.server_info` says it is remote.
     fn drop_own_caches(&self) -> Result<()> {
+        self.idle.clear();
         let mut slot = self.server.lock().unwrap_or_else(|e| e.into_inner());
         let Some(server) = slot.take_if(|s| s.local()) else { return Ok(()) };
         let server = Arc::try_unwrap(server)

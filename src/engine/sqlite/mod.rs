@@ -16,6 +16,7 @@ pub use session::DbSession;
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
 use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
+use crate::engine::keep::Idle;
 use crate::engine::kvtest_db::{open_kv, SQLITE_HEADER};
 use crate::engine::report::{ExportReport, StatReport};
 use crate::records::{DbParams, EngineKind, EngineSettings, SyncLevel};
@@ -116,11 +117,14 @@ pub struct SqliteEngine {
     params: DbParams,
     /// Blob sizes by key, surveyed for writes (an SQL update counts bytes).
     sizes: Option<Arc<Vec<u32>>>,
+    /// Connections read sessions kept open (`engine::keep`), each with
+    /// its page cache.
+    idle: Idle<rusqlite::Connection>,
 }
 
 impl SqliteEngine {
     pub fn new(path: &Path, params: DbParams) -> Self {
-        SqliteEngine { path: path.to_path_buf(), params, sizes: None }
+        SqliteEngine { path: path.to_path_buf(), params, sizes: None, idle: Idle::new() }
     }
 }
 
@@ -148,12 +152,23 @@ impl Engine for SqliteEngine {
     }
 
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
-        let s = DbSession::open(&self.path, &self.params, mode.write, mode.find_max, self.sizes.clone())?;
+        if mode.write {
+            // Its close must be the last one (a WAL's checkpoint runs there).
+            self.idle.clear();
+        }
+        let conn = self.idle.lease(mode.keep, || session::connect(&self.path))?;
+        let s = DbSession::on(conn, &self.path, &self.params, mode.write, mode.find_max, self.sizes.clone())?;
         Ok(Box::new(s))
     }
 
     fn cache_files(&self) -> Result<Vec<PathBuf>> {
         Ok(db_files(&self.path))
+    }
+
+    /// Closes the kept connections, and with them their page caches.
+    fn drop_own_caches(&self) -> Result<()> {
+        self.idle.clear();
+        Ok(())
     }
 
     fn verify_after_reads(&self) -> Result<()> {

@@ -37,6 +37,7 @@ fn fake(us: f64) -> Experiment {
         clock_overhead_pct: 0.0,
         warnings: Vec::new(),
         class_latency: Vec::new(),
+        handle_open_ns: None,
     }
 }
 

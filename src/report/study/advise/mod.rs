@@ -6,7 +6,7 @@
 
 pub mod words;
 
-use crate::report::format::doc::{Block, Chart, Figure, Section, Table, VerdictRow};
+use crate::report::format::doc::{Block, Chart, Figure, Section, Table, Verdict, VerdictRow};
 use crate::report::format::fmt::{bytes, machine_labels, micros};
 use crate::report::format::svg::BarChart;
 use crate::report::study::aging as aging_report;
@@ -89,7 +89,7 @@ fn blocks(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &
     let rows = evidence(file, r, s, label, sfx);
     if !rows.is_empty() {
         b.push(Block::Heading("Evidence: each candidate against the leader".into()));
-        b.push(Block::Verdict(rows));
+        b.push(Block::Verdict(Verdict::new(rows)));
     }
     if let Some(n) = &r.noise {
         b.push(Block::Note(format!(
@@ -158,7 +158,7 @@ fn ranking_table(r: &Ranking, s: &AdviseSection) -> Table {
     if !cold {
         headers.remove(COLD_COLUMN);
     }
-    Table { headers, rows }
+    Table { headers, rows, ..Table::default() }
 }
 
 /// The ranking table's cold reads column (left out when none were measured).

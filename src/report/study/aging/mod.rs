@@ -284,5 +284,5 @@ fn table(s: &AgingSetting) -> Table {
             ]
         })
         .collect();
-    Table { headers: headers.iter().map(|h| h.to_string()).collect(), rows }
+    Table::new(&headers, rows)
 }
