@@ -35,6 +35,31 @@ pub trait Arm {
     fn warms_up(&self) -> bool {
         true
     }
+    /// Operations per run, when the rounds may size its runs by time
+    /// ([`RoundsPlan::run_time`]); None when its runs are fixed.
+    fn ops_per_run(&self) -> Option<u64> {
+        None
+    }
+    /// Sets its operations per run: called once, after its warm-up, when
+    /// the rounds size runs by time; never between timed runs.
+    fn set_ops_per_run(&mut self, _ops: u64) {}
+}
+
+/// Fewest and most operations a run sized by time makes: enough for a
+/// per-op figure however slow each op is, and a bound however fast.
+pub const MIN_SIZED_OPS: u64 = 32;
+pub const MAX_SIZED_OPS: u64 = 1_000_000;
+
+/// Operations per run that make a run take about `target`, judged from a
+/// warm-up run `w`: its loop's time per op, and what it took besides the
+/// loop (open, commit, close, a checkpoint timed apart), which a run pays
+/// once whatever its length. Between [`MIN_SIZED_OPS`] and [`MAX_SIZED_OPS`].
+pub fn sized_ops(target: Duration, w: &RunOutcome) -> u64 {
+    let per_op_ns = (w.phases.loop_ns as f64 / w.ops.max(1) as f64).max(1.0);
+    let whole = w.phases.kvtest_total_ns + w.phases.checkpoint_ns;
+    let one_off_ns = whole.saturating_sub(w.phases.loop_ns) as f64;
+    let room_ns = (target.as_nanos() as f64 - one_off_ns).max(0.0);
+    ((room_ns / per_op_ns) as u64).clamp(MIN_SIZED_OPS, MAX_SIZED_OPS)
 }
 
 /// How many rounds, and when to stop.
@@ -53,6 +78,16 @@ pub struct RoundsPlan {
     pub seed: u64,
     /// Time every operation for percentiles (one clock read per op).
     pub latency: bool,
+    /// Size runs by time: each arm that can be sized ([`Arm::ops_per_run`])
+    /// gets its operations per run set once from its warm-up (which it then
+    /// takes even when it would skip one) so that a run takes about this
+    /// long, fixed for every round so the rounds stay comparable. None
+    /// keeps each arm's own count.
+    pub run_time: Option<Duration>,
+    /// Rounds that run even when the budget is spent (rounds sized by time
+    /// have a known cost, so a caller can promise paired rounds); 1 is the
+    /// round that always runs.
+    pub least_rounds: u32,
 }
 
 /// Default precision target: +/-5%.
@@ -61,6 +96,21 @@ pub const DEFAULT_TARGET: f64 = 0.05;
 pub const DEFAULT_SEED: u64 = 0x0B10_B5EED;
 
 impl RoundsPlan {
+    /// At most `max_rounds` within `budget`, each arm warmed up once, to
+    /// the default target and seed, with latency; runs keep their counts.
+    pub fn new(max_rounds: u32, budget: Option<Duration>) -> Self {
+        RoundsPlan {
+            warmup: true,
+            max_rounds,
+            budget,
+            target: DEFAULT_TARGET,
+            seed: DEFAULT_SEED,
+            latency: true,
+            run_time: None,
+            least_rounds: 1,
+        }
+    }
+
     /// Checks the plan before any work: a zero count or budget is refused.
     pub fn validate(&self) -> Result<()> {
         if self.max_rounds == 0 {
@@ -124,7 +174,7 @@ pub fn stop_after(
     if done >= plan.min_rounds() && widest.is_some_and(|w| w <= plan.target) {
         return Some(StopReason::Precise);
     }
-    let budget = plan.budget?;
+    let budget = plan.budget.filter(|_| done >= plan.least_rounds)?;
     let per_round = in_rounds / done.max(1);
     (elapsed + per_round > budget).then_some(StopReason::Budget)
 }
@@ -158,6 +208,14 @@ pub struct RoundSet {
     pub rounds: Vec<Round>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The time each arm's run was sized to take ([`RoundsPlan::run_time`]);
+    /// absent when the arms kept their own counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_time_s: Option<f64>,
+    /// Operations each arm made per timed run, by arm index (the same in
+    /// every round); absent in older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ops_per_run: Vec<u64>,
 }
 
 impl RoundSet {
@@ -241,15 +299,20 @@ pub fn run_rounds(
     let start = Instant::now();
     let expected = (u64::from(plan.max_rounds) + u64::from(plan.warmup)) * n as u64;
     let mut done_runs = 0u64;
-    if plan.warmup {
+    // An arm sized by time takes its warm-up, to be sized from it.
+    let sized = |arm: &dyn Arm| plan.run_time.is_some() && arm.ops_per_run().is_some();
+    if plan.warmup || plan.run_time.is_some() {
         let mut order: Vec<usize> = (0..n).collect();
         order.shuffle(&mut rng);
-        order.retain(|&i| arms[i].warms_up());
+        order.retain(|&i| (plan.warmup && arms[i].warms_up()) || sized(&*arms[i]));
         for &i in &order {
             if stop_requested() {
                 return Err(Error::Interrupted);
             }
-            arms[i].run(RunContext { latency: None, timed: false })?;
+            let warm = arms[i].run(RunContext { latency: None, timed: false })?;
+            if let Some(target) = plan.run_time.filter(|_| sized(&*arms[i])) {
+                arms[i].set_ops_per_run(sized_ops(target, &warm));
+            }
             done_runs += 1;
             after_run(done_runs, expected);
         }
@@ -316,6 +379,7 @@ pub fn run_rounds(
         ));
     }
     let interrupted = stop == StopReason::Interrupted;
+    let ops_per_run = samples.iter().map(|runs| runs.first().map_or(0, |r| r.ops)).collect();
     let measured = samples
         .into_iter()
         .zip(latency)
@@ -332,6 +396,8 @@ pub fn run_rounds(
         stop,
         rounds,
         warnings,
+        run_time_s: plan.run_time.map(|t| t.as_secs_f64()),
+        ops_per_run,
     };
     Ok(RoundsOutcome { measured, set })
 }
@@ -359,6 +425,8 @@ pub(crate) fn synthetic(id: &str, arms: &[&str], rows: &[Vec<f64>]) -> RoundSet 
             })
             .collect(),
         warnings: vec![],
+        run_time_s: None,
+        ops_per_run: Vec::new(),
     }
 }
 

@@ -203,5 +203,7 @@ pub fn round_set(id: &str, arms: &[&str], rounds: Vec<(Vec<f64>, Load)>) -> Roun
             })
             .collect(),
         warnings: vec![],
+        run_time_s: None,
+        ops_per_run: vec![],
     }
 }

@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use crate::engine::dataset::{self, from_dir, from_dir::Scan};
 use crate::measure::envinfo::{self, Environment};
-use crate::measure::rounds::{self, RoundsPlan};
+use crate::measure::rounds::RoundsPlan;
 use crate::measure::stop_requested;
 use crate::records::{EngineKind, SizeSource};
 use crate::util::fsutil;
@@ -85,14 +85,7 @@ impl AgingOptions {
             quick,
             engines: Vec::new(),
             churn_pct: 0.0,
-            rounds: RoundsPlan {
-                warmup: true,
-                max_rounds: if quick { 4 } else { 12 },
-                budget: Some(Duration::from_secs(if quick { 2 } else { 20 })),
-                target: rounds::DEFAULT_TARGET,
-                seed: rounds::DEFAULT_SEED,
-                latency: true,
-            },
+            rounds: RoundsPlan::new(if quick { 4 } else { 12 }, Some(Duration::from_secs(if quick { 2 } else { 20 }))),
             layouts: None,
             remedies: true,
             bands: true,

@@ -79,6 +79,7 @@ pub(crate) fn fixed_section() -> MatrixSection {
         sizes_from: None,
         engines: Vec::new(),
         engine_page_size: None,
+        db_read: DbRead::Sql,
     };
     MatrixSection::new(params, cells)
 }

@@ -24,8 +24,10 @@ pub const CONTROL_ID: &str = "control/db-blob";
 /// The arm the control repeats.
 pub const CONTROL_OF: &str = ids::READ_DB_BLOB;
 
-/// The id of the cold reads' round set.
+/// The ids of the warm reads', the cold reads' and the writes' round sets.
+pub const WARM_READS: &str = "suite/reads";
 pub const COLD_READS: &str = "suite/cold-reads";
+pub const WRITES: &str = "suite/writes";
 
 /// Share of the budget the reads may take (one third); the writes get the
 /// rest (their fsyncs make a write round many times longer than a read round).
@@ -62,7 +64,7 @@ pub(super) fn measure_rounds(
     let budget = opts.deadline.map(|d| d.saturating_duration_since(start)).or(opts.rounds.budget);
     let share = if cold.is_empty() { READ_SHARE } else { READ_SHARE + 1 };
     let read_plan = RoundsPlan { budget: budget.map(|b| b / share), ..opts.rounds };
-    run_set("suite/reads", opts, work, pristine, &reads, &read_plan, observer, out)?;
+    run_set(WARM_READS, opts, work, pristine, &reads, &read_plan, observer, out)?;
     if crate::measure::stop_requested() {
         return Ok(());
     }
@@ -76,8 +78,9 @@ pub(super) fn measure_rounds(
     // The writes get what the reads left; at least a second, so the
     // budget rule (at least one round, with a warning) still applies.
     let left = |b: Duration| b.saturating_sub(start.elapsed()).max(Duration::from_secs(1));
-    let write_plan = RoundsPlan { budget: budget.map(left), ..opts.rounds };
-    run_set("suite/writes", opts, work, pristine, &writes, &write_plan, observer, out)
+    let run_time = opts.sizing.map(|s| s.write_time);
+    let write_plan = RoundsPlan { budget: budget.map(left), run_time, ..opts.rounds };
+    run_set(WRITES, opts, work, pristine, &writes, &write_plan, observer, out)
 }
 
 /// The pairs whose intervals the rounds wait for: the verdict's questions.
@@ -128,7 +131,8 @@ fn run_set(
         }
         let run_opts = run_options(opts, step, &path, db_bytes, out.experiments.len() + i);
         let engine = engine::open(&path, &run_opts.settings())?;
-        arms.push(RunArm::prepare(engine, &run_opts)?);
+        let arm = RunArm::prepare(engine, &run_opts)?;
+        arms.push(if opts.sizing.is_some() { arm.keys_by_round() } else { arm });
     }
     let ids: Vec<String> = steps.iter().map(|s| s.id.clone()).collect();
     // Preparing the arms (copies of the database) took some of the time
@@ -157,13 +161,29 @@ fn run_set(
     Ok(())
 }
 
+/// Writes of a write arm's warm-up when its runs are sized by time: the
+/// run its operations per run are judged from.
+const SIZING_WRITES: u64 = 20;
+
+/// Operations per run of `step`: with rounds sized by time, a fixed number
+/// of reads (warm or cold) and [`SIZING_WRITES`] until the warm-up sizes
+/// the writes; else one read per blob and `write_fraction` of them written.
+fn ops_per_run(opts: &SuiteOptions, step: &Step) -> u64 {
+    let blobs = u64::from(opts.spec.count);
+    match (opts.sizing, step.update) {
+        (Some(_), true) => SIZING_WRITES,
+        (Some(s), false) if step.cold => s.cold_ops,
+        (Some(s), false) => s.read_ops,
+        (None, true) => ((blobs as f64 * opts.write_fraction).round() as u64).max(1),
+        (None, false) => blobs,
+    }
+}
+
 /// The `run` options of one arm; `nth` varies each writer's content (a
 /// rewrite of the bytes already there would cost SQLite almost nothing).
 fn run_options(opts: &SuiteOptions, step: &Step, path: &Path, db_bytes: i64, nth: usize) -> RunOptions {
-    let reads = u64::from(opts.spec.count);
-    let writes = ((reads as f64 * opts.write_fraction).round() as u64).max(1);
     let mut run_opts = RunOptions::new(path);
-    run_opts.count = if step.update { writes } else { reads };
+    run_opts.count = ops_per_run(opts, step);
     run_opts.order = Order::Random;
     run_opts.zipf = opts.zipf;
     run_opts.update = step.update;
@@ -203,6 +223,27 @@ fn restore_database(pristine: &Path, db: &Path) -> Result<()> {
 mod tests {
     use super::super::steps::steps;
     use super::*;
+
+    #[test]
+    fn rounds_sized_by_time_read_a_fixed_number_whatever_the_blobs() {
+        let mut o = SuiteOptions::quick(std::path::PathBuf::from("."));
+        o.spec.count = 100_000;
+        let all = steps(&[]);
+        let read = all.iter().find(|s| s.id == ids::READ_DB_BLOB_MMAP).unwrap();
+        let write = all.iter().find(|s| s.id == ids::WRITE_DB_WAL_FULL).unwrap();
+        let cold = Step { cold: true, ..read.clone() };
+        assert_eq!(ops_per_run(&o, read), 100_000, "the article: one read per blob");
+        assert_eq!(ops_per_run(&o, &cold), 100_000);
+        assert_eq!(ops_per_run(&o, write), 10_000, "and a tenth of them written");
+        let write_time = Duration::from_millis(150);
+        o.sizing = Some(super::super::RoundSizing { read_ops: 4000, cold_ops: 1000, write_time });
+        for count in [10_000, 25_000, 100_000] {
+            o.spec.count = count;
+            assert_eq!(ops_per_run(&o, read), 4000);
+            assert_eq!(ops_per_run(&o, &cold), 1000);
+            assert_eq!(ops_per_run(&o, write), SIZING_WRITES, "until the warm-up sizes it");
+        }
+    }
 
     #[test]
     fn comparisons_follow_the_verdict_questions() {

@@ -9,8 +9,8 @@ pub mod ids;
 mod options;
 mod steps;
 
-pub use arms::{COLD_READS, CONTROL_ID, CONTROL_OF};
-pub use options::{SuiteObserver, SuiteOptions, QUICK_BUDGET};
+pub use arms::{COLD_READS, CONTROL_ID, CONTROL_OF, WARM_READS, WRITES};
+pub use options::{RoundSizing, SuiteObserver, SuiteOptions, QUICK_BUDGET};
 use steps::{cold_steps, dataset_path, selected};
 
 use std::path::Path;
@@ -118,6 +118,13 @@ pub fn run_suite(opts: &SuiteOptions, observer: &dyn SuiteObserver) -> Result<Su
         && outcome.experiments.len() == selected(opts).len() + usize::from(has_control(opts)) + cold_steps(opts).len()
         && outcome.rounds.iter().all(|r| r.stop != rounds::StopReason::Interrupted);
     Ok(outcome)
+}
+
+/// The database settings of the suite's experiment `id` (for a check that
+/// another study reads SQLite as that experiment does).
+#[cfg(test)]
+pub(crate) fn db_params_of(id: &str) -> Option<crate::records::DbParams> {
+    steps::steps(&[]).into_iter().find(|s| s.id == id).map(|s| s.db)
 }
 
 /// Whether the A/A control runs: it repeats `read/db-blob`.

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::measure::rounds::{self, RoundsPlan};
+use crate::measure::rounds::RoundsPlan;
 use crate::measure::Experiment;
 use crate::records::{DatasetSpec, EngineKind, Plan};
 
@@ -41,6 +41,25 @@ pub struct SuiteOptions {
     /// When set, the rounds end by then instead of taking `rounds.budget`
     /// (advise's budget covers the whole command, datasets included).
     pub deadline: Option<std::time::Instant>,
+    /// Rounds sized by time rather than by the dataset (advise); None
+    /// reads every blob once per run on average and writes
+    /// `write_fraction` of them, as the article.
+    pub sizing: Option<RoundSizing>,
+}
+
+/// Rounds whose cost does not grow with the dataset: each read run makes a
+/// fixed number of reads and each write run is sized by time, their keys
+/// drawn at random over the whole dataset, anew each round (the same for
+/// every arm of a round).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RoundSizing {
+    /// Reads per warm read run.
+    pub read_ops: u64,
+    /// Reads per cold read run.
+    pub cold_ops: u64,
+    /// The time each write arm's run is sized to take, from its warm-up
+    /// ([`RoundsPlan::run_time`]).
+    pub write_time: Duration,
 }
 
 impl SuiteOptions {
@@ -56,17 +75,11 @@ impl SuiteOptions {
             engines: Vec::new(),
             from: None,
             zipf: None,
-            rounds: RoundsPlan {
-                warmup: true,
-                max_rounds: 30,
-                budget: Some(Duration::from_secs(900)),
-                target: rounds::DEFAULT_TARGET,
-                seed: rounds::DEFAULT_SEED,
-                latency: true,
-            },
+            rounds: RoundsPlan::new(30, Some(Duration::from_secs(900))),
             only: None,
             cold_also: Vec::new(),
             deadline: None,
+            sizing: None,
         }
     }
 

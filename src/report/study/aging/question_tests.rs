@@ -48,6 +48,8 @@ fn rounds(arms: &[(&str, Vec<f64>)]) -> RoundSet {
             })
             .collect(),
         warnings: vec![],
+        run_time_s: None,
+        ops_per_run: vec![],
     }
 }
 
