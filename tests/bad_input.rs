@@ -271,7 +271,7 @@ fn cases() -> Vec<Case> {
         case("advise --mix 90", none, &["advise", "--mix", "90", "--workdir", "@", "--out", "@rep"], Fail("expected R:W")),
         case("advise --engines nope", none, &["advise", "--engines", "nope", "--workdir", "@", "--out", "@rep"], Fail("unknown key-value engine 'nope'")),
         case("advise --durability maybe", none, &["advise", "--durability", "maybe", "--workdir", "@", "--out", "@rep"], Fail("maybe")),
-        case("advise: a budget too short for one round", none, &["advise", "--budget", "2s", "--workdir", "@", "--out", "@rep"], Fail("is too short for one round of 10000 blobs: give at least")),
+        case("advise: a budget too short for one round", none, &["advise", "--budget", "2s", "--workdir", "@", "--out", "@rep"], Fail("is too short for 10000 blobs (their datasets and 6 paired rounds): give at least")),
         case("advise --budget 0s", none, &["advise", "--budget", "0s", "--workdir", "@", "--out", "@rep"], Fail("longer than 0s")),
         case("advise: not enough free space", none, &["advise", "--count", "100000", "--sizes", "uniform:1000000000", "--workdir", "@", "--out", "@rep"], Fail("not enough free space: advise needs about")),
         case("advise: out inside --from", dir, &["advise", "--from", "@dir", "--workdir", "@", "--out", "@dir/rep"], Fail("is inside --from")),

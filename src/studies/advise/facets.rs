@@ -31,8 +31,10 @@ pub(super) fn matrix_bytes(quick: bool) -> u64 {
 
 /// The size crossover: a one-row matrix (4 KiB pages, sizes from a quarter
 /// of the mean to 64 times it, no writes, the engines considered beside the
-/// files) whose crossovers say above which blob size files read faster than
-/// SQLite, and than each engine, here. None when interrupted.
+/// files, each candidate read through its own read path: SQLite by the
+/// blob API over a memory-mapped database) whose crossovers say above which
+/// blob size files read faster than SQLite, and than each engine, here.
+/// None when interrupted.
 pub(super) fn size_crossover(
     opts: &AdviseOptions,
     mean: f64,
@@ -57,8 +59,13 @@ pub(super) fn matrix_options(opts: &AdviseOptions, mean: f64) -> MatrixOptions {
     m.total_bytes = total;
     m.writes = false;
     m.engines.clone_from(&opts.engines);
+    // SQLite read as its candidate reads, with the suite's page cache.
+    m.db_read = rules::SQLITE_READ;
+    m.cache_bytes = crate::records::DbParams::default().cache_size.unsigned_abs() * u64::from(MATRIX_PAGE_SIZE);
     m.workdir.clone_from(&opts.workdir);
     m.rounds.budget = Some(Duration::from_secs(if opts.quick { 1 } else { 3 }));
+    // A cell's reads cover at most its few MB: the promised rounds are cheap.
+    m.rounds.least_rounds = super::LEAST_ROUNDS;
     m
 }
 
@@ -128,7 +135,10 @@ pub(super) fn aging_options(opts: &AdviseOptions, (count, mean): (u32, f64), tho
     a.remedies = false;
     a.bands = false;
     a.rounds.budget = Some(aging_round_budget(thorough));
-    a.rounds.max_rounds = if thorough { 8 } else { 4 };
+    // Each read set reads the sample (about 10 MB): the promised rounds
+    // are cheap.
+    a.rounds.max_rounds = if thorough { 12 } else { super::LEAST_ROUNDS };
+    a.rounds.least_rounds = super::LEAST_ROUNDS;
     a
 }
 

@@ -12,7 +12,7 @@ use crate::measure::rounds::RoundSet;
 use crate::measure::Experiment;
 use crate::records::DiskUsage;
 use crate::studies::aging::{AgePoint, AgingSection};
-use crate::studies::matrix::{Crossover, EngineCrossover, MatrixSection};
+use crate::studies::matrix::{Crossover, DbRead, EngineCrossover, MatrixSection};
 use crate::studies::suite::{CONTROL_ID, CONTROL_OF};
 
 /// What the recommendation is computed from: the parts of one result file.
@@ -104,7 +104,8 @@ pub struct Aged {
     pub reads: Option<Factor>,
 }
 
-/// A candidate that cannot meet the need, and why.
+/// A candidate that cannot meet the need, and why; with its figures when
+/// measured (taken as the ranked candidates' are, for the table only).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Excluded {
     pub store: Store,
@@ -112,6 +113,11 @@ pub struct Excluded {
     pub fact: CrashFact,
     /// Where the failing fact comes from.
     pub source: CrashSource,
+    pub read_us: Option<f64>,
+    pub write_us: Option<f64>,
+    /// Time per operation at the stated mix, when both were measured.
+    pub mixed_us: Option<f64>,
+    pub allocated_bytes: Option<u64>,
 }
 
 /// What would change the answer.
@@ -124,8 +130,9 @@ pub enum Change {
     Durability { store: Store, need: Durability },
     /// Where files opened directly start to read faster than `against`
     /// (SQLite, or the leading engine; the size matrix's crossover at
-    /// `page_size`), and the largest size measured.
-    Size { crossover: Crossover, page_size: u32, largest_bytes: u32, against: Store },
+    /// `page_size`), the largest size measured, and how the matrix read
+    /// SQLite (its candidate's own path in files since advise read it so).
+    Size { crossover: Crossover, page_size: u32, largest_bytes: u32, against: Store, db_read: DbRead },
     /// With cold reads (data not in the page cache) at the stated mix,
     /// `leader` would rank first; `reads` is its cold reads over the
     /// leader's (an interval holding 1 makes the change unclear).
@@ -213,20 +220,21 @@ pub fn rank(inputs: &Inputs) -> Ranking {
     };
     for store in s.candidates.iter().filter_map(|n| Store::from_name(n)) {
         let crash = s.crash.of(&store.crash_method(need)).cloned();
+        let (read, write) = (median_us(inputs, &store.read_id()), median_us(inputs, &store.write_id(need)));
+        let allocated_bytes = inputs.disk.iter().find(|d| d.layout == store.layout()).map(|d| d.allocated_bytes);
         if let Some((test, fact, source)) = failing(s, store, need) {
-            out.excluded.push(Excluded { store, test, fact, source });
+            let mixed_us = read.zip(write).map(|(r, w)| mixed(r, w, share));
+            let (read_us, write_us) = (read, write);
+            out.excluded.push(Excluded { store, test, fact, source, read_us, write_us, mixed_us, allocated_bytes });
             continue;
         }
         if crash.is_none() {
             out.untested.push(store);
         }
-        let (Some(read_us), Some(write_us)) =
-            (median_us(inputs, &store.read_id()), median_us(inputs, &store.write_id(need)))
-        else {
+        let (Some(read_us), Some(write_us)) = (read, write) else {
             out.unmeasured.push(store);
             continue;
         };
-        let allocated_bytes = inputs.disk.iter().find(|d| d.layout == store.layout()).map(|d| d.allocated_bytes);
         let mixed_us = mixed(read_us, write_us, share);
         out.ranked.push(Ranked {
             store,
@@ -366,14 +374,15 @@ fn changes(inputs: &Inputs, share: f64, out: &Ranking) -> Vec<Change> {
     }
     if let Some(m) = inputs.matrix {
         let largest_bytes = m.cells.iter().map(|c| c.size_bytes).max().unwrap_or(0);
+        let db_read = m.params.db_read;
         for c in &m.crossovers {
-            let crossover = c.direct.clone();
-            changes.push(Change::Size { crossover, page_size: c.page_size, largest_bytes, against: Store::Sqlite });
+            let (crossover, page_size, against) = (c.direct.clone(), c.page_size, Store::Sqlite);
+            changes.push(Change::Size { crossover, page_size, largest_bytes, against, db_read });
         }
         let leading_engine = |e: &&EngineCrossover| leader == Some(Store::Engine(e.engine));
         for c in m.engine_crossovers.iter().filter(leading_engine) {
             let (crossover, against) = (c.read.clone(), Store::Engine(c.engine));
-            changes.push(Change::Size { crossover, page_size: c.page_size, largest_bytes, against });
+            changes.push(Change::Size { crossover, page_size: c.page_size, largest_bytes, against, db_read });
         }
     }
     let other = inputs.section.workload.durability.other();

@@ -6,6 +6,7 @@
 use super::section::{CrashFact, Durability};
 use crate::powercut::Model;
 use crate::records::EngineKind;
+use crate::studies::matrix::DbRead;
 use crate::studies::suite::ids;
 
 /// A place blobs can live, in the configuration advise gives it.
@@ -23,6 +24,10 @@ pub enum Store {
     /// (relaxed) or its durable one (required).
     Engine(EngineKind),
 }
+
+/// SQLite's candidate's read path in the size matrix: its own, the one
+/// [`Store::read_id`] times (`read/db-blob-mmap`: blob API, mmap).
+pub const SQLITE_READ: DbRead = DbRead::BlobApiMmap;
 
 /// The stores every advice considers, besides the `--engines` given.
 pub const ALWAYS: [Store; 3] = [Store::Sqlite, Store::FilesInPlace, Store::FilesReplace];

@@ -6,7 +6,7 @@ use crate::report::format::fmt::{bytes, thousands};
 use crate::studies::advise::rank::{Change, Excluded, Factor, Ranked, Ranking};
 use crate::studies::advise::rules::{self, Store, Test};
 use crate::studies::advise::{AdviseSection, CrashSource, Durability};
-use crate::studies::matrix::{Crossover, CrossoverKind};
+use crate::studies::matrix::{Crossover, CrossoverKind, DbRead};
 
 /// "SQLite" or "redb": what the store is.
 pub fn store_name(store: Store) -> String {
@@ -50,7 +50,8 @@ pub fn workload(s: &AdviseSection) -> String {
     )
 }
 
-fn factor_text(f: &Factor) -> String {
+/// A factor with its interval: "1.38x (1.20-1.52, paired over 8 rounds)".
+pub fn factor_text(f: &Factor) -> String {
     if f.same {
         format!("{:.2}x (the same measurement)", f.value)
     } else if f.paired && f.rounds >= 2 {
@@ -118,12 +119,18 @@ pub fn recommendation(r: &Ranking, s: &AdviseSection) -> String {
 
 /// Why a candidate was excluded, with the facts.
 pub fn exclusion(e: &Excluded, s: &AdviseSection) -> String {
-    let f = &e.fact;
     let (source, model) = match e.source {
         CrashSource::Measured => ("measured here", s.crash.model.clone()),
         CrashSource::Documented => ("documented table", rules::CRASH_MODEL.name().to_string()),
     };
-    let why = match e.test {
+    format!("{}: excluded, {}; {model} model, {source}.", store_name(e.store), exclusion_reason(e))
+}
+
+/// The failing fact alone: "lost 1 acknowledged write in 50 power cuts
+/// (inplace-fsync)".
+pub fn exclusion_reason(e: &Excluded) -> String {
+    let f = &e.fact;
+    match e.test {
         Test::NoDurabilityPromise => format!("{} never acknowledges a write as durable", f.method),
         Test::LostAcknowledged => format!(
             "lost {} acknowledged write{} in {} power cuts ({})",
@@ -141,8 +148,7 @@ pub fn exclusion(e: &Excluded, s: &AdviseSection) -> String {
             f.cuts,
             f.method
         ),
-    };
-    format!("{}: excluded, {why}; {model} model, {source}.", store_name(e.store))
+    }
 }
 
 /// Where the crash facts come from.
@@ -163,43 +169,46 @@ pub fn crash_source(s: &AdviseSection) -> String {
     }
 }
 
+/// One thing that would change the answer, as a clause: "with fewer
+/// reads (76:24 or fewer reads), redb would rank first".
+pub fn change(c: &Change) -> String {
+    match c {
+        Change::Mix { reads_pct, more_reads, leader } => format!(
+            "with {} reads ({}:{} or {} reads), {} would rank first",
+            if *more_reads { "more" } else { "fewer" },
+            reads_pct,
+            100 - reads_pct,
+            if *more_reads { "more" } else { "fewer" },
+            store_name(*leader)
+        ),
+        Change::Size { crossover, page_size, largest_bytes, against, db_read } => {
+            size_change(crossover, (*page_size, *db_read), *largest_bytes, *against)
+        }
+        Change::Cold { leader, reads } => format!(
+            "with the data not in the page cache (reads measured with the cache evicted before each run), {} \
+             would rank first{}",
+            store_name(*leader),
+            reads.filter(|f| f.paired && f.low <= 1.0 && f.high >= 1.0).map_or_else(String::new, |f| format!(
+                ", though not clearly: the interval of its cold reads against the leader's holds 1.0 ({})",
+                interval(&f)
+            ))
+        ),
+        Change::Aged { age, leader } => format!(
+            "after {age} rewrites of every blob (reads slowed or sped up as the aging pass measured), {} would \
+             rank first",
+            store_name(*leader)
+        ),
+        Change::Durability { store, need } => format!(
+            "with --durability {}, {} would no longer be excluded (its writes at that durability were not measured by this run)",
+            need.name(),
+            store_name(*store)
+        ),
+    }
+}
+
 /// The "what would change it" paragraph.
 pub fn what_would_change_it(r: &Ranking) -> String {
-    let mut parts = Vec::new();
-    for c in &r.changes {
-        match c {
-            Change::Mix { reads_pct, more_reads, leader } => parts.push(format!(
-                "with {} reads ({}:{} or {} reads), {} would rank first",
-                if *more_reads { "more" } else { "fewer" },
-                reads_pct,
-                100 - reads_pct,
-                if *more_reads { "more" } else { "fewer" },
-                store_name(*leader)
-            )),
-            Change::Size { crossover, page_size, largest_bytes, against } => {
-                parts.push(size_change(crossover, *page_size, *largest_bytes, *against))
-            }
-            Change::Cold { leader, reads } => parts.push(format!(
-                "with the data not in the page cache (reads measured with the cache evicted before each run), {} \
-                 would rank first{}",
-                store_name(*leader),
-                reads.filter(|f| f.paired && f.low <= 1.0 && f.high >= 1.0).map_or_else(String::new, |f| format!(
-                    ", though not clearly: the interval of its cold reads against the leader's holds 1.0 ({})",
-                    interval(&f)
-                ))
-            )),
-            Change::Aged { age, leader } => parts.push(format!(
-                "after {age} rewrites of every blob (reads slowed or sped up as the aging pass measured), {} would \
-                 rank first",
-                store_name(*leader)
-            )),
-            Change::Durability { store, need } => parts.push(format!(
-                "with --durability {}, {} would no longer be excluded (its writes at that durability were not measured by this run)",
-                need.name(),
-                store_name(*store)
-            )),
-        }
-    }
+    let parts: Vec<String> = r.changes.iter().map(change).collect();
     let mix = if r.changes.iter().any(|c| matches!(c, Change::Mix { .. })) {
         String::new()
     } else if r.ranked.len() > 1 {
@@ -260,12 +269,12 @@ pub fn aging_note(r: &Ranking, sample: u32) -> Option<String> {
     ))
 }
 
-/// The size crossover in words.
-fn size_change(c: &Crossover, page_size: u32, largest: u32, against: Store) -> String {
+/// The size crossover in words, naming the read path of each side.
+fn size_change(c: &Crossover, (page_size, db_read): (u32, DbRead), largest: u32, against: Store) -> String {
     let name = store_name(against);
     let how = match against {
-        Store::Sqlite => format!("{} KiB pages, SQL reads", page_size / 1024),
-        _ => "the same rounds as the files".to_string(),
+        Store::Sqlite => format!("{} KiB pages, {} against files by open/read", page_size / 1024, db_read.short()),
+        _ => format!("{name}'s own reads against files by open/read, in the same rounds"),
     };
     match (c.kind, c.size_bytes) {
         (CrossoverKind::At, Some(size)) => format!(
