@@ -63,7 +63,8 @@ pub(super) fn measure_rounds(
     let start = Instant::now();
     let budget = opts.deadline.map(|d| d.saturating_duration_since(start)).or(opts.rounds.budget);
     let share = if cold.is_empty() { READ_SHARE } else { READ_SHARE + 1 };
-    let read_plan = RoundsPlan { budget: budget.map(|b| b / share), ..opts.rounds };
+    // Never zero: a zero budget is the user's error, refused before any work.
+    let read_plan = RoundsPlan { budget: budget.map(|b| (b / share).max(Duration::from_millis(1))), ..opts.rounds };
     run_set(WARM_READS, opts, work, pristine, &reads, &read_plan, observer, out)?;
     if crate::measure::stop_requested() {
         return Ok(());

@@ -30,10 +30,7 @@ pub fn figure(r: &Ranking, s: &AdviseSection, sfx: &str) -> Option<Figure> {
     let groups: Vec<String> = r.ranked.iter().map(|c| words::store_name(c.store)).collect();
     let values = r.ranked.iter().map(|c| vec![Some(c.mixed_us)]).collect();
     let errors = r.ranked.iter().map(|c| vec![whisker(c)]).collect();
-    let note = format!(
-        "Fastest first; dashed line: the leader ({}). Whiskers: 95% paired interval of each factor against the leader.",
-        words::store_name(leader.store)
-    );
+    let note = "Fastest first; dashed line: the leader; whiskers: 95% paired interval against it.".to_string();
     let mut caption = vec![format!(
         "Each bar is the {mix} blend of the candidate's median read and write times (the figures the ranking \
          uses), durability {}; each whisker is the paired interval of its factor against the leader (reads and \

@@ -126,16 +126,16 @@ fn notes(r: &Ranking) -> Vec<String> {
 fn rounds_note(file: &ResultFile, s: &AdviseSection) -> Option<String> {
     let stores = measured(file, s);
     let need = s.workload.durability;
-    let sets: [(&str, &str, &dyn Fn(&Store) -> String); 3] = [
-        (WARM_READS, "warm reads", &|st| st.read_id()),
-        (COLD_READS, "cold reads", &|st| st.cold_read_id()),
-        (WRITES, "writes", &|st| st.write_id(need)),
-    ];
+    let arm_of = |set: &str, st: &Store| match set {
+        WARM_READS => st.read_id(),
+        COLD_READS => st.cold_read_id(),
+        _ => st.write_id(need),
+    };
     let mut parts = Vec::new();
-    for (id, what, arm_of) in sets {
+    for (id, what) in [(WARM_READS, "warm reads"), (COLD_READS, "cold reads"), (WRITES, "writes")] {
         let Some(set) = file.rounds.iter().find(|r| r.id == id && !r.ops_per_run.is_empty()) else { continue };
         let ops = |st: &Store| {
-            let i = set.arms.iter().position(|a| *a == arm_of(st))?;
+            let i = set.arms.iter().position(|a| *a == arm_of(id, st))?;
             Some((words::store_name(*st), *set.ops_per_run.get(i)?))
         };
         let per: Vec<(String, u64)> = stores.iter().filter_map(ops).collect();

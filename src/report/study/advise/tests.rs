@@ -501,8 +501,8 @@ fn a_faster_factor_is_worded_with_its_interval_turned_the_same_way() {
 fn durable_file_in_rounds() -> ResultFile {
     let mut f = advise_file(Durability::Required, (90, 10), &durable_times());
     let times = durable_times();
-    let (reads, writes): (Vec<(&str, f64)>, Vec<(&str, f64)>) =
-        times.iter().partition(|(id, _)| id.starts_with("read/"));
+    let reads: Vec<(&str, f64)> = times.iter().copied().filter(|(id, _)| id.starts_with("read/")).collect();
+    let writes: Vec<(&str, f64)> = times.iter().copied().filter(|(id, _)| id.starts_with("write/")).collect();
     let wobble = |arms: usize| -> Vec<Vec<f64>> {
         (0..8).map(|r| (0..arms).map(|i| 1.0 + 0.015 * (((r + 2 * i) % 5) as f64 - 2.0)).collect()).collect()
     };
