@@ -118,7 +118,13 @@ fn bad_plans_are_refused() {
 
 #[test]
 fn inconsistent_round_sets_give_no_ratio() {
-    let round = |order: Vec<u32>, f: Vec<f64>| Round { order, per_op_us: f, elapsed_ms: 1.0, load: Load::default() };
+    let round = |order: Vec<u32>, f: Vec<f64>| Round {
+        order,
+        steady_per_op_us: f.clone(),
+        per_op_us: f,
+        elapsed_ms: 1.0,
+        load: Load::default(),
+    };
     let mut set = RoundSet {
         id: "t".into(),
         arms: vec!["a".into(), "b".into()],
@@ -162,4 +168,39 @@ fn a_burst_of_load_on_some_rounds_leaves_the_paired_ratio() {
     .unwrap();
     let r = out.set.ratio("b", "a").unwrap();
     assert!((r.value - 2.0).abs() < 1e-9 && (r.low - 2.0).abs() < 1e-9, "{r:?}");
+}
+
+/// Rounds pair the steady-state figures; kvtest's totals pair only when
+/// asked (the article's charts), and an older set pairs kvtest's.
+#[test]
+fn rounds_pair_the_steady_figures() {
+    let round = |steady: Vec<f64>, kvtest: Vec<f64>| Round {
+        order: vec![0, 1],
+        steady_per_op_us: steady,
+        per_op_us: kvtest,
+        elapsed_ms: 1.0,
+        load: Load::default(),
+    };
+    let mut set = RoundSet {
+        id: "t".into(),
+        arms: vec!["a".into(), "b".into()],
+        seed: 1,
+        warmup: true,
+        target_pct: 5.0,
+        budget_s: None,
+        max_rounds: 3,
+        stop: StopReason::MaxRounds,
+        rounds: (0..3).map(|_| round(vec![4.0, 2.0], vec![1.0, 2.0])).collect(),
+        warnings: vec![],
+    };
+    assert!(set.steady());
+    assert_eq!(set.ratio("a", "b").unwrap().value, 2.0);
+    assert_eq!(set.kvtest_ratio("a", "b").unwrap().value, 0.5);
+    set.rounds[1].steady_per_op_us.pop();
+    assert!(!set.consistent(), "a round missing an arm's steady figure");
+    for r in &mut set.rounds {
+        r.steady_per_op_us.clear();
+    }
+    assert!(!set.steady() && set.consistent());
+    assert_eq!(set.ratio("a", "b").unwrap().value, 0.5, "an older set pairs kvtest's totals");
 }

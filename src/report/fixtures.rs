@@ -38,6 +38,8 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
                 },
                 per_op_us: *us,
                 loop_per_op_us: *us,
+                steady_per_op_us: Some(*us),
+                one_off_us: Some(0.0),
                 mb_per_s: 10_000.0 / us,
                 os: OsCounters::default(),
                 cold: None,
@@ -67,6 +69,7 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
             db: DbParams::default(),
             files: FileParams::default(),
             kv: Default::default(),
+            commit_every: None,
             plan: Plan::default(),
             seed: None,
             zipf_theta: None,
@@ -197,6 +200,7 @@ pub fn round_set(id: &str, arms: &[&str], rounds: Vec<(Vec<f64>, Load)>) -> Roun
             .into_iter()
             .map(|(per_op_us, load)| Round {
                 order: (0..arms.len() as u32).collect(),
+                steady_per_op_us: per_op_us.clone(),
                 per_op_us,
                 elapsed_ms: 10.0,
                 load,

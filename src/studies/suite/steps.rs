@@ -90,7 +90,7 @@ fn engine_steps(kind: EngineKind) -> Vec<Step> {
         update,
         db: DbParams::default(),
         files: FileParams::default(),
-        kv: KvParams { sync, multitrans: false },
+        kv: KvParams { sync },
         round_trip: false,
         cold: false,
     };

@@ -397,6 +397,7 @@ fn with_aging(f: &mut ResultFile) {
             crossover: Vec::new(),
             rounds: vec![set],
         }],
+        commit_every: None,
     });
 }
 
