@@ -155,6 +155,16 @@ pub fn time_ratio(file: &ResultFile, numerator: &str, denominator: &str) -> Opti
     ratio_of_medians(&times(numerator)?, &times(denominator)?)
 }
 
+/// [`time_ratio`] of kvtest's totals per op (open, loop, commit and close
+/// over the ops): the article's figure, for the charts that redraw it.
+pub fn kvtest_ratio(file: &ResultFile, numerator: &str, denominator: &str) -> Option<Ratio> {
+    if let Some(p) = file.rounds_of(numerator, denominator).and_then(|set| set.kvtest_ratio(numerator, denominator)) {
+        return Some(Ratio::paired(&p));
+    }
+    let times = |id: &str| file.experiment(id).map(|e| e.runs.iter().map(|r| r.per_op_us).collect::<Vec<_>>());
+    ratio_of_medians(&times(numerator)?, &times(denominator)?)
+}
+
 /// median(numerator) / median(denominator), with its interval; None when
 /// either side has no usable (finite, positive) value.
 pub fn ratio_of_medians(numerator: &[f64], denominator: &[f64]) -> Option<Ratio> {

@@ -97,6 +97,16 @@ fn comparisons(ids: &[String]) -> Vec<Comparison> {
         ),
         (pick(&|id| id == ids::WRITE_DB_WAL_FULL), pick(&|id| id.starts_with("write/flat-") && id.ends_with("-fsync"))),
         (pick(&|id| kv(id, ids::engine_durable_write)), pick(&|id| id == ids::WRITE_DB_WAL_FULL)),
+        // The durable writes committed as an application would, as the
+        // verdict compares them.
+        (
+            pick(&|id| id == ids::committed(ids::WRITE_DB_WAL_FULL)),
+            pick(&|id| id.starts_with("commit/flat-") && id.ends_with("-fsync")),
+        ),
+        (
+            pick(&|id| kv(id, |k| ids::committed(&ids::engine_durable_write(k)))),
+            pick(&|id| id == ids::committed(ids::WRITE_DB_WAL_FULL)),
+        ),
     ];
     pairs.into_iter().filter(|(a, b)| !a.is_empty() && !b.is_empty()).map(|(a, b)| Comparison { a, b }).collect()
 }
@@ -162,8 +172,12 @@ fn run_set(
 fn run_options(opts: &SuiteOptions, step: &Step, path: &Path, db_bytes: i64, nth: usize) -> RunOptions {
     let reads = u64::from(opts.spec.count);
     let writes = ((reads as f64 * opts.write_fraction).round() as u64).max(1);
+    // A committed arm writes whole batches, so no write is left
+    // uncommitted at the end of the loop.
+    let writes = step.commit_every.map_or(writes, |n| writes.div_ceil(u64::from(n)) * u64::from(n));
     let mut run_opts = RunOptions::new(path);
     run_opts.count = if step.update { writes } else { reads };
+    run_opts.commit_every = step.commit_every;
     run_opts.order = Order::Random;
     run_opts.zipf = opts.zipf;
     run_opts.update = step.update;
@@ -179,9 +193,11 @@ fn run_options(opts: &SuiteOptions, step: &Step, path: &Path, db_bytes: i64, nth
         step.files.fsync || (step.layout.is_key_value() && step.update && step.kv.sync == KvSync::Durable);
     // Each fsync costs milliseconds here; --quick keeps to its budget by
     // skipping their warm-up (the page cache matters little when every
-    // write waits for the disk).
+    // write waits for the disk). A committed arm always warms up: its
+    // first run would otherwise pay for pages faulted in once.
     // A cold arm empties the cache before each run: a warm-up is thrown away.
-    let warmup = u32::from(opts.rounds.warmup && !step.cold && !(opts.quick && waits_for_disk));
+    let skip = opts.quick && waits_for_disk && step.commit_every.is_none();
+    let warmup = u32::from(opts.rounds.warmup && !step.cold && !skip);
     let cold = (opts.plan.cold || step.cold) && !step.update;
     run_opts.plan = Plan { cold, warmup, repeat: 1, latency: opts.rounds.latency };
     run_opts
@@ -206,7 +222,7 @@ mod tests {
 
     #[test]
     fn comparisons_follow_the_verdict_questions() {
-        let ids: Vec<String> = steps(&[EngineKind::from_name("lmdb").unwrap()]).into_iter().map(|s| s.id).collect();
+        let ids: Vec<String> = steps(&[EngineKind::from_name("lmdb").unwrap()], 1).into_iter().map(|s| s.id).collect();
         let (reads, writes): (Vec<String>, Vec<String>) = ids.into_iter().partition(|i| i.starts_with("read/"));
         let mut reads = reads;
         reads.push(CONTROL_ID.into());
@@ -215,6 +231,6 @@ mod tests {
         assert_eq!(r[0].a.len(), 3);
         assert_eq!(r[0].b.len(), 4);
         let w = comparisons(&writes);
-        assert_eq!(w.len(), 3, "fast, durable, engines durable: {w:?}");
+        assert_eq!(w.len(), 5, "fast, durable, engines durable, and both committed per write: {w:?}");
     }
 }

@@ -185,7 +185,7 @@ mod tests {
 
     #[test]
     fn ids_are_unique_and_cover_the_article() {
-        let all = steps(&crate::records::EngineKind::KEY_VALUE);
+        let all = steps(&crate::records::EngineKind::KEY_VALUE, 1);
         let ids: Vec<&str> = all.iter().map(|s| s.id.as_str()).collect();
         let mut sorted = ids.clone();
         sorted.sort_unstable();

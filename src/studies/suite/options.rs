@@ -41,6 +41,9 @@ pub struct SuiteOptions {
     /// When set, the rounds end by then instead of taking `rounds.budget`
     /// (advise's budget covers the whole command, datasets included).
     pub deadline: Option<std::time::Instant>,
+    /// Writes per commit of the committed write arms (`commit/...`,
+    /// `--commit-every N`; 1 by default: each write committed on its own).
+    pub commit_every: u32,
 }
 
 impl SuiteOptions {
@@ -67,6 +70,7 @@ impl SuiteOptions {
             only: None,
             cold_also: Vec::new(),
             deadline: None,
+            commit_every: 1,
         }
     }
 
