@@ -72,6 +72,11 @@ pub struct SuiteArgs {
     pub keys: Option<f64>,
     #[arg(long, value_parser = super::engines::key_value_list, default_value = "", help = super::engines::key_value_help("Key-value engines to measure beside SQLite and files"))]
     pub engines: super::engines::EngineList,
+    /// The durable writes also measured committed as an application commits
+    /// them (`commit/...`, beside the article's one transaction per run):
+    /// a commit every N writes.
+    #[arg(long, value_name = "N", default_value = "1", allow_hyphen_values = true, value_parser = super::run::commit_every)]
+    pub commit_every: u32,
 }
 
 fn non_negative_u32(s: &str) -> Result<u32, units::UnitError> {
@@ -103,6 +108,7 @@ impl SuiteArgs {
         }
         o.from.clone_from(&self.from);
         o.zipf = self.keys;
+        o.commit_every = self.commit_every;
         Ok(o)
     }
 }

@@ -13,7 +13,9 @@ use crate::measure::rounds::Arm;
 use crate::measure::{self, ClassLatency, Experiment, RunSample};
 use crate::records::keys::{KeySequence, KvtestRng, Order};
 use crate::records::zipf::ZipfTable;
-use crate::records::{DbParams, EngineKind, EngineSettings, FileParams, KvParams, Mix, PgParams, Plan, WorkloadParams};
+use crate::records::{
+    CommitEvery, DbParams, EngineKind, EngineSettings, FileParams, KvParams, Mix, PgParams, Plan, WorkloadParams,
+};
 use crate::{Error, Result};
 
 /// A `run`, with kvtest's defaults.
@@ -33,6 +35,9 @@ pub struct RunOptions {
     /// PostgreSQL's connection (`--pg URL`); never recorded (it may hold a
     /// password).
     pub pg: PgParams,
+    /// Writes per commit (`--commit-every N`); None is one transaction
+    /// per run (kvtest's way).
+    pub commit_every: CommitEvery,
     pub integrity_check: bool,
     pub stats: bool,
     pub plan: Plan,
@@ -51,7 +56,13 @@ pub struct RunOptions {
 impl RunOptions {
     /// Each engine's part of these options.
     pub fn settings(&self) -> EngineSettings {
-        EngineSettings { db: self.db.clone(), files: self.files, kv: self.kv, pg: self.pg.clone() }
+        EngineSettings {
+            db: self.db.clone(),
+            files: self.files,
+            kv: self.kv,
+            pg: self.pg.clone(),
+            commit_every: self.commit_every,
+        }
     }
 
     /// The record of these options in a result file.
@@ -68,6 +79,7 @@ impl RunOptions {
             db: self.db.clone(),
             files: self.files,
             kv: self.kv,
+            commit_every: self.commit_every,
             plan: self.plan,
             seed: (self.update || self.mix.is_some()).then_some(self.seed),
             zipf_theta: self.zipf,
@@ -89,6 +101,7 @@ impl RunOptions {
             files: FileParams::default(),
             kv: KvParams::default(),
             pg: PgParams::default(),
+            commit_every: None,
             integrity_check: false,
             stats: false,
             plan: Plan::default(),
@@ -340,8 +353,11 @@ impl Arm for RunArm {
     fn ops_per_run(&self) -> Option<u64> {
         Some(self.opts.count)
     }
+    /// Whole batches of `commit_every` writes, so that no write is left
+    /// uncommitted at the end of the loop.
     fn set_ops_per_run(&mut self, ops: u64) {
-        self.opts.count = ops.max(1);
+        let batch = u64::from(self.opts.commit_every.unwrap_or(1).max(1));
+        self.opts.count = ops.max(1).div_ceil(batch) * batch;
     }
 }
 
@@ -369,6 +385,9 @@ pub(crate) fn validate(opts: &RunOptions) -> Result<()> {
     }
     if opts.db.mmap_bytes < 0 {
         return Err(Error::invalid("--mmap must not be negative"));
+    }
+    if let Some(n) = opts.commit_every {
+        crate::records::check_commit_every(n).map_err(Error::invalid)?;
     }
     Ok(())
 }

@@ -45,6 +45,11 @@ pub struct SessionInfo {
     /// The close runs a checkpoint (an SQLite WAL): timed as its own phase
     /// when the run asks for that.
     pub close_checkpoints: bool,
+    /// The close finishes work the session's writes deferred to it (an
+    /// SQLite WAL's checkpoint, redb's sync after commits without one,
+    /// fjall's journal sync): timed with the writes, never left out as a
+    /// one-off cost. False for a session that did not write.
+    pub close_finishes_writes: bool,
 }
 
 /// A dataset opened with one run's settings.

@@ -51,14 +51,13 @@ pub const MIN_SIZED_OPS: u64 = 32;
 pub const MAX_SIZED_OPS: u64 = 1_000_000;
 
 /// Operations per run that make a run take about `target`, judged from a
-/// warm-up run `w`: its loop's time per op, and what it took besides the
-/// loop (open, commit, close, a checkpoint timed apart), which a run pays
-/// once whatever its length. Between [`MIN_SIZED_OPS`] and [`MAX_SIZED_OPS`].
+/// warm-up run `w`: its steady-state time per op (the loop with its
+/// commits and the work its writes deferred to the close), and its one-off
+/// cost (open, close), which a run pays once whatever its length. Between
+/// [`MIN_SIZED_OPS`] and [`MAX_SIZED_OPS`].
 pub fn sized_ops(target: Duration, w: &RunOutcome) -> u64 {
-    let per_op_ns = (w.phases.loop_ns as f64 / w.ops.max(1) as f64).max(1.0);
-    let whole = w.phases.kvtest_total_ns + w.phases.checkpoint_ns;
-    let one_off_ns = whole.saturating_sub(w.phases.loop_ns) as f64;
-    let room_ns = (target.as_nanos() as f64 - one_off_ns).max(0.0);
+    let per_op_ns = (w.phases.steady_ns() as f64 / w.ops.max(1) as f64).max(1.0);
+    let room_ns = (target.as_nanos() as f64 - w.phases.one_off_ns() as f64).max(0.0);
     ((room_ns / per_op_ns) as u64).clamp(MIN_SIZED_OPS, MAX_SIZED_OPS)
 }
 
@@ -186,6 +185,12 @@ pub struct Round {
     pub order: Vec<u32>,
     /// Each arm's kvtest per-op time in this round, by arm index.
     pub per_op_us: Vec<f64>,
+    /// Each arm's steady-state per-op time in this round (the loop with
+    /// its commits: `RunSample::steady_per_op_us`), by arm index: what the
+    /// paired ratios use. Empty in files from before schema version 4,
+    /// whose ratios pair kvtest's totals.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steady_per_op_us: Vec<f64>,
     /// Wall time of the whole round (eviction included).
     pub elapsed_ms: f64,
     pub load: Load,
@@ -219,28 +224,58 @@ pub struct RoundSet {
 }
 
 impl RoundSet {
-    /// Every round has one figure per arm and an order that is a
-    /// permutation of the arms. Anything else is read as unpaired.
+    /// Every round has one figure per arm (kvtest's, and the steady-state
+    /// one in a version 4 file) and an order that is a permutation of the
+    /// arms. Anything else is read as unpaired.
     pub fn consistent(&self) -> bool {
         let n = self.arms.len();
+        let steady = self.steady();
         !self.rounds.is_empty()
             && self.rounds.iter().all(|r| {
                 let mut seen = vec![false; n];
                 r.per_op_us.len() == n
+                    && (!steady || r.steady_per_op_us.len() == n)
                     && r.order.len() == n
                     && r.order.iter().all(|&i| (i as usize) < n && !std::mem::replace(&mut seen[i as usize], true))
             })
     }
 
-    /// An arm's figure in every round, or None (absent arm, inconsistent).
+    /// The rounds record steady-state figures (schema version 4 on); older
+    /// ones record kvtest's totals only.
+    pub fn steady(&self) -> bool {
+        self.rounds.iter().any(|r| !r.steady_per_op_us.is_empty())
+    }
+
+    /// Each round's figures by arm index, the ones comparisons use: the
+    /// steady-state figures, or kvtest's totals in an older file.
+    pub fn table(&self) -> Vec<Vec<f64>> {
+        let steady = self.steady();
+        self.rounds.iter().map(|r| if steady { r.steady_per_op_us.clone() } else { r.per_op_us.clone() }).collect()
+    }
+
+    /// An arm's figure in every round (steady-state, or kvtest's in an
+    /// older file), or None (absent arm, inconsistent).
     pub fn figures(&self, arm: &str) -> Option<Vec<f64>> {
+        let i = self.arms.iter().position(|a| a == arm)?;
+        self.consistent().then(|| self.table().into_iter().map(|r| r[i]).collect())
+    }
+
+    /// An arm's kvtest total per op in every round (open, loop, commit and
+    /// close over the ops), for the charts that redraw kvtest's figures.
+    pub fn kvtest_figures(&self, arm: &str) -> Option<Vec<f64>> {
         let i = self.arms.iter().position(|a| a == arm)?;
         self.consistent().then(|| self.rounds.iter().map(|r| r.per_op_us[i]).collect())
     }
 
-    /// numerator's time over denominator's, paired by round.
+    /// numerator's time over denominator's, paired by round (the figures
+    /// comparisons use: see [`RoundSet::figures`]).
     pub fn ratio(&self, numerator: &str, denominator: &str) -> Option<PairedRatio> {
         paired_ratio(&self.figures(numerator)?, &self.figures(denominator)?)
+    }
+
+    /// [`RoundSet::ratio`] of kvtest's totals.
+    pub fn kvtest_ratio(&self, numerator: &str, denominator: &str) -> Option<PairedRatio> {
+        paired_ratio(&self.kvtest_figures(numerator)?, &self.kvtest_figures(denominator)?)
     }
 
     /// How many rounds ran on a busy machine, and how busy.
@@ -328,6 +363,7 @@ pub fn run_rounds(
         order.shuffle(&mut rng);
         let round_start = (Instant::now(), Snapshot::now());
         let mut figures = vec![0.0; n];
+        let mut kvtest = vec![0.0; n];
         let mut this_round = Vec::with_capacity(n);
         for &i in &order {
             if stop_requested() {
@@ -336,7 +372,8 @@ pub fn run_rounds(
             let arm = &mut *arms[i];
             let cold = arm.evict().map(checked_eviction).transpose()?;
             let sample = timed_run(index, cold, latency[i].as_mut(), &mut |ctx| arm.run(ctx))?;
-            figures[i] = sample.per_op_us;
+            figures[i] = sample.figure();
+            kvtest[i] = sample.per_op_us;
             this_round.push((i, sample));
             done_runs += 1;
             after_run(done_runs, expected);
@@ -346,11 +383,12 @@ pub fn run_rounds(
         }
         rounds.push(Round {
             order: order.iter().map(|&i| i as u32).collect(),
-            per_op_us: figures,
+            per_op_us: kvtest,
+            steady_per_op_us: figures,
             elapsed_ms: round_start.0.elapsed().as_secs_f64() * 1000.0,
             load: Snapshot::now().load_since(&round_start.1),
         });
-        let table: Vec<Vec<f64>> = rounds.iter().map(|r| r.per_op_us.clone()).collect();
+        let table: Vec<Vec<f64>> = rounds.iter().map(|r| r.steady_per_op_us.clone()).collect();
         let widest = comparisons
             .iter()
             .map(|c| compare(&table, c).filter(|r| r.rounds >= 2).map(|r| r.half_width()))
@@ -420,6 +458,7 @@ pub(crate) fn synthetic(id: &str, arms: &[&str], rows: &[Vec<f64>]) -> RoundSet 
             .map(|r| Round {
                 order: (0..arms.len() as u32).rev().collect(),
                 per_op_us: r.clone(),
+                steady_per_op_us: r.clone(),
                 elapsed_ms: 1.0,
                 load: Load::default(),
             })

@@ -118,7 +118,13 @@ fn bad_plans_are_refused() {
 
 #[test]
 fn inconsistent_round_sets_give_no_ratio() {
-    let round = |order: Vec<u32>, f: Vec<f64>| Round { order, per_op_us: f, elapsed_ms: 1.0, load: Load::default() };
+    let round = |order: Vec<u32>, f: Vec<f64>| Round {
+        order,
+        steady_per_op_us: f.clone(),
+        per_op_us: f,
+        elapsed_ms: 1.0,
+        load: Load::default(),
+    };
     let mut set = RoundSet {
         id: "t".into(),
         arms: vec!["a".into(), "b".into()],
@@ -183,7 +189,8 @@ impl Arm for Sizable {
     fn run(&mut self, ctx: RunContext<'_>) -> Result<RunOutcome> {
         self.runs.push((ctx.timed, self.ops));
         let loop_ns = self.per_op_ns * self.ops;
-        let phases = Phases { loop_ns, kvtest_total_ns: loop_ns + self.one_off_ns, ..Phases::default() };
+        let (setup_ns, kvtest_total_ns) = (self.one_off_ns, loop_ns + self.one_off_ns);
+        let phases = Phases { setup_ns, loop_ns, kvtest_total_ns, ..Phases::default() };
         Ok(RunOutcome { ops: self.ops, misses: 0, bytes: self.ops, phases })
     }
     fn warms_up(&self) -> bool {
@@ -224,23 +231,29 @@ fn runs_sized_by_time_are_sized_once_from_the_warm_up() {
 
 #[test]
 fn sized_runs_stay_within_their_bounds() {
-    let outcome = |ops: u64, loop_ns: u64, total_ns: u64| RunOutcome {
+    let outcome = |ops: u64, loop_ns: u64, setup_ns: u64| RunOutcome {
         ops,
         misses: 0,
         bytes: 0,
-        phases: Phases { loop_ns, kvtest_total_ns: total_ns, ..Phases::default() },
+        phases: Phases { setup_ns, loop_ns, kvtest_total_ns: setup_ns + loop_ns, ..Phases::default() },
     };
     let second = Duration::from_secs(1);
     // An op slower than the whole target still makes the fewest ops.
-    assert_eq!(sized_ops(second, &outcome(20, 40_000_000_000, 40_000_000_000)), MIN_SIZED_OPS);
+    assert_eq!(sized_ops(second, &outcome(20, 40_000_000_000, 0)), MIN_SIZED_OPS);
     // A loop that took no measurable time makes the most.
     assert_eq!(sized_ops(second, &outcome(20, 0, 0)), MAX_SIZED_OPS);
     // One-offs longer than the target leave no room: the fewest.
     assert_eq!(sized_ops(second, &outcome(20, 20_000, 2_000_000_000)), MIN_SIZED_OPS);
-    // A checkpoint timed apart counts as a one-off too: (1 s - 0.5 s) / 1 ms.
-    let mut o = outcome(20, 20_000_000, 20_000_000);
+    // A checkpoint timed apart is a one-off too: (1 s - 0.5 s) / 1 ms.
+    let mut o = outcome(20, 20_000_000, 0);
     o.phases.checkpoint_ns = 500_000_000;
     assert_eq!(sized_ops(second, &o), 500);
+    // Commits and the work writes defer to the close are each op's: 20
+    // writes, 10 ms of loop, 10 ms of commits and 20 ms deferred to a close
+    // of 120 ms make 2 ms per write and 100 ms once: (1 s - 0.1 s) / 2 ms.
+    let mut o = outcome(20, 10_000_000, 0);
+    (o.phases.commit_ns, o.phases.close_ns, o.phases.deferred_ns) = (10_000_000, 120_000_000, 20_000_000);
+    assert_eq!(sized_ops(second, &o), 450);
 }
 
 #[test]
@@ -254,4 +267,41 @@ fn the_least_rounds_run_whatever_the_budget() {
     assert_eq!(stop_after(6, s(30), s(12), &p, None), Some(StopReason::Budget));
     // The most rounds asked for still win.
     assert_eq!(stop_after(3, s(30), s(6), &RoundsPlan { max_rounds: 3, ..p }, None), Some(StopReason::MaxRounds));
+}
+
+/// Rounds pair the steady-state figures; kvtest's totals pair only when
+/// asked (the article's charts), and an older set pairs kvtest's.
+#[test]
+fn rounds_pair_the_steady_figures() {
+    let round = |steady: Vec<f64>, kvtest: Vec<f64>| Round {
+        order: vec![0, 1],
+        steady_per_op_us: steady,
+        per_op_us: kvtest,
+        elapsed_ms: 1.0,
+        load: Load::default(),
+    };
+    let mut set = RoundSet {
+        id: "t".into(),
+        arms: vec!["a".into(), "b".into()],
+        seed: 1,
+        warmup: true,
+        target_pct: 5.0,
+        budget_s: None,
+        max_rounds: 3,
+        stop: StopReason::MaxRounds,
+        rounds: (0..3).map(|_| round(vec![4.0, 2.0], vec![1.0, 2.0])).collect(),
+        warnings: vec![],
+        run_time_s: None,
+        ops_per_run: vec![],
+    };
+    assert!(set.steady());
+    assert_eq!(set.ratio("a", "b").unwrap().value, 2.0);
+    assert_eq!(set.kvtest_ratio("a", "b").unwrap().value, 0.5);
+    set.rounds[1].steady_per_op_us.pop();
+    assert!(!set.consistent(), "a round missing an arm's steady figure");
+    for r in &mut set.rounds {
+        r.steady_per_op_us.clear();
+    }
+    assert!(!set.steady() && set.consistent());
+    assert_eq!(set.ratio("a", "b").unwrap().value, 0.5, "an older set pairs kvtest's totals");
 }

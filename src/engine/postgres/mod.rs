@@ -34,7 +34,7 @@ pub use stat::stat;
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
 use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, Probe};
 use crate::engine::report::{ExportReport, StatReport};
-use crate::records::{EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo};
+use crate::records::{CommitEvery, EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -138,6 +138,7 @@ pub struct PgEngine {
     path: PathBuf,
     kind: EngineKind,
     kv: KvParams,
+    commit_every: CommitEvery,
     pg: PgParams,
     server: Mutex<Option<Arc<conn::Server>>>,
     info: Mutex<Option<PgServerInfo>>,
@@ -149,6 +150,7 @@ impl PgEngine {
             path: path.to_path_buf(),
             kind,
             kv: settings.kv,
+            commit_every: settings.commit_every,
             pg: settings.pg.clone(),
             server: Mutex::new(None),
             info: Mutex::new(None),
@@ -201,7 +203,8 @@ impl Engine for PgEngine {
     }
 
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
-        Ok(Box::new(session::PgSession::open(self.server()?, mode.write, self.kv)?))
+        let commit_every = self.commit_every.filter(|_| mode.write);
+        Ok(Box::new(session::PgSession::open(self.server()?, mode.write, self.kv, commit_every)?))
     }
 
     /// The cluster's files (a remote server's are not ours to evict); a

@@ -18,7 +18,7 @@ use crate::engine::api::{Engine, OpenMode, Session, Survey};
 use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, Probe};
 use crate::engine::kvtest_db::{open_kv, SQLITE_HEADER};
 use crate::engine::report::{ExportReport, StatReport};
-use crate::records::{DbParams, EngineKind, EngineSettings, SyncLevel};
+use crate::records::{CommitEvery, DbParams, EngineKind, EngineSettings, SyncLevel};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 use error::db_error;
@@ -56,7 +56,7 @@ impl Backend for SqliteBackend {
     }
 
     fn open(&self, path: &Path, settings: &EngineSettings) -> Box<dyn Engine> {
-        Box::new(SqliteEngine::new(path, settings.db.clone()))
+        Box::new(SqliteEngine::new(path, settings.db.clone(), settings.commit_every))
     }
 
     fn stat(&self, path: &Path, vacuum: bool, _settings: &EngineSettings) -> Result<StatReport> {
@@ -102,13 +102,14 @@ const CRASH_MODES: &[CrashMode] = &[
 pub struct SqliteEngine {
     path: PathBuf,
     params: DbParams,
+    commit_every: CommitEvery,
     /// Blob sizes by key, surveyed for writes (an SQL update counts bytes).
     sizes: Option<Arc<Vec<u32>>>,
 }
 
 impl SqliteEngine {
-    pub fn new(path: &Path, params: DbParams) -> Self {
-        SqliteEngine { path: path.to_path_buf(), params, sizes: None }
+    pub fn new(path: &Path, params: DbParams, commit_every: CommitEvery) -> Self {
+        SqliteEngine { path: path.to_path_buf(), params, commit_every, sizes: None }
     }
 }
 
@@ -136,7 +137,13 @@ impl Engine for SqliteEngine {
     }
 
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
-        let s = DbSession::open(&self.path, &self.params, mode.write, mode.find_max, self.sizes.clone())?;
+        let s = DbSession::open(
+            &self.path,
+            &self.params,
+            (mode.write, self.commit_every),
+            mode.find_max,
+            self.sizes.clone(),
+        )?;
         Ok(Box::new(s))
     }
 

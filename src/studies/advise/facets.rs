@@ -135,6 +135,8 @@ pub(super) fn aging_options(opts: &AdviseOptions, (count, mean): (u32, f64), tho
     a.remedies = false;
     a.bands = false;
     a.rounds.budget = Some(aging_round_budget(thorough));
+    // Each candidate rewrites as it writes: one commit per N writes.
+    a.commit_every = Some(opts.commit_every);
     // Each read set reads the sample (about 10 MB): the promised rounds
     // are cheap.
     a.rounds.max_rounds = if thorough { 12 } else { super::LEAST_ROUNDS };
@@ -170,6 +172,7 @@ pub(super) fn crash_facts(opts: &AdviseOptions, observer: &dyn SuiteObserver) ->
     copts.kills = if opts.quick { crashtest::QUICK_KILLS } else { 2 * crashtest::QUICK_KILLS };
     copts.count = crashtest::QUICK_COUNT;
     copts.workdir.clone_from(&opts.workdir);
+    copts.commit_every = opts.commit_every;
     match crashtest::power_cut_test(&copts, rules::CRASH_MODEL, &AsProgress(observer)) {
         Ok(report) => {
             let facts = report

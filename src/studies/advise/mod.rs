@@ -76,6 +76,11 @@ pub struct AdviseOptions {
     /// A blobbench binary (with the hidden crash writer) for the power-cut
     /// run; None uses the documented table.
     pub writer: Option<PathBuf>,
+    /// Writes per commit (`--commit-every N`): a write returns once N
+    /// writes have been committed. 1 by default: "a write that returned
+    /// must survive a power cut" means each write committed on its own.
+    /// Every candidate's writes, its power cuts and its aging pass use it.
+    pub commit_every: u32,
 }
 
 /// What advise measured: a suite's outcome, the power cuts when they ran,
@@ -101,7 +106,7 @@ impl AdviseOptions {
     fn experiment_ids(&self) -> Vec<String> {
         let mut v = vec![ids::READ_DB_BLOB.to_string()];
         for s in self.stores() {
-            for id in [s.read_id(), s.write_id(self.durability)] {
+            for id in [s.read_id(), s.write_id(self.durability, false)] {
                 if !v.contains(&id) {
                     v.push(id);
                 }
@@ -161,6 +166,7 @@ fn validate(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Result<Duratio
     if let Some(k) = opts.engines.iter().find(|k| !k.is_key_value()) {
         return Err(Error::invalid(format!("--engines: {} is not a key-value engine", k.name())));
     }
+    crate::records::check_commit_every(opts.commit_every).map_err(Error::invalid)?;
     let budget = choose_budget(opts.budget, minimum_budget(opts, count, mean_bytes), opts.quick, count)?;
     let need = needed_bytes(opts, count, mean_bytes, thorough(opts, budget))?;
     let free = fsutil::free_bytes(&opts.workdir)?;
@@ -237,6 +243,7 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
     suite_opts.cold_also = opts.cold_ids();
     suite_opts.sizing = Some(sizing(opts.quick));
     suite_opts.rounds.least_rounds = LEAST_ROUNDS;
+    suite_opts.commit_every = opts.commit_every;
     // The rest of the budget goes to the rounds, less what the last round,
     // the arms' summaries and the page take after the deadline.
     suite_opts.deadline = Some(started + budget.saturating_sub(AFTER_ROUNDS.max(budget / 8)));
@@ -250,6 +257,7 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
             mix_reads: opts.mix_reads,
             mix_writes: opts.mix_writes,
             durability: opts.durability,
+            commit_every: Some(opts.commit_every),
         },
         candidates: opts.stores().into_iter().map(|s| s.name().to_string()).collect(),
         crash,
@@ -303,6 +311,7 @@ mod tests {
             budget: None,
             quick: true,
             writer: None,
+            commit_every: 1,
         }
     }
 
@@ -416,7 +425,7 @@ mod tests {
         let ids = o.experiment_ids();
         assert!(ids.contains(&crate::studies::suite::CONTROL_OF.to_string()));
         for s in o.stores() {
-            assert!(ids.contains(&s.read_id()) && ids.contains(&s.write_id(o.durability)), "{}", s.name());
+            assert!(ids.contains(&s.read_id()) && ids.contains(&s.write_id(o.durability, false)), "{}", s.name());
         }
         assert!(!ids.iter().any(|i| i.contains("tree")), "no tree copy needed: {ids:?}");
         let cold = o.cold_ids();

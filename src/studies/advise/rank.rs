@@ -104,6 +104,17 @@ pub struct Aged {
     pub reads: Option<Factor>,
 }
 
+/// A candidate whose writes were measured at another commit granularity
+/// than the workload states: refused, never compared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refused {
+    pub store: Store,
+    /// Writes per commit its write arm ran with (None: one transaction per run).
+    pub measured: Option<u32>,
+    /// Writes per commit the workload states.
+    pub stated: Option<u32>,
+}
+
 /// A candidate that cannot meet the need, and why; with its figures when
 /// measured (taken as the ranked candidates' are, for the table only).
 #[derive(Debug, Clone, PartialEq)]
@@ -149,6 +160,8 @@ pub struct Ranking {
     pub excluded: Vec<Excluded>,
     /// Candidates whose reads or writes were not measured.
     pub unmeasured: Vec<Store>,
+    /// Candidates whose writes were measured at another commit granularity.
+    pub refused: Vec<Refused>,
     /// Candidates without crash facts (not excluded, said so).
     pub untested: Vec<Store>,
     /// The A/A control's paired interval.
@@ -163,8 +176,25 @@ impl Ranking {
     }
 }
 
+/// The median of the figure comparisons use: the steady-state time per op
+/// (the loop with each commit inside it), or kvtest's total in a file from
+/// before it.
 fn median_us(inputs: &Inputs, id: &str) -> Option<f64> {
-    inputs.experiments.iter().find(|e| e.id == id).map(|e| e.summary.per_op_us.median).filter(|v| *v > 0.0)
+    inputs.experiments.iter().find(|e| e.id == id).map(|e| e.summary.figure().median).filter(|v| *v > 0.0)
+}
+
+/// The experiment that times `store`'s writes in the file's workload.
+pub fn write_id(s: &AdviseSection, store: Store) -> String {
+    store.write_id(s.workload.durability, s.workload.one_commit_per_run())
+}
+
+/// Whether `store`'s writes were measured at another commit granularity
+/// than the workload states (None: its writes were not measured at all).
+fn other_granularity(inputs: &Inputs, store: Store) -> Option<Refused> {
+    let s = inputs.section;
+    let e = inputs.experiments.iter().find(|e| e.id == write_id(s, store))?;
+    let stated = s.workload.commit_every;
+    (e.params.commit_every != stated).then_some(Refused { store, measured: e.params.commit_every, stated })
 }
 
 /// The paired ratio a / b over the rounds both ran in; exact 1 for the
@@ -210,6 +240,7 @@ pub fn rank(inputs: &Inputs) -> Ranking {
         ranked: Vec::new(),
         excluded: Vec::new(),
         unmeasured: Vec::new(),
+        refused: Vec::new(),
         untested: Vec::new(),
         noise: inputs
             .rounds
@@ -220,7 +251,7 @@ pub fn rank(inputs: &Inputs) -> Ranking {
     };
     for store in s.candidates.iter().filter_map(|n| Store::from_name(n)) {
         let crash = s.crash.of(&store.crash_method(need)).cloned();
-        let (read, write) = (median_us(inputs, &store.read_id()), median_us(inputs, &store.write_id(need)));
+        let (read, write) = (median_us(inputs, &store.read_id()), median_us(inputs, &write_id(s, store)));
         let allocated_bytes = inputs.disk.iter().find(|d| d.layout == store.layout()).map(|d| d.allocated_bytes);
         if let Some((test, fact, source)) = failing(s, store, need) {
             let mixed_us = read.zip(write).map(|(r, w)| mixed(r, w, share));
@@ -230,6 +261,10 @@ pub fn rank(inputs: &Inputs) -> Ranking {
         }
         if crash.is_none() {
             out.untested.push(store);
+        }
+        if let Some(refused) = other_granularity(inputs, store) {
+            out.refused.push(refused);
+            continue;
         }
         let (Some(read_us), Some(write_us)) = (read, write) else {
             out.unmeasured.push(store);
@@ -253,7 +288,7 @@ pub fn rank(inputs: &Inputs) -> Ranking {
         });
     }
     out.ranked.sort_by(|a, b| a.mixed_us.total_cmp(&b.mixed_us));
-    compare_to_leader(inputs, need, share, &mut out);
+    compare_to_leader(inputs, share, &mut out);
     age(inputs, &mut out);
     out.changes = changes(inputs, share, &out);
     out
@@ -297,13 +332,14 @@ fn age(inputs: &Inputs, out: &mut Ranking) {
 /// leader's time shares applied to the paired read and write factors:
 /// a * reads + (1 - a) * writes, a being the leader's share of time in
 /// reads; its interval takes both ends the same way (conservative).
-fn compare_to_leader(inputs: &Inputs, need: Durability, share: f64, out: &mut Ranking) {
+fn compare_to_leader(inputs: &Inputs, share: f64, out: &mut Ranking) {
     let Some(leader) = out.ranked.first().cloned() else { return };
     let a = share * leader.read_us / leader.mixed_us.max(f64::MIN_POSITIVE);
     let noise = out.noise.clone();
     for r in out.ranked.iter_mut().skip(1) {
         let reads = ratio(inputs, &r.store.read_id(), &leader.store.read_id());
-        let writes = ratio(inputs, &r.store.write_id(need), &leader.store.write_id(need));
+        let s = inputs.section;
+        let writes = ratio(inputs, &write_id(s, r.store), &write_id(s, leader.store));
         if let (Some(fr), Some(fw)) = (reads, writes) {
             let blend = |x: f64, y: f64| a * x + (1.0 - a) * y;
             let m = Factor {

@@ -123,8 +123,21 @@ impl Store {
         }
     }
 
-    /// The suite experiment its writes at `need` are timed by.
-    pub fn write_id(self, need: Durability) -> String {
+    /// The suite experiment its writes at `need` are timed by: committed
+    /// as the workload states (`commit/...`), or, for a file from before
+    /// `--commit-every` (`one_per_run`), the article's one transaction per
+    /// run.
+    pub fn write_id(self, need: Durability, one_per_run: bool) -> String {
+        let id = self.run_write_id(need);
+        if one_per_run {
+            id
+        } else {
+            ids::committed(&id)
+        }
+    }
+
+    /// The article-style arm of its writes at `need` (one transaction per run).
+    fn run_write_id(self, need: Durability) -> String {
         let required = need == Durability::Required;
         match self {
             Store::Sqlite if required => ids::WRITE_DB_WAL_FULL.into(),
@@ -140,7 +153,8 @@ impl Store {
 
     /// The crash test's method for its writes at `need`. Files written by
     /// temp + rename are durable only with the directory fsynced too
-    /// (`replace-fsync-dir`); the timed write leaves that fsync out.
+    /// (`replace-fsync-dir`), as the timed committed write does (once per
+    /// commit).
     pub fn crash_method(self, need: Durability) -> String {
         let required = need == Durability::Required;
         match self {

@@ -55,7 +55,11 @@ fn an_engine_is_measured_once_per_blob_size_beside_the_files() {
             let rounds = c.rounds.as_ref().unwrap();
             assert!(rounds.arms.iter().any(|a| a.ends_with("/lmdb")), "{:?}", rounds.arms);
             let w = e.writes.as_ref().expect("writes beside the files'");
-            assert!(w.durable.params.kv.multitrans && w.fast.params.kv.multitrans, "a commit per write");
+            assert_eq!(
+                (w.durable.params.commit_every, w.fast.params.commit_every),
+                (Some(1), Some(1)),
+                "a commit per write"
+            );
             assert_ne!(w.fast.params.kv.sync, w.durable.params.kv.sync);
         }
     }

@@ -17,6 +17,7 @@ fn fake(us: f64) -> Experiment {
         db: DbParams::default(),
         files: FileParams::default(),
         kv: Default::default(),
+        commit_every: None,
         plan: Plan::default(),
         seed: None,
         zipf_theta: None,

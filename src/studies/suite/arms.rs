@@ -101,6 +101,16 @@ fn comparisons(ids: &[String]) -> Vec<Comparison> {
         ),
         (pick(&|id| id == ids::WRITE_DB_WAL_FULL), pick(&|id| id.starts_with("write/flat-") && id.ends_with("-fsync"))),
         (pick(&|id| kv(id, ids::engine_durable_write)), pick(&|id| id == ids::WRITE_DB_WAL_FULL)),
+        // The durable writes committed as an application would, as the
+        // verdict compares them.
+        (
+            pick(&|id| id == ids::committed(ids::WRITE_DB_WAL_FULL)),
+            pick(&|id| id.starts_with("commit/flat-") && id.ends_with("-fsync")),
+        ),
+        (
+            pick(&|id| kv(id, |k| ids::committed(&ids::engine_durable_write(k)))),
+            pick(&|id| id == ids::committed(ids::WRITE_DB_WAL_FULL)),
+        ),
     ];
     pairs.into_iter().filter(|(a, b)| !a.is_empty() && !b.is_empty()).map(|(a, b)| Comparison { a, b }).collect()
 }
@@ -169,13 +179,18 @@ const SIZING_WRITES: u64 = 20;
 /// Operations per run of `step`: with rounds sized by time, a fixed number
 /// of reads (warm or cold) and [`SIZING_WRITES`] until the warm-up sizes
 /// the writes; else one read per blob and `write_fraction` of them written.
+/// A committed arm writes whole batches, so no write is left uncommitted at
+/// the end of the loop.
 fn ops_per_run(opts: &SuiteOptions, step: &Step) -> u64 {
     let blobs = u64::from(opts.spec.count);
+    let writes = match opts.sizing {
+        Some(_) => SIZING_WRITES,
+        None => ((blobs as f64 * opts.write_fraction).round() as u64).max(1),
+    };
     match (opts.sizing, step.update) {
-        (Some(_), true) => SIZING_WRITES,
+        (_, true) => step.commit_every.map_or(writes, |n| writes.div_ceil(u64::from(n)) * u64::from(n)),
         (Some(s), false) if step.cold => s.cold_ops,
         (Some(s), false) => s.read_ops,
-        (None, true) => ((blobs as f64 * opts.write_fraction).round() as u64).max(1),
         (None, false) => blobs,
     }
 }
@@ -185,6 +200,7 @@ fn ops_per_run(opts: &SuiteOptions, step: &Step) -> u64 {
 fn run_options(opts: &SuiteOptions, step: &Step, path: &Path, db_bytes: i64, nth: usize) -> RunOptions {
     let mut run_opts = RunOptions::new(path);
     run_opts.count = ops_per_run(opts, step);
+    run_opts.commit_every = step.commit_every;
     run_opts.order = Order::Random;
     run_opts.zipf = opts.zipf;
     run_opts.update = step.update;
@@ -200,9 +216,11 @@ fn run_options(opts: &SuiteOptions, step: &Step, path: &Path, db_bytes: i64, nth
         step.files.fsync || (step.layout.is_key_value() && step.update && step.kv.sync == KvSync::Durable);
     // Each fsync costs milliseconds here; --quick keeps to its budget by
     // skipping their warm-up (the page cache matters little when every
-    // write waits for the disk).
+    // write waits for the disk). A committed arm always warms up: its
+    // first run would otherwise pay for pages faulted in once.
     // A cold arm empties the cache before each run: a warm-up is thrown away.
-    let warmup = u32::from(opts.rounds.warmup && !step.cold && !(opts.quick && waits_for_disk));
+    let skip = opts.quick && waits_for_disk && step.commit_every.is_none();
+    let warmup = u32::from(opts.rounds.warmup && !step.cold && !skip);
     let cold = (opts.plan.cold || step.cold) && !step.update;
     run_opts.plan = Plan { cold, warmup, repeat: 1, latency: opts.rounds.latency };
     run_opts
@@ -229,9 +247,10 @@ mod tests {
     fn rounds_sized_by_time_read_a_fixed_number_whatever_the_blobs() {
         let mut o = SuiteOptions::quick(std::path::PathBuf::from("."));
         o.spec.count = 100_000;
-        let all = steps(&[]);
+        let all = steps(&[], 100);
         let read = all.iter().find(|s| s.id == ids::READ_DB_BLOB_MMAP).unwrap();
         let write = all.iter().find(|s| s.id == ids::WRITE_DB_WAL_FULL).unwrap();
+        let batched = all.iter().find(|s| s.id == ids::committed(ids::WRITE_DB_WAL_FULL)).unwrap();
         let cold = Step { cold: true, ..read.clone() };
         assert_eq!(ops_per_run(&o, read), 100_000, "the article: one read per blob");
         assert_eq!(ops_per_run(&o, &cold), 100_000);
@@ -243,12 +262,13 @@ mod tests {
             assert_eq!(ops_per_run(&o, read), 4000);
             assert_eq!(ops_per_run(&o, &cold), 1000);
             assert_eq!(ops_per_run(&o, write), SIZING_WRITES, "until the warm-up sizes it");
+            assert_eq!(ops_per_run(&o, batched), 100, "a whole batch of --commit-every 100");
         }
     }
 
     #[test]
     fn comparisons_follow_the_verdict_questions() {
-        let ids: Vec<String> = steps(&[EngineKind::from_name("lmdb").unwrap()]).into_iter().map(|s| s.id).collect();
+        let ids: Vec<String> = steps(&[EngineKind::from_name("lmdb").unwrap()], 1).into_iter().map(|s| s.id).collect();
         let (reads, writes): (Vec<String>, Vec<String>) = ids.into_iter().partition(|i| i.starts_with("read/"));
         let mut reads = reads;
         reads.push(CONTROL_ID.into());
@@ -257,6 +277,6 @@ mod tests {
         assert_eq!(r[0].a.len(), 3);
         assert_eq!(r[0].b.len(), 4);
         let w = comparisons(&writes);
-        assert_eq!(w.len(), 3, "fast, durable, engines durable: {w:?}");
+        assert_eq!(w.len(), 5, "fast, durable, engines durable, and both committed per write: {w:?}");
     }
 }

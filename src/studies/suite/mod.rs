@@ -124,7 +124,7 @@ pub fn run_suite(opts: &SuiteOptions, observer: &dyn SuiteObserver) -> Result<Su
 /// another study reads SQLite as that experiment does).
 #[cfg(test)]
 pub(crate) fn db_params_of(id: &str) -> Option<crate::records::DbParams> {
-    steps::steps(&[]).into_iter().find(|s| s.id == id).map(|s| s.db)
+    steps::steps(&[], 1).into_iter().find(|s| s.id == id).map(|s| s.db)
 }
 
 /// Whether the A/A control runs: it repeats `read/db-blob`.
@@ -192,7 +192,7 @@ mod tests {
 
     #[test]
     fn ids_are_unique_and_cover_the_article() {
-        let all = steps(&crate::records::EngineKind::KEY_VALUE);
+        let all = steps(&crate::records::EngineKind::KEY_VALUE, 1);
         let ids: Vec<&str> = all.iter().map(|s| s.id.as_str()).collect();
         let mut sorted = ids.clone();
         sorted.sort_unstable();

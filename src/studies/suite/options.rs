@@ -41,6 +41,9 @@ pub struct SuiteOptions {
     /// When set, the rounds end by then instead of taking `rounds.budget`
     /// (advise's budget covers the whole command, datasets included).
     pub deadline: Option<std::time::Instant>,
+    /// Writes per commit of the committed write arms (`commit/...`,
+    /// `--commit-every N`; 1 by default: each write committed on its own).
+    pub commit_every: u32,
     /// Rounds sized by time rather than by the dataset (advise); None
     /// reads every blob once per run on average and writes
     /// `write_fraction` of them, as the article.
@@ -79,6 +82,7 @@ impl SuiteOptions {
             only: None,
             cold_also: Vec::new(),
             deadline: None,
+            commit_every: 1,
             sizing: None,
         }
     }

@@ -81,7 +81,7 @@ fn blocks(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &
         b.push(Block::List(r.excluded.iter().map(|e| words::exclusion(e, s)).collect()));
     }
     b.push(Block::Note(words::crash_source(s)));
-    b.extend(notes(r).into_iter().map(Block::Note));
+    b.extend(notes(r, s).into_iter().map(Block::Note));
     b.push(Block::Heading(format!("Ranking at {}:{} reads:writes", s.workload.mix_reads, s.workload.mix_writes)));
     b.push(Block::Table(ranking_table(r, s)));
     let rows = evidence(file, r, s, label, sfx);
@@ -107,17 +107,28 @@ fn blocks(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &
     b
 }
 
-/// The candidates neither ranked nor excluded, and those without crash
-/// facts, one note each.
-fn notes(r: &Ranking) -> Vec<String> {
-    let unmeasured = r
+/// The candidates neither ranked nor excluded (not measured, or measured
+/// at another commit granularity), a file from before `--commit-every`,
+/// and the candidates without crash facts, one note each.
+fn notes(r: &Ranking, s: &AdviseSection) -> Vec<String> {
+    let mut notes: Vec<String> = r
         .unmeasured
         .iter()
-        .map(|st| format!("{}: not ranked, its reads or writes were not measured.", words::store_name(*st)));
-    let untested = r.untested.iter().map(|st| {
+        .map(|st| format!("{}: not ranked, its reads or writes were not measured.", words::store_name(*st)))
+        .collect();
+    notes.extend(r.refused.iter().map(words::refusal));
+    if s.workload.one_commit_per_run() {
+        notes.push(
+            "Write figures: one commit per run (older file). This file predates --commit-every: each write arm \
+             committed once per run, so its write times spread one commit over many writes and are not per-write \
+             figures; they are ranked only against each other."
+                .into(),
+        );
+    }
+    notes.extend(r.untested.iter().map(|st| {
         format!("{}: not excluded, but no crash facts cover its write method (not tested).", words::store_name(*st))
-    });
-    unmeasured.chain(untested).collect()
+    }));
+    notes
 }
 
 /// How many rounds the warm reads, the cold reads and the writes ran, and
@@ -125,11 +136,10 @@ fn notes(r: &Ranking) -> Vec<String> {
 /// differ by candidate); None for files that do not record them.
 fn rounds_note(file: &ResultFile, s: &AdviseSection) -> Option<String> {
     let stores = measured(file, s);
-    let need = s.workload.durability;
     let arm_of = |set: &str, st: &Store| match set {
         WARM_READS => st.read_id(),
         COLD_READS => st.cold_read_id(),
-        _ => st.write_id(need),
+        _ => rank::write_id(s, *st),
     };
     let mut parts = Vec::new();
     for (id, what) in [(WARM_READS, "warm reads"), (COLD_READS, "cold reads"), (WRITES, "writes")] {
@@ -162,7 +172,6 @@ fn aging_note(file: &ResultFile, r: &Ranking) -> Option<String> {
 }
 
 fn ranking_table(r: &Ranking, s: &AdviseSection) -> Table {
-    let need = s.workload.durability;
     let cold = r.ranked.iter().any(|c| c.cold_read_us.is_some());
     let headers = [
         "rank",
@@ -184,7 +193,7 @@ fn ranking_table(r: &Ranking, s: &AdviseSection) -> Table {
             let mut row = vec![
                 (i + 1).to_string(),
                 words::store_name(c.store),
-                words::configuration(c.store, need).to_string(),
+                words::configuration(c.store, s),
                 micros(c.read_us),
                 c.cold_read_us.map_or_else(|| "-".into(), micros),
                 micros(c.write_us),
@@ -357,7 +366,7 @@ fn measured(file: &ResultFile, s: &AdviseSection) -> Vec<Store> {
 fn charts(file: &ResultFile, r: &Ranking, s: &AdviseSection, sfx: &str) -> Vec<Figure> {
     let stores = measured(file, s);
     let groups: Vec<String> = stores.iter().map(|st| words::store_name(*st)).collect();
-    let per_op = |id: String| file.experiment(&id).map(|e| e.summary.per_op_us.median);
+    let per_op = |id: String| file.experiment(&id).map(|e| e.summary.figure().median);
     let bar = |id: &str, title: &str, y: &str, series: Vec<String>, values: Vec<Vec<Option<f64>>>, note: &str| Figure {
         id: format!("{id}{sfx}"),
         chart: Chart::Bars(BarChart {
@@ -373,7 +382,6 @@ fn charts(file: &ResultFile, r: &Ranking, s: &AdviseSection, sfx: &str) -> Vec<F
         caption: vec![format!("{} Excluded candidates are shown too; the ranking leaves them out.", note)],
         findings: r.ranked.first().map(|l| format!("Leader: {}.", words::store_name(l.store))).into_iter().collect(),
     };
-    let need = s.workload.durability;
     type Bars = (Vec<String>, Vec<Vec<Option<f64>>>);
     let one =
         |y: &str, v: Vec<Option<f64>>| -> Bars { (vec![y.to_string()], v.into_iter().map(|x| vec![x]).collect()) };
@@ -383,13 +391,14 @@ fn charts(file: &ResultFile, r: &Ranking, s: &AdviseSection, sfx: &str) -> Vec<F
         (
             vec!["warm page cache".to_string(), "cold (cache evicted before each run)".to_string()],
             warm.zip(cold).map(|(w, c)| vec![w, c]).collect(),
-            "Median per-op time over interleaved rounds (the cold reads in rounds of their own).",
+            "Median steady-state per-op time over interleaved rounds (the cold reads in rounds of their own).",
         )
     } else {
         let (series, values) = one("µs per read", stores.iter().map(|st| per_op(st.read_id())).collect());
-        (series, values, "Median per-op time over interleaved rounds, warm page cache.")
+        (series, values, "Median steady-state per-op time over interleaved rounds, warm page cache.")
     };
-    let (write_series, write_values) = one("µs per write", stores.iter().map(|st| per_op(st.write_id(need))).collect());
+    let (write_series, write_values) =
+        one("µs per write", stores.iter().map(|st| per_op(rank::write_id(s, *st))).collect());
     let space = stores
         .iter()
         .map(|st| file.disk_usage.iter().find(|d| d.layout == st.layout()).map(|d| d.allocated_bytes as f64 / 1e6))
@@ -397,14 +406,7 @@ fn charts(file: &ResultFile, r: &Ranking, s: &AdviseSection, sfx: &str) -> Vec<F
     let (space_series, space_values) = one("MB allocated", space);
     vec![
         bar(READS_CHART, "Reads by candidate", "µs per read", read_series, read_values, read_note),
-        bar(
-            WRITES_CHART,
-            "Writes by candidate",
-            "µs per write",
-            write_series,
-            write_values,
-            "Median per-op time over interleaved rounds, one overwrite per transaction or file.",
-        ),
+        bar(WRITES_CHART, "Writes by candidate", "µs per write", write_series, write_values, &write_note(s)),
         bar(
             SPACE_CHART,
             "Disk space by candidate",
@@ -416,5 +418,23 @@ fn charts(file: &ResultFile, r: &Ranking, s: &AdviseSection, sfx: &str) -> Vec<F
     ]
 }
 
+/// What the writes chart shows: each write with its commit, as the
+/// workload states it.
+fn write_note(s: &AdviseSection) -> String {
+    if s.workload.one_commit_per_run() {
+        "Median per-op time over interleaved rounds: one commit per run (older file), so each bar spreads one \
+         commit over the run's writes."
+            .into()
+    } else {
+        format!(
+            "Median steady-state time per write over interleaved rounds: the loop with {} inside it (each file \
+             written and fsynced on its own), opening and closing left out.",
+            words::commits(s)
+        )
+    }
+}
+
+#[cfg(test)]
+mod commit_tests;
 #[cfg(test)]
 mod tests;

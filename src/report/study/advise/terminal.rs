@@ -11,6 +11,7 @@ use crate::report::format::fmt::{bytes, micros};
 use crate::report::format::text::blocks_text;
 use crate::results::ResultFile;
 use crate::studies::advise::rank::{Change, Ranked, Ranking};
+use crate::studies::advise::rules::Store;
 use crate::studies::advise::AdviseSection;
 
 /// The most evidence lines the terminal shows.
@@ -19,7 +20,7 @@ pub const DECISIVE_LINES: usize = 3;
 pub fn terminal(file: &ResultFile, _colour: bool) -> String {
     let Some((r, s)) = ranking(file) else { return String::new() };
     let mut blocks = vec![Block::Paragraph(words::workload(s)), Block::Paragraph(words::crash_source(s))];
-    blocks.extend(notes(&r).into_iter().map(Block::Note));
+    blocks.extend(notes(&r, s).into_iter().map(Block::Note));
     blocks.push(Block::Paragraph(words::recommendation(&r, s)));
     blocks.push(Block::Table(table(&r, s)));
     let lines = decisive(&r, s);
@@ -70,10 +71,12 @@ fn table(r: &Ranking, s: &AdviseSection) -> Table {
             format!("yes: {}", words::exclusion_reason(e)),
         ]
     }));
-    rows.extend(r.unmeasured.iter().map(|st| {
+    let unranked = |st: &Store, why: &str| {
         let dash = || "-".to_string();
-        vec![dash(), words::store_name(*st), dash(), dash(), dash(), dash(), dash(), "no (not measured)".into()]
-    }));
+        vec![dash(), words::store_name(*st), dash(), dash(), dash(), dash(), dash(), why.to_string()]
+    };
+    rows.extend(r.unmeasured.iter().map(|st| unranked(st, "no (not measured)")));
+    rows.extend(r.refused.iter().map(|x| unranked(&x.store, "no (another commit granularity: not compared)")));
     Table::new(&headers, rows)
 }
 

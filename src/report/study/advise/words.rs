@@ -3,7 +3,7 @@
 //! each a function of the ranking and the section alone.
 
 use crate::report::format::fmt::{bytes, thousands};
-use crate::studies::advise::rank::{Change, Excluded, Factor, Ranked, Ranking};
+use crate::studies::advise::rank::{Change, Excluded, Factor, Ranked, Ranking, Refused};
 use crate::studies::advise::rules::{self, Store, Test};
 use crate::studies::advise::{AdviseSection, CrashSource, Durability};
 use crate::studies::matrix::{Crossover, CrossoverKind, DbRead};
@@ -18,19 +18,51 @@ pub fn store_name(store: Store) -> String {
     }
 }
 
-/// The configuration advise measured for `need`.
-pub fn configuration(store: Store, need: Durability) -> &'static str {
-    let required = need == Durability::Required;
-    match store {
+/// The configuration advise measured for the section's durability need,
+/// with the commit granularity it was measured at.
+pub fn configuration(store: Store, s: &AdviseSection) -> String {
+    let required = s.workload.durability == Durability::Required;
+    let how = match store {
         Store::Sqlite if required => "blob API + mmap reads, WAL + synchronous FULL writes",
         Store::Sqlite => "blob API + mmap reads, WAL + synchronous NORMAL writes",
         Store::FilesInPlace if required => "one file per blob, open/read, pwrite over the old bytes + fsync",
         Store::FilesInPlace => "one file per blob, open/read, pwrite over the old bytes",
-        Store::FilesReplace if required => "one file per blob, open/read, write a temp file + fsync, rename",
+        Store::FilesReplace if required => {
+            "one file per blob, open/read, write a temp file + fsync, rename, fsync of the directory per commit"
+        }
         Store::FilesReplace => "one file per blob, open/read, write a temp file, rename",
-        Store::Engine(_) if required => "one transaction per write, durable commit",
-        Store::Engine(_) => "one transaction per write, commit without sync",
+        Store::Engine(_) if required => "durable commit",
+        Store::Engine(_) => "commit without sync",
+    };
+    format!("{how}, {}", commits(s))
+}
+
+/// How every candidate's writes were committed: "a commit per write",
+/// "a commit every 100 writes", or, in a file from before
+/// `--commit-every`, "one commit per run (older file)".
+pub fn commits(s: &AdviseSection) -> String {
+    match s.workload.commit_every {
+        Some(1) => "a commit per write".into(),
+        Some(n) => format!("a commit every {} writes", thousands(n.into())),
+        None => "one commit per run (older file)".into(),
     }
+}
+
+/// A candidate refused because its writes were measured at another commit
+/// granularity than the workload states.
+pub fn refusal(r: &Refused) -> String {
+    let granularity = |n: Option<u32>| match n {
+        Some(1) => "a commit per write".to_string(),
+        Some(n) => format!("a commit every {} writes", thousands(n.into())),
+        None => "one transaction per run".to_string(),
+    };
+    format!(
+        "{}: not ranked, its writes were measured with {} and the workload states {}; figures of another commit \
+         granularity are not compared.",
+        store_name(r.store),
+        granularity(r.measured),
+        granularity(r.stated)
+    )
 }
 
 /// The workload in one line.
@@ -38,7 +70,7 @@ pub fn workload(s: &AdviseSection) -> String {
     let w = &s.workload;
     let from = w.from_dir.as_ref().map(|d| format!(" (the files under {d})")).unwrap_or_default();
     format!(
-        "Workload: {} blobs{from}, {} on average, {}:{} reads:writes, durability {}.",
+        "Workload: {} blobs{from}, {} on average, {}:{} reads:writes, durability {}, {}.",
         thousands(u64::from(w.count)),
         bytes(w.mean_bytes),
         w.mix_reads,
@@ -46,6 +78,12 @@ pub fn workload(s: &AdviseSection) -> String {
         match w.durability {
             Durability::Required => "required (a write that returned must survive a power cut)",
             Durability::Relaxed => "relaxed (the last writes may be lost in a power cut, stored blobs must stay whole)",
+        },
+        match w.commit_every {
+            Some(1) => "a write returns once it is committed (--commit-every 1)".to_string(),
+            Some(n) =>
+                format!("a write returns once {} writes are committed (--commit-every {n})", thousands(n.into())),
+            None => "writes timed as one transaction per run (an older file: not per-write figures)".to_string(),
         }
     )
 }
@@ -96,7 +134,7 @@ pub fn recommendation(r: &Ranking, s: &AdviseSection) -> String {
             format!(
                 "Recommendation: {} ({}). It is the fastest at {mix} among the candidates that meet durability {}{margin}.",
                 store_name(leader.store),
-                configuration(leader.store, need),
+                configuration(leader.store, s),
                 need.name()
             )
         }
@@ -110,7 +148,7 @@ pub fn recommendation(r: &Ranking, s: &AdviseSection) -> String {
                  or its interval holds 1.0, so this machine cannot tell them apart. Choose by the other evidence \
                  below (disk space, crash facts) or by what you already run.",
                 store_name(leader.store),
-                configuration(leader.store, need),
+                configuration(leader.store, s),
                 others.join(", ")
             )
         }

@@ -43,6 +43,7 @@ fn rounds(arms: &[(&str, Vec<f64>)]) -> RoundSet {
             .map(|r| Round {
                 order: (0..arms.len() as u32).collect(),
                 per_op_us: arms.iter().map(|(_, t)| t[r]).collect(),
+                steady_per_op_us: arms.iter().map(|(_, t)| t[r]).collect(),
                 elapsed_ms: 10.0,
                 load: Load::default(),
             })
@@ -89,7 +90,8 @@ fn aging_file(with_rounds: bool) -> ResultFile {
         },
     };
     let mut f = ResultFile::new("aging", Environment::default());
-    f.aging = Some(AgingSection { ages: vec![0, LAST_AGE], churn_pct: 0.0, settings: vec![setting] });
+    f.aging =
+        Some(AgingSection { ages: vec![0, LAST_AGE], churn_pct: 0.0, settings: vec![setting], commit_every: None });
     f
 }
 
