@@ -327,6 +327,7 @@ fn with_cold_reads(f: &mut ResultFile) {
     f.experiments.extend(cold.iter().map(|(id, us)| crate::report::fixtures::experiment(id, *us)));
     let wobble: Vec<Vec<f64>> = (0..6).map(|i| vec![if i % 2 == 0 { 1.02 } else { 0.98 }; 4]).collect();
     f.rounds.push(rounds("suite/cold-reads", &cold, &wobble));
+    crate::report::fixtures::as_older(f);
 }
 
 #[test]

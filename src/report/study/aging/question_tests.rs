@@ -136,6 +136,7 @@ fn a_paired_aging_factor_inside_a_noise_floor_is_within_noise() {
     let set = &mut f.aging.as_mut().unwrap().settings[0].rounds[0];
     for r in &mut set.rounds {
         r.per_op_us[2] = r.per_op_us[1] * 1.02;
+        r.steady_per_op_us[2] = r.steady_per_op_us[1] * 1.02;
     }
     let a = answer(f);
     let floor = PairedRatio { value: 1.0, low: 0.96, high: 1.04, rounds: 8, coverage_pct: 99.2, outliers: vec![] };

@@ -348,7 +348,9 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
         }
         blocks
     };
-    let mut committed_blocks = charts(&COMMITTED, &committed_note);
+    // Files from before the committed arms have none: no empty chart for them.
+    let mut committed_blocks =
+        if measured(COMMITTED[0].db.id) { charts(&COMMITTED, &committed_note) } else { Vec::new() };
     if !committed_blocks.is_empty() {
         committed_blocks.extend(article_moves(&machines).into_iter().map(Block::Paragraph));
     }
