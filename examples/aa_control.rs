@@ -28,13 +28,13 @@ fn run() -> blobbench::Result<()> {
     let mut opts = RunOptions::new(&db);
     opts.count = 2000;
     opts.order = Order::Random;
-    opts.db.access = DbAccess::BlobApi;
+    opts.settings.db.access = DbAccess::BlobApi;
     opts.plan = Plan { repeat: 1, warmup: 1, cold: false, latency: false };
     let mut clear = 0;
     for c in 0..comparisons {
         let mut arms = Vec::new();
         for _ in 0..2 {
-            arms.push(RunArm::prepare(blobbench::engine::open(&opts.path, &opts.settings())?, &opts)?);
+            arms.push(RunArm::prepare(blobbench::engine::open(&opts.path, &opts.settings)?, &opts)?);
         }
         let mut dyn_arms: Vec<&mut dyn Arm> = arms.iter_mut().map(|a| a as &mut dyn Arm).collect();
         let plan = RoundsPlan { seed: u64::from(c) + 1, latency: false, ..RoundsPlan::new(rounds, None) };

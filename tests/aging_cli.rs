@@ -156,8 +156,7 @@ fn quick_aging_reports_every_layout_and_age_consistently() {
         .assert()
         .success()
         .stdout(predicate::str::contains("Storage aging"))
-        .stdout(predicate::str::contains("extents/file"))
-        .stdout(predicate::str::contains("extents not measured").not());
+        .stdout(predicate::str::contains("extents/file"));
     let raw = valid_results(&out.join("results.json"));
     assert_eq!(raw["complete"], true);
     let settings = raw["aging"]["settings"].as_array().unwrap();

@@ -415,6 +415,10 @@ fn engine_cases() -> Vec<Case> {
         case("run: redb held elsewhere", redb, &["run", "@t", "--update"], Fail("another process")).held(EngineKind::Redb),
         case("run: fjall held elsewhere", fjall, &["run", "@t", "--update"], Fail("another process")).held(EngineKind::Fjall),
         case("export: engine over a foreign dir", db_and_text_dir, &["export", "@db", "@t", "--engine", "lmdb", "--force"], Fail("refusing")),
+        // LMDB's data.mdb beside fjall's keyspaces/: neither is read as the dataset
+        case("run: two engines' files in one dir", lmdb_and_fjall, &["run", "@t"], Fail("holds the files of two engines, LMDB and fjall")),
+        case("run --threads: two engines' files in one dir", lmdb_and_fjall, &["run", "@t", "--threads", "2"], Fail("holds the files of two engines, LMDB and fjall")),
+        case("stat: two engines' files in one dir", lmdb_and_fjall, &["stat", "@t"], Fail("holds the files of two engines, LMDB and fjall")),
     ]
 }
 
@@ -443,6 +447,17 @@ fn redb(d: &Path) {
 
 fn fjall(d: &Path) {
     engine_fixture(d, EngineKind::Fjall);
+}
+
+/// An LMDB dataset at "t" with a fjall dataset's files moved in beside it.
+fn lmdb_and_fjall(d: &Path) {
+    lmdb(d);
+    common::engine_dataset(EngineKind::Fjall, &d.join("db"), &d.join("f"));
+    for entry in std::fs::read_dir(d.join("f")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::rename(entry.path(), d.join("t").join(entry.file_name())).unwrap();
+    }
+    std::fs::remove_dir(d.join("f")).unwrap();
 }
 
 fn lmdb_no_data(d: &Path) {

@@ -89,7 +89,7 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
         assert_eq!(arms.len(), if writer { 2 } else { 3 }, "db, db-mmap and files; or db and files with a writer");
         assert!(arms.iter().all(|a| a.contains("-writer/") == writer), "{arms:?}");
         let rounds = s["rounds"].as_array().unwrap();
-        assert_eq!(rounds.len(), 3, "--rounds 3 (--budget 60s allows them)");
+        assert_eq!(rounds.len(), 3, "--rounds 3 without --budget: three rounds whatever they take");
         for r in rounds {
             let mut order: Vec<u64> = r["order"].as_array().unwrap().iter().map(|i| i.as_u64().unwrap()).collect();
             order.sort_unstable();

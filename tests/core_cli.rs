@@ -401,7 +401,7 @@ fn blob_api_on_keys_with_gaps_finishes() {
                 .arg("run")
                 .arg(&db)
                 .args(["--blob-api", order, "--count", "500", "--repeat", "1", "--warmup", "0"])
-                .timeout(std::time::Duration::from_secs(60)),
+                .timeout(common::HANG),
         );
         assert!(out.contains("Microseconds per BLOB read"), "{order}: {out}");
     }
@@ -418,7 +418,7 @@ fn a_range_without_blobs_stops_with_one_line() {
             .arg(&db)
             .args(["--max-id", "50", "--count", "10", "--repeat", "1"])
             .args(access)
-            .timeout(std::time::Duration::from_secs(60))
+            .timeout(common::HANG)
             .output()
             .unwrap();
         let err = common::one_line_error(&out);

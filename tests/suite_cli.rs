@@ -32,7 +32,8 @@ fn several_workdirs_make_one_report_labelled_by_filesystem() {
         let experiments = v["experiments"].as_array().unwrap();
         assert_eq!(experiments.len(), 21);
         per_op_figures_lie_among_the_latencies(experiments);
-        // Reads and writes ran as rounds: 2 each (--repeat is --rounds), every arm in every round.
+        // Reads and writes ran as rounds: 2 each (--repeat is --rounds; given without
+        // --budget, no budget cuts it short), every arm in every round.
         let sets = v["rounds"].as_array().unwrap();
         assert_eq!(sets.len(), 2);
         for set in sets {

@@ -2,10 +2,10 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 
+use blobbench::measure::clock::Clock;
 use blobbench::records::sizes::parse_size_dist;
 use blobbench::records::{DatasetSpec, SizeDist};
 use blobbench::report;
@@ -107,7 +107,7 @@ fn inside(inner: &Path, outer: &Path) -> bool {
 }
 
 impl AdviseArgs {
-    fn options(&self) -> anyhow::Result<AdviseOptions> {
+    fn options(&self, clock: Clock) -> anyhow::Result<AdviseOptions> {
         if let Some(from) = &self.from {
             for (what, dir) in [("--out", &self.out), ("--workdir", &self.workdir)] {
                 if inside(dir, from) {
@@ -137,14 +137,20 @@ impl AdviseArgs {
             quick: self.quick,
             writer,
             commit_every: self.commit_every,
+            clock,
         })
     }
 }
 
 pub fn run(args: AdviseArgs) -> anyhow::Result<()> {
-    let opts = args.options()?;
+    run_on(args, Clock::REAL)
+}
+
+/// [`run`] with the budget read on `clock` (a fake one in tests).
+fn run_on(args: AdviseArgs, clock: Clock) -> anyhow::Result<()> {
+    let opts = args.options(clock)?;
     super::output::prepare_report_dir(&args.out, args.force)?;
-    let started = Instant::now();
+    let started = clock.now();
     let observer = super::suite::Lines::new(std::io::stderr().is_terminal());
     let mut results = ResultFile::from_advise(advise::run(&opts, &observer)?);
     args.label.apply(&mut results);
@@ -152,7 +158,7 @@ pub fn run(args: AdviseArgs) -> anyhow::Result<()> {
     print!("{}", report::advice(&results, false));
     println!(
         "advise took {:.0} s (budget {:.0} s); page in {} (open {})",
-        started.elapsed().as_secs_f64(),
+        clock.since(started).as_secs_f64(),
         results.advise.as_ref().map_or(0.0, |a| a.budget_s),
         args.out.display(),
         args.out.join("index.html").display()
@@ -174,6 +180,48 @@ mod tests {
         assert!(parse_mix("0:0").unwrap_err().contains("neither"));
         assert!(parse_mix("90").is_err());
         assert!(parse_mix("a:1").is_err());
+    }
+
+    /// A machine so slow that the set-up (the size matrix, the aging pass,
+    /// the datasets) takes the whole budget: one round of each arm, the
+    /// over-budget note on the terminal and the page, and success (exit 0).
+    #[test]
+    fn a_budget_spent_before_the_rounds_gives_one_round_a_note_and_success() {
+        use blobbench::measure::clock::FakeClock;
+        use blobbench::measure::rounds::StopReason;
+        use clap::Parser;
+
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            advise: AdviseArgs,
+        }
+        let d = tempfile::tempdir().unwrap();
+        let (work, out) = (d.path().join("work"), d.path().join("page"));
+        let args = Cli::parse_from(
+            ["advise", "--quick", "--no-power-cut", "--count", "100", "--engines", "lmdb", "--budget", "60s"]
+                .into_iter()
+                .map(Into::into)
+                .chain(["--workdir".into(), work.into_os_string(), "--out".into(), out.clone().into_os_string()]),
+        );
+        // Each reading of the clock is a minute after the one before.
+        let clock = FakeClock::ticking(std::time::Duration::from_secs(60)).clock();
+        run_on(args.advise, clock).expect("over budget is not an error");
+        let results = blobbench::results::read(&out.join("results.json")).unwrap();
+        assert!(results.complete);
+        let suite_sets: Vec<_> = results.rounds.iter().filter(|r| r.id.starts_with("suite/")).collect();
+        assert!(!suite_sets.is_empty());
+        for set in suite_sets {
+            assert_eq!(set.rounds.len(), 1, "{}: one round of each arm", set.id);
+            assert!(set.consistent(), "{}: every arm ran", set.id);
+            assert_eq!(set.stop, StopReason::Budget, "{}", set.id);
+        }
+        let over = results.advise.as_ref().unwrap().over_budget.as_ref().expect("recorded in the result");
+        assert!(over.setup_s > 60.0 && over.size_matrix_s > 0.0 && over.aging_s > 0.0 && over.datasets_s > 0.0);
+        let note = "over budget: the set-up took";
+        assert!(report::advice(&results, false).contains(note), "the terminal says so");
+        let page = std::fs::read_to_string(out.join("index.html")).unwrap();
+        assert!(page.contains(note), "the page says so");
     }
 
     #[test]

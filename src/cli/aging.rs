@@ -108,7 +108,8 @@ impl AgingArgs {
     }
 }
 
-/// Steps on stderr when it is a terminal; one line per measured point on stdout.
+/// Progress on stderr when it is a terminal: the step under way, then each
+/// measured point's figures (the summary's table has them all at the end).
 struct Lines {
     terminal: bool,
 }
@@ -121,20 +122,19 @@ impl AgingObserver for Lines {
     }
 
     fn point(&self, sizes: &SizeSetting, p: &AgePoint) {
-        if self.terminal {
-            eprint!("\r\x1b[K");
+        if !self.terminal {
+            return;
         }
         let us = |r: Option<aging::ReadFigures>| r.map_or_else(|| "-".into(), |r| format!("{:.1}", r.per_op_us));
         let what = p.remedy.as_ref().map_or_else(|| format!("age {}", p.age), |r| format!("after {r}"));
-        let extents = match (p.fragmentation.extents_per_file(), &p.fragmentation.not_measured) {
-            (Some(e), _) => format!("{e:.2} extents/file"),
-            _ => "extents not measured".to_string(),
+        let extents = match p.fragmentation.extents_per_file() {
+            Some(e) => format!("{e:.2} extents/file"),
+            None => "extents not measured".to_string(),
         };
-        println!(
-            "{:<8} {:<24} {:<22} read {:>8} us warm {:>8} us cold; {:>8.1} MB allocated for {:.1} MB; {extents}",
+        eprintln!(
+            "\r\x1b[K{}, {}, {what}: read {} us warm, {} us cold; {:.1} MB allocated for {:.1} MB; {extents}",
             sizes.name,
             p.layout,
-            what,
             us(p.read_warm),
             us(p.read_cold),
             p.usage.allocated_bytes as f64 / 1e6,

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use clap::Args;
 
 use blobbench::engine::dataset::{self, from_dir, StatReport};
-use blobbench::engine::postgres::redact;
 use blobbench::records::sizes::parse_size_dist;
 use blobbench::records::{DatasetSpec, SizeDist};
 use blobbench::records::{EngineKind, EngineSettings, PgParams, PgStorage};
+use blobbench::report::{table_text, ColumnKind, Table};
 use blobbench::util::units;
 
 use super::progress;
@@ -127,22 +127,11 @@ pub struct ExportArgs {
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]
-    pub pg: PgArgs,
+    pub servers: super::servers::ServerArgs,
     /// PostgreSQL bytea column storage: extended (compressed, PostgreSQL's
     /// default) or external (out of line, never compressed).
     #[arg(long, value_enum, default_value = "extended")]
     pub pg_storage: PgStorageArg,
-}
-
-/// `--pg URL`: a PostgreSQL server you run, instead of blobbench's
-/// throwaway cluster.
-#[derive(Debug, Args)]
-pub struct PgArgs {
-    /// PostgreSQL: use this server (postgresql://user:password@host:port/db)
-    /// instead of a throwaway cluster; blobbench writes only to the table it
-    /// creates, blobbench_<DIR's name>.
-    #[arg(long, value_name = "URL")]
-    pub pg: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -159,12 +148,11 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
                 PgStorageArg::Extended => PgStorage::Extended,
                 PgStorageArg::External => PgStorage::External,
             };
-            if let Some(url) = &args.pg.pg {
-                let table = blobbench::engine::postgres::remote_table_name(&args.dir);
-                println!("Writing table {table} on {} (nothing else there is touched)", redact(url));
+            if let Some(notice) = args.servers.export_notice(&args.dir) {
+                println!("{notice}");
             }
-            let pg = PgParams { url: args.pg.pg.clone(), storage };
-            let settings = EngineSettings { pg, ..EngineSettings::default() };
+            let mut settings = EngineSettings { pg: PgParams { storage, ..PgParams::default() }, ..Default::default() };
+            args.servers.apply(&mut settings);
             dataset::build_with(kind, &args.db, &args.dir, args.force, &settings, progress.as_ref())?
         }
         None => dataset::export(&args.db, &args.dir, args.tree, args.force, progress.as_ref())?,
@@ -194,19 +182,20 @@ pub struct StatArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub pg: PgArgs,
+    pub servers: super::servers::ServerArgs,
 }
 
 pub fn stat(args: StatArgs) -> anyhow::Result<()> {
-    let pg = PgParams { url: args.pg.pg.clone(), ..PgParams::default() };
-    let report = dataset::stat_with(&args.path, args.vacuum, &EngineSettings { pg, ..EngineSettings::default() })?;
+    let mut settings = EngineSettings::default();
+    args.servers.apply(&mut settings);
+    let report = dataset::stat_with(&args.path, args.vacuum, &settings)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
-    match &report {
+    // kvtest's lines first, in kvtest's format; then blobbench's, as a table.
+    let facts = match &report {
         StatReport::Db(s) => {
-            // kvtest's lines first, in kvtest's format.
             print_sizes(s.entries, s.avg_size, s.min_size, s.max_size);
             println!("Page-size:          {:8}", s.page_size);
             println!("Page-count:         {:8}", s.page_count);
@@ -214,44 +203,55 @@ pub fn stat(args: StatArgs) -> anyhow::Result<()> {
             for line in &s.integrity {
                 println!("Integrity-check:    {line}");
             }
-            println!("Journal mode:       {:>8}", s.journal_mode);
-            println!("Content bytes:      {:>14}", s.content_bytes);
-            println!("File bytes:         {:>14}", s.file_bytes + s.wal_bytes);
-            println!("Allocated bytes:    {:>14}  (blocks on disk, as du counts them)", s.allocated_bytes);
+            vec![
+                fact("Journal mode:", &s.journal_mode, ""),
+                fact("Content bytes:", s.content_bytes, ""),
+                fact("File bytes:", s.file_bytes + s.wal_bytes, ""),
+                fact("Allocated bytes:", s.allocated_bytes, DU),
+            ]
         }
         StatReport::Dir(s) => {
-            println!("EngineKind:             {:>8}", s.layout.name());
             print_sizes(s.entries, s.avg_size, s.min_size, s.max_size);
-            println!("Directories:        {:8}", s.directories);
-            println!("Content bytes:      {:>14}", s.content_bytes);
-            println!("Apparent bytes:     {:>14}  (files and directories, as ls shows them)", s.apparent_bytes);
-            println!("Allocated bytes:    {:>14}  (blocks on disk, as du counts them)", s.allocated_bytes);
+            vec![
+                fact("Layout:", s.layout.name(), ""),
+                fact("Directories:", s.directories, ""),
+                fact("Content bytes:", s.content_bytes, ""),
+                fact("Apparent bytes:", s.apparent_bytes, "(files and directories, as ls shows them)"),
+                fact("Allocated bytes:", s.allocated_bytes, DU),
+            ]
         }
-        StatReport::Pg(s) => {
-            println!("Engine:             {:>8}  (table {})", s.engine.name(), s.table);
+        StatReport::Server(s) => {
             let avg = if s.entries > 0 { s.content_bytes as f64 / s.entries as f64 } else { 0.0 };
             print_sizes(s.entries, avg, s.min_size, s.max_size);
-            println!("Content bytes:      {:>14}", s.content_bytes);
-            println!("Table bytes:        {:>14}  (main fork, pg_relation_size)", s.table_bytes);
-            println!("TOAST bytes:        {:>14}  (TOAST and maps; pg_largeobject for large objects)", s.toast_bytes);
-            println!("Index bytes:        {:>14}  (pg_indexes_size)", s.index_bytes);
-            println!("Total bytes:        {:>14}  (pg_total_relation_size)", s.total_bytes);
-            if let Some(a) = s.cluster_allocated_bytes {
-                println!(
-                    "Allocated bytes:    {:>14}  (the whole cluster's blocks, WAL included, as du counts them)",
-                    a
-                );
-            }
+            let mut facts = vec![
+                fact("Engine:", s.engine.name(), &format!("({})", s.blobs_in)),
+                fact("Content bytes:", s.content_bytes, ""),
+            ];
+            facts.extend(s.sizes.iter().map(|l| fact(&format!("{}:", l.name), l.bytes, &format!("({})", l.how))));
+            let du = s.local.as_ref().map(|l| (l.allocated_bytes, format!("({}, as du counts them)", l.covers)));
+            facts.extend(du.map(|(bytes, covers)| fact("Allocated bytes:", bytes, &covers)));
+            facts
         }
         StatReport::Kv(s) => {
-            println!("Engine:             {:>8}", s.engine.name());
             print_sizes(s.entries, s.avg_size, s.min_size, s.max_size);
-            println!("Content bytes:      {:>14}", s.content_bytes);
-            println!("File bytes:         {:>14}  (the engine's files, as ls shows them)", s.file_bytes);
-            println!("Allocated bytes:    {:>14}  (blocks on disk, as du counts them)", s.allocated_bytes);
+            vec![
+                fact("Engine:", s.engine.name(), ""),
+                fact("Content bytes:", s.content_bytes, ""),
+                fact("File bytes:", s.file_bytes, "(the engine's files, as ls shows them)"),
+                fact("Allocated bytes:", s.allocated_bytes, DU),
+            ]
         }
-    }
+    };
+    let facts = Table::new(&["", "", ""], facts).with_kinds(&[ColumnKind::Text, ColumnKind::Figure]);
+    println!("{}", table_text(&facts, false).trim_end());
     Ok(())
+}
+
+const DU: &str = "(blocks on disk, as du counts them)";
+
+/// One row of `stat`'s table: what, how much, and what that counts.
+fn fact(label: &str, value: impl std::fmt::Display, note: &str) -> Vec<String> {
+    vec![label.to_string(), value.to_string(), note.to_string()]
 }
 
 /// kvtest's four size lines, shared by databases and directories.

@@ -14,6 +14,7 @@ mod progress;
 mod report;
 mod rounds;
 mod run;
+mod servers;
 mod suite;
 
 use clap::{Parser, Subcommand};

@@ -11,7 +11,8 @@ use blobbench::records::keys::Order;
 use blobbench::records::mix::parse_mix;
 use blobbench::records::zipf::parse_zipf;
 use blobbench::records::{DbAccess, DbParams, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel};
-use blobbench::records::{Mix, PgParams, Plan};
+use blobbench::records::{EngineSettings, Mix, PgParams, Plan};
+use blobbench::report::{table_text, Table};
 use blobbench::results::{self, ResultFile};
 use blobbench::util::units;
 use blobbench::util::units::plural;
@@ -108,13 +109,11 @@ pub struct RunArgs {
     /// (LMDB MDB_NOSYNC, redb Durability::None, fjall buffered journal).
     #[arg(long, value_enum, default_value = "durable")]
     pub kv_sync: KvSyncArg,
-    /// PostgreSQL: the server holding a dataset exported with --pg
-    /// (postgresql://user:password@host:port/db); without it, the dataset's
-    /// own throwaway cluster is started.
-    #[arg(long, value_name = "URL")]
-    pub pg: Option<String>,
-    /// PostgreSQL: time a prepared SELECT 1 per op on the same connection
-    /// instead of a read (the protocol and socket floor under each read).
+    #[command(flatten)]
+    pub servers: super::servers::ServerArgs,
+    /// Server engines: time a round trip with no work per op (PostgreSQL: a
+    /// prepared SELECT 1) on the same connection instead of a read (the
+    /// protocol and socket floor under each read).
     #[arg(long, conflicts_with_all = ["update", "mix", "threads"])]
     pub round_trip: bool,
     /// Timed runs (the kvtest lines show the median one).
@@ -222,6 +221,31 @@ impl RunArgs {
         } else {
             Order::Asc
         };
+        RunOptions {
+            path: self.path.clone(),
+            count: self.count,
+            max_id: self.max_id,
+            start: self.start,
+            order,
+            update: self.update,
+            settings: self.settings(),
+            round_trip: self.round_trip,
+            integrity_check: self.integrity_check,
+            stats: self.stats,
+            plan: Plan {
+                repeat: self.repeat,
+                warmup: self.warmup.unwrap_or(if self.cold { 0 } else { 1 }),
+                cold: self.cold,
+                latency: !self.no_latency,
+            },
+            seed: self.seed.unwrap_or_else(blobbench::drivers::run::fresh_seed),
+            zipf: self.keys,
+            mix: self.mix,
+        }
+    }
+
+    /// Each engine's options, as the flags give them.
+    fn settings(&self) -> EngineSettings {
         let sync = if self.nosync {
             Some(SyncLevel::Off)
         } else {
@@ -232,13 +256,7 @@ impl RunArgs {
                 SyncArg::Extra => SyncLevel::Extra,
             })
         };
-        RunOptions {
-            path: self.path.clone(),
-            count: self.count,
-            max_id: self.max_id,
-            start: self.start,
-            order,
-            update: self.update,
+        let mut settings = EngineSettings {
             db: DbParams {
                 access: if self.blob_api { DbAccess::BlobApi } else { DbAccess::Sql },
                 cache_size: self.cache_size,
@@ -267,20 +285,10 @@ impl RunArgs {
                 },
             },
             commit_every: if self.multitrans { Some(1) } else { self.commit_every },
-            pg: PgParams { url: self.pg.clone(), ..PgParams::default() },
-            round_trip: self.round_trip,
-            integrity_check: self.integrity_check,
-            stats: self.stats,
-            plan: Plan {
-                repeat: self.repeat,
-                warmup: self.warmup.unwrap_or(if self.cold { 0 } else { 1 }),
-                cold: self.cold,
-                latency: !self.no_latency,
-            },
-            seed: self.seed.unwrap_or_else(blobbench::drivers::run::fresh_seed),
-            zipf: self.keys,
-            mix: self.mix,
-        }
+            pg: PgParams::default(),
+        };
+        self.servers.apply(&mut settings);
+        settings
     }
 }
 
@@ -379,10 +387,10 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
         let _ = writeln!(
             o,
             "--mmap {}{}",
-            opts.db.mmap_bytes,
-            if opts.db.access == DbAccess::BlobApi { " --blob-api" } else { "" }
+            opts.settings.db.mmap_bytes,
+            if opts.settings.db.access == DbAccess::BlobApi { " --blob-api" } else { "" }
         );
-        if opts.db.sync == Some(SyncLevel::Off) {
+        if opts.settings.db.sync == Some(SyncLevel::Off) {
             let _ = writeln!(o, "--nosync");
         }
         if let Some(ps) = report.page_size {
@@ -403,9 +411,9 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
         e.warmup_runs,
         plural(e.warmup_runs)
     );
-    let timer = blobbench::engine::backend(report.layout).timer_covers(&opts.settings());
+    let timer = blobbench::engine::backend(report.layout).timer_covers(&opts.settings);
     let _ = writeln!(o, "timer (kvtest's total): {timer}");
-    let commits = match opts.commit_every {
+    let commits = match opts.settings.commit_every {
         Some(1) if opts.update || opts.mix.is_some() => "a commit per write".to_string(),
         Some(n) if opts.update || opts.mix.is_some() => format!("a commit every {n} writes"),
         Some(_) => "each read in its own transaction (--multitrans)".to_string(),
@@ -415,6 +423,9 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
         o,
         "commits: {commits}; steady: the loop with its commits and the writes' deferred work, per op; one-off: open and close, per session"
     );
+    if let Some(line) = handle_open_line(e) {
+        let _ = writeln!(o, "{line}");
+    }
     // --threads (concurrency): say what a per-op figure means with several readers.
     if e.params.threads > 1 {
         let _ = writeln!(
@@ -437,7 +448,6 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
             ms(p.checkpoint_ns)
         );
     }
-    let _ = writeln!(o, "{:<24}{:>10}{:>10}{:>10}{:>10}{:>8}", "", "median", "mean", "min", "max", "cv");
     let steady = s.steady_per_op_us.unwrap_or_default();
     let one_off = s.one_off_us.map(|st| Stat {
         mean: st.mean / 1000.0,
@@ -446,33 +456,27 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
         max: st.max / 1000.0,
         ..st
     });
-    for (name, st) in [
+    let rows = [
         (format!("us per {verb} (kvtest)"), &s.per_op_us),
         (format!("us per {verb} (loop)"), &s.loop_per_op_us),
         (format!("us per {verb} (steady)"), &steady),
         ("ms one-off per run".to_string(), &one_off.unwrap_or_default()),
         ("MB/s (kvtest)".to_string(), &s.mb_per_s),
-    ] {
-        let _ = writeln!(
-            o,
-            "{:<24}{:>10.3}{:>10.3}{:>10.3}{:>10.3}{:>7.1}%",
-            name, st.median, st.mean, st.min, st.max, st.cv_pct
-        );
-    }
+    ];
+    let rows = rows.map(|(name, st)| {
+        let figures = [st.median, st.mean, st.min, st.max].map(|v| format!("{v:.3}"));
+        std::iter::once(name).chain(figures).chain([format!("{:.1}%", st.cv_pct)]).collect()
+    });
+    o.push_str(&table_text(&Table::new(&["", "median", "mean", "min", "max", "cv"], rows.to_vec()), false));
     if let Some(l) = &e.latency {
-        let _ = writeln!(
-            o,
-            "latency per {verb} (us, {} ops over all timed runs): p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  max {:.2}",
-            l.count, l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.max_us
-        );
-        for c in &e.class_latency {
-            let l = &c.latency;
-            let _ = writeln!(
-                o,
-                "  {:<9} (us, {} ops): p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  max {:.2}",
-                c.class, l.count, l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.max_us
-            );
-        }
+        let classes = e.class_latency.iter().map(|c| (c.class.clone(), &c.latency));
+        let rows = std::iter::once(("all, over the timed runs".to_string(), l)).chain(classes).map(|(name, l)| {
+            let figures = [l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.max_us].map(|v| format!("{v:.2}"));
+            [name, l.count.to_string()].into_iter().chain(figures).collect()
+        });
+        let first = format!("latency per {verb} (us)");
+        let headers = [first.as_str(), "ops", "p50", "p90", "p99", "p99.9", "max"];
+        o.push_str(&table_text(&Table::new(&headers, rows.collect()), false));
         let _ = writeln!(
             o,
             "harness: one clock read per op costs {:.0} ns = {:.2}% of the loop's mean per-op time",
@@ -509,4 +513,22 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
         let _ = writeln!(o, "warning: {w}");
     }
     o
+}
+
+/// Where the engine's handle was opened, a one-off: in the warm-up (then
+/// the timed runs read through it, kept open) or in timed runs' setups.
+fn handle_open_line(e: &blobbench::measure::Experiment) -> Option<String> {
+    let ms = e.handle_open_ns? as f64 / 1e6;
+    let timed = e.runs.iter().filter(|r| r.opened_handle).count();
+    Some(if timed == 0 {
+        format!(
+            "one-off, in no figure here: the engine's handle opened in {ms:.3} ms in the warm-up and stayed open; \
+             the timed runs' setup only began their transaction on it"
+        )
+    } else {
+        format!(
+            "the engine's handle opened in the setup of {timed} timed run{} ({ms:.3} ms the first time)",
+            plural(timed as u32)
+        )
+    })
 }

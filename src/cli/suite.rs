@@ -113,7 +113,8 @@ impl SuiteArgs {
     }
 }
 
-/// One line per experiment: a bar with an ETA while it runs, then its result.
+/// On a terminal, a bar with an ETA per experiment, then its figures; on
+/// stdout, one line per dataset built.
 pub(super) struct Lines {
     bar: Mutex<Option<ProgressBar>>,
     terminal: bool,
@@ -146,20 +147,26 @@ impl SuiteObserver for Lines {
         }
     }
 
-    /// The figure comparisons use (the steady-state loop, when the file
-    /// has it), so the line's p99 and its per-op time are of the same loop;
-    /// kvtest's open-to-close total per op follows when it differs.
+    /// Progress only, on a terminal: the figures are the latency table the
+    /// summary draws at the end. The per-op time is the figure comparisons
+    /// use (the steady-state loop, when the file has it), so the line's p99
+    /// and its per-op time are of the same loop; kvtest's open-to-close
+    /// total per op follows when it differs.
     fn measured(&self, e: &Experiment) {
+        if !self.terminal {
+            return;
+        }
         let p99 = e.latency.map(|l| format!(", p99 {:.1} us", l.p99_us)).unwrap_or_default();
         let figure = e.summary.figure();
         let total = match e.summary.steady_per_op_us {
             Some(_) => format!("; open to close {:.2} us per op", e.summary.per_op_us.median),
             None => String::new(),
         };
-        self.line(&format!(
-            "{:<40} {:>10.2} us per op (median of {}, cv {:.0}%){p99}{total}",
+        self.finish_bar();
+        eprintln!(
+            "{}: {:.2} us per op (median of {}, cv {:.0}%){p99}{total}",
             e.label, figure.median, e.summary.runs, figure.cv_pct
-        ));
+        );
     }
 }
 
@@ -170,13 +177,17 @@ impl Lines {
 
     /// Ends the bar of what just finished and prints its line.
     fn line(&self, line: &str) {
+        self.finish_bar();
+        // Results go to stdout; stderr is left for the one error line.
+        println!("{line}");
+    }
+
+    fn finish_bar(&self) {
         if let Ok(mut slot) = self.bar.lock() {
             if let Some(bar) = slot.take() {
                 bar.finish_and_clear();
             }
         }
-        // Results go to stdout; stderr is left for the one error line.
-        println!("{line}");
     }
 }
 

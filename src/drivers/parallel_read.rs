@@ -53,7 +53,7 @@ impl ParallelArm {
             return Err(Error::invalid("--count must be at least --threads (each thread reads at least one blob)"));
         }
         run::validate(opts)?;
-        let mut engine = engine::open(&opts.path, &opts.settings())?;
+        let mut engine = engine::open(&opts.path, &opts.settings)?;
         let survey = engine.survey(false)?;
         let max_id = match opts.max_id.or(survey.max_key) {
             Some(m) => m,
@@ -100,7 +100,7 @@ impl Arm for ParallelArm {
 
 /// The largest key, from one untimed session that asks for it.
 fn largest_key(engine: &dyn Engine) -> Result<u32> {
-    let session = engine.open(OpenMode { write: false, find_max: true })?;
+    let session = engine.open(OpenMode { write: false, find_max: true, keep: false })?;
     let max = session.info().max_key;
     session.close()?;
     match max {
@@ -144,7 +144,7 @@ fn one_run(
                 s.spawn(move || {
                     let mut hist = want_latency.then(Latency::new);
                     let spec = SessionSpec {
-                        mode: OpenMode::READ,
+                        mode: OpenMode::measured(false, false),
                         max_id: Some(max_id),
                         keys: |max| keys_for(opts, i, threads, max),
                         count,
@@ -183,7 +183,7 @@ fn one_run(
     let ns = |d: std::time::Duration| d.as_nanos() as u64;
     let longest = |f: fn(&SessionRun) -> std::time::Duration| runs.iter().map(|(r, _)| ns(f(r))).max().unwrap_or(0);
     let info = runs[0].0.info.clone();
-    let apart = opts.db.nocheckpoint && info.close_checkpoints;
+    let apart = opts.settings.db.nocheckpoint && info.close_checkpoints;
     let close_ns = longest(|r| r.times.closed - r.times.committed);
     let phases = Phases {
         setup_ns: ns(l0 - t0),
@@ -201,7 +201,13 @@ fn one_run(
         }
     }
     let sum = |f: fn(&SessionRun) -> u64| runs.iter().map(|(r, _)| f(r)).sum::<u64>();
-    let outcome = RunOutcome { ops: sum(|r| r.ops), misses: sum(|r| r.misses), bytes: sum(|r| r.bytes), phases };
+    let outcome = RunOutcome {
+        ops: sum(|r| r.ops),
+        misses: sum(|r| r.misses),
+        bytes: sum(|r| r.bytes),
+        phases,
+        opened_handle: runs.iter().any(|(r, _)| r.info.opened_handle),
+    };
     Ok((outcome, info))
 }
 

@@ -13,9 +13,7 @@ use crate::measure::rounds::Arm;
 use crate::measure::{self, ClassLatency, Experiment, RunSample};
 use crate::records::keys::{KeySequence, KvtestRng, Order};
 use crate::records::zipf::ZipfTable;
-use crate::records::{
-    CommitEvery, DbParams, EngineKind, EngineSettings, FileParams, KvParams, Mix, PgParams, Plan, WorkloadParams,
-};
+use crate::records::{EngineKind, EngineSettings, Mix, Plan, WorkloadParams};
 use crate::{Error, Result};
 
 /// A `run`, with kvtest's defaults.
@@ -29,15 +27,9 @@ pub struct RunOptions {
     pub start: u32,
     pub order: Order,
     pub update: bool,
-    pub db: DbParams,
-    pub files: FileParams,
-    pub kv: KvParams,
-    /// PostgreSQL's connection (`--pg URL`); never recorded (it may hold a
-    /// password).
-    pub pg: PgParams,
-    /// Writes per commit (`--commit-every N`); None is one transaction
-    /// per run (kvtest's way).
-    pub commit_every: CommitEvery,
+    /// Each engine's part of the options (it reads its own). PostgreSQL's
+    /// connection (`--pg URL`) is never recorded: it may hold a password.
+    pub settings: EngineSettings,
     pub integrity_check: bool,
     pub stats: bool,
     pub plan: Plan,
@@ -49,22 +41,12 @@ pub struct RunOptions {
     pub zipf: Option<f64>,
     /// Reads and overwrites mixed in this ratio (`--mix READ:WRITE`).
     pub mix: Option<Mix>,
-    /// Time a server's `SELECT 1` per op instead of a read (the floor).
+    /// Time a server's round trip with no work per op instead of a read
+    /// (the floor; PostgreSQL's `SELECT 1`).
     pub round_trip: bool,
 }
 
 impl RunOptions {
-    /// Each engine's part of these options.
-    pub fn settings(&self) -> EngineSettings {
-        EngineSettings {
-            db: self.db.clone(),
-            files: self.files,
-            kv: self.kv,
-            pg: self.pg.clone(),
-            commit_every: self.commit_every,
-        }
-    }
-
     /// The record of these options in a result file.
     pub(crate) fn params(&self, layout: EngineKind, max_id: u32, threads: u32) -> WorkloadParams {
         WorkloadParams {
@@ -76,16 +58,16 @@ impl RunOptions {
             start: self.start,
             order: self.order,
             threads,
-            db: self.db.clone(),
-            files: self.files,
-            kv: self.kv,
-            commit_every: self.commit_every,
+            db: self.settings.db.clone(),
+            files: self.settings.files,
+            kv: self.settings.kv,
+            commit_every: self.settings.commit_every,
             plan: self.plan,
             seed: (self.update || self.mix.is_some()).then_some(self.seed),
             zipf_theta: self.zipf,
             mix: self.mix,
             round_trip: self.round_trip,
-            server: None,
+            server_info: None,
         }
     }
 
@@ -97,11 +79,7 @@ impl RunOptions {
             start: 1,
             order: Order::Asc,
             update: false,
-            db: DbParams::default(),
-            files: FileParams::default(),
-            kv: KvParams::default(),
-            pg: PgParams::default(),
-            commit_every: None,
+            settings: EngineSettings::default(),
             integrity_check: false,
             stats: false,
             plan: Plan::default(),
@@ -159,7 +137,7 @@ pub fn run_observed(
     label: &str,
     after_run: &mut dyn FnMut(u32, u32),
 ) -> Result<RunReport> {
-    let engine = engine::open(&opts.path, &opts.settings())?;
+    let engine = engine::open(&opts.path, &opts.settings)?;
     run_engine(engine, opts, id, label, after_run)
 }
 
@@ -261,7 +239,7 @@ impl RunArm {
             (None, None) => Work::Read,
         };
         let spec = SessionSpec {
-            mode: OpenMode { write: opts.writes(), find_max: max_id.is_none() },
+            mode: OpenMode::measured(opts.writes(), max_id.is_none()),
             max_id: *max_id,
             keys: |max| match &zipf {
                 Some(table) => KeySequence::zipf(Arc::clone(table), KvtestRng::stream(stream)),
@@ -280,7 +258,7 @@ impl RunArm {
         let run = timed_session(engine.as_ref(), spec, ctx.latency, &|| {}, &mut inspect)?;
         *timed_runs += u32::from(timed);
         seen.info = Some(run.info.clone());
-        Ok(run.outcome(opts.db.nocheckpoint))
+        Ok(run.outcome(opts.settings.db.nocheckpoint))
     }
 
     /// The report of the runs `measured` took: checks after reads, the
@@ -325,7 +303,7 @@ pub(crate) fn report_of(
         Vec::new()
     };
     let interrupted = measured.interrupted;
-    let mut params = WorkloadParams { server: engine.server_info(), ..opts.params(layout, max_id, threads) };
+    let mut params = WorkloadParams { server_info: engine.server_info(), ..opts.params(layout, max_id, threads) };
     params.plan.repeat = measured.runs.len() as u32;
     Ok(RunReport {
         experiment: Experiment::from_measured(id, label, params, measured),
@@ -356,7 +334,7 @@ impl Arm for RunArm {
     /// Whole batches of `commit_every` writes, so that no write is left
     /// uncommitted at the end of the loop.
     fn set_ops_per_run(&mut self, ops: u64) {
-        let batch = u64::from(self.opts.commit_every.unwrap_or(1).max(1));
+        let batch = u64::from(self.opts.settings.commit_every.unwrap_or(1).max(1));
         self.opts.count = ops.max(1).div_ceil(batch) * batch;
     }
 }
@@ -381,12 +359,14 @@ pub(crate) fn validate(opts: &RunOptions) -> Result<()> {
         }
     }
     if opts.round_trip && (opts.update || opts.mix.is_some()) {
-        return Err(Error::invalid("--round-trip times SELECT 1 instead of reads; it takes no --update or --mix"));
+        return Err(Error::invalid(
+            "--round-trip times a server's round trip with no work instead of reads; it takes no --update or --mix",
+        ));
     }
-    if opts.db.mmap_bytes < 0 {
+    if opts.settings.db.mmap_bytes < 0 {
         return Err(Error::invalid("--mmap must not be negative"));
     }
-    if let Some(n) = opts.commit_every {
+    if let Some(n) = opts.settings.commit_every {
         crate::records::check_commit_every(n).map_err(Error::invalid)?;
     }
     Ok(())
@@ -395,7 +375,7 @@ pub(crate) fn validate(opts: &RunOptions) -> Result<()> {
 /// The largest key, asked of a session opened outside every timer (SQLite
 /// otherwise finds it inside its timed setup, as kvtest does).
 fn largest_key(engine: &dyn Engine) -> Result<u32> {
-    let session = engine.open(OpenMode { write: false, find_max: true })?;
+    let session = engine.open(OpenMode { write: false, find_max: true, keep: false })?;
     let max = session.info().max_key;
     session.close()?;
     max.filter(|&m| m > 0)

@@ -9,6 +9,7 @@ use rand::{RngCore, SeedableRng};
 use crate::engine::{Engine, OpenMode, Session, SessionInfo};
 use crate::measure::{self, Latency, LatencySink, NoLatency, Phases, RunOutcome};
 use crate::records::keys::KeySequence;
+use crate::records::EngineKind;
 use crate::{Error, Result};
 
 /// Bytes of random content beyond the largest blob: each operation takes its
@@ -195,6 +196,7 @@ impl SessionRun {
             misses: self.misses,
             bytes: self.bytes,
             phases: self.times.phases(&self.info, checkpoint_apart),
+            opened_handle: self.info.opened_handle,
         }
     }
 }
@@ -297,25 +299,27 @@ impl LoopWork for ReadOps {
     }
 }
 
-/// `SELECT 1` per key; each counts as 4 bytes moved (the int4 it returns).
+/// A round trip with no work per key (PostgreSQL's `SELECT 1`); each
+/// counts the bytes its answer carried (PostgreSQL's int4: 4).
 struct RoundTripOps;
 
 impl LoopWork for RoundTripOps {
     #[inline(always)]
     fn step<S: Session + ?Sized>(&mut self, session: &mut S, _key: u32) -> Result<(u64, usize)> {
-        if session.round_trip()? {
-            Ok((4, 0))
-        } else {
-            Err(no_server())
+        match session.round_trip()? {
+            Some(bytes) => Ok((bytes, 0)),
+            None => Err(no_server()),
         }
     }
 }
 
 #[cold]
 fn no_server() -> Error {
-    Error::invalid(
-        "--round-trip measures a database server's SELECT 1; this engine has no server (use postgres or postgres-lo)",
-    )
+    let servers: Vec<&str> = EngineKind::ALL.into_iter().filter(|k| k.is_server()).map(EngineKind::name).collect();
+    Error::invalid(format!(
+        "--round-trip measures a server's round trip with no work; this engine has no server (use {})",
+        servers.join(" or ")
+    ))
 }
 
 /// Where the next operation's content starts in the pool's window.

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::records::{EngineKind, PgServerInfo};
+use crate::records::{EngineKind, ServerInfo};
 use crate::Result;
 
 /// What a session was opened for.
@@ -16,11 +16,24 @@ pub struct OpenMode {
     /// Ask the engine for its largest key inside the setup phase, as kvtest
     /// does for a database when no --max-id is given.
     pub find_max: bool,
+    /// Keep the session's handle (connection, environment, database) open
+    /// after it closes, for the engine's next session, as a long-running
+    /// reader keeps its database open (see `engine::keep`). The drivers
+    /// set it for the sessions of measured read runs; a write session
+    /// never keeps, and closes what earlier sessions kept first, so that
+    /// work an engine defers to its close (SQLite's closing checkpoint,
+    /// redb's and fjall's final sync) happens in its own close phase.
+    pub keep: bool,
 }
 
 impl OpenMode {
-    pub const READ: OpenMode = OpenMode { write: false, find_max: false };
-    pub const WRITE: OpenMode = OpenMode { write: true, find_max: false };
+    pub const READ: OpenMode = OpenMode { write: false, find_max: false, keep: false };
+    pub const WRITE: OpenMode = OpenMode { write: true, find_max: false, keep: false };
+
+    /// The mode of a measured session: a read session keeps its handle.
+    pub const fn measured(write: bool, find_max: bool) -> OpenMode {
+        OpenMode { write, find_max, keep: !write }
+    }
 }
 
 /// What is learnt about a dataset before any timed run.
@@ -50,6 +63,10 @@ pub struct SessionInfo {
     /// fjall's journal sync): timed with the writes, never left out as a
     /// one-off cost. False for a session that did not write.
     pub close_finishes_writes: bool,
+    /// This session opened the engine's handle (connection, environment,
+    /// database) rather than finding one kept open: its setup phase holds
+    /// that one-off open.
+    pub opened_handle: bool,
 }
 
 /// A dataset opened with one run's settings.
@@ -63,16 +80,21 @@ pub trait Engine: Send + Sync {
     /// outside every timer; later sessions rely on what it found.
     fn survey(&mut self, for_writes: bool) -> Result<Survey>;
 
-    /// The setup phase: open, settings, begin the run's transaction.
+    /// The setup phase: open (or take the handle a kept session left
+    /// open, [`OpenMode::keep`]), settings, begin the run's transaction.
+    /// A write session first closes every kept handle.
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>>;
 
     /// Every file whose pages a cold run must drop from the page cache.
     fn cache_files(&self) -> Result<Vec<PathBuf>>;
 
     /// Empties the caches a cold run must not find warm beyond the page
-    /// cache (a database server's own buffers); called before the page
-    /// cache is emptied, outside every timer. Nothing for the in-process
-    /// engines, whose sessions start with empty caches.
+    /// cache: closes every handle kept open ([`OpenMode::keep`]), and with
+    /// it the engine's own cache and maps, so the next session opens it
+    /// again, as a restarted application would; a database server also
+    /// drops its own buffers. Called before the page cache is emptied,
+    /// outside every timer. Nothing for an engine that keeps nothing (one
+    /// file per blob).
     fn drop_own_caches(&self) -> Result<()> {
         Ok(())
     }
@@ -83,9 +105,9 @@ pub trait Engine: Send + Sync {
         Ok(())
     }
 
-    /// What a database server said about itself (PostgreSQL); None for
-    /// the in-process engines.
-    fn server_info(&self) -> Option<PgServerInfo> {
+    /// What the server said about itself (after `survey`); None for the
+    /// in-process engines.
+    fn server_info(&self) -> Option<ServerInfo> {
         None
     }
 }
@@ -130,11 +152,13 @@ pub trait Session: Send {
         None
     }
 
-    /// One round trip to a server that does no work (PostgreSQL's
-    /// `SELECT 1`): the protocol and socket floor under each read. False
-    /// where there is no server (the in-process engines).
-    fn round_trip(&mut self) -> Result<bool> {
-        Ok(false)
+    /// One round trip to a server that does no work (its
+    /// [`EngineKind::round_trip_call`], PostgreSQL's `SELECT 1`): the
+    /// protocol and socket floor under each read. Returns the bytes the
+    /// answer carried (what a run counts as moved); None where there is no
+    /// server (the in-process engines).
+    fn round_trip(&mut self) -> Result<Option<u64>> {
+        Ok(None)
     }
 }
 

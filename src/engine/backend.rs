@@ -4,7 +4,7 @@
 //! kvtest database, opened with a run's settings and described, what its
 //! timer covers, and which write modes the crash test puts through it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::engine::api::Engine;
 use crate::engine::report::{ExportReport, StatReport};
@@ -41,9 +41,9 @@ pub enum CrashWrite {
     /// One overwrite per file; with `sync_dir` the directory is fsync'd
     /// after each one (to make a rename durable).
     Files { write: FileWrite, fsync: bool, sync_dir: bool },
-    /// One overwrite per committed transaction, with the engine's durable
-    /// commit or its fast one.
-    Commit { durable: bool },
+    /// One overwrite per committed transaction: the engine's durable
+    /// commit when the mode is [`CrashMode::durable`], else its fast one.
+    Commit,
 }
 
 /// SIGKILLs every process of the server holding the dataset at the given
@@ -52,16 +52,69 @@ pub enum CrashWrite {
 pub type ServerKill = fn(&Path) -> Result<()>;
 
 /// One write mode of the crash test: its name on the command line, what it
-/// is, how it writes, and, for an engine whose writes a server makes, how
-/// that server is killed (killing only the client would leave the writes to
-/// the server, untouched). What the server needs installed is the backend's
-/// [`Backend::preflight`].
+/// is, how it writes, what it promises (declared here, never derived from
+/// its name), and, for an engine whose writes a server makes, how that
+/// server is killed (killing only the client would leave the writes to the
+/// server, untouched). What the server needs installed is the backend's
+/// [`Backend::preflight`]. Built with [`CrashMode::new`] and its promises.
 #[derive(Debug, Clone, Copy)]
 pub struct CrashMode {
     pub name: &'static str,
     pub description: &'static str,
     pub write: CrashWrite,
+    /// A write that returned was promised durable (a COMMIT under
+    /// synchronous=FULL with a journal, a file fsync'd where it lives, an
+    /// engine's durable commit), so losing it in a power cut is a
+    /// durability violation.
+    pub durable: bool,
+    /// The engine's own documentation promises that a durable write
+    /// survives a power cut (`crashtest --power-cut` fails when one is
+    /// lost); SQLite's rollback journal under FULL is durable but
+    /// documented as possibly losing the last commit.
+    pub documented_durable: bool,
+    /// A killed writer leaves every value whole and the store sound (a
+    /// journal, a transactional engine, fast commits included): the crash
+    /// test fails otherwise.
+    pub atomic: bool,
     pub server: Option<ServerKill>,
+}
+
+impl CrashMode {
+    /// A mode that promises nothing.
+    pub const fn new(name: &'static str, description: &'static str, write: CrashWrite) -> CrashMode {
+        CrashMode { name, description, write, durable: false, documented_durable: false, atomic: false, server: None }
+    }
+
+    /// Durable, as its documentation promises.
+    pub const fn durable(self) -> CrashMode {
+        CrashMode { durable: true, documented_durable: true, ..self }
+    }
+
+    /// Durable by its calls, though its documentation does not promise
+    /// that a power cut keeps every acknowledged write.
+    pub const fn durable_undocumented(self) -> CrashMode {
+        CrashMode { durable: true, documented_durable: false, ..self }
+    }
+
+    pub const fn atomic(self) -> CrashMode {
+        CrashMode { atomic: true, ..self }
+    }
+
+    /// Its writes are made by a server, which `kill` ends.
+    pub const fn server(self, kill: ServerKill) -> CrashMode {
+        CrashMode { server: Some(kill), ..self }
+    }
+}
+
+/// Where a dataset's bytes are on this machine's disk, for a study that
+/// sizes and inspects its files (`aging`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LocalBytes {
+    /// All of them are in these files and directories (each exists).
+    In(Vec<PathBuf>),
+    /// None are here: a server elsewhere holds them (why, as the study
+    /// records it).
+    Remote(String),
 }
 
 /// One engine kind. Every method is required, so a new engine that forgets
@@ -95,6 +148,11 @@ pub trait Backend: Sync {
     /// first; other engines refuse it.
     /// `settings` says how to reach a server (PostgreSQL's `--pg`).
     fn stat(&self, path: &Path, vacuum: bool, settings: &EngineSettings) -> Result<StatReport>;
+
+    /// Where the dataset at `path` keeps its bytes on this machine (with
+    /// the run's `settings`, which say how to reach a server): never a
+    /// guess, so a remote store's descriptor is not mistaken for its data.
+    fn local_bytes(&self, path: &Path, settings: &EngineSettings) -> Result<LocalBytes>;
 
     /// What kvtest's total covers for this engine with these settings, as
     /// `run` prints it ("open + loop + commit + close").

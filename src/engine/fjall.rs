@@ -20,8 +20,10 @@
 //! when the database closes, after its background flushes and compactions
 //! stop, which the session's close phase times, counted with the writes.
 //!
-//! The database opens in the session's setup phase and closes when the
-//! engine's last session closes (fjall locks its directory).
+//! The database opens in a session's setup phase and closes when the
+//! engine's last session closes (fjall locks its directory), unless a read
+//! session kept it (`engine::keep`): then it stays open, its block cache
+//! and open files kept, until a cold run or a write session closes it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -29,7 +31,8 @@ use std::time::Instant;
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions, PersistMode, Readable, Snapshot};
 
-use super::kv::{self, copy_out, key_bytes, key_of, KvBackend, Shared};
+use super::keep::Shared;
+use super::kv::{self, copy_out, key_bytes, key_of, KvBackend};
 use crate::engine::api::{take, Engine, OpenMode, Session, SessionInfo, Survey};
 use crate::engine::report::{ExportReport, KvStat};
 use crate::records::{CommitEvery, EngineKind, KvParams, KvSync, WriteBatch};
@@ -90,8 +93,10 @@ impl FjallEngine {
         FjallEngine { path: path.to_path_buf(), params, commit_every, shared: Shared::new() }
     }
 
-    fn handle(&self) -> Result<Arc<Handle>> {
-        self.shared.get_or_open(|| open_handle(&self.path))
+    /// The open database (kept open after its sessions with `keep`), and
+    /// whether this call opened it.
+    fn handle(&self, keep: bool) -> Result<(Arc<Handle>, bool)> {
+        self.shared.get_or_open(keep, || open_handle(&self.path))
     }
 }
 
@@ -120,7 +125,7 @@ impl Engine for FjallEngine {
         if for_writes {
             kv::check_writable(&kv::dataset_files(&self.path)?)?;
         }
-        let h = self.handle()?;
+        let (h, _) = self.handle(false)?;
         let Some(last) = h.ks.last_key_value() else {
             return Err(kv::empty(&self.path, KIND));
         };
@@ -131,7 +136,10 @@ impl Engine for FjallEngine {
     }
 
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
-        let handle = self.handle()?;
+        if mode.write {
+            self.shared.release();
+        }
+        let (handle, opened) = self.handle(mode.keep)?;
         let snapshot = (self.commit_every.is_none() && !mode.write).then(|| handle.db.snapshot());
         // Only a durable writer committing every N has anything to do per batch.
         let durable = self.params.sync == KvSync::Durable;
@@ -139,6 +147,7 @@ impl Engine for FjallEngine {
         Ok(Box::new(FjallSession {
             snapshot,
             handle,
+            opened,
             write: mode.write,
             batch,
             params: self.params,
@@ -150,12 +159,20 @@ impl Engine for FjallEngine {
     fn cache_files(&self) -> Result<Vec<PathBuf>> {
         kv::dataset_files(&self.path)
     }
+
+    /// Closes the kept database, and with it fjall's block cache.
+    fn drop_own_caches(&self) -> Result<()> {
+        self.shared.release();
+        Ok(())
+    }
 }
 
 pub struct FjallSession {
     /// The run's snapshot (a reader without a commit granularity).
     snapshot: Option<Snapshot>,
     handle: Arc<Handle>,
+    /// This session opened the database (none was kept open).
+    opened: bool,
     write: bool,
     /// A durable writer's writes since its last persist, when it persists
     /// every N.
@@ -248,7 +265,7 @@ impl Session for FjallSession {
     fn info(&self) -> SessionInfo {
         // Closing the database waits for its background flushes and
         // compactions and syncs the journal: work the writes left to it.
-        SessionInfo { close_finishes_writes: self.write, ..SessionInfo::default() }
+        SessionInfo { close_finishes_writes: self.write, opened_handle: self.opened, ..SessionInfo::default() }
     }
 
     fn close(self: Box<Self>) -> Result<()> {
@@ -282,7 +299,7 @@ fn scan(path: &Path, h: &Handle) -> Result<kv::Scan> {
 /// What `stat` says about the fjall dataset at `dir`.
 fn stat(dir: &Path) -> Result<KvStat> {
     let s = {
-        let h = FjallEngine::new(dir, KvParams::default(), None).handle()?;
+        let (h, _) = FjallEngine::new(dir, KvParams::default(), None).handle(false)?;
         scan(dir, &h)?
     };
     kv::kv_stat(KIND, dir, s)

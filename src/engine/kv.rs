@@ -1,14 +1,13 @@
 //! What the key-value engines (LMDB, redb, fjall) share: the key encoding,
-//! one handle per dataset shared by a run's sessions, building a dataset
-//! from a kvtest database under a temporary name, and the scan behind
-//! `survey` and `stat`.
+//! building a dataset from a kvtest database under a temporary name, and
+//! the scan behind `survey` and `stat`. (The one handle a run's sessions
+//! share is `engine::keep::Shared`.)
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 use crate::engine::api::Engine;
-use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, Probe};
+use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
 use crate::engine::report::{ExportReport, KvStat, StatReport};
 use crate::engine::staging::{not_mine, Staging};
 use crate::records::{CommitEvery, EngineKind, EngineSettings, KvParams};
@@ -77,6 +76,11 @@ impl Backend for KvBackend {
         (self.stat)(path).map(StatReport::Kv)
     }
 
+    /// The engine's file or directory.
+    fn local_bytes(&self, path: &Path, _settings: &EngineSettings) -> Result<LocalBytes> {
+        Ok(LocalBytes::In(vec![path.to_path_buf()]))
+    }
+
     fn timer_covers(&self, _settings: &EngineSettings) -> &'static str {
         "open + loop + commit + close"
     }
@@ -96,21 +100,12 @@ impl Backend for KvBackend {
     }
 }
 
-/// The crash test's two modes of a key-value engine.
+/// The crash test's two modes of a key-value engine: its durable commit and
+/// its fast one, both transactional.
 pub(super) const fn crash_modes(names: [&'static str; 2], descriptions: [&'static str; 2]) -> [CrashMode; 2] {
     [
-        CrashMode {
-            name: names[0],
-            description: descriptions[0],
-            write: CrashWrite::Commit { durable: true },
-            server: None,
-        },
-        CrashMode {
-            name: names[1],
-            description: descriptions[1],
-            write: CrashWrite::Commit { durable: false },
-            server: None,
-        },
+        CrashMode::new(names[0], descriptions[0], CrashWrite::Commit).atomic().durable(),
+        CrashMode::new(names[1], descriptions[1], CrashWrite::Commit).atomic(),
     ]
 }
 
@@ -132,30 +127,6 @@ pub(super) fn copy_out(buf: &mut Vec<u8>, value: &[u8]) -> u64 {
     buf[..value.len()].copy_from_slice(value);
     std::hint::black_box(&buf[..value.len()]);
     value.len() as u64
-}
-
-/// One open handle (LMDB environment, redb or fjall database) shared by the
-/// sessions alive at the same time: each engine allows one per process and
-/// path. It closes when the last session closes, so the next session opens
-/// it again inside its timed setup, and a cold run finds no pages mapped or
-/// cached by a handle left open.
-pub(super) struct Shared<T>(Mutex<Weak<T>>);
-
-impl<T> Shared<T> {
-    pub fn new() -> Self {
-        Shared(Mutex::new(Weak::new()))
-    }
-
-    /// The open handle, or a new one made by `open`.
-    pub fn get_or_open(&self, open: impl FnOnce() -> Result<T>) -> Result<Arc<T>> {
-        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(h) = slot.upgrade() {
-            return Ok(h);
-        }
-        let h = Arc::new(open()?);
-        *slot = Arc::downgrade(&h);
-        Ok(h)
-    }
 }
 
 /// Sizes seen by one scan of every entry.

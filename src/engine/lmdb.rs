@@ -18,8 +18,11 @@
 //! commits and, when pages reach the disk out of order, corrupt the tree,
 //! as LMDB documents and `crashtest --power-cut --model torn-4k` shows).
 //!
-//! The environment opens in the session's setup phase and closes when the
-//! last session of the engine closes (heed allows one per path and process).
+//! The environment opens in a session's setup phase and closes when the
+//! last session of the engine closes (heed allows one per path and
+//! process), unless a read session kept it (`engine::keep`): then it stays
+//! open, its map's pages mapped, until a cold run or a write session
+//! closes it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,8 +31,9 @@ use std::time::Instant;
 use heed::types::Bytes;
 use heed::{Database, Env, EnvFlags, EnvOpenOptions, RoTxn, RwTxn, WithoutTls};
 
-use super::kv::{self, copy_out, key_bytes, key_of, KvBackend, Shared};
-use crate::engine::api::{take, Engine, OpenMode, Session, Survey};
+use super::keep::Shared;
+use super::kv::{self, copy_out, key_bytes, key_of, KvBackend};
+use crate::engine::api::{take, Engine, OpenMode, Session, SessionInfo, Survey};
 use crate::engine::report::{ExportReport, KvStat};
 use crate::records::{CommitEvery, EngineKind, KvParams, KvSync, WriteBatch};
 use crate::util::progress::Progress;
@@ -85,8 +89,10 @@ impl LmdbEngine {
         LmdbEngine { path: path.to_path_buf(), params, commit_every, shared: Shared::new() }
     }
 
-    fn handle(&self) -> Result<Arc<Handle>> {
-        self.shared.get_or_open(|| open_handle(&self.path, self.params.sync))
+    /// The open environment (kept open after its sessions with `keep`),
+    /// and whether this call opened it.
+    fn handle(&self, keep: bool) -> Result<(Arc<Handle>, bool)> {
+        self.shared.get_or_open(keep, || open_handle(&self.path, self.params.sync))
     }
 }
 
@@ -107,7 +113,7 @@ impl Engine for LmdbEngine {
         if for_writes {
             kv::check_writable(&files)?;
         }
-        let h = self.handle()?;
+        let (h, _) = self.handle(false)?;
         let err = |e| lmdb_error(&self.path, "cannot read", e);
         let txn = h.env.read_txn().map_err(err)?;
         let Some((last, _)) = h.db.last(&txn).map_err(err)? else {
@@ -119,7 +125,10 @@ impl Engine for LmdbEngine {
     }
 
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
-        let handle = self.handle()?;
+        if mode.write {
+            self.shared.release();
+        }
+        let (handle, opened) = self.handle(mode.keep)?;
         let err = |e| lmdb_error(&self.path, "cannot begin a transaction", e);
         let txn = match (self.commit_every, mode.write) {
             (Some(_), false) => Txn::PerRead,
@@ -129,11 +138,17 @@ impl Engine for LmdbEngine {
                 Txn::Write(WriteTxn::try_new(handle.clone(), |h| h.env.write_txn().map(Some)).map_err(err)?)
             }
         };
-        Ok(Box::new(LmdbSession { txn, write: mode.write, handle, path: self.path.clone(), buf: Vec::new() }))
+        Ok(Box::new(LmdbSession { txn, write: mode.write, handle, opened, path: self.path.clone(), buf: Vec::new() }))
     }
 
     fn cache_files(&self) -> Result<Vec<PathBuf>> {
         Ok(vec![self.path.join(DATA_FILE)])
+    }
+
+    /// Closes the kept environment, unmapping its map.
+    fn drop_own_caches(&self) -> Result<()> {
+        self.shared.release();
+        Ok(())
     }
 }
 
@@ -256,6 +271,8 @@ pub struct LmdbSession {
     txn: Txn,
     write: bool,
     handle: Arc<Handle>,
+    /// This session opened the environment (none was kept open).
+    opened: bool,
     path: PathBuf,
     buf: Vec<u8>,
 }
@@ -309,6 +326,10 @@ fn commit_open(w: &mut WriteTxn) -> heed::Result<()> {
 impl Session for LmdbSession {
     fn last_read(&self) -> Option<&[u8]> {
         Some(&self.buf)
+    }
+
+    fn info(&self) -> SessionInfo {
+        SessionInfo { opened_handle: self.opened, ..SessionInfo::default() }
     }
 
     #[inline]
@@ -420,7 +441,7 @@ fn scan(path: &Path, h: &Handle, txn: &RoTxn<WithoutTls>) -> Result<kv::Scan> {
 
 /// What `stat` says about the LMDB dataset at `dir`.
 fn stat(dir: &Path) -> Result<KvStat> {
-    let h = LmdbEngine::new(dir, KvParams::default(), None).handle()?;
+    let (h, _) = LmdbEngine::new(dir, KvParams::default(), None).handle(false)?;
     let txn = h.env.read_txn().map_err(|e| lmdb_error(dir, "cannot read", e))?;
     let s = scan(dir, &h, &txn)?;
     drop(txn);
@@ -484,7 +505,7 @@ mod tests {
         let target = tmp.path().join("lmdb");
         let rows = round_trip(KIND, &target, |p, k, n| Box::new(LmdbEngine::new(p, k, n)));
         let e = engine(&target);
-        let h = e.handle().unwrap();
+        let (h, _) = e.handle(false).unwrap();
         let t = h.env.read_txn().unwrap();
         for (k, v) in &rows {
             assert_eq!(h.db.get(&t, &key_bytes(*k)).unwrap().unwrap(), &v[..], "key {k}");

@@ -22,6 +22,7 @@ pub mod dataset;
 pub mod external;
 pub mod files;
 mod fjall;
+mod keep;
 mod kv;
 pub mod kvtest_db;
 #[cfg(test)]
@@ -33,9 +34,10 @@ pub mod registry;
 pub mod report;
 pub mod sqlite;
 pub mod staging;
+pub mod throwaway;
 
 pub use api::{Engine, OpenMode, Session, SessionInfo, SqliteStats, Survey};
-pub use backend::{Backend, CrashMode, CrashWrite};
+pub use backend::{Backend, CrashMode, CrashWrite, LocalBytes};
 pub use external::{ExternalEngine, ExternalStore};
 pub use files::FileStore;
 pub use registry::{backend, detect, open, open_as};

@@ -17,10 +17,13 @@
 //! without sync; redb makes it durable when the database closes, which the
 //! session's close phase times, counted with the writes).
 //!
-//! The database opens in the session's setup phase and closes when the
-//! engine's last session closes (redb allows one handle per file). A run
-//! that only reads opens it read-only (`ReadOnlyDatabase`), so a read
-//! benchmark never rewrites the file's header or free-space state.
+//! The database opens in a session's setup phase and closes when the
+//! engine's last session closes (redb allows one handle per file), unless
+//! a read session kept it (`engine::keep`): then it stays open, redb's
+//! cache (per database, in the heap) filled by the sessions before, until
+//! a cold run or a write session closes it. A run that only reads opens it
+//! read-only (`ReadOnlyDatabase`), so a read benchmark never rewrites the
+//! file's header or free-space state.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -31,7 +34,8 @@ use redb::{
     ReadableTable, Table, TableDefinition, WriteTransaction,
 };
 
-use super::kv::{self, copy_out, key_bytes, KvBackend, Shared};
+use super::keep::Shared;
+use super::kv::{self, copy_out, key_bytes, KvBackend};
 use crate::engine::api::{take, Engine, OpenMode, Session, SessionInfo, Survey};
 use crate::engine::report::{ExportReport, KvStat};
 use crate::records::{CommitEvery, EngineKind, KvParams, KvSync, WriteBatch};
@@ -155,7 +159,10 @@ impl Engine for RedbEngine {
     }
 
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
-        let db = self.shared.get_or_open(|| Handle::open(&self.path, mode.write))?;
+        if mode.write {
+            self.shared.release();
+        }
+        let (db, opened) = self.shared.get_or_open(mode.keep, || Handle::open(&self.path, mode.write))?;
         if mode.write {
             db.writable(&self.path)?;
         }
@@ -171,11 +178,17 @@ impl Engine for RedbEngine {
         let (path, durability) = (self.path.clone(), self.durability());
         // Commits without sync leave redb's sync to the database's close.
         let deferred = mode.write && self.params.sync == KvSync::Fast;
-        Ok(Box::new(RedbSession { txn, write: mode.write, deferred, durability, db, path, buf: Vec::new() }))
+        Ok(Box::new(RedbSession { txn, write: mode.write, deferred, durability, db, opened, path, buf: Vec::new() }))
     }
 
     fn cache_files(&self) -> Result<Vec<PathBuf>> {
         Ok(vec![self.path.clone()])
+    }
+
+    /// Closes the kept database, and with it redb's cache.
+    fn drop_own_caches(&self) -> Result<()> {
+        self.shared.release();
+        Ok(())
     }
 }
 
@@ -263,6 +276,8 @@ pub struct RedbSession {
     deferred: bool,
     durability: Durability,
     db: Arc<Handle>,
+    /// This session opened the database (none was kept open).
+    opened: bool,
     path: PathBuf,
     buf: Vec<u8>,
 }
@@ -382,7 +397,7 @@ impl Session for RedbSession {
     }
 
     fn info(&self) -> SessionInfo {
-        SessionInfo { close_finishes_writes: self.deferred, ..SessionInfo::default() }
+        SessionInfo { close_finishes_writes: self.deferred, opened_handle: self.opened, ..SessionInfo::default() }
     }
 
     fn close(self: Box<Self>) -> Result<()> {

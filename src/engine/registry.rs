@@ -63,10 +63,30 @@ pub fn detect(path: &Path) -> Result<EngineKind> {
     };
     let probe = Probe { path, is_dir: meta.is_dir(), head: &head[..n] };
     let claims: Vec<(EngineKind, Claim)> = BACKENDS.iter().map(|b| (b.kind(), b.claim(&probe))).collect();
+    let sure: Vec<EngineKind> = claims.iter().filter(|c| c.1 == Claim::Yes).map(|c| c.0).collect();
+    if sure.len() > 1 {
+        // Reading it as the first would measure one engine's files while
+        // the user may mean the other's.
+        return Err(Error::bad_input(
+            path,
+            format!(
+                "holds the files of {}: a dataset is one engine's (move the other's files elsewhere)",
+                engine_list(&sure)
+            ),
+        ));
+    }
     let pick = |want: Claim| claims.iter().find(|c| c.1 == want).map(|c| c.0);
     pick(Claim::Yes)
         .or_else(|| pick(Claim::Fallback))
         .ok_or_else(|| Error::bad_input(path, "is not an SQLite database (no SQLite header)"))
+}
+
+/// "two engines, LMDB and fjall" (or three or more, listed).
+fn engine_list(kinds: &[EngineKind]) -> String {
+    let titles: Vec<&str> = kinds.iter().map(|k| k.title()).collect();
+    let (last, rest) = titles.split_last().expect("at least two");
+    let count = if kinds.len() == 2 { "two".to_string() } else { kinds.len().to_string() };
+    format!("{count} engines, {} and {last}", rest.join(", "))
 }
 
 fn read_prefix(path: &Path, buf: &mut [u8]) -> Result<usize> {
@@ -161,6 +181,46 @@ mod tests {
         }
     }
 
+    /// Every engine follows the same lifetime rules (`engine::keep`): a
+    /// measured read session keeps its handle for the next one; a cold
+    /// run's `drop_own_caches` and a write session close it, so the next
+    /// session opens it again. One file per blob has no handle.
+    #[test]
+    fn read_sessions_keep_the_handle_until_a_cold_run_or_a_write() {
+        use crate::engine::api::OpenMode;
+        let dir = tempfile::tempdir().unwrap();
+        // PostgreSQL's throwaway cluster runs as `postgres` when tests run as root.
+        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let (db, _) = crate::engine::kv::test_support::tiny_kv(dir.path(), 12);
+        let settings = EngineSettings::default();
+        for b in BACKENDS {
+            let kind = b.kind();
+            let target = dir.path().join(kind.name());
+            let target = if b.build(&db, &target, false, &settings, &Silent).is_ok() { target } else { db.clone() };
+            let mut engine = b.open(&target, &settings);
+            engine.survey(true).unwrap();
+            let has_handle = !kind.is_files();
+            let session = |mode: OpenMode| {
+                let mut s = engine.open(mode).unwrap();
+                let opened = s.info().opened_handle;
+                assert!(s.read(3).unwrap() > 0, "{kind:?}");
+                s.commit().unwrap();
+                s.close().unwrap();
+                opened
+            };
+            let read = OpenMode::measured(false, false);
+            assert_eq!(session(read), has_handle, "{kind:?}: the first session opens the handle");
+            assert!(!session(read), "{kind:?}: the next one finds it kept open");
+            assert!(!session(read), "{kind:?}: and the one after");
+            engine.drop_own_caches().unwrap();
+            assert_eq!(session(read), has_handle, "{kind:?}: a cold run opens it again");
+            assert_eq!(session(OpenMode::measured(true, false)), has_handle, "{kind:?}: a write opens its own");
+            assert_eq!(session(read), has_handle, "{kind:?}: after a write, nothing was kept");
+            assert!(!session(OpenMode::READ), "{kind:?}: kept by the read before");
+            assert!(!session(OpenMode::READ), "{kind:?}: a session that does not keep uses it, and leaves it kept");
+        }
+    }
+
     /// The result schema lists every engine (three `layout` enums) and
     /// every crash-test write mode: a new backend must be added there too.
     #[test]
@@ -182,6 +242,29 @@ mod tests {
         }
         let modes: Vec<String> = BACKENDS.iter().flat_map(|b| b.crash_modes()).map(|m| m.name.to_string()).collect();
         assert_eq!(names(&defs["crash_method"]["properties"]["method"]), modes);
+    }
+
+    /// A directory with two engines' files (LMDB's data.mdb beside fjall's
+    /// keyspaces/) is refused, naming both, instead of read as the first.
+    #[test]
+    fn a_directory_of_two_engines_is_refused_naming_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, _) = crate::engine::kv::test_support::tiny_kv(dir.path(), 5);
+        let (lmdb, fjall) = (dir.path().join("lmdb"), dir.path().join("fjall"));
+        build(EngineKind::Lmdb, &db, &lmdb, false, &Silent).unwrap();
+        build(EngineKind::Fjall, &db, &fjall, false, &Silent).unwrap();
+        for entry in std::fs::read_dir(&fjall).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::rename(entry.path(), lmdb.join(entry.file_name())).unwrap();
+        }
+        let e = detect(&lmdb).unwrap_err().to_string();
+        assert!(e.contains("holds the files of two engines, LMDB and fjall"), "{e}");
+        assert_eq!(e.lines().count(), 1);
+        assert!(stat(&lmdb, false).is_err(), "stat refuses it too");
+        assert_eq!(
+            engine_list(&[EngineKind::Lmdb, EngineKind::Redb, EngineKind::Fjall]),
+            "3 engines, LMDB, redb and fjall"
+        );
     }
 
     #[test]

@@ -57,8 +57,8 @@ pub enum StatReport {
     Dir(DirStat),
     /// A key-value engine's dataset (LMDB, redb, fjall).
     Kv(KvStat),
-    /// A PostgreSQL table (bytea or large objects).
-    Pg(PgStat),
+    /// A dataset a server holds (PostgreSQL's table).
+    Server(ServerStat),
 }
 
 impl StatReport {
@@ -89,15 +89,15 @@ impl StatReport {
                 apparent_bytes: s.file_bytes,
                 allocated_bytes: s.allocated_bytes,
             },
-            // The server's sizes of the table; the cluster's blocks on disk
-            // when blobbench runs it (WAL and catalogs included).
-            StatReport::Pg(s) => DiskUsage {
+            // The server's own count of the store's bytes; the blocks its
+            // files take on this machine's disk when blobbench runs it.
+            StatReport::Server(s) => DiskUsage {
                 layout: s.engine.name().into(),
                 path,
                 entries: s.entries,
                 content_bytes: s.content_bytes,
-                apparent_bytes: s.total_bytes,
-                allocated_bytes: s.cluster_allocated_bytes.unwrap_or(s.total_bytes),
+                apparent_bytes: s.stored_bytes,
+                allocated_bytes: s.local.as_ref().map_or(s.stored_bytes, |l| l.allocated_bytes),
             },
         }
     }
@@ -119,26 +119,42 @@ pub struct KvStat {
     pub allocated_bytes: u64,
 }
 
-/// `stat` of a PostgreSQL dataset.
+/// `stat` of a dataset a server holds: the sizes every engine reports,
+/// then the server's own accounting, in its terms, as lines.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PgStat {
+pub struct ServerStat {
     pub engine: EngineKind,
-    pub table: String,
+    /// What holds the blobs there, e.g. "table kv".
+    pub blobs_in: String,
     pub entries: u64,
     pub min_size: u64,
     pub max_size: u64,
     pub content_bytes: u64,
-    /// The table's main fork (`pg_relation_size`).
-    pub table_bytes: u64,
-    /// TOAST, free-space and visibility maps (`pg_table_size` less the main
-    /// fork); for large objects, `pg_largeobject`'s total instead (every
-    /// large object of the database).
-    pub toast_bytes: u64,
-    /// `pg_indexes_size`.
-    pub index_bytes: u64,
-    /// `pg_total_relation_size` (plus `pg_largeobject`'s for large objects).
-    pub total_bytes: u64,
-    /// Blocks allocated to the whole throwaway cluster (WAL, catalogs and
-    /// all), as `du` counts them; None on a user's server.
-    pub cluster_allocated_bytes: Option<u64>,
+    /// The server's own sizes of the store (PostgreSQL's table, TOAST,
+    /// index and total bytes), in the order `stat` prints them.
+    pub sizes: Vec<SizeLine>,
+    /// The store's bytes as the server counts them (its total).
+    pub stored_bytes: u64,
+    /// The blocks the server's files take on this machine's disk, when
+    /// blobbench runs the server; None for a server the user runs.
+    pub local: Option<LocalBlocks>,
+}
+
+/// One of a server's sizes: what it is, its bytes, and how the server
+/// counted them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SizeLine {
+    /// e.g. "TOAST bytes".
+    pub name: String,
+    pub bytes: u64,
+    /// e.g. "TOAST and maps; pg_largeobject for large objects".
+    pub how: String,
+}
+
+/// Blocks a throwaway server's files take on disk, as `du` counts them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LocalBlocks {
+    pub allocated_bytes: u64,
+    /// What they cover, e.g. "the whole cluster's blocks, WAL included".
+    pub covers: String,
 }

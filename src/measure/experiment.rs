@@ -34,6 +34,13 @@ pub struct Experiment {
     /// "overwrite", ...), merged over the timed runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub class_latency: Vec<ClassLatency>,
+    /// The one-off open of the engine's handle (connection, environment,
+    /// database), reported apart from every per-op figure: the setup time
+    /// of the first run that opened it, the warm-up when there was one
+    /// (read sessions keep it open for the runs after). Absent where
+    /// nothing is opened (one file per blob) and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handle_open_ns: Option<u64>,
 }
 
 /// One class of operation's latency in a mixed run.
@@ -84,6 +91,7 @@ impl Experiment {
             clock_overhead_pct: measured.clock_overhead_pct,
             warnings: measured.warnings,
             class_latency: Vec::new(),
+            handle_open_ns: measured.handle_open_ns,
             runs: measured.runs,
         }
     }

@@ -5,6 +5,7 @@
 
 pub mod blockdev;
 pub mod busy;
+pub mod clock;
 pub mod cold;
 pub mod envinfo;
 mod experiment;
@@ -76,6 +77,10 @@ pub struct RunOutcome {
     /// Blob bytes read or written.
     pub bytes: u64,
     pub phases: Phases,
+    /// The run's setup opened the engine's long-lived handle (connection,
+    /// environment, database) instead of finding it kept open by an
+    /// earlier run: its `setup_ns` holds that one-off open.
+    pub opened_handle: bool,
 }
 
 /// One timed run, raw, as stored in the result file.
@@ -105,6 +110,10 @@ pub struct RunSample {
     pub os: OsCounters,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cold: Option<EvictionReport>,
+    /// This run's setup opened the engine's handle (a cold run's does,
+    /// each time; a warm run's finds it kept open by the warm-up).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub opened_handle: bool,
 }
 
 impl RunSample {
@@ -127,6 +136,9 @@ pub struct Measured {
     pub warnings: Vec<String>,
     /// Stopped early by Ctrl-C; the runs here are complete ones.
     pub interrupted: bool,
+    /// The one-off open of the engine's handle, reported apart: the setup
+    /// time of the first run, warm-up included, that opened it.
+    pub handle_open_ns: Option<u64>,
 }
 
 /// What a run closure is handed: the histogram to record into, when latency
@@ -171,11 +183,13 @@ pub fn measure_observed(
     }
     let warnings = Vec::new();
     let total = plan.warmup + plan.repeat;
+    let mut warmup_open_ns = None;
     for done in 1..=plan.warmup {
         if stop_requested() {
             break;
         }
-        one_run(RunContext { latency: None, timed: false })?;
+        let outcome = one_run(RunContext { latency: None, timed: false })?;
+        warmup_open_ns = warmup_open_ns.or(outcome.handle_open_ns());
         after_run(done, total);
     }
     let mut latency = plan.latency.then(Latency::new);
@@ -195,7 +209,22 @@ pub fn measure_observed(
     if runs.is_empty() {
         return Err(Error::Interrupted);
     }
-    Ok(summarise(runs, latency, warnings, interrupted, true))
+    Ok(summarise(runs, latency, warnings, interrupted, true).opened_in_warmup(warmup_open_ns))
+}
+
+impl RunOutcome {
+    /// The run's setup time when it opened the engine's handle.
+    pub(crate) fn handle_open_ns(&self) -> Option<u64> {
+        self.opened_handle.then_some(self.phases.setup_ns)
+    }
+}
+
+impl Measured {
+    /// The one-off open, when a warm-up run (`warmup_open_ns`, its setup)
+    /// opened the handle before the timed runs.
+    pub(crate) fn opened_in_warmup(self, warmup_open_ns: Option<u64>) -> Measured {
+        Measured { handle_open_ns: warmup_open_ns.or(self.handle_open_ns), ..self }
+    }
 }
 
 /// A cold run's eviction, refused when it did not take.
@@ -250,7 +279,10 @@ pub(crate) fn summarise(
         Some(l) if l.count() > 0 => clock_cost_ns / (l.summary().mean_us * 1000.0).max(1.0) * 100.0,
         _ => 0.0,
     };
-    Measured { runs, latency, summary, clock_cost_ns, clock_overhead_pct, warnings, interrupted }
+    // The first timed run that opened the handle (a warm-up's open comes
+    // before, see `opened_in_warmup`).
+    let handle_open_ns = runs.iter().find(|r| r.opened_handle).map(|r| r.phases.setup_ns);
+    Measured { runs, latency, summary, clock_cost_ns, clock_overhead_pct, warnings, interrupted, handle_open_ns }
 }
 
 fn sample(index: u32, o: &RunOutcome, os: OsCounters, cold: Option<EvictionReport>) -> RunSample {
@@ -269,6 +301,7 @@ fn sample(index: u32, o: &RunOutcome, os: OsCounters, cold: Option<EvictionRepor
         mb_per_s: o.bytes as f64 / total_ns * 1000.0,
         os,
         cold,
+        opened_handle: o.opened_handle,
     }
 }
 
@@ -282,6 +315,7 @@ mod tests {
             misses: 0,
             bytes: ops * 100,
             phases: Phases { loop_ns: total_ns, kvtest_total_ns: total_ns, ..Phases::default() },
+            opened_handle: false,
         }
     }
 
@@ -333,6 +367,31 @@ mod tests {
         let s = Summary::of(&[r, older]);
         assert!(s.steady_per_op_us.is_none(), "not every run recorded it");
         assert_eq!(s.figure().median, s.per_op_us.median);
+    }
+
+    #[test]
+    fn the_one_off_open_is_the_setup_of_the_first_run_that_opened_the_handle() {
+        // A warm run: the warm-up opens the handle, the timed runs find it.
+        let mut runs = 0;
+        let one = |n: &mut u32, opens: &[u32]| {
+            *n += 1;
+            let opened = opens.contains(n);
+            let phases = Phases { setup_ns: 1000 * u64::from(*n), ..fake(10, 10_000).phases };
+            Ok(RunOutcome { opened_handle: opened, phases, ..fake(10, 10_000) })
+        };
+        let plan = Plan { repeat: 3, warmup: 1, cold: false, latency: false };
+        let m = measure(&plan, None, |_| one(&mut runs, &[1])).unwrap();
+        assert_eq!(m.handle_open_ns, Some(1000), "the warm-up's setup");
+        assert!(m.runs.iter().all(|r| !r.opened_handle));
+        // No warm-up, and a cold run reopens it every time: the first timed run's.
+        let mut runs = 0;
+        let plan = Plan { repeat: 3, warmup: 0, cold: false, latency: false };
+        let m = measure(&plan, None, |_| one(&mut runs, &[1, 2, 3])).unwrap();
+        assert_eq!(m.handle_open_ns, Some(1000));
+        assert!(m.runs.iter().all(|r| r.opened_handle), "each run says it opened the handle");
+        // Nothing to open (files).
+        let m = measure(&plan, None, |_| Ok(fake(10, 10_000))).unwrap();
+        assert_eq!(m.handle_open_ns, None);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! time budget is spent; never until a result "looks significant"
 //! (optional stopping makes false winners).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
@@ -18,6 +18,7 @@ use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use super::busy::{Load, Snapshot};
+use super::clock::Clock;
 use super::cold::EvictionReport;
 use super::paired::{paired_ratio, PairedRatio, MIN_ROUNDS_95};
 use super::{checked_eviction, stop_requested, summarise, timed_run, Latency, Measured, RunContext, RunOutcome};
@@ -87,6 +88,8 @@ pub struct RoundsPlan {
     /// have a known cost, so a caller can promise paired rounds); 1 is the
     /// round that always runs.
     pub least_rounds: u32,
+    /// The clock the budget is read on (a fake one in tests).
+    pub clock: Clock,
 }
 
 /// Default precision target: +/-5%.
@@ -107,6 +110,7 @@ impl RoundsPlan {
             latency: true,
             run_time: None,
             least_rounds: 1,
+            clock: Clock::REAL,
         }
     }
 
@@ -331,9 +335,11 @@ pub fn run_rounds(
     plan.validate()?;
     let n = arms.len();
     let mut rng = SmallRng::seed_from_u64(plan.seed);
-    let start = Instant::now();
+    let clock = plan.clock;
+    let start = clock.now();
     let expected = (u64::from(plan.max_rounds) + u64::from(plan.warmup)) * n as u64;
     let mut done_runs = 0u64;
+    let mut warmup_open_ns: Vec<Option<u64>> = vec![None; n];
     // An arm sized by time takes its warm-up, to be sized from it.
     let sized = |arm: &dyn Arm| plan.run_time.is_some() && arm.ops_per_run().is_some();
     if plan.warmup || plan.run_time.is_some() {
@@ -345,6 +351,7 @@ pub fn run_rounds(
                 return Err(Error::Interrupted);
             }
             let warm = arms[i].run(RunContext { latency: None, timed: false })?;
+            warmup_open_ns[i] = warm.handle_open_ns();
             if let Some(target) = plan.run_time.filter(|_| sized(&*arms[i])) {
                 arms[i].set_ops_per_run(sized_ops(target, &warm));
             }
@@ -356,12 +363,12 @@ pub fn run_rounds(
     let mut samples: Vec<Vec<super::RunSample>> = vec![Vec::new(); n];
     let mut rounds: Vec<Round> = Vec::new();
     let mut stop = StopReason::Interrupted;
-    let rounds_start = Instant::now();
+    let rounds_start = clock.now();
     'rounds: loop {
         let index = rounds.len() as u32;
         let mut order: Vec<usize> = (0..n).collect();
         order.shuffle(&mut rng);
-        let round_start = (Instant::now(), Snapshot::now());
+        let round_start = (clock.now(), Snapshot::now());
         let mut figures = vec![0.0; n];
         let mut kvtest = vec![0.0; n];
         let mut this_round = Vec::with_capacity(n);
@@ -385,7 +392,7 @@ pub fn run_rounds(
             order: order.iter().map(|&i| i as u32).collect(),
             per_op_us: kvtest,
             steady_per_op_us: figures,
-            elapsed_ms: round_start.0.elapsed().as_secs_f64() * 1000.0,
+            elapsed_ms: clock.since(round_start.0).as_secs_f64() * 1000.0,
             load: Snapshot::now().load_since(&round_start.1),
         });
         let table: Vec<Vec<f64>> = rounds.iter().map(|r| r.steady_per_op_us.clone()).collect();
@@ -396,7 +403,7 @@ pub fn run_rounds(
             // Nothing compared: run to --rounds or the budget.
             .filter(|_| !comparisons.is_empty());
         let done = rounds.len() as u32;
-        if let Some(reason) = stop_after(done, start.elapsed(), rounds_start.elapsed(), plan, widest) {
+        if let Some(reason) = stop_after(done, clock.since(start), clock.since(rounds_start), plan, widest) {
             stop = reason;
             break;
         }
@@ -406,7 +413,7 @@ pub fn run_rounds(
     }
     let mut warnings = Vec::new();
     if stop == StopReason::Budget && (rounds.len() as u32) < plan.min_rounds() {
-        let per_round = rounds_start.elapsed().as_secs_f64() / rounds.len() as f64;
+        let per_round = clock.since(rounds_start).as_secs_f64() / rounds.len() as f64;
         warnings.push(format!(
             "--budget {:.0}s allowed only {} round(s) (one takes about {:.1}s); {} rounds give a 95% interval, so allow at least {:.0}s",
             plan.budget.map_or(0.0, |b| b.as_secs_f64()),
@@ -421,7 +428,8 @@ pub fn run_rounds(
     let measured = samples
         .into_iter()
         .zip(latency)
-        .map(|(runs, latency)| summarise(runs, latency, Vec::new(), interrupted, false))
+        .zip(warmup_open_ns)
+        .map(|((runs, latency), open)| summarise(runs, latency, Vec::new(), interrupted, false).opened_in_warmup(open))
         .collect();
     let set = RoundSet {
         id: id.to_string(),

@@ -1,4 +1,5 @@
 use super::*;
+use crate::measure::clock::FakeClock;
 use crate::measure::Phases;
 
 /// An arm whose run takes `per_op_ns` per op, times a load factor that the
@@ -21,7 +22,14 @@ impl Arm for Fake {
             ops: 100,
             misses: 0,
             bytes: 100,
-            phases: Phases { loop_ns: total, kvtest_total_ns: total, ..Phases::default() },
+            phases: Phases {
+                setup_ns: 500 * (self.me as u64 + 1),
+                loop_ns: total,
+                kvtest_total_ns: total,
+                ..Phases::default()
+            },
+            // The warm-up opens the engine's handle; the timed runs find it open.
+            opened_handle: !ctx.timed,
         })
     }
 }
@@ -52,6 +60,8 @@ fn every_round_runs_every_arm_once_in_a_recorded_shuffled_order() {
     assert!(orders.len() > 1, "orders are shuffled per round");
     assert_eq!(out.measured[1].runs.len(), 8);
     assert!((out.set.ratio("c", "a").unwrap().value - 3.0).abs() < 1e-9);
+    let opens: Vec<Option<u64>> = out.measured.iter().map(|m| m.handle_open_ns).collect();
+    assert_eq!(opens, [Some(500), Some(1000), Some(1500)], "each arm's one-off open, from its warm-up");
 }
 
 #[test]
@@ -107,6 +117,49 @@ fn stop_rule_precision_budget_and_cap() {
     assert_eq!(stop_after(1, s(9), s(2), &p, Some(0.5)), Some(StopReason::Budget));
     // Fewer rounds than a 95% interval needs: --rounds 3 runs 3.
     assert_eq!(plan(3).min_rounds(), 3);
+}
+
+/// An arm that takes `seconds` of a fake clock per run.
+struct Slow {
+    clock: &'static FakeClock,
+    seconds: u64,
+}
+
+impl Arm for Slow {
+    fn evict(&mut self) -> Option<Result<EvictionReport>> {
+        None
+    }
+    fn run(&mut self, _: RunContext<'_>) -> Result<RunOutcome> {
+        self.clock.advance(Duration::from_secs(self.seconds));
+        let ns = self.seconds * 1_000_000_000;
+        Ok(RunOutcome {
+            ops: 1,
+            misses: 0,
+            bytes: 1,
+            phases: Phases { loop_ns: ns, kvtest_total_ns: ns, ..Phases::default() },
+            opened_handle: false,
+        })
+    }
+}
+
+/// On a fake clock, whatever the machine's speed: two arms of 1 s each
+/// (a 2 s warm-up, then 2 s rounds) in a 10 s budget run 4 rounds, the
+/// last of which ends at the budget, and stop for the budget.
+#[test]
+fn the_budget_is_obeyed() {
+    let fake = FakeClock::new();
+    let mut slow: Vec<Slow> = (0..2).map(|_| Slow { clock: fake, seconds: 1 }).collect();
+    let mut arms: Vec<&mut dyn Arm> = slow.iter_mut().map(|a| a as &mut dyn Arm).collect();
+    let ids: Vec<String> = ["a", "b"].map(String::from).to_vec();
+    let p = RoundsPlan { budget: Some(Duration::from_secs(10)), clock: fake.clock(), ..plan(50) };
+    let start = fake.clock().now();
+    let out = run_rounds("t", &ids, &mut arms, &p, &[], &mut |_, _| {}).unwrap();
+    assert_eq!(out.set.rounds.len(), 4);
+    assert_eq!(out.set.stop, StopReason::Budget);
+    assert_eq!(fake.clock().since(start), Duration::from_secs(10), "within the budget");
+    assert!(out.set.rounds.iter().all(|r| r.elapsed_ms == 2000.0), "rounds timed on the same clock");
+    let warning = out.set.warnings.join("; ");
+    assert!(warning.contains("--budget 10s allowed only 4 round(s) (one takes about 2.0s)"), "{warning}");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! What makes volatile state durable, and what a power cut keeps: fsync of
-//! a file puts its pending changes on disk, fsync of a directory puts its
-//! namespace on disk, and a cut hands the pending changes to the model.
+//! a file puts its pending changes (data and xattrs) on disk, fdatasync its
+//! data only, fsync of a directory puts its namespace (and its own xattrs)
+//! on disk, and a cut hands the pending changes to the model.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -13,6 +14,7 @@ use rand::rngs::SmallRng;
 use super::fault::Op as FaultOp;
 use super::model::{CutStats, Model};
 use super::state::{Body, Pending, Res, Volatile};
+use super::xattrs;
 
 /// An I/O error of the backing directory becomes EIO for the program on
 /// the mount, as a failing disk would.
@@ -50,11 +52,20 @@ fn apply_to_vec(buf: &mut Vec<u8>, ops: &[Pending]) {
 }
 
 impl Volatile {
-    /// fsync/fdatasync of a file: its pending changes reach the disk (under
-    /// its durable name, or kept aside until it has one). With an injected
-    /// fsync fault the changes are dropped and EIO returned once, as Linux
-    /// does since 4.13: the next fsync succeeds with the data lost.
+    /// fsync(2) of a file: its data and its xattrs.
     pub fn fsync_file(&mut self, ino: u64) -> Res<()> {
+        self.sync_file(ino, false)
+    }
+
+    /// fsync or fdatasync of a file: its pending data changes reach the
+    /// disk (under its durable name, or kept aside until it has one), and
+    /// with fsync its pending xattr changes too (fdatasync persists only
+    /// what reading the data back needs; see `xattrs.rs`). With an injected
+    /// fsync fault the data changes are dropped and EIO returned once, as
+    /// Linux does since 4.13: the next fsync succeeds with the data lost.
+    /// The xattr changes stay pending then (ext4 returns the writeback
+    /// error before its journal commit, and the next fsync commits them).
+    pub fn sync_file(&mut self, ino: u64, datasync: bool) -> Res<()> {
         self.alive()?;
         self.counters.fsyncs += 1;
         let path = self.disk_path(ino);
@@ -63,29 +74,55 @@ impl Volatile {
         let Body::File { pending, orphan, .. } = &mut node.body else { return Ok(()) };
         let ops = std::mem::take(pending);
         failed?;
+        match &path {
+            Some(p) => apply_to_file(p, &ops).map_err(disk_err)?,
+            None => apply_to_vec(orphan.get_or_insert_with(Vec::new), &ops),
+        }
+        if datasync {
+            return Ok(());
+        }
+        self.sync_xattrs(ino)
+    }
+
+    /// A node's pending xattr changes reach the disk, or are kept aside
+    /// until it has a durable name.
+    fn sync_xattrs(&mut self, ino: u64) -> Res<()> {
+        let path = self.disk_path(ino);
+        let node = self.nodes.get_mut(&ino).ok_or(libc::ENOENT)?;
+        let changes = node.xattrs.take_pending();
         match path {
-            Some(p) => apply_to_file(&p, &ops).map_err(disk_err),
+            Some(p) => xattrs::apply_to_path(&p, &changes).map_err(disk_err),
             None => {
-                apply_to_vec(orphan.get_or_insert_with(Vec::new), &ops);
+                xattrs::apply_to_map(node.xattrs.orphan.get_or_insert_with(Default::default), &changes);
                 Ok(())
             }
         }
     }
 
-    /// fsync of a directory: its entries on disk become what they are now.
-    /// A file given a durable name here gets the content that reached the
+    /// fsync of a directory: its entries and its own xattrs.
+    pub fn fsync_dir(&mut self, dir: u64) -> Res<()> {
+        self.sync_dir(dir, false)
+    }
+
+    /// fsync or fdatasync of a directory: its entries on disk become what
+    /// they are now. A file given a durable name here gets the content that reached the
     /// disk before (none if it was never synced: an empty file). A
     /// directory with no durable name yet keeps its synced entries aside,
     /// as a file keeps its synced content: they appear with it once its
     /// parent is synced (POSIX: fsync of a directory persists its entries,
-    /// whether or not its own name is durable yet).
-    pub fn fsync_dir(&mut self, dir: u64) -> Res<()> {
+    /// whether or not its own name is durable yet). The directory's own
+    /// xattrs follow with fsync, not with fdatasync, as a file's do; the
+    /// xattrs of the files it names are theirs to sync.
+    pub fn sync_dir(&mut self, dir: u64, datasync: bool) -> Res<()> {
         self.alive()?;
         self.counters.dir_fsyncs += 1;
         let (entries, on_disk) = match &self.node(dir)?.body {
             Body::Dir { entries, on_disk } => (entries.clone(), on_disk.clone()),
             Body::File { .. } => return Err(libc::ENOTDIR),
         };
+        if !datasync {
+            self.sync_xattrs(dir)?;
+        }
         let Some(dir_path) = self.disk_path(dir) else {
             if let Some(Body::Dir { on_disk, .. }) = self.nodes.get_mut(&dir).map(|n| &mut n.body) {
                 *on_disk = entries;
@@ -105,6 +142,7 @@ impl Volatile {
                 if let Body::File { orphan, .. } = &mut node.body {
                     *orphan = Some(std::fs::read(&p).map_err(disk_err)?);
                 }
+                node.xattrs.orphan = Some(xattrs::read_from(&p).map_err(disk_err)?);
                 node.disk_name = None;
             }
         }
@@ -132,7 +170,7 @@ impl Volatile {
                 std::mem::take(on_disk)
             }
             Body::File { orphan, .. } => {
-                let content = match (orphan.take(), elsewhere) {
+                let content = match (orphan.take(), &elsewhere) {
                     (Some(c), _) => c,
                     (None, Some(other)) => std::fs::read(other).map_err(disk_err)?,
                     (None, None) => Vec::new(),
@@ -141,6 +179,14 @@ impl Volatile {
                 BTreeMap::new()
             }
         };
+        // Its xattrs as synced: kept aside, on disk under its other name,
+        // or none if they never were.
+        let synced_xattrs = match (node.xattrs.orphan.take(), &elsewhere) {
+            (Some(m), _) => m,
+            (None, Some(other)) => xattrs::read_from(other).map_err(disk_err)?,
+            (None, None) => xattrs::XattrMap::new(),
+        };
+        xattrs::replace_at(&p, &synced_xattrs).map_err(disk_err)?;
         node.disk_name = Some((dir, name.clone()));
         // A directory synced before it had a durable name: what it held then.
         for (child_name, child) in &synced_entries {
@@ -161,15 +207,24 @@ impl Volatile {
         inos.sort_unstable();
         for ino in inos {
             let path = self.disk_path(ino);
-            let Some(Body::File { pending, .. }) = self.nodes.get_mut(&ino).map(|n| &mut n.body) else { continue };
-            let ops = std::mem::take(pending);
-            stats.pending_writes += ops.iter().filter(|o| matches!(o, Pending::Write { .. })).count() as u64;
-            // A file with no durable name is unreachable after the cut.
-            if let Some(p) = path {
-                let landed = model.what_lands(&ops, rng, &mut stats);
-                if !landed.is_empty() {
-                    apply_to_file(&p, &landed)?;
+            let Some(node) = self.nodes.get_mut(&ino) else { continue };
+            let xattr_changes = node.xattrs.take_pending();
+            if let Body::File { pending, .. } = &mut node.body {
+                let ops = std::mem::take(pending);
+                stats.pending_writes += ops.iter().filter(|o| matches!(o, Pending::Write { .. })).count() as u64;
+                // A file with no durable name is unreachable after the cut.
+                if let Some(p) = &path {
+                    let landed = model.what_lands(&ops, rng, &mut stats);
+                    if !landed.is_empty() {
+                        apply_to_file(p, &landed)?;
+                    }
                 }
+            }
+            // Only a node with xattr changes draws from the generator, so
+            // seeded cuts of datasets without xattrs land as they did.
+            if let (Some(p), false) = (&path, xattr_changes.is_empty()) {
+                let landing = model.xattr_changes_landing(xattr_changes.len(), rng);
+                xattrs::apply_to_path(p, &xattr_changes[..landing])?;
             }
         }
         Ok(stats)
@@ -247,5 +302,152 @@ mod tests {
         v.cut(Model::Strict, &mut SmallRng::seed_from_u64(1)).unwrap();
         let left: Vec<_> = std::fs::read_dir(disk.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(left, ["unsynced"]);
+    }
+}
+
+/// The xattrs' durability rules (`xattrs.rs`), without a mount.
+#[cfg(test)]
+mod xattr_tests {
+    use super::super::fault::FaultPlan;
+    use super::super::state::ROOT;
+    use super::xattrs::read_from;
+    use super::*;
+    use rand::SeedableRng;
+    use std::ffi::OsStr;
+
+    fn on_disk(path: &Path) -> Vec<(String, String)> {
+        let map = read_from(path).unwrap();
+        map.into_iter().map(|(n, v)| (n.into_string().unwrap(), String::from_utf8(v).unwrap())).collect()
+    }
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect()
+    }
+
+    fn setup() -> (tempfile::TempDir, Volatile) {
+        let disk = tempfile::tempdir().unwrap();
+        std::fs::write(disk.path().join("a"), b"data").unwrap();
+        xattr::set(disk.path().join("a"), "user.old", b"0").unwrap();
+        let v = Volatile::load(disk.path(), FaultPlan::none()).unwrap();
+        (disk, v)
+    }
+
+    #[test]
+    fn an_xattr_change_survives_a_cut_only_after_the_files_fsync() {
+        let (disk, mut v) = setup();
+        let a = v.lookup(ROOT, OsStr::new("a")).unwrap();
+        assert_eq!(v.get_xattr(a, OsStr::new("user.old")), Ok(&b"0"[..]), "loaded from the disk");
+        v.set_xattr(a, OsStr::new("user.new"), b"1", 0).unwrap();
+        v.sync_file(a, true).unwrap();
+        v.fsync_dir(ROOT).unwrap();
+        assert_eq!(on_disk(&disk.path().join("a")), pairs(&[("user.old", "0")]), "fdatasync and the dir's fsync: no");
+        v.fsync_file(a).unwrap();
+        assert_eq!(on_disk(&disk.path().join("a")), pairs(&[("user.new", "1"), ("user.old", "0")]));
+        v.set_xattr(a, OsStr::new("user.after"), b"2", 0).unwrap();
+        v.remove_xattr(a, OsStr::new("user.old")).unwrap();
+        assert_eq!(v.list_xattrs(a, false).unwrap(), b"user.after\0user.new\0", "programs see changes at once");
+        v.cut(Model::Strict, &mut SmallRng::seed_from_u64(1)).unwrap();
+        assert_eq!(on_disk(&disk.path().join("a")), pairs(&[("user.new", "1"), ("user.old", "0")]));
+    }
+
+    #[test]
+    fn xattrs_synced_before_the_name_land_with_it() {
+        let (disk, mut v) = setup();
+        // Swift's PUT without O_TMPFILE: a temporary file in tmp/, xattrs,
+        // fsync, rename into place, fsync of the object's directory.
+        let tmp = v.create(ROOT, OsStr::new("tmp"), 0o755, 0, 0, true).unwrap();
+        let objs = v.create(ROOT, OsStr::new("objects"), 0o755, 0, 0, true).unwrap();
+        v.fsync_dir(ROOT).unwrap();
+        let t = v.create(tmp, OsStr::new("tmpXYZ"), 0o600, 0, 0, false).unwrap();
+        v.write(t, 0, b"body").unwrap();
+        v.set_xattr(t, OsStr::new("user.swift.metadata"), b"pickle", 0).unwrap();
+        v.fsync_file(t).unwrap();
+        v.rename(tmp, OsStr::new("tmpXYZ"), objs, OsStr::new("1.data"), false).unwrap();
+        v.set_xattr(t, OsStr::new("user.late"), b"x", 0).unwrap();
+        v.fsync_dir(objs).unwrap();
+        // A name made durable without the file's fsync: no xattrs, as no data.
+        let n = v.create(objs, OsStr::new("2.data"), 0o600, 0, 0, false).unwrap();
+        v.set_xattr(n, OsStr::new("user.swift.metadata"), b"unsynced", 0).unwrap();
+        v.fsync_dir(objs).unwrap();
+        v.cut(Model::Strict, &mut SmallRng::seed_from_u64(1)).unwrap();
+        let one = disk.path().join("objects/1.data");
+        assert_eq!(std::fs::read(&one).unwrap(), b"body");
+        assert_eq!(on_disk(&one), pairs(&[("user.swift.metadata", "pickle")]));
+        assert_eq!(on_disk(&disk.path().join("objects/2.data")), pairs(&[]));
+        assert!(!disk.path().join("tmp/tmpXYZ").exists());
+    }
+
+    #[test]
+    fn a_renamed_over_file_keeps_its_xattrs_until_the_directory_is_synced() {
+        let (disk, mut v) = setup();
+        let b = v.create(ROOT, OsStr::new("b"), 0o644, 0, 0, false).unwrap();
+        v.set_xattr(b, OsStr::new("user.b"), b"b", 0).unwrap();
+        v.fsync_file(b).unwrap();
+        v.rename(ROOT, OsStr::new("a"), ROOT, OsStr::new("c"), false).unwrap();
+        v.fsync_dir(ROOT).unwrap();
+        assert_eq!(on_disk(&disk.path().join("c")), pairs(&[("user.old", "0")]), "moved with its name");
+        assert_eq!(on_disk(&disk.path().join("b")), pairs(&[("user.b", "b")]));
+        v.unlink(ROOT, OsStr::new("c"), false).unwrap();
+        v.fsync_dir(ROOT).unwrap();
+        v.rename(ROOT, OsStr::new("b"), ROOT, OsStr::new("d"), false).unwrap();
+        v.create(ROOT, OsStr::new("b"), 0o644, 0, 0, false).unwrap();
+        v.fsync_dir(ROOT).unwrap();
+        assert_eq!(on_disk(&disk.path().join("d")), pairs(&[("user.b", "b")]));
+        assert_eq!(on_disk(&disk.path().join("b")), pairs(&[]), "a new file under an old name has none");
+    }
+
+    #[test]
+    fn a_directorys_own_xattrs_follow_its_fsync() {
+        let (disk, mut v) = setup();
+        let d = v.create(ROOT, OsStr::new("d"), 0o755, 0, 0, true).unwrap();
+        v.set_xattr(d, OsStr::new("user.dir"), b"1", 0).unwrap();
+        v.fsync_dir(d).unwrap();
+        v.fsync_dir(ROOT).unwrap();
+        assert_eq!(on_disk(&disk.path().join("d")), pairs(&[("user.dir", "1")]), "synced before its name");
+        v.set_xattr(ROOT, OsStr::new("user.root"), b"r", 0).unwrap();
+        v.sync_dir(ROOT, true).unwrap();
+        assert_eq!(on_disk(disk.path()), pairs(&[]), "not by fdatasync");
+        v.fsync_dir(ROOT).unwrap();
+        assert_eq!(on_disk(disk.path()), pairs(&[("user.root", "r")]));
+    }
+
+    #[test]
+    fn a_failed_fsync_drops_the_data_and_keeps_the_xattr_changes_pending() {
+        let disk = tempfile::tempdir().unwrap();
+        std::fs::write(disk.path().join("a"), b"old").unwrap();
+        let mut v = Volatile::load(disk.path(), FaultPlan::parse("fsync-eio", 1).unwrap()).unwrap();
+        let a = v.lookup(ROOT, OsStr::new("a")).unwrap();
+        v.write(a, 0, b"new").unwrap();
+        v.set_xattr(a, OsStr::new("user.x"), b"1", 0).unwrap();
+        assert_eq!(v.fsync_file(a), Err(libc::EIO));
+        assert_eq!(on_disk(&disk.path().join("a")), pairs(&[]));
+        v.fsync_file(a).unwrap();
+        assert_eq!(std::fs::read(disk.path().join("a")).unwrap(), b"old", "the data was dropped");
+        assert_eq!(on_disk(&disk.path().join("a")), pairs(&[("user.x", "1")]), "committed by the next fsync");
+    }
+
+    #[test]
+    fn torn_models_land_a_prefix_of_the_changes_and_strict_none() {
+        let mut landed = Vec::new();
+        for seed in 0..12 {
+            let (disk, mut v) = setup();
+            let a = v.lookup(ROOT, OsStr::new("a")).unwrap();
+            for k in 0..8 {
+                v.set_xattr(a, OsStr::new(&format!("user.k{k}")), b"v", 0).unwrap();
+            }
+            v.cut(Model::Torn { sector: 4096 }, &mut SmallRng::seed_from_u64(seed)).unwrap();
+            let names: Vec<String> = on_disk(&disk.path().join("a")).into_iter().map(|p| p.0).collect();
+            let n = names.len() - 1;
+            let prefix: Vec<String> =
+                (0..n).map(|k| format!("user.k{k}")).chain(std::iter::once("user.old".into())).collect();
+            assert_eq!(names, prefix, "seed {seed}: a prefix, oldest first");
+            landed.push(n);
+        }
+        assert!(landed.iter().any(|&n| n > 0 && n < 8), "some cuts land part of the changes: {landed:?}");
+        let (disk, mut v) = setup();
+        let a = v.lookup(ROOT, OsStr::new("a")).unwrap();
+        v.set_xattr(a, OsStr::new("user.k0"), b"v", 0).unwrap();
+        v.cut(Model::Strict, &mut SmallRng::seed_from_u64(0)).unwrap();
+        assert_eq!(on_disk(&disk.path().join("a")), pairs(&[("user.old", "0")]));
     }
 }

@@ -6,6 +6,11 @@
 //! writable mmap (SQLite's WAL index, `-shm`) works because files are not
 //! opened with direct I/O: the kernel's page cache holds the mapping and
 //! writes it back through `write` like any other write.
+//!
+//! O_TMPFILE is not served: fuser 0.18 has no FUSE_TMPFILE request, so it
+//! answers ENOSYS and the kernel gives the program EOPNOTSUPP, on which
+//! programs that try it (Swift's object server) fall back to a named
+//! temporary file.
 
 use std::ffi::OsStr;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -14,10 +19,11 @@ use std::time::{Duration, SystemTime};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner, OpenFlags,
     RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs,
-    ReplyWrite, Request, TimeOrNow, WriteFlags,
+    ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
 use super::state::{Node, Res, Volatile};
+use super::xattrs::{fit, Sized};
 
 /// How long the kernel may cache names and attributes. Every change goes
 /// through this layer, so what it cached stays true until the unmount.
@@ -25,6 +31,13 @@ const TTL: Duration = Duration::from_secs(60);
 
 pub struct PowerCutFs {
     pub state: Arc<Mutex<Volatile>>,
+    /// Serve the xattr calls. Off, they answer ENOSYS, which the kernel
+    /// remembers for the connection and turns into EOPNOTSUPP. That is
+    /// worth having: once getxattr is served, the kernel asks it for
+    /// `security.capability` before every write(2) (to drop file
+    /// capabilities; FUSE never marks an inode as having none), one more
+    /// round trip to the layer per write.
+    pub xattrs: bool,
 }
 
 impl PowerCutFs {
@@ -72,6 +85,16 @@ impl PowerCutFs {
     fn empty(r: Res<()>, reply: ReplyEmpty) {
         match r {
             Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    /// getxattr/listxattr's answer: the size asked for, the bytes, or
+    /// ERANGE when the caller's buffer is too small.
+    fn xattr_reply(r: Res<&[u8]>, size: u32, reply: ReplyXattr) {
+        match r.and_then(|bytes| fit(bytes, size)) {
+            Ok(Sized::Needs(n)) => reply.size(n),
+            Ok(Sized::Data(d)) => reply.data(d),
             Err(e) => reply.error(errno(e)),
         }
     }
@@ -200,8 +223,8 @@ impl Filesystem for PowerCutFs {
         reply.ok();
     }
 
-    fn fsync(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
-        Self::empty(self.lock().fsync_file(ino.0), reply);
+    fn fsync(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, datasync: bool, reply: ReplyEmpty) {
+        Self::empty(self.lock().sync_file(ino.0, datasync), reply);
     }
 
     fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
@@ -219,8 +242,46 @@ impl Filesystem for PowerCutFs {
         reply.ok();
     }
 
-    fn fsyncdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
-        Self::empty(self.lock().fsync_dir(ino.0), reply);
+    fn fsyncdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, datasync: bool, reply: ReplyEmpty) {
+        Self::empty(self.lock().sync_dir(ino.0, datasync), reply);
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        if !self.xattrs {
+            return reply.error(Errno::ENOSYS);
+        }
+        Self::empty(self.lock().set_xattr(ino.0, name, value, flags), reply);
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        if !self.xattrs {
+            return reply.error(Errno::ENOSYS);
+        }
+        Self::xattr_reply(self.lock().get_xattr(ino.0, name), size, reply);
+    }
+
+    fn listxattr(&self, req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        if !self.xattrs {
+            return reply.error(Errno::ENOSYS);
+        }
+        let names = self.lock().list_xattrs(ino.0, req.uid() == 0);
+        Self::xattr_reply(names.as_deref().map_err(|e| *e), size, reply);
+    }
+
+    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        if !self.xattrs {
+            return reply.error(Errno::ENOSYS);
+        }
+        Self::empty(self.lock().remove_xattr(ino.0, name), reply);
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {

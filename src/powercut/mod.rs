@@ -7,8 +7,9 @@
 //! the backing directory holds only what a disk would hold (`durable`). A
 //! power cut hands what is pending to a model (`model`): the strict model
 //! drops all of it, the torn models let a random subset land, torn at
-//! sector granularity. Faults (`fault`) make a chosen read, write or fsync
-//! fail. `mount` mounts, cuts and cleans up after killed runs; `cost`
+//! sector granularity. Extended attributes (`xattrs`) are volatile until
+//! the node's own fsync, as data is. Faults (`fault`) make a chosen read,
+//! write or fsync fail. `mount` mounts, cuts and cleans up after killed runs; `cost`
 //! measures what the layer adds to a write and an fsync.
 
 pub mod cost;
@@ -18,6 +19,7 @@ mod fs;
 pub mod model;
 pub mod mount;
 pub mod state;
+mod xattrs;
 
 pub use fault::FaultPlan;
 pub use model::{CutStats, Model};

@@ -76,6 +76,17 @@ impl Model {
         }
         landed
     }
+
+    /// How many of a node's pending xattr changes, oldest first, reach the
+    /// disk at the cut: none in the strict model; in the torn models any
+    /// prefix, each change whole, as ext4's journal commits metadata in
+    /// order and never tears an attribute block.
+    pub fn xattr_changes_landing(self, pending: usize, rng: &mut SmallRng) -> usize {
+        match self {
+            Model::Strict => 0,
+            Model::Torn { .. } => rng.gen_range(0..=pending),
+        }
+    }
 }
 
 /// The sectors of one write that made it, each with probability 1/2.

@@ -32,8 +32,21 @@ pub struct Mounted {
 }
 
 impl Mounted {
-    /// Mounts the layer over `backing` at `mountpoint` (an empty directory).
+    /// Mounts the layer over `backing` at `mountpoint` (an empty directory),
+    /// without extended attributes (programs get EOPNOTSUPP for them, and
+    /// a write costs one round trip to the layer, not two: see `fs.rs`).
     pub fn mount(backing: &Path, mountpoint: &Path, faults: FaultPlan) -> Result<Self> {
+        Self::mount_layer(backing, mountpoint, faults, false)
+    }
+
+    /// The same with extended attributes served, for programs that need
+    /// them (Swift's object server keeps its metadata in them). Their
+    /// durability is in `xattrs.rs`.
+    pub fn mount_with_xattrs(backing: &Path, mountpoint: &Path, faults: FaultPlan) -> Result<Self> {
+        Self::mount_layer(backing, mountpoint, faults, true)
+    }
+
+    fn mount_layer(backing: &Path, mountpoint: &Path, faults: FaultPlan, xattrs: bool) -> Result<Self> {
         let v =
             Volatile::load(backing, faults).map_err(|e| Error::io(backing, "cannot read the backing directory", e))?;
         let state = Arc::new(Mutex::new(v));
@@ -47,7 +60,7 @@ impl Mounted {
             MountOption::CUSTOM("subtype=blobbench".into()),
             MountOption::DefaultPermissions,
         ];
-        let fs = PowerCutFs { state: Arc::clone(&state) };
+        let fs = PowerCutFs { state: Arc::clone(&state), xattrs };
         let session = fuser::spawn_mount(fs, mountpoint, &config).map_err(|e| mount_error(mountpoint, e))?;
         Ok(Mounted { session: Some(session), state, mountpoint: mountpoint.to_path_buf() })
     }
@@ -269,6 +282,17 @@ mod tests {
     }
 }
 
+/// For tests: a scratch directory holding an empty `disk` (the backing
+/// directory) and `mnt` (the mount point).
+#[cfg(test)]
+pub(super) fn scratch_dirs() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let (disk, mnt) = (dir.path().join("disk"), dir.path().join("mnt"));
+    std::fs::create_dir(&disk).unwrap();
+    std::fs::create_dir(&mnt).unwrap();
+    (dir, disk, mnt)
+}
+
 #[cfg(test)]
 mod mounted_tests {
     use super::*;
@@ -278,10 +302,7 @@ mod mounted_tests {
     /// SQLite WAL database (fcntl locks, mmapped -shm) working on it.
     #[test]
     fn a_real_mount_keeps_only_what_was_synced() {
-        let dir = tempfile::tempdir().unwrap();
-        let (disk, mnt) = (dir.path().join("disk"), dir.path().join("mnt"));
-        std::fs::create_dir(&disk).unwrap();
-        std::fs::create_dir(&mnt).unwrap();
+        let (_dir, disk, mnt) = scratch_dirs();
         std::fs::write(disk.join("kept"), b"old").unwrap();
         let m = Mounted::mount(&disk, &mnt, FaultPlan::none()).unwrap_or_else(|e| panic!("{e}"));
         assert!(layer_mounts().iter().any(|l| l.mountpoint == mnt && l.owner == Some(std::process::id())));
@@ -323,10 +344,7 @@ mod busy_cut_tests {
     /// unmount (it did: "Software caused connection abort").
     #[test]
     fn a_cut_during_requests_in_flight_unmounts_cleanly() {
-        let dir = tempfile::tempdir().unwrap();
-        let (disk, mnt) = (dir.path().join("disk"), dir.path().join("mnt"));
-        std::fs::create_dir(&disk).unwrap();
-        std::fs::create_dir(&mnt).unwrap();
+        let (_dir, disk, mnt) = scratch_dirs();
         std::fs::write(disk.join("f"), b"x").unwrap();
         for round in 0..200 {
             let m = Mounted::mount(&disk, &mnt, FaultPlan::none()).unwrap_or_else(|e| panic!("{e}"));

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::fault::{FaultPlan, Op as FaultOp};
+use super::xattrs::{self, SetMode, Xattrs};
 
 /// The root directory's inode number (FUSE's convention).
 pub const ROOT: u64 = 1;
@@ -59,6 +60,8 @@ pub struct Node {
     pub mtime: SystemTime,
     /// Names in the current namespace (0 once unlinked).
     pub links: u32,
+    /// Extended attributes, durable as the data is (see `xattrs.rs`).
+    pub xattrs: Xattrs,
 }
 
 impl Node {
@@ -106,14 +109,14 @@ impl Volatile {
             counters: Counters::default(),
         };
         let meta = std::fs::metadata(backing)?;
-        v.nodes.insert(ROOT, v.node_from(&meta, empty_dir()));
+        v.nodes.insert(ROOT, v.node_from(&meta, backing, empty_dir())?);
         v.load_dir(ROOT, backing)?;
         Ok(v)
     }
 
-    fn node_from(&self, meta: &std::fs::Metadata, body: Body) -> Node {
+    fn node_from(&self, meta: &std::fs::Metadata, path: &Path, body: Body) -> std::io::Result<Node> {
         use std::os::unix::fs::MetadataExt;
-        Node {
+        Ok(Node {
             body,
             disk_name: None,
             mode: meta.mode() & 0o7777,
@@ -121,7 +124,8 @@ impl Volatile {
             gid: meta.gid(),
             mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
             links: 1,
-        }
+            xattrs: Xattrs::loaded(xattrs::read_from(path)?),
+        })
     }
 
     fn load_dir(&mut self, dir: u64, path: &Path) -> std::io::Result<()> {
@@ -136,7 +140,7 @@ impl Volatile {
                 continue; // symlinks and devices are not part of any dataset
             };
             let ino = self.alloc();
-            let mut node = self.node_from(&meta, body);
+            let mut node = self.node_from(&meta, &entry.path(), body)?;
             node.disk_name = Some((dir, entry.file_name()));
             self.nodes.insert(ino, node);
             if let Some(Body::Dir { entries, on_disk }) = self.nodes.get_mut(&dir).map(|n| &mut n.body) {
@@ -206,7 +210,9 @@ impl Volatile {
         let ino = self.alloc();
         let body =
             if is_dir { empty_dir() } else { Body::File { data: Vec::new(), pending: Vec::new(), orphan: None } };
-        let node = Node { body, disk_name: None, mode: mode & 0o7777, uid, gid, mtime: SystemTime::now(), links: 1 };
+        let mtime = SystemTime::now();
+        let xattrs = Xattrs::default();
+        let node = Node { body, disk_name: None, mode: mode & 0o7777, uid, gid, mtime, links: 1, xattrs };
         self.nodes.insert(ino, node);
         self.entries_mut(dir)?.insert(name.to_os_string(), ino);
         Ok(ino)
@@ -293,6 +299,24 @@ impl Volatile {
     pub fn set_mode(&mut self, ino: u64, mode: u32) -> Res<()> {
         self.node_mut(ino)?.mode = mode & 0o7777;
         Ok(())
+    }
+
+    pub fn get_xattr(&self, ino: u64, name: &OsStr) -> Res<&[u8]> {
+        self.node(ino)?.xattrs.get(name)
+    }
+
+    pub fn list_xattrs(&self, ino: u64, privileged: bool) -> Res<Vec<u8>> {
+        Ok(self.node(ino)?.xattrs.list(privileged))
+    }
+
+    /// setxattr(2): in effect at once, on disk at the node's next fsync.
+    pub fn set_xattr(&mut self, ino: u64, name: &OsStr, value: &[u8], flags: i32) -> Res<()> {
+        let mode = SetMode::from_flags(flags)?;
+        self.node_mut(ino)?.xattrs.set(name, value, mode)
+    }
+
+    pub fn remove_xattr(&mut self, ino: u64, name: &OsStr) -> Res<()> {
+        self.node_mut(ino)?.xattrs.remove(name)
     }
 
     /// Where a node with a durable name lives in the backing directory.

@@ -1,7 +1,8 @@
-//! PostgreSQL's settings of a run and what the server said about itself,
-//! as recorded in result files.
+//! PostgreSQL's settings of a run and what its server said about itself.
 
 use serde::{Deserialize, Serialize};
+
+use super::server::{ServerInfo, ServerPlace, ServerSetting};
 
 /// How the bytea column stores its values (`ALTER TABLE ... SET STORAGE`),
 /// chosen when the dataset is exported.
@@ -35,7 +36,9 @@ pub struct PgParams {
     pub storage: PgStorage,
 }
 
-/// What the server reported about itself, read once before the runs.
+/// What PostgreSQL reported about itself, read once before the runs; a
+/// result file records it as a [`ServerInfo`] (files written before that
+/// shape hold these fields, and are read through it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PgServerInfo {
     /// `server_version`, e.g. "15.14 (Debian 15.14-0+deb12u1)".
@@ -52,4 +55,23 @@ pub struct PgServerInfo {
     pub server: String,
     /// The table holding the blobs.
     pub table: String,
+}
+
+impl From<PgServerInfo> for ServerInfo {
+    fn from(pg: PgServerInfo) -> ServerInfo {
+        let setting = |name: &str, value: String| ServerSetting { name: name.into(), value };
+        ServerInfo {
+            product: "PostgreSQL".into(),
+            version: pg.version,
+            place: if pg.server == "remote" { ServerPlace::Remote } else { ServerPlace::Local },
+            blobs_in: format!("table {}", pg.table),
+            settings: vec![
+                setting("server_version_num", pg.version_num.to_string()),
+                setting("shared_buffers", pg.shared_buffers),
+                setting("synchronous_commit", pg.synchronous_commit),
+                setting("wal_level", pg.wal_level),
+                setting("fsync", pg.fsync),
+            ],
+        }
+    }
 }

@@ -91,10 +91,26 @@ impl EngineKind {
         EngineKind::KEY_VALUE.contains(&self)
     }
 
-    /// A database server makes the writes and answers the reads (a round
-    /// trip per operation; `run --round-trip` measures its floor).
+    /// The cheapest call its server answers, which `run --round-trip` and
+    /// the suite's `roundtrip/ENGINE` time per op as the floor under each
+    /// read (PostgreSQL's `SELECT 1`); None for an engine no server runs.
+    pub fn round_trip_call(self) -> Option<&'static str> {
+        match self {
+            EngineKind::Postgres | EngineKind::PostgresLo => Some("SELECT 1"),
+            EngineKind::Db
+            | EngineKind::Flat
+            | EngineKind::Tree
+            | EngineKind::External
+            | EngineKind::Lmdb
+            | EngineKind::Redb
+            | EngineKind::Fjall => None,
+        }
+    }
+
+    /// A server makes the writes and answers the reads (a round trip per
+    /// operation, whose floor is its [`EngineKind::round_trip_call`]).
     pub fn is_server(self) -> bool {
-        matches!(self, EngineKind::Postgres | EngineKind::PostgresLo)
+        self.round_trip_call().is_some()
     }
 }
 
@@ -341,12 +357,15 @@ pub struct WorkloadParams {
     /// Reads and same-size overwrites mixed in this ratio (`--mix`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mix: Option<Mix>,
-    /// Each op was a server round trip with no work (`SELECT 1`), not a read.
+    /// Each op was a server round trip with no work (PostgreSQL's
+    /// `SELECT 1`: the engine's `round_trip_call`), not a read.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub round_trip: bool,
-    /// The PostgreSQL server the run measured (version and settings).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server: Option<super::PgServerInfo>,
+    /// The server the run measured (a server engine's version and
+    /// settings). Files written before it was engine-neutral hold
+    /// PostgreSQL's fields as `server`, read into it.
+    #[serde(default, alias = "server", skip_serializing_if = "Option::is_none")]
+    pub server_info: Option<super::ServerInfo>,
 }
 
 /// A mix of reads and writes (`--mix READ:WRITE`, e.g. 95:5).

@@ -5,7 +5,7 @@
 //! when that interval excludes 1.0, and experiments whose parameters differ
 //! are named, never compared.
 
-use super::format::doc::{Block, Section, Table};
+use super::format::doc::{Block, ColumnKind, Section, Table};
 use super::format::fmt::{machine_labels, micros};
 use super::interval::{ratio_of_medians, Method, Ratio};
 use super::verdict::{self, Question};
@@ -170,7 +170,7 @@ pub fn section(baseline: &ResultFile, files: &[ResultFile], questions: &[Questio
         blocks.push(Block::Paragraph("The baseline and the results measured no experiment in common.".into()));
     } else {
         let headers = ["result", "experiment", "baseline per-op (µs)", "new per-op (µs)", "change"];
-        blocks.push(Block::Table(Table::new(&headers, rows)));
+        blocks.push(Block::Table(Table::new(&headers, rows).with_kinds(&[ColumnKind::Result])));
     }
     if let Some(t) = verdict_changes(baseline, files, &labels, questions) {
         blocks.push(Block::Heading("The verdict then and now".into()));
@@ -198,7 +198,8 @@ fn verdict_changes(
             }
         }
     }
-    (!rows.is_empty()).then(|| Table::new(&["question", "result", "baseline", "now"], rows))
+    let kinds = [ColumnKind::Text, ColumnKind::Result];
+    (!rows.is_empty()).then(|| Table::new(&["question", "result", "baseline", "now"], rows).with_kinds(&kinds))
 }
 
 #[cfg(test)]

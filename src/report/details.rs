@@ -3,7 +3,7 @@
 //! experiment, and the full environment and parameters, so that any figure
 //! can be traced back to what was measured and how.
 
-use super::format::doc::{Block, Section, Table, NOT_MEASURED};
+use super::format::doc::{Block, ColumnKind, Section, Table, NOT_MEASURED};
 use super::format::fmt::{bytes, date_time, machine_labels, micros, percent, thousands};
 use super::study::suite::{suite_files, SUITE_IDS};
 use crate::measure::Experiment;
@@ -81,7 +81,7 @@ pub fn overview(files: &[ResultFile]) -> Vec<Section> {
             ]
         })
         .collect();
-    blocks.push(Block::Table(Table::new(&headers, rows)));
+    blocks.push(Block::Table(Table::new(&headers, rows).with_kinds(&[ColumnKind::Result])));
     let mut shared: Vec<&str> = files.iter().map(ResultFile::display_label).collect();
     shared.sort_unstable();
     shared.dedup();
@@ -161,30 +161,23 @@ pub fn latency(files: &[ResultFile]) -> Vec<Section> {
     }
     let labels = machine_labels(files);
     let suite: Vec<&ResultFile> = suite_files(files).into_iter().map(|(_, f)| f).collect();
-    let many = files.len() > 1;
-    let mut headers: Vec<String> = Vec::new();
-    if many {
-        headers.push("machine".into());
-    }
-    headers.extend(
-        [
-            "experiment",
-            "runs",
-            "per-op median (µs)",
-            "steady per-op (µs)",
-            "one-off per run (ms)",
-            "commits",
-            "CV",
-            "spread",
-            "p50 (µs)",
-            "p90 (µs)",
-            "p99 (µs)",
-            "p99.9 (µs)",
-            "max (µs)",
-            "ops timed",
-        ]
-        .map(String::from),
-    );
+    let headers = [
+        "machine",
+        "experiment",
+        "runs",
+        "per-op median (µs)",
+        "steady per-op (µs)",
+        "one-off per run (ms)",
+        "commits",
+        "CV",
+        "spread",
+        "p50 (µs)",
+        "p90 (µs)",
+        "p99 (µs)",
+        "p99.9 (µs)",
+        "max (µs)",
+        "ops timed",
+    ];
     let mut rows = Vec::new();
     let mut warnings = Vec::new();
     for (f, label) in files.iter().zip(&labels) {
@@ -192,8 +185,7 @@ pub fn latency(files: &[ResultFile]) -> Vec<Section> {
         let is_suite = suite.iter().any(|s| std::ptr::eq(*s, f)) && f.advise.is_none();
         for id in listed_ids(f, is_suite) {
             let e = f.experiment(id);
-            let mut row = if many { vec![label.clone()] } else { Vec::new() };
-            row.push(id.to_string());
+            let mut row = vec![label.clone(), id.to_string()];
             row.extend(latency_row(e));
             rows.push(row);
         }
@@ -213,7 +205,7 @@ pub fn latency(files: &[ResultFile]) -> Vec<Section> {
              timed runs (HDR histogram)."
                 .to_string(),
         ),
-        Block::Table(Table { headers, rows }),
+        Block::Table(Table::new(&headers, rows).with_kinds(&[ColumnKind::Result])),
     ];
     if !warnings.is_empty() {
         blocks.push(Block::Heading("Warnings".into()));
@@ -289,6 +281,7 @@ fn environment_table(files: &[ResultFile], labels: &[String]) -> Table {
             .into_iter()
             .map(|(name, get)| std::iter::once(name.to_string()).chain(files.iter().map(get)).collect())
             .collect(),
+        ..Table::default()
     }
 }
 

@@ -44,6 +44,7 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
                 mb_per_s: 10_000.0 / us,
                 os: OsCounters::default(),
                 cold: None,
+                opened_handle: false,
             }
         })
         .collect();
@@ -77,7 +78,7 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
             zipf_theta: None,
             mix: None,
             round_trip: false,
-            server: None,
+            server_info: None,
         },
         warmup_runs: 1,
         summary: Summary::of(&runs),
@@ -88,6 +89,7 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
         clock_overhead_pct: 0.2,
         warnings: Vec::new(),
         class_latency: Vec::new(),
+        handle_open_ns: None,
     }
 }
 

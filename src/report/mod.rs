@@ -20,10 +20,11 @@ use std::path::{Path, PathBuf};
 use format::{doc, fmt, html, markdown, output, png, text};
 use study::{advise, aging, concurrency, crashtest, engines, matrix, suite};
 
-pub use doc::{Block, Chart, Figure, Section, Table, NOT_MEASURED};
+pub use doc::{Block, Chart, ColumnKind, Figure, Section, Table, Verdict, NOT_MEASURED};
 pub use fmt::fmt_size;
 use study::StudyReport;
 pub use suite::SUITE_IDS;
+pub use text::table_text;
 use verdict::Question;
 
 use crate::results::ResultFile;
@@ -67,7 +68,8 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<ResultFile>> {
 }
 
 /// The report as data, in page order: the verdict, the overview, every
-/// study's sections, then latency and the environment.
+/// study's sections, then latency and the environment. From one result
+/// file, no table has a column naming it.
 pub fn document(files: &[ResultFile]) -> Vec<Section> {
     document_against(files, None)
 }
@@ -84,6 +86,9 @@ pub fn document_against(files: &[ResultFile], baseline: Option<&ResultFile>) -> 
     sections.extend(STUDIES.iter().filter(|s| !s.leads).flat_map(|s| (s.sections)(files)));
     sections.extend(details::latency(files));
     sections.extend(details::environment(files));
+    if files.len() == 1 {
+        sections.iter_mut().for_each(Section::drop_result_columns);
+    }
     sections
 }
 
@@ -98,9 +103,10 @@ fn questions() -> Vec<Question> {
 }
 
 /// What a study's command prints after a run: the terminal tables of every
-/// study `file` holds (see [`StudyReport::terminal`]).
+/// study `file` holds (see [`StudyReport::terminal`]), no blank line last.
 pub fn terminal(file: &ResultFile, colour: bool) -> String {
-    STUDIES.iter().filter_map(|s| s.terminal).map(|table| table(file, colour)).collect()
+    let text: String = STUDIES.iter().filter_map(|s| s.terminal).map(|table| table(file, colour)).collect();
+    text.trim_end_matches('\n').to_string() + if text.is_empty() { "" } else { "\n" }
 }
 
 /// What `advise` prints after a run: the advice alone (the page has the

@@ -306,7 +306,7 @@ fn unlike_blob_sizes_side_by_side_are_labelled() {
     let sections = document(&[a, b]);
     assert_eq!(bars(&sections, "chart1-read-sql").groups, ["host-a [10 KB blobs]", "host-b [100 KB blobs]"]);
     let verdict = &sections[0];
-    let Block::Verdict(rows) = &verdict.blocks[0] else { panic!("verdict first") };
+    let Block::Verdict(Verdict { rows, .. }) = &verdict.blocks[0] else { panic!("verdict first") };
     assert_eq!(rows[0].question, "10 KB reads");
     assert_eq!(rows[1].question, "100 KB reads", "each result answers for its own blob size");
 }
@@ -337,4 +337,21 @@ fn every_study_says_nothing_of_files_without_it_and_every_question_is_asked_once
     let asked: usize = STUDIES.iter().map(|s| s.questions.len()).sum();
     assert_eq!(questions().len(), asked, "VERDICT_ORDER lists every study that has questions, once");
     assert_eq!(VERDICT_ORDER.len(), STUDIES.iter().filter(|s| !s.questions.is_empty()).count());
+}
+
+/// From one result file no table names it; from two, the verdict, the
+/// overview, the disk table and the latency table tell them apart.
+#[test]
+fn the_result_column_is_left_out_for_one_result() {
+    let headers = |sections: &[Section]| -> Vec<Vec<String>> {
+        let tables = sections.iter().flat_map(|s| &s.blocks).filter_map(|b| match b {
+            Block::Table(t) => Some(t.headers.clone()),
+            Block::Verdict(v) => Some(v.table().headers),
+            _ => None,
+        });
+        tables.filter(|h| h.iter().any(|h| h == "result" || h == "machine")).collect()
+    };
+    assert_eq!(headers(&document(&[full_suite("host-a")])), Vec::<Vec<String>>::new());
+    let two = headers(&document(&[full_suite("host-a"), full_suite("host-b")]));
+    assert_eq!(two.len(), 4, "{two:?}");
 }

@@ -7,7 +7,7 @@
 //! does not answer it. The questions belong to their studies (each
 //! `StudyReport`'s `questions`); this module words their answers.
 
-use super::format::doc::{Block, Section, VerdictRow as Row};
+use super::format::doc::{Block, Section, Verdict, VerdictRow as Row};
 use super::format::fmt::machine_labels;
 use super::interval::Ratio;
 use super::rounds::{describe_floor, describe_sets, noise_floor};
@@ -104,7 +104,7 @@ pub fn section(files: &[ResultFile], questions: &[Question]) -> Vec<Section> {
          bytes. \"No clear winner\" when the interval spans 1.0."
             .to_string(),
     );
-    let mut blocks = vec![Block::Verdict(rows)];
+    let mut blocks = vec![Block::Verdict(Verdict::new(rows))];
     let several = files.len() > 1;
     let lines: Vec<String> = files
         .iter()

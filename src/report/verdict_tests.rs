@@ -83,7 +83,7 @@ fn cold_runs_answer_only_the_cold_question() {
 fn the_section_has_one_row_per_question_and_file_and_links_charts() {
     let files = [full_suite("host-a"), full_suite("host-b")];
     let s = section(&files, &crate::report::questions());
-    let Block::Verdict(rows) = &s[0].blocks[0] else { panic!("verdict first") };
+    let Block::Verdict(Verdict { rows, .. }) = &s[0].blocks[0] else { panic!("verdict first") };
     assert_eq!(rows.len(), 8);
     assert_eq!((rows[0].result.as_str(), rows[1].result.as_str()), ("host-a", "host-b"));
     assert_eq!(rows[0].chart_title, "Reads by the blob API + mmap vs open/read");
@@ -194,7 +194,7 @@ fn a_factor_inside_the_noise_floor_is_within_noise() {
     assert_eq!(reads.outcome_over(Some(&floor)), "within noise (1.02x is inside the A/A noise floor)");
     assert_eq!(reads.outcome(), "SQLite, blob API + mmap: 1.02x faster", "without a floor, the winner");
     let s = section(std::slice::from_ref(&f), &crate::report::questions());
-    let Block::Verdict(rows) = &s[0].blocks[0] else { panic!("verdict first") };
+    let Block::Verdict(Verdict { rows, .. }) = &s[0].blocks[0] else { panic!("verdict first") };
     assert!(rows[0].unclear && rows[0].outcome.starts_with("within noise"), "{:?}", rows[0]);
 }
 

@@ -10,6 +10,12 @@ use blobbench::records::EngineKind;
 use predicates::prelude::*;
 use rusqlite::Connection;
 
+/// How long a test waits for something that must happen (a server up, a
+/// mount made, a command ending) before calling it a hang. A bound on
+/// hanging, not on speed: what it guards takes seconds even on a busy
+/// machine, and no test asserts how long anything took.
+pub const HANG: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// The blobbench binary this crate builds.
 pub fn blobbench() -> Command {
     let mut c = Command::cargo_bin("blobbench").unwrap();
@@ -325,4 +331,11 @@ pub fn file_tree(dir: &Path, n: usize) -> Vec<u64> {
     std::fs::write(dir.join("empty"), b"").unwrap();
     std::os::unix::fs::symlink("00", dir.join("link")).unwrap();
     (0..3).flat_map(|d| (d..n).step_by(3)).map(|i| size(i) as u64).collect()
+}
+
+/// The value of the setting `name` in a run's `params.server_info` (a
+/// server engine's report of itself); "" when it has none.
+pub fn server_setting<'a>(server_info: &'a serde_json::Value, name: &str) -> &'a str {
+    let settings = server_info["settings"].as_array().map(Vec::as_slice).unwrap_or_default();
+    settings.iter().find(|s| s["name"] == name).and_then(|s| s["value"].as_str()).unwrap_or("")
 }

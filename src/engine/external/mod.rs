@@ -15,8 +15,9 @@ pub use store::ExternalStore;
 use layout::is_dataset;
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
-use crate::engine::backend::{Backend, Claim, CrashMode, Probe};
+use crate::engine::backend::{Backend, Claim, CrashMode, LocalBytes, Probe};
 use crate::engine::files::{self, names::blob_files, names::list_keys};
+use crate::engine::keep::Idle;
 use crate::engine::report::{ExportReport, StatReport};
 use crate::records::{CommitEvery, EngineKind, EngineSettings, FileParams};
 use crate::util::progress::Progress;
@@ -60,6 +61,11 @@ impl Backend for ExternalBackend {
         files::FLAT.stat(&path.join(BLOBS_DIR), vacuum, settings)
     }
 
+    /// The name database and the blob directory, both in the dataset's.
+    fn local_bytes(&self, path: &Path, _settings: &EngineSettings) -> Result<LocalBytes> {
+        Ok(LocalBytes::In(vec![path.to_path_buf()]))
+    }
+
     fn timer_covers(&self, _settings: &EngineSettings) -> &'static str {
         "open of the name database + loop + commit + close"
     }
@@ -92,6 +98,8 @@ pub struct ExternalEngine {
     writes: FileParams,
     /// A commit granularity was asked for (refused for writes: see `survey`).
     commit_every: CommitEvery,
+    /// Name-database connections read sessions kept open (`engine::keep`).
+    idle: Idle<rusqlite::Connection>,
 }
 
 impl ExternalEngine {
@@ -111,6 +119,7 @@ impl ExternalEngine {
             cache_pages,
             writes: FileParams::default(),
             commit_every: None,
+            idle: Idle::new(),
         }
     }
 }
@@ -145,13 +154,23 @@ impl Engine for ExternalEngine {
     }
 
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
+        if mode.write {
+            self.idle.clear();
+        }
         let writes = mode.write.then_some(self.writes);
-        Ok(Box::new(ExternalStore::open_for(&self.names_db, &self.files, self.cache_pages, writes)?))
+        let conn = self.idle.lease(mode.keep, || store::connect(&self.names_db, self.cache_pages))?;
+        Ok(Box::new(ExternalStore::on(conn, &self.names_db, &self.files, writes)?))
     }
 
     fn cache_files(&self) -> Result<Vec<PathBuf>> {
         let mut list = blob_files(&self.files, files::FLAT_KIND)?;
         list.push(self.names_db.clone());
         Ok(list)
+    }
+
+    /// Closes the kept name-database connections and their page caches.
+    fn drop_own_caches(&self) -> Result<()> {
+        self.idle.clear();
+        Ok(())
     }
 }

@@ -14,8 +14,9 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{ffi, Connection, OpenFlags};
 
-use crate::engine::api::Session;
+use crate::engine::api::{Session, SessionInfo};
 use crate::engine::files::store::{read_posix, FileWriter, PosixReadError};
+use crate::engine::keep::Lease;
 use crate::engine::sqlite::error::last_error;
 use crate::engine::sqlite::raw::Db;
 use crate::records::FileParams;
@@ -29,6 +30,8 @@ const REMOVE: usize = 2;
 
 pub struct ExternalStore {
     db: Db<3>,
+    /// Where the connection came from and goes back to (`engine::keep`).
+    lease: Lease<Connection>,
     /// The run's file writes; None for a read session.
     writer: Option<FileWriter>,
     /// The temporary name `replace` writes first: the file name + ".tmp".
@@ -41,6 +44,20 @@ pub struct ExternalStore {
     last_len: usize,
 }
 
+/// Opens the name database `names_db` read-write without SQLite's mutex,
+/// with a page cache of `cache_pages` pages.
+pub(super) fn connect(names_db: &Path, cache_pages: i64) -> Result<Connection> {
+    let err = |what: &'static str| move |e| crate::engine::sqlite::error::db_error(names_db, what, e);
+    if !names_db.is_file() {
+        return Err(Error::NotFound(names_db.to_path_buf()));
+    }
+    let conn =
+        Connection::open_with_flags(names_db, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+            .map_err(err("cannot open database"))?;
+    conn.execute_batch(&format!("PRAGMA cache_size={cache_pages}")).map_err(err("cannot set pragmas"))?;
+    Ok(conn)
+}
+
 impl ExternalStore {
     /// Opens the name database with a page cache of `cache_pages` pages,
     /// prepares the lookup and begins the read transaction (as `DbSession`
@@ -51,15 +68,19 @@ impl ExternalStore {
 
     /// [`ExternalStore::open`], writing files with `writes` when given.
     pub fn open_for(names_db: &Path, dir: &Path, cache_pages: i64, writes: Option<FileParams>) -> Result<Self> {
+        Self::on((connect(names_db, cache_pages)?, Lease::once()), names_db, dir, writes)
+    }
+
+    /// The session's setup on `conn` (from [`connect`], or kept open by an
+    /// earlier session): prepare, BEGIN.
+    pub(super) fn on(
+        (conn, lease): (Connection, Lease<Connection>),
+        names_db: &Path,
+        dir: &Path,
+        writes: Option<FileParams>,
+    ) -> Result<Self> {
         use std::os::unix::ffi::OsStrExt;
         let err = |what: &'static str| move |e| crate::engine::sqlite::error::db_error(names_db, what, e);
-        if !names_db.is_file() {
-            return Err(Error::NotFound(names_db.to_path_buf()));
-        }
-        let conn =
-            Connection::open_with_flags(names_db, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-                .map_err(err("cannot open database"))?;
-        conn.execute_batch(&format!("PRAGMA cache_size={cache_pages}")).map_err(err("cannot set pragmas"))?;
         let mut file = dir.as_os_str().as_bytes().to_vec();
         if file.contains(&0) {
             return Err(Error::bad_input(dir, "path contains a NUL byte"));
@@ -69,6 +90,7 @@ impl ExternalStore {
         file.reserve(256);
         let mut store = ExternalStore {
             db: Db::new(conn),
+            lease,
             writer: writes.map(|params| FileWriter { params }),
             tmp: Vec::with_capacity(file.capacity() + 8),
             db_path: names_db.to_path_buf(),
@@ -104,11 +126,18 @@ impl ExternalStore {
             .map_err(|e| crate::engine::sqlite::error::db_error(&self.db_path, "commit failed", e))
     }
 
+    /// Closes the connection, or keeps it open for the engine's next
+    /// session when this one was opened to keep it.
     pub fn close(self) -> Result<()> {
-        let ExternalStore { db, db_path, .. } = self;
-        db.into_conn()
-            .close()
-            .map_err(|(_, e)| crate::engine::sqlite::error::db_error(&db_path, "cannot close the database", e))
+        let ExternalStore { db, db_path, lease, .. } = self;
+        let conn = db.into_conn();
+        let idle = conn.is_autocommit();
+        match lease.end(conn, idle) {
+            Some(conn) => conn
+                .close()
+                .map_err(|(_, e)| crate::engine::sqlite::error::db_error(&db_path, "cannot close the database", e)),
+            None => Ok(()),
+        }
     }
 
     /// The content of the blob read last (for checking, off the hot path).
@@ -241,6 +270,10 @@ impl Session for ExternalStore {
 
     fn close(self: Box<Self>) -> Result<()> {
         ExternalStore::close(*self)
+    }
+
+    fn info(&self) -> SessionInfo {
+        SessionInfo { opened_handle: self.lease.opened, ..SessionInfo::default() }
     }
 }
 

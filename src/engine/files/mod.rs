@@ -11,7 +11,7 @@ pub(crate) mod store;
 use std::path::{Path, PathBuf};
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
-use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, Probe};
+use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
 use crate::engine::report::{ExportReport, StatReport};
 use crate::engine::staging::Staging;
 use crate::records::{CommitEvery, EngineKind, EngineSettings, FileParams, FileWrite};
@@ -85,6 +85,11 @@ impl Backend for FilesBackend {
         stat::dir_stat(path, self.0).map(StatReport::Dir)
     }
 
+    /// The directory of blob files.
+    fn local_bytes(&self, path: &Path, _settings: &EngineSettings) -> Result<LocalBytes> {
+        Ok(LocalBytes::In(vec![path.to_path_buf()]))
+    }
+
     fn timer_covers(&self, settings: &EngineSettings) -> &'static str {
         if settings.files.sync_dir {
             "the loop + the commit's directory fsync (no open for files)"
@@ -121,14 +126,16 @@ const fn files_mode(
     fsync: bool,
     sync_dir: bool,
 ) -> CrashMode {
-    CrashMode { name, description, write: CrashWrite::Files { write, fsync, sync_dir }, server: None }
+    CrashMode::new(name, description, CrashWrite::Files { write, fsync, sync_dir })
 }
 
+/// No file write is atomic; one is durable once fsync'd where it lives (a
+/// rename, with its directory fsync'd too).
 const CRASH_MODES: &[CrashMode] = &[
     files_mode("truncate", "files, fopen(\"wb\") + fwrite (kvtest)", FileWrite::Truncate, false, false),
-    files_mode("truncate-fsync", "files, fopen(\"wb\") + fwrite + fsync", FileWrite::Truncate, true, false),
+    files_mode("truncate-fsync", "files, fopen(\"wb\") + fwrite + fsync", FileWrite::Truncate, true, false).durable(),
     files_mode("inplace", "files, pwrite over the old bytes", FileWrite::Inplace, false, false),
-    files_mode("inplace-fsync", "files, pwrite over the old bytes + fsync", FileWrite::Inplace, true, false),
+    files_mode("inplace-fsync", "files, pwrite over the old bytes + fsync", FileWrite::Inplace, true, false).durable(),
     files_mode("replace", "files, write a temporary file + rename", FileWrite::Replace, false, false),
     files_mode("replace-fsync", "files, write a temporary file + fsync + rename", FileWrite::Replace, true, false),
     files_mode(
@@ -137,7 +144,8 @@ const CRASH_MODES: &[CrashMode] = &[
         FileWrite::Replace,
         true,
         true,
-    ),
+    )
+    .durable(),
 ];
 
 /// A directory of blob files (flat or tree) with a run's read and write calls.

@@ -91,21 +91,9 @@ fn build_local(
 /// A killed build leaves `.NAME.KIND-PID` beside the target with its
 /// server running: stop it and remove the directory.
 fn reap_killed_builds(target: &Path, kind: EngineKind) -> Result<()> {
-    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let prefix = format!(".{name}.{}-", kind.name());
-    let parent = fsutil::parent_dir(target);
-    let Ok(entries) = std::fs::read_dir(parent) else { return Ok(()) };
-    for e in entries.flatten() {
-        let Some(pid) =
-            e.file_name().to_str().and_then(|n| n.strip_prefix(&prefix)).and_then(|p| p.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if pid == std::process::id() as i32 || server::alive(pid) {
-            continue;
-        }
-        server::stop_any(&e.path())?;
-        std::fs::remove_dir_all(e.path()).map_err(|err| Error::io(&e.path(), "cannot remove a killed build", err))?;
+    for dir in crate::engine::throwaway::killed_builds(target, kind) {
+        server::stop_any(&dir)?;
+        std::fs::remove_dir_all(&dir).map_err(|err| Error::io(&dir, "cannot remove a killed build", err))?;
     }
     Ok(())
 }

@@ -29,12 +29,13 @@ pub use conn::{redact, MIN_VERSION_NUM};
 pub use descriptor::{Descriptor, DESCRIPTOR};
 
 use descriptor::detect;
-pub use stat::stat;
+pub use stat::{stat, PgStat};
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
-use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, Probe};
+use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
+use crate::engine::keep::Idle;
 use crate::engine::report::{ExportReport, StatReport};
-use crate::records::{CommitEvery, EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo};
+use crate::records::{CommitEvery, EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo, ServerInfo};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -79,7 +80,18 @@ impl Backend for PgBackend {
         if vacuum {
             return Err(Error::invalid("--vacuum applies to SQLite databases only"));
         }
-        stat(path, &settings.pg).map(StatReport::Pg)
+        stat(path, &settings.pg).map(|s| StatReport::Server(s.into()))
+    }
+
+    /// The dataset's directory, throwaway cluster included; none for a
+    /// table on a server the user runs.
+    fn local_bytes(&self, path: &Path, _settings: &EngineSettings) -> Result<LocalBytes> {
+        if Descriptor::read(path)?.remote {
+            return Ok(LocalBytes::Remote(
+                "a table on a server you run (--pg), whose files are not blobbench's".into(),
+            ));
+        }
+        Ok(LocalBytes::In(vec![path.to_path_buf()]))
     }
 
     fn timer_covers(&self, _settings: &EngineSettings) -> &'static str {
@@ -118,18 +130,19 @@ impl Backend for PgBackend {
     }
 }
 
-const fn crash_mode(name: &'static str, description: &'static str, durable: bool) -> CrashMode {
-    CrashMode { name, description, write: CrashWrite::Commit { durable }, server: Some(server::kill_server) }
+/// A transactional write whose server the crash test SIGKILLs.
+const fn crash_mode(name: &'static str, description: &'static str) -> CrashMode {
+    CrashMode::new(name, description, CrashWrite::Commit).atomic().server(server::kill_server)
 }
 
 const CRASH_MODES: [CrashMode; 2] = [
-    crash_mode("postgres-durable", "PostgreSQL bytea, synchronous_commit=on, server SIGKILLed", true),
-    crash_mode("postgres-fast", "PostgreSQL bytea, synchronous_commit=off, server SIGKILLed", false),
+    crash_mode("postgres-durable", "PostgreSQL bytea, synchronous_commit=on, server SIGKILLed").durable(),
+    crash_mode("postgres-fast", "PostgreSQL bytea, synchronous_commit=off, server SIGKILLed"),
 ];
 
 const CRASH_MODES_LO: [CrashMode; 2] = [
-    crash_mode("postgres-lo-durable", "PostgreSQL large objects, synchronous_commit=on, server SIGKILLed", true),
-    crash_mode("postgres-lo-fast", "PostgreSQL large objects, synchronous_commit=off, server SIGKILLed", false),
+    crash_mode("postgres-lo-durable", "PostgreSQL large objects, synchronous_commit=on, server SIGKILLed").durable(),
+    crash_mode("postgres-lo-fast", "PostgreSQL large objects, synchronous_commit=off, server SIGKILLed"),
 ];
 
 /// The dataset at `path` opened for runs; the server starts (or is
@@ -140,6 +153,10 @@ pub struct PgEngine {
     kv: KvParams,
     commit_every: CommitEvery,
     pg: PgParams,
+    /// Connections read sessions kept open (`engine::keep`): each a server
+    /// backend with its own caches. Declared before the server, so they
+    /// close before it stops.
+    idle: Idle<postgres::Client>,
     server: Mutex<Option<Arc<conn::Server>>>,
     info: Mutex<Option<PgServerInfo>>,
 }
@@ -154,6 +171,7 @@ impl PgEngine {
             pg: settings.pg.clone(),
             server: Mutex::new(None),
             info: Mutex::new(None),
+            idle: Idle::new(),
         }
     }
 
@@ -172,11 +190,6 @@ impl PgEngine {
         let s = Arc::new(conn::Server::for_dataset(&self.path, desc, self.pg.url.as_deref())?);
         *slot = Some(s.clone());
         Ok(s)
-    }
-
-    /// What the server said about itself (after `survey`).
-    pub fn server_info(&self) -> Option<PgServerInfo> {
-        self.info.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 
@@ -203,8 +216,13 @@ impl Engine for PgEngine {
     }
 
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
+        if mode.write {
+            self.idle.clear();
+        }
+        let server = self.server()?;
+        let client = self.idle.lease(mode.keep, || server.connect())?;
         let commit_every = self.commit_every.filter(|_| mode.write);
-        Ok(Box::new(session::PgSession::open(self.server()?, mode.write, self.kv, commit_every)?))
+        Ok(Box::new(session::PgSession::open(client, server, mode.write, self.kv, commit_every)?))
     }
 
     /// The cluster's files (a remote server's are not ours to evict); a
@@ -218,15 +236,17 @@ impl Engine for PgEngine {
         crate::engine::kv::dataset_files(&data.join("base"))
     }
 
-    fn server_info(&self) -> Option<PgServerInfo> {
-        PgEngine::server_info(self)
+    fn server_info(&self) -> Option<ServerInfo> {
+        self.info.lock().unwrap_or_else(|e| e.into_inner()).clone().map(ServerInfo::from)
     }
 
-    /// Restarts the throwaway cluster, which empties its `shared_buffers`
-    /// (a fast shutdown writes a checkpoint, then a new server starts, both
-    /// outside the timer). A server the user runs is left alone: its
-    /// buffers stay warm, and the run's `params.server` says it is remote.
+    /// Closes the kept connections, then restarts the throwaway cluster,
+    /// which empties its `shared_buffers` (a fast shutdown writes a
+    /// checkpoint, then a new server starts, both outside the timer). A
+    /// server the user runs is left alone: its buffers stay warm, and the
+    /// run's `params.server_info` says it is remote.
     fn drop_own_caches(&self) -> Result<()> {
+        self.idle.clear();
         let mut slot = self.server.lock().unwrap_or_else(|e| e.into_inner());
         let Some(server) = slot.take_if(|s| s.local()) else { return Ok(()) };
         let server = Arc::try_unwrap(server)

@@ -11,13 +11,21 @@
 //! data directory is owned by it. The server runs in its own session, so a
 //! Ctrl-C at the terminal reaches blobbench, which stops it cleanly, rather
 //! than the server.
+//!
+//! A stop returns only once the postmaster has exited and been reaped:
+//! blobbench makes itself the "child subreaper" of what it starts, so the
+//! postmaster (orphaned when `pg_ctl` exits) becomes its child rather than
+//! init's, which may reap it seconds later. No process of the cluster is
+//! left when a command returns, and a script may remove the dataset at once.
 
 use std::ffi::CString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 
+pub use crate::engine::throwaway::alive;
+use crate::engine::throwaway::{self, Shared};
 use crate::{Error, Result};
 
 /// The data directory inside a local dataset's directory.
@@ -33,9 +41,6 @@ pub const SHARED_BUFFERS: &str = "128MB";
 const DEBIAN_LIB: &str = "/usr/lib/postgresql";
 /// Longest Unix socket path (`sun_path` less its terminating NUL).
 const SOCKET_PATH_MAX: usize = 107;
-/// The pid of the blobbench process that started the cluster, beside
-/// `pgdata/` (a dead one means a killed run).
-const OWNER: &str = "blobbench-server.pid";
 /// The settings file rewritten at each start (the socket's directory).
 const SOCKET_CONF: &str = "blobbench.conf";
 /// What to install when the programs are missing.
@@ -148,15 +153,7 @@ impl Cluster {
     /// dataset, such as a fast and a durable writer, use one server), or a
     /// new one. It stops when the last engine lets go of it.
     pub fn shared(dir: &Path) -> Result<Arc<Cluster>> {
-        let data = absolute(dir)?.join(DATA_DIR);
-        let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
-        running.retain(|(_, c)| c.strong_count() > 0);
-        if let Some(cluster) = running.iter().find(|(d, _)| *d == data).and_then(|(_, c)| c.upgrade()) {
-            return Ok(cluster);
-        }
-        let cluster = Arc::new(Cluster::start(dir)?);
-        running.push((data, Arc::downgrade(&cluster)));
-        Ok(cluster)
+        RUNNING.get_or_start(absolute(dir)?.join(DATA_DIR), || Cluster::start(dir))
     }
 
     /// Starts the cluster in `dir/pgdata`, first stopping a server a killed
@@ -170,9 +167,8 @@ impl Cluster {
         let bins = find_binaries()?;
         let run_as = run_as()?;
         stop_stale(&data, &bins, run_as)?;
-        let owner = data.with_file_name(OWNER);
-        std::fs::write(&owner, std::process::id().to_string())
-            .map_err(|e| Error::io(&owner, "cannot record which process runs the cluster", e))?;
+        throwaway::adopt_orphans();
+        throwaway::record_owner(dataset_of(&data))?;
         let quoted = data.display().to_string().replace('\'', "''");
         let conf = data.join(SOCKET_CONF);
         std::fs::write(&conf, format!("unix_socket_directories = '{quoted}'\n"))
@@ -203,8 +199,8 @@ impl Cluster {
 }
 
 /// The clusters this process runs, by data directory (see
-/// [`Cluster::shared`]); weak, so a cluster still stops with its last user.
-static RUNNING: Mutex<Vec<(PathBuf, Weak<Cluster>)>> = Mutex::new(Vec::new());
+/// [`Cluster::shared`]).
+static RUNNING: Shared<Cluster> = Shared::new();
 
 impl Drop for Cluster {
     fn drop(&mut self) {
@@ -232,23 +228,8 @@ fn stop_stale(data: &Path, bins: &Binaries, who: Option<RunAs>) -> Result<()> {
     if !alive(pid) {
         return Ok(());
     }
-    let owner = std::fs::read_to_string(data.with_file_name(OWNER)).ok().and_then(|s| s.trim().parse::<i32>().ok());
-    if let Some(owner) = owner.filter(|&o| o != std::process::id() as i32 && alive(o)) {
-        return Err(Error::bad_input(data, format!("its server is in use by blobbench process {owner}; wait for it")));
-    }
+    throwaway::check_not_in_use(dataset_of(data), data)?;
     stop(data, bins, who, "immediate")
-}
-
-/// A process that exists and is not a zombie (an exited postmaster stays
-/// one until its new parent, often a container's init, reaps it).
-pub fn alive(pid: i32) -> bool {
-    // SAFETY: kill with signal 0 only checks that the process exists.
-    if pid <= 0 || unsafe { libc::kill(pid, 0) } != 0 {
-        return false;
-    }
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // The state follows the command name's closing parenthesis.
-    stat.rsplit_once(") ").is_none_or(|(_, rest)| !rest.starts_with('Z'))
 }
 
 /// Stops every cluster a killed blobbench left running in the work
@@ -258,53 +239,31 @@ pub fn alive(pid: i32) -> bool {
 /// own. Returns how many were stopped.
 pub fn reap_killed(workdir: &Path) -> Result<usize> {
     let mut stopped = 0;
-    let Ok(entries) = std::fs::read_dir(workdir) else { return Ok(0) };
-    let is_work = |n: &str| n.strip_prefix('.').unwrap_or(n).starts_with("blobbench-");
-    for work in entries.flatten().filter(|e| is_work(&e.file_name().to_string_lossy())) {
-        let Ok(datasets) = std::fs::read_dir(work.path()) else { continue };
-        for d in datasets.flatten() {
-            let inner = std::fs::read_dir(d.path()).map(|i| i.flatten().map(|e| e.path()).collect());
-            for dir in std::iter::once(d.path()).chain(inner.unwrap_or_else(|_| Vec::new())) {
-                let owner = std::fs::read_to_string(dir.join(OWNER)).ok().and_then(|s| s.trim().parse::<i32>().ok());
-                let data = dir.join(DATA_DIR);
-                if owner.is_some_and(|o| !alive(o)) && read_pid(&data)?.is_some_and(alive) {
-                    stop_stale(&data, &find_binaries()?, run_as()?)?;
-                    stopped += 1;
-                }
-            }
+    for dir in throwaway::orphaned(workdir) {
+        let data = dir.join(DATA_DIR);
+        if read_pid(&data)?.is_some_and(alive) {
+            stop_stale(&data, &find_binaries()?, run_as()?)?;
+            stopped += 1;
         }
     }
     Ok(stopped)
 }
 
 /// The crash test's fault: SIGKILLs the postmaster of the cluster in
-/// `dir/pgdata` and every process it started (each backend runs in a
-/// session of its own, so a process group would miss them), as a server
-/// crash ends them, then waits until they are gone. The postmaster is
-/// stopped first so that it forks nothing while its children are listed.
-/// Their lock files (`postmaster.pid`, the socket's `.lock`) are then
-/// removed: a container's init may leave the dead postmaster a zombie for
-/// a while, whose pid PostgreSQL would take for a live server.
+/// `dir/pgdata` and every process it started ([`throwaway::kill_tree`]:
+/// each backend runs in a session of its own), as a server crash ends
+/// them, then waits until they are gone. Their lock files
+/// (`postmaster.pid`, the socket's `.lock`) are then removed: a
+/// container's init may leave the dead postmaster a zombie for a while,
+/// whose pid PostgreSQL would take for a live server.
 pub fn kill_server(dir: &Path) -> Result<()> {
     let data = absolute(dir)?.join(DATA_DIR);
     let Some(pid) = read_pid(&data)? else { return Ok(()) };
     if !alive(pid) {
         return Ok(());
     }
-    // SAFETY: kill only sends signals.
-    unsafe { libc::kill(pid, libc::SIGSTOP) };
-    let children = children_of(pid);
-    for p in std::iter::once(pid).chain(children.iter().copied()) {
-        // SAFETY: as above.
-        unsafe { libc::kill(p, libc::SIGKILL) };
-    }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::iter::once(pid).chain(children.iter().copied()).any(alive) {
-        if std::time::Instant::now() > deadline {
-            return Err(Error::bad_input(&data, format!("the killed server (pid {pid}) did not end within 10 s")));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    throwaway::kill_tree(pid, &data)?;
+    throwaway::reap_adopted("postgres");
     for lock in [data.join("postmaster.pid"), data.join(format!(".s.PGSQL.{PORT}.lock"))] {
         match std::fs::remove_file(&lock) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io(&lock, "cannot remove", e)),
@@ -314,23 +273,14 @@ pub fn kill_server(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The processes whose parent is `pid`, from `/proc`.
-fn children_of(pid: i32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|p| {
-            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-            // After the command name's ")": state, then the parent's pid.
-            stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1)?.parse::<i32>().ok()) == Some(pid)
-        })
-        .collect()
-}
-
 /// PostgreSQL's programs run from `/`: every path they get is absolute.
 fn absolute(dir: &Path) -> Result<PathBuf> {
     std::path::absolute(dir).map_err(|e| Error::io(dir, "cannot resolve", e))
+}
+
+/// The dataset directory holding the data directory `data`.
+fn dataset_of(data: &Path) -> &Path {
+    data.parent().unwrap_or(data)
 }
 
 fn read_pid(data: &Path) -> Result<Option<i32>> {
@@ -342,10 +292,37 @@ fn read_pid(data: &Path) -> Result<Option<i32>> {
     }
 }
 
+/// Stops the server and returns once its postmaster has exited (`pg_ctl
+/// -w` only waits for `postmaster.pid` to go, which the postmaster removes
+/// just before it exits).
 fn stop(data: &Path, bins: &Binaries, who: Option<RunAs>, mode: &str) -> Result<()> {
+    let postmaster = read_pid(data)?;
     let mut cmd = command(&bins.pg_ctl, who);
     cmd.arg("stop").arg("-D").arg(data).args(["-m", mode, "-w", "-t", "60", "-s"]);
-    run(cmd, data, "cannot stop the PostgreSQL server")
+    run(cmd, data, "cannot stop the PostgreSQL server")?;
+    match postmaster {
+        Some(pid) => wait_exited(pid, data),
+        None => Ok(()),
+    }
+}
+
+/// How long a stopped postmaster may take to exit once its pid file is gone.
+const EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Waits until the postmaster `pid` has exited, reaping it when it is ours.
+fn wait_exited(pid: i32, data: &Path) -> Result<()> {
+    let deadline = std::time::Instant::now() + EXIT_WAIT;
+    while alive(pid) {
+        throwaway::reap_adopted("postgres");
+        if std::time::Instant::now() > deadline {
+            let secs = EXIT_WAIT.as_secs();
+            return Err(Error::bad_input(data, format!("the stopped server (pid {pid}) did not exit within {secs} s")));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    // It may have become a zombie since the last look.
+    throwaway::reap_adopted("postgres");
+    Ok(())
 }
 
 /// A command for a PostgreSQL program: as `who` when given, in a session

@@ -25,6 +25,7 @@ use postgres::{Client, Statement};
 
 use super::conn::{pg_error, Server};
 use crate::engine::api::{take, Session, SessionInfo};
+use crate::engine::keep::Lease;
 use crate::engine::kv::copy_out;
 use crate::records::{CommitEvery, EngineKind, KvParams, KvSync, WriteBatch};
 use crate::{Error, Result};
@@ -76,6 +77,8 @@ fn sql(kind: EngineKind, t: &str) -> [String; 5] {
 
 pub(super) struct PgSession {
     client: Client,
+    /// Where the connection came from and goes back to (`engine::keep`).
+    lease: Lease<Client>,
     st: Statements,
     server: Arc<Server>,
     write: bool,
@@ -87,10 +90,16 @@ pub(super) struct PgSession {
 }
 
 impl PgSession {
-    /// Connects, prepares, sets the durability and, for a write session
-    /// with one transaction per run or per N > 1 writes, begins it.
-    pub fn open(server: Arc<Server>, write: bool, kv: KvParams, commit_every: CommitEvery) -> Result<PgSession> {
-        let mut client = server.connect()?;
+    /// On `client` (connected for this session, or kept open by an
+    /// earlier one): prepares, sets the durability and, for a write
+    /// session with one transaction per run or per N > 1 writes, begins it.
+    pub fn open(
+        (mut client, lease): (Client, Lease<Client>),
+        server: Arc<Server>,
+        write: bool,
+        kv: KvParams,
+        commit_every: CommitEvery,
+    ) -> Result<PgSession> {
         let err = |e| pg_error(&server.label, "cannot prepare the session", e);
         let [read, size, overwrite, put, delete] = sql(server.desc.engine, server.table());
         let st = Statements {
@@ -109,7 +118,7 @@ impl PgSession {
         }
         client.batch_execute(&setup).map_err(err)?;
         let batch = commit_every.filter(|&n| write && n > 1).map(WriteBatch::new);
-        Ok(PgSession { client, st, server, write, in_txn, batch, buf: Vec::new() })
+        Ok(PgSession { client, lease, st, server, write, in_txn, batch, buf: Vec::new() })
     }
 
     /// Counts a write made; when it fills the batch, commits it and begins
@@ -182,13 +191,21 @@ impl Session for PgSession {
         Ok(())
     }
 
+    /// Closes the connection, or keeps it open for the engine's next
+    /// session when this one was opened to keep it.
     fn close(self: Box<Self>) -> Result<()> {
-        let label = self.server.label.clone();
-        self.client.close().map_err(|e| pg_error(&label, "cannot close the connection", e))
+        let PgSession { client, lease, server, in_txn, st, .. } = *self;
+        // Its statements go with the session; a kept connection has none.
+        drop(st);
+        let idle = !in_txn && !client.is_closed();
+        match lease.end(client, idle) {
+            Some(client) => client.close().map_err(|e| pg_error(&server.label, "cannot close the connection", e)),
+            None => Ok(()),
+        }
     }
 
     fn info(&self) -> SessionInfo {
-        SessionInfo::default()
+        SessionInfo { opened_handle: self.lease.opened, ..SessionInfo::default() }
     }
 
     fn last_read(&self) -> Option<&[u8]> {
@@ -196,8 +213,9 @@ impl Session for PgSession {
     }
 
     #[inline]
-    fn round_trip(&mut self) -> Result<bool> {
+    /// The answer is one int4.
+    fn round_trip(&mut self) -> Result<Option<u64>> {
         self.client.query_one(&self.st.ping, &[]).map_err(|e| self.err("cannot run SELECT 1", e))?;
-        Ok(true)
+        Ok(Some(4))
     }
 }

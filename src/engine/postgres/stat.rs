@@ -10,9 +10,59 @@ use postgres::Client;
 use super::conn::{pg_error, Server};
 use super::descriptor::Descriptor;
 use super::server::DATA_DIR;
-use crate::engine::report::PgStat;
+use crate::engine::report::{LocalBlocks, ServerStat, SizeLine};
 use crate::records::{EngineKind, PgParams};
 use crate::Result;
+
+/// `stat` of a PostgreSQL dataset, in the server's terms; `stat` reports
+/// it as a [`ServerStat`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PgStat {
+    pub engine: EngineKind,
+    pub table: String,
+    pub entries: u64,
+    pub min_size: u64,
+    pub max_size: u64,
+    pub content_bytes: u64,
+    /// The table's main fork (`pg_relation_size`).
+    pub table_bytes: u64,
+    /// TOAST, free-space and visibility maps (`pg_table_size` less the main
+    /// fork); for large objects, `pg_largeobject`'s total instead (every
+    /// large object of the database).
+    pub toast_bytes: u64,
+    /// `pg_indexes_size`.
+    pub index_bytes: u64,
+    /// `pg_total_relation_size` (plus `pg_largeobject`'s for large objects).
+    pub total_bytes: u64,
+    /// Blocks allocated to the whole throwaway cluster (WAL, catalogs and
+    /// all), as `du` counts them; None on a user's server.
+    pub cluster_allocated_bytes: Option<u64>,
+}
+
+impl From<PgStat> for ServerStat {
+    fn from(s: PgStat) -> ServerStat {
+        let line = |name: &str, bytes, how: &str| SizeLine { name: name.into(), bytes, how: how.into() };
+        ServerStat {
+            engine: s.engine,
+            blobs_in: format!("table {}", s.table),
+            entries: s.entries,
+            min_size: s.min_size,
+            max_size: s.max_size,
+            content_bytes: s.content_bytes,
+            sizes: vec![
+                line("Table bytes", s.table_bytes, "main fork, pg_relation_size"),
+                line("TOAST bytes", s.toast_bytes, "TOAST and maps; pg_largeobject for large objects"),
+                line("Index bytes", s.index_bytes, "pg_indexes_size"),
+                line("Total bytes", s.total_bytes, "pg_total_relation_size"),
+            ],
+            stored_bytes: s.total_bytes,
+            local: s.cluster_allocated_bytes.map(|allocated_bytes| LocalBlocks {
+                allocated_bytes,
+                covers: "the whole cluster's blocks, WAL included".into(),
+            }),
+        }
+    }
+}
 
 /// The value sizes' SQL for `kind`'s table.
 fn size_sql(kind: EngineKind, t: &str) -> String {

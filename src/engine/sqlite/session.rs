@@ -9,6 +9,7 @@ use std::sync::Arc;
 use rusqlite::{ffi, Connection, OpenFlags};
 
 use crate::engine::api::{take, Session, SessionInfo, SqliteStats};
+use crate::engine::keep::Lease;
 use crate::engine::sqlite::error::{conn_error, db_error, failure_error, last_error, open_io_cause};
 use crate::engine::sqlite::raw::{self, Db};
 
@@ -39,6 +40,8 @@ enum Txn {
 
 pub struct DbSession {
     db: Db<4>,
+    /// Where the connection came from and goes back to (`engine::keep`).
+    lease: Lease<Connection>,
     access: DbAccess,
     update: bool,
     txn: Txn,
@@ -54,12 +57,59 @@ pub struct DbSession {
     pub max_key: Option<u32>,
 }
 
+/// Opens `path` read-write without SQLite's mutex, as kvtest does.
+pub(crate) fn connect(path: &Path) -> Result<Connection> {
+    Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(
+        |e| {
+            let what = "cannot open database";
+            open_io_cause(path, what, &e).unwrap_or_else(|| db_error(path, what, e))
+        },
+    )
+}
+
+/// kvtest's settings on a connection just opened: mmap_size, cache_size,
+/// synchronous, the journal mode (checked), wal_autocheckpoint.
+fn set_pragmas(conn: &Connection, path: &Path, p: &DbParams) -> Result<()> {
+    let err = |what: &'static str| move |e| db_error(path, what, e);
+    conn.execute_batch(&format!("PRAGMA mmap_size={}; PRAGMA cache_size={};", p.mmap_bytes, p.cache_size))
+        .map_err(err("cannot set pragmas"))?;
+    if let Some(sync) = p.sync {
+        conn.execute_batch(&format!("PRAGMA synchronous={}", sync.pragma())).map_err(err("cannot set synchronous"))?;
+    }
+    if let Some(mode) = &p.journal_mode {
+        let set: String = conn
+            .query_row(&format!("PRAGMA journal_mode={}", quote(mode)), [], |r| r.get(0))
+            .map_err(err("cannot set journal mode"))?;
+        if !set.eq_ignore_ascii_case(mode) {
+            return Err(Error::bad_input(path, format!("journal mode {mode} could not be set (still {set})")));
+        }
+    }
+    if p.nocheckpoint {
+        conn.execute_batch("PRAGMA wal_autocheckpoint=0").map_err(err("cannot set wal_autocheckpoint"))?;
+    }
+    Ok(())
+}
+
 impl DbSession {
-    /// kvtest's setup, in kvtest's order: open, mmap_size, cache_size,
-    /// synchronous, journal mode, max(k) when `find_max`, then BEGIN
-    /// (none for a reader given a commit granularity: kvtest's
-    /// --multitrans). A writer with `commit_every` N commits every N writes.
+    /// kvtest's setup on a connection of the session's own. A writer with
+    /// `commit_every` N commits every N writes.
     pub fn open(
+        path: &Path,
+        p: &DbParams,
+        (update, commit_every): (bool, CommitEvery),
+        find_max: bool,
+        sizes: Option<Arc<Vec<u32>>>,
+    ) -> Result<Self> {
+        Self::on((connect(path)?, Lease::once()), path, p, (update, commit_every), find_max, sizes)
+    }
+
+    /// kvtest's setup, in kvtest's order, on `conn`: mmap_size,
+    /// cache_size, synchronous and journal mode on a connection just
+    /// opened (a kept one has them from the session that opened it), then
+    /// max(k) when `find_max`, then BEGIN (none for a reader given a commit
+    /// granularity: kvtest's --multitrans).
+    pub(crate) fn on(
+        (conn, lease): (Connection, Lease<Connection>),
         path: &Path,
         p: &DbParams,
         (update, commit_every): (bool, CommitEvery),
@@ -70,33 +120,13 @@ impl DbSession {
             let what = what.to_string();
             move |e| db_error(path, &what, e)
         };
-        let conn =
-            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-                .map_err(|e| {
-                    let what = "cannot open database";
-                    open_io_cause(path, what, &e).unwrap_or_else(|| db_error(path, what, e))
-                })?;
-        conn.execute_batch(&format!("PRAGMA mmap_size={}; PRAGMA cache_size={};", p.mmap_bytes, p.cache_size))
-            .map_err(err("cannot set pragmas"))?;
-        if let Some(sync) = p.sync {
-            conn.execute_batch(&format!("PRAGMA synchronous={}", sync.pragma()))
-                .map_err(err("cannot set synchronous"))?;
+        if lease.opened {
+            set_pragmas(&conn, path, p)?;
         }
         let page_size: i64 =
             conn.query_row("PRAGMA page_size", [], |r| r.get(0)).map_err(err("cannot read page size"))?;
         let cache_size: i64 =
             conn.query_row("PRAGMA cache_size", [], |r| r.get(0)).map_err(err("cannot read cache size"))?;
-        if let Some(mode) = &p.journal_mode {
-            let set: String = conn
-                .query_row(&format!("PRAGMA journal_mode={}", quote(mode)), [], |r| r.get(0))
-                .map_err(err("cannot set journal mode"))?;
-            if !set.eq_ignore_ascii_case(mode) {
-                return Err(Error::bad_input(path, format!("journal mode {mode} could not be set (still {set})")));
-            }
-        }
-        if p.nocheckpoint {
-            conn.execute_batch("PRAGMA wal_autocheckpoint=0").map_err(err("cannot set wal_autocheckpoint"))?;
-        }
         let journal_mode: String =
             conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).map_err(err("cannot read journal mode"))?;
         let max_key = if find_max {
@@ -108,6 +138,7 @@ impl DbSession {
         };
         let mut session = DbSession {
             db: Db::new(conn),
+            lease,
             access: p.access,
             update,
             txn: match (commit_every, update) {
@@ -174,11 +205,17 @@ impl DbSession {
         conn.execute_batch("COMMIT; BEGIN").map_err(|e| conn_error(conn, &self.path, "commit failed", e))
     }
 
-    /// Closes the connection; for the last connection to a WAL database this
-    /// runs the checkpoint.
+    /// Closes the connection (for the last connection to a WAL database
+    /// this runs the checkpoint), or keeps it open for the engine's next
+    /// session when this one was opened to keep it.
     pub fn close(self) -> Result<()> {
-        let DbSession { db, path, .. } = self;
-        db.into_conn().close().map_err(|(c, e)| conn_error(&c, &path, "cannot close the database", e))
+        let DbSession { db, path, lease, .. } = self;
+        let conn = db.into_conn();
+        let idle = conn.is_autocommit();
+        match lease.end(conn, idle) {
+            Some(conn) => conn.close().map_err(|(c, e)| conn_error(&c, &path, "cannot close the database", e)),
+            None => Ok(()),
+        }
     }
 
     /// SQLite's memory and page-cache counters (kvtest's --stats).
@@ -372,6 +409,7 @@ impl Session for DbSession {
             close_checkpoints: self.journal_mode.eq_ignore_ascii_case("wal"),
             // The closing checkpoint copies the writes' pages from the WAL.
             close_finishes_writes: self.update && self.journal_mode.eq_ignore_ascii_case("wal"),
+            opened_handle: self.lease.opened,
         }
     }
 }

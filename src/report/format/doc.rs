@@ -27,7 +27,51 @@ pub enum Block {
     Table(Table),
     Figure(Figure),
     /// The verdict: one answered question per row, linking to its chart.
-    Verdict(Vec<VerdictRow>),
+    Verdict(Verdict),
+}
+
+impl Section {
+    /// Leaves out every column that names the result file (the verdict's
+    /// and each table's [`ColumnKind::Result`]): for a document made from
+    /// one result, where that column would say the same on every row.
+    pub fn drop_result_columns(&mut self) {
+        for b in &mut self.blocks {
+            match b {
+                Block::Table(t) => t.drop_result_columns(),
+                Block::Verdict(v) => v.result_column = false,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The verdict's rows, and whether its result column is shown.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub rows: Vec<VerdictRow>,
+    pub result_column: bool,
+}
+
+impl Verdict {
+    pub fn new(rows: Vec<VerdictRow>) -> Verdict {
+        Verdict { rows, result_column: true }
+    }
+
+    /// The rows as every writer lays them out, the chart named by its title.
+    pub fn table(&self) -> Table {
+        use ColumnKind::{Figure, Result, Text};
+        let headers = ["question", "result", "answer", "factor", "uncertainty", "compared", "chart"];
+        let cells = |r: &VerdictRow| {
+            [&r.question, &r.result, &r.outcome, &r.factor, &r.uncertainty, &r.compared, &r.chart_title]
+                .map(String::clone)
+        };
+        let rows = self.rows.iter().map(|r| cells(r).to_vec()).collect();
+        let mut t = Table::new(&headers, rows).with_kinds(&[Text, Result, Text, Figure]);
+        if !self.result_column {
+            t.drop_result_columns();
+        }
+        t
+    }
 }
 
 /// One row of the verdict, as every writer shows it.
@@ -48,24 +92,6 @@ pub struct VerdictRow {
     pub unclear: bool,
 }
 
-impl VerdictRow {
-    pub const HEADERS: [&'static str; 7] =
-        ["question", "result", "answer", "factor", "uncertainty", "compared", "chart"];
-
-    /// The cells, the chart named by its title.
-    pub fn cells(&self) -> [String; 7] {
-        [
-            self.question.clone(),
-            self.result.clone(),
-            self.outcome.clone(),
-            self.factor.clone(),
-            self.uncertainty.clone(),
-            self.compared.clone(),
-            self.chart_title.clone(),
-        ]
-    }
-}
-
 /// A chart with its caption and the sentences computed from its data.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Figure {
@@ -84,16 +110,102 @@ pub enum Chart {
     Percentiles(PercentileChart),
 }
 
+/// Rows under column headers (all empty: a label/value list without a
+/// header line), with what each column holds, titles over groups of
+/// columns, and notes under the table.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Table {
     pub headers: Vec<String>,
     pub rows: Vec<Vec<String>>,
+    /// Each column's kind, by position; a column past the end is `Auto`.
+    pub kinds: Vec<ColumnKind>,
+    /// Titles over runs of adjacent columns ("alone", "with a writer").
+    pub groups: Vec<ColumnGroup>,
+    /// Lines under the table: what its marks mean, why something failed.
+    pub notes: Vec<String>,
+}
+
+/// What a column holds, which decides its alignment and whether it stays.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ColumnKind {
+    /// Figures when every cell is a number (or blank), else words.
+    #[default]
+    Auto,
+    /// Words, aligned left.
+    Text,
+    /// Figures with or without a unit ("1.23k"), aligned right, header too.
+    Figure,
+    /// Factors against 1.0, aligned right; the terminal may colour them.
+    Ratio,
+    /// The result file's name: left out of a document made from one result.
+    Result,
+}
+
+/// A title over `span` adjacent columns from column `first`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnGroup {
+    pub title: String,
+    pub first: usize,
+    pub span: usize,
 }
 
 impl Table {
     /// A table under these column headers.
     pub fn new(headers: &[&str], rows: Vec<Vec<String>>) -> Table {
-        Table { headers: headers.iter().map(|h| h.to_string()).collect(), rows }
+        Table { headers: headers.iter().map(|h| h.to_string()).collect(), rows, ..Table::default() }
+    }
+
+    /// The columns' kinds, from the first.
+    pub fn with_kinds(mut self, kinds: &[ColumnKind]) -> Table {
+        self.kinds = kinds.to_vec();
+        self
+    }
+
+    /// A title over `span` columns from column `first`.
+    pub fn with_group(mut self, title: &str, first: usize, span: usize) -> Table {
+        self.groups.push(ColumnGroup { title: title.to_string(), first, span });
+        self
+    }
+
+    pub fn with_notes(mut self, notes: Vec<String>) -> Table {
+        self.notes = notes;
+        self
+    }
+
+    /// Column `col`'s kind, `Auto` decided by its cells.
+    pub fn kind(&self, col: usize) -> ColumnKind {
+        match self.kinds.get(col).copied().unwrap_or_default() {
+            ColumnKind::Auto => {
+                let mut cells = self.rows.iter().filter_map(|r| r.get(col)).map(String::as_str);
+                let blank = |c: &str| ["", "-", NOT_MEASURED].contains(&c);
+                let figures = cells.clone().any(is_number) && cells.all(|c| blank(c) || is_number(c));
+                if figures {
+                    ColumnKind::Figure
+                } else {
+                    ColumnKind::Text
+                }
+            }
+            kind => kind,
+        }
+    }
+
+    /// Whether column `col` holds figures, which line up on the right.
+    pub fn aligns_right(&self, col: usize) -> bool {
+        matches!(self.kind(col), ColumnKind::Figure | ColumnKind::Ratio)
+    }
+
+    /// Leaves out the [`ColumnKind::Result`] columns.
+    pub fn drop_result_columns(&mut self) {
+        while let Some(col) = self.kinds.iter().position(|k| *k == ColumnKind::Result) {
+            self.kinds.remove(col);
+            for row in std::iter::once(&mut self.headers).chain(&mut self.rows).filter(|r| col < r.len()) {
+                row.remove(col);
+            }
+            for g in &mut self.groups {
+                let (before, inside) = (col < g.first, g.first <= col && col < g.first + g.span);
+                (g.first, g.span) = (g.first - usize::from(before), g.span - usize::from(inside));
+            }
+        }
     }
 }
 
@@ -102,7 +214,7 @@ pub const NOT_MEASURED: &str = "not measured";
 
 /// A cell that is just a figure ("1,234", "12.5%", "+2.5%"), which tables
 /// align right; anything with words or units stays left-aligned.
-pub fn is_number(cell: &str) -> bool {
+fn is_number(cell: &str) -> bool {
     cell.chars().any(|c| c.is_ascii_digit()) && cell.chars().all(|c| c.is_ascii_digit() || ".,%+-".contains(c))
 }
 
@@ -140,6 +252,7 @@ impl Chart {
                         .collect()
                 })
                 .collect(),
+            ..Table::default()
         };
         match self {
             Chart::Bars(c) => {
@@ -228,6 +341,18 @@ mod tests {
             note: String::new(),
         });
         assert_eq!(lines.table().rows, [["1", "5.00"], ["2", NOT_MEASURED]]);
+    }
+
+    #[test]
+    fn result_columns_are_left_out_with_their_place_in_groups() {
+        let row = |c: &[&str]| c.iter().map(|c| c.to_string()).collect::<Vec<_>>();
+        let mut t = Table::new(&["a", "machine", "b"], vec![row(&["1", "host", "2"])])
+            .with_kinds(&[ColumnKind::Auto, ColumnKind::Result])
+            .with_group("both", 0, 3)
+            .with_group("last", 2, 1);
+        t.drop_result_columns();
+        assert_eq!((t.headers, t.rows), (row(&["a", "b"]), vec![row(&["1", "2"])]));
+        assert_eq!(t.groups.iter().map(|g| (g.first, g.span)).collect::<Vec<_>>(), [(0, 2), (1, 1)]);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use std::fmt::Write;
 
-use super::doc::{is_number, Block, Figure, Section, Table, VerdictRow, NOT_MEASURED};
+use super::doc::{Block, Figure, Section, Table, Verdict, NOT_MEASURED};
 use super::svg::esc;
 
 const CSS: &str = "
@@ -22,7 +22,7 @@ figure svg { max-width: 100%; height: auto; display: block; }
 .finding { font-size: 1.05em; margin: 0.4em 0; }
 table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
 th, td { border: 1px solid #ddd; padding: 0.25em 0.5em; vertical-align: top; text-align: left; }
-th { background: #f4f4f4; } td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+th { background: #f4f4f4; } th.num { text-align: right; } td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.missing { color: #888; font-style: italic; }
 body { overflow-wrap: break-word; } tr > td:nth-child(2):last-child { overflow-wrap: anywhere; }
 .wide { overflow-x: auto; background-repeat: no-repeat; background-attachment: local, local, scroll, scroll;
@@ -44,17 +44,38 @@ footer { margin-top: 3em; color: #666; font-size: 0.85em; }
 ";
 
 fn table(out: &mut String, t: &Table) {
-    out.push_str("<div class=\"wide\"><table><thead><tr>");
-    for h in &t.headers {
-        let _ = write!(out, "<th>{}</th>", esc(h));
+    let cols = t.rows.iter().map(Vec::len).chain([t.headers.len()]).max().unwrap_or(0);
+    let right: Vec<bool> = (0..cols).map(|col| t.aligns_right(col)).collect();
+    let mut head = String::new();
+    if !t.groups.is_empty() {
+        head.push_str("<tr>");
+        for col in (0..cols).filter(|c| !t.groups.iter().any(|g| g.first < *c && *c < g.first + g.span)) {
+            let _ = match t.groups.iter().find(|g| g.first == col && g.span > 0) {
+                Some(g) => write!(head, "<th colspan=\"{}\">{}</th>", g.span, esc(&g.title)),
+                None => write!(head, "<th></th>"),
+            };
+        }
+        head.push_str("</tr>");
     }
-    out.push_str("</tr></thead><tbody>");
+    if t.headers.iter().any(|h| !h.is_empty()) {
+        head.push_str("<tr>");
+        for (col, h) in t.headers.iter().enumerate() {
+            let class = if right[col] { " class=\"num\"" } else { "" };
+            let _ = write!(head, "<th{class}>{}</th>", esc(h));
+        }
+        head.push_str("</tr>");
+    }
+    out.push_str("<div class=\"wide\"><table>");
+    if !head.is_empty() {
+        let _ = write!(out, "<thead>{head}</thead>");
+    }
+    out.push_str("<tbody>");
     for row in &t.rows {
         out.push_str("<tr>");
-        for cell in row {
+        for (col, cell) in row.iter().enumerate() {
             let class = if cell == NOT_MEASURED {
                 " class=\"missing\""
-            } else if is_number(cell) {
+            } else if right[col] {
                 " class=\"num\""
             } else {
                 ""
@@ -64,35 +85,37 @@ fn table(out: &mut String, t: &Table) {
         out.push_str("</tr>");
     }
     out.push_str("</tbody></table></div>\n");
+    for n in &t.notes {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(n));
+    }
 }
 
 /// The verdict table: the answer cell stands out, unclear rows are muted,
 /// and each row links to its chart on the page.
-fn verdict(out: &mut String, rows: &[VerdictRow]) {
+fn verdict(out: &mut String, v: &Verdict) {
+    let t = v.table();
     out.push_str("<div class=\"wide\"><table class=\"verdict\"><thead><tr>");
-    for h in VerdictRow::HEADERS {
+    for h in &t.headers {
         let _ = write!(out, "<th>{h}</th>");
     }
     out.push_str("</tr></thead><tbody>");
-    for r in rows {
-        let class = if r.unclear { " class=\"unclear\"" } else { "" };
+    for (cells, r) in t.rows.iter().zip(&v.rows) {
+        let _ = write!(out, "<tr{}>", if r.unclear { " class=\"unclear\"" } else { "" });
         // data-label: the column's name, shown beside each cell when a
         // narrow screen stacks the row as a card.
-        let _ = write!(
-            out,
-            "<tr{class}><td data-label=\"question\">{}</td><td data-label=\"result\">{}</td>\
-             <td class=\"answer\" data-label=\"answer\">{}</td><td class=\"num\" data-label=\"factor\">{}</td>\
-             <td data-label=\"uncertainty\">{}</td><td data-label=\"compared\">{}</td>\
-             <td data-label=\"chart\"><a href=\"#fig-{}\">{}</a></td></tr>",
-            esc(&r.question),
-            esc(&r.result),
-            esc(&r.outcome),
-            esc(&r.factor),
-            esc(&r.uncertainty),
-            esc(&r.compared),
-            esc(&r.chart_id),
-            esc(&r.chart_title)
-        );
+        for (col, (h, cell)) in t.headers.iter().zip(cells).enumerate() {
+            let class = match h.as_str() {
+                "answer" => " class=\"answer\"",
+                _ if t.aligns_right(col) => " class=\"num\"",
+                _ => "",
+            };
+            let cell = match h.as_str() {
+                "chart" => format!("<a href=\"#fig-{}\">{}</a>", esc(&r.chart_id), esc(cell)),
+                _ => esc(cell),
+            };
+            let _ = write!(out, "<td{class} data-label=\"{h}\">{cell}</td>");
+        }
+        out.push_str("</tr>");
     }
     out.push_str("</tbody></table></div>\n");
 }

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::doc::{Block, Section, Table, VerdictRow};
+use super::doc::{Block, Section, Table};
 
 /// Escapes Markdown syntax and the HTML that Markdown passes through.
 pub fn esc(text: &str) -> String {
@@ -26,14 +26,25 @@ pub fn esc(text: &str) -> String {
     out
 }
 
+/// Markdown has no spanning header: a column under a group title has the
+/// title before its own header.
 fn table(out: &mut String, t: &Table) {
     let row = |cells: &[String]| format!("| {} |\n", cells.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | "));
-    out.push_str(&row(&t.headers));
+    let mut headers = t.headers.clone();
+    for g in &t.groups {
+        for h in headers.iter_mut().skip(g.first).take(g.span) {
+            *h = format!("{} {h}", g.title);
+        }
+    }
+    out.push_str(&row(&headers));
     let _ = writeln!(out, "|{}", "---|".repeat(t.headers.len()));
     for r in &t.rows {
         out.push_str(&row(r));
     }
     out.push('\n');
+    for n in &t.notes {
+        let _ = write!(out, "*{}*\n\n", esc(n));
+    }
 }
 
 /// `images`: link each figure's `charts/<id>.svg` (true only when the chart
@@ -60,14 +71,15 @@ pub fn document(title: &str, footer: &str, sections: &[Section], images: bool) -
                     out.push('\n');
                 }
                 Block::Table(t) => table(&mut out, t),
-                Block::Verdict(rows) => {
-                    let headers = VerdictRow::HEADERS.map(String::from).to_vec();
-                    let _ = writeln!(out, "| {} |\n|{}", headers.join(" | "), "---|".repeat(headers.len()));
-                    for r in rows {
-                        let mut cells = r.cells().map(|c| esc(&c));
+                Block::Verdict(v) => {
+                    let t = v.table();
+                    let _ = writeln!(out, "| {} |\n|{}", t.headers.join(" | "), "---|".repeat(t.headers.len()));
+                    for (cells, r) in t.rows.iter().zip(&v.rows) {
+                        let mut cells: Vec<String> = cells.iter().map(|c| esc(c)).collect();
                         // The chart: its SVG beside summary.md, or just its title.
-                        if images {
-                            cells[6] = format!("[{}](charts/{}.svg)", cells[6], r.chart_id);
+                        match cells.last_mut() {
+                            Some(chart) if images => *chart = format!("[{chart}](charts/{}.svg)", r.chart_id),
+                            _ => {}
                         }
                         let _ = writeln!(out, "| {} |", cells.join(" | "));
                     }
@@ -108,7 +120,7 @@ mod tests {
     #[test]
     fn tables_have_a_separator_row() {
         let mut out = String::new();
-        table(&mut out, &Table { headers: vec!["a".into(), "b".into()], rows: vec![vec!["1".into(), "x|y".into()]] });
+        table(&mut out, &Table::new(&["a", "b"], vec![vec!["1".into(), "x|y".into()]]));
         assert_eq!(out, "| a | b |\n|---|---|\n| 1 | x\\|y |\n\n");
     }
 }

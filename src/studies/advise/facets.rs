@@ -64,6 +64,7 @@ pub(super) fn matrix_options(opts: &AdviseOptions, mean: f64) -> MatrixOptions {
     m.cache_bytes = crate::records::DbParams::default().cache_size.unsigned_abs() * u64::from(MATRIX_PAGE_SIZE);
     m.workdir.clone_from(&opts.workdir);
     m.rounds.budget = Some(Duration::from_secs(if opts.quick { 1 } else { 3 }));
+    m.rounds.clock = opts.clock;
     // A cell's reads cover at most its few MB: the promised rounds are cheap.
     m.rounds.least_rounds = super::LEAST_ROUNDS;
     m
@@ -135,6 +136,7 @@ pub(super) fn aging_options(opts: &AdviseOptions, (count, mean): (u32, f64), tho
     a.remedies = false;
     a.bands = false;
     a.rounds.budget = Some(aging_round_budget(thorough));
+    a.rounds.clock = opts.clock;
     // Each candidate rewrites as it writes: one commit per N writes.
     a.commit_every = Some(opts.commit_every);
     // Each read set reads the sample (about 10 MB): the promised rounds

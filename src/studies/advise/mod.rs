@@ -12,14 +12,15 @@ pub mod rank;
 pub mod rules;
 mod section;
 
-pub use section::{AdviseSection, CrashFact, CrashFacts, CrashSource, Durability, Workload};
+pub use section::{AdviseSection, CrashFact, CrashFacts, CrashSource, Durability, OverBudget, Workload};
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rules::Store;
 
 use crate::engine::dataset::from_dir;
+use crate::measure::clock::Clock;
 use crate::records::{DatasetSpec, EngineKind};
 use crate::studies::aging::AgingSection;
 use crate::studies::crashtest::PowerCutSection;
@@ -68,7 +69,6 @@ pub struct AdviseOptions {
     pub durability: Durability,
     /// Key-value engines considered beside SQLite and files.
     pub engines: Vec<EngineKind>,
-    /// The whole command's time budget.
     /// The whole command's time budget; None is the default (or, when the
     /// data needs more, the least that fits it).
     pub budget: Option<Duration>,
@@ -81,6 +81,9 @@ pub struct AdviseOptions {
     /// must survive a power cut" means each write committed on its own.
     /// Every candidate's writes, its power cuts and its aging pass use it.
     pub commit_every: u32,
+    /// The clock the budget is read on: [`Clock::REAL`], or a fake one in
+    /// tests (the size matrix, the aging pass and the rounds read it too).
+    pub clock: Clock,
 }
 
 /// What advise measured: a suite's outcome, the power cuts when they ran,
@@ -216,9 +219,21 @@ fn choose_budget(given: Option<Duration>, least: Duration, quick: bool, count: u
     }
 }
 
-/// Runs the power cuts (where FUSE works) and the suite's arms, within the budget.
+/// `f`'s result and how long it took on `clock`.
+fn timed<T>(clock: Clock, f: impl FnOnce() -> T) -> (T, Duration) {
+    let start = clock.now();
+    let value = f();
+    (value, clock.since(start))
+}
+
+/// Runs the power cuts (where FUSE works), the size matrix, the aging pass
+/// and the suite's arms, within the budget. When the work before the
+/// rounds used the whole budget, the rounds run one round of each arm and
+/// the section says so ([`OverBudget`]): the budget is a plan, and the user
+/// asked for advice.
 pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseOutcome> {
-    let started = Instant::now();
+    let clock = opts.clock;
+    let started = clock.now();
     let scan = opts.from.as_deref().map(from_dir::scan).transpose()?;
     let (count, mean) = match &scan {
         Some(s) => (s.files.len() as u32, s.content_bytes() as f64 / s.files.len().max(1) as f64),
@@ -228,9 +243,10 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
     let _workdir = fsutil::CreatedDirs::create(&opts.workdir)?;
     let budget = validate(opts, count, mean)?;
     drop(scan);
-    let (crash, power_cut) = facets::crash_facts(opts, observer);
-    let matrix = facets::size_crossover(opts, mean, observer);
-    let aging = facets::aging_pass(opts, (count, mean), thorough(opts, budget), observer);
+    let ((crash, power_cut), power_cuts) = timed(clock, || facets::crash_facts(opts, observer));
+    let (matrix, size_matrix) = timed(clock, || facets::size_crossover(opts, mean, observer));
+    let (aging, aging_time) =
+        timed(clock, || facets::aging_pass(opts, (count, mean), thorough(opts, budget), observer));
     let mut suite_opts = if opts.quick {
         SuiteOptions::quick(opts.workdir.clone())
     } else {
@@ -246,9 +262,20 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
     suite_opts.commit_every = opts.commit_every;
     // The rest of the budget goes to the rounds, less what the last round,
     // the arms' summaries and the page take after the deadline.
-    suite_opts.deadline = Some(started + budget.saturating_sub(AFTER_ROUNDS.max(budget / 8)));
+    let kept = AFTER_ROUNDS.max(budget / 8);
+    suite_opts.deadline = Some(started + budget.saturating_sub(kept));
     suite_opts.rounds.budget = None;
+    suite_opts.rounds.clock = clock;
+    let before_suite = clock.since(started);
     let outcome = suite::run_suite(&suite_opts, observer)?;
+    let over_budget = outcome.past_deadline.then(|| OverBudget {
+        setup_s: (before_suite + outcome.setup).as_secs_f64(),
+        power_cuts_s: power_cuts.as_secs_f64(),
+        size_matrix_s: size_matrix.as_secs_f64(),
+        aging_s: aging_time.as_secs_f64(),
+        datasets_s: outcome.setup.as_secs_f64(),
+        kept_s: kept.as_secs_f64(),
+    });
     let section = AdviseSection {
         workload: Workload {
             count: outcome.spec.count,
@@ -262,8 +289,9 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
         candidates: opts.stores().into_iter().map(|s| s.name().to_string()).collect(),
         crash,
         budget_s: budget.as_secs_f64(),
-        elapsed_s: started.elapsed().as_secs_f64(),
+        elapsed_s: clock.since(started).as_secs_f64(),
         quick: opts.quick,
+        over_budget,
     };
     let mut outcome = outcome;
     let matrix = match matrix {
@@ -312,6 +340,7 @@ mod tests {
             quick: true,
             writer: None,
             commit_every: 1,
+            clock: Clock::REAL,
         }
     }
 

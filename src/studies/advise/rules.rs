@@ -6,6 +6,7 @@
 use super::section::{CrashFact, Durability};
 use crate::powercut::Model;
 use crate::records::EngineKind;
+use crate::studies::crashtest::Method;
 use crate::studies::matrix::DbRead;
 use crate::studies::suite::ids;
 
@@ -164,8 +165,8 @@ impl Store {
             Store::FilesInPlace => "inplace".into(),
             Store::FilesReplace if required => "replace-fsync-dir".into(),
             Store::FilesReplace => "replace".into(),
-            Store::Engine(kind) if required => format!("{}-durable", kind.name()),
-            Store::Engine(kind) => format!("{}-fast", kind.name()),
+            // The mode its backend declares (none: no crash facts).
+            Store::Engine(kind) => Method::of_engine(kind, required).map_or_else(String::new, |m| m.name().into()),
         }
     }
 

@@ -117,4 +117,24 @@ pub struct AdviseSection {
     pub budget_s: f64,
     pub elapsed_s: f64,
     pub quick: bool,
+    /// Present when the work before the rounds used the budget, so one
+    /// round of each arm was run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_budget: Option<OverBudget>,
+}
+
+/// The set-up before the rounds took the whole budget: what it took, part
+/// by part (power cuts, size matrix, aging pass, datasets), and the time
+/// kept from the budget for the page after the rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OverBudget {
+    /// From the start of the command to the first round.
+    pub setup_s: f64,
+    pub power_cuts_s: f64,
+    pub size_matrix_s: f64,
+    pub aging_s: f64,
+    /// Building the suite's datasets and their copies.
+    pub datasets_s: f64,
+    /// Kept from the budget for the summaries and the page.
+    pub kept_s: f64,
 }

@@ -49,7 +49,7 @@ impl Arm for ReadArm {
 
     fn run(&mut self, ctx: RunContext<'_>) -> Result<RunOutcome> {
         let spec = SessionSpec {
-            mode: OpenMode::READ,
+            mode: OpenMode::measured(false, false),
             max_id: Some(self.max_id),
             keys: |_| KeySequence::listed(self.keys.clone()),
             count: self.keys.len() as u64,

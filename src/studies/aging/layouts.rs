@@ -8,6 +8,7 @@ use super::frag::{overflow_locality, ExtentTally};
 use super::section::{Fragmentation, LayoutInfo, Usage};
 use crate::engine::dataset::{blob_files, db_error, open_kv};
 use crate::engine::db_files as sqlite_files;
+use crate::engine::LocalBytes;
 use crate::records::{
     CommitEvery, DbAccess, DbParams, EngineKind, EngineSettings, FileParams, FileRead, FileWrite, KvParams, KvSync,
     SyncLevel,
@@ -106,7 +107,8 @@ fn make(work: &Path, id: &str, title: &str, engine: EngineKind, settings: Engine
 }
 
 /// Disk usage and fragmentation of one layout's copy. `content` is the sum
-/// of the blob sizes, used where the engine cannot be asked (key-value stores).
+/// of the blob sizes, used where the engine cannot be asked (key-value
+/// stores). A store with no bytes on this machine says why in both.
 pub fn survey_disk(layout: &AgingLayout, content: u64) -> Result<(Usage, Fragmentation)> {
     let path = &layout.path;
     let mut tally = ExtentTally::default();
@@ -134,9 +136,21 @@ pub fn survey_disk(layout: &AgingLayout, content: u64) -> Result<(Usage, Fragmen
             }
             usage.allocated_bytes += dir_blocks(path)?;
         }
-        _ => {
-            walk(path, &mut usage, &mut tally)?;
+        // Any other engine says where its bytes are: a remote store has
+        // none here, and nothing is walked in its place.
+        kind => {
             usage.content_bytes = content;
+            match crate::engine::backend(kind).local_bytes(path, &layout.settings)? {
+                LocalBytes::In(paths) => {
+                    for p in &paths {
+                        walk(p, &mut usage, &mut tally)?;
+                    }
+                }
+                LocalBytes::Remote(why) => {
+                    usage.not_local = true;
+                    return Ok((usage, Fragmentation { not_measured: Some(why), ..Fragmentation::default() }));
+                }
+            }
         }
     }
     let measured = !tally.unsupported;

@@ -81,7 +81,7 @@ pub(super) fn params(
         zipf_theta: None,
         mix: None,
         round_trip: false,
-        server: None,
+        server_info: None,
     }
 }
 

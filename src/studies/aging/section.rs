@@ -189,6 +189,19 @@ pub struct Usage {
     /// SQLite pages on the freelist: allocated, holding nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub freelist_pages: Option<u64>,
+    /// No bytes on disk were counted: the store keeps none on this machine
+    /// (a server elsewhere holds them; the fragmentation's `not_measured`
+    /// says why).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_local: bool,
+}
+
+impl Usage {
+    /// The blocks allocated on this machine; None for a store that keeps
+    /// its bytes elsewhere.
+    pub fn allocated(&self) -> Option<u64> {
+        (!self.not_local).then_some(self.allocated_bytes)
+    }
 }
 
 /// Extents per file (FIEMAP) and, for SQLite, overflow chain locality.

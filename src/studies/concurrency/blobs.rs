@@ -111,7 +111,7 @@ fn run_options(opts: &ConcurrencyOptions, path: &Path, mmap: i64) -> RunOptions 
     let mut run = RunOptions::new(path);
     run.count = opts.blob_reads;
     run.order = Order::Random;
-    run.db = DbParams { mmap_bytes: mmap, ..DbParams::default() };
+    run.settings.db = DbParams { mmap_bytes: mmap, ..DbParams::default() };
     run.plan = Plan { repeat: opts.repeat, warmup: 1, cold: false, latency: true };
     run
 }

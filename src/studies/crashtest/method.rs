@@ -5,7 +5,7 @@
 
 use std::sync::OnceLock;
 
-use crate::engine::backend::{CrashWrite, ServerKill};
+use crate::engine::backend::{CrashMode, CrashWrite, ServerKill};
 use crate::engine::registry::BACKENDS;
 use crate::records::{DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel};
 use crate::util::units::UnitError;
@@ -24,9 +24,9 @@ pub enum Method {
     Engine { engine: EngineKind, durable: bool },
 }
 
-/// One row of the table: name, what it is, the method, how its server is
-/// killed (an engine whose writes a server makes), its engine.
-type Row = (&'static str, &'static str, Method, Option<ServerKill>, EngineKind);
+/// One row of the table: the method, its engine and its mode as the
+/// backend declares it (name, promises, server).
+type Row = (Method, EngineKind, &'static CrashMode);
 
 /// Every method, from each engine's backend (its `crash_modes`) in the
 /// registry's order. A new write path is one more row there; a new kind of
@@ -36,43 +36,55 @@ fn table() -> &'static [Row] {
     static TABLE: OnceLock<Vec<Row>> = OnceLock::new();
     TABLE.get_or_init(|| {
         let rows = BACKENDS.iter().flat_map(|b| b.crash_modes().iter().map(move |m| (b.kind(), m)));
-        rows.map(|(engine, m)| (m.name, m.description, Method::from_mode(engine, m.write), m.server, engine)).collect()
+        rows.map(|(engine, m)| (Method::from_mode(engine, m), engine, m)).collect()
     })
 }
 
 impl Method {
-    fn from_mode(engine: EngineKind, write: CrashWrite) -> Method {
-        match write {
+    fn from_mode(engine: EngineKind, mode: &CrashMode) -> Method {
+        match mode.write {
             CrashWrite::Db { journal, sync } => Method::Db { journal, sync },
             CrashWrite::Files { write, fsync, sync_dir } => Method::Files { write, fsync, sync_dir },
-            CrashWrite::Commit { durable } => Method::Engine { engine, durable },
+            CrashWrite::Commit => Method::Engine { engine, durable: mode.durable },
         }
     }
 
+    /// The mode this method is, as its backend declares it.
+    fn mode(self) -> Option<&'static CrashMode> {
+        table().iter().find(|t| t.0 == self).map(|t| t.2)
+    }
+
+    /// The engine's method with its durable commit (`durable`) or its fast
+    /// one; None when the engine declares no such mode.
+    pub fn of_engine(engine: EngineKind, durable: bool) -> Option<Method> {
+        let method = Method::Engine { engine, durable };
+        method.mode().map(|_| method)
+    }
+
     pub fn all() -> Vec<Method> {
-        table().iter().map(|t| t.2).collect()
+        table().iter().map(|t| t.0).collect()
     }
 
     pub fn name(self) -> &'static str {
-        table().iter().find(|t| t.2 == self).map_or("?", |t| t.0)
+        self.mode().map_or("?", |m| m.name)
     }
 
     pub fn description(self) -> &'static str {
-        table().iter().find(|t| t.2 == self).map_or("?", |t| t.1)
+        self.mode().map_or("?", |m| m.description)
     }
 
     /// How the crash test kills the server that makes this method's
     /// writes, besides the client (None: the writer is the whole engine).
     pub fn server_kill(self) -> Option<ServerKill> {
-        table().iter().find(|t| t.2 == self).and_then(|t| t.3)
+        self.mode().and_then(|m| m.server)
     }
 
     /// Whether what the method's engine needs is installed (a server's
     /// programs: its backend's preflight), with an error saying what to
     /// install when not.
     pub fn check_installed(self) -> crate::Result<()> {
-        let Some(row) = table().iter().find(|t| t.2 == self) else { return Ok(()) };
-        crate::engine::registry::backend(row.4).preflight(&crate::records::EngineSettings::default(), None)
+        let Some(row) = table().iter().find(|t| t.0 == self) else { return Ok(()) };
+        crate::engine::registry::backend(row.1).preflight(&crate::records::EngineSettings::default(), None)
     }
 
     pub fn has_server(self) -> bool {
@@ -88,8 +100,8 @@ impl Method {
             "files" => Ok(Method::all().into_iter().filter(|m| matches!(m, Method::Files { .. })).collect()),
             "kv" => Ok(Method::all().into_iter().filter(|m| m.is_engine() && !m.has_server()).collect()),
             "server" => Ok(Method::all().into_iter().filter(|m| m.has_server()).collect()),
-            _ => table().iter().find(|e| e.0 == t).map(|e| vec![e.2]).ok_or_else(|| {
-                let names: Vec<&str> = table().iter().map(|e| e.0).collect();
+            _ => table().iter().find(|e| e.2.name == t).map(|e| vec![e.0]).ok_or_else(|| {
+                let names: Vec<&str> = table().iter().map(|e| e.2.name).collect();
                 UnitError::from(format!(
                     "unknown write method {text:?} (one of: all, db, files, kv, server, {})",
                     names.join(", ")
@@ -124,39 +136,25 @@ impl Method {
     }
 
     /// Whether the method promises that a killed writer leaves every value
-    /// whole and the database sound: SQLite with a journal, and the
-    /// key-value engines (transactional in both modes; the fast ones give
-    /// up durability, not atomicity). Nothing else is asserted; the other
-    /// methods are only reported.
+    /// whole and the database sound (its mode's `atomic`: SQLite with a
+    /// journal, and the key-value engines, transactional in both modes; the
+    /// fast ones give up durability, not atomicity). Nothing else is
+    /// asserted; the other methods are only reported.
     pub fn promises_atomic(self) -> bool {
-        match self {
-            Method::Db { journal, .. } => journal != "off",
-            Method::Files { .. } => false,
-            Method::Engine { .. } => true,
-        }
+        self.mode().is_some_and(|m| m.atomic)
     }
 
     /// Whether a write that returned was promised durable, so that losing it
-    /// in a power cut is a durability violation: COMMIT under
-    /// synchronous=FULL with a journal, or a file fsync'd where it lives
-    /// (a rename needs its directory fsync'd too), or an engine's durable
-    /// commit (its fast commit acknowledges nothing).
+    /// in a power cut is a durability violation (its mode's `durable`).
     pub fn acknowledges_durability(self) -> bool {
-        match self {
-            Method::Db { journal, sync } => journal != "off" && matches!(sync, SyncLevel::Full | SyncLevel::Extra),
-            Method::Files { write, fsync, sync_dir } => fsync && (write != FileWrite::Replace || sync_dir),
-            Method::Engine { durable, .. } => durable,
-        }
+        self.mode().is_some_and(|m| m.durable)
     }
 
     /// Whether the method's own documentation promises that an acknowledged
     /// write survives a power cut; `crashtest --power-cut` fails when one
-    /// of these loses one. SQLite documents that DELETE mode under FULL may
-    /// lose the last commit (the journal's unlink is not synced; EXTRA
-    /// syncs it), so that method's losses are reported, not judged. The
-    /// engines document their durable commits as surviving a power cut.
+    /// of these loses one (its mode's `documented_durable`).
     pub fn promises_durability(self) -> bool {
-        self.acknowledges_durability() && self != Method::Db { journal: "delete", sync: SyncLevel::Full }
+        self.mode().is_some_and(|m| m.documented_durable)
     }
 
     /// Whether the method ever calls fsync (the failed-fsync table).

@@ -19,7 +19,7 @@ use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, StopReason};
 use crate::measure::Experiment;
 use crate::records::keys::Order;
 use crate::records::Plan;
-use crate::records::{DbParams, EngineKind, FileParams, FileRead};
+use crate::records::{DbParams, EngineKind, EngineSettings, FileParams, FileRead};
 use crate::util::progress::{Progress, Silent};
 use crate::{util::fsutil, Error, Result};
 
@@ -172,8 +172,7 @@ fn run_options(spec: &CellSpec, path: &Path, plan: &Plan, db: &DbParams) -> RunO
         count: u64::from(spec.count),
         max_id: Some(spec.count),
         order: Order::Random,
-        db: db.clone(),
-        files: file_params(),
+        settings: EngineSettings { db: db.clone(), files: file_params(), ..EngineSettings::default() },
         plan: *plan,
         ..RunOptions::new(path)
     }
@@ -193,12 +192,12 @@ fn measure_reads(
     let db = opts.db_read.params(&paths.blobs_db, spec.cache_pages)?;
     let options = |path: &Path| run_options(spec, path, &opts.plan, &db);
     let mut setup = vec![
-        (engine::open(&paths.blobs_db, &options(&paths.blobs_db).settings())?, &paths.blobs_db),
+        (engine::open(&paths.blobs_db, &options(&paths.blobs_db).settings)?, &paths.blobs_db),
         (Box::new(external) as Box<dyn engine::Engine>, &paths.names_db),
-        (engine::open(&paths.files, &options(&paths.files).settings())?, &paths.files),
+        (engine::open(&paths.files, &options(&paths.files).settings)?, &paths.files),
     ];
     for (kind, path) in engine_sets {
-        setup.push((engine::open_as(*kind, path, &options(path).settings())?, path));
+        setup.push((engine::open_as(*kind, path, &options(path).settings)?, path));
     }
     let mut arms = Vec::with_capacity(setup.len());
     for (engine, path) in setup {

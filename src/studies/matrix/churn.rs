@@ -101,10 +101,8 @@ pub(super) fn churn_rounds(
         o.count = count;
         o.update = true;
         o.plan = run_plan;
-        let mut params = o.params(arm.engine.kind(), spec.count, 1);
-        params.db = settings.db.clone();
-        params.files = settings.files;
-        experiments.push(Experiment::from_measured(id, label, params, m));
+        o.settings = settings.clone();
+        experiments.push(Experiment::from_measured(id, label, o.params(arm.engine.kind(), spec.count, 1), m));
     }
     let (files_e, db_e) = (experiments.pop(), experiments.pop());
     let (Some(db_e), Some(files_e)) = (db_e, files_e) else {

@@ -99,8 +99,8 @@ pub(super) fn build(db: &Path, cell_dir: &Path, kinds: &[EngineKind]) -> Result<
 /// An engine's write arms' settings: each overwrite its own transaction,
 /// committed fast or durably.
 pub(super) fn write_options(mut base: RunOptions, sync: KvSync) -> RunOptions {
-    base.kv = KvParams { sync };
-    base.commit_every = Some(1);
+    base.settings.kv = KvParams { sync };
+    base.settings.commit_every = Some(1);
     base
 }
 

@@ -9,7 +9,8 @@ fn tiny(workdir: &Path) -> MatrixOptions {
         total_bytes: 200_000,
         cache_bytes: 64 * 1024,
         plan: Plan { repeat: 1, warmup: 0, cold: false, latency: true },
-        rounds: RoundsPlan { max_rounds: 2, warmup: false, ..MatrixOptions::default().rounds },
+        // Two rounds by count: no budget, so the count holds at any speed.
+        rounds: RoundsPlan { max_rounds: 2, warmup: false, budget: None, ..MatrixOptions::default().rounds },
         workdir: workdir.to_path_buf(),
         seed: 1,
         writes: true,

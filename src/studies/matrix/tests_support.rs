@@ -23,7 +23,7 @@ fn fake(us: f64) -> Experiment {
         zipf_theta: None,
         mix: None,
         round_trip: false,
-        server: None,
+        server_info: None,
     };
     Experiment {
         id: String::new(),
@@ -38,6 +38,7 @@ fn fake(us: f64) -> Experiment {
         clock_overhead_pct: 0.0,
         warnings: Vec::new(),
         class_latency: Vec::new(),
+        handle_open_ns: None,
     }
 }
 

@@ -25,7 +25,9 @@ use crate::engine;
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, RoundsPlan, StopReason};
 use crate::measure::Experiment;
 use crate::records::keys::Order;
-use crate::records::{DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, KvSync, Plan, SyncLevel};
+use crate::records::{
+    DbAccess, DbParams, EngineKind, EngineSettings, FileParams, FileRead, FileWrite, KvSync, Plan, SyncLevel,
+};
 use crate::{Error, Result};
 
 /// Overwrites per timed run: a tenth of the cell's blobs (the article's
@@ -93,12 +95,12 @@ pub(super) fn measure(
         plan,
         seed,
         // Each write its own commit (files: each their own write).
-        commit_every: Some(1),
+        settings: EngineSettings { commit_every: Some(1), ..EngineSettings::default() },
         ..RunOptions::new(path)
     };
     let db_opts = |sync: SyncLevel| {
         let mut o = base(db);
-        o.db = DbParams {
+        o.settings.db = DbParams {
             access: DbAccess::Sql,
             cache_size: spec.cache_pages,
             journal_mode: Some("wal".into()),
@@ -109,7 +111,7 @@ pub(super) fn measure(
     };
     let file_opts = |write: FileWrite, fsync: bool| {
         let mut o = base(files);
-        o.files = FileParams { read: FileRead::Posix, write, fsync, sync_dir: false };
+        o.settings.files = FileParams { read: FileRead::Posix, write, fsync, sync_dir: false };
         o
     };
     let mut arms = vec![
@@ -186,7 +188,7 @@ fn write_rounds(
 ) -> Result<(Vec<Experiment>, RoundSet)> {
     let mut prepared = Vec::with_capacity(arms.len());
     for (o, _, _) in arms {
-        prepared.push(RunArm::prepare(engine::open(&o.path, &o.settings())?, o)?);
+        prepared.push(RunArm::prepare(engine::open(&o.path, &o.settings)?, o)?);
     }
     let mut dyn_arms: Vec<&mut dyn Arm> = prepared.iter_mut().map(|a| a as &mut dyn Arm).collect();
     let mut pairs = vec![Comparison { a: vec![1], b: vec![0] }, Comparison { a: vec![3], b: vec![2] }];

@@ -4,7 +4,7 @@
 //! enough or its share of the budget is spent.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::ids;
 use super::options::{SuiteObserver, SuiteOptions};
@@ -12,7 +12,7 @@ use super::steps::{cold_steps, dataset_path, selected, Step};
 use crate::drivers::run::{RunArm, RunOptions};
 use crate::engine;
 use crate::measure::rounds::RoundSet;
-use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundsPlan};
+use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundsPlan, StopReason};
 use crate::measure::Experiment;
 use crate::records::keys::Order;
 use crate::records::{EngineKind, KvSync, Plan};
@@ -39,6 +39,10 @@ pub(super) struct Measured {
     pub experiments: Vec<Experiment>,
     pub rounds: Vec<RoundSet>,
     pub notes: Vec<String>,
+    /// The deadline had passed before the rounds (the caller's set-up
+    /// took the whole budget): every set runs one round of each arm, so
+    /// every arm is measured, and stops for the budget.
+    pub past_deadline: bool,
 }
 
 /// Runs the read rounds, then the cold reads' (when asked: a share of the
@@ -60,7 +64,8 @@ pub(super) fn measure_rounds(
     });
     reads.extend(control);
     let cold = cold_steps(opts);
-    let start = Instant::now();
+    let clock = opts.rounds.clock;
+    let start = clock.now();
     let budget = opts.deadline.map(|d| d.saturating_duration_since(start)).or(opts.rounds.budget);
     let share = if cold.is_empty() { READ_SHARE } else { READ_SHARE + 1 };
     // Never zero: a zero budget is the user's error, refused before any work.
@@ -78,7 +83,7 @@ pub(super) fn measure_rounds(
     }
     // The writes get what the reads left; at least a second, so the
     // budget rule (at least one round, with a warning) still applies.
-    let left = |b: Duration| b.saturating_sub(start.elapsed()).max(Duration::from_secs(1));
+    let left = |b: Duration| b.saturating_sub(clock.since(start)).max(Duration::from_secs(1));
     let run_time = opts.sizing.map(|s| s.write_time);
     let write_plan = RoundsPlan { budget: budget.map(left), run_time, ..opts.rounds };
     run_set(WRITES, opts, work, pristine, &writes, &write_plan, observer, out)
@@ -141,7 +146,7 @@ fn run_set(
             restore_database(pristine, &path)?;
         }
         let run_opts = run_options(opts, step, &path, db_bytes, out.experiments.len() + i);
-        let engine = engine::open(&path, &run_opts.settings())?;
+        let engine = engine::open(&path, &run_opts.settings)?;
         let arm = RunArm::prepare(engine, &run_opts)?;
         arms.push(if opts.sizing.is_some() { arm.keys_by_round() } else { arm });
     }
@@ -149,8 +154,9 @@ fn run_set(
     // Preparing the arms (copies of the database) took some of the time
     // left: with a deadline, the rounds get no more than what remains.
     let plan = &match opts.deadline {
+        _ if out.past_deadline => RoundsPlan { max_rounds: 1, budget: None, ..*plan },
         Some(d) => {
-            let left = d.saturating_duration_since(Instant::now()).max(Duration::from_secs(1));
+            let left = d.saturating_duration_since(plan.clock.now()).max(Duration::from_secs(1));
             RoundsPlan { budget: Some(plan.budget.map_or(left, |b| b.min(left))), ..*plan }
         }
         None => *plan,
@@ -160,8 +166,13 @@ fn run_set(
     observer.begin(&format!("{} arms in rounds ({id})", steps.len()), runs);
     // Cold arms wait for the same pairs as their warm twins.
     let plain: Vec<String> = ids.iter().map(|i| i.strip_prefix(ids::COLD_PREFIX).unwrap_or(i).to_string()).collect();
-    let measured =
+    let mut measured =
         run_rounds(id, &ids, &mut dyn_arms, plan, &comparisons(&plain), &mut |done, _| observer.advance(done))?;
+    if out.past_deadline && measured.set.stop == StopReason::MaxRounds {
+        // One round because the budget was spent before it, not because
+        // one was asked for.
+        measured.set.stop = StopReason::Budget;
+    }
     for ((arm, m), step) in arms.into_iter().zip(measured.measured).zip(steps) {
         let report = arm.finish(&step.id, &step.label, m)?;
         observer.measured(&report.experiment);
@@ -200,17 +211,17 @@ fn ops_per_run(opts: &SuiteOptions, step: &Step) -> u64 {
 fn run_options(opts: &SuiteOptions, step: &Step, path: &Path, db_bytes: i64, nth: usize) -> RunOptions {
     let mut run_opts = RunOptions::new(path);
     run_opts.count = ops_per_run(opts, step);
-    run_opts.commit_every = step.commit_every;
+    run_opts.settings.commit_every = step.commit_every;
     run_opts.order = Order::Random;
     run_opts.zipf = opts.zipf;
     run_opts.update = step.update;
     run_opts.round_trip = step.round_trip;
-    run_opts.db = step.db.clone();
-    if run_opts.db.mmap_bytes < 0 {
-        run_opts.db.mmap_bytes = db_bytes;
+    run_opts.settings.db = step.db.clone();
+    if run_opts.settings.db.mmap_bytes < 0 {
+        run_opts.settings.db.mmap_bytes = db_bytes;
     }
-    run_opts.files = step.files;
-    run_opts.kv = step.kv;
+    run_opts.settings.files = step.files;
+    run_opts.settings.kv = step.kv;
     run_opts.seed = opts.spec.seed.wrapping_add(nth as u64 + 1);
     let waits_for_disk =
         step.files.fsync || (step.layout.is_key_value() && step.update && step.kv.sync == KvSync::Durable);

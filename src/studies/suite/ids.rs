@@ -92,7 +92,7 @@ pub fn engine_read(kind: EngineKind) -> String {
     format!("read/{}", kind.name())
 }
 
-/// A server engine's round trip with no work (`SELECT 1`), the floor
+/// A server engine's round trip with no work (its `round_trip_call`), the floor
 /// under its reads: `roundtrip/ENGINE`.
 pub fn engine_round_trip(kind: EngineKind) -> String {
     format!("roundtrip/{}", kind.name())

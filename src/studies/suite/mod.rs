@@ -49,6 +49,12 @@ pub struct SuiteOutcome {
     pub rounds: Vec<RoundSet>,
     /// False when Ctrl-C stopped it before every experiment ran.
     pub complete: bool,
+    /// From the start to the first round (the scan, the datasets and their
+    /// copies), on the rounds' clock.
+    pub setup: std::time::Duration,
+    /// The deadline (advise's budget) had passed when the rounds began, so
+    /// each set of rounds ran one round.
+    pub past_deadline: bool,
 }
 
 /// Disk the suite needs: the database, two file copies (rounded up to 4 KiB
@@ -65,6 +71,7 @@ pub fn needed_bytes(spec: &DatasetSpec, engines: usize) -> u64 {
 /// Runs the suite. On Ctrl-C it stops after the current run and returns
 /// what was measured, marked incomplete.
 pub fn run_suite(opts: &SuiteOptions, observer: &dyn SuiteObserver) -> Result<SuiteOutcome> {
+    let started = opts.rounds.clock.now();
     let scan = opts.from.as_deref().map(from_dir::scan).transpose()?;
     let mut opts = opts.clone();
     if let Some(scan) = &scan {
@@ -107,8 +114,10 @@ pub fn run_suite(opts: &SuiteOptions, observer: &dyn SuiteObserver) -> Result<Su
         notes: Vec::new(),
         rounds: Vec::new(),
         complete: false,
+        setup: std::time::Duration::ZERO,
+        past_deadline: false,
     };
-    let measured = measure_all(opts, scan.as_ref(), work.path(), observer, &mut outcome);
+    let measured = measure_all(opts, scan.as_ref(), started, work.path(), observer, &mut outcome);
     if opts.keep {
         let kept = work.keep();
         outcome.notes.push(format!("datasets kept in {}", kept.display()));
@@ -132,9 +141,12 @@ fn has_control(opts: &SuiteOptions) -> bool {
     selected(opts).iter().any(|s| s.id == CONTROL_OF)
 }
 
+/// Builds the datasets and measures the arms; `started` is when the suite
+/// began, on the rounds' clock.
 fn measure_all(
     opts: &SuiteOptions,
     scan: Option<&from_dir::Scan>,
+    started: std::time::Instant,
     work: &Path,
     observer: &dyn SuiteObserver,
     out: &mut SuiteOutcome,
@@ -167,8 +179,12 @@ fn measure_all(
     }
     let pristine = work.join("pristine.db");
     std::fs::copy(&db, &pristine).map_err(|e| Error::io(&pristine, "cannot copy the database", e))?;
-    let mut measured = arms::Measured::default();
+    let clock = opts.rounds.clock;
+    out.setup = clock.since(started);
+    let mut measured =
+        arms::Measured { past_deadline: opts.deadline.is_some_and(|d| clock.now() >= d), ..Default::default() };
     let done = arms::measure_rounds(opts, work, &pristine, observer, &mut measured);
+    out.past_deadline = measured.past_deadline;
     out.experiments.extend(measured.experiments);
     out.rounds.extend(measured.rounds);
     out.notes.extend(measured.notes);

@@ -39,7 +39,9 @@ pub struct SuiteOptions {
     /// the warm reads (advise); empty for none.
     pub cold_also: Vec<String>,
     /// When set, the rounds end by then instead of taking `rounds.budget`
-    /// (advise's budget covers the whole command, datasets included).
+    /// (advise's budget covers the whole command, datasets included); a
+    /// reading of `rounds.clock`. When it has passed before the first
+    /// round, each set of rounds runs one round of each arm.
     pub deadline: Option<std::time::Instant>,
     /// Writes per commit of the committed write arms (`commit/...`,
     /// `--commit-every N`; 1 by default: each write committed on its own).

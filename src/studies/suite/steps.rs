@@ -110,11 +110,10 @@ fn engine_steps(kind: EngineKind) -> Vec<Step> {
         step(ids::engine_fast_write(kind), format!("{title}, commit without sync"), true, KvSync::Fast),
         step(ids::engine_durable_write(kind), format!("{title}, durable commit"), true, KvSync::Durable),
     ];
-    if kind.is_server() {
+    if let Some(call) = kind.round_trip_call() {
         // The protocol and socket floor under each read, on the same kind
         // of session: `roundtrip/ENGINE`.
-        let floor =
-            step(ids::engine_round_trip(kind), format!("{title}, round trip (SELECT 1)"), false, KvSync::Durable);
+        let floor = step(ids::engine_round_trip(kind), format!("{title}, round trip ({call})"), false, KvSync::Durable);
         steps.insert(1, Step { round_trip: true, ..floor });
     }
     steps

@@ -11,7 +11,7 @@ pub mod words;
 pub use headline::HEADLINE_CHART;
 pub use terminal::terminal;
 
-use crate::report::format::doc::{Block, Chart, Figure, Section, Table, VerdictRow};
+use crate::report::format::doc::{Block, Chart, Figure, Section, Table, Verdict, VerdictRow};
 use crate::report::format::fmt::{bytes, machine_labels, micros, thousands};
 use crate::report::format::svg::BarChart;
 use crate::report::study::aging as aging_report;
@@ -76,6 +76,7 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
 fn blocks(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &str) -> Vec<Block> {
     let mut b: Vec<Block> = headline::figure(r, s, sfx).map(Block::Figure).into_iter().collect();
     b.extend([Block::Paragraph(words::recommendation(r, s)), Block::Paragraph(words::workload(s))]);
+    b.extend(words::over_budget(s).map(Block::Note));
     if !r.excluded.is_empty() {
         b.push(Block::Heading("Excluded: cannot meet the durability need".into()));
         b.push(Block::List(r.excluded.iter().map(|e| words::exclusion(e, s)).collect()));
@@ -87,7 +88,7 @@ fn blocks(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &
     let rows = evidence(file, r, s, label, sfx);
     if !rows.is_empty() {
         b.push(Block::Heading("Evidence: each candidate against the leader".into()));
-        b.push(Block::Verdict(rows));
+        b.push(Block::Verdict(Verdict::new(rows)));
     }
     if let Some(n) = &r.noise {
         b.push(Block::Note(format!(
@@ -211,7 +212,7 @@ fn ranking_table(r: &Ranking, s: &AdviseSection) -> Table {
     if !cold {
         headers.remove(COLD_COLUMN);
     }
-    Table { headers, rows }
+    Table { headers, rows, ..Table::default() }
 }
 
 /// The `i`th ranked candidate against the leader: "leader", "tie (1.02x)"

@@ -19,7 +19,9 @@ pub const DECISIVE_LINES: usize = 3;
 
 pub fn terminal(file: &ResultFile, _colour: bool) -> String {
     let Some((r, s)) = ranking(file) else { return String::new() };
-    let mut blocks = vec![Block::Paragraph(words::workload(s)), Block::Paragraph(words::crash_source(s))];
+    let mut blocks = vec![Block::Paragraph(words::workload(s))];
+    blocks.extend(words::over_budget(s).map(Block::Note));
+    blocks.push(Block::Paragraph(words::crash_source(s)));
     blocks.extend(notes(&r, s).into_iter().map(Block::Note));
     blocks.push(Block::Paragraph(words::recommendation(&r, s)));
     blocks.push(Block::Table(table(&r, s)));

@@ -10,7 +10,7 @@ use crate::report::format::doc::{Block, VerdictRow};
 use crate::results::ResultFile;
 use crate::studies::advise::rank::Change;
 use crate::studies::advise::rules::{self, Store, Test};
-use crate::studies::advise::{AdviseSection, CrashFacts, CrashSource, Durability, Workload};
+use crate::studies::advise::{AdviseSection, CrashFacts, CrashSource, Durability, OverBudget, Workload};
 
 const LMDB: Store = Store::Engine(EngineKind::Lmdb);
 const REDB: Store = Store::Engine(EngineKind::Redb);
@@ -52,6 +52,7 @@ fn advise_file(durability: Durability, mix: (u32, u32), times: &[(&str, f64)]) -
         budget_s: 100.0,
         elapsed_s: 90.0,
         quick: true,
+        over_budget: None,
     });
     // The article's one-transaction write arms: a file from before --commit-every.
     crate::report::fixtures::as_older(&mut f);
@@ -213,11 +214,41 @@ fn page_lines(f: &ResultFile) -> String {
         .blocks
         .iter()
         .map(|b| match b {
-            Block::Verdict(rows) => rows.iter().map(line).collect(),
+            Block::Verdict(v) => v.rows.iter().map(line).collect(),
             Block::Paragraph(p) | Block::Note(p) => format!("{p}\n"),
             _ => String::new(),
         })
         .collect()
+}
+
+/// The set-up took the whole budget: the terminal and the page say so,
+/// with the parts' times, from the result file.
+#[test]
+fn an_over_budget_run_says_so_on_the_terminal_and_the_page() {
+    let mut f = advise_file(Durability::Required, (90, 10), &durable_times());
+    let quiet = terminal(&f, false);
+    assert!(!quiet.contains("over budget"), "{quiet}");
+    let s = f.advise.as_mut().unwrap();
+    s.budget_s = 40.0;
+    s.over_budget = Some(OverBudget {
+        setup_s: 47.0,
+        power_cuts_s: 20.0,
+        size_matrix_s: 15.0,
+        aging_s: 8.0,
+        datasets_s: 3.0,
+        kept_s: 5.0,
+    });
+    let back = crate::results::parse("advise.json", &serde_json::to_string(&f).unwrap()).unwrap();
+    let note = "over budget: the set-up took 47 s of the 40 s budget \
+                (power cuts 20 s, size matrix 15 s, aging pass 8 s, datasets 3 s); one round of each arm was run";
+    let out = terminal(&back, false);
+    assert!(out.contains(note), "{out}");
+    let page = crate::report::html(std::slice::from_ref(&back), None);
+    assert!(page.contains(note), "the page says it too");
+    // Within the budget, but not the time kept for the page.
+    let s = f.advise.as_mut().unwrap();
+    s.over_budget.as_mut().unwrap().setup_s = 36.0;
+    assert!(terminal(&f, false).contains("took 36 s of the 40 s budget (power cuts 20 s, size matrix 15 s, aging pass 8 s, datasets 3 s), leaving less than the 5 s kept for the page; one round"));
 }
 
 #[test]

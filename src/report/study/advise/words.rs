@@ -88,6 +88,30 @@ pub fn workload(s: &AdviseSection) -> String {
     )
 }
 
+/// The note when the work before the rounds used the whole budget, with
+/// its parts' times; None when the rounds had their time.
+pub fn over_budget(s: &AdviseSection) -> Option<String> {
+    let o = s.over_budget.as_ref()?;
+    let parts = [
+        ("power cuts", o.power_cuts_s),
+        ("size matrix", o.size_matrix_s),
+        ("aging pass", o.aging_s),
+        ("datasets", o.datasets_s),
+    ]
+    .map(|(what, secs)| format!("{what} {secs:.0} s"))
+    .join(", ");
+    let kept = if o.setup_s < s.budget_s {
+        format!(", leaving less than the {:.0} s kept for the page", o.kept_s)
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "over budget: the set-up took {:.0} s of the {:.0} s budget ({parts}){kept}; one round of each arm was run \
+         (a longer --budget gives more rounds and narrower intervals).",
+        o.setup_s, s.budget_s
+    ))
+}
+
 /// A factor with its interval: "1.38x (1.20-1.52, paired over 8 rounds)".
 pub fn factor_text(f: &Factor) -> String {
     if f.same {

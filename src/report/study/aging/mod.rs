@@ -106,7 +106,8 @@ fn setting_blocks(s: &AgingSetting, ages: &[u32], id: &str) -> Vec<Block> {
         (READ_WARM_CHART, "Warm reads by storage age", "us per blob", |p| p.read_warm.map(|r| r.per_op_us)),
         (READ_COLD_CHART, "Cold reads by storage age", "us per blob", |p| p.read_cold.map(|r| r.per_op_us)),
         (DISK_CHART, "Disk allocated per byte of content", "allocated / content", |p| {
-            (p.usage.content_bytes > 0).then(|| p.usage.allocated_bytes as f64 / p.usage.content_bytes as f64)
+            let content = p.usage.content_bytes as f64;
+            p.usage.allocated().filter(|_| content > 0.0).map(|allocated| allocated as f64 / content)
         }),
         ("extents", "Extents per file (FIEMAP)", "extents per non-empty file", |p| p.fragmentation.extents_per_file()),
         ("overflow", "SQLite overflow chains: mean page distance", "pages between consecutive pages", |p| {
@@ -274,7 +275,7 @@ fn table(s: &AgingSetting) -> Table {
                 p.rewrite.map_or_else(|| "-".into(), |w| micros(w.per_op_us)),
                 p.read_warm.map_or_else(|| NOT_MEASURED.into(), |r| micros(r.per_op_us)),
                 p.read_cold.map_or_else(|| NOT_MEASURED.into(), |r| micros(r.per_op_us)),
-                mb(p.usage.allocated_bytes),
+                p.usage.allocated().map_or_else(|| NOT_MEASURED.into(), mb),
                 mb(p.usage.content_bytes),
                 p.usage.freelist_pages.map_or_else(|| "-".into(), |n| n.to_string()),
                 f.extents_per_file().map_or_else(|| NOT_MEASURED.into(), |e| format!("{e:.2}")),
@@ -283,5 +284,5 @@ fn table(s: &AgingSetting) -> Table {
             ]
         })
         .collect();
-    Table { headers: headers.iter().map(|h| h.to_string()).collect(), rows }
+    Table::new(&headers, rows)
 }

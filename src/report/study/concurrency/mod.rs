@@ -186,14 +186,7 @@ fn section(c: &ConcurrencySection, rounds: &[RoundSet], label: &str, suffix: &st
         s.tie_pct,
         pairing(c)
     )));
-    blocks.push(Block::Table(Table {
-        headers: ["conclusion", "verdict", "factor", "compared"].map(String::from).to_vec(),
-        rows: c
-            .conclusions
-            .iter()
-            .map(|k| vec![k.claim.clone(), verdict_text(k), factor_text(k), k.basis.clone()])
-            .collect(),
-    }));
+    blocks.push(Block::Table(conclusions_table(c)));
     if c.interrupted {
         blocks.push(Block::Note("Interrupted: only the points that finished are shown.".into()));
     }
@@ -298,6 +291,13 @@ fn figure(
         caption: vec![format!("Median over {} run(s) of {} s each.", c.settings.repeat, c.settings.duration_s)],
         findings,
     })
+}
+
+/// The study's claims as this machine answers them.
+fn conclusions_table(c: &ConcurrencySection) -> Table {
+    let rows =
+        c.conclusions.iter().map(|k| vec![k.claim.clone(), verdict_text(k), factor_text(k), k.basis.clone()]).collect();
+    Table::new(&["conclusion", "verdict", "factor", "compared"], rows)
 }
 
 /// Every point's figures: throughput in total and per thread, latency

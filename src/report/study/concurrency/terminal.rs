@@ -5,50 +5,52 @@ use std::fmt::Write as _;
 
 use super::{factor_text, lead_interval, verdict_text};
 use crate::measure::rounds::RoundSet;
+use crate::report::format::doc::{ColumnKind, Table};
+use crate::report::format::text::table_text;
 use crate::results::ResultFile;
-use crate::studies::concurrency::{self, ConcurrencySection, Point, Workload};
+use crate::studies::concurrency::{self, BlobPoint, BlobReaders, ConcurrencySection, Point, Workload};
 use crate::util::units::plural;
+
+/// A table whose first column names the row and whose others are figures.
+fn figures(headers: impl Iterator<Item = String>, rows: Vec<Vec<String>>) -> Table {
+    let headers: Vec<String> = headers.collect();
+    let kinds = [ColumnKind::Text].into_iter().chain(headers.iter().skip(1).map(|_| ColumnKind::Figure)).collect();
+    Table { headers, rows, kinds, ..Table::default() }
+}
 
 /// Readers while one writer overwrites blobs: their p50/p99 latency and
 /// reads/s beside the same readers alone, the writer's rate, and the
 /// database over the files with a writer (paired by round when they ran in
 /// rounds).
-fn blob_writer_lines(o: &mut String, b: &concurrency::BlobReaders, rounds: &[RoundSet]) {
+fn blob_writer_lines(o: &mut String, b: &BlobReaders, rounds: &[RoundSet]) {
     if !b.points.iter().any(|p| p.writes_per_s.is_some()) {
         return;
     }
-    let _ = writeln!(
-        o,
-        "  readers while one writer overwrites random blobs (latency us p50 / p99; reads/s; writer's writes/s):"
-    );
+    let mut rows = Vec::new();
     for (alone, busy) in [("db", "db-wal-writer"), ("files", "files-writer")] {
         for t in concurrency::BLOB_THREADS {
             let find = |s: &str| b.points.iter().find(|p| p.store == s && p.threads == t);
             let (Some(a), Some(w)) = (find(alone), find(busy)) else { continue };
-            let lat = |p: &concurrency::BlobPoint| {
-                p.latency.map_or("-".into(), |l| format!("{:.1} / {:.1}", l.p50_us, l.p99_us))
+            let cells = |p: &BlobPoint| {
+                let latency = p.latency.map(|l| [l.p50_us, l.p99_us].map(|v| format!("{v:.1}")));
+                latency.unwrap_or(["-".into(), "-".into()]).into_iter().chain([rate(p.reads_per_s)])
             };
-            let _ = writeln!(
-                o,
-                "    {:<48} {t} thr: alone {:>14}, with writer {:>14}; {} vs {} reads/s; {:.0} writes/s",
-                w.label,
-                lat(a),
-                lat(w),
-                rate(a.reads_per_s),
-                rate(w.reads_per_s),
-                w.writes_per_s.unwrap_or(0.0)
-            );
+            let mut row = vec![w.label.clone(), t.to_string()];
+            row.extend(cells(a).chain(cells(w)).chain([format!("{:.0}", w.writes_per_s.unwrap_or(0.0))]));
+            rows.push(row);
         }
     }
-    for l in b.writer_leads(rounds) {
-        let _ = writeln!(
-            o,
-            "    database / files, both beside a writer, {} thr: {:.2}x in reads/s ({})",
-            l.threads,
-            l.ratio,
-            lead_interval(&l)
-        );
-    }
+    let headers = ["readers", "threads", "p50 us", "p99 us", "reads/s", "p50 us", "p99 us", "reads/s", "writes/s"];
+    let leads = b.writer_leads(rounds).into_iter().map(|l| {
+        let (t, ratio, interval) = (l.threads, l.ratio, lead_interval(&l));
+        format!("database / files, both beside a writer, {t} thr: {ratio:.2}x in reads/s ({interval})")
+    });
+    let table = figures(headers.into_iter().map(String::from), rows)
+        .with_group("alone", 2, 3)
+        .with_group("beside the writer", 5, 4)
+        .with_notes(leads.collect());
+    let _ = writeln!(o, "readers while one writer overwrites random blobs (latency per read, medians):");
+    o.push_str(&table_text(&table, false));
 }
 
 /// 1234 -> "1.23k", 1234567 -> "1.23M".
@@ -85,127 +87,133 @@ fn text(c: &ConcurrencySection, rounds: &[RoundSet]) -> String {
     let _ = writeln!(
         o,
         "throughput = successful operations / run wall time, all threads; ! = over half the attempts failed busy/locked; \
-         X = rows lost or integrity_check failed"
+         X = rows lost or integrity_check failed\n"
     );
     for (w, title) in [
         (Workload::Read, "read: rows read/s"),
         (Workload::Write, "write: rows inserted/s"),
-        (Workload::Mixed, "mixed (T readers + T writers): rows read/s | rows inserted/s"),
+        (Workload::Mixed, "mixed (T readers + T writers): rows read/s and rows inserted/s"),
     ] {
         table(&mut o, c, w, title);
     }
     if let Some(b) = &c.blob_readers {
-        let _ = writeln!(
-            o,
-            "\nblobs under parallel readers: {} blobs of {} bytes, {} random reads per run, reads/s (median)",
-            b.blobs, b.blob_size, b.reads_per_run
-        );
-        let _ = write!(o, "  {:<44}", "");
-        for t in concurrency::BLOB_THREADS {
-            let _ = write!(o, "{:>12}", format!("{t} thr"));
-        }
-        let _ = writeln!(o);
-        for store in ["db", "db-mmap", "files"] {
-            let name = b.points.iter().find(|p| p.store == store).map_or(store, |p| p.label.as_str());
-            let _ = write!(o, "  {name:<44}");
-            for t in concurrency::BLOB_THREADS {
-                let cell = b.points.iter().find(|p| p.store == store && p.threads == t);
-                let _ = write!(o, "{:>12}", cell.map_or("-".into(), |p| rate(p.reads_per_s)));
-            }
-            let _ = writeln!(o);
-        }
-        let _ = writeln!(o, "  CPU time per read (us, median; independent of the share of cores obtained):");
-        for store in ["db", "db-mmap", "files"] {
-            let _ = write!(o, "    {store:<42}");
-            for t in concurrency::BLOB_THREADS {
-                let cell = b.points.iter().find(|p| p.store == store && p.threads == t);
-                let _ = write!(o, "{:>12}", cell.map_or("-".into(), |p| format!("{:.2}", p.cpu_us_per_read)));
-            }
-            let _ = writeln!(o);
-        }
-        let _ = write!(o, "  {:<44}", "best database / files (reads/s)");
-        for l in b.leads(rounds) {
-            let _ = write!(o, "{:>12}", format!("{:.2}x", l.ratio));
-        }
-        let _ = writeln!(o);
+        blob_readers_table(&mut o, b, rounds);
         blob_writer_lines(&mut o, b, rounds);
     }
     let _ = writeln!(
         o,
-        "\nthe study's conclusions on this machine (ratios of points differing in one parameter; within {:.0}% of 1 = no difference)\n  {}",
+        "the study's conclusions on this machine (ratios of points differing in one parameter; within {:.0}% of 1 = no difference)\n{}\n",
         s.tie_pct,
         super::pairing(c)
     );
-    let _ = writeln!(o, "  {:<70} {:<22} factor (geometric mean, range)", "conclusion", "verdict");
-    for k in &c.conclusions {
-        let _ = writeln!(o, "  {:<70} {:<22} {}", k.claim, verdict_text(k), factor_text(k));
-    }
+    let rows = c.conclusions.iter().map(|k| vec![k.claim.clone(), verdict_text(k), factor_text(k)]).collect();
+    o.push_str(&table_text(&Table::new(&["conclusion", "verdict", "factor (geometric mean, range)"], rows), false));
     if c.interrupted {
         let _ = writeln!(o, "warning: interrupted; only the points that finished are shown");
     }
     o
 }
 
+/// Reads/s and CPU time per read of each store by thread count, and the
+/// best database over the files.
+fn blob_readers_table(o: &mut String, b: &BlobReaders, rounds: &[RoundSet]) {
+    let _ = writeln!(
+        o,
+        "blobs under parallel readers: {} blobs of {} bytes, {} random reads per run (medians)",
+        b.blobs, b.blob_size, b.reads_per_run
+    );
+    let threads = concurrency::BLOB_THREADS;
+    let mut rows: Vec<Vec<String>> = ["db", "db-mmap", "files"]
+        .into_iter()
+        .map(|store| {
+            let at = |t| b.points.iter().find(|p| p.store == store && p.threads == t);
+            let reads = threads.map(|t| at(t).map_or("-".into(), |p| rate(p.reads_per_s)));
+            let cpu = threads.map(|t| at(t).map_or("-".into(), |p| format!("{:.2}", p.cpu_us_per_read)));
+            let name = b.points.iter().find(|p| p.store == store).map_or(store, |p| p.label.as_str());
+            std::iter::once(name.to_string()).chain(reads).chain(cpu).collect()
+        })
+        .collect();
+    let leads = b.leads(rounds).into_iter().map(|l| format!("{:.2}x", l.ratio));
+    rows.push(std::iter::once("best database / files (reads/s)".to_string()).chain(leads).collect());
+    let headers =
+        std::iter::once("store".to_string()).chain([threads, threads].concat().into_iter().map(|t| format!("{t} thr")));
+    let table = figures(headers, rows)
+        .with_group("reads/s", 1, threads.len())
+        .with_group("CPU us per read", 1 + threads.len(), threads.len())
+        .with_notes(vec!["CPU time per read does not depend on the share of the cores the machine gave".into()]);
+    o.push_str(&table_text(&table, false));
+}
+
+/// One workload's throughput by configuration (rows) and thread count
+/// (columns; a reader and a writer column each for the mixed workload),
+/// with the cores the machine gave and the failed attempts under it.
 fn table(o: &mut String, c: &ConcurrencySection, w: Workload, title: &str) {
     let points: Vec<&Point> = c.points.iter().filter(|p| p.workload == w).collect();
-    if points.is_empty() {
-        return;
-    }
     let mut threads: Vec<u32> = points.iter().map(|p| p.threads).collect();
     threads.sort_unstable();
     threads.dedup();
-    let width = if w == Workload::Mixed { 18 } else { 10 };
-    let _ = write!(o, "\n{title}\n  {:<44}", "");
-    for t in &threads {
-        let _ = write!(o, "{:>width$}", format!("{t} thr"));
-    }
-    let _ = writeln!(o);
-    let mut seen = Vec::new();
+    let sides: &[bool] = match w {
+        Workload::Write => &[true],
+        Workload::Mixed => &[false, true],
+        _ => &[false],
+    };
+    let mut configs: Vec<&Point> = Vec::new();
     for p in &points {
-        if seen.contains(&p.config) {
-            continue;
+        if !configs.iter().any(|q| q.config == p.config) {
+            configs.push(p);
         }
-        seen.push(p.config);
-        let _ = write!(o, "  {:<44}", p.label);
-        for t in &threads {
-            let cell = points.iter().find(|q| q.config == p.config && q.threads == *t).map_or("-".to_string(), |q| {
-                let r = |writes: bool| q.side(writes).map_or("-".to_string(), |s| rate(s.ops_per_s.median));
-                let mark = if !q.consistent {
-                    "X"
-                } else if q.errors_dominate {
-                    "!"
-                } else {
-                    ""
+    }
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for p in configs {
+        let cells = threads.iter().flat_map(|t| {
+            let q = points.iter().find(|q| q.config == p.config && q.threads == *t);
+            sides.iter().map(move |&writes| {
+                let Some(q) = q else { return "-".to_string() };
+                let r = q.side(writes).map_or("-".to_string(), |s| rate(s.ops_per_s.median));
+                // The point's mark follows its last figure.
+                let last = writes == sides[sides.len() - 1];
+                let mark = match (last, q.consistent, q.errors_dominate) {
+                    (true, false, _) => "X",
+                    (true, true, true) => "!",
+                    _ => "",
                 };
-                match w {
-                    Workload::Mixed => format!("{} | {}{mark}", r(false), r(true)),
-                    _ => format!("{}{mark}", r(w == Workload::Write)),
-                }
-            });
-            let _ = write!(o, "{cell:>width$}");
-        }
-        let _ = writeln!(o);
+                format!("{r}{mark}")
+            })
+        });
+        rows.push(std::iter::once(p.label.clone()).chain(cells).collect());
+    }
+    if rows.is_empty() {
+        return;
     }
     // How many cores the machine really gave this process: on a shared
     // machine, fewer than the threads could use, which caps throughput.
-    let _ = write!(o, "  {:<44}", "cores used (CPU time / wall, median)");
-    for t in &threads {
+    let cores = threads.iter().flat_map(|t| {
         let mut used: Vec<f64> = points.iter().filter(|p| p.threads == *t).map(|p| p.cores_used.median).collect();
         used.sort_by(f64::total_cmp);
-        let cell = used.get(used.len() / 2).map_or("-".to_string(), |u| format!("{u:.2}"));
-        let _ = write!(o, "{cell:>width$}");
-    }
-    let _ = writeln!(o);
-    for p in points.iter().filter(|p| p.reads.iter().chain(p.writes.iter()).any(|s| s.failed_ops > 0)) {
+        let median = used.get(used.len() / 2).map_or("-".to_string(), |u| format!("{u:.2}"));
+        std::iter::once(median).chain(sides[1..].iter().map(|_| String::new()))
+    });
+    rows.push(std::iter::once("cores used (CPU time / wall, median)".to_string()).chain(cores).collect());
+    let mut errors = Vec::new();
+    for p in &points {
         let sides = p.reads.iter().map(|s| ("readers", s)).chain(p.writes.iter().map(|s| ("writers", s)));
         for (who, s) in sides.filter(|(_, s)| s.failed_ops > 0) {
-            let _ = writeln!(
-                o,
-                "  errors: {} {} thr, {who}: {} busy, {} locked calls; {:.1}% of attempts failed",
+            errors.push(format!(
+                "errors: {} {} thr, {who}: {} busy, {} locked calls; {:.1}% of attempts failed",
                 p.label, p.threads, s.busy_errors, s.locked_errors, s.error_pct
-            );
+            ));
         }
     }
+    let headers = threads.iter().flat_map(|t| match w {
+        Workload::Mixed => vec!["read/s".to_string(), "inserted/s".to_string()],
+        _ => vec![format!("{t} thr")],
+    });
+    let mut table = figures(std::iter::once(String::new()).chain(headers), rows).with_notes(errors);
+    for (i, t) in threads.iter().enumerate().filter(|_| w == Workload::Mixed) {
+        table = table.with_group(&format!("{t} thr"), 1 + 2 * i, 2);
+    }
+    let _ = writeln!(o, "{title}");
+    o.push_str(&table_text(&table, false));
 }
 
 #[cfg(test)]
@@ -213,8 +221,8 @@ mod tests {
     use super::*;
     use crate::measure::rounds::synthetic;
 
-    fn point(store: &str, threads: u32, reads_per_s: f64) -> concurrency::BlobPoint {
-        concurrency::BlobPoint {
+    fn point(store: &str, threads: u32, reads_per_s: f64) -> BlobPoint {
+        BlobPoint {
             store: store.into(),
             label: store.into(),
             threads,
@@ -231,14 +239,14 @@ mod tests {
 
     /// At 1 thread: the database with a writer at 200k reads/s by its
     /// median, files at 100k; round by round the files took 3x as long.
-    fn readers() -> concurrency::BlobReaders {
+    fn readers() -> BlobReaders {
         let points = vec![
             point("db", 1, 300e3),
             point("files", 1, 150e3),
             point("db-wal-writer", 1, 200e3),
             point("files-writer", 1, 100e3),
         ];
-        concurrency::BlobReaders { blobs: 10, blob_size: 10_000, reads_per_run: 100, points }
+        BlobReaders { blobs: 10, blob_size: 10_000, reads_per_run: 100, points }
     }
 
     #[test]

@@ -5,6 +5,8 @@
 
 use std::fmt::Write as _;
 
+use crate::report::format::doc::{Block, Table};
+use crate::report::format::text::table_text;
 use crate::results::ResultFile;
 use crate::studies::crashtest::{self, FsyncFailureResult, IntegrityOutcome};
 use crate::util::units::plural;
@@ -37,40 +39,27 @@ fn kill_table(file: &ResultFile) -> String {
         super::commits(s.commit_every)
     );
     where_line(&mut o, "datasets in", &s.workdir, file);
-    write_table(
-        &mut o,
-        [20, 6, 11, 7, 9, 6, 8, 7, 9, 11, 11],
-        [
-            "method",
-            "kills",
-            "integrity",
-            "torn",
-            "missing",
-            "lost",
-            "undone",
-            "stray",
-            "damaged",
-            "whole old",
-            "whole new",
-        ],
-        s.methods.iter().map(|m| {
-            [
-                m.method.clone(),
-                m.kills.to_string(),
-                m.integrity_failures.to_string(),
-                m.torn.to_string(),
-                m.missing.to_string(),
-                m.unexpected_version.to_string(),
-                m.undone.to_string(),
-                m.stray_files.to_string(),
-                m.damaged_kills.to_string(),
-                m.intact_old.to_string(),
-                m.intact_new.to_string(),
-            ]
-        }),
-    );
-    integrity_notes(&mut o, &s.methods);
-    o.push_str(crashtest::LEGEND);
+    let headers = [
+        "method",
+        "kills",
+        "integrity",
+        "torn",
+        "missing",
+        "lost",
+        "undone",
+        "stray",
+        "damaged",
+        "whole old",
+        "whole new",
+    ];
+    let rows = s.methods.iter().map(|m| {
+        let (kills, failures, damaged) = (m.kills.into(), m.integrity_failures.into(), m.damaged_kills.into());
+        let n = [kills, failures, m.torn, m.missing, m.unexpected_version, m.undone, m.stray_files, damaged];
+        let n = n.into_iter().chain([m.intact_old, m.intact_new]).map(|n: u64| n.to_string());
+        std::iter::once(m.method.clone()).chain(n).collect()
+    });
+    o.push_str(&table_text(&Table::new(&headers, rows.collect()).with_notes(reasons_notes(&s.methods)), false));
+    o.push_str(crashtest::LEGEND.trim_start_matches('\n'));
     let _ = writeln!(o, "\n{}", crashtest::LIMITS);
     if !file.complete {
         let _ = writeln!(o, "warning: interrupted; the last method has fewer kills than asked");
@@ -97,40 +86,28 @@ fn power_cut_table(file: &ResultFile) -> String {
         super::commits(s.commit_every)
     );
     where_line(&mut o, "layer over", &s.workdir, file);
-    write_table(
-        &mut o,
-        [18, 5, 6, 10, 6, 8, 11, 12, 6, 10, 10],
-        [
-            "method",
-            "acks",
-            "cuts",
-            "integrity",
-            "torn",
-            "missing",
-            "lost-acked",
-            "lost-unack",
-            "stray",
-            "whole old",
-            "whole new",
-        ],
-        s.methods.iter().map(|m| {
-            [
-                m.method.clone(),
-                if m.acknowledges_durability { "yes" } else { "no" }.to_string(),
-                m.cuts.to_string(),
-                m.integrity_failures.to_string(),
-                m.torn.to_string(),
-                m.missing.to_string(),
-                m.lost_after_ack.to_string(),
-                m.lost_before_ack.to_string(),
-                m.stray_files.to_string(),
-                m.intact_old.to_string(),
-                m.intact_new.to_string(),
-            ]
-        }),
-    );
-    integrity_notes(&mut o, &s.methods);
-    o.push_str(crashtest::POWER_CUT_LEGEND);
+    let headers = [
+        "method",
+        "acks",
+        "cuts",
+        "integrity",
+        "torn",
+        "missing",
+        "lost-acked",
+        "lost-unack",
+        "stray",
+        "whole old",
+        "whole new",
+    ];
+    let rows = s.methods.iter().map(|m| {
+        let (cuts, failures) = (m.cuts.into(), m.integrity_failures.into());
+        let n = [cuts, failures, m.torn, m.missing, m.lost_after_ack, m.lost_before_ack, m.stray_files];
+        let n = n.into_iter().chain([m.intact_old, m.intact_new]).map(|n: u64| n.to_string());
+        let acks = if m.acknowledges_durability { "yes" } else { "no" };
+        [m.method.clone(), acks.to_string()].into_iter().chain(n).collect()
+    });
+    o.push_str(&table_text(&Table::new(&headers, rows.collect()).with_notes(reasons_notes(&s.methods)), false));
+    o.push_str(crashtest::POWER_CUT_LEGEND.trim_start_matches('\n'));
     if !s.not_on_layer.is_empty() {
         let _ = writeln!(
             o,
@@ -166,49 +143,37 @@ fn fsync_failure_table(o: &mut String, rows: &[FsyncFailureResult]) {
     }
     let _ =
         writeln!(o, "\nafter one failed fsync (EIO, reported once, unsynced data dropped, as Linux does), then a cut:");
-    write_table(
-        o,
-        [18, 7, 13, 15, 10, 6, 8, 11, 10, 0],
-        [
-            "method",
-            "trials",
-            "fsync failed",
-            "writer stopped",
-            "integrity",
-            "torn",
-            "missing",
-            "lost-acked",
-            "whole new",
-            "writer's error",
-        ],
-        rows.iter().map(|f| {
-            [
-                f.method.clone(),
-                f.trials.to_string(),
-                f.fsync_failed.to_string(),
-                f.writer_stopped.to_string(),
-                f.integrity_failures.to_string(),
-                f.torn.to_string(),
-                f.missing.to_string(),
-                f.lost_after_ack.to_string(),
-                f.intact_new.to_string(),
-                if f.writer_error.is_empty() { "-" } else { &f.writer_error }.to_string(),
-            ]
-        }),
-    );
-    integrity_notes(o, rows);
+    let headers = [
+        "method",
+        "trials",
+        "fsync failed",
+        "writer stopped",
+        "integrity",
+        "torn",
+        "missing",
+        "lost-acked",
+        "whole new",
+        "writer's error",
+    ];
+    let cells = rows.iter().map(|f| {
+        let counts = [f.trials, f.fsync_failed, f.writer_stopped, f.integrity_failures].map(u64::from);
+        let figures =
+            counts.into_iter().chain([f.torn, f.missing, f.lost_after_ack, f.intact_new]).map(|n| n.to_string());
+        let error = if f.writer_error.is_empty() { "-" } else { &f.writer_error };
+        std::iter::once(f.method.clone()).chain(figures).chain([error.to_string()]).collect()
+    });
+    let table = table_text(&Table::new(&headers, cells.collect()).with_notes(reasons_notes(rows)), false);
+    let _ = writeln!(o, "{}", table.trim_end());
 }
 
 /// Under a table: why each method's integrity checks failed (nothing when
 /// none did), as the store or SQLite said it.
-fn integrity_notes<T: IntegrityOutcome>(o: &mut String, rows: &[T]) {
+fn reasons_notes<T: IntegrityOutcome>(rows: &[T]) -> Vec<String> {
     let lines = integrity_reasons(rows);
-    if !lines.is_empty() {
-        let _ = writeln!(o, "\n{REASONS_HEADING}:");
-        for line in lines {
-            let _ = writeln!(o, "  {line}");
-        }
+    if lines.is_empty() {
+        return lines;
     }
+    std::iter::once(format!("{REASONS_HEADING}:")).chain(lines).collect()
 }
 
 /// What the page and the terminal say above [`integrity_reasons`].
@@ -228,8 +193,7 @@ pub(super) fn integrity_reasons<T: IntegrityOutcome>(rows: &[T]) -> Vec<String> 
 
 /// The page's note and list of [`integrity_reasons`] (nothing when every
 /// check passed).
-pub(super) fn reasons_blocks<T: IntegrityOutcome>(rows: &[T]) -> Vec<crate::report::format::doc::Block> {
-    use crate::report::format::doc::Block;
+pub(super) fn reasons_blocks<T: IntegrityOutcome>(rows: &[T]) -> Vec<Block> {
     let lines = integrity_reasons(rows);
     if lines.is_empty() {
         return Vec::new();
@@ -247,30 +211,6 @@ fn where_line(o: &mut String, place: &str, workdir: &str, file: &ResultFile) {
         "{place} {workdir} ({}); one write = one blob, one transaction for SQLite and the engines\n",
         fs_type(file)
     );
-}
-
-/// A fixed-width table: the first column left-aligned in its width, the
-/// others right-aligned in theirs; a width of 0 is free text after two spaces.
-fn write_table<const N: usize>(
-    o: &mut String,
-    widths: [usize; N],
-    headers: [&str; N],
-    rows: impl Iterator<Item = [String; N]>,
-) {
-    let mut line = |cells: [&str; N]| {
-        for (i, (w, c)) in widths.iter().zip(cells).enumerate() {
-            let _ = match (i, *w) {
-                (0, w) => write!(o, "{c:<w$}"),
-                (_, 0) => write!(o, "  {c}"),
-                (_, w) => write!(o, "{c:>w$}"),
-            };
-        }
-        o.push('\n');
-    };
-    line(headers);
-    for row in rows {
-        line(row.each_ref().map(String::as_str));
-    }
 }
 
 #[cfg(test)]
@@ -328,22 +268,22 @@ mod tests {
         f.complete = false;
         let out = super::terminal(&f, false);
         let line = |start: &str| out.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{start}: {out}"));
-        assert_eq!(line("method               kills").len(), line("db-wal ").len(), "{out}");
+        assert_eq!(line("  method  kills").len(), line("  db-wal ").len(), "{out}");
         assert!(
-            line("db-wal ").ends_with("  12345        0     0       0      0        0          0          0"),
+            line("  db-wal ").ends_with("  12345        0     0       0      0        0          0          0"),
             "{out}"
         );
-        assert_eq!(line("method             acks").len(), line("files-x ").len(), "{out}");
-        assert!(line("files-x ").contains("yes     0         3     0       0          7"), "{out}");
+        assert_eq!(line("  method   acks").len(), line("  files-x ").len(), "{out}");
+        assert!(line("  files-x ").contains("yes      0          3     0        0           7"), "{out}");
         assert!(line("  files-x: ").ends_with("kv: cannot open: gone (2 of 3)"), "{out}");
         assert_eq!(
             out.matches("why the integrity check failed").count(),
             1,
             "only under the table with failures: {out}"
         );
-        assert!(line("method             trials").ends_with("whole new  writer's error"), "{out}");
-        assert!(line("db-x ").ends_with("         0  EIO"), "{out}");
-        assert!(line("db-y ").ends_with("         0  -"), "{out}");
+        assert!(line("  method  trials").ends_with("whole new  writer's error"), "{out}");
+        assert!(line("  db-x ").ends_with("         0  EIO"), "{out}");
+        assert!(line("  db-y ").ends_with("         0  -"), "{out}");
         assert!(out.contains("1 cut per method") && out.contains("3 kills per method"), "{out}");
     }
 }

@@ -109,8 +109,8 @@ fn figure(spec: &Spec, present: &[EngineKind], machines: &[(String, &ResultFile)
     if spec.id == READ_CHART {
         // Beside the reads, each server's round trip with no work: how
         // much of a read is the protocol and the socket.
-        let floors = present.iter().filter(|k| k.is_server());
-        series.extend(floors.map(|k| (ids::engine_round_trip(*k), format!("{}: SELECT 1 round trip", k.title()))));
+        let floors = present.iter().filter_map(|k| Some((*k, k.round_trip_call()?)));
+        series.extend(floors.map(|(k, call)| (ids::engine_round_trip(k), format!("{}: {call} round trip", k.title()))));
     }
     if selective {
         series.retain(|(id, _)| machines.iter().any(|(_, f)| f.experiment(id).and_then(per_op_us).is_some()));

@@ -200,17 +200,18 @@ pub fn text(s: &MatrixSection) -> String {
     if s.params.engines.is_empty() {
         return o;
     }
-    let _ = writeln!(o, "\nEngines beside the files: {}\n", explanation(s));
+    let _ = writeln!(o, "Engines beside the files: {}\n", explanation(s));
     if s.engine_crossovers.is_empty() {
-        let _ = writeln!(o, "No engine cell was measured (interrupted).");
+        let _ = writeln!(o, "No engine cell was measured (interrupted).\n");
         return o;
     }
-    o.push_str(&table_text(&Table::new(&HEADERS, rows(s))).replace("µs", "us"));
+    o.push_str(&table_text(&Table::new(&HEADERS, rows(s)), false).replace("µs", "us"));
     let _ = writeln!(o, "Engines: files are faster from this blob size up (interpolated on log size):");
-    o.push_str(&table_text(&crossover_table(s)));
+    o.push_str(&table_text(&crossover_table(s), false));
     for line in findings(s) {
         let _ = writeln!(o, "{line}");
     }
+    o.push('\n');
     o
 }
 

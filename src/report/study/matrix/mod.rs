@@ -8,7 +8,7 @@ mod engines;
 mod text;
 mod yours;
 
-use crate::report::format::doc::{Block, Chart, Figure, Section, Table};
+use crate::report::format::doc::{Block, Chart, ColumnKind, Figure, Section, Table};
 use crate::report::format::fmt::{fmt_size, machine_labels, micros};
 use crate::report::format::svg::{Heatmap, LineChart, Series};
 use crate::report::study::{Redraw, StudyReport};
@@ -34,9 +34,7 @@ fn terminal(file: &ResultFile, colour: bool) -> String {
     if s.cells.is_empty() && s.params.sizes_bytes.is_empty() {
         return yours::text(s);
     }
-    let yours = yours::text(s);
-    let gap = if yours.is_empty() { "" } else { "\n" };
-    format!("{}{}{gap}{yours}", text::grids(s, colour), engines::text(s))
+    format!("{}{}{}", text::grids(s, colour), engines::text(s), yours::text(s))
 }
 
 /// The matrix sections: one per result file that holds a matrix, then the
@@ -229,9 +227,9 @@ fn grid_blocks(s: &MatrixSection, heat: Figure, lines: Figure) -> Vec<Block> {
         Block::Heading("Best page size per blob size".into()),
         Block::Table(best_table(s)),
         Block::Heading("Files opened directly by key (no database lookup) / database".into()),
-        Block::Table(grid_table(&s.grid(Fig::DirectRatio), 3)),
+        Block::Table(grid_table(&s.grid(Fig::DirectRatio), 3, ColumnKind::Ratio)),
         Block::Heading("Database read time, µs per blob".into()),
-        Block::Table(grid_table(&s.grid(Fig::InternalUs), 1)),
+        Block::Table(grid_table(&s.grid(Fig::InternalUs), 1, ColumnKind::Figure)),
     ];
     if let Some(w) = noise_warning(s) {
         blocks.insert(1, Block::Note(format!("Warning: {w}.")));
@@ -292,7 +290,9 @@ fn best_table(s: &MatrixSection) -> Table {
     Table::new(&headers, rows)
 }
 
-fn grid_table(g: &Grid, decimals: usize) -> Table {
+/// A grid as the study lays it out: a column per blob size, a row per page
+/// size, each value of `kind`; "-" where nothing was measured.
+fn grid_table(g: &Grid, decimals: usize, kind: ColumnKind) -> Table {
     let headers = std::iter::once("page size".to_string()).chain(columns(g)).collect();
     let rows = g
         .page_sizes
@@ -304,7 +304,8 @@ fn grid_table(g: &Grid, decimals: usize) -> Table {
                 .collect()
         })
         .collect();
-    Table { headers, rows }
+    let kinds: Vec<ColumnKind> = std::iter::once(ColumnKind::Figure).chain(g.sizes.iter().map(|_| kind)).collect();
+    Table { headers, rows, kinds, ..Table::default() }.with_group("blob size", 1, g.sizes.len())
 }
 
 fn study_section() -> Section {

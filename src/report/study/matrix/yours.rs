@@ -3,10 +3,9 @@
 //! the fixed-size cells, as a table and a sentence, for the page and the
 //! terminal alike.
 
-use std::fmt::Write as _;
-
 use crate::report::format::doc::{Block, Table};
 use crate::report::format::fmt::{fmt_size, micros};
+use crate::report::format::text::table_text;
 use crate::studies::matrix::{ratio_figure, MatrixCell, MatrixSection};
 
 const HEADERS: [&str; 6] = [
@@ -67,30 +66,16 @@ pub fn blocks(s: &MatrixSection) -> Vec<Block> {
     let mut out = vec![Block::Heading("Your data".into())];
     out.extend(sentences(s).into_iter().map(Block::Paragraph));
     if !s.yours.is_empty() {
-        out.push(Block::Table(Table { headers: HEADERS.map(String::from).to_vec(), rows: rows(s) }));
+        out.push(Block::Table(Table::new(&HEADERS, rows(s))));
     }
     out
 }
 
 /// The terminal's lines (empty without your data).
 pub fn text(s: &MatrixSection) -> String {
-    let mut o = String::new();
-    if s.params.sizes_from.is_none() {
-        return o;
-    }
-    for line in sentences(s) {
-        let _ = writeln!(o, "{line}");
-    }
-    let rows = rows(s);
-    if rows.is_empty() {
-        return o;
-    }
-    let widths: Vec<usize> = (0..HEADERS.len())
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).chain([HEADERS[i].chars().count()]).max().unwrap_or(0))
-        .collect();
-    for row in std::iter::once(HEADERS.map(String::from).to_vec()).chain(rows) {
-        let cells: Vec<String> = row.iter().zip(&widths).map(|(c, &w)| format!("{c:>w$}")).collect();
-        let _ = writeln!(o, "{}", cells.join("  ").replace("µs", "us"));
+    let mut o: String = sentences(s).into_iter().map(|line| line + "\n").collect();
+    if !s.yours.is_empty() {
+        o.push_str(&table_text(&Table::new(&HEADERS, rows(s)), false).replace("µs", "us"));
     }
     o
 }
@@ -111,7 +96,7 @@ mod tests {
         let t = text(&s);
         assert!(t.contains("Your data: sizes drawn from lognormal:30000:1 (random content)."), "{t}");
         assert!(t.contains("files (name in SQLite) / database"), "{t}");
-        assert_eq!(t.lines().count(), 3 + s.yours.len(), "{t}");
+        assert_eq!(t.lines().count(), 2 + 2 + s.yours.len(), "two sentences, the header, the rows, a blank: {t}");
         assert!(t.contains("SQLite read faster than files (name in SQLite) at every page size measured."), "{t}");
         let Block::Table(table) = &blocks(&s)[3] else { panic!("a table") };
         assert_eq!(table.rows.len(), s.yours.len());

@@ -10,7 +10,7 @@ mod tails;
 
 use crate::measure::Experiment;
 use crate::records::DatasetSpec;
-use crate::report::format::doc::{Block, Chart, Figure, Section, Table};
+use crate::report::format::doc::{Block, Chart, ColumnKind, Figure, Section, Table};
 use crate::report::format::fmt::{blob_size, bytes, machine_labels, micros, speed_phrase, thousands};
 use crate::report::format::svg::BarChart;
 use crate::report::interval::{kvtest_ratio, time_ratio, Method as Interval, Ratio, BOOTSTRAP_MIN_RUNS};
@@ -616,12 +616,8 @@ fn disk_section(machines: &[(String, &ResultFile)], layouts: &[Layout]) -> Secti
             }
         })
         .collect();
-    let mut table = Table {
-        headers: ["machine", "layout", "entries", "content", "apparent size", "allocated", "allocated vs content"]
-            .map(String::from)
-            .to_vec(),
-        rows: Vec::new(),
-    };
+    let headers = ["machine", "layout", "entries", "content", "apparent size", "allocated", "allocated vs content"];
+    let mut table = Table::new(&headers, Vec::new()).with_kinds(&[ColumnKind::Result]);
     for (label, f) in machines {
         for &(layout, name, _) in layouts {
             let row = match usage(f, layout) {

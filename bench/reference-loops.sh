@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Independent reference loops (issue 28's checks) against blobbench's
+# matching arms. examples/reference_loops.rs reads and writes each store
+# through its own crate or C API (rusqlite, heed, redb, fjall, libc, the
+# postgres crate), never through blobbench's engine or session code; this
+# script alternates it with `blobbench run` on the same dataset in ROUNDS
+# rounds (which one goes first alternates too) and prints each side's
+# loop-only time per operation, median over the rounds, and the paired
+# ratio blobbench / reference: the median of the per-round ratios and
+# their range (the target: within 10%), and beside them each side's CPU
+# time per op (user + system, getrusage; blobbench's from its runs' OS
+# counters), which load from other processes disturbs least.
+#
+#   bench/reference-loops.sh [reads|writes|all]
+#
+# Reads: READS (20000) random reads of 10 KB blobs (a dataset of READS
+# blobs), a long-running reader: 1 warm-up and 5 timed sessions in one
+# process on each side; blobbench's figure is `summary.loop_per_op_us`
+# (median of its 5 runs) from `run --json`, the reference's the median of
+# its 5 sessions.
+# Writes: WRITES (300) durable overwrites per session, each its own
+# transaction (the files: each file fsynced, renamed without a directory
+# fsync as blobbench's `--file-write replace --fsync`, or overwritten in
+# place), after 1 warm-up session on each side; a per-write commit is
+# $PER_WRITE (`--multitrans` today; set PER_WRITE="--commit-every 1" once
+# that flag lands). PostgreSQL runs on a cluster this script starts (as
+# the postgres user when run as root) and stops.
+# STORES limits the stores by their first word (STORES=redb,lmdb; default:
+# all). BLOBBENCH and REFERENCE name the two binaries (default: this
+# checkout's release builds, built first). Takes about 10 minutes on a
+# quiet 2-core machine, 20 on a busy one.
+set -euo pipefail
+what=${1:-all}
+case $what in reads | writes | all) ;; *) echo "usage: $0 [reads|writes|all]" >&2; exit 2 ;; esac
+ROUNDS=${ROUNDS:-6}
+READS=${READS:-20000}
+WRITES=${WRITES:-300}
+PER_WRITE=${PER_WRITE:---multitrans}
+root=$(cd "$(dirname "$0")/.." && pwd)
+target=${CARGO_TARGET_DIR:-$root/target}
+if [ -z "${BLOBBENCH:-}" ] || [ -z "${REFERENCE:-}" ]; then
+  (cd "$root" && cargo build --release --quiet --locked && cargo build --release --quiet --locked --example reference_loops)
+fi
+bb=${BLOBBENCH:-$target/release/blobbench}
+ref=${REFERENCE:-$target/release/examples/reference_loops}
+work=$(mktemp -d "${TMPDIR:-/tmp}/refloops.XXXXXX")
+chmod 755 "$work"
+pgbin=$(dirname "$(command -v pg_ctl || ls -d /usr/lib/postgresql/*/bin/pg_ctl | sort -V | tail -1)")
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+cleanup() {
+  [ -f "$work/pg/data/postmaster.pid" ] && as_pg "$pgbin/pg_ctl" stop -D "$work/pg/data" -m fast -s -w || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "building datasets of $READS blobs of 10 KB in $work" >&2
+"$bb" init "$work/kv.db" --count "$READS" --size 10k >/dev/null
+"$bb" export "$work/kv.db" "$work/flat" >/dev/null
+for e in lmdb redb fjall; do "$bb" export --engine $e "$work/kv.db" "$work/$e" >/dev/null; done
+mkdir -p "$work/pg"
+[ "$(id -u)" = 0 ] && chown postgres "$work/pg"
+as_pg "$pgbin/initdb" -D "$work/pg/data" -U blobbench -A trust -E UTF8 --locale=C -N >/dev/null
+as_pg "$pgbin/pg_ctl" start -D "$work/pg/data" -w -s -l "$work/pg/log" \
+  -o "-c listen_addresses='' -c unix_socket_directories='$work/pg' -c fsync=on -c synchronous_commit=on"
+url="postgresql://blobbench@/postgres?host=$work/pg"
+"$bb" export --engine postgres "$work/kv.db" "$work/pgds" --pg "$url" >/dev/null
+export PG_TABLE
+PG_TABLE=$(jq -r .table "$work/pgds/blobbench-postgres.json")
+
+# store | reference store and path | blobbench's path and flags
+reads=(
+  "sqlite|sqlite $work/kv.db|$work/kv.db"
+  "sqlite blob API + mmap|sqlite-blob $work/kv.db|$work/kv.db --blob-api --mmap 1000000000"
+  "lmdb|lmdb $work/lmdb|$work/lmdb"
+  "redb|redb $work/redb|$work/redb"
+  "fjall|fjall $work/fjall|$work/fjall"
+  "files (posix read)|files $work/flat|$work/flat --file-read posix"
+  "postgres|postgres $url|$work/pgds --pg $url"
+)
+writes=(
+  "sqlite WAL + FULL|sqlite $work/kv.db|$work/kv.db --jmode wal --sync full $PER_WRITE"
+  "lmdb durable|lmdb $work/lmdb|$work/lmdb --kv-sync durable $PER_WRITE"
+  "redb Immediate|redb $work/redb|$work/redb --kv-sync durable $PER_WRITE"
+  "fjall SyncAll|fjall $work/fjall|$work/fjall --kv-sync durable $PER_WRITE"
+  "files temp+fsync+rename, no dir fsync|files-replace $work/flat|$work/flat --file-write replace --fsync"
+  "files in place + fsync|files-inplace $work/flat|$work/flat --file-write inplace --fsync"
+  "postgres sync commit|postgres $url|$work/pgds --pg $url --kv-sync durable $PER_WRITE"
+)
+selected() { # store line: its name's first word is in STORES, or no STORES
+  local name=${1%%|*}
+  [ -z "${STORES:-}" ] || [[ ",$STORES," == *",${name%% *},"* ]]
+}
+
+log=$work/figures.tsv
+one_pair() { # kind, round, first (ref|bb), store line
+  local kind=$1 round=$2 first=$3 name refargs bbargs r b
+  IFS='|' read -r name refargs bbargs <<<"$4"
+  local figures='$1 == "per_op_us" {w = $2} $1 == "cpu_us_per_op" {c = $2} END {print w "\t" c}'
+  if [ "$kind" = reads ]; then
+    # shellcheck disable=SC2086
+    run_ref() { "$ref" read $refargs "$READS" 5 | awk "$figures"; }
+    # shellcheck disable=SC2086
+    run_bb() { "$bb" run $bbargs --random --count "$READS" --repeat 5 --warmup 1 --json "$work/r.json" >/dev/null; }
+  else
+    # shellcheck disable=SC2086
+    run_ref() { "$ref" write $refargs "$WRITES" 1 | awk "$figures"; }
+    # shellcheck disable=SC2086
+    run_bb() { "$bb" run $bbargs --update --random --count "$WRITES" --repeat 1 --warmup 1 --json "$work/r.json" >/dev/null; }
+  fi
+  # The loop's median per-op time, and the median run's CPU time per op.
+  loop() {
+    jq -r '.experiments[0] | [.summary.loop_per_op_us.median,
+      ([.runs[] | (.os.user_cpu_us + .os.system_cpu_us) / .ops] | sort | .[length / 2 | floor])] | @tsv' "$work/r.json"
+  }
+  if [ "$first" = ref ]; then r=$(run_ref); run_bb; b=$(loop); else run_bb; b=$(loop); r=$(run_ref); fi
+  printf '%s\t%s\t%s\t%s\t%s\n' "$kind" "$name" "$round" "$r" "$b" >>"$log"
+  printf '%-7s round %d  %-26s reference %s  blobbench %s (us per op, us of CPU per op)\n' \
+    "$kind" "$round" "$name" "$r" "$b" | tr '\t' ' ' >&2
+}
+rounds() { # kind, stores...
+  local kind=$1 i
+  shift
+  for round in $(seq 1 "$ROUNDS"); do
+    i=0
+    for s in "$@"; do
+      i=$((i + 1))
+      selected "$s" || continue
+      if (((round + i) % 2)); then one_pair "$kind" "$round" bb "$s"; else one_pair "$kind" "$round" ref "$s"; fi
+    done
+  done
+}
+: >"$log"
+[ "$what" = writes ] || rounds reads "${reads[@]}"
+[ "$what" = reads ] || rounds writes "${writes[@]}"
+
+python3 - "$log" "$READS" "$WRITES" "$PER_WRITE" <<'EOF'
+import statistics, sys
+from collections import OrderedDict
+path, reads, writes, per_write = sys.argv[1:]
+rows = OrderedDict()
+for line in open(path):
+    kind, name, _, rw, rc, bw, bc = line.rstrip("\n").split("\t")
+    rows.setdefault((kind, name), []).append(tuple(map(float, (rw, rc, bw, bc))))
+med = statistics.median
+print(f"Loop-only us per op, median of {max(len(v) for v in rows.values())} alternated rounds; "
+      f"reads: {reads} random 10 KB reads x 5 sessions after 1 warm-up; "
+      f"writes: {writes} durable commits per session ({per_write}), after 1 warm-up. "
+      "CPU: user + system time per op (the median session or run), which load on the machine disturbs least; "
+      "for writes blobbench's covers its whole run (setup opens the engine, close syncs), the reference's the loop only.")
+print()
+print("| | store | reference | blobbench | blobbench / reference (paired median, range) | CPU per op: reference, blobbench, ratio |")
+print("|---|---|---|---|---|---|")
+for (kind, name), v in rows.items():
+    ratios = sorted(bw / rw for rw, _, bw, _ in v)
+    cpu = med([bc / rc for _, rc, _, bc in v if rc > 0] or [float("nan")])
+    flag = "" if 1 / 1.1 <= med(ratios) <= 1.1 else " **off by more than 10%**"
+    print(f"| {kind} | {name} | {med([x[0] for x in v]):.2f} | {med([x[2] for x in v]):.2f} | "
+          f"{med(ratios):.3f} ({ratios[0]:.3f}-{ratios[-1]:.3f}){flag} | "
+          f"{med([x[1] for x in v]):.2f}, {med([x[3] for x in v]):.2f}, {cpu:.3f} |")
+EOF
