@@ -7,8 +7,7 @@
 //!   cargo run --release --example aa_control -- DB [COMPARISONS] [ROUNDS]
 
 use blobbench::drivers::run::{RunArm, RunOptions};
-use blobbench::measure::clock::Clock;
-use blobbench::measure::rounds::{run_rounds, Arm, RoundsPlan, DEFAULT_TARGET};
+use blobbench::measure::rounds::{run_rounds, Arm, RoundsPlan};
 use blobbench::records::keys::Order;
 use blobbench::records::{DbAccess, Plan};
 
@@ -38,15 +37,7 @@ fn run() -> blobbench::Result<()> {
             arms.push(RunArm::prepare(blobbench::engine::open(&opts.path, &opts.settings)?, &opts)?);
         }
         let mut dyn_arms: Vec<&mut dyn Arm> = arms.iter_mut().map(|a| a as &mut dyn Arm).collect();
-        let plan = RoundsPlan {
-            warmup: true,
-            max_rounds: rounds,
-            budget: None,
-            target: DEFAULT_TARGET,
-            seed: u64::from(c) + 1,
-            latency: false,
-            clock: Clock::REAL,
-        };
+        let plan = RoundsPlan { seed: u64::from(c) + 1, latency: false, ..RoundsPlan::new(rounds, None) };
         let ids = ["a".to_string(), "b".to_string()];
         // No pair given to the stop rule: every comparison runs all its rounds.
         let out = run_rounds("aa", &ids, &mut dyn_arms, &plan, &[], &mut |_, _| {})?;

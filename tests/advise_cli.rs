@@ -72,7 +72,28 @@ fn advise_quick_with_a_power_cut_run() {
             .arg(&out),
     );
     assert!(stdout.contains("\nRecommendation: "), "{stdout}");
+    // The terminal ends with the answer at a glance: the recommendation, one
+    // line per candidate (excluded ones too) and at most three evidence lines.
+    let answer = stdout.rsplit_once("\nRecommendation: ").unwrap().1;
+    let lines: Vec<&str> = answer.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(lines[1].contains("rank") && lines[1].contains("excluded"), "{answer}");
+    let candidates = lines.iter().skip(2).take_while(|l| !l.starts_with("Decisive evidence")).count();
+    assert_eq!(candidates, 4, "SQLite, two file methods and redb: {answer}");
+    let evidence = lines.iter().filter(|l| l.starts_with("  - ")).count();
+    assert!((1..=3).contains(&evidence), "{answer}");
+    assert!(lines.last().unwrap().starts_with("advise took"), "{answer}");
+    // Rounds sized by time: every compared pair got 6 paired rounds, and
+    // each arm's operations per run are recorded.
+    let v = common::valid_results(&out.join("results.json"));
+    for set in v["rounds"].as_array().unwrap() {
+        assert!(set["rounds"].as_array().unwrap().len() >= 6, "{}", set["id"]);
+        assert_eq!(set["ops_per_run"].as_array().unwrap().len(), set["arms"].as_array().unwrap().len());
+    }
+    let writes = v["rounds"].as_array().unwrap().iter().find(|s| s["id"] == "suite/writes").unwrap();
+    assert!(writes["run_time_s"].as_f64().unwrap() > 0.0, "writes sized by time");
     let md = page(&out);
+    assert!(out.join("charts/advise-headline.svg").is_file(), "the page opens with the headline chart");
+    assert!(md.find("Time per operation at 50:50").unwrap() < md.find("Recommendation:").unwrap(), "{md}");
     // FUSE works on the machines these tests run on: the facts are measured.
     assert!(md.contains("Crash facts: measured here by a quick power-cut run"), "{md}");
     assert!(md.contains("Ranking at 50:50 reads:writes"), "{md}");

@@ -195,6 +195,18 @@ fn cases() -> Vec<Case> {
         case("run files: spaces and non-ASCII", spaced_flat, &["run", "@my dir/fläť", "--repeat", "1"], Works("Microseconds per BLOB read")),
         case("crashtest: spaces and non-ASCII", spaced_dir, &["crashtest", "--workdir", "@my dir", "--method", "db-wal-normal,replace", "--kills", "1", "--count", "5"], Works("db-wal-normal")),
         // report: result files that are not result files
+        // --commit-every: a count from 1 to 1,000,000, for writes, where a study commits as a workload says
+        case("run: --commit-every 0", db, &["run", "@db", "--update", "--commit-every", "0"], Fail("--commit-every must be at least 1")),
+        case("advise: --commit-every 0", none, &["advise", "--workdir", "@", "--out", "@rep", "--commit-every", "0"], Fail("--commit-every must be at least 1")),
+        case("run: --commit-every above the most", db, &["run", "@db", "--update", "--commit-every", "1000001"], Fail("above the most a commit may group (1000000)")),
+        case("crashtest: --commit-every above the most", none, &["crashtest", "--commit-every", "2m"], Fail("above the most a commit may group")),
+        case("run: --commit-every on reads", db, &["run", "@db", "--commit-every", "10"], Fail("--commit-every applies to writes and this run only reads")),
+        case("run: --commit-every and --multitrans", db, &["run", "@db", "--update", "--multitrans", "--commit-every", "10"], Fail("--commit-every")),
+        case("run: --commit-every on the external layout", external, &["run", "@t", "--update", "--commit-every", "10"], Fail("--commit-every does not apply to the external layout")),
+        case("matrix: --commit-every", none, &["matrix", "--workdir", "@", "--out", "@rep", "--commit-every", "10"], Fail("--commit-every does not apply to matrix")),
+        case("concurrency: --commit-every", none, &["concurrency", "--workdir", "@", "--out", "@rep", "--commit-every", "10"], Fail("--commit-every does not apply to concurrency")),
+        // a result file from before --commit-every: rendered, its write figures marked
+        case("report: a file from before --commit-every", older_suite, &["report", "@r.json", "--format", "text"], Works("one commit per run: older file")),
         case("report: missing file", none, &["report", "@nope.json", "--format", "text"], Fail("nope.json: No such file")),
         case("report: a directory", dir, &["report", "@dir", "--format", "text"], Fail("dir: Is a directory")),
         case("report: empty file", empty, &["report", "@empty", "--format", "text"], Fail("empty: not valid JSON")),
@@ -271,7 +283,7 @@ fn cases() -> Vec<Case> {
         case("advise --mix 90", none, &["advise", "--mix", "90", "--workdir", "@", "--out", "@rep"], Fail("expected R:W")),
         case("advise --engines nope", none, &["advise", "--engines", "nope", "--workdir", "@", "--out", "@rep"], Fail("unknown key-value engine 'nope'")),
         case("advise --durability maybe", none, &["advise", "--durability", "maybe", "--workdir", "@", "--out", "@rep"], Fail("maybe")),
-        case("advise: a budget too short for one round", none, &["advise", "--budget", "2s", "--workdir", "@", "--out", "@rep"], Fail("is too short for one round of 10000 blobs: give at least")),
+        case("advise: a budget too short for one round", none, &["advise", "--budget", "2s", "--workdir", "@", "--out", "@rep"], Fail("is too short for 10000 blobs (their datasets and 6 paired rounds): give at least")),
         case("advise --budget 0s", none, &["advise", "--budget", "0s", "--workdir", "@", "--out", "@rep"], Fail("longer than 0s")),
         case("advise: not enough free space", none, &["advise", "--count", "100000", "--sizes", "uniform:1000000000", "--workdir", "@", "--out", "@rep"], Fail("not enough free space: advise needs about")),
         case("advise: out inside --from", dir, &["advise", "--from", "@dir", "--workdir", "@", "--out", "@dir/rep"], Fail("is inside --from")),
@@ -374,6 +386,11 @@ const NUMBER_OPTIONS: &[(&[&str], &str)] = &[
     (&["crashtest"], "--kills"),
     (&["crashtest"], "--count"),
     (&["crashtest"], "--seed"),
+    (&["run", "@db", "--update"], "--commit-every"),
+    (&["suite", "--workdir", "@", "--out", "@rep"], "--commit-every"),
+    (&["advise", "--workdir", "@", "--out", "@rep"], "--commit-every"),
+    (&["aging", "--workdir", "@", "--out", "@rep"], "--commit-every"),
+    (&["crashtest"], "--commit-every"),
 ];
 
 /// Not a number, a fraction, an unknown unit, an overflow, empty, negative.
@@ -549,6 +566,16 @@ fn text_negative_hist(d: &Path) {
 }
 
 fn none(_: &Path) {}
+
+/// A suite file written before `--commit-every` (schema version 3).
+fn older_suite(d: &Path) {
+    std::fs::copy(common::fixture("suite-host-a.json"), d.join("r.json")).unwrap();
+}
+
+/// An external-blobs dataset "@t" built from "@db".
+fn external(d: &Path) {
+    engine_fixture(d, EngineKind::External);
+}
 
 /// A version 3 suite file whose reads ran in 4 rounds, changed by `spoil`.
 fn rounds_file(d: &Path, spoil: fn(&mut serde_json::Value)) {

@@ -249,7 +249,7 @@ fn json_matches_the_schema_and_counts_runs() {
     assert!(p("min_us") <= p("p50_us") && p("p50_us") <= p("p99_us") && p("p99_us") <= p("max_us"));
     assert!(value["environment"]["sqlite_version"].as_str().unwrap().starts_with("3."));
     assert_eq!(value["label"], "bench box");
-    assert_eq!(value["schema_version"], 3);
+    assert_eq!(value["schema_version"], 4);
 
     // The full histogram travels with the summary and decodes to the same count.
     let hist = blobbench::measure::Latency::from_base64(e["latency_histogram"].as_str().unwrap()).unwrap();

@@ -40,6 +40,12 @@ pub struct AdviseArgs {
     /// Whether a write that returned must survive a power cut.
     #[arg(long, value_enum, default_value = "required")]
     pub durability: DurabilityArg,
+    /// Writes your application groups per commit: a write returns once N
+    /// writes have been committed (1: each write committed before it
+    /// returns). Every candidate is measured at this N, its power cuts and
+    /// its aging pass too.
+    #[arg(long, value_name = "N", default_value = "1", allow_hyphen_values = true, value_parser = super::run::commit_every)]
+    pub commit_every: u32,
     #[arg(long, value_parser = super::engines::key_value_list, help = super::engines::key_value_help("Key-value engines considered beside SQLite and files [default: lmdb,redb,fjall]"))]
     pub engines: Option<super::engines::EngineList>,
     /// Time the whole command may take, e.g. 90s, 5m [default: 270s, 60s with --quick, or the least the data needs when more].
@@ -130,6 +136,7 @@ impl AdviseArgs {
             budget: self.budget,
             quick: self.quick,
             writer,
+            commit_every: self.commit_every,
             clock,
         })
     }

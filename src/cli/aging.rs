@@ -57,6 +57,10 @@ pub struct AgingArgs {
     /// Replace --out even when it is a non-empty directory that is not a previous report.
     #[arg(long)]
     pub force: bool,
+    /// Rewrite passes commit every N writes [default: one transaction per
+    /// pass]; advise ages each candidate with the workload's N.
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = super::run::commit_every)]
+    pub commit_every: Option<u32>,
 }
 
 /// A parsed `--ages` list.
@@ -99,6 +103,7 @@ impl AgingArgs {
         o.churn_pct = self.churn;
         o.rounds = self.rounds.apply(o.rounds);
         o.keep = self.keep;
+        o.commit_every = self.commit_every;
         o
     }
 }

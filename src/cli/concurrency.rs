@@ -65,6 +65,10 @@ pub struct ConcurrencyArgs {
     /// Seed of the table's content and of the keys and values the threads use.
     #[arg(long, default_value = "1", value_parser = units::non_negative_u64)]
     pub seed: u64,
+    /// Refused: concurrency's writes are not committed as a workload states
+    /// (see the error).
+    #[arg(long, hide = true, value_name = "N", allow_hyphen_values = true)]
+    pub commit_every: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -145,6 +149,9 @@ impl ConcurrencyArgs {
 }
 
 pub fn run(args: ConcurrencyArgs) -> anyhow::Result<()> {
+    if args.commit_every.is_some() {
+        anyhow::bail!("--commit-every does not apply to concurrency: its writer beside the readers commits every write by design (advise, suite and run take it)");
+    }
     super::output::prepare_report_dir(&args.out, args.force)?;
     let opts = args.options();
     opts.validate()?;

@@ -68,6 +68,12 @@ pub struct CrashtestArgs {
     /// Power-cut model: strict, torn-512, torn-4k (docs/crash-safety.md) [default: strict].
     #[arg(long, value_name = "NAME", requires = "power_cut", value_parser = model)]
     pub model: Option<Model>,
+    /// Writes per commit: each writer's write returns once N writes have
+    /// been committed (SQLite and the engines commit every N writes; files
+    /// are each written and fsynced, their directory fsynced every N with
+    /// replace-fsync-dir).
+    #[arg(long, value_name = "N", default_value = "1", allow_hyphen_values = true, value_parser = super::run::commit_every)]
+    pub commit_every: u32,
 }
 
 fn model(text: &str) -> Result<Model, String> {
@@ -92,6 +98,7 @@ pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
         opts.workdir = w.clone();
     }
     opts.seed = args.seed;
+    opts.commit_every = args.commit_every;
     if args.power_cut {
         return power_cuts(&args, &opts);
     }
@@ -161,6 +168,8 @@ pub struct CrashWriterArgs {
     pub base: u64,
     #[arg(long)]
     pub acks: Option<PathBuf>,
+    #[arg(long, default_value = "1", allow_hyphen_values = true, value_parser = super::run::commit_every)]
+    pub commit_every: u32,
     pub path: PathBuf,
 }
 
@@ -169,8 +178,15 @@ pub fn crash_writer(args: CrashWriterArgs) -> anyhow::Result<()> {
     let [method] = args.method.0[..] else {
         bail!("crash-writer takes exactly one write method");
     };
-    let spec =
-        WriterSpec { method, path: args.path, count: args.count, seed: args.seed, base: args.base, acks: args.acks };
+    let spec = WriterSpec {
+        method,
+        path: args.path,
+        count: args.count,
+        seed: args.seed,
+        base: args.base,
+        acks: args.acks,
+        commit_every: args.commit_every,
+    };
     let signal = |s: crashtest::Signal| {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{}", s.line());

@@ -66,6 +66,10 @@ pub struct MatrixArgs {
     /// Replace --out even when it is a non-empty directory that is not a previous report.
     #[arg(long)]
     pub force: bool,
+    /// Refused: matrix's writes are not committed as a workload states
+    /// (see the error).
+    #[arg(long, hide = true, value_name = "N", allow_hyphen_values = true)]
+    pub commit_every: Option<String>,
 }
 
 /// A comma-separated list given as one argument.
@@ -113,6 +117,9 @@ impl MatrixArgs {
 }
 
 pub fn run(args: MatrixArgs) -> anyhow::Result<()> {
+    if args.commit_every.is_some() {
+        anyhow::bail!("--commit-every does not apply to matrix: its write arms commit every write by design, to compare one blob's durable write in SQLite, files and each engine (advise, suite and run take it)");
+    }
     let opts = args.options();
     // Everything that can be wrong is found before any dataset is built.
     opts.validate()?;

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use blobbench::drivers::run::{self, RunOptions, RunReport};
+use blobbench::measure::Stat;
 use blobbench::records::keys::Order;
 use blobbench::records::mix::parse_mix;
 use blobbench::records::zipf::parse_zipf;
@@ -70,9 +71,17 @@ pub struct RunArgs {
     /// Database: synchronous OFF (same as --sync off).
     #[arg(long, conflicts_with = "sync")]
     pub nosync: bool,
-    /// Database and key-value engines: each operation in its own transaction.
-    #[arg(long)]
+    /// kvtest's flag: each operation in its own transaction (for writes,
+    /// the same as --commit-every 1).
+    #[arg(long, conflicts_with = "commit_every")]
     pub multitrans: bool,
+    /// Writes: a write returns once N writes have been committed (durably,
+    /// or made visible when durability is relaxed): SQLite and the
+    /// key-value engines commit every N writes, files fsync their directory
+    /// every N writes with --fsync-dir [default: one transaction per run,
+    /// as kvtest].
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = commit_every)]
+    pub commit_every: Option<u32>,
     /// Database: stop the timer before the closing checkpoint (timed apart).
     #[arg(long)]
     pub nocheckpoint: bool,
@@ -91,6 +100,11 @@ pub struct RunArgs {
     /// Files: fsync each file after writing it.
     #[arg(long)]
     pub fsync: bool,
+    /// Files: fsync the directory too, once per commit (every
+    /// --commit-every N writes, or at the end of the run): what makes a
+    /// rename or a new file durable.
+    #[arg(long)]
+    pub fsync_dir: bool,
     /// Key-value engines: durable commits wait for the disk; fast ones do not
     /// (LMDB MDB_NOSYNC, redb Durability::None, fjall buffered journal).
     #[arg(long, value_enum, default_value = "durable")]
@@ -183,6 +197,13 @@ fn repeat_count(s: &str) -> Result<u32, units::UnitError> {
     Ok(v)
 }
 
+/// clap parser for `--commit-every N`: 1 to 1,000,000.
+pub fn commit_every(s: &str) -> Result<u32, units::UnitError> {
+    let v: u32 = units::parse_at_least(s, 1, "--commit-every")?;
+    blobbench::records::check_commit_every(v).map_err(units::UnitError::from)?;
+    Ok(v)
+}
+
 fn warmup_count(s: &str) -> Result<u32, units::UnitError> {
     let v: u32 = units::parse_at_least(s, 0, "--warmup")?;
     if v > 1000 {
@@ -242,7 +263,6 @@ impl RunArgs {
                 mmap_bytes: self.mmap,
                 journal_mode: self.jmode.as_ref().map(|j| j.to_lowercase()),
                 sync,
-                multitrans: self.multitrans,
                 nocheckpoint: self.nocheckpoint,
             },
             files: FileParams {
@@ -256,14 +276,15 @@ impl RunArgs {
                     FileWriteArg::Replace => FileWrite::Replace,
                 },
                 fsync: self.fsync,
+                sync_dir: self.fsync_dir,
             },
             kv: KvParams {
                 sync: match self.kv_sync {
                     KvSyncArg::Durable => KvSync::Durable,
                     KvSyncArg::Fast => KvSync::Fast,
                 },
-                multitrans: self.multitrans,
             },
+            commit_every: if self.multitrans { Some(1) } else { self.commit_every },
             ..EngineSettings::default()
         };
         self.servers.apply(&mut settings);
@@ -277,6 +298,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         blobbench::util::fsutil::check_writable_output(p)?;
     }
     let opts = args.options();
+    if args.commit_every.is_some() && !opts.update && opts.mix.is_none_or(|m| m.write == 0) {
+        anyhow::bail!(
+            "--commit-every applies to writes and this run only reads (give --update or --mix; --multitrans is \
+             kvtest's one transaction per read)"
+        );
+    }
     if args.threads.is_some() && (opts.mix.is_some() || opts.zipf.is_some()) {
         anyhow::bail!("--threads reads with kvtest's orders only; --mix and --keys run in one thread");
     }
@@ -386,6 +413,16 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
     );
     let timer = blobbench::engine::backend(report.layout).timer_covers(&opts.settings);
     let _ = writeln!(o, "timer (kvtest's total): {timer}");
+    let commits = match opts.settings.commit_every {
+        Some(1) if opts.update || opts.mix.is_some() => "a commit per write".to_string(),
+        Some(n) if opts.update || opts.mix.is_some() => format!("a commit every {n} writes"),
+        Some(_) => "each read in its own transaction (--multitrans)".to_string(),
+        None => "one transaction per run (kvtest's way)".to_string(),
+    };
+    let _ = writeln!(
+        o,
+        "commits: {commits}; steady: the loop with its commits and the writes' deferred work, per op; one-off: open and close, per session"
+    );
     if let Some(line) = handle_open_line(e) {
         let _ = writeln!(o, "{line}");
     }
@@ -411,9 +448,19 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
             ms(p.checkpoint_ns)
         );
     }
+    let steady = s.steady_per_op_us.unwrap_or_default();
+    let one_off = s.one_off_us.map(|st| Stat {
+        mean: st.mean / 1000.0,
+        median: st.median / 1000.0,
+        min: st.min / 1000.0,
+        max: st.max / 1000.0,
+        ..st
+    });
     let rows = [
         (format!("us per {verb} (kvtest)"), &s.per_op_us),
         (format!("us per {verb} (loop)"), &s.loop_per_op_us),
+        (format!("us per {verb} (steady)"), &steady),
+        ("ms one-off per run".to_string(), &one_off.unwrap_or_default()),
         ("MB/s (kvtest)".to_string(), &s.mb_per_s),
     ];
     let rows = rows.map(|(name, st)| {

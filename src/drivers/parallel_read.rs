@@ -192,6 +192,8 @@ fn one_run(
         close_ns: if apart { 0 } else { close_ns },
         checkpoint_ns: if apart { close_ns } else { 0 },
         kvtest_total_ns: ns(if apart { committed } else { end } - t0),
+        // Readers defer nothing to the close.
+        deferred_ns: 0,
     };
     if let Some(hist) = latency {
         for l in runs.iter().filter_map(|(_, l)| l.as_ref()) {

@@ -61,6 +61,7 @@ impl RunOptions {
             db: self.settings.db.clone(),
             files: self.settings.files,
             kv: self.settings.kv,
+            commit_every: self.settings.commit_every,
             plan: self.plan,
             seed: (self.update || self.mix.is_some()).then_some(self.seed),
             zipf_theta: self.zipf,
@@ -169,6 +170,11 @@ pub struct RunArm {
     zipf: Option<Arc<ZipfTable>>,
     cache_files: Option<Vec<PathBuf>>,
     seen: Seen,
+    /// Each timed run draws its random keys from its own stream (see
+    /// [`RunArm::keys_by_round`]).
+    keys_by_round: bool,
+    /// Timed runs made so far.
+    timed_runs: u32,
 }
 
 impl RunArm {
@@ -188,7 +194,28 @@ impl RunArm {
             _ => max_id,
         };
         let zipf = opts.zipf.zip(max_id).map(|(theta, n)| Arc::new(ZipfTable::new(n, theta)));
-        Ok(RunArm { engine, opts: opts.clone(), pool, script, max_id, zipf, cache_files: None, seen: Seen::default() })
+        Ok(RunArm {
+            engine,
+            opts: opts.clone(),
+            pool,
+            script,
+            max_id,
+            zipf,
+            cache_files: None,
+            seen: Seen::default(),
+            keys_by_round: false,
+            timed_runs: 0,
+        })
+    }
+
+    /// Random keys drawn anew for each round: the nth timed run draws from
+    /// the nth stream of kvtest's generator (warm-ups from kvtest's own), so
+    /// every arm of a round reads or writes the same keys and each round
+    /// others, over the whole dataset, rather than the same sample of it
+    /// every round. Changes nothing in ascending or descending order.
+    pub fn keys_by_round(mut self) -> Self {
+        self.keys_by_round = true;
+        self
     }
 
     /// Empties the page cache of the engine's files (listed once).
@@ -203,7 +230,8 @@ impl RunArm {
 
     /// One run: kvtest's open, loop, commit, close.
     fn one_run(&mut self, ctx: measure::RunContext<'_>) -> Result<measure::RunOutcome> {
-        let RunArm { engine, opts, pool, script, max_id, zipf, seen, .. } = self;
+        let RunArm { engine, opts, pool, script, max_id, zipf, seen, keys_by_round, timed_runs, .. } = self;
+        let stream = if *keys_by_round && ctx.timed { *timed_runs + 1 } else { 0 };
         let work = match (script.as_ref(), pool.as_ref()) {
             (Some(script), _) => Work::Script(script),
             (None, Some(pool)) => Work::Overwrite(pool),
@@ -214,8 +242,8 @@ impl RunArm {
             mode: OpenMode::measured(opts.writes(), max_id.is_none()),
             max_id: *max_id,
             keys: |max| match &zipf {
-                Some(table) => KeySequence::zipf(Arc::clone(table), KvtestRng::new()),
-                None => KeySequence::new(opts.order, opts.start, max),
+                Some(table) => KeySequence::zipf(Arc::clone(table), KvtestRng::stream(stream)),
+                None => KeySequence::with_rng(opts.order, opts.start, max, KvtestRng::stream(stream)),
             },
             count: opts.count,
             work,
@@ -226,7 +254,9 @@ impl RunArm {
                 seen.stats = s.sqlite_stats();
             }
         };
+        let timed = ctx.timed;
         let run = timed_session(engine.as_ref(), spec, ctx.latency, &|| {}, &mut inspect)?;
+        *timed_runs += u32::from(timed);
         seen.info = Some(run.info.clone());
         Ok(run.outcome(opts.settings.db.nocheckpoint))
     }
@@ -298,6 +328,15 @@ impl Arm for RunArm {
     fn warms_up(&self) -> bool {
         self.opts.plan.warmup > 0
     }
+    fn ops_per_run(&self) -> Option<u64> {
+        Some(self.opts.count)
+    }
+    /// Whole batches of `commit_every` writes, so that no write is left
+    /// uncommitted at the end of the loop.
+    fn set_ops_per_run(&mut self, ops: u64) {
+        let batch = u64::from(self.opts.settings.commit_every.unwrap_or(1).max(1));
+        self.opts.count = ops.max(1).div_ceil(batch) * batch;
+    }
 }
 
 // pub(crate): shared with parallel_read (run --threads).
@@ -326,6 +365,9 @@ pub(crate) fn validate(opts: &RunOptions) -> Result<()> {
     }
     if opts.settings.db.mmap_bytes < 0 {
         return Err(Error::invalid("--mmap must not be negative"));
+    }
+    if let Some(n) = opts.settings.commit_every {
+        crate::records::check_commit_every(n).map_err(Error::invalid)?;
     }
     Ok(())
 }

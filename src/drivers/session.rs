@@ -161,7 +161,9 @@ pub struct SessionTimes {
 impl SessionTimes {
     /// The phases of one session. With `checkpoint_apart` the close of a
     /// checkpointing session is timed as the checkpoint, outside kvtest's
-    /// total (kvtest's --nocheckpoint).
+    /// total (kvtest's --nocheckpoint). A close that finishes the writes'
+    /// deferred work (`SessionInfo::close_finishes_writes`) is also their
+    /// `deferred_ns`, which the steady-state figure counts with the writes.
     pub fn phases(&self, info: &SessionInfo, checkpoint_apart: bool) -> Phases {
         let ns = |a: Instant, b: Instant| (b - a).as_nanos() as u64;
         let apart = checkpoint_apart && info.close_checkpoints;
@@ -173,6 +175,7 @@ impl SessionTimes {
             close_ns: if apart { 0 } else { close_ns },
             checkpoint_ns: if apart { close_ns } else { 0 },
             kvtest_total_ns: ns(self.opened_from, if apart { self.committed } else { self.closed }),
+            deferred_ns: if info.close_finishes_writes { close_ns } else { 0 },
         }
     }
 }

@@ -58,6 +58,11 @@ pub struct SessionInfo {
     /// The close runs a checkpoint (an SQLite WAL): timed as its own phase
     /// when the run asks for that.
     pub close_checkpoints: bool,
+    /// The close finishes work the session's writes deferred to it (an
+    /// SQLite WAL's checkpoint, redb's sync after commits without one,
+    /// fjall's journal sync): timed with the writes, never left out as a
+    /// one-off cost. False for a session that did not write.
+    pub close_finishes_writes: bool,
     /// This session opened the engine's handle (connection, environment,
     /// database) rather than finding one kept open: its setup phase holds
     /// that one-off open.

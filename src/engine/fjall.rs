@@ -5,17 +5,20 @@
 //!
 //! One **read** is `Snapshot::get` in the run's snapshot (fjall's read
 //! transaction: one per run) plus a copy of the value into the session's
-//! reused buffer, as SQLite's and the files' reads copy theirs; with
-//! `multitrans`, `Keyspace::get` on the latest data (a snapshot per read).
+//! reused buffer, as SQLite's and the files' reads copy theirs; a reader
+//! given a commit granularity (kvtest's `--multitrans`) reads with
+//! `Keyspace::get` on the latest data (a snapshot per read).
 //!
 //! fjall's plain keyspace has no write transaction: each **overwrite** is
 //! `Keyspace::size_of` (for the size) and `Keyspace::insert`, which appends
 //! to the journal and flushes it to the OS (`PersistMode::Buffer`, fjall's
-//! default). The run's commit: `durable` is `Database::persist(SyncAll)`
-//! (the journal fsynced), `fast` does nothing more (a system crash can lose
-//! the writes since the last sync). With `multitrans` a durable run persists
-//! after every write. fjall also persists with `SyncAll` when the database
-//! closes, which the session's close phase times.
+//! default), visible at once. A commit: `durable` is
+//! `Database::persist(SyncAll)` (the journal fsynced), `fast` does nothing
+//! more (a system crash can lose the writes since the last sync). With
+//! `commit_every` N a durable writer persists after every Nth write, inside
+//! it; without, once in the run's commit. fjall also persists with `SyncAll`
+//! when the database closes, after its background flushes and compactions
+//! stop, which the session's close phase times, counted with the writes.
 //!
 //! The database opens in a session's setup phase and closes when the
 //! engine's last session closes (fjall locks its directory), unless a read
@@ -32,7 +35,7 @@ use super::keep::Shared;
 use super::kv::{self, copy_out, key_bytes, key_of, KvBackend};
 use crate::engine::api::{take, Engine, OpenMode, Session, SessionInfo, Survey};
 use crate::engine::report::{ExportReport, KvStat};
-use crate::records::{EngineKind, KvParams, KvSync};
+use crate::records::{CommitEvery, EngineKind, KvParams, KvSync, WriteBatch};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -43,7 +46,7 @@ pub(super) static BACKEND: KvBackend = KvBackend {
     kind: KIND,
     is_dataset: claims,
     build,
-    open: |path, params| Box::new(FjallEngine::new(path, params)),
+    open: |path, params, commit_every| Box::new(FjallEngine::new(path, params, commit_every)),
     stat,
     crash_modes: &kv::crash_modes(
         ["fjall-durable", "fjall-fast"],
@@ -81,12 +84,13 @@ struct Handle {
 pub struct FjallEngine {
     path: PathBuf,
     params: KvParams,
+    commit_every: CommitEvery,
     shared: Shared<Handle>,
 }
 
 impl FjallEngine {
-    pub fn new(path: &Path, params: KvParams) -> Self {
-        FjallEngine { path: path.to_path_buf(), params, shared: Shared::new() }
+    pub fn new(path: &Path, params: KvParams, commit_every: CommitEvery) -> Self {
+        FjallEngine { path: path.to_path_buf(), params, commit_every, shared: Shared::new() }
     }
 
     /// The open database (kept open after its sessions with `keep`), and
@@ -136,12 +140,16 @@ impl Engine for FjallEngine {
             self.shared.release();
         }
         let (handle, opened) = self.handle(mode.keep)?;
-        let snapshot = (!self.params.multitrans && !mode.write).then(|| handle.db.snapshot());
+        let snapshot = (self.commit_every.is_none() && !mode.write).then(|| handle.db.snapshot());
+        // Only a durable writer committing every N has anything to do per batch.
+        let durable = self.params.sync == KvSync::Durable;
+        let batch = self.commit_every.filter(|_| mode.write && durable).map(WriteBatch::new);
         Ok(Box::new(FjallSession {
             snapshot,
             handle,
             opened,
             write: mode.write,
+            batch,
             params: self.params,
             path: self.path.clone(),
             buf: Vec::new(),
@@ -160,24 +168,27 @@ impl Engine for FjallEngine {
 }
 
 pub struct FjallSession {
-    /// The run's snapshot (reads without `multitrans`).
+    /// The run's snapshot (a reader without a commit granularity).
     snapshot: Option<Snapshot>,
     handle: Arc<Handle>,
     /// This session opened the database (none was kept open).
     opened: bool,
     write: bool,
+    /// A durable writer's writes since its last persist, when it persists
+    /// every N.
+    batch: Option<WriteBatch>,
     params: KvParams,
     path: PathBuf,
     buf: Vec<u8>,
 }
 
 impl FjallSession {
-    /// Refuses writes on a read session; after a write, persists it when
-    /// every write is its own durable transaction.
+    /// After a write: persists the batch it fills, for a durable writer
+    /// that commits every N writes.
     #[inline]
-    fn written(&self, wrote: fjall::Result<()>) -> Result<()> {
+    fn written(&mut self, wrote: fjall::Result<()>) -> Result<()> {
         wrote.map_err(|e| fjall_error(&self.path, "cannot write", e))?;
-        if self.params.multitrans && self.params.sync == KvSync::Durable {
+        if self.batch.as_mut().is_some_and(WriteBatch::wrote) {
             self.handle.db.persist(PersistMode::SyncAll).map_err(|e| fjall_error(&self.path, "cannot persist", e))?;
         }
         Ok(())
@@ -196,10 +207,6 @@ impl FjallSession {
 impl Session for FjallSession {
     fn last_read(&self) -> Option<&[u8]> {
         Some(&self.buf)
-    }
-
-    fn info(&self) -> SessionInfo {
-        SessionInfo { opened_handle: self.opened, ..SessionInfo::default() }
     }
 
     #[inline]
@@ -241,13 +248,24 @@ impl Session for FjallSession {
         Ok(present)
     }
 
-    /// `durable`: `persist(SyncAll)` (the journal fsynced); `fast`: nothing.
+    /// `durable`: `persist(SyncAll)` (the journal fsynced) of the run's
+    /// writes, or of the last batch's when there are any; `fast`: nothing.
     fn commit(&mut self) -> Result<()> {
         self.snapshot = None;
-        if self.write && self.params.sync == KvSync::Durable {
+        let pending = self.batch.is_none_or(|b| b.pending() > 0);
+        if self.write && self.params.sync == KvSync::Durable && pending {
             self.handle.db.persist(PersistMode::SyncAll).map_err(|e| fjall_error(&self.path, "cannot persist", e))?;
         }
+        if let Some(b) = self.batch.as_mut() {
+            b.committed();
+        }
         Ok(())
+    }
+
+    fn info(&self) -> SessionInfo {
+        // Closing the database waits for its background flushes and
+        // compactions and syncs the journal: work the writes left to it.
+        SessionInfo { close_finishes_writes: self.write, opened_handle: self.opened, ..SessionInfo::default() }
     }
 
     fn close(self: Box<Self>) -> Result<()> {
@@ -281,7 +299,7 @@ fn scan(path: &Path, h: &Handle) -> Result<kv::Scan> {
 /// What `stat` says about the fjall dataset at `dir`.
 fn stat(dir: &Path) -> Result<KvStat> {
     let s = {
-        let (h, _) = FjallEngine::new(dir, KvParams::default()).handle(false)?;
+        let (h, _) = FjallEngine::new(dir, KvParams::default(), None).handle(false)?;
         scan(dir, &h)?
     };
     kv::kv_stat(KIND, dir, s)
@@ -332,7 +350,7 @@ mod tests {
         let (db, rows) = tiny_kv(tmp.path(), 5);
         let target = tmp.path().join("fjall");
         crate::engine::registry::build(KIND, &db, &target, false, &crate::util::progress::Silent).unwrap();
-        let mut e = FjallEngine::new(&target, KvParams { sync: KvSync::Fast, multitrans: true });
+        let mut e = FjallEngine::new(&target, KvParams { sync: KvSync::Fast }, Some(1));
         e.survey(true).unwrap();
         let mut s = e.open(OpenMode::WRITE).unwrap();
         let marker: Vec<u8> = b"blobbench-marker-".iter().copied().cycle().take(rows[0].1.len()).collect();
@@ -350,7 +368,7 @@ mod tests {
     fn round_trip_reads_writes_and_deletes() {
         let tmp = tempfile::tempdir().unwrap();
         let target = tmp.path().join("fjall");
-        let rows = round_trip(KIND, &target, |p, k| Box::new(FjallEngine::new(p, k)));
+        let rows = round_trip(KIND, &target, |p, k, n| Box::new(FjallEngine::new(p, k, n)));
         let h = open_handle(&target).unwrap();
         for (k, v) in &rows {
             assert_eq!(&*h.ks.get(key_bytes(*k)).unwrap().unwrap(), &v[..], "key {k}");

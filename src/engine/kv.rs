@@ -10,7 +10,7 @@ use crate::engine::api::Engine;
 use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
 use crate::engine::report::{ExportReport, KvStat, StatReport};
 use crate::engine::staging::{not_mine, Staging};
-use crate::records::{EngineKind, EngineSettings, KvParams};
+use crate::records::{CommitEvery, EngineKind, EngineSettings, KvParams};
 use crate::util::fsutil::{self, allocated_bytes};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
@@ -35,7 +35,7 @@ pub(super) struct KvBackend {
     /// whose first bytes are `head`).
     pub is_dataset: fn(path: &Path, is_dir: bool, head: &[u8]) -> bool,
     pub build: fn(db: &Path, target: &Path, force: bool, progress: &dyn Progress) -> Result<ExportReport>,
-    pub open: fn(path: &Path, params: KvParams) -> Box<dyn Engine>,
+    pub open: fn(path: &Path, params: KvParams, commit_every: CommitEvery) -> Box<dyn Engine>,
     pub stat: fn(path: &Path) -> Result<KvStat>,
     /// The durable and the fast commit, one write per transaction.
     pub crash_modes: &'static [CrashMode; 2],
@@ -66,7 +66,7 @@ impl Backend for KvBackend {
     }
 
     fn open(&self, path: &Path, settings: &EngineSettings) -> Box<dyn Engine> {
-        (self.open)(path, settings.kv)
+        (self.open)(path, settings.kv, settings.commit_every)
     }
 
     fn stat(&self, path: &Path, vacuum: bool, _settings: &EngineSettings) -> Result<StatReport> {
@@ -236,26 +236,27 @@ pub(super) mod test_support {
     use std::path::{Path, PathBuf};
 
     use crate::engine::api::{Engine, OpenMode};
-    use crate::records::{EngineKind, KvParams, KvSync};
+    use crate::records::{CommitEvery, EngineKind, KvParams, KvSync};
     use crate::util::progress::Silent;
 
     /// Builds `kind`'s dataset at `target` from a tiny kvtest database, then,
-    /// with one transaction per run and one per operation: survey, read
-    /// every blob, overwrite, put, delete, read the changes back, and put
-    /// every blob back as it was. Returns the rows the dataset must hold,
-    /// for the caller to check through the engine's own crate.
+    /// with one transaction per run, one per write and one per two writes:
+    /// survey, read every blob, overwrite, put, delete, read the changes
+    /// back, and put every blob back as it was. Returns the rows the
+    /// dataset must hold, for the caller to check through the engine's own
+    /// crate.
     pub fn round_trip(
         kind: EngineKind,
         target: &Path,
-        engine: fn(&Path, KvParams) -> Box<dyn Engine>,
+        engine: fn(&Path, KvParams, CommitEvery) -> Box<dyn Engine>,
     ) -> Vec<(u32, Vec<u8>)> {
         let dir = target.parent().unwrap();
         let (db, rows) = tiny_kv(dir, 40);
         assert_eq!(crate::engine::registry::build(kind, &db, target, false, &Silent).unwrap().files, 40);
         assert_eq!(crate::engine::registry::detect(target).unwrap(), kind);
         let content = vec![9u8; 10_000];
-        for multitrans in [false, true] {
-            let mut e = engine(target, KvParams { sync: KvSync::Durable, multitrans });
+        for commit_every in [None, Some(1), Some(2)] {
+            let mut e = engine(target, KvParams { sync: KvSync::Durable }, commit_every);
             let survey = e.survey(true).unwrap();
             assert_eq!(survey.max_key, Some(40));
             assert_eq!(survey.blob_max as usize, rows.iter().map(|r| r.1.len()).max().unwrap());
@@ -273,6 +274,14 @@ pub(super) mod test_support {
             assert_eq!(s.overwrite(3, &content).unwrap(), rows[2].1.len() as u64);
             assert!(s.overwrite(4, &content[..1]).is_err(), "{kind:?}: short content is an error");
             s.put(50, &content[..123]).unwrap();
+            if commit_every == Some(2) {
+                // The second write filled the batch and committed it, inside
+                // that write: another session sees it before the run's commit.
+                let mut r = e.open(OpenMode::READ).unwrap();
+                assert_eq!(r.read(50).unwrap(), 123, "{kind:?}: a batch of 2 is committed by its second write");
+                r.commit().unwrap();
+                r.close().unwrap();
+            }
             assert!(s.delete(5).unwrap());
             assert!(!s.delete(99).unwrap());
             s.commit().unwrap();

@@ -3,12 +3,15 @@
 //!
 //! One **read** is `mdb_get` inside the run's read transaction (the value
 //! is a slice of the map) plus a copy of the value into the session's reused
-//! buffer, as SQLite's and the files' reads copy theirs. With `multitrans`
-//! a read also begins and ends its own read transaction.
+//! buffer, as SQLite's and the files' reads copy theirs. A reader given a
+//! commit granularity (kvtest's `--multitrans`) begins and ends a read
+//! transaction per read.
 //!
 //! One **overwrite** is `mdb_get` (for the blob's size) and `mdb_put` inside
-//! the run's write transaction; with `multitrans` each write begins its own
-//! write transaction and commits it. Durability, chosen when the
+//! the run's write transaction; with `commit_every` N the first write of a
+//! batch begins a write transaction and the Nth commits it, inside that
+//! write (a read between writes reads in the open batch, or in a read
+//! transaction of its own). Durability, chosen when the
 //! environment opens: `durable` is LMDB's default commit (the data and the
 //! meta page are fsynced), `fast` opens with `MDB_NOSYNC` (the commit writes
 //! into the page cache and returns; a system crash can lose the last
@@ -32,7 +35,7 @@ use super::keep::Shared;
 use super::kv::{self, copy_out, key_bytes, key_of, KvBackend};
 use crate::engine::api::{take, Engine, OpenMode, Session, SessionInfo, Survey};
 use crate::engine::report::{ExportReport, KvStat};
-use crate::records::{EngineKind, KvParams, KvSync};
+use crate::records::{CommitEvery, EngineKind, KvParams, KvSync, WriteBatch};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -43,7 +46,7 @@ pub(super) static BACKEND: KvBackend = KvBackend {
     kind: KIND,
     is_dataset: claims,
     build,
-    open: |path, params| Box::new(LmdbEngine::new(path, params)),
+    open: |path, params, commit_every| Box::new(LmdbEngine::new(path, params, commit_every)),
     stat,
     crash_modes: &kv::crash_modes(
         ["lmdb-durable", "lmdb-fast"],
@@ -77,12 +80,13 @@ struct Handle {
 pub struct LmdbEngine {
     path: PathBuf,
     params: KvParams,
+    commit_every: CommitEvery,
     shared: Shared<Handle>,
 }
 
 impl LmdbEngine {
-    pub fn new(path: &Path, params: KvParams) -> Self {
-        LmdbEngine { path: path.to_path_buf(), params, shared: Shared::new() }
+    pub fn new(path: &Path, params: KvParams, commit_every: CommitEvery) -> Self {
+        LmdbEngine { path: path.to_path_buf(), params, commit_every, shared: Shared::new() }
     }
 
     /// The open environment (kept open after its sessions with `keep`),
@@ -126,10 +130,11 @@ impl Engine for LmdbEngine {
         }
         let (handle, opened) = self.handle(mode.keep)?;
         let err = |e| lmdb_error(&self.path, "cannot begin a transaction", e);
-        let txn = match (self.params.multitrans, mode.write) {
-            (true, _) => Txn::PerOp,
-            (false, false) => Txn::Read(handle.env.clone().static_read_txn().map_err(err)?),
-            (false, true) => {
+        let txn = match (self.commit_every, mode.write) {
+            (Some(_), false) => Txn::PerRead,
+            (Some(n), true) => Txn::Batched(WriteTxn::new(handle.clone(), |_| None), WriteBatch::new(n)),
+            (None, false) => Txn::Read(handle.env.clone().static_read_txn().map_err(err)?),
+            (None, true) => {
                 Txn::Write(WriteTxn::try_new(handle.clone(), |h| h.env.write_txn().map(Some)).map_err(err)?)
             }
         };
@@ -251,10 +256,13 @@ self_cell::self_cell!(
 
 /// The run's transaction.
 enum Txn {
-    /// `multitrans`: each operation has its own.
-    PerOp,
+    /// A reader given a commit granularity: each read has its own.
+    PerRead,
     Read(RoTxn<'static, WithoutTls>),
     Write(WriteTxn),
+    /// A writer committing every N writes: the open batch, if any (begun
+    /// by its first write), and the count.
+    Batched(WriteTxn, WriteBatch),
     Done,
 }
 
@@ -269,8 +277,8 @@ pub struct LmdbSession {
     buf: Vec<u8>,
 }
 
-/// Runs `f` in a write transaction: the run's, or with `multitrans` a new
-/// one committed right after. Takes the session's fields apart so callers
+/// Runs `f` in a write transaction: the run's, or the open batch's (begun
+/// here by its first write). Takes the session's fields apart so callers
 /// can lend `f` the path without cloning it.
 #[inline]
 fn in_write<R>(
@@ -286,14 +294,33 @@ fn in_write<R>(
             Some(t) => f(&db, t),
             None => Err(Error::invalid("the transaction was already committed")),
         }),
-        Txn::PerOp if write => {
-            let mut t = handle.env.write_txn().map_err(|e| lmdb_error(path, "cannot begin", e))?;
-            let r = f(&db, &mut t)?;
-            t.commit().map_err(|e| lmdb_error(path, "commit failed", e))?;
-            Ok(r)
-        }
+        Txn::Batched(w, _) if write => w.with_dependent_mut(|h, t| {
+            let t = match t {
+                Some(t) => t,
+                None => t.insert(h.env.write_txn().map_err(|e| lmdb_error(path, "cannot begin", e))?),
+            };
+            f(&db, t)
+        }),
         _ => Err(Error::invalid("the session was opened for reading; it cannot write")),
     }
+}
+
+impl LmdbSession {
+    /// Counts a write made; when it fills the batch, commits the batch.
+    #[inline]
+    fn wrote(&mut self) -> Result<()> {
+        if let Txn::Batched(w, batch) = &mut self.txn {
+            if batch.wrote() {
+                commit_open(w).map_err(|e| lmdb_error(&self.path, "commit failed", e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Commits the open write transaction, if any.
+fn commit_open(w: &mut WriteTxn) -> heed::Result<()> {
+    w.with_dependent_mut(|_, t| t.take().map_or(Ok(()), RwTxn::commit))
 }
 
 impl Session for LmdbSession {
@@ -315,7 +342,11 @@ impl Session for LmdbSession {
                 Some(t) => db.get(t, &k).map(|v| v.map_or(0, |v| copy_out(buf, v))),
                 None => Ok(0),
             }),
-            Txn::PerOp => {
+            Txn::Batched(w, _) if w.borrow_dependent().is_some() => w.with_dependent(|_, t| match t {
+                Some(t) => db.get(t, &k).map(|v| v.map_or(0, |v| copy_out(buf, v))),
+                None => Ok(0),
+            }),
+            Txn::PerRead | Txn::Batched(..) => {
                 let t = self.handle.env.read_txn().map_err(|e| lmdb_error(&self.path, "cannot begin", e))?;
                 db.get(&t, &k).map(|v| v.map_or(0, |v| copy_out(buf, v)))
             }
@@ -328,14 +359,18 @@ impl Session for LmdbSession {
     fn overwrite(&mut self, key: u32, content: &[u8]) -> Result<u64> {
         let k = key_bytes(key);
         let path = &self.path;
-        in_write(&mut self.txn, self.write, &self.handle, path, |db, t| {
+        let n = in_write(&mut self.txn, self.write, &self.handle, path, |db, t| {
             let err = |e| lmdb_error(path, "cannot write", e);
             let Some(len) = db.get(t, &k).map_err(err)?.map(<[u8]>::len) else {
                 return Ok(0);
             };
             db.put(t, &k, take(content, len, key)?).map_err(err)?;
             Ok(len as u64)
-        })
+        })?;
+        if n > 0 {
+            self.wrote()?;
+        }
+        Ok(n)
     }
 
     fn put(&mut self, key: u32, content: &[u8]) -> Result<()> {
@@ -343,26 +378,32 @@ impl Session for LmdbSession {
         let path = &self.path;
         in_write(&mut self.txn, self.write, &self.handle, path, |db, t| {
             db.put(t, &k, content).map_err(|e| lmdb_error(path, "cannot write", e))
-        })
+        })?;
+        self.wrote()
     }
 
     fn delete(&mut self, key: u32) -> Result<bool> {
         let k = key_bytes(key);
         let path = &self.path;
-        in_write(&mut self.txn, self.write, &self.handle, path, |db, t| {
+        let deleted = in_write(&mut self.txn, self.write, &self.handle, path, |db, t| {
             db.delete(t, &k).map_err(|e| lmdb_error(path, "cannot delete", e))
-        })
+        })?;
+        if deleted {
+            self.wrote()?;
+        }
+        Ok(deleted)
     }
 
-    /// Commits the run's write transaction (fsynced unless the environment
-    /// was opened with `MDB_NOSYNC`); ends a read transaction.
+    /// Commits the run's write transaction, or the last batch (fsynced
+    /// unless the environment was opened with `MDB_NOSYNC`); ends a read
+    /// transaction.
     fn commit(&mut self) -> Result<()> {
         match std::mem::replace(&mut self.txn, Txn::Done) {
-            Txn::Write(mut w) => w
-                .with_dependent_mut(|_, t| t.take().map_or(Ok(()), RwTxn::commit))
-                .map_err(|e| lmdb_error(&self.path, "commit failed", e)),
-            Txn::PerOp => {
-                self.txn = Txn::PerOp;
+            Txn::Write(mut w) | Txn::Batched(mut w, _) => {
+                commit_open(&mut w).map_err(|e| lmdb_error(&self.path, "commit failed", e))
+            }
+            Txn::PerRead => {
+                self.txn = Txn::PerRead;
                 Ok(())
             }
             _ => Ok(()),
@@ -400,7 +441,7 @@ fn scan(path: &Path, h: &Handle, txn: &RoTxn<WithoutTls>) -> Result<kv::Scan> {
 
 /// What `stat` says about the LMDB dataset at `dir`.
 fn stat(dir: &Path) -> Result<KvStat> {
-    let (h, _) = LmdbEngine::new(dir, KvParams::default()).handle(false)?;
+    let (h, _) = LmdbEngine::new(dir, KvParams::default(), None).handle(false)?;
     let txn = h.env.read_txn().map_err(|e| lmdb_error(dir, "cannot read", e))?;
     let s = scan(dir, &h, &txn)?;
     drop(txn);
@@ -454,16 +495,16 @@ mod tests {
     use super::*;
     use crate::engine::kv::test_support::round_trip;
 
-    fn engine(dir: &Path, multitrans: bool) -> LmdbEngine {
-        LmdbEngine::new(dir, KvParams { sync: KvSync::Fast, multitrans })
+    fn engine(dir: &Path) -> LmdbEngine {
+        LmdbEngine::new(dir, KvParams { sync: KvSync::Fast }, None)
     }
 
     #[test]
     fn round_trip_reads_writes_and_deletes() {
         let tmp = tempfile::tempdir().unwrap();
         let target = tmp.path().join("lmdb");
-        let rows = round_trip(KIND, &target, |p, k| Box::new(LmdbEngine::new(p, k)));
-        let e = engine(&target, false);
+        let rows = round_trip(KIND, &target, |p, k, n| Box::new(LmdbEngine::new(p, k, n)));
+        let e = engine(&target);
         let (h, _) = e.handle(false).unwrap();
         let t = h.env.read_txn().unwrap();
         for (k, v) in &rows {

@@ -4,16 +4,18 @@
 //! One **read** is `ReadOnlyTable::get` inside the run's read transaction
 //! plus a copy of the value into the session's reused buffer (as SQLite's
 //! and the files' reads copy theirs); redb serves pages from its own cache
-//! (default size). With `multitrans` a read also begins its own read
-//! transaction and opens the table in it.
+//! (default size). A reader given a commit granularity (kvtest's
+//! `--multitrans`) begins its own read transaction per read and opens the
+//! table in it.
 //!
 //! One **overwrite** is `Table::get` (for the size) and `Table::insert` in
-//! the run's write transaction; with `multitrans` each write begins a write
-//! transaction, opens the table, writes and commits. Durability:
+//! the run's write transaction; with `commit_every` N the first write of a
+//! batch begins a write transaction and opens the table, and the Nth
+//! commits it, inside that write. Durability:
 //! `durable` commits with `Durability::Immediate` (fsynced before commit
 //! returns), `fast` with `Durability::None` (kept in memory and the file
 //! without sync; redb makes it durable when the database closes, which the
-//! session's close phase times).
+//! session's close phase times, counted with the writes).
 //!
 //! The database opens in a session's setup phase and closes when the
 //! engine's last session closes (redb allows one handle per file), unless
@@ -36,7 +38,7 @@ use super::keep::Shared;
 use super::kv::{self, copy_out, key_bytes, KvBackend};
 use crate::engine::api::{take, Engine, OpenMode, Session, SessionInfo, Survey};
 use crate::engine::report::{ExportReport, KvStat};
-use crate::records::{EngineKind, KvParams, KvSync};
+use crate::records::{CommitEvery, EngineKind, KvParams, KvSync, WriteBatch};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -47,7 +49,7 @@ pub(super) static BACKEND: KvBackend = KvBackend {
     kind: KIND,
     is_dataset: claims,
     build,
-    open: |path, params| Box::new(RedbEngine::new(path, params)),
+    open: |path, params, commit_every| Box::new(RedbEngine::new(path, params, commit_every)),
     stat,
     crash_modes: &kv::crash_modes(
         ["redb-durable", "redb-fast"],
@@ -73,6 +75,7 @@ const TABLE: TableDefinition<[u8; 4], &[u8]> = TableDefinition::new("blobs");
 pub struct RedbEngine {
     path: PathBuf,
     params: KvParams,
+    commit_every: CommitEvery,
     shared: Shared<Handle>,
 }
 
@@ -111,8 +114,8 @@ impl Handle {
 }
 
 impl RedbEngine {
-    pub fn new(path: &Path, params: KvParams) -> Self {
-        RedbEngine { path: path.to_path_buf(), params, shared: Shared::new() }
+    pub fn new(path: &Path, params: KvParams, commit_every: CommitEvery) -> Self {
+        RedbEngine { path: path.to_path_buf(), params, commit_every, shared: Shared::new() }
     }
 
     fn durability(&self) -> Durability {
@@ -163,21 +166,19 @@ impl Engine for RedbEngine {
         if mode.write {
             db.writable(&self.path)?;
         }
-        let txn = match (self.params.multitrans, mode.write) {
-            (true, _) => Txn::PerOp,
-            (false, false) => {
+        let txn = match (self.commit_every, mode.write) {
+            (Some(_), false) => Txn::PerRead,
+            (Some(n), true) => Txn::Batched(None, WriteBatch::new(n)),
+            (None, false) => {
                 let t = db.begin_read(&self.path)?;
                 Txn::Read { table: Box::new(open_read_table(&self.path, &t)?), _txn: Box::new(t) }
             }
-            (false, true) => {
-                let t = begin_write(&self.path, db.writable(&self.path)?, self.durability())?;
-                Txn::Write(WriteCell::try_new(t, |t| {
-                    t.open_table(TABLE).map_err(|e| redb_error(&self.path, "cannot open table blobs", e))
-                })?)
-            }
+            (None, true) => Txn::Write(write_cell(&self.path, &db, self.durability())?),
         };
         let (path, durability) = (self.path.clone(), self.durability());
-        Ok(Box::new(RedbSession { txn, write: mode.write, durability, db, opened, path, buf: Vec::new() }))
+        // Commits without sync leave redb's sync to the database's close.
+        let deferred = mode.write && self.params.sync == KvSync::Fast;
+        Ok(Box::new(RedbSession { txn, write: mode.write, deferred, durability, db, opened, path, buf: Vec::new() }))
     }
 
     fn cache_files(&self) -> Result<Vec<PathBuf>> {
@@ -225,6 +226,12 @@ fn begin_write(path: &Path, db: &Database, durability: Durability) -> Result<Wri
     Ok(t)
 }
 
+/// A write transaction with its table open.
+fn write_cell(path: &Path, db: &Handle, durability: Durability) -> Result<WriteCell> {
+    let t = begin_write(path, db.writable(path)?, durability)?;
+    WriteCell::try_new(t, |t| t.open_table(TABLE).map_err(|e| redb_error(path, "cannot open table blobs", e)))
+}
+
 fn open_read_table(path: &Path, txn: &ReadTransaction) -> Result<ReadOnlyTable<[u8; 4], &'static [u8]>> {
     txn.open_table(TABLE).map_err(|e| match e {
         redb::TableError::TableDoesNotExist(_) => {
@@ -248,20 +255,25 @@ self_cell::self_cell!(
 );
 
 enum Txn {
-    /// `multitrans`: each operation has its own.
-    PerOp,
+    /// A reader given a commit granularity: each read has its own.
+    PerRead,
     /// The table before the transaction: dropped first.
     Read {
         table: Box<ReadOnlyTable<[u8; 4], &'static [u8]>>,
         _txn: Box<ReadTransaction>,
     },
     Write(WriteCell),
+    /// A writer committing every N writes: the open batch, if any (begun
+    /// by its first write), and the count.
+    Batched(Option<WriteCell>, WriteBatch),
     Done,
 }
 
 pub struct RedbSession {
     txn: Txn,
     write: bool,
+    /// The close syncs what the commits did not (`Durability::None`).
+    deferred: bool,
     durability: Durability,
     db: Arc<Handle>,
     /// This session opened the database (none was kept open).
@@ -271,34 +283,47 @@ pub struct RedbSession {
 }
 
 impl RedbSession {
-    /// Runs `f` on the writable table: the run's, or with `multitrans` one
-    /// in a new transaction committed right after.
+    /// Runs `f` on the writable table: the run's, or the open batch's
+    /// (begun here by its first write).
     #[inline]
     fn in_write<R>(&mut self, f: impl FnOnce(&mut BlobTable<'_>, &Path) -> Result<R>) -> Result<R> {
         let path = &self.path;
         match &mut self.txn {
             Txn::Write(w) => w.with_dependent_mut(|_, t| f(t, path)),
-            Txn::PerOp if self.write => {
-                let t = begin_write(path, self.db.writable(path)?, self.durability)?;
-                let r = {
-                    let mut table = t.open_table(TABLE).map_err(|e| redb_error(path, "cannot open table blobs", e))?;
-                    f(&mut table, path)?
+            Txn::Batched(open, _) if self.write => {
+                let w = match open {
+                    Some(w) => w,
+                    None => open.insert(write_cell(path, &self.db, self.durability)?),
                 };
-                t.commit().map_err(|e| redb_error(path, "commit failed", e))?;
-                Ok(r)
+                w.with_dependent_mut(|_, t| f(t, path))
             }
             _ => Err(Error::invalid("the session was opened for reading; it cannot write")),
         }
+    }
+
+    /// Counts a write made; when it fills the batch, commits the batch.
+    #[inline]
+    fn wrote(&mut self) -> Result<()> {
+        if let Txn::Batched(open, batch) = &mut self.txn {
+            if batch.wrote() {
+                commit_open(&self.path, open)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Commits the open batch, if any.
+fn commit_open(path: &Path, open: &mut Option<WriteCell>) -> Result<()> {
+    match open.take() {
+        Some(w) => w.into_owner().commit().map_err(|e| redb_error(path, "commit failed", e)),
+        None => Ok(()),
     }
 }
 
 impl Session for RedbSession {
     fn last_read(&self) -> Option<&[u8]> {
         Some(&self.buf)
-    }
-
-    fn info(&self) -> SessionInfo {
-        SessionInfo { opened_handle: self.opened, ..SessionInfo::default() }
     }
 
     #[inline]
@@ -311,7 +336,10 @@ impl Session for RedbSession {
             Txn::Write(w) => {
                 w.with_dependent(|_, t| Ok(t.get(k).map_err(err)?.map_or(0, |v| copy_out(buf, v.value()))))
             }
-            Txn::PerOp => {
+            Txn::Batched(Some(w), _) => {
+                w.with_dependent(|_, t| Ok(t.get(k).map_err(err)?.map_or(0, |v| copy_out(buf, v.value()))))
+            }
+            Txn::PerRead | Txn::Batched(None, _) => {
                 let t = self.db.begin_read(path)?;
                 let table = open_read_table(path, &t)?;
                 let n = table.get(k).map_err(err)?.map_or(0, |v| copy_out(buf, v.value()));
@@ -324,37 +352,52 @@ impl Session for RedbSession {
     #[inline]
     fn overwrite(&mut self, key: u32, content: &[u8]) -> Result<u64> {
         let k = key_bytes(key);
-        self.in_write(|t, path| {
+        let n = self.in_write(|t, path| {
             let err = |e| redb_error(path, "cannot write", e);
             let Some(len) = t.get(k).map_err(err)?.map(|v| v.value().len()) else {
                 return Ok(0);
             };
             t.insert(k, take(content, len, key)?).map_err(err)?;
             Ok(len as u64)
-        })
+        })?;
+        if n > 0 {
+            self.wrote()?;
+        }
+        Ok(n)
     }
 
     fn put(&mut self, key: u32, content: &[u8]) -> Result<()> {
         let k = key_bytes(key);
-        self.in_write(|t, path| t.insert(k, content).map(drop).map_err(|e| redb_error(path, "cannot write", e)))
+        self.in_write(|t, path| t.insert(k, content).map(drop).map_err(|e| redb_error(path, "cannot write", e)))?;
+        self.wrote()
     }
 
     fn delete(&mut self, key: u32) -> Result<bool> {
         let k = key_bytes(key);
-        self.in_write(|t, path| Ok(t.remove(k).map_err(|e| redb_error(path, "cannot delete", e))?.is_some()))
+        let deleted =
+            self.in_write(|t, path| Ok(t.remove(k).map_err(|e| redb_error(path, "cannot delete", e))?.is_some()))?;
+        if deleted {
+            self.wrote()?;
+        }
+        Ok(deleted)
     }
 
-    /// Commits the run's write transaction with the run's durability
-    /// (`Immediate` or `None`); ends a read transaction.
+    /// Commits the run's write transaction, or the last batch, with the
+    /// run's durability (`Immediate` or `None`); ends a read transaction.
     fn commit(&mut self) -> Result<()> {
         match std::mem::replace(&mut self.txn, Txn::Done) {
             Txn::Write(w) => w.into_owner().commit().map_err(|e| redb_error(&self.path, "commit failed", e)),
-            Txn::PerOp => {
-                self.txn = Txn::PerOp;
+            Txn::Batched(mut open, _) => commit_open(&self.path, &mut open),
+            Txn::PerRead => {
+                self.txn = Txn::PerRead;
                 Ok(())
             }
             _ => Ok(()),
         }
+    }
+
+    fn info(&self) -> SessionInfo {
+        SessionInfo { close_finishes_writes: self.deferred, opened_handle: self.opened, ..SessionInfo::default() }
     }
 
     fn close(self: Box<Self>) -> Result<()> {
@@ -449,8 +492,8 @@ mod tests {
         let target = tmp.path().join("t.redb");
         build(&db, &target, false, &crate::util::progress::Silent).unwrap();
         let before = (std::fs::read(&target).unwrap(), std::fs::metadata(&target).unwrap().modified().unwrap());
-        for multitrans in [false, true] {
-            let mut e = RedbEngine::new(&target, KvParams { sync: KvSync::Durable, multitrans });
+        for commit_every in [None, Some(1)] {
+            let mut e = RedbEngine::new(&target, KvParams { sync: KvSync::Durable }, commit_every);
             e.survey(false).unwrap();
             let mut s = e.open(OpenMode::READ).unwrap();
             for (k, v) in &rows {
@@ -469,7 +512,7 @@ mod tests {
     fn round_trip_reads_writes_and_deletes() {
         let tmp = tempfile::tempdir().unwrap();
         let target = tmp.path().join("blobs.redb");
-        let rows = round_trip(KIND, &target, |p, k| Box::new(RedbEngine::new(p, k)));
+        let rows = round_trip(KIND, &target, |p, k, n| Box::new(RedbEngine::new(p, k, n)));
         let db = open_db(&target, true).unwrap();
         let txn = db.begin_read().unwrap();
         let table = txn.open_table(TABLE).unwrap();

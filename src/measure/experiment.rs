@@ -59,6 +59,24 @@ impl Experiment {
         self.runs.iter().map(|r| r.loop_per_op_us).collect()
     }
 
+    /// The median of the figure comparisons use: the steady-state time per
+    /// op (the loop with each commit inside it), or kvtest's total in a
+    /// file from before it; None when nothing usable was measured.
+    pub fn figure_us(&self) -> Option<f64> {
+        Some(self.summary.figure().median).filter(|v| v.is_finite() && *v > 0.0 && self.summary.runs > 0)
+    }
+
+    /// The median of kvtest's total per op (open, loop, commit and close
+    /// over the ops), for the charts that redraw kvtest's figures.
+    pub fn kvtest_us(&self) -> Option<f64> {
+        Some(self.summary.per_op_us.median).filter(|v| v.is_finite() && *v > 0.0 && self.summary.runs > 0)
+    }
+
+    /// Each timed run's figure (see [`Experiment::figure_us`]), in run order.
+    pub fn figures(&self) -> Vec<f64> {
+        self.runs.iter().map(RunSample::figure).collect()
+    }
+
     /// The experiment the measurement engine measured with `params`.
     pub fn from_measured(id: &str, label: &str, params: WorkloadParams, measured: Measured) -> Self {
         Experiment {

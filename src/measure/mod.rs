@@ -43,6 +43,28 @@ pub struct Phases {
     /// An explicit checkpoint timed outside kvtest's total (--nocheckpoint).
     pub checkpoint_ns: u64,
     pub kvtest_total_ns: u64,
+    /// Work the session's writes left to its close (an SQLite WAL's
+    /// checkpoint, redb's and fjall's final sync): part of `close_ns` or
+    /// `checkpoint_ns`, and counted with the writes in the steady-state
+    /// figure. 0 for reads and in files from before schema version 4.
+    #[serde(default)]
+    pub deferred_ns: u64,
+}
+
+impl Phases {
+    /// The steady-state time of the session's ops: the loop with every
+    /// commit of its writes (the final one included: with one commit per N
+    /// writes it commits the last batch, with one per run it is the run's
+    /// commit) and the work its writes deferred to the close.
+    pub fn steady_ns(&self) -> u64 {
+        self.loop_ns + self.commit_ns + self.deferred_ns
+    }
+
+    /// The session's one-off cost, paid once however many ops it makes:
+    /// the open (setup) and the close less the writes' deferred work.
+    pub fn one_off_ns(&self) -> u64 {
+        (self.setup_ns + self.close_ns + self.checkpoint_ns).saturating_sub(self.deferred_ns)
+    }
 }
 
 /// What a workload reports for one run.
@@ -73,6 +95,16 @@ pub struct RunSample {
     pub per_op_us: f64,
     /// Loop time only / ops: the operation without open and commit.
     pub loop_per_op_us: f64,
+    /// The steady-state time per op ([`Phases::steady_ns`] / ops): the
+    /// loop with every commit of its writes inside it, no open and no
+    /// close. The figure comparisons, paired ratios, verdicts, rankings and
+    /// charts use ([`RunSample::figure`]). Absent before schema version 4.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_per_op_us: Option<f64>,
+    /// The session's one-off cost ([`Phases::one_off_ns`]), in
+    /// microseconds per session (not per op). Absent before version 4.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_off_us: Option<f64>,
     /// kvtest's "Content rate": bytes / kvtest total, MB = 10^6 bytes.
     pub mb_per_s: f64,
     pub os: OsCounters,
@@ -82,6 +114,15 @@ pub struct RunSample {
     /// each time; a warm run's finds it kept open by the warm-up).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub opened_handle: bool,
+}
+
+impl RunSample {
+    /// The figure a comparison uses: the steady-state time per op, or in a
+    /// file from before schema version 4 (which did not record it),
+    /// kvtest's total per op.
+    pub fn figure(&self) -> f64 {
+        self.steady_per_op_us.unwrap_or(self.per_op_us)
+    }
 }
 
 /// The engine's output for one experiment.
@@ -228,7 +269,7 @@ pub(crate) fn summarise(
     if summary.noisy && warn_spread {
         warnings.push(format!(
             "runs vary by {:.0}% (coefficient of variation of per-op time over {} runs); treat small differences as noise",
-            summary.per_op_us.cv_pct, summary.runs
+            summary.figure().cv_pct, summary.runs
         ));
     }
     let clock_cost_ns = clock_cost_ns();
@@ -255,6 +296,8 @@ fn sample(index: u32, o: &RunOutcome, os: OsCounters, cold: Option<EvictionRepor
         phases: o.phases,
         per_op_us: total_ns / 1000.0 / ops,
         loop_per_op_us: o.phases.loop_ns as f64 / 1000.0 / ops,
+        steady_per_op_us: Some(o.phases.steady_ns() as f64 / 1000.0 / ops),
+        one_off_us: Some(o.phases.one_off_ns() as f64 / 1000.0),
         mb_per_s: o.bytes as f64 / total_ns * 1000.0,
         os,
         cold,
@@ -296,6 +339,34 @@ mod tests {
         assert_eq!(m.latency.unwrap().count(), 3);
         assert!((m.summary.per_op_us.median - 1.0).abs() < 1e-9);
         assert!((m.runs[0].mb_per_s - 100.0).abs() < 1e-9, "100 bytes per us is 100 MB/s");
+    }
+
+    /// The steady-state figure is the loop with its commits and the
+    /// deferred work, over the ops; the open and the close's own cost are
+    /// one-off, per run, never spread over the ops.
+    #[test]
+    fn the_steady_figure_holds_the_commits_and_the_one_off_cost_stands_apart() {
+        let phases = Phases {
+            setup_ns: 5_000_000,
+            loop_ns: 80_000,
+            commit_ns: 20_000,
+            close_ns: 3_000_000,
+            checkpoint_ns: 0,
+            kvtest_total_ns: 8_100_000,
+            deferred_ns: 2_000_000,
+        };
+        let o = RunOutcome { ops: 100, misses: 0, bytes: 100, phases };
+        let r = sample(0, &o, OsCounters::default(), None);
+        assert!((r.per_op_us - 81.0).abs() < 1e-9, "kvtest's total over the ops: {}", r.per_op_us);
+        assert!((r.loop_per_op_us - 0.8).abs() < 1e-9);
+        assert_eq!(r.steady_per_op_us, Some(21.0), "(loop + commit + deferred) / ops");
+        assert_eq!(r.one_off_us, Some(6000.0), "open and the close's own 1 ms, per run");
+        assert_eq!(r.figure(), 21.0);
+        let older = RunSample { steady_per_op_us: None, ..r.clone() };
+        assert_eq!(older.figure(), 81.0, "a file without it compares kvtest's totals");
+        let s = Summary::of(&[r, older]);
+        assert!(s.steady_per_op_us.is_none(), "not every run recorded it");
+        assert_eq!(s.figure().median, s.per_op_us.median);
     }
 
     #[test]

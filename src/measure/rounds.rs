@@ -36,6 +36,30 @@ pub trait Arm {
     fn warms_up(&self) -> bool {
         true
     }
+    /// Operations per run, when the rounds may size its runs by time
+    /// ([`RoundsPlan::run_time`]); None when its runs are fixed.
+    fn ops_per_run(&self) -> Option<u64> {
+        None
+    }
+    /// Sets its operations per run: called once, after its warm-up, when
+    /// the rounds size runs by time; never between timed runs.
+    fn set_ops_per_run(&mut self, _ops: u64) {}
+}
+
+/// Fewest and most operations a run sized by time makes: enough for a
+/// per-op figure however slow each op is, and a bound however fast.
+pub const MIN_SIZED_OPS: u64 = 32;
+pub const MAX_SIZED_OPS: u64 = 1_000_000;
+
+/// Operations per run that make a run take about `target`, judged from a
+/// warm-up run `w`: its steady-state time per op (the loop with its
+/// commits and the work its writes deferred to the close), and its one-off
+/// cost (open, close), which a run pays once whatever its length. Between
+/// [`MIN_SIZED_OPS`] and [`MAX_SIZED_OPS`].
+pub fn sized_ops(target: Duration, w: &RunOutcome) -> u64 {
+    let per_op_ns = (w.phases.steady_ns() as f64 / w.ops.max(1) as f64).max(1.0);
+    let room_ns = (target.as_nanos() as f64 - w.phases.one_off_ns() as f64).max(0.0);
+    ((room_ns / per_op_ns) as u64).clamp(MIN_SIZED_OPS, MAX_SIZED_OPS)
 }
 
 /// How many rounds, and when to stop.
@@ -54,6 +78,16 @@ pub struct RoundsPlan {
     pub seed: u64,
     /// Time every operation for percentiles (one clock read per op).
     pub latency: bool,
+    /// Size runs by time: each arm that can be sized ([`Arm::ops_per_run`])
+    /// gets its operations per run set once from its warm-up (which it then
+    /// takes even when it would skip one) so that a run takes about this
+    /// long, fixed for every round so the rounds stay comparable. None
+    /// keeps each arm's own count.
+    pub run_time: Option<Duration>,
+    /// Rounds that run even when the budget is spent (rounds sized by time
+    /// have a known cost, so a caller can promise paired rounds); 1 is the
+    /// round that always runs.
+    pub least_rounds: u32,
     /// The clock the budget is read on (a fake one in tests).
     pub clock: Clock,
 }
@@ -64,6 +98,22 @@ pub const DEFAULT_TARGET: f64 = 0.05;
 pub const DEFAULT_SEED: u64 = 0x0B10_B5EED;
 
 impl RoundsPlan {
+    /// At most `max_rounds` within `budget`, each arm warmed up once, to
+    /// the default target and seed, with latency; runs keep their counts.
+    pub fn new(max_rounds: u32, budget: Option<Duration>) -> Self {
+        RoundsPlan {
+            warmup: true,
+            max_rounds,
+            budget,
+            target: DEFAULT_TARGET,
+            seed: DEFAULT_SEED,
+            latency: true,
+            run_time: None,
+            least_rounds: 1,
+            clock: Clock::REAL,
+        }
+    }
+
     /// Checks the plan before any work: a zero count or budget is refused.
     pub fn validate(&self) -> Result<()> {
         if self.max_rounds == 0 {
@@ -127,7 +177,7 @@ pub fn stop_after(
     if done >= plan.min_rounds() && widest.is_some_and(|w| w <= plan.target) {
         return Some(StopReason::Precise);
     }
-    let budget = plan.budget?;
+    let budget = plan.budget.filter(|_| done >= plan.least_rounds)?;
     let per_round = in_rounds / done.max(1);
     (elapsed + per_round > budget).then_some(StopReason::Budget)
 }
@@ -139,6 +189,12 @@ pub struct Round {
     pub order: Vec<u32>,
     /// Each arm's kvtest per-op time in this round, by arm index.
     pub per_op_us: Vec<f64>,
+    /// Each arm's steady-state per-op time in this round (the loop with
+    /// its commits: `RunSample::steady_per_op_us`), by arm index: what the
+    /// paired ratios use. Empty in files from before schema version 4,
+    /// whose ratios pair kvtest's totals.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steady_per_op_us: Vec<f64>,
     /// Wall time of the whole round (eviction included).
     pub elapsed_ms: f64,
     pub load: Load,
@@ -161,31 +217,69 @@ pub struct RoundSet {
     pub rounds: Vec<Round>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The time each arm's run was sized to take ([`RoundsPlan::run_time`]);
+    /// absent when the arms kept their own counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_time_s: Option<f64>,
+    /// Operations each arm made per timed run, by arm index (the same in
+    /// every round); absent in older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ops_per_run: Vec<u64>,
 }
 
 impl RoundSet {
-    /// Every round has one figure per arm and an order that is a
-    /// permutation of the arms. Anything else is read as unpaired.
+    /// Every round has one figure per arm (kvtest's, and the steady-state
+    /// one in a version 4 file) and an order that is a permutation of the
+    /// arms. Anything else is read as unpaired.
     pub fn consistent(&self) -> bool {
         let n = self.arms.len();
+        let steady = self.steady();
         !self.rounds.is_empty()
             && self.rounds.iter().all(|r| {
                 let mut seen = vec![false; n];
                 r.per_op_us.len() == n
+                    && (!steady || r.steady_per_op_us.len() == n)
                     && r.order.len() == n
                     && r.order.iter().all(|&i| (i as usize) < n && !std::mem::replace(&mut seen[i as usize], true))
             })
     }
 
-    /// An arm's figure in every round, or None (absent arm, inconsistent).
+    /// The rounds record steady-state figures (schema version 4 on); older
+    /// ones record kvtest's totals only.
+    pub fn steady(&self) -> bool {
+        self.rounds.iter().any(|r| !r.steady_per_op_us.is_empty())
+    }
+
+    /// Each round's figures by arm index, the ones comparisons use: the
+    /// steady-state figures, or kvtest's totals in an older file.
+    pub fn table(&self) -> Vec<Vec<f64>> {
+        let steady = self.steady();
+        self.rounds.iter().map(|r| if steady { r.steady_per_op_us.clone() } else { r.per_op_us.clone() }).collect()
+    }
+
+    /// An arm's figure in every round (steady-state, or kvtest's in an
+    /// older file), or None (absent arm, inconsistent).
     pub fn figures(&self, arm: &str) -> Option<Vec<f64>> {
+        let i = self.arms.iter().position(|a| a == arm)?;
+        self.consistent().then(|| self.table().into_iter().map(|r| r[i]).collect())
+    }
+
+    /// An arm's kvtest total per op in every round (open, loop, commit and
+    /// close over the ops), for the charts that redraw kvtest's figures.
+    pub fn kvtest_figures(&self, arm: &str) -> Option<Vec<f64>> {
         let i = self.arms.iter().position(|a| a == arm)?;
         self.consistent().then(|| self.rounds.iter().map(|r| r.per_op_us[i]).collect())
     }
 
-    /// numerator's time over denominator's, paired by round.
+    /// numerator's time over denominator's, paired by round (the figures
+    /// comparisons use: see [`RoundSet::figures`]).
     pub fn ratio(&self, numerator: &str, denominator: &str) -> Option<PairedRatio> {
         paired_ratio(&self.figures(numerator)?, &self.figures(denominator)?)
+    }
+
+    /// [`RoundSet::ratio`] of kvtest's totals.
+    pub fn kvtest_ratio(&self, numerator: &str, denominator: &str) -> Option<PairedRatio> {
+        paired_ratio(&self.kvtest_figures(numerator)?, &self.kvtest_figures(denominator)?)
     }
 
     /// How many rounds ran on a busy machine, and how busy.
@@ -246,15 +340,21 @@ pub fn run_rounds(
     let expected = (u64::from(plan.max_rounds) + u64::from(plan.warmup)) * n as u64;
     let mut done_runs = 0u64;
     let mut warmup_open_ns: Vec<Option<u64>> = vec![None; n];
-    if plan.warmup {
+    // An arm sized by time takes its warm-up, to be sized from it.
+    let sized = |arm: &dyn Arm| plan.run_time.is_some() && arm.ops_per_run().is_some();
+    if plan.warmup || plan.run_time.is_some() {
         let mut order: Vec<usize> = (0..n).collect();
         order.shuffle(&mut rng);
-        order.retain(|&i| arms[i].warms_up());
+        order.retain(|&i| (plan.warmup && arms[i].warms_up()) || sized(&*arms[i]));
         for &i in &order {
             if stop_requested() {
                 return Err(Error::Interrupted);
             }
-            warmup_open_ns[i] = arms[i].run(RunContext { latency: None, timed: false })?.handle_open_ns();
+            let warm = arms[i].run(RunContext { latency: None, timed: false })?;
+            warmup_open_ns[i] = warm.handle_open_ns();
+            if let Some(target) = plan.run_time.filter(|_| sized(&*arms[i])) {
+                arms[i].set_ops_per_run(sized_ops(target, &warm));
+            }
             done_runs += 1;
             after_run(done_runs, expected);
         }
@@ -270,6 +370,7 @@ pub fn run_rounds(
         order.shuffle(&mut rng);
         let round_start = (clock.now(), Snapshot::now());
         let mut figures = vec![0.0; n];
+        let mut kvtest = vec![0.0; n];
         let mut this_round = Vec::with_capacity(n);
         for &i in &order {
             if stop_requested() {
@@ -278,7 +379,8 @@ pub fn run_rounds(
             let arm = &mut *arms[i];
             let cold = arm.evict().map(checked_eviction).transpose()?;
             let sample = timed_run(index, cold, latency[i].as_mut(), &mut |ctx| arm.run(ctx))?;
-            figures[i] = sample.per_op_us;
+            figures[i] = sample.figure();
+            kvtest[i] = sample.per_op_us;
             this_round.push((i, sample));
             done_runs += 1;
             after_run(done_runs, expected);
@@ -288,11 +390,12 @@ pub fn run_rounds(
         }
         rounds.push(Round {
             order: order.iter().map(|&i| i as u32).collect(),
-            per_op_us: figures,
+            per_op_us: kvtest,
+            steady_per_op_us: figures,
             elapsed_ms: clock.since(round_start.0).as_secs_f64() * 1000.0,
             load: Snapshot::now().load_since(&round_start.1),
         });
-        let table: Vec<Vec<f64>> = rounds.iter().map(|r| r.per_op_us.clone()).collect();
+        let table: Vec<Vec<f64>> = rounds.iter().map(|r| r.steady_per_op_us.clone()).collect();
         let widest = comparisons
             .iter()
             .map(|c| compare(&table, c).filter(|r| r.rounds >= 2).map(|r| r.half_width()))
@@ -321,6 +424,7 @@ pub fn run_rounds(
         ));
     }
     let interrupted = stop == StopReason::Interrupted;
+    let ops_per_run = samples.iter().map(|runs| runs.first().map_or(0, |r| r.ops)).collect();
     let measured = samples
         .into_iter()
         .zip(latency)
@@ -338,6 +442,8 @@ pub fn run_rounds(
         stop,
         rounds,
         warnings,
+        run_time_s: plan.run_time.map(|t| t.as_secs_f64()),
+        ops_per_run,
     };
     Ok(RoundsOutcome { measured, set })
 }
@@ -360,11 +466,14 @@ pub(crate) fn synthetic(id: &str, arms: &[&str], rows: &[Vec<f64>]) -> RoundSet 
             .map(|r| Round {
                 order: (0..arms.len() as u32).rev().collect(),
                 per_op_us: r.clone(),
+                steady_per_op_us: r.clone(),
                 elapsed_ms: 1.0,
                 load: Load::default(),
             })
             .collect(),
         warnings: vec![],
+        run_time_s: None,
+        ops_per_run: Vec::new(),
     }
 }
 

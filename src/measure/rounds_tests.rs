@@ -35,15 +35,7 @@ impl Arm for Fake {
 }
 
 fn plan(max_rounds: u32) -> RoundsPlan {
-    RoundsPlan {
-        warmup: true,
-        max_rounds,
-        budget: None,
-        target: DEFAULT_TARGET,
-        seed: 7,
-        latency: false,
-        clock: Clock::REAL,
-    }
+    RoundsPlan { seed: 7, latency: false, ..RoundsPlan::new(max_rounds, None) }
 }
 
 #[test]
@@ -179,7 +171,13 @@ fn bad_plans_are_refused() {
 
 #[test]
 fn inconsistent_round_sets_give_no_ratio() {
-    let round = |order: Vec<u32>, f: Vec<f64>| Round { order, per_op_us: f, elapsed_ms: 1.0, load: Load::default() };
+    let round = |order: Vec<u32>, f: Vec<f64>| Round {
+        order,
+        steady_per_op_us: f.clone(),
+        per_op_us: f,
+        elapsed_ms: 1.0,
+        load: Load::default(),
+    };
     let mut set = RoundSet {
         id: "t".into(),
         arms: vec!["a".into(), "b".into()],
@@ -191,6 +189,8 @@ fn inconsistent_round_sets_give_no_ratio() {
         stop: StopReason::MaxRounds,
         rounds: vec![round(vec![0, 1], vec![2.0, 1.0]), round(vec![1, 0], vec![2.2, 1.1])],
         warnings: vec![],
+        run_time_s: None,
+        ops_per_run: vec![],
     };
     assert!(set.ratio("a", "b").is_some());
     set.rounds.push(round(vec![0], vec![2.0]));
@@ -223,4 +223,138 @@ fn a_burst_of_load_on_some_rounds_leaves_the_paired_ratio() {
     .unwrap();
     let r = out.set.ratio("b", "a").unwrap();
     assert!((r.value - 2.0).abs() < 1e-9 && (r.low - 2.0).abs() < 1e-9, "{r:?}");
+}
+
+/// An arm whose runs can be sized: each op "takes" `per_op_ns` in its
+/// loop and each run `one_off_ns` besides; it may skip its warm-up.
+struct Sizable {
+    ops: u64,
+    per_op_ns: u64,
+    one_off_ns: u64,
+    warms_up: bool,
+    runs: Vec<(bool, u64)>,
+}
+
+impl Arm for Sizable {
+    fn evict(&mut self) -> Option<Result<EvictionReport>> {
+        None
+    }
+    fn run(&mut self, ctx: RunContext<'_>) -> Result<RunOutcome> {
+        self.runs.push((ctx.timed, self.ops));
+        let loop_ns = self.per_op_ns * self.ops;
+        let (setup_ns, kvtest_total_ns) = (self.one_off_ns, loop_ns + self.one_off_ns);
+        let phases = Phases { setup_ns, loop_ns, kvtest_total_ns, ..Phases::default() };
+        Ok(RunOutcome { ops: self.ops, misses: 0, bytes: self.ops, phases })
+    }
+    fn warms_up(&self) -> bool {
+        self.warms_up
+    }
+    fn ops_per_run(&self) -> Option<u64> {
+        Some(self.ops)
+    }
+    fn set_ops_per_run(&mut self, ops: u64) {
+        self.ops = ops;
+    }
+}
+
+#[test]
+fn runs_sized_by_time_are_sized_once_from_the_warm_up() {
+    // A durable writer (1 ms per op, 4 ms of open and close) that skips its
+    // warm-up, and a fast one (10 µs per op): each judged from a 20-op
+    // warm-up, then fixed for every round and recorded.
+    let mut slow = Sizable { ops: 20, per_op_ns: 1_000_000, one_off_ns: 4_000_000, warms_up: false, runs: vec![] };
+    let mut fast = Sizable { ops: 20, per_op_ns: 10_000, one_off_ns: 0, warms_up: true, runs: vec![] };
+    let mut arms: Vec<&mut dyn Arm> = vec![&mut slow, &mut fast];
+    let ids: Vec<String> = ["slow", "fast"].map(String::from).to_vec();
+    let p = RoundsPlan { run_time: Some(Duration::from_millis(100)), ..plan(4) };
+    let out = run_rounds("t", &ids, &mut arms, &p, &[], &mut |_, _| {}).unwrap();
+    // (100 ms - 4 ms) / 1 ms and 100 ms / 10 µs.
+    assert_eq!(out.set.ops_per_run, [96, 10_000]);
+    assert_eq!(out.set.run_time_s, Some(0.1));
+    assert_eq!(slow.runs[0], (false, 20), "sized from a warm-up it would have skipped");
+    assert!(slow.runs[1..].iter().all(|&r| r == (true, 96)) && slow.runs.len() == 5, "{:?}", slow.runs);
+    assert!(fast.runs[1..].iter().all(|&r| r == (true, 10_000)), "{:?}", fast.runs);
+    // Without a run time the arms keep their counts, and skip as they ask.
+    let mut slow = Sizable { runs: vec![], ..slow };
+    let mut arms: Vec<&mut dyn Arm> = vec![&mut slow];
+    let out = run_rounds("t", &ids[..1], &mut arms, &plan(2), &[], &mut |_, _| {}).unwrap();
+    assert_eq!(out.set.ops_per_run, [96]);
+    assert_eq!(slow.runs, [(true, 96), (true, 96)]);
+}
+
+#[test]
+fn sized_runs_stay_within_their_bounds() {
+    let outcome = |ops: u64, loop_ns: u64, setup_ns: u64| RunOutcome {
+        ops,
+        misses: 0,
+        bytes: 0,
+        phases: Phases { setup_ns, loop_ns, kvtest_total_ns: setup_ns + loop_ns, ..Phases::default() },
+    };
+    let second = Duration::from_secs(1);
+    // An op slower than the whole target still makes the fewest ops.
+    assert_eq!(sized_ops(second, &outcome(20, 40_000_000_000, 0)), MIN_SIZED_OPS);
+    // A loop that took no measurable time makes the most.
+    assert_eq!(sized_ops(second, &outcome(20, 0, 0)), MAX_SIZED_OPS);
+    // One-offs longer than the target leave no room: the fewest.
+    assert_eq!(sized_ops(second, &outcome(20, 20_000, 2_000_000_000)), MIN_SIZED_OPS);
+    // A checkpoint timed apart is a one-off too: (1 s - 0.5 s) / 1 ms.
+    let mut o = outcome(20, 20_000_000, 0);
+    o.phases.checkpoint_ns = 500_000_000;
+    assert_eq!(sized_ops(second, &o), 500);
+    // Commits and the work writes defer to the close are each op's: 20
+    // writes, 10 ms of loop, 10 ms of commits and 20 ms deferred to a close
+    // of 120 ms make 2 ms per write and 100 ms once: (1 s - 0.1 s) / 2 ms.
+    let mut o = outcome(20, 10_000_000, 0);
+    (o.phases.commit_ns, o.phases.close_ns, o.phases.deferred_ns) = (10_000_000, 120_000_000, 20_000_000);
+    assert_eq!(sized_ops(second, &o), 450);
+}
+
+#[test]
+fn the_least_rounds_run_whatever_the_budget() {
+    let s = Duration::from_secs;
+    let p = RoundsPlan { budget: Some(s(10)), least_rounds: 6, ..plan(20) };
+    // A budget spent before the rounds began does not stop them before 6...
+    assert_eq!(stop_after(1, s(30), s(2), &p, None), None);
+    assert_eq!(stop_after(5, s(30), s(10), &p, None), None);
+    // ...and does once they have run.
+    assert_eq!(stop_after(6, s(30), s(12), &p, None), Some(StopReason::Budget));
+    // The most rounds asked for still win.
+    assert_eq!(stop_after(3, s(30), s(6), &RoundsPlan { max_rounds: 3, ..p }, None), Some(StopReason::MaxRounds));
+}
+
+/// Rounds pair the steady-state figures; kvtest's totals pair only when
+/// asked (the article's charts), and an older set pairs kvtest's.
+#[test]
+fn rounds_pair_the_steady_figures() {
+    let round = |steady: Vec<f64>, kvtest: Vec<f64>| Round {
+        order: vec![0, 1],
+        steady_per_op_us: steady,
+        per_op_us: kvtest,
+        elapsed_ms: 1.0,
+        load: Load::default(),
+    };
+    let mut set = RoundSet {
+        id: "t".into(),
+        arms: vec!["a".into(), "b".into()],
+        seed: 1,
+        warmup: true,
+        target_pct: 5.0,
+        budget_s: None,
+        max_rounds: 3,
+        stop: StopReason::MaxRounds,
+        rounds: (0..3).map(|_| round(vec![4.0, 2.0], vec![1.0, 2.0])).collect(),
+        warnings: vec![],
+        run_time_s: None,
+        ops_per_run: vec![],
+    };
+    assert!(set.steady());
+    assert_eq!(set.ratio("a", "b").unwrap().value, 2.0);
+    assert_eq!(set.kvtest_ratio("a", "b").unwrap().value, 0.5);
+    set.rounds[1].steady_per_op_us.pop();
+    assert!(!set.consistent(), "a round missing an arm's steady figure");
+    for r in &mut set.rounds {
+        r.steady_per_op_us.clear();
+    }
+    assert!(!set.steady() && set.consistent());
+    assert_eq!(set.ratio("a", "b").unwrap().value, 0.5, "an older set pairs kvtest's totals");
 }

@@ -42,6 +42,15 @@ pub struct Summary {
     pub per_op_us: Stat,
     /// Loop-only per-op time, in microseconds.
     pub loop_per_op_us: Stat,
+    /// The steady-state per-op time (the loop with its commits and the
+    /// writes' deferred work; `RunSample::steady_per_op_us`), in
+    /// microseconds: what comparisons use. Absent before schema version 4.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_per_op_us: Option<Stat>,
+    /// The session's one-off cost (open and close), in microseconds per
+    /// session. Absent before schema version 4.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_off_us: Option<Stat>,
     pub mb_per_s: Stat,
     /// Index of the run whose per-op time is the median (the lower middle
     /// one for an even count): the run kvtest-style output shows.
@@ -57,14 +66,28 @@ impl Summary {
         let mut order: Vec<usize> = (0..runs.len()).collect();
         order.sort_by(|&a, &b| per_op[a].total_cmp(&per_op[b]));
         let median_run = order.get(runs.len().saturating_sub(1) / 2).map_or(0, |&i| runs[i].index);
+        let all = |f: fn(&RunSample) -> Option<f64>| -> Option<Stat> {
+            let v: Option<Vec<f64>> = runs.iter().map(f).collect();
+            v.filter(|v| !v.is_empty()).map(|v| Stat::of(&v))
+        };
+        let steady_per_op_us = all(|r| r.steady_per_op_us);
+        let figure = steady_per_op_us.unwrap_or(per_op_us);
         Summary {
             runs: runs.len() as u32,
             per_op_us,
             loop_per_op_us: Stat::of(&runs.iter().map(|r| r.loop_per_op_us).collect::<Vec<_>>()),
+            steady_per_op_us,
+            one_off_us: all(|r| r.one_off_us),
             mb_per_s: Stat::of(&runs.iter().map(|r| r.mb_per_s).collect::<Vec<_>>()),
             median_run,
-            noisy: runs.len() > 1 && per_op_us.cv_pct > NOISY_CV_PCT,
+            noisy: runs.len() > 1 && figure.cv_pct > NOISY_CV_PCT,
         }
+    }
+
+    /// The figure comparisons use: the steady-state per-op time, or
+    /// kvtest's total per op in a file from before schema version 4.
+    pub fn figure(&self) -> &Stat {
+        self.steady_per_op_us.as_ref().unwrap_or(&self.per_op_us)
     }
 }
 

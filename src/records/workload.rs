@@ -200,8 +200,6 @@ pub struct DbParams {
     pub journal_mode: Option<String>,
     /// PRAGMA synchronous requested, if any.
     pub sync: Option<SyncLevel>,
-    /// Each operation in its own transaction.
-    pub multitrans: bool,
     /// Checkpoint (in the close) excluded from kvtest's total and timed apart.
     pub nocheckpoint: bool,
 }
@@ -214,7 +212,6 @@ impl Default for DbParams {
             mmap_bytes: 0,
             journal_mode: None,
             sync: None,
-            multitrans: false,
             nocheckpoint: false,
         }
     }
@@ -227,11 +224,16 @@ pub struct FileParams {
     pub write: FileWrite,
     /// fsync each file after writing it (kvtest's --fsync).
     pub fsync: bool,
+    /// fsync the directory too, once per commit (every `commit_every`
+    /// writes, or at the end of a run): what makes a rename, a new file or
+    /// a removal durable. The files' own fsyncs stay one per file.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sync_dir: bool,
 }
 
 impl Default for FileParams {
     fn default() -> Self {
-        FileParams { read: FileRead::Stdio, write: FileWrite::Truncate, fsync: false }
+        FileParams { read: FileRead::Stdio, write: FileWrite::Truncate, fsync: false, sync_dir: false }
     }
 }
 
@@ -248,13 +250,71 @@ pub enum KvSync {
     Fast,
 }
 
-/// Settings of a key-value engine (LMDB, redb, fjall).
+/// Settings of a key-value engine (LMDB, redb, fjall, PostgreSQL).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KvParams {
     pub sync: KvSync,
-    /// Each operation in its own transaction (else one per run, as kvtest
-    /// does for SQLite).
-    pub multitrans: bool,
+}
+
+/// The most writes one commit may group (`--commit-every`).
+pub const MAX_COMMIT_EVERY: u32 = 1_000_000;
+
+/// How a session's writes are committed: a write returns once `N` writes
+/// (this one included) have been committed, durably or, when durability is
+/// relaxed, made visible. None is kvtest's way: one transaction per run,
+/// committed at its end.
+///
+/// In a session that only reads, `Some(_)` is kvtest's `--multitrans`:
+/// each read in its own transaction (none begun by the session).
+pub type CommitEvery = Option<u32>;
+
+/// Checks `--commit-every N`: 1 to [`MAX_COMMIT_EVERY`].
+pub fn check_commit_every(n: u32) -> Result<(), String> {
+    if n == 0 {
+        Err("--commit-every must be at least 1 (a commit after every write)".into())
+    } else if n > MAX_COMMIT_EVERY {
+        Err(format!("--commit-every {n} is above the most a commit may group ({MAX_COMMIT_EVERY})"))
+    } else {
+        Ok(())
+    }
+}
+
+/// Counts a session's writes and says when `N` of them have been made, so
+/// the session commits them: every engine groups its writes the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteBatch {
+    every: u32,
+    pending: u32,
+}
+
+impl WriteBatch {
+    /// A batch of `n` writes (at least 1).
+    pub fn new(n: u32) -> WriteBatch {
+        WriteBatch { every: n.max(1), pending: 0 }
+    }
+
+    /// Counts one write; true when it fills the batch, which must then be
+    /// committed (the count starts again).
+    #[inline]
+    pub fn wrote(&mut self) -> bool {
+        self.pending += 1;
+        if self.pending >= self.every {
+            self.pending = 0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Writes made since the last commit.
+    pub fn pending(&self) -> u32 {
+        self.pending
+    }
+
+    /// The batch was committed early (the session's final commit).
+    pub fn committed(&mut self) {
+        self.pending = 0;
+    }
 }
 
 /// Every engine's settings for one run; each engine reads its own part.
@@ -265,6 +325,9 @@ pub struct EngineSettings {
     pub kv: KvParams,
     pub pg: super::PgParams,
     pub s3: super::S3Params,
+    /// How the writes are committed (`--commit-every N`): the same for
+    /// every engine.
+    pub commit_every: CommitEvery,
 }
 
 impl EngineSettings {
@@ -273,13 +336,9 @@ impl EngineSettings {
     /// fsync. A writer beside readers, and grow-and-shrink, write this way.
     pub fn fast_rewrites() -> EngineSettings {
         EngineSettings {
-            db: DbParams {
-                journal_mode: Some("wal".into()),
-                sync: Some(SyncLevel::Normal),
-                multitrans: true,
-                ..DbParams::default()
-            },
-            files: FileParams { read: FileRead::Posix, write: FileWrite::Replace, fsync: false },
+            db: DbParams { journal_mode: Some("wal".into()), sync: Some(SyncLevel::Normal), ..DbParams::default() },
+            files: FileParams { read: FileRead::Posix, write: FileWrite::Replace, fsync: false, sync_dir: false },
+            commit_every: Some(1),
             ..EngineSettings::default()
         }
     }
@@ -306,6 +365,10 @@ pub struct WorkloadParams {
     /// Key-value engine settings; meaningful when layout is lmdb, redb or fjall.
     #[serde(default)]
     pub kv: KvParams,
+    /// Writes per commit (`--commit-every N`); absent for one transaction
+    /// per run (kvtest's way, and every file from before schema version 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_every: CommitEvery,
     pub plan: Plan,
     /// Seed of the content written by an update run (repeat it with --seed).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -99,8 +99,24 @@ fn mismatch(old_file: &ResultFile, new_file: &ResultFile, old: &Experiment, new:
     (!what.is_empty()).then(|| format!("not compared: {} differ", what.join(", ")))
 }
 
-fn times(e: &Experiment) -> Vec<f64> {
-    e.runs.iter().map(|r| r.per_op_us).collect()
+/// Each run's figure: the steady-state one when both sides recorded it,
+/// else kvtest's total on both sides (a baseline from before version 4).
+fn times(e: &Experiment, steady: bool) -> Vec<f64> {
+    e.runs.iter().map(|r| if steady { r.figure() } else { r.per_op_us }).collect()
+}
+
+/// Whether both experiments recorded the steady-state figure.
+fn both_steady(old: &Experiment, new: &Experiment) -> bool {
+    old.summary.steady_per_op_us.is_some() && new.summary.steady_per_op_us.is_some()
+}
+
+/// The median figure `times` compares.
+fn median_us(e: &Experiment, steady: bool) -> f64 {
+    if steady {
+        e.summary.figure().median
+    } else {
+        e.summary.per_op_us.median
+    }
 }
 
 /// The mark of one experiment: its change, or why it was not compared.
@@ -113,7 +129,10 @@ pub fn mark(
     if let Some(why) = mismatch(old_file, new_file, old, new) {
         return Err(why);
     }
-    ratio_of_medians(&times(new), &times(old)).map(Change::of).ok_or_else(|| "not compared: no usable runs".to_string())
+    let steady = both_steady(old, new);
+    ratio_of_medians(&times(new, steady), &times(old, steady))
+        .map(Change::of)
+        .ok_or_else(|| "not compared: no usable runs".to_string())
 }
 
 pub fn section(baseline: &ResultFile, files: &[ResultFile], questions: &[Question]) -> Vec<Section> {
@@ -141,11 +160,10 @@ pub fn section(baseline: &ResultFile, files: &[ResultFile], questions: &[Questio
                 unmatched.push(format!("{label}: {} (not in the baseline)", e.id));
                 continue;
             };
-            let (mark, new_us) = match mark(baseline, f, old, e) {
-                Ok(c) => (c.describe(), micros(e.summary.per_op_us.median)),
-                Err(why) => (why, micros(e.summary.per_op_us.median)),
-            };
-            rows.push(vec![label.clone(), e.id.clone(), micros(old.summary.per_op_us.median), new_us, mark]);
+            let steady = both_steady(old, e);
+            let new_us = micros(median_us(e, steady));
+            let mark = mark(baseline, f, old, e).map_or_else(|why| why, |c| c.describe());
+            rows.push(vec![label.clone(), e.id.clone(), micros(median_us(old, steady)), new_us, mark]);
         }
     }
     if rows.is_empty() {

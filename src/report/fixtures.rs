@@ -19,7 +19,8 @@ pub fn experiment(id: &str, per_op_us: f64) -> Experiment {
 }
 
 pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
-    let ops = if id.starts_with("write/") { 100 } else { 1000 };
+    let write = id.starts_with("write/") || id.starts_with("commit/");
+    let ops = if write { 100 } else { 1000 };
     let runs: Vec<RunSample> = per_op_us
         .iter()
         .enumerate()
@@ -38,6 +39,8 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
                 },
                 per_op_us: *us,
                 loop_per_op_us: *us,
+                steady_per_op_us: Some(*us),
+                one_off_us: Some(0.0),
                 mb_per_s: 10_000.0 / us,
                 os: OsCounters::default(),
                 cold: None,
@@ -59,7 +62,7 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
         params: WorkloadParams {
             path: "/data/test1".into(),
             layout,
-            update: id.starts_with("write/"),
+            update: write,
             count: ops,
             max_id: 1000,
             start: 1,
@@ -68,6 +71,8 @@ pub fn experiment_runs(id: &str, per_op_us: &[f64]) -> Experiment {
             db: DbParams::default(),
             files: FileParams::default(),
             kv: Default::default(),
+            // A committed arm commits every write; the article's once per run.
+            commit_every: id.starts_with("commit/").then_some(1),
             plan: Plan::default(),
             seed: None,
             zipf_theta: None,
@@ -179,6 +184,25 @@ pub fn full_suite(host: &str) -> ResultFile {
     )
 }
 
+/// Makes `f` a file written before schema version 4: no steady-state
+/// figures anywhere, so comparisons fall back to kvtest's totals.
+pub fn as_older(f: &mut ResultFile) {
+    f.schema_version = 3;
+    for e in &mut f.experiments {
+        for r in &mut e.runs {
+            r.steady_per_op_us = None;
+            r.one_off_us = None;
+        }
+        e.summary.steady_per_op_us = None;
+        e.summary.one_off_us = None;
+    }
+    for set in &mut f.rounds {
+        for r in &mut set.rounds {
+            r.steady_per_op_us.clear();
+        }
+    }
+}
+
 pub fn exp_mut<'a>(file: &'a mut ResultFile, id: &str) -> &'a mut Experiment {
     file.experiments.iter_mut().find(|e| e.id == id).unwrap_or_else(|| panic!("no {id}"))
 }
@@ -199,11 +223,14 @@ pub fn round_set(id: &str, arms: &[&str], rounds: Vec<(Vec<f64>, Load)>) -> Roun
             .into_iter()
             .map(|(per_op_us, load)| Round {
                 order: (0..arms.len() as u32).collect(),
+                steady_per_op_us: per_op_us.clone(),
                 per_op_us,
                 elapsed_ms: 10.0,
                 load,
             })
             .collect(),
         warnings: vec![],
+        run_time_s: None,
+        ops_per_run: vec![],
     }
 }

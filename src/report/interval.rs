@@ -142,11 +142,23 @@ fn usable(values: &[f64]) -> Vec<f64> {
     values.iter().copied().filter(|v| v.is_finite() && *v > 0.0).collect()
 }
 
-/// `numerator`'s per-op time over `denominator`'s in `file`: paired by
+/// `numerator`'s per-op time over `denominator`'s in `file`, by the figure
+/// comparisons use (the steady-state time per op: the loop with each
+/// commit inside it; kvtest's total in a file from before it): paired by
 /// round when one consistent round set holds both, else the unpaired ratio
 /// of medians over their runs.
 pub fn time_ratio(file: &ResultFile, numerator: &str, denominator: &str) -> Option<Ratio> {
     if let Some(p) = file.rounds_of(numerator, denominator).and_then(|set| set.ratio(numerator, denominator)) {
+        return Some(Ratio::paired(&p));
+    }
+    let times = |id: &str| file.experiment(id).map(crate::measure::Experiment::figures);
+    ratio_of_medians(&times(numerator)?, &times(denominator)?)
+}
+
+/// [`time_ratio`] of kvtest's totals per op (open, loop, commit and close
+/// over the ops): the article's figure, for the charts that redraw it.
+pub fn kvtest_ratio(file: &ResultFile, numerator: &str, denominator: &str) -> Option<Ratio> {
+    if let Some(p) = file.rounds_of(numerator, denominator).and_then(|set| set.kvtest_ratio(numerator, denominator)) {
         return Some(Ratio::paired(&p));
     }
     let times = |id: &str| file.experiment(id).map(|e| e.runs.iter().map(|r| r.per_op_us).collect::<Vec<_>>());

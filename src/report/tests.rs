@@ -106,7 +106,7 @@ fn noisy_runs_are_flagged_in_the_sentence() {
 fn checkpoint_time_is_shown_beside_the_wal_chart() {
     let sections = document(&[full_suite("host-a")]);
     let fig = doc::figures(&sections).find(|f| f.id == "chart4-write-wal").unwrap();
-    assert_eq!(fig.caption[0], "100 of 1,000 blobs rewritten, avg 10 KB (± 2,000 bytes) each, random order, WAL mode with synchronous NORMAL, exclusive of checkpoint time");
+    assert_eq!(fig.caption[0], "100 of 1,000 blobs rewritten, avg 10 KB (± 2,000 bytes) each, random order, WAL mode with synchronous NORMAL, exclusive of checkpoint time, one transaction of 100 writes per run");
     assert!(fig.caption[1].contains("2.50 µs per blob written on host-a"), "{:?}", fig.caption);
 }
 
@@ -190,12 +190,13 @@ fn latency_table_has_percentiles_and_spread() {
     let summary = text_summary(&[full_suite("host-a")], None);
     let row = summary.lines().find(|l| l.trim_start().starts_with("read/db-sql")).unwrap();
     let cells: Vec<&str> = row.split_whitespace().collect();
-    // id, runs, median, CV, spread, p50, p90, p99, p99.9, max, count
-    assert_eq!(
-        cells,
-        // Percentiles of the fixture's histogram (three significant digits).
-        ["read/db-sql", "3", "10.00", "0.0%", "0.0%", "9.00", "13.50", "26.98", "53.31", "147.3", "3,000"]
-    );
+    // id, runs, median, steady median, one-off ms, commits (- for reads),
+    // CV, spread, p50, p90, p99, p99.9, max, count
+    assert_eq!(cells[..8], ["read/db-sql", "3", "10.00", "10.00", "0.000", "-", "0.0%", "0.0%"]);
+    // Percentiles of the fixture's histogram (three significant digits).
+    assert_eq!(cells[8..], ["9.00", "13.50", "26.98", "53.31", "147.3", "3,000"]);
+    let write = summary.lines().find(|l| l.trim_start().starts_with("write/db-wal-full")).unwrap();
+    assert!(write.contains("1 per run of 100"), "the commits of kvtest's way: {write}");
 }
 
 fn hostile() -> ResultFile {

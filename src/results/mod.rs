@@ -20,7 +20,11 @@ pub const SCHEMA_NAME: &str = "blobbench-results";
 /// device's description; version 1 files are still read (those fields are
 /// then absent and the report says "not recorded").
 /// Version 3 added the interleaved rounds (`rounds`).
-pub const SCHEMA_VERSION: u32 = 3;
+/// Version 4 added the steady-state figures (`steady_per_op_us`, the loop
+/// with every commit inside it, which comparisons use; `one_off_us`,
+/// `phases.deferred_ns`) and the commit granularity (`commit_every`, the
+/// `commit/...` arms); older files' write figures are one commit per run.
+pub const SCHEMA_VERSION: u32 = 4;
 /// The oldest version [`parse`] accepts.
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 

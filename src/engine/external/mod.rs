@@ -19,7 +19,7 @@ use crate::engine::backend::{Backend, Claim, CrashMode, LocalBytes, Probe};
 use crate::engine::files::{self, names::blob_files, names::list_keys};
 use crate::engine::keep::Idle;
 use crate::engine::report::{ExportReport, StatReport};
-use crate::records::{EngineKind, EngineSettings, FileParams};
+use crate::records::{CommitEvery, EngineKind, EngineSettings, FileParams};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -96,6 +96,8 @@ pub struct ExternalEngine {
     cache_pages: i64,
     /// How writes write the named files.
     writes: FileParams,
+    /// A commit granularity was asked for (refused for writes: see `survey`).
+    commit_every: CommitEvery,
     /// Name-database connections read sessions kept open (`engine::keep`).
     idle: Idle<rusqlite::Connection>,
 }
@@ -104,6 +106,7 @@ impl ExternalEngine {
     pub fn new(dir: &Path, settings: &EngineSettings) -> Self {
         let mut engine = Self::at(dir, &dir.join(NAMES_DB), &dir.join(BLOBS_DIR), settings.db.cache_size);
         engine.writes = settings.files;
+        engine.commit_every = settings.commit_every;
         engine
     }
 
@@ -115,6 +118,7 @@ impl ExternalEngine {
             files: files.to_path_buf(),
             cache_pages,
             writes: FileParams::default(),
+            commit_every: None,
             idle: Idle::new(),
         }
     }
@@ -132,6 +136,12 @@ impl Engine for ExternalEngine {
     fn survey(&mut self, for_writes: bool) -> Result<Survey> {
         let keys = list_keys(&self.files, files::FLAT_KIND)?;
         let mut blob_max = 0u32;
+        if for_writes && (self.commit_every.is_some() || self.writes.sync_dir) {
+            return Err(Error::invalid(
+                "--commit-every does not apply to the external layout: its writes rewrite the files its name \
+                 database names and commit nothing (write the files as a files layout to time them)",
+            ));
+        }
         if for_writes {
             crate::util::fsutil::check_writable_file(&self.names_db)?;
             crate::util::fsutil::check_writable_file(&self.files)?;

@@ -14,7 +14,7 @@ use crate::engine::api::{Engine, OpenMode, Session, Survey};
 use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
 use crate::engine::report::{ExportReport, StatReport};
 use crate::engine::staging::Staging;
-use crate::records::{EngineKind, EngineSettings, FileParams, FileWrite};
+use crate::records::{CommitEvery, EngineKind, EngineSettings, FileParams, FileWrite};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 use names::{blob_files, blob_name, list_keys};
@@ -75,7 +75,7 @@ impl Backend for FilesBackend {
     }
 
     fn open(&self, path: &Path, settings: &EngineSettings) -> Box<dyn Engine> {
-        Box::new(FilesEngine::new(path, self.0, settings.files))
+        Box::new(FilesEngine::new(path, self.0, settings.files, settings.commit_every))
     }
 
     fn stat(&self, path: &Path, vacuum: bool, _settings: &EngineSettings) -> Result<StatReport> {
@@ -90,8 +90,12 @@ impl Backend for FilesBackend {
         Ok(LocalBytes::In(vec![path.to_path_buf()]))
     }
 
-    fn timer_covers(&self, _settings: &EngineSettings) -> &'static str {
-        "the loop only (no open or commit for files)"
+    fn timer_covers(&self, settings: &EngineSettings) -> &'static str {
+        if settings.files.sync_dir {
+            "the loop + the commit's directory fsync (no open for files)"
+        } else {
+            "the loop only (no open or commit for files)"
+        }
     }
 
     /// The crash test writes files in the flat layout (the tree's calls
@@ -149,11 +153,12 @@ pub struct FilesEngine {
     dir: PathBuf,
     kind: EngineKind,
     params: FileParams,
+    commit_every: CommitEvery,
 }
 
 impl FilesEngine {
-    pub fn new(dir: &Path, kind: EngineKind, params: FileParams) -> Self {
-        FilesEngine { dir: dir.to_path_buf(), kind, params }
+    pub fn new(dir: &Path, kind: EngineKind, params: FileParams, commit_every: CommitEvery) -> Self {
+        FilesEngine { dir: dir.to_path_buf(), kind, params, commit_every }
     }
 }
 
@@ -187,7 +192,7 @@ impl Engine for FilesEngine {
     }
 
     fn open(&self, _mode: OpenMode) -> Result<Box<dyn Session>> {
-        Ok(Box::new(FileStore::new(&self.dir, self.kind, self.params)?))
+        Ok(Box::new(FileStore::new(&self.dir, self.kind, self.params, self.commit_every)?))
     }
 
     fn cache_files(&self) -> Result<Vec<PathBuf>> {

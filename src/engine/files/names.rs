@@ -43,6 +43,26 @@ impl BlobPath {
         unsafe { CStr::from_bytes_with_nul_unchecked(&self.buf) }
     }
 
+    /// Points at the directory `key`'s file is in: the store's own (flat)
+    /// or its %02d/%02d (tree).
+    #[inline]
+    pub fn set_dir(&mut self, key: u32) -> &CStr {
+        self.buf.truncate(self.prefix);
+        match self.layout {
+            EngineKind::Tree => {
+                push_name(&mut self.buf, self.layout, key);
+                // Drop "/%02d", the file's own name.
+                self.buf.truncate(self.buf.len() - 3);
+            }
+            _ => {
+                self.buf.push(b'.');
+            }
+        }
+        self.buf.push(0);
+        // SAFETY: as in `set`.
+        unsafe { CStr::from_bytes_with_nul_unchecked(&self.buf) }
+    }
+
     /// The current path, for error messages (off the hot path).
     pub fn path(&self) -> PathBuf {
         use std::os::unix::ffi::OsStrExt;

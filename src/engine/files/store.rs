@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::engine::api::{take, Session};
 use crate::engine::files::names::BlobPath;
-use crate::records::{EngineKind, FileParams, FileRead, FileWrite};
+use crate::records::{CommitEvery, EngineKind, FileParams, FileRead, FileWrite, WriteBatch};
 use crate::{Error, Result};
 
 pub struct FileStore {
@@ -18,16 +18,113 @@ pub struct FileStore {
     tmp: BlobPath,
     params: FileParams,
     buf: Vec<u8>,
+    dirs: DirSync,
+}
+
+/// The directory fsyncs a run's writes owe (`FileParams::sync_dir`): each
+/// directory whose entries changed (a rename, a new file, a removal) is
+/// fsynced once per commit, every N writes with `commit_every` N, else in
+/// the session's commit. What a batch means for files: each file is still
+/// written and fsynced on its own; only the directory's fsync is shared by
+/// the writes of a batch, which is what the OS allows (one fsync of a
+/// directory makes every rename in it durable).
+struct DirSync {
+    /// The directories' paths, rewritten per key without allocating.
+    path: BlobPath,
+    batch: Option<WriteBatch>,
+    /// Directories changed since the last fsync, by the key that named one
+    /// (every key of a directory shares it: the whole store when flat,
+    /// key / 100 in a tree).
+    dirty: Vec<u32>,
+    layout: EngineKind,
+}
+
+impl DirSync {
+    /// The directory a key's file is in, as a number.
+    #[inline]
+    fn of(&self, key: u32) -> u32 {
+        if self.layout == EngineKind::Tree {
+            key / 100
+        } else {
+            0
+        }
+    }
+
+    /// Notes that the entries of `key`'s directory changed.
+    #[inline]
+    fn changed(&mut self, key: u32) {
+        let d = self.of(key);
+        if !self.dirty.iter().any(|&k| self.of(k) == d) {
+            self.dirty.push(key);
+        }
+    }
+
+    /// Counts a write made; when it fills the batch, fsyncs the batch's
+    /// directories.
+    #[inline]
+    fn wrote(&mut self) -> Result<()> {
+        if self.batch.as_mut().is_some_and(WriteBatch::wrote) {
+            self.sync()?;
+        }
+        Ok(())
+    }
+
+    /// fsyncs every directory changed since the last time.
+    fn sync(&mut self) -> Result<()> {
+        for key in std::mem::take(&mut self.dirty) {
+            let p = self.path.set_dir(key);
+            // SAFETY: a NUL-terminated path; the descriptor is closed on
+            // every path out.
+            unsafe {
+                let fd = libc::open(p.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY);
+                if fd < 0 {
+                    return Err(os_error(p, "cannot open the directory"));
+                }
+                let synced = libc::fsync(fd) == 0;
+                let err = (!synced).then(|| os_error(p, "cannot fsync the directory"));
+                libc::close(fd);
+                if let Some(e) = err {
+                    return Err(e);
+                }
+            }
+        }
+        if let Some(b) = self.batch.as_mut() {
+            b.committed();
+        }
+        Ok(())
+    }
 }
 
 impl FileStore {
-    pub fn new(dir: &Path, layout: EngineKind, params: FileParams) -> Result<Self> {
+    /// A store on `dir` writing with `params`; with `params.sync_dir` it
+    /// fsyncs changed directories once per `commit_every` writes (or in
+    /// its commit).
+    pub fn new(dir: &Path, layout: EngineKind, params: FileParams, commit_every: CommitEvery) -> Result<Self> {
         Ok(FileStore {
             path: BlobPath::new(dir, layout, b"")?,
             tmp: BlobPath::new(dir, layout, b".tmp")?,
             params,
             buf: vec![0u8; 64 * 1024],
+            dirs: DirSync {
+                path: BlobPath::new(dir, layout, b"")?,
+                batch: commit_every.filter(|_| params.sync_dir).map(WriteBatch::new),
+                dirty: Vec::with_capacity(4),
+                layout,
+            },
         })
+    }
+
+    /// After a write that changed the entries of `key`'s directory (when
+    /// `entries`): notes it for the directory fsync, and counts the write.
+    #[inline]
+    fn wrote(&mut self, key: u32, entries: bool) -> Result<()> {
+        if !self.params.sync_dir {
+            return Ok(());
+        }
+        if entries {
+            self.dirs.changed(key);
+        }
+        self.dirs.wrote()
     }
 
     /// Creates the directory a tree key's file goes in (off the hot path:
@@ -358,7 +455,12 @@ impl Session for FileStore {
     #[inline]
     fn overwrite(&mut self, key: u32, content: &[u8]) -> Result<u64> {
         let writer = FileWriter { params: self.params };
-        writer.overwrite(self.path.set(key), self.tmp.set(key), key, content)
+        let n = writer.overwrite(self.path.set(key), self.tmp.set(key), key, content)?;
+        if n > 0 {
+            // Only a rename changes the directory's entries.
+            self.wrote(key, self.params.write == FileWrite::Replace)?;
+        }
+        Ok(n)
     }
 
     /// Stores `content` with the run's write method; a missing file (or
@@ -370,15 +472,28 @@ impl Session for FileStore {
                 self.make_parent()?;
                 self.put(key, content)
             }
-            other => other.map(drop),
+            other => {
+                other?;
+                self.wrote(key, true)
+            }
         }
     }
 
     fn delete(&mut self, key: u32) -> Result<bool> {
-        FileWriter { params: self.params }.delete(self.path.set(key))
+        let deleted = FileWriter { params: self.params }.delete(self.path.set(key))?;
+        if deleted {
+            self.wrote(key, true)?;
+        }
+        Ok(deleted)
     }
 
+    /// Nothing to commit for the files themselves (each write is done when
+    /// it returns); with `sync_dir`, the directories changed since the last
+    /// fsync are fsynced.
     fn commit(&mut self) -> Result<()> {
+        if self.params.sync_dir {
+            self.dirs.sync()?;
+        }
         Ok(())
     }
 
@@ -392,7 +507,7 @@ mod tests {
     use super::*;
 
     fn params(read: FileRead, write: FileWrite) -> FileParams {
-        FileParams { read, write, fsync: false }
+        FileParams { read, write, fsync: false, sync_dir: false }
     }
 
     #[test]
@@ -405,7 +520,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = std::fs::File::create(dir.path().join("000001")).unwrap();
         f.set_len(1 << 40).unwrap();
-        let mut s = FileStore::new(dir.path(), EngineKind::Flat, params(FileRead::Stdio, FileWrite::Truncate)).unwrap();
+        let mut s =
+            FileStore::new(dir.path(), EngineKind::Flat, params(FileRead::Stdio, FileWrite::Truncate), None).unwrap();
         let err = s.read(1).unwrap_err().to_string();
         assert!(err.contains("cannot allocate") && err.contains("000001"), "{err}");
     }
@@ -415,7 +531,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("000001"), vec![1u8; 5000]).unwrap();
         for write in [FileWrite::Truncate, FileWrite::Inplace, FileWrite::Replace] {
-            let mut s = FileStore::new(dir.path(), EngineKind::Flat, params(FileRead::Posix, write)).unwrap();
+            let mut s = FileStore::new(dir.path(), EngineKind::Flat, params(FileRead::Posix, write), None).unwrap();
             let err = s.overwrite(1, &[0u8; 100]).unwrap_err().to_string();
             assert!(err.contains("100 bytes"), "{write:?}: {err}");
             assert_eq!(std::fs::read(dir.path().join("000001")).unwrap(), vec![1u8; 5000], "{write:?}: untouched");
@@ -427,7 +543,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("00")).unwrap();
         for write in [FileWrite::Truncate, FileWrite::Inplace, FileWrite::Replace] {
-            let mut s = FileStore::new(dir.path(), EngineKind::Tree, params(FileRead::Posix, write)).unwrap();
+            let mut s = FileStore::new(dir.path(), EngineKind::Tree, params(FileRead::Posix, write), None).unwrap();
             s.put(10_203, &[3u8; 300]).unwrap();
             s.put(10_203, &[4u8; 100]).unwrap();
             assert_eq!(std::fs::read(dir.path().join("01/02/03")).unwrap(), vec![4u8; 100], "{write:?}: shrunk");
@@ -437,18 +553,44 @@ mod tests {
     }
 
     #[test]
+    fn a_rename_s_directory_is_fsynced_once_per_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        for d in ["01/02", "02/00"] {
+            std::fs::create_dir_all(dir.path().join(d)).unwrap();
+        }
+        for f in ["01/02/03", "01/02/04"] {
+            std::fs::write(dir.path().join(f), [1u8; 100]).unwrap();
+        }
+        let p = FileParams { read: FileRead::Posix, write: FileWrite::Replace, fsync: true, sync_dir: true };
+        let mut s = FileStore::new(dir.path(), EngineKind::Tree, p, Some(3)).unwrap();
+        s.overwrite(10_203, &[2u8; 100]).unwrap();
+        s.overwrite(10_204, &[2u8; 100]).unwrap();
+        assert_eq!(s.dirs.dirty, [10_203], "two renames in one directory: one directory to fsync");
+        s.put(20_000, &[3u8; 50]).unwrap();
+        assert!(s.dirs.dirty.is_empty(), "the third write filled the batch: its directories were fsynced");
+        s.delete(10_203).unwrap();
+        assert_eq!(s.dirs.dirty, [10_203]);
+        s.commit().unwrap();
+        assert!(s.dirs.dirty.is_empty(), "the session's commit fsyncs the rest");
+        let mut plain =
+            FileStore::new(dir.path(), EngineKind::Tree, FileParams { sync_dir: false, ..p }, Some(1)).unwrap();
+        plain.overwrite(10_204, &[4u8; 100]).unwrap();
+        assert!(plain.dirs.dirty.is_empty() && plain.dirs.batch.is_none(), "no directory fsync unless asked");
+    }
+
+    #[test]
     fn reads_and_overwrites_each_way() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("000001"), vec![1u8; 5000]).unwrap();
         let content: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
         for read in [FileRead::Stdio, FileRead::Posix] {
-            let mut s = FileStore::new(dir.path(), EngineKind::Flat, params(read, FileWrite::Truncate)).unwrap();
+            let mut s = FileStore::new(dir.path(), EngineKind::Flat, params(read, FileWrite::Truncate), None).unwrap();
             assert_eq!(s.read(1).unwrap(), 5000);
             assert_eq!(s.read(2).unwrap(), 0, "absent key is a miss");
         }
         for write in [FileWrite::Truncate, FileWrite::Inplace, FileWrite::Replace] {
             std::fs::write(dir.path().join("000001"), vec![1u8; 5000]).unwrap();
-            let mut s = FileStore::new(dir.path(), EngineKind::Flat, params(FileRead::Posix, write)).unwrap();
+            let mut s = FileStore::new(dir.path(), EngineKind::Flat, params(FileRead::Posix, write), None).unwrap();
             assert_eq!(s.overwrite(1, &content).unwrap(), 5000);
             assert_eq!(std::fs::read(dir.path().join("000001")).unwrap(), &content[..5000], "{write:?}");
             assert_eq!(s.overwrite(9, &content).unwrap(), 0);

@@ -35,7 +35,7 @@ use crate::engine::api::{Engine, OpenMode, Session, Survey};
 use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
 use crate::engine::keep::Idle;
 use crate::engine::report::{ExportReport, StatReport};
-use crate::records::{EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo, ServerInfo};
+use crate::records::{CommitEvery, EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo, ServerInfo};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -151,6 +151,7 @@ pub struct PgEngine {
     path: PathBuf,
     kind: EngineKind,
     kv: KvParams,
+    commit_every: CommitEvery,
     pg: PgParams,
     /// Connections read sessions kept open (`engine::keep`): each a server
     /// backend with its own caches. Declared before the server, so they
@@ -166,6 +167,7 @@ impl PgEngine {
             path: path.to_path_buf(),
             kind,
             kv: settings.kv,
+            commit_every: settings.commit_every,
             pg: settings.pg.clone(),
             server: Mutex::new(None),
             info: Mutex::new(None),
@@ -219,7 +221,8 @@ impl Engine for PgEngine {
         }
         let server = self.server()?;
         let client = self.idle.lease(mode.keep, || server.connect())?;
-        Ok(Box::new(session::PgSession::open(client, server, mode.write, self.kv)?))
+        let commit_every = self.commit_every.filter(|_| mode.write);
+        Ok(Box::new(session::PgSession::open(client, server, mode.write, self.kv, commit_every)?))
     }
 
     /// The cluster's files (a remote server's are not ours to evict); a

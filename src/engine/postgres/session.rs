@@ -13,9 +13,11 @@
 //! - **round_trip**: a prepared `SELECT 1`, the protocol and socket floor.
 //!
 //! Write sessions run one transaction per run (`BEGIN` in the setup, `COMMIT`
-//! in the commit) or, with `multitrans`, one per statement. Durability is
-//! the session's `synchronous_commit`: `on` (durable) or `off` (fast);
-//! `fsync` stays on.
+//! in the commit) or, with `commit_every` N, one per N writes: each write
+//! its own statement's transaction for N = 1, else `COMMIT; BEGIN` (one
+//! round trip) after every Nth write, inside it. Durability is the
+//! session's `synchronous_commit`: `on` (durable) or `off` (fast); `fsync`
+//! stays on.
 
 use std::sync::Arc;
 
@@ -25,7 +27,7 @@ use super::conn::{pg_error, Server};
 use crate::engine::api::{take, Session, SessionInfo};
 use crate::engine::keep::Lease;
 use crate::engine::kv::copy_out;
-use crate::records::{EngineKind, KvParams, KvSync};
+use crate::records::{CommitEvery, EngineKind, KvParams, KvSync, WriteBatch};
 use crate::{Error, Result};
 
 /// `synchronous_commit` for a durability.
@@ -82,18 +84,21 @@ pub(super) struct PgSession {
     write: bool,
     /// A transaction was begun in the setup and awaits `commit`.
     in_txn: bool,
+    /// Writes since the last commit, when every N are committed (N > 1).
+    batch: Option<WriteBatch>,
     buf: Vec<u8>,
 }
 
 impl PgSession {
     /// On `client` (connected for this session, or kept open by an
     /// earlier one): prepares, sets the durability and, for a write
-    /// session with one transaction per run, begins it.
+    /// session with one transaction per run or per N > 1 writes, begins it.
     pub fn open(
         (mut client, lease): (Client, Lease<Client>),
         server: Arc<Server>,
         write: bool,
         kv: KvParams,
+        commit_every: CommitEvery,
     ) -> Result<PgSession> {
         let err = |e| pg_error(&server.label, "cannot prepare the session", e);
         let [read, size, overwrite, put, delete] = sql(server.desc.engine, server.table());
@@ -106,12 +111,23 @@ impl PgSession {
             ping: client.prepare("SELECT 1").map_err(err)?,
         };
         let mut setup = format!("SET synchronous_commit = {}", sync_setting(kv.sync));
-        let in_txn = write && !kv.multitrans;
+        // One write per transaction is each statement's own.
+        let in_txn = write && commit_every != Some(1);
         if in_txn {
             setup.push_str("; BEGIN");
         }
         client.batch_execute(&setup).map_err(err)?;
-        Ok(PgSession { client, lease, st, server, write, in_txn, buf: Vec::new() })
+        let batch = commit_every.filter(|&n| write && n > 1).map(WriteBatch::new);
+        Ok(PgSession { client, lease, st, server, write, in_txn, batch, buf: Vec::new() })
+    }
+
+    /// Counts a write made; when it fills the batch, commits it and begins
+    /// the next transaction.
+    fn wrote(&mut self) -> Result<()> {
+        if self.batch.as_mut().is_some_and(WriteBatch::wrote) {
+            self.client.batch_execute("COMMIT; BEGIN").map_err(|e| self.err("cannot commit", e))?;
+        }
+        Ok(())
     }
 
     fn err(&self, what: &str, e: postgres::Error) -> Error {
@@ -149,18 +165,22 @@ impl Session for PgSession {
         let Some(len) = self.size(key)? else { return Ok(0) };
         let value = take(content, len, key)?;
         self.client.execute(&self.st.overwrite, &[&i64::from(key), &value]).map_err(|e| self.err("cannot write", e))?;
+        self.wrote()?;
         Ok(len as u64)
     }
 
     fn put(&mut self, key: u32, content: &[u8]) -> Result<()> {
         self.check_write()?;
         self.client.execute(&self.st.put, &[&i64::from(key), &content]).map_err(|e| self.err("cannot write", e))?;
-        Ok(())
+        self.wrote()
     }
 
     fn delete(&mut self, key: u32) -> Result<bool> {
         self.check_write()?;
         let n = self.client.execute(&self.st.delete, &[&i64::from(key)]).map_err(|e| self.err("cannot delete", e))?;
+        if n > 0 {
+            self.wrote()?;
+        }
         Ok(n > 0)
     }
 

@@ -16,12 +16,15 @@ fn scratch() -> tempfile::TempDir {
     dir
 }
 
-fn engine(kind: EngineKind) -> fn(&Path, KvParams) -> Box<dyn Engine> {
+fn engine(kind: EngineKind) -> fn(&Path, KvParams, CommitEvery) -> Box<dyn Engine> {
     match kind {
-        EngineKind::Postgres => {
-            |p, kv| Box::new(PgEngine::new(EngineKind::Postgres, p, &EngineSettings { kv, ..Default::default() }))
-        }
-        _ => |p, kv| Box::new(PgEngine::new(EngineKind::PostgresLo, p, &EngineSettings { kv, ..Default::default() })),
+        EngineKind::Postgres => |p, kv, commit_every| {
+            Box::new(PgEngine::new(EngineKind::Postgres, p, &EngineSettings { kv, commit_every, ..Default::default() }))
+        },
+        _ => |p, kv, commit_every| {
+            let settings = EngineSettings { kv, commit_every, ..Default::default() };
+            Box::new(PgEngine::new(EngineKind::PostgresLo, p, &settings))
+        },
     }
 }
 
@@ -46,7 +49,7 @@ fn the_round_trip_floor_and_the_server_settings_are_reported() {
     let target = dir.path().join("pg");
     build(EngineKind::Postgres, &db, &target, false, &PgParams { storage: PgStorage::External, url: None }, &Silent)
         .unwrap();
-    let mut e = engine(EngineKind::Postgres)(&target, KvParams { sync: KvSync::Fast, multitrans: true });
+    let mut e = engine(EngineKind::Postgres)(&target, KvParams { sync: KvSync::Fast }, Some(1));
     e.survey(false).unwrap();
     let info = e.server_info().unwrap();
     let setting = |name| info.setting(name).unwrap_or_default();
@@ -72,7 +75,7 @@ fn engines_on_one_dataset_share_its_server() {
     let starts = || std::fs::read_to_string(&log).unwrap().matches("ready to accept connections").count();
     let before = starts();
     let open = |sync| {
-        let mut e = engine(EngineKind::Postgres)(&target, KvParams { sync, multitrans: true });
+        let mut e = engine(EngineKind::Postgres)(&target, KvParams { sync }, Some(1));
         e.survey(true).unwrap();
         e
     };

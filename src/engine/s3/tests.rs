@@ -6,11 +6,11 @@ use std::path::Path;
 
 use super::*;
 use crate::engine::kv::test_support::{round_trip, tiny_kv};
-use crate::records::{KvParams, S3Params};
+use crate::records::{CommitEvery, KvParams, S3Params};
 use crate::util::progress::Silent;
 
-fn engine(path: &Path, _kv: KvParams) -> Box<dyn Engine> {
-    Box::new(S3Engine::new(path, &EngineSettings::default()))
+fn engine(path: &Path, _kv: KvParams, commit_every: CommitEvery) -> Box<dyn Engine> {
+    Box::new(S3Engine::new(path, &EngineSettings { commit_every, ..EngineSettings::default() }))
 }
 
 /// Every server process whose arguments name a path under `dir`.

@@ -19,7 +19,7 @@ use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, 
 use crate::engine::keep::Idle;
 use crate::engine::kvtest_db::{open_kv, SQLITE_HEADER};
 use crate::engine::report::{ExportReport, StatReport};
-use crate::records::{DbParams, EngineKind, EngineSettings, SyncLevel};
+use crate::records::{CommitEvery, DbParams, EngineKind, EngineSettings, SyncLevel};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 use error::db_error;
@@ -57,7 +57,7 @@ impl Backend for SqliteBackend {
     }
 
     fn open(&self, path: &Path, settings: &EngineSettings) -> Box<dyn Engine> {
-        Box::new(SqliteEngine::new(path, settings.db.clone()))
+        Box::new(SqliteEngine::new(path, settings.db.clone(), settings.commit_every))
     }
 
     fn stat(&self, path: &Path, vacuum: bool, _settings: &EngineSettings) -> Result<StatReport> {
@@ -115,6 +115,7 @@ const CRASH_MODES: &[CrashMode] = &[
 pub struct SqliteEngine {
     path: PathBuf,
     params: DbParams,
+    commit_every: CommitEvery,
     /// Blob sizes by key, surveyed for writes (an SQL update counts bytes).
     sizes: Option<Arc<Vec<u32>>>,
     /// Connections read sessions kept open (`engine::keep`), each with
@@ -123,8 +124,8 @@ pub struct SqliteEngine {
 }
 
 impl SqliteEngine {
-    pub fn new(path: &Path, params: DbParams) -> Self {
-        SqliteEngine { path: path.to_path_buf(), params, sizes: None, idle: Idle::new() }
+    pub fn new(path: &Path, params: DbParams, commit_every: CommitEvery) -> Self {
+        SqliteEngine { path: path.to_path_buf(), params, commit_every, sizes: None, idle: Idle::new() }
     }
 }
 
@@ -157,7 +158,8 @@ impl Engine for SqliteEngine {
             self.idle.clear();
         }
         let conn = self.idle.lease(mode.keep, || session::connect(&self.path))?;
-        let s = DbSession::on(conn, &self.path, &self.params, mode.write, mode.find_max, self.sizes.clone())?;
+        let write = (mode.write, self.commit_every);
+        let s = DbSession::on(conn, &self.path, &self.params, write, mode.find_max, self.sizes.clone())?;
         Ok(Box::new(s))
     }
 

@@ -345,6 +345,16 @@ impl<const N: usize> Db<N> {
         self.blob_close();
     }
 
+    /// Resets every statement and closes the blob handle, keeping the
+    /// statements prepared: what a COMMIT in the middle of a session needs
+    /// (no statement or blob left active).
+    pub fn end_statements(&mut self) {
+        for s in &self.stmts {
+            s.reset();
+        }
+        self.blob_close();
+    }
+
     /// Releases the handles and gives the connection back, to be closed
     /// with its errors seen (`Connection::close`).
     pub fn into_conn(self) -> Connection {

@@ -13,7 +13,7 @@ use crate::engine::keep::Lease;
 use crate::engine::sqlite::error::{conn_error, db_error, failure_error, last_error, open_io_cause};
 use crate::engine::sqlite::raw::{self, Db};
 
-use crate::records::{DbAccess, DbParams};
+use crate::records::{CommitEvery, DbAccess, DbParams, WriteBatch};
 use crate::{Error, Result};
 
 /// The session's statement slots in its [`Db`]: the SQL read, the
@@ -24,13 +24,27 @@ const UPDATE: usize = 1;
 const PUT: usize = 2;
 const DELETE: usize = 3;
 
+/// How a session's transactions go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Txn {
+    /// kvtest's way: BEGIN in the setup, COMMIT in the commit.
+    PerRun,
+    /// A session that only reads, with a commit granularity given
+    /// (kvtest's --multitrans): each statement its own transaction.
+    PerStatement,
+    /// A writer that commits every N writes: a transaction is always open
+    /// (BEGIN is deferred, so an idle one costs nothing), committed and
+    /// begun again when a batch fills, and at the session's commit.
+    Batched(WriteBatch),
+}
+
 pub struct DbSession {
     db: Db<4>,
     /// Where the connection came from and goes back to (`engine::keep`).
     lease: Lease<Connection>,
     access: DbAccess,
     update: bool,
-    multitrans: bool,
+    txn: Txn,
     /// Blob sizes by key, for counting the bytes an SQL update wrote.
     sizes: Option<Arc<Vec<u32>>>,
     buf: Vec<u8>,
@@ -77,20 +91,28 @@ fn set_pragmas(conn: &Connection, path: &Path, p: &DbParams) -> Result<()> {
 }
 
 impl DbSession {
-    /// kvtest's setup on a connection of the session's own.
-    pub fn open(path: &Path, p: &DbParams, update: bool, find_max: bool, sizes: Option<Arc<Vec<u32>>>) -> Result<Self> {
-        Self::on((connect(path)?, Lease::once()), path, p, update, find_max, sizes)
+    /// kvtest's setup on a connection of the session's own. A writer with
+    /// `commit_every` N commits every N writes.
+    pub fn open(
+        path: &Path,
+        p: &DbParams,
+        (update, commit_every): (bool, CommitEvery),
+        find_max: bool,
+        sizes: Option<Arc<Vec<u32>>>,
+    ) -> Result<Self> {
+        Self::on((connect(path)?, Lease::once()), path, p, (update, commit_every), find_max, sizes)
     }
 
     /// kvtest's setup, in kvtest's order, on `conn`: mmap_size,
     /// cache_size, synchronous and journal mode on a connection just
     /// opened (a kept one has them from the session that opened it), then
-    /// max(k) when `find_max`, then BEGIN.
+    /// max(k) when `find_max`, then BEGIN (none for a reader given a commit
+    /// granularity: kvtest's --multitrans).
     pub(crate) fn on(
         (conn, lease): (Connection, Lease<Connection>),
         path: &Path,
         p: &DbParams,
-        update: bool,
+        (update, commit_every): (bool, CommitEvery),
         find_max: bool,
         sizes: Option<Arc<Vec<u32>>>,
     ) -> Result<Self> {
@@ -119,7 +141,11 @@ impl DbSession {
             lease,
             access: p.access,
             update,
-            multitrans: p.multitrans,
+            txn: match (commit_every, update) {
+                (None, _) => Txn::PerRun,
+                (Some(_), false) => Txn::PerStatement,
+                (Some(n), true) => Txn::Batched(WriteBatch::new(n)),
+            },
             sizes,
             buf: vec![0u8; 64 * 1024],
             path: path.to_path_buf(),
@@ -140,21 +166,43 @@ impl DbSession {
             session.prepare(PUT, c"INSERT OR REPLACE INTO kv(k, v) VALUES(?1, ?2)", what)?;
             session.prepare(DELETE, c"DELETE FROM kv WHERE k=?1", what)?;
         }
-        if !p.multitrans {
+        if session.txn != Txn::PerStatement {
             session.db.conn().execute_batch("BEGIN").map_err(err("cannot begin a transaction"))?;
         }
         Ok(session)
     }
 
     /// Ends the run's transaction: kvtest finalizes its statement and blob
-    /// handle, then commits.
+    /// handle, then commits (a batched writer commits its last batch).
     pub fn commit(&mut self) -> Result<()> {
         self.db.release();
-        if !self.multitrans {
+        if self.txn != Txn::PerStatement {
             let conn = self.db.conn();
             conn.execute_batch("COMMIT").map_err(|e| conn_error(conn, &self.path, "commit failed", e))?;
         }
+        if let Txn::Batched(batch) = &mut self.txn {
+            batch.committed();
+        }
         Ok(())
+    }
+
+    /// Counts a write that changed the database; when it fills the batch,
+    /// commits the batch and begins the next transaction (the blob handle
+    /// is closed and the statements reset first, as COMMIT needs).
+    #[inline]
+    fn wrote(&mut self) -> Result<()> {
+        let Txn::Batched(batch) = &mut self.txn else { return Ok(()) };
+        if batch.wrote() {
+            self.commit_batch()?;
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn commit_batch(&mut self) -> Result<()> {
+        self.db.end_statements();
+        let conn = self.db.conn();
+        conn.execute_batch("COMMIT; BEGIN").map_err(|e| conn_error(conn, &self.path, "commit failed", e))
     }
 
     /// Closes the connection (for the last connection to a WAL database
@@ -309,6 +357,7 @@ impl Session for DbSession {
                 if self.db.changes() == 0 {
                     return Ok(0);
                 }
+                self.wrote()?;
                 Ok(u64::from(size))
             }
             DbAccess::BlobApi => {
@@ -320,17 +369,23 @@ impl Session for DbSession {
                 if self.db.blob_write(content) != ffi::SQLITE_OK {
                     return Err(self.error(&format!("cannot write the blob of key {key}")));
                 }
+                self.wrote()?;
                 Ok(n as u64)
             }
         }
     }
 
     fn put(&mut self, key: u32, content: &[u8]) -> Result<()> {
-        self.step_write(PUT, key, Some(content), "store").map(drop)
+        self.step_write(PUT, key, Some(content), "store")?;
+        self.wrote()
     }
 
     fn delete(&mut self, key: u32) -> Result<bool> {
-        self.step_write(DELETE, key, None, "delete").map(|n| n > 0)
+        let deleted = self.step_write(DELETE, key, None, "delete")? > 0;
+        if deleted {
+            self.wrote()?;
+        }
+        Ok(deleted)
     }
 
     fn commit(&mut self) -> Result<()> {
@@ -352,6 +407,8 @@ impl Session for DbSession {
             journal_mode: Some(self.journal_mode.clone()),
             max_key: self.max_key,
             close_checkpoints: self.journal_mode.eq_ignore_ascii_case("wal"),
+            // The closing checkpoint copies the writes' pages from the WAL.
+            close_finishes_writes: self.update && self.journal_mode.eq_ignore_ascii_case("wal"),
             opened_handle: self.lease.opened,
         }
     }
@@ -387,7 +444,7 @@ mod tests {
         let (sizes, _) = crate::engine::blob_sizes(&db).unwrap();
         for access in [DbAccess::Sql, DbAccess::BlobApi] {
             let params = DbParams { access, ..DbParams::default() };
-            let mut s = DbSession::open(&db, &params, true, false, Some(sizes.clone())).unwrap();
+            let mut s = DbSession::open(&db, &params, (true, None), false, Some(sizes.clone())).unwrap();
             let err = s.overwrite(1, &[7u8; 10]).unwrap_err().to_string();
             assert!(err.contains("10 bytes") && err.contains("1000"), "{access:?}: {err}");
             assert_eq!(s.overwrite(2, &[7u8; 1000]).unwrap(), 1000, "{access:?}");
@@ -401,17 +458,42 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = db(dir.path());
         let params = DbParams { access: DbAccess::BlobApi, ..DbParams::default() };
-        let mut s = DbSession::open(&db, &params, false, false, None).unwrap();
+        let mut s = DbSession::open(&db, &params, (false, None), false, None).unwrap();
         assert_eq!(s.read(1).unwrap(), 1000);
         assert_eq!(s.read(99).unwrap(), 0, "a gap is a miss");
         assert_eq!(s.read(2).unwrap(), 1000, "the next key is found after a miss");
     }
 
     #[test]
+    fn a_writer_commits_every_n_writes_inside_the_nth() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db(dir.path());
+        let (sizes, _) = crate::engine::blob_sizes(&db).unwrap();
+        let seen = |k: u32| {
+            let c = Connection::open(&db).unwrap();
+            c.query_row("SELECT substr(v, 1, 1) FROM kv WHERE k=?1", [k], |r| r.get::<_, Vec<u8>>(0)).unwrap()[0]
+        };
+        for access in [DbAccess::Sql, DbAccess::BlobApi] {
+            let params = DbParams { access, journal_mode: Some("wal".into()), ..DbParams::default() };
+            let mut s = DbSession::open(&db, &params, (true, Some(2)), false, Some(sizes.clone())).unwrap();
+            let tag = if access == DbAccess::Sql { 5u8 } else { 6 };
+            s.overwrite(1, &[tag; 1000]).unwrap();
+            assert_ne!(seen(1), tag, "{access:?}: one write of a batch of 2 is not committed yet");
+            s.overwrite(2, &[tag; 1000]).unwrap();
+            assert_eq!((seen(1), seen(2)), (tag, tag), "{access:?}: the second write committed the batch");
+            s.overwrite(3, &[tag; 1000]).unwrap();
+            assert_ne!(seen(3), tag, "{access:?}: the next batch is open");
+            s.commit().unwrap();
+            assert_eq!(seen(3), tag, "{access:?}: the session's commit commits the last batch");
+            s.close().unwrap();
+        }
+    }
+
+    #[test]
     fn put_and_delete_change_sizes_and_rows() {
         let dir = tempfile::tempdir().unwrap();
         let db = db(dir.path());
-        let mut s = DbSession::open(&db, &DbParams::default(), true, false, None).unwrap();
+        let mut s = DbSession::open(&db, &DbParams::default(), (true, None), false, None).unwrap();
         s.put(3, &[1u8; 50]).unwrap();
         s.put(9, &[2u8; 70]).unwrap();
         assert!(s.delete(4).unwrap());

@@ -87,38 +87,46 @@ pub fn document(title: &str, sections: &[Section], left_out: &[&str]) -> String 
     let mut out = format!("{}\n\n", clean(title));
     for s in sections.iter().filter(|s| s.in_summary) {
         let _ = write!(out, "== {} ==\n\n", clean(&s.title));
-        for b in &s.blocks {
-            match b {
-                Block::Heading(h) => {
-                    let _ = write!(out, "-- {} --\n\n", clean(h));
-                }
-                Block::Paragraph(p) | Block::Note(p) => {
-                    let _ = write!(out, "{}\n\n", clean(p));
-                }
-                Block::List(items) => {
-                    for item in items {
-                        let _ = writeln!(out, "  - {}", clean(item));
-                    }
-                    out.push('\n');
-                }
-                Block::Table(t) => table(&mut out, t, false),
-                Block::Verdict(v) => table(&mut out, &v.table(), false),
-                Block::Figure(f) => {
-                    let _ = writeln!(out, "{}", clean(f.chart.title()));
-                    for line in &f.caption {
-                        let _ = writeln!(out, "{}", clean(line));
-                    }
-                    out.push('\n');
-                    table(&mut out, &f.chart.table(), false);
-                    for finding in &f.findings {
-                        let _ = write!(out, "{}\n\n", clean(finding));
-                    }
-                }
-            }
-        }
+        out.push_str(&blocks_text(&s.blocks));
     }
     if !left_out.is_empty() {
         let _ = writeln!(out, "Not shown here: {} (see --format html or markdown).", left_out.join(", "));
+    }
+    out
+}
+
+/// Blocks as the terminal shows them, each followed by a blank line, for
+/// a command's own output outside a section.
+pub fn blocks_text(blocks: &[Block]) -> String {
+    let mut out = String::new();
+    for b in blocks {
+        match b {
+            Block::Heading(h) => {
+                let _ = write!(out, "-- {} --\n\n", clean(h));
+            }
+            Block::Paragraph(p) | Block::Note(p) => {
+                let _ = write!(out, "{}\n\n", clean(p));
+            }
+            Block::List(items) => {
+                for item in items {
+                    let _ = writeln!(out, "  - {}", clean(item));
+                }
+                out.push('\n');
+            }
+            Block::Table(t) => table(&mut out, t, false),
+            Block::Verdict(v) => table(&mut out, &v.table(), false),
+            Block::Figure(f) => {
+                let _ = writeln!(out, "{}", clean(f.chart.title()));
+                for line in &f.caption {
+                    let _ = writeln!(out, "{}", clean(line));
+                }
+                out.push('\n');
+                table(&mut out, &f.chart.table(), false);
+                for finding in &f.findings {
+                    let _ = write!(out, "{}\n\n", clean(finding));
+                }
+            }
+        }
     }
     out
 }

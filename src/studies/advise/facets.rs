@@ -31,8 +31,10 @@ pub(super) fn matrix_bytes(quick: bool) -> u64 {
 
 /// The size crossover: a one-row matrix (4 KiB pages, sizes from a quarter
 /// of the mean to 64 times it, no writes, the engines considered beside the
-/// files) whose crossovers say above which blob size files read faster than
-/// SQLite, and than each engine, here. None when interrupted.
+/// files, each candidate read through its own read path: SQLite by the
+/// blob API over a memory-mapped database) whose crossovers say above which
+/// blob size files read faster than SQLite, and than each engine, here.
+/// None when interrupted.
 pub(super) fn size_crossover(
     opts: &AdviseOptions,
     mean: f64,
@@ -57,9 +59,14 @@ pub(super) fn matrix_options(opts: &AdviseOptions, mean: f64) -> MatrixOptions {
     m.total_bytes = total;
     m.writes = false;
     m.engines.clone_from(&opts.engines);
+    // SQLite read as its candidate reads, with the suite's page cache.
+    m.db_read = rules::SQLITE_READ;
+    m.cache_bytes = crate::records::DbParams::default().cache_size.unsigned_abs() * u64::from(MATRIX_PAGE_SIZE);
     m.workdir.clone_from(&opts.workdir);
     m.rounds.budget = Some(Duration::from_secs(if opts.quick { 1 } else { 3 }));
     m.rounds.clock = opts.clock;
+    // A cell's reads cover at most its few MB: the promised rounds are cheap.
+    m.rounds.least_rounds = super::LEAST_ROUNDS;
     m
 }
 
@@ -130,7 +137,12 @@ pub(super) fn aging_options(opts: &AdviseOptions, (count, mean): (u32, f64), tho
     a.bands = false;
     a.rounds.budget = Some(aging_round_budget(thorough));
     a.rounds.clock = opts.clock;
-    a.rounds.max_rounds = if thorough { 8 } else { 4 };
+    // Each candidate rewrites as it writes: one commit per N writes.
+    a.commit_every = Some(opts.commit_every);
+    // Each read set reads the sample (about 10 MB): the promised rounds
+    // are cheap.
+    a.rounds.max_rounds = if thorough { 12 } else { super::LEAST_ROUNDS };
+    a.rounds.least_rounds = super::LEAST_ROUNDS;
     a
 }
 
@@ -162,6 +174,7 @@ pub(super) fn crash_facts(opts: &AdviseOptions, observer: &dyn SuiteObserver) ->
     copts.kills = if opts.quick { crashtest::QUICK_KILLS } else { 2 * crashtest::QUICK_KILLS };
     copts.count = crashtest::QUICK_COUNT;
     copts.workdir.clone_from(&opts.workdir);
+    copts.commit_every = opts.commit_every;
     match crashtest::power_cut_test(&copts, rules::CRASH_MODEL, &AsProgress(observer)) {
         Ok(report) => {
             let facts = report

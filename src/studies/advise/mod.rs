@@ -25,7 +25,7 @@ use crate::records::{DatasetSpec, EngineKind};
 use crate::studies::aging::AgingSection;
 use crate::studies::crashtest::PowerCutSection;
 use crate::studies::matrix::MatrixSection;
-use crate::studies::suite::{self, ids, SuiteObserver, SuiteOptions, SuiteOutcome};
+use crate::studies::suite::{self, ids, RoundSizing, SuiteObserver, SuiteOptions, SuiteOutcome};
 use crate::util::fsutil;
 use crate::{Error, Result};
 
@@ -37,11 +37,23 @@ pub const QUICK_BUDGET: Duration = Duration::from_secs(60);
 /// under way, the arms' summaries and the page with its charts.
 const AFTER_ROUNDS: Duration = Duration::from_secs(5);
 
-/// Writes per write arm and round when every write waits for the disk
-/// (at most): enough for a per-op figure, few enough for several rounds.
-const DURABLE_WRITES: u32 = 200;
-/// The same when writes do not wait for the disk.
-const FAST_WRITES: u32 = 1000;
+/// Rounds every compared pair gets, even when the budget is spent before
+/// them: enough for a 95% paired interval. Rounds are sized by time
+/// ([`sizing`]), so their cost does not grow with the number of blobs.
+pub const LEAST_ROUNDS: u32 = crate::measure::paired::MIN_ROUNDS_95 as u32;
+
+/// Reads per warm read run, at random over the whole dataset: enough for a
+/// per-op figure steady to a few percent at a few µs per read.
+pub const READ_OPS: u64 = 4000;
+/// Reads per cold read run (each one waits for the disk).
+pub const COLD_OPS: u64 = 1000;
+
+/// The rounds' sizes: a fixed number of reads, and writes sized to take
+/// 0.15 s per arm and round with `--quick`, 0.4 s without.
+pub fn sizing(quick: bool) -> RoundSizing {
+    let write_time = Duration::from_millis(if quick { 150 } else { 400 });
+    RoundSizing { read_ops: READ_OPS, cold_ops: COLD_OPS, write_time }
+}
 
 /// What `advise` is asked.
 #[derive(Debug, Clone)]
@@ -64,6 +76,11 @@ pub struct AdviseOptions {
     /// A blobbench binary (with the hidden crash writer) for the power-cut
     /// run; None uses the documented table.
     pub writer: Option<PathBuf>,
+    /// Writes per commit (`--commit-every N`): a write returns once N
+    /// writes have been committed. 1 by default: "a write that returned
+    /// must survive a power cut" means each write committed on its own.
+    /// Every candidate's writes, its power cuts and its aging pass use it.
+    pub commit_every: u32,
     /// The clock the budget is read on: [`Clock::REAL`], or a fake one in
     /// tests (the size matrix, the aging pass and the rounds read it too).
     pub clock: Clock,
@@ -92,7 +109,7 @@ impl AdviseOptions {
     fn experiment_ids(&self) -> Vec<String> {
         let mut v = vec![ids::READ_DB_BLOB.to_string()];
         for s in self.stores() {
-            for id in [s.read_id(), s.write_id(self.durability)] {
+            for id in [s.read_id(), s.write_id(self.durability, false)] {
                 if !v.contains(&id) {
                     v.push(id);
                 }
@@ -111,29 +128,26 @@ impl AdviseOptions {
         }
         v
     }
-
-    /// Writes per write arm and round.
-    fn writes_per_arm(&self, count: u32) -> u32 {
-        let most = if self.durability == Durability::Required { DURABLE_WRITES } else { FAST_WRITES };
-        (count / 10).clamp(1, most)
-    }
 }
 
-/// The least budget that fits building the datasets and one round, as
-/// estimated from the dataset (100 MB/s to build each copy, 20 us per
-/// warm read, 100 us per cold one, 3 ms per durable write and 100 us per
-/// other write; the size matrix's cells at 100 MB/s and half a second
-/// each, and as much again per engine; the aging pass's sample built and rewritten twice at 100 MB/s
-/// per layout, a second per layout and age, and its four read sets): a
-/// budget below it is refused, naming it.
+/// The least budget that fits building the datasets and [`LEAST_ROUNDS`]
+/// rounds after the warm-ups, as estimated from the dataset (100 MB/s to
+/// build each copy; [`READ_OPS`] at 20 us per warm read and [`COLD_OPS`] at
+/// 100 us per cold one, plus 10 us per blob to evict each cold arm's
+/// dataset; each write arm's sized run; the size matrix's cells at 100
+/// MB/s and half a second each, and as much again per engine; the aging
+/// pass's sample built and rewritten twice at 100 MB/s per layout, a
+/// second per layout and age, and its four read sets): a budget below it
+/// is refused, naming it.
 pub fn minimum_budget(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Duration {
     let stores = opts.stores().len() as f64;
     let bytes = f64::from(count) * mean_bytes * (2.0 + stores);
     let build = bytes / 100e6;
-    let reads = f64::from(count) * (stores + 2.0) * 2.0 * 20e-6;
-    let cold = f64::from(count) * opts.cold_ids().len() as f64 * 100e-6;
-    let per_write = if opts.durability == Durability::Required { 3e-3 } else { 100e-6 };
-    let writes = f64::from(opts.writes_per_arm(count)) * stores * 2.0 * per_write;
+    let rounds = f64::from(LEAST_ROUNDS + 1);
+    let reads = READ_OPS as f64 * (stores + 2.0) * rounds * 20e-6;
+    let cold_arms = opts.cold_ids().len() as f64;
+    let cold = cold_arms * rounds * (COLD_OPS as f64 * 100e-6 + f64::from(count) * 10e-6);
+    let writes = stores * rounds * sizing(opts.quick).write_time.as_secs_f64();
     let sizes = facets::MATRIX_SIZES as f64;
     // Each engine's dataset is built in every cell and read beside the rest.
     let matrix = sizes * (1.0 + opts.engines.len() as f64) * (facets::matrix_bytes(opts.quick) as f64 / 100e6 + 0.5);
@@ -155,6 +169,7 @@ fn validate(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Result<Duratio
     if let Some(k) = opts.engines.iter().find(|k| !k.is_key_value()) {
         return Err(Error::invalid(format!("--engines: {} is not a key-value engine", k.name())));
     }
+    crate::records::check_commit_every(opts.commit_every).map_err(Error::invalid)?;
     let budget = choose_budget(opts.budget, minimum_budget(opts, count, mean_bytes), opts.quick, count)?;
     let need = needed_bytes(opts, count, mean_bytes, thorough(opts, budget))?;
     let free = fsutil::free_bytes(&opts.workdir)?;
@@ -194,7 +209,8 @@ fn thorough(opts: &AdviseOptions, budget: Duration) -> bool {
 fn choose_budget(given: Option<Duration>, least: Duration, quick: bool, count: u32) -> Result<Duration> {
     match given {
         Some(b) if b < least => Err(Error::invalid(format!(
-            "--budget {:.0} s is too short for one round of {count} blobs: give at least {} s",
+            "--budget {:.0} s is too short for {count} blobs (their datasets and {LEAST_ROUNDS} paired rounds): give \
+             at least {} s",
             b.as_secs_f64(),
             least.as_secs()
         ))),
@@ -241,7 +257,9 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
     suite_opts.engines.clone_from(&opts.engines);
     suite_opts.only = Some(opts.experiment_ids());
     suite_opts.cold_also = opts.cold_ids();
-    suite_opts.write_fraction = f64::from(opts.writes_per_arm(count)) / f64::from(count.max(1));
+    suite_opts.sizing = Some(sizing(opts.quick));
+    suite_opts.rounds.least_rounds = LEAST_ROUNDS;
+    suite_opts.commit_every = opts.commit_every;
     // The rest of the budget goes to the rounds, less what the last round,
     // the arms' summaries and the page take after the deadline.
     let kept = AFTER_ROUNDS.max(budget / 8);
@@ -266,6 +284,7 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
             mix_reads: opts.mix_reads,
             mix_writes: opts.mix_writes,
             durability: opts.durability,
+            commit_every: Some(opts.commit_every),
         },
         candidates: opts.stores().into_iter().map(|s| s.name().to_string()).collect(),
         crash,
@@ -320,6 +339,7 @@ mod tests {
             budget: None,
             quick: true,
             writer: None,
+            commit_every: 1,
             clock: Clock::REAL,
         }
     }
@@ -398,12 +418,43 @@ mod tests {
     }
 
     #[test]
+    fn the_size_crossover_reads_sqlite_as_its_candidate_does() {
+        let o = options(std::path::Path::new("."));
+        let m = facets::matrix_options(&o, 10_000.0);
+        assert_eq!(Store::Sqlite.read_id(), ids::READ_DB_BLOB_MMAP);
+        assert_eq!(m.db_read, crate::studies::matrix::DbRead::BlobApiMmap);
+        // The suite's page cache for it: kvtest's 1000 pages.
+        assert_eq!(m.cache_bytes / u64::from(m.page_sizes[0]), 1000);
+        let read = crate::studies::suite::db_params_of(ids::READ_DB_BLOB_MMAP).unwrap();
+        assert_eq!(read.access, crate::records::DbAccess::BlobApi);
+        assert!(read.mmap_bytes != 0, "memory-mapped: {read:?}");
+    }
+
+    #[test]
+    fn rounds_are_sized_by_time_and_promised() {
+        for quick in [true, false] {
+            let s = sizing(quick);
+            assert!(s.read_ops >= 1000 && s.cold_ops >= 100 && !s.write_time.is_zero());
+        }
+        assert!(sizing(true).write_time < sizing(false).write_time);
+        const { assert!(LEAST_ROUNDS >= 6, "a 95% paired interval") };
+        // The least budget grows with the data it builds, not with rounds
+        // that read every blob: ten times the blobs of 1 KB add their
+        // build, their cold arms' eviction and no more than that.
+        let o = AdviseOptions { engines: Vec::new(), ..options(std::path::Path::new(".")) };
+        let (small, large) = (minimum_budget(&o, 10_000, 1000.0), minimum_budget(&o, 100_000, 1000.0));
+        let build = 90_000.0 * 1000.0 * 5.0 / 100e6;
+        let evict = 2.0 * f64::from(LEAST_ROUNDS + 1) * 90_000.0 * 10e-6;
+        assert!((large - small).as_secs_f64() <= build + evict + 2.0, "{small:?} {large:?}");
+    }
+
+    #[test]
     fn the_arms_cover_every_candidate_and_the_control() {
         let o = options(std::path::Path::new("."));
         let ids = o.experiment_ids();
         assert!(ids.contains(&crate::studies::suite::CONTROL_OF.to_string()));
         for s in o.stores() {
-            assert!(ids.contains(&s.read_id()) && ids.contains(&s.write_id(o.durability)), "{}", s.name());
+            assert!(ids.contains(&s.read_id()) && ids.contains(&s.write_id(o.durability, false)), "{}", s.name());
         }
         assert!(!ids.iter().any(|i| i.contains("tree")), "no tree copy needed: {ids:?}");
         let cold = o.cold_ids();

@@ -12,7 +12,7 @@ use crate::measure::rounds::RoundSet;
 use crate::measure::Experiment;
 use crate::records::DiskUsage;
 use crate::studies::aging::{AgePoint, AgingSection};
-use crate::studies::matrix::{Crossover, EngineCrossover, MatrixSection};
+use crate::studies::matrix::{Crossover, DbRead, EngineCrossover, MatrixSection};
 use crate::studies::suite::{CONTROL_ID, CONTROL_OF};
 
 /// What the recommendation is computed from: the parts of one result file.
@@ -104,7 +104,19 @@ pub struct Aged {
     pub reads: Option<Factor>,
 }
 
-/// A candidate that cannot meet the need, and why.
+/// A candidate whose writes were measured at another commit granularity
+/// than the workload states: refused, never compared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refused {
+    pub store: Store,
+    /// Writes per commit its write arm ran with (None: one transaction per run).
+    pub measured: Option<u32>,
+    /// Writes per commit the workload states.
+    pub stated: Option<u32>,
+}
+
+/// A candidate that cannot meet the need, and why; with its figures when
+/// measured (taken as the ranked candidates' are, for the table only).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Excluded {
     pub store: Store,
@@ -112,6 +124,11 @@ pub struct Excluded {
     pub fact: CrashFact,
     /// Where the failing fact comes from.
     pub source: CrashSource,
+    pub read_us: Option<f64>,
+    pub write_us: Option<f64>,
+    /// Time per operation at the stated mix, when both were measured.
+    pub mixed_us: Option<f64>,
+    pub allocated_bytes: Option<u64>,
 }
 
 /// What would change the answer.
@@ -124,8 +141,9 @@ pub enum Change {
     Durability { store: Store, need: Durability },
     /// Where files opened directly start to read faster than `against`
     /// (SQLite, or the leading engine; the size matrix's crossover at
-    /// `page_size`), and the largest size measured.
-    Size { crossover: Crossover, page_size: u32, largest_bytes: u32, against: Store },
+    /// `page_size`), the largest size measured, and how the matrix read
+    /// SQLite (its candidate's own path in files since advise read it so).
+    Size { crossover: Crossover, page_size: u32, largest_bytes: u32, against: Store, db_read: DbRead },
     /// With cold reads (data not in the page cache) at the stated mix,
     /// `leader` would rank first; `reads` is its cold reads over the
     /// leader's (an interval holding 1 makes the change unclear).
@@ -142,6 +160,8 @@ pub struct Ranking {
     pub excluded: Vec<Excluded>,
     /// Candidates whose reads or writes were not measured.
     pub unmeasured: Vec<Store>,
+    /// Candidates whose writes were measured at another commit granularity.
+    pub refused: Vec<Refused>,
     /// Candidates without crash facts (not excluded, said so).
     pub untested: Vec<Store>,
     /// The A/A control's paired interval.
@@ -156,8 +176,25 @@ impl Ranking {
     }
 }
 
+/// The median of the figure comparisons use: the steady-state time per op
+/// (the loop with each commit inside it), or kvtest's total in a file from
+/// before it.
 fn median_us(inputs: &Inputs, id: &str) -> Option<f64> {
-    inputs.experiments.iter().find(|e| e.id == id).map(|e| e.summary.per_op_us.median).filter(|v| *v > 0.0)
+    inputs.experiments.iter().find(|e| e.id == id).map(|e| e.summary.figure().median).filter(|v| *v > 0.0)
+}
+
+/// The experiment that times `store`'s writes in the file's workload.
+pub fn write_id(s: &AdviseSection, store: Store) -> String {
+    store.write_id(s.workload.durability, s.workload.one_commit_per_run())
+}
+
+/// Whether `store`'s writes were measured at another commit granularity
+/// than the workload states (None: its writes were not measured at all).
+fn other_granularity(inputs: &Inputs, store: Store) -> Option<Refused> {
+    let s = inputs.section;
+    let e = inputs.experiments.iter().find(|e| e.id == write_id(s, store))?;
+    let stated = s.workload.commit_every;
+    (e.params.commit_every != stated).then_some(Refused { store, measured: e.params.commit_every, stated })
 }
 
 /// The paired ratio a / b over the rounds both ran in; exact 1 for the
@@ -203,6 +240,7 @@ pub fn rank(inputs: &Inputs) -> Ranking {
         ranked: Vec::new(),
         excluded: Vec::new(),
         unmeasured: Vec::new(),
+        refused: Vec::new(),
         untested: Vec::new(),
         noise: inputs
             .rounds
@@ -213,20 +251,25 @@ pub fn rank(inputs: &Inputs) -> Ranking {
     };
     for store in s.candidates.iter().filter_map(|n| Store::from_name(n)) {
         let crash = s.crash.of(&store.crash_method(need)).cloned();
+        let (read, write) = (median_us(inputs, &store.read_id()), median_us(inputs, &write_id(s, store)));
+        let allocated_bytes = inputs.disk.iter().find(|d| d.layout == store.layout()).map(|d| d.allocated_bytes);
         if let Some((test, fact, source)) = failing(s, store, need) {
-            out.excluded.push(Excluded { store, test, fact, source });
+            let mixed_us = read.zip(write).map(|(r, w)| mixed(r, w, share));
+            let (read_us, write_us) = (read, write);
+            out.excluded.push(Excluded { store, test, fact, source, read_us, write_us, mixed_us, allocated_bytes });
             continue;
         }
         if crash.is_none() {
             out.untested.push(store);
         }
-        let (Some(read_us), Some(write_us)) =
-            (median_us(inputs, &store.read_id()), median_us(inputs, &store.write_id(need)))
-        else {
+        if let Some(refused) = other_granularity(inputs, store) {
+            out.refused.push(refused);
+            continue;
+        }
+        let (Some(read_us), Some(write_us)) = (read, write) else {
             out.unmeasured.push(store);
             continue;
         };
-        let allocated_bytes = inputs.disk.iter().find(|d| d.layout == store.layout()).map(|d| d.allocated_bytes);
         let mixed_us = mixed(read_us, write_us, share);
         out.ranked.push(Ranked {
             store,
@@ -245,7 +288,7 @@ pub fn rank(inputs: &Inputs) -> Ranking {
         });
     }
     out.ranked.sort_by(|a, b| a.mixed_us.total_cmp(&b.mixed_us));
-    compare_to_leader(inputs, need, share, &mut out);
+    compare_to_leader(inputs, share, &mut out);
     age(inputs, &mut out);
     out.changes = changes(inputs, share, &out);
     out
@@ -289,13 +332,14 @@ fn age(inputs: &Inputs, out: &mut Ranking) {
 /// leader's time shares applied to the paired read and write factors:
 /// a * reads + (1 - a) * writes, a being the leader's share of time in
 /// reads; its interval takes both ends the same way (conservative).
-fn compare_to_leader(inputs: &Inputs, need: Durability, share: f64, out: &mut Ranking) {
+fn compare_to_leader(inputs: &Inputs, share: f64, out: &mut Ranking) {
     let Some(leader) = out.ranked.first().cloned() else { return };
     let a = share * leader.read_us / leader.mixed_us.max(f64::MIN_POSITIVE);
     let noise = out.noise.clone();
     for r in out.ranked.iter_mut().skip(1) {
         let reads = ratio(inputs, &r.store.read_id(), &leader.store.read_id());
-        let writes = ratio(inputs, &r.store.write_id(need), &leader.store.write_id(need));
+        let s = inputs.section;
+        let writes = ratio(inputs, &write_id(s, r.store), &write_id(s, leader.store));
         if let (Some(fr), Some(fw)) = (reads, writes) {
             let blend = |x: f64, y: f64| a * x + (1.0 - a) * y;
             let m = Factor {
@@ -366,14 +410,15 @@ fn changes(inputs: &Inputs, share: f64, out: &Ranking) -> Vec<Change> {
     }
     if let Some(m) = inputs.matrix {
         let largest_bytes = m.cells.iter().map(|c| c.size_bytes).max().unwrap_or(0);
+        let db_read = m.params.db_read;
         for c in &m.crossovers {
-            let crossover = c.direct.clone();
-            changes.push(Change::Size { crossover, page_size: c.page_size, largest_bytes, against: Store::Sqlite });
+            let (crossover, page_size, against) = (c.direct.clone(), c.page_size, Store::Sqlite);
+            changes.push(Change::Size { crossover, page_size, largest_bytes, against, db_read });
         }
         let leading_engine = |e: &&EngineCrossover| leader == Some(Store::Engine(e.engine));
         for c in m.engine_crossovers.iter().filter(leading_engine) {
             let (crossover, against) = (c.read.clone(), Store::Engine(c.engine));
-            changes.push(Change::Size { crossover, page_size: c.page_size, largest_bytes, against });
+            changes.push(Change::Size { crossover, page_size: c.page_size, largest_bytes, against, db_read });
         }
     }
     let other = inputs.section.workload.durability.other();

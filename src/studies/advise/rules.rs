@@ -7,6 +7,7 @@ use super::section::{CrashFact, Durability};
 use crate::powercut::Model;
 use crate::records::EngineKind;
 use crate::studies::crashtest::Method;
+use crate::studies::matrix::DbRead;
 use crate::studies::suite::ids;
 
 /// A place blobs can live, in the configuration advise gives it.
@@ -24,6 +25,10 @@ pub enum Store {
     /// (relaxed) or its durable one (required).
     Engine(EngineKind),
 }
+
+/// SQLite's candidate's read path in the size matrix: its own, the one
+/// [`Store::read_id`] times (`read/db-blob-mmap`: blob API, mmap).
+pub const SQLITE_READ: DbRead = DbRead::BlobApiMmap;
 
 /// The stores every advice considers, besides the `--engines` given.
 pub const ALWAYS: [Store; 3] = [Store::Sqlite, Store::FilesInPlace, Store::FilesReplace];
@@ -119,8 +124,21 @@ impl Store {
         }
     }
 
-    /// The suite experiment its writes at `need` are timed by.
-    pub fn write_id(self, need: Durability) -> String {
+    /// The suite experiment its writes at `need` are timed by: committed
+    /// as the workload states (`commit/...`), or, for a file from before
+    /// `--commit-every` (`one_per_run`), the article's one transaction per
+    /// run.
+    pub fn write_id(self, need: Durability, one_per_run: bool) -> String {
+        let id = self.run_write_id(need);
+        if one_per_run {
+            id
+        } else {
+            ids::committed(&id)
+        }
+    }
+
+    /// The article-style arm of its writes at `need` (one transaction per run).
+    fn run_write_id(self, need: Durability) -> String {
         let required = need == Durability::Required;
         match self {
             Store::Sqlite if required => ids::WRITE_DB_WAL_FULL.into(),
@@ -136,7 +154,8 @@ impl Store {
 
     /// The crash test's method for its writes at `need`. Files written by
     /// temp + rename are durable only with the directory fsynced too
-    /// (`replace-fsync-dir`); the timed write leaves that fsync out.
+    /// (`replace-fsync-dir`), as the timed committed write does (once per
+    /// commit).
     pub fn crash_method(self, need: Durability) -> String {
         let required = need == Durability::Required;
         match self {

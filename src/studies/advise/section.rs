@@ -46,6 +46,20 @@ pub struct Workload {
     pub mix_reads: u32,
     pub mix_writes: u32,
     pub durability: Durability,
+    /// Writes per commit (`--commit-every N`): a write returns once N
+    /// writes have been committed; every candidate's writes were measured
+    /// so. Absent in files from before it, whose writes were timed as one
+    /// transaction per run (kvtest's way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_every: Option<u32>,
+}
+
+impl Workload {
+    /// The file predates `--commit-every`: its write arms committed once
+    /// per run, and are not comparable with per-commit figures.
+    pub fn one_commit_per_run(&self) -> bool {
+        self.commit_every.is_none()
+    }
 }
 
 /// Where the crash facts came from.

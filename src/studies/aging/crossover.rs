@@ -37,7 +37,7 @@ impl Run<'_> {
                 ));
                 let id = band_rounds_id(&self.sizes.name, age, cold, b + 1);
                 let (figures, set) = read_rounds(&id, &readers, &keys, cold, &self.opts.rounds, &pairs)?;
-                let table: Vec<Vec<f64>> = set.rounds.iter().map(|r| r.per_op_us.clone()).collect();
+                let table = set.table();
                 bands.push(Band {
                     min_bytes: min,
                     max_bytes: max - 1,

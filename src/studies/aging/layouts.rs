@@ -10,7 +10,8 @@ use crate::engine::dataset::{blob_files, db_error, open_kv};
 use crate::engine::db_files as sqlite_files;
 use crate::engine::LocalBytes;
 use crate::records::{
-    DbAccess, DbParams, EngineKind, EngineSettings, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel,
+    CommitEvery, DbAccess, DbParams, EngineKind, EngineSettings, FileParams, FileRead, FileWrite, KvParams, KvSync,
+    SyncLevel,
 };
 use crate::{Error, Result};
 
@@ -18,11 +19,20 @@ use crate::{Error, Result};
 #[derive(Debug, Clone)]
 pub struct AgingLayout {
     pub info: LayoutInfo,
+    /// How it is read (and written, but for the commits).
     pub settings: EngineSettings,
+    /// Writes per commit of its rewrite passes (None: one transaction per pass).
+    pub commit_every: CommitEvery,
     pub path: PathBuf,
 }
 
 impl AgingLayout {
+    /// The settings its rewrites are written with: its own, committed
+    /// every `commit_every` writes.
+    pub fn write_settings(&self) -> EngineSettings {
+        EngineSettings { commit_every: self.commit_every, ..self.settings.clone() }
+    }
+
     pub fn kind(&self) -> EngineKind {
         self.info.engine
     }
@@ -32,15 +42,16 @@ impl AgingLayout {
 }
 
 /// SQLite (WAL and rollback journal), files (in place and by rename), and
-/// the key-value engines asked for, with their copies under `work`.
-pub fn layouts(work: &Path, engines: &[EngineKind]) -> Vec<AgingLayout> {
+/// the key-value engines asked for, with their copies under `work`, their
+/// rewrites committed every `commit_every` writes.
+pub fn layouts(work: &Path, engines: &[EngineKind], commit_every: CommitEvery) -> Vec<AgingLayout> {
     let db = |journal: &str, sync: SyncLevel| DbParams {
         access: DbAccess::BlobApi,
         journal_mode: Some(journal.into()),
         sync: Some(sync),
         ..DbParams::default()
     };
-    let files = |write| FileParams { read: FileRead::Posix, write, fsync: false };
+    let files = |write| FileParams { read: FileRead::Posix, write, fsync: false, sync_dir: false };
     let mut out = vec![
         make(
             work,
@@ -72,8 +83,11 @@ pub fn layouts(work: &Path, engines: &[EngineKind]) -> Vec<AgingLayout> {
         ),
     ];
     for &kind in engines {
-        let kv = KvParams { sync: KvSync::Durable, multitrans: false };
+        let kv = KvParams { sync: KvSync::Durable };
         out.push(make(work, kind.name(), kind.title(), kind, EngineSettings { kv, ..Default::default() }));
+    }
+    for l in &mut out {
+        l.commit_every = commit_every;
     }
     out
 }
@@ -87,6 +101,7 @@ fn make(work: &Path, id: &str, title: &str, engine: EngineKind, settings: Engine
     AgingLayout {
         info: LayoutInfo { id: id.into(), title: title.into(), engine },
         settings,
+        commit_every: None,
         path: work.join(format!("{id}.{ext}")),
     }
 }

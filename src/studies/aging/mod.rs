@@ -32,9 +32,9 @@ use std::time::Duration;
 
 use crate::engine::dataset::{self, from_dir, from_dir::Scan};
 use crate::measure::envinfo::{self, Environment};
-use crate::measure::rounds::{self, RoundsPlan};
+use crate::measure::rounds::RoundsPlan;
 use crate::measure::stop_requested;
-use crate::records::{EngineKind, SizeSource};
+use crate::records::{CommitEvery, EngineKind, SizeSource};
 use crate::util::fsutil;
 use crate::{Error, Result};
 
@@ -71,6 +71,9 @@ pub struct AgingOptions {
     pub bands: bool,
     pub keep: bool,
     pub seed: u64,
+    /// Writes per commit of the rewrite passes (`--commit-every N`); None:
+    /// one transaction per pass.
+    pub commit_every: CommitEvery,
 }
 
 impl AgingOptions {
@@ -85,20 +88,13 @@ impl AgingOptions {
             quick,
             engines: Vec::new(),
             churn_pct: 0.0,
-            rounds: RoundsPlan {
-                warmup: true,
-                max_rounds: if quick { 4 } else { 12 },
-                budget: Some(Duration::from_secs(if quick { 2 } else { 20 })),
-                target: rounds::DEFAULT_TARGET,
-                seed: rounds::DEFAULT_SEED,
-                latency: true,
-                clock: crate::measure::clock::Clock::REAL,
-            },
+            rounds: RoundsPlan::new(if quick { 4 } else { 12 }, Some(Duration::from_secs(if quick { 2 } else { 20 }))),
             layouts: None,
             remedies: true,
             bands: true,
             keep: false,
             seed: 1,
+            commit_every: None,
         }
     }
 }
@@ -208,7 +204,12 @@ pub fn run_aging(opts: &AgingOptions, observer: &dyn AgingObserver) -> Result<Ag
     }
     let mut outcome = AgingOutcome {
         environment: envinfo::collect(&opts.workdir),
-        section: AgingSection { ages: opts.ages.clone(), churn_pct: opts.churn_pct, settings: Vec::new() },
+        section: AgingSection {
+            ages: opts.ages.clone(),
+            churn_pct: opts.churn_pct,
+            settings: Vec::new(),
+            commit_every: opts.commit_every,
+        },
         notes: Vec::new(),
         complete: true,
     };

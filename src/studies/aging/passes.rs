@@ -32,9 +32,10 @@ pub fn sample(n: u32, share: f64, seed: u64) -> Arc<[u32]> {
 
 /// One timed session of `ops` over `keys` (op i on key i) on `layout`: the
 /// same session `run --update` times, without warm-up (a rewrite is not
-/// repeatable) and with per-op latency as `run` records it.
+/// repeatable) and with per-op latency as `run` records it; its writes are
+/// committed as the layout says (one transaction per pass, or every N).
 pub fn write_pass(layout: &AgingLayout, keys: &Arc<[u32]>, ops: Vec<ScriptOp>, seed: u64) -> Result<Experiment> {
-    let mut engine = engine::open_as(layout.kind(), &layout.path, &layout.settings)?;
+    let mut engine = engine::open_as(layout.kind(), &layout.path, &layout.write_settings())?;
     let survey = engine.survey(true)?;
     let script = Script::new(ops, survey.blob_max, seed)?;
     let plan = Plan { repeat: 1, warmup: 0, cold: false, latency: true };
@@ -74,6 +75,7 @@ pub(super) fn params(
         db: layout.settings.db.clone(),
         files: layout.settings.files,
         kv: layout.settings.kv,
+        commit_every: if update { layout.commit_every } else { None },
         plan,
         seed,
         zipf_theta: None,

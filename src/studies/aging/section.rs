@@ -18,6 +18,10 @@ pub struct AgingSection {
     /// Share of the blobs deleted and inserted again per age step (0: off).
     pub churn_pct: f64,
     pub settings: Vec<AgingSetting>,
+    /// Writes per commit of the rewrite passes (`--commit-every`); absent
+    /// for one transaction per pass (and in files from before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_every: Option<u32>,
 }
 
 /// One size setting, aged in every layout.
@@ -124,11 +128,14 @@ pub struct AgePoint {
     pub fragmentation: Fragmentation,
 }
 
-/// Timed rewrite passes (one `Put` of a new size per blob, one transaction per pass).
+/// Timed rewrite passes (one `Put` of a new size per blob, one transaction
+/// per pass or one per N writes: the section's `commit_every`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct WriteFigures {
     pub passes: u32,
-    /// Median over the passes of kvtest's per-op time (open to close).
+    /// Median over the passes of the steady-state per-op time (the loop
+    /// with its commits and deferred work; kvtest's open-to-close time in
+    /// files from before schema version 4).
     pub per_op_us: f64,
     pub mb_per_s: f64,
     /// Churn: per-op time of the delete and of the insert pass, when on.
@@ -142,7 +149,8 @@ pub struct WriteFigures {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ReadFigures {
     pub runs: u32,
-    /// Median over runs of kvtest's per-op time (open to close).
+    /// Median over runs of the steady-state per-op time (kvtest's open to
+    /// close in files from before schema version 4).
     pub per_op_us: f64,
     pub cv_pct: f64,
     pub mb_per_s: f64,
@@ -156,8 +164,8 @@ impl ReadFigures {
         let lat = e.latency.unwrap_or_default();
         ReadFigures {
             runs: e.summary.runs,
-            per_op_us: e.summary.per_op_us.median,
-            cv_pct: e.summary.per_op_us.cv_pct,
+            per_op_us: e.summary.figure().median,
+            cv_pct: e.summary.figure().cv_pct,
             mb_per_s: e.summary.mb_per_s.median,
             p50_us: lat.p50_us,
             p99_us: lat.p99_us,

@@ -36,7 +36,7 @@ pub(super) fn run_setting(
     out: &mut AgingSetting,
     observer: &dyn AgingObserver,
 ) -> Result<()> {
-    let mut all = layouts(work, &opts.engines);
+    let mut all = layouts(work, &opts.engines, opts.commit_every);
     if let Some(only) = &opts.layouts {
         all.retain(|l| only.iter().any(|id| id == l.id()));
     }
@@ -145,7 +145,7 @@ impl Run<'_> {
             self.observer.step(&format!("{}: churn, {}", self.sizes.name, l.id()));
             let del = write_pass(l, &keys, vec![ScriptOp::Delete; keys.len()], seed)?;
             let ins = write_pass(l, &keys, puts.clone(), seed.wrapping_add(i as u64))?;
-            out.push((del.summary.per_op_us.median, ins.summary.per_op_us.median));
+            out.push((del.summary.figure().median, ins.summary.figure().median));
         }
         self.note_sizes(&keys, &new_sizes);
         Ok(out)
@@ -212,7 +212,7 @@ pub(super) fn write_figures(passes: &[Experiment]) -> Option<WriteFigures> {
     if passes.is_empty() {
         return None;
     }
-    let per_op: Vec<f64> = passes.iter().map(|e| e.summary.per_op_us.median).collect();
+    let per_op: Vec<f64> = passes.iter().map(|e| e.summary.figure().median).collect();
     let rate: Vec<f64> = passes.iter().map(|e| e.summary.mb_per_s.median).collect();
     Some(WriteFigures {
         passes: passes.len() as u32,

@@ -297,15 +297,7 @@ impl ConcurrencyOptions {
             seed: 1,
             blob_count: 10_000,
             blob_reads: 100_000,
-            rounds: RoundsPlan {
-                warmup: true,
-                max_rounds: 20,
-                budget: Some(Duration::from_secs(60)),
-                target: crate::measure::rounds::DEFAULT_TARGET,
-                seed: crate::measure::rounds::DEFAULT_SEED,
-                latency: true,
-                clock: crate::measure::clock::Clock::REAL,
-            },
+            rounds: RoundsPlan::new(20, Some(Duration::from_secs(60))),
             servers: Vec::new(),
             server_reads: 2000,
         }

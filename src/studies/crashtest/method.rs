@@ -166,40 +166,39 @@ impl Method {
         }
     }
 
-    /// Whether the writer fsyncs the directory after each write.
-    pub fn syncs_dir(self) -> bool {
-        matches!(self, Method::Files { sync_dir: true, .. })
-    }
-
-    /// The database settings of the writer: every UPDATE its own
-    /// transaction, as an application saving one blob at a time would.
+    /// The database settings of the writer: UPDATEs committed every N
+    /// writes (the writer's `commit_every`; one per transaction by default,
+    /// as an application saving one blob at a time would).
     pub fn db_params(self) -> Option<DbParams> {
         match self {
             Method::Db { journal, sync } => Some(DbParams {
                 access: DbAccess::Sql,
                 journal_mode: Some(journal.to_string()),
                 sync: Some(sync),
-                multitrans: true,
                 ..DbParams::default()
             }),
             _ => None,
         }
     }
 
+    /// The files' settings: each file written (and fsynced) on its own;
+    /// with `sync_dir` the directory is fsynced once per commit of N writes.
     pub fn file_params(self) -> Option<FileParams> {
         match self {
-            Method::Files { write, fsync, .. } => Some(FileParams { read: FileRead::Posix, write, fsync }),
+            Method::Files { write, fsync, sync_dir } => {
+                Some(FileParams { read: FileRead::Posix, write, fsync, sync_dir })
+            }
             _ => None,
         }
     }
 
-    /// The engine and its settings: every write its own committed
-    /// transaction, so "returned" means that write's commit returned.
+    /// The engine and its settings: writes committed every N (the writer's
+    /// `commit_every`), so "returned" means that batch's commit returned.
     pub fn kv_params(self) -> Option<(EngineKind, KvParams)> {
         match self {
             Method::Engine { engine, durable } => {
                 let sync = if durable { KvSync::Durable } else { KvSync::Fast };
-                Some((engine, KvParams { sync, multitrans: true }))
+                Some((engine, KvParams { sync }))
             }
             _ => None,
         }

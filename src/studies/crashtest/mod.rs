@@ -100,6 +100,9 @@ pub struct CrashOptions {
     pub max_delay: Duration,
     /// A blobbench binary, which has the hidden `crash-writer` command.
     pub writer: PathBuf,
+    /// Writes per commit (`--commit-every N`): a write returns once its
+    /// batch of N is committed (1: each write its own commit).
+    pub commit_every: u32,
 }
 
 impl CrashOptions {
@@ -112,6 +115,7 @@ impl CrashOptions {
             seed: 1,
             max_delay: Duration::from_millis(50),
             writer,
+            commit_every: 1,
         }
     }
 }
@@ -130,7 +134,17 @@ pub struct CrashSection {
     pub max_delay_us: u64,
     pub seed: u64,
     pub workdir: String,
+    /// Writes per commit of every method's writer (`--commit-every`; 1 in
+    /// files that do not record it, which committed every write).
+    #[serde(default = "one")]
+    pub commit_every: u32,
     pub methods: Vec<CrashMethodResult>,
+}
+
+/// Writes per commit where a result file does not say (every crash test
+/// before `--commit-every` committed each write).
+pub(crate) fn one() -> u32 {
+    1
 }
 
 /// Totals over every kill of one method.
@@ -272,6 +286,7 @@ pub fn crashtest(opts: &CrashOptions, progress: &dyn Progress) -> Result<CrashRe
         max_delay_us: opts.max_delay.as_micros() as u64,
         seed: opts.seed,
         workdir: opts.workdir.display().to_string(),
+        commit_every: opts.commit_every,
         methods: Vec::new(),
     };
     progress.start("crashtest", u64::from(opts.kills) * opts.methods.len() as u64);
@@ -295,6 +310,7 @@ fn validate(opts: &CrashOptions) -> Result<()> {
     if opts.methods.is_empty() {
         return Err(Error::invalid("--method: no write method chosen"));
     }
+    crate::records::check_commit_every(opts.commit_every).map_err(Error::invalid)?;
     if !(1..=LIMIT).contains(&opts.kills) || !(1..=LIMIT).contains(&opts.count) {
         return Err(Error::invalid(format!("--kills and --count must be from 1 to {LIMIT}")));
     }
@@ -352,6 +368,7 @@ fn one_method(
             seed: opts.seed,
             base: kill * ROUND_SPAN,
             acks: Some(acks.clone()),
+            commit_every: opts.commit_every,
         };
         kill::run_and_kill(&opts.writer, &spec, delay)?;
         let t = ds.check(spec.base)?;

@@ -41,6 +41,10 @@ pub struct PowerCutSection {
     pub max_delay_us: u64,
     pub seed: u64,
     pub workdir: String,
+    /// Writes per commit of every method's writer (`--commit-every`; 1 in
+    /// files that do not record it).
+    #[serde(default = "super::one")]
+    pub commit_every: u32,
     pub methods: Vec<PowerCutMethodResult>,
     /// Methods asked for but not run: their writes are made by a server
     /// whose data directory the layer cannot carry (docs/crash-safety.md).
@@ -195,6 +199,7 @@ pub fn power_cut_test(opts: &CrashOptions, model: Model, progress: &dyn Progress
         max_delay_us: opts.max_delay.as_micros() as u64,
         seed: opts.seed,
         workdir: opts.workdir.display().to_string(),
+        commit_every: opts.commit_every,
         methods: Vec::new(),
         not_on_layer,
         fsync_failure: Vec::new(),
@@ -280,6 +285,7 @@ fn one_round(c: &mut Ctx, round: u64, faults: FaultPlan, rng: &mut SmallRng) -> 
         seed: opts.seed,
         base,
         acks: Some(places.acks.clone()),
+        commit_every: opts.commit_every,
     };
     let writer_error = kill::run_for(&opts.writer, &spec, delay, None)?;
     let fsync_failed = mounted.counters().faults_injected > 0;

@@ -30,6 +30,8 @@ pub struct WriterSpec {
     pub base: u64,
     /// Where to log each write that returned (power-cut runs).
     pub acks: Option<std::path::PathBuf>,
+    /// Writes per commit: a write returns once its batch of N is committed.
+    pub commit_every: u32,
 }
 
 /// One acknowledgement record: key u32, durable u32 (0 or 1), version u64,
@@ -53,20 +55,20 @@ pub fn read_acks(path: &std::path::Path) -> Result<Vec<(u32, u64, bool)>> {
         .collect())
 }
 
-/// After each write: the directory fsync some methods add, then the log.
+/// After each write: the log of the writes that returned. With a commit
+/// every N writes, a write returns when its batch is committed, inside the
+/// Nth write (the stores count their writes the same way), so the batch's
+/// writes are logged then.
 struct AfterWrite {
-    dir: Option<std::fs::File>,
     log: Option<std::fs::File>,
     durable: bool,
+    /// Writes of the batch not yet committed: (key, version).
+    pending: Vec<(u32, u64)>,
+    every: usize,
 }
 
 impl AfterWrite {
     fn open(spec: &WriterSpec) -> Result<Self> {
-        let dir = if spec.method.syncs_dir() {
-            Some(std::fs::File::open(&spec.path).map_err(|e| Error::io(&spec.path, "cannot open the directory", e))?)
-        } else {
-            None
-        };
         let log = match &spec.acks {
             Some(p) => Some(
                 std::fs::OpenOptions::new()
@@ -77,21 +79,33 @@ impl AfterWrite {
             ),
             None => None,
         };
-        Ok(AfterWrite { dir, log, durable: spec.method.acknowledges_durability() })
+        let every = spec.commit_every.max(1) as usize;
+        Ok(AfterWrite {
+            log,
+            durable: spec.method.acknowledges_durability(),
+            pending: Vec::with_capacity(every),
+            every,
+        })
     }
 
-    fn done(&mut self, spec: &WriterSpec, key: u32, version: u64) -> Result<()> {
-        if let Some(d) = &self.dir {
-            d.sync_all().map_err(|e| Error::io(&spec.path, "cannot fsync the directory", e))?;
+    /// Notes a write that was made; true when it completed its batch (the
+    /// batch's writes have returned).
+    fn done(&mut self, spec: &WriterSpec, key: u32, version: u64) -> Result<bool> {
+        self.pending.push((key, version));
+        if self.pending.len() < self.every {
+            return Ok(false);
         }
         if let Some(log) = &mut self.log {
-            let mut rec = [0u8; ACK_RECORD];
-            rec[0..4].copy_from_slice(&key.to_le_bytes());
-            rec[4..8].copy_from_slice(&u32::from(self.durable).to_le_bytes());
-            rec[8..16].copy_from_slice(&version.to_le_bytes());
-            std::io::Write::write_all(log, &rec).map_err(|e| Error::io(&spec.path, "cannot log a write", e))?;
+            let mut recs = Vec::with_capacity(ACK_RECORD * self.pending.len());
+            for &(key, version) in &self.pending {
+                recs.extend_from_slice(&key.to_le_bytes());
+                recs.extend_from_slice(&u32::from(self.durable).to_le_bytes());
+                recs.extend_from_slice(&version.to_le_bytes());
+            }
+            std::io::Write::write_all(log, &recs).map_err(|e| Error::io(&spec.path, "cannot log a write", e))?;
         }
-        Ok(())
+        self.pending.clear();
+        Ok(true)
     }
 }
 
@@ -108,16 +122,18 @@ pub fn write_until_killed(spec: &WriterSpec, mut signal: impl FnMut(Signal)) -> 
         ));
     }
     let sizes: Vec<u32> = (0..=spec.count).map(|k| if k == 0 { 0 } else { blob_len(spec.seed, k) as u32 }).collect();
+    let commit_every = Some(spec.commit_every.max(1));
     if let Some(params) = spec.method.db_params() {
-        let mut store = DbSession::open(&spec.path, &params, true, false, Some(Arc::new(sizes.clone())))?;
+        let mut store =
+            DbSession::open(&spec.path, &params, (true, commit_every), false, Some(Arc::new(sizes.clone())))?;
         signal(Signal::Opened);
         write_forever(&mut store, spec, &sizes, signal)
     } else if let Some(params) = spec.method.file_params() {
-        let mut store = FileStore::new(&spec.path, crate::engine::files::FLAT_KIND, params)?;
+        let mut store = FileStore::new(&spec.path, crate::engine::files::FLAT_KIND, params, commit_every)?;
         signal(Signal::Opened);
         write_forever(&mut store, spec, &sizes, signal)
     } else if let Some((engine, kv)) = spec.method.kv_params() {
-        let settings = EngineSettings { kv, ..EngineSettings::default() };
+        let settings = EngineSettings { kv, commit_every, ..EngineSettings::default() };
         let mut store = crate::engine::open_as(engine, &spec.path, &settings)?.open(OpenMode::WRITE)?;
         signal(Signal::Opened);
         write_forever(store.as_mut(), spec, &sizes, signal)
@@ -143,8 +159,7 @@ fn write_forever<S: Session + ?Sized>(
             if store.overwrite(key, content)? == 0 {
                 return Err(Error::bad_input(&spec.path, format!("blob {key} is missing; the dataset was damaged")));
             }
-            after.done(spec, key, version)?;
-            if first {
+            if after.done(spec, key, version)? && first {
                 first = false;
                 signal(Signal::Writing);
             }
@@ -165,14 +180,29 @@ mod tests {
         let method = Method::Files { write: crate::records::FileWrite::Replace, fsync: false, sync_dir: false };
         super::super::dataset::Dataset::create(&path, method, 3, 1).unwrap();
         std::fs::remove_file(path.join("000002")).unwrap();
-        let stray = WriterSpec { method, path: outside.path().to_path_buf(), count: 3, seed: 1, base: 1, acks: None };
+        let stray = WriterSpec {
+            method,
+            path: outside.path().to_path_buf(),
+            count: 3,
+            seed: 1,
+            base: 1,
+            acks: None,
+            commit_every: 1,
+        };
         assert!(write_until_killed(&stray, |_| {})
             .unwrap_err()
             .to_string()
             .contains("not in a crashtest work directory"));
         let acks = dir.path().join("acks");
-        let spec =
-            WriterSpec { method, path: path.clone(), count: 3, seed: 1, base: 1 << 32, acks: Some(acks.clone()) };
+        let spec = WriterSpec {
+            method,
+            path: path.clone(),
+            count: 3,
+            seed: 1,
+            base: 1 << 32,
+            acks: Some(acks.clone()),
+            commit_every: 1,
+        };
         let mut signals = Vec::new();
         let err = write_until_killed(&spec, |s| signals.push(s)).unwrap_err();
         assert_eq!(signals, [Signal::Opened, Signal::Writing], "the first write returned before blob 2 failed");
@@ -180,5 +210,32 @@ mod tests {
         let first = std::fs::read(path.join("000001")).unwrap();
         assert_eq!(blob::check(&first, 1, blob_len(1, 1)), blob::Verdict::Intact(1 << 32));
         assert_eq!(read_acks(&acks).unwrap(), [(1, 1 << 32, false)], "one write returned, not promised durable");
+        // A commit every 2 writes: the first write's batch never completed,
+        // so nothing returned and nothing was acknowledged.
+        std::fs::remove_file(&acks).unwrap();
+        let mut signals = Vec::new();
+        let batched = WriterSpec { commit_every: 2, base: 2 << 32, ..spec };
+        assert!(write_until_killed(&batched, |s| signals.push(s)).unwrap_err().to_string().contains("blob 2"));
+        assert_eq!(signals, [Signal::Opened], "no write returned: its batch of 2 was not committed");
+        assert_eq!(read_acks(&acks).unwrap(), [], "nothing acknowledged");
+    }
+
+    /// A database writer committing every 2 writes logs its writes when the
+    /// batch commits, both at once.
+    #[test]
+    fn a_batch_is_acknowledged_when_it_commits() {
+        let dir = tempfile::Builder::new().prefix(WORK_PREFIX).tempdir().unwrap();
+        let path = dir.path().join("crash.db");
+        let method = Method::Db { journal: "wal", sync: crate::records::SyncLevel::Full };
+        super::super::dataset::Dataset::create(&path, method, 3, 1).unwrap();
+        // Blob 3 goes missing: the writer stops there, after its first batch.
+        rusqlite::Connection::open(&path).unwrap().execute("DELETE FROM kv WHERE k = 3", []).unwrap();
+        let acks = dir.path().join("acks");
+        let spec =
+            WriterSpec { method, path, count: 3, seed: 1, base: 1 << 32, acks: Some(acks.clone()), commit_every: 2 };
+        let mut signals = Vec::new();
+        assert!(write_until_killed(&spec, |s| signals.push(s)).unwrap_err().to_string().contains("blob 3"));
+        assert_eq!(signals, [Signal::Opened, Signal::Writing]);
+        assert_eq!(read_acks(&acks).unwrap(), [(1, 1 << 32, true), (2, 1 << 32, true)], "the batch of two, durable");
     }
 }

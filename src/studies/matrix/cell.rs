@@ -19,7 +19,7 @@ use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, StopReason};
 use crate::measure::Experiment;
 use crate::records::keys::Order;
 use crate::records::Plan;
-use crate::records::{DbAccess, DbParams, EngineKind, EngineSettings, FileParams, FileRead};
+use crate::records::{DbParams, EngineKind, EngineSettings, FileParams, FileRead};
 use crate::util::progress::{Progress, Silent};
 use crate::{util::fsutil, Error, Result};
 
@@ -138,7 +138,6 @@ pub(super) fn run_cell(
     }))
 }
 
-const INTERNAL_LABEL: &str = "blob inside SQLite (SELECT v FROM kv WHERE k=?1)";
 const EXTERNAL_LABEL: &str = "name in SQLite, blob in a file (lookup, then open/fstat/read/close)";
 const DIRECT_LABEL: &str = "blob in a file opened by key (open/fstat/read/close, no database)";
 
@@ -160,24 +159,20 @@ pub(super) fn build(spec: &CellSpec, content: &Content, seed: u64, paths: &CellP
     Ok(made.content_bytes)
 }
 
-/// The cell's database settings: SQL reads, the cell's share of the cache.
-fn db_params(spec: &CellSpec) -> DbParams {
-    DbParams { access: DbAccess::Sql, cache_size: spec.cache_pages, ..DbParams::default() }
-}
-
 /// Files are read with open/fstat/read/close by both file layouts.
 fn file_params() -> FileParams {
     FileParams { read: FileRead::Posix, ..FileParams::default() }
 }
 
 /// kvtest's run over every blob of the cell, once per run on average, in
-/// kvtest's random order, of a database or of the directory of files.
-fn run_options(spec: &CellSpec, path: &Path, plan: &Plan) -> RunOptions {
+/// kvtest's random order, of a database (read with `db`'s settings) or of
+/// the directory of files.
+fn run_options(spec: &CellSpec, path: &Path, plan: &Plan, db: &DbParams) -> RunOptions {
     RunOptions {
         count: u64::from(spec.count),
         max_id: Some(spec.count),
         order: Order::Random,
-        settings: EngineSettings { db: db_params(spec), files: file_params(), ..EngineSettings::default() },
+        settings: EngineSettings { db: db.clone(), files: file_params(), ..EngineSettings::default() },
         plan: *plan,
         ..RunOptions::new(path)
     }
@@ -193,18 +188,20 @@ fn measure_reads(
     engine_sets: &[(EngineKind, PathBuf)],
 ) -> Result<Option<(Vec<Experiment>, RoundSet)>> {
     let external = ExternalEngine::at(&paths.dir, &paths.names_db, &paths.files, spec.cache_pages);
+    // The cell's share of the cache, and the read path asked for.
+    let db = opts.db_read.params(&paths.blobs_db, spec.cache_pages)?;
+    let options = |path: &Path| run_options(spec, path, &opts.plan, &db);
     let mut setup = vec![
-        (engine::open(&paths.blobs_db, &run_options(spec, &paths.blobs_db, &opts.plan).settings)?, &paths.blobs_db),
+        (engine::open(&paths.blobs_db, &options(&paths.blobs_db).settings)?, &paths.blobs_db),
         (Box::new(external) as Box<dyn engine::Engine>, &paths.names_db),
-        (engine::open(&paths.files, &run_options(spec, &paths.files, &opts.plan).settings)?, &paths.files),
+        (engine::open(&paths.files, &options(&paths.files).settings)?, &paths.files),
     ];
     for (kind, path) in engine_sets {
-        let o = run_options(spec, path, &opts.plan);
-        setup.push((engine::open_as(*kind, path, &o.settings)?, path));
+        setup.push((engine::open_as(*kind, path, &options(path).settings)?, path));
     }
     let mut arms = Vec::with_capacity(setup.len());
     for (engine, path) in setup {
-        arms.push(RunArm::prepare(engine, &run_options(spec, path, &opts.plan))?);
+        arms.push(RunArm::prepare(engine, &options(path))?);
     }
     let mut ids = vec![id("internal"), id("external"), id("direct")];
     ids.extend(engine_sets.iter().map(|(kind, _)| id(kind.name())));
@@ -221,7 +218,8 @@ fn measure_reads(
         return Ok(None);
     }
     let titles: Vec<String> = engine_sets.iter().map(|(kind, _)| format!("{}, read by key", kind.title())).collect();
-    let labels = [INTERNAL_LABEL, EXTERNAL_LABEL, DIRECT_LABEL].into_iter().chain(titles.iter().map(String::as_str));
+    let labels =
+        [opts.db_read.label(), EXTERNAL_LABEL, DIRECT_LABEL].into_iter().chain(titles.iter().map(String::as_str));
     let mut experiments = Vec::with_capacity(ids.len());
     for ((arm, m), (id, label)) in arms.into_iter().zip(out.measured).zip(ids.iter().zip(labels)) {
         experiments.push(arm.finish(id, label, m)?.experiment);

@@ -99,7 +99,8 @@ pub(super) fn build(db: &Path, cell_dir: &Path, kinds: &[EngineKind]) -> Result<
 /// An engine's write arms' settings: each overwrite its own transaction,
 /// committed fast or durably.
 pub(super) fn write_options(mut base: RunOptions, sync: KvSync) -> RunOptions {
-    base.settings.kv = KvParams { sync, multitrans: true };
+    base.settings.kv = KvParams { sync };
+    base.settings.commit_every = Some(1);
     base
 }
 

@@ -1,6 +1,7 @@
 //! `matrix`: SQLite's "Internal Versus External BLOBs" study on this machine.
 //! For each blob size x page size, the same blobs are read three ways: from
-//! the database (`SELECT v FROM kv WHERE k=?1`), from files whose names are
+//! the database (`SELECT v FROM kv WHERE k=?1`, or the blob API over a
+//! memory-mapped database: [`DbRead`]), from files whose names are
 //! looked up in a database (the study's "external" blobs), and from files
 //! opened directly by key. The study's figure is external time / internal
 //! time; above 1.0 the database is faster.
@@ -12,6 +13,7 @@
 mod cell;
 mod churn;
 mod crossover;
+mod db_read;
 mod engines;
 mod study;
 mod writes;
@@ -23,6 +25,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 pub use crossover::{crossover, Crossover, CrossoverKind};
+pub use db_read::DbRead;
 pub use engines::{
     engine_page_size, EngineCell, EngineCrossover, EngineWrites, ENGINE_READ_FIGURE, ENGINE_WRITE_FIGURE,
 };
@@ -84,6 +87,8 @@ pub struct MatrixOptions {
     /// Key-value engines and servers measured beside the files in the
     /// cells of one page size ([`engine_page_size`]).
     pub engines: Vec<EngineKind>,
+    /// How the cells read blobs out of SQLite (the study's SQL by default).
+    pub db_read: DbRead,
 }
 
 impl Default for MatrixOptions {
@@ -95,20 +100,13 @@ impl Default for MatrixOptions {
             total_bytes: study::STUDY_TOTAL_BYTES,
             cache_bytes: STUDY_CACHE_BYTES,
             plan: Plan { repeat: 5, warmup: 1, cold: false, latency: true },
-            rounds: RoundsPlan {
-                warmup: true,
-                max_rounds: 20,
-                budget: Some(Duration::from_secs(20)),
-                target: crate::measure::rounds::DEFAULT_TARGET,
-                seed: crate::measure::rounds::DEFAULT_SEED,
-                latency: true,
-                clock: crate::measure::clock::Clock::REAL,
-            },
+            rounds: RoundsPlan::new(20, Some(Duration::from_secs(20))),
             workdir: default_workdir(),
             seed: 1,
             writes: true,
             yours: None,
             engines: Vec::new(),
+            db_read: DbRead::Sql,
         }
     }
 }
@@ -375,6 +373,9 @@ pub struct MatrixParams {
     pub engines: Vec<EngineKind>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_page_size: Option<u32>,
+    /// How the cells read blobs out of SQLite (older files: SQL).
+    #[serde(default)]
+    pub db_read: DbRead,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -384,7 +385,7 @@ pub struct MatrixCell {
     pub count: u32,
     pub content_bytes: u64,
     pub cache_pages: i64,
-    /// Blobs inside the database, read with SQL.
+    /// Blobs inside the database, read as `params.db_read` says.
     pub internal: Experiment,
     /// Names in a database, blobs in files: lookup, then the file.
     pub external: Experiment,
@@ -622,6 +623,7 @@ pub fn run(opts: &MatrixOptions, progress: &dyn Progress) -> Result<MatrixRun> {
         sizes_from: yours.map(|y| y.from),
         engines: opts.engines.clone(),
         engine_page_size: opts.engine_page_size(),
+        db_read: opts.db_read,
     };
     let mut section = MatrixSection::new(params, done);
     section.yours = done_yours;

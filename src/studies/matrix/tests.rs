@@ -16,7 +16,26 @@ fn tiny(workdir: &Path) -> MatrixOptions {
         writes: true,
         yours: None,
         engines: Vec::new(),
+        db_read: DbRead::Sql,
     }
+}
+
+/// Advise's size crossover reads SQLite as its candidate does: the blob
+/// API over the whole database memory-mapped, recorded and labelled.
+#[test]
+fn the_database_can_be_read_through_the_blob_api_with_mmap() {
+    let work = tempfile::tempdir().unwrap();
+    let opts = MatrixOptions { sizes: vec![4000], page_sizes: vec![4096], writes: false, ..tiny(work.path()) };
+    let opts = MatrixOptions { db_read: DbRead::BlobApiMmap, ..opts };
+    let s = run(&opts, &Silent).unwrap().section;
+    assert_eq!(s.params.db_read, DbRead::BlobApiMmap);
+    let db = &s.cells[0].internal;
+    assert_eq!(db.params.db.access, crate::records::DbAccess::BlobApi);
+    assert!(db.params.db.mmap_bytes >= 200_000, "the whole database mapped: {}", db.params.db.mmap_bytes);
+    assert_eq!(db.label, DbRead::BlobApiMmap.label());
+    assert!(s.cells[0].internal.runs.iter().all(|r| r.ops == 50), "every blob read once per run on average");
+    let back: MatrixSection = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+    assert_eq!(back.params.db_read, DbRead::BlobApiMmap);
 }
 
 #[test]
@@ -37,7 +56,11 @@ fn an_engine_is_measured_once_per_blob_size_beside_the_files() {
             let rounds = c.rounds.as_ref().unwrap();
             assert!(rounds.arms.iter().any(|a| a.ends_with("/lmdb")), "{:?}", rounds.arms);
             let w = e.writes.as_ref().expect("writes beside the files'");
-            assert!(w.durable.params.kv.multitrans && w.fast.params.kv.multitrans, "a commit per write");
+            assert_eq!(
+                (w.durable.params.commit_every, w.fast.params.commit_every),
+                (Some(1), Some(1)),
+                "a commit per write"
+            );
             assert_ne!(w.fast.params.kv.sync, w.durable.params.kv.sync);
         }
     }

@@ -17,6 +17,7 @@ fn fake(us: f64) -> Experiment {
         db: DbParams::default(),
         files: FileParams::default(),
         kv: Default::default(),
+        commit_every: None,
         plan: Plan::default(),
         seed: None,
         zipf_theta: None,
@@ -80,6 +81,7 @@ pub(crate) fn fixed_section() -> MatrixSection {
         sizes_from: None,
         engines: Vec::new(),
         engine_page_size: None,
+        db_read: DbRead::Sql,
     };
     MatrixSection::new(params, cells)
 }

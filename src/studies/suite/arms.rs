@@ -24,8 +24,10 @@ pub const CONTROL_ID: &str = "control/db-blob";
 /// The arm the control repeats.
 pub const CONTROL_OF: &str = ids::READ_DB_BLOB;
 
-/// The id of the cold reads' round set.
+/// The ids of the warm reads', the cold reads' and the writes' round sets.
+pub const WARM_READS: &str = "suite/reads";
 pub const COLD_READS: &str = "suite/cold-reads";
+pub const WRITES: &str = "suite/writes";
 
 /// Share of the budget the reads may take (one third); the writes get the
 /// rest (their fsyncs make a write round many times longer than a read round).
@@ -68,7 +70,7 @@ pub(super) fn measure_rounds(
     let share = if cold.is_empty() { READ_SHARE } else { READ_SHARE + 1 };
     // Never zero: a zero budget is the user's error, refused before any work.
     let read_plan = RoundsPlan { budget: budget.map(|b| (b / share).max(Duration::from_millis(1))), ..opts.rounds };
-    run_set("suite/reads", opts, work, pristine, &reads, &read_plan, observer, out)?;
+    run_set(WARM_READS, opts, work, pristine, &reads, &read_plan, observer, out)?;
     if crate::measure::stop_requested() {
         return Ok(());
     }
@@ -82,8 +84,9 @@ pub(super) fn measure_rounds(
     // The writes get what the reads left; at least a second, so the
     // budget rule (at least one round, with a warning) still applies.
     let left = |b: Duration| b.saturating_sub(clock.since(start)).max(Duration::from_secs(1));
-    let write_plan = RoundsPlan { budget: budget.map(left), ..opts.rounds };
-    run_set("suite/writes", opts, work, pristine, &writes, &write_plan, observer, out)
+    let run_time = opts.sizing.map(|s| s.write_time);
+    let write_plan = RoundsPlan { budget: budget.map(left), run_time, ..opts.rounds };
+    run_set(WRITES, opts, work, pristine, &writes, &write_plan, observer, out)
 }
 
 /// The pairs whose intervals the rounds wait for: the verdict's questions.
@@ -103,6 +106,16 @@ fn comparisons(ids: &[String]) -> Vec<Comparison> {
         ),
         (pick(&|id| id == ids::WRITE_DB_WAL_FULL), pick(&|id| id.starts_with("write/flat-") && id.ends_with("-fsync"))),
         (pick(&|id| kv(id, ids::engine_durable_write)), pick(&|id| id == ids::WRITE_DB_WAL_FULL)),
+        // The durable writes committed as an application would, as the
+        // verdict compares them.
+        (
+            pick(&|id| id == ids::committed(ids::WRITE_DB_WAL_FULL)),
+            pick(&|id| id.starts_with("commit/flat-") && id.ends_with("-fsync")),
+        ),
+        (
+            pick(&|id| kv(id, |k| ids::committed(&ids::engine_durable_write(k)))),
+            pick(&|id| id == ids::committed(ids::WRITE_DB_WAL_FULL)),
+        ),
     ];
     pairs.into_iter().filter(|(a, b)| !a.is_empty() && !b.is_empty()).map(|(a, b)| Comparison { a, b }).collect()
 }
@@ -134,7 +147,8 @@ fn run_set(
         }
         let run_opts = run_options(opts, step, &path, db_bytes, out.experiments.len() + i);
         let engine = engine::open(&path, &run_opts.settings)?;
-        arms.push(RunArm::prepare(engine, &run_opts)?);
+        let arm = RunArm::prepare(engine, &run_opts)?;
+        arms.push(if opts.sizing.is_some() { arm.keys_by_round() } else { arm });
     }
     let ids: Vec<String> = steps.iter().map(|s| s.id.clone()).collect();
     // Preparing the arms (copies of the database) took some of the time
@@ -169,13 +183,35 @@ fn run_set(
     Ok(())
 }
 
+/// Writes of a write arm's warm-up when its runs are sized by time: the
+/// run its operations per run are judged from.
+const SIZING_WRITES: u64 = 20;
+
+/// Operations per run of `step`: with rounds sized by time, a fixed number
+/// of reads (warm or cold) and [`SIZING_WRITES`] until the warm-up sizes
+/// the writes; else one read per blob and `write_fraction` of them written.
+/// A committed arm writes whole batches, so no write is left uncommitted at
+/// the end of the loop.
+fn ops_per_run(opts: &SuiteOptions, step: &Step) -> u64 {
+    let blobs = u64::from(opts.spec.count);
+    let writes = match opts.sizing {
+        Some(_) => SIZING_WRITES,
+        None => ((blobs as f64 * opts.write_fraction).round() as u64).max(1),
+    };
+    match (opts.sizing, step.update) {
+        (_, true) => step.commit_every.map_or(writes, |n| writes.div_ceil(u64::from(n)) * u64::from(n)),
+        (Some(s), false) if step.cold => s.cold_ops,
+        (Some(s), false) => s.read_ops,
+        (None, false) => blobs,
+    }
+}
+
 /// The `run` options of one arm; `nth` varies each writer's content (a
 /// rewrite of the bytes already there would cost SQLite almost nothing).
 fn run_options(opts: &SuiteOptions, step: &Step, path: &Path, db_bytes: i64, nth: usize) -> RunOptions {
-    let reads = u64::from(opts.spec.count);
-    let writes = ((reads as f64 * opts.write_fraction).round() as u64).max(1);
     let mut run_opts = RunOptions::new(path);
-    run_opts.count = if step.update { writes } else { reads };
+    run_opts.count = ops_per_run(opts, step);
+    run_opts.settings.commit_every = step.commit_every;
     run_opts.order = Order::Random;
     run_opts.zipf = opts.zipf;
     run_opts.update = step.update;
@@ -191,9 +227,11 @@ fn run_options(opts: &SuiteOptions, step: &Step, path: &Path, db_bytes: i64, nth
         step.files.fsync || (step.layout.is_key_value() && step.update && step.kv.sync == KvSync::Durable);
     // Each fsync costs milliseconds here; --quick keeps to its budget by
     // skipping their warm-up (the page cache matters little when every
-    // write waits for the disk).
+    // write waits for the disk). A committed arm always warms up: its
+    // first run would otherwise pay for pages faulted in once.
     // A cold arm empties the cache before each run: a warm-up is thrown away.
-    let warmup = u32::from(opts.rounds.warmup && !step.cold && !(opts.quick && waits_for_disk));
+    let skip = opts.quick && waits_for_disk && step.commit_every.is_none();
+    let warmup = u32::from(opts.rounds.warmup && !step.cold && !skip);
     let cold = (opts.plan.cold || step.cold) && !step.update;
     run_opts.plan = Plan { cold, warmup, repeat: 1, latency: opts.rounds.latency };
     run_opts
@@ -217,8 +255,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn rounds_sized_by_time_read_a_fixed_number_whatever_the_blobs() {
+        let mut o = SuiteOptions::quick(std::path::PathBuf::from("."));
+        o.spec.count = 100_000;
+        let all = steps(&[], 100);
+        let read = all.iter().find(|s| s.id == ids::READ_DB_BLOB_MMAP).unwrap();
+        let write = all.iter().find(|s| s.id == ids::WRITE_DB_WAL_FULL).unwrap();
+        let batched = all.iter().find(|s| s.id == ids::committed(ids::WRITE_DB_WAL_FULL)).unwrap();
+        let cold = Step { cold: true, ..read.clone() };
+        assert_eq!(ops_per_run(&o, read), 100_000, "the article: one read per blob");
+        assert_eq!(ops_per_run(&o, &cold), 100_000);
+        assert_eq!(ops_per_run(&o, write), 10_000, "and a tenth of them written");
+        let write_time = Duration::from_millis(150);
+        o.sizing = Some(super::super::RoundSizing { read_ops: 4000, cold_ops: 1000, write_time });
+        for count in [10_000, 25_000, 100_000] {
+            o.spec.count = count;
+            assert_eq!(ops_per_run(&o, read), 4000);
+            assert_eq!(ops_per_run(&o, &cold), 1000);
+            assert_eq!(ops_per_run(&o, write), SIZING_WRITES, "until the warm-up sizes it");
+            assert_eq!(ops_per_run(&o, batched), 100, "a whole batch of --commit-every 100");
+        }
+    }
+
+    #[test]
     fn comparisons_follow_the_verdict_questions() {
-        let ids: Vec<String> = steps(&[EngineKind::from_name("lmdb").unwrap()]).into_iter().map(|s| s.id).collect();
+        let ids: Vec<String> = steps(&[EngineKind::from_name("lmdb").unwrap()], 1).into_iter().map(|s| s.id).collect();
         let (reads, writes): (Vec<String>, Vec<String>) = ids.into_iter().partition(|i| i.starts_with("read/"));
         let mut reads = reads;
         reads.push(CONTROL_ID.into());
@@ -227,6 +288,6 @@ mod tests {
         assert_eq!(r[0].a.len(), 3);
         assert_eq!(r[0].b.len(), 4);
         let w = comparisons(&writes);
-        assert_eq!(w.len(), 3, "fast, durable, engines durable: {w:?}");
+        assert_eq!(w.len(), 5, "fast, durable, engines durable, and both committed per write: {w:?}");
     }
 }

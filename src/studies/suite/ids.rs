@@ -42,6 +42,42 @@ pub const ARTICLE: [&str; 16] = [
     WRITE_FLAT_REPLACE_FSYNC,
 ];
 
+/// The article's writes that the suite also measures committed as an
+/// application would (`commit/...`): the durable ones, and the fast ones
+/// advise weighs when durability is relaxed.
+pub const COMMITTED_ARTICLE: [&str; 7] = [
+    WRITE_DB_WAL_NORMAL,
+    WRITE_DB_WAL_FULL,
+    WRITE_FLAT_INPLACE,
+    WRITE_FLAT_REPLACE,
+    WRITE_FLAT_TRUNCATE_FSYNC,
+    WRITE_FLAT_INPLACE_FSYNC,
+    WRITE_FLAT_REPLACE_FSYNC,
+];
+
+/// The durable article writes committed as an application would: the
+/// chart and the verdict row of durable writes compare these.
+pub const COMMIT_DB_WAL_FULL: &str = "commit/db-wal-full";
+pub const COMMIT_FLAT_TRUNCATE_FSYNC: &str = "commit/flat-truncate-fsync";
+pub const COMMIT_FLAT_INPLACE_FSYNC: &str = "commit/flat-inplace-fsync";
+pub const COMMIT_FLAT_REPLACE_FSYNC: &str = "commit/flat-replace-fsync";
+
+/// A write arm committed as an application would: `commit/X` for the
+/// arm `write/X`, its writes committed every N (`params.commit_every`)
+/// instead of in one transaction per run.
+pub fn committed(write_id: &str) -> String {
+    format!("{COMMITTED_PREFIX}{}", write_id.strip_prefix("write/").unwrap_or(write_id))
+}
+
+/// A key-value engine's durable commit, committed as an application
+/// would: `commit/ENGINE-durable`.
+pub fn engine_committed_durable_write(kind: EngineKind) -> String {
+    committed(&engine_durable_write(kind))
+}
+
+/// What [`committed`] puts before an arm's name.
+pub const COMMITTED_PREFIX: &str = "commit/";
+
 /// A read measured with the page cache evicted before each run, beside
 /// its warm arm: `cold/read/...`.
 pub fn cold(read_id: &str) -> String {
@@ -70,4 +106,24 @@ pub fn engine_fast_write(kind: EngineKind) -> String {
 /// A key-value engine's durable commit: `write/ENGINE-durable`.
 pub fn engine_durable_write(kind: EngineKind) -> String {
     format!("write/{}-durable", kind.name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn committed_ids_are_the_article_ids_committed() {
+        let pairs = [
+            (WRITE_DB_WAL_FULL, COMMIT_DB_WAL_FULL),
+            (WRITE_FLAT_TRUNCATE_FSYNC, COMMIT_FLAT_TRUNCATE_FSYNC),
+            (WRITE_FLAT_INPLACE_FSYNC, COMMIT_FLAT_INPLACE_FSYNC),
+            (WRITE_FLAT_REPLACE_FSYNC, COMMIT_FLAT_REPLACE_FSYNC),
+        ];
+        for (write, commit) in pairs {
+            assert_eq!(committed(write), commit);
+            assert!(COMMITTED_ARTICLE.contains(&write), "{write} is measured committed");
+        }
+        assert_eq!(committed(&engine_durable_write(EngineKind::Lmdb)), "commit/lmdb-durable");
+    }
 }

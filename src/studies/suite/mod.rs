@@ -9,8 +9,8 @@ pub mod ids;
 mod options;
 mod steps;
 
-pub use arms::{COLD_READS, CONTROL_ID, CONTROL_OF};
-pub use options::{SuiteObserver, SuiteOptions, QUICK_BUDGET};
+pub use arms::{COLD_READS, CONTROL_ID, CONTROL_OF, WARM_READS, WRITES};
+pub use options::{RoundSizing, SuiteObserver, SuiteOptions, QUICK_BUDGET};
 use steps::{cold_steps, dataset_path, selected};
 
 use std::path::Path;
@@ -129,6 +129,13 @@ pub fn run_suite(opts: &SuiteOptions, observer: &dyn SuiteObserver) -> Result<Su
     Ok(outcome)
 }
 
+/// The database settings of the suite's experiment `id` (for a check that
+/// another study reads SQLite as that experiment does).
+#[cfg(test)]
+pub(crate) fn db_params_of(id: &str) -> Option<crate::records::DbParams> {
+    steps::steps(&[], 1).into_iter().find(|s| s.id == id).map(|s| s.db)
+}
+
 /// Whether the A/A control runs: it repeats `read/db-blob`.
 fn has_control(opts: &SuiteOptions) -> bool {
     selected(opts).iter().any(|s| s.id == CONTROL_OF)
@@ -201,7 +208,7 @@ mod tests {
 
     #[test]
     fn ids_are_unique_and_cover_the_article() {
-        let all = steps(&crate::records::EngineKind::KEY_VALUE);
+        let all = steps(&crate::records::EngineKind::KEY_VALUE, 1);
         let ids: Vec<&str> = all.iter().map(|s| s.id.as_str()).collect();
         let mut sorted = ids.clone();
         sorted.sort_unstable();

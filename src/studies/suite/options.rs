@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::measure::rounds::{self, RoundsPlan};
+use crate::measure::rounds::RoundsPlan;
 use crate::measure::Experiment;
 use crate::records::{DatasetSpec, EngineKind, Plan};
 
@@ -43,6 +43,28 @@ pub struct SuiteOptions {
     /// reading of `rounds.clock`. When it has passed before the first
     /// round, each set of rounds runs one round of each arm.
     pub deadline: Option<std::time::Instant>,
+    /// Writes per commit of the committed write arms (`commit/...`,
+    /// `--commit-every N`; 1 by default: each write committed on its own).
+    pub commit_every: u32,
+    /// Rounds sized by time rather than by the dataset (advise); None
+    /// reads every blob once per run on average and writes
+    /// `write_fraction` of them, as the article.
+    pub sizing: Option<RoundSizing>,
+}
+
+/// Rounds whose cost does not grow with the dataset: each read run makes a
+/// fixed number of reads and each write run is sized by time, their keys
+/// drawn at random over the whole dataset, anew each round (the same for
+/// every arm of a round).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RoundSizing {
+    /// Reads per warm read run.
+    pub read_ops: u64,
+    /// Reads per cold read run.
+    pub cold_ops: u64,
+    /// The time each write arm's run is sized to take, from its warm-up
+    /// ([`RoundsPlan::run_time`]).
+    pub write_time: Duration,
 }
 
 impl SuiteOptions {
@@ -58,18 +80,12 @@ impl SuiteOptions {
             engines: Vec::new(),
             from: None,
             zipf: None,
-            rounds: RoundsPlan {
-                warmup: true,
-                max_rounds: 30,
-                budget: Some(Duration::from_secs(900)),
-                target: rounds::DEFAULT_TARGET,
-                seed: rounds::DEFAULT_SEED,
-                latency: true,
-                clock: crate::measure::clock::Clock::REAL,
-            },
+            rounds: RoundsPlan::new(30, Some(Duration::from_secs(900))),
             only: None,
             cold_also: Vec::new(),
             deadline: None,
+            commit_every: 1,
+            sizing: None,
         }
     }
 

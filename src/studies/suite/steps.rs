@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use super::ids;
-use crate::records::{DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel};
+use crate::records::{
+    CommitEvery, DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel,
+};
 
 /// One measured configuration of the suite.
 #[derive(Clone)]
@@ -17,6 +19,9 @@ pub(super) struct Step {
     pub db: DbParams,
     pub files: FileParams,
     pub kv: KvParams,
+    /// Writes per commit: None for the article's one transaction per run,
+    /// N for the arms committed as an application would (`commit/...`).
+    pub commit_every: CommitEvery,
     /// Each op is a server round trip with no work (`SELECT 1`), not a read.
     pub round_trip: bool,
     /// A read with the page cache evicted before each run (`cold/ID`).
@@ -33,6 +38,7 @@ fn db_read(id: &'static str, label: &'static str, access: DbAccess, mmap: bool) 
         db: DbParams { access, mmap_bytes: if mmap { -1 } else { 0 }, ..DbParams::default() },
         files: FileParams::default(),
         kv: KvParams::default(),
+        commit_every: None,
         round_trip: false,
         cold: false,
     }
@@ -47,6 +53,7 @@ fn file_read(id: &'static str, label: &'static str, layout: EngineKind, read: Fi
         db: DbParams::default(),
         files: FileParams { read, ..FileParams::default() },
         kv: KvParams::default(),
+        commit_every: None,
         round_trip: false,
         cold: false,
     }
@@ -61,6 +68,7 @@ fn db_write(id: &'static str, label: &'static str, journal: &str, sync: SyncLeve
         db: DbParams { journal_mode: Some(journal.into()), sync: Some(sync), nocheckpoint, ..DbParams::default() },
         files: FileParams::default(),
         kv: KvParams::default(),
+        commit_every: None,
         round_trip: false,
         cold: false,
     }
@@ -75,6 +83,7 @@ fn file_write(id: &'static str, label: &'static str, write: FileWrite, fsync: bo
         db: DbParams::default(),
         files: FileParams { write, fsync, ..FileParams::default() },
         kv: KvParams::default(),
+        commit_every: None,
         round_trip: false,
         cold: false,
     }
@@ -90,7 +99,8 @@ fn engine_steps(kind: EngineKind) -> Vec<Step> {
         update,
         db: DbParams::default(),
         files: FileParams::default(),
-        kv: KvParams { sync, multitrans: false },
+        kv: KvParams { sync },
+        commit_every: None,
         round_trip: false,
         cold: false,
     };
@@ -112,29 +122,64 @@ fn engine_steps(kind: EngineKind) -> Vec<Step> {
     steps
 }
 
-/// The experiments, in the order they run. Ids are the schema's contract
-/// with `report` (docs/results-schema.md).
-pub(super) fn steps(engines: &[EngineKind]) -> Vec<Step> {
+/// The experiments, in the order they run, with the committed arms at
+/// `commit_every` writes per commit. Ids are the schema's contract with
+/// `report` (docs/results-schema.md).
+pub(super) fn steps(engines: &[EngineKind], commit_every: u32) -> Vec<Step> {
     let mut steps = article_steps();
     for &kind in engines {
         steps.extend(engine_steps(kind));
     }
+    steps.extend(committed_steps(engines, commit_every));
     steps
 }
 
-/// The experiments `opts` asks for, in the order they run.
+/// The experiments `opts` asks for, in the order they run: those of
+/// `only`, or all but the committed writes that wait for no disk (advise
+/// asks for those when durability is relaxed).
 pub(super) fn selected(opts: &super::SuiteOptions) -> Vec<Step> {
-    let mut all = steps(&opts.engines);
-    if let Some(only) = &opts.only {
-        all.retain(|s| only.contains(&s.id));
+    let mut all = steps(&opts.engines, opts.commit_every);
+    match &opts.only {
+        Some(only) => all.retain(|s| only.contains(&s.id)),
+        None => all.retain(|s| s.commit_every.is_none() || waits_for_disk(s)),
     }
     all
+}
+
+/// Whether each write of `step` waits for the disk (an fsync or a durable
+/// commit).
+pub(super) fn waits_for_disk(step: &Step) -> bool {
+    let db = step.db.sync.is_some_and(|s| matches!(s, SyncLevel::Full | SyncLevel::Extra));
+    step.update
+        && match step.layout {
+            crate::engine::sqlite::KIND => db,
+            kind if kind.is_files() => step.files.fsync,
+            _ => step.kv.sync == KvSync::Durable,
+        }
+}
+
+/// Every write committed as an application would, `n` writes per commit:
+/// `commit/ID` for the article's and the engines' write arms, durable and
+/// not (SQLite's checkpoints run as they come and the closing one counts
+/// with the writes; a rename's directory is fsynced once per commit).
+fn committed_steps(engines: &[EngineKind], n: u32) -> Vec<Step> {
+    let per = if n == 1 { "a commit per write".to_string() } else { format!("a commit every {n} writes") };
+    let commit = |s: Step| -> Step {
+        let mut s =
+            Step { id: ids::committed(&s.id), label: format!("{}, {per}", s.label), commit_every: Some(n), ..s };
+        s.db.nocheckpoint = false;
+        s.files.sync_dir = s.files.fsync && s.files.write == FileWrite::Replace;
+        s
+    };
+    let article = article_steps().into_iter().filter(|s| ids::COMMITTED_ARTICLE.contains(&s.id.as_str()));
+    let engines = engines.iter().flat_map(|&k| engine_steps(k)).filter(|s| s.update);
+    article.chain(engines).map(commit).collect()
 }
 
 /// The reads `opts` also measures cold (`cold_also`), as their own arms
 /// `cold/ID`, in the order they run.
 pub(super) fn cold_steps(opts: &super::SuiteOptions) -> Vec<Step> {
-    steps(&opts.engines)
+    steps(&opts.engines, opts.commit_every)
         .into_iter()
         .filter(|s| !s.update && !s.round_trip && opts.cold_also.contains(&s.id))
         .map(|s| Step { id: ids::cold(&s.id), label: format!("{}, cold cache", s.label), cold: true, ..s })

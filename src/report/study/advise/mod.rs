@@ -4,10 +4,15 @@
 //! chart it comes from, and what would change the answer. Everything is
 //! computed from the result file by `studies::advise::rank`.
 
+mod headline;
+mod terminal;
 pub mod words;
 
+pub use headline::HEADLINE_CHART;
+pub use terminal::terminal;
+
 use crate::report::format::doc::{Block, Chart, Figure, Section, Table, Verdict, VerdictRow};
-use crate::report::format::fmt::{bytes, machine_labels, micros};
+use crate::report::format::fmt::{bytes, machine_labels, micros, thousands};
 use crate::report::format::svg::BarChart;
 use crate::report::study::aging as aging_report;
 use crate::report::study::StudyReport;
@@ -15,6 +20,7 @@ use crate::results::ResultFile;
 use crate::studies::advise::rank::{self, Factor, Inputs, Ranked, Ranking};
 use crate::studies::advise::rules::Store;
 use crate::studies::advise::AdviseSection;
+use crate::studies::suite::{COLD_READS, WARM_READS, WRITES};
 
 /// The advice leads the page (before the verdict) and its command's output.
 pub const REPORT: StudyReport =
@@ -68,22 +74,15 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
 }
 
 fn blocks(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &str) -> Vec<Block> {
-    let mut b = vec![Block::Paragraph(words::recommendation(r, s)), Block::Paragraph(words::workload(s))];
+    let mut b: Vec<Block> = headline::figure(r, s, sfx).map(Block::Figure).into_iter().collect();
+    b.extend([Block::Paragraph(words::recommendation(r, s)), Block::Paragraph(words::workload(s))]);
     b.extend(words::over_budget(s).map(Block::Note));
     if !r.excluded.is_empty() {
         b.push(Block::Heading("Excluded: cannot meet the durability need".into()));
         b.push(Block::List(r.excluded.iter().map(|e| words::exclusion(e, s)).collect()));
     }
     b.push(Block::Note(words::crash_source(s)));
-    let mut notes: Vec<String> = r
-        .unmeasured
-        .iter()
-        .map(|st| format!("{}: not ranked, its reads or writes were not measured.", words::store_name(*st)))
-        .collect();
-    notes.extend(r.untested.iter().map(|st| {
-        format!("{}: not excluded, but no crash facts cover its write method (not tested).", words::store_name(*st))
-    }));
-    b.extend(notes.into_iter().map(Block::Note));
+    b.extend(notes(r, s).into_iter().map(Block::Note));
     b.push(Block::Heading(format!("Ranking at {}:{} reads:writes", s.workload.mix_reads, s.workload.mix_writes)));
     b.push(Block::Table(ranking_table(r, s)));
     let rows = evidence(file, r, s, label, sfx);
@@ -98,12 +97,73 @@ fn blocks(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &
             n.value, n.low, n.high, n.rounds
         )));
     }
+    if let Some(note) = rounds_note(file, s) {
+        b.push(Block::Note(note));
+    }
     if let Some(note) = aging_note(file, r) {
         b.push(Block::Note(note));
     }
     b.push(Block::Paragraph(words::what_would_change_it(r)));
     b.extend(charts(file, r, s, sfx).into_iter().map(Block::Figure));
     b
+}
+
+/// The candidates neither ranked nor excluded (not measured, or measured
+/// at another commit granularity), a file from before `--commit-every`,
+/// and the candidates without crash facts, one note each.
+fn notes(r: &Ranking, s: &AdviseSection) -> Vec<String> {
+    let mut notes: Vec<String> = r
+        .unmeasured
+        .iter()
+        .map(|st| format!("{}: not ranked, its reads or writes were not measured.", words::store_name(*st)))
+        .collect();
+    notes.extend(r.refused.iter().map(words::refusal));
+    if s.workload.one_commit_per_run() {
+        notes.push(
+            "Write figures: one commit per run (older file). This file predates --commit-every: each write arm \
+             committed once per run, so its write times spread one commit over many writes and are not per-write \
+             figures; they are ranked only against each other."
+                .into(),
+        );
+    }
+    notes.extend(r.untested.iter().map(|st| {
+        format!("{}: not excluded, but no crash facts cover its write method (not tested).", words::store_name(*st))
+    }));
+    notes
+}
+
+/// How many rounds the warm reads, the cold reads and the writes ran, and
+/// how many operations each candidate made per run (writes sized by time
+/// differ by candidate); None for files that do not record them.
+fn rounds_note(file: &ResultFile, s: &AdviseSection) -> Option<String> {
+    let stores = measured(file, s);
+    let arm_of = |set: &str, st: &Store| match set {
+        WARM_READS => st.read_id(),
+        COLD_READS => st.cold_read_id(),
+        _ => rank::write_id(s, *st),
+    };
+    let mut parts = Vec::new();
+    for (id, what) in [(WARM_READS, "warm reads"), (COLD_READS, "cold reads"), (WRITES, "writes")] {
+        let Some(set) = file.rounds.iter().find(|r| r.id == id && !r.ops_per_run.is_empty()) else { continue };
+        let ops = |st: &Store| {
+            let i = set.arms.iter().position(|a| *a == arm_of(id, st))?;
+            Some((words::store_name(*st), *set.ops_per_run.get(i)?))
+        };
+        let per: Vec<(String, u64)> = stores.iter().filter_map(ops).collect();
+        let counts = if per.windows(2).all(|w| w[0].1 == w[1].1) {
+            per.first().map_or_else(String::new, |(_, n)| format!("{} per run", thousands(*n)))
+        } else {
+            let each: Vec<String> = per.iter().map(|(name, n)| format!("{name} {}", thousands(*n))).collect();
+            format!("per run {}", each.join(", "))
+        };
+        let sized = set
+            .run_time_s
+            .map_or_else(String::new, |t| format!(", each arm's run sized to about {t:.2} s from its warm-up"));
+        parts.push(format!("{what}: {} rounds{sized}, {counts}", set.rounds.len()));
+    }
+    (!parts.is_empty()).then(|| {
+        format!("Rounds and operations (keys at random over the whole dataset, anew each round): {}.", parts.join("; "))
+    })
 }
 
 /// The aging pass's note, with the size of its sample.
@@ -113,7 +173,6 @@ fn aging_note(file: &ResultFile, r: &Ranking) -> Option<String> {
 }
 
 fn ranking_table(r: &Ranking, s: &AdviseSection) -> Table {
-    let need = s.workload.durability;
     let cold = r.ranked.iter().any(|c| c.cold_read_us.is_some());
     let headers = [
         "rank",
@@ -131,16 +190,11 @@ fn ranking_table(r: &Ranking, s: &AdviseSection) -> Table {
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let vs = match (&c.mixed, i) {
-                (_, 0) => "leader".to_string(),
-                (Some(m), _) if c.tie => format!("tie ({:.2}x)", m.value),
-                (Some(m), _) => format!("{:.2}x slower", m.value),
-                (None, _) => "-".into(),
-            };
+            let vs = vs_leader(i, c);
             let mut row = vec![
                 (i + 1).to_string(),
                 words::store_name(c.store),
-                words::configuration(c.store, need).to_string(),
+                words::configuration(c.store, s),
                 micros(c.read_us),
                 c.cold_read_us.map_or_else(|| "-".into(), micros),
                 micros(c.write_us),
@@ -161,6 +215,17 @@ fn ranking_table(r: &Ranking, s: &AdviseSection) -> Table {
     Table { headers, rows, ..Table::default() }
 }
 
+/// The `i`th ranked candidate against the leader: "leader", "tie (1.02x)"
+/// or "1.38x slower".
+fn vs_leader(i: usize, c: &Ranked) -> String {
+    match (&c.mixed, i) {
+        (_, 0) => "leader".to_string(),
+        (Some(m), _) if c.tie => format!("tie ({:.2}x)", m.value),
+        (Some(m), _) => format!("{:.2}x slower", m.value),
+        (None, _) => "-".into(),
+    }
+}
+
 /// The ranking table's cold reads column (left out when none were measured).
 const COLD_COLUMN: usize = 4;
 
@@ -170,42 +235,10 @@ const COLD_COLUMN: usize = 4;
 fn evidence(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &str) -> Vec<VerdictRow> {
     let Some(leader) = r.ranked.first() else { return Vec::new() };
     let lead = words::store_name(leader.store);
-    let row = |question: &str, c: &Ranked, f: &Factor, chart: &str, title: &str| VerdictRow {
-        question: question.into(),
-        result: label.into(),
-        outcome: outcome(&words::store_name(c.store), &lead, f),
-        factor: format!("{:.2}x", f.oriented().value),
-        uncertainty: words::interval(&f.oriented()),
-        compared: format!("{} vs {lead}", words::store_name(c.store)),
-        chart_id: format!("{chart}{sfx}"),
-        chart_title: title.into(),
-        unclear: f.paired && f.low <= 1.0 && f.high >= 1.0,
-    };
+    let row = |facet: Facet, c: &Ranked| facet_row(facet, (c, leader), s, (label, sfx));
     let mut rows = Vec::new();
     for c in r.ranked.iter().skip(1) {
-        if let Some(f) = &c.reads {
-            rows.push(row("reads (warm)", c, f, READS_CHART, "Reads by candidate"));
-        }
-        if let Some(f) = &c.cold_reads {
-            rows.push(row("reads (cold)", c, f, READS_CHART, "Reads by candidate"));
-        }
-        if let Some(f) = &c.writes {
-            let q = format!("writes (durability {})", s.workload.durability.name());
-            rows.push(row(&q, c, f, WRITES_CHART, "Writes by candidate"));
-        }
-        if let Some(f) = &c.mixed {
-            let q = format!("at {}:{}", s.workload.mix_reads, s.workload.mix_writes);
-            // The chart of what takes most of the leader's time at this mix.
-            let mut x = if reads_dominate(leader, s) {
-                row(&q, c, f, READS_CHART, "Reads by candidate")
-            } else {
-                row(&q, c, f, WRITES_CHART, "Writes by candidate")
-            };
-            if c.tie {
-                x.outcome = format!("tie: {}", x.outcome);
-            }
-            rows.push(x);
-        }
+        rows.extend([Facet::Reads, Facet::ColdReads, Facet::Writes, Facet::Mix].into_iter().filter_map(|f| row(f, c)));
         if let Some((factor, uncertainty)) = words::space(c, leader) {
             rows.push(VerdictRow {
                 question: "disk space".into(),
@@ -262,10 +295,54 @@ fn aged_rows(file: &ResultFile, c: &Ranked, leader: &Ranked, label: &str, sfx: &
     rows
 }
 
-/// Whether reads take most of `leader`'s time at the stated mix.
-fn reads_dominate(leader: &Ranked, s: &AdviseSection) -> bool {
-    let (r, w) = (f64::from(s.workload.mix_reads), f64::from(s.workload.mix_writes));
-    r * leader.read_us >= w * leader.write_us
+/// A factor of a candidate against the leader, as an evidence row shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Facet {
+    Reads,
+    ColdReads,
+    Writes,
+    /// Reads and writes at the stated mix (the headline chart's).
+    Mix,
+}
+
+/// `c`'s row of `facet` against `leader`, when it has that factor;
+/// `(label, sfx)` name the result file and suffix its chart ids.
+fn facet_row(
+    facet: Facet,
+    (c, leader): (&Ranked, &Ranked),
+    s: &AdviseSection,
+    (label, sfx): (&str, &str),
+) -> Option<VerdictRow> {
+    let (f, question, chart, title) = match facet {
+        Facet::Reads => (c.reads?, "reads (warm)".to_string(), READS_CHART, "Reads by candidate".to_string()),
+        Facet::ColdReads => (c.cold_reads?, "reads (cold)".into(), READS_CHART, "Reads by candidate".into()),
+        Facet::Writes => (
+            c.writes?,
+            format!("writes (durability {})", s.workload.durability.name()),
+            WRITES_CHART,
+            "Writes by candidate".into(),
+        ),
+        Facet::Mix => {
+            let mix = format!("{}:{}", s.workload.mix_reads, s.workload.mix_writes);
+            (c.mixed?, format!("at {mix}"), HEADLINE_CHART, format!("Time per operation at {mix} reads:writes"))
+        }
+    };
+    let (name, lead) = (words::store_name(c.store), words::store_name(leader.store));
+    let mut outcome = outcome(&name, &lead, &f);
+    if facet == Facet::Mix && c.tie {
+        outcome = format!("tie: {outcome}");
+    }
+    Some(VerdictRow {
+        question,
+        result: label.into(),
+        outcome,
+        factor: format!("{:.2}x", f.oriented().value),
+        uncertainty: words::interval(&f.oriented()),
+        compared: format!("{name} vs {lead}"),
+        chart_id: format!("{chart}{sfx}"),
+        chart_title: title,
+        unclear: f.paired && f.low <= 1.0 && f.high >= 1.0,
+    })
 }
 
 /// "redb 1.52x slower than SQLite", or faster when the factor is below 1.
@@ -290,7 +367,7 @@ fn measured(file: &ResultFile, s: &AdviseSection) -> Vec<Store> {
 fn charts(file: &ResultFile, r: &Ranking, s: &AdviseSection, sfx: &str) -> Vec<Figure> {
     let stores = measured(file, s);
     let groups: Vec<String> = stores.iter().map(|st| words::store_name(*st)).collect();
-    let per_op = |id: String| file.experiment(&id).map(|e| e.summary.per_op_us.median);
+    let per_op = |id: String| file.experiment(&id).map(|e| e.summary.figure().median);
     let bar = |id: &str, title: &str, y: &str, series: Vec<String>, values: Vec<Vec<Option<f64>>>, note: &str| Figure {
         id: format!("{id}{sfx}"),
         chart: Chart::Bars(BarChart {
@@ -306,7 +383,6 @@ fn charts(file: &ResultFile, r: &Ranking, s: &AdviseSection, sfx: &str) -> Vec<F
         caption: vec![format!("{} Excluded candidates are shown too; the ranking leaves them out.", note)],
         findings: r.ranked.first().map(|l| format!("Leader: {}.", words::store_name(l.store))).into_iter().collect(),
     };
-    let need = s.workload.durability;
     type Bars = (Vec<String>, Vec<Vec<Option<f64>>>);
     let one =
         |y: &str, v: Vec<Option<f64>>| -> Bars { (vec![y.to_string()], v.into_iter().map(|x| vec![x]).collect()) };
@@ -316,13 +392,14 @@ fn charts(file: &ResultFile, r: &Ranking, s: &AdviseSection, sfx: &str) -> Vec<F
         (
             vec!["warm page cache".to_string(), "cold (cache evicted before each run)".to_string()],
             warm.zip(cold).map(|(w, c)| vec![w, c]).collect(),
-            "Median per-op time over interleaved rounds (the cold reads in rounds of their own).",
+            "Median steady-state per-op time over interleaved rounds (the cold reads in rounds of their own).",
         )
     } else {
         let (series, values) = one("µs per read", stores.iter().map(|st| per_op(st.read_id())).collect());
-        (series, values, "Median per-op time over interleaved rounds, warm page cache.")
+        (series, values, "Median steady-state per-op time over interleaved rounds, warm page cache.")
     };
-    let (write_series, write_values) = one("µs per write", stores.iter().map(|st| per_op(st.write_id(need))).collect());
+    let (write_series, write_values) =
+        one("µs per write", stores.iter().map(|st| per_op(rank::write_id(s, *st))).collect());
     let space = stores
         .iter()
         .map(|st| file.disk_usage.iter().find(|d| d.layout == st.layout()).map(|d| d.allocated_bytes as f64 / 1e6))
@@ -330,14 +407,7 @@ fn charts(file: &ResultFile, r: &Ranking, s: &AdviseSection, sfx: &str) -> Vec<F
     let (space_series, space_values) = one("MB allocated", space);
     vec![
         bar(READS_CHART, "Reads by candidate", "µs per read", read_series, read_values, read_note),
-        bar(
-            WRITES_CHART,
-            "Writes by candidate",
-            "µs per write",
-            write_series,
-            write_values,
-            "Median per-op time over interleaved rounds, one overwrite per transaction or file.",
-        ),
+        bar(WRITES_CHART, "Writes by candidate", "µs per write", write_series, write_values, &write_note(s)),
         bar(
             SPACE_CHART,
             "Disk space by candidate",
@@ -349,27 +419,23 @@ fn charts(file: &ResultFile, r: &Ranking, s: &AdviseSection, sfx: &str) -> Vec<F
     ]
 }
 
-/// What `advise` prints: the recommendation, the exclusions and the
-/// evidence lines, from the result file.
-pub fn terminal(file: &ResultFile, _colour: bool) -> String {
-    let Some((r, s)) = ranking(file) else { return String::new() };
-    let mut out = format!("{}\n{}\n", words::recommendation(&r, s), words::workload(s));
-    if let Some(note) = words::over_budget(s) {
-        out.push_str(&format!("{note}\n"));
+/// What the writes chart shows: each write with its commit, as the
+/// workload states it.
+fn write_note(s: &AdviseSection) -> String {
+    if s.workload.one_commit_per_run() {
+        "Median per-op time over interleaved rounds: one commit per run (older file), so each bar spreads one \
+         commit over the run's writes."
+            .into()
+    } else {
+        format!(
+            "Median steady-state time per write over interleaved rounds: the loop with {} inside it (each file \
+             written and fsynced on its own), opening and closing left out.",
+            words::commits(s)
+        )
     }
-    for e in &r.excluded {
-        out.push_str(&format!("  {}\n", words::exclusion(e, s)));
-    }
-    out.push_str(&format!("{}\n", words::crash_source(s)));
-    for row in evidence(file, &r, s, file.display_label(), "") {
-        out.push_str(&format!("  {}: {}; {} [chart {}]\n", row.question, row.outcome, row.uncertainty, row.chart_id));
-    }
-    if let Some(note) = aging_note(file, &r) {
-        out.push_str(&format!("{note}\n"));
-    }
-    out.push_str(&format!("{}\n", words::what_would_change_it(&r)));
-    out
 }
 
+#[cfg(test)]
+mod commit_tests;
 #[cfg(test)]
 mod tests;

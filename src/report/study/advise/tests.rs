@@ -6,6 +6,7 @@ use crate::measure::busy::Load;
 use crate::measure::rounds::RoundSet;
 use crate::records::{DiskUsage, EngineKind};
 use crate::report::fixtures::{round_set, suite};
+use crate::report::format::doc::{Block, VerdictRow};
 use crate::results::ResultFile;
 use crate::studies::advise::rank::Change;
 use crate::studies::advise::rules::{self, Store, Test};
@@ -39,6 +40,7 @@ fn advise_file(durability: Durability, mix: (u32, u32), times: &[(&str, f64)]) -
             mix_reads: mix.0,
             mix_writes: mix.1,
             durability,
+            commit_every: None,
         },
         candidates: stores.iter().map(|s| s.name().to_string()).collect(),
         crash: CrashFacts {
@@ -52,6 +54,8 @@ fn advise_file(durability: Durability, mix: (u32, u32), times: &[(&str, f64)]) -
         quick: true,
         over_budget: None,
     });
+    // The article's one-transaction write arms: a file from before --commit-every.
+    crate::report::fixtures::as_older(&mut f);
     f
 }
 
@@ -77,7 +81,10 @@ fn durable_times() -> Vec<(&'static str, f64)> {
 fn rounds(id: &str, arms: &[(&str, f64)], wobble: &[Vec<f64>]) -> RoundSet {
     let ids: Vec<&str> = arms.iter().map(|(a, _)| *a).collect();
     let figures = wobble.iter().map(|w| (arms.iter().zip(w).map(|((_, t), k)| t * k).collect(), Load::default()));
-    round_set(id, &ids, figures.collect())
+    let mut set = round_set(id, &ids, figures.collect());
+    // As in a file from before the steady-state figures.
+    set.rounds.iter_mut().for_each(|r| r.steady_per_op_us.clear());
+    set
 }
 
 #[test]
@@ -134,7 +141,10 @@ fn candidates_are_ranked_by_time_at_the_stated_mix() {
     assert!(!r.ranked[1].tie);
     let text = words::recommendation(&r, s);
     assert!(
-        text.starts_with("Recommendation: SQLite (blob API + mmap reads, WAL + synchronous FULL writes)."),
+        text.starts_with(
+            "Recommendation: SQLite (blob API + mmap reads, WAL + synchronous FULL writes, one commit per run (older \
+             file))."
+        ),
         "{text}"
     );
     assert!(text.contains("faster at this mix than the next, redb"), "{text}");
@@ -189,10 +199,26 @@ fn the_page_leads_and_survives_a_round_trip() {
     assert_eq!(ranking(&back).unwrap().0, ranking(&f).unwrap().0);
     let doc = crate::report::document(std::slice::from_ref(&back));
     assert_eq!(doc[0].id, "advise", "the advice comes before the verdict");
-    let out = terminal(&back, false);
+    let out = page_lines(&back);
     assert!(out.starts_with("Recommendation: SQLite"), "{out}");
     assert!(out.contains("writes (durability required): redb 1.20x faster than SQLite; none (unpaired"), "{out}");
     assert!(out.contains("[chart advise-writes]"), "{out}");
+}
+
+/// The advice's section as lines: each paragraph and note, and each
+/// evidence row as "question: answer; uncertainty [chart id]".
+fn page_lines(f: &ResultFile) -> String {
+    let section = sections(std::slice::from_ref(f)).remove(0);
+    let line = |r: &VerdictRow| format!("{}: {}; {} [chart {}]\n", r.question, r.outcome, r.uncertainty, r.chart_id);
+    section
+        .blocks
+        .iter()
+        .map(|b| match b {
+            Block::Verdict(v) => v.rows.iter().map(line).collect(),
+            Block::Paragraph(p) | Block::Note(p) => format!("{p}\n"),
+            _ => String::new(),
+        })
+        .collect()
 }
 
 /// The set-up took the whole budget: the terminal and the page say so,
@@ -241,10 +267,17 @@ fn the_size_matrix_says_above_which_size_files_win() {
     assert!(size > 10_000.0 && size < 100_000.0, "{size}");
     let text = words::what_would_change_it(&r);
     assert!(
-        text.contains("files opened directly read faster than SQLite (size matrix crossover, 4 KiB pages, SQL reads)"),
+        text.contains(
+            "files opened directly read faster than SQLite (size matrix crossover, 4 KiB pages, SQL reads against \
+             files by open/read)"
+        ),
         "{text}"
     );
     assert!(!text.contains("not measured by this run"), "{text}");
+    // A matrix that read SQLite as its candidate reads names that path.
+    f.matrix.as_mut().unwrap().params.db_read = crate::studies::matrix::DbRead::BlobApiMmap;
+    let text = words::what_would_change_it(&ranking(&f).unwrap().0);
+    assert!(text.contains("(size matrix crossover, 4 KiB pages, blob API + mmap reads against files"), "{text}");
 }
 
 /// With an engine leading, the size matrix's crossover of that engine
@@ -272,7 +305,10 @@ fn a_leading_engine_gets_its_own_size_crossover() {
     assert!(!against.contains(&REDB), "only the leader's: {against:?}");
     let text = words::what_would_change_it(&r);
     assert!(
-        text.contains("above about 100.00 KB per blob, files opened directly read faster than LMDB (size matrix crossover, the same rounds as the files)"),
+        text.contains(
+            "above about 100.00 KB per blob, files opened directly read faster than LMDB (size matrix crossover, \
+             LMDB's own reads against files by open/read, in the same rounds)"
+        ),
         "{text}"
     );
 }
@@ -322,6 +358,7 @@ fn with_cold_reads(f: &mut ResultFile) {
     f.experiments.extend(cold.iter().map(|(id, us)| crate::report::fixtures::experiment(id, *us)));
     let wobble: Vec<Vec<f64>> = (0..6).map(|i| vec![if i % 2 == 0 { 1.02 } else { 0.98 }; 4]).collect();
     f.rounds.push(rounds("suite/cold-reads", &cold, &wobble));
+    crate::report::fixtures::as_older(f);
 }
 
 #[test]
@@ -343,7 +380,7 @@ fn cold_reads_are_evidence_and_can_change_the_leader() {
     let text = words::what_would_change_it(&r);
     assert!(text.contains("With the data not in the page cache"), "{text}");
     assert!(text.contains("evicted before each run), redb would rank first;"), "a clear change: {text}");
-    let out = terminal(&f, false);
+    let out = page_lines(&f);
     let line = out.lines().find(|l| l.contains("reads (cold): redb")).unwrap_or_else(|| panic!("{out}"));
     assert!(
         line.contains("redb 1.11x faster than SQLite; 1.11-1.11 (paired, 6 rounds) [chart advise-reads]"),
@@ -428,6 +465,7 @@ fn with_aging(f: &mut ResultFile) {
             crossover: Vec::new(),
             rounds: vec![set],
         }],
+        commit_every: None,
     });
 }
 
@@ -449,7 +487,7 @@ fn the_aging_pass_is_evidence_and_can_change_the_leader() {
     let aged =
         "After 2 rewrites of every blob (reads slowed or sped up as the aging pass measured), redb would rank first";
     assert!(text.contains(aged), "{text}");
-    let out = terminal(&f, false);
+    let out = page_lines(&f);
     let line = out.lines().find(|l| l.contains("reads after 2 rewrites: redb")).unwrap_or_else(|| panic!("{out}"));
     assert!(
         line.contains("redb 1.11x slower than SQLite; 1.11-1.11 (paired, 4 rounds) [chart aging-article-read-warm]"),
@@ -498,4 +536,108 @@ fn a_faster_factor_is_worded_with_its_interval_turned_the_same_way() {
     );
     assert_eq!(words::interval(&o), "0.99-1.52 (paired, 4 rounds)");
     assert_eq!(Factor { value: 1.2, ..f }.oriented().value, 1.2, "a slower factor stays as it is");
+}
+
+/// [`durable_times`] with every read and every write paired over 8 rounds,
+/// each arm wobbling by up to 3% its own way round by round.
+fn durable_file_in_rounds() -> ResultFile {
+    let mut f = advise_file(Durability::Required, (90, 10), &durable_times());
+    let times = durable_times();
+    let reads: Vec<(&str, f64)> = times.iter().copied().filter(|(id, _)| id.starts_with("read/")).collect();
+    let writes: Vec<(&str, f64)> = times.iter().copied().filter(|(id, _)| id.starts_with("write/")).collect();
+    let wobble = |arms: usize| -> Vec<Vec<f64>> {
+        (0..8).map(|r| (0..arms).map(|i| 1.0 + 0.015 * (((r + 2 * i) % 5) as f64 - 2.0)).collect()).collect()
+    };
+    f.rounds.push(rounds("suite/reads", &reads, &wobble(reads.len())));
+    f.rounds.push(rounds("suite/writes", &writes, &wobble(writes.len())));
+    f
+}
+
+#[test]
+fn the_page_opens_with_the_time_per_op_at_the_mix_and_its_paired_intervals() {
+    let f = durable_file_in_rounds();
+    let doc = crate::report::document(std::slice::from_ref(&f));
+    let Some(Block::Figure(fig)) = doc[0].blocks.first() else { panic!("{:?}", doc[0].blocks.first()) };
+    assert_eq!(fig.id, super::HEADLINE_CHART);
+    let crate::report::Chart::Bars(bars) = &fig.chart else { panic!("a bar chart") };
+    assert_eq!(bars.title, "Time per operation at 90:10 reads:writes");
+    // The ranked candidates, fastest first; the excluded one left out, named.
+    assert_eq!(bars.groups, ["SQLite", "redb", "LMDB", "files, temp + rename"]);
+    let (r, _) = ranking(&f).unwrap();
+    let mixed: Vec<Option<f64>> = r.ranked.iter().map(|c| Some(c.mixed_us)).collect();
+    assert_eq!(bars.values.iter().map(|v| v[0]).collect::<Vec<_>>(), mixed);
+    assert_eq!(bars.reference, Some(r.ranked[0].mixed_us), "the leader's time");
+    assert!((r.ranked[0].mixed_us - 34.5).abs() < 1e-9);
+    assert!(fig.caption.iter().any(|c| c.contains("excluded by the crash facts: files, overwrite in place")));
+    // The leader has no whisker; each other bar the paired interval of
+    // its factor, drawn around its own time.
+    assert_eq!(bars.errors[0], [None]);
+    for (c, e) in r.ranked.iter().zip(&bars.errors).skip(1) {
+        let (lo, hi) = e[0].unwrap_or_else(|| panic!("{:?} has a paired interval", c.store));
+        let m = c.mixed.unwrap();
+        assert!(m.paired && m.rounds == 8 && lo < hi, "{m:?}");
+        assert!((lo / c.mixed_us - m.low / m.value).abs() < 1e-9 && (hi / c.mixed_us - m.high / m.value).abs() < 1e-9);
+    }
+    assert_eq!(fig.chart.to_svg().matches("class=\"errorbar\"").count(), 3);
+    // The evidence row of the mix links to it.
+    let redb = r.ranked[1].mixed.unwrap();
+    let row = format!("at 90:10: redb {:.2}x slower than SQLite; {:.2}-{:.2}", redb.value, redb.low, redb.high);
+    let text = page_lines(&f);
+    assert!(text.contains(&format!("{row} (paired, 8 rounds) [chart advise-headline]")), "{text}");
+}
+
+#[test]
+fn the_terminal_ends_with_the_answer_the_ranking_and_three_evidence_lines() {
+    let f = durable_file_in_rounds();
+    let out = terminal(&f, false);
+    let lines: Vec<&str> = out.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(lines[0].starts_with("Workload: 1,000 blobs"), "{out}");
+    let rec = lines.iter().position(|l| l.starts_with("Recommendation: SQLite")).unwrap_or_else(|| panic!("{out}"));
+    let table = &lines[rec + 1..rec + 7];
+    for h in ["rank", "candidate", "read µs/op", "write µs/op", "µs/op at 90:10", "vs the leader", "disk", "excluded"]
+    {
+        assert!(table[0].contains(h), "{h}: {}", table[0]);
+    }
+    // One line per candidate: the four ranked in order, then the excluded
+    // one with its figures and the fact that excludes it.
+    for (line, name) in table[1..].iter().zip(["SQLite", "redb", "LMDB", "files, temp + rename"]) {
+        assert!(line.trim_start().contains(name) && line.trim_end().ends_with("no"), "{line}");
+    }
+    assert!(table[1].contains("34.50") && table[1].contains("leader") && table[1].contains("10.25 MB"), "{}", table[1]);
+    let excluded = table[5];
+    assert!(excluded.contains("files, overwrite in place") && excluded.contains("2,400"), "{excluded}");
+    assert!(excluded.ends_with("yes: lost 1 acknowledged write in 50 power cuts (inplace-fsync)"), "{excluded}");
+    // Then at most three decisive lines, and nothing after them.
+    assert!(lines[rec + 7].starts_with("Decisive evidence (all 12 evidence rows"), "{}", lines[rec + 7]);
+    let evidence = &lines[rec + 8..];
+    assert_eq!(evidence.len(), 3, "{out}");
+    let redb = ranking(&f).unwrap().0.ranked[1].mixed.unwrap();
+    let at_mix = format!("  - at 90:10: redb {:.2}x slower than SQLite; {:.2}-{:.2}", redb.value, redb.low, redb.high);
+    assert!(evidence[0].starts_with(&at_mix), "{}", evidence[0]);
+    assert!(evidence[0].ends_with("(paired, 8 rounds) [chart advise-headline]"), "{}", evidence[0]);
+    // redb's reads make its gap (0.9 x 15 µs), not its faster writes.
+    assert!(evidence[1].starts_with("  - reads (warm): redb 4.0"), "{}", evidence[1]);
+    assert!(evidence[1].ends_with("(paired, 8 rounds) [chart advise-reads]"), "{}", evidence[1]);
+    assert_eq!(evidence[2], "  - what would change it: with fewer reads (76:24 or fewer reads), redb would rank first");
+    // The full evidence stays on the page.
+    assert!(!out.contains("disk space:") && page_lines(&f).contains("disk space:"));
+}
+
+#[test]
+fn the_page_says_how_many_rounds_and_operations_each_candidate_had() {
+    let mut f = durable_file_in_rounds();
+    assert!(!page_lines(&f).contains("Rounds and operations"), "older files record no operations");
+    let reads = f.rounds.iter_mut().find(|r| r.id == "suite/reads").unwrap();
+    reads.ops_per_run = vec![4000; reads.arms.len()];
+    let writes = f.rounds.iter_mut().find(|r| r.id == "suite/writes").unwrap();
+    writes.ops_per_run = vec![150, 60, 40, 130, 170];
+    writes.run_time_s = Some(0.15);
+    let text = page_lines(&f);
+    let note = text.lines().find(|l| l.starts_with("Rounds and operations")).unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        note.contains("warm reads: 8 rounds, 4,000 per run; writes: 8 rounds, each arm's run sized to about 0.15 s")
+    );
+    assert!(
+        note.contains("per run SQLite 150, files, overwrite in place 60, files, temp + rename 40, LMDB 130, redb 170.")
+    );
 }

@@ -3,10 +3,10 @@
 //! each a function of the ranking and the section alone.
 
 use crate::report::format::fmt::{bytes, thousands};
-use crate::studies::advise::rank::{Change, Excluded, Factor, Ranked, Ranking};
+use crate::studies::advise::rank::{Change, Excluded, Factor, Ranked, Ranking, Refused};
 use crate::studies::advise::rules::{self, Store, Test};
 use crate::studies::advise::{AdviseSection, CrashSource, Durability};
-use crate::studies::matrix::{Crossover, CrossoverKind};
+use crate::studies::matrix::{Crossover, CrossoverKind, DbRead};
 
 /// "SQLite" or "redb": what the store is.
 pub fn store_name(store: Store) -> String {
@@ -18,19 +18,51 @@ pub fn store_name(store: Store) -> String {
     }
 }
 
-/// The configuration advise measured for `need`.
-pub fn configuration(store: Store, need: Durability) -> &'static str {
-    let required = need == Durability::Required;
-    match store {
+/// The configuration advise measured for the section's durability need,
+/// with the commit granularity it was measured at.
+pub fn configuration(store: Store, s: &AdviseSection) -> String {
+    let required = s.workload.durability == Durability::Required;
+    let how = match store {
         Store::Sqlite if required => "blob API + mmap reads, WAL + synchronous FULL writes",
         Store::Sqlite => "blob API + mmap reads, WAL + synchronous NORMAL writes",
         Store::FilesInPlace if required => "one file per blob, open/read, pwrite over the old bytes + fsync",
         Store::FilesInPlace => "one file per blob, open/read, pwrite over the old bytes",
-        Store::FilesReplace if required => "one file per blob, open/read, write a temp file + fsync, rename",
+        Store::FilesReplace if required => {
+            "one file per blob, open/read, write a temp file + fsync, rename, fsync of the directory per commit"
+        }
         Store::FilesReplace => "one file per blob, open/read, write a temp file, rename",
-        Store::Engine(_) if required => "one transaction per write, durable commit",
-        Store::Engine(_) => "one transaction per write, commit without sync",
+        Store::Engine(_) if required => "durable commit",
+        Store::Engine(_) => "commit without sync",
+    };
+    format!("{how}, {}", commits(s))
+}
+
+/// How every candidate's writes were committed: "a commit per write",
+/// "a commit every 100 writes", or, in a file from before
+/// `--commit-every`, "one commit per run (older file)".
+pub fn commits(s: &AdviseSection) -> String {
+    match s.workload.commit_every {
+        Some(1) => "a commit per write".into(),
+        Some(n) => format!("a commit every {} writes", thousands(n.into())),
+        None => "one commit per run (older file)".into(),
     }
+}
+
+/// A candidate refused because its writes were measured at another commit
+/// granularity than the workload states.
+pub fn refusal(r: &Refused) -> String {
+    let granularity = |n: Option<u32>| match n {
+        Some(1) => "a commit per write".to_string(),
+        Some(n) => format!("a commit every {} writes", thousands(n.into())),
+        None => "one transaction per run".to_string(),
+    };
+    format!(
+        "{}: not ranked, its writes were measured with {} and the workload states {}; figures of another commit \
+         granularity are not compared.",
+        store_name(r.store),
+        granularity(r.measured),
+        granularity(r.stated)
+    )
 }
 
 /// The workload in one line.
@@ -38,7 +70,7 @@ pub fn workload(s: &AdviseSection) -> String {
     let w = &s.workload;
     let from = w.from_dir.as_ref().map(|d| format!(" (the files under {d})")).unwrap_or_default();
     format!(
-        "Workload: {} blobs{from}, {} on average, {}:{} reads:writes, durability {}.",
+        "Workload: {} blobs{from}, {} on average, {}:{} reads:writes, durability {}, {}.",
         thousands(u64::from(w.count)),
         bytes(w.mean_bytes),
         w.mix_reads,
@@ -46,6 +78,12 @@ pub fn workload(s: &AdviseSection) -> String {
         match w.durability {
             Durability::Required => "required (a write that returned must survive a power cut)",
             Durability::Relaxed => "relaxed (the last writes may be lost in a power cut, stored blobs must stay whole)",
+        },
+        match w.commit_every {
+            Some(1) => "a write returns once it is committed (--commit-every 1)".to_string(),
+            Some(n) =>
+                format!("a write returns once {} writes are committed (--commit-every {n})", thousands(n.into())),
+            None => "writes timed as one transaction per run (an older file: not per-write figures)".to_string(),
         }
     )
 }
@@ -74,7 +112,8 @@ pub fn over_budget(s: &AdviseSection) -> Option<String> {
     ))
 }
 
-fn factor_text(f: &Factor) -> String {
+/// A factor with its interval: "1.38x (1.20-1.52, paired over 8 rounds)".
+pub fn factor_text(f: &Factor) -> String {
     if f.same {
         format!("{:.2}x (the same measurement)", f.value)
     } else if f.paired && f.rounds >= 2 {
@@ -119,7 +158,7 @@ pub fn recommendation(r: &Ranking, s: &AdviseSection) -> String {
             format!(
                 "Recommendation: {} ({}). It is the fastest at {mix} among the candidates that meet durability {}{margin}.",
                 store_name(leader.store),
-                configuration(leader.store, need),
+                configuration(leader.store, s),
                 need.name()
             )
         }
@@ -133,7 +172,7 @@ pub fn recommendation(r: &Ranking, s: &AdviseSection) -> String {
                  or its interval holds 1.0, so this machine cannot tell them apart. Choose by the other evidence \
                  below (disk space, crash facts) or by what you already run.",
                 store_name(leader.store),
-                configuration(leader.store, need),
+                configuration(leader.store, s),
                 others.join(", ")
             )
         }
@@ -142,12 +181,18 @@ pub fn recommendation(r: &Ranking, s: &AdviseSection) -> String {
 
 /// Why a candidate was excluded, with the facts.
 pub fn exclusion(e: &Excluded, s: &AdviseSection) -> String {
-    let f = &e.fact;
     let (source, model) = match e.source {
         CrashSource::Measured => ("measured here", s.crash.model.clone()),
         CrashSource::Documented => ("documented table", rules::CRASH_MODEL.name().to_string()),
     };
-    let why = match e.test {
+    format!("{}: excluded, {}; {model} model, {source}.", store_name(e.store), exclusion_reason(e))
+}
+
+/// The failing fact alone: "lost 1 acknowledged write in 50 power cuts
+/// (inplace-fsync)".
+pub fn exclusion_reason(e: &Excluded) -> String {
+    let f = &e.fact;
+    match e.test {
         Test::NoDurabilityPromise => format!("{} never acknowledges a write as durable", f.method),
         Test::LostAcknowledged => format!(
             "lost {} acknowledged write{} in {} power cuts ({})",
@@ -165,8 +210,7 @@ pub fn exclusion(e: &Excluded, s: &AdviseSection) -> String {
             f.cuts,
             f.method
         ),
-    };
-    format!("{}: excluded, {why}; {model} model, {source}.", store_name(e.store))
+    }
 }
 
 /// Where the crash facts come from.
@@ -187,43 +231,46 @@ pub fn crash_source(s: &AdviseSection) -> String {
     }
 }
 
+/// One thing that would change the answer, as a clause: "with fewer
+/// reads (76:24 or fewer reads), redb would rank first".
+pub fn change(c: &Change) -> String {
+    match c {
+        Change::Mix { reads_pct, more_reads, leader } => format!(
+            "with {} reads ({}:{} or {} reads), {} would rank first",
+            if *more_reads { "more" } else { "fewer" },
+            reads_pct,
+            100 - reads_pct,
+            if *more_reads { "more" } else { "fewer" },
+            store_name(*leader)
+        ),
+        Change::Size { crossover, page_size, largest_bytes, against, db_read } => {
+            size_change(crossover, (*page_size, *db_read), *largest_bytes, *against)
+        }
+        Change::Cold { leader, reads } => format!(
+            "with the data not in the page cache (reads measured with the cache evicted before each run), {} \
+             would rank first{}",
+            store_name(*leader),
+            reads.filter(|f| f.paired && f.low <= 1.0 && f.high >= 1.0).map_or_else(String::new, |f| format!(
+                ", though not clearly: the interval of its cold reads against the leader's holds 1.0 ({})",
+                interval(&f)
+            ))
+        ),
+        Change::Aged { age, leader } => format!(
+            "after {age} rewrites of every blob (reads slowed or sped up as the aging pass measured), {} would \
+             rank first",
+            store_name(*leader)
+        ),
+        Change::Durability { store, need } => format!(
+            "with --durability {}, {} would no longer be excluded (its writes at that durability were not measured by this run)",
+            need.name(),
+            store_name(*store)
+        ),
+    }
+}
+
 /// The "what would change it" paragraph.
 pub fn what_would_change_it(r: &Ranking) -> String {
-    let mut parts = Vec::new();
-    for c in &r.changes {
-        match c {
-            Change::Mix { reads_pct, more_reads, leader } => parts.push(format!(
-                "with {} reads ({}:{} or {} reads), {} would rank first",
-                if *more_reads { "more" } else { "fewer" },
-                reads_pct,
-                100 - reads_pct,
-                if *more_reads { "more" } else { "fewer" },
-                store_name(*leader)
-            )),
-            Change::Size { crossover, page_size, largest_bytes, against } => {
-                parts.push(size_change(crossover, *page_size, *largest_bytes, *against))
-            }
-            Change::Cold { leader, reads } => parts.push(format!(
-                "with the data not in the page cache (reads measured with the cache evicted before each run), {} \
-                 would rank first{}",
-                store_name(*leader),
-                reads.filter(|f| f.paired && f.low <= 1.0 && f.high >= 1.0).map_or_else(String::new, |f| format!(
-                    ", though not clearly: the interval of its cold reads against the leader's holds 1.0 ({})",
-                    interval(&f)
-                ))
-            )),
-            Change::Aged { age, leader } => parts.push(format!(
-                "after {age} rewrites of every blob (reads slowed or sped up as the aging pass measured), {} would \
-                 rank first",
-                store_name(*leader)
-            )),
-            Change::Durability { store, need } => parts.push(format!(
-                "with --durability {}, {} would no longer be excluded (its writes at that durability were not measured by this run)",
-                need.name(),
-                store_name(*store)
-            )),
-        }
-    }
+    let parts: Vec<String> = r.changes.iter().map(change).collect();
     let mix = if r.changes.iter().any(|c| matches!(c, Change::Mix { .. })) {
         String::new()
     } else if r.ranked.len() > 1 {
@@ -284,12 +331,12 @@ pub fn aging_note(r: &Ranking, sample: u32) -> Option<String> {
     ))
 }
 
-/// The size crossover in words.
-fn size_change(c: &Crossover, page_size: u32, largest: u32, against: Store) -> String {
+/// The size crossover in words, naming the read path of each side.
+fn size_change(c: &Crossover, (page_size, db_read): (u32, DbRead), largest: u32, against: Store) -> String {
     let name = store_name(against);
     let how = match against {
-        Store::Sqlite => format!("{} KiB pages, SQL reads", page_size / 1024),
-        _ => "the same rounds as the files".to_string(),
+        Store::Sqlite => format!("{} KiB pages, {} against files by open/read", page_size / 1024, db_read.short()),
+        _ => format!("{name}'s own reads against files by open/read, in the same rounds"),
     };
     match (c.kind, c.size_bytes) {
         (CrossoverKind::At, Some(size)) => format!(

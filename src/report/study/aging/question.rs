@@ -45,7 +45,7 @@ fn on_side(l: &LayoutInfo, files_side: bool) -> bool {
 /// holding both sides.
 fn paired(setting: &AgingSetting, age: u32) -> Option<(&LayoutInfo, &LayoutInfo, Ratio)> {
     let set = setting.read_rounds(age, false).filter(|s| s.consistent())?;
-    let table: Vec<Vec<f64>> = set.rounds.iter().map(|r| r.per_op_us.clone()).collect();
+    let table = set.table();
     let layout = |arm: usize| setting.layouts.iter().find(|l| l.id == set.arms[arm]);
     let side = |files_side: bool| -> Vec<usize> {
         (0..set.arms.len()).filter(|&i| layout(i).is_some_and(|l| on_side(l, files_side))).collect()

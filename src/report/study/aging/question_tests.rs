@@ -43,11 +43,14 @@ fn rounds(arms: &[(&str, Vec<f64>)]) -> RoundSet {
             .map(|r| Round {
                 order: (0..arms.len() as u32).collect(),
                 per_op_us: arms.iter().map(|(_, t)| t[r]).collect(),
+                steady_per_op_us: arms.iter().map(|(_, t)| t[r]).collect(),
                 elapsed_ms: 10.0,
                 load: Load::default(),
             })
             .collect(),
         warnings: vec![],
+        run_time_s: None,
+        ops_per_run: vec![],
     }
 }
 
@@ -87,7 +90,8 @@ fn aging_file(with_rounds: bool) -> ResultFile {
         },
     };
     let mut f = ResultFile::new("aging", Environment::default());
-    f.aging = Some(AgingSection { ages: vec![0, LAST_AGE], churn_pct: 0.0, settings: vec![setting] });
+    f.aging =
+        Some(AgingSection { ages: vec![0, LAST_AGE], churn_pct: 0.0, settings: vec![setting], commit_every: None });
     f
 }
 
@@ -132,6 +136,7 @@ fn a_paired_aging_factor_inside_a_noise_floor_is_within_noise() {
     let set = &mut f.aging.as_mut().unwrap().settings[0].rounds[0];
     for r in &mut set.rounds {
         r.per_op_us[2] = r.per_op_us[1] * 1.02;
+        r.steady_per_op_us[2] = r.steady_per_op_us[1] * 1.02;
     }
     let a = answer(f);
     let floor = PairedRatio { value: 1.0, low: 0.96, high: 1.04, rounds: 8, coverage_pct: 99.2, outliers: vec![] };

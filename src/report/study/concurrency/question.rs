@@ -3,7 +3,6 @@
 use super::blobs_chart_id;
 use crate::report::format::fmt::blob_size;
 use crate::report::interval::time_ratio;
-use crate::report::study::suite::per_op_us;
 use crate::report::verdict::Answer;
 use crate::results::ResultFile;
 
@@ -15,7 +14,7 @@ pub fn under_threads(files: &[ResultFile], index: usize) -> Option<Answer> {
     let times = |store: &str| {
         let p = readers.points.iter().find(|p| p.store == store && p.threads == threads)?;
         let e = files[index].experiment(&p.experiment_id)?;
-        per_op_us(e).map(|m| (m, e.id.clone(), p.label.clone()))
+        e.figure_us().map(|m| (m, e.id.clone(), p.label.clone()))
     };
     let (_, db_id, db_label) = ["db", "db-mmap"].into_iter().filter_map(times).min_by(|a, b| a.0.total_cmp(&b.0))?;
     let (_, f_id, f_label) = times("files")?;

@@ -39,15 +39,15 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
         }
         blocks.push(Block::Paragraph(format!(
             "{} SIGKILL{} per write method, each after 0 to {} ms of writing (seed {}); {} blobs of {} to {} bytes, \
-             one write = one blob (one transaction for SQLite and the engines; for PostgreSQL the server's \
-             processes are killed).",
+             one write = one blob, {} (for PostgreSQL the server's processes are killed).",
             c.kills_per_method,
             plural(c.kills_per_method),
             c.max_delay_us / 1000,
             c.seed,
             c.blobs,
             thousands(c.blob_min_bytes),
-            thousands(c.blob_max_bytes)
+            thousands(c.blob_max_bytes),
+            commits(c.commit_every)
         )));
         blocks.push(Block::Table(table(c)));
         blocks.extend(terminal::reasons_blocks(&c.methods));
@@ -108,6 +108,23 @@ fn table(c: &CrashSection) -> Table {
     Table::new(&headers, rows)
 }
 
+/// How every writer committed, named: "a commit per write (SQLite and the
+/// engines one transaction each; files each fsynced as their method says)"
+/// or "a commit every 100 writes (...)".
+pub(super) fn commits(n: u32) -> String {
+    match n.max(1) {
+        1 => "a commit per write (SQLite and the engines one transaction each; files each written as their method \
+              says, a rename's directory fsynced by replace-fsync-dir)"
+            .to_string(),
+        n => format!(
+            "a commit every {} writes, a write returning once its batch is committed (SQLite and the engines one \
+             transaction per batch; files each written as their method says, replace-fsync-dir's directory \
+             fsynced once per batch)",
+            thousands(n.into())
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +154,7 @@ mod tests {
             max_delay_us: 50_000,
             seed: 1,
             workdir: "/tmp".into(),
+            commit_every: 1,
             methods: vec![method("db-wal-normal", true, torn_in_wal), method("truncate", false, 7)],
         });
         f

@@ -23,7 +23,7 @@ pub fn blocks(files: &[ResultFile]) -> Vec<Block> {
         }));
         blocks.push(Block::Paragraph(format!(
             "{} power cut{} per write method on the power-cut layer (model {}: {}), each after 0 to {} ms of \
-             writing (seed {}); {} blobs of {} to {} bytes.",
+             writing (seed {}); {} blobs of {} to {} bytes; {}.",
             c.cuts_per_method,
             plural(c.cuts_per_method),
             c.model,
@@ -32,7 +32,8 @@ pub fn blocks(files: &[ResultFile]) -> Vec<Block> {
             c.seed,
             c.blobs,
             thousands(c.blob_min_bytes),
-            thousands(c.blob_max_bytes)
+            thousands(c.blob_max_bytes),
+            super::commits(c.commit_every)
         )));
         blocks.push(Block::Table(cut_table(c)));
         blocks.extend(super::terminal::reasons_blocks(&c.methods));
@@ -200,6 +201,7 @@ mod tests {
             max_delay_us: 50_000,
             seed: 1,
             workdir: "/tmp".into(),
+            commit_every: 1,
             methods: vec![method("db-wal-full", 0), method("inplace-fsync", 3)],
             not_on_layer: Vec::new(),
             fsync_failure: Vec::new(),

@@ -28,14 +28,15 @@ fn kill_table(file: &ResultFile) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "crashtest: {} kill{} per method (SIGKILL after 0..{} ms of writing, seed {}); {} blobs of {}..{} bytes each",
+        "crashtest: {} kill{} per method (SIGKILL after 0..{} ms of writing, seed {}); {} blobs of {}..{} bytes each; {}",
         s.kills_per_method,
         plural(s.kills_per_method),
         s.max_delay_us / 1000,
         s.seed,
         s.blobs,
         s.blob_min_bytes,
-        s.blob_max_bytes
+        s.blob_max_bytes,
+        super::commits(s.commit_every)
     );
     where_line(&mut o, "datasets in", &s.workdir, file);
     let headers = [
@@ -86,7 +87,7 @@ fn power_cut_table(file: &ResultFile) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "crashtest --power-cut, model {} ({}): {} cut{} per method after 0..{} ms of writing (seed {}); {} blobs of {}..{} bytes",
+        "crashtest --power-cut, model {} ({}): {} cut{} per method after 0..{} ms of writing (seed {}); {} blobs of {}..{} bytes; {}",
         s.model,
         s.model_description,
         s.cuts_per_method,
@@ -95,7 +96,8 @@ fn power_cut_table(file: &ResultFile) -> String {
         s.seed,
         s.blobs,
         s.blob_min_bytes,
-        s.blob_max_bytes
+        s.blob_max_bytes,
+        super::commits(s.commit_every)
     );
     where_line(&mut o, "layer over", &s.workdir, file);
     let headers = [
@@ -243,6 +245,7 @@ mod tests {
             max_delay_us: 50_000,
             seed: 1,
             workdir: "/tmp".into(),
+            commit_every: 1,
             methods: vec![CrashMethodResult { method: "db-wal".into(), kills: 3, torn: 12345, ..Default::default() }],
         });
         f.power_cut = Some(PowerCutSection {
@@ -255,6 +258,7 @@ mod tests {
             max_delay_us: 50_000,
             seed: 1,
             workdir: "/tmp".into(),
+            commit_every: 1,
             not_on_layer: Vec::new(),
             methods: vec![PowerCutMethodResult {
                 method: "files-x".into(),

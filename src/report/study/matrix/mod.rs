@@ -159,8 +159,9 @@ fn machine_section(s: &MatrixSection, label: &str, suffix: &str, many: bool) -> 
     let p = &s.params;
     let ext = s.grid(Fig::ExternalRatio);
     let caption = format!(
-        "{} of blobs per cell, random order, SQLite page cache {} bytes per database{}; {}.",
+        "{} of blobs per cell, random order, SQLite {} with a page cache of {} bytes per database{}; {}.",
         fmt_size(p.total_bytes as f64).to_uppercase() + "B",
+        p.db_read.short(),
         p.cache_bytes,
         if p.plan.cold { ", page cache evicted before each timed run" } else { "" },
         s.runs_phrase()

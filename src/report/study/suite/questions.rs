@@ -3,10 +3,12 @@
 //! space. Each is a function of the result files and the index of the one
 //! it asks, returning None when that file does not answer it.
 
-use super::{per_op_us, suite_files, Method, Spec, ARTICLE, DISK_CHART, DURABLE_WRITE_CHART, FAIR};
+use super::{
+    per_op_us, ratio_interval, suite_files, Method, Spec, ARTICLE, COMMITTED, DISK_CHART, DURABLE_WRITE_CHART, FAIR,
+};
 use crate::measure::Experiment;
 use crate::report::format::fmt::blob_size;
-use crate::report::interval::{time_ratio, Ratio};
+use crate::report::interval::Ratio;
 use crate::report::verdict::Answer;
 use crate::report::verdict::Question;
 use crate::results::ResultFile;
@@ -30,7 +32,7 @@ fn duel(file: &ResultFile, question: String, charts: &[&Spec]) -> Option<Answer>
     let (db, db_e) = fastest(file, &dbs)?;
     let (f, f_e) = fastest(file, &fs)?;
     let spec = charts.iter().find(|s| s.db.id == db.id && s.files.iter().any(|m| m.id == f.id)).or(charts.first())?;
-    let files_over_db = time_ratio(file, &f_e.id, &db_e.id)?;
+    let files_over_db = ratio_interval(file, &db_e.id, &f_e.id)?;
     let (db_name, f_name) = (db.name.to_string(), f.name.to_string());
     let (winner, loser, factor) = if files_over_db.value >= 1.0 {
         (db_name, f_name, files_over_db)
@@ -89,13 +91,27 @@ pub fn fast_writes(files: &[ResultFile], index: usize) -> Option<Answer> {
     duel(&files[index], "fast writes (no fsync)".into(), &charts)
 }
 
-/// Writes that survive a power cut: WAL/FULL against files with fsync.
+/// Writes that survive a power cut: WAL/FULL against files with fsync,
+/// each write committed as an application commits it (the arms
+/// `commit/...`). A file from before them compares the article's one
+/// transaction per run, and says so.
 pub fn durable_writes(files: &[ResultFile], index: usize) -> Option<Answer> {
     if !is_suite(files, index) {
         return None;
     }
+    let file = &files[index];
+    let committed: Vec<&Spec> = COMMITTED.iter().collect();
+    if let Some(n) = file.experiment(COMMITTED[0].db.id).map(|e| e.params.commit_every.unwrap_or(1)) {
+        let per = if n == 1 { "each committed".to_string() } else { format!("a commit every {n}") };
+        return duel(file, format!("durable writes (fsync, {per})"), &committed);
+    }
     let charts: Vec<&Spec> = FAIR.iter().filter(|s| s.id == DURABLE_WRITE_CHART).collect();
-    duel(&files[index], "durable writes (fsync)".into(), &charts)
+    let question = if file.schema_version < 4 {
+        "durable writes (fsync, one commit per run: older file)"
+    } else {
+        "durable writes (fsync, one transaction per run)"
+    };
+    duel(file, question.into(), &charts)
 }
 
 /// Allocated bytes of the database against the smaller file layout.
