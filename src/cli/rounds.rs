@@ -49,19 +49,11 @@ impl RoundsArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use blobbench::measure::clock::Clock;
 
     #[test]
     fn a_count_given_alone_is_not_cut_short_by_the_default_budget() {
-        let plan = RoundsPlan {
-            warmup: true,
-            max_rounds: 20,
-            budget: Some(Duration::from_secs(4)),
-            target: 0.05,
-            seed: 1,
-            latency: false,
-            clock: Clock::REAL,
-        };
+        let plan =
+            RoundsPlan { target: 0.05, seed: 1, latency: false, ..RoundsPlan::new(20, Some(Duration::from_secs(4))) };
         let args = |rounds, budget| RoundsArgs { rounds, budget };
         let ten = Some(Duration::from_secs(10));
         assert_eq!(args(None, None).apply(plan), plan);

@@ -355,7 +355,7 @@ mod tests {
             kvtest_total_ns: 8_100_000,
             deferred_ns: 2_000_000,
         };
-        let o = RunOutcome { ops: 100, misses: 0, bytes: 100, phases };
+        let o = RunOutcome { ops: 100, misses: 0, bytes: 100, phases, opened_handle: false };
         let r = sample(0, &o, OsCounters::default(), None);
         assert!((r.per_op_us - 81.0).abs() < 1e-9, "kvtest's total over the ops: {}", r.per_op_us);
         assert!((r.loop_per_op_us - 0.8).abs() < 1e-9);

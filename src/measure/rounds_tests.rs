@@ -244,7 +244,7 @@ impl Arm for Sizable {
         let loop_ns = self.per_op_ns * self.ops;
         let (setup_ns, kvtest_total_ns) = (self.one_off_ns, loop_ns + self.one_off_ns);
         let phases = Phases { setup_ns, loop_ns, kvtest_total_ns, ..Phases::default() };
-        Ok(RunOutcome { ops: self.ops, misses: 0, bytes: self.ops, phases })
+        Ok(RunOutcome { ops: self.ops, misses: 0, bytes: self.ops, phases, opened_handle: false })
     }
     fn warms_up(&self) -> bool {
         self.warms_up
@@ -289,6 +289,7 @@ fn sized_runs_stay_within_their_bounds() {
         misses: 0,
         bytes: 0,
         phases: Phases { setup_ns, loop_ns, kvtest_total_ns: setup_ns + loop_ns, ..Phases::default() },
+        opened_handle: false,
     };
     let second = Duration::from_secs(1);
     // An op slower than the whole target still makes the fewest ops.

@@ -51,6 +51,7 @@ fn committed_file(n: u32, times: &[(&str, f64)]) -> ResultFile {
         budget_s: 100.0,
         elapsed_s: 90.0,
         quick: true,
+        over_budget: None,
     });
     f
 }
