@@ -82,11 +82,13 @@ fn advise_quick_with_a_power_cut_run() {
     let evidence = lines.iter().filter(|l| l.starts_with("  - ")).count();
     assert!((1..=3).contains(&evidence), "{answer}");
     assert!(lines.last().unwrap().starts_with("advise took"), "{answer}");
-    // Rounds sized by time: every compared pair got 6 paired rounds, and
-    // each arm's operations per run are recorded.
+    // Rounds sized by time: every compared pair got 6 paired rounds, unless
+    // the set-up spent the budget (a busy machine), when one round of each
+    // arm was run and said so; each arm's operations per run are recorded.
     let v = common::valid_results(&out.join("results.json"));
+    let least = if v["advise"]["over_budget"].is_null() { 6 } else { 1 };
     for set in v["rounds"].as_array().unwrap() {
-        assert!(set["rounds"].as_array().unwrap().len() >= 6, "{}", set["id"]);
+        assert!(set["rounds"].as_array().unwrap().len() >= least, "{}", set["id"]);
         assert_eq!(set["ops_per_run"].as_array().unwrap().len(), set["arms"].as_array().unwrap().len());
     }
     let writes = v["rounds"].as_array().unwrap().iter().find(|s| s["id"] == "suite/writes").unwrap();

@@ -36,6 +36,7 @@ use reach::{Reach, Sizes};
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
 use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
+use crate::engine::keep::Idle;
 use crate::engine::report::{ExportReport, StatReport};
 use crate::records::{EngineKind, EngineSettings, ServerInfo, ServerPlace, ServerSetting};
 use crate::util::progress::Progress;
@@ -134,6 +135,8 @@ pub struct S3Engine {
     reach: Mutex<Option<Arc<Reach>>>,
     sizes: Arc<Sizes>,
     info: Mutex<Option<ServerInfo>>,
+    /// Clients (keep-alive connections) kept open by read sessions.
+    idle: Idle<client::Client>,
 }
 
 impl S3Engine {
@@ -144,6 +147,7 @@ impl S3Engine {
             reach: Mutex::new(None),
             sizes: Arc::default(),
             info: Mutex::new(None),
+            idle: Idle::new(),
         }
     }
 
@@ -191,9 +195,11 @@ impl Engine for S3Engine {
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
         let reach = self.reach()?;
         if mode.write {
+            self.idle.clear();
             self.list(&reach)?;
         }
-        Ok(Box::new(session::S3Session::open(reach, self.sizes.clone(), mode.write)?))
+        let client = self.idle.lease(mode.keep, || Ok(reach.client()))?;
+        Ok(Box::new(session::S3Session::open(client, reach, self.sizes.clone(), mode.write)?))
     }
 
     /// The throwaway cluster's files (a remote store's are not ours to
@@ -226,6 +232,7 @@ impl Engine for S3Engine {
     /// keep no objects in memory: the device directories' page cache,
     /// dropped next, is the rest. A store the user runs is left alone.
     fn drop_own_caches(&self) -> Result<()> {
+        self.idle.clear();
         match self.reach()?.cluster() {
             Some(cluster) => cluster.restart_memcached(),
             None => Ok(()),

@@ -20,11 +20,15 @@ use std::sync::Arc;
 
 use super::client::Client;
 use super::reach::{Reach, Sizes};
-use crate::engine::api::{take, Session};
+use crate::engine::api::{take, Session, SessionInfo};
+use crate::engine::keep::Lease;
 use crate::{Error, Result};
 
 pub(super) struct S3Session {
     client: Client,
+    /// Where the client (its keep-alive connection) came from and goes
+    /// back to: a long-running application keeps its connections open.
+    lease: Lease<Client>,
     reach: Arc<Reach>,
     sizes: Arc<Sizes>,
     write: bool,
@@ -35,12 +39,16 @@ pub(super) struct S3Session {
 }
 
 impl S3Session {
-    /// Opens the session's connection with one GET of the marker, so the
+    /// Opens the session on `client` with one GET of the marker, so the
     /// loop's first request does not pay the TCP connect.
-    pub fn open(reach: Arc<Reach>, sizes: Arc<Sizes>, write: bool) -> Result<S3Session> {
-        let client = reach.client();
+    pub fn open(
+        (client, lease): (Client, Lease<Client>),
+        reach: Arc<Reach>,
+        sizes: Arc<Sizes>,
+        write: bool,
+    ) -> Result<S3Session> {
         let probe = reach.desc.marker();
-        let mut s = S3Session { client, reach, sizes, write, name: String::new(), probe, buf: Vec::new() };
+        let mut s = S3Session { client, lease, reach, sizes, write, name: String::new(), probe, buf: Vec::new() };
         s.round_trip()?;
         Ok(s)
     }
@@ -90,8 +98,16 @@ impl Session for S3Session {
         Ok(())
     }
 
+    /// Gives the client back when the session kept it; else drops it,
+    /// closing its connection.
     fn close(self: Box<Self>) -> Result<()> {
+        let S3Session { client, lease, .. } = *self;
+        drop(lease.end(client, true));
         Ok(())
+    }
+
+    fn info(&self) -> SessionInfo {
+        SessionInfo { opened_handle: self.lease.opened, ..SessionInfo::default() }
     }
 
     fn last_read(&self) -> Option<&[u8]> {
