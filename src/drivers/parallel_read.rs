@@ -100,7 +100,7 @@ impl Arm for ParallelArm {
 
 /// The largest key, from one untimed session that asks for it.
 fn largest_key(engine: &dyn Engine) -> Result<u32> {
-    let session = engine.open(OpenMode { write: false, find_max: true, keep: false })?;
+    let session = engine.open(OpenMode { find_max: true, ..OpenMode::READ })?;
     let max = session.info().max_key;
     session.close()?;
     match max {

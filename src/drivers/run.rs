@@ -375,7 +375,7 @@ pub(crate) fn validate(opts: &RunOptions) -> Result<()> {
 /// The largest key, asked of a session opened outside every timer (SQLite
 /// otherwise finds it inside its timed setup, as kvtest does).
 fn largest_key(engine: &dyn Engine) -> Result<u32> {
-    let session = engine.open(OpenMode { write: false, find_max: true, keep: false })?;
+    let session = engine.open(OpenMode { find_max: true, ..OpenMode::READ })?;
     let max = session.info().max_key;
     session.close()?;
     max.filter(|&m| m > 0)

@@ -24,15 +24,21 @@ pub struct OpenMode {
     /// work an engine defers to its close (SQLite's closing checkpoint,
     /// redb's and fjall's final sync) happens in its own close phase.
     pub keep: bool,
+    /// Read the newest copy a replicated store holds (Swift's `X-Newest`:
+    /// the proxy asks every replica), as the crash test's check after a
+    /// kill does; a store with one copy reads as usual. Never set on a
+    /// timed session.
+    pub newest: bool,
 }
 
 impl OpenMode {
-    pub const READ: OpenMode = OpenMode { write: false, find_max: false, keep: false };
-    pub const WRITE: OpenMode = OpenMode { write: true, find_max: false, keep: false };
+    pub const READ: OpenMode = OpenMode { write: false, find_max: false, keep: false, newest: false };
+    pub const WRITE: OpenMode = OpenMode { write: true, find_max: false, keep: false, newest: false };
+    pub const NEWEST_READ: OpenMode = OpenMode { newest: true, ..OpenMode::READ };
 
     /// The mode of a measured session: a read session keeps its handle.
     pub const fn measured(write: bool, find_max: bool) -> OpenMode {
-        OpenMode { write, find_max, keep: !write }
+        OpenMode { write, find_max, keep: !write, newest: false }
     }
 }
 
@@ -117,6 +123,14 @@ pub trait Engine: Send + Sync {
     /// know them. For checks outside every timer (the crash test's).
     fn listed_keys(&self) -> Result<Option<Vec<u32>>> {
         Ok(None)
+    }
+
+    /// A plain read may be served by an older copy than
+    /// [`OpenMode::newest`] reads (an object store's replica that missed a
+    /// write, until its replicators repair it). The crash test then reads
+    /// twice and reports how often a plain read was stale.
+    fn may_serve_stale(&self) -> bool {
+        false
     }
 }
 

@@ -112,11 +112,17 @@ impl Client {
     }
 
     /// GETs `key` whole into `buf` (grown, never shrunk); its length, or
-    /// None when there is no such object.
-    pub fn get_into(&self, key: &str, buf: &mut Vec<u8>) -> Result<Option<usize>> {
+    /// None when there is no such object. `newest` asks Swift's proxy for
+    /// the newest replica (`X-Newest`, which it honours through s3api by
+    /// asking every replica); other stores ignore the header.
+    pub fn get_into(&self, key: &str, newest: bool, buf: &mut Vec<u8>) -> Result<Option<usize>> {
         let call = Call { op: "GET", key };
         let url = self.store.bucket.get_object(Some(&self.store.credentials), key).sign(SIGNED_FOR);
-        let mut resp = self.agent.get(url.as_str()).call().map_err(|e| self.transport(call, e, ANSWER_TIMEOUT))?;
+        let mut request = self.agent.get(url.as_str());
+        if newest {
+            request = request.header("X-Newest", "true");
+        }
+        let mut resp = request.call().map_err(|e| self.transport(call, e, ANSWER_TIMEOUT))?;
         if resp.status() == 404 {
             let body = read_text(&mut resp);
             return self.missing_key(call, &body).map(|_| None);

@@ -199,7 +199,7 @@ impl Engine for S3Engine {
             self.list(&reach)?;
         }
         let client = self.idle.lease(mode.keep, || Ok(reach.client()))?;
-        Ok(Box::new(session::S3Session::open(client, reach, self.sizes.clone(), mode.write)?))
+        Ok(Box::new(session::S3Session::open(client, reach, self.sizes.clone(), mode)?))
     }
 
     /// The throwaway cluster's files (a remote store's are not ours to
@@ -225,6 +225,13 @@ impl Engine for S3Engine {
         let mut keys: Vec<u32> = reach.list_blobs(&reach.client())?.into_keys().collect();
         keys.sort_unstable();
         Ok(Some(keys))
+    }
+
+    /// A GET may be answered by a replica that missed a write a crash cut
+    /// short (the proxy acknowledges a PUT on a quorum), until Swift's
+    /// replicators repair it.
+    fn may_serve_stale(&self) -> bool {
+        true
     }
 
     /// Restarts the throwaway cluster's memcached, which empties the

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use super::client::Client;
 use super::reach::{Reach, Sizes};
-use crate::engine::api::{take, Session, SessionInfo};
+use crate::engine::api::{take, OpenMode, Session, SessionInfo};
 use crate::engine::keep::Lease;
 use crate::{Error, Result};
 
@@ -32,6 +32,8 @@ pub(super) struct S3Session {
     reach: Arc<Reach>,
     sizes: Arc<Sizes>,
     write: bool,
+    /// Reads ask for the newest replica ([`OpenMode::newest`]).
+    newest: bool,
     /// The object key of the current request (reused).
     name: String,
     probe: String,
@@ -45,10 +47,11 @@ impl S3Session {
         (client, lease): (Client, Lease<Client>),
         reach: Arc<Reach>,
         sizes: Arc<Sizes>,
-        write: bool,
+        mode: OpenMode,
     ) -> Result<S3Session> {
         let probe = reach.desc.marker();
-        let mut s = S3Session { client, lease, reach, sizes, write, name: String::new(), probe, buf: Vec::new() };
+        let (write, newest, name, buf) = (mode.write, mode.newest, String::new(), Vec::new());
+        let mut s = S3Session { client, lease, reach, sizes, write, newest, name, probe, buf };
         s.round_trip()?;
         Ok(s)
     }
@@ -66,7 +69,7 @@ impl Session for S3Session {
     #[inline]
     fn read(&mut self, key: u32) -> Result<u64> {
         self.reach.desc.key_into(key, &mut self.name);
-        Ok(self.client.get_into(&self.name, &mut self.buf)?.unwrap_or(0) as u64)
+        Ok(self.client.get_into(&self.name, self.newest, &mut self.buf)?.unwrap_or(0) as u64)
     }
 
     fn overwrite(&mut self, key: u32, content: &[u8]) -> Result<u64> {
@@ -116,7 +119,7 @@ impl Session for S3Session {
 
     #[inline]
     fn round_trip(&mut self) -> Result<Option<u64>> {
-        match self.client.get_into(&self.probe, &mut self.buf)? {
+        match self.client.get_into(&self.probe, false, &mut self.buf)? {
             Some(n) => Ok(Some(n as u64)),
             None => Err(Error::bad_input(
                 &self.client.store().label,

@@ -42,7 +42,7 @@ pub fn start(path: &Path, seed: u64) -> Result<BackgroundWriter> {
     let survey = engine.survey(true)?;
     // Opened here, so that a failure is reported before the readers start
     // and the journal mode is WAL when they open the database.
-    let mut session = engine.open(OpenMode { write: true, find_max: true, keep: false })?;
+    let mut session = engine.open(OpenMode { find_max: true, ..OpenMode::WRITE })?;
     let max_key = session.info().max_key.or(survey.max_key).unwrap_or(1).max(1);
     let mut content = vec![0u8; survey.blob_max as usize];
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed ^ 0x00b1_0bba);

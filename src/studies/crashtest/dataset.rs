@@ -15,7 +15,7 @@ use super::blob::{self, Verdict};
 use super::Method;
 use crate::engine::dataset::blob_name;
 use crate::engine::files::FLAT_KIND;
-use crate::engine::OpenMode;
+use crate::engine::{Engine, OpenMode};
 use crate::records::EngineSettings;
 use crate::{Error, Result};
 
@@ -53,6 +53,9 @@ pub struct Tally {
     /// Keys a read found that the engine's listing did not show (an
     /// object store's bucket listing); None for an engine without one.
     pub unlisted: Option<u64>,
+    /// Keys a plain read found older (or absent) than the newest copy
+    /// (an object store's stale replica); None where there is one copy.
+    pub stale: Option<u64>,
     /// Keys to put back before the next kill.
     bad_keys: Vec<u32>,
 }
@@ -168,7 +171,10 @@ impl Dataset {
             self.check_db(&mut t, &mut found);
         } else if self.method.is_engine() {
             match self.check_engine(&mut found) {
-                Ok(listed) => t.unlisted = listed.map(|keys| unlisted(&found, &keys)),
+                Ok((listed, stale)) => {
+                    t.unlisted = listed.map(|keys| unlisted(&found, &keys));
+                    t.stale = stale;
+                }
                 Err(e) => t.integrity_error = Some(self.reason(&e.to_string())),
             }
         } else {
@@ -251,13 +257,30 @@ impl Dataset {
     /// keys where the engine keeps a listing apart from the blobs. An
     /// engine that refuses to open or fails a read counts as a failed
     /// integrity check.
-    fn check_engine(&self, found: &mut [Option<Verdict>]) -> Result<Option<Vec<u32>>> {
+    /// Reads every blob back through the engine, the newest copy where a
+    /// replicated store holds several. Returns the listing's keys (None
+    /// without a listing) and, where a plain read may be served by an
+    /// older replica, how many keys a plain read found older or absent.
+    fn check_engine(&self, found: &mut [Option<Verdict>]) -> Result<(Option<Vec<u32>>, Option<u64>)> {
         let Some((kind, kv)) = self.method.kv_params() else {
             return Err(Error::invalid("not a key-value engine method"));
         };
         let settings = EngineSettings { kv, ..EngineSettings::default() };
         let engine = crate::engine::open_as(kind, &self.path, &settings)?;
-        let mut session = engine.open(OpenMode::READ)?;
+        self.read_back(engine.as_ref(), OpenMode::NEWEST_READ, found)?;
+        let stale = if engine.may_serve_stale() {
+            let mut plain = vec![None; found.len()];
+            self.read_back(engine.as_ref(), OpenMode::READ, &mut plain)?;
+            Some(found.iter().zip(&plain).filter(|(newest, plain)| newest != plain).count() as u64)
+        } else {
+            None
+        };
+        Ok((engine.listed_keys()?, stale))
+    }
+
+    /// One session's read of every key, each classified into `found`.
+    fn read_back(&self, engine: &dyn Engine, mode: OpenMode, found: &mut [Option<Verdict>]) -> Result<()> {
+        let mut session = engine.open(mode)?;
         for key in 1..=self.count {
             let n = session.read(key)? as usize;
             if n > 0 {
@@ -266,8 +289,7 @@ impl Dataset {
                 found[key as usize] = Some(blob::check(value, key, blob_len(self.seed, key)));
             }
         }
-        session.close()?;
-        engine.listed_keys()
+        session.close()
     }
 
     fn check_files(&self, t: &mut Tally, found: &mut [Option<Verdict>]) -> Result<()> {

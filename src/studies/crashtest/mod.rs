@@ -191,6 +191,11 @@ pub struct CrashMethodResult {
     /// objects); absent for an engine without a listing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unlisted: Option<u64>,
+    /// Blob checks where a plain read served an older replica (or none)
+    /// than the newest copy the store holds, which the other counts judge;
+    /// absent for an engine with one copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_reads: Option<u64>,
     pub elapsed_ns: u64,
 }
 
@@ -377,6 +382,9 @@ fn one_method(
         r.acknowledged += returned.len() as u64;
         if let Some(n) = t.unlisted {
             r.unlisted = Some(r.unlisted.unwrap_or(0) + n);
+        }
+        if let Some(n) = t.stale {
+            r.stale_reads = Some(r.stale_reads.unwrap_or(0) + n);
         }
         r.kills += 1;
         r.integrity_failures += u32::from(t.integrity_failed());

@@ -50,6 +50,7 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
             commits(c.commit_every)
         )));
         blocks.push(Block::Table(table(c)));
+        blocks.extend(terminal::object_store_lines(&c.methods).into_iter().map(Block::Paragraph));
         blocks.extend(terminal::reasons_blocks(&c.methods));
         for m in c.methods.iter().filter(|m| m.broke_promise()) {
             blocks.push(Block::Paragraph(format!(

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use crate::report::format::doc::{Block, Table};
 use crate::report::format::text::table_text;
 use crate::results::ResultFile;
-use crate::studies::crashtest::{self, FsyncFailureResult, IntegrityOutcome};
+use crate::studies::crashtest::{self, CrashMethodResult, FsyncFailureResult, IntegrityOutcome};
 use crate::util::units::plural;
 
 /// "ext4", or "unknown filesystem" when the mount table said nothing.
@@ -59,19 +59,8 @@ fn kill_table(file: &ResultFile) -> String {
         std::iter::once(m.method.clone()).chain(n).collect()
     });
     o.push_str(&table_text(&Table::new(&headers, rows.collect()).with_notes(reasons_notes(&s.methods)), false));
-    for m in &s.methods {
-        if let Some(unlisted) = m.unlisted {
-            let _ = writeln!(
-                o,
-                "{}: {} writes acknowledged; lost by GET: {} (missing {}, undone {}); missing from the bucket's listing: {}",
-                m.method,
-                m.acknowledged,
-                m.missing + m.undone,
-                m.missing,
-                m.undone,
-                unlisted
-            );
-        }
+    for line in object_store_lines(&s.methods) {
+        let _ = writeln!(o, "{line}");
     }
     o.push_str(crashtest::LEGEND.trim_start_matches('\n'));
     let _ = writeln!(o, "\n{}", crashtest::LIMITS);
@@ -227,6 +216,34 @@ fn where_line(o: &mut String, place: &str, workdir: &str, file: &ResultFile) {
     );
 }
 
+/// One line per method with a bucket listing: what a GET found (of the
+/// newest replica), what the listing lost, and how often a plain GET was
+/// served an older replica. Shared by the terminal and the page.
+pub(super) fn object_store_lines(methods: &[CrashMethodResult]) -> Vec<String> {
+    let lines = methods.iter().filter_map(|m| {
+        let unlisted = m.unlisted?;
+        let mut line = format!(
+            "{}: {} writes acknowledged; lost by GET of the newest replica: {} (missing {}, undone {}); \
+             missing from the bucket's listing: {}",
+            m.method,
+            m.acknowledged,
+            m.missing + m.undone,
+            m.missing,
+            m.undone,
+            unlisted
+        );
+        if let Some(stale) = m.stale_reads {
+            line.push_str(&format!(
+                "; a plain GET served an older replica (or none): {stale} of {} blob checks, \
+                 until Swift's replicators repair it",
+                m.blobs_checked
+            ));
+        }
+        Some(line)
+    });
+    lines.collect()
+}
+
 #[cfg(test)]
 mod tests {
     use crate::studies::crashtest::*;
@@ -299,5 +316,25 @@ mod tests {
         assert!(line("  db-x ").ends_with("         0  EIO"), "{out}");
         assert!(line("  db-y ").ends_with("         0  -"), "{out}");
         assert!(out.contains("1 cut per method") && out.contains("3 kills per method"), "{out}");
+    }
+
+    /// A store with replicas reports its stale plain GETs apart from the
+    /// losses, which are judged on the newest replica; a store without a
+    /// listing gets no line.
+    #[test]
+    fn object_store_lines_keep_stale_replicas_apart_from_losses() {
+        let s3 = CrashMethodResult {
+            method: "s3-durable".into(),
+            acknowledged: 40,
+            blobs_checked: 16,
+            unlisted: Some(0),
+            stale_reads: Some(3),
+            ..Default::default()
+        };
+        let db = CrashMethodResult { method: "db-wal".into(), ..Default::default() };
+        let lines = super::object_store_lines(&[db, s3]);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].starts_with("s3-durable: 40 writes acknowledged; lost by GET of the newest replica: 0"));
+        assert!(lines[0].contains("older replica (or none): 3 of 16 blob checks"), "{}", lines[0]);
     }
 }
