@@ -362,3 +362,26 @@ fn concurrency_reads_s3_by_one_to_sixteen_clients() {
     assert!(err.contains("lmdb is not a server store"), "{err}");
     assert!(!dir.path().join("no").exists());
 }
+
+/// `advise --engines s3`: the object store is a candidate like any other,
+/// ranked on the same per-write durable commits; the embedded stores'
+/// power cuts still run (s3's method is not on the layer, and the page
+/// says so), and no cluster is left behind.
+#[test]
+fn advise_weighs_s3_as_a_candidate() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("page");
+    let (work, page) = (s(dir.path()), s(&out));
+    let args = ["advise", "--quick", "--count", "100", "--engines", "s3", "--budget", "45s"];
+    let stdout = ok(&[&args[..], &["--workdir", work, "--out", page]].concat());
+    let answer = stdout.rsplit_once("\nRecommendation: ").expect("a recommendation").1;
+    assert!(answer.lines().any(|l| l.contains("S3 object store")), "a ranking line for s3: {answer}");
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains("Crash facts: measured here by a quick power-cut run"), "the others' cuts ran: {md}");
+    assert!(md.contains("(s3-durable): a server's data directory cannot run on the power-cut layer"), "{md}");
+    assert!(md.contains("matrix --engines s3"), "why s3 has no size crossover: {md}");
+    let v = valid_results(&out.join("results.json"));
+    let ids: Vec<&str> = v["experiments"].as_array().unwrap().iter().filter_map(|e| e["id"].as_str()).collect();
+    assert!(ids.contains(&"read/s3") && ids.contains(&"commit/s3-durable"), "{ids:?}");
+    assert!(servers_under(dir.path()).is_empty(), "no cluster left after advise");
+}

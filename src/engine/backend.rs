@@ -31,6 +31,17 @@ pub enum Claim {
     Fallback,
 }
 
+impl Claim {
+    /// [`Claim::Yes`] when the backend found its own marker, else [`Claim::No`].
+    pub fn yes_if(found_own_marker: bool) -> Claim {
+        if found_own_marker {
+            Claim::Yes
+        } else {
+            Claim::No
+        }
+    }
+}
+
 /// How the crash test's child writes through a backend. Each maps onto
 /// the settings the benchmark itself uses, so the child writes through the
 /// code paths that `run --update` times.

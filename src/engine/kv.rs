@@ -47,11 +47,7 @@ impl Backend for KvBackend {
     }
 
     fn claim(&self, probe: &Probe) -> Claim {
-        if (self.is_dataset)(probe.path, probe.is_dir, probe.head) {
-            Claim::Yes
-        } else {
-            Claim::No
-        }
+        Claim::yes_if((self.is_dataset)(probe.path, probe.is_dir, probe.head))
     }
 
     fn build(

@@ -234,3 +234,37 @@ pub fn round_set(id: &str, arms: &[&str], rounds: Vec<(Vec<f64>, Load)>) -> Roun
         ops_per_run: vec![],
     }
 }
+
+/// An advise section over `stores` for a workload of 1,000 blobs of 10 KB
+/// at `mix` and `durability`, judged by the documented crash table, as a
+/// quick run that kept to its budget.
+pub fn advise_section(
+    stores: &[crate::studies::advise::rules::Store],
+    mix: (u32, u32),
+    durability: crate::studies::advise::Durability,
+    commit_every: Option<u32>,
+) -> crate::studies::advise::AdviseSection {
+    use crate::studies::advise::{rules, AdviseSection, CrashFacts, CrashSource, Workload};
+    AdviseSection {
+        workload: Workload {
+            count: 1000,
+            mean_bytes: 10_000,
+            from_dir: None,
+            mix_reads: mix.0,
+            mix_writes: mix.1,
+            durability,
+            commit_every,
+        },
+        candidates: stores.iter().map(|s| s.name().to_string()).collect(),
+        crash: CrashFacts {
+            source: CrashSource::Documented,
+            model: "torn-4k".into(),
+            why: "no power-cut run was asked for".into(),
+            methods: rules::documented(),
+        },
+        budget_s: 100.0,
+        elapsed_s: 90.0,
+        quick: true,
+        over_budget: None,
+    }
+}

@@ -34,11 +34,7 @@ impl Backend for ExternalBackend {
     }
 
     fn claim(&self, probe: &Probe) -> Claim {
-        if probe.is_dir && is_dataset(probe.path) {
-            Claim::Yes
-        } else {
-            Claim::No
-        }
+        Claim::yes_if(probe.is_dir && is_dataset(probe.path))
     }
 
     fn build(

@@ -54,11 +54,7 @@ impl Backend for PgBackend {
     }
 
     fn claim(&self, probe: &Probe) -> Claim {
-        if probe.is_dir && detect(probe.path) == Some(self.0) {
-            Claim::Yes
-        } else {
-            Claim::No
-        }
+        Claim::yes_if(probe.is_dir && detect(probe.path) == Some(self.0))
     }
 
     fn build(

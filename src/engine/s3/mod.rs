@@ -54,11 +54,7 @@ impl Backend for S3Backend {
     }
 
     fn claim(&self, probe: &Probe) -> Claim {
-        if probe.is_dir && descriptor::detect(probe.path) {
-            Claim::Yes
-        } else {
-            Claim::No
-        }
+        Claim::yes_if(probe.is_dir && descriptor::detect(probe.path))
     }
 
     fn build(

@@ -38,11 +38,7 @@ impl Backend for SqliteBackend {
     }
 
     fn claim(&self, probe: &Probe) -> Claim {
-        if !probe.is_dir && probe.head == SQLITE_HEADER {
-            Claim::Yes
-        } else {
-            Claim::No
-        }
+        Claim::yes_if(!probe.is_dir && probe.head == SQLITE_HEADER)
     }
 
     fn build(

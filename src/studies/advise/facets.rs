@@ -30,8 +30,8 @@ pub(super) fn matrix_bytes(quick: bool) -> u64 {
 }
 
 /// The size crossover: a one-row matrix (4 KiB pages, sizes from a quarter
-/// of the mean to 64 times it, no writes, the engines considered beside the
-/// files, each candidate read through its own read path: SQLite by the
+/// of the mean to 64 times it, no writes, the embedded engines considered
+/// beside the files, each candidate read through its own read path: SQLite by the
 /// blob API over a memory-mapped database) whose crossovers say above which
 /// blob size files read faster than SQLite, and than each engine, here.
 /// None when interrupted.
@@ -58,7 +58,10 @@ pub(super) fn matrix_options(opts: &AdviseOptions, mean: f64) -> MatrixOptions {
     m.page_sizes = vec![MATRIX_PAGE_SIZE];
     m.total_bytes = total;
     m.writes = false;
-    m.engines.clone_from(&opts.engines);
+    // A server's round trip, not the blob size, sets its read times, and at
+    // tens of ms per op its cells would outlast the whole budget: its sizes
+    // are `matrix --engines`'s study, as its aging is not advise's either.
+    m.engines = opts.engines.iter().copied().filter(|k| !k.is_server()).collect();
     // SQLite read as its candidate reads, with the suite's page cache.
     m.db_read = rules::SQLITE_READ;
     m.cache_bytes = crate::records::DbParams::default().cache_size.unsigned_abs() * u64::from(MATRIX_PAGE_SIZE);

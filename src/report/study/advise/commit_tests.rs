@@ -5,10 +5,10 @@
 
 use super::{ranking, sections, terminal, words};
 use crate::records::{DiskUsage, EngineKind};
-use crate::report::fixtures::{exp_mut, suite};
+use crate::report::fixtures::{advise_section, exp_mut, suite};
 use crate::results::ResultFile;
-use crate::studies::advise::rules::{self, Store};
-use crate::studies::advise::{AdviseSection, CrashFacts, CrashSource, Durability, Workload};
+use crate::studies::advise::rules::Store;
+use crate::studies::advise::Durability;
 
 const LMDB: Store = Store::Engine(EngineKind::Lmdb);
 
@@ -31,28 +31,7 @@ fn committed_file(n: u32, times: &[(&str, f64)]) -> ResultFile {
         e.params.commit_every = Some(n);
     }
     let stores = [Store::Sqlite, Store::FilesInPlace, Store::FilesReplace, LMDB];
-    f.advise = Some(AdviseSection {
-        workload: Workload {
-            count: 1000,
-            mean_bytes: 10_000,
-            from_dir: None,
-            mix_reads: 90,
-            mix_writes: 10,
-            durability: Durability::Required,
-            commit_every: Some(n),
-        },
-        candidates: stores.iter().map(|s| s.name().to_string()).collect(),
-        crash: CrashFacts {
-            source: CrashSource::Documented,
-            model: "torn-4k".into(),
-            why: "no power-cut run was asked for".into(),
-            methods: rules::documented(),
-        },
-        budget_s: 100.0,
-        elapsed_s: 90.0,
-        quick: true,
-        over_budget: None,
-    });
+    f.advise = Some(advise_section(&stores, (90, 10), Durability::Required, Some(n)));
     f
 }
 
@@ -148,4 +127,21 @@ fn an_older_file_is_ranked_on_its_own_arms_and_marked() {
     assert!(words::workload(s).contains("an older file"));
     let page = format!("{:?}", sections(std::slice::from_ref(&f)));
     assert!(page.contains("Write figures: one commit per run (older file)"), "{page}");
+}
+
+/// An object store among the candidates: no power cut can cover its
+/// write method and it is in neither the size crossover nor the aging
+/// pass, and the page says why, naming the study that measures it.
+#[test]
+fn a_server_candidate_says_why_it_has_no_power_cuts_or_crossover() {
+    let mut times = per_write_times();
+    times.extend([("read/s3", 10_000.0), ("commit/s3-durable", 40_000.0)]);
+    let mut f = committed_file(1, &times);
+    f.advise.as_mut().unwrap().candidates.push("s3".into());
+    let (r, s) = ranking(&f).unwrap();
+    assert!(r.untested.contains(&Store::Engine(EngineKind::S3)), "{:?}", r.untested);
+    let notes = super::notes(&r, s).join("\n");
+    assert!(notes.contains("(s3-durable): a server's data directory cannot run on the power-cut layer"), "{notes}");
+    assert!(notes.contains("not in the size crossover or the aging pass") && notes.contains("matrix --engines s3"));
+    assert!(!notes.contains("SQLite: not in the size crossover"), "embedded stores are in it: {notes}");
 }

@@ -126,8 +126,27 @@ fn notes(r: &Ranking, s: &AdviseSection) -> Vec<String> {
                 .into(),
         );
     }
-    notes.extend(r.untested.iter().map(|st| {
-        format!("{}: not excluded, but no crash facts cover its write method (not tested).", words::store_name(*st))
+    notes.extend(r.untested.iter().map(|&st| match st {
+        Store::Engine(kind) if kind.is_server() => format!(
+            "{}: not excluded, but no power cut covers its write method ({}): a server's data directory cannot \
+             run on the power-cut layer (docs/crash-safety.md); `crashtest --method {}` tests it by killing the \
+             server.",
+            words::store_name(st),
+            st.crash_method(s.workload.durability),
+            st.crash_method(s.workload.durability)
+        ),
+        _ => {
+            format!("{}: not excluded, but no crash facts cover its write method (not tested).", words::store_name(st))
+        }
+    }));
+    notes.extend(s.candidates.iter().filter_map(|n| Store::from_name(n)).filter_map(|st| match st {
+        Store::Engine(kind) if kind.is_server() => Some(format!(
+            "{}: not in the size crossover or the aging pass: a server's round trip, not the blob size or the \
+             file layout, sets its times (`matrix --engines {}` gives its sizes).",
+            words::store_name(st),
+            kind.name()
+        )),
+        _ => None,
     }));
     notes
 }

@@ -5,12 +5,12 @@ use super::{ranking, sections, terminal, words};
 use crate::measure::busy::Load;
 use crate::measure::rounds::RoundSet;
 use crate::records::{DiskUsage, EngineKind};
-use crate::report::fixtures::{round_set, suite};
+use crate::report::fixtures::{advise_section, round_set, suite};
 use crate::report::format::doc::{Block, VerdictRow};
 use crate::results::ResultFile;
 use crate::studies::advise::rank::Change;
-use crate::studies::advise::rules::{self, Store, Test};
-use crate::studies::advise::{AdviseSection, CrashFacts, CrashSource, Durability, OverBudget, Workload};
+use crate::studies::advise::rules::{Store, Test};
+use crate::studies::advise::{CrashSource, Durability, OverBudget};
 
 const LMDB: Store = Store::Engine(EngineKind::Lmdb);
 const REDB: Store = Store::Engine(EngineKind::Redb);
@@ -32,28 +32,7 @@ fn advise_file(durability: Durability, mix: (u32, u32), times: &[(&str, f64)]) -
         });
     }
     let stores = [Store::Sqlite, Store::FilesInPlace, Store::FilesReplace, LMDB, REDB];
-    f.advise = Some(AdviseSection {
-        workload: Workload {
-            count: 1000,
-            mean_bytes: 10_000,
-            from_dir: None,
-            mix_reads: mix.0,
-            mix_writes: mix.1,
-            durability,
-            commit_every: None,
-        },
-        candidates: stores.iter().map(|s| s.name().to_string()).collect(),
-        crash: CrashFacts {
-            source: CrashSource::Documented,
-            model: "torn-4k".into(),
-            why: "no power-cut run was asked for".into(),
-            methods: rules::documented(),
-        },
-        budget_s: 100.0,
-        elapsed_s: 90.0,
-        quick: true,
-        over_budget: None,
-    });
+    f.advise = Some(advise_section(&stores, mix, durability, None));
     // The article's one-transaction write arms: a file from before --commit-every.
     crate::report::fixtures::as_older(&mut f);
     f
