@@ -171,27 +171,8 @@ fn bad_plans_are_refused() {
 
 #[test]
 fn inconsistent_round_sets_give_no_ratio() {
-    let round = |order: Vec<u32>, f: Vec<f64>| Round {
-        order,
-        steady_per_op_us: f.clone(),
-        per_op_us: f,
-        elapsed_ms: 1.0,
-        load: Load::default(),
-    };
-    let mut set = RoundSet {
-        id: "t".into(),
-        arms: vec!["a".into(), "b".into()],
-        seed: 1,
-        warmup: true,
-        target_pct: 5.0,
-        budget_s: None,
-        max_rounds: 3,
-        stop: StopReason::MaxRounds,
-        rounds: vec![round(vec![0, 1], vec![2.0, 1.0]), round(vec![1, 0], vec![2.2, 1.1])],
-        warnings: vec![],
-        run_time_s: None,
-        ops_per_run: vec![],
-    };
+    let round = |order: Vec<u32>, f: Vec<f64>| round_of(order, f.clone(), f);
+    let mut set = two_arm_set(vec![round(vec![0, 1], vec![2.0, 1.0]), round(vec![1, 0], vec![2.2, 1.1])]);
     assert!(set.ratio("a", "b").is_some());
     set.rounds.push(round(vec![0], vec![2.0]));
     assert!(!set.consistent(), "an arm missing from a round");
@@ -327,27 +308,8 @@ fn the_least_rounds_run_whatever_the_budget() {
 /// asked (the article's charts), and an older set pairs kvtest's.
 #[test]
 fn rounds_pair_the_steady_figures() {
-    let round = |steady: Vec<f64>, kvtest: Vec<f64>| Round {
-        order: vec![0, 1],
-        steady_per_op_us: steady,
-        per_op_us: kvtest,
-        elapsed_ms: 1.0,
-        load: Load::default(),
-    };
-    let mut set = RoundSet {
-        id: "t".into(),
-        arms: vec!["a".into(), "b".into()],
-        seed: 1,
-        warmup: true,
-        target_pct: 5.0,
-        budget_s: None,
-        max_rounds: 3,
-        stop: StopReason::MaxRounds,
-        rounds: (0..3).map(|_| round(vec![4.0, 2.0], vec![1.0, 2.0])).collect(),
-        warnings: vec![],
-        run_time_s: None,
-        ops_per_run: vec![],
-    };
+    let round = |steady: Vec<f64>, kvtest: Vec<f64>| round_of(vec![0, 1], steady, kvtest);
+    let mut set = two_arm_set((0..3).map(|_| round(vec![4.0, 2.0], vec![1.0, 2.0])).collect());
     assert!(set.steady());
     assert_eq!(set.ratio("a", "b").unwrap().value, 2.0);
     assert_eq!(set.kvtest_ratio("a", "b").unwrap().value, 0.5);
@@ -358,4 +320,28 @@ fn rounds_pair_the_steady_figures() {
     }
     assert!(!set.steady() && set.consistent());
     assert_eq!(set.ratio("a", "b").unwrap().value, 0.5, "an older set pairs kvtest's totals");
+}
+
+/// A round that ran its arms in `order`, with these steady-state and
+/// kvtest per-op figures.
+fn round_of(order: Vec<u32>, steady_per_op_us: Vec<f64>, per_op_us: Vec<f64>) -> Round {
+    Round { order, steady_per_op_us, per_op_us, elapsed_ms: 1.0, load: Load::default() }
+}
+
+/// A finished set of arms "a" and "b" over `rounds`, stopped at 3 rounds.
+fn two_arm_set(rounds: Vec<Round>) -> RoundSet {
+    RoundSet {
+        id: "t".into(),
+        arms: vec!["a".into(), "b".into()],
+        seed: 1,
+        warmup: true,
+        target_pct: 5.0,
+        budget_s: None,
+        max_rounds: 3,
+        stop: StopReason::MaxRounds,
+        rounds,
+        warnings: vec![],
+        run_time_s: None,
+        ops_per_run: vec![],
+    }
 }
