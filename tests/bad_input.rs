@@ -416,6 +416,7 @@ fn engine_cases() -> Vec<Case> {
         case("run: fjall held elsewhere", fjall, &["run", "@t", "--update"], Fail("another process")).held(EngineKind::Fjall),
         case("export: engine over a foreign dir", db_and_text_dir, &["export", "@db", "@t", "--engine", "lmdb", "--force"], Fail("refusing")),
         case("export: s3 URL holding credentials", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "http://key:s3cret@127.0.0.1:1", "--s3-bucket", "b"], Fail("put no credentials in the URL")),
+        case("export: s3 endpoint not a URL", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "notaurl", "--s3-bucket", "b"], Fail("--s3 notaurl: not a URL")),
         case("export: s3 URL not http", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "ftp://127.0.0.1:1", "--s3-bucket", "b"], Fail("expected an http:// or https:// endpoint")),
         case("export: s3 store without credentials", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "http://127.0.0.1:1", "--s3-bucket", "b"], Fail("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")),
         // LMDB's data.mdb beside fjall's keyspaces/: neither is read as the dataset

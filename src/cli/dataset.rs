@@ -148,7 +148,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
                 PgStorageArg::Extended => PgStorage::Extended,
                 PgStorageArg::External => PgStorage::External,
             };
-            if let Some(notice) = args.servers.export_notice(&args.dir) {
+            if let Some(notice) = args.servers.export_notice(&args.dir)? {
                 println!("{notice}");
             }
             let mut settings = EngineSettings { pg: PgParams { storage, ..PgParams::default() }, ..Default::default() };

@@ -44,15 +44,18 @@ impl ServerArgs {
     }
 
     /// What `export` of the dataset at `dir` will write on a server the
-    /// user runs (none for a throwaway server), said before it starts.
-    pub fn export_notice(&self, dir: &Path) -> Option<String> {
+    /// user runs (none for a throwaway server), said before it starts; a
+    /// malformed `--s3` endpoint is refused first, so no notice promises
+    /// writes to it.
+    pub fn export_notice(&self, dir: &Path) -> blobbench::Result<Option<String>> {
         if let (Some(url), Some(bucket)) = (&self.s3, &self.s3_bucket) {
+            blobbench::engine::s3::parse_endpoint(url)?;
             let prefix = blobbench::engine::s3::prefix_for(dir);
-            return Some(format!(
+            return Ok(Some(format!(
                 "Writing objects under {prefix} in bucket {bucket} at {url} (nothing else there is touched)"
-            ));
+            )));
         }
-        let url = self.pg.as_deref()?;
-        Some(format!("Writing table {} on {} (nothing else there is touched)", remote_table_name(dir), redact(url)))
+        let Some(url) = self.pg.as_deref() else { return Ok(None) };
+        Ok(Some(format!("Writing table {} on {} (nothing else there is touched)", remote_table_name(dir), redact(url))))
     }
 }

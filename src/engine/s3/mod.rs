@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 pub use build::IN_FLIGHT;
-pub use client::CONNECT_TIMEOUT;
+pub use client::{parse_endpoint, CONNECT_TIMEOUT};
 pub use descriptor::{prefix_for, Descriptor, DESCRIPTOR};
 
 use reach::{Reach, Sizes};
