@@ -3,10 +3,11 @@
 //!
 //! Timestamps are chained: one clock read per operation, whose difference to
 //! the previous read is that operation's latency, so the harness pays one
-//! clock read per op. The per-op clock is the CPU's time-stamp counter where
-//! it is invariant (via `quanta`, calibrated against the OS clock), about
-//! twice as cheap as `clock_gettime`; elsewhere `quanta` falls back to the OS
-//! monotonic clock.
+//! clock read per op. The per-op clock is the OS monotonic clock, the one
+//! that times the loop itself, so the latencies add up to the loop's time on
+//! any machine. (A time-stamp counter calibrated once per process, as
+//! `quanta` does, is about 10 ns cheaper per read, but on a loaded VM its
+//! calibration left the latencies' mean 30% below the loop's per-op time.)
 
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -126,11 +127,27 @@ pub struct LatencySummary {
     pub max_us: f64,
 }
 
-/// The clock timed loops read once per operation (made and calibrated once
-/// per process, before any timer).
-pub fn op_clock() -> &'static quanta::Clock {
-    static CLOCK: OnceLock<quanta::Clock> = OnceLock::new();
-    CLOCK.get_or_init(quanta::Clock::new)
+/// The clock timed loops read once per operation.
+pub fn op_clock() -> &'static OpClock {
+    &OpClock
+}
+
+/// The per-op clock: reads of the OS monotonic clock ([`Instant`]).
+#[derive(Debug, Clone, Copy)]
+pub struct OpClock;
+
+impl OpClock {
+    /// One clock read.
+    #[inline(always)]
+    pub fn raw(&self) -> Instant {
+        Instant::now()
+    }
+
+    /// Nanoseconds from `prev` to `now` (0 if `now` is earlier).
+    #[inline(always)]
+    pub fn delta_as_nanos(&self, prev: Instant, now: Instant) -> u64 {
+        now.saturating_duration_since(prev).as_nanos() as u64
+    }
 }
 
 /// Nanoseconds one per-op clock read and its conversion cost on this
