@@ -253,14 +253,12 @@ impl Dataset {
     }
 
     /// Opens the store as any new user would (each engine recovers on
-    /// open), reads every blob back through the engine, then lists its
-    /// keys where the engine keeps a listing apart from the blobs. An
-    /// engine that refuses to open or fails a read counts as a failed
-    /// integrity check.
-    /// Reads every blob back through the engine, the newest copy where a
-    /// replicated store holds several. Returns the listing's keys (None
-    /// without a listing) and, where a plain read may be served by an
-    /// older replica, how many keys a plain read found older or absent.
+    /// open) and reads every blob back through the engine, the newest copy
+    /// where a replicated store holds several. Returns the listing's keys
+    /// (None without a listing apart from the blobs) and, where a plain
+    /// read may be served by an older replica, how many keys a plain read
+    /// found older or absent. An engine that refuses to open or fails a
+    /// read counts as a failed integrity check.
     fn check_engine(&self, found: &mut [Option<Verdict>]) -> Result<(Option<Vec<u32>>, Option<u64>)> {
         let Some((kind, kv)) = self.method.kv_params() else {
             return Err(Error::invalid("not a key-value engine method"));
