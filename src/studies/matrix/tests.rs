@@ -1,5 +1,6 @@
 use super::tests_support::fixed_section;
 use super::*;
+use crate::measure::Experiment;
 use crate::util::progress::Silent;
 
 fn tiny(workdir: &Path) -> MatrixOptions {

@@ -1,7 +1,7 @@
 //! Fixed matrix results for tests of everything that renders them.
 
 use super::*;
-use crate::measure::{Stat, Summary};
+use crate::measure::{Experiment, Stat, Summary};
 use crate::records::{DbParams, FileParams, WorkloadParams};
 
 fn fake(us: f64) -> Experiment {

@@ -128,12 +128,11 @@ fn notes(r: &Ranking, s: &AdviseSection) -> Vec<String> {
     }
     notes.extend(r.untested.iter().map(|&st| match st {
         Store::Engine(kind) if kind.is_server() => format!(
-            "{}: not excluded, but no power cut covers its write method ({}): a server's data directory cannot \
-             run on the power-cut layer (docs/crash-safety.md); `crashtest --method {}` tests it by killing the \
-             server.",
-            words::store_name(st),
-            st.crash_method(s.workload.durability),
-            st.crash_method(s.workload.durability)
+            "{name}: not excluded, but no power cut covers its write method ({method}): a server's data directory \
+             cannot run on the power-cut layer (docs/crash-safety.md); `crashtest --method {method}` tests it by \
+             killing the server.",
+            name = words::store_name(st),
+            method = st.crash_method(s.workload.durability),
         ),
         _ => {
             format!("{}: not excluded, but no crash facts cover its write method (not tested).", words::store_name(st))
@@ -456,5 +455,7 @@ fn write_note(s: &AdviseSection) -> String {
 
 #[cfg(test)]
 mod commit_tests;
+#[cfg(test)]
+mod evidence_tests;
 #[cfg(test)]
 mod tests;
