@@ -22,8 +22,8 @@
 # transaction (the files: each file fsynced, renamed without a directory
 # fsync as blobbench's `--file-write replace --fsync`, or overwritten in
 # place), after 1 warm-up session on each side; a per-write commit is
-# $PER_WRITE (`--multitrans` today; set PER_WRITE="--commit-every 1" once
-# that flag lands). PostgreSQL runs on a cluster this script starts (as
+# $PER_WRITE (default `--commit-every 1`; kvtest's `--multitrans` is the
+# same for writes). PostgreSQL runs on a cluster this script starts (as
 # the postgres user when run as root) and stops.
 # STORES limits the stores by their first word (STORES=redb,lmdb; default:
 # all). BLOBBENCH and REFERENCE name the two binaries (default: this
@@ -35,7 +35,7 @@ case $what in reads | writes | all) ;; *) echo "usage: $0 [reads|writes|all]" >&
 ROUNDS=${ROUNDS:-6}
 READS=${READS:-20000}
 WRITES=${WRITES:-300}
-PER_WRITE=${PER_WRITE:---multitrans}
+PER_WRITE=${PER_WRITE:---commit-every 1}
 root=$(cd "$(dirname "$0")/.." && pwd)
 target=${CARGO_TARGET_DIR:-$root/target}
 if [ -z "${BLOBBENCH:-}" ] || [ -z "${REFERENCE:-}" ]; then
