@@ -127,6 +127,7 @@ fn candidates_are_ranked_by_time_at_the_stated_mix() {
         "{text}"
     );
     assert!(text.contains("faster at this mix than the next, redb"), "{text}");
+    assert!(text.ends_with("so nothing tested it against the noise."), "{text}");
 }
 
 #[test]
@@ -224,6 +225,10 @@ fn an_over_budget_run_says_so_on_the_terminal_and_the_page() {
     assert!(out.contains(note), "{out}");
     let page = crate::report::html(std::slice::from_ref(&back), None);
     assert!(page.contains(note), "the page says it too");
+    // The lead from that one round is named, and said to be untested.
+    let (r, s) = ranking(&back).unwrap();
+    let text = words::recommendation(&r, s);
+    assert!(text.starts_with("Recommendation: SQLite") && text.contains("comes from one round"), "{text}");
     // Within the budget, but not the time kept for the page.
     let s = f.advise.as_mut().unwrap();
     s.over_budget.as_mut().unwrap().setup_s = 36.0;
@@ -296,6 +301,7 @@ fn the_terminal_ends_with_the_answer_the_ranking_and_three_evidence_lines() {
     let lines: Vec<&str> = out.lines().filter(|l| !l.trim().is_empty()).collect();
     assert!(lines[0].starts_with("Workload: 1,000 blobs"), "{out}");
     let rec = lines.iter().position(|l| l.starts_with("Recommendation: SQLite")).unwrap_or_else(|| panic!("{out}"));
+    assert!(lines[rec].contains("paired over 8 rounds") && !lines[rec].contains("nothing tested"), "{}", lines[rec]);
     let table = &lines[rec + 1..rec + 7];
     for h in ["rank", "candidate", "read µs/op", "write µs/op", "µs/op at 90:10", "vs the leader", "disk", "excluded"]
     {

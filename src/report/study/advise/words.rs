@@ -156,10 +156,12 @@ pub fn recommendation(r: &Ranking, s: &AdviseSection) -> String {
                 })
                 .unwrap_or_default();
             format!(
-                "Recommendation: {} ({}). It is the fastest at {mix} among the candidates that meet durability {}{margin}.",
+                "Recommendation: {} ({}). It is the fastest at {mix} among the candidates that meet durability \
+                 {}{margin}.{}",
                 store_name(leader.store),
                 configuration(leader.store, s),
-                need.name()
+                need.name(),
+                next.map(|(_, m)| untested_margin(&m, s)).unwrap_or_default()
             )
         }
         [leader, rest @ ..] => {
@@ -176,6 +178,22 @@ pub fn recommendation(r: &Ranking, s: &AdviseSection) -> String {
                 others.join(", ")
             )
         }
+    }
+}
+
+/// A caveat for a lead whose margin has no interval: one round (the
+/// set-up used the budget) or medians of runs that were not paired, so
+/// nothing tested it against the noise floor and it cannot be called a tie.
+fn untested_margin(m: &Factor, s: &AdviseSection) -> String {
+    if m.same || (m.paired && m.rounds >= 2) {
+        String::new()
+    } else if s.over_budget.is_some() {
+        " Its margin comes from one round, with no spread to test it against the noise: a longer --budget gives \
+         paired rounds that can."
+            .into()
+    } else {
+        " Its margin has no interval (the runs were not paired in rounds), so nothing tested it against the noise."
+            .into()
     }
 }
 
