@@ -168,6 +168,13 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
         r.bytes as f64 / secs / 1e6,
         r.files as f64 / secs
     );
+    if r.busy_retries > 0 {
+        println!(
+            "The store answered busy {} time{} (5xx); each of those requests was tried again after a pause, within the time above",
+            r.busy_retries,
+            if r.busy_retries == 1 { "" } else { "s" }
+        );
+    }
     Ok(())
 }
 

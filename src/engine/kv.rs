@@ -196,7 +196,13 @@ pub(super) fn usage(path: &Path) -> Result<(u64, u64)> {
 
 /// The export report of a build that started at `started`.
 pub(super) fn report(kind: EngineKind, (entries, bytes): (u64, u64), started: Instant) -> ExportReport {
-    ExportReport { layout: kind, files: entries, bytes, elapsed_ns: started.elapsed().as_nanos() as u64 }
+    ExportReport {
+        layout: kind,
+        files: entries,
+        bytes,
+        elapsed_ns: started.elapsed().as_nanos() as u64,
+        busy_retries: 0,
+    }
 }
 
 /// The size of the kvtest database `db` and its WAL (the LMDB map is sized

@@ -14,6 +14,9 @@ pub struct ExportReport {
     pub files: u64,
     pub bytes: u64,
     pub elapsed_ns: u64,
+    /// Requests tried again because the store answered busy (an object
+    /// store's 503 and kin; 0 for every other engine).
+    pub busy_retries: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -71,7 +71,13 @@ impl Backend for FilesBackend {
         let staging = Staging::begin(target, force, self.0.name(), &export::check_previous)?;
         let (files, bytes) = export::write_files(db, &staging.path, self.0, progress)?;
         staging.finish()?;
-        Ok(ExportReport { layout: self.0, files, bytes, elapsed_ns: started.elapsed().as_nanos() as u64 })
+        Ok(ExportReport {
+            layout: self.0,
+            files,
+            bytes,
+            elapsed_ns: started.elapsed().as_nanos() as u64,
+            busy_retries: 0,
+        })
     }
 
     fn open(&self, path: &Path, settings: &EngineSettings) -> Box<dyn Engine> {

@@ -63,21 +63,21 @@ fn build_local(db: &Path, target: &Path, force: bool, replicas: u8, progress: &d
         endpoint: None,
         replicas: Some(replicas),
     };
-    let counts = {
+    let filled = {
         // Declared after `staging`, so dropped (stopped) before it is removed.
         let cluster = Cluster::start(&staging.path)?;
         let store = Arc::new(local_store(&cluster.endpoint(), &desc.bucket)?);
         Client::new(store.clone()).create_bucket()?;
-        let counts = fill(&store, &desc, db, progress)?;
+        let filled = fill(&store, &desc, db, progress)?;
         cluster.stop()?;
-        counts
+        filled
     };
     desc.write(&staging.path)?;
     if target.exists() {
         swift::stop_any(target)?;
     }
     staging.finish()?;
-    Ok(kv::report(super::KIND, counts, started))
+    Ok(filled.report(started))
 }
 
 /// A killed build leaves `.NAME.s3-PID` beside the target (its servers die
@@ -128,8 +128,8 @@ fn build_remote(
         }
         remove_prefix(&store, &desc)?;
     }
-    let counts = match fill(&store, &desc, db, progress) {
-        Ok(c) => c,
+    let filled = match fill(&store, &desc, db, progress) {
+        Ok(f) => f,
         Err(e) => {
             let _ = remove_prefix(&store, &desc);
             return Err(e);
@@ -138,14 +138,28 @@ fn build_remote(
     std::fs::create_dir(&staging.path).map_err(|e| Error::io(&staging.path, "cannot create", e))?;
     desc.write(&staging.path)?;
     staging.finish()?;
-    Ok(kv::report(super::KIND, counts, started))
+    Ok(filled.report(started))
+}
+
+/// What a build stored: entries and bytes, and the PUTs the store answered
+/// busy before it took them.
+struct Filled {
+    counts: (u64, u64),
+    busy: u64,
+}
+
+impl Filled {
+    fn report(&self, started: Instant) -> ExportReport {
+        ExportReport { busy_retries: self.busy, ..kv::report(super::KIND, self.counts, started) }
+    }
 }
 
 /// PUTs the marker, then every row of `db` as one object, [`IN_FLIGHT`] at
-/// a time; returns the entries and bytes stored.
-fn fill(store: &Arc<Store>, desc: &Descriptor, db: &Path, progress: &dyn Progress) -> Result<(u64, u64)> {
+/// a time, each tried again while the store answers busy (the build is
+/// not timed).
+fn fill(store: &Arc<Store>, desc: &Descriptor, db: &Path, progress: &dyn Progress) -> Result<Filled> {
     let marker = serde_json::to_vec(desc).map_err(|e| Error::invalid(format!("cannot encode the marker: {e}")))?;
-    Client::new(store.clone()).put(&desc.marker(), &marker)?;
+    let busy = AtomicU64::new(Client::new(store.clone()).put_patiently(&desc.marker(), &marker)?);
     let (tx, rx) = sync_channel::<(u32, Vec<u8>)>(IN_FLIGHT * 2);
     let rx = Mutex::new(rx);
     let failures = Failures::default();
@@ -161,8 +175,9 @@ fn fill(store: &Arc<Store>, desc: &Descriptor, db: &Path, progress: &dyn Progres
                         continue; // drain what was queued: the build has failed
                     }
                     desc.key_into(key, &mut name);
-                    if let Err(e) = client.put(&name, &value) {
-                        failures.add(e);
+                    match client.put_patiently(&name, &value) {
+                        Ok(n) => _ = busy.fetch_add(n, Ordering::Relaxed),
+                        Err(e) => failures.add(e),
                     }
                 }
             });
@@ -176,7 +191,7 @@ fn fill(store: &Arc<Store>, desc: &Descriptor, db: &Path, progress: &dyn Progres
         drop(tx);
         sent
     })
-    .and_then(|counts| failures.check().map(|_| counts))
+    .and_then(|counts| failures.check().map(|_| Filled { counts, busy: busy.into_inner() }))
     .map_err(|e| failures.first().unwrap_or(e))
 }
 
@@ -230,7 +245,7 @@ pub fn remove_prefix(store: &Arc<Store>, desc: &Descriptor) -> Result<u64> {
                 let client = Client::new(store.clone());
                 while !failures.any() {
                     let Some(key) = keys.get(next.fetch_add(1, Ordering::SeqCst) as usize) else { return };
-                    if let Err(e) = client.delete(key) {
+                    if let Err(e) = client.delete_patiently(key) {
                         failures.add(e);
                     }
                 }
@@ -238,6 +253,6 @@ pub fn remove_prefix(store: &Arc<Store>, desc: &Descriptor) -> Result<u64> {
         }
     });
     failures.check()?;
-    Client::new(store.clone()).delete(&marker)?;
+    Client::new(store.clone()).delete_patiently(&marker)?;
     Ok(keys.len() as u64)
 }

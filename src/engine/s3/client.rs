@@ -3,9 +3,11 @@
 //! body is hashed) and sent by `ureq`, blocking, over one keep-alive
 //! connection per client with TCP_NODELAY (ureq's default).
 //!
-//! Nothing is hidden from the timings: no request is ever retried (ureq
-//! retries none; the first failure ends the operation with an error naming
-//! its status), bodies are not compressed, redirects are not followed. A
+//! Nothing is hidden from the timings: no timed request is ever retried
+//! (ureq retries none; the first failure ends the operation with an error
+//! naming its status), bodies are not compressed, redirects are not
+//! followed. Only building and removing a dataset, never timed, try a PUT
+//! or DELETE again when the store answers busy (5xx), as S3 clients do. A
 //! refused or unreachable endpoint fails within [`CONNECT_TIMEOUT`]; bad
 //! credentials, a missing bucket and a server error each give one line,
 //! which never holds the secret.
@@ -27,6 +29,25 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long a server may take to answer a request it has received: a
 /// CPU-bound Swift beside a build answers in seconds, not minutes.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
+/// The pauses before each new try of a request the store answered busy,
+/// when building or removing a dataset (never in a timed loop): about 30 s
+/// in all, as S3 clients back off from 503 SlowDown.
+const BUSY_PAUSES: [Duration; 6] = [
+    Duration::from_millis(500),
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+    Duration::from_secs(4),
+    Duration::from_secs(8),
+    Duration::from_secs(16),
+];
+
+/// The answers S3 clients try again: a server error or a busy store
+/// (S3's 503 SlowDown; Swift's proxy answers 503 when a storage server
+/// missed its timeouts, as a single-process one in a long fsync can).
+fn is_busy(status: u16) -> bool {
+    matches!(status, 500 | 502 | 503 | 504)
+}
+
 /// How long a signed URL stays valid (it is used at once).
 const SIGNED_FOR: Duration = Duration::from_secs(3600);
 
@@ -166,24 +187,56 @@ impl Client {
         }))
     }
 
-    /// PUTs `body` as `key` (replacing any object there).
+    /// PUTs `body` as `key` (replacing any object there), once.
     pub fn put(&self, key: &str, body: &[u8]) -> Result<()> {
+        self.put_once(key, body).and_then(|busy| busy.map_or(Ok(()), Err))
+    }
+
+    /// DELETEs `key` (S3 answers the same whether or not it was there), once.
+    pub fn delete(&self, key: &str) -> Result<()> {
+        self.delete_once(key).and_then(|busy| busy.map_or(Ok(()), Err))
+    }
+
+    /// [`Client::put`] for building a dataset, never timed: tried again
+    /// after each of [`BUSY_PAUSES`] while the store answers busy. Returns
+    /// how many answers were busy before the one that stored it.
+    pub fn put_patiently(&self, key: &str, body: &[u8]) -> Result<u64> {
+        patiently(&BUSY_PAUSES, || self.put_once(key, body))
+    }
+
+    /// [`Client::delete`] for removing a dataset, as [`Client::put_patiently`].
+    pub fn delete_patiently(&self, key: &str) -> Result<u64> {
+        patiently(&BUSY_PAUSES, || self.delete_once(key))
+    }
+
+    /// One PUT: Ok(None) when stored, Ok(Some(error)) when the store
+    /// answered busy ([`is_busy`]), Err for any other failure.
+    fn put_once(&self, key: &str, body: &[u8]) -> Result<Option<Error>> {
         let call = Call { op: "PUT", key };
         let url = self.store.bucket.put_object(Some(&self.store.credentials), key).sign(SIGNED_FOR);
         let mut resp = self.agent.put(url.as_str()).send(body).map_err(|e| self.transport(call, e, ANSWER_TIMEOUT))?;
-        self.check(call, &mut resp)?;
-        drain(&mut resp);
-        Ok(())
+        self.answer(call, &mut resp)
     }
 
-    /// DELETEs `key` (S3 answers the same whether or not it was there).
-    pub fn delete(&self, key: &str) -> Result<()> {
+    /// One DELETE, answered as [`Client::put_once`].
+    fn delete_once(&self, key: &str) -> Result<Option<Error>> {
         let call = Call { op: "DELETE", key };
         let url = self.store.bucket.delete_object(Some(&self.store.credentials), key).sign(SIGNED_FOR);
         let mut resp = self.agent.delete(url.as_str()).call().map_err(|e| self.transport(call, e, ANSWER_TIMEOUT))?;
-        self.check(call, &mut resp)?;
-        drain(&mut resp);
-        Ok(())
+        self.answer(call, &mut resp)
+    }
+
+    /// A bodiless answer: Ok(None) on success, Ok(Some(error)) when busy.
+    fn answer(&self, call: Call, resp: &mut ureq::http::Response<ureq::Body>) -> Result<Option<Error>> {
+        let busy = is_busy(resp.status().as_u16());
+        match self.check(call, resp) {
+            Ok(()) => {
+                drain(resp);
+                Ok(None)
+            }
+            Err(e) if busy => Ok(Some(e)),
+            Err(e) => Err(e),
+        }
     }
 
     /// The first contact with a store: checks that it answers within
@@ -317,6 +370,34 @@ impl Client {
     }
 }
 
+/// Runs `once` until it is not busy, pausing `pauses` between tries; how
+/// many tries were busy. The last busy answer is the error.
+fn patiently(pauses: &[Duration], mut once: impl FnMut() -> Result<Option<Error>>) -> Result<u64> {
+    let mut busy = 0;
+    loop {
+        match once()? {
+            None => return Ok(busy),
+            Some(e) => match pauses.get(busy as usize) {
+                Some(&pause) => std::thread::sleep(pause),
+                None => return Err(still_busy(e, pauses)),
+            },
+        }
+        busy += 1;
+    }
+}
+
+/// The last busy answer, saying that it was the last of several tries.
+fn still_busy(e: Error, pauses: &[Duration]) -> Error {
+    let tries = pauses.len() + 1;
+    let waited = pauses.iter().map(Duration::as_secs_f64).sum::<f64>().round() as u64;
+    match e {
+        Error::BadInput { path, why } => {
+            Error::BadInput { path, why: format!("{why} ({tries} tries over {waited} s: the store stayed busy)") }
+        }
+        other => other,
+    }
+}
+
 /// Reads what is left of a small answer, so its connection goes back to
 /// the pool.
 fn drain(resp: &mut ureq::http::Response<ureq::Body>) {
@@ -373,6 +454,35 @@ mod tests {
         let doc = "<?xml version='1.0'?><Error><Code>NoSuchBucket</Code><Message>x</Message></Error>";
         assert_eq!(s3_code(doc).as_deref(), Some("NoSuchBucket"));
         assert_eq!(s3_code("<html>Bad Gateway</html>"), None);
+    }
+
+    #[test]
+    fn busy_answers_are_tried_again_and_others_end_at_once() {
+        let busy = || Error::bad_input(Path::new("s"), "PUT k failed: the store answered 503 Service Unavailable");
+        let no_pause = [Duration::ZERO; 3];
+        let mut calls = 0;
+        let twice_busy = patiently(&no_pause, || {
+            calls += 1;
+            Ok((calls <= 2).then(busy))
+        });
+        assert_eq!((twice_busy.unwrap(), calls), (2, 3));
+        let mut calls = 0;
+        let e = patiently(&no_pause, || {
+            calls += 1;
+            Ok(Some(busy()))
+        })
+        .unwrap_err()
+        .to_string();
+        assert_eq!(calls, 4, "one try, then one after each pause");
+        assert!(e.ends_with("503 Service Unavailable (4 tries over 0 s: the store stayed busy)"), "{e}");
+        let mut calls = 0;
+        let refused = patiently(&no_pause, || {
+            calls += 1;
+            Err(Error::bad_input(Path::new("s"), "the store refused access key k"))
+        });
+        assert!(refused.is_err() && calls == 1, "a refusal is not tried again");
+        assert!([500, 502, 503, 504].into_iter().all(is_busy) && ![200, 403, 404, 507].into_iter().any(is_busy));
+        assert!(BUSY_PAUSES.iter().sum::<Duration>() < Duration::from_secs(60), "a dead store fails within a minute");
     }
 
     #[test]
