@@ -6,7 +6,8 @@
 //! for the engine's next session (any session uses a kept handle, and it
 //! stays kept), so the timed runs after a warm-up read from the state the
 //! warm-up left; [`Engine::drop_own_caches`] (a cold run) and every write
-//! session close what was kept.
+//! session close what was kept. (SQLite's writer with a commit granularity
+//! keeps its own connection between its sessions: see `SqliteEngine`.)
 //!
 //! [`Engine::drop_own_caches`]: super::Engine::drop_own_caches
 
@@ -101,6 +102,11 @@ impl<T> Lease<T> {
     /// A connection opened for one session only.
     pub fn once() -> Self {
         Lease { opened: true, back: None }
+    }
+
+    /// The connection goes back to the pool when the session ends.
+    pub fn keeps(&self) -> bool {
+        self.back.is_some()
     }
 
     /// Ends the session's use of `conn`: gives it back to the pool when
