@@ -163,8 +163,8 @@ impl Engine for SqliteEngine {
     /// long-running application's: it keeps its connection between its
     /// sessions, so its WAL stays in place and is written over from the
     /// start after each checkpoint, instead of being deleted at every close
-    /// and grown again from nothing (which made each durable commit about
-    /// 10% slower than in SQLite's own loop). Its close phase runs the
+    /// and grown again from nothing (which made each durable commit slower
+    /// than in SQLite's own loop: `docs/measurement.md`). Its close phase runs the
     /// checkpoint the closing connection would have run, so the deferred
     /// work is still timed there. kvtest's one transaction per run keeps
     /// kvtest's process per run: a connection per session.
