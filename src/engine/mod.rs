@@ -33,6 +33,7 @@ mod redb;
 pub mod registry;
 pub mod report;
 pub mod s3;
+mod sizes;
 pub mod sqlite;
 pub mod staging;
 pub mod throwaway;

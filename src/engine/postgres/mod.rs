@@ -35,6 +35,7 @@ use crate::engine::api::{Engine, OpenMode, Session, Survey};
 use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
 use crate::engine::keep::Idle;
 use crate::engine::report::{ExportReport, StatReport};
+use crate::engine::sizes::KnownSizes;
 use crate::records::{CommitEvery, EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo, ServerInfo};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
@@ -155,6 +156,8 @@ pub struct PgEngine {
     idle: Idle<postgres::Client>,
     server: Mutex<Option<Arc<conn::Server>>>,
     info: Mutex<Option<PgServerInfo>>,
+    /// The blobs' sizes, so an overwrite is one round trip.
+    sizes: Arc<KnownSizes>,
 }
 
 impl PgEngine {
@@ -168,6 +171,7 @@ impl PgEngine {
             server: Mutex::new(None),
             info: Mutex::new(None),
             idle: Idle::new(),
+            sizes: Arc::default(),
         }
     }
 
@@ -205,20 +209,28 @@ impl Engine for PgEngine {
         let mut info = conn::server_info(&mut client, &server)?;
         info.synchronous_commit = session::sync_setting(self.kv.sync).to_string();
         *self.info.lock().unwrap_or_else(|e| e.into_inner()) = Some(info);
-        let (max_key, blob_max) = stat::keys_and_max(&mut client, &server, for_writes)?;
-        let max_key = max_key
+        let mut blob_max = 0;
+        if for_writes {
+            let sizes = stat::sizes(&mut client, &server)?;
+            blob_max = sizes.values().copied().max().unwrap_or(0);
+            self.sizes.set(sizes);
+        }
+        let max_key = stat::max_key(&mut client, &server)?
             .ok_or_else(|| Error::bad_input(&self.path, format!("is a {} dataset with no blobs", self.kind.name())))?;
         Ok(Survey { max_key: Some(max_key), blob_max })
     }
 
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
+        let server = self.server()?;
         if mode.write {
             self.idle.clear();
+            // A writer opened without a survey (the crash test's) lists them now.
+            self.sizes.ensure(|| stat::sizes(&mut server.connect()?, &server))?;
         }
-        let server = self.server()?;
         let client = self.idle.lease(mode.keep, || server.connect())?;
         let commit_every = self.commit_every.filter(|_| mode.write);
-        Ok(Box::new(session::PgSession::open(client, server, mode.write, self.kv, commit_every)?))
+        let sizes = self.sizes.clone();
+        Ok(Box::new(session::PgSession::open(client, server, sizes, mode.write, self.kv, commit_every)?))
     }
 
     /// The cluster's files (a remote server's are not ours to evict); a

@@ -4,9 +4,10 @@
 //!   `SELECT lo_get(o) FROM t WHERE k=$1` (`postgres-lo`); the server sends
 //!   the value in binary format, and it is copied into the reused buffer.
 //!   Reads run outside any explicit transaction, as pgbench's do.
-//! - **overwrite** (same size): a prepared size query (`octet_length(v)`,
-//!   or `lo_lseek64` to the object's end, closing it) and one write (`UPDATE`, or
-//!   `lo_put` at offset 0): two round trips.
+//! - **overwrite** (same size): one write (`UPDATE`, or `lo_put` at offset
+//!   0) of as many bytes as the blob has, its size known from the survey
+//!   (`engine::sizes`; an application knows what it stores): one round
+//!   trip, as the reference loop's (`examples/reference_loops.rs`).
 //! - **put**: one upsert (`INSERT ... ON CONFLICT`), which for large objects
 //!   also unlinks the old object and makes the new one (`lo_from_bytea`).
 //! - **delete**: one `DELETE` (plus `lo_unlink` of the object).
@@ -27,6 +28,7 @@ use super::conn::{pg_error, Server};
 use crate::engine::api::{take, Session, SessionInfo};
 use crate::engine::keep::Lease;
 use crate::engine::kv::copy_out;
+use crate::engine::sizes::KnownSizes;
 use crate::records::{CommitEvery, EngineKind, KvParams, KvSync, WriteBatch};
 use crate::{Error, Result};
 
@@ -41,7 +43,6 @@ pub(super) fn sync_setting(sync: KvSync) -> &'static str {
 /// The prepared statements of one engine's table.
 struct Statements {
     read: Statement,
-    size: Statement,
     overwrite: Statement,
     put: Statement,
     delete: Statement,
@@ -49,14 +50,11 @@ struct Statements {
 }
 
 /// The SQL of each operation, for `kind`'s table `t`.
-fn sql(kind: EngineKind, t: &str) -> [String; 5] {
+fn sql(kind: EngineKind, t: &str) -> [String; 4] {
     // lo_open's INV_READ (0x40000).
     match kind {
         EngineKind::PostgresLo => [
             format!("SELECT lo_get(o) FROM {t} WHERE k = $1"),
-            format!(
-                "SELECT lo_lseek64(fd, 0, 2), lo_close(fd) FROM (SELECT lo_open(o, 262144) AS fd FROM {t} WHERE k = $1) AS d"
-            ),
             format!("SELECT lo_put(o, 0, $2) FROM {t} WHERE k = $1"),
             format!(
                 "INSERT INTO {t}(k, o) SELECT $1::int8, lo_from_bytea(0, $2::bytea) \
@@ -67,7 +65,6 @@ fn sql(kind: EngineKind, t: &str) -> [String; 5] {
         ],
         _ => [
             format!("SELECT v FROM {t} WHERE k = $1"),
-            format!("SELECT octet_length(v)::int8 FROM {t} WHERE k = $1"),
             format!("UPDATE {t} SET v = $2 WHERE k = $1"),
             format!("INSERT INTO {t}(k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v"),
             format!("DELETE FROM {t} WHERE k = $1"),
@@ -81,6 +78,7 @@ pub(super) struct PgSession {
     lease: Lease<Client>,
     st: Statements,
     server: Arc<Server>,
+    sizes: Arc<KnownSizes>,
     write: bool,
     /// A transaction was begun in the setup and awaits `commit`.
     in_txn: bool,
@@ -96,15 +94,15 @@ impl PgSession {
     pub fn open(
         (mut client, lease): (Client, Lease<Client>),
         server: Arc<Server>,
+        sizes: Arc<KnownSizes>,
         write: bool,
         kv: KvParams,
         commit_every: CommitEvery,
     ) -> Result<PgSession> {
         let err = |e| pg_error(&server.label, "cannot prepare the session", e);
-        let [read, size, overwrite, put, delete] = sql(server.desc.engine, server.table());
+        let [read, overwrite, put, delete] = sql(server.desc.engine, server.table());
         let st = Statements {
             read: client.prepare(&read).map_err(err)?,
-            size: client.prepare(&size).map_err(err)?,
             overwrite: client.prepare(&overwrite).map_err(err)?,
             put: client.prepare(&put).map_err(err)?,
             delete: client.prepare(&delete).map_err(err)?,
@@ -118,7 +116,7 @@ impl PgSession {
         }
         client.batch_execute(&setup).map_err(err)?;
         let batch = commit_every.filter(|&n| write && n > 1).map(WriteBatch::new);
-        Ok(PgSession { client, lease, st, server, write, in_txn, batch, buf: Vec::new() })
+        Ok(PgSession { client, lease, st, server, sizes, write, in_txn, batch, buf: Vec::new() })
     }
 
     /// Counts a write made; when it fills the batch, commits it and begins
@@ -141,13 +139,6 @@ impl PgSession {
             Err(Error::invalid("a read session cannot write"))
         }
     }
-
-    /// The blob's size, or None when there is no such blob.
-    fn size(&mut self, key: u32) -> Result<Option<usize>> {
-        let row =
-            self.client.query_opt(&self.st.size, &[&i64::from(key)]).map_err(|e| self.err("cannot read a size", e))?;
-        Ok(row.map(|r| r.get::<_, i64>(0) as usize))
-    }
 }
 
 impl Session for PgSession {
@@ -162,16 +153,23 @@ impl Session for PgSession {
 
     fn overwrite(&mut self, key: u32, content: &[u8]) -> Result<u64> {
         self.check_write()?;
-        let Some(len) = self.size(key)? else { return Ok(0) };
+        let Some(len) = self.sizes.get(key) else { return Ok(0) };
+        let len = len as usize;
         let value = take(content, len, key)?;
-        self.client.execute(&self.st.overwrite, &[&i64::from(key), &value]).map_err(|e| self.err("cannot write", e))?;
+        let n = self
+            .client
+            .execute(&self.st.overwrite, &[&i64::from(key), &value])
+            .map_err(|e| self.err("cannot write", e))?;
         self.wrote()?;
-        Ok(len as u64)
+        // Another connection may have deleted it (the concurrency study).
+        Ok(if n > 0 { len as u64 } else { 0 })
     }
 
     fn put(&mut self, key: u32, content: &[u8]) -> Result<()> {
         self.check_write()?;
+        let len = u32::try_from(content.len()).map_err(|_| Error::invalid(format!("blob {key} is over 4 GB")))?;
         self.client.execute(&self.st.put, &[&i64::from(key), &content]).map_err(|e| self.err("cannot write", e))?;
+        self.sizes.insert(key, len);
         self.wrote()
     }
 
@@ -179,6 +177,7 @@ impl Session for PgSession {
         self.check_write()?;
         let n = self.client.execute(&self.st.delete, &[&i64::from(key)]).map_err(|e| self.err("cannot delete", e))?;
         if n > 0 {
+            self.sizes.remove(key);
             self.wrote()?;
         }
         Ok(n > 0)

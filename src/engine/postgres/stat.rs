@@ -3,6 +3,7 @@
 //! `pg_table_size`, `pg_indexes_size`, `pg_total_relation_size`), and for a
 //! throwaway cluster the blocks its whole data directory takes on disk.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use postgres::Client;
@@ -12,7 +13,7 @@ use super::descriptor::Descriptor;
 use super::server::DATA_DIR;
 use crate::engine::report::{LocalBlocks, ServerStat, SizeLine};
 use crate::records::{EngineKind, PgParams};
-use crate::Result;
+use crate::{Error, Result};
 
 /// `stat` of a PostgreSQL dataset, in the server's terms; `stat` reports
 /// it as a [`ServerStat`].
@@ -73,18 +74,26 @@ fn size_sql(kind: EngineKind, t: &str) -> String {
     }
 }
 
-/// The largest key and (with `sizes`) the largest value.
-pub(super) fn keys_and_max(client: &mut Client, server: &Server, sizes: bool) -> Result<(Option<u32>, u32)> {
-    let t = server.table();
+/// The largest key.
+pub(super) fn max_key(client: &mut Client, server: &Server) -> Result<Option<u32>> {
     let err = |e| pg_error(&server.label, "cannot survey the table", e);
-    let max_key: Option<i64> = client.query_one(&format!("SELECT max(k) FROM {t}"), &[]).map_err(err)?.get(0);
-    let blob_max = if sizes {
-        let sql = format!("SELECT coalesce(max(s), 0) FROM ({}) AS x(k, s)", size_sql(server.desc.engine, t));
-        client.query_one(&sql, &[]).map_err(err)?.get::<_, i64>(0)
-    } else {
-        0
-    };
-    Ok((max_key.and_then(|k| u32::try_from(k).ok()), blob_max as u32))
+    let max_key: Option<i64> =
+        client.query_one(&format!("SELECT max(k) FROM {}", server.table()), &[]).map_err(err)?.get(0);
+    Ok(max_key.and_then(|k| u32::try_from(k).ok()))
+}
+
+/// Every blob's size by key (one scan of the table, outside every timer).
+pub(super) fn sizes(client: &mut Client, server: &Server) -> Result<HashMap<u32, u32>> {
+    let err = |e| pg_error(&server.label, "cannot survey the table", e);
+    let rows = client.query(&size_sql(server.desc.engine, server.table()), &[]).map_err(err)?;
+    let mut sizes = HashMap::with_capacity(rows.len());
+    for row in rows {
+        let (k, n): (i64, i64) = (row.get(0), row.get(1));
+        let bad = |what: &str| Error::bad_input(&server.label, format!("table {}: {what}", server.table()));
+        let key = u32::try_from(k).map_err(|_| bad(&format!("key {k} is not a kvtest key")))?;
+        sizes.insert(key, u32::try_from(n).map_err(|_| bad(&format!("blob {k} is over 4 GB")))?);
+    }
+    Ok(sizes)
 }
 
 /// `stat` of the dataset in `dir` (its cluster is started for it).

@@ -32,12 +32,13 @@ pub use build::IN_FLIGHT;
 pub use client::{parse_endpoint, CONNECT_TIMEOUT};
 pub use descriptor::{prefix_for, Descriptor, DESCRIPTOR};
 
-use reach::{Reach, Sizes};
+use reach::Reach;
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
 use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
 use crate::engine::keep::Idle;
 use crate::engine::report::{ExportReport, StatReport};
+use crate::engine::sizes::KnownSizes;
 use crate::records::{EngineKind, EngineSettings, ServerInfo, ServerPlace, ServerSetting};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
@@ -129,7 +130,7 @@ pub struct S3Engine {
     /// A run's `--s3`, checked against the descriptor's endpoint.
     url: Option<String>,
     reach: Mutex<Option<Arc<Reach>>>,
-    sizes: Arc<Sizes>,
+    sizes: Arc<KnownSizes>,
     info: Mutex<Option<ServerInfo>>,
     /// Clients (keep-alive connections) kept open by read sessions.
     idle: Idle<client::Client>,

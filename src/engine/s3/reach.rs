@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use rusty_s3::Credentials;
 
@@ -89,39 +89,4 @@ pub(super) fn user_store(endpoint: &str, bucket: &str) -> Result<Store> {
     super::client::parse_endpoint(endpoint)?;
     let (credentials, region) = env_credentials(Path::new(endpoint))?;
     Store::new(endpoint, bucket, &region, credentials, false)
-}
-
-/// The blobs' sizes, learnt from a listing outside every timer and kept up
-/// to date by the sessions' writes: an overwrite writes as many bytes as
-/// the blob has (as kvtest's does) without asking the store first, and a
-/// delete says whether there was a blob.
-#[derive(Default)]
-pub(super) struct Sizes(Mutex<Option<HashMap<u32, u32>>>);
-
-impl Sizes {
-    /// Fills the table by `list` unless it already is.
-    pub fn ensure(&self, list: impl FnOnce() -> Result<HashMap<u32, u32>>) -> Result<()> {
-        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.is_none() {
-            *slot = Some(list()?);
-        }
-        Ok(())
-    }
-
-    /// Replaces the table with a fresh listing's.
-    pub fn set(&self, sizes: HashMap<u32, u32>) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(sizes);
-    }
-
-    pub fn get(&self, key: u32) -> Option<u32> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref()?.get(&key).copied()
-    }
-
-    pub fn insert(&self, key: u32, size: u32) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(key, size);
-    }
-
-    pub fn remove(&self, key: u32) -> bool {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).as_mut().is_some_and(|m| m.remove(&key).is_some())
-    }
 }

@@ -19,9 +19,10 @@
 use std::sync::Arc;
 
 use super::client::Client;
-use super::reach::{Reach, Sizes};
+use super::reach::Reach;
 use crate::engine::api::{take, OpenMode, Session, SessionInfo};
 use crate::engine::keep::Lease;
+use crate::engine::sizes::KnownSizes;
 use crate::{Error, Result};
 
 pub(super) struct S3Session {
@@ -30,7 +31,7 @@ pub(super) struct S3Session {
     /// back to: a long-running application keeps its connections open.
     lease: Lease<Client>,
     reach: Arc<Reach>,
-    sizes: Arc<Sizes>,
+    sizes: Arc<KnownSizes>,
     write: bool,
     /// Reads ask for the newest replica ([`OpenMode::newest`]).
     newest: bool,
@@ -46,7 +47,7 @@ impl S3Session {
     pub fn open(
         (client, lease): (Client, Lease<Client>),
         reach: Arc<Reach>,
-        sizes: Arc<Sizes>,
+        sizes: Arc<KnownSizes>,
         mode: OpenMode,
     ) -> Result<S3Session> {
         let probe = reach.desc.marker();
