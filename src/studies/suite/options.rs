@@ -62,7 +62,7 @@ pub struct RoundSizing {
     pub read_ops: u64,
     /// Reads per cold read run.
     pub cold_ops: u64,
-    /// The time each write arm's run is sized to take, from its warm-up
+    /// The time each write arm's run is sized to take, from an untimed run after its warm-up
     /// ([`RoundsPlan::run_time`]).
     pub write_time: Duration,
 }

@@ -174,9 +174,9 @@ fn rounds_note(file: &ResultFile, s: &AdviseSection) -> Option<String> {
             let each: Vec<String> = per.iter().map(|(name, n)| format!("{name} {}", thousands(*n))).collect();
             format!("per run {}", each.join(", "))
         };
-        let sized = set
-            .run_time_s
-            .map_or_else(String::new, |t| format!(", each arm's run sized to about {t:.2} s from its warm-up"));
+        let sized = set.run_time_s.map_or_else(String::new, |t| {
+            format!(", each arm's run sized to about {t:.2} s from an untimed run after its warm-up")
+        });
         parts.push(format!("{what}: {} rounds{sized}, {counts}", set.rounds.len()));
     }
     (!parts.is_empty()).then(|| {
