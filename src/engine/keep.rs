@@ -6,8 +6,9 @@
 //! for the engine's next session (any session uses a kept handle, and it
 //! stays kept), so the timed runs after a warm-up read from the state the
 //! warm-up left; [`Engine::drop_own_caches`] (a cold run) and every write
-//! session close what was kept. (SQLite's writer with a commit granularity
-//! keeps its own connection between its sessions: see `SqliteEngine`.)
+//! session close what was kept. (A writer with a commit granularity keeps
+//! its own handle between its sessions: SQLite's connection, see
+//! `SqliteEngine`, and redb's database, see `RedbEngine`.)
 //!
 //! [`Engine::drop_own_caches`]: super::Engine::drop_own_caches
 
@@ -51,6 +52,19 @@ impl<T> Shared<T> {
     /// open, else when the last one closes.
     pub fn release(&self) {
         let kept = lock(&self.kept).take();
+        drop(kept);
+    }
+
+    /// [`Shared::release`], unless the kept handle is one that `stays`.
+    pub fn release_unless(&self, stays: impl FnOnce(&T) -> bool) {
+        let kept = {
+            let mut kept = lock(&self.kept);
+            if kept.as_deref().is_some_and(stays) {
+                None
+            } else {
+                kept.take()
+            }
+        };
         drop(kept);
     }
 }

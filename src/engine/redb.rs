@@ -18,15 +18,18 @@
 //! session's close phase times, counted with the writes).
 //!
 //! The database opens in a session's setup phase and closes when the
-//! engine's last session closes (redb allows one handle per file), unless
-//! a read session kept it (`engine::keep`): then it stays open, redb's
-//! cache (per database, in the heap) filled by the sessions before, until
-//! a cold run or a write session closes it. A run that only reads opens it
+//! last session on the file closes (redb allows one handle per file in a
+//! process, so the process's engines on one file share it), unless a read
+//! session or a writer with a commit granularity kept it (`engine::keep`):
+//! then it stays open, redb's cache (per database, in the heap) filled by
+//! the sessions before, until a cold run or another write session closes
+//! it. A run that only reads opens it
 //! read-only (`ReadOnlyDatabase`), so a read benchmark never rewrites the
 //! file's header or free-space state.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 use redb::{
@@ -76,7 +79,28 @@ pub struct RedbEngine {
     path: PathBuf,
     params: KvParams,
     commit_every: CommitEvery,
-    shared: Shared<Handle>,
+    /// The file's handle, shared with the process's other engines on it.
+    shared: Arc<Shared<Handle>>,
+}
+
+/// The handle of the redb file at `path`, one per file in the process:
+/// redb allows one `Database` per file in a process, and a run may hold
+/// several engines on one file (the suite's fast and durable write arms,
+/// in interleaved rounds), so a handle one engine keeps is the others'
+/// too, and any of them closes it (a cold run, a write session that needs
+/// a writable one). It goes when the file's last engine does.
+fn shared_for(path: &Path) -> Arc<Shared<Handle>> {
+    type Files = BTreeMap<PathBuf, Weak<Shared<Handle>>>;
+    static FILES: Mutex<Files> = Mutex::new(BTreeMap::new());
+    let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut files = FILES.lock().unwrap_or_else(|e| e.into_inner());
+    files.retain(|_, shared| shared.strong_count() > 0);
+    if let Some(shared) = files.get(&key).and_then(Weak::upgrade) {
+        return shared;
+    }
+    let shared = Arc::new(Shared::new());
+    files.insert(key, Arc::downgrade(&shared));
+    shared
 }
 
 /// The open database: read-only for a run that only reads.
@@ -115,7 +139,7 @@ impl Handle {
 
 impl RedbEngine {
     pub fn new(path: &Path, params: KvParams, commit_every: CommitEvery) -> Self {
-        RedbEngine { path: path.to_path_buf(), params, commit_every, shared: Shared::new() }
+        RedbEngine { path: path.to_path_buf(), params, commit_every, shared: shared_for(path) }
     }
 
     fn durability(&self) -> Durability {
@@ -142,6 +166,8 @@ impl Engine for RedbEngine {
         // A write run checks every page on open (outside every timer), so a
         // corrupt file is an error rather than a panic later; a read run
         // opens read-only and reads every entry instead, changing nothing.
+        // Its own handle: what an engine on the file kept is closed first.
+        self.shared.release();
         let db = if for_writes {
             Handle::Write(open_db(&self.path, true)?)
         } else {
@@ -158,11 +184,18 @@ impl Engine for RedbEngine {
         Ok(Survey { max_key: Some(max_key), blob_max: if for_writes { blob_max } else { 0 } })
     }
 
+    /// A writer with a commit granularity keeps the database open between
+    /// its sessions, as a long-running application does, so redb's cache
+    /// (the tree pages each write's `get` walks) stays filled; any other
+    /// write session first closes what was kept (a read-only handle cannot
+    /// write).
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
+        let keeps_writer = mode.write && self.commit_every.is_some();
         if mode.write {
-            self.shared.release();
+            self.shared.release_unless(|h| keeps_writer && matches!(h, Handle::Write(_)));
         }
-        let (db, opened) = self.shared.get_or_open(mode.keep, || Handle::open(&self.path, mode.write))?;
+        let keep = mode.keep || keeps_writer;
+        let (db, opened) = self.shared.get_or_open(keep, || Handle::open(&self.path, mode.write))?;
         if mode.write {
             db.writable(&self.path)?;
         }
@@ -176,9 +209,11 @@ impl Engine for RedbEngine {
             (None, true) => Txn::Write(write_cell(&self.path, &db, self.durability())?),
         };
         let (path, durability) = (self.path.clone(), self.durability());
-        // Commits without sync leave redb's sync to the database's close.
+        // Commits without sync leave redb's sync to the database's close,
+        // or, for a kept writer, to its session's close.
         let deferred = mode.write && self.params.sync == KvSync::Fast;
-        Ok(Box::new(RedbSession { txn, write: mode.write, deferred, durability, db, opened, path, buf: Vec::new() }))
+        let (write, buf) = (mode.write, Vec::new());
+        Ok(Box::new(RedbSession { txn, write, deferred, kept: keep, durability, db, opened, path, buf }))
     }
 
     fn cache_files(&self) -> Result<Vec<PathBuf>> {
@@ -274,6 +309,8 @@ pub struct RedbSession {
     write: bool,
     /// The close syncs what the commits did not (`Durability::None`).
     deferred: bool,
+    /// The database stays open after this session.
+    kept: bool,
     durability: Durability,
     db: Arc<Handle>,
     /// This session opened the database (none was kept open).
@@ -400,7 +437,14 @@ impl Session for RedbSession {
         SessionInfo { close_finishes_writes: self.deferred, opened_handle: self.opened, ..SessionInfo::default() }
     }
 
+    /// A kept writer's close makes its commits without sync durable, as
+    /// the database's close would (an empty `Immediate` commit syncs every
+    /// commit before it); otherwise dropping the session's handle does.
     fn close(self: Box<Self>) -> Result<()> {
+        if self.deferred && self.kept {
+            let t = begin_write(&self.path, self.db.writable(&self.path)?, Durability::Immediate)?;
+            t.commit().map_err(|e| redb_error(&self.path, "commit failed", e))?;
+        }
         Ok(())
     }
 }
@@ -506,6 +550,52 @@ mod tests {
         let after = (std::fs::read(&target).unwrap(), std::fs::metadata(&target).unwrap().modified().unwrap());
         assert!(before.0 == after.0, "a read run changed the redb file's bytes");
         assert_eq!(before.1, after.1, "a read run wrote to the redb file");
+    }
+
+    /// What a copy of the file holds at key `k`: what a crash now would
+    /// leave (redb opens the copy at its last durable commit).
+    fn on_disk(target: &Path, k: u32) -> Vec<u8> {
+        let copy = target.with_extension("copy");
+        std::fs::copy(target, &copy).unwrap();
+        let db = open_db(&copy, false).unwrap();
+        let txn = db.begin_read().unwrap();
+        let v = txn.open_table(TABLE).unwrap().get(key_bytes(k)).unwrap().unwrap().value().to_vec();
+        v
+    }
+
+    #[test]
+    fn a_committing_writer_keeps_the_database_and_its_close_syncs_unsynced_commits() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (db, rows) = crate::engine::kv::test_support::tiny_kv(tmp.path(), 10);
+        let target = tmp.path().join("t.redb");
+        build(&db, &target, false, &crate::util::progress::Silent).unwrap();
+        let (k, old) = (rows[0].0, rows[0].1.clone());
+        let fast = RedbEngine::new(&target, KvParams { sync: KvSync::Fast }, Some(1));
+        let mut opened = vec![];
+        for round in 1..=2u8 {
+            let mut s = fast.open(OpenMode::WRITE).unwrap();
+            opened.push(s.info().opened_handle);
+            let new = vec![round; old.len()];
+            assert_eq!(s.overwrite(k, &new).unwrap(), old.len() as u64);
+            s.commit().unwrap();
+            assert_ne!(on_disk(&target, k), new, "a commit without sync is not yet durable");
+            s.close().unwrap();
+            assert_eq!(on_disk(&target, k), new, "round {round}: the kept writer's close synced it");
+        }
+        assert_eq!(opened, [true, false], "the second session found the database kept");
+        // Another engine on the file (redb allows one handle per file in a
+        // process) shares the kept database, and its survey closes it.
+        let mut durable = RedbEngine::new(&target, KvParams { sync: KvSync::Durable }, Some(1));
+        assert!(!durable.open(OpenMode::WRITE).unwrap().info().opened_handle, "shared with the other engine");
+        durable.survey(true).unwrap();
+        assert!(durable.open(OpenMode::WRITE).unwrap().info().opened_handle, "the survey closed it");
+        fast.drop_own_caches().unwrap();
+        assert!(fast.open(OpenMode::WRITE).unwrap().info().opened_handle, "a cold run closed it");
+        drop((fast, durable));
+        // kvtest's one transaction per run keeps nothing.
+        let e = RedbEngine::new(&target, KvParams { sync: KvSync::Durable }, None);
+        let once = |e: &RedbEngine| e.open(OpenMode::WRITE).unwrap().info().opened_handle;
+        assert_eq!((once(&e), once(&e)), (true, true));
     }
 
     #[test]
