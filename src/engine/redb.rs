@@ -23,9 +23,8 @@
 //! session or a writer with a commit granularity kept it (`engine::keep`):
 //! then it stays open, redb's cache (per database, in the heap) filled by
 //! the sessions before, until a cold run or another write session closes
-//! it. A run that only reads opens it
-//! read-only (`ReadOnlyDatabase`), so a read benchmark never rewrites the
-//! file's header or free-space state.
+//! it. A run that only reads opens it read-only (`ReadOnlyDatabase`), so a
+//! read benchmark never rewrites the file's header or free-space state.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
