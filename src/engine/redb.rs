@@ -528,12 +528,18 @@ mod tests {
     use super::*;
     use crate::engine::kv::test_support::round_trip;
 
-    #[test]
-    fn a_read_run_leaves_the_file_as_it_was() {
+    /// A redb dataset of `n` kvtest blobs, in a scratch directory.
+    fn built(n: u32) -> (tempfile::TempDir, PathBuf, Vec<(u32, Vec<u8>)>) {
         let tmp = tempfile::tempdir().unwrap();
-        let (db, rows) = crate::engine::kv::test_support::tiny_kv(tmp.path(), 30);
+        let (db, rows) = crate::engine::kv::test_support::tiny_kv(tmp.path(), n);
         let target = tmp.path().join("t.redb");
         build(&db, &target, false, &crate::util::progress::Silent).unwrap();
+        (tmp, target, rows)
+    }
+
+    #[test]
+    fn a_read_run_leaves_the_file_as_it_was() {
+        let (_tmp, target, rows) = built(30);
         let before = (std::fs::read(&target).unwrap(), std::fs::metadata(&target).unwrap().modified().unwrap());
         for commit_every in [None, Some(1)] {
             let mut e = RedbEngine::new(&target, KvParams { sync: KvSync::Durable }, commit_every);
@@ -564,10 +570,7 @@ mod tests {
 
     #[test]
     fn a_committing_writer_keeps_the_database_and_its_close_syncs_unsynced_commits() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (db, rows) = crate::engine::kv::test_support::tiny_kv(tmp.path(), 10);
-        let target = tmp.path().join("t.redb");
-        build(&db, &target, false, &crate::util::progress::Silent).unwrap();
+        let (_tmp, target, rows) = built(10);
         let (k, old) = (rows[0].0, rows[0].1.clone());
         let fast = RedbEngine::new(&target, KvParams { sync: KvSync::Fast }, Some(1));
         let mut opened = vec![];

@@ -52,10 +52,10 @@ pub const MIN_SIZED_OPS: u64 = 32;
 pub const MAX_SIZED_OPS: u64 = 1_000_000;
 
 /// Operations per run that make a run take about `target`, judged from an
-/// untimed run `w` after the warm-up: its steady-state time per op (the loop with its
-/// commits and the work its writes deferred to the close), and its one-off
-/// cost (open, close), which a run pays once whatever its length. Between
-/// [`MIN_SIZED_OPS`] and [`MAX_SIZED_OPS`].
+/// untimed run `w` after the warm-up: its steady-state time per op (the
+/// loop with its commits and the work its writes deferred to the close),
+/// and its one-off cost (open, close), which a run pays once whatever its
+/// length. Between [`MIN_SIZED_OPS`] and [`MAX_SIZED_OPS`].
 pub fn sized_ops(target: Duration, w: &RunOutcome) -> u64 {
     let per_op_ns = (w.phases.steady_ns() as f64 / w.ops.max(1) as f64).max(1.0);
     let room_ns = (target.as_nanos() as f64 - w.phases.one_off_ns() as f64).max(0.0);
@@ -81,9 +81,8 @@ pub struct RoundsPlan {
     /// Size runs by time: each arm that can be sized ([`Arm::ops_per_run`])
     /// gets its operations per run set once from an untimed run after its
     /// warm-up (which it then takes even when it would skip one) so that a
-    /// run takes about this
-    /// long, fixed for every round so the rounds stay comparable. None
-    /// keeps each arm's own count.
+    /// run takes about this long, fixed for every round so the rounds stay
+    /// comparable. None keeps each arm's own count.
     pub run_time: Option<Duration>,
     /// Rounds that run even when the budget is spent (rounds sized by time
     /// have a known cost, so a caller can promise paired rounds); 1 is the
@@ -352,23 +351,17 @@ pub fn run_rounds(
         let mut order: Vec<usize> = (0..n).collect();
         order.shuffle(&mut rng);
         order.retain(|&i| (plan.warmup && arms[i].warms_up()) || sized(&*arms[i]));
-        for &i in &order {
+        // Every warm-up first, then each sized arm's sizing run.
+        let sizing: Vec<usize> = order.iter().copied().filter(|&i| sized(&*arms[i])).collect();
+        let untimed = order.iter().map(|&i| (i, false)).chain(sizing.into_iter().map(|i| (i, true)));
+        for (i, sizes) in untimed {
             if stop_requested() {
                 return Err(Error::Interrupted);
             }
-            let warm = arms[i].run(RunContext { latency: None, timed: false })?;
-            warmup_open_ns[i] = warm.handle_open_ns();
-            done_runs += 1;
-            after_run(done_runs, expected);
-        }
-        order.retain(|&i| sized(&*arms[i]));
-        for &i in &order {
-            if stop_requested() {
-                return Err(Error::Interrupted);
-            }
-            let second = arms[i].run(RunContext { latency: None, timed: false })?;
-            if let Some(target) = plan.run_time {
-                arms[i].set_ops_per_run(sized_ops(target, &second));
+            let run = arms[i].run(RunContext { latency: None, timed: false })?;
+            match plan.run_time.filter(|_| sizes) {
+                Some(target) => arms[i].set_ops_per_run(sized_ops(target, &run)),
+                None => warmup_open_ns[i] = run.handle_open_ns(),
             }
             done_runs += 1;
             after_run(done_runs, expected);

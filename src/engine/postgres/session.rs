@@ -160,9 +160,13 @@ impl Session for PgSession {
             .client
             .execute(&self.st.overwrite, &[&i64::from(key), &value])
             .map_err(|e| self.err("cannot write", e))?;
+        if n == 0 {
+            // Another connection deleted it (the concurrency study).
+            self.sizes.remove(key);
+            return Ok(0);
+        }
         self.wrote()?;
-        // Another connection may have deleted it (the concurrency study).
-        Ok(if n > 0 { len as u64 } else { 0 })
+        Ok(len as u64)
     }
 
     fn put(&mut self, key: u32, content: &[u8]) -> Result<()> {

@@ -164,9 +164,9 @@ impl Engine for SqliteEngine {
     /// sessions, so its WAL stays in place and is written over from the
     /// start after each checkpoint, instead of being deleted at every close
     /// and grown again from nothing (which made each durable commit slower
-    /// than in SQLite's own loop: `docs/measurement.md`). Its close phase runs the
-    /// checkpoint the closing connection would have run, so the deferred
-    /// work is still timed there. kvtest's one transaction per run keeps
+    /// than in SQLite's own loop: `docs/measurement.md`). Its close phase
+    /// runs the checkpoint the closing connection would have run, so the
+    /// deferred work is still timed there. kvtest's one transaction per run keeps
     /// kvtest's process per run: a connection per session.
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
         let conn = if mode.write {
