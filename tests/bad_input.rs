@@ -418,7 +418,16 @@ fn engine_cases() -> Vec<Case> {
         case("export: s3 URL holding credentials", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "http://key:s3cret@127.0.0.1:1", "--s3-bucket", "b"], Fail("put no credentials in the URL")),
         case("export: s3 endpoint not a URL", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "notaurl", "--s3-bucket", "b"], Fail("--s3 notaurl: not a URL")),
         case("export: s3 URL not http", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "ftp://127.0.0.1:1", "--s3-bucket", "b"], Fail("expected an http:// or https:// endpoint")),
-        case("export: s3 store without credentials", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "http://127.0.0.1:1", "--s3-bucket", "b"], Fail("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")),
+        case("export: s3 store without credentials", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "http://127.0.0.1:1", "--s3-bucket", "bkt"], Fail("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")),
+        // Bucket names S3 refuses, before any request (the endpoint is closed).
+        case("export: s3 bucket name too short", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "http://127.0.0.1:1", "--s3-bucket", "b"], Fail("--s3-bucket b: a bucket name has 3 to 63 characters")),
+        case("export: s3 bucket name upper case", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "http://127.0.0.1:1", "--s3-bucket", "Users"], Fail("only lower-case letters")),
+        case("stat: s3 listing with a bucket name upper case", dir, &["stat", "--s3", "http://127.0.0.1:1", "--s3-bucket", "AB"], Fail("--s3-bucket AB")),
+        case("stat: neither a path nor a store", dir, &["stat"], Fail("stat needs a PATH")),
+        case("drop: a directory that is no dataset", dir, &["drop", "@dir"], Fail("is not a blobbench S3 dataset")),
+        case("drop: an lmdb dataset", lmdb, &["drop", "@t"], Fail("drop removes only those, so nothing was removed")),
+        case("drop: an s3 dataset whose store cannot be reached", s3_unreachable, &["drop", "@t"], Fail("AWS_ACCESS_KEY_ID")),
+        case("drop: a prefix that is not a dataset's", dir, &["drop", "--prefix", "blobbench/", "--s3", "http://127.0.0.1:1", "--s3-bucket", "bkt"], Fail("not a blobbench dataset's prefix")),
         // LMDB's data.mdb beside fjall's keyspaces/: neither is read as the dataset
         case("run: two engines' files in one dir", lmdb_and_fjall, &["run", "@t"], Fail("holds the files of two engines, LMDB and fjall")),
         case("run --threads: two engines' files in one dir", lmdb_and_fjall, &["run", "@t", "--threads", "2"], Fail("holds the files of two engines, LMDB and fjall")),
@@ -435,6 +444,14 @@ fn hold_engine_dataset() {
 }
 
 // ---- fixtures ----------------------------------------------------------
+
+/// An S3 dataset on a store nothing answers at: `drop` must keep its
+/// descriptor.
+fn s3_unreachable(d: &Path) {
+    std::fs::create_dir(d.join("t")).unwrap();
+    let desc = r#"{"engine":"s3","bucket":"bkt","prefix":"blobbench/t-0000abcd/","id":"0000abcd","endpoint":"http://127.0.0.1:1"}"#;
+    std::fs::write(d.join("t/blobbench-s3.json"), desc).unwrap();
+}
 
 fn engine_fixture(d: &Path, kind: EngineKind) {
     db(d);

@@ -214,8 +214,10 @@ fn a_store_you_run_keeps_its_bucket_and_bad_endpoints_are_one_line() {
     };
     let out = export(&mine, "users-bucket").assert().success().get_output().stdout.clone();
     let out = String::from_utf8(out).unwrap();
-    assert!(out.contains("Writing objects under blobbench/mine/ in bucket users-bucket"), "{out}");
-    assert!(user.get("blobbench/mine/0000000007").is_some(), "blob 7 is an object");
+    assert!(out.contains("Writing objects under a new prefix, blobbench/mine-<id>/, in bucket users-bucket"), "{out}");
+    let prefix = descriptor_prefix(&mine);
+    assert!(prefix.starts_with("blobbench/mine-") && out.contains(&prefix), "{out}");
+    assert!(user.get(&format!("{prefix}0000000007")).is_some(), "blob 7 is an object");
     let run = user.command(&["run", s(&mine), "--count", "24", "--repeat", "1", "--update"]).assert().success();
     assert!(String::from_utf8_lossy(&run.get_output().stdout).contains("commit is nothing"));
     let stat = user.command(&["stat", s(&mine)]).assert().success().get_output().stdout.clone();
@@ -226,11 +228,25 @@ fn a_store_you_run_keeps_its_bucket_and_bad_endpoints_are_one_line() {
     let err = quick_error(&mut user.command(&elsewhere));
     assert!(err.contains(&format!("its objects are at {endpoint}")), "{err}");
 
-    // Replaced only with --force, and only its own prefix.
+    // Replaced only with --force: the new prefix written, the descriptor
+    // switched, and only then the old prefix deleted.
     let err = quick_error(&mut export(&mine, "users-bucket"));
     assert!(err.contains("--force"), "{err}");
     export(&mine, "users-bucket").arg("--force").assert().success();
-    let err = quick_error(&mut export(&dir.path().join("foreign"), "users-bucket"));
+    let replaced = descriptor_prefix(&mine);
+    assert_ne!(replaced, prefix, "a new export, a new prefix");
+    assert!(user.get(&format!("{prefix}0000000007")).is_none() && user.get(&format!("{replaced}0000000007")).is_some());
+    // A dataset named like someone else's prefix has its own.
+    export(&dir.path().join("foreign"), "users-bucket").assert().success();
+    let err = quick_error(&mut user.command(&[
+        "drop",
+        "--prefix",
+        "blobbench/foreign/",
+        "--s3",
+        &endpoint,
+        "--s3-bucket",
+        "users-bucket",
+    ]));
     assert!(err.contains("are not blobbench's") && err.contains("refusing"), "{err}");
 
     // Bad input, each one line, within 5 s, touching nothing.
@@ -259,6 +275,167 @@ fn a_store_you_run_keeps_its_bucket_and_bad_endpoints_are_one_line() {
     assert!(user.get("blobbench/foreign/0000000001").is_some());
     cluster.stop().unwrap();
     assert!(servers_under(dir.path()).is_empty());
+}
+
+/// The prefix a dataset's descriptor names.
+fn descriptor_prefix(dir: &Path) -> String {
+    let text = std::fs::read_to_string(dir.join("blobbench-s3.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["prefix"].as_str().unwrap().to_string()
+}
+
+/// Two datasets of one name (`a/w.s3`, `b/w.s3`) on one bucket each own
+/// their objects: both export and run, the listing shows both, and
+/// dropping one leaves the other whole. What an `rm -r` or a Ctrl-C leaves
+/// is listed and removed; a store that cannot be reached keeps the
+/// descriptor.
+#[test]
+fn same_named_datasets_own_their_objects_and_drop_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("kv.db");
+    kvtest_db(&db, 10, 1500);
+    let store_dir = dir.path().join("store");
+    std::fs::create_dir(&store_dir).unwrap();
+    Cluster::init(&store_dir, 1).unwrap();
+    let cluster = Cluster::start(&store_dir).unwrap();
+    let user = UsersStore::new(&cluster.endpoint(), "shared-bucket");
+    user.create();
+    user.put("theirs.txt", b"not blobbench's");
+    let endpoint = user.endpoint.clone();
+    let store = ["--s3", endpoint.as_str(), "--s3-bucket", "shared-bucket"];
+    let (a, b) = (dir.path().join("a/w.s3"), dir.path().join("b/w.s3"));
+    for t in [&a, &b] {
+        std::fs::create_dir(t.parent().unwrap()).unwrap();
+        user.command(&[&["export", "--engine", "s3", s(&db), s(t)][..], &store].concat()).assert().success();
+    }
+    let (pa, pb) = (descriptor_prefix(&a), descriptor_prefix(&b));
+    assert!(pa != pb && pa.starts_with("blobbench/w-s3-") && pb.starts_with("blobbench/w-s3-"), "{pa} {pb}");
+    for t in [&a, &b] {
+        user.command(&["run", s(t), "--count", "10", "--repeat", "1"]).assert().success();
+    }
+    let listing = user.command(&[&["stat"][..], &store].concat()).assert().success().get_output().stdout.clone();
+    let listing = String::from_utf8(listing).unwrap();
+    assert!(listing.contains(&pa) && listing.contains(&pb) && listing.contains("blobbench's"), "{listing}");
+
+    let dropped = user.command(&["drop", s(&a)]).assert().success().get_output().stdout.clone();
+    let dropped = String::from_utf8(dropped).unwrap();
+    assert!(dropped.contains("removed 11 objects") && dropped.contains(&pa), "10 blobs and the marker: {dropped}");
+    assert!(!a.exists(), "the descriptor went with its objects");
+    assert!(user.get(&format!("{pa}0000000001")).is_none());
+    let stat = user.command(&["stat", s(&b)]).assert().success().get_output().stdout.clone();
+    assert!(String::from_utf8_lossy(&stat).contains("Number of entries:        10"), "the other is whole");
+    user.command(&["run", s(&b), "--count", "10", "--repeat", "1", "--update"]).assert().success();
+
+    // rm -r leaves the objects; the listing shows them and drop --prefix
+    // removes them.
+    std::fs::remove_dir_all(&b).unwrap();
+    let cmd = [&["drop", "--prefix", pb.as_str()][..], &store].concat();
+    let out = user.command(&cmd).assert().success().get_output().stdout.clone();
+    assert!(String::from_utf8_lossy(&out).contains("removed 11 objects"));
+    let listing =
+        user.command(&[&["stat", "--json"][..], &store].concat()).assert().success().get_output().stdout.clone();
+    assert_eq!(serde_json::from_slice::<serde_json::Value>(&listing).unwrap(), serde_json::json!([]));
+
+    // Ctrl-C during an export: it stops, removes what it wrote, says so.
+    let big = dir.path().join("big.db");
+    kvtest_db(&big, 20_000, 100);
+    let c = dir.path().join("c.s3");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("blobbench"))
+        .args([&["export", "--engine", "s3", s(&big), s(&c)][..], &store].concat())
+        .env("AWS_ACCESS_KEY_ID", "test:tester")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while list_under(&user, "blobbench/c-s3-") < 50 {
+        assert!(started.elapsed() < common::HANG, "the export never wrote");
+        assert!(child.try_wait().unwrap().is_none(), "the export ended before it was interrupted");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.trim_end().lines().count() == 1, "{err}");
+    assert!(err.contains("interrupted: removed the") && err.contains("under blobbench/c-s3-"), "{err}");
+    assert_eq!(list_under(&user, "blobbench/"), 0, "nothing left behind");
+    assert!(!c.exists());
+
+    // A store that cannot be reached: one line, the descriptor kept.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let gone = dir.path().join("gone");
+    std::fs::create_dir(&gone).unwrap();
+    let desc = format!(
+        r#"{{"engine":"s3","bucket":"shared-bucket","prefix":"blobbench/gone-0000abcd/","id":"0000abcd","endpoint":"http://127.0.0.1:{closed}"}}"#
+    );
+    std::fs::write(gone.join("blobbench-s3.json"), &desc).unwrap();
+    let err = quick_error(&mut user.command(&["drop", s(&gone)]));
+    assert!(err.contains("connection refused") && err.contains("run drop again"), "{err}");
+    assert_eq!(std::fs::read_to_string(gone.join("blobbench-s3.json")).unwrap(), desc);
+
+    assert_eq!(user.get("theirs.txt").as_deref(), Some(&b"not blobbench's"[..]));
+    cluster.stop().unwrap();
+    assert!(servers_under(dir.path()).is_empty());
+}
+
+/// How many objects of the user's bucket start with `prefix`.
+fn list_under(user: &UsersStore, prefix: &str) -> usize {
+    let mut list = user.bucket.list_objects_v2(Some(&user.credentials));
+    list.with_prefix(prefix);
+    let url = list.sign(Duration::from_secs(60));
+    let text = user.agent.get(url.as_str()).call().unwrap().body_mut().read_to_string().unwrap();
+    rusty_s3::actions::ListObjectsV2::parse_response(&text).unwrap().contents.len()
+}
+
+/// Twelve blobs of 40 MB: the export streams them (its peak memory, the
+/// child's own by wait4, stays under 1 GB), sends each by multipart upload
+/// (the threshold lowered to 16 MB), and every byte reads back.
+#[test]
+fn large_blobs_export_in_bounded_memory_and_read_back_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = (dir.path().join("kv.db"), dir.path().join("big.s3"));
+    kvtest_db(&db, 12, 40_000_000);
+    let args = ["export", "--engine", "s3", "--s3-replicas", "1", "--s3-multipart-threshold", "16M", s(&db), s(&t)];
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("blobbench"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (status, peak_kib) = wait_with_peak_rss(child.id() as i32);
+    assert!(status == 0, "the export failed");
+    assert!(peak_kib < 1 << 20, "peak RSS {peak_kib} KiB: over 1 GB");
+    let mut e = blobbench::engine::open(&t, &Default::default()).unwrap();
+    e.survey(false).unwrap();
+    let info = e.server_info().unwrap();
+    assert!(info.setting("put").unwrap().starts_with("multipart upload for 12 of 12 blobs"), "{info:?}");
+    let mut session = e.open(blobbench::engine::OpenMode::READ).unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let mut stmt = conn.prepare("SELECT k, v FROM kv ORDER BY k").unwrap();
+    let mut rows = stmt.query([]).unwrap();
+    let mut n = 0;
+    while let Some(row) = rows.next().unwrap() {
+        let (key, value): (u32, Vec<u8>) = (row.get(0).unwrap(), row.get(1).unwrap());
+        assert_eq!(session.read(key).unwrap(), value.len() as u64);
+        assert!(session.last_read().unwrap()[..value.len()] == value[..], "blob {key} differs");
+        n += 1;
+    }
+    assert_eq!(n, 12);
+    session.close().unwrap();
+    drop(e);
+    assert!(servers_under(dir.path()).is_empty());
+}
+
+/// Waits for child `pid`: its exit status and its peak resident memory
+/// (KiB), as the kernel counted it.
+fn wait_with_peak_rss(pid: i32) -> (i32, i64) {
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is valid; wait4 fills it for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(got, pid);
+    (libc::WEXITSTATUS(status), usage.ru_maxrss)
 }
 
 /// `suite --engines s3`: reads, the round-trip floor beside them and

@@ -168,6 +168,16 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
         r.bytes as f64 / secs / 1e6,
         r.files as f64 / secs
     );
+    if let Some(location) = &r.location {
+        println!("Objects in {location}");
+    }
+    if r.multipart_blobs > 0 {
+        println!(
+            "{} blob{} at or above the multipart threshold went up by multipart upload",
+            r.multipart_blobs,
+            units::plural(r.multipart_blobs)
+        );
+    }
     if r.busy_retries > 0 {
         println!(
             "The store answered busy {} time{} (5xx); each of those requests was tried again after a pause, within the time above",
@@ -181,8 +191,9 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 pub struct StatArgs {
-    /// A database, a flat directory or a tree.
-    pub path: PathBuf,
+    /// A database, a flat directory or a tree (none, with --s3 URL and
+    /// --s3-bucket: list the blobbench datasets in that bucket).
+    pub path: Option<PathBuf>,
     /// Rebuild the database first (VACUUM); rewrites the file.
     #[arg(long)]
     pub vacuum: bool,
@@ -196,7 +207,10 @@ pub struct StatArgs {
 pub fn stat(args: StatArgs) -> anyhow::Result<()> {
     let mut settings = EngineSettings::default();
     args.servers.apply(&mut settings);
-    let report = dataset::stat_with(&args.path, args.vacuum, &settings)?;
+    let Some(path) = &args.path else {
+        return super::drop::list(&args.servers, args.json);
+    };
+    let report = dataset::stat_with(path, args.vacuum, &settings)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());

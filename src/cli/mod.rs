@@ -6,6 +6,7 @@ mod aging;
 mod concurrency;
 mod crashtest;
 mod dataset;
+mod drop;
 mod engines;
 mod matrix;
 mod output;
@@ -34,6 +35,8 @@ pub enum Command {
     Export(dataset::ExportArgs),
     /// Describe a database or a directory of blobs (kvtest stat).
     Stat(dataset::StatArgs),
+    /// Remove an S3 dataset with its objects in the store (or, with --prefix, what an export left behind).
+    Drop(drop::DropArgs),
     /// Where should these blobs live, and why: one command, one page with a recommendation.
     Advise(advise::AdviseArgs),
     /// Read or overwrite blobs and time it (kvtest run).
@@ -63,6 +66,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Init(a) => dataset::init(a),
         Command::Export(a) => dataset::export(a),
         Command::Stat(a) => dataset::stat(a),
+        Command::Drop(a) => drop::drop(a),
         Command::Run(a) => run::run(a),
         Command::Advise(a) => advise::run(a),
         Command::Suite(a) => suite::run(a),

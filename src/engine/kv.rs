@@ -202,6 +202,8 @@ pub(super) fn report(kind: EngineKind, (entries, bytes): (u64, u64), started: In
         bytes,
         elapsed_ns: started.elapsed().as_nanos() as u64,
         busy_retries: 0,
+        multipart_blobs: 0,
+        location: None,
     }
 }
 

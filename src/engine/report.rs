@@ -17,6 +17,12 @@ pub struct ExportReport {
     /// Requests tried again because the store answered busy (an object
     /// store's 503 and kin; 0 for every other engine).
     pub busy_retries: u64,
+    /// Blobs sent by multipart upload (an object store's, at or above its
+    /// threshold; 0 for every other engine).
+    pub multipart_blobs: u64,
+    /// Where the objects went, when that is not the dataset's directory
+    /// (an object store's bucket and prefix).
+    pub location: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

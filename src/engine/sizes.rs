@@ -10,13 +10,19 @@ use std::sync::Mutex;
 use crate::Result;
 
 /// Every blob's size by key, shared by an engine's sessions; empty until
-/// an engine's survey (or its first write session) fills it.
-#[derive(Default)]
-pub(crate) struct KnownSizes(Mutex<Option<HashMap<u32, u32>>>);
+/// an engine's survey (or its first write session) fills it. `V` is the
+/// size's type: u64 for a store whose objects may pass 4 GB.
+pub(crate) struct KnownSizes<V = u32>(Mutex<Option<HashMap<u32, V>>>);
 
-impl KnownSizes {
+impl<V> Default for KnownSizes<V> {
+    fn default() -> Self {
+        KnownSizes(Mutex::new(None))
+    }
+}
+
+impl<V: Copy> KnownSizes<V> {
     /// Fills the table by `list` unless it already is.
-    pub fn ensure(&self, list: impl FnOnce() -> Result<HashMap<u32, u32>>) -> Result<()> {
+    pub fn ensure(&self, list: impl FnOnce() -> Result<HashMap<u32, V>>) -> Result<()> {
         let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if slot.is_none() {
             *slot = Some(list()?);
@@ -25,15 +31,15 @@ impl KnownSizes {
     }
 
     /// Replaces the table with a fresh listing's.
-    pub fn set(&self, sizes: HashMap<u32, u32>) {
+    pub fn set(&self, sizes: HashMap<u32, V>) {
         *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(sizes);
     }
 
-    pub fn get(&self, key: u32) -> Option<u32> {
+    pub fn get(&self, key: u32) -> Option<V> {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref()?.get(&key).copied()
     }
 
-    pub fn insert(&self, key: u32, size: u32) {
+    pub fn insert(&self, key: u32, size: V) {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(HashMap::new).insert(key, size);
     }
 

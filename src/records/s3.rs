@@ -4,6 +4,12 @@
 /// says otherwise: Swift's default policy, and what a real cluster keeps.
 pub const DEFAULT_REPLICAS: u8 = 3;
 
+/// Blobs of this size or more go up by multipart upload unless
+/// `--s3-multipart-threshold` says otherwise: where S3 clients switch
+/// (the AWS CLI from 8 MiB, others up to about 100 MB), well below S3's
+/// 5 GB limit for one PUT.
+pub const DEFAULT_MULTIPART_THRESHOLD: u64 = 64 << 20;
+
 /// The S3 engine's own settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct S3Params {
@@ -15,10 +21,18 @@ pub struct S3Params {
     /// The throwaway cluster's replicas, one device directory each (export
     /// only).
     pub replicas: u8,
+    /// Blobs of this many bytes or more are PUT by multipart upload (at
+    /// export and in timed writes).
+    pub multipart_threshold: u64,
 }
 
 impl Default for S3Params {
     fn default() -> Self {
-        S3Params { url: None, bucket: None, replicas: DEFAULT_REPLICAS }
+        S3Params {
+            url: None,
+            bucket: None,
+            replicas: DEFAULT_REPLICAS,
+            multipart_threshold: DEFAULT_MULTIPART_THRESHOLD,
+        }
     }
 }

@@ -88,7 +88,15 @@ pub fn build(db: &Path, target: &Path, force: bool, progress: &dyn Progress) -> 
     let (files, bytes) = write_files(db, &staging.path.join(BLOBS_DIR), FLAT, progress)?;
     write_names(db, &staging.path.join(NAMES_DB), page_size)?;
     staging.finish()?;
-    Ok(ExportReport { layout: KIND, files, bytes, elapsed_ns: started.elapsed().as_nanos() as u64, busy_retries: 0 })
+    Ok(ExportReport {
+        layout: KIND,
+        files,
+        bytes,
+        elapsed_ns: started.elapsed().as_nanos() as u64,
+        busy_retries: 0,
+        multipart_blobs: 0,
+        location: None,
+    })
 }
 
 #[cfg(test)]

@@ -77,6 +77,8 @@ impl Backend for FilesBackend {
             bytes,
             elapsed_ns: started.elapsed().as_nanos() as u64,
             busy_retries: 0,
+            multipart_blobs: 0,
+            location: None,
         })
     }
 

@@ -1,28 +1,33 @@
-//! Building an S3 dataset from a kvtest database: one PUT per blob, with
-//! [`IN_FLIGHT`] requests in flight (one connection each), under the
-//! dataset's prefix, beside a marker object naming the prefix blobbench's.
+//! Building an S3 dataset from a kvtest database: one PUT per blob (a
+//! multipart upload at or above the threshold), with [`IN_FLIGHT`]
+//! requests in flight (one connection each) and at most [`BYTES_IN_FLIGHT`]
+//! of blobs read ahead, under a prefix of the export's own (see
+//! [`descriptor`]), beside a marker object naming the prefix blobbench's.
 //!
 //! A throwaway cluster is built under a temporary name beside the target
 //! and renamed into place once stopped, so an interrupted build never looks
 //! complete. On a store the user runs (`--s3 URL`) blobbench writes only
-//! under its own prefix, replaces (with `--force`) only a prefix that holds
-//! its marker, and deletes what it wrote when the build fails. It never
-//! makes or deletes a bucket there.
+//! under its new prefix; with `--force` it switches the descriptor to it
+//! and only then deletes the replaced dataset's prefix. A build that fails
+//! or is interrupted (Ctrl-C, checked at every blob) deletes what it wrote
+//! and says so; a clean-up that fails is named with the command that
+//! finishes it. It never makes or deletes a bucket there.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::sync_channel;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use super::client::{Client, Store};
-use super::descriptor::{self, prefix_for, Descriptor, LOCAL_BUCKET};
+use super::descriptor::{self, check_bucket, prefix_for, Descriptor, LOCAL_BUCKET};
 use super::reach::{local_store, user_store};
 use super::swift::{self, Cluster};
 use crate::engine::kv;
 use crate::engine::kvtest_db::copy_rows;
 use crate::engine::report::ExportReport;
 use crate::records::S3Params;
+use crate::util::interrupt::stop_requested;
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -31,15 +36,23 @@ use crate::{Error, Result};
 /// both cores of a small machine busy.
 pub const IN_FLIGHT: usize = 8;
 
+/// The most bytes of blobs read from the database and not yet stored: the
+/// export's memory is this (or one blob, if larger) plus the database's
+/// own, whatever the blobs' sizes.
+pub const BYTES_IN_FLIGHT: u64 = 256 << 20;
+
 /// Builds the S3 dataset at `target` from the kvtest database `db`.
 pub fn build(db: &Path, target: &Path, force: bool, s3: &S3Params, progress: &dyn Progress) -> Result<ExportReport> {
     match (&s3.url, &s3.bucket) {
-        (Some(url), Some(bucket)) => build_remote(db, target, force, url, bucket, progress),
+        (Some(url), Some(bucket)) => {
+            check_bucket(bucket)?;
+            build_remote(db, target, force, (url, bucket), s3.multipart_threshold, progress)
+        }
         (Some(_), None) => Err(Error::invalid("--s3 needs --s3-bucket: the bucket to write in")),
         (None, Some(_)) => {
             Err(Error::invalid("--s3-bucket needs --s3 URL (blobbench's own cluster has its own bucket)"))
         }
-        (None, None) => build_local(db, target, force, s3.replicas, progress),
+        (None, None) => build_local(db, target, force, s3, progress),
     }
 }
 
@@ -47,28 +60,37 @@ fn is_dataset(p: &Path) -> bool {
     descriptor::detect(p)
 }
 
-fn build_local(db: &Path, target: &Path, force: bool, replicas: u8, progress: &dyn Progress) -> Result<ExportReport> {
+/// A new export's descriptor: a new id, and the prefix carrying it.
+fn new_descriptor(target: &Path, bucket: &str, endpoint: Option<&str>, replicas: Option<u8>) -> Descriptor {
+    let id = descriptor::new_id();
+    Descriptor {
+        engine: super::KIND,
+        bucket: bucket.into(),
+        prefix: prefix_for(target, &id),
+        id: Some(id),
+        endpoint: endpoint.map(|e| e.trim_end_matches('/').to_string()),
+        replicas,
+    }
+}
+
+fn build_local(db: &Path, target: &Path, force: bool, s3: &S3Params, progress: &dyn Progress) -> Result<ExportReport> {
+    let replicas = s3.replicas;
     if !(1..=3).contains(&replicas) {
         return Err(Error::invalid(format!("--s3-replicas {replicas}: give 1, 2 or 3")));
     }
     let started = Instant::now();
     reap_killed_builds(target)?;
     let staging = kv::stage(super::KIND, target, force, is_dataset)?;
+    let replaced = replaced(target, force);
     std::fs::create_dir(&staging.path).map_err(|e| Error::io(&staging.path, "cannot create", e))?;
     Cluster::init(&staging.path, replicas)?;
-    let desc = Descriptor {
-        engine: super::KIND,
-        bucket: LOCAL_BUCKET.into(),
-        prefix: prefix_for(target),
-        endpoint: None,
-        replicas: Some(replicas),
-    };
+    let desc = new_descriptor(target, LOCAL_BUCKET, None, Some(replicas));
     let filled = {
         // Declared after `staging`, so dropped (stopped) before it is removed.
         let cluster = Cluster::start(&staging.path)?;
         let store = Arc::new(local_store(&cluster.endpoint(), &desc.bucket)?);
         Client::new(store.clone()).create_bucket()?;
-        let filled = fill(&store, &desc, db, progress)?;
+        let filled = fill(&store, &desc, db, s3.multipart_threshold, progress)?;
         cluster.stop()?;
         filled
     };
@@ -77,7 +99,8 @@ fn build_local(db: &Path, target: &Path, force: bool, replicas: u8, progress: &d
         swift::stop_any(target)?;
     }
     staging.finish()?;
-    Ok(filled.report(started))
+    retire(target, replaced)?;
+    Ok(filled.report(started, None))
 }
 
 /// A killed build leaves `.NAME.s3-PID` beside the target (its servers die
@@ -90,79 +113,145 @@ fn reap_killed_builds(target: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The dataset `--force` replaces at `target` whose objects live in a
+/// store the user runs (a throwaway cluster's go with its directory).
+fn replaced(target: &Path, force: bool) -> Option<Descriptor> {
+    force.then(|| Descriptor::read(target).ok()).flatten().filter(|d| !d.local())
+}
+
 fn build_remote(
     db: &Path,
     target: &Path,
     force: bool,
-    url: &str,
-    bucket: &str,
+    (url, bucket): (&str, &str),
+    threshold: u64,
     progress: &dyn Progress,
 ) -> Result<ExportReport> {
     let started = Instant::now();
     let store = Arc::new(user_store(url, bucket)?);
-    let desc = Descriptor {
-        engine: super::KIND,
-        bucket: bucket.into(),
-        prefix: prefix_for(target),
-        endpoint: Some(url.trim_end_matches('/').to_string()),
-        replicas: None,
-    };
+    let desc = new_descriptor(target, bucket, Some(url), None);
     let staging = kv::stage(super::KIND, target, force, is_dataset)?;
-    let client = Client::new(store.clone());
-    if client.any_under(&desc.prefix)? {
-        if client.head(&desc.marker())?.is_none() {
-            return Err(Error::bad_input(
-                &store.label,
-                format!(
-                    "objects under {} are not blobbench's (no {}); refusing to touch them",
-                    desc.prefix,
-                    descriptor::MARKER
-                ),
-            ));
-        }
-        if !force {
-            return Err(Error::bad_input(
-                &store.label,
-                format!("{} holds a blobbench dataset (use --force to replace it)", desc.prefix),
-            ));
-        }
-        remove_prefix(&store, &desc)?;
+    let replaced = replaced(target, force);
+    if Client::new(store.clone()).any_under(&desc.prefix)? {
+        return Err(Error::bad_input(
+            &store.label,
+            format!("{} already holds objects (an id drawn twice); export again for a new one", desc.prefix),
+        ));
     }
-    let filled = match fill(&store, &desc, db, progress) {
-        Ok(f) => f,
-        Err(e) => {
-            let _ = remove_prefix(&store, &desc);
-            return Err(e);
-        }
+    let filled = fill(&store, &desc, db, threshold, progress).map_err(|e| cleaned_up(e, &store, &desc))?;
+    let switched = if replaced.is_some() && target.is_dir() {
+        // The directory holds the descriptor only: switched by a rename.
+        drop(staging);
+        desc.write(target)
+    } else {
+        let stopped = if target.exists() { swift::stop_any(target) } else { Ok(()) };
+        stopped.and_then(|()| {
+            std::fs::create_dir(&staging.path).map_err(|e| Error::io(&staging.path, "cannot create", e))?;
+            desc.write(&staging.path)?;
+            staging.finish()
+        })
     };
-    std::fs::create_dir(&staging.path).map_err(|e| Error::io(&staging.path, "cannot create", e))?;
-    desc.write(&staging.path)?;
-    staging.finish()?;
-    Ok(filled.report(started))
+    switched.map_err(|e| cleaned_up(e, &store, &desc))?;
+    retire(target, replaced)?;
+    Ok(filled.report(started, Some(format!("bucket {bucket} at {}, prefix {}", store.label.display(), desc.prefix))))
 }
 
-/// What a build stored: entries and bytes, and the PUTs the store answered
-/// busy before it took them.
+/// `e`, once the objects a failed build wrote are deleted, saying so; or
+/// naming the command that finishes the clean-up when it failed too.
+fn cleaned_up(e: Error, store: &Arc<Store>, desc: &Descriptor) -> Error {
+    let what = format!("under {} in bucket {}", desc.prefix, desc.bucket);
+    match (remove_prefix(store, &desc.prefix), e) {
+        (Ok(n), Error::Interrupted) => Error::invalid(format!("interrupted: removed the {n} objects written {what}")),
+        (Ok(n), e) => Error::invalid(format!("{e} (removed the {n} objects written {what})")),
+        (Err(rm), e) => {
+            Error::invalid(format!("{e}; removing the objects written {what} failed too ({rm}); {}", finish_with(desc)))
+        }
+    }
+}
+
+/// The command that removes what is left of a prefix.
+pub(super) fn finish_with(desc: &Descriptor) -> String {
+    format!(
+        "finish with: blobbench drop --s3 {} --s3-bucket {} --prefix {}",
+        desc.endpoint.as_deref().unwrap_or("URL"),
+        desc.bucket,
+        desc.prefix
+    )
+}
+
+/// Deletes the objects of the dataset `--force` replaced at `target`,
+/// once the new one is in place.
+fn retire(target: &Path, replaced: Option<Descriptor>) -> Result<()> {
+    let Some(old) = replaced else { return Ok(()) };
+    let removed = user_store(old.endpoint.as_deref().unwrap_or_default(), &old.bucket)
+        .and_then(|store| remove_prefix(&Arc::new(store), &old.prefix));
+    removed.map(drop).map_err(|e| {
+        Error::invalid(format!(
+            "{} holds the new export, but the replaced one's objects under {} were not all removed ({e}); {}",
+            target.display(),
+            old.prefix,
+            finish_with(&old)
+        ))
+    })
+}
+
+/// What a build stored: entries and bytes, the PUTs the store answered
+/// busy before it took them, and the blobs sent in parts.
 struct Filled {
     counts: (u64, u64),
     busy: u64,
+    multipart: u64,
 }
 
 impl Filled {
-    fn report(&self, started: Instant) -> ExportReport {
-        ExportReport { busy_retries: self.busy, ..kv::report(super::KIND, self.counts, started) }
+    fn report(&self, started: Instant, location: Option<String>) -> ExportReport {
+        ExportReport {
+            busy_retries: self.busy,
+            multipart_blobs: self.multipart,
+            location,
+            ..kv::report(super::KIND, self.counts, started)
+        }
+    }
+}
+
+/// Bytes of blobs read and not yet stored, at most [`BYTES_IN_FLIGHT`]
+/// (a larger blob takes it all, alone).
+struct Budget {
+    left: Mutex<u64>,
+    freed: Condvar,
+}
+
+impl Budget {
+    fn new() -> Budget {
+        Budget { left: Mutex::new(BYTES_IN_FLIGHT), freed: Condvar::new() }
+    }
+
+    fn take(&self, bytes: usize) {
+        let want = (bytes as u64).min(BYTES_IN_FLIGHT);
+        let mut left = self.left.lock().unwrap_or_else(|e| e.into_inner());
+        while *left < want {
+            left = self.freed.wait(left).unwrap_or_else(|e| e.into_inner());
+        }
+        *left -= want;
+    }
+
+    fn give(&self, bytes: usize) {
+        *self.left.lock().unwrap_or_else(|e| e.into_inner()) += (bytes as u64).min(BYTES_IN_FLIGHT);
+        self.freed.notify_all();
     }
 }
 
 /// PUTs the marker, then every row of `db` as one object, [`IN_FLIGHT`] at
 /// a time, each tried again while the store answers busy (the build is
-/// not timed).
-fn fill(store: &Arc<Store>, desc: &Descriptor, db: &Path, progress: &dyn Progress) -> Result<Filled> {
+/// not timed). Ctrl-C stops it before the next blob.
+fn fill(store: &Arc<Store>, desc: &Descriptor, db: &Path, threshold: u64, progress: &dyn Progress) -> Result<Filled> {
     let marker = serde_json::to_vec(desc).map_err(|e| Error::invalid(format!("cannot encode the marker: {e}")))?;
     let busy = AtomicU64::new(Client::new(store.clone()).put_patiently(&desc.marker(), &marker)?);
-    let (tx, rx) = sync_channel::<(u32, Vec<u8>)>(IN_FLIGHT * 2);
+    let multipart = AtomicU64::new(0);
+    let (tx, rx) = sync_channel::<(u32, Vec<u8>)>(IN_FLIGHT);
     let rx = Mutex::new(rx);
     let failures = Failures::default();
+    let budget = Budget::new();
     std::thread::scope(|scope| {
         for _ in 0..IN_FLIGHT {
             scope.spawn(|| {
@@ -171,27 +260,41 @@ fn fill(store: &Arc<Store>, desc: &Descriptor, db: &Path, progress: &dyn Progres
                 loop {
                     let job = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
                     let Ok((key, value)) = job else { return };
-                    if failures.any() {
-                        continue; // drain what was queued: the build has failed
-                    }
-                    desc.key_into(key, &mut name);
-                    match client.put_patiently(&name, &value) {
-                        Ok(n) => _ = busy.fetch_add(n, Ordering::Relaxed),
-                        Err(e) => failures.add(e),
-                    }
+                    if !failures.any() && !stop_requested() {
+                        desc.key_into(key, &mut name);
+                        match client.put_sized_patiently(&name, &value, threshold) {
+                            Ok(n) => _ = busy.fetch_add(n, Ordering::Relaxed),
+                            Err(e) => failures.add(e),
+                        }
+                        if super::multipart::in_parts(value.len(), threshold) {
+                            multipart.fetch_add(1, Ordering::Relaxed);
+                        }
+                    } // else drain what was queued: the build has failed or stops
+                    budget.give(value.len());
                 }
             });
         }
         let sent = copy_rows(db, progress, &mut |key, value| {
+            if stop_requested() {
+                return Err(Error::Interrupted);
+            }
             if failures.any() {
                 return Err(Error::invalid("a PUT failed"));
             }
+            budget.take(value.len());
             tx.send((key, value.to_vec())).map_err(|_| Error::invalid("the uploads stopped"))
         });
         drop(tx);
         sent
     })
-    .and_then(|counts| failures.check().map(|_| Filled { counts, busy: busy.into_inner() }))
+    .and_then(|counts| {
+        let stopped = if stop_requested() { Err(Error::Interrupted) } else { Ok(()) };
+        failures.check().and(stopped).map(|()| Filled {
+            counts,
+            busy: busy.into_inner(),
+            multipart: multipart.into_inner(),
+        })
+    })
     .map_err(|e| failures.first().unwrap_or(e))
 }
 
@@ -227,15 +330,17 @@ impl Failures {
     }
 }
 
-/// Deletes every object under the dataset's prefix (its blobs, then its
-/// marker), [`IN_FLIGHT`] at a time.
-pub fn remove_prefix(store: &Arc<Store>, desc: &Descriptor) -> Result<u64> {
+/// Deletes every object under `prefix` (the blobs, then the marker, so a
+/// removal cut short can be finished: the prefix still says it is
+/// blobbench's), [`IN_FLIGHT`] at a time; how many there were.
+pub fn remove_prefix(store: &Arc<Store>, prefix: &str) -> Result<u64> {
     let mut keys = Vec::new();
-    Client::new(store.clone()).list(&desc.prefix, &mut |object, _| {
+    Client::new(store.clone()).list(prefix, &mut |object, _| {
         keys.push(object.to_string());
         Ok(())
     })?;
-    let marker = desc.marker();
+    let marker = format!("{prefix}{}", descriptor::MARKER);
+    let listed = keys.len() as u64;
     keys.retain(|k| *k != marker);
     let next = AtomicU64::new(0);
     let failures = Failures::default();
@@ -254,5 +359,5 @@ pub fn remove_prefix(store: &Arc<Store>, desc: &Descriptor) -> Result<u64> {
     });
     failures.check()?;
     Client::new(store.clone()).delete_patiently(&marker)?;
-    Ok(keys.len() as u64)
+    Ok(listed)
 }

@@ -28,11 +28,11 @@ use crate::{Error, Result};
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long a server may take to answer a request it has received: a
 /// CPU-bound Swift beside a build answers in seconds, not minutes.
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
+pub(super) const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
 /// The pauses before each new try of a request the store answered busy,
 /// when building or removing a dataset (never in a timed loop): about 30 s
 /// in all, as S3 clients back off from 503 SlowDown.
-const BUSY_PAUSES: [Duration; 6] = [
+pub(super) const BUSY_PAUSES: [Duration; 6] = [
     Duration::from_millis(500),
     Duration::from_secs(1),
     Duration::from_secs(2),
@@ -49,12 +49,12 @@ fn is_busy(status: u16) -> bool {
 }
 
 /// How long a signed URL stays valid (it is used at once).
-const SIGNED_FOR: Duration = Duration::from_secs(3600);
+pub(super) const SIGNED_FOR: Duration = Duration::from_secs(3600);
 
 /// Where the objects are and who asks: endpoint, bucket, credentials.
 pub struct Store {
-    bucket: Bucket,
-    credentials: Credentials,
+    pub(super) bucket: Bucket,
+    pub(super) credentials: Credentials,
     /// What errors name: the endpoint and bucket (never a credential).
     pub label: PathBuf,
     /// Whether the endpoint is blobbench's own throwaway cluster (its
@@ -101,15 +101,15 @@ pub fn parse_endpoint(endpoint: &str) -> Result<url::Url> {
 
 /// One connection's requests (its own keep-alive pool of `in_flight`).
 pub struct Client {
-    agent: ureq::Agent,
-    store: Arc<Store>,
+    pub(super) agent: ureq::Agent,
+    pub(super) store: Arc<Store>,
 }
 
 /// A request's method and what it is about, for error messages.
 #[derive(Clone, Copy)]
-struct Call<'a> {
-    op: &'static str,
-    key: &'a str,
+pub(super) struct Call<'a> {
+    pub op: &'static str,
+    pub key: &'a str,
 }
 
 impl Client {
@@ -159,7 +159,18 @@ impl Client {
         let mut n = 0;
         loop {
             if n == buf.len() {
-                buf.resize(buf.len().max(4096) * 2, 0);
+                // Full: a body that fits exactly ends here, so only a
+                // longer one (no or a wrong length) grows the buffer.
+                let mut one = [0u8; 1];
+                match reader.read(&mut one) {
+                    Ok(0) => break,
+                    Ok(_) => {
+                        buf.resize(buf.len().max(4096) * 2, 0);
+                        buf[n] = one[0];
+                        n += 1;
+                    }
+                    Err(e) => return Err(self.failed(call, &format!("the body broke off: {e}"))),
+                }
             }
             match reader.read(&mut buf[n..]) {
                 Ok(0) => break,
@@ -227,7 +238,7 @@ impl Client {
     }
 
     /// A bodiless answer: Ok(None) on success, Ok(Some(error)) when busy.
-    fn answer(&self, call: Call, resp: &mut ureq::http::Response<ureq::Body>) -> Result<Option<Error>> {
+    pub(super) fn answer(&self, call: Call, resp: &mut ureq::http::Response<ureq::Body>) -> Result<Option<Error>> {
         let busy = is_busy(resp.status().as_u16());
         match self.check(call, resp) {
             Ok(()) => {
@@ -277,7 +288,7 @@ impl Client {
         }
     }
 
-    fn list_page(
+    pub(super) fn list_page(
         &self,
         prefix: &str,
         token: Option<&str>,
@@ -301,7 +312,7 @@ impl Client {
     }
 
     /// Turns a non-2xx answer into an error naming its status and S3 code.
-    fn check(&self, call: Call, resp: &mut ureq::http::Response<ureq::Body>) -> Result<()> {
+    pub(super) fn check(&self, call: Call, resp: &mut ureq::http::Response<ureq::Body>) -> Result<()> {
         let status = resp.status();
         if status.is_success() {
             return Ok(());
@@ -343,13 +354,13 @@ impl Client {
         Error::bad_input(&s.label, why)
     }
 
-    fn failed(&self, call: Call, why: &str) -> Error {
+    pub(super) fn failed(&self, call: Call, why: &str) -> Error {
         Error::bad_input(&self.store.label, format!("{} {} failed: {why}", call.op, call.key))
     }
 
     /// A request that got no answer: the endpoint refused, was unreachable
     /// or went silent.
-    fn transport(&self, call: Call, e: ureq::Error, answer: Duration) -> Error {
+    pub(super) fn transport(&self, call: Call, e: ureq::Error, answer: Duration) -> Error {
         let host = self.store.bucket.base_url().host_str().unwrap_or("?").to_string();
         let port = self.store.bucket.base_url().port_or_known_default().unwrap_or(0);
         let why = match &e {
@@ -372,7 +383,7 @@ impl Client {
 
 /// Runs `once` until it is not busy, pausing `pauses` between tries; how
 /// many tries were busy. The last busy answer is the error.
-fn patiently(pauses: &[Duration], mut once: impl FnMut() -> Result<Option<Error>>) -> Result<u64> {
+pub(super) fn patiently(pauses: &[Duration], mut once: impl FnMut() -> Result<Option<Error>>) -> Result<u64> {
     let mut busy = 0;
     loop {
         match once()? {
@@ -400,12 +411,12 @@ fn still_busy(e: Error, pauses: &[Duration]) -> Error {
 
 /// Reads what is left of a small answer, so its connection goes back to
 /// the pool.
-fn drain(resp: &mut ureq::http::Response<ureq::Body>) {
+pub(super) fn drain(resp: &mut ureq::http::Response<ureq::Body>) {
     let _ = std::io::copy(&mut resp.body_mut().as_reader(), &mut std::io::sink());
 }
 
 /// An error answer's text (S3 errors are a few hundred bytes of XML).
-fn read_text(resp: &mut ureq::http::Response<ureq::Body>) -> String {
+pub(super) fn read_text(resp: &mut ureq::http::Response<ureq::Body>) -> String {
     let mut text = String::new();
     let _ = resp.body_mut().as_reader().take(1 << 20).read_to_string(&mut text);
     text

@@ -2,6 +2,12 @@
 //! says: the bucket, the key prefix, and the endpoint of a store the user
 //! runs (none: blobbench's throwaway Swift cluster beside it). Never a
 //! credential.
+//!
+//! Each export makes a new id, and its prefix carries it
+//! (`blobbench/<DIR's name>-<8 hex>/`): two datasets of one name, on one
+//! bucket or exported at once, never share a key, so one is never refused,
+//! replaced or deleted for the other. A descriptor written before ids
+//! (no `id`) is read as it was: its prefix is the one it names.
 
 use std::path::Path;
 
@@ -26,6 +32,10 @@ pub struct Descriptor {
     pub bucket: String,
     /// Every blob's key starts with it (and ends with the key, 10 digits).
     pub prefix: String,
+    /// The export's id, the prefix's last part (None: a dataset exported
+    /// before ids, whose prefix is DIR's name alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     /// A store the user runs (`--s3 URL`); None: the throwaway Swift
     /// cluster in the directory's `swift/`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -41,7 +51,8 @@ impl Descriptor {
         let text = std::fs::read_to_string(&file).map_err(|e| Error::io(&file, "cannot read", e))?;
         let d: Descriptor = serde_json::from_str(&text)
             .map_err(|e| Error::bad_input(&file, format!("is not a blobbench S3 descriptor: {e}")))?;
-        if d.engine != super::KIND || !plain_prefix(&d.prefix) || d.bucket.is_empty() {
+        let id_ok = d.id.as_deref().is_none_or(|id| valid_id(id) && d.prefix.ends_with(&format!("-{id}/")));
+        if d.engine != super::KIND || !plain_prefix(&d.prefix) || d.bucket.is_empty() || !id_ok {
             return Err(Error::bad_input(&file, "is not a blobbench S3 descriptor"));
         }
         Ok(d)
@@ -86,16 +97,61 @@ pub(crate) fn detect(dir: &Path) -> bool {
     Descriptor::read(dir).is_ok()
 }
 
-/// The prefix a dataset built at `target` writes under: `blobbench/` and
-/// the target's name, lower-cased, other characters as `-`, then `/`.
-pub fn prefix_for(target: &Path) -> String {
+/// Where every dataset's prefix starts.
+pub const ROOT: &str = "blobbench/";
+
+/// A new export's id: 8 random hex digits (32 bits: two exports of one
+/// name collide about once in 4 billion, and the build refuses a prefix
+/// that already holds anything).
+pub fn new_id() -> String {
+    format!("{:08x}", rand::random::<u32>())
+}
+
+fn valid_id(id: &str) -> bool {
+    id.len() == 8 && id.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+}
+
+/// The prefix of the export `id` of a dataset built at `target`:
+/// `blobbench/`, the target's name (lower-cased, other characters as `-`),
+/// `-`, the id, `/`.
+pub fn prefix_for(target: &Path, id: &str) -> String {
     let stem = target.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
     let mut clean: String = stem.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' }).collect();
     clean.truncate(100);
     if clean.is_empty() {
         clean.push_str("dataset");
     }
-    format!("blobbench/{clean}/")
+    format!("{ROOT}{clean}-{id}/")
+}
+
+/// A bucket name S3 accepts (3 to 63 lower-case letters, digits, `-` and
+/// `.`, starting and ending with a letter or digit, not an IP address),
+/// checked before any request so a refused name is one line naming the
+/// rule rather than a store's 400.
+pub fn check_bucket(name: &str) -> Result<()> {
+    let bad = |why: &str| Err(Error::invalid(format!("--s3-bucket {name}: {why}")));
+    if !(3..=63).contains(&name.len()) {
+        return bad("a bucket name has 3 to 63 characters");
+    }
+    if !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'.')) {
+        return bad("a bucket name has only lower-case letters, digits, '-' and '.'");
+    }
+    let edge = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    if !edge(name.as_bytes()[0]) || !edge(name.as_bytes()[name.len() - 1]) || name.contains("..") {
+        return bad("a bucket name starts and ends with a letter or digit, with no '..'");
+    }
+    if name.parse::<std::net::Ipv4Addr>().is_ok() {
+        return bad("a bucket name is not an IP address");
+    }
+    Ok(())
+}
+
+/// Whether `prefix` is one blobbench could have written: `blobbench/`, one
+/// name, `/` (what `drop --prefix` accepts, marker aside).
+pub fn is_dataset_prefix(prefix: &str) -> bool {
+    prefix.strip_prefix(ROOT).and_then(|rest| rest.strip_suffix('/')).is_some_and(|name| {
+        !name.is_empty() && !name.contains('/') && name != "." && name != ".." && plain_prefix(prefix)
+    })
 }
 
 /// Letters, digits, `-`, `_`, `.` and `/`, ending in `/`: a prefix no
@@ -115,19 +171,52 @@ mod tests {
         let d = Descriptor {
             engine: super::super::KIND,
             bucket: "b".into(),
-            prefix: prefix_for(Path::new("/x/My Data.s3")),
+            prefix: prefix_for(Path::new("/x/My Data.s3"), "0a1b2c3d"),
+            id: Some("0a1b2c3d".into()),
             endpoint: None,
             replicas: Some(3),
         };
-        assert_eq!(d.prefix, "blobbench/my-data-s3/");
+        assert_eq!(d.prefix, "blobbench/my-data-s3-0a1b2c3d/");
         assert!(plain_prefix(&d.prefix));
         let mut name = String::new();
         d.key_into(42, &mut name);
-        assert_eq!(name, "blobbench/my-data-s3/0000000042");
+        assert_eq!(name, "blobbench/my-data-s3-0a1b2c3d/0000000042");
         assert_eq!(d.key_of(&name), Some(42));
         assert_eq!(d.key_of(&d.marker()), None);
         assert_eq!(d.key_of("blobbench/other/0000000042"), None);
-        assert_eq!(prefix_for(Path::new("/")), "blobbench/dataset/");
+        assert_eq!(prefix_for(Path::new("/"), "00000000"), "blobbench/dataset-00000000/");
+    }
+
+    #[test]
+    fn same_named_datasets_get_prefixes_of_their_own() {
+        let (a, b) = (new_id(), new_id());
+        assert!(valid_id(&a) && valid_id(&b) && a != b, "{a} {b}");
+        let (pa, pb) = (prefix_for(Path::new("/a/w.s3"), &a), prefix_for(Path::new("/b/w.s3"), &b));
+        assert_ne!(pa, pb);
+        assert!(!pa.starts_with(&pb) && !pb.starts_with(&pa), "neither prefix holds the other's keys");
+        assert!(is_dataset_prefix(&pa) && is_dataset_prefix("blobbench/w-s3/"));
+        for not in ["blobbench/", "blobbench/a/b/", "other/w/", "blobbench/w", "blobbench/../"] {
+            assert!(!is_dataset_prefix(not), "{not}");
+        }
+    }
+
+    #[test]
+    fn bucket_names_s3_refuses_are_refused_before_any_request() {
+        for ok in ["abc", "users-bucket", "my.bucket.1", "a".repeat(63).as_str()] {
+            assert!(check_bucket(ok).is_ok(), "{ok}");
+        }
+        for (bad, why) in [
+            ("ab", "3 to 63"),
+            ("a".repeat(64).as_str(), "3 to 63"),
+            ("Upper", "lower-case"),
+            ("under_score", "lower-case"),
+            ("-dash", "starts and ends"),
+            ("a..b", "no '..'"),
+            ("192.168.1.1", "IP address"),
+        ] {
+            let e = check_bucket(bad).unwrap_err().to_string();
+            assert!(e.contains(why) && e.starts_with(&format!("--s3-bucket {bad}:")), "{bad}: {e}");
+        }
     }
 
     #[test]
@@ -136,13 +225,22 @@ mod tests {
         let d = Descriptor {
             engine: super::super::KIND,
             bucket: "b".into(),
-            prefix: "blobbench/x/".into(),
+            prefix: "blobbench/x-0000abcd/".into(),
+            id: Some("0000abcd".into()),
             endpoint: Some("http://h:9000".into()),
             replicas: None,
         };
         d.write(dir.path()).unwrap();
         assert_eq!(Descriptor::read(dir.path()).unwrap(), d);
         assert!(detect(dir.path()));
+        // Written before ids: read as it was, its prefix as named.
+        std::fs::write(dir.path().join(DESCRIPTOR), r#"{"engine":"s3","bucket":"b","prefix":"blobbench/x/"}"#).unwrap();
+        let old = Descriptor::read(dir.path()).unwrap();
+        assert_eq!((old.prefix.as_str(), old.id), ("blobbench/x/", None));
+        // An id the prefix does not end with is not ours.
+        let wrong = r#"{"engine":"s3","bucket":"b","prefix":"blobbench/x/","id":"0000abcd"}"#;
+        std::fs::write(dir.path().join(DESCRIPTOR), wrong).unwrap();
+        assert!(Descriptor::read(dir.path()).is_err());
         std::fs::write(dir.path().join(DESCRIPTOR), r#"{"engine":"s3","bucket":"b","prefix":"../x"}"#).unwrap();
         assert!(Descriptor::read(dir.path()).unwrap_err().to_string().contains("not a blobbench S3 descriptor"));
     }

@@ -19,18 +19,23 @@
 
 mod build;
 mod client;
+mod datasets;
 mod descriptor;
+mod multipart;
 mod reach;
 mod session;
 mod stat;
 pub mod swift;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-pub use build::IN_FLIGHT;
+pub use build::{BYTES_IN_FLIGHT, IN_FLIGHT};
 pub use client::{parse_endpoint, CONNECT_TIMEOUT};
-pub use descriptor::{prefix_for, Descriptor, DESCRIPTOR};
+pub use datasets::{drop_command, drop_dataset, drop_prefix, list_datasets, Dropped, StoreDataset};
+pub use descriptor::{check_bucket, prefix_for, Descriptor, DESCRIPTOR};
+pub use multipart::PART_SIZE;
 
 use reach::Reach;
 
@@ -130,7 +135,9 @@ pub struct S3Engine {
     /// A run's `--s3`, checked against the descriptor's endpoint.
     url: Option<String>,
     reach: Mutex<Option<Arc<Reach>>>,
-    sizes: Arc<KnownSizes>,
+    sizes: Arc<KnownSizes<u64>>,
+    /// Blobs of this size or more are PUT in parts (`--s3-multipart-threshold`).
+    multipart_threshold: u64,
     info: Mutex<Option<ServerInfo>>,
     /// Clients (keep-alive connections) kept open by read sessions.
     idle: Idle<client::Client>,
@@ -143,6 +150,7 @@ impl S3Engine {
             url: settings.s3.url.clone(),
             reach: Mutex::new(None),
             sizes: Arc::default(),
+            multipart_threshold: settings.s3.multipart_threshold,
             info: Mutex::new(None),
             idle: Idle::new(),
         }
@@ -184,8 +192,12 @@ impl Engine for S3Engine {
             )
         })?;
         let blob_max = if for_writes { sizes.values().copied().max().unwrap_or(0) } else { 0 };
+        let blob_max = u32::try_from(blob_max).map_err(|_| {
+            Error::bad_input(&self.path, "holds a blob over 4 GB: writes are measured on blobs under 4 GB")
+        })?;
+        let info = server_info(&reach, &sizes, self.multipart_threshold);
         self.sizes.set(sizes);
-        *self.info.lock().unwrap_or_else(|e| e.into_inner()) = Some(server_info(&reach));
+        *self.info.lock().unwrap_or_else(|e| e.into_inner()) = Some(info);
         Ok(Survey { max_key: Some(max_key), blob_max })
     }
 
@@ -196,7 +208,8 @@ impl Engine for S3Engine {
             self.list(&reach)?;
         }
         let client = self.idle.lease(mode.keep, || Ok(reach.client()))?;
-        Ok(Box::new(session::S3Session::open(client, reach, self.sizes.clone(), mode)?))
+        let sizes = self.sizes.clone();
+        Ok(Box::new(session::S3Session::open(client, reach, sizes, self.multipart_threshold, mode)?))
     }
 
     /// The throwaway cluster's files (a remote store's are not ours to
@@ -244,10 +257,20 @@ impl Engine for S3Engine {
     }
 }
 
-/// What a run records about the store.
-fn server_info(reach: &Reach) -> ServerInfo {
+/// What a run records about the store, and how its blobs are PUT: one
+/// PUT each, or a multipart upload for those at or above the threshold.
+fn server_info(reach: &Reach, sizes: &HashMap<u32, u64>, threshold: u64) -> ServerInfo {
     let setting = |name: &str, value: String| ServerSetting { name: name.into(), value };
-    let mut settings = Vec::new();
+    let large = sizes.values().filter(|&&s| s >= threshold).count();
+    let put = match large {
+        0 => format!("one PUT per blob (every blob under the multipart threshold, {threshold} bytes)"),
+        n => format!(
+            "multipart upload for {n} of {} blobs (at or above {threshold} bytes, parts of {} bytes), one PUT for the rest",
+            sizes.len(),
+            multipart::PART_SIZE
+        ),
+    };
+    let mut settings = vec![setting("put", put)];
     let (product, place) = match reach.cluster() {
         Some(cluster) => {
             settings.push(setting("replicas", reach.desc.replicas.unwrap_or(1).to_string()));

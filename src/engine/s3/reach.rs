@@ -64,12 +64,10 @@ impl Reach {
 
     /// Every blob of the dataset and its size, by listing its prefix
     /// (anything else under it, such as the marker, is skipped).
-    pub fn list_blobs(&self, client: &Client) -> Result<HashMap<u32, u32>> {
+    pub fn list_blobs(&self, client: &Client) -> Result<HashMap<u32, u64>> {
         let mut sizes = HashMap::new();
         client.list(&self.desc.prefix, &mut |object, size| {
             if let Some(key) = self.desc.key_of(object) {
-                let size = u32::try_from(size)
-                    .map_err(|_| Error::bad_input(&self.store.label, format!("object {object} is over 4 GB")))?;
                 sizes.insert(key, size);
             }
             Ok(())

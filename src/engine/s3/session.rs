@@ -6,6 +6,8 @@
 //! - **overwrite** (same size): one PUT of as many bytes as the blob has,
 //!   its size known from the listing made before the runs (an application
 //!   knows what it stores), so no HEAD first;
+//!   A blob at or above the multipart threshold is PUT by a multipart
+//!   upload instead (see [`super::multipart`]), in overwrites and puts;
 //! - **put**: one PUT; **delete**: one DELETE (S3 answers the same whether
 //!   or not the object was there; the listing's sizes say whether it was);
 //! - **commit**: nothing: a PUT that returned is stored (Swift's object
@@ -31,7 +33,9 @@ pub(super) struct S3Session {
     /// back to: a long-running application keeps its connections open.
     lease: Lease<Client>,
     reach: Arc<Reach>,
-    sizes: Arc<KnownSizes>,
+    sizes: Arc<KnownSizes<u64>>,
+    /// Blobs of this size or more are PUT in parts.
+    multipart_threshold: u64,
     write: bool,
     /// Reads ask for the newest replica ([`OpenMode::newest`]).
     newest: bool,
@@ -47,12 +51,13 @@ impl S3Session {
     pub fn open(
         (client, lease): (Client, Lease<Client>),
         reach: Arc<Reach>,
-        sizes: Arc<KnownSizes>,
+        sizes: Arc<KnownSizes<u64>>,
+        multipart_threshold: u64,
         mode: OpenMode,
     ) -> Result<S3Session> {
         let probe = reach.desc.marker();
         let (write, newest, name, buf) = (mode.write, mode.newest, String::new(), Vec::new());
-        let mut s = S3Session { client, lease, reach, sizes, write, newest, name, probe, buf };
+        let mut s = S3Session { client, lease, reach, sizes, multipart_threshold, write, newest, name, probe, buf };
         s.round_trip()?;
         Ok(s)
     }
@@ -76,18 +81,18 @@ impl Session for S3Session {
     fn overwrite(&mut self, key: u32, content: &[u8]) -> Result<u64> {
         self.check_write()?;
         let Some(len) = self.sizes.get(key) else { return Ok(0) };
-        let value = take(content, len as usize, key)?;
+        let len = usize::try_from(len).map_err(|_| Error::invalid(format!("blob {key} is too large to hold")))?;
+        let value = take(content, len, key)?;
         self.reach.desc.key_into(key, &mut self.name);
-        self.client.put(&self.name, value)?;
-        Ok(u64::from(len))
+        self.client.put_sized(&self.name, value, self.multipart_threshold)?;
+        Ok(len as u64)
     }
 
     fn put(&mut self, key: u32, content: &[u8]) -> Result<()> {
         self.check_write()?;
-        let len = u32::try_from(content.len()).map_err(|_| Error::invalid(format!("blob {key} is over 4 GB")))?;
         self.reach.desc.key_into(key, &mut self.name);
-        self.client.put(&self.name, content)?;
-        self.sizes.insert(key, len);
+        self.client.put_sized(&self.name, content, self.multipart_threshold)?;
+        self.sizes.insert(key, content.len() as u64);
         Ok(())
     }
 

@@ -14,7 +14,7 @@ pub fn stat(dir: &Path, url: Option<&str>) -> Result<ServerStat> {
     let reach = Reach::for_dataset(dir, url)?;
     let client = reach.client();
     let sizes = reach.list_blobs(&client)?;
-    let content: u64 = sizes.values().map(|&s| u64::from(s)).sum();
+    let content: u64 = sizes.values().sum();
     let local = match reach.cluster() {
         Some(cluster) => {
             let (_, allocated_bytes) = crate::engine::kv::usage(&cluster.devices())?;
@@ -32,8 +32,8 @@ pub fn stat(dir: &Path, url: Option<&str>) -> Result<ServerStat> {
         engine: super::KIND,
         blobs_in: blobs_in(&reach),
         entries: sizes.len() as u64,
-        min_size: sizes.values().copied().min().map_or(0, u64::from),
-        max_size: sizes.values().copied().max().map_or(0, u64::from),
+        min_size: sizes.values().copied().min().unwrap_or(0),
+        max_size: sizes.values().copied().max().unwrap_or(0),
         content_bytes: content,
         sizes: vec![SizeLine {
             name: "Listed bytes".into(),
