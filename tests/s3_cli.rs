@@ -258,7 +258,7 @@ fn a_store_you_run_keeps_its_bucket_and_bad_endpoints_are_one_line() {
     assert!(err.contains("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"), "{err}");
     let export_to = |url: &str| {
         let x = dir.path().join("x");
-        user.command(&["export", "--engine", "s3", s(&db), s(&x), "--s3", url, "--s3-bucket", "b"])
+        user.command(&["export", "--engine", "s3", s(&db), s(&x), "--s3", url, "--s3-bucket", "bkt"])
     };
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let err = quick_error(&mut export_to(&format!("http://127.0.0.1:{closed}")));
@@ -398,15 +398,22 @@ fn large_blobs_export_in_bounded_memory_and_read_back_whole() {
     let (db, t) = (dir.path().join("kv.db"), dir.path().join("big.s3"));
     kvtest_db(&db, 12, 40_000_000);
     let args = ["export", "--engine", "s3", "--s3-replicas", "1", "--s3-multipart-threshold", "16M", s(&db), s(&t)];
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("blobbench"))
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("blobbench"))
         .args(args)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
     let (status, peak_kib) = wait_with_peak_rss(child.id() as i32);
-    assert!(status == 0, "the export failed");
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut out).unwrap();
+    assert!(status == 0, "the export failed: {out}");
+    eprintln!("export of 12 x 40 MB: peak RSS {peak_kib} KiB");
     assert!(peak_kib < 1 << 20, "peak RSS {peak_kib} KiB: over 1 GB");
-    let mut e = blobbench::engine::open(&t, &Default::default()).unwrap();
+    assert!(out.contains("12 blobs at or above the multipart threshold went up by multipart upload"), "{out}");
+    let s3 = blobbench::records::S3Params { multipart_threshold: 16_000_000, ..Default::default() };
+    let settings = blobbench::records::EngineSettings { s3, ..Default::default() };
+    let mut e = blobbench::engine::open(&t, &settings).unwrap();
     e.survey(false).unwrap();
     let info = e.server_info().unwrap();
     assert!(info.setting("put").unwrap().starts_with("multipart upload for 12 of 12 blobs"), "{info:?}");
