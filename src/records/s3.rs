@@ -1,8 +1,24 @@
-//! The S3 engine's settings: where its objects go.
+//! The S3 engine's settings: where its objects go and how they are reached.
+
+use std::path::PathBuf;
 
 /// Replicas of blobbench's throwaway Swift cluster unless `--s3-replicas`
 /// says otherwise: Swift's default policy, and what a real cluster keeps.
 pub const DEFAULT_REPLICAS: u8 = 3;
+
+/// How a bucket is named in a request's URL (`--s3-addressing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Addressing {
+    /// As the AWS CLI chooses: the bucket in the host name when it can be
+    /// one (a DNS-compatible bucket on an endpoint named by a host name,
+    /// not an IP address, with no path); in the path otherwise.
+    #[default]
+    Auto,
+    /// `https://BUCKET.host/key`.
+    Virtual,
+    /// `https://host/BUCKET/key`.
+    Path,
+}
 
 /// The S3 engine's own settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,10 +31,14 @@ pub struct S3Params {
     /// The throwaway cluster's replicas, one device directory each (export
     /// only).
     pub replicas: u8,
+    /// A PEM bundle of CAs trusted beside the system's (`--s3-ca`).
+    pub ca: Option<PathBuf>,
+    /// How the bucket is addressed on a store the user runs.
+    pub addressing: Addressing,
 }
 
 impl Default for S3Params {
     fn default() -> Self {
-        S3Params { url: None, bucket: None, replicas: DEFAULT_REPLICAS }
+        S3Params { url: None, bucket: None, replicas: DEFAULT_REPLICAS, ca: None, addressing: Addressing::Auto }
     }
 }

@@ -34,7 +34,7 @@ pub const IN_FLIGHT: usize = 8;
 /// Builds the S3 dataset at `target` from the kvtest database `db`.
 pub fn build(db: &Path, target: &Path, force: bool, s3: &S3Params, progress: &dyn Progress) -> Result<ExportReport> {
     match (&s3.url, &s3.bucket) {
-        (Some(url), Some(bucket)) => build_remote(db, target, force, url, bucket, progress),
+        (Some(url), Some(bucket)) => build_remote(db, target, force, (url, bucket, s3), progress),
         (Some(_), None) => Err(Error::invalid("--s3 needs --s3-bucket: the bucket to write in")),
         (None, Some(_)) => {
             Err(Error::invalid("--s3-bucket needs --s3 URL (blobbench's own cluster has its own bucket)"))
@@ -94,12 +94,11 @@ fn build_remote(
     db: &Path,
     target: &Path,
     force: bool,
-    url: &str,
-    bucket: &str,
+    (url, bucket, s3): (&str, &str, &S3Params),
     progress: &dyn Progress,
 ) -> Result<ExportReport> {
     let started = Instant::now();
-    let store = Arc::new(user_store(url, bucket)?);
+    let store = Arc::new(user_store(url, bucket, s3)?);
     let desc = Descriptor {
         engine: super::KIND,
         bucket: bucket.into(),

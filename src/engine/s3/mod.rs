@@ -20,7 +20,9 @@
 mod build;
 mod client;
 mod descriptor;
+mod net;
 mod reach;
+mod refusal;
 mod session;
 mod stat;
 pub mod swift;
@@ -29,8 +31,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 pub use build::IN_FLIGHT;
-pub use client::{parse_endpoint, CONNECT_TIMEOUT};
+pub use client::parse_endpoint;
 pub use descriptor::{prefix_for, Descriptor, DESCRIPTOR};
+pub use net::{proxy_for, read_ca, CONNECT_TIMEOUT, STALL_ENV, STALL_TIMEOUT};
 
 use reach::Reach;
 
@@ -39,7 +42,7 @@ use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, 
 use crate::engine::keep::Idle;
 use crate::engine::report::{ExportReport, StatReport};
 use crate::engine::sizes::KnownSizes;
-use crate::records::{EngineKind, EngineSettings, ServerInfo, ServerPlace, ServerSetting};
+use crate::records::{EngineKind, EngineSettings, S3Params, ServerInfo, ServerPlace, ServerSetting};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -77,7 +80,7 @@ impl Backend for S3Backend {
         if vacuum {
             return Err(Error::invalid("--vacuum applies to SQLite databases only"));
         }
-        stat::stat(path, settings.s3.url.as_deref()).map(StatReport::Server)
+        stat::stat(path, &settings.s3).map(StatReport::Server)
     }
 
     /// The throwaway cluster's device directories (every replica, and the
@@ -108,7 +111,7 @@ impl Backend for S3Backend {
     /// the user runs needs its endpoint and the environment's credentials.
     fn preflight(&self, settings: &EngineSettings, _target: Option<&Path>) -> Result<()> {
         match &settings.s3.url {
-            Some(url) => reach::user_store(url, settings.s3.bucket.as_deref().unwrap_or("-")).map(drop),
+            Some(url) => reach::user_store(url, settings.s3.bucket.as_deref().unwrap_or("-"), &settings.s3).map(drop),
             None => swift::check_installed(),
         }
     }
@@ -127,8 +130,9 @@ const CRASH_MODES: [CrashMode; 1] = [CrashMode::new(
 /// cluster started) in `survey` and let go when the engine is dropped.
 pub struct S3Engine {
     path: PathBuf,
-    /// A run's `--s3`, checked against the descriptor's endpoint.
-    url: Option<String>,
+    /// A run's `--s3` (checked against the descriptor's endpoint), CA file
+    /// and addressing.
+    s3: S3Params,
     reach: Mutex<Option<Arc<Reach>>>,
     sizes: Arc<KnownSizes>,
     info: Mutex<Option<ServerInfo>>,
@@ -140,7 +144,7 @@ impl S3Engine {
     pub fn new(path: &Path, settings: &EngineSettings) -> Self {
         S3Engine {
             path: path.to_path_buf(),
-            url: settings.s3.url.clone(),
+            s3: settings.s3.clone(),
             reach: Mutex::new(None),
             sizes: Arc::default(),
             info: Mutex::new(None),
@@ -153,7 +157,7 @@ impl S3Engine {
         if let Some(r) = slot.as_ref() {
             return Ok(r.clone());
         }
-        let r = Arc::new(Reach::for_dataset(&self.path, self.url.as_deref())?);
+        let r = Arc::new(Reach::for_dataset(&self.path, &self.s3)?);
         *slot = Some(r.clone());
         Ok(r)
     }
@@ -256,6 +260,7 @@ fn server_info(reach: &Reach) -> ServerInfo {
         }
         None => {
             settings.push(setting("endpoint", reach.desc.endpoint.clone().unwrap_or_default()));
+            settings.push(setting("proxy", reach.store.net.proxy_label()));
             ("S3".to_string(), ServerPlace::Remote)
         }
     };
