@@ -428,6 +428,10 @@ fn engine_cases() -> Vec<Case> {
         case("drop: an lmdb dataset", lmdb, &["drop", "@t"], Fail("drop removes only those, so nothing was removed")),
         case("drop: an s3 dataset whose store cannot be reached", s3_unreachable, &["drop", "@t"], Fail("AWS_ACCESS_KEY_ID")),
         case("drop: a prefix that is not a dataset's", dir, &["drop", "--prefix", "blobbench/", "--s3", "http://127.0.0.1:1", "--s3-bucket", "bkt"], Fail("not a blobbench dataset's prefix")),
+        case("export: s3 CA file missing", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "https://127.0.0.1:1", "--s3-bucket", "bkt", "--s3-ca", "@none.pem"], Fail("--s3-ca: cannot read")),
+        case("export: s3 CA file not PEM", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "https://127.0.0.1:1", "--s3-bucket", "bkt", "--s3-ca", "@db"], Fail("no PEM certificate")),
+        case("run: s3 CA file not PEM", db, &["run", "@db", "--s3-ca", "@db"], Fail("no PEM certificate")),
+        case("export: s3 addressing unknown", db, &["export", "@db", "@t", "--engine", "s3", "--s3-addressing", "sideways"], Fail("invalid value 'sideways'")),
         // LMDB's data.mdb beside fjall's keyspaces/: neither is read as the dataset
         case("run: two engines' files in one dir", lmdb_and_fjall, &["run", "@t"], Fail("holds the files of two engines, LMDB and fjall")),
         case("run --threads: two engines' files in one dir", lmdb_and_fjall, &["run", "@t", "--threads", "2"], Fail("holds the files of two engines, LMDB and fjall")),

@@ -158,13 +158,18 @@ struct UsersStore {
     bucket: Bucket,
     credentials: Credentials,
     agent: ureq::Agent,
+    /// A proxy nothing listens on, in the environment of every command.
+    dead_proxy: String,
 }
 
 impl UsersStore {
     fn new(endpoint: &str, bucket: &str) -> UsersStore {
         let bucket = Bucket::new(endpoint.parse().unwrap(), UrlStyle::Path, bucket.to_string(), "us-east-1").unwrap();
-        let agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
-        UsersStore { endpoint: endpoint.into(), bucket, credentials: Credentials::new("test:tester", "testing"), agent }
+        let agent = ureq::Agent::config_builder().http_status_as_error(false).proxy(None).build().into();
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let dead_proxy = format!("http://127.0.0.1:{closed}");
+        let credentials = Credentials::new("test:tester", "testing");
+        UsersStore { endpoint: endpoint.into(), bucket, credentials, agent, dead_proxy }
     }
 
     fn create(&self) {
@@ -183,12 +188,20 @@ impl UsersStore {
         resp.status().is_success().then(|| resp.body_mut().read_to_vec().unwrap())
     }
 
+    /// blobbench with the store's credentials and every proxy variable
+    /// naming a closed port: a store on loopback is reached directly.
     fn command(&self, args: &[&str]) -> assert_cmd::Command {
         let mut c = blobbench();
         c.args(args)
             .env("AWS_ACCESS_KEY_ID", "test:tester")
             .env("AWS_SECRET_ACCESS_KEY", "testing")
-            .env("AWS_REGION", "us-east-1");
+            .env_remove("AWS_REGION")
+            .env("AWS_DEFAULT_REGION", "us-east-1")
+            .env("HTTP_PROXY", &self.dead_proxy)
+            .env("http_proxy", &self.dead_proxy)
+            .env("ALL_PROXY", &self.dead_proxy)
+            .env_remove("NO_PROXY")
+            .env_remove("no_proxy");
         c
     }
 }
@@ -218,8 +231,13 @@ fn a_store_you_run_keeps_its_bucket_and_bad_endpoints_are_one_line() {
     let prefix = descriptor_prefix(&mine);
     assert!(prefix.starts_with("blobbench/mine-") && out.contains(&prefix), "{out}");
     assert!(user.get(&format!("{prefix}0000000007")).is_some(), "blob 7 is an object");
-    let run = user.command(&["run", s(&mine), "--count", "24", "--repeat", "1", "--update"]).assert().success();
-    assert!(String::from_utf8_lossy(&run.get_output().stdout).contains("commit is nothing"));
+    let json = dir.path().join("run.json");
+    let mut run = user.command(&["run", s(&mine), "--count", "24", "--repeat", "1", "--update", "--json", s(&json)]);
+    let run = run.assert().success();
+    let text = String::from_utf8_lossy(&run.get_output().stdout).into_owned();
+    assert!(text.contains("commit is nothing") && !text.contains("Through proxy"), "{text}");
+    let info = &valid_results(&json)["experiments"][0]["params"]["server_info"];
+    assert_eq!(common::server_setting(info, "proxy"), "none", "loopback bypasses HTTP_PROXY: {info}");
     let stat = user.command(&["stat", s(&mine)]).assert().success().get_output().stdout.clone();
     let stat = String::from_utf8(stat).unwrap();
     assert!(stat.contains("Number of entries:        12") && !stat.contains("Allocated bytes"), "{stat}");
@@ -262,7 +280,18 @@ fn a_store_you_run_keeps_its_bucket_and_bad_endpoints_are_one_line() {
     };
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let err = quick_error(&mut export_to(&format!("http://127.0.0.1:{closed}")));
-    assert!(err.contains("connection refused"), "{err}");
+    assert!(err.contains(&format!("cannot connect to 127.0.0.1:{closed}: connection refused")), "{err}");
+    // A store elsewhere goes through the proxy, and the error names it.
+    let err = quick_error(&mut export_to("http://s3.invalid:9000"));
+    assert!(err.contains(&format!("cannot connect to proxy {}: connection refused", user.dead_proxy)), "{err}");
+    // Bad input of the network's own.
+    let err = quick_error(export_to(&endpoint).env(blobbench::engine::s3::STALL_ENV, "0"));
+    assert!(err.contains("expected whole seconds"), "{err}");
+    let x = dir.path().join("x");
+    let virtual_dots = ["--s3", "https://s3.invalid", "--s3-bucket", "a.b", "--s3-addressing", "virtual"];
+    let err =
+        quick_error(&mut user.command(&[&["export", "--engine", "s3", s(&db), s(&x)][..], &virtual_dots].concat()));
+    assert!(err.contains("cannot be part of a host name over https"), "{err}");
     // Something that accepts connections and never answers.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let err = quick_error(&mut export_to(&format!("http://127.0.0.1:{}", silent.local_addr().unwrap().port())));

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use blobbench::engine::s3::{self, Dropped};
+use blobbench::records::S3Params;
 use blobbench::report::{table_text, ColumnKind, Table};
 
 #[derive(Debug, Args)]
@@ -32,8 +33,8 @@ pub struct DropArgs {
 
 pub fn drop(args: DropArgs) -> anyhow::Result<()> {
     let (what, dropped) = match (&args.dir, &args.prefix, &args.s3, &args.s3_bucket) {
-        (Some(dir), ..) => (dir.display().to_string(), s3::drop_dataset(dir)?),
-        (None, Some(prefix), Some(url), Some(bucket)) => (prefix.clone(), s3::drop_prefix(url, bucket, prefix)?),
+        (Some(dir), ..) => (dir.display().to_string(), s3::drop_dataset(dir, &S3Params::default())?),
+        (None, Some(prefix), Some(url), Some(bucket)) => (prefix.clone(), s3::drop_prefix(url, bucket, prefix, &S3Params::default())?),
         _ => anyhow::bail!("give a dataset's directory, or --prefix with --s3 URL and --s3-bucket NAME"),
     };
     println!("{}", dropped_line(&what, &dropped));
@@ -55,7 +56,9 @@ pub fn list(servers: &super::servers::ServerArgs, json: bool) -> anyhow::Result<
     let (Some(url), Some(bucket)) = (&servers.s3, &servers.s3_bucket) else {
         anyhow::bail!("stat needs a PATH, or --s3 URL and --s3-bucket NAME to list a store's blobbench datasets");
     };
-    let found = s3::list_datasets(url, bucket)?;
+    let mut settings = blobbench::records::EngineSettings::default();
+    servers.apply(&mut settings);
+    let found = s3::list_datasets(url, bucket, &settings.s3)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&found)?);
         return Ok(());

@@ -509,6 +509,10 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
     if report.interrupted {
         let _ = writeln!(o, "warning: interrupted; only {} of {} timed runs were made", s.runs, opts.plan.repeat);
     }
+    // A proxy's hop is in every timing: say so (the result file records it).
+    if let Some(proxy) = e.params.server_info.as_ref().and_then(|i| i.setting("proxy")).filter(|p| *p != "none") {
+        let _ = writeln!(o, "Through proxy {proxy}: every request's time includes its hop");
+    }
     for w in &e.warnings {
         let _ = writeln!(o, "warning: {w}");
     }

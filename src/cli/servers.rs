@@ -3,12 +3,12 @@
 //! `export`, `run` and `stat` so each server engine's flags are written
 //! once.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 use blobbench::engine::postgres::{redact, remote_table_name};
-use blobbench::records::{EngineSettings, DEFAULT_MULTIPART_THRESHOLD, DEFAULT_REPLICAS};
+use blobbench::records::{Addressing, EngineSettings, DEFAULT_MULTIPART_THRESHOLD, DEFAULT_REPLICAS};
 use blobbench::util::units;
 
 #[derive(Debug, Args)]
@@ -19,12 +19,15 @@ pub struct ServerArgs {
     /// dataset need the same URL again.
     #[arg(long, value_name = "URL")]
     pub pg: Option<String>,
-    /// S3 (export): put the objects in this store (http(s)://host:port), in
-    /// --s3-bucket, instead of a throwaway Swift cluster; credentials come
-    /// from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION.
-    /// blobbench writes only under a prefix of the export's own,
-    /// blobbench/<DIR's name>-<id>/, and never makes or deletes a bucket
-    /// there. With no PATH, `stat` lists the store's blobbench datasets.
+    /// S3 (export): put the objects in this store (http(s)://host:port, or
+    /// with a path for a gateway below one), in --s3-bucket, instead of a
+    /// throwaway Swift cluster; credentials come from AWS_ACCESS_KEY_ID,
+    /// AWS_SECRET_ACCESS_KEY, the region from AWS_REGION or
+    /// AWS_DEFAULT_REGION; HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY
+    /// are honoured (never for loopback). blobbench writes only under a
+    /// prefix of the export's own, blobbench/<DIR's name>-<id>/, and never
+    /// makes or deletes a bucket there. With no PATH, `stat` lists the
+    /// store's blobbench datasets.
     #[arg(long, value_name = "URL", requires = "s3_bucket")]
     pub s3: Option<String>,
     /// S3: the bucket in the --s3 store (it must exist).
@@ -38,6 +41,31 @@ pub struct ServerArgs {
     /// of 8 MiB (at export and in timed writes; K, M, MiB... suffixes work).
     #[arg(long, value_name = "SIZE", default_value_t = DEFAULT_MULTIPART_THRESHOLD, value_parser = units::positive_u64)]
     pub s3_multipart_threshold: u64,
+    /// S3: a PEM file of CA certificates to trust, beside the system's
+    /// store, for an https --s3 endpoint with a private CA.
+    #[arg(long, value_name = "FILE", value_parser = ca_file)]
+    pub s3_ca: Option<PathBuf>,
+    /// S3: where requests name the bucket: in the host name (virtual), in
+    /// the path, or auto (as the AWS CLI: virtual for a DNS-compatible
+    /// bucket on an endpoint named by a host name without a path, path
+    /// otherwise).
+    #[arg(long, value_name = "STYLE", value_enum, default_value_t = AddressingArg::Auto)]
+    pub s3_addressing: AddressingArg,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum AddressingArg {
+    Auto,
+    Virtual,
+    Path,
+}
+
+/// `--s3-ca`: a readable PEM file holding a certificate, checked before
+/// any work starts.
+fn ca_file(s: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(s);
+    blobbench::engine::s3::read_ca(&path).map_err(|e| e.to_string())?;
+    Ok(path)
 }
 
 impl ServerArgs {
@@ -48,6 +76,12 @@ impl ServerArgs {
         settings.s3.bucket.clone_from(&self.s3_bucket);
         settings.s3.replicas = self.s3_replicas;
         settings.s3.multipart_threshold = self.s3_multipart_threshold;
+        settings.s3.ca.clone_from(&self.s3_ca);
+        settings.s3.addressing = match self.s3_addressing {
+            AddressingArg::Auto => Addressing::Auto,
+            AddressingArg::Virtual => Addressing::Virtual,
+            AddressingArg::Path => Addressing::Path,
+        };
     }
 
     /// What `export` of the dataset at `dir` will write on a server the
@@ -56,14 +90,29 @@ impl ServerArgs {
     /// writes to it.
     pub fn export_notice(&self, dir: &Path) -> blobbench::Result<Option<String>> {
         if let (Some(url), Some(bucket)) = (&self.s3, &self.s3_bucket) {
-            blobbench::engine::s3::parse_endpoint(url)?;
+            let endpoint = blobbench::engine::s3::parse_endpoint(url)?;
             blobbench::engine::s3::check_bucket(bucket)?;
             let prefix = blobbench::engine::s3::prefix_for(dir, "<id>");
+            let through = match blobbench::engine::s3::proxy_for(&endpoint, |name| std::env::var(name).ok()) {
+                Some((var, proxy)) => format!(" through the proxy {var} names ({})", redact_proxy(&proxy)),
+                None => String::new(),
+            };
             return Ok(Some(format!(
-                "Writing objects under a new prefix, {prefix}, in bucket {bucket} at {url} (nothing else there is touched)"
+                "Writing objects under a new prefix, {prefix}, in bucket {bucket} at {url}{through} (nothing else there is touched)"
             )));
         }
         let Some(url) = self.pg.as_deref() else { return Ok(None) };
         Ok(Some(format!("Writing table {} on {} (nothing else there is touched)", remote_table_name(dir), redact(url))))
+    }
+}
+
+/// A proxy URL without the credentials it may hold.
+fn redact_proxy(proxy: &str) -> String {
+    match proxy.rsplit_once('@') {
+        Some((before, host)) => {
+            let scheme = before.split_once("://").map(|(s, _)| format!("{s}://")).unwrap_or_default();
+            format!("{scheme}{host}")
+        }
+        None => proxy.to_string(),
     }
 }

@@ -1,4 +1,6 @@
-//! The S3 engine's settings: where its objects go.
+//! The S3 engine's settings: where its objects go and how they are reached.
+
+use std::path::PathBuf;
 
 /// Replicas of blobbench's throwaway Swift cluster unless `--s3-replicas`
 /// says otherwise: Swift's default policy, and what a real cluster keeps.
@@ -9,6 +11,19 @@ pub const DEFAULT_REPLICAS: u8 = 3;
 /// (the AWS CLI from 8 MiB, others up to about 100 MB), well below S3's
 /// 5 GB limit for one PUT.
 pub const DEFAULT_MULTIPART_THRESHOLD: u64 = 64 << 20;
+/// How a bucket is named in a request's URL (`--s3-addressing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Addressing {
+    /// As the AWS CLI chooses: the bucket in the host name when it can be
+    /// one (a DNS-compatible bucket on an endpoint named by a host name,
+    /// not an IP address, with no path); in the path otherwise.
+    #[default]
+    Auto,
+    /// `https://BUCKET.host/key`.
+    Virtual,
+    /// `https://host/BUCKET/key`.
+    Path,
+}
 
 /// The S3 engine's own settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +39,10 @@ pub struct S3Params {
     /// Blobs of this many bytes or more are PUT by multipart upload (at
     /// export and in timed writes).
     pub multipart_threshold: u64,
+    /// A PEM bundle of CAs trusted beside the system's (`--s3-ca`).
+    pub ca: Option<PathBuf>,
+    /// How the bucket is addressed on a store the user runs.
+    pub addressing: Addressing,
 }
 
 impl Default for S3Params {
@@ -33,6 +52,8 @@ impl Default for S3Params {
             bucket: None,
             replicas: DEFAULT_REPLICAS,
             multipart_threshold: DEFAULT_MULTIPART_THRESHOLD,
+            ca: None,
+            addressing: Addressing::Auto,
         }
     }
 }

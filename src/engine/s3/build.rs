@@ -46,7 +46,7 @@ pub fn build(db: &Path, target: &Path, force: bool, s3: &S3Params, progress: &dy
     match (&s3.url, &s3.bucket) {
         (Some(url), Some(bucket)) => {
             check_bucket(bucket)?;
-            build_remote(db, target, force, (url, bucket), s3.multipart_threshold, progress)
+            build_remote(db, target, force, (url, bucket, s3), progress)
         }
         (Some(_), None) => Err(Error::invalid("--s3 needs --s3-bucket: the bucket to write in")),
         (None, Some(_)) => {
@@ -99,7 +99,7 @@ fn build_local(db: &Path, target: &Path, force: bool, s3: &S3Params, progress: &
         swift::stop_any(target)?;
     }
     staging.finish()?;
-    retire(target, replaced)?;
+    retire(target, replaced, s3)?;
     Ok(filled.report(started, None))
 }
 
@@ -123,12 +123,11 @@ fn build_remote(
     db: &Path,
     target: &Path,
     force: bool,
-    (url, bucket): (&str, &str),
-    threshold: u64,
+    (url, bucket, s3): (&str, &str, &S3Params),
     progress: &dyn Progress,
 ) -> Result<ExportReport> {
     let started = Instant::now();
-    let store = Arc::new(user_store(url, bucket)?);
+    let store = Arc::new(user_store(url, bucket, s3)?);
     let desc = new_descriptor(target, bucket, Some(url), None);
     let staging = kv::stage(super::KIND, target, force, is_dataset)?;
     let replaced = replaced(target, force);
@@ -138,7 +137,7 @@ fn build_remote(
             format!("{} already holds objects (an id drawn twice); export again for a new one", desc.prefix),
         ));
     }
-    let filled = fill(&store, &desc, db, threshold, progress).map_err(|e| cleaned_up(e, &store, &desc))?;
+    let filled = fill(&store, &desc, db, s3.multipart_threshold, progress).map_err(|e| cleaned_up(e, &store, &desc))?;
     let switched = if replaced.is_some() && target.is_dir() {
         // The directory holds the descriptor only: switched by a rename.
         drop(staging);
@@ -152,7 +151,7 @@ fn build_remote(
         })
     };
     switched.map_err(|e| cleaned_up(e, &store, &desc))?;
-    retire(target, replaced)?;
+    retire(target, replaced, s3)?;
     Ok(filled.report(started, Some(format!("bucket {bucket} at {}, prefix {}", store.label.display(), desc.prefix))))
 }
 
@@ -181,9 +180,9 @@ pub(super) fn finish_with(desc: &Descriptor) -> String {
 
 /// Deletes the objects of the dataset `--force` replaced at `target`,
 /// once the new one is in place.
-fn retire(target: &Path, replaced: Option<Descriptor>) -> Result<()> {
+fn retire(target: &Path, replaced: Option<Descriptor>, s3: &S3Params) -> Result<()> {
     let Some(old) = replaced else { return Ok(()) };
-    let removed = user_store(old.endpoint.as_deref().unwrap_or_default(), &old.bucket)
+    let removed = user_store(old.endpoint.as_deref().unwrap_or_default(), &old.bucket, s3)
         .and_then(|store| remove_prefix(&Arc::new(store), &old.prefix));
     removed.map(drop).map_err(|e| {
         Error::invalid(format!(

@@ -7,9 +7,10 @@
 //! (ureq retries none; the first failure ends the operation with an error
 //! naming its status), bodies are not compressed, redirects are not
 //! followed. Only building and removing a dataset, never timed, try a PUT
-//! or DELETE again when the store answers busy (5xx), as S3 clients do. A
-//! refused or unreachable endpoint fails within [`CONNECT_TIMEOUT`]; bad
-//! credentials, a missing bucket and a server error each give one line,
+//! or DELETE again when the store answers busy (5xx) or the connection
+//! broke (a reset, a timeout), as S3 clients do. Every step of a request
+//! has a bound ([`super::net`]); bad credentials, a missing permission, a
+//! wrong region, a missing bucket and a server error each give one line,
 //! which never holds the secret.
 
 use std::io::Read;
@@ -20,15 +21,12 @@ use std::time::Duration;
 use rusty_s3::actions::{ListObjectsV2, S3Action};
 use rusty_s3::{Bucket, Credentials, UrlStyle};
 
+use super::net::{url_style, Net, CONNECT_TIMEOUT, DNS_TIMEOUT};
+use super::refusal::{self, classify, ErrorDoc, Refusal};
+use crate::records::Addressing;
+use crate::util::interrupt::stop_requested;
 use crate::{Error, Result};
 
-/// How long a connection attempt may take, and the first request to a
-/// store (see [`Client::any_under`]): a refused, unreachable or silent
-/// endpoint is an error within 5 s, start-up included.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
-/// How long a server may take to answer a request it has received: a
-/// CPU-bound Swift beside a build answers in seconds, not minutes.
-pub(super) const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
 /// The pauses before each new try of a request the store answered busy,
 /// when building or removing a dataset (never in a timed loop): about 30 s
 /// in all, as S3 clients back off from 503 SlowDown.
@@ -41,6 +39,11 @@ pub(super) const BUSY_PAUSES: [Duration; 6] = [
     Duration::from_secs(16),
 ];
 
+/// Tries of one request whose connection broke (reset, timed out) before
+/// building gives up: a blip is retried, a dead store is not waited on
+/// for minutes.
+const BROKEN_TRIES: usize = 3;
+
 /// The answers S3 clients try again: a server error or a busy store
 /// (S3's 503 SlowDown; Swift's proxy answers 503 when a storage server
 /// missed its timeouts, as a single-process one in a long fsync can).
@@ -48,8 +51,9 @@ fn is_busy(status: u16) -> bool {
     matches!(status, 500 | 502 | 503 | 504)
 }
 
-/// How long a signed URL stays valid (it is used at once).
-pub(super) const SIGNED_FOR: Duration = Duration::from_secs(3600);
+/// How long a signed URL stays valid: it is used at once, and a URL in
+/// an access log (or sent over plain http) is worth little a minute later.
+pub(super) const SIGNED_FOR: Duration = Duration::from_secs(60);
 
 /// Where the objects are and who asks: endpoint, bucket, credentials.
 pub struct Store {
@@ -60,16 +64,28 @@ pub struct Store {
     /// Whether the endpoint is blobbench's own throwaway cluster (its
     /// fixed test credentials need no checking by the user).
     local: bool,
+    /// Proxy, bounds and CAs.
+    pub net: Net,
 }
 
 impl Store {
-    /// A store at `endpoint` (`http://host:port`, path-style), in `region`.
-    pub fn new(endpoint: &str, bucket: &str, region: &str, credentials: Credentials, local: bool) -> Result<Store> {
+    /// A store at `endpoint` (`http(s)://host:port`, perhaps with a path),
+    /// in `region`, its bucket addressed as `addressing` chooses.
+    pub fn new(
+        endpoint: &str,
+        bucket: &str,
+        region: &str,
+        credentials: Credentials,
+        local: bool,
+        net: Net,
+        addressing: Addressing,
+    ) -> Result<Store> {
         let url = parse_endpoint(endpoint)?;
         let label = PathBuf::from(format!("{}/{bucket}", endpoint.trim_end_matches('/')));
-        let bucket = Bucket::new(url, UrlStyle::Path, bucket.to_string(), region.to_string())
+        let style = if local { UrlStyle::Path } else { url_style(addressing, &url, bucket)? };
+        let bucket = Bucket::new(url, style, bucket.to_string(), region.to_string())
             .map_err(|e| Error::bad_input(&label, format!("not a usable bucket: {e}")))?;
-        Ok(Store { bucket, credentials, label, local })
+        Ok(Store { bucket, credentials, label, local, net })
     }
 
     pub fn bucket(&self) -> &str {
@@ -78,7 +94,8 @@ impl Store {
 }
 
 /// `--s3 URL`: an `http://` or `https://` endpoint with a host and no
-/// credentials in it (they come from the environment).
+/// credentials in it (they come from the environment); a path (a gateway
+/// serving S3 below one) is kept, the bucket then follows it.
 pub fn parse_endpoint(endpoint: &str) -> Result<url::Url> {
     let bad = |why: &str| Error::invalid(format!("--s3 {endpoint}: {why}"));
     let url = url::Url::parse(endpoint).map_err(|e| bad(&format!("not a URL: {e}")))?;
@@ -93,7 +110,7 @@ pub fn parse_endpoint(endpoint: &str) -> Result<url::Url> {
             "--s3: put no credentials in the URL; blobbench reads AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
         ));
     }
-    if url.path() != "/" || url.query().is_some() {
+    if url.query().is_some() || url.fragment().is_some() {
         return Err(bad("give the endpoint only (the bucket goes in --s3-bucket)"));
     }
     Ok(url)
@@ -114,18 +131,7 @@ pub(super) struct Call<'a> {
 
 impl Client {
     pub fn new(store: Arc<Store>) -> Client {
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .timeout_connect(Some(CONNECT_TIMEOUT))
-            .timeout_recv_response(Some(ANSWER_TIMEOUT))
-            .timeout_recv_body(Some(ANSWER_TIMEOUT))
-            .no_delay(true)
-            .max_idle_connections_per_host(1)
-            .user_agent("blobbench")
-            .build()
-            .into();
-        Client { agent, store }
+        Client { agent: store.net.agent(), store }
     }
 
     pub fn store(&self) -> &Store {
@@ -143,7 +149,7 @@ impl Client {
         if newest {
             request = request.header("X-Newest", "true");
         }
-        let mut resp = request.call().map_err(|e| self.transport(call, e, ANSWER_TIMEOUT))?;
+        let mut resp = request.call().map_err(|e| self.transport(call, e, None))?;
         if resp.status() == 404 {
             let body = read_text(&mut resp);
             return self.missing_key(call, &body).map(|_| None);
@@ -186,7 +192,7 @@ impl Client {
     pub fn head(&self, key: &str) -> Result<Option<u64>> {
         let call = Call { op: "HEAD", key };
         let url = self.store.bucket.head_object(Some(&self.store.credentials), key).sign(SIGNED_FOR);
-        let mut resp = self.agent.head(url.as_str()).call().map_err(|e| self.transport(call, e, ANSWER_TIMEOUT))?;
+        let mut resp = self.agent.head(url.as_str()).call().map_err(|e| self.transport(call, e, None))?;
         if resp.status() == 404 {
             // A HEAD's answer has no body to tell a missing bucket from a
             // missing key; sessions check the bucket when they open.
@@ -200,17 +206,18 @@ impl Client {
 
     /// PUTs `body` as `key` (replacing any object there), once.
     pub fn put(&self, key: &str, body: &[u8]) -> Result<()> {
-        self.put_once(key, body).and_then(|busy| busy.map_or(Ok(()), Err))
+        self.put_once(key, body).and_then(Again::none)
     }
 
     /// DELETEs `key` (S3 answers the same whether or not it was there), once.
     pub fn delete(&self, key: &str) -> Result<()> {
-        self.delete_once(key).and_then(|busy| busy.map_or(Ok(()), Err))
+        self.delete_once(key).and_then(Again::none)
     }
 
     /// [`Client::put`] for building a dataset, never timed: tried again
-    /// after each of [`BUSY_PAUSES`] while the store answers busy. Returns
-    /// how many answers were busy before the one that stored it.
+    /// after each of [`BUSY_PAUSES`] while the store answers busy, and up
+    /// to [`BROKEN_TRIES`] times in all when the connection breaks. Returns
+    /// how many tries failed so before the one that stored it.
     pub fn put_patiently(&self, key: &str, body: &[u8]) -> Result<u64> {
         patiently(&BUSY_PAUSES, || self.put_once(key, body))
     }
@@ -220,32 +227,48 @@ impl Client {
         patiently(&BUSY_PAUSES, || self.delete_once(key))
     }
 
-    /// One PUT: Ok(None) when stored, Ok(Some(error)) when the store
-    /// answered busy ([`is_busy`]), Err for any other failure.
-    fn put_once(&self, key: &str, body: &[u8]) -> Result<Option<Error>> {
+    /// One PUT: Ok(None) when stored, Ok(Some(again)) when the store
+    /// answered busy or the connection broke, Err for any other failure.
+    fn put_once(&self, key: &str, body: &[u8]) -> Result<Option<Again>> {
         let call = Call { op: "PUT", key };
         let url = self.store.bucket.put_object(Some(&self.store.credentials), key).sign(SIGNED_FOR);
-        let mut resp = self.agent.put(url.as_str()).send(body).map_err(|e| self.transport(call, e, ANSWER_TIMEOUT))?;
-        self.answer(call, &mut resp)
+        match self.agent.put(url.as_str()).send(body) {
+            Ok(mut resp) => self.answer(call, &mut resp),
+            Err(e) => self.failed_to_send(call, e),
+        }
     }
 
     /// One DELETE, answered as [`Client::put_once`].
-    fn delete_once(&self, key: &str) -> Result<Option<Error>> {
+    fn delete_once(&self, key: &str) -> Result<Option<Again>> {
         let call = Call { op: "DELETE", key };
         let url = self.store.bucket.delete_object(Some(&self.store.credentials), key).sign(SIGNED_FOR);
-        let mut resp = self.agent.delete(url.as_str()).call().map_err(|e| self.transport(call, e, ANSWER_TIMEOUT))?;
-        self.answer(call, &mut resp)
+        match self.agent.delete(url.as_str()).call() {
+            Ok(mut resp) => self.answer(call, &mut resp),
+            Err(e) => self.failed_to_send(call, e),
+        }
+    }
+
+    /// A request that got no answer: worth another try when its
+    /// connection broke ([`is_broken`]), else an error.
+    fn failed_to_send(&self, call: Call, e: ureq::Error) -> Result<Option<Again>> {
+        let broken = is_broken(&e);
+        let e = self.transport(call, e, None);
+        if broken {
+            Ok(Some(Again::Broken(e)))
+        } else {
+            Err(e)
+        }
     }
 
     /// A bodiless answer: Ok(None) on success, Ok(Some(error)) when busy.
-    pub(super) fn answer(&self, call: Call, resp: &mut ureq::http::Response<ureq::Body>) -> Result<Option<Error>> {
+    pub(super) fn answer(&self, call: Call, resp: &mut ureq::http::Response<ureq::Body>) -> Result<Option<Again>> {
         let busy = is_busy(resp.status().as_u16());
         match self.check(call, resp) {
             Ok(()) => {
                 drain(resp);
                 Ok(None)
             }
-            Err(e) if busy => Ok(Some(e)),
+            Err(e) if busy => Ok(Some(Again::Busy(e))),
             Err(e) => Err(e),
         }
     }
@@ -257,15 +280,14 @@ impl Client {
     /// answer that names a missing bucket, unlike a HEAD's); whether there
     /// was one.
     pub fn any_under(&self, prefix: &str) -> Result<bool> {
-        self.list_page(prefix, None, 1, CONNECT_TIMEOUT).map(|page| !page.contents.is_empty())
+        self.list_page(prefix, None, 1, Some(CONNECT_TIMEOUT)).map(|page| !page.contents.is_empty())
     }
 
     /// Makes the bucket (only on blobbench's own cluster).
     pub fn create_bucket(&self) -> Result<()> {
         let call = Call { op: "PUT", key: "" };
         let url = self.store.bucket.create_bucket(&self.store.credentials).sign(SIGNED_FOR);
-        let mut resp =
-            self.agent.put(url.as_str()).send_empty().map_err(|e| self.transport(call, e, ANSWER_TIMEOUT))?;
+        let mut resp = self.agent.put(url.as_str()).send_empty().map_err(|e| self.transport(call, e, None))?;
         self.check(call, &mut resp)?;
         drain(&mut resp);
         Ok(())
@@ -276,7 +298,7 @@ impl Client {
     pub fn list(&self, prefix: &str, each: &mut dyn FnMut(&str, u64) -> Result<()>) -> Result<()> {
         let mut token: Option<String> = None;
         loop {
-            let page = self.list_page(prefix, token.as_deref(), 1000, ANSWER_TIMEOUT)?;
+            let page = self.list_page(prefix, token.as_deref(), 1000, None)?;
             for obj in &page.contents {
                 let key = percent_encoding::percent_decode_str(&obj.key).decode_utf8_lossy();
                 each(&key, obj.size.unwrap_or(0))?;
@@ -293,7 +315,7 @@ impl Client {
         prefix: &str,
         token: Option<&str>,
         max: usize,
-        answer: Duration,
+        answer: Option<Duration>,
     ) -> Result<rusty_s3::actions::ListObjectsV2Response> {
         let call = Call { op: "LIST", key: prefix };
         let mut list: ListObjectsV2 = self.store.bucket.list_objects_v2(Some(&self.store.credentials));
@@ -303,7 +325,10 @@ impl Client {
             list.with_continuation_token(t);
         }
         let url = list.sign(SIGNED_FOR);
-        let request = self.agent.get(url.as_str()).config().timeout_recv_response(Some(answer)).build();
+        let mut request = self.agent.get(url.as_str());
+        if answer.is_some() {
+            request = request.config().timeout_recv_response(answer).build();
+        }
         let mut resp = request.call().map_err(|e| self.transport(call, e, answer))?;
         self.check(call, &mut resp)?;
         let text = read_text(&mut resp);
@@ -317,37 +342,56 @@ impl Client {
         if status.is_success() {
             return Ok(());
         }
-        let body = read_text(resp);
-        let code = s3_code(&body);
-        Err(self.status_error(call, status.as_u16(), status.canonical_reason().unwrap_or(""), code.as_deref()))
+        let header_region = resp.headers().get("x-amz-bucket-region").and_then(|v| v.to_str().ok()).map(str::to_string);
+        let doc = ErrorDoc::parse(&read_text(resp));
+        let reason = status.canonical_reason().unwrap_or("");
+        Err(self.status_error(call, status.as_u16(), reason, &doc, header_region.as_deref()))
     }
 
     /// A 404 on a GET: no such key (a miss, as kvtest counts one), or no
     /// such bucket (an error).
     fn missing_key(&self, call: Call, body: &str) -> Result<()> {
-        match s3_code(body).as_deref() {
-            Some("NoSuchBucket") => Err(self.status_error(call, 404, "Not Found", Some("NoSuchBucket"))),
+        let doc = ErrorDoc::parse(body);
+        match doc.code.as_deref() {
+            Some("NoSuchBucket") => Err(self.status_error(call, 404, "Not Found", &doc, None)),
             _ => Ok(()),
         }
     }
 
-    fn status_error(&self, call: Call, status: u16, reason: &str, code: Option<&str>) -> Error {
+    fn status_error(&self, call: Call, status: u16, reason: &str, doc: &ErrorDoc, region: Option<&str>) -> Error {
         let s = &self.store;
-        let why = match (status, code) {
-            (_, Some("NoSuchBucket")) => format!(
+        let ours = s.bucket.region();
+        let key = s.credentials.key();
+        let what = if call.key.is_empty() { call.op.to_string() } else { format!("{} {}", call.op, call.key) };
+        let why = match classify(status, doc, region, ours) {
+            Refusal::NoSuchBucket => format!(
                 "bucket {} does not exist{}",
                 s.bucket(),
                 if s.local { "" } else { " (blobbench makes no bucket on a store you run: create it first)" }
             ),
-            (403, Some(c @ ("InvalidAccessKeyId" | "SignatureDoesNotMatch" | "AccessDenied" | "InvalidToken"))) => {
-                format!(
-                    "the store refused access key {} ({c}); check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION",
-                    s.credentials.key()
-                )
+            Refusal::WrongRegion(Some(r)) => {
+                format!("bucket {} is in region {r}, not {ours}: set AWS_REGION={r}", s.bucket())
             }
-            _ => {
-                let code = code.map(|c| format!(", {c}")).unwrap_or_default();
-                let what = if call.key.is_empty() { call.op.to_string() } else { format!("{} {}", call.op, call.key) };
+            Refusal::WrongRegion(None) => format!(
+                "the store answered {status} {}: bucket {} is not in region {ours}; set AWS_REGION to its region",
+                doc.code.as_deref().unwrap_or(reason),
+                s.bucket()
+            ),
+            Refusal::Credentials(c) => format!(
+                "the store refused access key {key} ({c}); check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN"
+            ),
+            Refusal::Permission(c) => format!(
+                "{what} was denied ({c}): access key {key} is valid but lacks {} on bucket {}",
+                refusal::action(call.op),
+                s.bucket()
+            ),
+            Refusal::Clock(c) => format!(
+                "{what} failed ({c}): this machine's clock and the store's differ by more than a minute \
+                 (signed URLs are valid for {} s)",
+                SIGNED_FOR.as_secs()
+            ),
+            Refusal::Other => {
+                let code = doc.code.as_deref().map(|c| format!(", {c}")).unwrap_or_default();
                 format!("{what} failed: the store answered {status} {reason}{code}")
             }
         };
@@ -358,52 +402,123 @@ impl Client {
         Error::bad_input(&self.store.label, format!("{} {} failed: {why}", call.op, call.key))
     }
 
-    /// A request that got no answer: the endpoint refused, was unreachable
-    /// or went silent.
-    pub(super) fn transport(&self, call: Call, e: ureq::Error, answer: Duration) -> Error {
-        let host = self.store.bucket.base_url().host_str().unwrap_or("?").to_string();
-        let port = self.store.bucket.base_url().port_or_known_default().unwrap_or(0);
+    /// A request that got no answer: the endpoint (or the proxy) refused,
+    /// was unreachable or went silent, or Ctrl-C ended the wait. `answer`
+    /// is the bound on the answer when it is not the stall bound.
+    pub(super) fn transport(&self, call: Call, e: ureq::Error, answer: Option<Duration>) -> Error {
+        let url = self.store.bucket.base_url();
+        let target = format!("{}:{}", url.host_str().unwrap_or("?"), url.port_or_known_default().unwrap_or(0));
+        let (place, through) = match &self.store.net.proxy {
+            Some((_, label)) => (format!("proxy {label}"), format!(" (through proxy {label})")),
+            None => (target.clone(), String::new()),
+        };
+        let stall = self.store.net.stall().as_secs();
         let why = match &e {
+            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::Interrupted && stop_requested() => {
+                return Error::Interrupted
+            }
             ureq::Error::Timeout(ureq::Timeout::Connect) => {
-                format!("cannot connect to {host}:{port}: no answer within {} s", CONNECT_TIMEOUT.as_secs())
+                format!("cannot connect to {target}{through}: no answer within {} s", CONNECT_TIMEOUT.as_secs())
             }
-            ureq::Error::Timeout(_) => {
-                format!("{} {}: no answer within {} s; is it an S3 endpoint?", call.op, call.key, answer.as_secs())
+            ureq::Error::Timeout(ureq::Timeout::Resolve) => {
+                format!("cannot connect to {target}: its name did not resolve within {} s", DNS_TIMEOUT.as_secs())
             }
+            ureq::Error::Timeout(_) => format!(
+                "{what}: no answer within {} s{through}; is it an S3 endpoint?",
+                answer.map_or(stall, |a| a.as_secs()),
+                what = format_args!("{} {}", call.op, call.key)
+            ),
             ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
-                format!("cannot connect to {host}:{port}: connection refused")
+                format!("cannot connect to {place}: connection refused")
             }
-            ureq::Error::HostNotFound => format!("cannot connect to {host}:{port}: no such host"),
-            ureq::Error::ConnectionFailed => format!("cannot connect to {host}:{port}"),
-            other => format!("{} {} failed: {}", call.op, call.key, one_line(&other.to_string())),
+            ureq::Error::HostNotFound => format!("cannot connect to {target}: no such host"),
+            ureq::Error::ConnectionFailed => format!("cannot connect to {target}{through}"),
+            ureq::Error::ConnectProxyFailed(why) => format!("proxy {} failed to connect to {target}: {why}", place),
+            ureq::Error::Rustls(tls) if tls.to_string().contains("UnknownIssuer") => {
+                format!("{target}'s certificate is signed by no CA this machine trusts; give its CA with --s3-ca FILE")
+            }
+            other => format!("{} {} failed{through}: {}", call.op, call.key, one_line(&other.to_string())),
         };
         Error::bad_input(&self.store.label, why)
     }
 }
 
-/// Runs `once` until it is not busy, pausing `pauses` between tries; how
-/// many tries were busy. The last busy answer is the error.
-pub(super) fn patiently(pauses: &[Duration], mut once: impl FnMut() -> Result<Option<Error>>) -> Result<u64> {
-    let mut busy = 0;
-    loop {
-        match once()? {
-            None => return Ok(busy),
-            Some(e) => match pauses.get(busy as usize) {
-                Some(&pause) => std::thread::sleep(pause),
-                None => return Err(still_busy(e, pauses)),
-            },
+/// Why a request is worth another try while building or removing.
+pub(super) enum Again {
+    /// The store answered busy ([`is_busy`]).
+    Busy(Error),
+    /// The connection broke ([`is_broken`]).
+    Broken(Error),
+}
+
+impl Again {
+    /// A timed request's answer: another try is never made, so any is an
+    /// error.
+    pub(super) fn none(again: Option<Again>) -> Result<()> {
+        match again {
+            None => Ok(()),
+            Some(Again::Busy(e) | Again::Broken(e)) => Err(e),
         }
-        busy += 1;
     }
 }
 
-/// The last busy answer, saying that it was the last of several tries.
-fn still_busy(e: Error, pauses: &[Duration]) -> Error {
-    let tries = pauses.len() + 1;
-    let waited = pauses.iter().map(Duration::as_secs_f64).sum::<f64>().round() as u64;
+/// A failure S3 clients try again: a reset or closed connection, or a
+/// request that timed out (never a refused connection: that store is down).
+fn is_broken(e: &ureq::Error) -> bool {
+    use std::io::ErrorKind::*;
     match e {
-        Error::BadInput { path, why } => {
-            Error::BadInput { path, why: format!("{why} ({tries} tries over {waited} s: the store stayed busy)") }
+        ureq::Error::Timeout(_) => true,
+        ureq::Error::Io(io) => {
+            matches!(io.kind(), ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof | TimedOut)
+        }
+        _ => false,
+    }
+}
+
+/// Runs `once` until it needs no other try, pausing `pauses` between
+/// tries (each pause ends early at Ctrl-C); a broken connection is tried
+/// at most [`BROKEN_TRIES`] times. How many tries failed; the last
+/// failure is the error.
+pub(super) fn patiently(pauses: &[Duration], mut once: impl FnMut() -> Result<Option<Again>>) -> Result<u64> {
+    let (mut tries, mut broken) = (0, 0);
+    loop {
+        let (e, stop) = match once()? {
+            None => return Ok(tries as u64),
+            Some(Again::Busy(e)) => (e, tries >= pauses.len()),
+            Some(Again::Broken(e)) => {
+                broken += 1;
+                (e, broken >= BROKEN_TRIES || tries >= pauses.len())
+            }
+        };
+        if stop {
+            let why = if broken > 0 { "the connection kept breaking" } else { "the store stayed busy" };
+            return Err(gave_up(e, tries + 1, &pauses[..tries], why));
+        }
+        pause(pauses[tries])?;
+        tries += 1;
+    }
+}
+
+/// Sleeps `d`, or less at Ctrl-C (then Interrupted).
+fn pause(d: Duration) -> Result<()> {
+    let step = Duration::from_millis(100);
+    let mut left = d;
+    while !left.is_zero() {
+        if stop_requested() {
+            return Err(Error::Interrupted);
+        }
+        std::thread::sleep(left.min(step));
+        left = left.saturating_sub(step);
+    }
+    Ok(())
+}
+
+/// The last failure, saying that it was the last of several tries.
+fn gave_up(e: Error, tries: usize, paused: &[Duration], why: &str) -> Error {
+    let waited = paused.iter().map(Duration::as_secs_f64).sum::<f64>().round() as u64;
+    match e {
+        Error::BadInput { path, why: what } => {
+            Error::BadInput { path, why: format!("{what} ({tries} tries over {waited} s: {why})") }
         }
         other => other,
     }
@@ -422,89 +537,29 @@ pub(super) fn read_text(resp: &mut ureq::http::Response<ureq::Body>) -> String {
     text
 }
 
-/// The `<Code>` of an S3 error document.
-fn s3_code(body: &str) -> Option<String> {
-    let start = body.find("<Code>")? + "<Code>".len();
-    let len = body[start..].find("</Code>")?;
-    Some(body[start..start + len].trim().to_string()).filter(|c| !c.is_empty() && c.len() < 64)
-}
-
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The credentials for a store the user runs, from the usual environment
 /// (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, optionally
-/// `AWS_SESSION_TOKEN`), and its region (`AWS_REGION`, else us-east-1).
+/// `AWS_SESSION_TOKEN`), and its region (see [`region_from`]).
 pub fn env_credentials(label: &Path) -> Result<(Credentials, String)> {
     let credentials = Credentials::from_env().ok_or_else(|| {
         Error::bad_input(label, "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY to reach a store you run")
     })?;
-    let region =
-        std::env::var("AWS_REGION").ok().filter(|r| !r.trim().is_empty()).unwrap_or_else(|| "us-east-1".into());
-    Ok((credentials, region))
+    Ok((credentials, region_from(|name| std::env::var(name).ok())))
+}
+
+/// The region requests are signed for: `AWS_REGION`, else
+/// `AWS_DEFAULT_REGION` (as the AWS SDKs and CLI read them), else us-east-1.
+fn region_from(env: impl Fn(&str) -> Option<String>) -> String {
+    ["AWS_REGION", "AWS_DEFAULT_REGION"]
+        .iter()
+        .find_map(|name| env(name).map(|r| r.trim().to_string()).filter(|r| !r.is_empty()))
+        .unwrap_or_else(|| "us-east-1".into())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn endpoints_are_plain_http_urls_without_credentials() {
-        assert!(parse_endpoint("http://127.0.0.1:9000").is_ok());
-        assert!(parse_endpoint("https://s3.example.com/").is_ok());
-        let e = parse_endpoint("http://key:secret@h:9000").unwrap_err().to_string();
-        assert!(e.contains("no credentials in the URL") && !e.contains("secret@"), "{e}");
-        assert!(parse_endpoint("ftp://h").unwrap_err().to_string().contains("http://"));
-        assert!(parse_endpoint("http://h:9000/bucket").unwrap_err().to_string().contains("--s3-bucket"));
-        assert!(parse_endpoint("not a url").unwrap_err().to_string().starts_with("--s3 not a url: not a URL"));
-    }
-
-    #[test]
-    fn error_codes_are_read_from_s3_error_documents() {
-        let doc = "<?xml version='1.0'?><Error><Code>NoSuchBucket</Code><Message>x</Message></Error>";
-        assert_eq!(s3_code(doc).as_deref(), Some("NoSuchBucket"));
-        assert_eq!(s3_code("<html>Bad Gateway</html>"), None);
-    }
-
-    #[test]
-    fn busy_answers_are_tried_again_and_others_end_at_once() {
-        let busy = || Error::bad_input(Path::new("s"), "PUT k failed: the store answered 503 Service Unavailable");
-        let no_pause = [Duration::ZERO; 3];
-        let mut calls = 0;
-        let twice_busy = patiently(&no_pause, || {
-            calls += 1;
-            Ok((calls <= 2).then(busy))
-        });
-        assert_eq!((twice_busy.unwrap(), calls), (2, 3));
-        let mut calls = 0;
-        let e = patiently(&no_pause, || {
-            calls += 1;
-            Ok(Some(busy()))
-        })
-        .unwrap_err()
-        .to_string();
-        assert_eq!(calls, 4, "one try, then one after each pause");
-        assert!(e.ends_with("503 Service Unavailable (4 tries over 0 s: the store stayed busy)"), "{e}");
-        let mut calls = 0;
-        let refused = patiently(&no_pause, || {
-            calls += 1;
-            Err(Error::bad_input(Path::new("s"), "the store refused access key k"))
-        });
-        assert!(refused.is_err() && calls == 1, "a refusal is not tried again");
-        assert!([500, 502, 503, 504].into_iter().all(is_busy) && ![200, 403, 404, 507].into_iter().any(is_busy));
-        assert!(BUSY_PAUSES.iter().sum::<Duration>() < Duration::from_secs(60), "a dead store fails within a minute");
-    }
-
-    #[test]
-    fn a_refused_endpoint_is_one_line_naming_it() {
-        // A port nothing listens on: bound, then closed.
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let store =
-            Store::new(&format!("http://127.0.0.1:{port}"), "b", "us-east-1", Credentials::new("k", "s3cr3t"), false)
-                .unwrap();
-        let e = Client::new(Arc::new(store)).put("x", b"y").unwrap_err().to_string();
-        assert!(e.contains(&format!("cannot connect to 127.0.0.1:{port}: connection refused")), "{e}");
-        assert!(!e.contains("s3cr3t") && !e.contains('\n'), "{e}");
-    }
-}
+#[path = "client_tests.rs"]
+mod tests;

@@ -10,10 +10,11 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::build::{finish_with, remove_prefix};
-use super::client::{Client, Store, ANSWER_TIMEOUT};
+use super::client::{Client, Store};
 use super::descriptor::{check_bucket, is_dataset_prefix, Descriptor, DESCRIPTOR, MARKER, ROOT};
 use super::reach::user_store;
 use super::swift;
+use crate::records::S3Params;
 use crate::{Error, Result};
 
 /// What `drop` removed.
@@ -33,7 +34,7 @@ pub struct Dropped {
 /// with its directory; on a store the user runs, every object under its
 /// prefix, then its descriptor (kept when the store cannot be reached or
 /// a delete fails, so the same command can be run again).
-pub fn drop_dataset(dir: &Path) -> Result<Dropped> {
+pub fn drop_dataset(dir: &Path, s3: &S3Params) -> Result<Dropped> {
     if !dir.join(DESCRIPTOR).is_file() {
         return Err(Error::bad_input(
             dir,
@@ -46,7 +47,7 @@ pub fn drop_dataset(dir: &Path) -> Result<Dropped> {
         std::fs::remove_dir_all(dir).map_err(|e| Error::io(dir, "cannot remove", e))?;
         return Ok(Dropped { objects: None, place: "its throwaway Swift cluster".into(), dir_removed: true });
     };
-    let store = Arc::new(user_store(&endpoint, &desc.bucket)?);
+    let store = Arc::new(user_store(&endpoint, &desc.bucket, s3)?);
     let objects = remove_marked(&store, &desc.prefix).map_err(|e| {
         Error::invalid(format!("{e}; {} keeps its descriptor: run drop again to finish", dir.display()))
     })?;
@@ -60,14 +61,14 @@ pub fn drop_dataset(dir: &Path) -> Result<Dropped> {
 /// Removes the objects under `prefix` (`blobbench/NAME/`, holding
 /// blobbench's marker) in `bucket` at `url`: what a killed export or a
 /// failed clean-up left, as [`list_datasets`] shows it.
-pub fn drop_prefix(url: &str, bucket: &str, prefix: &str) -> Result<Dropped> {
+pub fn drop_prefix(url: &str, bucket: &str, prefix: &str, s3: &S3Params) -> Result<Dropped> {
     check_bucket(bucket)?;
     if !is_dataset_prefix(prefix) {
         return Err(Error::invalid(format!(
             "--prefix {prefix}: not a blobbench dataset's prefix ({ROOT}NAME/, as stat --s3 lists them)"
         )));
     }
-    let store = Arc::new(user_store(url, bucket)?);
+    let store = Arc::new(user_store(url, bucket, s3)?);
     let objects = remove_marked(&store, prefix)?;
     let place = format!("bucket {bucket} at {}, prefix {prefix}", url.trim_end_matches('/'));
     Ok(Dropped { objects: Some(objects), place, dir_removed: false })
@@ -109,15 +110,15 @@ pub struct StoreDataset {
 
 /// Every `blobbench/NAME/` prefix in `bucket` at `url`, in key order,
 /// with its objects' count, bytes and age.
-pub fn list_datasets(url: &str, bucket: &str) -> Result<Vec<StoreDataset>> {
+pub fn list_datasets(url: &str, bucket: &str, s3: &S3Params) -> Result<Vec<StoreDataset>> {
     check_bucket(bucket)?;
-    let store = Arc::new(user_store(url, bucket)?);
+    let store = Arc::new(user_store(url, bucket, s3)?);
     let client = Client::new(store.clone());
     client.any_under(ROOT)?;
     let mut found: Vec<StoreDataset> = Vec::new();
     let mut token: Option<String> = None;
     loop {
-        let page = client.list_page(ROOT, token.as_deref(), 1000, ANSWER_TIMEOUT)?;
+        let page = client.list_page(ROOT, token.as_deref(), 1000, None)?;
         for obj in &page.contents {
             let key = percent_encoding::percent_decode_str(&obj.key).decode_utf8_lossy();
             add(&mut found, &key, obj.size.unwrap_or(0), obj.last_modified.as_deref());

@@ -22,7 +22,9 @@ mod client;
 mod datasets;
 mod descriptor;
 mod multipart;
+mod net;
 mod reach;
+mod refusal;
 mod session;
 mod stat;
 pub mod swift;
@@ -32,10 +34,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 pub use build::{BYTES_IN_FLIGHT, IN_FLIGHT};
-pub use client::{parse_endpoint, CONNECT_TIMEOUT};
+pub use client::parse_endpoint;
 pub use datasets::{drop_command, drop_dataset, drop_prefix, list_datasets, Dropped, StoreDataset};
 pub use descriptor::{check_bucket, prefix_for, Descriptor, DESCRIPTOR};
 pub use multipart::PART_SIZE;
+pub use net::{proxy_for, read_ca, CONNECT_TIMEOUT, STALL_ENV, STALL_TIMEOUT};
 
 use reach::Reach;
 
@@ -44,7 +47,7 @@ use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, 
 use crate::engine::keep::Idle;
 use crate::engine::report::{ExportReport, StatReport};
 use crate::engine::sizes::KnownSizes;
-use crate::records::{EngineKind, EngineSettings, ServerInfo, ServerPlace, ServerSetting};
+use crate::records::{EngineKind, EngineSettings, S3Params, ServerInfo, ServerPlace, ServerSetting};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -82,7 +85,7 @@ impl Backend for S3Backend {
         if vacuum {
             return Err(Error::invalid("--vacuum applies to SQLite databases only"));
         }
-        stat::stat(path, settings.s3.url.as_deref()).map(StatReport::Server)
+        stat::stat(path, &settings.s3).map(StatReport::Server)
     }
 
     /// The throwaway cluster's device directories (every replica, and the
@@ -113,7 +116,7 @@ impl Backend for S3Backend {
     /// the user runs needs its endpoint and the environment's credentials.
     fn preflight(&self, settings: &EngineSettings, _target: Option<&Path>) -> Result<()> {
         match &settings.s3.url {
-            Some(url) => reach::user_store(url, settings.s3.bucket.as_deref().unwrap_or("-")).map(drop),
+            Some(url) => reach::user_store(url, settings.s3.bucket.as_deref().unwrap_or("-"), &settings.s3).map(drop),
             None => swift::check_installed(),
         }
     }
@@ -132,8 +135,9 @@ const CRASH_MODES: [CrashMode; 1] = [CrashMode::new(
 /// cluster started) in `survey` and let go when the engine is dropped.
 pub struct S3Engine {
     path: PathBuf,
-    /// A run's `--s3`, checked against the descriptor's endpoint.
-    url: Option<String>,
+    /// A run's `--s3` (checked against the descriptor's endpoint), CA file
+    /// and addressing.
+    s3: S3Params,
     reach: Mutex<Option<Arc<Reach>>>,
     sizes: Arc<KnownSizes<u64>>,
     /// Blobs of this size or more are PUT in parts (`--s3-multipart-threshold`).
@@ -147,7 +151,7 @@ impl S3Engine {
     pub fn new(path: &Path, settings: &EngineSettings) -> Self {
         S3Engine {
             path: path.to_path_buf(),
-            url: settings.s3.url.clone(),
+            s3: settings.s3.clone(),
             reach: Mutex::new(None),
             sizes: Arc::default(),
             multipart_threshold: settings.s3.multipart_threshold,
@@ -161,7 +165,7 @@ impl S3Engine {
         if let Some(r) = slot.as_ref() {
             return Ok(r.clone());
         }
-        let r = Arc::new(Reach::for_dataset(&self.path, self.url.as_deref())?);
+        let r = Arc::new(Reach::for_dataset(&self.path, &self.s3)?);
         *slot = Some(r.clone());
         Ok(r)
     }
@@ -279,6 +283,7 @@ fn server_info(reach: &Reach, sizes: &HashMap<u32, u64>, threshold: u64) -> Serv
         }
         None => {
             settings.push(setting("endpoint", reach.desc.endpoint.clone().unwrap_or_default()));
+            settings.push(setting("proxy", reach.store.net.proxy_label()));
             ("S3".to_string(), ServerPlace::Remote)
         }
     };

@@ -13,7 +13,7 @@ use std::ops::Range;
 
 use rusty_s3::actions::{CreateMultipartUpload, S3Action};
 
-use super::client::{patiently, read_text, Call, Client, ANSWER_TIMEOUT, BUSY_PAUSES, SIGNED_FOR};
+use super::client::{patiently, read_text, Again, Call, Client, BUSY_PAUSES, SIGNED_FOR};
 use crate::{Error, Result};
 
 /// The size of every part but the last (the AWS CLI's default chunk; S3
@@ -66,7 +66,7 @@ impl Client {
                 let number = u16::try_from(i + 1).map_err(|_| Error::invalid("too many parts"))?;
                 let mut etag = None;
                 let mut once = || self.put_part(key, &upload, number, &body[range.clone()], &mut etag);
-                busy += if patient { patiently(&BUSY_PAUSES, once)? } else { once()?.map_or(Ok(0), Err)? };
+                busy += if patient { patiently(&BUSY_PAUSES, once)? } else { Again::none(once()?).map(|()| 0)? };
                 etags.push(etag.unwrap_or_default());
             }
             self.complete_upload(key, &upload, &etags)
@@ -84,7 +84,7 @@ impl Client {
         let call = Call { op: "POST (create multipart upload)", key };
         let url = self.store.bucket.create_multipart_upload(Some(&self.store.credentials), key).sign(SIGNED_FOR);
         let mut resp =
-            self.agent.post(url.as_str()).send_empty().map_err(|e| self.transport(call, e, ANSWER_TIMEOUT))?;
+            self.agent.post(url.as_str()).send_empty().map_err(|e| self.transport(call, e, None))?;
         self.check(call, &mut resp)?;
         let text = read_text(&mut resp);
         let created = CreateMultipartUpload::parse_response(&text)
@@ -92,8 +92,8 @@ impl Client {
         Ok(created.upload_id().to_string())
     }
 
-    /// One part: Ok(None) when stored (its ETag in `etag`), Ok(Some(error))
-    /// when the store answered busy.
+    /// One part: Ok(None) when stored (its ETag in `etag`), Ok(Some(again))
+    /// when the store answered busy or the connection broke.
     fn put_part(
         &self,
         key: &str,
@@ -101,10 +101,10 @@ impl Client {
         number: u16,
         body: &[u8],
         etag: &mut Option<String>,
-    ) -> Result<Option<Error>> {
+    ) -> Result<Option<Again>> {
         let call = Call { op: "PUT (part)", key };
         let url = self.store.bucket.upload_part(Some(&self.store.credentials), key, number, upload).sign(SIGNED_FOR);
-        let mut resp = self.agent.put(url.as_str()).send(body).map_err(|e| self.transport(call, e, ANSWER_TIMEOUT))?;
+        let mut resp = self.agent.put(url.as_str()).send(body).map_err(|e| self.transport(call, e, None))?;
         *etag = resp.headers().get("etag").and_then(|v| v.to_str().ok()).map(str::to_string);
         let answer = self.answer(call, &mut resp)?;
         if answer.is_none() && etag.is_none() {
@@ -124,7 +124,7 @@ impl Client {
         let url = action.sign(SIGNED_FOR);
         let body = action.body();
         let mut resp =
-            self.agent.post(url.as_str()).send(body.as_bytes()).map_err(|e| self.transport(call, e, ANSWER_TIMEOUT))?;
+            self.agent.post(url.as_str()).send(body.as_bytes()).map_err(|e| self.transport(call, e, None))?;
         self.check(call, &mut resp)?;
         // S3 may answer 200 and put the error in the body.
         let text = read_text(&mut resp);
@@ -137,8 +137,8 @@ impl Client {
     fn abort_upload(&self, key: &str, upload: &str) -> Result<()> {
         let call = Call { op: "DELETE (abort multipart upload)", key };
         let url = self.store.bucket.abort_multipart_upload(Some(&self.store.credentials), key, upload).sign(SIGNED_FOR);
-        let mut resp = self.agent.delete(url.as_str()).call().map_err(|e| self.transport(call, e, ANSWER_TIMEOUT))?;
-        self.answer(call, &mut resp)?.map_or(Ok(()), Err)
+        let mut resp = self.agent.delete(url.as_str()).call().map_err(|e| self.transport(call, e, None))?;
+        Again::none(self.answer(call, &mut resp)?)
     }
 }
 

@@ -11,7 +11,9 @@ use rusty_s3::Credentials;
 
 use super::client::{env_credentials, Client, Store};
 use super::descriptor::Descriptor;
+use super::net::Net;
 use super::swift::{self, Cluster};
+use crate::records::{Addressing, S3Params};
 use crate::{Error, Result};
 
 /// A dataset's store, ready for requests.
@@ -25,11 +27,11 @@ pub(super) struct Reach {
 impl Reach {
     /// The store of the dataset in `dir`: its throwaway cluster, started
     /// now (or shared with the run's other engines), or the user's store.
-    /// `url`, a run's `--s3`, must name the descriptor's endpoint (the
-    /// descriptor alone is enough).
-    pub fn for_dataset(dir: &Path, url: Option<&str>) -> Result<Reach> {
+    /// A run's `--s3` must name the descriptor's endpoint (the descriptor
+    /// alone is enough); its `--s3-ca` and `--s3-addressing` apply.
+    pub fn for_dataset(dir: &Path, s3: &S3Params) -> Result<Reach> {
         let desc = Descriptor::read(dir)?;
-        match (url.map(|u| u.trim_end_matches('/')), desc.endpoint.as_deref()) {
+        match (s3.url.as_deref().map(|u| u.trim_end_matches('/')), desc.endpoint.as_deref()) {
             (Some(_), None) => {
                 return Err(Error::bad_input(dir, "holds its own throwaway Swift cluster; run it without --s3"))
             }
@@ -45,7 +47,7 @@ impl Reach {
                 Ok(Reach { cluster: Some(cluster), store, desc })
             }
             Some(endpoint) => {
-                let store = Arc::new(user_store(endpoint, &desc.bucket)?);
+                let store = Arc::new(user_store(endpoint, &desc.bucket, s3)?);
                 // Fails fast, in one line, on a silent endpoint, bad
                 // credentials or a missing bucket.
                 Client::new(store.clone()).any_under(&desc.prefix)?;
@@ -79,12 +81,14 @@ impl Reach {
 /// blobbench's throwaway cluster at `endpoint`, with tempauth's test user.
 pub(super) fn local_store(endpoint: &str, bucket: &str) -> Result<Store> {
     let credentials = Credentials::new(format!("{}:{}", swift::ACCOUNT, swift::USER), swift::SECRET);
-    Store::new(endpoint, bucket, swift::REGION, credentials, true)
+    Store::new(endpoint, bucket, swift::REGION, credentials, true, Net::loopback()?, Addressing::Path)
 }
 
-/// A store the user runs, with the environment's credentials and region.
-pub(super) fn user_store(endpoint: &str, bucket: &str) -> Result<Store> {
-    super::client::parse_endpoint(endpoint)?;
+/// A store the user runs, with the environment's credentials, region and
+/// proxy, and `s3`'s CA file and addressing.
+pub(super) fn user_store(endpoint: &str, bucket: &str, s3: &S3Params) -> Result<Store> {
+    let url = super::client::parse_endpoint(endpoint)?;
     let (credentials, region) = env_credentials(Path::new(endpoint))?;
-    Store::new(endpoint, bucket, &region, credentials, false)
+    let net = Net::for_url(&url, s3.ca.as_deref())?;
+    Store::new(endpoint, bucket, &region, credentials, false, net, s3.addressing)
 }

@@ -7,11 +7,12 @@ use std::path::Path;
 
 use super::reach::Reach;
 use crate::engine::report::{LocalBlocks, ServerStat, SizeLine};
+use crate::records::S3Params;
 use crate::Result;
 
 /// `stat` of the dataset in `dir` (its cluster is started for it).
-pub fn stat(dir: &Path, url: Option<&str>) -> Result<ServerStat> {
-    let reach = Reach::for_dataset(dir, url)?;
+pub fn stat(dir: &Path, s3: &S3Params) -> Result<ServerStat> {
+    let reach = Reach::for_dataset(dir, s3)?;
     let client = reach.client();
     let sizes = reach.list_blobs(&client)?;
     let content: u64 = sizes.values().sum();
@@ -46,8 +47,9 @@ pub fn stat(dir: &Path, url: Option<&str>) -> Result<ServerStat> {
 }
 
 /// Where the blobs are: bucket, prefix and, for a store the user runs, its
-/// endpoint.
+/// endpoint and the proxy in between.
 pub(super) fn blobs_in(reach: &Reach) -> String {
-    let place = reach.desc.endpoint.as_deref().map(|e| format!(" at {e}")).unwrap_or_default();
+    let through = reach.store.net.proxy.as_ref().map(|(_, p)| format!(" through proxy {p}")).unwrap_or_default();
+    let place = reach.desc.endpoint.as_deref().map(|e| format!(" at {e}{through}")).unwrap_or_default();
     format!("bucket {}{place}, prefix {}", reach.desc.bucket, reach.desc.prefix)
 }

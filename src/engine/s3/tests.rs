@@ -32,7 +32,7 @@ fn every_byte_round_trips_and_the_cluster_stops() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("s3");
     let rows = round_trip(KIND, &target, engine);
-    let st = stat::stat(&target, None).unwrap();
+    let st = stat::stat(&target, &S3Params::default()).unwrap();
     assert_eq!(st.entries, rows.len() as u64);
     assert_eq!(st.content_bytes, rows.iter().map(|r| r.1.len() as u64).sum::<u64>());
     let local = st.local.expect("the throwaway cluster's blocks");

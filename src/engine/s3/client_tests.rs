@@ -1,0 +1,110 @@
+//! The client's retries, errors, signing and bounds, against loopback
+//! listeners (nothing answers, or nothing listens).
+
+use super::*;
+
+fn store(endpoint: &str) -> Client {
+    let net = Net::for_url(&parse_endpoint(endpoint).unwrap(), None).unwrap();
+    let credentials = Credentials::new("k", "s3cr3t");
+    Client::new(Arc::new(Store::new(endpoint, "b", "us-east-1", credentials, false, net, Addressing::Path).unwrap()))
+}
+
+#[test]
+fn endpoints_are_plain_http_urls_without_credentials() {
+    assert!(parse_endpoint("http://127.0.0.1:9000").is_ok());
+    assert!(parse_endpoint("https://s3.example.com/").is_ok());
+    assert_eq!(parse_endpoint("http://h:9000/s3/gateway/").unwrap().path(), "/s3/gateway/", "a path is kept");
+    let e = parse_endpoint("http://key:secret@h:9000").unwrap_err().to_string();
+    assert!(e.contains("no credentials in the URL") && !e.contains("secret@"), "{e}");
+    assert!(parse_endpoint("ftp://h").unwrap_err().to_string().contains("http://"));
+    assert!(parse_endpoint("http://h:9000/?x=1").unwrap_err().to_string().contains("--s3-bucket"));
+    assert!(parse_endpoint("not a url").unwrap_err().to_string().starts_with("--s3 not a url: not a URL"));
+}
+
+#[test]
+fn an_endpoint_with_a_path_keeps_it_before_the_bucket() {
+    let c = store("http://127.0.0.1:9/gw/s3");
+    let url = c.store.bucket.get_object(Some(&c.store.credentials), "blobbench/k").sign(SIGNED_FOR);
+    assert!(url.as_str().starts_with("http://127.0.0.1:9/gw/s3/b/blobbench/k?"), "{url}");
+}
+
+#[test]
+fn urls_are_signed_for_a_minute() {
+    assert_eq!(SIGNED_FOR, Duration::from_secs(60));
+    let c = store("http://127.0.0.1:9");
+    let signed = c.store.bucket.get_object(Some(&c.store.credentials), "k").sign(SIGNED_FOR);
+    assert!(signed.query_pairs().any(|(k, v)| k == "X-Amz-Expires" && v == "60"), "{signed}");
+}
+
+#[test]
+fn the_region_comes_from_aws_region_then_aws_default_region() {
+    let env = |vars: &'static [(&'static str, &'static str)]| {
+        move |n: &str| vars.iter().find(|(k, _)| *k == n).map(|(_, v)| v.to_string())
+    };
+    assert_eq!(region_from(env(&[])), "us-east-1");
+    assert_eq!(region_from(env(&[("AWS_DEFAULT_REGION", "eu-west-3")])), "eu-west-3");
+    assert_eq!(region_from(env(&[("AWS_DEFAULT_REGION", "eu-west-3"), ("AWS_REGION", "ap-east-1")])), "ap-east-1");
+    assert_eq!(region_from(env(&[("AWS_REGION", " "), ("AWS_DEFAULT_REGION", "eu-west-3")])), "eu-west-3");
+}
+
+#[test]
+fn busy_answers_and_broken_connections_are_tried_again_and_others_end_at_once() {
+    let busy =
+        || Again::Busy(Error::bad_input(Path::new("s"), "PUT k failed: the store answered 503 Service Unavailable"));
+    let no_pause = [Duration::ZERO; 3];
+    let mut calls = 0;
+    let twice_busy = patiently(&no_pause, || {
+        calls += 1;
+        Ok((calls <= 2).then(busy))
+    });
+    assert_eq!((twice_busy.unwrap(), calls), (2, 3));
+    let mut calls = 0;
+    let e = patiently(&no_pause, || {
+        calls += 1;
+        Ok(Some(busy()))
+    })
+    .unwrap_err()
+    .to_string();
+    assert_eq!(calls, 4, "one try, then one after each pause");
+    assert!(e.ends_with("503 Service Unavailable (4 tries over 0 s: the store stayed busy)"), "{e}");
+    let mut calls = 0;
+    let e = patiently(&[Duration::ZERO; 6], || {
+        calls += 1;
+        Ok(Some(Again::Broken(Error::bad_input(Path::new("s"), "PUT k: no answer within 30 s"))))
+    })
+    .unwrap_err()
+    .to_string();
+    assert_eq!(calls, BROKEN_TRIES, "a broken connection is tried {BROKEN_TRIES} times");
+    assert!(e.ends_with("(3 tries over 0 s: the connection kept breaking)"), "{e}");
+    let mut calls = 0;
+    let refused = patiently(&no_pause, || {
+        calls += 1;
+        Err(Error::bad_input(Path::new("s"), "the store refused access key k"))
+    });
+    assert!(refused.is_err() && calls == 1, "a refusal is not tried again");
+    assert!([500, 502, 503, 504].into_iter().all(is_busy) && ![200, 403, 404, 507].into_iter().any(is_busy));
+    assert!(BUSY_PAUSES.iter().sum::<Duration>() < Duration::from_secs(60), "a dead store fails within a minute");
+    let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+    assert!(is_broken(&ureq::Error::Io(reset)) && is_broken(&ureq::Error::Timeout(ureq::Timeout::PerRead)));
+    let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+    assert!(!is_broken(&ureq::Error::Io(refused)), "a refused connection: the store is down");
+}
+
+#[test]
+fn a_refused_endpoint_is_one_line_naming_it() {
+    // A port nothing listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let e = store(&format!("http://127.0.0.1:{port}")).put("x", b"y").unwrap_err().to_string();
+    assert!(e.contains(&format!("cannot connect to 127.0.0.1:{port}: connection refused")), "{e}");
+    assert!(!e.contains("s3cr3t") && !e.contains('\n'), "{e}");
+}
+
+/// A store that takes the connection and never answers: one line
+/// naming the stall bound (the listener's backlog holds the request).
+#[test]
+fn a_silent_endpoint_is_one_line_naming_the_bound() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let c = store(&format!("http://{}", silent.local_addr().unwrap()));
+    let e = c.any_under("p/").unwrap_err().to_string();
+    assert!(e.contains("LIST p/: no answer within 3 s; is it an S3 endpoint?") && !e.contains('\n'), "{e}");
+}
