@@ -418,6 +418,9 @@ fn engine_cases() -> Vec<Case> {
         case("export: s3 URL holding credentials", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "http://key:s3cret@127.0.0.1:1", "--s3-bucket", "b"], Fail("put no credentials in the URL")),
         case("export: s3 endpoint not a URL", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "notaurl", "--s3-bucket", "b"], Fail("--s3 notaurl: not a URL")),
         case("export: s3 URL not http", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "ftp://127.0.0.1:1", "--s3-bucket", "b"], Fail("expected an http:// or https:// endpoint")),
+        case("export: unknown --s3-server", db, &["export", "@db", "@t", "--engine", "s3", "--s3-server", "minio"], Fail("unknown --s3-server 'minio' (expected swift, seaweedfs)")),
+        case("suite: unknown --s3-server", none, &["suite", "--engines", "s3", "--s3-server", "ceph", "--workdir", "@", "--out", "@rep"], Fail("unknown --s3-server 'ceph'")),
+        case("crashtest: unknown --s3-server", none, &["crashtest", "--method", "s3-durable", "--s3-server", "x", "--workdir", "@"], Fail("unknown --s3-server 'x'")),
         case("export: s3 store without credentials", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "http://127.0.0.1:1", "--s3-bucket", "b"], Fail("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")),
         // LMDB's data.mdb beside fjall's keyspaces/: neither is read as the dataset
         case("run: two engines' files in one dir", lmdb_and_fjall, &["run", "@t"], Fail("holds the files of two engines, LMDB and fjall")),

@@ -8,7 +8,8 @@ use std::path::Path;
 use clap::Args;
 
 use blobbench::engine::postgres::{redact, remote_table_name};
-use blobbench::records::{EngineSettings, DEFAULT_REPLICAS};
+use blobbench::engine::s3::{server_names, Server};
+use blobbench::records::{EngineSettings, S3Params};
 
 #[derive(Debug, Args)]
 pub struct ServerArgs {
@@ -19,7 +20,7 @@ pub struct ServerArgs {
     #[arg(long, value_name = "URL")]
     pub pg: Option<String>,
     /// S3 (export): put the objects in this store (http(s)://host:port), in
-    /// --s3-bucket, instead of a throwaway Swift cluster; credentials come
+    /// --s3-bucket, instead of a throwaway server; credentials come
     /// from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION.
     /// blobbench writes only under its own prefix, blobbench/<DIR's name>/,
     /// and never makes or deletes a bucket there.
@@ -28,10 +29,39 @@ pub struct ServerArgs {
     /// S3: the bucket in the --s3 store (it must exist).
     #[arg(long, value_name = "NAME", requires = "s3")]
     pub s3_bucket: Option<String>,
-    /// S3 (export): replicas of the throwaway Swift cluster, one device
-    /// directory each.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_REPLICAS, value_parser = clap::value_parser!(u8).range(1..=3))]
-    pub s3_replicas: u8,
+    /// S3 (export): replicas the throwaway server keeps [default: the
+    /// server's own default; docs/s3.md gives each server's].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=3))]
+    pub s3_replicas: Option<u8>,
+    #[command(flatten)]
+    pub s3_server: S3ServerArg,
+}
+
+/// `--s3-server`, for `export` and every study that takes `--engines s3`.
+#[derive(Debug, Args, Default)]
+pub struct S3ServerArg {
+    #[arg(long = "s3-server", value_name = "NAME", value_parser = s3_server, help = s3_server_help())]
+    pub name: Option<String>,
+}
+
+impl S3ServerArg {
+    /// The S3 settings of a study's datasets.
+    pub fn params(&self) -> S3Params {
+        S3Params::on_server(self.name.as_deref())
+    }
+}
+
+/// A name `--s3-server` takes, checked by the engine's own list.
+fn s3_server(name: &str) -> Result<String, String> {
+    Server::from_setting(Some(name)).map(|s| s.name().to_string()).map_err(|e| e.to_string())
+}
+
+fn s3_server_help() -> String {
+    format!(
+        "S3: the throwaway server to build the objects on: {} [default: {}] (not with --s3)",
+        server_names().join(", "),
+        server_names()[0]
+    )
 }
 
 impl ServerArgs {
@@ -41,6 +71,7 @@ impl ServerArgs {
         settings.s3.url.clone_from(&self.s3);
         settings.s3.bucket.clone_from(&self.s3_bucket);
         settings.s3.replicas = self.s3_replicas;
+        settings.s3.server.clone_from(&self.s3_server.name);
     }
 
     /// What `export` of the dataset at `dir` will write on a server the

@@ -1,24 +1,25 @@
 //! The S3 engine's settings: where its objects go.
 
-/// Replicas of blobbench's throwaway Swift cluster unless `--s3-replicas`
-/// says otherwise: Swift's default policy, and what a real cluster keeps.
-pub const DEFAULT_REPLICAS: u8 = 3;
-
 /// The S3 engine's own settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct S3Params {
     /// A store the user runs (`--s3 URL`, with `--s3-bucket`); None:
-    /// blobbench's throwaway Swift cluster inside the dataset's directory.
+    /// blobbench's throwaway server inside the dataset's directory.
     pub url: Option<String>,
     /// The bucket in that store (which blobbench never makes or deletes).
     pub bucket: Option<String>,
-    /// The throwaway cluster's replicas, one device directory each (export
-    /// only).
-    pub replicas: u8,
+    /// Which throwaway server to build on (`--s3-server`), by one of the
+    /// names `engine::s3::server_names` gives; None: the first of them.
+    /// Checked where it is used, so an unknown name is one line.
+    pub server: Option<String>,
+    /// The throwaway server's replicas (export only); None: the server's
+    /// own default.
+    pub replicas: Option<u8>,
 }
 
-impl Default for S3Params {
-    fn default() -> Self {
-        S3Params { url: None, bucket: None, replicas: DEFAULT_REPLICAS }
+impl S3Params {
+    /// A throwaway server by name, nothing else set (a study's datasets).
+    pub fn on_server(server: Option<&str>) -> S3Params {
+        S3Params { server: server.map(str::to_string), ..S3Params::default() }
     }
 }
