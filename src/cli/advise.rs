@@ -46,8 +46,10 @@ pub struct AdviseArgs {
     /// its aging pass too.
     #[arg(long, value_name = "N", default_value = "1", allow_hyphen_values = true, value_parser = super::run::commit_every)]
     pub commit_every: u32,
-    #[arg(long, value_parser = super::engines::key_value_list, help = super::engines::key_value_help("Key-value engines considered beside SQLite and files [default: lmdb,redb,fjall]"))]
+    #[arg(long, value_parser = super::engines::key_value_list, help = super::engines::key_value_help(&format!("Key-value engines considered beside SQLite and files [default: {}]", super::engines::names(&blobbench::studies::advise::rules::default_engines()))))]
     pub engines: Option<super::engines::EngineList>,
+    #[command(flatten)]
+    pub s3_server: super::servers::S3ServerArg,
     /// Time the whole command may take, e.g. 90s, 5m [default: 270s, 60s with --quick, or the least the data needs when more].
     #[arg(long, allow_hyphen_values = true, value_parser = units::duration, value_name = "DURATION")]
     pub budget: Option<std::time::Duration>,
@@ -138,6 +140,7 @@ impl AdviseArgs {
             writer,
             commit_every: self.commit_every,
             clock,
+            s3: self.s3_server.params(),
         })
     }
 }

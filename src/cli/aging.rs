@@ -26,6 +26,8 @@ pub struct AgingArgs {
     pub ages: Option<Ages>,
     #[arg(long, value_parser = super::engines::key_value_list, default_value = "", help = super::engines::key_value_help("Key-value engines to age beside SQLite and files"))]
     pub engines: super::engines::EngineList,
+    #[command(flatten)]
+    pub s3_server: super::servers::S3ServerArg,
     /// Blobs per size setting [default: 10k article-sized, 500 large, about 100 MB of a distribution or your files; a tenth with --quick].
     #[arg(long, value_parser = units::positive_u32)]
     pub count: Option<u32>,
@@ -100,6 +102,7 @@ impl AgingArgs {
         }
         o.count = self.count;
         o.engines = self.engines.0.clone();
+        o.s3 = self.s3_server.params();
         o.churn_pct = self.churn;
         o.rounds = self.rounds.apply(o.rounds);
         o.keep = self.keep;

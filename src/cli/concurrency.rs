@@ -53,6 +53,8 @@ pub struct ConcurrencyArgs {
     pub quick: bool,
     #[arg(long, value_parser = super::engines::key_value_list, default_value = "", help = super::engines::server_help("Server stores, each read by 1, 2, 4, 8 and 16 clients at once (a connection each), on the blob readers' dataset"))]
     pub engines: super::engines::EngineList,
+    #[command(flatten)]
+    pub s3_server: super::servers::S3ServerArg,
     /// Where to make the databases (a temporary subdirectory is made inside and removed).
     #[arg(long, default_value = ".")]
     pub workdir: PathBuf,
@@ -144,6 +146,7 @@ impl ConcurrencyArgs {
         o.busy_timeout_ms = self.busy_timeout;
         o.seed = self.seed;
         o.servers = self.engines.0.clone();
+        o.s3 = self.s3_server.params();
         o
     }
 }

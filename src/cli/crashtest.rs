@@ -23,6 +23,17 @@ fn methods(text: &str) -> Result<Methods, units::UnitError> {
     Method::parse_list(text).map(Methods)
 }
 
+/// `--method`'s help: every method the registry's engines declare, and
+/// the groups.
+fn method_help() -> String {
+    let names: Vec<&str> = Method::all().into_iter().map(Method::name).collect();
+    format!(
+        "Write methods, comma-separated: {}, or the groups db, files, kv, server (a server's processes are killed \
+         too, seconds per kill), all",
+        names.join(", ")
+    )
+}
+
 fn count(text: &str) -> Result<u32, units::UnitError> {
     let v: u32 = units::parse_at_least(text, 1, "value")?;
     if v > 100_000 {
@@ -36,11 +47,7 @@ fn count(text: &str) -> Result<u32, units::UnitError> {
 pub struct CrashtestArgs {
     #[command(flatten)]
     pub label: super::output::LabelArg,
-    /// Write methods, comma-separated: db-wal-normal, db-wal-full, db-delete, db-delete-extra, db-off,
-    /// truncate[-fsync], inplace[-fsync], replace[-fsync], replace-fsync-dir, lmdb-durable, lmdb-fast,
-    /// redb-durable, redb-fast, fjall-durable, fjall-fast, postgres[-lo]-durable, postgres[-lo]-fast, or the
-    /// groups db, files, kv, server (PostgreSQL: its server is killed, about 2 s per kill), all.
-    #[arg(long, default_value = "db,files,kv", value_parser = methods)]
+    #[arg(long, default_value = "db,files,kv", value_parser = methods, help = method_help())]
     pub method: Methods,
     /// Kills per method [default: 50, or 6 with --quick].
     #[arg(long, value_parser = count)]
@@ -74,6 +81,8 @@ pub struct CrashtestArgs {
     /// replace-fsync-dir).
     #[arg(long, value_name = "N", default_value = "1", allow_hyphen_values = true, value_parser = super::run::commit_every)]
     pub commit_every: u32,
+    #[command(flatten)]
+    pub s3_server: super::servers::S3ServerArg,
 }
 
 fn model(text: &str) -> Result<Model, String> {
@@ -99,6 +108,7 @@ pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
     }
     opts.seed = args.seed;
     opts.commit_every = args.commit_every;
+    opts.s3 = args.s3_server.params();
     if args.power_cut {
         return power_cuts(&args, &opts);
     }

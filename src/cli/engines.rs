@@ -36,6 +36,11 @@ fn key_value_names() -> Vec<&'static str> {
     registry::key_value_kinds().into_iter().map(EngineKind::name).collect()
 }
 
+/// Engines' names, comma-separated.
+pub fn names(kinds: &[EngineKind]) -> String {
+    kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(",")
+}
+
 /// The help of an `--engines` option: `what`, then the engines' names.
 pub fn key_value_help(what: &str) -> String {
     format!("{what}: {} (comma-separated, or all)", key_value_names().join(","))

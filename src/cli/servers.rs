@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 
 use blobbench::engine::postgres::{redact, remote_table_name};
-use blobbench::records::{Addressing, EngineSettings, DEFAULT_MULTIPART_THRESHOLD, DEFAULT_REPLICAS};
+use blobbench::engine::s3::{server_names, Server};
+use blobbench::records::{Addressing, EngineSettings, S3Params, DEFAULT_MULTIPART_THRESHOLD};
 use blobbench::util::units;
 
 #[derive(Debug, Args)]
@@ -21,7 +22,7 @@ pub struct ServerArgs {
     pub pg: Option<String>,
     /// S3 (export): put the objects in this store (http(s)://host:port, or
     /// with a path for a gateway below one), in --s3-bucket, instead of a
-    /// throwaway Swift cluster; credentials come from AWS_ACCESS_KEY_ID,
+    /// throwaway server; credentials come from AWS_ACCESS_KEY_ID,
     /// AWS_SECRET_ACCESS_KEY, the region from AWS_REGION or
     /// AWS_DEFAULT_REGION; HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY
     /// are honoured (never for loopback). blobbench writes only under a
@@ -33,10 +34,10 @@ pub struct ServerArgs {
     /// S3: the bucket in the --s3 store (it must exist).
     #[arg(long, value_name = "NAME", requires = "s3")]
     pub s3_bucket: Option<String>,
-    /// S3 (export): replicas of the throwaway Swift cluster, one device
-    /// directory each.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_REPLICAS, value_parser = clap::value_parser!(u8).range(1..=3))]
-    pub s3_replicas: u8,
+    /// S3 (export): replicas the throwaway server keeps [default: the
+    /// server's own default; docs/s3.md gives each server's].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=3))]
+    pub s3_replicas: Option<u8>,
     /// S3: blobs of this size or more are PUT by multipart upload, in parts
     /// of 8 MiB (at export and in timed writes; K, M, MiB... suffixes work).
     #[arg(long, value_name = "SIZE", default_value_t = DEFAULT_MULTIPART_THRESHOLD, value_parser = units::positive_u64)]
@@ -51,6 +52,35 @@ pub struct ServerArgs {
     /// otherwise).
     #[arg(long, value_name = "STYLE", value_enum, default_value_t = AddressingArg::Auto)]
     pub s3_addressing: AddressingArg,
+    #[command(flatten)]
+    pub s3_server: S3ServerArg,
+}
+
+/// `--s3-server`, for `export` and every study that takes `--engines s3`.
+#[derive(Debug, Args, Default)]
+pub struct S3ServerArg {
+    #[arg(long = "s3-server", value_name = "NAME", value_parser = s3_server, help = s3_server_help())]
+    pub name: Option<String>,
+}
+
+impl S3ServerArg {
+    /// The S3 settings of a study's datasets.
+    pub fn params(&self) -> S3Params {
+        S3Params::on_server(self.name.as_deref())
+    }
+}
+
+/// A name `--s3-server` takes, checked by the engine's own list.
+fn s3_server(name: &str) -> Result<String, String> {
+    Server::from_setting(Some(name)).map(|s| s.name().to_string()).map_err(|e| e.to_string())
+}
+
+fn s3_server_help() -> String {
+    format!(
+        "S3: the throwaway server to build the objects on: {} [default: {}] (not with --s3)",
+        server_names().join(", "),
+        server_names()[0]
+    )
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -82,6 +112,7 @@ impl ServerArgs {
             AddressingArg::Virtual => Addressing::Virtual,
             AddressingArg::Path => Addressing::Path,
         };
+        settings.s3.server.clone_from(&self.s3_server.name);
     }
 
     /// What `export` of the dataset at `dir` will write on a server the

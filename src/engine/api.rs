@@ -24,8 +24,8 @@ pub struct OpenMode {
     /// work an engine defers to its close (SQLite's closing checkpoint,
     /// redb's and fjall's final sync) happens in its own close phase.
     pub keep: bool,
-    /// Read the newest copy a replicated store holds (Swift's `X-Newest`:
-    /// the proxy asks every replica), as the crash test's check after a
+    /// Read the newest copy a replicated store holds (an object store's
+    /// proxy asking every replica), as the crash test's check after a
     /// kill does; a store with one copy reads as usual. Never set on a
     /// timed session.
     pub newest: bool,

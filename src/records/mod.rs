@@ -15,7 +15,7 @@ pub mod zipf;
 pub use dataset::{DatasetSpec, DiskUsage};
 pub use keys::Order;
 pub use postgres::{PgParams, PgServerInfo, PgStorage};
-pub use s3::{Addressing, S3Params, DEFAULT_MULTIPART_THRESHOLD, DEFAULT_REPLICAS};
+pub use s3::{Addressing, S3Params, DEFAULT_MULTIPART_THRESHOLD};
 pub use server::{ServerInfo, ServerPlace, ServerSetting};
 pub use sizes::{SizeBucket, SizeDist};
 pub use source::{SizeSource, SizesFrom};

@@ -2,15 +2,12 @@
 
 use std::path::PathBuf;
 
-/// Replicas of blobbench's throwaway Swift cluster unless `--s3-replicas`
-/// says otherwise: Swift's default policy, and what a real cluster keeps.
-pub const DEFAULT_REPLICAS: u8 = 3;
-
 /// Blobs of this size or more go up by multipart upload unless
 /// `--s3-multipart-threshold` says otherwise: where S3 clients switch
 /// (the AWS CLI from 8 MiB, others up to about 100 MB), well below S3's
 /// 5 GB limit for one PUT.
 pub const DEFAULT_MULTIPART_THRESHOLD: u64 = 64 << 20;
+
 /// How a bucket is named in a request's URL (`--s3-addressing`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Addressing {
@@ -29,13 +26,17 @@ pub enum Addressing {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct S3Params {
     /// A store the user runs (`--s3 URL`, with `--s3-bucket`); None:
-    /// blobbench's throwaway Swift cluster inside the dataset's directory.
+    /// blobbench's throwaway server inside the dataset's directory.
     pub url: Option<String>,
     /// The bucket in that store (which blobbench never makes or deletes).
     pub bucket: Option<String>,
-    /// The throwaway cluster's replicas, one device directory each (export
-    /// only).
-    pub replicas: u8,
+    /// Which throwaway server to build on (`--s3-server`), by one of the
+    /// names `engine::s3::server_names` gives; None: the first of them.
+    /// Checked where it is used, so an unknown name is one line.
+    pub server: Option<String>,
+    /// The throwaway server's replicas (export only); None: the server's
+    /// own default.
+    pub replicas: Option<u8>,
     /// Blobs of this many bytes or more are PUT by multipart upload (at
     /// export and in timed writes).
     pub multipart_threshold: u64,
@@ -50,10 +51,18 @@ impl Default for S3Params {
         S3Params {
             url: None,
             bucket: None,
-            replicas: DEFAULT_REPLICAS,
+            server: None,
+            replicas: None,
             multipart_threshold: DEFAULT_MULTIPART_THRESHOLD,
             ca: None,
             addressing: Addressing::Auto,
         }
+    }
+}
+
+impl S3Params {
+    /// A throwaway server by name, nothing else set (a study's datasets).
+    pub fn on_server(server: Option<&str>) -> S3Params {
+        S3Params { server: server.map(str::to_string), ..S3Params::default() }
     }
 }

@@ -50,6 +50,17 @@ pub struct ServerInfo {
 }
 
 impl ServerInfo {
+    /// "SeaweedFS 4.48, 1 replica": product, version and replicas.
+    pub fn summary(&self) -> String {
+        let version = if self.version.is_empty() { String::new() } else { format!(" {}", self.version) };
+        let replicas = match self.setting("replicas") {
+            Some("1") => ", 1 replica".to_string(),
+            Some(n) => format!(", {n} replicas"),
+            None => String::new(),
+        };
+        format!("{}{version}{replicas}", self.product)
+    }
+
     /// The value of the setting `name`, if reported.
     pub fn setting(&self, name: &str) -> Option<&str> {
         self.settings.iter().find(|s| s.name == name).map(|s| s.value.as_str())

@@ -21,8 +21,8 @@ use std::time::Instant;
 
 use super::client::{Client, Store};
 use super::descriptor::{self, check_bucket, prefix_for, Descriptor, LOCAL_BUCKET};
-use super::reach::{local_store, user_store};
-use super::swift::{self, Cluster};
+use super::provider::{self, Server};
+use super::reach::user_store;
 use crate::engine::kv;
 use crate::engine::kvtest_db::copy_rows;
 use crate::engine::report::ExportReport;
@@ -74,29 +74,37 @@ fn new_descriptor(target: &Path, bucket: &str, endpoint: Option<&str>, replicas:
 }
 
 fn build_local(db: &Path, target: &Path, force: bool, s3: &S3Params, progress: &dyn Progress) -> Result<ExportReport> {
-    let replicas = s3.replicas;
-    if !(1..=3).contains(&replicas) {
-        return Err(Error::invalid(format!("--s3-replicas {replicas}: give 1, 2 or 3")));
+    let server = Server::from_setting(s3.server.as_deref())?;
+    let (default, most) = server.replicas();
+    let replicas = s3.replicas.unwrap_or(default);
+    if !(1..=most).contains(&replicas) {
+        let name = server.name();
+        return Err(Error::invalid(format!("--s3-replicas {replicas}: {name} keeps 1 to {most}")));
     }
+    server.check_installed()?;
     let started = Instant::now();
     reap_killed_builds(target)?;
     let staging = kv::stage(super::KIND, target, force, is_dataset)?;
     let replaced = replaced(target, force);
     std::fs::create_dir(&staging.path).map_err(|e| Error::io(&staging.path, "cannot create", e))?;
-    Cluster::init(&staging.path, replicas)?;
+    server.init(&staging.path, replicas)?;
     let desc = new_descriptor(target, LOCAL_BUCKET, None, Some(replicas));
     let filled = {
         // Declared after `staging`, so dropped (stopped) before it is removed.
-        let cluster = Cluster::start(&staging.path)?;
-        let store = Arc::new(local_store(&cluster.endpoint(), &desc.bucket)?);
-        Client::new(store.clone()).create_bucket()?;
+        let running = server.start(&staging.path)?;
+        let store = Arc::new(running.store(&desc.bucket)?);
+        let client = Client::new(store.clone());
+        // SeaweedFS makes its bucket at start (and a start waits for it).
+        if client.any_under("").is_err() {
+            client.create_bucket()?;
+        }
         let filled = fill(&store, &desc, db, s3.multipart_threshold, progress)?;
-        cluster.stop()?;
+        running.stop()?;
         filled
     };
     desc.write(&staging.path)?;
     if target.exists() {
-        swift::stop_any(target)?;
+        provider::stop_any(target)?;
     }
     staging.finish()?;
     retire(target, replaced, s3)?;
@@ -107,7 +115,7 @@ fn build_local(db: &Path, target: &Path, force: bool, s3: &S3Params, progress: &
 /// with it): end any still running and remove the directory.
 fn reap_killed_builds(target: &Path) -> Result<()> {
     for dir in crate::engine::throwaway::killed_builds(target, super::KIND) {
-        swift::stop_any(&dir)?;
+        provider::stop_any(&dir)?;
         std::fs::remove_dir_all(&dir).map_err(|err| Error::io(&dir, "cannot remove a killed build", err))?;
     }
     Ok(())
@@ -143,7 +151,7 @@ fn build_remote(
         drop(staging);
         desc.write(target)
     } else {
-        let stopped = if target.exists() { swift::stop_any(target) } else { Ok(()) };
+        let stopped = if target.exists() { provider::stop_any(target) } else { Ok(()) };
         stopped.and_then(|()| {
             std::fs::create_dir(&staging.path).map_err(|e| Error::io(&staging.path, "cannot create", e))?;
             desc.write(&staging.path)?;

@@ -13,7 +13,7 @@ use super::build::{finish_with, remove_prefix};
 use super::client::{Client, Store};
 use super::descriptor::{check_bucket, is_dataset_prefix, Descriptor, DESCRIPTOR, MARKER, ROOT};
 use super::reach::user_store;
-use super::swift;
+use super::provider;
 use crate::records::S3Params;
 use crate::{Error, Result};
 
@@ -43,9 +43,9 @@ pub fn drop_dataset(dir: &Path, s3: &S3Params) -> Result<Dropped> {
     }
     let desc = Descriptor::read(dir)?;
     let Some(endpoint) = desc.endpoint.clone() else {
-        swift::stop_any(dir)?;
+        provider::stop_any(dir)?;
         std::fs::remove_dir_all(dir).map_err(|e| Error::io(dir, "cannot remove", e))?;
-        return Ok(Dropped { objects: None, place: "its throwaway Swift cluster".into(), dir_removed: true });
+        return Ok(Dropped { objects: None, place: "its throwaway server".into(), dir_removed: true });
     };
     let store = Arc::new(user_store(&endpoint, &desc.bucket, s3)?);
     let objects = remove_marked(&store, &desc.prefix).map_err(|e| {

@@ -4,18 +4,20 @@
 //!
 //! A dataset is a directory holding `blobbench-s3.json` (bucket, prefix,
 //! and the endpoint of a store the user runs; never a credential) and
-//! either blobbench's throwaway OpenStack Swift cluster itself (`swift/`,
-//! started by [`swift::Cluster`] for the run and stopped after it) or
-//! nothing more when the objects live in a store the user runs (`--s3 URL
-//! --s3-bucket NAME` at export, credentials from `AWS_ACCESS_KEY_ID` and
+//! either a throwaway server's own directory (`--s3-server`: OpenStack
+//! Swift in `swift/`, SeaweedFS in `seaweedfs/`; see [`provider`]),
+//! started for the run and stopped after it, or nothing more when the
+//! objects live in a store the user runs (`--s3 URL --s3-bucket NAME` at
+//! export, credentials from `AWS_ACCESS_KEY_ID` and
 //! `AWS_SECRET_ACCESS_KEY`). There blobbench writes only under its own
 //! prefix, marked by a `blobbench-dataset.json` object, and never makes
 //! or deletes a bucket.
 //!
 //! One **read** is one GET whose whole body is copied into the session's
 //! reused buffer; see [`session`] for the writes. A PUT that returned is
-//! stored (Swift fsyncs each object before it answers), so there is
-//! nothing to commit.
+//! as stored as the server makes it (Swift fsyncs each object before it
+//! answers; the crash test finds out for the others), so there is nothing
+//! to commit.
 
 mod build;
 mod client;
@@ -23,8 +25,11 @@ mod datasets;
 mod descriptor;
 mod multipart;
 mod net;
+mod process;
+pub mod provider;
 mod reach;
 mod refusal;
+pub mod seaweedfs;
 mod session;
 mod stat;
 pub mod swift;
@@ -39,6 +44,7 @@ pub use datasets::{drop_command, drop_dataset, drop_prefix, list_datasets, Dropp
 pub use descriptor::{check_bucket, prefix_for, Descriptor, DESCRIPTOR};
 pub use multipart::PART_SIZE;
 pub use net::{proxy_for, read_ca, CONNECT_TIMEOUT, STALL_ENV, STALL_TIMEOUT};
+pub use provider::{names as server_names, Server};
 
 use reach::Reach;
 
@@ -47,7 +53,7 @@ use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, 
 use crate::engine::keep::Idle;
 use crate::engine::report::{ExportReport, StatReport};
 use crate::engine::sizes::KnownSizes;
-use crate::records::{EngineKind, EngineSettings, S3Params, ServerInfo, ServerPlace, ServerSetting};
+use crate::records::{EngineKind, EngineSettings, S3Params, ServerInfo, ServerSetting};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -88,48 +94,53 @@ impl Backend for S3Backend {
         stat::stat(path, &settings.s3).map(StatReport::Server)
     }
 
-    /// The throwaway cluster's device directories (every replica, and the
-    /// container and account databases); none for a store the user runs.
+    /// The throwaway server's data directory (Swift's devices: every
+    /// replica, and the container and account databases); none for a
+    /// store the user runs.
     fn local_bytes(&self, path: &Path, _settings: &EngineSettings) -> Result<LocalBytes> {
-        if !Descriptor::read(path)?.local() {
-            return Ok(LocalBytes::Remote("objects in a store you run (--s3), whose disks are not blobbench's".into()));
+        match (Descriptor::read(path)?.local(), Server::of_dataset(path)) {
+            (true, Some(server)) => Ok(LocalBytes::In(vec![server.data_dir(path)?])),
+            (true, None) => Err(Error::bad_input(path, "holds no throwaway S3 server's directory")),
+            (false, _) => {
+                Ok(LocalBytes::Remote("objects in a store you run (--s3), whose disks are not blobbench's".into()))
+            }
         }
-        Ok(LocalBytes::In(vec![swift::Layout::of(path)?.devices()]))
     }
 
     fn timer_covers(&self, _settings: &EngineSettings) -> &'static str {
         "connect (one GET) + loop + close; commit is nothing: a PUT that returned is stored"
     }
 
-    /// One PUT per write, each stored when it returns (Swift fsyncs the
-    /// object and its directory before answering); the crash test SIGKILLs
-    /// Swift's servers, restarts them and reads every blob back.
+    /// One PUT per write, acknowledged once the server says it is stored;
+    /// the crash test SIGKILLs the throwaway server's processes, restarts
+    /// them and reads every blob back (each server's facts: `docs/s3.md`).
     fn crash_modes(&self) -> &'static [CrashMode] {
         &CRASH_MODES
     }
 
     fn reap_killed(&self, workdir: &Path) -> Result<usize> {
-        swift::reap_killed(workdir)
+        provider::reap_killed(workdir)
     }
 
-    /// A throwaway cluster needs Swift's servers and memcached; a store
-    /// the user runs needs its endpoint and the environment's credentials.
+    /// A throwaway server needs its programs (`--s3-server` names it, and
+    /// an unknown name is refused here); a store the user runs needs its
+    /// endpoint and the environment's credentials.
     fn preflight(&self, settings: &EngineSettings, _target: Option<&Path>) -> Result<()> {
         match &settings.s3.url {
             Some(url) => reach::user_store(url, settings.s3.bucket.as_deref().unwrap_or("-"), &settings.s3).map(drop),
-            None => swift::check_installed(),
+            None => Server::from_setting(settings.s3.server.as_deref())?.check_installed(),
         }
     }
 }
 
 const CRASH_MODES: [CrashMode; 1] = [CrashMode::new(
     "s3-durable",
-    "S3 PUT on a throwaway Swift cluster (object fsynced before 201), Swift's servers SIGKILLed",
+    "S3 PUT on a throwaway server (--s3-server), acknowledged as stored; its processes SIGKILLed",
     CrashWrite::Commit,
 )
 .durable()
 .atomic()
-.server(swift::kill_servers)];
+.server(provider::kill_servers)];
 
 /// The dataset at `path` opened for runs; its store is reached (the
 /// cluster started) in `survey` and let go when the engine is dropped.
@@ -216,15 +227,16 @@ impl Engine for S3Engine {
         Ok(Box::new(session::S3Session::open(client, reach, sizes, self.multipart_threshold, mode)?))
     }
 
-    /// The throwaway cluster's files (a remote store's are not ours to
+    /// The throwaway server's files (a remote store's are not ours to
     /// evict); a cold run drops them from the page cache after
-    /// [`Engine::drop_own_caches`] restarted memcached.
+    /// [`Engine::drop_own_caches`] emptied the server's own caches.
     fn cache_files(&self) -> Result<Vec<PathBuf>> {
-        let devices = swift::Layout::of(&self.path)?.devices();
-        if !devices.is_dir() {
+        let Some(server) = Server::of_dataset(&self.path) else { return Ok(Vec::new()) };
+        let data = server.data_dir(&self.path)?;
+        if !data.is_dir() {
             return Ok(Vec::new());
         }
-        crate::engine::kv::dataset_files(&devices)
+        crate::engine::kv::dataset_files(&data)
     }
 
     fn server_info(&self) -> Option<ServerInfo> {
@@ -233,7 +245,8 @@ impl Engine for S3Engine {
 
     /// The blobs the bucket's listing shows under the prefix: Swift keeps
     /// listings in its container databases, fed apart from the objects'
-    /// own writes and without an fsync of their own.
+    /// own writes and without an fsync of their own; SeaweedFS in its
+    /// filer's metadata store, apart from the volumes.
     fn listed_keys(&self) -> Result<Option<Vec<u32>>> {
         let reach = self.reach()?;
         let mut keys: Vec<u32> = reach.list_blobs(&reach.client())?.into_keys().collect();
@@ -242,22 +255,18 @@ impl Engine for S3Engine {
     }
 
     /// A GET may be answered by a replica that missed a write a crash cut
-    /// short (the proxy acknowledges a PUT on a quorum), until Swift's
-    /// replicators repair it.
+    /// short (Swift's proxy acknowledges a PUT on a quorum), until the
+    /// server's replicators repair it.
     fn may_serve_stale(&self) -> bool {
         true
     }
 
-    /// Restarts the throwaway cluster's memcached, which empties the
-    /// proxy's cache of account and container information. Swift's servers
-    /// keep no objects in memory: the device directories' page cache,
-    /// dropped next, is the rest. A store the user runs is left alone.
+    /// Empties the throwaway server's own caches (see each server's
+    /// [`provider::Provider::drop_caches`]); a store the user runs is left
+    /// alone.
     fn drop_own_caches(&self) -> Result<()> {
         self.idle.clear();
-        match self.reach()?.cluster() {
-            Some(cluster) => cluster.restart_memcached(),
-            None => Ok(()),
-        }
+        self.reach()?.provider.drop_caches()
     }
 }
 
@@ -274,20 +283,13 @@ fn server_info(reach: &Reach, sizes: &HashMap<u32, u64>, threshold: u64) -> Serv
             multipart::PART_SIZE
         ),
     };
-    let mut settings = vec![setting("put", put)];
-    let (product, place) = match reach.cluster() {
-        Some(cluster) => {
-            settings.push(setting("replicas", reach.desc.replicas.unwrap_or(1).to_string()));
-            settings.push(setting("endpoint", cluster.endpoint()));
-            ("OpenStack Swift (s3api, throwaway cluster)".to_string(), ServerPlace::Local)
-        }
-        None => {
-            settings.push(setting("endpoint", reach.desc.endpoint.clone().unwrap_or_default()));
-            settings.push(setting("proxy", reach.store.net.proxy_label()));
-            ("S3".to_string(), ServerPlace::Remote)
-        }
-    };
-    let version = reach.cluster().map_or_else(String::new, |c| c.version().to_string());
+    let (product, version) = reach.provider.product();
+    let place = reach.provider.place();
+    let mut settings = reach.provider.settings();
+    settings.push(setting("put", put));
+    if reach.desc.endpoint.is_some() {
+        settings.push(setting("proxy", reach.store.net.proxy_label()));
+    }
     ServerInfo { product, version, place, blobs_in: stat::blobs_in(reach), settings }
 }
 

@@ -1,31 +1,29 @@
-//! Reaching a dataset's objects: blobbench's throwaway Swift cluster,
-//! started (or shared) for the run, or a store the user runs, with the
-//! credentials of the environment; and the blobs' sizes as the store's
-//! listing gives them.
+//! Reaching a dataset's objects through its [`Provider`]: blobbench's
+//! throwaway server, started (or shared) for the run, or a store the user
+//! runs, with the credentials of the environment; and the blobs' sizes as
+//! the store's listing gives them.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use rusty_s3::Credentials;
-
 use super::client::{env_credentials, Client, Store};
 use super::descriptor::Descriptor;
 use super::net::Net;
-use super::swift::{self, Cluster};
-use crate::records::{Addressing, S3Params};
+use super::provider::{Provider, Server, UserStore};
+use crate::records::S3Params;
 use crate::{Error, Result};
 
 /// A dataset's store, ready for requests.
 pub(super) struct Reach {
-    /// Held for its drop: the last holder's stops the throwaway cluster.
-    cluster: Option<Arc<Cluster>>,
+    /// Also held for its drop: the last holder's stops a throwaway server.
+    pub provider: Arc<dyn Provider>,
     pub store: Arc<Store>,
     pub desc: Descriptor,
 }
 
 impl Reach {
-    /// The store of the dataset in `dir`: its throwaway cluster, started
+    /// The store of the dataset in `dir`: its throwaway server, started
     /// now (or shared with the run's other engines), or the user's store.
     /// A run's `--s3` must name the descriptor's endpoint (the descriptor
     /// alone is enough); its `--s3-ca` and `--s3-addressing` apply.
@@ -33,7 +31,7 @@ impl Reach {
         let desc = Descriptor::read(dir)?;
         match (s3.url.as_deref().map(|u| u.trim_end_matches('/')), desc.endpoint.as_deref()) {
             (Some(_), None) => {
-                return Err(Error::bad_input(dir, "holds its own throwaway Swift cluster; run it without --s3"))
+                return Err(Error::bad_input(dir, "holds its own throwaway S3 server; run it without --s3"))
             }
             (Some(u), Some(e)) if u != e => {
                 return Err(Error::bad_input(dir, format!("its objects are at {e}, not at the --s3 given ({u})")))
@@ -42,26 +40,25 @@ impl Reach {
         }
         match &desc.endpoint {
             None => {
-                let cluster = Cluster::shared(dir)?;
-                let store = Arc::new(local_store(&cluster.endpoint(), &desc.bucket)?);
-                Ok(Reach { cluster: Some(cluster), store, desc })
+                let server = Server::of_dataset(dir)
+                    .ok_or_else(|| Error::bad_input(dir, "holds no throwaway S3 server's directory"))?;
+                let provider = server.shared(dir)?;
+                let store = Arc::new(provider.store(&desc.bucket)?);
+                Ok(Reach { provider, store, desc })
             }
             Some(endpoint) => {
-                let store = Arc::new(user_store(endpoint, &desc.bucket, s3)?);
+                let provider: Arc<dyn Provider> = Arc::new(UserStore { endpoint: endpoint.clone(), s3: s3.clone() });
+                let store = Arc::new(provider.store(&desc.bucket)?);
                 // Fails fast, in one line, on a silent endpoint, bad
                 // credentials or a missing bucket.
                 Client::new(store.clone()).any_under(&desc.prefix)?;
-                Ok(Reach { cluster: None, store, desc })
+                Ok(Reach { provider, store, desc })
             }
         }
     }
 
     pub fn client(&self) -> Client {
         Client::new(self.store.clone())
-    }
-
-    pub fn cluster(&self) -> Option<&Arc<Cluster>> {
-        self.cluster.as_ref()
     }
 
     /// Every blob of the dataset and its size, by listing its prefix
@@ -76,12 +73,6 @@ impl Reach {
         })?;
         Ok(sizes)
     }
-}
-
-/// blobbench's throwaway cluster at `endpoint`, with tempauth's test user.
-pub(super) fn local_store(endpoint: &str, bucket: &str) -> Result<Store> {
-    let credentials = Credentials::new(format!("{}:{}", swift::ACCOUNT, swift::USER), swift::SECRET);
-    Store::new(endpoint, bucket, swift::REGION, credentials, true, Net::loopback()?, Addressing::Path)
 }
 
 /// A store the user runs, with the environment's credentials, region and

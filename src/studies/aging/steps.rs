@@ -36,7 +36,7 @@ pub(super) fn run_setting(
     out: &mut AgingSetting,
     observer: &dyn AgingObserver,
 ) -> Result<()> {
-    let mut all = layouts(work, &opts.engines, opts.commit_every);
+    let mut all = layouts(work, &opts.engines, opts.commit_every, &opts.s3);
     if let Some(only) = &opts.layouts {
         all.retain(|l| only.iter().any(|id| id == l.id()));
     }
@@ -92,7 +92,7 @@ impl Run<'_> {
                     std::fs::copy(&pristine, &l.path).map_err(|e| Error::io(&l.path, "cannot copy the database", e))?;
                 }
                 kind => {
-                    dataset::build(kind, &pristine, &l.path, false, &Silent)?;
+                    crate::engine::registry::build_with(kind, &pristine, &l.path, false, &l.settings, &Silent)?;
                 }
             }
         }

@@ -30,6 +30,7 @@ use rand::SeedableRng;
 use crate::measure::oscount::OsCounters;
 use crate::measure::Experiment;
 use crate::measure::{clock_cost_ns, stop_requested, Latency};
+use crate::records::EngineSettings;
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -55,7 +56,7 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
         let why = if opts.workdir.exists() { "is not a directory" } else { "no such directory" };
         return Err(Error::bad_input(&opts.workdir, why));
     }
-    servers::preflight(&opts.servers)?;
+    servers::preflight(&opts.servers, &EngineSettings { s3: opts.s3.clone(), ..EngineSettings::default() })?;
     crate::engine::registry::reap_killed(&opts.workdir)?;
     // Enterable by others (not listable): PostgreSQL's throwaway cluster
     // runs as the `postgres` user when blobbench runs as root.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::measure::rounds::RoundsPlan;
-use crate::records::{EngineKind, SyncLevel};
+use crate::records::{EngineKind, S3Params, SyncLevel};
 use crate::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -278,6 +278,8 @@ pub struct ConcurrencyOptions {
     /// Reads per timed run of a server, all clients together: a server
     /// answers in milliseconds where a local read takes microseconds.
     pub server_reads: u64,
+    /// Where an S3 server's dataset is built (`--s3-server`).
+    pub s3: S3Params,
 }
 
 impl ConcurrencyOptions {
@@ -300,6 +302,7 @@ impl ConcurrencyOptions {
             rounds: RoundsPlan::new(20, Some(Duration::from_secs(60))),
             servers: Vec::new(),
             server_reads: 2000,
+            s3: S3Params::default(),
         }
     }
 

@@ -64,7 +64,7 @@ pub struct Measured {
 
 /// Refuses before any work what is not a server, or a server that cannot
 /// run here (its programs missing), each in one line.
-pub fn preflight(servers: &[EngineKind]) -> Result<()> {
+pub fn preflight(servers: &[EngineKind], settings: &EngineSettings) -> Result<()> {
     for &kind in servers {
         if !kind.is_server() {
             return Err(Error::invalid(format!(
@@ -73,7 +73,7 @@ pub fn preflight(servers: &[EngineKind]) -> Result<()> {
                 server_names().join(", ")
             )));
         }
-        crate::engine::registry::backend(kind).preflight(&EngineSettings::default(), None)?;
+        crate::engine::registry::backend(kind).preflight(settings, None)?;
     }
     Ok(())
 }
@@ -95,7 +95,8 @@ pub fn measure(opts: &ConcurrencyOptions, work: &Path, progress: &dyn Progress) 
     let mut sets: Vec<(EngineKind, PathBuf)> = Vec::with_capacity(opts.servers.len());
     for (nth, &kind) in opts.servers.iter().enumerate() {
         let dir = work.join(format!("s{nth}"));
-        crate::engine::registry::build(kind, &db, &dir, false, &Silent)?;
+        let settings = EngineSettings { s3: opts.s3.clone(), ..EngineSettings::default() };
+        crate::engine::registry::build_with(kind, &db, &dir, false, &settings, &Silent)?;
         sets.push((kind, dir));
     }
     let mut out = Measured {
@@ -195,7 +196,9 @@ mod tests {
 
     #[test]
     fn only_servers_are_accepted() {
-        let err = preflight(&[EngineKind::ALL.into_iter().find(|k| !k.is_server()).unwrap()]).unwrap_err();
+        let err =
+            preflight(&[EngineKind::ALL.into_iter().find(|k| !k.is_server()).unwrap()], &EngineSettings::default())
+                .unwrap_err();
         assert!(err.to_string().contains("is not a server store") && err.to_string().contains("s3"), "{err}");
     }
 }

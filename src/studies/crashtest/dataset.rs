@@ -74,12 +74,20 @@ pub struct Dataset {
     seed: u64,
     /// Version of each blob as last verified, by key (index 0 unused).
     versions: Vec<u64>,
+    /// An engine's build settings (where an S3 dataset is built).
+    build: EngineSettings,
 }
 
 impl Dataset {
     /// Creates `path` with every blob at version 0.
     pub fn create(path: &Path, method: Method, count: u32, seed: u64) -> Result<Self> {
-        let ds = Dataset { path: path.to_path_buf(), method, count, seed, versions: vec![0; count as usize + 1] };
+        Dataset::create_with(path, method, count, seed, EngineSettings::default())
+    }
+
+    /// [`Dataset::create`], an engine's dataset built with `build`.
+    pub fn create_with(path: &Path, method: Method, count: u32, seed: u64, build: EngineSettings) -> Result<Self> {
+        let versions = vec![0; count as usize + 1];
+        let ds = Dataset { path: path.to_path_buf(), method, count, seed, versions, build };
         if method.is_db() {
             ds.write_db(&ds.path)?;
         } else if method.is_engine() {
@@ -157,7 +165,14 @@ impl Dataset {
         };
         gone.map_err(|e| Error::io(&self.path, "cannot remove the damaged store", e))?;
         self.write_db(&source)?;
-        let built = crate::engine::dataset::build(kind, &source, &self.path, false, &crate::util::progress::Silent);
+        let built = crate::engine::registry::build_with(
+            kind,
+            &source,
+            &self.path,
+            false,
+            &self.build,
+            &crate::util::progress::Silent,
+        );
         let _ = std::fs::remove_file(&source);
         built.map(|_| ())
     }
@@ -274,6 +289,15 @@ impl Dataset {
             None
         };
         Ok((engine.listed_keys()?, stale))
+    }
+
+    /// The server a method's writes run on, as it describes itself once
+    /// started (None for a method without a server).
+    pub fn server(&self) -> Result<Option<String>> {
+        let Some((kind, kv)) = self.method.kv_params().filter(|_| self.method.has_server()) else { return Ok(None) };
+        let mut engine = crate::engine::open_as(kind, &self.path, &EngineSettings { kv, ..EngineSettings::default() })?;
+        engine.survey(false)?;
+        Ok(engine.server_info().map(|i| i.summary()))
     }
 
     /// One session's read of every key, each classified into `found`.

@@ -82,9 +82,10 @@ impl Method {
     /// Whether what the method's engine needs is installed (a server's
     /// programs: its backend's preflight), with an error saying what to
     /// install when not.
-    pub fn check_installed(self) -> crate::Result<()> {
+    pub fn check_installed(self, s3: &crate::records::S3Params) -> crate::Result<()> {
         let Some(row) = table().iter().find(|t| t.0 == self) else { return Ok(()) };
-        crate::engine::registry::backend(row.1).preflight(&crate::records::EngineSettings::default(), None)
+        let settings = crate::records::EngineSettings { s3: s3.clone(), ..Default::default() };
+        crate::engine::registry::backend(row.1).preflight(&settings, None)
     }
 
     pub fn has_server(self) -> bool {

@@ -33,6 +33,7 @@ pub use powercut::{power_cut_test, FsyncFailureResult, PowerCutMethodResult, Pow
 pub use writer::{write_until_killed, WriterSpec};
 
 use crate::measure::stop_requested;
+use crate::records::{EngineSettings, S3Params};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 use dataset::{Dataset, MAX_BLOB, MIN_BLOB};
@@ -103,6 +104,8 @@ pub struct CrashOptions {
     /// Writes per commit (`--commit-every N`): a write returns once its
     /// batch of N is committed (1: each write its own commit).
     pub commit_every: u32,
+    /// Where the S3 method's dataset is built (`--s3-server`).
+    pub s3: S3Params,
 }
 
 impl CrashOptions {
@@ -116,6 +119,7 @@ impl CrashOptions {
             max_delay: Duration::from_millis(50),
             writer,
             commit_every: 1,
+            s3: S3Params::default(),
         }
     }
 }
@@ -196,6 +200,10 @@ pub struct CrashMethodResult {
     /// absent for an engine with one copy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale_reads: Option<u64>,
+    /// The server the method's writes ran on, as it described itself
+    /// ("SeaweedFS 4.48, 1 replica"): each server has its own crash facts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
     pub elapsed_ns: u64,
 }
 
@@ -272,7 +280,7 @@ pub fn crashtest(opts: &CrashOptions, progress: &dyn Progress) -> Result<CrashRe
     validate(opts)?;
     // Before any method runs: a missing server would end a long run late.
     for m in &opts.methods {
-        m.check_installed().map_err(|e| Error::invalid(format!("--method {}: {e}", m.name())))?;
+        m.check_installed(&opts.s3).map_err(|e| Error::invalid(format!("--method {}: {e}", m.name())))?;
     }
     crate::engine::registry::reap_killed(&opts.workdir)?;
     // Enterable by others (not listable): PostgreSQL's throwaway cluster
@@ -350,7 +358,8 @@ fn one_method(
 ) -> Result<CrashMethodResult> {
     let started = Instant::now();
     let path = dir.join(method.dataset_name());
-    let mut ds = Dataset::create(&path, method, opts.count, opts.seed)?;
+    let build = EngineSettings { s3: opts.s3.clone(), ..EngineSettings::default() };
+    let mut ds = Dataset::create_with(&path, method, opts.count, opts.seed, build)?;
     // Each method has its own schedule, the same whether run alone or not.
     let schedule_seed = method.name().bytes().fold(opts.seed, |h, b| h.rotate_left(7) ^ u64::from(b));
     let mut schedule = rand::rngs::SmallRng::seed_from_u64(schedule_seed);
@@ -360,6 +369,7 @@ fn one_method(
         description: method.description().into(),
         promises_atomic: method.promises_atomic(),
         acknowledges_durability: method.acknowledges_durability(),
+        server: ds.server()?,
         ..CrashMethodResult::default()
     };
     let acks = dir.join("acks");

@@ -81,7 +81,7 @@ pub(super) fn run_cell(
     std::fs::create_dir(&paths.dir).map_err(|e| Error::io(&paths.dir, "cannot create directory", e))?;
     let _cleanup = RemoveOnDrop(paths.dir.clone());
     let content_bytes = build(spec, content, opts.seed, &paths)?;
-    let engine_sets = engines::build(&paths.blobs_db, &paths.dir, kinds)?;
+    let engine_sets = engines::build(&paths.blobs_db, &paths.dir, kinds, &opts.build_settings())?;
     progress.advance(1);
 
     let id = |what: &str| format!("matrix/p{}/{}/{what}", spec.page_size, spec.label());

@@ -20,7 +20,7 @@ use super::{crossover, CellSpec, Crossover, MatrixSection};
 use crate::drivers::run::RunOptions;
 use crate::measure::paired::{paired_ratio, PairedRatio};
 use crate::measure::Experiment;
-use crate::records::{EngineKind, KvParams, KvSync};
+use crate::records::{EngineKind, EngineSettings, KvParams, KvSync};
 use crate::util::progress::Silent;
 use crate::Result;
 
@@ -86,11 +86,16 @@ pub(super) fn dataset_dir(cell_dir: &Path, nth: usize) -> PathBuf {
 }
 
 /// Builds each engine's dataset from the cell's database.
-pub(super) fn build(db: &Path, cell_dir: &Path, kinds: &[EngineKind]) -> Result<Vec<(EngineKind, PathBuf)>> {
+pub(super) fn build(
+    db: &Path,
+    cell_dir: &Path,
+    kinds: &[EngineKind],
+    settings: &EngineSettings,
+) -> Result<Vec<(EngineKind, PathBuf)>> {
     let mut out = Vec::with_capacity(kinds.len());
     for (nth, &kind) in kinds.iter().enumerate() {
         let dir = dataset_dir(cell_dir, nth);
-        crate::engine::dataset::build(kind, db, &dir, false, &Silent)?;
+        crate::engine::registry::build_with(kind, db, &dir, false, settings, &Silent)?;
         out.push((kind, dir));
     }
     Ok(out)

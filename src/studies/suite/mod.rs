@@ -19,7 +19,7 @@ use crate::engine::dataset::{self, from_dir, stat};
 use crate::measure::envinfo::{self, Environment};
 use crate::measure::rounds::{self, RoundSet};
 use crate::measure::{stop_requested, Experiment};
-use crate::records::{DatasetSpec, DiskUsage};
+use crate::records::{DatasetSpec, DiskUsage, EngineSettings};
 use crate::util::fsutil;
 use crate::util::progress::Progress;
 use crate::{Error, Result};
@@ -173,7 +173,8 @@ fn measure_all(
         .filter(|&kind| opts.only.is_none() || wanted.iter().any(|s| s.layout == kind));
     for kind in copies {
         let path = dataset_path(work, kind);
-        let r = dataset::build(kind, &db, &path, false, &progress)?;
+        let settings = EngineSettings { s3: opts.s3.clone(), ..EngineSettings::default() };
+        let r = crate::engine::registry::build_with(kind, &db, &path, false, &settings, &progress)?;
         observer.built(kind, r.files, r.elapsed_ns);
         out.disk_usage.push(stat(&path, false)?.disk_usage(&path));
     }

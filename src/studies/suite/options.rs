@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::measure::rounds::RoundsPlan;
 use crate::measure::Experiment;
-use crate::records::{DatasetSpec, EngineKind, Plan};
+use crate::records::{DatasetSpec, EngineKind, Plan, S3Params};
 
 #[derive(Debug, Clone)]
 pub struct SuiteOptions {
@@ -50,6 +50,8 @@ pub struct SuiteOptions {
     /// reads every blob once per run on average and writes
     /// `write_fraction` of them, as the article.
     pub sizing: Option<RoundSizing>,
+    /// Where `engines`' S3 dataset is built (`--s3-server`).
+    pub s3: S3Params,
 }
 
 /// Rounds whose cost does not grow with the dataset: each read run makes a
@@ -86,6 +88,7 @@ impl SuiteOptions {
             deadline: None,
             commit_every: 1,
             sizing: None,
+            s3: S3Params::default(),
         }
     }
 

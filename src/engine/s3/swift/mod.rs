@@ -15,7 +15,6 @@
 //! [`Cluster`] is dropped (end of run, error, Ctrl-C).
 
 mod config;
-mod process;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -25,10 +24,16 @@ use std::time::{Duration, Instant};
 use config::SERVERS;
 pub use config::{Layout, Ports};
 
+use rusty_s3::Credentials;
+
+use super::client::Store;
+use super::net::Net;
+use super::process::{runs_with, signal_and_wait, spawn_server, stop_all};
+use super::provider::{setting, Provider};
 use crate::engine::throwaway::{self, alive, Shared};
+use crate::records::{Addressing, ServerPlace, ServerSetting};
 use crate::util::interrupt::stop_requested;
 use crate::{Error, Result};
-use process::{runs_with, signal_and_wait, spawn_server, stop_all};
 
 /// The cluster's directory inside a local dataset's directory.
 pub const DIR: &str = "swift";
@@ -187,15 +192,15 @@ impl Cluster {
         format!("http://127.0.0.1:{}", self.ports.proxy)
     }
 
-    /// The device directories (a cold run drops their pages).
-    pub fn devices(&self) -> PathBuf {
-        self.layout.devices()
-    }
-
     /// Stops every server (SIGTERM, then SIGKILL after a grace period) and
     /// waits for them; its errors returned, unlike a drop's.
     pub fn stop(self) -> Result<()> {
         self.stop_children()
+    }
+
+    /// The device directories (a cold run drops their pages).
+    pub fn devices(&self) -> PathBuf {
+        self.layout.devices()
     }
 
     /// Restarts memcached on its port, emptying the proxy's cache of
@@ -268,6 +273,42 @@ impl Cluster {
         }
         let _ = std::fs::remove_file(self.dir.join(throwaway::OWNER));
         stopped
+    }
+}
+
+impl Provider for Cluster {
+    /// tempauth's test user on the proxy.
+    fn store(&self, bucket: &str) -> Result<Store> {
+        let credentials = Credentials::new(format!("{ACCOUNT}:{USER}"), SECRET);
+        Store::new(&self.endpoint(), bucket, REGION, credentials, true, Net::loopback()?, Addressing::Path)
+    }
+
+    fn product(&self) -> (String, String) {
+        ("OpenStack Swift".into(), self.version.clone())
+    }
+
+    fn place(&self) -> ServerPlace {
+        ServerPlace::Local
+    }
+
+    fn settings(&self) -> Vec<ServerSetting> {
+        let replicas = self.layout.replicas().unwrap_or(1);
+        vec![setting("replicas", replicas), setting("endpoint", self.endpoint())]
+    }
+
+    fn data_dir(&self) -> Option<PathBuf> {
+        Some(self.devices())
+    }
+
+    /// Restarts memcached, which empties the proxy's cache of account and
+    /// container information. Swift's servers keep no objects in memory:
+    /// the device directories' page cache, dropped next, is the rest.
+    fn drop_caches(&self) -> Result<()> {
+        self.restart_memcached()
+    }
+
+    fn stop(&self) -> Result<()> {
+        self.stop_children()
     }
 }
 

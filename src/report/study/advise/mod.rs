@@ -82,6 +82,7 @@ fn blocks(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &
         b.push(Block::List(r.excluded.iter().map(|e| words::exclusion(e, s)).collect()));
     }
     b.push(Block::Note(words::crash_source(s)));
+    b.extend(servers_measured(file).into_iter().map(Block::Note));
     b.extend(notes(r, s).into_iter().map(Block::Note));
     b.push(Block::Heading(format!("Ranking at {}:{} reads:writes", s.workload.mix_reads, s.workload.mix_writes)));
     b.push(Block::Table(ranking_table(r, s)));
@@ -106,6 +107,21 @@ fn blocks(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &
     b.push(Block::Paragraph(words::what_would_change_it(r)));
     b.extend(charts(file, r, s, sfx).into_iter().map(Block::Figure));
     b
+}
+
+/// Which server each server candidate was measured on, as its runs
+/// recorded it ("S3 object store: measured on SeaweedFS 4.48, 1
+/// replica"): a server's figures are that server's, not its protocol's.
+pub(super) fn servers_measured(file: &ResultFile) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for e in &file.experiments {
+        let Some(info) = &e.params.server_info else { continue };
+        let line = format!("{}: measured on {}.", e.params.layout.title(), info.summary());
+        if !lines.contains(&line) {
+            lines.push(line);
+        }
+    }
+    lines
 }
 
 /// The candidates neither ranked nor excluded (not measured, or measured

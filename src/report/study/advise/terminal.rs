@@ -5,7 +5,7 @@
 //! evidence row, the size crossover, the aging pass and the charts stay on
 //! the page and in summary.md. Drawn through the document model.
 
-use super::{evidence, facet_row, notes, ranking, vs_leader, words, Facet};
+use super::{evidence, facet_row, notes, ranking, servers_measured, vs_leader, words, Facet};
 use crate::report::format::doc::{Block, Table, VerdictRow};
 use crate::report::format::fmt::{bytes, micros};
 use crate::report::format::text::blocks_text;
@@ -22,6 +22,7 @@ pub fn terminal(file: &ResultFile, _colour: bool) -> String {
     let mut blocks = vec![Block::Paragraph(words::workload(s))];
     blocks.extend(words::over_budget(s).map(Block::Note));
     blocks.push(Block::Paragraph(words::crash_source(s)));
+    blocks.extend(servers_measured(file).into_iter().map(Block::Note));
     blocks.extend(notes(&r, s).into_iter().map(Block::Note));
     blocks.push(Block::Paragraph(words::recommendation(&r, s)));
     blocks.push(Block::Table(table(&r, s)));

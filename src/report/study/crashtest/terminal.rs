@@ -222,8 +222,9 @@ fn where_line(o: &mut String, place: &str, workdir: &str, file: &ResultFile) {
 pub(super) fn object_store_lines(methods: &[CrashMethodResult]) -> Vec<String> {
     let lines = methods.iter().filter_map(|m| {
         let unlisted = m.unlisted?;
+        let on = m.server.as_ref().map(|s| format!(" on {s}")).unwrap_or_default();
         let mut line = format!(
-            "{}: {} writes acknowledged; lost by GET of the newest replica: {} (missing {}, undone {}); \
+            "{}{on}: {} writes acknowledged; lost by GET of the newest replica: {} (missing {}, undone {}); \
              missing from the bucket's listing: {}",
             m.method,
             m.acknowledged,
@@ -235,7 +236,7 @@ pub(super) fn object_store_lines(methods: &[CrashMethodResult]) -> Vec<String> {
         if let Some(stale) = m.stale_reads {
             line.push_str(&format!(
                 "; a plain GET served an older replica (or none): {stale} of {} blob checks, \
-                 until Swift's replicators repair it",
+                 until the server's replicators repair it",
                 m.blobs_checked
             ));
         }

@@ -1,0 +1,228 @@
+//! Where a dataset's objects are served from, behind one small trait: a
+//! throwaway server blobbench starts in the dataset's directory (Swift or
+//! SeaweedFS, [`Server`]) or a store the user runs (`--s3 URL`,
+//! [`UserStore`]). The rest of the engine asks a [`Provider`] for its
+//! [`Store`] and for what to record and evict, and never names a server.
+//!
+//! A third throwaway server (Ceph RGW, MinIO) is a module like `seaweedfs/`
+//! (find its programs, start on loopback ports it picks, wait for its
+//! bucket, stop, kill, reap), a variant of [`Server`] with its row in each
+//! `match` below, and its crash facts in `docs/s3.md`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::client::Store;
+use super::{seaweedfs, swift};
+use crate::records::{S3Params, ServerPlace, ServerSetting};
+use crate::{Error, Result};
+
+/// A store the engine reaches: the objects, and what a run records of it.
+pub(super) trait Provider: Send + Sync {
+    /// The store, with this provider's credentials, for `bucket`.
+    fn store(&self, bucket: &str) -> Result<Store>;
+    /// The product as results name it ("SeaweedFS"), and its version.
+    fn product(&self) -> (String, String);
+    fn place(&self) -> ServerPlace;
+    /// Its settings as a run records them (endpoint, replicas).
+    fn settings(&self) -> Vec<ServerSetting>;
+    /// The directory holding its data on this machine (None: remote).
+    fn data_dir(&self) -> Option<PathBuf>;
+    /// Empties the server's own caches before a cold run.
+    fn drop_caches(&self) -> Result<()>;
+    /// Stops a throwaway server, its errors returned (a drop stops it too,
+    /// silently).
+    fn stop(&self) -> Result<()>;
+}
+
+pub(super) fn setting(name: &str, value: impl ToString) -> ServerSetting {
+    ServerSetting { name: name.into(), value: value.to_string() }
+}
+
+/// A throwaway S3 server blobbench can start (`--s3-server`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Server {
+    Swift,
+    Seaweedfs,
+}
+
+impl Server {
+    /// Every server, the default first.
+    pub const ALL: [Server; 2] = [Server::Swift, Server::Seaweedfs];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Server::Swift => "swift",
+            Server::Seaweedfs => "seaweedfs",
+        }
+    }
+
+    /// The server `--s3-server NAME` names (None: the default); an unknown
+    /// name is one line listing the known ones.
+    pub fn from_setting(name: Option<&str>) -> Result<Server> {
+        let Some(name) = name else { return Ok(Server::ALL[0]) };
+        Server::ALL
+            .into_iter()
+            .find(|s| s.name() == name)
+            .ok_or_else(|| Error::invalid(format!("unknown --s3-server '{name}' (expected {})", names().join(", "))))
+    }
+
+    /// The throwaway server of the dataset in `dir`, by the directory it
+    /// keeps there.
+    pub fn of_dataset(dir: &Path) -> Option<Server> {
+        Server::ALL.into_iter().find(|s| dir.join(s.dir()).is_dir())
+    }
+
+    /// Its directory inside a dataset's.
+    fn dir(self) -> &'static str {
+        match self {
+            Server::Swift => swift::DIR,
+            Server::Seaweedfs => seaweedfs::DIR,
+        }
+    }
+
+    /// Replicas when `--s3-replicas` is not given, and the most it can keep.
+    pub fn replicas(self) -> (u8, u8) {
+        match self {
+            Server::Swift => (3, 3),
+            Server::Seaweedfs => (1, 1),
+        }
+    }
+
+    /// Whether it could be started here (the error says what to install).
+    pub fn check_installed(self) -> Result<()> {
+        match self {
+            Server::Swift => swift::check_installed(),
+            Server::Seaweedfs => seaweedfs::check_installed(),
+        }
+    }
+
+    /// Makes a new server's directories in `dir` with `replicas`.
+    pub fn init(self, dir: &Path, replicas: u8) -> Result<()> {
+        match self {
+            Server::Swift => swift::Cluster::init(dir, replicas),
+            Server::Seaweedfs => seaweedfs::Mini::init(dir),
+        }
+    }
+
+    /// Starts the server of the dataset in `dir` for this caller alone.
+    pub(super) fn start(self, dir: &Path) -> Result<Arc<dyn Provider>> {
+        let running: Arc<dyn Provider> = match self {
+            Server::Swift => Arc::new(swift::Cluster::start(dir)?),
+            Server::Seaweedfs => Arc::new(seaweedfs::Mini::start(dir)?),
+        };
+        Ok(running)
+    }
+
+    /// The server of the dataset in `dir` as this process's engines share it.
+    pub(super) fn shared(self, dir: &Path) -> Result<Arc<dyn Provider>> {
+        let running: Arc<dyn Provider> = match self {
+            Server::Swift => swift::Cluster::shared(dir)?,
+            Server::Seaweedfs => seaweedfs::Mini::shared(dir)?,
+        };
+        Ok(running)
+    }
+
+    /// The directory holding its objects, whether or not it runs.
+    pub fn data_dir(self, dir: &Path) -> Result<PathBuf> {
+        match self {
+            Server::Swift => Ok(swift::Layout::of(dir)?.devices()),
+            Server::Seaweedfs => Ok(seaweedfs::Layout::of(dir)?.data()),
+        }
+    }
+
+    /// Ends what a killed run left running for the dataset in `dir`.
+    pub fn stop_any(self, dir: &Path) -> Result<()> {
+        match self {
+            Server::Swift => swift::stop_any(dir),
+            Server::Seaweedfs => seaweedfs::stop_any(dir),
+        }
+    }
+
+    /// Whether any of its processes runs for the dataset in `dir`.
+    pub fn any_running(self, dir: &Path) -> bool {
+        match self {
+            Server::Swift => swift::any_running(dir),
+            Server::Seaweedfs => seaweedfs::any_running(dir),
+        }
+    }
+}
+
+/// The names `--s3-server` takes, the default first.
+pub fn names() -> Vec<&'static str> {
+    Server::ALL.iter().map(|s| s.name()).collect()
+}
+
+/// The crash test's fault for the dataset in `dir`: SIGKILL of its
+/// throwaway server's processes.
+pub fn kill_servers(dir: &Path) -> Result<()> {
+    match Server::of_dataset(dir) {
+        Some(Server::Swift) => swift::kill_servers(dir),
+        Some(Server::Seaweedfs) => seaweedfs::kill_servers(dir),
+        None => Err(Error::bad_input(dir, "holds no throwaway S3 server to kill")),
+    }
+}
+
+/// Ends every throwaway server a killed blobbench left under `workdir`.
+pub fn reap_killed(workdir: &Path) -> Result<usize> {
+    Ok(swift::reap_killed(workdir)? + seaweedfs::reap_killed(workdir)?)
+}
+
+/// Ends whatever throwaway server still runs for the dataset in `dir`.
+pub fn stop_any(dir: &Path) -> Result<()> {
+    Server::ALL.into_iter().try_for_each(|s| s.stop_any(dir))
+}
+
+/// A store the user runs (`--s3 URL`), with the environment's credentials.
+pub(super) struct UserStore {
+    pub endpoint: String,
+    /// Its CA file and addressing.
+    pub s3: S3Params,
+}
+
+impl Provider for UserStore {
+    fn store(&self, bucket: &str) -> Result<Store> {
+        super::reach::user_store(&self.endpoint, bucket, &self.s3)
+    }
+
+    fn product(&self) -> (String, String) {
+        ("S3".into(), String::new())
+    }
+
+    fn place(&self) -> ServerPlace {
+        ServerPlace::Remote
+    }
+
+    fn settings(&self) -> Vec<ServerSetting> {
+        vec![setting("endpoint", &self.endpoint)]
+    }
+
+    fn data_dir(&self) -> Option<PathBuf> {
+        None
+    }
+
+    /// A store the user runs is left alone.
+    fn drop_caches(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn stop(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn servers_are_named_once_and_unknown_names_refused_in_one_line() {
+        assert_eq!(Server::from_setting(None).unwrap(), Server::ALL[0]);
+        for s in Server::ALL {
+            assert_eq!(Server::from_setting(Some(s.name())).unwrap(), s);
+        }
+        let e = Server::from_setting(Some("minio")).unwrap_err().to_string();
+        assert!(e.contains("unknown --s3-server 'minio'") && e.contains(&names().join(", ")), "{e}");
+        assert!(!e.contains('\n'));
+    }
+}

