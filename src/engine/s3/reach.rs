@@ -12,12 +12,13 @@ use rusty_s3::Credentials;
 use super::client::{env_credentials, Client, Store};
 use super::descriptor::Descriptor;
 use super::swift::{self, Cluster};
+use crate::engine::throwaway::Lease;
 use crate::{Error, Result};
 
 /// A dataset's store, ready for requests.
 pub(super) struct Reach {
     /// Held for its drop: the last holder's stops the throwaway cluster.
-    cluster: Option<Arc<Cluster>>,
+    cluster: Option<Arc<Lease<Cluster>>>,
     pub store: Arc<Store>,
     pub desc: Descriptor,
 }
@@ -58,7 +59,7 @@ impl Reach {
         Client::new(self.store.clone())
     }
 
-    pub fn cluster(&self) -> Option<&Arc<Cluster>> {
+    pub fn cluster(&self) -> Option<&Arc<Lease<Cluster>>> {
         self.cluster.as_ref()
     }
 
