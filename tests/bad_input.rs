@@ -206,6 +206,15 @@ fn cases() -> Vec<Case> {
         case("matrix: --commit-every", none, &["matrix", "--workdir", "@", "--out", "@rep", "--commit-every", "10"], Fail("--commit-every does not apply to matrix")),
         case("concurrency: --commit-every", none, &["concurrency", "--workdir", "@", "--out", "@rep", "--commit-every", "10"], Fail("--commit-every does not apply to concurrency")),
         // a result file from before --commit-every: rendered, its write figures marked
+        case("run: --start-at unparsable", db, &["run", "@db", "--start-at", "tomorrow"], Fail("neither RFC 3339")),
+        case("run: --start-at more than a day away", db, &["run", "@db", "--start-at", "2099-01-01T00:00:00Z"], Fail("within a day of now")),
+        case("report --merge: another workload", run_files, &["report", "--merge", "@a.json", "@update.json"], Fail("differ in workload.update")),
+        case("report --merge: another endpoint", run_files, &["report", "--merge", "@a.json", "@endpoint.json"], Fail("differ in endpoint")),
+        case("report --merge: another dataset", run_files, &["report", "--merge", "@a.json", "@dataset.json"], Fail("differ in dataset.max_id")),
+        case("report --merge: one file", run_files, &["report", "--merge", "@a.json"], Fail("at least two")),
+        case("report --merge: not a run", run_files, &["report", "--merge", "@a.json", "@r.json"], Fail("not a `run` result file")),
+        case("report --merge: as html", run_files, &["report", "--merge", "@a.json", "@a.json", "--format", "html"], Fail("prints text or markdown")),
+        case("report --merge: one workload", run_files, &["report", "--merge", "@a.json", "@same.json"], Works("ops/s")),
         case("report: a file from before --commit-every", older_suite, &["report", "@r.json", "--format", "text"], Works("one commit per run: older file")),
         case("report: missing file", none, &["report", "@nope.json", "--format", "text"], Fail("nope.json: No such file")),
         case("report: a directory", dir, &["report", "@dir", "--format", "text"], Fail("dir: Is a directory")),
@@ -787,6 +796,28 @@ const SUITE_RESULTS: &str = include_str!("fixtures/suite-host-a.json");
 
 fn results(d: &Path) {
     std::fs::write(d.join("r.json"), SUITE_RESULTS).unwrap();
+}
+
+/// `run` result files of a small database: "@a.json", "@same.json" (its
+/// copy), and copies that differ in one field each ("@update.json",
+/// "@endpoint.json", "@dataset.json"); "@r.json" is a suite's.
+fn run_files(d: &Path) {
+    let db = common::small_db(d);
+    let a = d.join("a.json");
+    common::ok(&["run", db.to_str().unwrap(), "--count", "20", "--repeat", "1", "--json", a.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    let variants: [(&str, fn(&mut serde_json::Value)); 4] = [
+        ("same.json", |_| {}),
+        ("update.json", |v| v["experiments"][0]["params"]["update"] = true.into()),
+        ("endpoint.json", |v| v["run"]["endpoint"] = "elsewhere:/data/t.db".into()),
+        ("dataset.json", |v| v["experiments"][0]["params"]["max_id"] = 7.into()),
+    ];
+    for (name, change) in variants {
+        let mut w = v.clone();
+        change(&mut w);
+        std::fs::write(d.join(name), serde_json::to_string(&w).unwrap()).unwrap();
+    }
+    results(d);
 }
 
 fn results_and_text(d: &Path) {

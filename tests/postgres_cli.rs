@@ -368,3 +368,77 @@ fn bad_urls_and_servers_are_one_line_errors_that_change_nothing() {
     assert_eq!(rows, 5);
     cluster.stop().unwrap();
 }
+
+/// The latency histogram of a result file, decoded by the hdrhistogram
+/// crate itself (not by blobbench's merge).
+fn histogram(file: &serde_json::Value) -> hdrhistogram::Histogram<u64> {
+    use base64::Engine;
+    let text = file["experiments"][0]["latency_histogram"].as_str().expect("a histogram");
+    let bytes = base64::engine::general_purpose::STANDARD.decode(text).unwrap();
+    hdrhistogram::serialization::Deserializer::new().deserialize(&mut bytes.as_slice()).unwrap()
+}
+
+/// A file's throughput: its timed operations over its timed loops' time.
+fn ops_per_s(file: &serde_json::Value) -> f64 {
+    let runs = file["experiments"][0]["runs"].as_array().unwrap();
+    let ops: u64 = runs.iter().map(|r| r["ops"].as_u64().unwrap()).sum();
+    let loop_ns: u64 = runs.iter().map(|r| r["phases"]["loop_ns"].as_u64().unwrap()).sum();
+    ops as f64 * 1e9 / loop_ns as f64
+}
+
+/// Issue 35: four `run` processes on one throwaway dataset, started
+/// together (`--start-at`), share its server (the first starts it, the
+/// last stops it); `report --merge` of their four files gives the
+/// percentiles of all their samples pooled and the sum of their
+/// throughputs.
+#[test]
+fn four_client_processes_share_one_server_and_their_files_merge_exactly() {
+    let (dir, pg) = exported("postgres", 50, 1000);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let at = (now + 5).to_string();
+    let bin = assert_cmd::cargo::cargo_bin("blobbench");
+    let outs: Vec<PathBuf> = (0..4).map(|i| dir.path().join(format!("client{i}.json"))).collect();
+    let clients: Vec<std::process::Child> = outs
+        .iter()
+        .enumerate()
+        .map(|(i, out)| {
+            std::process::Command::new(&bin)
+                .args(["run", s(&pg), "--count", "200", "--random", "--repeat", "2", "--start-at", &at])
+                .args(["--label", &format!("client{i}"), "--json", s(out)])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in clients {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "a client failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert!(postmaster_pid(&pg).is_none(), "the last client stopped the server");
+    assert!(!pg.join("blobbench-server.pid").exists(), "no user left listed");
+
+    let files: Vec<serde_json::Value> = outs.iter().map(|p| valid_results(p)).collect();
+    let start_at_ns = (now + 5) * 1_000_000_000;
+    for f in &files {
+        let run = &f["run"];
+        assert_eq!(run["start_at_unix_ns"].as_u64(), Some(start_at_ns), "{run}");
+        assert!(run["timed_start_unix_ns"].as_u64().unwrap() >= start_at_ns, "timed runs began at --start-at");
+    }
+    let mut pooled = histogram(&files[0]);
+    for f in &files[1..] {
+        pooled.add(histogram(f)).unwrap();
+    }
+    let sum: f64 = files.iter().map(ops_per_s).sum();
+    let merged = blobbench::report::merge_files(&outs).unwrap();
+    let us = |q: f64| pooled.value_at_quantile(q) as f64 / 1000.0;
+    assert_eq!((merged.latency.p50_us, merged.latency.p99_us), (us(0.5), us(0.99)));
+    assert_eq!(merged.latency.count, pooled.len());
+    assert!((merged.ops_per_s - sum).abs() <= sum * 1e-9, "{} against {sum}", merged.ops_per_s);
+
+    let mut args = vec!["report", "--merge"];
+    args.extend(outs.iter().map(|p| s(p)));
+    let text = ok(&args);
+    assert!(text.contains(&format!("{sum:.0} ops/s")), "{text}");
+    assert!(text.contains(&format!("{:.2}", us(0.99))) && text.contains("client3"), "{text}");
+}

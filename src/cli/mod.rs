@@ -16,6 +16,7 @@ mod report;
 mod rounds;
 mod run;
 mod servers;
+mod start_at;
 mod suite;
 
 use clap::{Parser, Subcommand};

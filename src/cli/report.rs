@@ -18,15 +18,22 @@ pub struct ReportArgs {
     /// [default: blobbench-report]
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// html writes a directory; markdown and text print to standard output.
-    #[arg(long, value_enum, default_value_t = Format::Html)]
-    pub format: Format,
+    /// html writes a directory; markdown and text print to standard output
+    /// [default: html; text with --merge].
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
     /// Replace --out even when it is a non-empty directory that is not a previous report.
     #[arg(long)]
     pub force: bool,
     /// An earlier result file: mark every figure that changed beyond noise since it.
     #[arg(long, value_name = "OLD.json")]
     pub baseline: Option<PathBuf>,
+    /// The files are `run` results of clients that ran at once on one store
+    /// (several processes or hosts, `run --start-at`): print them as one,
+    /// throughputs summed, percentiles from the merged histograms, each
+    /// client beside (docs/several-hosts.md).
+    #[arg(long, conflicts_with_all = ["baseline", "out", "force"])]
+    pub merge: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -37,7 +44,11 @@ pub enum Format {
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
-    if args.format != Format::Html && args.out.is_some() {
+    if args.merge {
+        return merge(&args);
+    }
+    let format = args.format.unwrap_or(Format::Html);
+    if format != Format::Html && args.out.is_some() {
         bail!("--out is for --format html; markdown and text are printed to standard output");
     }
     let files = report::load(&args.files)?;
@@ -46,7 +57,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         None => None,
     };
     let baseline = baseline.as_ref();
-    match args.format {
+    match format {
         Format::Text => print!("{}", report::text_summary(&files, baseline)),
         Format::Markdown => print!("{}", report::markdown(&files, baseline)),
         Format::Html => {
@@ -66,6 +77,17 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
                 written.dir.join("index.html").display()
             );
         }
+    }
+    Ok(())
+}
+
+/// `--merge`: the files as one result, on standard output.
+fn merge(args: &ReportArgs) -> anyhow::Result<()> {
+    let merged = report::merge_files(&args.files)?;
+    match args.format.unwrap_or(Format::Text) {
+        Format::Text => print!("{}", report::merged_text(&merged)),
+        Format::Markdown => print!("{}", report::merged_markdown(&merged)),
+        Format::Html => bail!("--merge prints text or markdown (--format text|markdown)"),
     }
     Ok(())
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use blobbench::drivers::run::{self, RunOptions, RunReport};
+use blobbench::drivers::run::{RunOptions, RunReport};
 use blobbench::measure::Stat;
 use blobbench::records::keys::Order;
 use blobbench::records::mix::parse_mix;
@@ -146,6 +146,12 @@ pub struct RunArgs {
     /// Read with this many threads at once, each with its own connection or files (reads only).
     #[arg(long, value_parser = thread_count)]
     pub threads: Option<u32>,
+    /// Begin the timed runs at this wall-clock time (RFC 3339, e.g.
+    /// 2026-11-27T19:00:00Z, or unix seconds), after the open and the
+    /// warm-ups: clients on several hosts started at once, merged with
+    /// `report --merge` (docs/several-hosts.md).
+    #[arg(long, value_name = "TIME", value_parser = super::start_at::parse_start_at)]
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 fn thread_count(s: &str) -> Result<u32, units::UnitError> {
@@ -308,12 +314,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         anyhow::bail!("--threads reads with kvtest's orders only; --mix and --keys run in one thread");
     }
     // --threads (concurrency): several readers at once, in parallel_read.
-    let report = match args.threads {
-        Some(t) => blobbench::drivers::parallel_read::run(&opts, t, "run", "run")?,
-        None => run::run(&opts, "run", "run")?,
-    };
+    let (report, start, end) = super::start_at::timed(&opts, args.threads, args.start_at)?;
     let mut results = ResultFile::from_run(&report, &args.path);
     args.label.apply(&mut results);
+    let host = results.environment.hostname.clone();
+    results.run = Some(super::start_at::section(&args.servers, &args.path, &host, (start, end), args.start_at));
     if let Some(p) = &args.json {
         results::write(p, &results)?;
     }

@@ -1,8 +1,9 @@
 //! What every throwaway server blobbench starts inside a dataset's
-//! directory shares, whatever the server (PostgreSQL's cluster today):
-//! - one server per dataset per process, shared by that process's engines
-//!   and stopped when the last one lets go of it ([`Shared`]);
-//! - a file beside it naming the blobbench process that started it, so the
+//! directory shares, whatever the server (PostgreSQL's cluster, Swift's):
+//! - one server per dataset, shared by the engines of this process and by
+//!   every other blobbench process on the same dataset: the first starts
+//!   it, the last stops it ([`Shared`], [`Lease`]);
+//! - a file beside it naming the blobbench processes that use it, so the
 //!   server of a killed run is told from one in use ([`record_owner`],
 //!   [`check_not_in_use`]) and found by the next study ([`orphaned`]), as
 //!   is the server of a killed build ([`killed_builds`]);
@@ -10,70 +11,309 @@
 //!   ([`kill_tree`]).
 //!
 //! How a server is started, stopped and found running stays the engine's.
+//!
+//! Across processes, every decision to start, join, leave or stop a
+//! server is taken under an exclusive lock on [`LOCK`] in the dataset's
+//! directory, held while the server starts or stops; the kernel releases
+//! it when its holder dies, so a killed process never blocks the others.
+//! The users are listed in [`OWNER`] (pid and start time, so a recycled
+//! pid is not taken for a user); dead ones are skipped, so a killed user
+//! never keeps a server running for ever, and a server whose users are all
+//! dead is a killed run's, which [`orphaned`] finds.
 
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use crate::records::EngineKind;
+use crate::util::interrupt::stop_requested;
 use crate::{Error, Result};
 
-/// The file in a dataset's directory naming the blobbench process that
-/// started its server (a dead one means a killed run).
+/// The file in a dataset's directory naming the blobbench processes that
+/// use its server, one `PID START_TIME` a line (all dead means a killed
+/// run).
 pub const OWNER: &str = "blobbench-server.pid";
+
+/// The file in a dataset's directory whose lock serialises the starts and
+/// stops of its server across processes.
+pub const LOCK: &str = "blobbench-server.lock";
 
 /// How long a killed server's processes may take to end.
 const KILL_WAIT: Duration = Duration::from_secs(10);
 
-/// The servers of type `T` this process runs, one per key (the server's
-/// directory); weak, so a server still stops (its drop) with its last user.
-pub struct Shared<T> {
-    running: Mutex<Vec<(PathBuf, Weak<T>)>>,
+/// How long a process waits for another to finish starting or stopping the
+/// server (a Swift cluster may take minutes to start beside a build).
+const LOCK_WAIT: Duration = Duration::from_secs(300);
+
+/// A throwaway server that several processes can share.
+pub trait Server: Sized {
+    /// Starts the server of the dataset in `dir` (no other process uses it;
+    /// it may stop what a killed run left there).
+    fn start(dir: &Path) -> Result<Self>;
+    /// The server of the dataset in `dir` that another live blobbench
+    /// process started and uses, to use beside it.
+    fn join(dir: &Path) -> Result<Self>;
+    /// Stops the server, its errors returned (its last user's call).
+    fn stop(self) -> Result<()>;
+    /// Lets go of the server without stopping it: other processes use it.
+    fn leave(self);
+    /// Whether the server ends when this process does (Swift's servers die
+    /// with the process that started them): its last other user is then
+    /// waited for before this process lets go of it.
+    fn ends_with_this_process(&self) -> bool {
+        false
+    }
 }
 
-impl<T> Shared<T> {
+/// The servers of type `T` this process uses, one per dataset directory;
+/// weak, so a server is let go of (its [`Lease`]'s drop) with its last
+/// user in this process.
+pub struct Shared<T: Server> {
+    running: Mutex<Vec<(PathBuf, Weak<Lease<T>>)>>,
+}
+
+impl<T: Server> Shared<T> {
     pub const fn new() -> Self {
         Shared { running: Mutex::new(Vec::new()) }
     }
 
-    /// The server at `key` that another engine of this process already
-    /// started (engines on one dataset, such as a fast and a durable
-    /// writer, use one server), or a new one from `start`.
-    pub fn get_or_start(&self, key: PathBuf, start: impl FnOnce() -> Result<T>) -> Result<Arc<T>> {
+    /// The server of the dataset in `dir`: the one another engine of this
+    /// process already uses (engines on one dataset, such as a fast and a
+    /// durable writer, use one server), the one another blobbench process
+    /// runs, or a new one.
+    pub fn get_or_start(&self, dir: &Path) -> Result<Arc<Lease<T>>> {
+        let dir = std::path::absolute(dir).map_err(|e| Error::io(dir, "cannot resolve", e))?;
         let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
         running.retain(|(_, s)| s.strong_count() > 0);
-        if let Some(server) = running.iter().find(|(k, _)| *k == key).and_then(|(_, s)| s.upgrade()) {
+        if let Some(server) = running.iter().find(|(k, _)| *k == dir).and_then(|(_, s)| s.upgrade()) {
             return Ok(server);
         }
-        let server = Arc::new(start()?);
-        running.push((key, Arc::downgrade(&server)));
-        Ok(server)
+        let lock = DirLock::take(&dir)?;
+        let start = live_others(&dir).is_empty();
+        let server = if start { T::start(&dir)? } else { T::join(&dir)? };
+        if let Err(e) = register(&dir) {
+            if start {
+                let _ = server.stop();
+            } else {
+                server.leave();
+            }
+            return Err(e);
+        }
+        drop(lock);
+        let lease = Arc::new(Lease { server: Some(server), dir: dir.clone() });
+        running.push((dir, Arc::downgrade(&lease)));
+        Ok(lease)
     }
 }
 
-impl<T> Default for Shared<T> {
+impl<T: Server> Default for Shared<T> {
     fn default() -> Self {
         Shared::new()
     }
 }
 
-/// Records this process as the one running the server of the dataset in
-/// `dir`.
-pub fn record_owner(dir: &Path) -> Result<()> {
-    let owner = dir.join(OWNER);
-    std::fs::write(&owner, std::process::id().to_string())
-        .map_err(|e| Error::io(&owner, "cannot record which process runs the server", e))
+/// This process's use of a shared server: let go of when dropped, which
+/// stops the server when no other live process uses it.
+pub struct Lease<T: Server> {
+    /// Taken only by the stop or the drop.
+    server: Option<T>,
+    dir: PathBuf,
 }
 
-/// The blobbench process recorded as running the server in `dir`.
-fn owner(dir: &Path) -> Option<i32> {
-    std::fs::read_to_string(dir.join(OWNER)).ok().and_then(|s| s.trim().parse().ok())
+impl<T: Server> Deref for Lease<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.server.as_ref().expect("a lease holds its server until it ends")
+    }
+}
+
+impl<T: Server> std::fmt::Debug for Lease<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease").field("dir", &self.dir).finish_non_exhaustive()
+    }
+}
+
+impl<T: Server> Lease<T> {
+    /// Stops the server now, its errors returned; refused while another
+    /// live blobbench process uses it (it is then left running for them).
+    pub fn stop(mut self) -> Result<()> {
+        let lock = DirLock::take(&self.dir)?;
+        if let Some(other) = live_others(&self.dir).first() {
+            let why = format!("cannot stop its server while blobbench process {other} uses it");
+            drop(lock);
+            // Its drop leaves the server to the other process.
+            return Err(Error::bad_input(&self.dir, why));
+        }
+        let server = self.server.take().expect("a lease holds its server until it ends");
+        remove_owner(&self.dir);
+        server.stop()
+    }
+}
+
+impl<T: Server> Drop for Lease<T> {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            release(&self.dir, server);
+        }
+    }
+}
+
+/// Lets go of `server`: stops it when no other live process uses it, else
+/// leaves it to them (waiting for them first when it ends with this
+/// process).
+fn release<T: Server>(dir: &Path, server: T) {
+    loop {
+        let Ok(lock) = DirLock::take(dir) else {
+            // No lock to be had within its bound: stopping is what a
+            // process alone on its server would do.
+            let _ = server.stop();
+            return;
+        };
+        let others = live_others(dir);
+        if others.is_empty() {
+            remove_owner(dir);
+            let _ = server.stop();
+            return;
+        }
+        if !server.ends_with_this_process() {
+            let _ = deregister(dir);
+            server.leave();
+            return;
+        }
+        drop(lock);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// An exclusive lock on a dataset's [`LOCK`] file, released when dropped
+/// (or when its process dies).
+struct DirLock {
+    _file: std::fs::File,
+}
+
+impl DirLock {
+    fn take(dir: &Path) -> Result<DirLock> {
+        let path = dir.join(LOCK);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| Error::io(&path, "cannot open the server's lock file", e))?;
+        let deadline = Instant::now() + LOCK_WAIT;
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(DirLock { _file: file }),
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(Error::io(&path, "cannot lock the server's lock file", e))
+                }
+            }
+            if stop_requested() {
+                return Err(Error::Interrupted);
+            }
+            if Instant::now() > deadline {
+                return Err(Error::bad_input(
+                    dir,
+                    format!("another blobbench process kept its server's lock for over {} s", LOCK_WAIT.as_secs()),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A process listed as a user of a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct User {
+    pid: i32,
+    /// When it started (`/proc/PID/stat`'s clock ticks since boot); None
+    /// in an owner file of an older blobbench.
+    started: Option<u64>,
+}
+
+impl User {
+    fn me() -> User {
+        let pid = std::process::id() as i32;
+        User { pid, started: start_time(pid) }
+    }
+
+    /// The process still runs, and is the one listed (not a new one given
+    /// a recycled pid).
+    fn live(&self) -> bool {
+        alive(self.pid) && self.started.is_none_or(|s| start_time(self.pid) == Some(s))
+    }
+}
+
+/// The users listed in `dir`'s owner file.
+fn users(dir: &Path) -> Vec<User> {
+    let text = std::fs::read_to_string(dir.join(OWNER)).unwrap_or_default();
+    text.lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            let pid = words.next()?.parse().ok()?;
+            Some(User { pid, started: words.next().and_then(|w| w.parse().ok()) })
+        })
+        .collect()
+}
+
+/// The live users of `dir`'s server other than this process.
+fn live_others(dir: &Path) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    users(dir).into_iter().filter(|u| u.pid != me && u.live()).map(|u| u.pid).collect()
+}
+
+/// Writes the owner file (atomically: [`orphaned`] reads it unlocked).
+fn write_users(dir: &Path, users: &[User]) -> Result<()> {
+    let owner = dir.join(OWNER);
+    let text: String = users
+        .iter()
+        .map(|u| match u.started {
+            Some(s) => format!("{} {s}\n", u.pid),
+            None => format!("{}\n", u.pid),
+        })
+        .collect();
+    crate::util::fsutil::write_atomic(&owner, text.as_bytes())
+}
+
+/// Adds this process to the live users of `dir`'s server.
+fn register(dir: &Path) -> Result<()> {
+    let me = User::me();
+    let mut list: Vec<User> = users(dir).into_iter().filter(|u| u.pid != me.pid && u.live()).collect();
+    list.push(me);
+    write_users(dir, &list)
+}
+
+/// Removes this process (and dead users) from the users of `dir`'s server.
+fn deregister(dir: &Path) -> Result<()> {
+    let me = std::process::id() as i32;
+    let list: Vec<User> = users(dir).into_iter().filter(|u| u.pid != me && u.live()).collect();
+    write_users(dir, &list)
+}
+
+fn remove_owner(dir: &Path) {
+    let _ = std::fs::remove_file(dir.join(OWNER));
+}
+
+/// When process `pid` started, in clock ticks since boot (`/proc/PID/stat`'s
+/// 22nd field).
+fn start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ")?.1.split(' ').nth(19)?.parse().ok()
+}
+
+/// Records this process as the one running the server of the dataset in
+/// `dir` (a server started outside [`Shared`], such as a build's).
+pub fn record_owner(dir: &Path) -> Result<()> {
+    write_users(dir, &[User::me()])
 }
 
 /// Refuses to stop the server of the dataset in `dir` (named `label` in
-/// the error) while another live blobbench process runs it.
+/// the error) while another live blobbench process uses it.
 pub fn check_not_in_use(dir: &Path, label: &Path) -> Result<()> {
-    match owner(dir).filter(|&o| o != std::process::id() as i32 && alive(o)) {
+    match live_others(dir).first() {
         Some(o) => Err(Error::bad_input(label, format!("its server is in use by blobbench process {o}; wait for it"))),
         None => Ok(()),
     }
@@ -148,7 +388,8 @@ pub fn orphaned(workdir: &Path) -> Vec<PathBuf> {
         for d in datasets.flatten() {
             let inner = std::fs::read_dir(d.path()).map(|i| i.flatten().map(|e| e.path()).collect());
             for dir in std::iter::once(d.path()).chain(inner.unwrap_or_else(|_| Vec::new())) {
-                if owner(&dir).is_some_and(|o| !alive(o)) {
+                let listed = users(&dir);
+                if !listed.is_empty() && !listed.iter().any(User::live) {
                     found.push(dir);
                 }
             }
@@ -209,22 +450,111 @@ fn children_of(pid: i32) -> Vec<i32> {
 mod tests {
     use super::*;
 
+    /// A server that is a file: `running` while it runs, `events` what
+    /// was done to it.
+    struct Fake {
+        dir: PathBuf,
+    }
+
+    impl Fake {
+        fn log(dir: &Path, event: &str) {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("events")).unwrap();
+            writeln!(f, "{event}").unwrap();
+        }
+        fn events(dir: &Path) -> Vec<String> {
+            std::fs::read_to_string(dir.join("events")).unwrap_or_default().lines().map(String::from).collect()
+        }
+    }
+
+    impl Server for Fake {
+        fn start(dir: &Path) -> Result<Fake> {
+            if dir.join("fail").exists() {
+                return Err(Error::invalid("no"));
+            }
+            Fake::log(dir, "start");
+            std::fs::write(dir.join("running"), "").unwrap();
+            Ok(Fake { dir: dir.to_path_buf() })
+        }
+        fn join(dir: &Path) -> Result<Fake> {
+            assert!(dir.join("running").exists(), "joined a server that does not run");
+            Fake::log(dir, "join");
+            Ok(Fake { dir: dir.to_path_buf() })
+        }
+        fn stop(self) -> Result<()> {
+            Fake::log(&self.dir, "stop");
+            std::fs::remove_file(self.dir.join("running")).unwrap();
+            Ok(())
+        }
+        fn leave(self) {
+            Fake::log(&self.dir, "leave");
+        }
+    }
+
+    /// Another live "blobbench process" using the server in `dir`.
+    fn other_user(dir: &Path) -> std::process::Child {
+        let child = std::process::Command::new("sleep").arg("60").spawn().unwrap();
+        let pid = child.id() as i32;
+        let mut list = users(dir);
+        list.push(User { pid, started: start_time(pid) });
+        write_users(dir, &list).unwrap();
+        child
+    }
+
     #[test]
-    fn a_shared_server_is_started_once_and_stops_with_its_last_user() {
-        static SERVERS: Shared<u32> = Shared::new();
-        let starts = std::cell::Cell::new(0);
-        let start = || {
-            starts.set(starts.get() + 1);
-            Ok(starts.get())
-        };
-        let a = SERVERS.get_or_start("/d".into(), start).unwrap();
-        let b = SERVERS.get_or_start("/d".into(), start).unwrap();
-        assert!(Arc::ptr_eq(&a, &b) && starts.get() == 1, "one server per key");
-        let other = SERVERS.get_or_start("/e".into(), start).unwrap();
-        assert_eq!((*other, starts.get()), (2, 2), "another key, another server");
-        drop((a, b));
-        assert_eq!(*SERVERS.get_or_start("/d".into(), start).unwrap(), 3, "a new one after the last user let go");
-        assert!(SERVERS.get_or_start("/f".into(), || Err(Error::invalid("no"))).is_err());
+    fn a_shared_server_is_started_once_and_stopped_by_its_last_user() {
+        static SERVERS: Shared<Fake> = Shared::new();
+        let tmp = tempfile::tempdir().unwrap();
+        let (d, e) = (tmp.path().join("d"), tmp.path().join("e"));
+        for x in [&d, &e] {
+            std::fs::create_dir(x).unwrap();
+        }
+        let a = SERVERS.get_or_start(&d).unwrap();
+        let b = SERVERS.get_or_start(&d).unwrap();
+        assert!(Arc::ptr_eq(&a, &b), "one server per dataset in a process");
+        assert_eq!(users(&d), [User::me()], "this process is its user");
+        let other = SERVERS.get_or_start(&e).unwrap();
+        assert_eq!(Fake::events(&e), ["start"], "another dataset, another server");
+        drop((a, b, other));
+        assert_eq!(Fake::events(&d), ["start", "stop"], "stopped with its last user");
+        assert!(!d.join(OWNER).exists(), "no user left listed");
+        std::fs::write(d.join("fail"), "").unwrap();
+        assert!(SERVERS.get_or_start(&d).is_err());
+        assert!(!d.join(OWNER).exists(), "a failed start lists no user");
+    }
+
+    #[test]
+    fn a_server_another_process_uses_is_joined_left_to_it_and_restarted_once_it_died() {
+        static SERVERS: Shared<Fake> = Shared::new();
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        let first = SERVERS.get_or_start(d).unwrap();
+        let mut other = other_user(d);
+        drop(first);
+        assert_eq!(Fake::events(d), ["start", "leave"], "left running for the other process");
+        assert_eq!(users(d).iter().map(|u| u.pid).collect::<Vec<_>>(), [other.id() as i32]);
+        let joined = SERVERS.get_or_start(d).unwrap();
+        assert_eq!(Fake::events(d).last().unwrap(), "join");
+        assert_eq!(users(d).len(), 2, "both listed");
+        let refused = Arc::try_unwrap(joined).unwrap().stop().unwrap_err().to_string();
+        assert!(refused.contains(&format!("blobbench process {} uses it", other.id())), "{refused}");
+        assert_eq!(Fake::events(d).last().unwrap(), "leave", "a refused stop leaves it running");
+        assert!(check_not_in_use(d, d).is_err());
+        // A killed user keeps nothing running for ever: it is skipped.
+        other.kill().unwrap();
+        other.wait().unwrap();
+        assert!(check_not_in_use(d, d).is_ok());
+        let last = SERVERS.get_or_start(d).unwrap();
+        assert_eq!(Fake::events(d).last().unwrap(), "start", "its users all dead: a start, which ends what they left");
+        drop(last);
+        assert_eq!(Fake::events(d).last().unwrap(), "stop");
+    }
+
+    #[test]
+    fn a_recycled_pid_is_not_taken_for_a_user() {
+        let me = User::me();
+        assert!(me.live() && User { started: None, ..me }.live());
+        assert!(!User { started: me.started.map(|s| s + 1), ..me }.live());
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod baseline;
 mod details;
 mod format;
 mod interval;
+mod merge;
 mod rounds;
 mod study;
 mod verdict;
@@ -22,6 +23,7 @@ use study::{advise, aging, concurrency, crashtest, engines, matrix, suite};
 
 pub use doc::{Block, Chart, ColumnKind, Figure, Section, Table, Verdict, NOT_MEASURED};
 pub use fmt::fmt_size;
+pub use merge::{merge_files, merged_markdown, merged_text};
 use study::StudyReport;
 pub use suite::SUITE_IDS;
 pub use text::table_text;

@@ -8,12 +8,14 @@
 
 mod build;
 pub mod csv;
+pub mod merge;
 
 use serde::{Deserialize, Serialize};
 
 use crate::measure::envinfo::Environment;
 pub use crate::measure::Experiment;
 pub use crate::records::{DatasetSpec, DiskUsage};
+pub use merge::RunSection;
 
 pub const SCHEMA_NAME: &str = "blobbench-results";
 /// Version 2 added the label, the latency histograms and the block
@@ -80,6 +82,9 @@ pub struct ResultFile {
     /// timings are `experiments`, `rounds` and `disk_usage`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advise: Option<crate::studies::advise::AdviseSection>,
+    /// `run`: its timed window and endpoint, which `report --merge` needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunSection>,
 }
 
 impl ResultFile {
@@ -106,6 +111,7 @@ impl ResultFile {
             aging: None,
             rounds: Vec::new(),
             advise: None,
+            run: None,
         }
     }
 

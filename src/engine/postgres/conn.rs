@@ -12,6 +12,7 @@ use postgres::{Client, Config, NoTls};
 use super::descriptor::plain_name;
 use super::descriptor::Descriptor;
 use super::server::{self, Cluster};
+use crate::engine::throwaway::Lease;
 use crate::records::{EngineKind, PgServerInfo};
 use crate::{Error, Result};
 
@@ -34,7 +35,7 @@ pub(super) fn marker(kind: EngineKind) -> String {
 /// Where the table lives and how to reach it.
 pub(super) struct Server {
     /// Held for its drop: the last holder's stops the throwaway cluster.
-    cluster: Option<Arc<Cluster>>,
+    cluster: Option<Arc<Lease<Cluster>>>,
     config: Config,
     /// What errors name: the dataset directory or the redacted URL.
     pub label: PathBuf,
@@ -62,7 +63,7 @@ impl Server {
     pub fn stop(mut self) -> Result<()> {
         match self.cluster.take().map(Arc::try_unwrap) {
             None => Ok(()),
-            Some(Ok(cluster)) => cluster.stop(),
+            Some(Ok(lease)) => lease.stop(),
             Some(Err(_)) => {
                 Err(Error::invalid("cannot stop the PostgreSQL server while another engine of this run uses it"))
             }

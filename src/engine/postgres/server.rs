@@ -25,7 +25,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 pub use crate::engine::throwaway::alive;
-use crate::engine::throwaway::{self, Shared};
+use crate::engine::throwaway::{self, Lease, Shared};
 use crate::{Error, Result};
 
 /// The data directory inside a local dataset's directory.
@@ -148,12 +148,13 @@ impl Cluster {
         append(&data.join("postgresql.conf"), &conf)
     }
 
-    /// The cluster in `dir/pgdata` as this process's engines share it: the
-    /// one another engine of this run already started (engines on the same
-    /// dataset, such as a fast and a durable writer, use one server), or a
-    /// new one. It stops when the last engine lets go of it.
-    pub fn shared(dir: &Path) -> Result<Arc<Cluster>> {
-        RUNNING.get_or_start(absolute(dir)?.join(DATA_DIR), || Cluster::start(dir))
+    /// The cluster in `dir/pgdata` as engines share it: the one another
+    /// engine of this run or another blobbench process on the dataset
+    /// already started (engines on the same dataset, such as a fast and a
+    /// durable writer, use one server), or a new one. It stops when the
+    /// last of them lets go of it ([`throwaway::Shared`]).
+    pub fn shared(dir: &Path) -> Result<Arc<Lease<Cluster>>> {
+        RUNNING.get_or_start(dir)
     }
 
     /// Starts the cluster in `dir/pgdata`, first stopping a server a killed
@@ -201,6 +202,30 @@ impl Cluster {
 /// The clusters this process runs, by data directory (see
 /// [`Cluster::shared`]).
 static RUNNING: Shared<Cluster> = Shared::new();
+
+impl throwaway::Server for Cluster {
+    fn start(dir: &Path) -> Result<Cluster> {
+        Cluster::start(dir)
+    }
+
+    /// The cluster another blobbench process started: its postmaster runs
+    /// (the pid file names a live process) and is stopped by its last user.
+    fn join(dir: &Path) -> Result<Cluster> {
+        let data = absolute(dir)?.join(DATA_DIR);
+        if !read_pid(&data)?.is_some_and(alive) {
+            return Err(Error::bad_input(dir, "another blobbench process uses its server, which does not run"));
+        }
+        Ok(Cluster { data, bins: find_binaries()?, run_as: run_as()?, running: true })
+    }
+
+    fn stop(self) -> Result<()> {
+        Cluster::stop(self)
+    }
+
+    fn leave(mut self) {
+        self.running = false;
+    }
+}
 
 impl Drop for Cluster {
     fn drop(&mut self) {

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use super::client::Store;
 use super::{seaweedfs, swift};
+use crate::engine::throwaway::{self, Lease};
 use crate::records::{S3Params, ServerPlace, ServerSetting};
 use crate::{Error, Result};
 
@@ -33,6 +34,33 @@ pub(super) trait Provider: Send + Sync {
     /// Stops a throwaway server, its errors returned (a drop stops it too,
     /// silently).
     fn stop(&self) -> Result<()>;
+}
+
+/// A throwaway server shared across engines and processes is its server.
+impl<T: Provider + throwaway::Server> Provider for Lease<T> {
+    fn store(&self, bucket: &str) -> Result<Store> {
+        (**self).store(bucket)
+    }
+    fn product(&self) -> (String, String) {
+        (**self).product()
+    }
+    fn place(&self) -> ServerPlace {
+        (**self).place()
+    }
+    fn settings(&self) -> Vec<ServerSetting> {
+        (**self).settings()
+    }
+    fn data_dir(&self) -> Option<PathBuf> {
+        (**self).data_dir()
+    }
+    fn drop_caches(&self) -> Result<()> {
+        (**self).drop_caches()
+    }
+    /// A shared server stops with its last user (the lease's drop), never
+    /// under another engine or process that still uses it.
+    fn stop(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 pub(super) fn setting(name: &str, value: impl ToString) -> ServerSetting {

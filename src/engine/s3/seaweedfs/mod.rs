@@ -24,7 +24,7 @@ use super::client::{Client, Store};
 use super::net::Net;
 use super::process::{runs_with, signal_and_wait, spawn_server, stop_all};
 use super::provider::{setting, Provider};
-use crate::engine::throwaway::{self, alive, Shared};
+use crate::engine::throwaway::{self, alive, Lease, Shared};
 use crate::records::{Addressing, ServerPlace, ServerSetting};
 use crate::util::interrupt::stop_requested;
 use crate::{Error, Result};
@@ -172,13 +172,16 @@ impl Layout {
     }
 }
 
-/// A running `weed mini`, started by this process; stopped when dropped.
+/// A running `weed mini`, started by this process (stopped when dropped)
+/// or joined: another blobbench process started it and stops it.
 #[derive(Debug)]
 pub struct Mini {
     layout: Layout,
     ports: Ports,
     child: Mutex<Option<Child>>,
     version: String,
+    /// Another process's `weed`, used beside it: a drop leaves it running.
+    joined: bool,
 }
 
 static RUNNING: Shared<Mini> = Shared::new();
@@ -194,8 +197,11 @@ impl Mini {
         Ok(())
     }
 
-    pub fn shared(dir: &Path) -> Result<Arc<Mini>> {
-        RUNNING.get_or_start(Layout::of(dir)?.root, || Mini::start(dir))
+    /// The store of the dataset in `dir` as engines share it: the one
+    /// another engine of this process or another blobbench process already
+    /// started, or a new one ([`throwaway::Shared`]).
+    pub fn shared(dir: &Path) -> Result<Arc<Lease<Mini>>> {
+        RUNNING.get_or_start(dir)
     }
 
     /// Starts the store in `dir/seaweedfs`, first ending a killed run's,
@@ -215,7 +221,8 @@ impl Mini {
             // Recorded at each try: a failed try's drop removes it.
             throwaway::record_owner(layout.dataset())?;
             let ports = Ports::pick(previous.take())?;
-            let mini = Mini { layout: layout.clone(), ports, child: Mutex::new(None), version: version.clone() };
+            let child = Mutex::new(None);
+            let mini = Mini { layout: layout.clone(), ports, child, version: version.clone(), joined: false };
             match mini.spawn(&weed).and_then(|()| mini.wait_until_up()) {
                 Ok(()) => return Ok(mini),
                 Err(Start::PortTaken(e)) => last_error = Some(e),
@@ -362,7 +369,46 @@ impl Provider for Mini {
 
 impl Drop for Mini {
     fn drop(&mut self) {
-        let _ = Provider::stop(self);
+        if !self.joined {
+            let _ = Provider::stop(self);
+        }
+    }
+}
+
+/// `weed` dies with the process that started it (a parent-death signal):
+/// that process lets go of the store last.
+impl throwaway::Server for Mini {
+    fn start(dir: &Path) -> Result<Mini> {
+        Mini::start(dir)
+    }
+
+    /// The `weed` another blobbench process started, on the ports it
+    /// recorded.
+    fn join(dir: &Path) -> Result<Mini> {
+        let layout = Layout::of(dir)?;
+        let ports = layout.last_ports().filter(|_| layout.running_pid().is_some());
+        let Some(ports) = ports else {
+            return Err(Error::bad_input(dir, "another blobbench process uses its SeaweedFS, which does not run"));
+        };
+        let version = find_weed().map(|w| weed_version(&w)).unwrap_or_default();
+        Ok(Mini { layout, ports, child: Mutex::new(None), version, joined: true })
+    }
+
+    fn stop(self) -> Result<()> {
+        match (self.joined, self.layout.running_pid()) {
+            // Its starter was killed and left it to this process.
+            (true, Some(pid)) => stop_all(&[pid], STOP_GRACE, &self.layout.root),
+            (true, None) => Ok(()),
+            (false, _) => Mini::stop(self),
+        }
+    }
+
+    fn leave(mut self) {
+        self.joined = true;
+    }
+
+    fn ends_with_this_process(&self) -> bool {
+        !self.joined
     }
 }
 

@@ -30,7 +30,7 @@ use super::client::Store;
 use super::net::Net;
 use super::process::{runs_with, signal_and_wait, spawn_server, stop_all};
 use super::provider::{setting, Provider};
-use crate::engine::throwaway::{self, alive, Shared};
+use crate::engine::throwaway::{self, alive, Lease, Shared};
 use crate::records::{Addressing, ServerPlace, ServerSetting};
 use crate::util::interrupt::stop_requested;
 use crate::{Error, Result};
@@ -135,6 +135,9 @@ pub struct Cluster {
     children: Mutex<Vec<(String, Child)>>,
     /// Swift's version, as the proxy's `/info` gives it.
     version: String,
+    /// Started by another blobbench process, which stops it: this one's
+    /// drop leaves it running.
+    joined: bool,
 }
 
 /// The clusters this process runs, by directory (see [`Cluster::shared`]).
@@ -148,11 +151,12 @@ impl Cluster {
         Layout::of(dir)?.create(replicas)
     }
 
-    /// The cluster of the dataset in `dir` as this process's engines share
-    /// it: the one another engine already started, or a new one. It stops
-    /// when the last engine lets go of it.
-    pub fn shared(dir: &Path) -> Result<Arc<Cluster>> {
-        RUNNING.get_or_start(Layout::of(dir)?.root, || Cluster::start(dir))
+    /// The cluster of the dataset in `dir` as engines share it: the one
+    /// another engine of this process or another blobbench process already
+    /// started, or a new one. It stops when the last of them lets go of it
+    /// ([`throwaway::Shared`]).
+    pub fn shared(dir: &Path) -> Result<Arc<Lease<Cluster>>> {
+        RUNNING.get_or_start(dir)
     }
 
     /// Starts the cluster in `dir/swift`, first ending servers a killed
@@ -168,8 +172,8 @@ impl Cluster {
         layout.write(&programs, ports)?;
         let dir = layout.dataset().to_path_buf();
         throwaway::record_owner(&dir)?;
-        let mut cluster =
-            Cluster { dir, layout, ports, programs, children: Mutex::new(Vec::new()), version: String::new() };
+        let children = Mutex::new(Vec::new());
+        let mut cluster = Cluster { dir, layout, ports, programs, children, version: String::new(), joined: false };
         // Dropped on any error below: what did start is stopped.
         cluster.spawn_memcached()?;
         for (i, server) in SERVERS.iter().enumerate() {
@@ -314,7 +318,47 @@ impl Provider for Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        let _ = self.stop_children();
+        if !self.joined {
+            let _ = self.stop_children();
+        }
+    }
+}
+
+/// Its servers die with the process that started them (a parent-death
+/// signal): that process lets go of the cluster last.
+impl throwaway::Server for Cluster {
+    fn start(dir: &Path) -> Result<Cluster> {
+        Cluster::start(dir)
+    }
+
+    /// The cluster another blobbench process started, on the ports it
+    /// recorded.
+    fn join(dir: &Path) -> Result<Cluster> {
+        let layout = Layout::of(dir)?;
+        let ports = config::last_ports(&layout).filter(|_| !recorded_pids(&layout, &ALL).is_empty());
+        let Some(ports) = ports else {
+            return Err(Error::bad_input(dir, "another blobbench process uses its Swift cluster, which does not run"));
+        };
+        let programs = Programs::find()?;
+        let version = swift_version(ports.proxy).unwrap_or_default();
+        let dir = layout.dataset().to_path_buf();
+        Ok(Cluster { dir, layout, ports, programs, children: Mutex::new(Vec::new()), version, joined: true })
+    }
+
+    fn stop(self) -> Result<()> {
+        match self.joined {
+            false => Cluster::stop(self),
+            // Its starter was killed and left it to this process.
+            true => stop_all(&recorded_pids(&self.layout, &ALL), STOP_GRACE, &self.layout.root),
+        }
+    }
+
+    fn leave(mut self) {
+        self.joined = true;
+    }
+
+    fn ends_with_this_process(&self) -> bool {
+        !self.joined
     }
 }
 
