@@ -173,7 +173,10 @@ impl WritersArm {
     fn prepare(kind: EngineKind, path: &Path, writers: u32, opts: &ConcurrencyOptions) -> Result<WritersArm> {
         let mut engine = engine::open(path, &durable_settings())?;
         let survey = engine.survey(true)?;
-        let max_id = survey.max_key.unwrap_or(0);
+        let max_id = match survey.max_key {
+            Some(m) => m,
+            None => largest_key(engine.as_ref())?,
+        };
         if max_id < writers {
             return Err(Error::bad_input(path, format!("holds {max_id} blobs: too few for {writers} writers")));
         }
@@ -186,6 +189,9 @@ impl WritersArm {
             })
             .collect();
         let blob = survey.blob_max as usize;
+        if blob == 0 {
+            return Err(Error::bad_input(path, "holds only empty blobs: nothing to overwrite"));
+        }
         let pools = if kind == EngineKind::Db {
             Vec::new()
         } else {
@@ -323,6 +329,15 @@ impl Arm for WritersArm {
     }
 }
 
+/// The largest key, from one untimed session that asks for it (SQLite's
+/// survey leaves it to the session, as kvtest does).
+fn largest_key(engine: &dyn Engine) -> Result<u32> {
+    let session = engine.open(OpenMode { find_max: true, ..OpenMode::READ })?;
+    let max = session.info().max_key;
+    session.close()?;
+    Ok(max.unwrap_or(0))
+}
+
 /// One engine writer: its own session through the one timed loop, a
 /// durable commit inside each overwrite.
 fn engine_writer(
@@ -370,11 +385,13 @@ struct ReaderTally {
 }
 
 /// One reader beside the writers: its own session, kvtest's random order
-/// on a stream of its own, each read its own transaction.
+/// on a stream of its own, each read its own transaction. It keeps no
+/// handle after the run: each writer count has an engine of its own on the
+/// same dataset, and LMDB allows one open environment per process.
 fn reader(engine: &dyn Engine, max_id: u32, count: u64, index: u32, barrier: &Barrier) -> Result<ReaderTally> {
     let mut hist = Latency::new();
     let spec = SessionSpec {
-        mode: OpenMode::measured(false, false),
+        mode: OpenMode::READ,
         max_id: Some(max_id),
         keys: |max| KeySequence::with_rng(Order::Random, 1, max, KvtestRng::stream(1000 + index)),
         count,
