@@ -22,21 +22,27 @@ pub struct ConcurrencyArgs {
     /// Thread counts, comma-separated [default: 1,2,4,8,16,20; --quick: 1,2,4]. Mixed runs this many readers plus as many writers.
     #[arg(long, value_name = "LIST", value_parser = thread_list)]
     pub threads: Option<ThreadList>,
-    /// Seconds per timed run of each point [default: 30, as the study; --quick: 1].
+    /// Seconds per timed run of each point [default: 30, as the study; --quick: 0.2].
     #[arg(long, value_name = "SECS", value_parser = units::seconds)]
     pub duration: Option<f64>,
     /// --rounds: timed runs per point, run in rounds, the median shown
-    /// [default: 3; --quick: 1]; and the most rounds of the blob readers
-    /// at each thread count [default: 20; --quick: 12]. --budget: time the
-    /// blob readers' rounds may take at each thread count [default: 60s; --quick: 4s].
+    /// [default: 3; --quick: 6]; and the most rounds of the blob readers
+    /// at each thread count and of the writers [default: 20; --quick: 12].
+    /// --budget: time those rounds may take once 6 have run, per thread
+    /// count and for the writers [default: 60s; --quick: 4s].
     #[command(flatten)]
     pub rounds: super::rounds::RoundsArgs,
     /// Rows in the table that read and mixed runs read from.
     #[arg(long, default_value = "50000", value_parser = units::positive_u32)]
     pub rows: u32,
-    /// Which workload to run (blobs: kvtest blobs under 1, 2 and 4 parallel readers).
+    /// Which workload to run (blobs: kvtest blobs under 1, 2 and 4 parallel readers; writers: durable blob
+    /// writers with as many readers beside them, on every engine).
     #[arg(long, value_enum, default_value = "all")]
     pub workload: WorkloadArg,
+    /// Durable blob writers at once, comma-separated [default: 1,2,4,8,16; --quick: 1,2,4]; as many readers run
+    /// beside them.
+    #[arg(long, value_name = "LIST", value_parser = thread_list)]
+    pub writers: Option<ThreadList>,
     /// Values of the parameters to combine, comma-separated: shared, per-thread, wal, delete, private-cache,
     /// shared-cache, rw, ro, sync-off, sync-normal, sync-full, sync-extra. A parameter none of whose values is
     /// named keeps all of them (synchronous: FULL only).
@@ -48,10 +54,10 @@ pub struct ConcurrencyArgs {
     /// Milliseconds a connection waits for a lock before SQLITE_BUSY (counted as an error).
     #[arg(long, value_name = "MS", default_value = "5000", value_parser = busy_timeout)]
     pub busy_timeout: u32,
-    /// Short points, one parameter varied at a time, threads 1,2,4: about a minute.
+    /// Short points in 6 rounds, one parameter varied at a time, threads and writers 1,2,4: about two minutes.
     #[arg(long)]
     pub quick: bool,
-    #[arg(long, value_parser = super::engines::key_value_list, default_value = "", help = super::engines::server_help("Server stores, each read by 1, 2, 4, 8 and 16 clients at once (a connection each), on the blob readers' dataset"))]
+    #[arg(long, value_parser = super::engines::key_value_list, default_value = "", help = super::engines::key_value_help("Engines written by the durable writers besides SQLite, files and LMDB; the servers among them are also read by 1, 2, 4, 8 and 16 clients at once (a connection each)"))]
     pub engines: super::engines::EngineList,
     #[command(flatten)]
     pub s3_server: super::servers::S3ServerArg,
@@ -113,6 +119,7 @@ pub enum WorkloadArg {
     Write,
     Mixed,
     Blobs,
+    Writers,
     All,
 }
 
@@ -137,6 +144,7 @@ impl ConcurrencyArgs {
             WorkloadArg::Write => vec![Workload::Write],
             WorkloadArg::Mixed => vec![Workload::Mixed],
             WorkloadArg::Blobs => vec![Workload::Blobs],
+            WorkloadArg::Writers => vec![Workload::Writers],
             WorkloadArg::All => Workload::ALL.to_vec(),
         };
         if let Some(m) = &self.modes {
@@ -145,7 +153,15 @@ impl ConcurrencyArgs {
         o.batch = self.batch;
         o.busy_timeout_ms = self.busy_timeout;
         o.seed = self.seed;
-        o.servers = self.engines.0.clone();
+        o.servers = self.engines.0.iter().copied().filter(|k| k.is_server()).collect();
+        for &kind in &self.engines.0 {
+            if !o.writer_engines.contains(&kind) {
+                o.writer_engines.push(kind);
+            }
+        }
+        if let Some(w) = &self.writers {
+            o.writer_counts = w.0.clone();
+        }
         o.s3 = self.s3_server.params();
         o
     }
@@ -153,7 +169,7 @@ impl ConcurrencyArgs {
 
 pub fn run(args: ConcurrencyArgs) -> anyhow::Result<()> {
     if args.commit_every.is_some() {
-        anyhow::bail!("--commit-every does not apply to concurrency: its writer beside the readers commits every write by design (advise, suite and run take it)");
+        anyhow::bail!("--commit-every does not apply to concurrency: its writers commit every write durably by design (advise, suite and run take it)");
     }
     super::output::prepare_report_dir(&args.out, args.force)?;
     let opts = args.options();
@@ -166,6 +182,10 @@ pub fn run(args: ConcurrencyArgs) -> anyhow::Result<()> {
         opts.duration.as_secs_f64(),
         if opts.workloads.contains(&Workload::Blobs) { ", plus the blob readers" } else { "" }
     );
+    if opts.workloads.contains(&Workload::Writers) {
+        let names: Vec<&str> = opts.writer_engines.iter().map(|k| k.name()).collect();
+        println!("  and durable writers on {} at {:?} writers, readers beside", names.join(", "), opts.writer_counts);
+    }
     if !opts.servers.is_empty() {
         let names: Vec<&str> = opts.servers.iter().map(|k| k.name()).collect();
         println!("  and {} read by {:?} clients", names.join(", "), concurrency::SERVER_CLIENTS);

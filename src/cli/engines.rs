@@ -46,13 +46,6 @@ pub fn key_value_help(what: &str) -> String {
     format!("{what}: {} (comma-separated, or all)", key_value_names().join(","))
 }
 
-/// The help of an `--engines` option that takes servers only.
-pub fn server_help(what: &str) -> String {
-    let names: Vec<&str> =
-        registry::key_value_kinds().into_iter().filter(|k| k.is_server()).map(EngineKind::name).collect();
-    format!("{what}: {} (comma-separated)", names.join(","))
-}
-
 /// `export --engine`: every engine whose dataset is built from a kvtest
 /// database, as clap's possible values.
 pub fn buildable() -> impl TypedValueParser<Value = EngineKind> {

@@ -25,7 +25,14 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
     let out = dir.path().join("out");
     let assert = blobbench()
         .args(["concurrency", "--quick", "--threads", "1,2", "--duration", "0.1", "--rows", "1000"])
-        .args(["--modes", "wal,delete,per-thread,shared,private-cache,rw,sync-off", "--rounds", "3"])
+        .args([
+            "--modes",
+            "wal,delete,per-thread,shared,private-cache,rw,sync-off",
+            "--rounds",
+            "3",
+            "--writers",
+            "1,2",
+        ])
         .arg("--workdir")
         .arg(dir.path())
         .arg("--out")
@@ -33,7 +40,8 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
         .assert()
         .success()
         .stdout(predicate::str::contains("WAL drastically improves write performance"))
-        .stdout(predicate::str::contains("best database / files"));
+        .stdout(predicate::str::contains("best database / files"))
+        .stdout(predicate::str::contains("durable writers, as many readers beside them"));
     let stdout = String::from_utf8_lossy(&assert.get_output().stdout).to_string();
     assert!(stdout.contains("read: rows read/s") && stdout.contains("per-thread WAL"), "{stdout}");
     assert!(stdout.contains("Each ratio is paired by round: the points ran in 3 rounds"), "{stdout}");
@@ -59,7 +67,21 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
             }
         }
     }
-    assert_eq!(c["conclusions"].as_array().unwrap().len(), 14, "13 of the study's plus the blob extension");
+    assert_eq!(c["conclusions"].as_array().unwrap().len(), 17, "13 of the study's, the blob and 3 writer extensions");
+    for k in c["conclusions"].as_array().unwrap().iter().filter(|k| k["verdict"] != "not_measured") {
+        assert_eq!(k["interval"]["rounds"], 3, "every conclusion measured has its interval: {k}");
+    }
+    // SQLite, files and LMDB at 1 and 2 writers, readers beside them.
+    let writers = c["writers"]["points"].as_array().unwrap();
+    assert_eq!(writers.len(), 6);
+    for p in writers {
+        assert!(p["writes_per_s"].as_f64().unwrap() > 0.0, "{}: wrote", p["experiment_id"]);
+        assert!(p["reads_per_s"].as_f64().unwrap() > 0.0, "{}: read beside", p["experiment_id"]);
+        assert!(p["write_latency"]["count"].as_u64().unwrap() > 0, "{}", p["experiment_id"]);
+        assert!(p["writes_per_s_low"].as_f64() <= p["writes_per_s"].as_f64());
+    }
+    let stores: Vec<&str> = writers.iter().map(|p| p["store"].as_str().unwrap()).collect();
+    assert_eq!(stores, ["sqlite-wal", "flat", "lmdb", "sqlite-wal", "flat", "lmdb"]);
     // 3 stores alone and 2 with one writer, at 1, 2 and 4 readers.
     let points = c["blob_readers"]["points"].as_array().unwrap();
     assert_eq!(points.len(), 15);
@@ -67,7 +89,7 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
         assert!(p["writes_per_s"].as_f64().unwrap() > 0.0, "{}: the writer wrote", p["store"]);
         assert!(p["latency"]["count"].as_u64().unwrap() > 0, "{}: readers' latency measured", p["store"]);
     }
-    assert_eq!(v["experiments"].as_array().unwrap().len(), 15, "each blob reader point is an experiment");
+    assert_eq!(v["experiments"].as_array().unwrap().len(), 21, "each blob reader and writer point is an experiment");
     // Per thread count, the stores without a writer are the arms of one set
     // of rounds, and the two stores beside a writer the arms of another.
     let sets = v["rounds"].as_array().unwrap();
@@ -80,9 +102,13 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
             "concurrency/blobs/t4",
             "concurrency/blobs-writer/t1",
             "concurrency/blobs-writer/t2",
-            "concurrency/blobs-writer/t4"
+            "concurrency/blobs-writer/t4",
+            "concurrency/writers"
         ]
     );
+    let (writer_set, sets) = sets.split_last().unwrap();
+    assert_eq!(writer_set["arms"].as_array().unwrap().len(), 6, "every engine at every writer count");
+    assert_eq!(writer_set["rounds"].as_array().unwrap().len(), 3);
     for s in sets {
         let writer = s["id"].as_str().unwrap().contains("writer");
         let arms: Vec<&str> = s["arms"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
@@ -148,6 +174,8 @@ fn bad_input_is_refused_before_anything_runs() {
     refused(&["concurrency", "--modes", "wal,turbo"], d, "unknown mode \"turbo\"");
     refused(&["concurrency", "--workload", "sideways"], d, "--workload");
     refused(&["concurrency", "--batch", "0"], d, "--batch");
+    refused(&["concurrency", "--writers", "0"], d, "--writers");
+    refused(&["concurrency", "--writers", "2000"], d, "--writers");
     let out = blobbench()
         .args(["concurrency", "--quick", "--workdir", "/nonexistent/dir", "--out"])
         .arg(d.join("out"))

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::blob_writer::WriterArm;
 use super::conclusions::Comparison as Ratio;
+use super::ids::{self, StoreId};
 use super::options::{ConcurrencyOptions, Workload};
 use crate::drivers::parallel_read::ParallelArm;
 use crate::drivers::run::RunOptions;
@@ -41,8 +42,8 @@ pub struct BlobReaders {
 /// `experiment_id` of the same result file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BlobPoint {
-    /// "db", "db-mmap" or "files".
-    pub store: String,
+    /// Which store: one of the readers' own, or an engine's.
+    pub store: StoreId,
     pub label: String,
     pub threads: u32,
     pub experiment_id: String,
@@ -66,7 +67,7 @@ pub struct BlobPoint {
 }
 
 impl BlobReaders {
-    fn rate(&self, store: &str, threads: u32) -> Option<f64> {
+    fn rate(&self, store: StoreId, threads: u32) -> Option<f64> {
         self.points.iter().find(|p| p.store == store && p.threads == threads).map(|p| p.reads_per_s)
     }
 
@@ -74,7 +75,7 @@ impl BlobReaders {
     /// throughput; paired by round when `rounds` hold both (the readers'
     /// rounds of this file), else the ratio of the medians.
     pub fn leads(&self, rounds: &[RoundSet]) -> Vec<Ratio> {
-        BLOB_THREADS.into_iter().filter_map(|t| self.lead(rounds, t, &["db", "db-mmap"], "files")).collect()
+        BLOB_THREADS.into_iter().filter_map(|t| self.lead(rounds, t, &StoreId::DB_READERS, StoreId::Files)).collect()
     }
 
     /// Per thread count, the readers beside one writer: the database's over
@@ -82,15 +83,18 @@ impl BlobReaders {
     /// rounds (`concurrency/blobs-writer/t<T>`), else (older files, whose
     /// stores with a writer ran one after the other) the ratio of the medians.
     pub fn writer_leads(&self, rounds: &[RoundSet]) -> Vec<Ratio> {
-        BLOB_THREADS.into_iter().filter_map(|t| self.lead(rounds, t, &["db-wal-writer"], "files-writer")).collect()
+        BLOB_THREADS
+            .into_iter()
+            .filter_map(|t| self.lead(rounds, t, &[StoreId::DbWalWriter], StoreId::FilesWriter))
+            .collect()
     }
 
     /// The fastest of `db_stores` over `files` at `t` threads.
-    fn lead(&self, rounds: &[RoundSet], t: u32, db_stores: &[&str], files: &str) -> Option<Ratio> {
+    fn lead(&self, rounds: &[RoundSet], t: u32, db_stores: &[StoreId], files: StoreId) -> Option<Ratio> {
         let (db, store) =
-            db_stores.iter().filter_map(|s| self.rate(s, t).map(|r| (r, *s))).max_by(|a, b| a.0.total_cmp(&b.0))?;
+            db_stores.iter().filter_map(|&s| self.rate(s, t).map(|r| (r, s))).max_by(|a, b| a.0.total_cmp(&b.0))?;
         let files_rate = self.rate(files, t).filter(|&r| r > 0.0)?;
-        let (db_id, files_id) = (experiment_id(store, t), experiment_id(files, t));
+        let (db_id, files_id) = (ids::reader_experiment(store, t), ids::reader_experiment(files, t));
         let paired = rounds
             .iter()
             .find(|s| s.arms.contains(&db_id) && s.arms.contains(&files_id))
@@ -116,14 +120,14 @@ pub(super) fn run_options(opts: &ConcurrencyOptions, path: &Path, mmap: i64) -> 
     run
 }
 
-/// The experiment id of one store at one thread count.
-pub(super) fn experiment_id(store: &str, threads: u32) -> String {
-    format!("blobs/{store}/t{threads}")
+/// A store read in rounds.
+struct Store<'a> {
+    id: StoreId,
+    label: &'static str,
+    path: &'a Path,
+    /// The mmap size its readers use (0: none).
+    mmap: i64,
 }
-
-/// A store read in rounds: its name ("db", "files-writer"...), its label,
-/// where it is and the mmap size its readers use.
-type Store<'a> = (&'a str, &'a str, &'a Path, i64);
 
 /// The stores without a writer, read by `threads` readers, as the arms of
 /// one set of interleaved rounds (paired by round: database over files).
@@ -133,14 +137,14 @@ fn measure_rounds(
     threads: u32,
 ) -> Result<(Vec<(BlobPoint, Experiment)>, RoundSet)> {
     let mut arms = Vec::with_capacity(stores.len());
-    for &(_, _, path, mmap) in stores {
-        arms.push(ParallelArm::prepare(&reader_options(opts, path, mmap, threads), threads)?);
+    for s in stores {
+        arms.push(ParallelArm::prepare(&reader_options(opts, s.path, s.mmap, threads), threads)?);
     }
-    let (out, ids) = in_rounds(opts, &format!("concurrency/blobs/t{threads}"), stores, threads, &mut arms)?;
+    let (out, ids) = in_rounds(opts, &ids::readers_rounds(threads), stores, threads, &mut arms)?;
     let mut measured = Vec::with_capacity(stores.len());
-    for (((store, label, ..), arm), (m, id)) in stores.iter().zip(arms).zip(out.measured.into_iter().zip(&ids)) {
-        let e = arm.finish(id, &format!("{label}, {threads} thread(s)"), m)?.experiment;
-        measured.push((point_of(store, label, threads, &e), e));
+    for ((s, arm), (m, id)) in stores.iter().zip(arms).zip(out.measured.into_iter().zip(&ids)) {
+        let e = arm.finish(id, &format!("{}, {threads} thread(s)", s.label), m)?.experiment;
+        measured.push((point_of(s.id, s.label, threads, &e), e));
     }
     Ok((measured, out.set))
 }
@@ -155,15 +159,14 @@ fn measure_writer_rounds(
     threads: u32,
 ) -> Result<(Vec<(BlobPoint, Experiment)>, RoundSet)> {
     let mut arms = Vec::with_capacity(stores.len());
-    for &(_, _, path, mmap) in stores {
-        arms.push(WriterArm::prepare(&reader_options(opts, path, mmap, threads), threads, opts.seed)?);
+    for s in stores {
+        arms.push(WriterArm::prepare(&reader_options(opts, s.path, s.mmap, threads), threads, opts.seed)?);
     }
-    let id = format!("concurrency/blobs-writer/t{threads}");
-    let (out, ids) = in_rounds(opts, &id, stores, threads, &mut arms)?;
+    let (out, ids) = in_rounds(opts, &ids::writer_beside_rounds(threads), stores, threads, &mut arms)?;
     let mut measured = Vec::with_capacity(stores.len());
-    for (((store, label, ..), arm), (m, id)) in stores.iter().zip(arms).zip(out.measured.into_iter().zip(&ids)) {
-        let (report, writes_per_s) = arm.finish(id, &format!("{label}, {threads} thread(s)"), m)?;
-        let mut point = point_of(store, label, threads, &report.experiment);
+    for ((s, arm), (m, id)) in stores.iter().zip(arms).zip(out.measured.into_iter().zip(&ids)) {
+        let (report, writes_per_s) = arm.finish(id, &format!("{}, {threads} thread(s)", s.label), m)?;
+        let mut point = point_of(s.id, s.label, threads, &report.experiment);
         point.writes_per_s = Some(writes_per_s);
         measured.push((point, report.experiment));
     }
@@ -186,10 +189,9 @@ fn in_rounds<A: Arm>(
     threads: u32,
     arms: &mut [A],
 ) -> Result<(RoundsOutcome, Vec<String>)> {
-    let ids: Vec<String> = stores.iter().map(|(store, ..)| experiment_id(store, threads)).collect();
-    let side = |files: bool| -> Vec<usize> {
-        (0..stores.len()).filter(|&i| stores[i].0.starts_with("files") == files).collect()
-    };
+    let ids: Vec<String> = stores.iter().map(|s| ids::reader_experiment(s.id, threads)).collect();
+    let side =
+        |files: bool| -> Vec<usize> { (0..stores.len()).filter(|&i| stores[i].id.is_files() == files).collect() };
     let pairs = [Comparison { a: side(true), b: side(false) }];
     let mut dyn_arms: Vec<&mut dyn Arm> = arms.iter_mut().map(|a| a as &mut dyn Arm).collect();
     let out = run_rounds(id, &ids, &mut dyn_arms, &opts.rounds, &pairs, &mut |_, _| {})?;
@@ -200,7 +202,7 @@ fn in_rounds<A: Arm>(
 }
 
 /// A store's point from its experiment's figures.
-pub(super) fn point_of(store: &str, label: &str, threads: u32, e: &Experiment) -> BlobPoint {
+pub(super) fn point_of(store: StoreId, label: &str, threads: u32, e: &Experiment) -> BlobPoint {
     let per_op = e.summary.per_op_us.median;
     let cpu = |r: &crate::measure::RunSample| (r.os.user_cpu_us + r.os.system_cpu_us) as f64;
     let per_read: Vec<f64> = e.runs.iter().filter(|r| r.ops > 0).map(|r| cpu(r) / r.ops as f64).collect();
@@ -211,7 +213,7 @@ pub(super) fn point_of(store: &str, label: &str, threads: u32, e: &Experiment) -
         .map(|r| cpu(r) * 1000.0 / r.phases.kvtest_total_ns as f64)
         .collect();
     BlobPoint {
-        store: store.to_string(),
+        store,
         label: label.to_string(),
         threads,
         experiment_id: e.id.clone(),
@@ -244,10 +246,10 @@ pub fn measure(opts: &ConcurrencyOptions, work: &Path, progress: &dyn Progress) 
     let spec = DatasetSpec { count: opts.blob_count, size: BLOB_SIZE, seed: opts.seed, ..DatasetSpec::default() };
     crate::engine::dataset::init(&db, &spec, true, &Silent)?;
     crate::engine::dataset::export(&db, &dir, false, true, &Silent)?;
-    let stores: [Store<'_>; 3] = [
-        ("db", "SQLite, a connection per thread", &db, 0),
-        ("db-mmap", "SQLite + mmap, a connection per thread", &db, MMAP_BYTES),
-        ("files", "files (fopen/fread), each thread its own", &dir, 0),
+    let stores = [
+        Store { id: StoreId::Db, label: "SQLite, a connection per thread", path: &db, mmap: 0 },
+        Store { id: StoreId::DbMmap, label: "SQLite + mmap, a connection per thread", path: &db, mmap: MMAP_BYTES },
+        Store { id: StoreId::Files, label: "files (fopen/fread), each thread its own", path: &dir, mmap: 0 },
     ];
     let mut out = Measured {
         readers: BlobReaders {
@@ -262,9 +264,14 @@ pub fn measure(opts: &ConcurrencyOptions, work: &Path, progress: &dyn Progress) 
     out.each_thread_count(progress, stores.len(), |t| measure_rounds(opts, &stores, t))?;
     // Readers while one writer overwrites blobs: last, since the writer
     // turns the database to WAL and changes content.
-    let with_writer: [Store<'_>; 2] = [
-        ("db-wal-writer", "SQLite WAL, readers + one writer", &db, 0),
-        ("files-writer", "files, readers + one writer (new file + rename)", &dir, 0),
+    let with_writer = [
+        Store { id: StoreId::DbWalWriter, label: "SQLite WAL, readers + one writer", path: &db, mmap: 0 },
+        Store {
+            id: StoreId::FilesWriter,
+            label: "files, readers + one writer (new file + rename)",
+            path: &dir,
+            mmap: 0,
+        },
     ];
     out.each_thread_count(progress, with_writer.len(), |t| measure_writer_rounds(opts, &with_writer, t))?;
     Ok(out)

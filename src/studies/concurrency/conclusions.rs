@@ -7,10 +7,13 @@
 use serde::{Deserialize, Serialize};
 
 use super::blobs::BlobReaders;
+use super::ids::{self, StoreId};
 use super::options::{Config, Journal, Sharing, Workload};
 use super::section::Point;
+use super::writers::Writers;
 use crate::measure::paired::{paired_ratio, PairedRatio};
 use crate::measure::rounds::RoundSet;
+use crate::records::EngineKind;
 
 /// Ratios in (1/TIE, TIE) are ties: 10%, the engine's noise threshold.
 pub const TIE: f64 = 1.0 + crate::measure::NOISY_CV_PCT / 100.0;
@@ -37,6 +40,48 @@ impl Claim {
             Claim::Same => r > 1.0 / TIE && r < TIE,
             Claim::Best => r > 1.0 / TIE,
         }
+    }
+
+    /// Whether a whole interval confirms the claim: the rounds leave no
+    /// doubt, whichever value in it is the true ratio.
+    fn confirmed_by(self, low: f64, high: f64) -> bool {
+        self.confirms(low) && self.confirms(high)
+    }
+}
+
+/// A conclusion's interval: from the lowest to the highest bound of its
+/// comparisons' paired intervals (each the order-statistic interval of the
+/// median of per-round ratios), so every ratio it rests on lies inside.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    pub low: f64,
+    pub high: f64,
+    /// The fewest rounds any of its ratios rests on.
+    pub rounds: u32,
+    /// The lowest coverage of its ratios' intervals, in percent.
+    pub coverage_pct: f64,
+}
+
+impl Interval {
+    /// The envelope of the comparisons' intervals; None when one of them
+    /// has none (unpaired, or from older files).
+    fn of(comparisons: &[Comparison]) -> Option<Interval> {
+        let paired: Vec<&PairedRatio> = comparisons.iter().map(|c| c.paired.as_ref()).collect::<Option<_>>()?;
+        let first = paired.first()?;
+        Some(paired.iter().fold(
+            Interval {
+                low: first.low,
+                high: first.high,
+                rounds: first.rounds as u32,
+                coverage_pct: first.coverage_pct,
+            },
+            |acc, p| Interval {
+                low: acc.low.min(p.low),
+                high: acc.high.max(p.high),
+                rounds: acc.rounds.min(p.rounds as u32),
+                coverage_pct: acc.coverage_pct.min(p.coverage_pct),
+            },
+        ))
     }
 }
 
@@ -100,6 +145,14 @@ pub struct Conclusion {
     pub kind: Claim,
     pub verdict: Verdict,
     pub confirming: u32,
+    /// Comparisons whose whole paired interval confirms the claim (the
+    /// others confirm it by their estimate only, or not at all).
+    #[serde(default)]
+    pub firm: u32,
+    /// Over every comparison: see [`Interval`]. Absent when a ratio is
+    /// unpaired (older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Interval>,
     pub comparisons: Vec<Comparison>,
     /// Geometric mean, smallest and largest ratio.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -114,6 +167,10 @@ impl Conclusion {
     pub fn new(claim: &str, basis: &str, kind: Claim, comparisons: Vec<Comparison>) -> Conclusion {
         let n = comparisons.len() as u32;
         let confirming = comparisons.iter().filter(|c| kind.confirms(c.ratio)).count() as u32;
+        let firm = comparisons
+            .iter()
+            .filter(|c| c.paired.as_ref().is_some_and(|p| p.rounds >= 2 && kind.confirmed_by(p.low, p.high)))
+            .count() as u32;
         let verdict = match (n, confirming) {
             (0, _) => Verdict::NotMeasured,
             (n, c) if c == n => Verdict::Holds,
@@ -133,6 +190,8 @@ impl Conclusion {
             kind,
             verdict,
             confirming,
+            firm,
+            interval: Interval::of(&comparisons),
             comparisons,
             factor,
             factor_min,
@@ -188,9 +247,18 @@ fn best_ratios(points: &[Point], writes: bool) -> Vec<Comparison> {
     out
 }
 
-/// Each of the study's conclusions, judged on `points` (and the blob readers,
-/// an extension the study did not have). `cores` splits "up to the core count".
-pub fn evaluate(points: &[Point], blobs: Option<(&BlobReaders, &[RoundSet])>, cores: u32) -> Vec<Conclusion> {
+/// What the study adds to the blog's table: the blob readers and the
+/// durable writers, with the rounds of the result file they pair by.
+#[derive(Clone, Copy, Default)]
+pub struct Extensions<'a> {
+    pub blobs: Option<&'a BlobReaders>,
+    pub writers: Option<&'a Writers>,
+    pub rounds: &'a [RoundSet],
+}
+
+/// Each of the study's conclusions, judged on `points` (and the
+/// extensions the study did not have). `cores` splits "up to the core count".
+pub fn evaluate(points: &[Point], ext: Extensions<'_>, cores: u32) -> Vec<Conclusion> {
     let any = |_: u32| true;
     let wal = |c: &Config| c.journal == Journal::Wal;
     let to_delete = |c: Config| Config { journal: Journal::Delete, ..c };
@@ -292,15 +360,76 @@ pub fn evaluate(points: &[Point], blobs: Option<(&BlobReaders, &[RoundSet])>, co
             best_ratios(points, true),
         ),
     ];
-    if let Some((b, rounds)) = blobs {
+    if let Some(b) = ext.blobs {
         out.push(Conclusion::new(
             "Extension: SQLite keeps its lead over files as reader threads grow",
             "kvtest blobs, random reads: best database / files, per thread count",
             Claim::Faster,
-            b.leads(rounds),
+            b.leads(ext.rounds),
         ));
     }
+    if let Some(w) = ext.writers {
+        out.extend(writer_conclusions(w, ext.rounds));
+    }
     out
+}
+
+/// `a`'s durable writes/s over `b`'s, paired by the writers' rounds.
+fn writer_ratio(w: &Writers, rounds: &[RoundSet], a: (StoreId, u32), b: (StoreId, u32)) -> Option<Comparison> {
+    let (pa, pb) = (w.point(a.0, a.1)?, w.point(b.0, b.1)?);
+    let set = rounds.iter().find(|s| s.id == ids::WRITERS_ROUNDS);
+    // Rounds hold times per write: b's time over a's is a's throughput over b's.
+    let paired = set.and_then(|s| s.ratio(&pb.experiment_id, &pa.experiment_id));
+    let medians = (pb.writes_per_s > 0.0).then(|| pa.writes_per_s / pb.writes_per_s)?;
+    Some(Comparison {
+        workload: Workload::Writers,
+        threads: a.1,
+        a: format!("{} x{}", a.0, a.1),
+        b: format!("{} x{}", b.0, b.1),
+        ratio: paired.as_ref().map_or(medians, |p| p.value),
+        paired,
+    })
+}
+
+/// The blog's question (do several writers help?) asked of every store:
+/// SQLite's single writer against files' independent fsyncs, and each
+/// store against itself at one writer.
+fn writer_conclusions(w: &Writers, rounds: &[RoundSet]) -> Vec<Conclusion> {
+    let counts = w.counts();
+    let stores = w.stores();
+    let sqlite = StoreId::Engine(EngineKind::Db);
+    let files = stores.iter().copied().find(|s| s.is_files());
+    let most = counts.last().copied().unwrap_or(1);
+    let lead: Vec<Comparison> = files
+        .map(|f| counts.iter().filter_map(|&n| writer_ratio(w, rounds, (sqlite, n), (f, n))).collect())
+        .unwrap_or_default();
+    let flat: Vec<Comparison> =
+        counts.iter().filter(|&&n| n > 1).filter_map(|&n| writer_ratio(w, rounds, (sqlite, n), (sqlite, 1))).collect();
+    let grow: Vec<Comparison> = stores
+        .iter()
+        .filter(|&&s| s != sqlite && most > 1)
+        .filter_map(|&s| writer_ratio(w, rounds, (s, most), (s, 1)))
+        .collect();
+    vec![
+        Conclusion::new(
+            "Extension: SQLite's durable writes outpace files' at every writer count",
+            "writers: SQLite WAL / files, durable writes/s, per writer count (as many readers beside)",
+            Claim::Faster,
+            lead,
+        ),
+        Conclusion::new(
+            "Extension: more writers do not raise SQLite's durable writes (one writer at a time)",
+            "writers: SQLite WAL at N writers / at 1, durable writes/s",
+            Claim::NeverFaster,
+            flat,
+        ),
+        Conclusion::new(
+            "Extension: more writers raise the other stores' durable writes",
+            &format!("writers: each other store at {most} writers / at 1, durable writes/s"),
+            Claim::Faster,
+            grow,
+        ),
+    ]
 }
 
 #[cfg(test)]

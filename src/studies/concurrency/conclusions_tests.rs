@@ -5,7 +5,10 @@ use super::*;
 use crate::measure::Latency;
 use crate::records::SyncLevel;
 use crate::studies::concurrency::blobs::BlobPoint;
+use crate::studies::concurrency::ids;
 use crate::studies::concurrency::section::{self, PointRun, SideRun};
+use crate::studies::concurrency::writers::{WriterPoint, Writers};
+use crate::studies::concurrency::StoreId;
 
 fn cfg(sharing: Sharing, journal: Journal, shared_cache: bool, read_only: bool) -> Config {
     Config { sharing, journal, shared_cache, read_only, sync: SyncLevel::Full }
@@ -39,12 +42,13 @@ fn pt(w: Workload, c: Config, threads: u32, reads: Option<f64>, writes: Option<f
 }
 
 /// A blob reader point of `store` at `threads` threads.
-fn blob_point(store: &str, threads: u32, reads_per_s: f64) -> BlobPoint {
+fn blob_point(name: &str, threads: u32, reads_per_s: f64) -> BlobPoint {
+    let store = StoreId::parse(name).unwrap();
     BlobPoint {
-        store: store.to_string(),
-        label: store.to_string(),
+        store,
+        label: name.to_string(),
         threads,
-        experiment_id: format!("blobs/{store}/t{threads}"),
+        experiment_id: crate::studies::concurrency::ids::reader_experiment(store, threads),
         mb_per_s: 0.0,
         reads_per_s,
         latency: None,
@@ -94,7 +98,7 @@ fn fixture() -> Vec<Point> {
 
 #[test]
 fn verdicts_and_factors_from_fixed_points() {
-    let cs = evaluate(&fixture(), None, 2);
+    let cs = evaluate(&fixture(), Extensions::default(), 2);
     let wal = find(&cs, "WAL is faster than the default journal");
     assert_eq!((wal.verdict, wal.confirming, wal.comparisons.len()), (Verdict::Partly, 2, 3));
     assert!((wal.factor_max.unwrap() - 3.0).abs() < 1e-9 && (wal.factor_min.unwrap() - 1.05).abs() < 1e-9);
@@ -136,7 +140,7 @@ fn verdicts_and_factors_from_fixed_points() {
 
 #[test]
 fn the_core_count_moves_the_split() {
-    let cs = evaluate(&fixture(), None, 4);
+    let cs = evaluate(&fixture(), Extensions::default(), 4);
     assert_eq!(find(&cs, "Reading, threads <= cores").verdict, Verdict::Partly, "per-thread wins at 2, loses at 4");
     assert_eq!(find(&cs, "Reading, threads > cores").verdict, Verdict::NotMeasured);
 }
@@ -161,7 +165,7 @@ fn blob_lead_per_thread_count() {
     assert_eq!(leads.len(), 2, "4 threads not measured");
     assert_eq!((leads[0].a.as_str(), leads[0].ratio), ("db-mmap", 1.5));
     assert_eq!((leads[1].a.as_str(), leads[1].ratio), ("db", 0.5));
-    let cs = evaluate(&[], Some((&b, &[])), 2);
+    let cs = evaluate(&[], Extensions { blobs: Some(&b), ..Extensions::default() }, 2);
     let c = find(&cs, "Extension: SQLite keeps its lead");
     assert_eq!((c.verdict, c.confirming), (Verdict::Partly, 1));
 }
@@ -260,4 +264,83 @@ fn writer_leads_without_rounds_or_with_broken_rounds_are_unpaired() {
     set.rounds[2].per_op_us.pop();
     let broken = &b.writer_leads(std::slice::from_ref(&set))[0];
     assert!(broken.paired.is_none() && (broken.ratio - 1.1).abs() < 1e-9, "an arm missing from a round: unpaired");
+}
+
+/// A writers' point: `per_write_us` is its time per write, all writers.
+fn writer_point(kind: crate::records::EngineKind, writers: u32, per_write_us: f64) -> WriterPoint {
+    let store = StoreId::Engine(kind);
+    let rate = 1e6 / per_write_us;
+    WriterPoint {
+        store,
+        label: store.to_string(),
+        writers,
+        readers: writers,
+        experiment_id: ids::writer_experiment(store, writers),
+        writes_per_s: rate,
+        writes_per_s_low: rate,
+        writes_per_s_high: rate,
+        rounds: 6,
+        write_latency: None,
+        reads_per_s: 0.0,
+        read_latency: None,
+        busy_waits: 0,
+        failed_writes: 0,
+    }
+}
+
+/// SQLite and files at 1 and 2 writers: SQLite takes 160 us a write at
+/// both; files 480 us at one writer and 240 at two. Round 2 ran on a busy
+/// machine (everything twice as slow), round 4 a little.
+fn writers_fixture() -> (Writers, RoundSet) {
+    use crate::records::EngineKind::{Db, Flat};
+    let base = [(Db, 1, 160.0), (Db, 2, 160.0), (Flat, 1, 480.0), (Flat, 2, 240.0)];
+    let points: Vec<WriterPoint> = base.iter().map(|&(k, n, t)| writer_point(k, n, t)).collect();
+    let arms: Vec<String> = points.iter().map(|p| p.experiment_id.clone()).collect();
+    let arms: Vec<&str> = arms.iter().map(String::as_str).collect();
+    let rows: Vec<Vec<f64>> =
+        [1.0, 2.0, 1.0, 1.1, 1.0, 1.0].iter().map(|slow| base.iter().map(|b| b.2 * slow).collect()).collect();
+    let set = crate::measure::rounds::synthetic(ids::WRITERS_ROUNDS, &arms, &rows);
+    let w = Writers { blobs: 100, blob_size: 10_000, run_time_s: 0.2, busy_timeout_ms: 5000, points };
+    (w, set)
+}
+
+#[test]
+fn writer_conclusions_are_judged_over_the_rounds_with_intervals() {
+    let (w, set) = writers_fixture();
+    let rounds = std::slice::from_ref(&set);
+    let cs = evaluate(&[], Extensions { writers: Some(&w), rounds, ..Extensions::default() }, 2);
+    let lead = find(&cs, "Extension: SQLite's durable writes outpace files'");
+    assert_eq!((lead.verdict, lead.confirming, lead.firm), (Verdict::Holds, 2, 2));
+    let ratios: Vec<f64> = lead.comparisons.iter().map(|c| c.ratio).collect();
+    assert!((ratios[0] - 3.0).abs() < 1e-9 && (ratios[1] - 1.5).abs() < 1e-9, "paired: {ratios:?}");
+    let i = lead.interval.expect("every ratio paired: an interval");
+    assert!((i.low - 1.5).abs() < 1e-9 && (i.high - 3.0).abs() < 1e-9, "{i:?}");
+    assert_eq!(i.rounds, 6);
+    assert!(i.coverage_pct >= 95.0, "6 rounds give a 95% interval: {i:?}");
+    let flat = find(&cs, "Extension: more writers do not raise SQLite's");
+    assert_eq!((flat.verdict, flat.comparisons.len()), (Verdict::Holds, 1));
+    let grow = find(&cs, "Extension: more writers raise the other stores'");
+    assert_eq!((grow.verdict, grow.comparisons[0].a.as_str()), (Verdict::Holds, "flat x2"));
+    assert!((grow.comparisons[0].ratio - 2.0).abs() < 1e-9);
+    // Without rounds (a file whose rounds are missing): the medians' ratios,
+    // no interval.
+    let unpaired = evaluate(&[], Extensions { writers: Some(&w), ..Extensions::default() }, 2);
+    let lead = find(&unpaired, "Extension: SQLite's durable writes outpace files'");
+    assert_eq!((lead.verdict, lead.firm, lead.interval), (Verdict::Holds, 0, None));
+}
+
+#[test]
+fn a_ratio_whose_interval_crosses_the_tie_band_confirms_but_not_firmly() {
+    let bp = |store: &str, reads_per_s: f64| blob_point(store, 1, reads_per_s);
+    let b =
+        BlobReaders { blobs: 10, blob_size: 10_000, reads_per_run: 100, points: vec![bp("db", 1.0), bp("files", 1.0)] };
+    // Files over the database, round by round: 1.0 (a tie) to 1.3.
+    let times: Vec<(f64, f64)> = [1.0, 1.3, 1.2, 1.25, 1.05, 1.3].iter().map(|&r| (10.0, 10.0 * r)).collect();
+    let set = two_arm_rounds("concurrency/blobs/t1", ["blobs/db/t1", "blobs/files/t1"], &times);
+    let rounds = std::slice::from_ref(&set);
+    let cs = evaluate(&[], Extensions { blobs: Some(&b), rounds, ..Extensions::default() }, 2);
+    let c = find(&cs, "Extension: SQLite keeps its lead");
+    assert_eq!((c.verdict, c.confirming, c.firm), (Verdict::Holds, 1, 0), "the median 1.225 confirms; 1.0 does not");
+    let i = c.interval.unwrap();
+    assert!((i.low - 1.0).abs() < 1e-9 && (i.high - 1.3).abs() < 1e-9 && i.rounds == 6, "{i:?}");
 }

@@ -72,7 +72,7 @@ fn configure(conn: &Conn, spec: &RunSpec<'_>) -> Result<()> {
 }
 
 pub fn run_once(spec: &RunSpec<'_>) -> Result<RunTallies> {
-    if spec.workload == Workload::Blobs {
+    if matches!(spec.workload, Workload::Blobs | Workload::Writers) {
         return Err(Error::invalid("the blob workload does not run on the study's table"));
     }
     if spec.threads == 0 {

@@ -1,25 +1,31 @@
 //! `concurrency`: SQLite under many threads, as the shared-connection vs
 //! connection-per-thread study measured it (reads, inserts, both at once;
-//! WAL or DELETE; shared cache; read-only; synchronous), and kvtest blobs
-//! under parallel readers. Each point is time-bounded; every run starts
+//! WAL or DELETE; shared cache; read-only; synchronous), kvtest blobs
+//! under parallel readers, and durable blob writers with readers beside
+//! them on every engine given. Each point is time-bounded; every run starts
 //! from a fresh copy of the table; every write run is checked afterwards.
 
 mod blob_writer;
 mod blobs;
 mod conclusions;
 mod driver;
+pub mod ids;
 mod options;
 mod section;
 mod servers;
+mod sqlite_writer;
 mod table;
 mod worker;
+mod writers;
 
 pub use blobs::{BlobPoint, BlobReaders, BLOB_SIZE, BLOB_THREADS};
-pub use conclusions::{evaluate, Claim, Comparison, Conclusion, Verdict, TIE};
+pub use conclusions::{evaluate, Claim, Comparison, Conclusion, Extensions, Interval, Verdict, TIE};
 pub use driver::{run_once, RunSpec, RunTallies};
+pub use ids::StoreId;
 pub use options::{ConcurrencyOptions, Config, Journal, Modes, Sharing, Workload, MAX_THREADS, MODE_NAMES};
 pub use section::{ConcurrencySection, Point, PointRun, Settings, SideRun, SideSummary, ERRORS_DOMINATE_PCT};
 pub use servers::{ServerClients, SERVER_CLIENTS};
+pub use writers::{label as writer_label, WriterPoint, Writers, DEFAULT_ENGINES, QUICK_WRITERS, WRITERS};
 
 use std::path::Path;
 
@@ -56,7 +62,14 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
         let why = if opts.workdir.exists() { "is not a directory" } else { "no such directory" };
         return Err(Error::bad_input(&opts.workdir, why));
     }
-    servers::preflight(&opts.servers, &EngineSettings { s3: opts.s3.clone(), ..EngineSettings::default() })?;
+    let settings = EngineSettings { s3: opts.s3.clone(), ..EngineSettings::default() };
+    servers::preflight(&opts.servers, &settings)?;
+    let write = opts.workloads.contains(&Workload::Writers);
+    if write {
+        for &kind in &opts.writer_engines {
+            crate::engine::registry::backend(kind).preflight(&settings, None)?;
+        }
+    }
     crate::engine::registry::reap_killed(&opts.workdir)?;
     // Enterable by others (not listable): PostgreSQL's throwaway cluster
     // runs as the `postgres` user when blobbench runs as root.
@@ -69,7 +82,8 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
     let blobs = opts.workloads.contains(&Workload::Blobs);
     let units = plan.len() * opts.threads.len() * opts.repeat as usize
         + if blobs { 15 } else { 0 }
-        + if opts.servers.is_empty() { 0 } else { SERVER_CLIENTS.len() };
+        + if opts.servers.is_empty() { 0 } else { SERVER_CLIENTS.len() }
+        + usize::from(write);
     progress.start("concurrency", units as u64);
     let mut templates = table::Templates::new(work.path(), opts.rows, opts.seed);
     // Runs are interleaved in rounds: every point's first run, then every
@@ -153,6 +167,21 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
         interrupted = stop_requested();
         (Some(m.clients), [experiments, m.experiments].concat(), [rounds, m.rounds].concat())
     };
+    let (writers, experiments, rounds) = if !write || interrupted {
+        (None, experiments, rounds)
+    } else {
+        match writers::measure(opts, work.path(), progress) {
+            Ok(m) => {
+                interrupted = stop_requested();
+                (Some(m.writers), [experiments, m.experiments].concat(), [rounds, m.rounds].concat())
+            }
+            Err(Error::Interrupted) => {
+                interrupted = true;
+                (None, experiments, rounds)
+            }
+            Err(e) => return Err(e),
+        }
+    };
     progress.finish();
     let cores = cores();
     let section = ConcurrencySection {
@@ -174,10 +203,15 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
             tie_pct: (TIE - 1.0) * 100.0,
         },
         rounds_order,
-        conclusions: evaluate(&points, blob_readers.as_ref().map(|b| (b, rounds.as_slice())), cores),
+        conclusions: evaluate(
+            &points,
+            Extensions { blobs: blob_readers.as_ref(), writers: writers.as_ref(), rounds: &rounds },
+            cores,
+        ),
         points,
         blob_readers,
         server_clients,
+        writers,
         interrupted,
     };
     Ok(Measured { section, experiments, rounds })

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::measure::paired::MIN_ROUNDS_95;
 use crate::measure::rounds::RoundsPlan;
 use crate::records::{EngineKind, S3Params, SyncLevel};
 use crate::{Error, Result};
@@ -21,10 +22,13 @@ pub enum Workload {
     Mixed,
     /// kvtest blobs read by T threads: database vs files (`run --threads`).
     Blobs,
+    /// Durable blob writers, readers beside them, on every engine given.
+    Writers,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 4] = [Workload::Read, Workload::Write, Workload::Mixed, Workload::Blobs];
+    pub const ALL: [Workload; 5] =
+        [Workload::Read, Workload::Write, Workload::Mixed, Workload::Blobs, Workload::Writers];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -32,6 +36,7 @@ impl Workload {
             Workload::Write => "write",
             Workload::Mixed => "mixed",
             Workload::Blobs => "blobs",
+            Workload::Writers => "writers",
         }
     }
 }
@@ -280,6 +285,12 @@ pub struct ConcurrencyOptions {
     pub server_reads: u64,
     /// Where an S3 server's dataset is built (`--s3-server`).
     pub s3: S3Params,
+    /// Durable writers at once (as many readers beside them).
+    pub writer_counts: Vec<u32>,
+    /// The engines the writers write, in the order given.
+    pub writer_engines: Vec<EngineKind>,
+    /// What a writers' run is sized to take.
+    pub writer_run_time: Duration,
 }
 
 impl ConcurrencyOptions {
@@ -299,25 +310,34 @@ impl ConcurrencyOptions {
             seed: 1,
             blob_count: 10_000,
             blob_reads: 100_000,
-            rounds: RoundsPlan::new(20, Some(Duration::from_secs(60))),
+            rounds: RoundsPlan {
+                least_rounds: MIN_ROUNDS_95 as u32,
+                ..RoundsPlan::new(20, Some(Duration::from_secs(60)))
+            },
             servers: Vec::new(),
             server_reads: 2000,
             s3: S3Params::default(),
+            writer_counts: super::writers::WRITERS.to_vec(),
+            writer_engines: super::writers::DEFAULT_ENGINES.to_vec(),
+            writer_run_time: Duration::from_secs(1),
         }
     }
 
-    /// `--quick`: threads 1,2,4, one second per point, one run, one axis
-    /// varied at a time, a small blob dataset.
+    /// `--quick`: threads 1,2,4, short points in 6 rounds (the fewest
+    /// that give every ratio a 95% interval), one axis varied at a time, a
+    /// small blob dataset, writers 1,2,4.
     pub fn quick(workdir: impl Into<PathBuf>) -> Self {
         ConcurrencyOptions {
             threads: vec![1, 2, 4],
-            duration: Duration::from_secs(1),
-            repeat: 1,
+            duration: Duration::from_millis(200),
+            repeat: MIN_ROUNDS_95 as u32,
             quick: true,
             blob_count: 1000,
             blob_reads: 20_000,
             server_reads: 200,
             rounds: RoundsPlan { max_rounds: 12, budget: Some(Duration::from_secs(4)), ..Self::new("").rounds },
+            writer_counts: super::writers::QUICK_WRITERS.to_vec(),
+            writer_run_time: Duration::from_millis(200),
             ..Self::new(workdir)
         }
     }
@@ -345,6 +365,15 @@ impl ConcurrencyOptions {
         if self.blob_count == 0 || self.blob_reads == 0 || self.server_reads == 0 {
             return Err(Error::invalid("the blob section needs at least one blob and one read"));
         }
+        if self.writer_counts.is_empty() || self.writer_counts.iter().any(|&w| w == 0 || w > MAX_THREADS) {
+            return Err(Error::invalid(format!("--writers: each count must be from 1 to {MAX_THREADS}")));
+        }
+        if let Some(&w) = self.writer_counts.iter().find(|&&w| w > self.blob_count) {
+            return Err(Error::invalid(format!("--writers {w}: more writers than the {} blobs", self.blob_count)));
+        }
+        if self.writer_run_time.is_zero() || self.writer_engines.is_empty() {
+            return Err(Error::invalid("the writers need an engine and a run time above 0"));
+        }
         Ok(())
     }
 
@@ -352,7 +381,7 @@ impl ConcurrencyOptions {
     pub fn plan(&self) -> Vec<(Workload, Config)> {
         let mut out = Vec::new();
         for &w in &self.workloads {
-            if w != Workload::Blobs {
+            if w != Workload::Blobs && w != Workload::Writers {
                 out.extend(self.modes.configs(w, self.quick).into_iter().map(|c| (w, c)));
             }
         }

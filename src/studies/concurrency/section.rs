@@ -9,6 +9,7 @@ use super::conclusions::Conclusion;
 use super::driver::RunTallies;
 use super::options::{Config, Modes, Workload};
 use super::servers::ServerClients;
+use super::writers::Writers;
 use crate::measure::oscount::OsCounters;
 use crate::measure::{Latency, LatencySummary, Stat};
 
@@ -31,6 +32,9 @@ pub struct ConcurrencySection {
     /// Server stores read by 1 to 16 clients (`--engines`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_clients: Option<ServerClients>,
+    /// Durable writers with readers beside them, on every engine given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writers: Option<Writers>,
     /// Stopped by Ctrl-C; the points here are complete ones.
     pub interrupted: bool,
 }

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::blobs::{self, BlobPoint, BLOB_SIZE};
+use super::ids::{self, StoreId};
 use super::options::ConcurrencyOptions;
 use crate::drivers::parallel_read::ParallelArm;
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, StopReason};
@@ -28,7 +29,7 @@ pub struct ServerClients {
     pub blob_size: u32,
     /// Reads per timed run, all clients together, in kvtest's random order.
     pub reads_per_run: u64,
-    /// One per server and client count: `store` is the engine's name,
+    /// One per server and client count: `store` is the engine,
     /// `threads` the clients.
     pub points: Vec<BlobPoint>,
 }
@@ -36,18 +37,18 @@ pub struct ServerClients {
 impl ServerClients {
     /// `store`'s reads per second at `clients` over its one client's
     /// (None when either is missing).
-    pub fn scaling(&self, store: &str, clients: u32) -> Option<f64> {
+    pub fn scaling(&self, store: StoreId, clients: u32) -> Option<f64> {
         let rate = |c: u32| self.points.iter().find(|p| p.store == store && p.threads == c).map(|p| p.reads_per_s);
         let one = rate(1).filter(|&r| r > 0.0)?;
         Some(rate(clients)? / one)
     }
 
     /// The servers measured, in the order they were named.
-    pub fn stores(&self) -> Vec<&str> {
-        let mut out: Vec<&str> = Vec::new();
+    pub fn stores(&self) -> Vec<StoreId> {
+        let mut out: Vec<StoreId> = Vec::new();
         for p in &self.points {
-            if !out.contains(&p.store.as_str()) {
-                out.push(&p.store);
+            if !out.contains(&p.store) {
+                out.push(p.store);
             }
         }
         out
@@ -142,12 +143,12 @@ fn one_count(
         run.count = opts.server_reads.max(u64::from(clients));
         arms.push(ParallelArm::prepare(&run, clients)?);
     }
-    let ids: Vec<String> = sets.iter().map(|(kind, _)| blobs::experiment_id(kind.name(), clients)).collect();
+    let ids: Vec<String> =
+        sets.iter().map(|(kind, _)| ids::reader_experiment(StoreId::Engine(*kind), clients)).collect();
     let pairs: Vec<Comparison> =
         if sets.len() > 1 { vec![Comparison { a: vec![0], b: (1..sets.len()).collect() }] } else { Vec::new() };
     let mut dyn_arms: Vec<&mut dyn Arm> = arms.iter_mut().map(|a| a as &mut dyn Arm).collect();
-    let id = format!("concurrency/servers/c{clients}");
-    let out = run_rounds(&id, &ids, &mut dyn_arms, &opts.rounds, &pairs, &mut |_, _| {})?;
+    let out = run_rounds(&ids::servers_rounds(clients), &ids, &mut dyn_arms, &opts.rounds, &pairs, &mut |_, _| {})?;
     if out.set.stop == StopReason::Interrupted {
         return Err(Error::Interrupted);
     }
@@ -155,7 +156,7 @@ fn one_count(
     for (((kind, _), arm), (m, id)) in sets.iter().zip(arms).zip(out.measured.into_iter().zip(&ids)) {
         let label = format!("{}, a connection per client", kind.title());
         let e = arm.finish(id, &format!("{label}, {clients} client(s)"), m)?.experiment;
-        measured.push((blobs::point_of(kind.name(), &label, clients, &e), e));
+        measured.push((blobs::point_of(StoreId::Engine(*kind), &label, clients, &e), e));
     }
     Ok((measured, out.set))
 }
@@ -164,12 +165,13 @@ fn one_count(
 mod tests {
     use super::*;
 
-    fn point(store: &str, threads: u32, reads_per_s: f64) -> BlobPoint {
+    fn point(kind: EngineKind, threads: u32, reads_per_s: f64) -> BlobPoint {
+        let store = StoreId::Engine(kind);
         BlobPoint {
-            store: store.into(),
-            label: store.into(),
+            store,
+            label: store.to_string(),
             threads,
-            experiment_id: format!("blobs/{store}/t{threads}"),
+            experiment_id: ids::reader_experiment(store, threads),
             mb_per_s: 0.0,
             reads_per_s,
             latency: None,
@@ -186,12 +188,17 @@ mod tests {
             blobs: 1,
             blob_size: 1,
             reads_per_run: 1,
-            points: vec![point("s3", 1, 50.0), point("s3", 4, 120.0), point("postgres", 1, 0.0)],
+            points: vec![
+                point(EngineKind::S3, 1, 50.0),
+                point(EngineKind::S3, 4, 120.0),
+                point(EngineKind::Postgres, 1, 0.0),
+            ],
         };
-        assert_eq!(c.scaling("s3", 4), Some(2.4));
-        assert_eq!(c.scaling("s3", 8), None, "not measured");
-        assert_eq!(c.scaling("postgres", 1), None, "no rate at one client");
-        assert_eq!(c.stores(), ["s3", "postgres"]);
+        let (s3, pg) = (StoreId::Engine(EngineKind::S3), StoreId::Engine(EngineKind::Postgres));
+        assert_eq!(c.scaling(s3, 4), Some(2.4));
+        assert_eq!(c.scaling(s3, 8), None, "not measured");
+        assert_eq!(c.scaling(pg, 1), None, "no rate at one client");
+        assert_eq!(c.stores(), [s3, pg]);
     }
 
     #[test]

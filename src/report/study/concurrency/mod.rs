@@ -5,7 +5,9 @@
 
 pub mod question;
 mod terminal;
+mod writers;
 
+use crate::measure::paired::MIN_ROUNDS_95;
 use crate::measure::rounds::RoundSet;
 use crate::report::format::doc::{Block, Chart, Figure, Section, Table};
 use crate::report::format::fmt::{machine_labels, micros, percent, thousands};
@@ -13,7 +15,9 @@ use crate::report::format::svg::{LineChart, Series};
 use crate::report::interval::Ratio;
 use crate::report::study::StudyReport;
 use crate::results::ResultFile;
-use crate::studies::concurrency::{Conclusion, ConcurrencySection, Point, Verdict, Workload, ERRORS_DOMINATE_PCT};
+use crate::studies::concurrency::{
+    Conclusion, ConcurrencySection, Point, StoreId, Verdict, Workload, ERRORS_DOMINATE_PCT,
+};
 use crate::util::units::plural;
 
 /// The concurrency study's part of the report.
@@ -114,7 +118,7 @@ fn section(c: &ConcurrencySection, rounds: &[RoundSet], label: &str, suffix: &st
     }
     if let Some(b) = &c.blob_readers {
         let x: Vec<f64> = crate::studies::concurrency::BLOB_THREADS.iter().map(|&t| f64::from(t)).collect();
-        let series = ["db", "db-mmap", "files"]
+        let series = StoreId::READERS
             .into_iter()
             .map(|store| Series {
                 name: b.points.iter().find(|p| p.store == store).map_or(store.to_string(), |p| p.label.clone()),
@@ -151,7 +155,7 @@ fn section(c: &ConcurrencySection, rounds: &[RoundSet], label: &str, suffix: &st
                 let cpu = |store: &str| {
                     b.points
                         .iter()
-                        .find(|p| p.store == store && p.threads == l.threads)
+                        .find(|p| p.store.name() == store && p.threads == l.threads)
                         .map_or(f64::NAN, |p| p.cpu_us_per_read)
                 };
                 format!(
@@ -177,12 +181,17 @@ fn section(c: &ConcurrencySection, rounds: &[RoundSet], label: &str, suffix: &st
             .collect();
         blocks.push(Block::Figure(Figure { id: blobs_id(suffix), chart: Chart::Lines(chart), caption, findings }));
     }
+    if let Some(w) = &c.writers {
+        blocks.extend(writers::blocks(w, format!("concurrency-writers{suffix}"), &on(label, several)));
+    }
     blocks.push(Block::Heading("Every point".into()));
     blocks.push(Block::Table(points_table(c)));
     blocks.push(Block::Heading("The study's conclusions on this machine".into()));
     blocks.push(Block::Note(format!(
         "Each conclusion is tested by throughput ratios between points that differ in one parameter only; a ratio \
-         within {:.0}% of 1 counts as no difference. {} Factor: geometric mean of the ratios (smallest to largest).",
+         within {:.0}% of 1 counts as no difference. {} Factor: geometric mean of the ratios (smallest to largest). \
+         Interval: from the lowest to the highest bound of the ratios' paired intervals (their coverage and \
+         rounds shown); \"firm\" counts the ratios whose whole interval confirms the claim.",
         s.tie_pct,
         pairing(c)
     )));
@@ -295,9 +304,12 @@ fn figure(
 
 /// The study's claims as this machine answers them.
 fn conclusions_table(c: &ConcurrencySection) -> Table {
-    let rows =
-        c.conclusions.iter().map(|k| vec![k.claim.clone(), verdict_text(k), factor_text(k), k.basis.clone()]).collect();
-    Table::new(&["conclusion", "verdict", "factor", "compared"], rows)
+    let rows = c
+        .conclusions
+        .iter()
+        .map(|k| vec![k.claim.clone(), verdict_text(k), factor_text(k), interval_text(k), k.basis.clone()])
+        .collect();
+    Table::new(&["conclusion", "verdict", "factor", "interval", "compared"], rows)
 }
 
 /// Every point's figures: throughput in total and per thread, latency
@@ -374,7 +386,28 @@ fn verdict_text(c: &Conclusion) -> String {
         Verdict::DoesNotHold => "does not hold",
         Verdict::NotMeasured => return "not measured".to_string(),
     };
-    format!("{word} ({} of {})", c.confirming, c.comparisons.len())
+    if c.interval.is_some() {
+        format!("{word} ({} of {}; {} firm)", c.confirming, c.comparisons.len(), c.firm)
+    } else {
+        format!("{word} ({} of {})", c.confirming, c.comparisons.len())
+    }
+}
+
+/// "1.31x-1.80x (95%, 6 rounds)", "1.31x-1.80x (min-max, 3 rounds)", or
+/// "-" when a ratio is unpaired or nothing was compared.
+fn interval_text(c: &Conclusion) -> String {
+    match c.interval {
+        Some(i) if i.rounds >= 2 => {
+            let cover = if i.rounds as usize >= MIN_ROUNDS_95 {
+                format!("{:.0}%", i.coverage_pct.floor())
+            } else {
+                "min-max".into()
+            };
+            format!("{}-{} ({cover}, {} rounds)", times(i.low), times(i.high), i.rounds)
+        }
+        Some(i) => format!("none ({} round)", i.rounds),
+        None => "-".to_string(),
+    }
 }
 
 /// "3.02x (2.10x to 4.00x)", or "-" when nothing was compared.

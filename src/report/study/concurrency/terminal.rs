@@ -3,12 +3,12 @@
 
 use std::fmt::Write as _;
 
-use super::{factor_text, lead_interval, verdict_text};
+use super::{factor_text, interval_text, lead_interval, verdict_text};
 use crate::measure::rounds::RoundSet;
 use crate::report::format::doc::{ColumnKind, Table};
 use crate::report::format::text::table_text;
 use crate::results::ResultFile;
-use crate::studies::concurrency::{self, BlobPoint, BlobReaders, ConcurrencySection, Point, Workload};
+use crate::studies::concurrency::{self, BlobPoint, BlobReaders, ConcurrencySection, Point, StoreId, Workload};
 use crate::util::units::plural;
 
 /// A table whose first column names the row and whose others are figures.
@@ -27,10 +27,10 @@ fn blob_writer_lines(o: &mut String, b: &BlobReaders, rounds: &[RoundSet]) {
         return;
     }
     let mut rows = Vec::new();
-    for (alone, busy) in [("db", "db-wal-writer"), ("files", "files-writer")] {
+    for busy in StoreId::WITH_WRITER {
         for t in concurrency::BLOB_THREADS {
-            let find = |s: &str| b.points.iter().find(|p| p.store == s && p.threads == t);
-            let (Some(a), Some(w)) = (find(alone), find(busy)) else { continue };
+            let find = |s: Option<StoreId>| b.points.iter().find(|p| Some(p.store) == s && p.threads == t);
+            let (Some(a), Some(w)) = (find(busy.alone()), find(Some(busy))) else { continue };
             let cells = |p: &BlobPoint| {
                 let latency = p.latency.map(|l| [l.p50_us, l.p99_us].map(|v| format!("{v:.1}")));
                 latency.unwrap_or(["-".into(), "-".into()]).into_iter().chain([rate(p.reads_per_s)])
@@ -67,7 +67,7 @@ fn server_lines(o: &mut String, sc: &concurrency::ServerClients) {
     }
     let _ = writeln!(o);
     for store in sc.stores() {
-        let name = sc.points.iter().find(|p| p.store == store).map_or(store, |p| p.label.as_str());
+        let name = sc.points.iter().find(|p| p.store == store).map_or(store.name(), |p| p.label.as_str());
         let _ = write!(o, "  {name:<44}");
         for c in concurrency::SERVER_CLIENTS {
             let cell = sc.points.iter().find(|p| p.store == store && p.threads == c);
@@ -82,7 +82,7 @@ fn server_lines(o: &mut String, sc: &concurrency::ServerClients) {
     }
 }
 
-fn rate(v: f64) -> String {
+pub(super) fn rate(v: f64) -> String {
     match v {
         v if v >= 1e6 => format!("{:.2}M", v / 1e6),
         v if v >= 1e3 => format!("{:.1}k", v / 1e3),
@@ -131,14 +131,28 @@ fn text(c: &ConcurrencySection, rounds: &[RoundSet]) -> String {
     if let Some(sc) = &c.server_clients {
         server_lines(&mut o, sc);
     }
+    if let Some(w) = &c.writers {
+        let _ = writeln!(
+            o,
+            "\ndurable writers, as many readers beside them: {} blobs of {} bytes, runs of about {} s; \
+             writes/s median [interval over the rounds], latency per committed write",
+            w.blobs, w.blob_size, w.run_time_s
+        );
+        o.push_str(&table_text(&super::writers::table(w), false));
+    }
     let _ = writeln!(
         o,
         "the study's conclusions on this machine (ratios of points differing in one parameter; within {:.0}% of 1 = no difference)\n{}\n",
         s.tie_pct,
         super::pairing(c)
     );
-    let rows = c.conclusions.iter().map(|k| vec![k.claim.clone(), verdict_text(k), factor_text(k)]).collect();
-    o.push_str(&table_text(&Table::new(&["conclusion", "verdict", "factor (geometric mean, range)"], rows), false));
+    let rows = c
+        .conclusions
+        .iter()
+        .map(|k| vec![k.claim.clone(), verdict_text(k), factor_text(k), interval_text(k)])
+        .collect();
+    let headers = ["conclusion", "verdict (firm: whole interval)", "factor (geometric mean, range)", "interval"];
+    o.push_str(&table_text(&Table::new(&headers, rows), false));
     if c.interrupted {
         let _ = writeln!(o, "warning: interrupted; only the points that finished are shown");
     }
@@ -154,13 +168,13 @@ fn blob_readers_table(o: &mut String, b: &BlobReaders, rounds: &[RoundSet]) {
         b.blobs, b.blob_size, b.reads_per_run
     );
     let threads = concurrency::BLOB_THREADS;
-    let mut rows: Vec<Vec<String>> = ["db", "db-mmap", "files"]
+    let mut rows: Vec<Vec<String>> = StoreId::READERS
         .into_iter()
         .map(|store| {
             let at = |t| b.points.iter().find(|p| p.store == store && p.threads == t);
             let reads = threads.map(|t| at(t).map_or("-".into(), |p| rate(p.reads_per_s)));
             let cpu = threads.map(|t| at(t).map_or("-".into(), |p| format!("{:.2}", p.cpu_us_per_read)));
-            let name = b.points.iter().find(|p| p.store == store).map_or(store, |p| p.label.as_str());
+            let name = b.points.iter().find(|p| p.store == store).map_or(store.name(), |p| p.label.as_str());
             std::iter::once(name.to_string()).chain(reads).chain(cpu).collect()
         })
         .collect();
@@ -252,19 +266,19 @@ mod tests {
     use super::*;
     use crate::measure::rounds::synthetic;
 
-    fn point(store: &str, threads: u32, reads_per_s: f64) -> BlobPoint {
+    fn point(store: StoreId, threads: u32, reads_per_s: f64) -> BlobPoint {
         BlobPoint {
-            store: store.into(),
-            label: store.into(),
+            store,
+            label: store.to_string(),
             threads,
-            experiment_id: format!("blobs/{store}/t{threads}"),
+            experiment_id: concurrency::ids::reader_experiment(store, threads),
             mb_per_s: 1.0,
             reads_per_s,
             latency: None,
             noisy: false,
             cpu_us_per_read: 1.0,
             cores_used: 1.0,
-            writes_per_s: store.ends_with("-writer").then_some(500.0),
+            writes_per_s: store.alone().map(|_| 500.0),
         }
     }
 
@@ -272,10 +286,10 @@ mod tests {
     /// median, files at 100k; round by round the files took 3x as long.
     fn readers() -> BlobReaders {
         let points = vec![
-            point("db", 1, 300e3),
-            point("files", 1, 150e3),
-            point("db-wal-writer", 1, 200e3),
-            point("files-writer", 1, 100e3),
+            point(StoreId::Db, 1, 300e3),
+            point(StoreId::Files, 1, 150e3),
+            point(StoreId::DbWalWriter, 1, 200e3),
+            point(StoreId::FilesWriter, 1, 100e3),
         ];
         BlobReaders { blobs: 10, blob_size: 10_000, reads_per_run: 100, points }
     }

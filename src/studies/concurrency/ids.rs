@@ -1,0 +1,170 @@
+//! The concurrency study's store and experiment ids, defined once: the
+//! blob readers and the writers run under them, the rounds pair them and
+//! the report finds them by them (as `studies/suite/ids.rs` does for the
+//! suite). They are the result file's contract with `report`.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::records::EngineKind;
+
+/// A store the study measures: one of the blob readers' own variants, or an
+/// engine by its name (the writers' stores and the servers' readers). In a
+/// result file it is its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum StoreId {
+    /// The kvtest database, a connection per thread.
+    Db,
+    /// The same with a 1 GiB mmap.
+    DbMmap,
+    /// The flat export, read with fopen/fread.
+    Files,
+    /// The database in WAL, read beside one writer.
+    DbWalWriter,
+    /// The files, read beside one writer (new file + rename).
+    FilesWriter,
+    /// An engine's dataset (`--engines`), by the engine's name.
+    Engine(EngineKind),
+}
+
+impl StoreId {
+    /// The blob readers' stores without a writer, in the order they are
+    /// charted.
+    pub const READERS: [StoreId; 3] = [StoreId::Db, StoreId::DbMmap, StoreId::Files];
+    /// The blob readers' database stores (the files' rivals).
+    pub const DB_READERS: [StoreId; 2] = [StoreId::Db, StoreId::DbMmap];
+    /// The stores read beside one writer: the database's, then the files'.
+    pub const WITH_WRITER: [StoreId; 2] = [StoreId::DbWalWriter, StoreId::FilesWriter];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            StoreId::Db => "db",
+            StoreId::DbMmap => "db-mmap",
+            StoreId::Files => "files",
+            StoreId::DbWalWriter => "db-wal-writer",
+            StoreId::FilesWriter => "files-writer",
+            // The writers' SQLite is in WAL with a connection per writer;
+            // "db" is the readers' database.
+            StoreId::Engine(EngineKind::Db) => "sqlite-wal",
+            StoreId::Engine(kind) => kind.name(),
+        }
+    }
+
+    /// The store a name stands for ([`StoreId::name`] read back).
+    pub fn parse(name: &str) -> Option<StoreId> {
+        let fixed = [StoreId::Db, StoreId::DbMmap, StoreId::Files, StoreId::DbWalWriter, StoreId::FilesWriter];
+        let engines = EngineKind::ALL.into_iter().map(StoreId::Engine);
+        fixed.into_iter().chain(engines).find(|s| s.name() == name)
+    }
+
+    /// Whether this store is files (one side of the database-over-files
+    /// comparisons).
+    pub fn is_files(self) -> bool {
+        match self {
+            StoreId::Files | StoreId::FilesWriter => true,
+            StoreId::Engine(kind) => kind.is_files(),
+            _ => false,
+        }
+    }
+
+    /// The same store without the writer beside it (None: it has none).
+    pub fn alone(self) -> Option<StoreId> {
+        match self {
+            StoreId::DbWalWriter => Some(StoreId::Db),
+            StoreId::FilesWriter => Some(StoreId::Files),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for StoreId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl From<StoreId> for String {
+    fn from(s: StoreId) -> String {
+        s.name().to_string()
+    }
+}
+
+impl TryFrom<String> for StoreId {
+    type Error = String;
+    fn try_from(s: String) -> Result<StoreId, String> {
+        StoreId::parse(&s).ok_or_else(|| format!("unknown concurrency store {s:?}"))
+    }
+}
+
+/// The experiment of `store` read by `threads` readers (or clients):
+/// `blobs/STORE/tN`.
+pub fn reader_experiment(store: StoreId, threads: u32) -> String {
+    format!("blobs/{store}/t{threads}")
+}
+
+/// The experiment of `store` written by `writers` writers (with as many
+/// readers beside them): `writers/STORE/wN`.
+pub fn writer_experiment(store: StoreId, writers: u32) -> String {
+    format!("writers/{store}/w{writers}")
+}
+
+/// A writers' experiment id back into its store and writer count.
+pub fn parse_writer_experiment(id: &str) -> Option<(StoreId, u32)> {
+    let rest = id.strip_prefix("writers/")?;
+    let (store, n) = rest.rsplit_once("/w")?;
+    Some((StoreId::parse(store)?, n.parse().ok()?))
+}
+
+/// The rounds of the blob readers at `threads` threads.
+pub fn readers_rounds(threads: u32) -> String {
+    format!("concurrency/blobs/t{threads}")
+}
+
+/// The rounds of the stores read beside one writer at `threads` threads.
+pub fn writer_beside_rounds(threads: u32) -> String {
+    format!("concurrency/blobs-writer/t{threads}")
+}
+
+/// The rounds of the servers read by `clients` clients.
+pub fn servers_rounds(clients: u32) -> String {
+    format!("concurrency/servers/c{clients}")
+}
+
+/// The one set of rounds of every engine at every writer count.
+pub const WRITERS_ROUNDS: &str = "concurrency/writers";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_store_parses_back_from_its_name() {
+        let engines = EngineKind::ALL.into_iter().map(StoreId::Engine);
+        for s in [StoreId::Db, StoreId::DbMmap, StoreId::Files, StoreId::DbWalWriter, StoreId::FilesWriter]
+            .into_iter()
+            .chain(engines)
+        {
+            assert_eq!(StoreId::parse(s.name()), Some(s), "{s}");
+            let json = serde_json::to_string(&s).unwrap();
+            assert_eq!(serde_json::from_str::<StoreId>(&json).unwrap(), s);
+        }
+        assert_eq!(StoreId::parse("db"), Some(StoreId::Db), "the readers' database, not the engine");
+        assert_eq!(StoreId::Engine(EngineKind::Db).name(), "sqlite-wal");
+        assert!(serde_json::from_str::<StoreId>("\"nosuch\"").is_err());
+    }
+
+    #[test]
+    fn experiment_ids_round_trip() {
+        for s in [StoreId::Db, StoreId::Engine(EngineKind::Lmdb), StoreId::Engine(EngineKind::PostgresLo)] {
+            for n in [1, 16] {
+                assert_eq!(parse_writer_experiment(&writer_experiment(s, n)), Some((s, n)));
+            }
+        }
+        assert_eq!(reader_experiment(StoreId::FilesWriter, 2), "blobs/files-writer/t2");
+        assert_eq!(parse_writer_experiment("blobs/db/t1"), None);
+        assert!(StoreId::FilesWriter.is_files() && !StoreId::DbMmap.is_files());
+        assert_eq!(StoreId::DbWalWriter.alone(), Some(StoreId::Db));
+    }
+}

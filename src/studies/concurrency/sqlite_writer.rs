@@ -1,0 +1,187 @@
+//! SQLite's durable writer in the configuration that fits concurrency:
+//! WAL with synchronous FULL, a connection per writer, each write its own
+//! `BEGIN IMMEDIATE` ... `COMMIT` under a busy handler that waits as
+//! `sqlite3_busy_timeout` does and counts its waits. The engine's own
+//! session begins deferred transactions with no busy handler (kvtest's
+//! way), so several of its writers at once would fail at once with
+//! SQLITE_BUSY; this writer is the study's own, as its row writers are.
+
+use std::cell::Cell;
+use std::path::Path;
+use std::sync::Barrier;
+use std::time::Instant;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+
+use crate::measure::{op_clock, Latency, LatencySink};
+use crate::{Error, Result};
+
+/// SQLite's own busy-timeout schedule (`sqliteDefaultBusyCallback`), in
+/// milliseconds: the n-th wait of one lock event sleeps `DELAYS[n]`, the
+/// last one repeated.
+const DELAYS: [u64; 12] = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
+
+thread_local! {
+    /// Busy waits of this thread's writer: bumped by its busy handler,
+    /// which runs only while SQLite waits for the write lock.
+    static BUSY_WAITS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Whether the `count`-th wait of one lock event may still sleep within
+/// `timeout_ms`, and for how long.
+pub(super) fn busy_delay(count: u32, timeout_ms: u32) -> Option<u64> {
+    let n = count as usize;
+    let delay = DELAYS[n.min(DELAYS.len() - 1)];
+    let slept: u64 =
+        DELAYS.iter().take(n).sum::<u64>() + n.saturating_sub(DELAYS.len()) as u64 * DELAYS[DELAYS.len() - 1];
+    let left = u64::from(timeout_ms).checked_sub(slept).filter(|&l| l > 0)?;
+    Some(delay.min(left))
+}
+
+/// What one writer thread did in one run.
+pub struct WriterTally {
+    pub ops: u64,
+    /// Writes that still found the database locked after the busy timeout
+    /// (rolled back and not counted as writes).
+    pub failed: u64,
+    pub busy_waits: u64,
+    pub opened_from: Instant,
+    pub loop_start: Instant,
+    pub loop_end: Instant,
+    pub latency: Option<Latency>,
+}
+
+/// A writer's connection: WAL, FULL, the counting busy handler.
+fn connect(path: &Path, timeout_ms: u32) -> Result<Connection> {
+    let err = |what: &'static str| move |e: rusqlite::Error| Error::bad_input(path, format!("{what}: {e}"));
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let mut conn = Connection::open_with_flags(path, flags).map_err(err("cannot open database"))?;
+    conn.busy_handler(Some(move |count: i32| match busy_delay(count.max(0) as u32, timeout_ms) {
+        Some(ms) => {
+            BUSY_WAITS.with(|w| w.set(w.get() + 1));
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+            true
+        }
+        None => false,
+    }))
+    .map_err(err("cannot set a busy handler"))?;
+    conn.execute_batch("PRAGMA synchronous=FULL").map_err(err("cannot set synchronous"))?;
+    Ok(conn)
+}
+
+/// Puts the database in WAL (it persists in the file) before any writer
+/// or reader opens it.
+pub fn to_wal(path: &Path) -> Result<()> {
+    let conn = connect(path, 5000)?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+        .map_err(|e| Error::bad_input(path, format!("cannot set WAL: {e}")))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(Error::bad_input(path, format!("journal mode WAL could not be set (still {mode})")));
+    }
+    Ok(())
+}
+
+/// What one writer overwrites: its own keys, in a shuffled order, cycled;
+/// content from `window` at a new offset per write.
+pub struct WriterWork<'a> {
+    pub keys: &'a [u32],
+    pub count: u64,
+    pub window: &'a [u8],
+    pub blob: usize,
+    pub first_offset: usize,
+    pub timeout_ms: u32,
+}
+
+/// Offsets between two writes' content in the window.
+const STEP: usize = 4099;
+
+/// Opens its connection, waits at `barrier` for the other clients, then
+/// makes `count` durable overwrites, each its own IMMEDIATE transaction.
+/// The loop is the three statements and one clock read per write.
+pub fn run(path: &Path, w: &WriterWork<'_>, latency: bool, barrier: &Barrier) -> Result<WriterTally> {
+    let opened_from = Instant::now();
+    let ready = connect(path, w.timeout_ms);
+    let conn = match ready {
+        Ok(c) => c,
+        Err(e) => {
+            barrier.wait();
+            return Err(e);
+        }
+    };
+    let err = |what: &'static str| move |e: rusqlite::Error| Error::bad_input(path, format!("{what}: {e}"));
+    let prepared = (|| {
+        Ok::<_, rusqlite::Error>((
+            conn.prepare("BEGIN IMMEDIATE")?,
+            conn.prepare("UPDATE kv SET v=?2 WHERE k=?1")?,
+            conn.prepare("COMMIT")?,
+        ))
+    })();
+    barrier.wait();
+    let (mut begin, mut update, mut commit) = prepared.map_err(err("cannot prepare the writer's statements"))?;
+    let mut hist = latency.then(Latency::new);
+    let room = w.window.len().saturating_sub(w.blob).max(1);
+    let (mut ops, mut failed, mut i, mut at) = (0u64, 0u64, 0usize, w.first_offset % room);
+    BUSY_WAITS.with(|b| b.set(0));
+    let clock = op_clock();
+    let loop_start = Instant::now();
+    let mut prev = clock.raw();
+    while ops < w.count {
+        let key = w.keys[i];
+        i = if i + 1 == w.keys.len() { 0 } else { i + 1 };
+        let content = &w.window[at..at + w.blob];
+        at = (at + STEP) % room;
+        let wrote = begin.execute([]).and_then(|_| update.execute((i64::from(key), content))).and_then(|n| {
+            commit.execute([])?;
+            Ok(n)
+        });
+        match wrote {
+            Ok(_) => {
+                ops += 1;
+                if let Some(h) = hist.as_mut() {
+                    let now = clock.raw();
+                    h.record(clock.delta_as_nanos(prev, now));
+                    prev = now;
+                }
+            }
+            Err(e) if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy) => {
+                failed += 1;
+                if !conn.is_autocommit() {
+                    conn.execute_batch("ROLLBACK").map_err(err("cannot roll back"))?;
+                }
+                prev = clock.raw();
+                if failed > w.count {
+                    return Err(Error::bad_input(path, "every write stayed busy past the busy timeout"));
+                }
+            }
+            Err(e) => return Err(err("cannot write")(e)),
+        }
+    }
+    let loop_end = Instant::now();
+    Ok(WriterTally {
+        ops,
+        failed,
+        busy_waits: BUSY_WAITS.with(Cell::get),
+        opened_from,
+        loop_start,
+        loop_end,
+        latency: hist,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_waits_follow_sqlites_schedule_and_stop_at_the_timeout() {
+        assert_eq!(busy_delay(0, 5000), Some(1));
+        assert_eq!(busy_delay(11, 5000), Some(100));
+        assert_eq!(busy_delay(2, 4), Some(1), "1 + 2 ms slept, 1 ms left of 4");
+        assert_eq!(busy_delay(2, 3), None, "the timeout is spent");
+        assert_eq!(busy_delay(0, 0), None, "no timeout: no wait");
+        // 328 ms over the schedule, then 100 ms a wait: wait 58 has 72 ms
+        // left of 5 s, wait 59 none.
+        assert_eq!((busy_delay(58, 5000), busy_delay(59, 5000)), (Some(72), None));
+    }
+}
