@@ -457,6 +457,8 @@ fn large_blobs_export_in_bounded_memory_and_read_back_whole() {
     let (db, t) = (dir.path().join("kv.db"), dir.path().join("big.s3"));
     kvtest_db(&db, 12, 40_000_000);
     let args = ["export", "--engine", "s3", "--s3-replicas", "1", "--s3-multipart-threshold", "16M", s(&db), s(&t)];
+    // Reaped by wait4 below, which gives the rusage Child::wait does not.
+    #[allow(clippy::zombie_processes)]
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("blobbench"))
         .args(args)
         .stdout(std::process::Stdio::piped())
