@@ -230,7 +230,7 @@ fn a_store_you_run_keeps_its_bucket_and_bad_endpoints_are_one_line() {
     assert!(out.contains("Writing objects under blobbench/mine/ in bucket users-bucket"), "{out}");
     assert!(user.get("blobbench/mine/0000000007").is_some(), "blob 7 is an object");
     let json = dir.path().join("run.json");
-    let run = user.command(&["run", s(&mine), "--count", "24", "--repeat", "1", "--update", "--json", s(&json)]);
+    let mut run = user.command(&["run", s(&mine), "--count", "24", "--repeat", "1", "--update", "--json", s(&json)]);
     let run = run.assert().success();
     let text = String::from_utf8_lossy(&run.get_output().stdout).into_owned();
     assert!(text.contains("commit is nothing") && !text.contains("Through proxy"), "{text}");
