@@ -182,12 +182,12 @@ pub fn names() -> Vec<&'static str> {
 }
 
 /// The crash test's fault for the dataset in `dir`: SIGKILL of its
-/// throwaway server's processes.
+/// throwaway server's processes (none yet: nothing to kill).
 pub fn kill_servers(dir: &Path) -> Result<()> {
     match Server::of_dataset(dir) {
         Some(Server::Swift) => swift::kill_servers(dir),
         Some(Server::Seaweedfs) => seaweedfs::kill_servers(dir),
-        None => Err(Error::bad_input(dir, "holds no throwaway S3 server to kill")),
+        None => Ok(()),
     }
 }
 
