@@ -80,7 +80,7 @@ fn section(m: &Merged) -> Section {
     if m.overlap_pct < OVERLAP_WARN_PCT {
         blocks.push(Block::Note(format!(
             "warning: the clients ran at once for only {:.0}% of the longest one's timed runs; their summed \
-             throughput overstates the store's (start them together with run --start-at)",
+             throughput overstates the store's (start them together with run --start-at, with runs of like length)",
             m.overlap_pct
         )));
     }

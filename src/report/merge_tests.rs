@@ -76,15 +76,18 @@ fn the_merged_page_gives_the_sum_the_pooled_percentiles_and_each_client() {
     assert!(merged_markdown(&m).contains("all 2 clients"));
 }
 
+/// A change to a result file.
+type Change = fn(&mut ResultFile);
+
 #[test]
 fn files_of_other_datasets_workloads_or_endpoints_are_refused_naming_the_field() {
     let base = || run_file("a", 10.0, 0, 10);
-    let cases: Vec<(&str, Box<dyn Fn(&mut ResultFile)>)> = vec![
-        ("dataset.max_id", Box::new(|f| f.experiments[0].params.max_id = 5)),
-        ("dataset.engine", Box::new(|f| f.experiments[0].params.layout = crate::engine::sqlite::KIND)),
-        ("workload.update", Box::new(|f| f.experiments[0].params.update = true)),
-        ("workload.count", Box::new(|f| f.experiments[0].params.count = 7)),
-        ("endpoint", Box::new(|f| f.run.as_mut().unwrap().endpoint = "postgresql://other/blobs".into())),
+    let cases: [(&str, Change); 5] = [
+        ("dataset.max_id", |f| f.experiments[0].params.max_id = 5),
+        ("dataset.engine", |f| f.experiments[0].params.layout = crate::engine::sqlite::KIND),
+        ("workload.update", |f| f.experiments[0].params.update = true),
+        ("workload.count", |f| f.experiments[0].params.count = 7),
+        ("endpoint", |f| f.run.as_mut().unwrap().endpoint = "postgresql://other/blobs".into()),
     ];
     for (field, change) in cases {
         let mut other = base();

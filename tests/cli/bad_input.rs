@@ -798,6 +798,9 @@ fn results(d: &Path) {
     std::fs::write(d.join("r.json"), SUITE_RESULTS).unwrap();
 }
 
+/// A change to a result file's JSON.
+type Spoil = fn(&mut serde_json::Value);
+
 /// `run` result files of a small database: "@a.json", "@same.json" (its
 /// copy), and copies that differ in one field each ("@update.json",
 /// "@endpoint.json", "@dataset.json"); "@r.json" is a suite's.
@@ -806,7 +809,7 @@ fn run_files(d: &Path) {
     let a = d.join("a.json");
     common::ok(&["run", db.to_str().unwrap(), "--count", "20", "--repeat", "1", "--json", a.to_str().unwrap()]);
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
-    let variants: [(&str, fn(&mut serde_json::Value)); 4] = [
+    let variants: [(&str, Spoil); 4] = [
         ("same.json", |_| {}),
         ("update.json", |v| v["experiments"][0]["params"]["update"] = true.into()),
         ("endpoint.json", |v| v["run"]["endpoint"] = "elsewhere:/data/t.db".into()),
