@@ -429,6 +429,13 @@ pub fn plan(opts: &ConcurrencyOptions) -> RoundsPlan {
 /// (made here when that section did not run), then writes every engine at
 /// every writer count as the arms of one set of rounds.
 pub fn measure(opts: &ConcurrencyOptions, work: &Path, progress: &dyn Progress) -> Result<Measured> {
+    let sets = build_sets(opts, work)?;
+    in_rounds(opts, &sets, progress)
+}
+
+/// Each engine's dataset in `work`, built from the blob readers' database
+/// (made here when that section did not run); SQLite's is a copy in WAL.
+fn build_sets(opts: &ConcurrencyOptions, work: &Path) -> Result<Vec<(EngineKind, PathBuf)>> {
     let db = work.join("blobs.db");
     if !db.exists() {
         let spec =
@@ -449,11 +456,17 @@ pub fn measure(opts: &ConcurrencyOptions, work: &Path, progress: &dyn Progress) 
             sets.push((kind, dir));
         }
     }
+    Ok(sets)
+}
+
+/// Runs every engine at every writer count as the arms of one set of
+/// rounds.
+fn in_rounds(opts: &ConcurrencyOptions, sets: &[(EngineKind, PathBuf)], progress: &dyn Progress) -> Result<Measured> {
     let mut arms = Vec::new();
     let mut arm_ids = Vec::new();
     let mut at: Vec<(EngineKind, u32)> = Vec::new();
     for &writers in &opts.writer_counts {
-        for (kind, path) in &sets {
+        for (kind, path) in sets {
             arms.push(WritersArm::prepare(*kind, path, writers, opts)?);
             arm_ids.push(ids::writer_experiment(StoreId::Engine(*kind), writers));
             at.push((*kind, writers));
