@@ -23,9 +23,10 @@ pub struct ServerArgs {
     /// throwaway Swift cluster; credentials come from AWS_ACCESS_KEY_ID,
     /// AWS_SECRET_ACCESS_KEY, the region from AWS_REGION or
     /// AWS_DEFAULT_REGION; HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY
-    /// are honoured (never for loopback). blobbench writes only under its
-    /// own prefix, blobbench/<DIR's name>/, and never makes or deletes a
-    /// bucket there.
+    /// are honoured (never for loopback). Each request may stall 30 s
+    /// (BLOBBENCH_S3_STALL_SECS). blobbench writes only under its own
+    /// prefix, blobbench/<DIR's name>/, and never makes or deletes a bucket
+    /// there.
     #[arg(long, value_name = "URL", requires = "s3_bucket")]
     pub s3: Option<String>,
     /// S3: the bucket in the --s3 store (it must exist).
