@@ -197,7 +197,7 @@ pub fn hold_in_child(kind: EngineKind, path: &Path) -> Holder {
     use std::io::BufRead;
     use std::process::{Command, Stdio};
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "hold_engine_dataset", "--nocapture", "--test-threads", "1"])
+        .args(["--ignored", "--exact", "bad_input::hold_engine_dataset", "--nocapture", "--test-threads", "1"])
         .env("BLOBBENCH_HOLD", format!("{}:{}", kind.name(), path.display()))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -1,7 +1,7 @@
 //! Issue 14 from the command line: the user's own files (`--from`), size
 //! distributions by name, mixed reads and writes, hot keys.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

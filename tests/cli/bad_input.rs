@@ -20,7 +20,7 @@ use std::process::Command;
 use blobbench::records::EngineKind;
 use rusqlite::Connection;
 
-mod common;
+use crate::common;
 
 /// What a case must end with.
 #[derive(Clone, Copy)]
@@ -763,7 +763,7 @@ fn spaced_flat(d: &Path) {
     }
 }
 
-const SUITE_RESULTS: &str = include_str!("fixtures/suite-host-a.json");
+const SUITE_RESULTS: &str = include_str!("../fixtures/suite-host-a.json");
 
 fn results(d: &Path) {
     std::fs::write(d.join("r.json"), SUITE_RESULTS).unwrap();
@@ -809,7 +809,7 @@ fn shape_json(d: &Path) {
 
 /// A real crashtest result file, from the binary itself (a fraction of a second).
 fn power_results(d: &Path) {
-    std::fs::write(d.join("power.json"), include_str!("fixtures/power-cut-strict.json")).unwrap();
+    std::fs::write(d.join("power.json"), include_str!("../fixtures/power-cut-strict.json")).unwrap();
 }
 
 fn crash_results(d: &Path) {

@@ -1,7 +1,7 @@
 //! The kvtest commands end to end through the real binary, on small real
 //! datasets in temporary directories.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
@@ -430,7 +430,7 @@ fn a_range_without_blobs_stops_with_one_line() {
 /// not by a copy of them in each test file.
 #[test]
 fn the_schema_check_is_written_once() {
-    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli");
     let needle = concat!("json", "schema::");
     let copies: Vec<String> = std::fs::read_dir(&tests)
         .unwrap()

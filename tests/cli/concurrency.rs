@@ -1,7 +1,7 @@
 //! `blobbench concurrency` and `blobbench run --threads` as a user runs
 //! them, with tiny settings, on real databases in temporary directories.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

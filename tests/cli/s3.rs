@@ -6,7 +6,7 @@
 //! makes, which must survive) with bad endpoints, bad credentials and a
 //! missing bucket, each a one-line error.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -6,7 +6,7 @@
 //! input of the issue (a full disk during export, wrong credentials...),
 //! each a one-line error that changes nothing of the user's.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! durable or its fast mode. Methods that may legitimately tear (files
 //! without a rename, journal_mode=OFF) are reported, not judged.
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 
@@ -29,7 +29,7 @@ fn quick_crashtest_keeps_journaled_databases_whole() {
     assert_eq!(
         section.methods.len(),
         embedded,
-        "the default: every method without a server (PostgreSQL's: tests/postgres_cli.rs)"
+        "the default: every method without a server (PostgreSQL's: tests/cli/postgres.rs)"
     );
     let mut journaled_new = 0;
     for m in &section.methods {

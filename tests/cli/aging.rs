@@ -1,7 +1,7 @@
 //! `blobbench aging` through the real binary, on tiny datasets under the
 //! crate's target directory (a disk filesystem, where FIEMAP answers).
 
-mod common;
+use crate::common;
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;

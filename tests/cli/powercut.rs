@@ -5,10 +5,10 @@
 //! really drop unsynced data: files written by `truncate` without fsync come
 //! back older or torn after a strict power cut. fjall's durable commit can
 //! lose its store after a cut that follows a flush (lsm-tree does not fsync
-//! `blobs/`; `tests/fjall_powercut.rs` shows it without timing): it may fail
+//! `blobs/`; `tests/cli/fjall_powercut.rs` shows it without timing): it may fail
 //! here, but only with that reason.
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 

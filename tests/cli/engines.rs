@@ -3,7 +3,7 @@
 //! read and write runs with each durability, stat, and the suite with
 //! `--engines`.
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 use blobbench::records::EngineKind;

@@ -1,7 +1,7 @@
 //! `blobbench report` run as a user runs it, on the committed result files
 //! in tests/fixtures (a complete suite from host-a, a partial one from host-b).
 
-mod common;
+use crate::common;
 
 use common::{blobbench, fixture, one_line_error};
 use predicates::prelude::*;

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-mod common;
+use crate::common;
 
 /// The page's Markdown, after checking the directory and its result file.
 fn page(out: &Path) -> String {

@@ -1,6 +1,6 @@
 //! `blobbench matrix` through the real binary, on a tiny matrix.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

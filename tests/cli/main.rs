@@ -1,0 +1,23 @@
+//! Every end-to-end test, as one test binary: the crate and its
+//! dependencies link once, not once per file (issue 37). One module per
+//! guarantee area; shared helpers in `tests/common/`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod advise;
+mod aging;
+mod bad_input;
+mod concurrency;
+mod crashtest;
+mod engines;
+mod fjall_powercut;
+mod kvtest;
+mod matrix;
+mod postgres;
+mod powercut;
+mod process_state;
+mod report;
+mod s3;
+mod suite;
+mod workload;
