@@ -180,7 +180,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
     }
     if r.busy_retries > 0 {
         println!(
-            "The store answered busy {} time{} (5xx); each of those requests was tried again after a pause, within the time above",
+            "The store answered busy (5xx) or a connection broke {} time{}; each of those requests was tried again after a pause, within the time above",
             r.busy_retries,
             if r.busy_retries == 1 { "" } else { "s" }
         );

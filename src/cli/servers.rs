@@ -25,10 +25,11 @@ pub struct ServerArgs {
     /// throwaway server; credentials come from AWS_ACCESS_KEY_ID,
     /// AWS_SECRET_ACCESS_KEY, the region from AWS_REGION or
     /// AWS_DEFAULT_REGION; HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY
-    /// are honoured (never for loopback). blobbench writes only under a
-    /// prefix of the export's own, blobbench/<DIR's name>-<id>/, and never
-    /// makes or deletes a bucket there. With no PATH, `stat` lists the
-    /// store's blobbench datasets.
+    /// are honoured (never for loopback). Each request may stall 30 s
+    /// (BLOBBENCH_S3_STALL_SECS). blobbench writes only under a prefix of
+    /// the export's own, blobbench/<DIR's name>-<id>/, and never makes or
+    /// deletes a bucket there. With no PATH, `stat` lists the store's
+    /// blobbench datasets.
     #[arg(long, value_name = "URL", requires = "s3_bucket")]
     pub s3: Option<String>,
     /// S3: the bucket in the --s3 store (it must exist).

@@ -15,7 +15,8 @@ pub struct ExportReport {
     pub bytes: u64,
     pub elapsed_ns: u64,
     /// Requests tried again because the store answered busy (an object
-    /// store's 503 and kin; 0 for every other engine).
+    /// store's 503 and kin) or their connection broke (a reset, a timeout);
+    /// 0 for every other engine.
     pub busy_retries: u64,
     /// Blobs sent by multipart upload (an object store's, at or above its
     /// threshold; 0 for every other engine).
