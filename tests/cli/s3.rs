@@ -612,17 +612,6 @@ fn concurrency_reads_s3_by_one_to_sixteen_clients() {
         assert_eq!(run["bytes"].as_u64(), Some(reads * 10_000), "each GET read its whole object");
     }
     assert!(servers_under(dir.path()).is_empty(), "the cluster is stopped");
-    let err = quick_error(blobbench().args([
-        "concurrency",
-        "--engines",
-        "lmdb",
-        "--workdir",
-        s(dir.path()),
-        "--out",
-        s(&dir.path().join("no")),
-    ]));
-    assert!(err.contains("lmdb is not a server store"), "{err}");
-    assert!(!dir.path().join("no").exists());
 }
 
 /// `advise --engines s3`: the object store is a candidate like any other,
