@@ -34,6 +34,9 @@ pub const IN_FLIGHT: usize = 8;
 /// Builds the S3 dataset at `target` from the kvtest database `db`.
 pub fn build(db: &Path, target: &Path, force: bool, s3: &S3Params, progress: &dyn Progress) -> Result<ExportReport> {
     match (&s3.url, &s3.bucket) {
+        (Some(_), _) if s3.server.is_some() => {
+            Err(Error::invalid("--s3-server picks a throwaway server; a store you run (--s3) needs none"))
+        }
         (Some(url), Some(bucket)) => build_remote(db, target, force, url, bucket, progress),
         (Some(_), None) => Err(Error::invalid("--s3 needs --s3-bucket: the bucket to write in")),
         (None, Some(_)) => {
