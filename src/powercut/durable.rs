@@ -353,26 +353,26 @@ mod xattr_tests {
     #[test]
     fn xattrs_synced_before_the_name_land_with_it() {
         let (disk, mut v) = setup();
-        // Swift's PUT without O_TMPFILE: a temporary file in tmp/, xattrs,
+        // An object server's PUT without O_TMPFILE: a temporary file in tmp/, xattrs,
         // fsync, rename into place, fsync of the object's directory.
         let tmp = v.create(ROOT, OsStr::new("tmp"), 0o755, 0, 0, true).unwrap();
         let objs = v.create(ROOT, OsStr::new("objects"), 0o755, 0, 0, true).unwrap();
         v.fsync_dir(ROOT).unwrap();
         let t = v.create(tmp, OsStr::new("tmpXYZ"), 0o600, 0, 0, false).unwrap();
         v.write(t, 0, b"body").unwrap();
-        v.set_xattr(t, OsStr::new("user.swift.metadata"), b"pickle", 0).unwrap();
+        v.set_xattr(t, OsStr::new("user.object.metadata"), b"pickle", 0).unwrap();
         v.fsync_file(t).unwrap();
         v.rename(tmp, OsStr::new("tmpXYZ"), objs, OsStr::new("1.data"), false).unwrap();
         v.set_xattr(t, OsStr::new("user.late"), b"x", 0).unwrap();
         v.fsync_dir(objs).unwrap();
         // A name made durable without the file's fsync: no xattrs, as no data.
         let n = v.create(objs, OsStr::new("2.data"), 0o600, 0, 0, false).unwrap();
-        v.set_xattr(n, OsStr::new("user.swift.metadata"), b"unsynced", 0).unwrap();
+        v.set_xattr(n, OsStr::new("user.object.metadata"), b"unsynced", 0).unwrap();
         v.fsync_dir(objs).unwrap();
         v.cut(Model::Strict, &mut SmallRng::seed_from_u64(1)).unwrap();
         let one = disk.path().join("objects/1.data");
         assert_eq!(std::fs::read(&one).unwrap(), b"body");
-        assert_eq!(on_disk(&one), pairs(&[("user.swift.metadata", "pickle")]));
+        assert_eq!(on_disk(&one), pairs(&[("user.object.metadata", "pickle")]));
         assert_eq!(on_disk(&disk.path().join("objects/2.data")), pairs(&[]));
         assert!(!disk.path().join("tmp/tmpXYZ").exists());
     }

@@ -9,7 +9,7 @@
 //!
 //! O_TMPFILE is not served: fuser 0.18 has no FUSE_TMPFILE request, so it
 //! answers ENOSYS and the kernel gives the program EOPNOTSUPP, on which
-//! programs that try it (Swift's object server) fall back to a named
+//! programs that try it (an object server) fall back to a named
 //! temporary file.
 
 use std::ffi::OsStr;

@@ -40,7 +40,7 @@ impl Mounted {
     }
 
     /// The same with extended attributes served, for programs that need
-    /// them (Swift's object server keeps its metadata in them). Their
+    /// them (an S3 object server keeps its metadata in them). Their
     /// durability is in `xattrs.rs`.
     pub fn mount_with_xattrs(backing: &Path, mountpoint: &Path, faults: FaultPlan) -> Result<Self> {
         Self::mount_layer(backing, mountpoint, faults, true)

@@ -444,7 +444,7 @@ mod mounted_tests {
         setx(&mnt.join("d"), "user.on_a_dir", b"1", 0).unwrap();
         assert_eq!(getx(&mnt.join("d"), "user.on_a_dir", 8), Ok((1, b"1".to_vec())));
         // O_TMPFILE: fuser has no FUSE_TMPFILE, so the kernel answers
-        // EOPNOTSUPP, which Swift takes as "use a named temporary file".
+        // EOPNOTSUPP, which an object server takes as "use a named temporary file".
         let d = c(mnt.as_os_str().as_bytes());
         // SAFETY: NUL-terminated path; the descriptor is closed if opened.
         let fd = unsafe { libc::open(d.as_ptr(), libc::O_TMPFILE | libc::O_WRONLY, 0o600) };
@@ -482,11 +482,11 @@ mod mounted_tests {
         // A new file: data and xattr, fsync, then the directory's fsync.
         let mut synced = std::fs::File::create(mnt.join("synced")).unwrap();
         synced.write_all(b"body").unwrap();
-        setx(&mnt.join("synced"), "user.swift.metadata", b"pickled", 0).unwrap();
+        setx(&mnt.join("synced"), "user.object.metadata", b"pickled", 0).unwrap();
         synced.sync_all().unwrap();
         sync_dir(&mnt);
         setx(&mnt.join("synced"), "user.after_fsync", b"late", 0).unwrap();
-        removex(&mnt.join("synced"), "user.swift.metadata").unwrap();
+        removex(&mnt.join("synced"), "user.object.metadata").unwrap();
         // fdatasync persists the data and not the xattrs.
         let mut ds = std::fs::File::create(mnt.join("datasync")).unwrap();
         ds.write_all(b"data").unwrap();
@@ -497,12 +497,12 @@ mod mounted_tests {
         m.cut(Model::Strict, &mut SmallRng::seed_from_u64(1)).unwrap_or_else(|e| panic!("{e}"));
         drop((synced, ds));
         assert_eq!(on_disk(&disk.join("old")), map(&[("user.kept", b"on disk")]));
-        assert_eq!(on_disk(&disk.join("synced")), map(&[("user.swift.metadata", b"pickled")]));
+        assert_eq!(on_disk(&disk.join("synced")), map(&[("user.object.metadata", b"pickled")]));
         assert_eq!(std::fs::read(disk.join("datasync")).unwrap(), b"data");
         assert_eq!(on_disk(&disk.join("datasync")), map(&[]));
         // Power back on: the layer serves what the disk kept.
         let m = Mounted::mount_with_xattrs(&disk, &mnt, FaultPlan::none()).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(getx(&mnt.join("synced"), "user.swift.metadata", 64), Ok((7, b"pickled".to_vec())));
+        assert_eq!(getx(&mnt.join("synced"), "user.object.metadata", 64), Ok((7, b"pickled".to_vec())));
         assert_eq!(getx(&mnt.join("synced"), "user.after_fsync", 64), Err(libc::ENODATA));
         assert_eq!(listx(&mnt.join("old"), 64), Ok((10, b"user.kept\0".to_vec())));
         drop(m);

@@ -44,6 +44,9 @@ pub const BYTES_IN_FLIGHT: u64 = 256 << 20;
 /// Builds the S3 dataset at `target` from the kvtest database `db`.
 pub fn build(db: &Path, target: &Path, force: bool, s3: &S3Params, progress: &dyn Progress) -> Result<ExportReport> {
     match (&s3.url, &s3.bucket) {
+        (Some(_), _) if s3.server.is_some() => {
+            Err(Error::invalid("--s3-server picks a throwaway server; a store you run (--s3) needs none"))
+        }
         (Some(url), Some(bucket)) => {
             check_bucket(bucket)?;
             build_remote(db, target, force, (url, bucket, s3), progress)
