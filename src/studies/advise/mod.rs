@@ -7,6 +7,7 @@
 //! section plus its own. The recommendation is
 //! [`rank::rank`] of that data; the report words it.
 
+pub mod clients;
 mod facets;
 pub mod rank;
 pub mod rules;
@@ -81,6 +82,8 @@ pub struct AdviseOptions {
     /// The clock the budget is read on: [`Clock::REAL`], or a fake one in
     /// tests (the size matrix, the aging pass and the rounds read it too).
     pub clock: Clock,
+    /// Clients at once (`--clients`, `--clients-are`, `--p99-write`).
+    pub clients: clients::ClientsPlan,
 }
 
 /// What advise measured: a suite's outcome, the power cuts when they ran,
@@ -153,7 +156,8 @@ pub fn minimum_budget(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Dura
     let sample = f64::from(facets::aging_count(count, mean_bytes, false)) * mean_bytes;
     let aging =
         sample * (1.0 + 3.0 * layouts) / 100e6 + 2.0 * layouts + 4.0 * facets::aging_round_budget(false).as_secs_f64();
-    let total = 5.0 + AFTER_ROUNDS.as_secs_f64() + build + reads + cold + writes + matrix + aging;
+    let with_clients = clients::least_time(opts).as_secs_f64();
+    let total = 5.0 + AFTER_ROUNDS.as_secs_f64() + build + reads + cold + writes + matrix + aging + with_clients;
     Duration::from_secs_f64(total.ceil())
 }
 
@@ -167,7 +171,11 @@ fn validate(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Result<Duratio
         return Err(Error::invalid(format!("--engines: {} is not a key-value engine", k.name())));
     }
     crate::records::check_commit_every(opts.commit_every).map_err(Error::invalid)?;
-    let budget = choose_budget(opts.budget, minimum_budget(opts, count, mean_bytes), opts.quick, count)?;
+    opts.clients.validate()?;
+    let least = minimum_budget(opts, count, mean_bytes);
+    let budget = choose_budget(opts.budget, least, opts.quick, count)?;
+    // The clients' rounds come on top of a default budget.
+    let budget = if opts.budget.is_none() { (budget + clients::least_time(opts)).max(least) } else { budget };
     let need = needed_bytes(opts, count, mean_bytes, thorough(opts, budget))?;
     let free = fsutil::free_bytes(&opts.workdir)?;
     if free < need {
@@ -260,11 +268,20 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
     // The rest of the budget goes to the rounds, less what the last round,
     // the arms' summaries and the page take after the deadline.
     let kept = AFTER_ROUNDS.max(budget / 8);
-    suite_opts.deadline = Some(started + budget.saturating_sub(kept));
+    let with_clients = clients::least_time(opts);
+    suite_opts.deadline = Some(started + budget.saturating_sub(kept + with_clients));
     suite_opts.rounds.budget = None;
     suite_opts.rounds.clock = clock;
     let before_suite = clock.since(started);
-    let outcome = suite::run_suite(&suite_opts, observer)?;
+    let mut at_clients = None;
+    let outcome = suite::run_suite_then(&suite_opts, observer, &mut |work, outcome| {
+        if opts.clients.clients > 1 {
+            let (section, set) = clients::measure(opts, &suite_opts, work, &crash, with_clients, observer)?;
+            outcome.rounds.push(set);
+            at_clients = Some(section);
+        }
+        Ok(())
+    })?;
     let over_budget = outcome.past_deadline.then(|| OverBudget {
         setup_s: (before_suite + outcome.setup).as_secs_f64(),
         power_cuts_s: power_cuts.as_secs_f64(),
@@ -289,6 +306,7 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
         elapsed_s: clock.since(started).as_secs_f64(),
         quick: opts.quick,
         over_budget,
+        clients: at_clients,
     };
     let mut outcome = outcome;
     let matrix = match matrix {
@@ -338,6 +356,7 @@ mod tests {
             writer: None,
             commit_every: 1,
             clock: Clock::REAL,
+            clients: clients::ClientsPlan::ONE,
         }
     }
 
