@@ -209,7 +209,7 @@ fn cases() -> Vec<Case> {
         case("advise: --clients 0", none, &["advise", "--workdir", "@", "--out", "@rep", "--clients", "0"], Fail("--clients 0: must be from 1 to 1024")),
         case("advise: --clients not a number", none, &["advise", "--workdir", "@", "--out", "@rep", "--clients", "many"], Fail("not a whole number")),
         case("advise: --clients above the most", none, &["advise", "--workdir", "@", "--out", "@rep", "--clients", "1025"], Fail("--clients 1025: must be from 1 to 1024")),
-        case("advise: --p99-write 0", none, &["advise", "--workdir", "@", "--out", "@rep", "--clients", "2", "--p99-write", "0s"], Fail("--p99-write must be longer than 0")),
+        case("advise: --p99-write 0", none, &["advise", "--workdir", "@", "--out", "@rep", "--clients", "2", "--p99-write", "0s"], Fail("--p99-write <DURATION>': invalid duration \"0s\": must be longer than 0s")),
         case("advise: --rate 0", none, &["advise", "--workdir", "@", "--out", "@rep", "--clients", "2", "--rate", "0"], Fail("--rate 0: must be above 0")),
         case("advise: --rate below 0", none, &["advise", "--workdir", "@", "--out", "@rep", "--clients", "2", "--rate", "-5"], Fail("--rate -5: must be above 0")),
         case("advise: --clients-are processes", none, &["advise", "--workdir", "@", "--out", "@rep", "--clients", "2", "--clients-are", "processes"], Fail("--clients-are processes")),
