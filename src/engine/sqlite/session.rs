@@ -193,6 +193,12 @@ impl DbSession {
             session.prepare(PUT, c"INSERT OR REPLACE INTO kv(k, v) VALUES(?1, ?2)", what)?;
             session.prepare(DELETE, c"DELETE FROM kv WHERE k=?1", what)?;
         }
+        if concurrent {
+            // rusqlite waits 5 s in SQLite's own busy handler by default;
+            // a client waits in `begin_immediate` instead, which counts.
+            let conn = session.db.conn();
+            conn.busy_timeout(std::time::Duration::ZERO).map_err(err("cannot set the busy timeout"))?;
+        }
         if matches!(session.txn, Txn::PerRun | Txn::Batched(_)) {
             session.db.conn().execute_batch("BEGIN").map_err(err("cannot begin a transaction"))?;
         }

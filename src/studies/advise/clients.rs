@@ -150,14 +150,19 @@ pub fn arm_id(store: Store, clients: u32) -> String {
 }
 
 /// The candidates that run with clients: those the crash facts do not
-/// exclude for the need.
+/// exclude for the need (after a short power-cut run, the documented
+/// table's too, as the ranking reads it).
 fn runnable(opts: &AdviseOptions, crash: &CrashFacts) -> Vec<Store> {
+    let documented = rules::documented();
+    let fails = |facts: &[super::section::CrashFact], method: &str| {
+        facts.iter().any(|f| f.method == method && rules::excluded_by(opts.durability, f).is_some())
+    };
     opts.stores()
         .into_iter()
         .filter(|s| {
-            crash
-                .of(&s.crash_method(opts.durability))
-                .is_none_or(|fact| rules::excluded_by(opts.durability, fact).is_none())
+            let method = s.crash_method(opts.durability);
+            let short_run = crash.source == super::section::CrashSource::Measured;
+            !(fails(&crash.methods, &method) || (short_run && fails(&documented, &method)))
         })
         .collect()
 }
