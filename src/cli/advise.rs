@@ -10,6 +10,7 @@ use blobbench::records::sizes::parse_size_dist;
 use blobbench::records::{DatasetSpec, SizeDist};
 use blobbench::report;
 use blobbench::results::ResultFile;
+use blobbench::studies::advise::clients::{ClientsAre, ClientsPlan};
 use blobbench::studies::advise::{self, rules, AdviseOptions, Durability};
 use blobbench::util::units;
 
@@ -68,6 +69,48 @@ pub struct AdviseArgs {
     /// Replace --out even when it is a non-empty directory that is not a previous report.
     #[arg(long)]
     pub force: bool,
+    /// Clients at once, each with its own connection or handle, each running the mix
+    /// (1 to 1024): every candidate then also runs at 1, 2, 4 ... N clients and is ranked at N
+    /// by throughput.
+    #[arg(long, value_name = "N", default_value = "1", allow_hyphen_values = true, value_parser = clients_count)]
+    pub clients: u32,
+    /// What the clients are: threads of one process (each with its own session), or processes.
+    #[arg(long, value_enum, default_value = "threads")]
+    pub clients_are: ClientsAreArg,
+    /// Exclude a candidate whose write p99 at --clients exceeds this, e.g. 20ms.
+    #[arg(long, allow_hyphen_values = true, value_parser = units::duration, value_name = "DURATION")]
+    pub p99_write: Option<std::time::Duration>,
+    /// An open loop at R operations per second over all clients, each operation's latency
+    /// counted from when it was due (a service with a known load) [default: closed loop].
+    #[arg(long, value_name = "R", allow_hyphen_values = true, value_parser = rate)]
+    pub rate: Option<f64>,
+}
+
+/// `--rate R`: operations per second, above 0.
+fn rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        Ok(_) => Err(format!("--rate {s}: must be above 0 ops/s")),
+        Err(_) => Err(format!("--rate {s:?}: not a number of operations per second")),
+    }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ClientsAreArg {
+    /// Threads of one process, each with its own session.
+    Threads,
+    /// Child processes of this binary, as a pre-fork server's workers.
+    Processes,
+}
+
+/// `--clients N`: a whole number from 1 to 1024.
+fn clients_count(s: &str) -> Result<u32, String> {
+    let max = blobbench::drivers::clients::MAX_CLIENTS;
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        Ok(n) => Err(format!("--clients {n}: must be from 1 to {max}")),
+        Err(_) => Err(format!("--clients {s:?}: not a whole number (1 to {max})")),
+    }
 }
 
 /// "90:10" into (90, 10).
@@ -141,6 +184,15 @@ impl AdviseArgs {
             commit_every: self.commit_every,
             clock,
             s3: self.s3_server.params(),
+            clients: ClientsPlan {
+                clients: self.clients,
+                are: match self.clients_are {
+                    ClientsAreArg::Threads => ClientsAre::Threads,
+                    ClientsAreArg::Processes => ClientsAre::Processes,
+                },
+                p99_write: self.p99_write,
+                rate: self.rate,
+            },
         })
     }
 }

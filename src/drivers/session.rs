@@ -7,7 +7,7 @@ use std::time::Instant;
 use rand::{RngCore, SeedableRng};
 
 use crate::engine::{Engine, OpenMode, Session, SessionInfo};
-use crate::measure::{self, Latency, LatencySink, NoLatency, Phases, RunOutcome};
+use crate::measure::{self, ClassesOnly, Latency, LatencySink, NoLatency, Phases, RunOutcome};
 use crate::records::keys::KeySequence;
 use crate::records::EngineKind;
 use crate::{Error, Result};
@@ -108,6 +108,13 @@ impl Script {
         &self.ops
     }
 
+    /// The per-class histograms recorded so far, by [`ScriptOp::class`],
+    /// leaving empty ones in their place (to merge several clients').
+    pub fn take_classes(&self) -> [Latency; 4] {
+        let mut classes = self.classes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        std::mem::take(&mut *classes)
+    }
+
     /// Per-class latency recorded so far (timed runs only), by class name;
     /// classes the script never ran are left out.
     pub fn class_latency(&self) -> Vec<(&'static str, crate::measure::LatencySummary)> {
@@ -130,6 +137,13 @@ pub enum Work<'a> {
     Overwrite(&'a ContentPool),
     /// What the script says, op by op.
     Script(&'a Script),
+    /// The script, each op's latency recorded once, in its class's
+    /// histogram only (one of several clients: the totals are the merge
+    /// of the classes, made after the run). Timed when a latency
+    /// histogram is given; that one is left as it was. With an interval,
+    /// an open loop: op i is due at the loop's start plus i intervals
+    /// ([`paced_loop`]).
+    PerClass(&'a Script, Option<std::time::Duration>),
     /// One round trip to the server with no work (PostgreSQL's `SELECT 1`)
     /// on the session's connection: the protocol and socket floor of a read.
     RoundTrip,
@@ -237,8 +251,17 @@ pub fn timed_session<K: FnOnce(u32) -> KeySequence>(
             let mut classes = script.classes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             timed_loop(s, keys, spec.count, max_id, ScriptOps::new(script, Some(&mut classes)), hist)?
         }
-        (Work::Script(script), None) => {
+        (Work::PerClass(script, Some(interval)), latency) => {
+            let mut classes = script.classes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let classes = latency.map(|_| &mut *classes);
+            paced_loop(s, keys, spec.count, max_id, ScriptOps::new(script, classes), interval)?
+        }
+        (Work::Script(script) | Work::PerClass(script, None), None) => {
             timed_loop(s, keys, spec.count, max_id, ScriptOps::new(script, None), &mut NoLatency)?
+        }
+        (Work::PerClass(script, None), Some(_)) => {
+            let mut classes = script.classes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            timed_loop(s, keys, spec.count, max_id, ScriptOps::new(script, Some(&mut classes)), &mut ClassesOnly)?
         }
     };
     inspect(session.as_ref());
@@ -437,4 +460,62 @@ fn timed_loop<S: Session + ?Sized, W: LoopWork, L: LatencySink>(
     }
     let end = Instant::now();
     Ok(LoopTotals { ops, misses, bytes, start, end })
+}
+
+/// Waits shorter than this are spun (a sleep overshoots by tens of µs).
+const SPIN: std::time::Duration = std::time::Duration::from_micros(200);
+
+/// The open loop of `--rate`: op i is due at the loop's start plus i
+/// `interval`s, and waits for it when early. Its latency counts from when
+/// it was due, not from when it began, so a store that falls behind shows
+/// its queue in the latencies (no coordinated omission). One clock read
+/// per op, after it; the wait before the next reads the clock only while
+/// idle.
+#[inline(never)]
+fn paced_loop<S: Session + ?Sized, W: LoopWork>(
+    session: &mut S,
+    mut keys: KeySequence,
+    count: u64,
+    max_id: u32,
+    mut work: W,
+    interval: std::time::Duration,
+) -> Result<LoopTotals> {
+    let (mut ops, mut misses, mut bytes) = (0u64, 0u64, 0u64);
+    let limit = miss_limit(max_id);
+    let mut misses_in_a_row = 0u64;
+    let start = Instant::now();
+    let mut due = start;
+    while ops < count {
+        let (n, class) = work.step(session, keys.current())?;
+        let end = Instant::now();
+        work.record_class(class, end.saturating_duration_since(due).as_nanos() as u64);
+        keys.advance();
+        if n == 0 {
+            misses += 1;
+            misses_in_a_row += 1;
+            if misses_in_a_row > limit {
+                return Err(no_blob_found(max_id, misses_in_a_row));
+            }
+            continue;
+        }
+        misses_in_a_row = 0;
+        ops += 1;
+        bytes += n;
+        due += interval;
+        wait_until(due, end);
+    }
+    let end = Instant::now();
+    Ok(LoopTotals { ops, misses, bytes, start, end })
+}
+
+/// Sleeps, then spins, until `due`; returns at once when `now` is past it.
+#[inline]
+fn wait_until(due: Instant, now: Instant) {
+    let left = due.saturating_duration_since(now);
+    if left > SPIN {
+        std::thread::sleep(left - SPIN);
+    }
+    while !left.is_zero() && Instant::now() < due {
+        std::hint::spin_loop();
+    }
 }

@@ -29,16 +29,23 @@ pub struct OpenMode {
     /// kill does; a store with one copy reads as usual. Never set on a
     /// timed session.
     pub newest: bool,
+    /// This session is client `i` of several using the store at once
+    /// (`advise --clients N`); None for a session alone. Each engine takes
+    /// the configuration that fits concurrency: SQLite's writer takes its
+    /// write lock per batch (`BEGIN IMMEDIATE`, its busy waits counted)
+    /// instead of holding a transaction open, the files write their
+    /// temporary files under names of the client's own.
+    pub client: Option<u32>,
 }
 
 impl OpenMode {
-    pub const READ: OpenMode = OpenMode { write: false, find_max: false, keep: false, newest: false };
-    pub const WRITE: OpenMode = OpenMode { write: true, find_max: false, keep: false, newest: false };
+    pub const READ: OpenMode = OpenMode { write: false, find_max: false, keep: false, newest: false, client: None };
+    pub const WRITE: OpenMode = OpenMode { write: true, find_max: false, keep: false, newest: false, client: None };
     pub const NEWEST_READ: OpenMode = OpenMode { newest: true, ..OpenMode::READ };
 
     /// The mode of a measured session: a read session keeps its handle.
     pub const fn measured(write: bool, find_max: bool) -> OpenMode {
-        OpenMode { write, find_max, keep: !write, newest: false }
+        OpenMode { write, find_max, keep: !write, newest: false, client: None }
     }
 }
 
@@ -181,6 +188,13 @@ pub trait Session: Send {
     /// server (the in-process engines).
     fn round_trip(&mut self) -> Result<Option<u64>> {
         Ok(None)
+    }
+
+    /// Times this session found the store locked by another client and
+    /// waited (SQLite's `BEGIN IMMEDIATE` answered busy); 0 where a store
+    /// queues its writers itself.
+    fn busy_waits(&self) -> u64 {
+        0
     }
 }
 

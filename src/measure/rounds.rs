@@ -358,6 +358,10 @@ pub fn run_rounds(
             if stop_requested() {
                 return Err(Error::Interrupted);
             }
+            // A cold arm is sized from a cold run, as its timed runs will be.
+            if sizes {
+                arms[i].evict().map(checked_eviction).transpose()?;
+            }
             let run = arms[i].run(RunContext { latency: None, timed: false })?;
             match plan.run_time.filter(|_| sizes) {
                 Some(target) => arms[i].set_ops_per_run(sized_ops(target, &run)),

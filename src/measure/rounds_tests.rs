@@ -267,6 +267,50 @@ fn runs_sized_by_time_are_sized_once_from_the_warm_up() {
     assert_eq!(slow.runs, [(true, 96), (true, 96)]);
 }
 
+/// A cold [`Sizable`]: it evicts before each run the rounds time, and
+/// logs each eviction between its runs.
+struct ColdSizable {
+    inner: Sizable,
+    log: Vec<&'static str>,
+}
+
+impl Arm for ColdSizable {
+    fn evict(&mut self) -> Option<Result<EvictionReport>> {
+        self.log.push("evict");
+        Some(Ok(EvictionReport { effective: true, ..EvictionReport::default() }))
+    }
+    fn run(&mut self, ctx: RunContext<'_>) -> Result<RunOutcome> {
+        self.log.push(if ctx.timed { "timed" } else { "untimed" });
+        self.inner.run(ctx)
+    }
+    fn warms_up(&self) -> bool {
+        false
+    }
+    fn ops_per_run(&self) -> Option<u64> {
+        self.inner.ops_per_run()
+    }
+    fn set_ops_per_run(&mut self, ops: u64) {
+        self.inner.set_ops_per_run(ops);
+    }
+}
+
+#[test]
+fn a_cold_arm_is_sized_from_a_cold_run() {
+    // A cold read at 1 ms per op: sized from a run the cache was emptied
+    // before, as before each timed one, so its runs take the time asked
+    // and not the warm cache's.
+    let inner = Sizable { ops: 50, per_op_ns: 1_000_000, one_off_ns: 0, warms_up: false, runs: vec![] };
+    let mut cold = ColdSizable { inner, log: vec![] };
+    let mut arms: Vec<&mut dyn Arm> = vec![&mut cold];
+    let p = RoundsPlan { run_time: Some(Duration::from_millis(100)), ..plan(2) };
+    let out = run_rounds("t", &["cold".to_string()], &mut arms, &p, &[], &mut |_, _| {}).unwrap();
+    // Its warm-up, taken as every sized arm's, then the cold run it is
+    // sized from.
+    assert_eq!(cold.log, ["untimed", "evict", "untimed", "evict", "timed", "evict", "timed"]);
+    // 100 ms / 1 ms per op.
+    assert_eq!(out.set.ops_per_run, [100]);
+}
+
 #[test]
 fn sized_runs_stay_within_their_bounds() {
     let outcome = |ops: u64, loop_ns: u64, setup_ns: u64| RunOutcome {

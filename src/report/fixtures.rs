@@ -266,5 +266,6 @@ pub fn advise_section(
         elapsed_s: 90.0,
         quick: true,
         over_budget: None,
+        clients: None,
     }
 }

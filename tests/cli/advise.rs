@@ -125,3 +125,42 @@ fn a_failed_advise_removes_the_workdir_it_made_and_only_that() {
     let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, ["given"], "nothing else is left");
 }
+
+/// Two clients at once (threads): each candidate that meets the need runs
+/// at 1 and 2 clients in rounds; the page and the terminal rank them at 2
+/// by throughput, with the write p99 beside, and the result file keeps
+/// each arm's merged histograms.
+#[test]
+fn advise_with_two_clients() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("page");
+    let stdout = common::stdout_of(
+        common::blobbench()
+            .args(["advise", "--quick", "--no-power-cut", "--count", "200", "--mix", "50:50", "--engines", "lmdb"])
+            .args(["--clients", "2", "--budget", "60s"])
+            .arg("--workdir")
+            .arg(d.path())
+            .arg("--out")
+            .arg(&out),
+    );
+    assert!(stdout.contains("At 2 clients (threads): "), "{stdout}");
+    let md = page(&out);
+    assert!(md.contains("## Where these blobs should live"), "{md}");
+    assert!(md.contains("### At 2 clients (threads)") || md.contains("At 2 clients (threads)"), "{md}");
+    assert!(md.contains("write p99"), "{md}");
+    assert!(md.contains("With clients the leader"), "{md}");
+    assert!(out.join("charts/advise-clients.svg").is_file());
+    let parsed = blobbench::results::read(&out.join("results.json")).unwrap();
+    let clients = parsed.advise.unwrap().clients.expect("the clients' section");
+    assert_eq!(clients.levels, [1, 2]);
+    let set = parsed.rounds.iter().find(|r| r.id == "advise/clients").expect("their rounds");
+    assert!(set.consistent() && set.rounds.len() >= 6, "6 paired rounds");
+    for arm in &clients.arms {
+        assert_eq!(arm.id, format!("clients/{}/{}", arm.clients, arm.candidate));
+        let classes: Vec<&str> = arm.classes.iter().map(|c| c.class.as_str()).collect();
+        assert_eq!(classes, ["read", "overwrite"], "{}", arm.id);
+        assert!(arm.classes.iter().all(|c| !c.histogram.is_empty()));
+    }
+    // Durability required: files in place are excluded by the documented power cuts, so not run.
+    assert!(!clients.arms.iter().any(|a| a.candidate == "files-inplace"));
+}

@@ -199,8 +199,12 @@ impl Engine for FilesEngine {
         Ok(Survey { max_key: Some(max_key), blob_max })
     }
 
-    fn open(&self, _mode: OpenMode) -> Result<Box<dyn Session>> {
-        Ok(Box::new(FileStore::new(&self.dir, self.kind, self.params, self.commit_every)?))
+    fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
+        let store = FileStore::new(&self.dir, self.kind, self.params, self.commit_every)?;
+        Ok(Box::new(match mode.client {
+            Some(i) => store.for_client(&self.dir, i)?,
+            None => store,
+        }))
     }
 
     fn cache_files(&self) -> Result<Vec<PathBuf>> {

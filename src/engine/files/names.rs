@@ -14,12 +14,12 @@ pub struct BlobPath {
     buf: Vec<u8>,
     prefix: usize,
     layout: EngineKind,
-    suffix: &'static [u8],
+    suffix: Box<[u8]>,
 }
 
 impl BlobPath {
     /// `suffix` is appended after the name (".tmp" for replace-by-rename).
-    pub fn new(dir: &Path, layout: EngineKind, suffix: &'static [u8]) -> Result<Self> {
+    pub fn new(dir: &Path, layout: EngineKind, suffix: &[u8]) -> Result<Self> {
         use std::os::unix::ffi::OsStrExt;
         let mut buf = dir.as_os_str().as_bytes().to_vec();
         if buf.contains(&0) {
@@ -28,7 +28,7 @@ impl BlobPath {
         buf.push(b'/');
         let prefix = buf.len();
         buf.reserve(32 + suffix.len());
-        Ok(BlobPath { buf, prefix, layout, suffix })
+        Ok(BlobPath { buf, prefix, layout, suffix: suffix.into() })
     }
 
     /// Points at `key`'s file: %06d flat, %02d/%02d/%02d in a tree.
@@ -36,7 +36,7 @@ impl BlobPath {
     pub fn set(&mut self, key: u32) -> &CStr {
         self.buf.truncate(self.prefix);
         push_name(&mut self.buf, self.layout, key);
-        self.buf.extend_from_slice(self.suffix);
+        self.buf.extend_from_slice(&self.suffix);
         self.buf.push(0);
         // SAFETY: the prefix was checked for NUL bytes, names are digits and
         // '/', and exactly one NUL ends the buffer.

@@ -114,6 +114,14 @@ impl FileStore {
         })
     }
 
+    /// The store of client `i` of several writing at once: its temporary
+    /// files are named `KEY.cI.tmp`, so two clients replacing one blob
+    /// never write into the same temporary file.
+    pub fn for_client(self, dir: &Path, i: u32) -> Result<Self> {
+        let tmp = BlobPath::new(dir, self.dirs.layout, format!(".c{i}.tmp").as_bytes())?;
+        Ok(FileStore { tmp, ..self })
+    }
+
     /// After a write that changed the entries of `key`'s directory (when
     /// `entries`): notes it for the directory fsync, and counts the write.
     #[inline]

@@ -177,7 +177,7 @@ impl Engine for SqliteEngine {
         } else {
             self.idle.lease(mode.keep, || session::connect(&self.path))?
         };
-        let write = (mode.write, self.commit_every);
+        let write = (mode.write, self.commit_every, mode.client.is_some());
         let s = DbSession::on(conn, &self.path, &self.params, write, mode.find_max, self.sizes.clone())?;
         Ok(Box::new(s))
     }

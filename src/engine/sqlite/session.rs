@@ -36,7 +36,20 @@ enum Txn {
     /// (BEGIN is deferred, so an idle one costs nothing), committed and
     /// begun again when a batch fills, and at the session's commit.
     Batched(WriteBatch),
+    /// One of several clients writing at once: no transaction is held
+    /// between batches (a deferred one that read would be refused its
+    /// write lock once another client committed); the first write of a
+    /// batch takes the lock with `BEGIN IMMEDIATE`, waiting while another
+    /// client holds it, and the batch's last write commits. Reads between
+    /// batches are transactions of their own.
+    Immediate { batch: WriteBatch, open: bool },
 }
+
+/// How long a client waits for the write lock before giving up, and the
+/// pauses between its tries: SQLite's own busy handler's (`sqliteDefaultBusyCallback`),
+/// so the waits are those of `sqlite3_busy_timeout`, but counted.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+const BUSY_DELAYS_MS: [u64; 12] = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
 
 pub struct DbSession {
     db: Db<4>,
@@ -55,6 +68,8 @@ pub struct DbSession {
     pub journal_mode: String,
     /// Largest key, when asked for (kvtest's default --max-id).
     pub max_key: Option<u32>,
+    /// Times `BEGIN IMMEDIATE` found another client holding the lock.
+    busy_waits: u64,
 }
 
 /// Opens `path` read-write without SQLite's mutex, as kvtest does.
@@ -109,19 +124,20 @@ impl DbSession {
         find_max: bool,
         sizes: Option<Arc<Vec<u32>>>,
     ) -> Result<Self> {
-        Self::on((connect(path)?, Lease::once()), path, p, (update, commit_every), find_max, sizes)
+        Self::on((connect(path)?, Lease::once()), path, p, (update, commit_every, false), find_max, sizes)
     }
 
     /// kvtest's setup, in kvtest's order, on `conn`: mmap_size,
     /// cache_size, synchronous and journal mode on a connection just
     /// opened (a kept one has them from the session that opened it), then
     /// max(k) when `find_max`, then BEGIN (none for a reader given a commit
-    /// granularity: kvtest's --multitrans).
+    /// granularity: kvtest's --multitrans; none for one of several
+    /// clients, `concurrent`, which takes its write lock per batch).
     pub(crate) fn on(
         (conn, lease): (Connection, Lease<Connection>),
         path: &Path,
         p: &DbParams,
-        (update, commit_every): (bool, CommitEvery),
+        (update, commit_every, concurrent): (bool, CommitEvery, bool),
         find_max: bool,
         sizes: Option<Arc<Vec<u32>>>,
     ) -> Result<Self> {
@@ -153,6 +169,7 @@ impl DbSession {
             txn: match (commit_every, update) {
                 (None, _) => Txn::PerRun,
                 (Some(_), false) => Txn::PerStatement,
+                (Some(n), true) if concurrent => Txn::Immediate { batch: WriteBatch::new(n), open: false },
                 (Some(n), true) => Txn::Batched(WriteBatch::new(n)),
             },
             sizes,
@@ -162,6 +179,7 @@ impl DbSession {
             cache_size,
             journal_mode,
             max_key,
+            busy_waits: 0,
         };
         if p.access == DbAccess::Sql {
             // Reads are prepared in write sessions too: a mixed script reads.
@@ -175,7 +193,13 @@ impl DbSession {
             session.prepare(PUT, c"INSERT OR REPLACE INTO kv(k, v) VALUES(?1, ?2)", what)?;
             session.prepare(DELETE, c"DELETE FROM kv WHERE k=?1", what)?;
         }
-        if session.txn != Txn::PerStatement {
+        if concurrent {
+            // rusqlite waits 5 s in SQLite's own busy handler by default;
+            // a client waits in `begin_immediate` instead, which counts.
+            let conn = session.db.conn();
+            conn.busy_timeout(std::time::Duration::ZERO).map_err(err("cannot set the busy timeout"))?;
+        }
+        if matches!(session.txn, Txn::PerRun | Txn::Batched(_)) {
             session.db.conn().execute_batch("BEGIN").map_err(err("cannot begin a transaction"))?;
         }
         Ok(session)
@@ -185,14 +209,68 @@ impl DbSession {
     /// handle, then commits (a batched writer commits its last batch).
     pub fn commit(&mut self) -> Result<()> {
         self.db.release();
-        if self.txn != Txn::PerStatement {
+        let in_txn = match self.txn {
+            Txn::PerStatement => false,
+            Txn::Immediate { open, .. } => open,
+            Txn::PerRun | Txn::Batched(_) => true,
+        };
+        if in_txn {
             let conn = self.db.conn();
             conn.execute_batch("COMMIT").map_err(|e| conn_error(conn, &self.path, "commit failed", e))?;
         }
-        if let Txn::Batched(batch) = &mut self.txn {
-            batch.committed();
+        match &mut self.txn {
+            Txn::Batched(batch) => batch.committed(),
+            Txn::Immediate { batch, open } => {
+                batch.committed();
+                *open = false;
+            }
+            Txn::PerRun | Txn::PerStatement => {}
         }
         Ok(())
+    }
+
+    /// Before a write of one of several clients: takes the write lock with
+    /// `BEGIN IMMEDIATE` unless its batch holds it, waiting (and counting
+    /// each wait) while another client does, up to [`BUSY_TIMEOUT`].
+    #[inline]
+    fn will_write(&mut self) -> Result<()> {
+        match self.txn {
+            Txn::Immediate { open: false, .. } => self.begin_immediate(),
+            _ => Ok(()),
+        }
+    }
+
+    #[cold]
+    fn begin_immediate(&mut self) -> Result<()> {
+        // A read's statement or blob handle would pin its snapshot.
+        self.db.end_statements();
+        let mut waited = std::time::Duration::ZERO;
+        for tries in 0u64.. {
+            let conn = self.db.conn();
+            match conn.execute_batch("BEGIN IMMEDIATE") {
+                Ok(()) => break,
+                Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) && waited < BUSY_TIMEOUT => {
+                    let pause = std::time::Duration::from_millis(BUSY_DELAYS_MS[(tries as usize).min(11)]);
+                    std::thread::sleep(pause);
+                    waited += pause;
+                    self.busy_waits += 1;
+                }
+                Err(e) => return Err(conn_error(conn, &self.path, "cannot take the write lock (BEGIN IMMEDIATE)", e)),
+            }
+        }
+        if let Txn::Immediate { open, .. } = &mut self.txn {
+            *open = true;
+        }
+        Ok(())
+    }
+
+    /// After a read of one of several clients outside a batch: ends its
+    /// statement and blob handle, so that the read's transaction ends.
+    #[inline]
+    fn read_done(&mut self) {
+        if let Txn::Immediate { open: false, .. } = self.txn {
+            self.db.end_statements();
+        }
     }
 
     /// Counts a write that changed the database; when it fills the batch,
@@ -200,18 +278,23 @@ impl DbSession {
     /// is closed and the statements reset first, as COMMIT needs).
     #[inline]
     fn wrote(&mut self) -> Result<()> {
-        let Txn::Batched(batch) = &mut self.txn else { return Ok(()) };
-        if batch.wrote() {
-            self.commit_batch()?;
-        }
-        Ok(())
+        let sql = match &mut self.txn {
+            Txn::Batched(batch) => batch.wrote().then_some("COMMIT; BEGIN"),
+            Txn::Immediate { batch, open } => {
+                let full = batch.wrote();
+                *open &= !full;
+                full.then_some("COMMIT")
+            }
+            Txn::PerRun | Txn::PerStatement => None,
+        };
+        sql.map_or(Ok(()), |sql| self.commit_batch(sql))
     }
 
     #[cold]
-    fn commit_batch(&mut self) -> Result<()> {
+    fn commit_batch(&mut self, sql: &str) -> Result<()> {
         self.db.end_statements();
         let conn = self.db.conn();
-        conn.execute_batch("COMMIT; BEGIN").map_err(|e| conn_error(conn, &self.path, "commit failed", e))
+        conn.execute_batch(sql).map_err(|e| conn_error(conn, &self.path, "commit failed", e))
     }
 
     /// Closes the connection (for the last connection to a WAL database
@@ -313,9 +396,12 @@ impl DbSession {
         result
     }
 
+    /// A client between batches reads through a read-only handle: a
+    /// writable one would take the write lock.
     #[inline]
     fn seek_blob(&mut self, key: u32) -> c_int {
-        self.db.blob_seek(c"kv", c"v", i64::from(key), self.update)
+        let write = self.update && !matches!(self.txn, Txn::Immediate { open: false, .. });
+        self.db.blob_seek(c"kv", c"v", i64::from(key), write)
     }
 
     /// Bytes of `key`'s blob, for counting what an SQL update wrote.
@@ -323,11 +409,10 @@ impl DbSession {
     fn size_of(&self, key: u32) -> u32 {
         self.sizes.as_ref().and_then(|s| s.get(key as usize)).copied().unwrap_or(0)
     }
-}
 
-impl Session for DbSession {
+    /// One read, by SQL or through the blob handle.
     #[inline]
-    fn read(&mut self, key: u32) -> Result<u64> {
+    fn read_blob(&mut self, key: u32) -> Result<u64> {
         match self.access {
             DbAccess::Sql => {
                 let s = self.db.stmt(READ);
@@ -351,8 +436,9 @@ impl Session for DbSession {
         }
     }
 
+    /// One overwrite of the same size, by SQL or through the blob handle.
     #[inline]
-    fn overwrite(&mut self, key: u32, content: &[u8]) -> Result<u64> {
+    fn overwrite_blob(&mut self, key: u32, content: &[u8]) -> Result<u64> {
         match self.access {
             DbAccess::Sql => {
                 let s = self.db.stmt(UPDATE);
@@ -388,18 +474,39 @@ impl Session for DbSession {
             }
         }
     }
+}
+
+impl Session for DbSession {
+    #[inline]
+    fn read(&mut self, key: u32) -> Result<u64> {
+        let n = self.read_blob(key);
+        self.read_done();
+        n
+    }
+
+    #[inline]
+    fn overwrite(&mut self, key: u32, content: &[u8]) -> Result<u64> {
+        self.will_write()?;
+        self.overwrite_blob(key, content)
+    }
 
     fn put(&mut self, key: u32, content: &[u8]) -> Result<()> {
+        self.will_write()?;
         self.step_write(PUT, key, Some(content), "store")?;
         self.wrote()
     }
 
     fn delete(&mut self, key: u32) -> Result<bool> {
+        self.will_write()?;
         let deleted = self.step_write(DELETE, key, None, "delete")? > 0;
         if deleted {
             self.wrote()?;
         }
         Ok(deleted)
+    }
+
+    fn busy_waits(&self) -> u64 {
+        self.busy_waits
     }
 
     fn commit(&mut self) -> Result<()> {

@@ -7,6 +7,7 @@
 //! section plus its own. The recommendation is
 //! [`rank::rank`] of that data; the report words it.
 
+pub mod clients;
 mod facets;
 pub mod rank;
 pub mod rules;
@@ -42,17 +43,14 @@ const AFTER_ROUNDS: Duration = Duration::from_secs(5);
 /// ([`sizing`]), so their cost does not grow with the number of blobs.
 pub const LEAST_ROUNDS: u32 = crate::measure::paired::MIN_ROUNDS_95 as u32;
 
-/// Reads per warm read run, at random over the whole dataset: enough for a
-/// per-op figure steady to a few percent at a few µs per read.
-pub const READ_OPS: u64 = 4000;
-/// Reads per cold read run (each one waits for the disk).
-pub const COLD_OPS: u64 = 1000;
-
-/// The rounds' sizes: a fixed number of reads, and writes sized to take
-/// 0.15 s per arm and round with `--quick`, 0.4 s without.
+/// The rounds' sizes: every run sized by time from an untimed run after
+/// its warm-up, whatever an operation costs (a GET from an object store
+/// takes milliseconds, a warm read from a memory map microseconds). Warm
+/// reads take 0.1 s per arm and round with `--quick` (0.2 s without), cold
+/// reads as much, writes 0.15 s (0.4 s).
 pub fn sizing(quick: bool) -> RoundSizing {
-    let write_time = Duration::from_millis(if quick { 150 } else { 400 });
-    RoundSizing { read_ops: READ_OPS, cold_ops: COLD_OPS, write_time }
+    let ms = |quick_ms, full_ms| Duration::from_millis(if quick { quick_ms } else { full_ms });
+    RoundSizing { read_time: ms(100, 200), cold_time: ms(100, 200), write_time: ms(150, 400) }
 }
 
 /// What `advise` is asked.
@@ -86,6 +84,8 @@ pub struct AdviseOptions {
     pub clock: Clock,
     /// Where an S3 candidate's dataset is built (`--s3-server`).
     pub s3: S3Params,
+    /// Clients at once (`--clients`, `--clients-are`, `--p99-write`).
+    pub clients: clients::ClientsPlan,
 }
 
 /// What advise measured: a suite's outcome, the power cuts when they ran,
@@ -134,9 +134,8 @@ impl AdviseOptions {
 
 /// The least budget that fits building the datasets and [`LEAST_ROUNDS`]
 /// rounds after the warm-ups, as estimated from the dataset (100 MB/s to
-/// build each copy; [`READ_OPS`] at 20 us per warm read and [`COLD_OPS`] at
-/// 100 us per cold one, plus 10 us per blob to evict each cold arm's
-/// dataset; each write arm's sized run; the size matrix's cells at 100
+/// build each copy; each arm's run sized by time ([`sizing`]), plus 10 us
+/// per blob to evict each cold arm's dataset; the size matrix's cells at 100
 /// MB/s and half a second each, and as much again per engine; the aging
 /// pass's sample built and rewritten twice at 100 MB/s per layout, a
 /// second per layout and age, and its four read sets): a budget below it
@@ -146,10 +145,11 @@ pub fn minimum_budget(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Dura
     let bytes = f64::from(count) * mean_bytes * (2.0 + stores);
     let build = bytes / 100e6;
     let rounds = f64::from(LEAST_ROUNDS + 1);
-    let reads = READ_OPS as f64 * (stores + 2.0) * rounds * 20e-6;
+    let sized = sizing(opts.quick);
+    let reads = (stores + 2.0) * rounds * sized.read_time.as_secs_f64();
     let cold_arms = opts.cold_ids().len() as f64;
-    let cold = cold_arms * rounds * (COLD_OPS as f64 * 100e-6 + f64::from(count) * 10e-6);
-    let writes = stores * rounds * sizing(opts.quick).write_time.as_secs_f64();
+    let cold = cold_arms * rounds * (sized.cold_time.as_secs_f64() + f64::from(count) * 10e-6);
+    let writes = stores * rounds * sized.write_time.as_secs_f64();
     let sizes = facets::MATRIX_SIZES as f64;
     // Each engine's dataset is built in every cell and read beside the rest.
     let matrix = sizes * (1.0 + opts.engines.len() as f64) * (facets::matrix_bytes(opts.quick) as f64 / 100e6 + 0.5);
@@ -158,7 +158,8 @@ pub fn minimum_budget(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Dura
     let sample = f64::from(facets::aging_count(count, mean_bytes, false)) * mean_bytes;
     let aging =
         sample * (1.0 + 3.0 * layouts) / 100e6 + 2.0 * layouts + 4.0 * facets::aging_round_budget(false).as_secs_f64();
-    let total = 5.0 + AFTER_ROUNDS.as_secs_f64() + build + reads + cold + writes + matrix + aging;
+    let with_clients = clients::least_time(opts).as_secs_f64();
+    let total = 5.0 + AFTER_ROUNDS.as_secs_f64() + build + reads + cold + writes + matrix + aging + with_clients;
     Duration::from_secs_f64(total.ceil())
 }
 
@@ -172,7 +173,11 @@ fn validate(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Result<Duratio
         return Err(Error::invalid(format!("--engines: {} is not a key-value engine", k.name())));
     }
     crate::records::check_commit_every(opts.commit_every).map_err(Error::invalid)?;
-    let budget = choose_budget(opts.budget, minimum_budget(opts, count, mean_bytes), opts.quick, count)?;
+    opts.clients.validate()?;
+    let least = minimum_budget(opts, count, mean_bytes);
+    let budget = choose_budget(opts.budget, least, opts.quick, count)?;
+    // The clients' rounds come on top of a default budget.
+    let budget = if opts.budget.is_none() { (budget + clients::least_time(opts)).max(least) } else { budget };
     let need = needed_bytes(opts, count, mean_bytes, thorough(opts, budget))?;
     let free = fsutil::free_bytes(&opts.workdir)?;
     if free < need {
@@ -266,11 +271,20 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
     // The rest of the budget goes to the rounds, less what the last round,
     // the arms' summaries and the page take after the deadline.
     let kept = AFTER_ROUNDS.max(budget / 8);
-    suite_opts.deadline = Some(started + budget.saturating_sub(kept));
+    let with_clients = clients::least_time(opts);
+    suite_opts.deadline = Some(started + budget.saturating_sub(kept + with_clients));
     suite_opts.rounds.budget = None;
     suite_opts.rounds.clock = clock;
     let before_suite = clock.since(started);
-    let outcome = suite::run_suite(&suite_opts, observer)?;
+    let mut at_clients = None;
+    let outcome = suite::run_suite_then(&suite_opts, observer, &mut |work, outcome| {
+        if opts.clients.clients > 1 {
+            let (section, set) = clients::measure(opts, &suite_opts, work, &crash, with_clients, observer)?;
+            outcome.rounds.push(set);
+            at_clients = Some(section);
+        }
+        Ok(())
+    })?;
     let over_budget = outcome.past_deadline.then(|| OverBudget {
         setup_s: (before_suite + outcome.setup).as_secs_f64(),
         power_cuts_s: power_cuts.as_secs_f64(),
@@ -295,6 +309,7 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
         elapsed_s: clock.since(started).as_secs_f64(),
         quick: opts.quick,
         over_budget,
+        clients: at_clients,
     };
     let mut outcome = outcome;
     let matrix = match matrix {
@@ -345,6 +360,7 @@ mod tests {
             commit_every: 1,
             clock: Clock::REAL,
             s3: S3Params::default(),
+            clients: clients::ClientsPlan::ONE,
         }
     }
 
@@ -438,9 +454,10 @@ mod tests {
     fn rounds_are_sized_by_time_and_promised() {
         for quick in [true, false] {
             let s = sizing(quick);
-            assert!(s.read_ops >= 1000 && s.cold_ops >= 100 && !s.write_time.is_zero());
+            assert!(!s.read_time.is_zero() && !s.cold_time.is_zero() && !s.write_time.is_zero());
         }
         assert!(sizing(true).write_time < sizing(false).write_time);
+        assert!(sizing(true).read_time < sizing(false).read_time);
         const { assert!(LEAST_ROUNDS >= 6, "a 95% paired interval") };
         // The least budget grows with the data it builds, not with rounds
         // that read every blob: ten times the blobs of 1 KB add their

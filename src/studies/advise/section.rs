@@ -121,6 +121,9 @@ pub struct AdviseSection {
     /// round of each arm was run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub over_budget: Option<OverBudget>,
+    /// The candidates with several clients at once (`--clients N`, N > 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients: Option<super::clients::ClientsSection>,
 }
 
 /// The set-up before the rounds took the whole budget: what it took, part

@@ -69,13 +69,21 @@ pub(super) fn measure_rounds(
     let budget = opts.deadline.map(|d| d.saturating_duration_since(start)).or(opts.rounds.budget);
     let share = if cold.is_empty() { READ_SHARE } else { READ_SHARE + 1 };
     // Never zero: a zero budget is the user's error, refused before any work.
-    let read_plan = RoundsPlan { budget: budget.map(|b| (b / share).max(Duration::from_millis(1))), ..opts.rounds };
+    let read_plan = RoundsPlan {
+        budget: budget.map(|b| (b / share).max(Duration::from_millis(1))),
+        run_time: opts.sizing.map(|s| s.read_time),
+        ..opts.rounds
+    };
     run_set(WARM_READS, opts, work, pristine, &reads, &read_plan, observer, out)?;
     if crate::measure::stop_requested() {
         return Ok(());
     }
     if !cold.is_empty() {
-        let cold_plan = RoundsPlan { budget: budget.map(|b| (b / share).max(Duration::from_secs(1))), ..opts.rounds };
+        let cold_plan = RoundsPlan {
+            budget: budget.map(|b| (b / share).max(Duration::from_secs(1))),
+            run_time: opts.sizing.map(|s| s.cold_time),
+            ..opts.rounds
+        };
         run_set(COLD_READS, opts, work, pristine, &cold, &cold_plan, observer, out)?;
         if crate::measure::stop_requested() {
             return Ok(());
@@ -183,15 +191,18 @@ fn run_set(
     Ok(())
 }
 
-/// Writes of a write arm's warm-up when its runs are sized by time: the
-/// run its operations per run are judged from.
+/// Operations of an arm's warm-up and sizing run when its runs are sized
+/// by time: few, so that an arm whose operation takes milliseconds (a GET
+/// from an object store) does not spend its share of the budget before
+/// its first round; its runs are then sized from the second of them.
 const SIZING_WRITES: u64 = 20;
+const SIZING_READS: u64 = 200;
+const SIZING_COLD_READS: u64 = 50;
 
-/// Operations per run of `step`: with rounds sized by time, a fixed number
-/// of reads (warm or cold) and [`SIZING_WRITES`] until the warm-up sizes
-/// the writes; else one read per blob and `write_fraction` of them written.
-/// A committed arm writes whole batches, so no write is left uncommitted at
-/// the end of the loop.
+/// Operations per run of `step`: with rounds sized by time, the few of
+/// its sizing run until the rounds size it; else one read per blob and
+/// `write_fraction` of them written. A committed arm writes whole batches,
+/// so no write is left uncommitted at the end of the loop.
 fn ops_per_run(opts: &SuiteOptions, step: &Step) -> u64 {
     let blobs = u64::from(opts.spec.count);
     let writes = match opts.sizing {
@@ -200,8 +211,8 @@ fn ops_per_run(opts: &SuiteOptions, step: &Step) -> u64 {
     };
     match (opts.sizing, step.update) {
         (_, true) => step.commit_every.map_or(writes, |n| writes.div_ceil(u64::from(n)) * u64::from(n)),
-        (Some(s), false) if step.cold => s.cold_ops,
-        (Some(s), false) => s.read_ops,
+        (Some(_), false) if step.cold => SIZING_COLD_READS,
+        (Some(_), false) => SIZING_READS,
         (None, false) => blobs,
     }
 }
@@ -255,7 +266,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rounds_sized_by_time_read_a_fixed_number_whatever_the_blobs() {
+    fn rounds_sized_by_time_start_from_a_few_operations_whatever_the_blobs() {
         let mut o = SuiteOptions::quick(std::path::PathBuf::from("."));
         o.spec.count = 100_000;
         let all = steps(&[], 100);
@@ -267,11 +278,11 @@ mod tests {
         assert_eq!(ops_per_run(&o, &cold), 100_000);
         assert_eq!(ops_per_run(&o, write), 10_000, "and a tenth of them written");
         let write_time = Duration::from_millis(150);
-        o.sizing = Some(super::super::RoundSizing { read_ops: 4000, cold_ops: 1000, write_time });
+        o.sizing = Some(super::super::RoundSizing { read_time: write_time, cold_time: write_time, write_time });
         for count in [10_000, 25_000, 100_000] {
             o.spec.count = count;
-            assert_eq!(ops_per_run(&o, read), 4000);
-            assert_eq!(ops_per_run(&o, &cold), 1000);
+            assert_eq!(ops_per_run(&o, read), SIZING_READS, "until the warm-up sizes it");
+            assert_eq!(ops_per_run(&o, &cold), SIZING_COLD_READS);
             assert_eq!(ops_per_run(&o, write), SIZING_WRITES, "until the warm-up sizes it");
             assert_eq!(ops_per_run(&o, batched), 100, "a whole batch of --commit-every 100");
         }

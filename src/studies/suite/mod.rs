@@ -71,6 +71,16 @@ pub fn needed_bytes(spec: &DatasetSpec, engines: usize) -> u64 {
 /// Runs the suite. On Ctrl-C it stops after the current run and returns
 /// what was measured, marked incomplete.
 pub fn run_suite(opts: &SuiteOptions, observer: &dyn SuiteObserver) -> Result<SuiteOutcome> {
+    run_suite_then(opts, observer, &mut |_, _| Ok(()))
+}
+
+/// [`run_suite`], then `then` on the work directory while its datasets
+/// are still there (advise runs its clients on them), unless stopped.
+pub fn run_suite_then(
+    opts: &SuiteOptions,
+    observer: &dyn SuiteObserver,
+    then: &mut dyn FnMut(&Path, &mut SuiteOutcome) -> Result<()>,
+) -> Result<SuiteOutcome> {
     let started = opts.rounds.clock.now();
     let scan = opts.from.as_deref().map(from_dir::scan).transpose()?;
     let mut opts = opts.clone();
@@ -117,7 +127,13 @@ pub fn run_suite(opts: &SuiteOptions, observer: &dyn SuiteObserver) -> Result<Su
         setup: std::time::Duration::ZERO,
         past_deadline: false,
     };
-    let measured = measure_all(opts, scan.as_ref(), started, work.path(), observer, &mut outcome);
+    let measured = measure_all(opts, scan.as_ref(), started, work.path(), observer, &mut outcome).and_then(|()| {
+        if stop_requested() {
+            Ok(())
+        } else {
+            then(work.path(), &mut outcome)
+        }
+    });
     if opts.keep {
         let kept = work.keep();
         outcome.notes.push(format!("datasets kept in {}", kept.display()));
@@ -127,6 +143,40 @@ pub fn run_suite(opts: &SuiteOptions, observer: &dyn SuiteObserver) -> Result<Su
         && outcome.experiments.len() == selected(opts).len() + usize::from(has_control(opts)) + cold_steps(opts).len()
         && outcome.rounds.iter().all(|r| r.stop != rounds::StopReason::Interrupted);
     Ok(outcome)
+}
+
+/// One session that reads as experiment `read_id` and writes as
+/// `write_id` (both of one layout) on the suite's dataset in `work`: its
+/// settings (the writes', with the reads' access path) and its dataset.
+/// None when the two are not experiments of `opts` on one layout.
+pub(crate) fn mixed_settings(
+    opts: &SuiteOptions,
+    work: &Path,
+    read_id: &str,
+    write_id: &str,
+) -> Option<(crate::records::EngineSettings, std::path::PathBuf)> {
+    let all = steps::steps(&opts.engines, opts.commit_every);
+    let read = all.iter().find(|s| s.id == read_id)?;
+    let write = all.iter().find(|s| s.id == write_id)?;
+    if read.layout != write.layout {
+        return None;
+    }
+    let path = dataset_path(work, write.layout);
+    let mut db = write.db.clone();
+    db.access = read.db.access;
+    db.mmap_bytes = match read.db.mmap_bytes {
+        m if m < 0 => std::fs::metadata(&path).map(|m| m.len() as i64).unwrap_or(0),
+        m => m,
+    };
+    let files = crate::records::FileParams { read: read.files.read, ..write.files };
+    let settings = crate::records::EngineSettings {
+        db,
+        files,
+        kv: write.kv,
+        commit_every: write.commit_every,
+        ..Default::default()
+    };
+    Some((settings, path))
 }
 
 /// The database settings of the suite's experiment `id` (for a check that

@@ -54,16 +54,16 @@ pub struct SuiteOptions {
     pub s3: S3Params,
 }
 
-/// Rounds whose cost does not grow with the dataset: each read run makes a
-/// fixed number of reads and each write run is sized by time, their keys
-/// drawn at random over the whole dataset, anew each round (the same for
-/// every arm of a round).
+/// Rounds whose cost does not grow with the dataset or with the cost of an
+/// operation: each run, read or write, is sized by time from an untimed
+/// run after its warm-up, its keys drawn at random over the whole dataset,
+/// anew each round (the same for every arm of a round).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RoundSizing {
-    /// Reads per warm read run.
-    pub read_ops: u64,
-    /// Reads per cold read run.
-    pub cold_ops: u64,
+    /// The time each warm read run is sized to take ([`RoundsPlan::run_time`]).
+    pub read_time: Duration,
+    /// The time each cold read run is sized to take, from a cold untimed run.
+    pub cold_time: Duration,
     /// The time each write arm's run is sized to take, from an untimed run after its warm-up
     /// ([`RoundsPlan::run_time`]).
     pub write_time: Duration,

@@ -4,6 +4,7 @@
 //! chart it comes from, and what would change the answer. Everything is
 //! computed from the result file by `studies::advise::rank`.
 
+pub mod clients;
 mod headline;
 mod terminal;
 pub mod words;
@@ -86,6 +87,7 @@ fn blocks(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &
     b.extend(notes(r, s).into_iter().map(Block::Note));
     b.push(Block::Heading(format!("Ranking at {}:{} reads:writes", s.workload.mix_reads, s.workload.mix_writes)));
     b.push(Block::Table(ranking_table(r, s)));
+    b.extend(clients::blocks(file, s, sfx));
     let rows = evidence(file, r, s, label, sfx);
     if !rows.is_empty() {
         b.push(Block::Heading("Evidence: each candidate against the leader".into()));

@@ -26,6 +26,7 @@ pub fn terminal(file: &ResultFile, _colour: bool) -> String {
     blocks.extend(notes(&r, s).into_iter().map(Block::Note));
     blocks.push(Block::Paragraph(words::recommendation(&r, s)));
     blocks.push(Block::Table(table(&r, s)));
+    blocks.extend(super::clients::terminal_blocks(file));
     let lines = decisive(&r, s);
     if !lines.is_empty() {
         let all = evidence(file, &r, s, "", "").len();

@@ -1,0 +1,133 @@
+use super::*;
+use crate::measure::rounds::synthetic;
+use crate::measure::LatencySink;
+use crate::records::EngineKind;
+
+#[test]
+fn client_counts_double_up_to_n() {
+    assert_eq!(levels(1), [1]);
+    assert_eq!(levels(2), [1, 2]);
+    assert_eq!(levels(8), [1, 2, 4, 8]);
+    assert_eq!(levels(6), [1, 2, 4, 6]);
+    assert_eq!(levels(1024).len(), 11);
+}
+
+#[test]
+fn bad_plans_are_refused() {
+    let plan = |clients, are, p99_write| ClientsPlan { clients, are, p99_write, rate: None };
+    assert!(plan(0, ClientsAre::Threads, None).validate().unwrap_err().to_string().contains("--clients 0"));
+    assert!(plan(1025, ClientsAre::Threads, None).validate().is_err());
+    assert!(plan(4, ClientsAre::Threads, Some(Duration::ZERO))
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("--p99-write"));
+    assert!(plan(4, ClientsAre::Processes, None).validate().is_err());
+    assert!(plan(1024, ClientsAre::Threads, Some(Duration::from_millis(5))).validate().is_ok());
+    for rate in [0.0, -1.0] {
+        let p = ClientsPlan { rate: Some(rate), ..plan(2, ClientsAre::Threads, None) };
+        assert!(p.validate().unwrap_err().to_string().contains("--rate"));
+    }
+}
+
+/// A latency histogram of `values` (ns), serialised.
+fn histogram(values: &[u64]) -> (Latency, String) {
+    let mut l = Latency::new();
+    for &v in values {
+        l.record(v);
+    }
+    let text = l.to_base64();
+    (l, text)
+}
+
+#[test]
+fn merged_histograms_give_the_percentiles_of_every_sample_pooled() {
+    // Four clients, one slow: averaging their p99s would hide it.
+    let clients: Vec<Vec<u64>> =
+        (0..4u64).map(|c| (1..=1000u64).map(|i| if c == 3 { i * 1000 * 50 } else { i * 1000 + c }).collect()).collect();
+    let encoded: Vec<String> = clients.iter().map(|v| histogram(v).1).collect();
+    let merged = merge_histograms(&encoded.iter().map(String::as_str).collect::<Vec<_>>()).unwrap();
+    let pooled: Vec<u64> = clients.concat();
+    let (all, _) = histogram(&pooled);
+    assert_eq!(merged.count(), 4000);
+    assert_eq!(merged.summary(), all.summary(), "exactly the pooled samples' histogram");
+    assert!(merge_histograms(&["not base64"]).is_err());
+}
+
+fn record(store: Store, clients: u32, write_p99_us: f64) -> ClientsArmRecord {
+    let latency = LatencySummary { count: 10, p99_us: write_p99_us, ..LatencySummary::default() };
+    ClientsArmRecord {
+        id: arm_id(store, clients),
+        candidate: store.name().into(),
+        clients,
+        ops_per_run: 100,
+        busy_waits: u64::from(clients) * 3,
+        classes: vec![ClassLatency { class: "overwrite".into(), latency, histogram: String::new() }],
+    }
+}
+
+/// SQLite leads alone and at 2 clients; at 4 the files' throughput,
+/// which grows with clients, passes it.
+fn scaling() -> (ClientsSection, RoundSet) {
+    let (db, files) = (Store::Sqlite, Store::FilesReplace);
+    let lmdb = Store::Engine(EngineKind::from_name("lmdb").unwrap());
+    let mut arms = Vec::new();
+    for n in [1, 2, 4] {
+        arms.extend([record(db, n, 300.0), record(files, n, 900.0 * f64::from(n)), record(lmdb, n, 200.0)]);
+    }
+    let ids: Vec<String> = arms.iter().map(|a| a.id.clone()).collect();
+    // µs per op over all clients, by arm, in six rounds; round 3 is busy.
+    let row = |load: f64| {
+        vec![10.0, 30.0, 20.0, 10.0, 15.0, 20.0, 10.0, 7.5, 25.0].into_iter().map(|x| x * load).collect::<Vec<_>>()
+    };
+    let rows: Vec<Vec<f64>> = [1.0, 1.0, 3.0, 1.0, 1.0, 1.0].into_iter().map(row).collect();
+    let set = synthetic(ROUNDS_ID, &ids.iter().map(String::as_str).collect::<Vec<_>>(), &rows);
+    let section = ClientsSection {
+        clients: 4,
+        are: ClientsAre::Threads,
+        levels: vec![1, 2, 4],
+        p99_write_us: None,
+        rate_ops_s: None,
+        arms,
+    };
+    (section, set)
+}
+
+#[test]
+fn the_ranking_at_n_is_by_throughput_with_paired_intervals() {
+    let (section, set) = scaling();
+    let at1 = at(&section, &set, 1);
+    let order: Vec<Store> = at1.ranked.iter().map(|a| a.store).collect();
+    assert_eq!(order[0], Store::Sqlite);
+    assert_eq!(order[2], Store::FilesReplace);
+    assert!((at1.ranked[0].ops_per_s - 100_000.0).abs() < 1e-6, "1e6 / 10 µs");
+    assert!(at1.ranked[0].against_leader.is_none());
+    let files = at1.ranked[2].against_leader.clone().unwrap();
+    // The busy round slowed every arm alike: the paired ratio is exact.
+    assert!((files.value - 3.0).abs() < 1e-9 && (files.low - 3.0).abs() < 1e-9, "{files:?}");
+    let at4 = at(&section, &set, 4);
+    assert_eq!(at4.ranked[0].store, Store::FilesReplace);
+    assert_eq!(at4.ranked[0].write_p99_us, Some(3600.0));
+    assert_eq!(at4.ranked[1].busy_waits, 12);
+}
+
+#[test]
+fn a_write_p99_over_the_need_excludes_at_n() {
+    let (mut section, set) = scaling();
+    section.p99_write_us = Some(1000.0);
+    let at4 = at(&section, &set, 4);
+    assert_eq!(at4.over_p99.iter().map(|a| a.store).collect::<Vec<_>>(), [Store::FilesReplace]);
+    assert_eq!(at4.ranked[0].store, Store::Sqlite, "the next by throughput leads");
+    assert!(at4.ranked.iter().all(|a| a.write_p99_us.unwrap() <= 1000.0));
+}
+
+#[test]
+fn the_client_count_where_the_leader_changes_is_named() {
+    let (section, set) = scaling();
+    let (leaders, change) = leader_change(&section, &set);
+    assert_eq!(leaders, [(1, Some(Store::Sqlite)), (2, Some(Store::Sqlite)), (4, Some(Store::FilesReplace))]);
+    assert_eq!(change, Some(4));
+    // At one client the ranking is today's: one level, no change.
+    let one = ClientsSection { levels: vec![1], ..section };
+    assert_eq!(leader_change(&one, &set).1, None);
+}
