@@ -34,7 +34,9 @@ pub struct DropArgs {
 pub fn drop(args: DropArgs) -> anyhow::Result<()> {
     let (what, dropped) = match (&args.dir, &args.prefix, &args.s3, &args.s3_bucket) {
         (Some(dir), ..) => (dir.display().to_string(), s3::drop_dataset(dir, &S3Params::default())?),
-        (None, Some(prefix), Some(url), Some(bucket)) => (prefix.clone(), s3::drop_prefix(url, bucket, prefix, &S3Params::default())?),
+        (None, Some(prefix), Some(url), Some(bucket)) => {
+            (prefix.clone(), s3::drop_prefix(url, bucket, prefix, &S3Params::default())?)
+        }
         _ => anyhow::bail!("give a dataset's directory, or --prefix with --s3 URL and --s3-bucket NAME"),
     };
     println!("{}", dropped_line(&what, &dropped));

@@ -310,6 +310,20 @@ pub fn record_owner(dir: &Path) -> Result<()> {
     write_users(dir, &[User::me()])
 }
 
+/// Takes this process off the users of `dir`'s server when it stops a
+/// server it started outside [`Shared`]: a live process listed in the
+/// owner file is a user, whom the next process would wait for or join.
+/// The file goes when no live user is left.
+pub fn release_owner(dir: &Path) {
+    let me = std::process::id() as i32;
+    let rest: Vec<User> = users(dir).into_iter().filter(|u| u.pid != me && u.live()).collect();
+    if rest.is_empty() {
+        remove_owner(dir);
+    } else {
+        let _ = write_users(dir, &rest);
+    }
+}
+
 /// Refuses to stop the server of the dataset in `dir` (named `label` in
 /// the error) while another live blobbench process uses it.
 pub fn check_not_in_use(dir: &Path, label: &Path) -> Result<()> {

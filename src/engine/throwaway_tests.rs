@@ -142,3 +142,23 @@ fn a_killed_build_is_found_beside_its_target() {
     }
     assert_eq!(killed_builds(&target, EngineKind::Postgres), [killed]);
 }
+
+/// A server started and stopped outside `Shared` (a build's, a test's)
+/// takes its starter off the owner file, so the next process starts the
+/// server instead of joining one that no longer runs; another live user
+/// stays listed.
+#[test]
+fn a_server_stopped_by_its_starter_leaves_no_live_user_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    record_owner(dir.path()).unwrap();
+    assert_eq!(users(dir.path()).len(), 1);
+    release_owner(dir.path());
+    assert!(!dir.path().join(OWNER).exists(), "no user left: no owner file");
+
+    record_owner(dir.path()).unwrap();
+    let mut other = other_user(dir.path());
+    release_owner(dir.path());
+    assert_eq!(live_others(dir.path()), [other.id() as i32], "the other user is kept");
+    other.kill().unwrap();
+    other.wait().unwrap();
+}

@@ -189,7 +189,9 @@ impl Cluster {
     /// written) and waits for it.
     pub fn stop(mut self) -> Result<()> {
         self.running = false;
-        stop(&self.data, &self.bins, self.run_as, "fast")
+        let stopped = stop(&self.data, &self.bins, self.run_as, "fast");
+        throwaway::release_owner(dataset_of(&self.data));
+        stopped
     }
 
     /// The postmaster's pid, from `postmaster.pid` (for the crash test).
@@ -231,6 +233,7 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         if self.running {
             let _ = stop(&self.data, &self.bins, self.run_as, "fast");
+            throwaway::release_owner(dataset_of(&self.data));
         }
     }
 }

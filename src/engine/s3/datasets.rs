@@ -12,8 +12,8 @@ use serde::Serialize;
 use super::build::{finish_with, remove_prefix};
 use super::client::{Client, Store};
 use super::descriptor::{check_bucket, is_dataset_prefix, Descriptor, DESCRIPTOR, MARKER, ROOT};
-use super::reach::user_store;
 use super::provider;
+use super::reach::user_store;
 use crate::records::S3Params;
 use crate::{Error, Result};
 

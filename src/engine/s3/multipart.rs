@@ -83,8 +83,7 @@ impl Client {
     fn create_upload(&self, key: &str) -> Result<String> {
         let call = Call { op: "POST (create multipart upload)", key };
         let url = self.store.bucket.create_multipart_upload(Some(&self.store.credentials), key).sign(SIGNED_FOR);
-        let mut resp =
-            self.agent.post(url.as_str()).send_empty().map_err(|e| self.transport(call, e, None))?;
+        let mut resp = self.agent.post(url.as_str()).send_empty().map_err(|e| self.transport(call, e, None))?;
         self.check(call, &mut resp)?;
         let text = read_text(&mut resp);
         let created = CreateMultipartUpload::parse_response(&text)

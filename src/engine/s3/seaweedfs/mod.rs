@@ -321,6 +321,7 @@ impl Mini {
         let stopped = stop_all(&[child.id() as i32], STOP_GRACE, &self.layout.root);
         let _ = child.wait();
         let _ = std::fs::remove_file(self.layout.pid());
+        throwaway::release_owner(self.layout.dataset());
         stopped
     }
 }

@@ -275,7 +275,7 @@ impl Cluster {
         for name in SERVERS.iter().chain(&["memcached"]) {
             let _ = std::fs::remove_file(self.layout.pid(name));
         }
-        let _ = std::fs::remove_file(self.dir.join(throwaway::OWNER));
+        throwaway::release_owner(&self.dir);
         stopped
     }
 }
