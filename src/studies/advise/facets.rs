@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use super::section::{CrashFact, CrashFacts, CrashSource};
 use super::{rules, AdviseOptions};
-use crate::records::SizeSource;
+use crate::engine::s3::Server;
+use crate::records::{EngineKind, SizeSource};
 use crate::studies::aging::{self, AgePoint, AgingObserver, AgingOptions, AgingSection, SizeSetting};
 use crate::studies::crashtest::{self, CrashOptions, Method, PowerCutSection};
 use crate::studies::matrix::{self, MatrixOptions, MatrixSection};
@@ -153,6 +154,32 @@ pub(super) fn aging_options(opts: &AdviseOptions, (count, mean): (u32, f64), tho
 /// (both durability needs, so the page can say what the other need would
 /// change) where FUSE works; else the documented table, saying why.
 pub(super) fn crash_facts(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> (CrashFacts, Option<PowerCutSection>) {
+    let (mut facts, section) = power_cut_facts(opts, observer);
+    facts.methods.extend(server_facts(opts));
+    (facts, section)
+}
+
+/// What the S3 candidate's server is known to promise: a throwaway server
+/// that answers a PUT before it is on disk never acknowledges a write as
+/// durable, however a process kill leaves it (`Server::syncs_puts`).
+fn server_facts(opts: &AdviseOptions) -> Option<CrashFact> {
+    let s3 = rules::Store::Engine(EngineKind::S3);
+    if !opts.stores().contains(&s3) || opts.s3.url.is_some() {
+        return None;
+    }
+    let server = Server::from_setting(opts.s3.server.as_deref()).ok()?;
+    (!server.syncs_puts()).then(|| CrashFact {
+        method: s3.crash_method(opts.durability),
+        acknowledges_durability: false,
+        cuts: 0,
+        lost_after_ack: 0,
+        torn: 0,
+        integrity_failures: 0,
+    })
+}
+
+/// The power-cut run's facts, or the documented table, saying why.
+fn power_cut_facts(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> (CrashFacts, Option<PowerCutSection>) {
     let documented = |why: String| CrashFacts {
         source: CrashSource::Documented,
         model: rules::CRASH_MODEL.name().into(),
