@@ -376,6 +376,24 @@ mod tests {
         assert_eq!(facts.methods, rules::documented());
     }
 
+    /// S3 on SeaweedFS, which answers a PUT before it is on disk, is known
+    /// not to acknowledge durability; on Swift, or on a store the user
+    /// runs, nothing is claimed beyond what was measured.
+    #[test]
+    fn s3_on_a_server_that_does_not_sync_its_puts_never_acknowledges_durability() {
+        let d = tempfile::tempdir().unwrap();
+        let mut o = options(d.path());
+        o.engines = vec![EngineKind::S3];
+        let s3 = rules::Store::Engine(EngineKind::S3).crash_method(o.durability);
+        let fact = |o: &AdviseOptions| facets::crash_facts(o, &Quiet).0.of(&s3).cloned();
+        o.s3 = S3Params::on_server(Some("seaweedfs"));
+        assert_eq!(fact(&o).map(|f| f.acknowledges_durability), Some(false));
+        o.s3 = S3Params::on_server(Some("swift"));
+        assert_eq!(fact(&o), None);
+        o.s3 = S3Params { url: Some("http://127.0.0.1:1".into()), ..S3Params::on_server(Some("seaweedfs")) };
+        assert_eq!(fact(&o), None);
+    }
+
     #[test]
     fn bad_plans_are_refused_before_any_work() {
         let d = tempfile::tempdir().unwrap();
