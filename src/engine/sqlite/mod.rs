@@ -2,6 +2,7 @@
 //! BLOB)`) opened with a run's pragmas. The session (`session.rs`) makes the
 //! raw SQLite calls kvtest.c makes.
 
+mod busy;
 pub mod error;
 pub mod from_dir;
 pub(crate) mod init;
@@ -12,6 +13,7 @@ mod stat;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use busy::busy_delay;
 pub use session::DbSession;
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};

@@ -10,6 +10,7 @@ use rusqlite::{ffi, Connection, OpenFlags};
 
 use crate::engine::api::{take, Session, SessionInfo, SqliteStats};
 use crate::engine::keep::Lease;
+use crate::engine::sqlite::busy::busy_delay;
 use crate::engine::sqlite::error::{conn_error, db_error, failure_error, last_error, open_io_cause};
 use crate::engine::sqlite::raw::{self, Db};
 
@@ -45,11 +46,10 @@ enum Txn {
     Immediate { batch: WriteBatch, open: bool },
 }
 
-/// How long a client waits for the write lock before giving up, and the
-/// pauses between its tries: SQLite's own busy handler's (`sqliteDefaultBusyCallback`),
-/// so the waits are those of `sqlite3_busy_timeout`, but counted.
-const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-const BUSY_DELAYS_MS: [u64; 12] = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
+/// How long a client waits for the write lock before giving up, in
+/// milliseconds, with the pauses of SQLite's own busy handler
+/// ([`busy_delay`]): the waits of `sqlite3_busy_timeout`, but counted.
+const BUSY_TIMEOUT_MS: u32 = 10_000;
 
 pub struct DbSession {
     db: Db<4>,
@@ -244,18 +244,21 @@ impl DbSession {
     fn begin_immediate(&mut self) -> Result<()> {
         // A read's statement or blob handle would pin its snapshot.
         self.db.end_statements();
-        let mut waited = std::time::Duration::ZERO;
-        for tries in 0u64.. {
+        let mut waits = 0u32;
+        loop {
             let conn = self.db.conn();
-            match conn.execute_batch("BEGIN IMMEDIATE") {
+            let e = match conn.execute_batch("BEGIN IMMEDIATE") {
                 Ok(()) => break,
-                Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) && waited < BUSY_TIMEOUT => {
-                    let pause = std::time::Duration::from_millis(BUSY_DELAYS_MS[(tries as usize).min(11)]);
-                    std::thread::sleep(pause);
-                    waited += pause;
+                Err(e) => e,
+            };
+            let busy = e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy);
+            match busy.then(|| busy_delay(waits, BUSY_TIMEOUT_MS)).flatten() {
+                Some(ms) => {
+                    std::thread::sleep(std::time::Duration::from_millis(ms));
+                    waits += 1;
                     self.busy_waits += 1;
                 }
-                Err(e) => return Err(conn_error(conn, &self.path, "cannot take the write lock (BEGIN IMMEDIATE)", e)),
+                None => return Err(conn_error(conn, &self.path, "cannot take the write lock (BEGIN IMMEDIATE)", e)),
             }
         }
         if let Txn::Immediate { open, .. } = &mut self.txn {
