@@ -315,13 +315,18 @@ pub fn at(section: &ClientsSection, set: &RoundSet, clients: u32) -> RankingAt {
     RankingAt { clients, ranked, over_p99 }
 }
 
-/// The leader at each client count, and the first count at which it
-/// differs from the leader at one client (None: it never changes).
+/// The leader at each client count, and the first count at which another
+/// candidate beats the leader at one client beyond the noise: its paired
+/// interval against that leader, at that count, lies wholly on its side
+/// (None: it never changes; a leader by the median alone is a tie).
 pub fn leader_change(section: &ClientsSection, set: &RoundSet) -> (Vec<(u32, Option<Store>)>, Option<u32>) {
     let leaders: Vec<(u32, Option<Store>)> =
         section.levels.iter().map(|&n| (n, at(section, set, n).ranked.first().map(|a| a.store))).collect();
     let first = leaders.first().and_then(|l| l.1);
-    let change = leaders.iter().find(|(_, l)| l.is_some() && *l != first).map(|(n, _)| *n);
+    let beats = |n: u32, new: Store| {
+        first.is_none_or(|old| set.ratio(&arm_id(old, n), &arm_id(new, n)).is_some_and(|r| r.low > 1.0))
+    };
+    let change = leaders.iter().find(|(n, l)| l.is_some_and(|l| Some(l) != first && beats(*n, l))).map(|(n, _)| *n);
     (leaders, change)
 }
 

@@ -131,3 +131,21 @@ fn the_client_count_where_the_leader_changes_is_named() {
     let one = ClientsSection { levels: vec![1], ..section };
     assert_eq!(leader_change(&one, &set).1, None);
 }
+
+/// A candidate that leads at N by the median alone, its paired interval
+/// against the one-client leader straddling 1, is a tie, not a change.
+#[test]
+fn a_lead_within_the_noise_is_no_change_of_leader() {
+    let (section, _) = scaling();
+    let ids: Vec<String> = section.arms.iter().map(|a| a.id.clone()).collect();
+    // µs per op; at 4 clients SQLite takes 10 in every round, files take 9
+    // in four rounds and 11 in two.
+    let rows: Vec<Vec<f64>> = [9.0, 9.0, 11.0, 9.0, 11.0, 9.0]
+        .into_iter()
+        .map(|files| vec![10.0, 30.0, 20.0, 10.0, 15.0, 20.0, 10.0, files, 25.0])
+        .collect();
+    let set = synthetic(ROUNDS_ID, &ids.iter().map(String::as_str).collect::<Vec<_>>(), &rows);
+    let (leaders, change) = leader_change(&section, &set);
+    assert_eq!(leaders.last(), Some(&(4, Some(Store::FilesReplace))), "files lead at 4 by the median");
+    assert_eq!(change, None, "but SQLite was faster in two of six rounds");
+}

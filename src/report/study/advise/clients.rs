@@ -110,7 +110,7 @@ pub fn change(section: &ClientsSection, set: &crate::measure::rounds::RoundSet) 
             )
         }
         None => format!(
-            "With clients the leader does not change: {} leads at every count measured ({}).",
+            "With clients the leader does not change beyond the noise: {} leads or ties at every count measured ({}).",
             name(leaders.first().and_then(|l| l.1)),
             section.levels.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
         ),
