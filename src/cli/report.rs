@@ -18,7 +18,8 @@ pub struct ReportArgs {
     /// [default: blobbench-report]
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// html writes a directory; markdown and text print to standard output
+    /// html writes a directory; markdown and text print to standard output;
+    /// json prints the merged result, for scripts (--merge only)
     /// [default: html; text with --merge].
     #[arg(long, value_enum)]
     pub format: Option<Format>,
@@ -41,6 +42,7 @@ pub enum Format {
     Html,
     Markdown,
     Text,
+    Json,
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
@@ -48,6 +50,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         return merge(&args);
     }
     let format = args.format.unwrap_or(Format::Html);
+    if format == Format::Json {
+        bail!("--format json prints merged runs (--merge); a result file is already JSON");
+    }
     if format != Format::Html && args.out.is_some() {
         bail!("--out is for --format html; markdown and text are printed to standard output");
     }
@@ -59,6 +64,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     let baseline = baseline.as_ref();
     match format {
         Format::Text => print!("{}", report::text_summary(&files, baseline)),
+        Format::Json => unreachable!("refused above"),
         Format::Markdown => print!("{}", report::markdown(&files, baseline)),
         Format::Html => {
             let out = args.out.unwrap_or_else(|| PathBuf::from("blobbench-report"));
@@ -87,7 +93,8 @@ fn merge(args: &ReportArgs) -> anyhow::Result<()> {
     match args.format.unwrap_or(Format::Text) {
         Format::Text => print!("{}", report::merged_text(&merged)),
         Format::Markdown => print!("{}", report::merged_markdown(&merged)),
-        Format::Html => bail!("--merge prints text or markdown (--format text|markdown)"),
+        Format::Json => println!("{}", serde_json::to_string_pretty(&merged)?),
+        Format::Html => bail!("--merge prints text, markdown or json (--format text|markdown|json)"),
     }
     Ok(())
 }
