@@ -57,7 +57,7 @@ impl ParallelArm {
         let survey = engine.survey(false)?;
         let max_id = match opts.max_id.or(survey.max_key) {
             Some(m) => m,
-            None => largest_key(engine.as_ref())?,
+            None => run::largest_key(engine.as_ref())?,
         };
         Ok(ParallelArm { engine, opts: opts.clone(), threads, max_id, info: None, cache_files: None })
     }
@@ -98,15 +98,22 @@ impl Arm for ParallelArm {
     }
 }
 
-/// The largest key, from one untimed session that asks for it.
-fn largest_key(engine: &dyn Engine) -> Result<u32> {
-    let session = engine.open(OpenMode { find_max: true, ..OpenMode::READ })?;
-    let max = session.info().max_key;
-    session.close()?;
-    match max {
-        Some(m) if m > 0 => Ok(m),
-        _ => Err(Error::bad_input(engine.path(), "holds no blobs")),
-    }
+/// One of several threads' sessions that start together: each opens its
+/// own, waits at `barrier` until all have, then runs the one timed loop,
+/// with a latency histogram of its own when `latency` (merged after the
+/// run: nothing is shared inside the loop).
+pub fn session_in_step<K: FnOnce(u32) -> KeySequence>(
+    engine: &dyn Engine,
+    spec: SessionSpec<'_, K>,
+    latency: bool,
+    barrier: &Barrier,
+) -> Result<(SessionRun, Option<Latency>)> {
+    let mut hist = latency.then(Latency::new);
+    let ready = || {
+        barrier.wait();
+    };
+    let run = timed_session(engine, spec, hist.as_mut(), &ready, &mut |_| {})?;
+    Ok((run, hist))
 }
 
 /// Where thread `i` of `n` starts: its own random stream, or an even share
@@ -142,7 +149,6 @@ fn one_run(
                 let count = opts.count / u64::from(threads) + u64::from(u64::from(i) < opts.count % u64::from(threads));
                 let barrier = &barrier;
                 s.spawn(move || {
-                    let mut hist = want_latency.then(Latency::new);
                     let spec = SessionSpec {
                         mode: OpenMode::measured(false, false),
                         max_id: Some(max_id),
@@ -150,16 +156,7 @@ fn one_run(
                         count,
                         work: Work::Read,
                     };
-                    let run = timed_session(
-                        engine,
-                        spec,
-                        hist.as_mut(),
-                        &|| {
-                            barrier.wait();
-                        },
-                        &mut |_| {},
-                    )?;
-                    Ok((run, hist))
+                    session_in_step(engine, spec, want_latency, barrier)
                 })
             })
             .collect();

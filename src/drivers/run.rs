@@ -374,7 +374,7 @@ pub(crate) fn validate(opts: &RunOptions) -> Result<()> {
 
 /// The largest key, asked of a session opened outside every timer (SQLite
 /// otherwise finds it inside its timed setup, as kvtest does).
-fn largest_key(engine: &dyn Engine) -> Result<u32> {
+pub(crate) fn largest_key(engine: &dyn Engine) -> Result<u32> {
     let session = engine.open(OpenMode { find_max: true, ..OpenMode::READ })?;
     let max = session.info().max_key;
     session.close()?;

@@ -46,6 +46,11 @@ const KILL_WAIT: Duration = Duration::from_secs(10);
 /// server (a Swift cluster may take minutes to start beside a build).
 const LOCK_WAIT: Duration = Duration::from_secs(300);
 
+/// How long the process a server dies with waits, when done with it, for
+/// the other processes that use it to finish theirs before it stops the
+/// server anyway: long enough for another run's study, not for ever.
+const USERS_WAIT: Duration = Duration::from_secs(3600);
+
 /// A throwaway server that several processes can share.
 pub trait Server: Sized {
     /// Starts the server of the dataset in `dir` (no other process uses it;
@@ -89,7 +94,7 @@ impl<T: Server> Shared<T> {
         if let Some(server) = running.iter().find(|(k, _)| *k == dir).and_then(|(_, s)| s.upgrade()) {
             return Ok(server);
         }
-        let lock = DirLock::take(&dir)?;
+        let lock = DirLock::take(&dir, LOCK_WAIT)?;
         let start = live_others(&dir).is_empty();
         let server = if start { T::start(&dir)? } else { T::join(&dir)? };
         if let Err(e) = register(&dir) {
@@ -138,7 +143,7 @@ impl<T: Server> Lease<T> {
     /// Stops the server now, its errors returned; refused while another
     /// live blobbench process uses it (it is then left running for them).
     pub fn stop(mut self) -> Result<()> {
-        let lock = DirLock::take(&self.dir)?;
+        let lock = DirLock::take(&self.dir, LOCK_WAIT)?;
         if let Some(other) = live_others(&self.dir).first() {
             let why = format!("cannot stop its server while blobbench process {other} uses it");
             drop(lock);
@@ -151,35 +156,49 @@ impl<T: Server> Lease<T> {
     }
 }
 
+/// A drop has no one to give `release`'s error to; what matters is that
+/// every wait in it is bounded.
 impl<T: Server> Drop for Lease<T> {
     fn drop(&mut self) {
         if let Some(server) = self.server.take() {
-            release(&self.dir, server);
+            let _ = release(&self.dir, server, USERS_WAIT);
         }
     }
 }
 
 /// Lets go of `server`: stops it when no other live process uses it, else
-/// leaves it to them (waiting for them first when it ends with this
-/// process).
-fn release<T: Server>(dir: &Path, server: T) {
+/// leaves it to them (waiting for them first, up to `users_wait`, when it
+/// ends with this process). An error says why the server was stopped
+/// without its lock, or while another process still used it.
+fn release<T: Server>(dir: &Path, server: T, users_wait: Duration) -> Result<()> {
+    let deadline = Instant::now() + users_wait;
     loop {
-        let Ok(lock) = DirLock::take(dir) else {
-            // No lock to be had within its bound: stopping is what a
-            // process alone on its server would do.
-            let _ = server.stop();
-            return;
+        let lock = match DirLock::take(dir, LOCK_WAIT) {
+            Ok(lock) => lock,
+            Err(e) => {
+                // No lock to be had within its bound: stopping is what a
+                // process alone on its server would do.
+                let _ = server.stop();
+                return Err(e);
+            }
         };
         let others = live_others(dir);
-        if others.is_empty() {
+        let Some(&other) = others.first() else {
             remove_owner(dir);
-            let _ = server.stop();
-            return;
-        }
+            return server.stop();
+        };
         if !server.ends_with_this_process() {
             let _ = deregister(dir);
             server.leave();
-            return;
+            return Ok(());
+        }
+        if Instant::now() >= deadline || stop_requested() {
+            // It dies with this process anyway: stopped cleanly instead.
+            let _ = deregister(dir);
+            let _ = server.stop();
+            let secs = users_wait.as_secs();
+            let why = format!("blobbench process {other} still used its server after {secs} s; stopped it");
+            return Err(Error::bad_input(&dir.join(LOCK), why));
         }
         drop(lock);
         std::thread::sleep(Duration::from_millis(50));
@@ -187,13 +206,14 @@ fn release<T: Server>(dir: &Path, server: T) {
 }
 
 /// An exclusive lock on a dataset's [`LOCK`] file, released when dropped
-/// (or when its process dies).
+/// (or when its process dies). The file holds its holder's pid, for the
+/// error of a process that waited too long for it.
 struct DirLock {
     _file: std::fs::File,
 }
 
 impl DirLock {
-    fn take(dir: &Path) -> Result<DirLock> {
+    fn take(dir: &Path, wait: Duration) -> Result<DirLock> {
         let path = dir.join(LOCK);
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -202,10 +222,17 @@ impl DirLock {
             .write(true)
             .open(&path)
             .map_err(|e| Error::io(&path, "cannot open the server's lock file", e))?;
-        let deadline = Instant::now() + LOCK_WAIT;
+        let deadline = Instant::now() + wait;
         loop {
             match file.try_lock() {
-                Ok(()) => return Ok(DirLock { _file: file }),
+                Ok(()) => {
+                    use std::os::unix::fs::FileExt;
+                    let pid = std::process::id().to_string();
+                    file.set_len(0)
+                        .and_then(|()| file.write_all_at(pid.as_bytes(), 0))
+                        .map_err(|e| Error::io(&path, "cannot write the server's lock file", e))?;
+                    return Ok(DirLock { _file: file });
+                }
                 Err(std::fs::TryLockError::WouldBlock) => {}
                 Err(std::fs::TryLockError::Error(e)) => {
                     return Err(Error::io(&path, "cannot lock the server's lock file", e))
@@ -214,11 +241,13 @@ impl DirLock {
             if stop_requested() {
                 return Err(Error::Interrupted);
             }
-            if Instant::now() > deadline {
-                return Err(Error::bad_input(
-                    dir,
-                    format!("another blobbench process kept its server's lock for over {} s", LOCK_WAIT.as_secs()),
-                ));
+            if Instant::now() >= deadline {
+                let holder = std::fs::read_to_string(&path).ok().and_then(|t| t.trim().parse::<i32>().ok());
+                let holder = match holder.filter(|&pid| alive(pid)) {
+                    Some(pid) => format!("blobbench process {pid}"),
+                    None => "another process".to_string(),
+                };
+                return Err(Error::bad_input(&path, format!("{holder} held it for over {} s", wait.as_secs())));
             }
             std::thread::sleep(Duration::from_millis(20));
         }

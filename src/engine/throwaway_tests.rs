@@ -41,6 +41,10 @@ impl Server for Fake {
     fn leave(self) {
         Fake::log(&self.dir, "leave");
     }
+    /// As Swift's and SeaweedFS's servers, when the test says so.
+    fn ends_with_this_process(&self) -> bool {
+        self.dir.join("dies-with-us").exists()
+    }
 }
 
 /// Another live "blobbench process" using the server in `dir`.
@@ -100,6 +104,34 @@ fn a_server_another_process_uses_is_joined_left_to_it_and_restarted_once_it_died
     assert_eq!(Fake::events(d).last().unwrap(), "start", "its users all dead: a start, which ends what they left");
     drop(last);
     assert_eq!(Fake::events(d).last().unwrap(), "stop");
+}
+
+#[test]
+fn a_lock_held_too_long_is_an_error_naming_its_file_and_holder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let held = DirLock::take(tmp.path(), LOCK_WAIT).unwrap();
+    let err = DirLock::take(tmp.path(), Duration::ZERO).err().expect("the lock is held").to_string();
+    let me = std::process::id();
+    assert!(err.contains(LOCK) && err.contains(&format!("blobbench process {me} held it")), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    drop(held);
+    assert!(DirLock::take(tmp.path(), Duration::ZERO).is_ok(), "free once let go of");
+}
+
+#[test]
+fn a_server_that_dies_with_its_starter_waits_for_other_users_within_a_bound() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("dies-with-us"), "").unwrap();
+    let server = Fake::start(d).unwrap();
+    register(d).unwrap();
+    let mut other = other_user(d);
+    let err = release(d, server, Duration::ZERO).unwrap_err().to_string();
+    assert!(err.contains(LOCK) && err.contains(&format!("blobbench process {} still used", other.id())), "{err}");
+    assert_eq!(Fake::events(d), ["start", "stop"], "stopped cleanly once the wait was over");
+    assert!(users(d).iter().all(|u| u.pid != std::process::id() as i32), "no longer listed");
+    other.kill().unwrap();
+    other.wait().unwrap();
 }
 
 #[test]

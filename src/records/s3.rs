@@ -9,7 +9,8 @@ use std::path::PathBuf;
 pub const DEFAULT_MULTIPART_THRESHOLD: u64 = 64 << 20;
 
 /// How a bucket is named in a request's URL (`--s3-addressing`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Addressing {
     /// As the AWS CLI chooses: the bucket in the host name when it can be
     /// one (a DNS-compatible bucket on an endpoint named by a host name,

@@ -26,7 +26,7 @@ use super::reach::user_store;
 use crate::engine::kv;
 use crate::engine::kvtest_db::copy_rows;
 use crate::engine::report::ExportReport;
-use crate::records::S3Params;
+use crate::records::{Addressing, S3Params};
 use crate::util::interrupt::stop_requested;
 use crate::util::progress::Progress;
 use crate::{Error, Result};
@@ -73,7 +73,20 @@ fn new_descriptor(target: &Path, bucket: &str, endpoint: Option<&str>, replicas:
         id: Some(id),
         endpoint: endpoint.map(|e| e.trim_end_matches('/').to_string()),
         replicas,
+        ca: None,
+        addressing: None,
     }
+}
+
+/// A new export's descriptor on a store the user runs, keeping the CA file
+/// (absolute: `drop` may run elsewhere) and addressing it was reached with.
+fn remote_descriptor(target: &Path, url: &str, bucket: &str, s3: &S3Params) -> Result<Descriptor> {
+    let ca = match &s3.ca {
+        Some(ca) => Some(std::path::absolute(ca).map_err(|e| Error::io(ca, "--s3-ca: cannot resolve", e))?),
+        None => None,
+    };
+    let addressing = (s3.addressing != Addressing::Auto).then_some(s3.addressing);
+    Ok(Descriptor { ca, addressing, ..new_descriptor(target, bucket, Some(url), None) })
 }
 
 fn build_local(db: &Path, target: &Path, force: bool, s3: &S3Params, progress: &dyn Progress) -> Result<ExportReport> {
@@ -139,7 +152,7 @@ fn build_remote(
 ) -> Result<ExportReport> {
     let started = Instant::now();
     let store = Arc::new(user_store(url, bucket, s3)?);
-    let desc = new_descriptor(target, bucket, Some(url), None);
+    let desc = remote_descriptor(target, url, bucket, s3)?;
     let staging = kv::stage(super::KIND, target, force, is_dataset)?;
     let replaced = replaced(target, force);
     if Client::new(store.clone()).any_under(&desc.prefix)? {

@@ -33,7 +33,8 @@ pub struct Dropped {
 /// Removes the S3 dataset at `dir` and its objects: a throwaway cluster
 /// with its directory; on a store the user runs, every object under its
 /// prefix, then its descriptor (kept when the store cannot be reached or
-/// a delete fails, so the same command can be run again).
+/// a delete fails, so the same command can be run again), reached with
+/// the export's CA file and addressing unless `s3` gives others.
 pub fn drop_dataset(dir: &Path, s3: &S3Params) -> Result<Dropped> {
     if !dir.join(DESCRIPTOR).is_file() {
         return Err(Error::bad_input(
@@ -47,7 +48,7 @@ pub fn drop_dataset(dir: &Path, s3: &S3Params) -> Result<Dropped> {
         std::fs::remove_dir_all(dir).map_err(|e| Error::io(dir, "cannot remove", e))?;
         return Ok(Dropped { objects: None, place: "its throwaway server".into(), dir_removed: true });
     };
-    let store = Arc::new(user_store(&endpoint, &desc.bucket, s3)?);
+    let store = Arc::new(user_store(&endpoint, &desc.bucket, &desc.reached_with(s3))?);
     let objects = remove_marked(&store, &desc.prefix).map_err(|e| {
         Error::invalid(format!("{e}; {} keeps its descriptor: run drop again to finish", dir.display()))
     })?;
@@ -167,6 +168,8 @@ pub fn drop_command(url: &str, bucket: &str, prefix: &str) -> String {
         id: None,
         endpoint: Some(url.trim_end_matches('/').into()),
         replicas: None,
+        ca: None,
+        addressing: None,
     };
     finish_with(&desc)
 }

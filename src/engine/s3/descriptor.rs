@@ -1,7 +1,8 @@
 //! The file that names a directory as a blobbench S3 dataset, and what it
 //! says: the bucket, the key prefix, and the endpoint of a store the user
-//! runs (none: blobbench's throwaway Swift cluster beside it). Never a
-//! credential.
+//! runs (none: blobbench's throwaway Swift cluster beside it) with the CA
+//! file and addressing the export reached it with, so that `drop DIR`
+//! reaches it the same way. Never a credential.
 //!
 //! Each export makes a new id, and its prefix carries it
 //! (`blobbench/<DIR's name>-<8 hex>/`): two datasets of one name, on one
@@ -9,11 +10,11 @@
 //! replaced or deleted for the other. A descriptor written before ids
 //! (no `id`) is read as it was: its prefix is the one it names.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::records::EngineKind;
+use crate::records::{Addressing, EngineKind, S3Params};
 use crate::{Error, Result};
 
 /// The file naming a directory as a blobbench S3 dataset.
@@ -43,6 +44,15 @@ pub struct Descriptor {
     /// The throwaway cluster's replicas (None for a store the user runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<u8>,
+    /// The CA bundle the export trusted beside the system's (`--s3-ca`,
+    /// absolute); None: the system's alone, or a descriptor written before
+    /// it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<PathBuf>,
+    /// How the export addressed the bucket (`--s3-addressing`) when not
+    /// `auto`; None: `auto`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addressing: Option<Addressing>,
 }
 
 impl Descriptor {
@@ -66,6 +76,16 @@ impl Descriptor {
 
     pub fn local(&self) -> bool {
         self.endpoint.is_none()
+    }
+
+    /// `s3` with the export's CA file and addressing where `s3` sets none
+    /// (no `--s3-ca`, `--s3-addressing auto`).
+    pub fn reached_with(&self, s3: &S3Params) -> S3Params {
+        let addressing = match s3.addressing {
+            Addressing::Auto => self.addressing.unwrap_or(Addressing::Auto),
+            given => given,
+        };
+        S3Params { ca: s3.ca.clone().or_else(|| self.ca.clone()), addressing, ..s3.clone() }
     }
 
     /// The object key of blob `key`, written into `name` (reused).
@@ -175,6 +195,8 @@ mod tests {
             id: Some("0a1b2c3d".into()),
             endpoint: None,
             replicas: Some(3),
+            ca: None,
+            addressing: None,
         };
         assert_eq!(d.prefix, "blobbench/my-data-s3-0a1b2c3d/");
         assert!(plain_prefix(&d.prefix));
@@ -185,6 +207,27 @@ mod tests {
         assert_eq!(d.key_of(&d.marker()), None);
         assert_eq!(d.key_of("blobbench/other/0000000042"), None);
         assert_eq!(prefix_for(Path::new("/"), "00000000"), "blobbench/dataset-00000000/");
+    }
+
+    #[test]
+    fn a_drop_reaches_the_store_as_the_export_did_unless_told_otherwise() {
+        let d = Descriptor {
+            engine: super::super::KIND,
+            bucket: "b".into(),
+            prefix: "blobbench/x-0000abcd/".into(),
+            id: Some("0000abcd".into()),
+            endpoint: Some("https://h".into()),
+            replicas: None,
+            ca: Some("/etc/ca.pem".into()),
+            addressing: Some(Addressing::Path),
+        };
+        let kept = d.reached_with(&S3Params::default());
+        assert_eq!((kept.ca.as_deref(), kept.addressing), (Some(Path::new("/etc/ca.pem")), Addressing::Path));
+        let given = S3Params { ca: Some("/other.pem".into()), addressing: Addressing::Virtual, ..S3Params::default() };
+        let told = d.reached_with(&given);
+        assert_eq!((told.ca.as_deref(), told.addressing), (Some(Path::new("/other.pem")), Addressing::Virtual));
+        let old = Descriptor { ca: None, addressing: None, ..d };
+        assert_eq!(old.reached_with(&S3Params::default()), S3Params::default(), "an old descriptor: the defaults");
     }
 
     #[test]
@@ -229,14 +272,19 @@ mod tests {
             id: Some("0000abcd".into()),
             endpoint: Some("http://h:9000".into()),
             replicas: None,
+            ca: Some("/etc/ca.pem".into()),
+            addressing: Some(Addressing::Virtual),
         };
         d.write(dir.path()).unwrap();
         assert_eq!(Descriptor::read(dir.path()).unwrap(), d);
+        let text = std::fs::read_to_string(dir.path().join(DESCRIPTOR)).unwrap();
+        assert!(text.contains(r#""ca": "/etc/ca.pem""#) && text.contains(r#""addressing": "virtual""#), "{text}");
         assert!(detect(dir.path()));
         // Written before ids: read as it was, its prefix as named.
         std::fs::write(dir.path().join(DESCRIPTOR), r#"{"engine":"s3","bucket":"b","prefix":"blobbench/x/"}"#).unwrap();
         let old = Descriptor::read(dir.path()).unwrap();
         assert_eq!((old.prefix.as_str(), old.id), ("blobbench/x/", None));
+        assert_eq!((old.ca, old.addressing), (None, None), "written before the CA and addressing were kept");
         // An id the prefix does not end with is not ours.
         let wrong = r#"{"engine":"s3","bucket":"b","prefix":"blobbench/x/","id":"0000abcd"}"#;
         std::fs::write(dir.path().join(DESCRIPTOR), wrong).unwrap();

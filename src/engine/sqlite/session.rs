@@ -1,6 +1,10 @@
 //! A kvtest database as a blob store. Setup (open, pragmas, BEGIN) and
 //! teardown (COMMIT, close) are separate calls so the caller can time each
 //! phase; the per-blob calls are the raw SQLite calls kvtest.c makes.
+//! One of several clients writing at once takes its locks per batch
+//! (`client.rs`).
+
+mod client;
 
 use std::ffi::{c_int, CStr};
 use std::path::{Path, PathBuf};
@@ -10,7 +14,6 @@ use rusqlite::{ffi, Connection, OpenFlags};
 
 use crate::engine::api::{take, Session, SessionInfo, SqliteStats};
 use crate::engine::keep::Lease;
-use crate::engine::sqlite::busy::busy_delay;
 use crate::engine::sqlite::error::{conn_error, db_error, failure_error, last_error, open_io_cause};
 use crate::engine::sqlite::raw::{self, Db};
 
@@ -42,14 +45,9 @@ enum Txn {
     /// write lock once another client committed); the first write of a
     /// batch takes the lock with `BEGIN IMMEDIATE`, waiting while another
     /// client holds it, and the batch's last write commits. Reads between
-    /// batches are transactions of their own.
+    /// batches are transactions of their own (`client.rs`).
     Immediate { batch: WriteBatch, open: bool },
 }
-
-/// How long a client waits for the write lock before giving up, in
-/// milliseconds, with the pauses of SQLite's own busy handler
-/// ([`busy_delay`]): the waits of `sqlite3_busy_timeout`, but counted.
-const BUSY_TIMEOUT_MS: u32 = 10_000;
 
 pub struct DbSession {
     db: Db<4>,
@@ -194,10 +192,7 @@ impl DbSession {
             session.prepare(DELETE, c"DELETE FROM kv WHERE k=?1", what)?;
         }
         if concurrent {
-            // rusqlite waits 5 s in SQLite's own busy handler by default;
-            // a client waits in `begin_immediate` instead, which counts.
-            let conn = session.db.conn();
-            conn.busy_timeout(std::time::Duration::ZERO).map_err(err("cannot set the busy timeout"))?;
+            client::no_busy_handler(session.db.conn(), path)?;
         }
         if matches!(session.txn, Txn::PerRun | Txn::Batched(_)) {
             session.db.conn().execute_batch("BEGIN").map_err(err("cannot begin a transaction"))?;
@@ -227,53 +222,6 @@ impl DbSession {
             Txn::PerRun | Txn::PerStatement => {}
         }
         Ok(())
-    }
-
-    /// Before a write of one of several clients: takes the write lock with
-    /// `BEGIN IMMEDIATE` unless its batch holds it, waiting (and counting
-    /// each wait) while another client does, up to [`BUSY_TIMEOUT`].
-    #[inline]
-    fn will_write(&mut self) -> Result<()> {
-        match self.txn {
-            Txn::Immediate { open: false, .. } => self.begin_immediate(),
-            _ => Ok(()),
-        }
-    }
-
-    #[cold]
-    fn begin_immediate(&mut self) -> Result<()> {
-        // A read's statement or blob handle would pin its snapshot.
-        self.db.end_statements();
-        let mut waits = 0u32;
-        loop {
-            let conn = self.db.conn();
-            let e = match conn.execute_batch("BEGIN IMMEDIATE") {
-                Ok(()) => break,
-                Err(e) => e,
-            };
-            let busy = e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy);
-            match busy.then(|| busy_delay(waits, BUSY_TIMEOUT_MS)).flatten() {
-                Some(ms) => {
-                    std::thread::sleep(std::time::Duration::from_millis(ms));
-                    waits += 1;
-                    self.busy_waits += 1;
-                }
-                None => return Err(conn_error(conn, &self.path, "cannot take the write lock (BEGIN IMMEDIATE)", e)),
-            }
-        }
-        if let Txn::Immediate { open, .. } = &mut self.txn {
-            *open = true;
-        }
-        Ok(())
-    }
-
-    /// After a read of one of several clients outside a batch: ends its
-    /// statement and blob handle, so that the read's transaction ends.
-    #[inline]
-    fn read_done(&mut self) {
-        if let Txn::Immediate { open: false, .. } = self.txn {
-            self.db.end_statements();
-        }
     }
 
     /// Counts a write that changed the database; when it fills the batch,
@@ -403,7 +351,7 @@ impl DbSession {
     /// writable one would take the write lock.
     #[inline]
     fn seek_blob(&mut self, key: u32) -> c_int {
-        let write = self.update && !matches!(self.txn, Txn::Immediate { open: false, .. });
+        let write = self.update && !self.between_batches();
         self.db.blob_seek(c"kv", c"v", i64::from(key), write)
     }
 

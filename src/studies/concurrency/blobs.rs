@@ -3,7 +3,7 @@
 //! 4 threads read a kvtest dataset at once (`run --threads` on a dataset
 //! made here).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -108,6 +108,24 @@ impl BlobReaders {
             paired,
         })
     }
+}
+
+/// The blob readers' database in the study's work directory, which the
+/// other sections build their stores from.
+const READERS_DB: &str = "blobs.db";
+
+fn readers_spec(opts: &ConcurrencyOptions) -> DatasetSpec {
+    DatasetSpec { count: opts.blob_count, size: BLOB_SIZE, seed: opts.seed, ..DatasetSpec::default() }
+}
+
+/// The blob readers' database in `work`, made here when that section did
+/// not run: the writers' and the servers' datasets are built from it.
+pub(super) fn readers_db(opts: &ConcurrencyOptions, work: &Path) -> Result<PathBuf> {
+    let db = work.join(READERS_DB);
+    if !db.exists() {
+        crate::engine::dataset::init(&db, &readers_spec(opts), true, &Silent)?;
+    }
+    Ok(db)
 }
 
 /// The run options of one store read by `threads` readers.
@@ -241,10 +259,9 @@ pub struct Measured {
 /// read beside a writer are the arms of another (the writer turns the
 /// database to WAL and changes content, so these come last).
 pub fn measure(opts: &ConcurrencyOptions, work: &Path, progress: &dyn Progress) -> Result<Measured> {
-    let db = work.join("blobs.db");
+    let db = work.join(READERS_DB);
     let dir = work.join("blobs-flat");
-    let spec = DatasetSpec { count: opts.blob_count, size: BLOB_SIZE, seed: opts.seed, ..DatasetSpec::default() };
-    crate::engine::dataset::init(&db, &spec, true, &Silent)?;
+    crate::engine::dataset::init(&db, &readers_spec(opts), true, &Silent)?;
     crate::engine::dataset::export(&db, &dir, false, true, &Silent)?;
     let stores = [
         Store { id: StoreId::Db, label: "SQLite, a connection per thread", path: &db, mmap: 0 },

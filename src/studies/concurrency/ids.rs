@@ -79,6 +79,17 @@ impl StoreId {
     }
 }
 
+/// The stores of a section's points, each once, in the order they ran.
+pub fn stores_in_order(stores: impl IntoIterator<Item = StoreId>) -> Vec<StoreId> {
+    let mut out: Vec<StoreId> = Vec::new();
+    for s in stores {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
 impl fmt::Display for StoreId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -16,7 +16,7 @@ use super::options::ConcurrencyOptions;
 use crate::drivers::parallel_read::ParallelArm;
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, StopReason};
 use crate::measure::{stop_requested, Experiment};
-use crate::records::{DatasetSpec, EngineKind, EngineSettings};
+use crate::records::{EngineKind, EngineSettings};
 use crate::util::progress::{Progress, Silent};
 use crate::{Error, Result};
 
@@ -45,13 +45,7 @@ impl ServerClients {
 
     /// The servers measured, in the order they were named.
     pub fn stores(&self) -> Vec<StoreId> {
-        let mut out: Vec<StoreId> = Vec::new();
-        for p in &self.points {
-            if !out.contains(&p.store) {
-                out.push(p.store);
-            }
-        }
-        out
+        ids::stores_in_order(self.points.iter().map(|p| p.store))
     }
 }
 
@@ -88,11 +82,7 @@ pub fn server_names() -> Vec<&'static str> {
 /// database, made here when that section did not run) and reads each by
 /// [`SERVER_CLIENTS`] clients. Ctrl-C keeps the client counts measured.
 pub fn measure(opts: &ConcurrencyOptions, work: &Path, progress: &dyn Progress) -> Result<Measured> {
-    let db = work.join("blobs.db");
-    if !db.exists() {
-        let spec = DatasetSpec { count: opts.blob_count, size: BLOB_SIZE, seed: opts.seed, ..DatasetSpec::default() };
-        crate::engine::dataset::init(&db, &spec, true, &Silent)?;
-    }
+    let db = blobs::readers_db(opts, work)?;
     let mut sets: Vec<(EngineKind, PathBuf)> = Vec::with_capacity(opts.servers.len());
     for (nth, &kind) in opts.servers.iter().enumerate() {
         let dir = work.join(format!("s{nth}"));

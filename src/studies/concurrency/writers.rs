@@ -17,17 +17,20 @@ use rand::seq::SliceRandom;
 use rand::{RngCore, SeedableRng};
 use serde::{Deserialize, Serialize};
 
+use super::blobs;
 use super::ids::{self, StoreId};
 use super::options::ConcurrencyOptions;
 use super::sqlite_writer::{self, WriterTally, WriterWork};
-use crate::drivers::session::{timed_session, ContentPool, SessionSpec, Work};
+use crate::drivers::parallel_read::session_in_step;
+use crate::drivers::run::largest_key;
+use crate::drivers::session::{ContentPool, SessionSpec, Work};
 use crate::engine::{self, Engine, OpenMode};
 use crate::measure::cold::EvictionReport;
 use crate::measure::paired::paired_ratio;
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, RoundsPlan, StopReason};
 use crate::measure::{self, Latency, LatencySummary, Phases, RunContext, RunOutcome, Stat};
 use crate::records::keys::{KeySequence, KvtestRng, Order};
-use crate::records::{DatasetSpec, DbParams, EngineKind, EngineSettings, FileParams, FileWrite, KvParams, KvSync};
+use crate::records::{DbParams, EngineKind, EngineSettings, FileParams, FileWrite, KvParams, KvSync};
 use crate::util::progress::{Progress, Silent};
 use crate::{Error, Result};
 
@@ -93,13 +96,7 @@ impl Writers {
 
     /// The engines measured, in the order they ran.
     pub fn stores(&self) -> Vec<StoreId> {
-        let mut out: Vec<StoreId> = Vec::new();
-        for p in &self.points {
-            if !out.contains(&p.store) {
-                out.push(p.store);
-            }
-        }
-        out
+        ids::stores_in_order(self.points.iter().map(|p| p.store))
     }
 
     /// The writer counts measured, ascending.
@@ -175,6 +172,7 @@ impl WritersArm {
         let survey = engine.survey(true)?;
         let max_id = match survey.max_key {
             Some(m) => m,
+            // SQLite's survey leaves it to the session, as kvtest does.
             None => largest_key(engine.as_ref())?,
         };
         if max_id < writers {
@@ -329,15 +327,6 @@ impl Arm for WritersArm {
     }
 }
 
-/// The largest key, from one untimed session that asks for it (SQLite's
-/// survey leaves it to the session, as kvtest does).
-fn largest_key(engine: &dyn Engine) -> Result<u32> {
-    let session = engine.open(OpenMode { find_max: true, ..OpenMode::READ })?;
-    let max = session.info().max_key;
-    session.close()?;
-    Ok(max.unwrap_or(0))
-}
-
 /// One engine writer: its own session through the one timed loop, a
 /// durable commit inside each overwrite.
 fn engine_writer(
@@ -348,7 +337,6 @@ fn engine_writer(
     latency: bool,
     barrier: &Barrier,
 ) -> Result<WriterTally> {
-    let mut hist = latency.then(Latency::new);
     let spec = SessionSpec {
         mode: OpenMode::measured(true, false),
         max_id: keys.iter().copied().max(),
@@ -356,15 +344,7 @@ fn engine_writer(
         count,
         work: Work::Overwrite(pool),
     };
-    let run = timed_session(
-        engine,
-        spec,
-        hist.as_mut(),
-        &|| {
-            barrier.wait();
-        },
-        &mut |_| {},
-    )?;
+    let (run, hist) = session_in_step(engine, spec, latency, barrier)?;
     Ok(WriterTally {
         ops: run.ops,
         failed: 0,
@@ -389,7 +369,6 @@ struct ReaderTally {
 /// handle after the run: each writer count has an engine of its own on the
 /// same dataset, and LMDB allows one open environment per process.
 fn reader(engine: &dyn Engine, max_id: u32, count: u64, index: u32, barrier: &Barrier) -> Result<ReaderTally> {
-    let mut hist = Latency::new();
     let spec = SessionSpec {
         mode: OpenMode::READ,
         max_id: Some(max_id),
@@ -397,16 +376,8 @@ fn reader(engine: &dyn Engine, max_id: u32, count: u64, index: u32, barrier: &Ba
         count,
         work: Work::Read,
     };
-    let run = timed_session(
-        engine,
-        spec,
-        Some(&mut hist),
-        &|| {
-            barrier.wait();
-        },
-        &mut |_| {},
-    )?;
-    Ok(ReaderTally { ops: run.ops, start: run.times.loop_start, end: run.times.loop_end, latency: Some(hist) })
+    let (run, latency) = session_in_step(engine, spec, true, barrier)?;
+    Ok(ReaderTally { ops: run.ops, start: run.times.loop_start, end: run.times.loop_end, latency })
 }
 
 /// What the writers' section measured.
@@ -436,12 +407,7 @@ pub fn measure(opts: &ConcurrencyOptions, work: &Path, progress: &dyn Progress) 
 /// Each engine's dataset in `work`, built from the blob readers' database
 /// (made here when that section did not run); SQLite's is a copy in WAL.
 fn build_sets(opts: &ConcurrencyOptions, work: &Path) -> Result<Vec<(EngineKind, PathBuf)>> {
-    let db = work.join("blobs.db");
-    if !db.exists() {
-        let spec =
-            DatasetSpec { count: opts.blob_count, size: super::BLOB_SIZE, seed: opts.seed, ..DatasetSpec::default() };
-        crate::engine::dataset::init(&db, &spec, true, &Silent)?;
-    }
+    let db = blobs::readers_db(opts, work)?;
     let mut sets: Vec<(EngineKind, PathBuf)> = Vec::with_capacity(opts.writer_engines.len());
     for &kind in &opts.writer_engines {
         let dir = work.join(format!("w-{}", kind.name()));

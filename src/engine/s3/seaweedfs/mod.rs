@@ -22,7 +22,9 @@ use serde::{Deserialize, Serialize};
 
 use super::client::{Client, Store};
 use super::net::Net;
-use super::process::{runs_with, signal_and_wait, spawn_server, stop_all};
+use super::process::{
+    all_free, port_free, runs_with, signal_and_wait, spawn_server, start_with_retries, stop_all, HeldPorts, Start,
+};
 use super::provider::{setting, Provider};
 use crate::engine::throwaway::{self, alive, Lease, Shared};
 use crate::records::{Addressing, ServerPlace, ServerSetting};
@@ -84,20 +86,16 @@ impl Ports {
     /// Ports free now: `previous` when all still are (the master keeps its
     /// state in a directory named by its port), else new ones.
     fn pick(previous: Option<Ports>) -> Result<Ports> {
-        if let Some(p) = previous.filter(|p| p.all().into_iter().all(port_free)) {
+        if let Some(p) = previous.filter(|p| all_free(&p.all())) {
             return Ok(p);
         }
-        let err = |e| Error::io(Path::new("127.0.0.1"), "cannot find a free loopback port", e);
-        // Held together, so the kernel gives different ports.
-        let held: Vec<std::net::TcpListener> =
-            (0..8).map(|_| std::net::TcpListener::bind("127.0.0.1:0")).collect::<std::io::Result<_>>().map_err(err)?;
-        let port = |i: usize| held[i].local_addr().map(|a| a.port()).unwrap_or(0);
+        let held = HeldPorts::pick(8)?;
+        let port = |i: usize| held.port(i);
         let admin = (0..50)
             .find_map(|_| {
-                let l = std::net::TcpListener::bind("127.0.0.1:0").ok()?;
-                let p = l.local_addr().ok()?.port();
+                let p = HeldPorts::pick(1).ok()?.port(0);
                 let grpc = p.checked_add(ADMIN_GRPC_OFFSET)?;
-                (port_free(grpc) && !(0..8).any(|i| port(i) == grpc)).then_some(p)
+                (port_free(grpc) && !held.holds(grpc)).then_some(p)
             })
             .ok_or_else(|| Error::invalid("cannot find two free loopback ports 10000 apart for SeaweedFS's admin"))?;
         Ok(Ports {
@@ -121,10 +119,6 @@ impl Ports {
         args.push(format!("-admin.port.grpc={}", self.admin + ADMIN_GRPC_OFFSET));
         args
     }
-}
-
-fn port_free(port: u16) -> bool {
-    port != 0 && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
 }
 
 /// Where a store's files are, inside a dataset's `seaweedfs/` directory.
@@ -215,21 +209,16 @@ impl Mini {
         let weed = find_weed()?;
         stop_stale(&layout)?;
         let version = weed_version(&weed);
-        let mut previous = layout.last_ports();
-        let mut last_error = None;
-        for _ in 0..START_TRIES {
+        let previous = layout.last_ports();
+        start_with_retries(START_TRIES, |first| {
             // Recorded at each try: a failed try's drop removes it.
             throwaway::record_owner(layout.dataset())?;
-            let ports = Ports::pick(previous.take())?;
+            let ports = Ports::pick(previous.filter(|_| first))?;
             let child = Mutex::new(None);
             let mini = Mini { layout: layout.clone(), ports, child, version: version.clone(), joined: false };
-            match mini.spawn(&weed).and_then(|()| mini.wait_until_up()) {
-                Ok(()) => return Ok(mini),
-                Err(Start::PortTaken(e)) => last_error = Some(e),
-                Err(Start::Failed(e)) => return Err(e),
-            }
-        }
-        Err(last_error.unwrap_or(Error::Interrupted))
+            mini.spawn(&weed).and_then(|()| mini.wait_until_up())?;
+            Ok(mini)
+        })
     }
 
     fn spawn(&self, weed: &Path) -> std::result::Result<(), Start> {
@@ -324,12 +313,6 @@ impl Mini {
         throwaway::release_owner(self.layout.dataset());
         stopped
     }
-}
-
-/// Why a start failed: a port taken meanwhile (tried again) or anything else.
-enum Start {
-    PortTaken(Error),
-    Failed(Error),
 }
 
 impl Provider for Mini {

@@ -2,13 +2,13 @@
 //! loopback ports they listen on, and the rings that place objects on the
 //! device directories.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
 use super::Programs;
+use crate::engine::s3::process::{all_free, HeldPorts};
 use crate::{Error, Result};
 
 /// The four servers, in the order they start (the proxy last: it answers
@@ -43,21 +43,13 @@ impl Ports {
     /// Five loopback ports free now: the previous start's when all still
     /// are (its rings need no rewrite), else new ones the kernel picks.
     pub fn pick(previous: Option<Ports>) -> Result<Ports> {
-        if let Some(p) = previous.filter(|p| p.all().iter().all(|&port| port_free(port))) {
+        if let Some(p) = previous.filter(|p| all_free(&p.all())) {
             return Ok(p);
         }
-        // Held together, so the kernel gives five different ports.
-        let listeners = (0..5)
-            .map(|_| TcpListener::bind("127.0.0.1:0"))
-            .collect::<std::io::Result<Vec<_>>>()
-            .map_err(|e| Error::io(Path::new("127.0.0.1"), "cannot find a free loopback port", e))?;
-        let port = |i: usize| listeners[i].local_addr().map(|a| a.port()).unwrap_or(0);
+        let held = HeldPorts::pick(5)?;
+        let port = |i| held.port(i);
         Ok(Ports { proxy: port(0), object: port(1), container: port(2), account: port(3), memcached: port(4) })
     }
-}
-
-fn port_free(port: u16) -> bool {
-    port != 0 && TcpListener::bind(("127.0.0.1", port)).is_ok()
 }
 
 /// Where a cluster's files are, inside a dataset's `swift/` directory.
@@ -245,6 +237,7 @@ fn proxy_conf(layout: &Layout, ports: Ports, user: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::TcpListener;
 
     #[test]
     fn five_different_free_ports_are_picked_and_kept_while_free() {

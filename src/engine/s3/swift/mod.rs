@@ -28,7 +28,7 @@ use rusty_s3::Credentials;
 
 use super::client::Store;
 use super::net::Net;
-use super::process::{runs_with, signal_and_wait, spawn_server, stop_all};
+use super::process::{runs_with, signal_and_wait, spawn_server, start_with_retries, stop_all, Start};
 use super::provider::{setting, Provider};
 use crate::engine::throwaway::{self, alive, Lease, Shared};
 use crate::records::{Addressing, ServerPlace, ServerSetting};
@@ -57,6 +57,8 @@ const DEBIAN_BIN: &str = "/usr/bin";
 /// How long a start may take before it is an error: about 11 s from
 /// nothing on an idle 2-core machine, much longer beside a build.
 const START_TIMEOUT: Duration = Duration::from_secs(180);
+/// Starts tried on new ports when one was taken meanwhile.
+const START_TRIES: usize = 3;
 /// How long a clean stop may take before the servers are SIGKILLed.
 const STOP_GRACE: Duration = Duration::from_secs(15);
 
@@ -160,7 +162,8 @@ impl Cluster {
     }
 
     /// Starts the cluster in `dir/swift`, first ending servers a killed
-    /// run left there, and waits until every server answers.
+    /// run left there, and waits until every server answers; a start whose
+    /// port was taken meanwhile is tried again on new ports.
     pub fn start(dir: &Path) -> Result<Cluster> {
         let layout = Layout::of(dir)?;
         if !layout.devices().is_dir() {
@@ -168,9 +171,18 @@ impl Cluster {
         }
         let programs = Programs::find()?;
         stop_stale(&layout)?;
-        let ports = Ports::pick(config::last_ports(&layout))?;
+        let previous = config::last_ports(&layout);
+        start_with_retries(START_TRIES, |first| {
+            let ports = Ports::pick(previous.filter(|_| first))?;
+            Cluster::start_on(layout.clone(), programs.clone(), ports)
+        })
+    }
+
+    /// One try at starting the cluster on `ports`.
+    fn start_on(layout: Layout, programs: Programs, ports: Ports) -> std::result::Result<Cluster, Start> {
         layout.write(&programs, ports)?;
         let dir = layout.dataset().to_path_buf();
+        // Recorded at each try: a failed try's drop removes it.
         throwaway::record_owner(&dir)?;
         let children = Mutex::new(Vec::new());
         let mut cluster = Cluster { dir, layout, ports, programs, children, version: String::new(), joined: false };
@@ -221,6 +233,7 @@ impl Cluster {
         }
         self.spawn_memcached()?;
         wait_for(&self.layout, START_TIMEOUT, || port_answers(self.ports.memcached), || self.exited())
+            .map_err(Start::into_error)
     }
 
     fn spawn_memcached(&self) -> Result<()> {
@@ -250,7 +263,7 @@ impl Cluster {
 
     /// Waits until every server answers its `/healthcheck` (the proxy
     /// answers before its backends are up, so each is asked).
-    fn wait_until_up(&self) -> Result<()> {
+    fn wait_until_up(&self) -> std::result::Result<(), Start> {
         let up = || port_answers(self.ports.memcached) && SERVERS.iter().all(|s| healthy(self.ports.of(s)));
         wait_for(&self.layout, START_TIMEOUT, up, || self.exited())
     }
@@ -363,32 +376,43 @@ impl throwaway::Server for Cluster {
 }
 
 /// Polls `up` until it holds; fails when `exited` names a program that
-/// ended, at Ctrl-C, or after `timeout`.
+/// ended (a port taken when that program could not bind its own), at
+/// Ctrl-C, or after `timeout`.
 fn wait_for(
     layout: &Layout,
     timeout: Duration,
     up: impl Fn() -> bool,
     exited: impl Fn() -> Option<String>,
-) -> Result<()> {
+) -> std::result::Result<(), Start> {
     let deadline = Instant::now() + timeout;
     loop {
         if up() {
             return Ok(());
         }
         if let Some(why) = exited() {
-            return Err(Error::bad_input(&layout.root, format!("the Swift cluster did not start: {why}")));
+            let taken = port_taken(&why);
+            let e = Error::bad_input(&layout.root, format!("the Swift cluster did not start: {why}"));
+            return Err(if taken { Start::PortTaken(e) } else { Start::Failed(e) });
         }
         if stop_requested() {
-            return Err(Error::Interrupted);
+            return Err(Start::Failed(Error::Interrupted));
         }
         if Instant::now() > deadline {
-            return Err(Error::bad_input(
+            return Err(Start::Failed(Error::bad_input(
                 &layout.root,
                 format!("the Swift cluster did not answer within {} s (see its log/)", timeout.as_secs()),
-            ));
+            )));
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Whether the last line of a program that ended says its port was taken:
+/// Swift's servers give up binding after their `bind_timeout` ("Could not
+/// bind to 127.0.0.1:PORT after trying for 30 seconds"), memcached at once
+/// ("failed to listen on TCP port PORT: Address already in use").
+fn port_taken(last_line: &str) -> bool {
+    last_line.contains("Could not bind to") || last_line.contains("Address already in use")
 }
 
 /// Something accepts connections on the loopback port.
@@ -497,4 +521,18 @@ pub fn reap_killed(workdir: &Path) -> Result<usize> {
 /// that a command left none behind).
 pub fn any_running(dir: &Path) -> bool {
     Layout::of(dir).is_ok_and(|l| !recorded_pids(&l, &ALL).is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_or_memcached_that_lost_its_port_is_told_from_other_failures() {
+        let swift =
+            "proxy ended (exit status: 1): Exception: Could not bind to 127.0.0.1:6011 after trying for 30 seconds";
+        let memcached = "memcached ended (exit status: 71): failed to listen on TCP port 11211: Address already in use";
+        assert!(port_taken(swift) && port_taken(memcached));
+        assert!(!port_taken("object ended (exit status: 1): ImportError: No module named swift"));
+    }
 }

@@ -1,0 +1,122 @@
+//! A session as one of several clients writing one database at once
+//! (`OpenMode::client`, `advise --clients`). Apart because it is a
+//! different transaction discipline from kvtest's: a session alone holds
+//! its transaction from setup to commit, but a client must not hold one
+//! between batches (another client's commit would make a deferred one that
+//! read unable to write), so it takes the write lock per batch with
+//! `BEGIN IMMEDIATE` and waits in its own loop, counting each wait, where
+//! SQLite's busy handler would wait unseen.
+
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode};
+
+use super::{DbSession, Txn};
+use crate::engine::sqlite::busy::busy_delay;
+use crate::engine::sqlite::error::{conn_error, db_error};
+use crate::Result;
+
+/// How long a client waits for the write lock before giving up, in
+/// milliseconds, with the pauses of SQLite's own busy handler
+/// ([`busy_delay`]): the waits of `sqlite3_busy_timeout`, but counted.
+const BUSY_TIMEOUT_MS: u32 = 10_000;
+
+/// Turns SQLite's own busy handler off on a client's connection: rusqlite
+/// waits 5 s in it by default; a client waits in `begin_immediate`
+/// instead, which counts.
+pub(super) fn no_busy_handler(conn: &Connection, path: &std::path::Path) -> Result<()> {
+    conn.busy_timeout(Duration::ZERO).map_err(|e| db_error(path, "cannot set the busy timeout", e))
+}
+
+impl DbSession {
+    /// A client between batches: no transaction is open, so reads end
+    /// their own and writes must take the lock first.
+    #[inline]
+    pub(super) fn between_batches(&self) -> bool {
+        matches!(self.txn, Txn::Immediate { open: false, .. })
+    }
+
+    /// Before a write of one of several clients: takes the write lock with
+    /// `BEGIN IMMEDIATE` unless its batch holds it, waiting (and counting
+    /// each wait) while another client does, up to [`BUSY_TIMEOUT_MS`].
+    #[inline]
+    pub(super) fn will_write(&mut self) -> Result<()> {
+        if self.between_batches() {
+            self.begin_immediate()
+        } else {
+            Ok(())
+        }
+    }
+
+    #[cold]
+    fn begin_immediate(&mut self) -> Result<()> {
+        // A read's statement or blob handle would pin its snapshot.
+        self.db.end_statements();
+        let mut waits = 0u32;
+        loop {
+            let conn = self.db.conn();
+            let e = match conn.execute_batch("BEGIN IMMEDIATE") {
+                Ok(()) => break,
+                Err(e) => e,
+            };
+            let busy = e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy);
+            match busy.then(|| busy_delay(waits, BUSY_TIMEOUT_MS)).flatten() {
+                Some(ms) => {
+                    std::thread::sleep(Duration::from_millis(ms));
+                    waits += 1;
+                    self.busy_waits += 1;
+                }
+                None => return Err(conn_error(conn, &self.path, "cannot take the write lock (BEGIN IMMEDIATE)", e)),
+            }
+        }
+        if let Txn::Immediate { open, .. } = &mut self.txn {
+            *open = true;
+        }
+        Ok(())
+    }
+
+    /// After a read of one of several clients outside a batch: ends its
+    /// statement and blob handle, so that the read's transaction ends.
+    #[inline]
+    pub(super) fn read_done(&mut self) {
+        if self.between_batches() {
+            self.db.end_statements();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::connect;
+    use super::*;
+    use crate::engine::api::Session;
+    use crate::engine::keep::Lease;
+    use crate::records::{DatasetSpec, DbParams};
+    use crate::util::progress::Silent;
+
+    #[test]
+    fn a_client_holds_the_write_lock_only_within_its_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("kv.db");
+        let spec = DatasetSpec { count: 5, size: 100, ..DatasetSpec::default() };
+        crate::engine::sqlite::init::init(&db, &spec, false, &Silent).unwrap();
+        let params = DbParams { journal_mode: Some("wal".into()), ..DbParams::default() };
+        let client = || {
+            let conn = (connect(&db).unwrap(), Lease::once());
+            DbSession::on(conn, &db, &params, (true, Some(2), true), false, None).unwrap()
+        };
+        let (mut a, mut b) = (client(), client());
+        a.put(1, &[1; 100]).unwrap();
+        a.put(2, &[1; 100]).unwrap();
+        b.put(3, &[2; 100]).unwrap();
+        assert_eq!(a.read(3).unwrap(), 100, "a reads between its batches while b holds the lock");
+        b.put(4, &[2; 100]).unwrap();
+        a.put(5, &[1; 100]).unwrap();
+        assert_eq!((a.busy_waits(), b.busy_waits()), (0, 0), "each took the lock when the other's batch was done");
+        for s in [a, b] {
+            let mut s = s;
+            s.commit().unwrap();
+            s.close().unwrap();
+        }
+    }
+}
