@@ -9,7 +9,7 @@ use std::path::PathBuf;
 pub const DEFAULT_MULTIPART_THRESHOLD: u64 = 64 << 20;
 
 /// How a bucket is named in a request's URL (`--s3-addressing`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub enum Addressing {
     /// As the AWS CLI chooses: the bucket in the host name when it can be
     /// one (a DNS-compatible bucket on an endpoint named by a host name,
@@ -23,7 +23,7 @@ pub enum Addressing {
 }
 
 /// The S3 engine's own settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct S3Params {
     /// A store the user runs (`--s3 URL`, with `--s3-bucket`); None:
     /// blobbench's throwaway server inside the dataset's directory.
