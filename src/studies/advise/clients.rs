@@ -207,8 +207,8 @@ fn runnable(opts: &AdviseOptions, crash: &CrashFacts) -> Vec<Store> {
         .filter(|s| {
             let method = s.crash_method(opts.durability);
             let short_run = crash.source == super::section::CrashSource::Measured;
-            !(fails(&crash.methods, &method) || (short_run && fails(&documented, &method)))
-                && !apart.iter().any(|e| e.candidate == s.name())
+            let shared = !apart.iter().any(|e| e.candidate == s.name());
+            shared && !(fails(&crash.methods, &method) || (short_run && fails(&documented, &method)))
         })
         .collect()
 }
