@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
+use blobbench::drivers::processes::Launcher;
 use blobbench::measure::clock::Clock;
 use blobbench::records::sizes::parse_size_dist;
 use blobbench::records::{DatasetSpec, SizeDist};
@@ -167,6 +168,14 @@ impl AdviseArgs {
         let mut spec = DatasetSpec { count: self.count, size: 10_000, variance: 2_000, ..DatasetSpec::default() };
         spec.sizes.clone_from(&self.sizes);
         let writer = (!self.no_power_cut).then(std::env::current_exe).transpose()?;
+        let are = match self.clients_are {
+            ClientsAreArg::Threads => ClientsAre::Threads,
+            ClientsAreArg::Processes => ClientsAre::Processes,
+        };
+        // Each client process is this binary's hidden `client-worker`.
+        let launcher = (are == ClientsAre::Processes)
+            .then(|| std::env::current_exe().map(|exe| Launcher { exe, args: vec![CLIENT_WORKER.into()] }))
+            .transpose()?;
         Ok(AdviseOptions {
             workdir: self.workdir.clone(),
             spec,
@@ -184,17 +193,19 @@ impl AdviseArgs {
             commit_every: self.commit_every,
             clock,
             s3: self.s3_server.params(),
-            clients: ClientsPlan {
-                clients: self.clients,
-                are: match self.clients_are {
-                    ClientsAreArg::Threads => ClientsAre::Threads,
-                    ClientsAreArg::Processes => ClientsAre::Processes,
-                },
-                p99_write: self.p99_write,
-                rate: self.rate,
-            },
+            clients: ClientsPlan { clients: self.clients, are, p99_write: self.p99_write, rate: self.rate, launcher },
         })
     }
+}
+
+/// The hidden command a client process runs.
+const CLIENT_WORKER: &str = "client-worker";
+
+/// A client process of `--clients-are processes`: its job and orders on
+/// standard input, its answers on standard output.
+pub fn client_worker() -> anyhow::Result<()> {
+    blobbench::drivers::processes::serve(&mut std::io::stdin().lock(), &mut std::io::stdout().lock())?;
+    Ok(())
 }
 
 pub fn run(args: AdviseArgs) -> anyhow::Result<()> {

@@ -60,6 +60,9 @@ pub enum Command {
     /// Times writes and fsyncs on one new file for crashtest --power-cut (internal).
     #[command(hide = true)]
     LayerCostProbe(powercut::ProbeArgs),
+    /// One client process of advise --clients-are processes: its job and orders on stdin (internal).
+    #[command(hide = true)]
+    ClientWorker,
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -78,5 +81,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Aging(a) => aging::run(a),
         Command::CrashWriter(a) => crashtest::crash_writer(a),
         Command::LayerCostProbe(a) => powercut::probe(a),
+        Command::ClientWorker => advise::client_worker(),
     }
 }

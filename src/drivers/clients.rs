@@ -1,24 +1,28 @@
 //! Several clients at once against one store (`advise --clients N`): each
 //! client is a thread with a session of its own (its own connection,
-//! handle or temporary names: `OpenMode::client`), running the same mix of
-//! reads and overwrites on its own random keys, closed loop (the next
-//! operation when the last returns). The clients start together once all
-//! have opened. Each records its operations' latencies into per-class
-//! histograms of its own (one clock read and one record per operation, no
-//! lock or atomic shared with another client); they are merged after the
-//! run, never averaged. A run's figure is its wall time over all clients'
-//! operations: the time per operation of their summed throughput.
+//! handle or temporary names: `OpenMode::client`), or a process of its own
+//! ([`super::processes`]), running the same mix of reads and overwrites on
+//! its own random keys, closed loop (the next operation when the last
+//! returns). The clients start together once all have opened. Each records
+//! its operations' latencies into per-class histograms of its own (one
+//! clock read and one record per operation, no lock or atomic shared with
+//! another client); they are merged after the run, never averaged. A run's
+//! figure is its wall time over all clients' operations: the time per
+//! operation of their summed throughput.
 
 use std::sync::Barrier;
 use std::time::Instant;
 
+use serde::{Deserialize, Serialize};
+
+use super::processes::{ClientJob, ClientOrder, ClientProcesses, Launcher};
 use super::session::{timed_session, Script, ScriptOp, SessionRun, SessionSpec, Work};
 use crate::engine::{Engine, OpenMode};
 use crate::measure::cold::EvictionReport;
 use crate::measure::rounds::Arm;
 use crate::measure::{self, Latency, Phases, RunOutcome};
 use crate::records::keys::{KeySequence, KvtestRng, Order};
-use crate::records::Mix;
+use crate::records::{EngineSettings, Mix};
 use crate::{Error, Result};
 
 /// Most clients at once (`--clients`).
@@ -52,14 +56,27 @@ impl ClientsTally {
     }
 }
 
+/// How the clients of an arm run.
+enum Clients {
+    /// Threads of this process: one script per client, its own content
+    /// pool and class histograms.
+    Threads(Vec<Script>),
+    /// Processes, each with its own engine and script.
+    Processes(ClientProcesses),
+}
+
 /// One store used by `clients` clients at once, each running `mix`,
 /// prepared outside every timer and run once at a time, as one arm of
 /// interleaved rounds ([`measure::rounds`]).
 pub struct ClientsArm {
+    /// Kept open for the arm's life (a throwaway server stays up while
+    /// client processes come and go).
     engine: Box<dyn Engine>,
     clients: u32,
-    /// One script per client: its own content pool and class histograms.
-    scripts: Vec<Script>,
+    how: Clients,
+    mix: Mix,
+    seed: u64,
+    blob_max: u32,
     max_id: u32,
     /// Operations per run, over all clients.
     ops: u64,
@@ -70,6 +87,14 @@ pub struct ClientsArm {
     /// Each client's interval between operations' due times (`--rate`,
     /// an open loop); None: closed loop.
     pace: Option<std::time::Duration>,
+}
+
+/// What one client did in one run, on a clock all clients share.
+pub(crate) struct ClientDone {
+    pub span: ClientSpan,
+    pub busy_waits: u64,
+    /// By [`ScriptOp::class`]; empty when the run was not timed.
+    pub classes: [Latency; 4],
 }
 
 impl ClientsArm {
@@ -102,7 +127,10 @@ impl ClientsArm {
         let mut arm = ClientsArm {
             engine,
             clients,
-            scripts,
+            how: Clients::Threads(scripts),
+            mix,
+            seed,
+            blob_max: survey.blob_max,
             max_id,
             ops: 0,
             batch: u64::from(batch.max(1)),
@@ -112,6 +140,27 @@ impl ClientsArm {
         };
         arm.set_ops_per_run(ops);
         Ok(arm)
+    }
+
+    /// The same clients as processes started by `launcher`, each opening
+    /// the engine's store with `settings` itself (started here, one at a
+    /// time, outside every timer; they end with the arm).
+    pub fn in_processes(mut self, settings: &EngineSettings, launcher: &Launcher) -> Result<ClientsArm> {
+        let jobs = (0..self.clients)
+            .map(|i| ClientJob {
+                path: self.engine.path().to_path_buf(),
+                settings: settings.clone(),
+                client: i,
+                clients: self.clients,
+                mix: self.mix,
+                blob_max: self.blob_max,
+                seed: self.seed.wrapping_add(u64::from(i)),
+                max_id: self.max_id,
+                pace_ns: self.pace.map(|p| p.as_nanos() as u64),
+            })
+            .collect();
+        self.how = Clients::Processes(ClientProcesses::start(launcher, jobs)?);
+        Ok(self)
     }
 
     /// What the timed runs did.
@@ -129,20 +178,25 @@ impl ClientsArm {
         // The rounds time every op only when they keep latencies.
         let timed = ctx.timed && ctx.latency.is_some();
         let per_client = self.ops / u64::from(self.clients);
-        let how = (round, timed, self.pace);
-        let runs = run_clients(self.engine.as_ref(), &mut self.scripts, self.max_id, per_client, how)?;
-        let outcome = outcome_of(&runs.iter().map(|(r, _)| r).collect::<Vec<_>>())?;
+        let done = match &mut self.how {
+            Clients::Threads(scripts) => {
+                let how = (round, timed, self.pace);
+                run_clients(self.engine.as_ref(), scripts, self.max_id, per_client, how)?
+            }
+            Clients::Processes(p) => p.run(ClientOrder { round, count: per_client, timed })?,
+        };
+        let outcome = outcome_of(&done.iter().map(|d| d.span).collect::<Vec<_>>(), false)?;
         if ctx.timed {
             self.timed_runs += 1;
             self.tally.ops += outcome.ops;
-            self.tally.busy_waits += runs.iter().map(|(_, busy)| busy).sum::<u64>();
+            self.tally.busy_waits += done.iter().map(|d| d.busy_waits).sum::<u64>();
             let mut all = ctx.latency;
-            for script in &self.scripts {
-                for (mine, theirs) in self.tally.classes.iter_mut().zip(script.take_classes()) {
-                    mine.merge(&theirs);
+            for d in &done {
+                for (mine, theirs) in self.tally.classes.iter_mut().zip(&d.classes) {
+                    mine.merge(theirs);
                     // The rounds' own histogram of the arm: every op.
                     if let Some(all) = all.as_deref_mut() {
-                        all.merge(&theirs);
+                        all.merge(theirs);
                     }
                 }
             }
@@ -151,49 +205,77 @@ impl ClientsArm {
     }
 }
 
-/// What one client's thread gives back: its session's run and busy
-/// waits, and its script (None when the thread panicked).
+/// Which run of which client, and how: what a thread client and a client
+/// process are both given.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientTurn {
+    pub client: u32,
+    pub clients: u32,
+    pub max_id: u32,
+    /// 0 for untimed runs, then 1, 2 ...: each timed run draws other keys.
+    pub round: u32,
+    pub count: u64,
+    /// Record each op's latency in the script's class histograms.
+    pub timed: bool,
+    pub pace: Option<std::time::Duration>,
+}
+
+/// One client's session of one run: opens, calls `ready` (the clients
+/// start together there), runs `count` operations of its `script` on its
+/// own key stream, closes. Returns the session and its busy waits. The
+/// one body of a thread client and of a client process.
+pub(crate) fn client_session(
+    engine: &dyn Engine,
+    script: &Script,
+    turn: ClientTurn,
+    ready: &dyn Fn(),
+) -> Result<(SessionRun, u64)> {
+    let ClientTurn { client, clients, max_id, round, count, timed, pace } = turn;
+    // Only turns the clock reads on: the classes hold each op.
+    let mut on = Latency::new();
+    let spec = SessionSpec {
+        mode: OpenMode { client: Some(client), ..OpenMode::measured(true, false) },
+        max_id: Some(max_id),
+        keys: |max| KeySequence::with_rng(Order::Random, 1, max, KvtestRng::stream(round * (clients + 1) + client + 1)),
+        count,
+        work: Work::PerClass(script, pace),
+    };
+    let mut busy = 0;
+    let run = timed_session(engine, spec, timed.then_some(&mut on), ready, &mut |s| {
+        busy = s.busy_waits();
+    })?;
+    Ok((run, busy))
+}
+
+/// What one client's thread gives back: what it did, and its script
+/// (None when the thread panicked).
 type ClientRun = (Result<(SessionRun, u64)>, Option<Script>);
 
 /// One run of every client: each opens its session, waits for the others,
 /// runs `per_client` operations of its own script (moved to its thread
-/// and back) and closes. Returns each client's session and busy waits.
+/// and back) and closes. Returns what each client did.
 fn run_clients(
     engine: &dyn Engine,
     scripts: &mut Vec<Script>,
     max_id: u32,
     per_client: u64,
     (round, timed, pace): (u32, bool, Option<std::time::Duration>),
-) -> Result<Vec<(SessionRun, u64)>> {
+) -> Result<Vec<ClientDone>> {
     let n = scripts.len() as u32;
     let barrier = Barrier::new(scripts.len());
+    let origin = (Instant::now(), 0);
     let results: Vec<ClientRun> = std::thread::scope(|s| {
         let handles: Vec<_> = std::mem::take(scripts)
             .into_iter()
             .enumerate()
             .map(|(i, script)| {
                 let barrier = &barrier;
-                let i = i as u32;
+                let turn = ClientTurn { client: i as u32, clients: n, max_id, round, count: per_client, timed, pace };
                 s.spawn(move || {
-                    // Only turns the clock reads on: the classes hold each op.
-                    let mut on = Latency::new();
-                    let spec = SessionSpec {
-                        mode: OpenMode { client: Some(i), ..OpenMode::measured(true, false) },
-                        max_id: Some(max_id),
-                        keys: |max| {
-                            KeySequence::with_rng(Order::Random, 1, max, KvtestRng::stream(round * (n + 1) + i + 1))
-                        },
-                        count: per_client,
-                        work: Work::PerClass(&script, pace),
-                    };
-                    let mut busy = 0;
                     let ready = || {
                         barrier.wait();
                     };
-                    let run = timed_session(engine, spec, timed.then_some(&mut on), &ready, &mut |s| {
-                        busy = s.busy_waits();
-                    });
-                    (run.map(|r| (r, busy)), script)
+                    (client_session(engine, &script, turn, &ready), script)
                 })
             })
             .collect();
@@ -207,8 +289,13 @@ fn run_clients(
     });
     let mut runs = Vec::with_capacity(results.len());
     for (run, script) in results {
+        if let (Ok((run, busy_waits)), Some(script)) = (&run, &script) {
+            let span = ClientSpan::of(run, origin);
+            runs.push(Ok(ClientDone { span, busy_waits: *busy_waits, classes: script.take_classes() }));
+        } else if let Err(e) = run {
+            runs.push(Err(e));
+        }
         scripts.extend(script);
-        runs.push(run);
     }
     if scripts.len() != n as usize {
         return Err(Error::invalid("a client thread panicked; its script is lost"));
@@ -216,41 +303,87 @@ fn run_clients(
     runs.into_iter().collect()
 }
 
+/// One client's session on a clock every client reads alike: its phases'
+/// ends in nanoseconds from one origin (threads: an `Instant` of the
+/// parent; processes: `CLOCK_MONOTONIC`, which every process on the
+/// machine shares), and what it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientSpan {
+    pub ops: u64,
+    pub misses: u64,
+    pub bytes: u64,
+    pub opened_from_ns: u64,
+    pub loop_start_ns: u64,
+    pub loop_end_ns: u64,
+    pub committed_ns: u64,
+    pub closed_ns: u64,
+    pub close_checkpoints: bool,
+    pub close_finishes_writes: bool,
+    pub opened_handle: bool,
+}
+
+impl ClientSpan {
+    /// `run`'s phases on a clock that read `at_ns` when `at` was now.
+    pub fn of(run: &SessionRun, (at, at_ns): (Instant, u64)) -> ClientSpan {
+        let ns = |t: Instant| match t.checked_duration_since(at) {
+            Some(d) => at_ns + d.as_nanos() as u64,
+            None => at_ns.saturating_sub((at - t).as_nanos() as u64),
+        };
+        let t = &run.times;
+        ClientSpan {
+            ops: run.ops,
+            misses: run.misses,
+            bytes: run.bytes,
+            opened_from_ns: ns(t.opened_from),
+            loop_start_ns: ns(t.loop_start),
+            loop_end_ns: ns(t.loop_end),
+            committed_ns: ns(t.committed),
+            closed_ns: ns(t.closed),
+            close_checkpoints: run.info.close_checkpoints,
+            close_finishes_writes: run.info.close_finishes_writes,
+            opened_handle: run.info.opened_handle,
+        }
+    }
+}
+
 /// The run of all clients as one: setup from the first open to the first
 /// loop, the loop from the first start to the last end, the commit and
 /// the close (and the work it finishes for the writes) the longest of any
-/// client; operations and bytes summed.
-pub fn outcome_of(runs: &[&SessionRun]) -> Result<RunOutcome> {
-    let first = |f: fn(&SessionRun) -> Instant| runs.iter().map(|r| f(r)).min();
-    let last = |f: fn(&SessionRun) -> Instant| runs.iter().map(|r| f(r)).max();
-    let (Some(t0), Some(l0), Some(l1), Some(end)) = (
-        first(|r| r.times.opened_from),
-        first(|r| r.times.loop_start),
-        last(|r| r.times.loop_end),
-        last(|r| r.times.closed),
+/// client; operations and bytes summed. With `checkpoint_apart` a close
+/// that checkpoints is timed as the checkpoint, outside kvtest's total
+/// (which then ends at the last commit), as one session's is.
+pub fn outcome_of(spans: &[ClientSpan], checkpoint_apart: bool) -> Result<RunOutcome> {
+    let first = |f: fn(&ClientSpan) -> u64| spans.iter().map(f).min();
+    let last = |f: fn(&ClientSpan) -> u64| spans.iter().map(f).max();
+    let (Some(t0), Some(l0), Some(l1), Some(committed), Some(end)) = (
+        first(|s| s.opened_from_ns),
+        first(|s| s.loop_start_ns),
+        last(|s| s.loop_end_ns),
+        last(|s| s.committed_ns),
+        last(|s| s.closed_ns),
     ) else {
         return Err(Error::invalid("no client ran"));
     };
-    let ns = |d: std::time::Duration| d.as_nanos() as u64;
-    let longest = |f: &dyn Fn(&SessionRun) -> u64| runs.iter().map(|r| f(r)).max().unwrap_or(0);
-    let close_ns = longest(&|r| ns(r.times.closed - r.times.committed));
+    let longest = |f: &dyn Fn(&ClientSpan) -> u64| spans.iter().map(f).max().unwrap_or(0);
+    let apart = checkpoint_apart && spans.iter().any(|s| s.close_checkpoints);
+    let close_ns = longest(&|s| s.closed_ns.saturating_sub(s.committed_ns));
     let deferred_ns =
-        longest(&|r| if r.info.close_finishes_writes { ns(r.times.closed - r.times.committed) } else { 0 });
+        longest(&|s| if s.close_finishes_writes { s.closed_ns.saturating_sub(s.committed_ns) } else { 0 });
     let phases = Phases {
-        setup_ns: ns(l0 - t0),
-        loop_ns: ns(l1 - l0),
-        commit_ns: longest(&|r| ns(r.times.committed - r.times.loop_end)),
-        close_ns,
-        checkpoint_ns: 0,
-        kvtest_total_ns: ns(end - t0),
+        setup_ns: l0.saturating_sub(t0),
+        loop_ns: l1.saturating_sub(l0),
+        commit_ns: longest(&|s| s.committed_ns.saturating_sub(s.loop_end_ns)),
+        close_ns: if apart { 0 } else { close_ns },
+        checkpoint_ns: if apart { close_ns } else { 0 },
+        kvtest_total_ns: (if apart { committed } else { end }).saturating_sub(t0),
         deferred_ns,
     };
     Ok(RunOutcome {
-        ops: runs.iter().map(|r| r.ops).sum(),
-        misses: runs.iter().map(|r| r.misses).sum(),
-        bytes: runs.iter().map(|r| r.bytes).sum(),
+        ops: spans.iter().map(|s| s.ops).sum(),
+        misses: spans.iter().map(|s| s.misses).sum(),
+        bytes: spans.iter().map(|s| s.bytes).sum(),
         phases,
-        opened_handle: runs.iter().any(|r| r.info.opened_handle),
+        opened_handle: spans.iter().any(|s| s.opened_handle),
     })
 }
 

@@ -4,5 +4,6 @@
 pub mod clients;
 pub mod mix;
 pub mod parallel_read;
+pub mod processes;
 pub mod run;
 pub mod session;

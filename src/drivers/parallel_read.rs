@@ -8,12 +8,13 @@
 use std::sync::Barrier;
 use std::time::Instant;
 
+use super::clients::{outcome_of, ClientSpan};
 use super::run::{self, RunOptions, RunReport};
 use super::session::{timed_session, SessionRun, SessionSpec, Work};
 use crate::engine::{self, Engine, OpenMode};
 use crate::measure::cold::{self, EvictionReport};
 use crate::measure::rounds::Arm;
-use crate::measure::{self, Latency, Phases, RunOutcome};
+use crate::measure::{self, Latency, RunOutcome};
 use crate::records::keys::{KeySequence, KvtestRng, Order};
 use crate::{Error, Result};
 
@@ -131,9 +132,8 @@ fn keys_for(opts: &RunOptions, i: u32, n: u32, max_id: u32) -> KeySequence {
 
 /// One timed run: every thread opens its own session, waits for the others,
 /// reads its share through the same timed session as a single-threaded run,
-/// commits and closes. The run's phases span all threads: setup from the
-/// first open to the first loop, the loop from the first start to the last
-/// end, commit and close the longest of any thread.
+/// commits and closes. The run's phases span all threads, as several
+/// clients' do ([`outcome_of`]).
 fn one_run(
     engine: &dyn Engine,
     opts: &RunOptions,
@@ -142,6 +142,7 @@ fn one_run(
     latency: Option<&mut Latency>,
 ) -> Result<(RunOutcome, engine::SessionInfo)> {
     let barrier = Barrier::new(threads as usize);
+    let origin = (Instant::now(), 0);
     let want_latency = latency.is_some();
     let results: Vec<Result<(SessionRun, Option<Latency>)>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
@@ -166,45 +167,16 @@ fn one_run(
             .collect()
     });
     let runs = results.into_iter().collect::<Result<Vec<_>>>()?;
-    let first = |f: fn(&SessionRun) -> Instant| runs.iter().map(|(r, _)| f(r)).min();
-    let last = |f: fn(&SessionRun) -> Instant| runs.iter().map(|(r, _)| f(r)).max();
-    let (Some(t0), Some(l0), Some(l1), Some(committed), Some(end)) = (
-        first(|r| r.times.opened_from),
-        first(|r| r.times.loop_start),
-        last(|r| r.times.loop_end),
-        last(|r| r.times.committed),
-        last(|r| r.times.closed),
-    ) else {
+    let Some(info) = runs.first().map(|(r, _)| r.info.clone()) else {
         return Err(Error::invalid("no reader thread ran"));
     };
-    let ns = |d: std::time::Duration| d.as_nanos() as u64;
-    let longest = |f: fn(&SessionRun) -> std::time::Duration| runs.iter().map(|(r, _)| ns(f(r))).max().unwrap_or(0);
-    let info = runs[0].0.info.clone();
-    let apart = opts.settings.db.nocheckpoint && info.close_checkpoints;
-    let close_ns = longest(|r| r.times.closed - r.times.committed);
-    let phases = Phases {
-        setup_ns: ns(l0 - t0),
-        loop_ns: ns(l1 - l0),
-        commit_ns: longest(|r| r.times.committed - r.times.loop_end),
-        close_ns: if apart { 0 } else { close_ns },
-        checkpoint_ns: if apart { close_ns } else { 0 },
-        kvtest_total_ns: ns(if apart { committed } else { end } - t0),
-        // Readers defer nothing to the close.
-        deferred_ns: 0,
-    };
+    let spans: Vec<ClientSpan> = runs.iter().map(|(r, _)| ClientSpan::of(r, origin)).collect();
+    let outcome = outcome_of(&spans, opts.settings.db.nocheckpoint)?;
     if let Some(hist) = latency {
         for l in runs.iter().filter_map(|(_, l)| l.as_ref()) {
             hist.merge(l);
         }
     }
-    let sum = |f: fn(&SessionRun) -> u64| runs.iter().map(|(r, _)| f(r)).sum::<u64>();
-    let outcome = RunOutcome {
-        ops: sum(|r| r.ops),
-        misses: sum(|r| r.misses),
-        bytes: sum(|r| r.bytes),
-        phases,
-        opened_handle: runs.iter().any(|(r, _)| r.info.opened_handle),
-    };
     Ok((outcome, info))
 }
 

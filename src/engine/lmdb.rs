@@ -90,9 +90,11 @@ impl LmdbEngine {
     }
 
     /// The open environment (kept open after its sessions with `keep`),
-    /// and whether this call opened it.
-    fn handle(&self, keep: bool) -> Result<(Arc<Handle>, bool)> {
-        self.shared.get_or_open(keep, || open_handle(&self.path, self.params.sync))
+    /// and whether this call opened it. `alone`: refuse an environment
+    /// another process has open; a client of several (`OpenMode::client`)
+    /// expects the other clients' processes there.
+    fn handle(&self, keep: bool, alone: bool) -> Result<(Arc<Handle>, bool)> {
+        self.shared.get_or_open(keep, || open_handle(&self.path, self.params.sync, alone))
     }
 }
 
@@ -113,7 +115,7 @@ impl Engine for LmdbEngine {
         if for_writes {
             kv::check_writable(&files)?;
         }
-        let (h, _) = self.handle(false)?;
+        let (h, _) = self.handle(false, true)?;
         let err = |e| lmdb_error(&self.path, "cannot read", e);
         let txn = h.env.read_txn().map_err(err)?;
         let Some((last, _)) = h.db.last(&txn).map_err(err)? else {
@@ -128,7 +130,7 @@ impl Engine for LmdbEngine {
         if mode.write {
             self.shared.release();
         }
-        let (handle, opened) = self.handle(mode.keep)?;
+        let (handle, opened) = self.handle(mode.keep, mode.client.is_none())?;
         let err = |e| lmdb_error(&self.path, "cannot begin a transaction", e);
         let txn = match (self.commit_every, mode.write) {
             (Some(_), false) => Txn::PerRead,
@@ -152,10 +154,11 @@ impl Engine for LmdbEngine {
     }
 }
 
-/// Opens the environment at `dir`, refusing one another process has open
-/// (a writer there would make ours wait forever; readers skew timings).
-fn open_handle(dir: &Path, sync: KvSync) -> Result<Handle> {
-    if let Some(pid) = lock_holder(&dir.join(LOCK_FILE))? {
+/// Opens the environment at `dir`, with `alone` refusing one another
+/// process has open (a writer there would make ours wait forever; readers
+/// skew timings).
+fn open_handle(dir: &Path, sync: KvSync, alone: bool) -> Result<Handle> {
+    if let Some(pid) = alone.then(|| lock_holder(&dir.join(LOCK_FILE))).transpose()?.flatten() {
         return Err(Error::bad_input(dir, format!("is open in another process (pid {pid}); close it first")));
     }
     let data = dir.join(DATA_FILE);
@@ -215,7 +218,8 @@ fn open_env(dir: &Path, map: u64, no_sync: bool) -> Result<Env<WithoutTls>> {
         unsafe { opts.flags(EnvFlags::NO_SYNC) };
     }
     // SAFETY: the map is only modified through LMDB, and `open_handle`
-    // refuses an environment another process has open.
+    // refuses an environment another process has open, but to clients of
+    // one store, which all write it through LMDB's own locks.
     unsafe { opts.open(dir) }.map_err(|e| lmdb_error(dir, "cannot open the LMDB environment", e))
 }
 
@@ -441,7 +445,7 @@ fn scan(path: &Path, h: &Handle, txn: &RoTxn<WithoutTls>) -> Result<kv::Scan> {
 
 /// What `stat` says about the LMDB dataset at `dir`.
 fn stat(dir: &Path) -> Result<KvStat> {
-    let (h, _) = LmdbEngine::new(dir, KvParams::default(), None).handle(false)?;
+    let (h, _) = LmdbEngine::new(dir, KvParams::default(), None).handle(false, true)?;
     let txn = h.env.read_txn().map_err(|e| lmdb_error(dir, "cannot read", e))?;
     let s = scan(dir, &h, &txn)?;
     drop(txn);
@@ -505,7 +509,7 @@ mod tests {
         let target = tmp.path().join("lmdb");
         let rows = round_trip(KIND, &target, |p, k, n| Box::new(LmdbEngine::new(p, k, n)));
         let e = engine(&target);
-        let (h, _) = e.handle(false).unwrap();
+        let (h, _) = e.handle(false, true).unwrap();
         let t = h.env.read_txn().unwrap();
         for (k, v) in &rows {
             assert_eq!(h.db.get(&t, &key_bytes(*k)).unwrap().unwrap(), &v[..], "key {k}");

@@ -27,7 +27,7 @@ impl PgStorage {
 }
 
 /// The PostgreSQL engines' own settings.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PgParams {
     /// A server the user runs (`--pg URL`); None: blobbench's throwaway
     /// cluster inside the dataset's directory.

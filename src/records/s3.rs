@@ -24,7 +24,7 @@ pub enum Addressing {
 }
 
 /// The S3 engine's own settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct S3Params {
     /// A store the user runs (`--s3 URL`, with `--s3-bucket`); None:
     /// blobbench's throwaway server inside the dataset's directory.

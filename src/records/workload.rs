@@ -140,6 +140,24 @@ impl EngineKind {
         }
     }
 
+    /// Why only one process at a time may open its store, if so: several
+    /// client processes (`advise --clients-are processes`) cannot use it.
+    /// Declared for each engine, so a new one says which it is.
+    pub fn one_process_only(self) -> Option<&'static str> {
+        match self {
+            EngineKind::Redb => Some("redb locks its database file for one process (another's open fails)"),
+            EngineKind::Fjall => Some("fjall locks its keyspace for one process (another's open fails)"),
+            EngineKind::Db
+            | EngineKind::Flat
+            | EngineKind::Tree
+            | EngineKind::External
+            | EngineKind::Lmdb
+            | EngineKind::Postgres
+            | EngineKind::PostgresLo
+            | EngineKind::S3 => None,
+        }
+    }
+
     /// A server makes the writes and answers the reads (a round trip per
     /// operation, whose floor is its [`EngineKind::round_trip_call`]).
     pub fn is_server(self) -> bool {
@@ -330,7 +348,8 @@ impl WriteBatch {
 }
 
 /// Every engine's settings for one run; each engine reads its own part.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// Serialised for a client process, which opens the engine itself.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EngineSettings {
     pub db: DbParams,
     pub files: FileParams,

@@ -205,14 +205,14 @@ fn cases() -> Vec<Case> {
         case("run: --commit-every on the external layout", external, &["run", "@t", "--update", "--commit-every", "10"], Fail("--commit-every does not apply to the external layout")),
         case("matrix: --commit-every", none, &["matrix", "--workdir", "@", "--out", "@rep", "--commit-every", "10"], Fail("--commit-every does not apply to matrix")),
         case("concurrency: --commit-every", none, &["concurrency", "--workdir", "@", "--out", "@rep", "--commit-every", "10"], Fail("--commit-every does not apply to concurrency")),
-        // --clients: 1 to 1,024 clients at once; --p99-write a duration above 0; processes not yet built
+        // --clients: 1 to 1,024 clients at once; --p99-write a duration above 0; threads or processes
         case("advise: --clients 0", none, &["advise", "--workdir", "@", "--out", "@rep", "--clients", "0"], Fail("--clients 0: must be from 1 to 1024")),
         case("advise: --clients not a number", none, &["advise", "--workdir", "@", "--out", "@rep", "--clients", "many"], Fail("not a whole number")),
         case("advise: --clients above the most", none, &["advise", "--workdir", "@", "--out", "@rep", "--clients", "1025"], Fail("--clients 1025: must be from 1 to 1024")),
         case("advise: --p99-write 0", none, &["advise", "--workdir", "@", "--out", "@rep", "--clients", "2", "--p99-write", "0s"], Fail("--p99-write <DURATION>': invalid duration \"0s\": must be longer than 0s")),
         case("advise: --rate 0", none, &["advise", "--workdir", "@", "--out", "@rep", "--clients", "2", "--rate", "0"], Fail("--rate 0: must be above 0")),
         case("advise: --rate below 0", none, &["advise", "--workdir", "@", "--out", "@rep", "--clients", "2", "--rate", "-5"], Fail("--rate -5: must be above 0")),
-        case("advise: --clients-are processes", none, &["advise", "--workdir", "@", "--out", "@rep", "--clients", "2", "--clients-are", "processes"], Fail("--clients-are processes")),
+        case("advise: --clients-are neither threads nor processes", none, &["advise", "--workdir", "@", "--out", "@rep", "--clients", "2", "--clients-are", "forks"], Fail("invalid value 'forks' for '--clients-are")),
         // a result file from before --commit-every: rendered, its write figures marked
         case("run: --start-at unparsable", db, &["run", "@db", "--start-at", "tomorrow"], Fail("neither RFC 3339")),
         case("run: --start-at more than a day away", db, &["run", "@db", "--start-at", "2099-01-01T00:00:00Z"], Fail("within a day of now")),

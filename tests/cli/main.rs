@@ -8,6 +8,7 @@ mod common;
 mod advise;
 mod aging;
 mod bad_input;
+mod clients;
 mod concurrency;
 mod crashtest;
 mod engines;

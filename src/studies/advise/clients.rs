@@ -1,7 +1,7 @@
 //! advise's candidates under several clients at once (`--clients N`):
 //! each candidate that meets the need runs the stated mix with 1, 2, 4 ...
-//! N clients (threads, each with a session of its own; see
-//! [`crate::drivers::clients`]), every (candidate, clients) pair an arm of
+//! N clients (threads, each with a session of its own, or processes,
+//! each with its own engine; see [`crate::drivers::clients`]), every (candidate, clients) pair an arm of
 //! one set of interleaved rounds, each run sized by time, on the suite's
 //! datasets. The section records each arm's latencies per kind of
 //! operation (the clients' histograms merged, serialised) and its busy
@@ -17,6 +17,7 @@ use super::rules::{self, Store};
 use super::section::{CrashFacts, Durability};
 use super::AdviseOptions;
 use crate::drivers::clients::{ClientsArm, ClientsTally, MAX_CLIENTS};
+use crate::drivers::processes::Launcher;
 use crate::measure::paired::PairedRatio;
 use crate::measure::rounds::{run_rounds, Arm, RoundSet, RoundsPlan};
 use crate::measure::{Latency, LatencySummary};
@@ -50,7 +51,7 @@ impl ClientsAre {
 }
 
 /// What advise is asked about concurrency.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ClientsPlan {
     /// Clients at once (`--clients N`, 1 to 1,024; 1: none of this runs).
     pub clients: u32,
@@ -60,20 +61,33 @@ pub struct ClientsPlan {
     /// Operations per second over all clients, an open loop (`--rate`);
     /// None: closed loop.
     pub rate: Option<f64>,
+    /// How to start a client process (`--clients-are processes`): the
+    /// command line gives its own binary.
+    pub launcher: Option<Launcher>,
 }
 
 impl ClientsPlan {
-    pub const ONE: ClientsPlan = ClientsPlan { clients: 1, are: ClientsAre::Threads, p99_write: None, rate: None };
+    pub const ONE: ClientsPlan =
+        ClientsPlan { clients: 1, are: ClientsAre::Threads, p99_write: None, rate: None, launcher: None };
 
-    /// Checks what can be checked before any work.
-    pub fn validate(&self) -> Result<()> {
+    /// Checks what can be checked before any work, for the `stores`
+    /// considered: under processes some must remain.
+    pub fn validate(&self, stores: &[Store]) -> Result<()> {
         if self.clients == 0 || self.clients > MAX_CLIENTS {
             return Err(Error::invalid(format!("--clients {} must be from 1 to {MAX_CLIENTS}", self.clients)));
         }
-        if self.are == ClientsAre::Processes {
-            return Err(Error::invalid(
-                "--clients-are processes is not built yet; every candidate is excluded under it (use threads)",
-            ));
+        if self.clients > 1 && self.are == ClientsAre::Processes {
+            if self.launcher.is_none() {
+                return Err(Error::invalid("--clients-are processes: no program to start the clients with"));
+            }
+            let excluded = excluded(stores, self.are);
+            if excluded.len() == stores.len() {
+                let why: Vec<String> = excluded.iter().map(|e| format!("{}: {}", e.candidate, e.why)).collect();
+                return Err(Error::invalid(format!(
+                    "--clients-are processes: no candidate remains ({})",
+                    why.join("; ")
+                )));
+            }
         }
         crate::drivers::clients::check_rate(self.rate)?;
         if self.p99_write.is_some_and(|d| d.is_zero()) {
@@ -127,6 +141,32 @@ impl ClientsArmRecord {
     }
 }
 
+/// A candidate the clients' stage leaves out, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientsExclusion {
+    /// Its [`Store`] name.
+    pub candidate: String,
+    pub why: String,
+}
+
+/// The candidates that cannot run as `are` (one process alone may open
+/// their store), with the reason each engine declares.
+pub fn excluded(stores: &[Store], are: ClientsAre) -> Vec<ClientsExclusion> {
+    if are == ClientsAre::Threads {
+        return Vec::new();
+    }
+    stores
+        .iter()
+        .filter_map(|s| {
+            match s {
+                Store::Engine(kind) => kind.one_process_only(),
+                Store::Sqlite | Store::FilesInPlace | Store::FilesReplace => None,
+            }
+            .map(|why| ClientsExclusion { candidate: s.name().into(), why: why.into() })
+        })
+        .collect()
+}
+
 /// The result file's `advise.clients`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClientsSection {
@@ -142,6 +182,9 @@ pub struct ClientsSection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_ops_s: Option<f64>,
     pub arms: Vec<ClientsArmRecord>,
+    /// Candidates not measured with clients of this kind, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded: Vec<ClientsExclusion>,
 }
 
 /// The arm id of `store` at `clients`.
@@ -151,8 +194,10 @@ pub fn arm_id(store: Store, clients: u32) -> String {
 
 /// The candidates that run with clients: those the crash facts do not
 /// exclude for the need (after a short power-cut run, the documented
-/// table's too, as the ranking reads it).
+/// table's too, as the ranking reads it), and whose store the clients'
+/// kind can share ([`excluded`]).
 fn runnable(opts: &AdviseOptions, crash: &CrashFacts) -> Vec<Store> {
+    let apart = excluded(&opts.stores(), opts.clients.are);
     let documented = rules::documented();
     let fails = |facts: &[super::section::CrashFact], method: &str| {
         facts.iter().any(|f| f.method == method && rules::excluded_by(opts.durability, f).is_some())
@@ -162,7 +207,8 @@ fn runnable(opts: &AdviseOptions, crash: &CrashFacts) -> Vec<Store> {
         .filter(|s| {
             let method = s.crash_method(opts.durability);
             let short_run = crash.source == super::section::CrashSource::Measured;
-            !(fails(&crash.methods, &method) || (short_run && fails(&documented, &method)))
+            let shared = !apart.iter().any(|e| e.candidate == s.name());
+            shared && !(fails(&crash.methods, &method) || (short_run && fails(&documented, &method)))
         })
         .collect()
 }
@@ -177,7 +223,7 @@ pub(super) fn measure(
     budget: Duration,
     observer: &dyn SuiteObserver,
 ) -> Result<(ClientsSection, RoundSet)> {
-    let plan = opts.clients;
+    let plan = &opts.clients;
     let mix = Mix { read: opts.mix_reads, write: opts.mix_writes };
     let mut arms: Vec<(Store, ClientsArm)> = Vec::new();
     for store in runnable(opts, crash) {
@@ -189,7 +235,12 @@ pub(super) fn measure(
             let engine = crate::engine::open(&path, &settings)?;
             let seed = opts.spec.seed.wrapping_add(u64::from(n) << 16);
             let sizing = (SIZING_OPS, opts.commit_every);
-            arms.push((store, ClientsArm::prepare(engine, n, mix, sizing, seed, plan.rate)?));
+            let arm = ClientsArm::prepare(engine, n, mix, sizing, seed, plan.rate)?;
+            let arm = match (plan.are, &plan.launcher) {
+                (ClientsAre::Processes, Some(launcher)) => arm.in_processes(&settings, launcher)?,
+                _ => arm,
+            };
+            arms.push((store, arm));
         }
     }
     let ids: Vec<String> = arms.iter().map(|(s, a)| arm_id(*s, a.clients())).collect();
@@ -218,6 +269,7 @@ pub(super) fn measure(
         p99_write_us: plan.p99_write.map(|d| d.as_secs_f64() * 1e6),
         rate_ops_s: plan.rate,
         arms: records,
+        excluded: excluded(&opts.stores(), plan.are),
     };
     Ok((section, out.set))
 }
@@ -340,22 +392,31 @@ pub fn merge_histograms(encoded: &[&str]) -> std::result::Result<Latency, String
 }
 
 /// The durability need's words for the page: how each candidate's
-/// clients write.
-pub fn configuration(store: Store, need: Durability) -> String {
+/// clients, threads or processes, write.
+pub fn configuration(store: Store, need: Durability, are: ClientsAre) -> String {
     let commit = if need == Durability::Required { "durably" } else { "without waiting for the disk" };
+    let client = if are == ClientsAre::Processes { "client process" } else { "client" };
     match store {
         Store::Sqlite => format!(
-            "SQLite: WAL, a connection per client; each commit's writes as BEGIN IMMEDIATE, waiting while another \
+            "SQLite: WAL, a connection per {client}; each commit's writes as BEGIN IMMEDIATE, waiting while another \
              client holds the write lock (busy waits counted), committed {commit}"
         ),
-        Store::FilesInPlace => format!("files, overwrite in place: each client its own descriptors, {commit}"),
+        Store::FilesInPlace => format!("files, overwrite in place: each {client} its own descriptors, {commit}"),
         Store::FilesReplace => {
-            format!("files, temp + rename: each client its own temporary names (KEY.cI.tmp), {commit}")
+            format!("files, temp + rename: each {client} its own temporary names (KEY.cI.tmp), {commit}")
         }
-        Store::Engine(kind) if kind.is_server() => format!("{}: a connection per client, {commit}", kind.title()),
-        Store::Engine(kind) => {
-            format!("{}: one handle for the process, a transaction per client's commit, {commit}", kind.title())
-        }
+        Store::Engine(kind) if kind.is_server() => format!("{}: a connection per {client}, {commit}", kind.title()),
+        Store::Engine(kind) => match (are, kind.one_process_only()) {
+            (ClientsAre::Processes, Some(why)) => {
+                format!("{}: not measured with client processes: {why}", kind.title())
+            }
+            (ClientsAre::Processes, None) => {
+                format!("{}: one environment per client process, a transaction per commit, {commit}", kind.title())
+            }
+            (ClientsAre::Threads, _) => {
+                format!("{}: one handle for the process, a transaction per client's commit, {commit}", kind.title())
+            }
+        },
     }
 }
 

@@ -14,20 +14,47 @@ fn client_counts_double_up_to_n() {
 
 #[test]
 fn bad_plans_are_refused() {
-    let plan = |clients, are, p99_write| ClientsPlan { clients, are, p99_write, rate: None };
-    assert!(plan(0, ClientsAre::Threads, None).validate().unwrap_err().to_string().contains("--clients 0"));
-    assert!(plan(1025, ClientsAre::Threads, None).validate().is_err());
+    let plan = |clients, are, p99_write| ClientsPlan { clients, are, p99_write, rate: None, launcher: None };
+    let stores = [Store::Sqlite];
+    assert!(plan(0, ClientsAre::Threads, None).validate(&stores).unwrap_err().to_string().contains("--clients 0"));
+    assert!(plan(1025, ClientsAre::Threads, None).validate(&stores).is_err());
     assert!(plan(4, ClientsAre::Threads, Some(Duration::ZERO))
-        .validate()
+        .validate(&stores)
         .unwrap_err()
         .to_string()
         .contains("--p99-write"));
-    assert!(plan(4, ClientsAre::Processes, None).validate().is_err());
-    assert!(plan(1024, ClientsAre::Threads, Some(Duration::from_millis(5))).validate().is_ok());
+    assert!(plan(4, ClientsAre::Processes, None).validate(&stores).is_err(), "no program to start");
+    assert!(plan(1024, ClientsAre::Threads, Some(Duration::from_millis(5))).validate(&stores).is_ok());
     for rate in [0.0, -1.0] {
         let p = ClientsPlan { rate: Some(rate), ..plan(2, ClientsAre::Threads, None) };
-        assert!(p.validate().unwrap_err().to_string().contains("--rate"));
+        assert!(p.validate(&stores).unwrap_err().to_string().contains("--rate"));
     }
+}
+
+/// Under processes, redb and fjall (one process alone may open their
+/// stores) are excluded with the reason each engine declares; when no
+/// candidate remains the one line names each reason.
+#[test]
+fn processes_exclude_the_stores_one_process_alone_may_open() {
+    let kind = |n| Store::Engine(EngineKind::from_name(n).unwrap());
+    let (redb, fjall, lmdb) = (kind("redb"), kind("fjall"), kind("lmdb"));
+    let all = [Store::Sqlite, Store::FilesReplace, lmdb, redb, fjall];
+    assert!(excluded(&all, ClientsAre::Threads).is_empty());
+    let out = excluded(&all, ClientsAre::Processes);
+    assert_eq!(out.iter().map(|e| e.candidate.as_str()).collect::<Vec<_>>(), ["redb", "fjall"]);
+    assert!(out.iter().all(|e| e.why.contains("one process")), "{out:?}");
+    let launcher = Launcher { exe: "/bin/true".into(), args: Vec::new() };
+    let plan = ClientsPlan { clients: 2, are: ClientsAre::Processes, launcher: Some(launcher), ..ClientsPlan::ONE };
+    assert!(plan.validate(&all).is_ok());
+    let e = plan.validate(&[redb, fjall]).unwrap_err().to_string();
+    assert!(e.starts_with("--clients-are processes: no candidate remains"), "{e}");
+    assert!(e.contains(&format!("redb: {}", out[0].why)) && e.contains(&format!("fjall: {}", out[1].why)), "{e}");
+    assert!(!e.contains('\n'));
+    // One client is no clients' stage: nothing to exclude.
+    assert!(ClientsPlan { clients: 1, ..plan.clone() }.validate(&[redb]).is_ok());
+    let words = configuration(redb, Durability::Required, ClientsAre::Processes);
+    assert!(words.contains("not measured with client processes"), "{words}");
+    assert!(configuration(lmdb, Durability::Required, ClientsAre::Processes).contains("per client process"));
 }
 
 /// A latency histogram of `values` (ns), serialised.
@@ -89,6 +116,7 @@ fn scaling() -> (ClientsSection, RoundSet) {
         p99_write_us: None,
         rate_ops_s: None,
         arms,
+        excluded: Vec::new(),
     };
     (section, set)
 }

@@ -85,6 +85,10 @@ pub fn table(at: &RankingAt, section: &ClientsSection) -> Table {
         ColumnKind::Figure,
         ColumnKind::Figure,
     ]);
+    for e in &section.excluded {
+        let name = Store::from_name(&e.candidate).map_or_else(|| e.candidate.clone(), store_name);
+        t.notes.push(format!("{name}: not measured with client {}: {}.", section.are.name(), e.why));
+    }
     if let Some(limit) = section.p99_write_us {
         t.notes.push(format!("--p99-write {}: a candidate whose write p99 exceeds it is excluded.", micros(limit)));
     }
@@ -171,7 +175,7 @@ pub fn blocks(file: &ResultFile, s: &AdviseSection, sfx: &str) -> Vec<Block> {
         s.candidates
             .iter()
             .filter_map(|c| Store::from_name(c))
-            .map(|st| clients::configuration(st, s.workload.durability))
+            .map(|st| clients::configuration(st, s.workload.durability, section.are))
             .collect(),
     ));
     b.push(Block::Figure(chart(section, set, sfx)));

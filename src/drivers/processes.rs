@@ -1,0 +1,378 @@
+//! Clients as processes (`advise --clients-are processes`), as a pre-fork
+//! server's workers: each client is a process of its own with its own
+//! engine (its own SQLite connection, LMDB environment, PostgreSQL
+//! connection), so the stores use their cross-process locks. The parent
+//! starts them through a [`Launcher`] (the command line names it; the
+//! library names no command) and talks to each over its standard input
+//! and output, one line at a time:
+//!
+//! - parent: a [`ClientJob`] (JSON); the client opens and surveys its
+//!   engine and answers `opened`;
+//! - per run, parent: a [`ClientOrder`]; the client opens its session and
+//!   answers `ready`; once every client is ready the parent sends `go` to
+//!   each (the barrier across processes); the client runs the timed
+//!   session exactly as a thread client does ([`super::clients`]) and
+//!   answers a [`ClientReport`] (JSON);
+//! - the parent closes the client's input: it ends.
+//!
+//! A client stays single-threaded (a second thread would send every read
+//! through glibc's slower cancellation path inside the timed loop). Its
+//! phase times are on `CLOCK_MONOTONIC`, which every process on the
+//! machine reads alike, so the parent joins them as it joins threads'.
+
+use std::cell::RefCell;
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read, Seek, Write};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::clients::{client_session, ClientDone, ClientSpan, ClientTurn};
+use crate::measure::Latency;
+use crate::records::{EngineSettings, Mix};
+use crate::{Error, Result};
+
+/// How to start a client process: a program and its arguments (the
+/// blobbench binary and its hidden client command).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launcher {
+    pub exe: PathBuf,
+    pub args: Vec<OsString>,
+}
+
+/// What a client process is for, over all its runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientJob {
+    /// The dataset, opened with `settings`.
+    pub path: PathBuf,
+    pub settings: EngineSettings,
+    /// This client's index, and the clients in all.
+    pub client: u32,
+    pub clients: u32,
+    pub mix: Mix,
+    /// The largest blob and key, as the parent surveyed them.
+    pub blob_max: u32,
+    pub max_id: u32,
+    /// The script's seed (the arm's, plus the client's index).
+    pub seed: u64,
+    /// `--rate`: the interval between this client's due times.
+    pub pace_ns: Option<u64>,
+}
+
+/// One run of a client process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientOrder {
+    /// 0 for untimed runs, then 1, 2 ...: each timed run draws other keys.
+    pub round: u32,
+    /// Operations that must find a blob.
+    pub count: u64,
+    /// Record each op's latency.
+    pub timed: bool,
+}
+
+/// What a client process did in one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientReport {
+    /// Its phases on `CLOCK_MONOTONIC`.
+    pub span: ClientSpan,
+    pub busy_waits: u64,
+    /// Each class's histogram ([`Latency::to_base64`]), by
+    /// [`super::session::ScriptOp::class`].
+    pub classes: Vec<String>,
+}
+
+impl ClientReport {
+    fn done(self) -> Result<ClientDone> {
+        let mut classes: [Latency; 4] = Default::default();
+        if self.classes.len() != classes.len() {
+            return Err(Error::invalid("a client process reported the wrong number of latency classes"));
+        }
+        for (mine, text) in classes.iter_mut().zip(&self.classes) {
+            *mine = Latency::from_base64(text)
+                .map_err(|e| Error::invalid(format!("a client process's histogram is unreadable: {e}")))?;
+        }
+        Ok(ClientDone { span: self.span, busy_waits: self.busy_waits, classes })
+    }
+}
+
+const OPENED: &str = "opened";
+const READY: &str = "ready";
+const GO: &str = "go";
+
+/// `CLOCK_MONOTONIC` in nanoseconds: one clock for every process here.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime only writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// An `Instant` and `CLOCK_MONOTONIC` read together (between two readings
+/// of the latter), to put a session's `Instant`s on the shared clock.
+fn clock_pair() -> (Instant, u64) {
+    let before = monotonic_ns();
+    let now = Instant::now();
+    let after = monotonic_ns();
+    (now, before + (after - before) / 2)
+}
+
+/// Reads one line; None at the end of the input.
+fn read_line(input: &mut dyn BufRead) -> Result<Option<String>> {
+    let mut line = String::new();
+    let n = input.read_line(&mut line).map_err(|e| Error::invalid(format!("client: cannot read its orders: {e}")))?;
+    Ok((n > 0).then(|| line.trim_end().to_string()))
+}
+
+fn say(output: &mut dyn Write, line: &str) -> Result<()> {
+    writeln!(output, "{line}")
+        .and_then(|()| output.flush())
+        .map_err(|e| Error::invalid(format!("client: cannot answer its parent: {e}")))
+}
+
+fn parse<T: serde::de::DeserializeOwned>(line: &str, what: &str) -> Result<T> {
+    serde_json::from_str(line).map_err(|e| Error::invalid(format!("client: not a {what}: {e}")))
+}
+
+/// The client process: reads its job from `input`, opens its engine, and
+/// runs each order it is given until `input` ends (see the module's
+/// protocol). Its errors end it; the parent reports them.
+pub fn serve(input: &mut dyn BufRead, output: &mut dyn Write) -> Result<()> {
+    let Some(line) = read_line(input)? else { return Err(Error::invalid("client: no job given")) };
+    let job: ClientJob = parse(&line, "client job")?;
+    let mut engine = crate::engine::open(&job.path, &job.settings)?;
+    engine.survey(job.mix.write > 0)?;
+    let script = super::mix::mix_script(job.mix, job.blob_max, job.seed)?;
+    say(output, OPENED)?;
+    let (input, output) = (RefCell::new(input), RefCell::new(output));
+    loop {
+        let line = read_line(&mut **input.borrow_mut())?;
+        let Some(line) = line else { break };
+        let order: ClientOrder = parse(&line, "client order")?;
+        let turn = ClientTurn {
+            client: job.client,
+            clients: job.clients,
+            max_id: job.max_id,
+            round: order.round,
+            count: order.count,
+            timed: order.timed,
+            pace: job.pace_ns.map(Duration::from_nanos),
+        };
+        let go: RefCell<Result<()>> = RefCell::new(Ok(()));
+        // Outside the timed loop: the session is open, the others too.
+        let ready = || {
+            let heard = say(&mut **output.borrow_mut(), READY).and_then(|()| read_line(&mut **input.borrow_mut()));
+            *go.borrow_mut() = match heard {
+                Ok(Some(l)) if l == GO => Ok(()),
+                Ok(l) => Err(Error::invalid(format!("client: expected {GO:?}, got {l:?}"))),
+                Err(e) => Err(e),
+            };
+        };
+        let origin = clock_pair();
+        let (run, busy_waits) = client_session(engine.as_ref(), &script, turn, &ready)?;
+        go.into_inner()?;
+        let classes = script.take_classes().iter().map(Latency::to_base64).collect();
+        let report = ClientReport { span: ClientSpan::of(&run, origin), busy_waits, classes };
+        let text = serde_json::to_string(&report).map_err(|e| Error::invalid(e.to_string()))?;
+        say(&mut **output.borrow_mut(), &text)?;
+    }
+    Ok(())
+}
+
+/// How long a client may take to open and survey its store, and to open
+/// its session; a run's report may take longer (its operations).
+const OPEN_WAIT: Duration = Duration::from_secs(120);
+const RUN_WAIT: Duration = Duration::from_secs(600);
+/// How long a client may take to end once its input is closed.
+const END_WAIT: Duration = Duration::from_secs(10);
+
+/// One client process: its input, and its error output (a file, read when
+/// it fails: a pipe could be held open by a server it started).
+struct ClientProcess {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stderr: std::fs::File,
+}
+
+/// A line a client printed, or the end of its output.
+type Heard = (usize, Option<String>);
+
+/// The client processes of one arm, started once and given each run.
+pub(crate) struct ClientProcesses {
+    procs: Vec<ClientProcess>,
+    heard: mpsc::Receiver<Heard>,
+    what: String,
+}
+
+impl ClientProcesses {
+    /// Starts a client process per job, one at a time, each once the one
+    /// before has opened and surveyed its store (an engine may refuse a
+    /// store another process is surveying).
+    pub fn start(launcher: &Launcher, jobs: Vec<ClientJob>) -> Result<ClientProcesses> {
+        let what = jobs.first().map_or_else(String::new, |j| j.path.display().to_string());
+        let (tx, heard) = mpsc::channel();
+        let mut all = ClientProcesses { procs: Vec::with_capacity(jobs.len()), heard, what };
+        for (i, job) in jobs.iter().enumerate() {
+            let p = spawn(launcher, i, tx.clone())?;
+            all.procs.push(p);
+            let line = serde_json::to_string(job).map_err(|e| Error::invalid(e.to_string()))?;
+            all.send(i, &line)?;
+            all.expect(&[i], OPEN_WAIT, "while opening its store", |l| (l == OPENED).then_some(()))?;
+        }
+        Ok(all)
+    }
+
+    /// One run: every client opens its session; once all are ready they
+    /// start together; each reports what it did.
+    pub fn run(&mut self, order: ClientOrder) -> Result<Vec<ClientDone>> {
+        let line = serde_json::to_string(&order).map_err(|e| Error::invalid(e.to_string()))?;
+        let all: Vec<usize> = (0..self.procs.len()).collect();
+        for &i in &all {
+            self.send(i, &line)?;
+        }
+        self.expect(&all, OPEN_WAIT, "while opening its session", |l| (l == READY).then_some(()))?;
+        for &i in &all {
+            self.send(i, GO)?;
+        }
+        let reports =
+            self.expect(&all, RUN_WAIT, "during its run", |l| serde_json::from_str::<ClientReport>(l).ok())?;
+        reports.into_iter().map(ClientReport::done).collect()
+    }
+
+    fn send(&mut self, i: usize, line: &str) -> Result<()> {
+        let sent = match self.procs[i].stdin.as_mut() {
+            Some(stdin) => writeln!(stdin, "{line}").and_then(|()| stdin.flush()).is_ok(),
+            None => false,
+        };
+        if sent {
+            Ok(())
+        } else {
+            Err(self.failed(i, "took no orders"))
+        }
+    }
+
+    /// One answer from each of `clients`, as `parse` reads it, within
+    /// `bound`; a client that ends, answers otherwise or is silent past it
+    /// is an error naming it (all clients are then stopped).
+    fn expect<T>(
+        &mut self,
+        clients: &[usize],
+        bound: Duration,
+        doing: &str,
+        parse: impl Fn(&str) -> Option<T>,
+    ) -> Result<Vec<T>> {
+        let deadline = Instant::now() + bound;
+        let mut got: Vec<Option<T>> = clients.iter().map(|_| None).collect();
+        while got.iter().any(Option::is_none) {
+            let waiting: Vec<usize> = clients.iter().zip(&got).filter(|(_, g)| g.is_none()).map(|(&i, _)| i).collect();
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let i = waiting[0];
+                return Err(self.failed(i, &format!("gave no answer within {} s {doing}", bound.as_secs())));
+            }
+            match self.heard.recv_timeout(left.min(Duration::from_millis(100))) {
+                Ok((i, Some(line))) => {
+                    let Some(slot) = clients.iter().position(|&c| c == i) else { continue };
+                    match parse(&line) {
+                        Some(v) if got[slot].is_none() => got[slot] = Some(v),
+                        _ => return Err(self.failed(i, &format!("said {line:?} {doing}"))),
+                    }
+                }
+                Ok((i, None)) => return Err(self.failed(i, &format!("ended {doing}"))),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    // A client that died while a server it started holds its
+                    // output open sends no end: look for it.
+                    if let Some(&i) = waiting.iter().find(|&&i| self.procs[i].child.try_wait().ok().flatten().is_some())
+                    {
+                        return Err(self.failed(i, &format!("ended {doing}")));
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(self.failed(waiting[0], &format!("ended {doing}")));
+                }
+            }
+        }
+        Ok(got.into_iter().flatten().collect())
+    }
+
+    /// Stops every client and names client `i`'s failure, with its own
+    /// one-line error when it printed one.
+    fn failed(&mut self, i: usize, how: &str) -> Error {
+        self.stop_all(Duration::ZERO);
+        let said = self.procs.get_mut(i).map(|p| first_error_line(&mut p.stderr)).unwrap_or_default();
+        let n = self.procs.len();
+        let why = if said.is_empty() { String::new() } else { format!(": {said}") };
+        Error::invalid(format!("client process {} of {n} on {} {how}{why}", i + 1, self.what))
+    }
+
+    /// Closes every client's input, waits up to `grace` for each to end,
+    /// then kills and reaps what is left.
+    fn stop_all(&mut self, grace: Duration) {
+        for p in &mut self.procs {
+            p.stdin = None;
+        }
+        let deadline = Instant::now() + grace;
+        for p in &mut self.procs {
+            while Instant::now() < deadline && matches!(p.child.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if matches!(p.child.try_wait(), Ok(None)) {
+                let _ = p.child.kill();
+            }
+            let _ = p.child.wait();
+        }
+    }
+}
+
+impl Drop for ClientProcesses {
+    fn drop(&mut self) {
+        self.stop_all(END_WAIT);
+    }
+}
+
+/// Starts client `i`, its output read line by line into `tx` by a thread
+/// of the parent (the client itself has none).
+fn spawn(launcher: &Launcher, i: usize, tx: mpsc::Sender<Heard>) -> Result<ClientProcess> {
+    let stderr = tempfile::tempfile().map_err(|e| Error::io(&std::env::temp_dir(), "cannot make a file", e))?;
+    let err_out = stderr.try_clone().map_err(|e| Error::io(&std::env::temp_dir(), "cannot share a file", e))?;
+    let mut cmd = Command::new(&launcher.exe);
+    cmd.args(&launcher.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(err_out);
+    // SAFETY: prctl is async-signal-safe; it makes the kernel kill the
+    // client should this process die first, so no client outlives it.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().map_err(|e| Error::io(&launcher.exe, "cannot start a client process", e))?;
+    let stdin = child.stdin.take();
+    if let Some(out) = child.stdout.take() {
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if tx.send((i, Some(line))).is_err() {
+                    return;
+                }
+            }
+            let _ = tx.send((i, None));
+        });
+    }
+    Ok(ClientProcess { child, stdin, stderr })
+}
+
+/// The first line a client wrote to its error output, without its
+/// `error: ` prefix; empty when it wrote none.
+fn first_error_line(file: &mut std::fs::File) -> String {
+    let mut text = String::new();
+    let _ = file.rewind().and_then(|()| file.take(64 * 1024).read_to_string(&mut text));
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    line.strip_prefix("error: ").unwrap_or(line).to_string()
+}
+
+#[cfg(test)]
+#[path = "processes_tests.rs"]
+mod tests;

@@ -1,0 +1,169 @@
+use super::*;
+use crate::drivers::clients::{outcome_of, ClientsArm};
+use crate::measure::rounds::Arm;
+use crate::measure::{LatencySink, RunContext};
+use crate::records::{DatasetSpec, SyncLevel};
+use crate::util::progress::Silent;
+
+/// A tiny SQLite dataset, and settings its clients write it with.
+fn dataset(dir: &std::path::Path) -> (PathBuf, EngineSettings) {
+    let db = dir.join("kv.db");
+    let spec = DatasetSpec { count: 100, size: 1000, variance: 500, ..DatasetSpec::default() };
+    crate::engine::dataset::init(&db, &spec, false, &Silent).unwrap();
+    let mut settings = EngineSettings { commit_every: Some(1), ..EngineSettings::default() };
+    settings.db.journal_mode = Some("wal".into());
+    settings.db.sync = Some(SyncLevel::Normal);
+    (db, settings)
+}
+
+fn job(path: PathBuf, settings: EngineSettings, blob_max: u32, max_id: u32) -> ClientJob {
+    ClientJob {
+        path,
+        settings,
+        client: 0,
+        clients: 1,
+        mix: Mix { read: 50, write: 50 },
+        blob_max,
+        max_id,
+        seed: 11,
+        pace_ns: None,
+    }
+}
+
+#[test]
+fn jobs_orders_and_reports_read_back_as_written() {
+    let mut settings = EngineSettings { commit_every: Some(3), ..EngineSettings::default() };
+    settings.pg.url = Some("postgres://127.0.0.1/x".into());
+    settings.s3.ca = Some("/ca.pem".into());
+    let j = ClientJob { pace_ns: Some(5000), ..job("/d/kv.db".into(), settings, 12_000, 100) };
+    let back: ClientJob = serde_json::from_str(&serde_json::to_string(&j).unwrap()).unwrap();
+    assert_eq!(back, j);
+    let o = ClientOrder { round: 3, count: 64, timed: true };
+    assert_eq!(serde_json::from_str::<ClientOrder>(&serde_json::to_string(&o).unwrap()).unwrap(), o);
+    let mut l = Latency::new();
+    l.record(1500);
+    let span = ClientSpan {
+        ops: 1,
+        misses: 0,
+        bytes: 10,
+        opened_from_ns: 1,
+        loop_start_ns: 2,
+        loop_end_ns: 3,
+        committed_ns: 4,
+        closed_ns: 5,
+        close_checkpoints: false,
+        close_finishes_writes: true,
+        opened_handle: true,
+    };
+    let r =
+        ClientReport { span, busy_waits: 2, classes: vec![l.to_base64(), String::new(), String::new(), String::new()] };
+    let back: ClientReport = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+    assert_eq!(back, r);
+    // Empty text is no histogram: a report must carry all four.
+    assert!(back.done().is_err());
+    let four = ClientReport { classes: vec![l.to_base64(); 4], ..r };
+    assert_eq!(four.done().unwrap().classes.iter().map(Latency::count).sum::<u64>(), 4);
+}
+
+/// The run of several clients is the loop from the first start to the
+/// last end, on whatever clock their spans share.
+#[test]
+fn clients_runs_join_from_the_first_start_to_the_last_end() {
+    let span = |start: u64, end: u64, ops: u64| ClientSpan {
+        ops,
+        misses: 1,
+        bytes: ops * 10,
+        opened_from_ns: start - 100,
+        loop_start_ns: start,
+        loop_end_ns: end,
+        committed_ns: end + 10,
+        closed_ns: end + 40,
+        close_checkpoints: true,
+        close_finishes_writes: false,
+        opened_handle: false,
+    };
+    let base = 7_000_000_000_000;
+    let out = outcome_of(&[span(base + 1000, base + 5000, 4), span(base + 1500, base + 9000, 6)], false).unwrap();
+    assert_eq!((out.ops, out.misses, out.bytes), (10, 2, 100));
+    assert_eq!(out.phases.loop_ns, 8000);
+    assert_eq!(out.phases.setup_ns, 100);
+    assert_eq!((out.phases.commit_ns, out.phases.close_ns, out.phases.deferred_ns), (10, 30, 0));
+    assert_eq!(out.phases.kvtest_total_ns, 9040 - 900);
+    let apart = outcome_of(&[span(base + 1000, base + 5000, 4)], true).unwrap();
+    assert_eq!((apart.phases.close_ns, apart.phases.checkpoint_ns), (0, 30));
+    assert_eq!(apart.phases.kvtest_total_ns, 4010 + 100);
+    assert!(outcome_of(&[], false).is_err());
+}
+
+/// A client process's body, fed its job, one order and its go as lines,
+/// does what one thread client does with the same job: the same
+/// operations, misses and bytes, each op timed once in its class.
+#[test]
+fn a_client_process_does_what_a_thread_client_does() {
+    let d = tempfile::tempdir().unwrap();
+    let (db, settings) = dataset(d.path());
+    let mix = Mix { read: 50, write: 50 };
+    // The reference: one thread client, its first timed run.
+    let engine = crate::engine::open(&db, &settings).unwrap();
+    let mut arm = ClientsArm::prepare(engine, 1, mix, (40, 1), 11, None).unwrap();
+    let mut all = Latency::new();
+    let thread = arm.run(RunContext { latency: Some(&mut all), timed: true }).unwrap();
+    let survey = crate::engine::open(&db, &settings).unwrap().survey(true).unwrap();
+    let j = job(db.clone(), settings, survey.blob_max, 100);
+    let order = ClientOrder { round: 1, count: thread.ops, timed: true };
+    let input = format!("{}\n{}\n{GO}\n", serde_json::to_string(&j).unwrap(), serde_json::to_string(&order).unwrap());
+    let mut out = Vec::new();
+    serve(&mut input.as_bytes(), &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[..2], [OPENED, READY]);
+    let report: ClientReport = serde_json::from_str(lines[2]).unwrap();
+    assert_eq!(lines.len(), 3);
+    let done = report.done().unwrap();
+    assert_eq!((done.span.ops, done.span.misses, done.span.bytes), (thread.ops, thread.misses, thread.bytes));
+    let counts: Vec<u64> = done.classes.iter().map(Latency::count).collect();
+    let thread_counts: Vec<u64> = arm.tally().classes.iter().map(Latency::count).collect();
+    assert_eq!(counts, thread_counts, "the same reads and overwrites");
+    assert_eq!(counts.iter().sum::<u64>(), all.count());
+    let s = done.span;
+    assert!(s.opened_from_ns <= s.loop_start_ns && s.loop_start_ns <= s.loop_end_ns && s.loop_end_ns <= s.closed_ns);
+}
+
+fn shell(script: &str) -> Launcher {
+    Launcher { exe: "/bin/sh".into(), args: vec!["-c".into(), script.into()] }
+}
+
+/// A client that fails gives its own one-line error; one that says
+/// nonsense is named; neither is left running.
+#[test]
+fn a_failing_client_is_named_with_its_own_error() {
+    let d = tempfile::tempdir().unwrap();
+    let j = job(d.path().join("x"), EngineSettings::default(), 1, 1);
+    let e = ClientProcesses::start(&shell("read job; echo 'error: the store is gone' >&2; exit 1"), vec![j.clone()])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("client process 1 of 1") && e.ends_with("ended while opening its store: the store is gone"),
+        "{e}"
+    );
+    let e = ClientProcesses::start(&shell("read job; echo nonsense; sleep 30"), vec![j.clone(), j])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("said \"nonsense\" while opening its store"), "{e}");
+    assert!(!e.contains('\n'));
+}
+
+/// Clients that open and then fail in a run: the run's error names the
+/// first, and every client is stopped.
+#[test]
+fn a_client_failing_in_a_run_stops_them_all() {
+    let d = tempfile::tempdir().unwrap();
+    let j = job(d.path().join("x"), EngineSettings::default(), 1, 1);
+    let launcher = shell("read job; echo opened; read order; echo ready; read go; echo 'error: disk full' >&2; exit 1");
+    let mut p = ClientProcesses::start(&launcher, vec![j.clone(), j]).unwrap();
+    let e = p.run(ClientOrder { round: 0, count: 1, timed: false }).err().unwrap().to_string();
+    assert!(e.ends_with("ended during its run: disk full"), "{e}");
+    assert!(p.procs.iter_mut().all(|c| c.child.try_wait().unwrap().is_some()), "all reaped");
+}
