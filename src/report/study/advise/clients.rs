@@ -92,6 +92,12 @@ pub fn table(at: &RankingAt, section: &ClientsSection) -> Table {
         "Percentiles from the clients' histograms merged, over every timed run; the interval is paired by round."
             .into(),
     );
+    t.notes.push(
+        "Every figure here, at 1 client too, is of one session per client running the mix (reads and writes \
+         interleaved), in the clients' rounds; the ranking at one client above combines the read and the write arms \
+         measured apart, weighted by the mix. The two 1-client figures can differ."
+            .into(),
+    );
     t
 }
 

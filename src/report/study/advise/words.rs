@@ -127,9 +127,21 @@ pub fn budget_note(s: &AdviseSection) -> Option<String> {
         parts.push(("rounds with clients", t.clients_s));
     }
     let parts = parts.iter().map(|(what, secs)| format!("{what} {secs:.0} s")).collect::<Vec<_>>().join(", ");
+    // Past the budget with the set-up inside it: the promised rounds ran on.
+    let past = if s.elapsed_s > s.budget_s && s.over_budget.is_none() {
+        format!(
+            " The rounds ran {:.0} s past it: every arm runs its {} paired rounds, and a run never holds fewer than {} \
+             operations, however long each takes.",
+            s.elapsed_s - s.budget_s,
+            crate::studies::advise::LEAST_ROUNDS,
+            crate::measure::rounds::MIN_SIZED_OPS
+        )
+    } else {
+        String::new()
+    };
     Some(format!(
-        "Budget: {:.0} s for the whole command, its one-off costs included; it took {:.0} s ({parts}). Not counted: \
-         writing this page after the measurements.",
+        "Budget: {:.0} s for the whole command, its one-off costs included; it took {:.0} s ({parts}).{past} Not \
+         counted: writing this page after the measurements.",
         s.budget_s, s.elapsed_s
     ))
 }
