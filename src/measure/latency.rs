@@ -186,6 +186,49 @@ pub fn clock_cost_ns() -> f64 {
     })
 }
 
+/// Nanoseconds of a client's CPU that the harness takes per operation
+/// when `clients` threads run at once: one clock read and one histogram
+/// record, each thread into a histogram of its own, as each client of
+/// `advise --clients` does. Thread CPU time, so that the time a thread
+/// waits for a core (16 threads on 2 cores) is not counted as the
+/// harness's. The median over the threads.
+pub fn harness_cost_ns(clients: u32) -> f64 {
+    const OPS: u32 = 100_000;
+    let barrier = std::sync::Barrier::new(clients.max(1) as usize);
+    let mut per_op: Vec<f64> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..clients.max(1))
+            .map(|_| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    let clock = op_clock();
+                    let mut hist = Latency::new();
+                    barrier.wait();
+                    let start = thread_cpu_ns();
+                    let mut prev = clock.raw();
+                    for _ in 0..OPS {
+                        let now = std::hint::black_box(clock.raw());
+                        hist.record(clock.delta_as_nanos(prev, now));
+                        prev = now;
+                    }
+                    std::hint::black_box(&hist);
+                    thread_cpu_ns().saturating_sub(start) as f64 / f64::from(OPS)
+                })
+            })
+            .collect();
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    });
+    per_op.sort_by(f64::total_cmp);
+    per_op.get(per_op.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// The calling thread's CPU time in nanoseconds.
+fn thread_cpu_ns() -> u64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,6 +281,13 @@ mod tests {
         assert!((back.quantiles_us(&[0.5])[0] - 20.0).abs() < 0.02, "three significant digits");
         assert!(Latency::from_base64("not base64!").is_err());
         assert!(Latency::from_base64("aGVsbG8=").is_err(), "base64 but not a histogram");
+    }
+
+    #[test]
+    fn the_harness_cost_of_several_clients_is_counted_per_operation() {
+        // At any speed a clock read and a record take some CPU.
+        let c = harness_cost_ns(3);
+        assert!(c > 0.0 && c.is_finite(), "{c}");
     }
 
     #[test]

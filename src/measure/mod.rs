@@ -16,7 +16,9 @@ pub mod rounds;
 mod stats;
 
 pub use experiment::{ClassLatency, Experiment};
-pub use latency::{clock_cost_ns, op_clock, ClassesOnly, Latency, LatencySink, LatencySummary, NoLatency};
+pub use latency::{
+    clock_cost_ns, harness_cost_ns, op_clock, ClassesOnly, Latency, LatencySink, LatencySummary, NoLatency,
+};
 pub use stats::{Stat, Summary};
 
 use serde::{Deserialize, Serialize};

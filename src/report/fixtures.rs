@@ -267,5 +267,6 @@ pub fn advise_section(
         quick: true,
         over_budget: None,
         clients: None,
+        stages: None,
     }
 }

@@ -336,7 +336,7 @@ mod tests {
             x_log: false,
             y_log: false,
             x: vec![1.0, 2.0],
-            series: vec![Series { name: "db".into(), values: vec![Some(5.0), None] }],
+            series: vec![Series { name: "db".into(), values: vec![Some(5.0), None], intervals: Vec::new() }],
             reference: None,
             note: String::new(),
         });

@@ -185,6 +185,24 @@ pub struct ClientsSection {
     /// Candidates not measured with clients of this kind, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub excluded: Vec<ClientsExclusion>,
+    /// The harness's cost at the most clients (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness: Option<Harness>,
+}
+
+/// What the harness costs each client per operation at N clients, as `run`
+/// reports it at one thread: one clock read and one histogram record,
+/// measured with N threads at once after the rounds, and its share of the
+/// mean operation's latency at N (the candidate where it is largest).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Harness {
+    pub clients: u32,
+    /// CPU nanoseconds per operation of each client.
+    pub cost_ns: f64,
+    /// Its share of the mean latency of one operation at N, in percent.
+    pub share_pct: f64,
+    /// The candidate of that largest share.
+    pub candidate: String,
 }
 
 /// The arm id of `store` at `clients`.
@@ -268,10 +286,23 @@ pub(super) fn measure(
         levels: plan.levels(),
         p99_write_us: plan.p99_write.map(|d| d.as_secs_f64() * 1e6),
         rate_ops_s: plan.rate,
+        harness: harness(plan.clients, &arms),
         arms: records,
         excluded: excluded(&opts.stores(), plan.are),
     };
     Ok((section, out.set))
+}
+
+/// The harness's cost at `clients`, against the mean operation there.
+fn harness(clients: u32, arms: &[(Store, ClientsArm)]) -> Option<Harness> {
+    let cost_ns = crate::measure::harness_cost_ns(clients);
+    let (store, mean_us) = arms
+        .iter()
+        .filter(|(_, a)| a.clients() == clients && a.tally().ops > 0)
+        .map(|(s, a)| (*s, a.tally().all().summary().mean_us))
+        .min_by(|a, b| a.1.total_cmp(&b.1))?;
+    let share_pct = cost_ns / (mean_us * 1000.0).max(1.0) * 100.0;
+    Some(Harness { clients, cost_ns, share_pct, candidate: store.name().into() })
 }
 
 fn record(id: &str, store: Store, clients: u32, ops_per_run: u64, tally: &ClientsTally) -> ClientsArmRecord {
@@ -290,9 +321,19 @@ fn record(id: &str, store: Store, clients: u32, ops_per_run: u64, tally: &Client
     }
 }
 
-/// The time each clients arm's run is sized to take: as a write arm's.
+/// The time each clients arm's run is sized to take: as a write arm's,
+/// and 50 ms with `--quick`, where every candidate runs at each of 1, 2,
+/// 4 ... N clients (24 arms at `--clients 8`) in [`super::LEAST_ROUNDS`]
+/// rounds and a sized run of 0.15 s made the stage outlast the whole quick
+/// budget. A run is never under [`crate::measure::rounds::MIN_SIZED_OPS`]
+/// operations over all clients, however slow they are; the page states
+/// each arm's operations per run.
 pub fn run_time(quick: bool) -> Duration {
-    super::sizing(quick).write_time
+    if quick {
+        Duration::from_millis(50)
+    } else {
+        super::sizing(false).write_time
+    }
 }
 
 /// The time the clients' rounds take at most, from their plan: each arm's
@@ -336,6 +377,15 @@ fn ops_per_s(set: &RoundSet, id: &str) -> Option<f64> {
     v.sort_by(f64::total_cmp);
     let median = crate::measure::paired::median_sorted(&v);
     (median > 0.0).then(|| 1e6 / median)
+}
+
+/// The lowest and the highest round's operations per second of an arm:
+/// the spread behind its median.
+pub fn spread(set: &RoundSet, id: &str) -> Option<(f64, f64)> {
+    let v = set.figures(id)?;
+    let slowest = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let fastest = v.iter().copied().fold(f64::INFINITY, f64::min);
+    (fastest > 0.0 && slowest.is_finite()).then(|| (1e6 / slowest, 1e6 / fastest))
 }
 
 /// The ranking at `clients` from the section and its round set.

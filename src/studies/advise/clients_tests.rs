@@ -117,6 +117,7 @@ fn scaling() -> (ClientsSection, RoundSet) {
         rate_ops_s: None,
         arms,
         excluded: Vec::new(),
+        harness: None,
     };
     (section, set)
 }
@@ -176,4 +177,37 @@ fn a_lead_within_the_noise_is_no_change_of_leader() {
     let (leaders, change) = leader_change(&section, &set);
     assert_eq!(leaders.last(), Some(&(4, Some(Store::FilesReplace))), "files lead at 4 by the median");
     assert_eq!(change, None, "but SQLite was faster in two of six rounds");
+}
+
+/// The clients' stage with --quick: runs sized shorter than without, and
+/// its least time is every arm's warm-up, sizing run and promised rounds
+/// at that size, and a second per arm to open and survey its store.
+#[test]
+fn the_least_time_covers_every_arm_s_runs_at_their_size() {
+    assert!(run_time(true) < run_time(false));
+    let mut o = crate::studies::advise::AdviseOptions {
+        workdir: ".".into(),
+        spec: crate::records::DatasetSpec::default(),
+        from: None,
+        mix_reads: 90,
+        mix_writes: 10,
+        durability: Durability::Required,
+        engines: rules::default_engines(),
+        budget: None,
+        quick: true,
+        writer: None,
+        commit_every: 1,
+        clock: crate::measure::clock::Clock::REAL,
+        s3: crate::records::S3Params::default(),
+        clients: ClientsPlan { clients: 8, ..ClientsPlan::ONE },
+    };
+    let arms = (o.stores().len() * 4) as f64;
+    let runs = f64::from(crate::studies::advise::LEAST_ROUNDS + 2);
+    for quick in [true, false] {
+        o.quick = quick;
+        let expected = arms * (runs * run_time(quick).as_secs_f64() + 1.0);
+        assert_eq!(least_time(&o).as_secs_f64(), expected.ceil(), "quick {quick}");
+    }
+    o.clients = ClientsPlan::ONE;
+    assert_eq!(least_time(&o), Duration::ZERO, "one client: no clients' stage");
 }

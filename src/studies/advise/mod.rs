@@ -13,7 +13,7 @@ pub mod rank;
 pub mod rules;
 mod section;
 
-pub use section::{AdviseSection, CrashFact, CrashFacts, CrashSource, Durability, OverBudget, Workload};
+pub use section::{AdviseSection, CrashFact, CrashFacts, CrashSource, Durability, OverBudget, Stages, Workload};
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -155,7 +155,7 @@ pub fn minimum_budget(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Dura
     let matrix = sizes * (1.0 + opts.engines.len() as f64) * (facets::matrix_bytes(opts.quick) as f64 / 100e6 + 0.5);
     let layouts = opts.stores().iter().filter(|s| s.aging_layout().is_some()).count() as f64;
     // The aging pass's smaller plan: a larger budget affords the larger one.
-    let sample = f64::from(facets::aging_count(count, mean_bytes, false)) * mean_bytes;
+    let sample = f64::from(facets::aging_count(count, mean_bytes, false, opts.quick)) * mean_bytes;
     let aging =
         sample * (1.0 + 3.0 * layouts) / 100e6 + 2.0 * layouts + 4.0 * facets::aging_round_budget(false).as_secs_f64();
     let with_clients = clients::least_time(opts).as_secs_f64();
@@ -176,8 +176,13 @@ fn validate(opts: &AdviseOptions, count: u32, mean_bytes: f64) -> Result<Duratio
     opts.clients.validate(&opts.stores())?;
     let least = minimum_budget(opts, count, mean_bytes);
     let budget = choose_budget(opts.budget, least, opts.quick, count)?;
-    // The clients' rounds come on top of a default budget.
-    let budget = if opts.budget.is_none() { (budget + clients::least_time(opts)).max(least) } else { budget };
+    // The clients' rounds come on top of a default budget (the least one
+    // already counts them).
+    let with_clients = clients::least_time(opts);
+    let budget = match opts.budget {
+        None => choose_budget(None, least.saturating_sub(with_clients), opts.quick, count)? + with_clients,
+        Some(_) => budget,
+    };
     let need = needed_bytes(opts, count, mean_bytes, thorough(opts, budget))?;
     let free = fsutil::free_bytes(&opts.workdir)?;
     if free < need {
@@ -277,14 +282,29 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
     suite_opts.rounds.clock = clock;
     let before_suite = clock.since(started);
     let mut at_clients = None;
-    let outcome = suite::run_suite_then(&suite_opts, observer, &mut |work, outcome| {
-        if opts.clients.clients > 1 {
-            let (section, set) = clients::measure(opts, &suite_opts, work, &crash, with_clients, observer)?;
-            outcome.rounds.push(set);
-            at_clients = Some(section);
-        }
-        Ok(())
-    })?;
+    let mut clients_time = Duration::ZERO;
+    let (outcome, suite_time) = timed(clock, || {
+        suite::run_suite_then(&suite_opts, observer, &mut |work, outcome| {
+            if opts.clients.clients > 1 {
+                let (measured, took) =
+                    timed(clock, || clients::measure(opts, &suite_opts, work, &crash, with_clients, observer));
+                clients_time = took;
+                let (section, set) = measured?;
+                outcome.rounds.push(set);
+                at_clients = Some(section);
+            }
+            Ok(())
+        })
+    });
+    let outcome = outcome?;
+    let stages = Stages {
+        power_cuts_s: power_cuts.as_secs_f64(),
+        size_matrix_s: size_matrix.as_secs_f64(),
+        aging_s: aging_time.as_secs_f64(),
+        datasets_s: outcome.setup.as_secs_f64(),
+        rounds_s: suite_time.saturating_sub(outcome.setup + clients_time).as_secs_f64(),
+        clients_s: clients_time.as_secs_f64(),
+    };
     let over_budget = outcome.past_deadline.then(|| OverBudget {
         setup_s: (before_suite + outcome.setup).as_secs_f64(),
         power_cuts_s: power_cuts.as_secs_f64(),
@@ -310,6 +330,7 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
         quick: opts.quick,
         over_budget,
         clients: at_clients,
+        stages: Some(stages),
     };
     let mut outcome = outcome;
     let matrix = match matrix {
@@ -415,12 +436,32 @@ mod tests {
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0, "nothing written");
     }
 
+    /// Without --budget the clients' rounds come on top of the default
+    /// budget, counted once (the least budget already holds them).
+    #[test]
+    fn a_default_budget_counts_the_clients_rounds_once() {
+        let d = tempfile::tempdir().unwrap();
+        let mut o = options(d.path());
+        o.clients = clients::ClientsPlan { clients: 8, ..clients::ClientsPlan::ONE };
+        let with = clients::least_time(&o);
+        assert!(!with.is_zero());
+        let least = minimum_budget(&o, 200, 10_000.0);
+        let without = minimum_budget(&AdviseOptions { clients: clients::ClientsPlan::ONE, ..o.clone() }, 200, 10_000.0);
+        assert_eq!(least, without + with, "the least budget holds the clients' rounds");
+        assert_eq!(validate(&o, 200, 10_000.0).unwrap(), without.max(QUICK_BUDGET) + with);
+        // A budget given is the whole command's, clients included.
+        o.budget = Some(least);
+        assert_eq!(validate(&o, 200, 10_000.0).unwrap(), least);
+    }
+
     #[test]
     fn the_space_check_counts_the_aging_pass() {
         let d = tempfile::tempdir().unwrap();
         let mut o = options(d.path());
-        // No engines, so the size matrix's cells stay small (see below).
+        // No engines, so the size matrix's cells stay small (see below);
+        // without --quick, whose aging sample is smaller.
         o.engines.clear();
+        o.quick = false;
         // Few large blobs: the aging pass ages all of them, in more copies
         // than the suite makes.
         let (count, mean) = (100, 100_000.0);

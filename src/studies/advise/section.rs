@@ -124,6 +124,27 @@ pub struct AdviseSection {
     /// The candidates with several clients at once (`--clients N`, N > 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clients: Option<super::clients::ClientsSection>,
+    /// What the budget covered, part by part (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<Stages>,
+}
+
+/// Where the command's time went. The budget is the whole command's, as
+/// a user times it: every part counts, the one-off ones too (a throwaway
+/// server's start is part of its dataset's build); only writing the page
+/// after the measurements is not counted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stages {
+    pub power_cuts_s: f64,
+    pub size_matrix_s: f64,
+    pub aging_s: f64,
+    /// Building the suite's datasets and their copies, throwaway servers
+    /// started.
+    pub datasets_s: f64,
+    /// The suite's rounds: warm reads, cold reads, writes.
+    pub rounds_s: f64,
+    /// The rounds with several clients (`--clients N`).
+    pub clients_s: f64,
 }
 
 /// The set-up before the rounds took the whole budget: what it took, part

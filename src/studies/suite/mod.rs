@@ -127,13 +127,13 @@ pub fn run_suite_then(
         setup: std::time::Duration::ZERO,
         past_deadline: false,
     };
-    let measured = measure_all(opts, scan.as_ref(), started, work.path(), observer, &mut outcome).and_then(|()| {
-        if stop_requested() {
-            Ok(())
-        } else {
-            then(work.path(), &mut outcome)
-        }
-    });
+    // The server stores' engines, held open from their build to the end of
+    // `then`: a throwaway server then starts once for every set of rounds
+    // (a Swift cluster takes seconds to start) instead of once per set.
+    let mut servers = Vec::new();
+    let measured = measure_all(opts, scan.as_ref(), started, work.path(), observer, &mut outcome, &mut servers)
+        .and_then(|()| if stop_requested() { Ok(()) } else { then(work.path(), &mut outcome) });
+    drop(servers);
     if opts.keep {
         let kept = work.keep();
         outcome.notes.push(format!("datasets kept in {}", kept.display()));
@@ -200,6 +200,7 @@ fn measure_all(
     work: &Path,
     observer: &dyn SuiteObserver,
     out: &mut SuiteOutcome,
+    servers: &mut Vec<Box<dyn crate::engine::Engine>>,
 ) -> Result<()> {
     let db = dataset_path(work, crate::engine::sqlite::KIND);
     let progress = AsProgress(observer);
@@ -226,6 +227,12 @@ fn measure_all(
         let settings = EngineSettings { s3: opts.s3.clone(), ..EngineSettings::default() };
         let r = crate::engine::registry::build_with(kind, &db, &path, false, &settings, &progress)?;
         observer.built(kind, r.files, r.elapsed_ns);
+        if kind.is_server() {
+            // Surveyed: its server is reached, and stays up while held.
+            let mut held = crate::engine::open(&path, &settings)?;
+            held.survey(false)?;
+            servers.push(held);
+        }
         out.disk_usage.push(stat(&path, false)?.disk_usage(&path));
     }
     let pristine = work.join("pristine.db");

@@ -12,6 +12,9 @@ use super::scale::YScale;
 pub struct Series {
     pub name: String,
     pub values: Vec<Option<f64>>,
+    /// Each point's interval (low, high), drawn as a bar through it; empty
+    /// when the chart has none.
+    pub intervals: Vec<Option<(f64, f64)>>,
 }
 
 /// Lines over a shared numeric x axis (threads, blob sizes).
@@ -40,7 +43,8 @@ impl LineChart {
     /// The finite values drawn, with the reference: what the y axis covers.
     fn y_values(&self) -> impl Iterator<Item = f64> + '_ {
         let values = self.series.iter().flat_map(|s| s.values.iter()).filter_map(|v| finite(*v));
-        values.chain(finite(self.reference))
+        let ends = self.series.iter().flat_map(|s| s.intervals.iter().flatten()).flat_map(|&(lo, hi)| [lo, hi]);
+        values.chain(ends.filter(|v| v.is_finite())).chain(finite(self.reference))
     }
 
     fn y_scale(&self) -> YScale {
@@ -118,6 +122,18 @@ impl LineChart {
                         }
                         segment.clear();
                     }
+                }
+            }
+            for ((x, _), (lo, hi)) in points.iter().zip(&series.intervals).filter_map(|(p, i)| Some(((*p)?, (*i)?))) {
+                if lo.is_finite() && hi.is_finite() {
+                    let _ = write!(
+                        c.out,
+                        r#"<line class="interval" data-series="{s}" data-low="{lo}" data-high="{hi}" x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="{}" stroke-width="1.5"/>"#,
+                        py(lo),
+                        py(hi),
+                        colour(s),
+                        x = px(x)
+                    );
                 }
             }
             for (x, v) in points.iter().flatten() {

@@ -158,8 +158,16 @@ fn lines(x_log: bool) -> LineChart {
         y_log: false,
         x: vec![1.0, 10.0, 100.0, 1000.0],
         series: vec![
-            Series { name: "SQLite".into(), values: vec![Some(1.0), Some(2.0), None, Some(4.0)] },
-            Series { name: "files".into(), values: vec![Some(2.0), Some(2.0), Some(2.0), Some(2.0)] },
+            Series {
+                name: "SQLite".into(),
+                values: vec![Some(1.0), Some(2.0), None, Some(4.0)],
+                intervals: Vec::new(),
+            },
+            Series {
+                name: "files".into(),
+                values: vec![Some(2.0), Some(2.0), Some(2.0), Some(2.0)],
+                intervals: Vec::new(),
+            },
         ],
         reference: Some(1.0),
         note: String::new(),
@@ -230,7 +238,7 @@ fn ratios(values: [f64; 4]) -> LineChart {
         x_log: true,
         y_log: true,
         x: vec![1.0, 10.0, 100.0, 1000.0],
-        series: vec![Series { name: "engine".into(), values: values.map(Some).to_vec() }],
+        series: vec![Series { name: "engine".into(), values: values.map(Some).to_vec(), intervals: Vec::new() }],
         reference: Some(1.0),
         note: String::new(),
     }

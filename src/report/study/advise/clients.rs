@@ -96,29 +96,87 @@ pub fn table(at: &RankingAt, section: &ClientsSection) -> Table {
         "Percentiles from the clients' histograms merged, over every timed run; the interval is paired by round."
             .into(),
     );
+    t.notes.push(
+        "Every figure here, at 1 client too, is of one session per client running the mix (reads and writes \
+         interleaved), in the clients' rounds; the ranking at one client above combines the read and the write arms \
+         measured apart, weighted by the mix. The two 1-client figures can differ."
+            .into(),
+    );
     t
 }
 
-/// Where the leader changes with clients, in one sentence.
+/// Where the leader changes with clients, in one sentence: the count, and
+/// the old leader's time per op over the new one's there, paired by round;
+/// or that it never changes, with the counts measured.
 pub fn change(section: &ClientsSection, set: &crate::measure::rounds::RoundSet) -> String {
     let (leaders, at) = clients::leader_change(section, set);
     let name = |s: Option<Store>| s.map_or_else(|| "none".to_string(), store_name);
+    let counts = section.levels.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
     match at {
         Some(n) => {
             let before = leaders.first().and_then(|l| l.1);
             let after = leaders.iter().find(|l| l.0 == n).and_then(|l| l.1);
+            let ratio = before.zip(after).and_then(|(b, a)| set.ratio(&clients::arm_id(b, n), &clients::arm_id(a, n)));
+            let why = ratio.map_or_else(String::new, |r| {
+                format!(
+                    " ({} takes {:.2}x {}'s time per op at {n} clients, {:.2}-{:.2}, paired over {} rounds)",
+                    name(before),
+                    r.value,
+                    name(after),
+                    r.low,
+                    r.high,
+                    r.rounds
+                )
+            });
             format!(
-                "With clients the leader changes at {n} clients: {} leads from there, {} before.",
+                "With clients the leader changes at {n} clients: {} leads from there, {} before{why}.",
                 name(after),
                 name(before)
             )
         }
         None => format!(
-            "With clients the leader does not change beyond the noise: {} leads or ties at every count measured ({}).",
+            "With clients the leader does not change beyond the noise: {} leads or ties at every count measured \
+             ({counts} clients).",
             name(leaders.first().and_then(|l| l.1)),
-            section.levels.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
         ),
     }
+}
+
+/// The harness's cost at N, as `run` reports it at one thread.
+pub fn harness(section: &ClientsSection) -> Option<String> {
+    let h = section.harness.as_ref()?;
+    let who = Store::from_name(&h.candidate).map_or_else(|| h.candidate.clone(), store_name);
+    Some(format!(
+        "Harness at {} clients: one clock read and one histogram record per operation cost {:.0} ns of each \
+         client's CPU ({} threads measured at once) = {:.3}% of the mean operation's latency at {} clients (at \
+         most: {who}).",
+        h.clients, h.cost_ns, h.clients, h.share_pct, h.clients
+    ))
+}
+
+/// How many runs the clients' rounds made, how long each was sized to
+/// take and how many operations each held.
+pub fn runs_note(section: &ClientsSection, set: &crate::measure::rounds::RoundSet) -> String {
+    let arms = section.arms.len();
+    let rounds = set.rounds.len();
+    let ops = section.arms.iter().map(|a| a.ops_per_run);
+    let (least, most) = (ops.clone().min().unwrap_or(0), ops.max().unwrap_or(0));
+    let sized = set.run_time_s.map_or_else(String::new, |t| {
+        format!(", each run sized to about {:.2} s from an untimed run after one warm-up run", t)
+    });
+    format!(
+        "Runs: {arms} arms (each candidate at each client count), {rounds} interleaved rounds of each{sized}: {} \
+         timed runs in all, {} to {} operations per run over all clients.",
+        arms * rounds,
+        thousands(least),
+        thousands(most)
+    )
+}
+
+/// The clients' part of "What would change it": where the leader changes.
+pub fn what_would_change(file: &ResultFile) -> Option<String> {
+    let (section, set) = parts(file)?;
+    Some(change(section, set))
 }
 
 /// Throughput against clients, one line per candidate.
@@ -139,6 +197,7 @@ fn chart(section: &ClientsSection, set: &crate::measure::rounds::RoundSet, sfx: 
                 .iter()
                 .map(|&n| clients::at(section, set, n).ranked.iter().find(|a| a.store == s).map(|a| a.ops_per_s))
                 .collect(),
+            intervals: section.levels.iter().map(|&n| clients::spread(set, &clients::arm_id(s, n))).collect(),
         })
         .collect();
     Figure {
@@ -154,8 +213,9 @@ fn chart(section: &ClientsSection, set: &crate::measure::rounds::RoundSet, sfx: 
             reference: None,
             note: format!("median of {} paired rounds per point", set.rounds.len()),
         }),
-        caption: vec!["Each point: the median round's operations over all clients per second of wall time; the \
-                       table above gives each candidate's paired interval against the leader at N."
+        caption: vec!["Each point: the median round's operations over all clients per second of wall time; the bar \
+                       through it runs from its slowest round to its fastest. The table above gives each \
+                       candidate's paired interval against the leader at N."
             .into()],
         findings: Vec::new(),
     }
@@ -171,6 +231,8 @@ pub fn blocks(file: &ResultFile, s: &AdviseSection, sfx: &str) -> Vec<Block> {
         Block::Table(table(&at, section)),
         Block::Paragraph(change(section, set)),
     ];
+    b.extend(harness(section).map(Block::Note));
+    b.push(Block::Note(runs_note(section, set)));
     b.push(Block::List(
         s.candidates
             .iter()
@@ -187,9 +249,109 @@ pub fn blocks(file: &ResultFile, s: &AdviseSection, sfx: &str) -> Vec<Block> {
 pub fn terminal_blocks(file: &ResultFile) -> Vec<Block> {
     let Some((section, set)) = parts(file) else { return Vec::new() };
     let at = clients::at(section, set, section.clients);
-    vec![
+    let mut b = vec![
         Block::Paragraph(recommendation(&at, section)),
         Block::Table(table(&at, section)),
         Block::Paragraph(change(section, set)),
-    ]
+    ];
+    b.extend(harness(section).map(Block::Note));
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::rounds::{synthetic, RoundSet};
+    use crate::studies::advise::clients::{arm_id, ClientsAre, ClientsArmRecord, Harness};
+
+    /// SQLite and files at 1, 2 and 4 clients, six rounds; µs per op over
+    /// all clients by arm (SQLite, files at each count); round 3 is busy.
+    fn fixed(files_at_4: f64) -> (ClientsSection, RoundSet) {
+        let stores = [Store::Sqlite, Store::FilesReplace];
+        let arms: Vec<ClientsArmRecord> = [1, 2, 4]
+            .into_iter()
+            .flat_map(|n| stores.map(|s| (s, n)))
+            .map(|(s, n)| ClientsArmRecord {
+                id: arm_id(s, n),
+                candidate: s.name().into(),
+                clients: n,
+                ops_per_run: 100 * u64::from(n),
+                busy_waits: 0,
+                classes: Vec::new(),
+            })
+            .collect();
+        let ids: Vec<&str> = arms.iter().map(|a| a.id.as_str()).collect();
+        let rows: Vec<Vec<f64>> = [1.0, 1.0, 2.0, 1.0, 1.0, 1.0]
+            .into_iter()
+            .map(|load| [10.0, 20.0, 10.0, 15.0, 10.0, files_at_4].map(|x| x * load).to_vec())
+            .collect();
+        let set = synthetic(ROUNDS_ID, &ids, &rows);
+        let section = ClientsSection {
+            clients: 4,
+            are: ClientsAre::Threads,
+            levels: vec![1, 2, 4],
+            p99_write_us: None,
+            rate_ops_s: None,
+            arms,
+            harness: None,
+        };
+        (section, set)
+    }
+
+    #[test]
+    fn the_leader_change_names_the_count_and_its_paired_interval() {
+        let (section, set) = fixed(5.0);
+        let text = change(&section, &set);
+        assert!(text.contains("the leader changes at 4 clients: files, temp + rename leads from there, SQLite before"));
+        // The busy round slowed both alike: the paired ratio is exact.
+        assert!(
+            text.contains(
+                "SQLite takes 2.00x files, temp + rename's time per op at 4 clients, 2.00-2.00, paired \
+                               over 6 rounds"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_leader_that_never_changes_is_said_with_the_counts_measured() {
+        let (section, set) = fixed(12.0);
+        let text = change(&section, &set);
+        assert_eq!(
+            text,
+            "With clients the leader does not change beyond the noise: SQLite leads or ties at every count measured \
+             (1, 2, 4 clients)."
+        );
+    }
+
+    #[test]
+    fn the_scaling_chart_draws_each_points_spread_over_the_rounds() {
+        let (section, set) = fixed(5.0);
+        let figure = chart(&section, &set, "");
+        let Chart::Lines(lines) = &figure.chart else { panic!("a line chart") };
+        let files = lines.series.iter().find(|s| s.name == "files, temp + rename").unwrap();
+        // At 4 clients: 5 µs per op in five rounds, 10 in the busy one.
+        assert_eq!(files.values[2], Some(200_000.0));
+        assert_eq!(files.intervals[2], Some((100_000.0, 200_000.0)));
+        assert_eq!(files.intervals.len(), section.levels.len());
+        let svg = lines.to_svg();
+        assert_eq!(svg.matches(r#"class="interval""#).count(), 6, "one bar per point");
+        assert!(figure.caption[0].contains("slowest round to its fastest"));
+    }
+
+    #[test]
+    fn the_harness_cost_at_n_is_stated_as_run_states_it() {
+        let (mut section, set) = fixed(5.0);
+        assert_eq!(harness(&section), None, "an older file says nothing");
+        section.harness = Some(Harness { clients: 16, cost_ns: 31.0, share_pct: 0.25, candidate: "sqlite".into() });
+        let text = harness(&section).unwrap();
+        assert!(
+            text.starts_with("Harness at 16 clients: one clock read and one histogram record per operation cost 31 ns")
+        );
+        assert!(text.contains("(16 threads measured at once) = 0.250% of the mean operation's latency"), "{text}");
+        assert!(text.ends_with("(at most: SQLite)."), "{text}");
+        assert!(
+            runs_note(&section, &set).contains("6 arms (each candidate at each client count), 6 interleaved rounds")
+        );
+    }
 }

@@ -78,6 +78,7 @@ fn blocks(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &
     let mut b: Vec<Block> = headline::figure(r, s, sfx).map(Block::Figure).into_iter().collect();
     b.extend([Block::Paragraph(words::recommendation(r, s)), Block::Paragraph(words::workload(s))]);
     b.extend(words::over_budget(s).map(Block::Note));
+    b.extend(words::budget_note(s).map(Block::Note));
     if !r.excluded.is_empty() {
         b.push(Block::Heading("Excluded: cannot meet the durability need".into()));
         b.push(Block::List(r.excluded.iter().map(|e| words::exclusion(e, s)).collect()));
@@ -106,7 +107,8 @@ fn blocks(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &
     if let Some(note) = aging_note(file, r) {
         b.push(Block::Note(note));
     }
-    b.push(Block::Paragraph(words::what_would_change_it(r)));
+    let with_clients = clients::what_would_change(file).map_or_else(String::new, |c| format!(" {c}"));
+    b.push(Block::Paragraph(format!("{}{with_clients}", words::what_would_change_it(r))));
     b.extend(charts(file, r, s, sfx).into_iter().map(Block::Figure));
     b
 }

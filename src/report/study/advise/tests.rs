@@ -234,6 +234,35 @@ fn an_over_budget_run_says_so_on_the_terminal_and_the_page() {
     s.over_budget.as_mut().unwrap().setup_s = 36.0;
     assert!(terminal(&f, false).contains("took 36 s of the 40 s budget (power cuts 20 s, size matrix 15 s, aging pass 8 s, datasets 3 s), leaving less than the 5 s kept for the page; one round"));
 }
+/// The budget is the whole command's: the page gives each part, the
+/// servers' starts within the datasets', and says when the promised
+/// rounds ran past it.
+#[test]
+fn the_page_says_what_the_budget_covered() {
+    let mut f = advise_file(Durability::Required, (90, 10), &durable_times());
+    assert_eq!(words::budget_note(f.advise.as_ref().unwrap()), None, "an older file says nothing");
+    let s = f.advise.as_mut().unwrap();
+    (s.budget_s, s.elapsed_s) = (60.0, 84.0);
+    s.stages = Some(crate::studies::advise::Stages {
+        power_cuts_s: 7.0,
+        size_matrix_s: 18.0,
+        aging_s: 4.0,
+        datasets_s: 22.0,
+        rounds_s: 33.0,
+        clients_s: 0.0,
+    });
+    let back = crate::results::parse("advise.json", &serde_json::to_string(&f).unwrap()).unwrap();
+    let page = crate::report::html(std::slice::from_ref(&back), None);
+    let note = "Budget: 60 s for the whole command, its one-off costs included; it took 84 s (power cuts 7 s, size \
+                crossover 18 s, aging pass 4 s, datasets, throwaway servers started 22 s, rounds 33 s). The rounds \
+                ran 24 s past it: every arm runs its 6 paired rounds, and a run never holds fewer than 32 \
+                operations, however long each takes. Not counted: writing this page after the measurements.";
+    assert!(page.contains(note), "{}", words::budget_note(back.advise.as_ref().unwrap()).unwrap());
+    let s = f.advise.as_mut().unwrap();
+    s.elapsed_s = 59.0;
+    assert!(!words::budget_note(s).unwrap().contains("past it"), "within the budget");
+}
+
 #[test]
 fn a_faster_factor_is_worded_with_its_interval_turned_the_same_way() {
     use crate::studies::advise::rank::Factor;

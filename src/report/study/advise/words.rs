@@ -112,6 +112,40 @@ pub fn over_budget(s: &AdviseSection) -> Option<String> {
     ))
 }
 
+/// What the budget covered and where the time went, part by part; None
+/// for an older file without the parts.
+pub fn budget_note(s: &AdviseSection) -> Option<String> {
+    let t = s.stages.as_ref()?;
+    let mut parts = vec![
+        ("power cuts", t.power_cuts_s),
+        ("size crossover", t.size_matrix_s),
+        ("aging pass", t.aging_s),
+        ("datasets, throwaway servers started", t.datasets_s),
+        ("rounds", t.rounds_s),
+    ];
+    if s.clients.is_some() {
+        parts.push(("rounds with clients", t.clients_s));
+    }
+    let parts = parts.iter().map(|(what, secs)| format!("{what} {secs:.0} s")).collect::<Vec<_>>().join(", ");
+    // Past the budget with the set-up inside it: the promised rounds ran on.
+    let past = if s.elapsed_s > s.budget_s && s.over_budget.is_none() {
+        format!(
+            " The rounds ran {:.0} s past it: every arm runs its {} paired rounds, and a run never holds fewer than {} \
+             operations, however long each takes.",
+            s.elapsed_s - s.budget_s,
+            crate::studies::advise::LEAST_ROUNDS,
+            crate::measure::rounds::MIN_SIZED_OPS
+        )
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "Budget: {:.0} s for the whole command, its one-off costs included; it took {:.0} s ({parts}).{past} Not \
+         counted: writing this page after the measurements.",
+        s.budget_s, s.elapsed_s
+    ))
+}
+
 /// A factor with its interval: "1.38x (1.20-1.52, paired over 8 rounds)".
 pub fn factor_text(f: &Factor) -> String {
     if f.same {

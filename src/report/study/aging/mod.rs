@@ -119,6 +119,7 @@ fn setting_blocks(s: &AgingSetting, ages: &[u32], id: &str) -> Vec<Block> {
             .layouts
             .iter()
             .map(|l| Series {
+                intervals: Vec::new(),
                 name: l.title.clone(),
                 values: ages
                     .iter()
@@ -194,6 +195,7 @@ fn crossover_figure(s: &AgingSetting, id: &str) -> Block {
     let series = ["warm", "cold"]
         .into_iter()
         .map(|cache| Series {
+            intervals: Vec::new(),
             name: format!("{cache} reads"),
             values: ages
                 .iter()

@@ -121,6 +121,7 @@ fn section(c: &ConcurrencySection, rounds: &[RoundSet], label: &str, suffix: &st
         let series = StoreId::READERS
             .into_iter()
             .map(|store| Series {
+                intervals: Vec::new(),
                 name: b.points.iter().find(|p| p.store == store).map_or(store.to_string(), |p| p.label.clone()),
                 values: x
                     .iter()
@@ -245,6 +246,7 @@ fn figure(
     let series = configs
         .iter()
         .map(|cfg| Series {
+            intervals: Vec::new(),
             name: cfg.label.clone(),
             values: x
                 .iter()

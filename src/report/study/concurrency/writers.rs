@@ -76,6 +76,7 @@ pub fn blocks(w: &Writers, id: String, title_suffix: &str) -> Vec<Block> {
         .stores()
         .into_iter()
         .map(|s| Series {
+            intervals: Vec::new(),
             name: s.to_string(),
             values: counts.iter().map(|&n| w.point(s, n).map(|p| p.writes_per_s)).collect(),
         })

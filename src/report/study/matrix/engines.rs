@@ -130,7 +130,7 @@ fn chart(s: &MatrixSection) -> Figure {
                 .iter()
                 .map(|size| cells.iter().find(|(s, _)| s == size).map(|(_, e)| e.files_ratio.value))
                 .collect();
-            Series { name: engine.title().to_string(), values }
+            Series { name: engine.title().to_string(), values, intervals: Vec::new() }
         })
         .collect();
     Figure {

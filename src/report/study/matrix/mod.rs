@@ -189,7 +189,7 @@ fn machine_section(s: &MatrixSection, label: &str, suffix: &str, many: bool) -> 
                 .page_sizes
                 .iter()
                 .zip(&ext.values)
-                .map(|(p, v)| Series { name: format!("page size {p}"), values: v.clone() })
+                .map(|(p, v)| Series { name: format!("page size {p}"), values: v.clone(), intervals: Vec::new() })
                 .collect(),
             reference: Some(1.0),
             note: format!("{} timed run{} per point (median shown)", p.plan.repeat, plural(p.plan.repeat)),
