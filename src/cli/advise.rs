@@ -288,6 +288,11 @@ mod tests {
         assert!(report::advice(&results, false).contains(note), "the terminal says so");
         let page = std::fs::read_to_string(out.join("index.html")).unwrap();
         assert!(page.contains(note), "the page says so");
+        // Every part is timed on the injected clock, and the page says what the budget covered.
+        let t = results.advise.as_ref().unwrap().stages.clone().expect("the parts recorded");
+        assert!(t.size_matrix_s >= 60.0 && t.aging_s >= 60.0 && t.datasets_s >= 60.0 && t.rounds_s >= 60.0, "{t:?}");
+        assert_eq!(t.clients_s, 0.0, "no clients' stage");
+        assert!(page.contains("Budget: 60 s for the whole command"), "the page says what the budget covered");
     }
 
     #[test]
