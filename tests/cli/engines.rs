@@ -65,7 +65,9 @@ fn suite_adds_the_engines() {
     let tmp = enterable_tempdir();
     let out = tmp.path().join("rep");
     blobbench()
-        .args(["suite", "--quick", "--count", "300", "--engines", "lmdb,redb,fjall,postgres,postgres-lo", "--workdir"])
+        .args(["suite", "--quick", "--count", "300", "--rounds", "2"])
+        .args(["--engines", "lmdb,redb,fjall,postgres,postgres-lo"])
+        .arg("--workdir")
         .arg(tmp.path())
         .arg("--out")
         .arg(&out)
