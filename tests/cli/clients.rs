@@ -45,7 +45,7 @@ fn advise_with_two_client_processes() {
             .arg("--out")
             .arg(&out),
     );
-    assert!(stdout.contains("At 2 clients (processes): "), "{stdout}");
+    assert!(stdout.contains("Recommendation at 2 clients (processes), the concurrency asked for: "), "{stdout}");
     let why = "redb locks its database file for one process";
     assert!(stdout.contains(&format!("redb: not measured with client processes: {why}")), "{stdout}");
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();

@@ -24,26 +24,46 @@ fn parts(file: &ResultFile) -> Option<(&ClientsSection, &crate::measure::rounds:
     Some((section, set))
 }
 
-/// The recommendation at N in one sentence.
+/// The recommendation at N in one sentence: the leader by throughput at
+/// the mix, or a tie with those whose paired interval against it holds 1.
 pub fn recommendation(at: &RankingAt, section: &ClientsSection) -> String {
     let how = section.are.name();
-    match at.ranked.first() {
-        None => format!("At {} clients ({how}) no candidate meets the need.", at.clients),
-        Some(leader) => {
-            let next = at.ranked.get(1).map_or_else(String::new, |n| {
-                let vs = n.against_leader.as_ref().map_or_else(String::new, |r| {
-                    format!(" ({:.2}x its time per op, {:.2}-{:.2}, {} rounds)", r.value, r.low, r.high, r.rounds)
-                });
-                format!("; next {} at {} ops/s{vs}", store_name(n.store), thousands(n.ops_per_s.round() as u64))
-            });
-            format!(
-                "At {} clients ({how}): {} leads, {} ops/s over all clients at the mix{next}.",
-                at.clients,
-                store_name(leader.store),
-                thousands(leader.ops_per_s.round() as u64)
-            )
-        }
-    }
+    let Some(leader) = at.ranked.first() else {
+        return format!("Recommendation at {} clients ({how}): none; no candidate meets the need.", at.clients);
+    };
+    let tied: Vec<String> = at.ranked[1..]
+        .iter()
+        .filter(|a| a.against_leader.as_ref().is_some_and(|r| r.low <= 1.0))
+        .map(|a| store_name(a.store))
+        .collect();
+    let lead = if tied.is_empty() {
+        format!("{} leads", store_name(leader.store))
+    } else {
+        format!(
+            "a tie between {} and {} (the paired interval holds 1.0: this machine cannot tell them apart)",
+            store_name(leader.store),
+            tied.join(", ")
+        )
+    };
+    let next = at.ranked.get(1).map_or_else(String::new, |n| {
+        let vs = n.against_leader.as_ref().map_or_else(String::new, |r| {
+            format!(" ({:.2}x its time per op, {:.2}-{:.2}, {} rounds)", r.value, r.low, r.high, r.rounds)
+        });
+        format!("; next {} at {} ops/s{vs}", store_name(n.store), thousands(n.ops_per_s.round() as u64))
+    });
+    format!(
+        "Recommendation at {} clients ({how}), the concurrency asked for: {lead}, {} ops/s over all clients at the \
+         mix{next}.",
+        at.clients,
+        thousands(leader.ops_per_s.round() as u64)
+    )
+}
+
+/// The recommendation at N for the top of the page and the terminal, when
+/// the file ran clients (N > 1): the answer at the user's concurrency.
+pub fn headline(file: &ResultFile) -> Option<String> {
+    let (section, set) = parts(file)?;
+    (section.clients > 1).then(|| recommendation(&clients::at(section, set, section.clients), section))
 }
 
 fn p99(v: Option<f64>) -> String {
@@ -105,41 +125,43 @@ pub fn table(at: &RankingAt, section: &ClientsSection) -> Table {
     t
 }
 
-/// Where the leader changes with clients, in one sentence: the count, and
-/// the old leader's time per op over the new one's there, paired by round;
-/// or that it never changes, with the counts measured.
+/// Where the leader changes with clients, in one sentence: the leader at
+/// each count, and the first count where another beats the one-client
+/// leader beyond the noise, with its paired interval there; or that it
+/// never changes, with the counts measured.
 pub fn change(section: &ClientsSection, set: &crate::measure::rounds::RoundSet) -> String {
     let (leaders, at) = clients::leader_change(section, set);
     let name = |s: Option<Store>| s.map_or_else(|| "none".to_string(), store_name);
     let counts = section.levels.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
-    match at {
-        Some(n) => {
-            let before = leaders.first().and_then(|l| l.1);
-            let after = leaders.iter().find(|l| l.0 == n).and_then(|l| l.1);
-            let ratio = before.zip(after).and_then(|(b, a)| set.ratio(&clients::arm_id(b, n), &clients::arm_id(a, n)));
-            let why = ratio.map_or_else(String::new, |r| {
-                format!(
-                    " ({} takes {:.2}x {}'s time per op at {n} clients, {:.2}-{:.2}, paired over {} rounds)",
-                    name(before),
-                    r.value,
-                    name(after),
-                    r.low,
-                    r.high,
-                    r.rounds
-                )
-            });
-            format!(
-                "With clients the leader changes at {n} clients: {} leads from there, {} before{why}.",
-                name(after),
-                name(before)
-            )
-        }
-        None => format!(
+    let Some(n) = at else {
+        return format!(
             "With clients the leader does not change beyond the noise: {} leads or ties at every count measured \
              ({counts} clients).",
             name(leaders.first().and_then(|l| l.1)),
-        ),
-    }
+        );
+    };
+    let before = leaders.first().and_then(|l| l.1);
+    let after = leaders.iter().find(|l| l.0 == n).and_then(|l| l.1);
+    let ratio = before.zip(after).and_then(|(b, a)| set.ratio(&clients::arm_id(b, n), &clients::arm_id(a, n)));
+    let why = ratio.map_or_else(String::new, |r| {
+        format!(
+            " ({} takes {:.2}x {}'s time per op there, {:.2}-{:.2}, paired over {} rounds)",
+            name(before),
+            r.value,
+            name(after),
+            r.low,
+            r.high,
+            r.rounds
+        )
+    });
+    let by_count: Vec<String> = leaders.iter().map(|(c, l)| format!("{} at {c}", name(*l))).collect();
+    format!(
+        "With clients the leader changes beyond the noise at {n} clients, from {} to {}{why}. The leader by \
+         throughput at each count: {}.",
+        name(before),
+        name(after),
+        by_count.join(", ")
+    )
 }
 
 /// The harness's cost at N, as `run` reports it at one thread.
@@ -293,6 +315,7 @@ mod tests {
             p99_write_us: None,
             rate_ops_s: None,
             arms,
+            excluded: Vec::new(),
             harness: None,
         };
         (section, set)
@@ -302,15 +325,34 @@ mod tests {
     fn the_leader_change_names_the_count_and_its_paired_interval() {
         let (section, set) = fixed(5.0);
         let text = change(&section, &set);
-        assert!(text.contains("the leader changes at 4 clients: files, temp + rename leads from there, SQLite before"));
+        assert!(text.contains("the leader changes beyond the noise at 4 clients, from SQLite to files, temp + rename"));
+        assert!(text.ends_with("at each count: SQLite at 1, SQLite at 2, files, temp + rename at 4."), "{text}");
         // The busy round slowed both alike: the paired ratio is exact.
         assert!(
             text.contains(
-                "SQLite takes 2.00x files, temp + rename's time per op at 4 clients, 2.00-2.00, paired \
-                               over 6 rounds"
+                "SQLite takes 2.00x files, temp + rename's time per op there, 2.00-2.00, paired over 6 \
+                               rounds"
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_recommendation_at_n_is_the_leader_there_or_a_tie_within_the_interval() {
+        let (section, set) = fixed(5.0);
+        let text = recommendation(&clients::at(&section, &set, 4), &section);
+        assert!(
+            text.starts_with(
+                "Recommendation at 4 clients (threads), the concurrency asked for: files, temp + rename leads, \
+                 200,000 ops/s"
+            ),
+            "{text}"
+        );
+        // Files at SQLite's time per op at 4 clients: a ratio of exactly 1,
+        // its interval holding 1.0.
+        let (section, set) = fixed(10.0);
+        let text = recommendation(&clients::at(&section, &set, 4), &section);
+        assert!(text.contains("the concurrency asked for: a tie between"), "{text}");
     }
 
     #[test]

@@ -76,7 +76,13 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
 
 fn blocks(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &str) -> Vec<Block> {
     let mut b: Vec<Block> = headline::figure(r, s, sfx).map(Block::Figure).into_iter().collect();
-    b.extend([Block::Paragraph(words::recommendation(r, s)), Block::Paragraph(words::workload(s))]);
+    // With clients the answer is the one at the user's concurrency, first;
+    // the one-client ranking follows as itself.
+    match clients::headline(file) {
+        Some(at_n) => b.extend([Block::Paragraph(at_n), Block::Paragraph(words::at_one_client(r, s))]),
+        None => b.push(Block::Paragraph(words::recommendation(r, s))),
+    }
+    b.push(Block::Paragraph(words::workload(s)));
     b.extend(words::over_budget(s).map(Block::Note));
     b.extend(words::budget_note(s).map(Block::Note));
     if !r.excluded.is_empty() {

@@ -24,7 +24,12 @@ pub fn terminal(file: &ResultFile, _colour: bool) -> String {
     blocks.push(Block::Paragraph(words::crash_source(s)));
     blocks.extend(servers_measured(file).into_iter().map(Block::Note));
     blocks.extend(notes(&r, s).into_iter().map(Block::Note));
-    blocks.push(Block::Paragraph(words::recommendation(&r, s)));
+    // With clients the recommendation is the one at N, in their blocks below.
+    let at_one = match super::clients::headline(file) {
+        Some(_) => words::at_one_client(&r, s),
+        None => words::recommendation(&r, s),
+    };
+    blocks.push(Block::Paragraph(at_one));
     blocks.push(Block::Table(table(&r, s)));
     blocks.extend(super::clients::terminal_blocks(file));
     let lines = decisive(&r, s);

@@ -174,12 +174,24 @@ pub fn interval(f: &Factor) -> String {
 
 /// The recommendation: the leader, or the tie, with the mix it is for.
 pub fn recommendation(r: &Ranking, s: &AdviseSection) -> String {
+    recommendation_as(r, s, "Recommendation")
+}
+
+/// The one-client ranking's answer when the file ran clients: the
+/// recommendation is the one at N, and this is the ranking below.
+pub fn at_one_client(r: &Ranking, s: &AdviseSection) -> String {
+    recommendation_as(r, s, "At one client")
+}
+
+/// The recommendation's sentence, led by `lead`.
+fn recommendation_as(r: &Ranking, s: &AdviseSection, lead: &str) -> String {
     let need = s.workload.durability;
     let mix = format!("{}:{} reads:writes", s.workload.mix_reads, s.workload.mix_writes);
     let tied: Vec<&Ranked> = r.recommended().collect();
     match tied.as_slice() {
         [] => format!(
-            "No recommendation: no candidate both meets durability {} and was measured (see below).",
+            "{}: no candidate both meets durability {} and was measured (see below).",
+            if lead == "Recommendation" { "No recommendation" } else { lead },
             need.name()
         ),
         [leader] => {
@@ -190,7 +202,7 @@ pub fn recommendation(r: &Ranking, s: &AdviseSection) -> String {
                 })
                 .unwrap_or_default();
             format!(
-                "Recommendation: {} ({}). It is the fastest at {mix} among the candidates that meet durability \
+                "{lead}: {} ({}). It is the fastest at {mix} among the candidates that meet durability \
                  {}{margin}.{}",
                 store_name(leader.store),
                 configuration(leader.store, s),
@@ -204,7 +216,7 @@ pub fn recommendation(r: &Ranking, s: &AdviseSection) -> String {
                 .map(|t| format!("{} ({})", store_name(t.store), t.mixed.map(|m| factor_text(&m)).unwrap_or_default()))
                 .collect();
             format!(
-                "Recommendation: a tie at {mix} between {} ({}) and {}: the difference is within the noise floor \
+                "{lead}: a tie at {mix} between {} ({}) and {}: the difference is within the noise floor \
                  or its interval holds 1.0, so this machine cannot tell them apart. Choose by the other evidence \
                  below (disk space, crash facts) or by what you already run.",
                 store_name(leader.store),
