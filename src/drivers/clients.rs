@@ -28,6 +28,12 @@ use crate::{Error, Result};
 /// Most clients at once (`--clients`).
 pub const MAX_CLIENTS: u32 = 1024;
 
+/// Operations of each client per run, at least. A run spans the first
+/// client's start to the last one's end: with a few operations each, the
+/// skew of their wake-ups (16 clients on 2 cores) would weigh on it as
+/// much as the store (a 16-process PostgreSQL run had 4 operations each).
+pub const LEAST_OPS_PER_CLIENT: u64 = 32;
+
 /// What N clients did over the timed runs of an arm: each class's
 /// latencies merged over clients and runs, and the busy waits.
 #[derive(Debug, Clone)]
@@ -397,10 +403,11 @@ impl Arm for ClientsArm {
     fn ops_per_run(&self) -> Option<u64> {
         Some(self.ops)
     }
-    /// Whole batches per client, at least one each.
+    /// Whole batches per client, at least [`LEAST_OPS_PER_CLIENT`] each.
     fn set_ops_per_run(&mut self, ops: u64) {
         let step = u64::from(self.clients) * self.batch;
-        self.ops = ops.max(1).div_ceil(step) * step;
+        let least = u64::from(self.clients) * LEAST_OPS_PER_CLIENT;
+        self.ops = ops.max(least).div_ceil(step) * step;
     }
 }
 
@@ -473,7 +480,7 @@ mod tests {
         };
         for (path, settings) in [(&db, &sqlite), (&flat, &files)] {
             let (tally, all, per_run) = runs(path, settings, 4, None);
-            assert_eq!(per_run, 32, "30 asked, whole batches for 4 clients");
+            assert_eq!(per_run, 128, "30 asked: at least 32 for each of 4 clients");
             assert_eq!(tally.ops, 2 * per_run);
             assert_eq!(tally.all().count(), 2 * per_run, "one record per op, in its class");
             assert_eq!(all.count(), 2 * per_run, "the rounds' histogram holds them all");
@@ -492,7 +499,7 @@ mod tests {
     }
 
     /// An open loop at 2,000 ops/s over 2 clients: each client's op i is
-    /// due 1 ms after its op i-1, so a run of 32 ops cannot end before its
+    /// due 1 ms after its op i-1, so a run of 64 ops cannot end before its
     /// last op is due, and every op is timed from when it was due.
     #[test]
     fn an_open_loop_waits_for_each_due_time_and_times_from_it() {
@@ -504,10 +511,10 @@ mod tests {
         let mut arm = ClientsArm::prepare(engine, 2, mix, (32, 1), 7, Some(2000.0)).unwrap();
         let mut all = Latency::new();
         let out = arm.run(measure::RunContext { latency: Some(&mut all), timed: true }).unwrap();
-        assert_eq!(out.ops, 32);
-        // 16 ops per client, the last due 15 ms after the first.
-        assert!(out.phases.loop_ns >= 15_000_000, "{}", out.phases.loop_ns);
-        assert_eq!(all.count(), 32);
+        assert_eq!(out.ops, 64);
+        // 32 ops per client (the least), the last due 31 ms after the first.
+        assert!(out.phases.loop_ns >= 31_000_000, "{}", out.phases.loop_ns);
+        assert_eq!(all.count(), 64);
     }
 
     #[test]

@@ -326,7 +326,9 @@ fn record(id: &str, store: Store, clients: u32, ops_per_run: u64, tally: &Client
 /// 4 ... N clients (24 arms at `--clients 8`) in [`super::LEAST_ROUNDS`]
 /// rounds and a sized run of 0.15 s made the stage outlast the whole quick
 /// budget. A run is never under [`crate::measure::rounds::MIN_SIZED_OPS`]
-/// operations over all clients, however slow they are; the page states
+/// operations over all clients, nor under
+/// [`crate::drivers::clients::LEAST_OPS_PER_CLIENT`] per client, however
+/// slow they are; the page states
 /// each arm's operations per run.
 pub fn run_time(quick: bool) -> Duration {
     if quick {

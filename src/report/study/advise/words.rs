@@ -131,10 +131,11 @@ pub fn budget_note(s: &AdviseSection) -> Option<String> {
     let past = if s.elapsed_s > s.budget_s && s.over_budget.is_none() {
         format!(
             " The rounds ran {:.0} s past it: every arm runs its {} paired rounds, and a run never holds fewer than {} \
-             operations, however long each takes.",
+             operations ({} per client with clients), however long each takes.",
             s.elapsed_s - s.budget_s,
             crate::studies::advise::LEAST_ROUNDS,
-            crate::measure::rounds::MIN_SIZED_OPS
+            crate::measure::rounds::MIN_SIZED_OPS,
+            crate::drivers::clients::LEAST_OPS_PER_CLIENT
         )
     } else {
         String::new()
