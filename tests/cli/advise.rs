@@ -154,6 +154,9 @@ fn advise_with_two_clients() {
     assert!(md.contains("### At 2 clients (threads)") || md.contains("At 2 clients (threads)"), "{md}");
     assert!(md.contains("write p99"), "{md}");
     assert!(md.contains("With clients the leader"), "{md}");
+    // The headline chart at N > 1 is throughput against clients, above the answer.
+    let chart = md.find("Throughput at the mix against clients (threads)").expect("the clients' chart");
+    assert!(chart < md.find("Recommendation at 2 clients").unwrap(), "{md}");
     assert!(out.join("charts/advise-clients.svg").is_file());
     let parsed = blobbench::results::read(&out.join("results.json")).unwrap();
     let clients = parsed.advise.unwrap().clients.expect("the clients' section");

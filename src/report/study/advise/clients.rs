@@ -68,6 +68,13 @@ pub fn headline(file: &ResultFile) -> Option<String> {
     (section.clients > 1).then(|| recommendation(&clients::at(section, set, section.clients), section))
 }
 
+/// The page's headline chart when the file ran clients (N > 1):
+/// throughput against clients, one line per candidate, with intervals.
+pub fn headline_chart(file: &ResultFile, sfx: &str) -> Option<Figure> {
+    let (section, set) = parts(file)?;
+    (section.clients > 1).then(|| chart(section, set, sfx))
+}
+
 fn p99(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), micros)
 }
@@ -264,7 +271,10 @@ pub fn blocks(file: &ResultFile, s: &AdviseSection, sfx: &str) -> Vec<Block> {
             .map(|st| clients::configuration(st, s.workload.durability, section.are))
             .collect(),
     ));
-    b.push(Block::Figure(chart(section, set, sfx)));
+    // With N > 1 the chart heads the page (`headline_chart`).
+    if section.clients <= 1 {
+        b.push(Block::Figure(chart(section, set, sfx)));
+    }
     b
 }
 

@@ -75,12 +75,21 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
 }
 
 fn blocks(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &str) -> Vec<Block> {
-    let mut b: Vec<Block> = headline::figure(r, s, sfx).map(Block::Figure).into_iter().collect();
-    // With clients the answer is the one at the user's concurrency, first;
-    // the one-client ranking follows as itself.
-    match clients::headline(file) {
-        Some(at_n) => b.extend([Block::Paragraph(at_n), Block::Paragraph(words::at_one_client(r, s))]),
-        None => b.push(Block::Paragraph(words::recommendation(r, s))),
+    let one_client_chart = headline::figure(r, s, sfx).map(Block::Figure);
+    // With clients the answer is the one at the user's concurrency, first,
+    // under its chart (throughput against clients); the one-client ranking
+    // follows as itself, with its own chart.
+    let mut b: Vec<Block> = Vec::new();
+    match (clients::headline_chart(file, sfx), clients::headline(file)) {
+        (Some(chart), Some(at_n)) => {
+            b.extend([Block::Figure(chart), Block::Paragraph(at_n)]);
+            b.extend(one_client_chart);
+            b.push(Block::Paragraph(words::at_one_client(r, s)));
+        }
+        _ => {
+            b.extend(one_client_chart);
+            b.push(Block::Paragraph(words::recommendation(r, s)));
+        }
     }
     b.push(Block::Paragraph(words::workload(s)));
     b.extend(words::over_budget(s).map(Block::Note));
