@@ -245,8 +245,8 @@ fn chart(section: &ClientsSection, set: &crate::measure::rounds::RoundSet, sfx: 
             note: format!("median of {} paired rounds per point", set.rounds.len()),
         }),
         caption: vec!["Each point: the median round's operations over all clients per second of wall time; the bar \
-                       through it runs from its slowest round to its fastest. The table above gives each \
-                       candidate's paired interval against the leader at N."
+                       through it runs from its slowest round to its fastest. The ranking at N (its section below) \
+                       gives each candidate's paired interval against the leader."
             .into()],
         findings: Vec::new(),
     }
