@@ -143,6 +143,7 @@ impl Layout {
             .arg(format!("account={}", ports.account))
             .arg(format!("container={}", ports.container))
             .arg(format!("object={}", ports.object))
+            .env(super::NO_GREENDNS.0, super::NO_GREENDNS.1)
             .current_dir("/")
             .output()
             .map_err(|e| Error::io(&programs.python, "cannot run Swift's Python to build the rings", e))?;
