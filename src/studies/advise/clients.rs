@@ -190,6 +190,24 @@ pub struct ClientsSection {
     pub harness: Option<Harness>,
 }
 
+#[cfg(test)]
+impl ClientsSection {
+    /// The tests' fixture: `arms` by threads at 1, 2 and 4 clients in a
+    /// closed loop, nothing excluded, no harness cost recorded.
+    pub(crate) fn threads_up_to_4(arms: Vec<ClientsArmRecord>) -> ClientsSection {
+        ClientsSection {
+            clients: 4,
+            are: ClientsAre::Threads,
+            levels: vec![1, 2, 4],
+            p99_write_us: None,
+            rate_ops_s: None,
+            arms,
+            excluded: Vec::new(),
+            harness: None,
+        }
+    }
+}
+
 /// What the harness costs each client per operation at N clients, as `run`
 /// reports it at one thread: one clock read and one histogram record,
 /// measured with N threads at once after the rounds, and its share of the

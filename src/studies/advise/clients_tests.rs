@@ -109,16 +109,7 @@ fn scaling() -> (ClientsSection, RoundSet) {
     };
     let rows: Vec<Vec<f64>> = [1.0, 1.0, 3.0, 1.0, 1.0, 1.0].into_iter().map(row).collect();
     let set = synthetic(ROUNDS_ID, &ids.iter().map(String::as_str).collect::<Vec<_>>(), &rows);
-    let section = ClientsSection {
-        clients: 4,
-        are: ClientsAre::Threads,
-        levels: vec![1, 2, 4],
-        p99_write_us: None,
-        rate_ops_s: None,
-        arms,
-        excluded: Vec::new(),
-        harness: None,
-    };
+    let section = ClientsSection::threads_up_to_4(arms);
     (section, set)
 }
 
@@ -185,22 +176,8 @@ fn a_lead_within_the_noise_is_no_change_of_leader() {
 #[test]
 fn the_least_time_covers_every_arm_s_runs_at_their_size() {
     assert!(run_time(true) < run_time(false));
-    let mut o = crate::studies::advise::AdviseOptions {
-        workdir: ".".into(),
-        spec: crate::records::DatasetSpec::default(),
-        from: None,
-        mix_reads: 90,
-        mix_writes: 10,
-        durability: Durability::Required,
-        engines: rules::default_engines(),
-        budget: None,
-        quick: true,
-        writer: None,
-        commit_every: 1,
-        clock: crate::measure::clock::Clock::REAL,
-        s3: crate::records::S3Params::default(),
-        clients: ClientsPlan { clients: 8, ..ClientsPlan::ONE },
-    };
+    let mut o = crate::studies::advise::tests::options(std::path::Path::new("."));
+    o.clients = ClientsPlan { clients: 8, ..ClientsPlan::ONE };
     let arms = (o.stores().len() * 4) as f64;
     let runs = f64::from(crate::studies::advise::LEAST_ROUNDS + 2);
     for quick in [true, false] {

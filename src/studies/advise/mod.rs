@@ -366,7 +366,8 @@ mod tests {
         fn measured(&self, _: &crate::measure::Experiment) {}
     }
 
-    fn options(dir: &std::path::Path) -> AdviseOptions {
+    /// Options for a quick run of 200 blobs in `dir` (the clients' tests use them too).
+    pub(super) fn options(dir: &std::path::Path) -> AdviseOptions {
         AdviseOptions {
             workdir: dir.to_path_buf(),
             spec: DatasetSpec { count: 200, size: 10_000, variance: 2_000, ..DatasetSpec::default() },

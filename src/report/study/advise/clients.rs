@@ -296,7 +296,7 @@ pub fn terminal_blocks(file: &ResultFile) -> Vec<Block> {
 mod tests {
     use super::*;
     use crate::measure::rounds::{synthetic, RoundSet};
-    use crate::studies::advise::clients::{arm_id, ClientsAre, ClientsArmRecord, Harness};
+    use crate::studies::advise::clients::{arm_id, ClientsArmRecord, Harness};
 
     /// SQLite and files at 1, 2 and 4 clients, six rounds; µs per op over
     /// all clients by arm (SQLite, files at each count); round 3 is busy.
@@ -320,16 +320,7 @@ mod tests {
             .map(|load| [10.0, 20.0, 10.0, 15.0, 10.0, files_at_4].map(|x| x * load).to_vec())
             .collect();
         let set = synthetic(ROUNDS_ID, &ids, &rows);
-        let section = ClientsSection {
-            clients: 4,
-            are: ClientsAre::Threads,
-            levels: vec![1, 2, 4],
-            p99_write_us: None,
-            rate_ops_s: None,
-            arms,
-            excluded: Vec::new(),
-            harness: None,
-        };
+        let section = ClientsSection::threads_up_to_4(arms);
         (section, set)
     }
 
