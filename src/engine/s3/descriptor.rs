@@ -186,6 +186,20 @@ fn plain_prefix(prefix: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// An export to a store the user runs at `endpoint`, with a CA file.
+    fn users_store(endpoint: &str, addressing: Addressing) -> Descriptor {
+        Descriptor {
+            engine: super::super::KIND,
+            bucket: "b".into(),
+            prefix: "blobbench/x-0000abcd/".into(),
+            id: Some("0000abcd".into()),
+            endpoint: Some(endpoint.into()),
+            replicas: None,
+            ca: Some("/etc/ca.pem".into()),
+            addressing: Some(addressing),
+        }
+    }
+
     #[test]
     fn keys_are_ten_digits_under_the_prefix() {
         let d = Descriptor {
@@ -211,16 +225,7 @@ mod tests {
 
     #[test]
     fn a_drop_reaches_the_store_as_the_export_did_unless_told_otherwise() {
-        let d = Descriptor {
-            engine: super::super::KIND,
-            bucket: "b".into(),
-            prefix: "blobbench/x-0000abcd/".into(),
-            id: Some("0000abcd".into()),
-            endpoint: Some("https://h".into()),
-            replicas: None,
-            ca: Some("/etc/ca.pem".into()),
-            addressing: Some(Addressing::Path),
-        };
+        let d = users_store("https://h", Addressing::Path);
         let kept = d.reached_with(&S3Params::default());
         assert_eq!((kept.ca.as_deref(), kept.addressing), (Some(Path::new("/etc/ca.pem")), Addressing::Path));
         let given = S3Params { ca: Some("/other.pem".into()), addressing: Addressing::Virtual, ..S3Params::default() };
@@ -265,16 +270,7 @@ mod tests {
     #[test]
     fn descriptors_round_trip_and_refuse_foreign_files() {
         let dir = tempfile::tempdir().unwrap();
-        let d = Descriptor {
-            engine: super::super::KIND,
-            bucket: "b".into(),
-            prefix: "blobbench/x-0000abcd/".into(),
-            id: Some("0000abcd".into()),
-            endpoint: Some("http://h:9000".into()),
-            replicas: None,
-            ca: Some("/etc/ca.pem".into()),
-            addressing: Some(Addressing::Virtual),
-        };
+        let d = users_store("http://h:9000", Addressing::Virtual);
         d.write(dir.path()).unwrap();
         assert_eq!(Descriptor::read(dir.path()).unwrap(), d);
         let text = std::fs::read_to_string(dir.path().join(DESCRIPTOR)).unwrap();
