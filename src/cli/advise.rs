@@ -8,10 +8,11 @@ use clap::{Args, ValueEnum};
 use blobbench::drivers::processes::Launcher;
 use blobbench::measure::clock::Clock;
 use blobbench::records::sizes::parse_size_dist;
+use blobbench::records::DbWriters;
 use blobbench::records::{DatasetSpec, SizeDist};
 use blobbench::report;
 use blobbench::results::ResultFile;
-use blobbench::studies::advise::clients::{ClientsAre, ClientsPlan};
+use blobbench::studies::advise::clients::{ClientsAre, ClientsPlan, SqliteWriters};
 use blobbench::studies::advise::{self, rules, AdviseOptions, Durability};
 use blobbench::util::units;
 
@@ -81,14 +82,30 @@ pub struct AdviseArgs {
     /// Exclude a candidate whose write p99 at --clients exceeds this, e.g. 20ms.
     #[arg(long, allow_hyphen_values = true, value_parser = units::duration, value_name = "DURATION")]
     pub p99_write: Option<std::time::Duration>,
-    /// An open loop at R operations per second over all clients, each operation's latency
-    /// counted from when it was due (a service with a known load) [default: closed loop].
+    /// An open loop at R operations per second over all clients (at one client too), each
+    /// operation's latency counted from when it was due (a service with a known load): a
+    /// candidate is then ranked by whether it keeps up, then by its p99 [default: closed loop].
     #[arg(long, value_name = "R", allow_hyphen_values = true, value_parser = rate)]
     pub rate: Option<f64>,
+    /// SQLite's ways of writing with several clients: one writer connection shared by the
+    /// process's threads, a connection per client (BEGIN IMMEDIATE, busy waits), or both, each
+    /// ranked [default: both with threads, per-client with processes].
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub sqlite_writers: Option<SqliteWritersArg>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum SqliteWritersArg {
+    /// One writer connection for the process, behind a mutex (threads only).
+    One,
+    /// A connection per client, each taking the write lock with BEGIN IMMEDIATE.
+    PerClient,
+    /// Both, each its own row (threads only).
+    Both,
 }
 
 /// `--rate R`: operations per second, above 0.
-fn rate(s: &str) -> Result<f64, String> {
+pub(super) fn rate(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
         Ok(_) => Err(format!("--rate {s}: must be above 0 ops/s")),
@@ -105,7 +122,7 @@ pub enum ClientsAreArg {
 }
 
 /// `--clients N`: a whole number from 1 to 1024.
-fn clients_count(s: &str) -> Result<u32, String> {
+pub(super) fn clients_count(s: &str) -> Result<u32, String> {
     let max = blobbench::drivers::clients::MAX_CLIENTS;
     match s.trim().parse::<u32>() {
         Ok(n) if (1..=max).contains(&n) => Ok(n),
@@ -172,10 +189,7 @@ impl AdviseArgs {
             ClientsAreArg::Threads => ClientsAre::Threads,
             ClientsAreArg::Processes => ClientsAre::Processes,
         };
-        // Each client process is this binary's hidden `client-worker`.
-        let launcher = (are == ClientsAre::Processes)
-            .then(|| std::env::current_exe().map(|exe| Launcher { exe, args: vec![CLIENT_WORKER.into()] }))
-            .transpose()?;
+        let launcher = (are == ClientsAre::Processes).then(launcher).transpose()?;
         Ok(AdviseOptions {
             workdir: self.workdir.clone(),
             spec,
@@ -193,13 +207,29 @@ impl AdviseArgs {
             commit_every: self.commit_every,
             clock,
             s3: self.s3_server.params(),
-            clients: ClientsPlan { clients: self.clients, are, p99_write: self.p99_write, rate: self.rate, launcher },
+            clients: ClientsPlan {
+                clients: self.clients,
+                are,
+                p99_write: self.p99_write,
+                rate: self.rate,
+                launcher,
+                sqlite_writers: self.sqlite_writers.map(|w| match w {
+                    SqliteWritersArg::One => SqliteWriters::Only(DbWriters::One),
+                    SqliteWritersArg::PerClient => SqliteWriters::Only(DbWriters::PerClient),
+                    SqliteWritersArg::Both => SqliteWriters::Both,
+                }),
+            },
         })
     }
 }
 
 /// The hidden command a client process runs.
 const CLIENT_WORKER: &str = "client-worker";
+
+/// How to start a client process: this binary's hidden `client-worker`.
+pub(super) fn launcher() -> std::io::Result<Launcher> {
+    std::env::current_exe().map(|exe| Launcher { exe, args: vec![CLIENT_WORKER.into()] })
+}
 
 /// A client process of `--clients-are processes`: its job and orders on
 /// standard input, its answers on standard output.

@@ -15,6 +15,7 @@ mod progress;
 mod report;
 mod rounds;
 mod run;
+mod run_clients;
 mod servers;
 mod start_at;
 mod suite;

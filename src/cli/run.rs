@@ -10,7 +10,7 @@ use blobbench::measure::Stat;
 use blobbench::records::keys::Order;
 use blobbench::records::mix::parse_mix;
 use blobbench::records::zipf::parse_zipf;
-use blobbench::records::{DbAccess, DbParams, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel};
+use blobbench::records::{DbAccess, DbParams, DbWriters, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel};
 use blobbench::records::{EngineSettings, Mix, Plan};
 use blobbench::report::{table_text, Table};
 use blobbench::results::{self, ResultFile};
@@ -146,6 +146,23 @@ pub struct RunArgs {
     /// Read with this many threads at once, each with its own connection or files (reads only).
     #[arg(long, value_parser = thread_count)]
     pub threads: Option<u32>,
+    /// Run the mix (or --update's writes, or reads) with N clients at once, each with its own
+    /// connection or handle, every run one window shared by all clients: ops/s over all clients,
+    /// as advise --clients measures each candidate.
+    #[arg(long, value_name = "N", value_parser = super::advise::clients_count, conflicts_with_all = ["threads", "round_trip", "cold", "start_at", "json", "csv", "format"])]
+    pub clients: Option<u32>,
+    /// With --clients: threads of one process, or processes of this binary.
+    #[arg(long, value_enum, default_value = "threads", requires = "clients")]
+    pub clients_are: super::advise::ClientsAreArg,
+    /// With --clients: each run's window, e.g. 500ms, 3s [default: 1s].
+    #[arg(long, value_name = "DURATION", requires = "clients", value_parser = units::duration)]
+    pub window: Option<std::time::Duration>,
+    /// With --clients: an open loop at R operations per second over all clients.
+    #[arg(long, value_name = "R", requires = "clients", allow_hyphen_values = true, value_parser = super::advise::rate)]
+    pub rate: Option<f64>,
+    /// Database with --clients: one writer connection for the process (threads only), or one per client.
+    #[arg(long, value_enum, value_name = "HOW", requires = "clients")]
+    pub sqlite_writers: Option<super::run_clients::WritersArg>,
     /// Begin the timed runs at this wall-clock time (RFC 3339, e.g.
     /// 2026-11-27T19:00:00Z, or unix seconds), after the open and the
     /// warm-ups: clients on several hosts started at once, merged with
@@ -270,6 +287,7 @@ impl RunArgs {
                 journal_mode: self.jmode.as_ref().map(|j| j.to_lowercase()),
                 sync,
                 nocheckpoint: self.nocheckpoint,
+                writers: self.sqlite_writers.map_or(DbWriters::PerClient, |w| w.writers()),
             },
             files: FileParams {
                 read: match self.file_read {
@@ -312,6 +330,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     if args.threads.is_some() && (opts.mix.is_some() || opts.zipf.is_some()) {
         anyhow::bail!("--threads reads with kvtest's orders only; --mix and --keys run in one thread");
+    }
+    if let Some(clients) = args.clients {
+        let c = super::run_clients::ClientsRun {
+            clients,
+            processes: matches!(args.clients_are, super::advise::ClientsAreArg::Processes),
+            window: args.window.unwrap_or(super::run_clients::DEFAULT_WINDOW),
+            rate: args.rate,
+        };
+        print!("{}", super::run_clients::run(&opts, &c)?);
+        return Ok(());
     }
     // --threads (concurrency): several readers at once, in parallel_read.
     let (report, start, end) = super::start_at::timed(&opts, args.threads, args.start_at)?;

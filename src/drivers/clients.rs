@@ -1,22 +1,33 @@
-//! Several clients at once against one store (`advise --clients N`): each
-//! client is a thread with a session of its own (its own connection,
-//! handle or temporary names: `OpenMode::client`), or a process of its own
-//! ([`super::processes`]), running the same mix of reads and overwrites on
-//! its own random keys, closed loop (the next operation when the last
-//! returns). The clients start together once all have opened. Each records
-//! its operations' latencies into per-class histograms of its own (one
-//! clock read and one record per operation, no lock or atomic shared with
-//! another client); they are merged after the run, never averaged. A run's
-//! figure is its wall time over all clients' operations: the time per
-//! operation of their summed throughput.
+//! Several clients at once against one store (`advise --clients N`,
+//! `run --clients N`): each client is a thread with a session of its own
+//! (its own connection, handle or temporary names: `OpenMode::client`), or
+//! a process of its own ([`super::processes`]), running the same mix of
+//! reads and overwrites on its own random keys.
+//!
+//! Every client of a run shares one window: all open their sessions
+//! (outside every timer), wait at one barrier, start their first operation
+//! at one start instant and stop at one deadline. A run's figure is the
+//! operations that ended inside the window, over all clients, per second
+//! of the window: what an application with N clients gets while all N
+//! run. A store that starves a client does not stretch the run; it shows
+//! in the per-client counts ([`WindowCount`]: the slowest client's
+//! operations against the median client's) and in the tail (the operation
+//! under way at the deadline is timed, not counted).
+//!
+//! Closed loop by default (the next operation when the last returns); with
+//! `--rate`, an open loop whose due times are spread over the clients
+//! ([`pace_of`]), so that N clients do not fire together. Each client
+//! records its operations' latencies into per-class histograms of its own
+//! (one clock read and one record per operation, no lock or atomic shared
+//! with another client); they are merged after the run, never averaged.
 
-use std::sync::Barrier;
-use std::time::Instant;
+use std::sync::{Barrier, OnceLock};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use super::processes::{ClientJob, ClientOrder, ClientProcesses, Launcher};
-use super::session::{timed_session, Script, ScriptOp, SessionRun, SessionSpec, Work};
+use super::session::{timed_session, Pace, Script, ScriptOp, SessionRun, SessionSpec, Window, Work};
 use crate::engine::{Engine, OpenMode};
 use crate::measure::cold::EvictionReport;
 use crate::measure::rounds::Arm;
@@ -28,22 +39,64 @@ use crate::{Error, Result};
 /// Most clients at once (`--clients`).
 pub const MAX_CLIENTS: u32 = 1024;
 
-/// Operations of each client per run, at least. A run spans the first
-/// client's start to the last one's end: with a few operations each, the
-/// skew of their wake-ups (16 clients on 2 cores) would weigh on it as
-/// much as the store (a 16-process PostgreSQL run had 4 operations each).
-pub const LEAST_OPS_PER_CLIENT: u64 = 32;
+/// The most operations per second the open loop paces per core: a
+/// client's wait for its next due time ends in a wake-up that costs about
+/// 10 µs of a core.
+pub const MAX_RATE_PER_CORE: f64 = 100_000.0;
+
+/// The shortest interval between one client's due times.
+pub const MIN_INTERVAL: Duration = Duration::from_micros(10);
+
+/// Operations each client should have due in a run at a rate, for its
+/// percentiles and for the 1% a store may fall behind by and still keep up.
+pub const DUE_PER_CLIENT: u64 = 200;
+
+/// The share of the operations due in the window that a store must
+/// complete in it to keep up with a rate.
+pub const KEEP_UP: f64 = 0.99;
+
+/// What one timed run of N clients did over its window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WindowCount {
+    /// Operations that ended in the window, over all clients.
+    pub ops: u64,
+    /// The operations of the client that made fewest.
+    pub slowest: u64,
+    /// The median client's operations.
+    pub median: u64,
+    /// Under a rate, the operations due in the window over all clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub due: Option<u64>,
+}
+
+impl WindowCount {
+    /// `clients`' operations in one window (and those due in it).
+    pub fn of(clients: &[u64], due: Option<u64>) -> WindowCount {
+        let mut sorted = clients.to_vec();
+        sorted.sort_unstable();
+        let n = sorted.len();
+        let median = match n {
+            0 => 0,
+            n if n % 2 == 1 => sorted[n / 2],
+            n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2,
+        };
+        WindowCount { ops: sorted.iter().sum(), slowest: sorted.first().copied().unwrap_or(0), median, due }
+    }
+}
 
 /// What N clients did over the timed runs of an arm: each class's
-/// latencies merged over clients and runs, and the busy waits.
+/// latencies merged over clients and runs, the busy waits, and each run's
+/// counts.
 #[derive(Debug, Clone)]
 pub struct ClientsTally {
     /// Latency by [`ScriptOp::class`] (read, overwrite, put, delete).
     pub classes: [Latency; 4],
     /// Times a client found the store locked by another and waited.
     pub busy_waits: u64,
-    /// Operations of the timed runs, over all clients.
+    /// Operations of the timed runs in their windows, over all clients.
     pub ops: u64,
+    /// Each timed run's counts.
+    pub runs: Vec<WindowCount>,
 }
 
 impl ClientsTally {
@@ -75,8 +128,8 @@ enum Clients {
 /// prepared outside every timer and run once at a time, as one arm of
 /// interleaved rounds ([`measure::rounds`]).
 pub struct ClientsArm {
-    /// Kept open for the arm's life (a throwaway server stays up while
-    /// client processes come and go).
+    /// Kept open for the arm's life, with whatever handle the engine
+    /// keeps between sessions (a long-running application's).
     engine: Box<dyn Engine>,
     clients: u32,
     how: Clients,
@@ -84,15 +137,12 @@ pub struct ClientsArm {
     seed: u64,
     blob_max: u32,
     max_id: u32,
-    /// Operations per run, over all clients.
-    ops: u64,
-    /// Writes per commit, so each client's run ends on a whole batch.
-    batch: u64,
+    /// Each run's window.
+    window: Duration,
+    /// `--rate`: operations per second over all clients; None: closed loop.
+    rate: Option<f64>,
     tally: ClientsTally,
     timed_runs: u32,
-    /// Each client's interval between operations' due times (`--rate`,
-    /// an open loop); None: closed loop.
-    pace: Option<std::time::Duration>,
 }
 
 /// What one client did in one run, on a clock all clients share.
@@ -105,22 +155,23 @@ pub(crate) struct ClientDone {
 
 impl ClientsArm {
     /// `clients` sessions' scripts for `mix` on `engine`, surveyed for its
-    /// keys and largest blob; `ops` per run to start with (the rounds size
-    /// it by time); with `rate`, operations per second over all clients,
-    /// an open loop.
+    /// keys and largest blob, each run over a `window`; with `rate`,
+    /// operations per second over all clients, an open loop.
     pub fn prepare(
         mut engine: Box<dyn Engine>,
         clients: u32,
         mix: Mix,
-        (ops, batch): (u64, u32),
+        window: Duration,
         seed: u64,
         rate: Option<f64>,
     ) -> Result<ClientsArm> {
         if clients == 0 || clients > MAX_CLIENTS {
             return Err(Error::invalid(format!("--clients must be from 1 to {MAX_CLIENTS}")));
         }
-        check_rate(rate)?;
-        let pace = rate.map(|r| std::time::Duration::from_secs_f64(f64::from(clients) / r));
+        check_rate(rate, clients, crate::util::cores())?;
+        if window.is_zero() {
+            return Err(Error::invalid("a clients run needs a window longer than 0"));
+        }
         let survey = engine.survey(mix.write > 0)?;
         let max_id = match survey.max_key {
             Some(m) if m > 0 => m,
@@ -129,8 +180,8 @@ impl ClientsArm {
         let scripts = (0..clients)
             .map(|i| super::mix::mix_script(mix, survey.blob_max, seed.wrapping_add(u64::from(i))))
             .collect::<Result<Vec<_>>>()?;
-        let none = ClientsTally { classes: Default::default(), busy_waits: 0, ops: 0 };
-        let mut arm = ClientsArm {
+        let none = ClientsTally { classes: Default::default(), busy_waits: 0, ops: 0, runs: Vec::new() };
+        Ok(ClientsArm {
             engine,
             clients,
             how: Clients::Threads(scripts),
@@ -138,14 +189,11 @@ impl ClientsArm {
             seed,
             blob_max: survey.blob_max,
             max_id,
-            ops: 0,
-            batch: u64::from(batch.max(1)),
+            window,
+            rate,
             tally: none,
             timed_runs: 0,
-            pace,
-        };
-        arm.set_ops_per_run(ops);
-        Ok(arm)
+        })
     }
 
     /// The same clients as processes started by `launcher`, each opening
@@ -162,7 +210,7 @@ impl ClientsArm {
                 blob_max: self.blob_max,
                 seed: self.seed.wrapping_add(u64::from(i)),
                 max_id: self.max_id,
-                pace_ns: self.pace.map(|p| p.as_nanos() as u64),
+                rate: self.rate,
             })
             .collect();
         self.how = Clients::Processes(ClientProcesses::start(launcher, jobs)?);
@@ -178,23 +226,36 @@ impl ClientsArm {
         self.clients
     }
 
+    pub fn window(&self) -> Duration {
+        self.window
+    }
+
+    /// Operations due in one window over all clients, under a rate.
+    pub fn due_per_run(&self) -> Option<u64> {
+        self.rate.map(|r| {
+            (0..self.clients).filter_map(|i| pace_of(i, self.clients, Some(r))).map(|p| due_in(self.window, p)).sum()
+        })
+    }
+
     fn one_run(&mut self, ctx: measure::RunContext<'_>) -> Result<RunOutcome> {
         // Each timed run draws other keys, each client its own stream.
         let round = if ctx.timed { self.timed_runs + 1 } else { 0 };
         // The rounds time every op only when they keep latencies.
         let timed = ctx.timed && ctx.latency.is_some();
-        let per_client = self.ops / u64::from(self.clients);
-        let done = match &mut self.how {
+        let (done, window) = match &mut self.how {
             Clients::Threads(scripts) => {
-                let how = (round, timed, self.pace);
-                run_clients(self.engine.as_ref(), scripts, self.max_id, per_client, how)?
+                let turn = RunTurn { max_id: self.max_id, round, timed, rate: self.rate };
+                run_clients(self.engine.as_ref(), scripts, turn, self.window)?
             }
-            Clients::Processes(p) => p.run(ClientOrder { round, count: per_client, timed })?,
+            Clients::Processes(p) => p.run(ClientOrder { round, timed }, self.window)?,
         };
-        let outcome = outcome_of(&done.iter().map(|d| d.span).collect::<Vec<_>>(), false)?;
+        let spans: Vec<ClientSpan> = done.iter().map(|d| d.span).collect();
+        let outcome = window_outcome(&spans, window)?;
         if ctx.timed {
             self.timed_runs += 1;
             self.tally.ops += outcome.ops;
+            let ops: Vec<u64> = spans.iter().map(|s| s.ops).collect();
+            self.tally.runs.push(WindowCount::of(&ops, self.due_per_run()));
             self.tally.busy_waits += done.iter().map(|d| d.busy_waits).sum::<u64>();
             let mut all = ctx.latency;
             for d in &done {
@@ -211,6 +272,37 @@ impl ClientsArm {
     }
 }
 
+/// Client `client` of `clients`' due times at `rate` operations per second
+/// over all of them: one every `clients / rate` seconds, the clients'
+/// first due times spread evenly over one interval (client i at i/N of
+/// it), so that N clients do not fire together. None: a closed loop.
+pub fn pace_of(client: u32, clients: u32, rate: Option<f64>) -> Option<Pace> {
+    let rate = rate?;
+    let interval = Duration::from_secs_f64(f64::from(clients) / rate);
+    Some(Pace { offset: interval.mul_f64(f64::from(client) / f64::from(clients)), interval })
+}
+
+/// Operations due in a window of `window` at `pace`.
+pub fn due_in(window: Duration, pace: Pace) -> u64 {
+    let (w, off, i) = (window.as_nanos(), pace.offset.as_nanos(), pace.interval.as_nanos().max(1));
+    if off >= w {
+        0
+    } else {
+        ((w - off).div_ceil(i)) as u64
+    }
+}
+
+/// Which run, and how: what every thread client of a run is given.
+#[derive(Debug, Clone, Copy)]
+struct RunTurn {
+    max_id: u32,
+    /// 0 for untimed runs, then 1, 2 ...: each timed run draws other keys.
+    round: u32,
+    /// Record each op's latency in the script's class histograms.
+    timed: bool,
+    rate: Option<f64>,
+}
+
 /// Which run of which client, and how: what a thread client and a client
 /// process are both given.
 #[derive(Debug, Clone, Copy)]
@@ -220,31 +312,34 @@ pub(crate) struct ClientTurn {
     pub max_id: u32,
     /// 0 for untimed runs, then 1, 2 ...: each timed run draws other keys.
     pub round: u32,
-    pub count: u64,
     /// Record each op's latency in the script's class histograms.
     pub timed: bool,
-    pub pace: Option<std::time::Duration>,
+    pub rate: Option<f64>,
 }
 
 /// One client's session of one run: opens, calls `ready` (the clients
-/// start together there), runs `count` operations of its `script` on its
-/// own key stream, closes. Returns the session and its busy waits. The
-/// one body of a thread client and of a client process.
+/// wait for each other there), takes the run's window from `window`, runs
+/// its `script` on its own key stream over the window, closes. Returns
+/// the session and its busy waits. The one body of a thread client and
+/// of a client process.
 pub(crate) fn client_session(
     engine: &dyn Engine,
     script: &Script,
     turn: ClientTurn,
     ready: &dyn Fn(),
+    window: &dyn Fn() -> Result<(Instant, Instant)>,
 ) -> Result<(SessionRun, u64)> {
-    let ClientTurn { client, clients, max_id, round, count, timed, pace } = turn;
+    let ClientTurn { client, clients, max_id, round, timed, rate } = turn;
+    let pace = pace_of(client, clients, rate);
+    let window = || window().map(|(start, deadline)| Window { start, deadline, pace });
     // Only turns the clock reads on: the classes hold each op.
     let mut on = Latency::new();
     let spec = SessionSpec {
-        mode: OpenMode { client: Some(client), ..OpenMode::measured(true, false) },
+        mode: OpenMode::client(client),
         max_id: Some(max_id),
         keys: |max| KeySequence::with_rng(Order::Random, 1, max, KvtestRng::stream(round * (clients + 1) + client + 1)),
-        count,
-        work: Work::PerClass(script, pace),
+        count: u64::MAX,
+        work: Work::Window(script, &window),
     };
     let mut busy = 0;
     let run = timed_session(engine, spec, timed.then_some(&mut on), ready, &mut |s| {
@@ -253,38 +348,56 @@ pub(crate) fn client_session(
     Ok((run, busy))
 }
 
+/// The time from the moment every client is ready to the window's start:
+/// long enough for each to be waiting when it comes (16 threads woken on
+/// 2 cores take about a millisecond).
+pub(crate) fn lead(clients: u32) -> Duration {
+    Duration::from_micros(2_000 + 200 * u64::from(clients))
+}
+
 /// What one client's thread gives back: what it did, and its script
 /// (None when the thread panicked).
 type ClientRun = (Result<(SessionRun, u64)>, Option<Script>);
 
-/// One run of every client: each opens its session, waits for the others,
-/// runs `per_client` operations of its own script (moved to its thread
-/// and back) and closes. Returns what each client did.
+/// One run of every client: each opens its session and waits at a
+/// barrier; once all have, this thread sets the window (from a start
+/// [`lead`] ahead, `window` long) and lets them go; each runs its own
+/// script (moved to its thread and back) over the window and closes.
+/// Returns what each client did and the window, in nanoseconds from an
+/// origin taken before the run.
 fn run_clients(
     engine: &dyn Engine,
     scripts: &mut Vec<Script>,
-    max_id: u32,
-    per_client: u64,
-    (round, timed, pace): (u32, bool, Option<std::time::Duration>),
-) -> Result<Vec<ClientDone>> {
+    turn: RunTurn,
+    window: Duration,
+) -> Result<(Vec<ClientDone>, (u64, u64))> {
     let n = scripts.len() as u32;
-    let barrier = Barrier::new(scripts.len());
-    let origin = (Instant::now(), 0);
+    let opened = Barrier::new(scripts.len() + 1);
+    let go = Barrier::new(scripts.len() + 1);
+    let set: OnceLock<(Instant, Instant)> = OnceLock::new();
+    let origin = Instant::now();
     let results: Vec<ClientRun> = std::thread::scope(|s| {
         let handles: Vec<_> = std::mem::take(scripts)
             .into_iter()
             .enumerate()
             .map(|(i, script)| {
-                let barrier = &barrier;
-                let turn = ClientTurn { client: i as u32, clients: n, max_id, round, count: per_client, timed, pace };
+                let (opened, go, set) = (&opened, &go, &set);
+                let RunTurn { max_id, round, timed, rate } = turn;
+                let turn = ClientTurn { client: i as u32, clients: n, max_id, round, timed, rate };
                 s.spawn(move || {
                     let ready = || {
-                        barrier.wait();
+                        opened.wait();
+                        go.wait();
                     };
-                    (client_session(engine, &script, turn, &ready), script)
+                    let window = || set.get().copied().ok_or_else(|| Error::invalid("the clients' window was not set"));
+                    (client_session(engine, &script, turn, &ready, &window), script)
                 })
             })
             .collect();
+        opened.wait();
+        let start = Instant::now() + lead(n);
+        let _ = set.set((start, start + window));
+        go.wait();
         handles
             .into_iter()
             .map(|h| match h.join() {
@@ -296,7 +409,7 @@ fn run_clients(
     let mut runs = Vec::with_capacity(results.len());
     for (run, script) in results {
         if let (Ok((run, busy_waits)), Some(script)) = (&run, &script) {
-            let span = ClientSpan::of(run, origin);
+            let span = ClientSpan::of(run, (origin, 0));
             runs.push(Ok(ClientDone { span, busy_waits: *busy_waits, classes: script.take_classes() }));
         } else if let Err(e) = run {
             runs.push(Err(e));
@@ -306,7 +419,9 @@ fn run_clients(
     if scripts.len() != n as usize {
         return Err(Error::invalid("a client thread panicked; its script is lost"));
     }
-    runs.into_iter().collect()
+    let ns = |t: Instant| t.saturating_duration_since(origin).as_nanos() as u64;
+    let (start, deadline) = set.get().copied().ok_or_else(|| Error::invalid("the clients' window was not set"))?;
+    Ok((runs.into_iter().collect::<Result<Vec<_>>>()?, (ns(start), ns(deadline))))
 }
 
 /// One client's session on a clock every client reads alike: its phases'
@@ -352,12 +467,42 @@ impl ClientSpan {
     }
 }
 
-/// The run of all clients as one: setup from the first open to the first
-/// loop, the loop from the first start to the last end, the commit and
-/// the close (and the work it finishes for the writes) the longest of any
-/// client; operations and bytes summed. With `checkpoint_apart` a close
-/// that checkpoints is timed as the checkpoint, outside kvtest's total
-/// (which then ends at the last commit), as one session's is.
+/// A run of clients over one window (`start_ns` to `deadline_ns` on their
+/// spans' clock): the window is the loop, and the operations are those
+/// that ended in it, summed; the setup runs from the first open to the
+/// start; everything after the deadline (the operation under way there,
+/// the last commit, the closes, up to the last client's) is the close, a
+/// one-off reported apart, never in the figure.
+pub fn window_outcome(spans: &[ClientSpan], (start_ns, deadline_ns): (u64, u64)) -> Result<RunOutcome> {
+    let (Some(t0), Some(end)) = (spans.iter().map(|s| s.opened_from_ns).min(), spans.iter().map(|s| s.closed_ns).max())
+    else {
+        return Err(Error::invalid("no client ran"));
+    };
+    let phases = Phases {
+        setup_ns: start_ns.saturating_sub(t0),
+        loop_ns: deadline_ns.saturating_sub(start_ns),
+        commit_ns: 0,
+        close_ns: end.saturating_sub(deadline_ns),
+        checkpoint_ns: 0,
+        kvtest_total_ns: end.saturating_sub(t0),
+        deferred_ns: 0,
+    };
+    Ok(RunOutcome {
+        ops: spans.iter().map(|s| s.ops).sum(),
+        misses: spans.iter().map(|s| s.misses).sum(),
+        bytes: spans.iter().map(|s| s.bytes).sum(),
+        phases,
+        opened_handle: spans.iter().any(|s| s.opened_handle),
+    })
+}
+
+/// The run of several sessions that each made a fixed count (`run
+/// --threads`) as one: setup from the first open to the first loop, the
+/// loop from the first start to the last end, the commit and the close
+/// (and the work it finishes for the writes) the longest of any session;
+/// operations and bytes summed. With `checkpoint_apart` a close that
+/// checkpoints is timed as the checkpoint, outside kvtest's total (which
+/// then ends at the last commit), as one session's is.
 pub fn outcome_of(spans: &[ClientSpan], checkpoint_apart: bool) -> Result<RunOutcome> {
     let first = |f: fn(&ClientSpan) -> u64| spans.iter().map(f).min();
     let last = |f: fn(&ClientSpan) -> u64| spans.iter().map(f).max();
@@ -400,23 +545,27 @@ impl Arm for ClientsArm {
     fn run(&mut self, ctx: measure::RunContext<'_>) -> Result<RunOutcome> {
         self.one_run(ctx)
     }
-    fn ops_per_run(&self) -> Option<u64> {
-        Some(self.ops)
-    }
-    /// Whole batches per client, at least [`LEAST_OPS_PER_CLIENT`] each.
-    fn set_ops_per_run(&mut self, ops: u64) {
-        let step = u64::from(self.clients) * self.batch;
-        let least = u64::from(self.clients) * LEAST_OPS_PER_CLIENT;
-        self.ops = ops.max(least).div_ceil(step) * step;
-    }
 }
 
-/// `--rate`: operations per second over all clients, above 0.
-pub fn check_rate(rate: Option<f64>) -> Result<()> {
-    match rate {
-        Some(r) if !(r.is_finite() && r > 0.0) => Err(Error::invalid(format!("--rate {r}: must be above 0 ops/s"))),
-        _ => Ok(()),
+/// `--rate`: operations per second over all clients, above 0 and within
+/// what this machine can pace: at most [`MAX_RATE_PER_CORE`] per core, and
+/// no client's interval under [`MIN_INTERVAL`].
+pub fn check_rate(rate: Option<f64>, clients: u32, cores: u32) -> Result<()> {
+    let Some(r) = rate else { return Ok(()) };
+    if !(r.is_finite() && r > 0.0) {
+        return Err(Error::invalid(format!("--rate {r}: must be above 0 ops/s")));
     }
+    let most = MAX_RATE_PER_CORE * f64::from(cores.max(1));
+    let interval_ns = f64::from(clients.max(1)) / r * 1e9;
+    if r > most || interval_ns < MIN_INTERVAL.as_nanos() as f64 {
+        return Err(Error::invalid(format!(
+            "--rate {r}: more than this machine can pace ({clients} clients would each start an operation every \
+             {interval_ns:.0} ns; blobbench paces at most {MAX_RATE_PER_CORE:.0} operations per second per core, \
+             {most:.0} on these {cores} cores, and one per {} µs per client)",
+            MIN_INTERVAL.as_micros()
+        )));
+    }
+    Ok(())
 }
 
 /// The largest key, from one untimed session that asks for it.
@@ -431,105 +580,5 @@ fn largest_key(engine: &dyn Engine) -> Result<u32> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::records::{DatasetSpec, DbAccess, EngineSettings, FileParams, FileWrite, SyncLevel};
-    use crate::util::progress::Silent;
-
-    /// A tiny dataset as a database and as files.
-    fn dataset(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
-        let (db, flat) = (dir.join("kv.db"), dir.join("flat"));
-        let spec = DatasetSpec { count: 100, size: 1000, ..DatasetSpec::default() };
-        crate::engine::dataset::init(&db, &spec, false, &Silent).unwrap();
-        crate::engine::dataset::export(&db, &flat, false, false, &Silent).unwrap();
-        (db, flat)
-    }
-
-    /// One untimed and two timed runs of `clients` clients at 50:50.
-    fn runs(
-        path: &std::path::Path,
-        settings: &EngineSettings,
-        clients: u32,
-        rate: Option<f64>,
-    ) -> (ClientsTally, Latency, u64) {
-        let engine = crate::engine::open(path, settings).unwrap();
-        let mix = Mix { read: 50, write: 50 };
-        let mut arm = ClientsArm::prepare(engine, clients, mix, (30, 1), 7, rate).unwrap();
-        let per_run = arm.ops_per_run().unwrap();
-        arm.run(measure::RunContext { latency: None, timed: false }).unwrap();
-        let mut all = Latency::new();
-        for _ in 0..2 {
-            let out = arm.run(measure::RunContext { latency: Some(&mut all), timed: true }).unwrap();
-            assert_eq!(out.ops, per_run, "every client made its share");
-        }
-        (arm.tally().clone(), all, per_run)
-    }
-
-    #[test]
-    fn every_clients_operations_are_counted_and_timed_once() {
-        let d = tempfile::tempdir().unwrap();
-        let (db, flat) = dataset(d.path());
-        let mut sqlite = EngineSettings { commit_every: Some(1), ..EngineSettings::default() };
-        sqlite.db.journal_mode = Some("wal".into());
-        sqlite.db.sync = Some(SyncLevel::Full);
-        sqlite.db.access = DbAccess::BlobApi;
-        let files = EngineSettings {
-            files: FileParams { write: FileWrite::Replace, fsync: true, sync_dir: true, ..FileParams::default() },
-            commit_every: Some(1),
-            ..EngineSettings::default()
-        };
-        for (path, settings) in [(&db, &sqlite), (&flat, &files)] {
-            let (tally, all, per_run) = runs(path, settings, 4, None);
-            assert_eq!(per_run, 128, "30 asked: at least 32 for each of 4 clients");
-            assert_eq!(tally.ops, 2 * per_run);
-            assert_eq!(tally.all().count(), 2 * per_run, "one record per op, in its class");
-            assert_eq!(all.count(), 2 * per_run, "the rounds' histogram holds them all");
-            let classes: Vec<&str> = tally.by_class().iter().map(|(c, _)| *c).collect();
-            assert_eq!(classes, ["read", "overwrite"]);
-        }
-        // Four writers that each took the lock left a sound database,
-        // and no temporary file is left beside the blobs.
-        let kv = crate::engine::dataset::open_kv(&db, false).unwrap();
-        let ok: String = kv.conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
-        assert_eq!(ok, "ok");
-        let tmp = std::fs::read_dir(&flat)
-            .unwrap()
-            .filter(|e| e.as_ref().unwrap().path().to_string_lossy().ends_with(".tmp"));
-        assert_eq!(tmp.count(), 0);
-    }
-
-    /// An open loop at 2,000 ops/s over 2 clients: each client's op i is
-    /// due 1 ms after its op i-1, so a run of 64 ops cannot end before its
-    /// last op is due, and every op is timed from when it was due.
-    #[test]
-    fn an_open_loop_waits_for_each_due_time_and_times_from_it() {
-        let d = tempfile::tempdir().unwrap();
-        let (db, _) = dataset(d.path());
-        let settings = EngineSettings { commit_every: Some(1), ..EngineSettings::default() };
-        let engine = crate::engine::open(&db, &settings).unwrap();
-        let mix = Mix { read: 1, write: 0 };
-        let mut arm = ClientsArm::prepare(engine, 2, mix, (32, 1), 7, Some(2000.0)).unwrap();
-        let mut all = Latency::new();
-        let out = arm.run(measure::RunContext { latency: Some(&mut all), timed: true }).unwrap();
-        assert_eq!(out.ops, 64);
-        // 32 ops per client (the least), the last due 31 ms after the first.
-        assert!(out.phases.loop_ns >= 31_000_000, "{}", out.phases.loop_ns);
-        assert_eq!(all.count(), 64);
-    }
-
-    #[test]
-    fn bad_client_counts_are_refused() {
-        let d = tempfile::tempdir().unwrap();
-        let (db, _) = dataset(d.path());
-        let mix = Mix { read: 1, write: 1 };
-        for n in [0, MAX_CLIENTS + 1] {
-            let engine = crate::engine::open(&db, &EngineSettings::default()).unwrap();
-            assert!(ClientsArm::prepare(engine, n, mix, (10, 1), 1, None).is_err(), "{n}");
-        }
-        for rate in [0.0, -5.0, f64::NAN] {
-            let engine = crate::engine::open(&db, &EngineSettings::default()).unwrap();
-            let e = ClientsArm::prepare(engine, 2, mix, (10, 1), 1, Some(rate)).err().unwrap().to_string();
-            assert!(e.contains("--rate"), "{e}");
-        }
-    }
-}
+#[path = "clients_tests.rs"]
+mod tests;

@@ -9,10 +9,11 @@
 //! - parent: a [`ClientJob`] (JSON); the client opens and surveys its
 //!   engine and answers `opened`;
 //! - per run, parent: a [`ClientOrder`]; the client opens its session and
-//!   answers `ready`; once every client is ready the parent sends `go` to
-//!   each (the barrier across processes); the client runs the timed
-//!   session exactly as a thread client does ([`super::clients`]) and
-//!   answers a [`ClientReport`] (JSON);
+//!   answers `ready`; once every client is ready the parent sends each
+//!   `go START DEADLINE` (the barrier across processes), the run's window
+//!   on `CLOCK_MONOTONIC`; the client runs the timed session over it
+//!   exactly as a thread client does ([`super::clients`]) and answers a
+//!   [`ClientReport`] (JSON);
 //! - the parent closes the client's input: it ends.
 //!
 //! A client stays single-threaded (a second thread would send every read
@@ -31,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::clients::{client_session, ClientDone, ClientSpan, ClientTurn};
+use super::clients::{client_session, lead, ClientDone, ClientSpan, ClientTurn};
 use crate::measure::Latency;
 use crate::records::{EngineSettings, Mix};
 use crate::{Error, Result};
@@ -59,8 +60,8 @@ pub struct ClientJob {
     pub max_id: u32,
     /// The script's seed (the arm's, plus the client's index).
     pub seed: u64,
-    /// `--rate`: the interval between this client's due times.
-    pub pace_ns: Option<u64>,
+    /// `--rate`: operations per second over all clients; None: closed loop.
+    pub rate: Option<f64>,
 }
 
 /// One run of a client process.
@@ -68,8 +69,6 @@ pub struct ClientJob {
 pub struct ClientOrder {
     /// 0 for untimed runs, then 1, 2 ...: each timed run draws other keys.
     pub round: u32,
-    /// Operations that must find a blob.
-    pub count: u64,
     /// Record each op's latency.
     pub timed: bool,
 }
@@ -137,6 +136,21 @@ fn parse<T: serde::de::DeserializeOwned>(line: &str, what: &str) -> Result<T> {
     serde_json::from_str(line).map_err(|e| Error::invalid(format!("client: not a {what}: {e}")))
 }
 
+/// `go START DEADLINE`: the run's window on `CLOCK_MONOTONIC`, in ns.
+fn parse_go(line: &str) -> Result<(u64, u64)> {
+    let mut words = line.split_whitespace();
+    let bad = || Error::invalid(format!("client: expected \"{GO} START DEADLINE\", got {line:?}"));
+    if words.next() != Some(GO) {
+        return Err(bad());
+    }
+    let mut number = || words.next().and_then(|w| w.parse::<u64>().ok()).ok_or_else(bad);
+    let (start, deadline) = (number()?, number()?);
+    if deadline <= start {
+        return Err(bad());
+    }
+    Ok((start, deadline))
+}
+
 /// The client process: reads its job from `input`, opens its engine, and
 /// runs each order it is given until `input` ends (see the module's
 /// protocol). Its errors end it; the parent reports them.
@@ -157,23 +171,31 @@ pub fn serve(input: &mut dyn BufRead, output: &mut dyn Write) -> Result<()> {
             clients: job.clients,
             max_id: job.max_id,
             round: order.round,
-            count: order.count,
             timed: order.timed,
-            pace: job.pace_ns.map(Duration::from_nanos),
+            rate: job.rate,
         };
-        let go: RefCell<Result<()>> = RefCell::new(Ok(()));
+        let go: RefCell<Result<(u64, u64)>> = RefCell::new(Err(Error::invalid("client: no window given")));
         // Outside the timed loop: the session is open, the others too.
         let ready = || {
             let heard = say(&mut **output.borrow_mut(), READY).and_then(|()| read_line(&mut **input.borrow_mut()));
             *go.borrow_mut() = match heard {
-                Ok(Some(l)) if l == GO => Ok(()),
-                Ok(l) => Err(Error::invalid(format!("client: expected {GO:?}, got {l:?}"))),
+                Ok(Some(l)) => parse_go(&l),
+                Ok(None) => Err(Error::invalid(format!("client: expected {GO:?}, got the end of its orders"))),
                 Err(e) => Err(e),
             };
         };
+        let window = || {
+            let (start_ns, deadline_ns) =
+                go.borrow().as_ref().map(|w| *w).map_err(|e| Error::invalid(e.to_string()))?;
+            let (now, now_ns) = clock_pair();
+            let at = |ns: u64| match ns.checked_sub(now_ns) {
+                Some(ahead) => now + Duration::from_nanos(ahead),
+                None => now.checked_sub(Duration::from_nanos(now_ns - ns)).unwrap_or(now),
+            };
+            Ok((at(start_ns), at(deadline_ns)))
+        };
         let origin = clock_pair();
-        let (run, busy_waits) = client_session(engine.as_ref(), &script, turn, &ready)?;
-        go.into_inner()?;
+        let (run, busy_waits) = client_session(engine.as_ref(), &script, turn, &ready, &window)?;
         let classes = script.take_classes().iter().map(Latency::to_base64).collect();
         let report = ClientReport { span: ClientSpan::of(&run, origin), busy_waits, classes };
         let text = serde_json::to_string(&report).map_err(|e| Error::invalid(e.to_string()))?;
@@ -225,21 +247,26 @@ impl ClientProcesses {
         Ok(all)
     }
 
-    /// One run: every client opens its session; once all are ready they
-    /// start together; each reports what it did.
-    pub fn run(&mut self, order: ClientOrder) -> Result<Vec<ClientDone>> {
+    /// One run over a window `window` long: every client opens its
+    /// session; once all are ready, each is sent the window (from a start
+    /// [`lead`] ahead, on `CLOCK_MONOTONIC`) and runs over it; each
+    /// reports what it did. Returns the reports and the window.
+    pub fn run(&mut self, order: ClientOrder, window: Duration) -> Result<(Vec<ClientDone>, (u64, u64))> {
         let line = serde_json::to_string(&order).map_err(|e| Error::invalid(e.to_string()))?;
         let all: Vec<usize> = (0..self.procs.len()).collect();
         for &i in &all {
             self.send(i, &line)?;
         }
         self.expect(&all, OPEN_WAIT, "while opening its session", |l| (l == READY).then_some(()))?;
+        let start = monotonic_ns() + lead(all.len() as u32).as_nanos() as u64;
+        let deadline = start + window.as_nanos() as u64;
         for &i in &all {
-            self.send(i, GO)?;
+            self.send(i, &format!("{GO} {start} {deadline}"))?;
         }
         let reports =
             self.expect(&all, RUN_WAIT, "during its run", |l| serde_json::from_str::<ClientReport>(l).ok())?;
-        reports.into_iter().map(ClientReport::done).collect()
+        let done = reports.into_iter().map(ClientReport::done).collect::<Result<Vec<_>>>()?;
+        Ok((done, (start, deadline)))
     }
 
     fn send(&mut self, i: usize, line: &str) -> Result<()> {

@@ -7,7 +7,7 @@ use std::time::Instant;
 use rand::{RngCore, SeedableRng};
 
 use crate::engine::{Engine, OpenMode, Session, SessionInfo};
-use crate::measure::{self, ClassesOnly, Latency, LatencySink, NoLatency, Phases, RunOutcome};
+use crate::measure::{self, Latency, LatencySink, NoLatency, Phases, RunOutcome};
 use crate::records::keys::KeySequence;
 use crate::records::EngineKind;
 use crate::{Error, Result};
@@ -137,13 +137,13 @@ pub enum Work<'a> {
     Overwrite(&'a ContentPool),
     /// What the script says, op by op.
     Script(&'a Script),
-    /// The script, each op's latency recorded once, in its class's
-    /// histogram only (one of several clients: the totals are the merge
-    /// of the classes, made after the run). Timed when a latency
-    /// histogram is given; that one is left as it was. With an interval,
-    /// an open loop: op i is due at the loop's start plus i intervals
-    /// ([`paced_loop`]).
-    PerClass(&'a Script, Option<std::time::Duration>),
+    /// The script, run by one of several clients over a shared window
+    /// ([`Window`], which the function gives once the session is open and
+    /// every client is ready): each op's latency recorded once, in its
+    /// class's histogram only (the totals are the merge of the classes,
+    /// made after the run), when a latency histogram is given; that one
+    /// is left as it was.
+    Window(&'a Script, &'a dyn Fn() -> Result<Window>),
     /// One round trip to the server with no work (PostgreSQL's `SELECT 1`)
     /// on the session's connection: the protocol and socket floor of a read.
     RoundTrip,
@@ -251,17 +251,14 @@ pub fn timed_session<K: FnOnce(u32) -> KeySequence>(
             let mut classes = script.classes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             timed_loop(s, keys, spec.count, max_id, ScriptOps::new(script, Some(&mut classes)), hist)?
         }
-        (Work::PerClass(script, Some(interval)), latency) => {
-            let mut classes = script.classes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let classes = latency.map(|_| &mut *classes);
-            paced_loop(s, keys, spec.count, max_id, ScriptOps::new(script, classes), interval)?
-        }
-        (Work::Script(script) | Work::PerClass(script, None), None) => {
+        (Work::Script(script), None) => {
             timed_loop(s, keys, spec.count, max_id, ScriptOps::new(script, None), &mut NoLatency)?
         }
-        (Work::PerClass(script, None), Some(_)) => {
+        (Work::Window(script, window), latency) => {
+            let window = window()?;
             let mut classes = script.classes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            timed_loop(s, keys, spec.count, max_id, ScriptOps::new(script, Some(&mut classes)), &mut ClassesOnly)?
+            let classes = latency.map(|_| &mut *classes);
+            window_loop(s, keys, max_id, ScriptOps::new(script, classes), window)?
         }
     };
     inspect(session.as_ref());
@@ -462,34 +459,61 @@ fn timed_loop<S: Session + ?Sized, W: LoopWork, L: LatencySink>(
     Ok(LoopTotals { ops, misses, bytes, start, end })
 }
 
-/// Waits shorter than this are spun (a sleep overshoots by tens of µs).
-const SPIN: std::time::Duration = std::time::Duration::from_micros(200);
+/// The window every client of a run shares (`drivers::clients`): each
+/// starts its first operation at `start` and counts the operations that
+/// end by `deadline`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub start: Instant,
+    pub deadline: Instant,
+    /// `--rate`: this client's due times; None: a closed loop (the next
+    /// operation when the last returns).
+    pub pace: Option<Pace>,
+}
 
-/// The open loop of `--rate`: op i is due at the loop's start plus i
-/// `interval`s, and waits for it when early. Its latency counts from when
-/// it was due, not from when it began, so a store that falls behind shows
-/// its queue in the latencies (no coordinated omission). One clock read
-/// per op, after it; the wait before the next reads the clock only while
-/// idle.
+/// An open loop's due times: the first at `offset` after the window's
+/// start, then one every `interval`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pace {
+    pub offset: std::time::Duration,
+    pub interval: std::time::Duration,
+}
+
+/// The loop of one client over a shared window: one operation, one clock
+/// read after it, its latency recorded in its class, the next key. An
+/// operation counts when it ended by the deadline; the one under way at
+/// the deadline ends the loop, its latency recorded (a client starved for
+/// the whole window shows it in the tail) but not counted. Closed loop:
+/// latency from the end of the operation before. With a pace, an open
+/// loop: op i is due at its offset plus i intervals, waits for it when
+/// early, and its latency counts from when it was due, so a store that
+/// falls behind shows its queue in the latencies (no coordinated
+/// omission); nothing is started that is due after the deadline.
 #[inline(never)]
-fn paced_loop<S: Session + ?Sized, W: LoopWork>(
+fn window_loop<S: Session + ?Sized>(
     session: &mut S,
     mut keys: KeySequence,
-    count: u64,
     max_id: u32,
-    mut work: W,
-    interval: std::time::Duration,
+    mut work: ScriptOps<'_, '_>,
+    w: Window,
 ) -> Result<LoopTotals> {
     let (mut ops, mut misses, mut bytes) = (0u64, 0u64, 0u64);
     let limit = miss_limit(max_id);
     let mut misses_in_a_row = 0u64;
-    let start = Instant::now();
-    let mut due = start;
-    while ops < count {
+    let mut due = w.start + w.pace.map_or(std::time::Duration::ZERO, |p| p.offset);
+    wait_until(due, Instant::now());
+    let mut began = Instant::now();
+    let mut end = began;
+    while due < w.deadline {
         let (n, class) = work.step(session, keys.current())?;
-        let end = Instant::now();
-        work.record_class(class, end.saturating_duration_since(due).as_nanos() as u64);
+        end = Instant::now();
+        let from = if w.pace.is_some() { due } else { began };
+        work.record_class(class, end.saturating_duration_since(from).as_nanos() as u64);
         keys.advance();
+        if end > w.deadline {
+            break;
+        }
+        began = end;
         if n == 0 {
             misses += 1;
             misses_in_a_row += 1;
@@ -501,12 +525,18 @@ fn paced_loop<S: Session + ?Sized, W: LoopWork>(
         misses_in_a_row = 0;
         ops += 1;
         bytes += n;
-        due += interval;
-        wait_until(due, end);
+        if let Some(pace) = w.pace {
+            due += pace.interval;
+            if due < w.deadline {
+                wait_until(due, end);
+            }
+        }
     }
-    let end = Instant::now();
-    Ok(LoopTotals { ops, misses, bytes, start, end })
+    Ok(LoopTotals { ops, misses, bytes, start: w.start, end })
 }
+
+/// Waits shorter than this are spun (a sleep overshoots by tens of µs).
+const SPIN: std::time::Duration = std::time::Duration::from_micros(200);
 
 /// Sleeps, then spins, until `due`; returns at once when `now` is past it.
 #[inline]

@@ -47,6 +47,14 @@ impl OpenMode {
     pub const fn measured(write: bool, find_max: bool) -> OpenMode {
         OpenMode { write, find_max, keep: !write, newest: false, client: None }
     }
+
+    /// The mode of client `i` of several running a mix at once: it may
+    /// write, and it keeps its handle between runs, as a long-running
+    /// application's clients do (the kept handle is not closed by the
+    /// other clients' write sessions, as a lone writer's would be).
+    pub const fn client(i: u32) -> OpenMode {
+        OpenMode { write: true, find_max: false, keep: true, newest: false, client: Some(i) }
+    }
 }
 
 /// What is learnt about a dataset before any timed run.

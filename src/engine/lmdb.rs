@@ -127,7 +127,7 @@ impl Engine for LmdbEngine {
     }
 
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
-        if mode.write {
+        if mode.write && mode.client.is_none() {
             self.shared.release();
         }
         let (handle, opened) = self.handle(mode.keep, mode.client.is_none())?;

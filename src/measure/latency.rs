@@ -33,16 +33,6 @@ impl LatencySink for NoLatency {
     fn record(&mut self, _ns: u64) {}
 }
 
-/// A loop timed per operation whose latencies go to per-class histograms
-/// only (one record per op): the clock is read, nothing is kept here.
-pub struct ClassesOnly;
-
-impl LatencySink for ClassesOnly {
-    const ENABLED: bool = true;
-    #[inline(always)]
-    fn record(&mut self, _ns: u64) {}
-}
-
 #[derive(Debug, Clone)]
 pub struct Latency {
     hist: Histogram<u64>,

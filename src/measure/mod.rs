@@ -9,6 +9,7 @@ pub mod clock;
 pub mod cold;
 pub mod envinfo;
 mod experiment;
+pub mod flush;
 mod latency;
 pub mod oscount;
 pub mod paired;
@@ -16,9 +17,7 @@ pub mod rounds;
 mod stats;
 
 pub use experiment::{ClassLatency, Experiment};
-pub use latency::{
-    clock_cost_ns, harness_cost_ns, op_clock, ClassesOnly, Latency, LatencySink, LatencySummary, NoLatency,
-};
+pub use latency::{clock_cost_ns, harness_cost_ns, op_clock, Latency, LatencySink, LatencySummary, NoLatency};
 pub use stats::{Stat, Summary};
 
 use serde::{Deserialize, Serialize};

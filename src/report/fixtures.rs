@@ -268,5 +268,6 @@ pub fn advise_section(
         over_budget: None,
         clients: None,
         stages: None,
+        flush: None,
     }
 }

@@ -7,3 +7,8 @@ pub mod heap;
 pub mod interrupt;
 pub mod progress;
 pub mod units;
+
+/// CPUs this process may use.
+pub fn cores() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+}

@@ -223,7 +223,9 @@ impl Engine for PgEngine {
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
         let server = self.server()?;
         if mode.write {
-            self.idle.clear();
+            if mode.client.is_none() {
+                self.idle.clear();
+            }
             // A writer opened without a survey (the crash test's) lists them now.
             self.sizes.ensure(|| stat::sizes(&mut server.connect()?, &server))?;
         }

@@ -219,7 +219,9 @@ impl Engine for S3Engine {
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
         let reach = self.reach()?;
         if mode.write {
-            self.idle.clear();
+            if mode.client.is_none() {
+                self.idle.clear();
+            }
             self.list(&reach)?;
         }
         let client = self.idle.lease(mode.keep, || Ok(reach.client()))?;

@@ -15,13 +15,14 @@ use std::sync::Arc;
 
 pub use busy::busy_delay;
 pub use session::DbSession;
+use session::{OneWriter, OneWriterClient};
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
 use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
-use crate::engine::keep::Idle;
+use crate::engine::keep::{Idle, Lease};
 use crate::engine::kvtest_db::{open_kv, SQLITE_HEADER};
 use crate::engine::report::{ExportReport, StatReport};
-use crate::records::{CommitEvery, DbParams, EngineKind, EngineSettings, SyncLevel};
+use crate::records::{CommitEvery, DbParams, DbWriters, EngineKind, EngineSettings, SyncLevel};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 use error::db_error;
@@ -123,6 +124,8 @@ pub struct SqliteEngine {
     /// between its sessions with its WAL in place, as a long-running
     /// application's (see [`SqliteEngine::open`]).
     writer: Idle<rusqlite::Connection>,
+    /// The writer the clients share with [`DbWriters::One`].
+    one_writer: OneWriter,
 }
 
 impl SqliteEngine {
@@ -134,7 +137,35 @@ impl SqliteEngine {
             sizes: None,
             idle: Idle::new(),
             writer: Idle::new(),
+            one_writer: OneWriter::new(),
         }
+    }
+
+    /// A client's session with one writer connection for the process
+    /// ([`DbWriters::One`]): reads on a connection of its own (kept
+    /// between runs), writes through the shared writer, opened by the
+    /// first client and committing every N writes of all clients.
+    fn one_writer_client(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
+        let Some(n) = self.commit_every else {
+            return Err(Error::invalid(
+                "SQLite's one writer connection commits every N writes of all its clients: give --commit-every N",
+            ));
+        };
+        let path = &self.path;
+        let conn = self.idle.lease(mode.keep, || session::connect(path))?;
+        let read = DbSession::on(conn, path, &self.params, (false, Some(n), true), mode.find_max, None)?;
+        let writer = self.one_writer.get_or_open(|| {
+            let conn = (session::connect(path)?, Lease::once());
+            DbSession::on(conn, path, &self.params, (true, Some(n), false), false, self.sizes.clone())
+        })?;
+        Ok(Box::new(OneWriterClient::new(read, writer)))
+    }
+}
+
+impl Drop for SqliteEngine {
+    /// The shared writer's last batch is committed, not rolled back.
+    fn drop(&mut self) {
+        let _ = self.one_writer.finish();
     }
 }
 
@@ -171,6 +202,9 @@ impl Engine for SqliteEngine {
     /// deferred work is still timed there. kvtest's one transaction per run keeps
     /// kvtest's process per run: a connection per session.
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
+        if mode.client.is_some() && self.params.writers == DbWriters::One {
+            return self.one_writer_client(mode);
+        }
         let conn = if mode.write {
             // Readers' connections close first, so the writer's checkpoint
             // (at its close or in its session's close phase) is the last.
@@ -190,6 +224,7 @@ impl Engine for SqliteEngine {
 
     /// Closes the kept connections, and with them their page caches.
     fn drop_own_caches(&self) -> Result<()> {
+        self.one_writer.finish()?;
         self.idle.clear();
         self.writer.clear();
         Ok(())

@@ -5,6 +5,9 @@
 //! (`client.rs`).
 
 mod client;
+mod one_writer;
+
+pub(crate) use one_writer::{OneWriter, OneWriterClient};
 
 use std::ffi::{c_int, CStr};
 use std::path::{Path, PathBuf};
@@ -68,6 +71,9 @@ pub struct DbSession {
     pub max_key: Option<u32>,
     /// Times `BEGIN IMMEDIATE` found another client holding the lock.
     busy_waits: u64,
+    /// One of several clients using the database at once: no transaction
+    /// is held between its writes' batches (`client.rs`).
+    concurrent: bool,
 }
 
 /// Opens `path` read-write without SQLite's mutex, as kvtest does.
@@ -178,6 +184,7 @@ impl DbSession {
             journal_mode,
             max_key,
             busy_waits: 0,
+            concurrent,
         };
         if p.access == DbAccess::Sql {
             // Reads are prepared in write sessions too: a mixed script reads.

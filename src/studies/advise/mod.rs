@@ -255,6 +255,7 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
     let _workdir = fsutil::CreatedDirs::create(&opts.workdir)?;
     let budget = validate(opts, count, mean)?;
     drop(scan);
+    let flush = crate::measure::flush::measure(&opts.workdir, crate::measure::flush::TRIALS)?;
     let ((crash, power_cut), power_cuts) = timed(clock, || facets::crash_facts(opts, observer));
     let (matrix, size_matrix) = timed(clock, || facets::size_crossover(opts, mean, observer));
     let (aging, aging_time) =
@@ -285,7 +286,7 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
     let mut clients_time = Duration::ZERO;
     let (outcome, suite_time) = timed(clock, || {
         suite::run_suite_then(&suite_opts, observer, &mut |work, outcome| {
-            if opts.clients.clients > 1 {
+            if opts.clients.runs() {
                 let (measured, took) =
                     timed(clock, || clients::measure(opts, &suite_opts, work, &crash, with_clients, observer));
                 clients_time = took;
@@ -331,6 +332,7 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
         over_budget,
         clients: at_clients,
         stages: Some(stages),
+        flush: Some(flush),
     };
     let mut outcome = outcome;
     let matrix = match matrix {

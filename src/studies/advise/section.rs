@@ -121,12 +121,17 @@ pub struct AdviseSection {
     /// round of each arm was run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub over_budget: Option<OverBudget>,
-    /// The candidates with several clients at once (`--clients N`, N > 1).
+    /// The candidates with several clients at once (`--clients N`, N > 1,
+    /// or `--rate R`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clients: Option<super::clients::ClientsSection>,
     /// What the budget covered, part by part (absent in older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages: Option<Stages>,
+    /// What one flush costs on the datasets' disk, measured before the
+    /// rounds (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush: Option<crate::measure::flush::FlushCost>,
 }
 
 /// Where the command's time went. The budget is the whole command's, as

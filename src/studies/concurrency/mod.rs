@@ -51,11 +51,6 @@ pub struct Measured {
     pub rounds: Vec<crate::measure::rounds::RoundSet>,
 }
 
-/// CPUs this process may use.
-pub fn cores() -> u32 {
-    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
-}
-
 pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measured> {
     opts.validate()?;
     if !opts.workdir.is_dir() {
@@ -183,7 +178,7 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
         }
     };
     progress.finish();
-    let cores = cores();
+    let cores = crate::util::cores();
     let section = ConcurrencySection {
         settings: Settings {
             threads: opts.threads.clone(),

@@ -29,11 +29,12 @@ pub(super) fn no_busy_handler(conn: &Connection, path: &std::path::Path) -> Resu
 }
 
 impl DbSession {
-    /// A client between batches: no transaction is open, so reads end
-    /// their own and writes must take the lock first.
+    /// A client between batches (a reading client always is): no
+    /// transaction is open, so reads end their own and writes must take
+    /// the lock first.
     #[inline]
     pub(super) fn between_batches(&self) -> bool {
-        matches!(self.txn, Txn::Immediate { open: false, .. })
+        self.concurrent && !matches!(self.txn, Txn::Immediate { open: true, .. })
     }
 
     /// Before a write of one of several clients: takes the write lock with
@@ -41,7 +42,7 @@ impl DbSession {
     /// each wait) while another client does, up to [`BUSY_TIMEOUT_MS`].
     #[inline]
     pub(super) fn will_write(&mut self) -> Result<()> {
-        if self.between_batches() {
+        if self.between_batches() && matches!(self.txn, Txn::Immediate { .. }) {
             self.begin_immediate()
         } else {
             Ok(())

@@ -92,6 +92,7 @@ fn blocks(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &
         }
     }
     b.push(Block::Paragraph(words::workload(s)));
+    b.extend(words::flush_note(s).map(Block::Note));
     b.extend(words::over_budget(s).map(Block::Note));
     b.extend(words::budget_note(s).map(Block::Note));
     if !r.excluded.is_empty() {

@@ -256,7 +256,7 @@ fn the_page_says_what_the_budget_covered() {
     let note = "Budget: 60 s for the whole command, its one-off costs included; it took 84 s (power cuts 7 s, size \
                 crossover 18 s, aging pass 4 s, datasets, throwaway servers started 22 s, rounds 33 s). The rounds \
                 ran 24 s past it: every arm runs its 6 paired rounds, and a run never holds fewer than 32 \
-                operations (32 per client with clients), however long each takes. Not counted: writing this page after the measurements.";
+                operations (with clients, each run is its window), however long each takes. Not counted: writing this page after the measurements.";
     assert!(page.contains(note), "{}", words::budget_note(back.advise.as_ref().unwrap()).unwrap());
     let s = f.advise.as_mut().unwrap();
     s.elapsed_s = 59.0;

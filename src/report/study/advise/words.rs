@@ -2,7 +2,7 @@
 //! tie), each exclusion's reason and the "what would change it" paragraph,
 //! each a function of the ranking and the section alone.
 
-use crate::report::format::fmt::{bytes, thousands};
+use crate::report::format::fmt::{bytes, micros, thousands};
 use crate::studies::advise::rank::{Change, Excluded, Factor, Ranked, Ranking, Refused};
 use crate::studies::advise::rules::{self, Store, Test};
 use crate::studies::advise::{AdviseSection, CrashSource, Durability};
@@ -131,11 +131,10 @@ pub fn budget_note(s: &AdviseSection) -> Option<String> {
     let past = if s.elapsed_s > s.budget_s && s.over_budget.is_none() {
         format!(
             " The rounds ran {:.0} s past it: every arm runs its {} paired rounds, and a run never holds fewer than {} \
-             operations ({} per client with clients), however long each takes.",
+             operations (with clients, each run is its window), however long each takes.",
             s.elapsed_s - s.budget_s,
             crate::studies::advise::LEAST_ROUNDS,
             crate::measure::rounds::MIN_SIZED_OPS,
-            crate::drivers::clients::LEAST_OPS_PER_CLIENT
         )
     } else {
         String::new()
@@ -423,4 +422,29 @@ pub fn space(r: &Ranked, leader: &Ranked) -> Option<(String, String)> {
     let (mine, theirs) = (r.allocated_bytes?, leader.allocated_bytes?);
     let ratio = mine as f64 / theirs.max(1) as f64;
     Some((format!("{ratio:.2}x"), format!("{} vs {} allocated (exact, from stat)", bytes(mine), bytes(theirs))))
+}
+
+/// What one flush cost on the datasets' disk, which every durable figure
+/// rests on; where it is too fast for a disk's media, that the device
+/// answers from a cache. None for an older file.
+pub fn flush_note(s: &AdviseSection) -> Option<String> {
+    let f = s.flush.as_ref()?;
+    let t = |x: &crate::measure::flush::FlushTimes| format!("{} (p99 {})", micros(x.p50_us), micros(x.p99_us));
+    let mut text = format!(
+        "One flush on the datasets' disk, measured before the rounds ({} of each, median): fdatasync after \
+         rewriting a 4 KiB block of a file {}; a new 4 KiB file with its fsync and its directory's {}. Each durable \
+         write above waits for at least one.",
+        f.trials,
+        t(&f.rewrite_fdatasync),
+        t(&f.new_file_fsync_dir)
+    );
+    if f.from_cache() {
+        text.push_str(&format!(
+            " A flush under {:.0} µs did not wait for a disk's media: this device acknowledges flushes from a cache \
+             (a hypervisor's, or a drive's with power-loss protection). blobbench cannot tell which; durability \
+             here rests on that cache.",
+            crate::measure::flush::CACHED_BELOW_US
+        ));
+    }
+    Some(text)
 }

@@ -1,7 +1,8 @@
 use super::*;
 use crate::measure::rounds::synthetic;
-use crate::measure::LatencySink;
+use crate::measure::{Latency, LatencySink, LatencySummary};
 use crate::records::EngineKind;
+use crate::records::{DbAccess, DbWriters};
 
 #[test]
 fn client_counts_double_up_to_n() {
@@ -14,7 +15,7 @@ fn client_counts_double_up_to_n() {
 
 #[test]
 fn bad_plans_are_refused() {
-    let plan = |clients, are, p99_write| ClientsPlan { clients, are, p99_write, rate: None, launcher: None };
+    let plan = |clients, are, p99_write| ClientsPlan { clients, are, p99_write, ..ClientsPlan::ONE };
     let stores = [Store::Sqlite];
     assert!(plan(0, ClientsAre::Threads, None).validate(&stores).unwrap_err().to_string().contains("--clients 0"));
     assert!(plan(1025, ClientsAre::Threads, None).validate(&stores).is_err());
@@ -25,10 +26,27 @@ fn bad_plans_are_refused() {
         .contains("--p99-write"));
     assert!(plan(4, ClientsAre::Processes, None).validate(&stores).is_err(), "no program to start");
     assert!(plan(1024, ClientsAre::Threads, Some(Duration::from_millis(5))).validate(&stores).is_ok());
-    for rate in [0.0, -1.0] {
+    for rate in [0.0, -1.0, 1e7] {
         let p = ClientsPlan { rate: Some(rate), ..plan(2, ClientsAre::Threads, None) };
         assert!(p.validate(&stores).unwrap_err().to_string().contains("--rate"));
     }
+    // SQLite's one writer connection asked for with client processes.
+    let launcher = Some(Launcher { exe: "/bin/true".into(), args: Vec::new() });
+    for asked in [SqliteWriters::Only(DbWriters::One), SqliteWriters::Both] {
+        let p = ClientsPlan {
+            launcher: launcher.clone(),
+            sqlite_writers: Some(asked),
+            ..plan(4, ClientsAre::Processes, None)
+        };
+        let e = p.validate(&stores).unwrap_err().to_string();
+        assert!(e.starts_with("--sqlite-writers one with --clients-are processes: SQLite's one writer"), "{e}");
+    }
+    let p = ClientsPlan { launcher, ..plan(4, ClientsAre::Processes, None) };
+    assert!(p.validate(&stores).is_ok(), "by default processes measure a connection per client");
+    assert_eq!(p.rows(Store::Sqlite).len(), 2, "its two read paths");
+    assert_eq!(plan(4, ClientsAre::Threads, None).rows(Store::Sqlite).len(), 4, "and with threads, one writer too");
+    assert!(!plan(1, ClientsAre::Threads, None).runs());
+    assert!(ClientsPlan { rate: Some(100.0), ..plan(1, ClientsAre::Threads, None) }.runs(), "--rate at one client");
 }
 
 /// Under processes, redb and fjall (one process alone may open their
@@ -41,8 +59,9 @@ fn processes_exclude_the_stores_one_process_alone_may_open() {
     let all = [Store::Sqlite, Store::FilesReplace, lmdb, redb, fjall];
     assert!(excluded(&all, ClientsAre::Threads).is_empty());
     let out = excluded(&all, ClientsAre::Processes);
-    assert_eq!(out.iter().map(|e| e.candidate.as_str()).collect::<Vec<_>>(), ["redb", "fjall"]);
+    assert_eq!(out.iter().map(|e| e.candidate.as_str()).collect::<Vec<_>>(), ["sqlite-one-writer", "redb", "fjall"]);
     assert!(out.iter().all(|e| e.why.contains("one process")), "{out:?}");
+    let out: Vec<ClientsExclusion> = out.into_iter().skip(1).collect();
     let launcher = Launcher { exe: "/bin/true".into(), args: Vec::new() };
     let plan = ClientsPlan { clients: 2, are: ClientsAre::Processes, launcher: Some(launcher), ..ClientsPlan::ONE };
     assert!(plan.validate(&all).is_ok());
@@ -52,9 +71,8 @@ fn processes_exclude_the_stores_one_process_alone_may_open() {
     assert!(!e.contains('\n'));
     // One client is no clients' stage: nothing to exclude.
     assert!(ClientsPlan { clients: 1, ..plan.clone() }.validate(&[redb]).is_ok());
-    let words = configuration(redb, Durability::Required, ClientsAre::Processes);
-    assert!(words.contains("not measured with client processes"), "{words}");
-    assert!(configuration(lmdb, Durability::Required, ClientsAre::Processes).contains("per client process"));
+    // SQLite alone keeps its per-client rows.
+    assert!(plan.validate(&[Store::Sqlite]).is_ok());
 }
 
 /// A latency histogram of `values` (ns), serialised.
@@ -83,11 +101,16 @@ fn merged_histograms_give_the_percentiles_of_every_sample_pooled() {
 
 fn record(store: Store, clients: u32, write_p99_us: f64) -> ClientsArmRecord {
     let latency = LatencySummary { count: 10, p99_us: write_p99_us, ..LatencySummary::default() };
+    let row =
+        if store == Store::Sqlite { Row::sqlite(DbWriters::PerClient, DbAccess::BlobApi) } else { Row::of(store) };
     ClientsArmRecord {
-        id: arm_id(store, clients),
+        id: arm_id(row, clients),
         candidate: store.name().into(),
+        sqlite: row.sqlite,
         clients,
         ops_per_run: 100,
+        window_s: Some(0.1),
+        runs: Vec::new(),
         busy_waits: u64::from(clients) * 3,
         classes: vec![ClassLatency { class: "overwrite".into(), latency, histogram: String::new() }],
     }
@@ -117,7 +140,7 @@ fn scaling() -> (ClientsSection, RoundSet) {
 fn the_ranking_at_n_is_by_throughput_with_paired_intervals() {
     let (section, set) = scaling();
     let at1 = at(&section, &set, 1);
-    let order: Vec<Store> = at1.ranked.iter().map(|a| a.store).collect();
+    let order: Vec<Store> = at1.ranked.iter().map(|a| a.row.store).collect();
     assert_eq!(order[0], Store::Sqlite);
     assert_eq!(order[2], Store::FilesReplace);
     assert!((at1.ranked[0].ops_per_s - 100_000.0).abs() < 1e-6, "1e6 / 10 µs");
@@ -126,7 +149,7 @@ fn the_ranking_at_n_is_by_throughput_with_paired_intervals() {
     // The busy round slowed every arm alike: the paired ratio is exact.
     assert!((files.value - 3.0).abs() < 1e-9 && (files.low - 3.0).abs() < 1e-9, "{files:?}");
     let at4 = at(&section, &set, 4);
-    assert_eq!(at4.ranked[0].store, Store::FilesReplace);
+    assert_eq!(at4.ranked[0].row, Row::of(Store::FilesReplace));
     assert_eq!(at4.ranked[0].write_p99_us, Some(3600.0));
     assert_eq!(at4.ranked[1].busy_waits, 12);
 }
@@ -136,8 +159,8 @@ fn a_write_p99_over_the_need_excludes_at_n() {
     let (mut section, set) = scaling();
     section.p99_write_us = Some(1000.0);
     let at4 = at(&section, &set, 4);
-    assert_eq!(at4.over_p99.iter().map(|a| a.store).collect::<Vec<_>>(), [Store::FilesReplace]);
-    assert_eq!(at4.ranked[0].store, Store::Sqlite, "the next by throughput leads");
+    assert_eq!(at4.over_p99.iter().map(|a| a.row.store).collect::<Vec<_>>(), [Store::FilesReplace]);
+    assert_eq!(at4.ranked[0].row.store, Store::Sqlite, "the next by throughput leads");
     assert!(at4.ranked.iter().all(|a| a.write_p99_us.unwrap() <= 1000.0));
 }
 
@@ -145,7 +168,8 @@ fn a_write_p99_over_the_need_excludes_at_n() {
 fn the_client_count_where_the_leader_changes_is_named() {
     let (section, set) = scaling();
     let (leaders, change) = leader_change(&section, &set);
-    assert_eq!(leaders, [(1, Some(Store::Sqlite)), (2, Some(Store::Sqlite)), (4, Some(Store::FilesReplace))]);
+    let sqlite = Some(Row::sqlite(DbWriters::PerClient, DbAccess::BlobApi));
+    assert_eq!(leaders, [(1, sqlite), (2, sqlite), (4, Some(Row::of(Store::FilesReplace)))]);
     assert_eq!(change, Some(4));
     // At one client the ranking is today's: one level, no change.
     let one = ClientsSection { levels: vec![1], ..section };
@@ -166,25 +190,35 @@ fn a_lead_within_the_noise_is_no_change_of_leader() {
         .collect();
     let set = synthetic(ROUNDS_ID, &ids.iter().map(String::as_str).collect::<Vec<_>>(), &rows);
     let (leaders, change) = leader_change(&section, &set);
-    assert_eq!(leaders.last(), Some(&(4, Some(Store::FilesReplace))), "files lead at 4 by the median");
+    assert_eq!(leaders.last(), Some(&(4, Some(Row::of(Store::FilesReplace)))), "files lead at 4 by the median");
     assert_eq!(change, None, "but SQLite was faster in two of six rounds");
 }
 
-/// The clients' stage with --quick: runs sized shorter than without, and
-/// its least time is every arm's warm-up, sizing run and promised rounds
-/// at that size, and a second per arm to open and survey its store.
+/// The clients' stage with --quick: windows shorter than without; its
+/// least time is every arm's warm-up and promised rounds of its window
+/// (and the lead before it), and a second per arm to open and survey its
+/// store. Under a rate, windows hold 200 due operations per client, within
+/// four times the closed loop's.
 #[test]
-fn the_least_time_covers_every_arm_s_runs_at_their_size() {
+fn the_least_time_covers_every_arm_s_runs_at_their_window() {
     assert!(run_time(true) < run_time(false));
     let mut o = crate::studies::advise::tests::options(std::path::Path::new("."));
     o.clients = ClientsPlan { clients: 8, ..ClientsPlan::ONE };
-    let arms = (o.stores().len() * 4) as f64;
-    let runs = f64::from(crate::studies::advise::LEAST_ROUNDS + 2);
+    // SQLite's four rows (two ways of writing, two read paths) and the rest once.
+    let rows = (o.stores().len() + 3) as f64;
+    let runs = f64::from(crate::studies::advise::LEAST_ROUNDS + 1);
     for quick in [true, false] {
         o.quick = quick;
-        let expected = arms * (runs * run_time(quick).as_secs_f64() + 1.0);
-        assert_eq!(least_time(&o).as_secs_f64(), expected.ceil(), "quick {quick}");
+        let per_row: f64 = [1u32, 2, 4, 8]
+            .map(|n| runs * (run_time(quick) + crate::drivers::clients::lead(n)).as_secs_f64() + 1.0)
+            .iter()
+            .sum();
+        assert_eq!(least_time(&o).as_secs_f64(), (rows * per_row).ceil(), "quick {quick}");
     }
     o.clients = ClientsPlan::ONE;
     assert_eq!(least_time(&o), Duration::ZERO, "one client: no clients' stage");
+    // 200 due per client: 0.2 s at 8,000 ops/s over 8 clients.
+    assert_eq!(window(false, 8, Some(8000.0)), Duration::from_millis(400), "at least the closed loop's");
+    assert_eq!(window(false, 8, Some(2000.0)), Duration::from_millis(800));
+    assert_eq!(window(true, 16, Some(10.0)), run_time(true) * 4, "at most four times it");
 }

@@ -1,0 +1,109 @@
+//! `run --clients N`: the mix with N clients at once over one window per
+//! run, through the same driver as `advise --clients` (one candidate in
+//! one configuration, the flags' settings), for a user's own check at N
+//! and for `bench/reference-loops.sh clients`, which pairs it with an
+//! independent loop round by round.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use clap::ValueEnum;
+
+use blobbench::drivers::clients::{ClientsArm, WindowCount};
+use blobbench::drivers::run::RunOptions;
+use blobbench::measure::rounds::Arm;
+use blobbench::records::{DbWriters, Mix};
+use blobbench::report::{table_text, Table};
+
+/// How SQLite's clients write (`--sqlite-writers` of `run`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WritersArg {
+    /// One writer connection for the process, behind a mutex (threads only).
+    One,
+    /// A connection per client, each taking the write lock with BEGIN IMMEDIATE.
+    PerClient,
+}
+
+impl WritersArg {
+    pub fn writers(self) -> DbWriters {
+        match self {
+            WritersArg::One => DbWriters::One,
+            WritersArg::PerClient => DbWriters::PerClient,
+        }
+    }
+}
+
+/// Each run's window when `--window` is not given.
+pub const DEFAULT_WINDOW: Duration = Duration::from_secs(1);
+
+/// What `run --clients` is asked, beside the run's own options.
+pub struct ClientsRun {
+    pub clients: u32,
+    pub processes: bool,
+    pub window: Duration,
+    pub rate: Option<f64>,
+}
+
+/// Runs `opts`' mix (or its reads, or `--update`'s writes) with the
+/// clients, `opts.plan`'s warm-ups and timed runs, and returns the text.
+pub fn run(opts: &RunOptions, c: &ClientsRun) -> anyhow::Result<String> {
+    if c.processes && opts.settings.db.writers == DbWriters::One {
+        anyhow::bail!(
+            "--sqlite-writers one with --clients-are processes: one writer connection is shared by the threads of \
+             one process; client processes cannot share it (use --clients-are threads)"
+        );
+    }
+    let mix = opts.mix.unwrap_or(if opts.update { Mix { read: 0, write: 1 } } else { Mix { read: 1, write: 0 } });
+    let engine = blobbench::engine::open(&opts.path, &opts.settings)?;
+    let arm = ClientsArm::prepare(engine, c.clients, mix, c.window, opts.seed, c.rate)?;
+    let mut arm = if c.processes { arm.in_processes(&opts.settings, &super::advise::launcher()?)? } else { arm };
+    let plan = blobbench::records::Plan { cold: false, ..opts.plan };
+    let measured = blobbench::measure::measure(&plan, None, |ctx| arm.run(ctx))?;
+    let per_s: Vec<f64> = measured.runs.iter().map(|r| 1e6 / r.figure()).collect();
+    Ok(text(c, mix, &per_s, &arm, measured.warnings.as_slice()))
+}
+
+fn text(c: &ClientsRun, mix: Mix, per_s: &[f64], arm: &ClientsArm, warnings: &[String]) -> String {
+    let mut o = String::new();
+    let mut sorted = per_s.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let median = blobbench::measure::paired::median_sorted(&sorted);
+    let (lo, hi) = (sorted.first().copied().unwrap_or(0.0), sorted.last().copied().unwrap_or(0.0));
+    let how = if c.processes { "processes" } else { "threads" };
+    let pace = c.rate.map_or_else(|| "closed loop".to_string(), |r| format!("open loop at {r:.0} ops/s"));
+    let _ = writeln!(
+        o,
+        "{} clients ({how}), mix {}:{}, {pace}: {} timed runs, each one window of {:.3} s shared by all clients",
+        c.clients,
+        mix.read,
+        mix.write,
+        per_s.len(),
+        c.window.as_secs_f64()
+    );
+    let _ = writeln!(o, "ops/s over all clients: median {median:.0}, min {lo:.0}, max {hi:.0}");
+    let tally = arm.tally();
+    let share = |w: &WindowCount| if w.median == 0 { 1.0 } else { w.slowest as f64 / w.median as f64 };
+    let shares: Vec<String> = tally.runs.iter().map(|w| format!("{:.2}", share(w))).collect();
+    let _ = writeln!(o, "slowest / median client, each run: {}", shares.join(", "));
+    if let Some(due) = arm.due_per_run() {
+        let done: u64 = tally.runs.iter().map(|w| w.ops).sum();
+        let _ = writeln!(
+            o,
+            "due per run: {due}; done: {:.1}% of the due operations",
+            done as f64 * 100.0 / (due * tally.runs.len().max(1) as u64) as f64
+        );
+    }
+    let rows = tally.by_class().into_iter().map(|(class, l)| {
+        let s = l.summary();
+        let figures = [s.p50_us, s.p90_us, s.p99_us, s.p999_us, s.max_us].map(|v| format!("{v:.1}"));
+        [class.to_string(), s.count.to_string()].into_iter().chain(figures).collect()
+    });
+    let headers = ["latency (us)", "ops", "p50", "p90", "p99", "p99.9", "max"];
+    o.push_str(&table_text(&Table::new(&headers, rows.collect()), false));
+    let _ = writeln!(o, "busy waits: {}", tally.busy_waits);
+    let _ = writeln!(o, "ops_per_s_median {median:.0}");
+    for w in warnings {
+        let _ = writeln!(o, "warning: {w}");
+    }
+    o
+}

@@ -1,0 +1,199 @@
+use super::*;
+use crate::drivers::clients::WindowCount;
+use crate::measure::rounds::{synthetic, RoundSet};
+use crate::studies::advise::clients::{arm_id, ClientsArmRecord, Harness};
+
+fn arm(row: Row, n: u32, runs: Vec<WindowCount>) -> ClientsArmRecord {
+    ClientsArmRecord {
+        id: arm_id(row, n),
+        candidate: row.store.name().into(),
+        sqlite: row.sqlite,
+        clients: n,
+        ops_per_run: 100 * u64::from(n),
+        window_s: Some(0.1),
+        runs,
+        busy_waits: 0,
+        classes: Vec::new(),
+    }
+}
+
+/// SQLite (a connection per client, blob reads) and files at 1, 2 and 4
+/// clients, six rounds; µs per op over all clients by arm (SQLite, files
+/// at each count); round 3 is busy.
+fn fixed(files_at_4: f64) -> (ClientsSection, RoundSet) {
+    let rows = [Row::sqlite(DbWriters::PerClient, DbAccess::BlobApi), Row::of(Store::FilesReplace)];
+    let arms: Vec<ClientsArmRecord> =
+        [1, 2, 4].into_iter().flat_map(|n| rows.map(|r| (r, n))).map(|(r, n)| arm(r, n, Vec::new())).collect();
+    let ids: Vec<&str> = arms.iter().map(|a| a.id.as_str()).collect();
+    let rows: Vec<Vec<f64>> = [1.0, 1.0, 2.0, 1.0, 1.0, 1.0]
+        .into_iter()
+        .map(|load| [10.0, 20.0, 10.0, 15.0, 10.0, files_at_4].map(|x| x * load).to_vec())
+        .collect();
+    let set = synthetic(ROUNDS_ID, &ids, &rows);
+    let section = ClientsSection::threads_up_to_4(arms);
+    (section, set)
+}
+
+#[test]
+fn the_leader_change_names_the_count_and_its_paired_interval() {
+    let (section, set) = fixed(5.0);
+    let text = change(&section, &set);
+    assert!(
+        text.contains(
+            "the leader changes beyond the noise at 4 clients, from SQLite, a connection per client to files, temp + \
+             rename"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(
+            "at each count: SQLite, a connection per client at 1, SQLite, a connection per client at 2, files, temp \
+             + rename at 4."
+        ),
+        "{text}"
+    );
+    // The busy round slowed both alike: the paired ratio is exact.
+    assert!(text.contains("takes 2.00x files, temp + rename's time per op there, 2.00-2.00, paired over 6 rounds"));
+}
+
+#[test]
+fn the_recommendation_at_n_is_the_leader_there_or_a_tie_within_the_interval() {
+    let (section, set) = fixed(5.0);
+    let text = recommendation(&clients::at(&section, &set, 4), &section);
+    assert!(
+        text.starts_with(
+            "Recommendation at 4 clients (threads), the concurrency asked for: files, temp + rename leads, 200,000 \
+             ops/s"
+        ),
+        "{text}"
+    );
+    // Files at SQLite's time per op at 4 clients: a ratio of exactly 1,
+    // its interval holding 1.0.
+    let (section, set) = fixed(10.0);
+    let text = recommendation(&clients::at(&section, &set, 4), &section);
+    assert!(text.contains("the concurrency asked for: a tie between "), "{text}");
+}
+
+#[test]
+fn a_leader_that_never_changes_is_said_with_the_counts_measured() {
+    let (section, set) = fixed(12.0);
+    assert_eq!(
+        change(&section, &set),
+        "With clients the leader does not change beyond the noise: SQLite, a connection per client leads or ties \
+         at every count measured (1, 2, 4 clients)."
+    );
+}
+
+#[test]
+fn the_scaling_chart_draws_each_points_spread_over_the_rounds() {
+    let (section, set) = fixed(5.0);
+    let figure = chart(&section, &set, "");
+    let Chart::Lines(lines) = &figure.chart else { panic!("a line chart") };
+    let files = lines.series.iter().find(|s| s.name == "files, temp + rename").unwrap();
+    // At 4 clients: 5 µs per op in five rounds, 10 in the busy one.
+    assert_eq!(files.values[2], Some(200_000.0));
+    assert_eq!(files.intervals[2], Some((100_000.0, 200_000.0)));
+    assert_eq!(files.intervals.len(), section.levels.len());
+    let svg = lines.to_svg();
+    assert_eq!(svg.matches(r#"class="interval""#).count(), 6, "one bar per point");
+    assert!(figure.caption[0].contains("slowest round to its fastest"));
+}
+
+#[test]
+fn the_harness_cost_and_the_machine_at_n_are_stated() {
+    let (mut section, set) = fixed(5.0);
+    assert_eq!(harness(&section), None, "an older file says nothing");
+    section.harness = Some(Harness { clients: 16, cost_ns: 31.0, share_pct: 0.25, candidate: "sqlite".into() });
+    let text = harness(&section).unwrap();
+    assert!(text.starts_with("Harness at 16 clients: one clock read and one histogram record per operation cost 31 ns"));
+    assert!(text.contains("(16 threads measured at once) = 0.250% of the mean operation's latency"), "{text}");
+    assert!(text.ends_with("(at most: SQLite, a connection per client)."), "{text}");
+    assert!(runs_note(&section, &set).contains("6 arms (each row at each client count), 6 interleaved rounds"));
+    assert!(runs_note(&section, &set).contains("each run one window of 0.10 s shared by all its clients"));
+    section.clients = 16;
+    let m = machine(&section).unwrap();
+    assert!(m.starts_with("16 clients on 2 cores: 16 clients take turns on 2 cores"), "{m}");
+    section.cores = None;
+    assert_eq!(machine(&section), None, "an older file does not say");
+}
+
+/// SQLite's two ways of writing are two rows, each with the faster of its
+/// read paths; the one set aside is named with its figure.
+#[test]
+fn sqlite_is_ranked_once_per_way_of_writing_with_its_faster_read_path() {
+    let rows = [
+        Row::sqlite(DbWriters::One, DbAccess::BlobApi),
+        Row::sqlite(DbWriters::One, DbAccess::Sql),
+        Row::sqlite(DbWriters::PerClient, DbAccess::BlobApi),
+        Row::sqlite(DbWriters::PerClient, DbAccess::Sql),
+        Row::of(Store::FilesReplace),
+    ];
+    let arms: Vec<ClientsArmRecord> = rows.iter().map(|&r| arm(r, 16, Vec::new())).collect();
+    let ids: Vec<&str> = arms.iter().map(|a| a.id.as_str()).collect();
+    // µs per op: one writer by SELECT fastest, then files, then per-client.
+    let set = synthetic(ROUNDS_ID, &ids, &vec![vec![40.0, 30.0, 80.0, 90.0, 35.0]; 6]);
+    let section = ClientsSection { clients: 16, levels: vec![16], ..ClientsSection::threads_up_to_4(arms) };
+    let at = clients::at(&section, &set, 16);
+    let order: Vec<Row> = at.ranked.iter().map(|a| a.row).collect();
+    assert_eq!(order, [rows[1], rows[4], rows[2]]);
+    assert_eq!(at.ranked[0].other_read_ops_per_s, Some(25_000.0));
+    let text = recommendation(&at, &section);
+    assert!(text.contains("SQLite, one writer connection leads, 33,333 ops/s"), "{text}");
+    let t = table(&at, &section);
+    assert!(
+        t.notes.iter().any(|n| n.starts_with(
+            "SQLite, one writer connection: reads through a prepared SELECT (reset after each read), the faster"
+        ) && n.ends_with("the other gave 25,000 ops/s.")),
+        "{:?}",
+        t.notes
+    );
+    assert_eq!(t.rows.len(), 3);
+}
+
+/// Under --rate a candidate that cannot keep up ranks below every one
+/// that does, whatever its p99 or throughput; those that keep up rank by
+/// p99.
+#[test]
+fn under_a_rate_keeping_up_ranks_first_then_the_p99() {
+    let runs = |ops: u64, due: u64| vec![WindowCount { ops, slowest: ops / 4, median: ops / 4, due: Some(due) }; 6];
+    let (lmdb, files, sqlite) = (
+        Row::of(Store::Engine(crate::records::EngineKind::from_name("lmdb").unwrap())),
+        Row::of(Store::FilesReplace),
+        Row::sqlite(DbWriters::One, DbAccess::BlobApi),
+    );
+    // LMDB completes 90% (behind, yet the lowest p99 and most ops/s),
+    // files 99.5% with a p99 of 3 ms, SQLite 100% with 1 ms.
+    let mut arms =
+        vec![arm(lmdb, 4, runs(900, 1000)), arm(files, 4, runs(995, 1000)), arm(sqlite, 4, runs(1000, 1000))];
+    for (a, p99) in arms.iter_mut().zip([200.0, 3000.0, 1000.0]) {
+        let latency = crate::measure::LatencySummary { count: 10, p99_us: p99, ..Default::default() };
+        a.classes = vec![crate::studies::advise::clients::ClassLatency {
+            class: "overwrite".into(),
+            latency,
+            histogram: String::new(),
+        }];
+    }
+    let ids: Vec<&str> = arms.iter().map(|a| a.id.as_str()).collect();
+    let set = synthetic(ROUNDS_ID, &ids, &vec![vec![5.0, 10.0, 10.0]; 6]);
+    let section =
+        ClientsSection { levels: vec![4], rate_ops_s: Some(10_000.0), ..ClientsSection::threads_up_to_4(arms) };
+    let at = clients::at(&section, &set, 4);
+    assert_eq!(at.ranked.iter().map(|a| a.row).collect::<Vec<_>>(), [sqlite, files, lmdb]);
+    assert!(!at.ranked[2].keeps_up() && at.ranked[0].keeps_up());
+    assert!(at.ranked.iter().all(|a| a.against_leader.is_none()), "no throughput ratios at a rate");
+    let text = recommendation(&at, &section);
+    assert!(
+        text.starts_with(
+            "Recommendation at 4 clients (threads), at 10,000 ops/s over all clients (an open loop): SQLite, one \
+             writer connection keeps up (100.0% of the operations due done in the windows) with the lowest p99"
+        ),
+        "{text}"
+    );
+    // None keeps up: none is recommended, the closest named.
+    let mut behind = section.clone();
+    for a in &mut behind.arms {
+        a.runs = runs(500, 1000);
+    }
+    let text = recommendation(&clients::at(&behind, &set, 4), &behind);
+    assert!(text.contains("none; no candidate keeps up (completes 99% of the operations due)"), "{text}");
+}

@@ -1,0 +1,361 @@
+//! advise's candidates under several clients at once (`--clients N`, or
+//! `--rate R` at any N): each candidate that meets the need runs the
+//! stated mix with 1, 2, 4 ... N clients (threads, each with a session of
+//! its own, or processes, each with its own engine; see
+//! [`crate::drivers::clients`]), each in the configuration an application
+//! with N clients would use, named in the section ([`row`]): SQLite under
+//! threads both with one writer connection for the process and with a
+//! connection per client, each read through the blob handle and through a
+//! prepared `SELECT`. Every (row, clients) pair is an arm of one set of
+//! interleaved rounds, every run one window shared by all its clients, on
+//! the suite's datasets. The section records each arm's latencies per
+//! kind of operation (the clients' histograms merged, serialised), each
+//! run's per-client counts and its busy waits; its throughput per round is
+//! the round set's. The ranking at N is [`rank::at`].
+
+pub mod rank;
+pub mod row;
+mod section;
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub use rank::{at, leader_change, merge_histograms, spread, AtClients, RankingAt, Spread};
+pub use row::{arm_id, Row, SqliteClients};
+pub use section::{ClassLatency, ClientsArmRecord, ClientsExclusion, ClientsSection, Harness};
+
+use super::rules::{self, Store};
+use super::section::CrashFacts;
+use super::AdviseOptions;
+use crate::drivers::clients::{ClientsArm, ClientsTally, WindowCount, DUE_PER_CLIENT, MAX_CLIENTS};
+use crate::drivers::processes::Launcher;
+use crate::measure::rounds::{run_rounds, Arm, RoundSet, RoundsPlan};
+use crate::records::{DbAccess, DbWriters, Mix};
+use crate::studies::suite::{self, SuiteObserver, SuiteOptions};
+use crate::{Error, Result};
+
+/// The id of the clients' round set in the result file.
+pub const ROUNDS_ID: &str = "advise/clients";
+
+/// How the clients run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientsAre {
+    /// Threads of one process, each with its own session.
+    Threads,
+    /// Processes, as a pre-fork server's workers.
+    Processes,
+}
+
+impl ClientsAre {
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientsAre::Threads => "threads",
+            ClientsAre::Processes => "processes",
+        }
+    }
+}
+
+/// Which of SQLite's ways of writing with clients to measure
+/// (`--sqlite-writers`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SqliteWriters {
+    /// Both, each its own row (threads only).
+    Both,
+    Only(DbWriters),
+}
+
+/// Why SQLite's one writer connection has no row with client processes.
+pub const ONE_WRITER_NEEDS_THREADS: &str = "one writer connection is shared by the threads of one process; client \
+                                            processes cannot share a connection, so each writes through its own";
+
+/// What advise is asked about concurrency.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientsPlan {
+    /// Clients at once (`--clients N`, 1 to 1,024; 1 without a rate: none
+    /// of this runs).
+    pub clients: u32,
+    pub are: ClientsAre,
+    /// A write p99 above this excludes a candidate at N (`--p99-write`).
+    pub p99_write: Option<Duration>,
+    /// Operations per second over all clients, an open loop (`--rate`);
+    /// None: closed loop.
+    pub rate: Option<f64>,
+    /// How to start a client process (`--clients-are processes`): the
+    /// command line gives its own binary.
+    pub launcher: Option<Launcher>,
+    /// SQLite's ways of writing asked for (`--sqlite-writers`); None: both
+    /// with threads, a connection per client with processes.
+    pub sqlite_writers: Option<SqliteWriters>,
+}
+
+impl ClientsPlan {
+    pub const ONE: ClientsPlan = ClientsPlan {
+        clients: 1,
+        are: ClientsAre::Threads,
+        p99_write: None,
+        rate: None,
+        launcher: None,
+        sqlite_writers: None,
+    };
+
+    /// Whether the clients' stage runs: more than one client, or a rate.
+    pub fn runs(&self) -> bool {
+        self.clients > 1 || self.rate.is_some()
+    }
+
+    /// Checks what can be checked before any work, for the `stores`
+    /// considered: under processes some must remain, and SQLite's one
+    /// writer connection cannot be asked for.
+    pub fn validate(&self, stores: &[Store]) -> Result<()> {
+        if self.clients == 0 || self.clients > MAX_CLIENTS {
+            return Err(Error::invalid(format!("--clients {} must be from 1 to {MAX_CLIENTS}", self.clients)));
+        }
+        if self.are == ClientsAre::Processes && self.runs() {
+            if self.launcher.is_none() {
+                return Err(Error::invalid("--clients-are processes: no program to start the clients with"));
+            }
+            if matches!(self.sqlite_writers, Some(SqliteWriters::Both | SqliteWriters::Only(DbWriters::One))) {
+                return Err(Error::invalid(format!(
+                    "--sqlite-writers one with --clients-are processes: SQLite's {ONE_WRITER_NEEDS_THREADS} (use \
+                     --clients-are threads, or --sqlite-writers per-client)"
+                )));
+            }
+            let excluded: Vec<ClientsExclusion> = excluded(stores, self.are)
+                .into_iter()
+                .filter(|e| stores.iter().any(|s| s.name() == e.candidate))
+                .collect();
+            if excluded.len() == stores.len() {
+                let why: Vec<String> = excluded.iter().map(|e| format!("{}: {}", e.candidate, e.why)).collect();
+                return Err(Error::invalid(format!(
+                    "--clients-are processes: no candidate remains ({})",
+                    why.join("; ")
+                )));
+            }
+        }
+        crate::drivers::clients::check_rate(self.rate, self.clients, crate::util::cores())?;
+        if self.p99_write.is_some_and(|d| d.is_zero()) {
+            return Err(Error::invalid("--p99-write must be longer than 0"));
+        }
+        Ok(())
+    }
+
+    /// The client counts measured: 1, 2, 4 ... and N.
+    pub fn levels(&self) -> Vec<u32> {
+        levels(self.clients)
+    }
+
+    /// SQLite's ways of writing measured.
+    pub fn sqlite_writers(&self) -> Vec<DbWriters> {
+        match (self.sqlite_writers, self.are) {
+            (Some(SqliteWriters::Only(w)), _) => vec![w],
+            (_, ClientsAre::Processes) => vec![DbWriters::PerClient],
+            (_, ClientsAre::Threads) => vec![DbWriters::One, DbWriters::PerClient],
+        }
+    }
+
+    /// The rows `store` runs as: SQLite once per way of writing and read
+    /// path, every other store once.
+    pub fn rows(&self, store: Store) -> Vec<Row> {
+        if store != Store::Sqlite {
+            return vec![Row::of(store)];
+        }
+        let reads = [DbAccess::BlobApi, DbAccess::Sql];
+        self.sqlite_writers().into_iter().flat_map(|w| reads.map(|r| Row::sqlite(w, r))).collect()
+    }
+}
+
+/// 1, 2, 4 ... up to `n`, and `n` itself.
+pub fn levels(n: u32) -> Vec<u32> {
+    let mut v: Vec<u32> = std::iter::successors(Some(1u32), |&c| c.checked_mul(2)).take_while(|&c| c < n).collect();
+    v.push(n.max(1));
+    v.dedup();
+    v
+}
+
+/// The candidates (and SQLite rows) that cannot run as `are`: stores one
+/// process alone may open, with the reason each engine declares, and
+/// under processes SQLite's one writer connection.
+pub fn excluded(stores: &[Store], are: ClientsAre) -> Vec<ClientsExclusion> {
+    if are == ClientsAre::Threads {
+        return Vec::new();
+    }
+    stores
+        .iter()
+        .filter_map(|s| match s {
+            Store::Engine(kind) => kind.one_process_only().map(|why| (s.name().to_string(), why.to_string())),
+            Store::Sqlite => {
+                Some((Row::sqlite(DbWriters::One, DbAccess::BlobApi).name(), ONE_WRITER_NEEDS_THREADS.to_string()))
+            }
+            Store::FilesInPlace | Store::FilesReplace => None,
+        })
+        .map(|(candidate, why)| ClientsExclusion { candidate, why })
+        .collect()
+}
+
+/// The candidates that run with clients: those the crash facts do not
+/// exclude for the need (after a short power-cut run, the documented
+/// table's too, as the ranking reads it), and whose store the clients'
+/// kind can share ([`excluded`]; SQLite keeps its per-client rows).
+fn runnable(opts: &AdviseOptions, crash: &CrashFacts) -> Vec<Store> {
+    let apart = excluded(&opts.stores(), opts.clients.are);
+    let documented = rules::documented();
+    let fails = |facts: &[super::section::CrashFact], method: &str| {
+        facts.iter().any(|f| f.method == method && rules::excluded_by(opts.durability, f).is_some())
+    };
+    opts.stores()
+        .into_iter()
+        .filter(|s| {
+            let method = s.crash_method(opts.durability);
+            let short_run = crash.source == super::section::CrashSource::Measured;
+            let shared = !apart.iter().any(|e| e.candidate == s.name());
+            shared && !(fails(&crash.methods, &method) || (short_run && fails(&documented, &method)))
+        })
+        .collect()
+}
+
+/// The run's window at `clients` clients: [`run_time`] in a closed loop;
+/// under a rate, long enough for [`DUE_PER_CLIENT`] operations due per
+/// client, within four times that (the page says when a rate left fewer).
+pub fn window(quick: bool, clients: u32, rate: Option<f64>) -> Duration {
+    let closed = run_time(quick);
+    match rate {
+        None => closed,
+        Some(r) => Duration::from_secs_f64(DUE_PER_CLIENT as f64 * f64::from(clients) / r).clamp(closed, closed * 4),
+    }
+}
+
+/// Runs the candidates with 1, 2, 4 ... N clients in interleaved rounds
+/// on the suite's datasets in `work`, within `budget`.
+pub(super) fn measure(
+    opts: &AdviseOptions,
+    suite_opts: &SuiteOptions,
+    work: &Path,
+    crash: &CrashFacts,
+    budget: Duration,
+    observer: &dyn SuiteObserver,
+) -> Result<(ClientsSection, RoundSet)> {
+    let plan = &opts.clients;
+    let mix = Mix { read: opts.mix_reads, write: opts.mix_writes };
+    let mut arms: Vec<(Row, ClientsArm)> = Vec::new();
+    for store in runnable(opts, crash) {
+        let (read_id, write_id) = (store.read_id(), store.write_id(opts.durability, false));
+        let Some((settings, path)) = suite::mixed_settings(suite_opts, work, &read_id, &write_id) else {
+            return Err(Error::invalid(format!("advise: no dataset for {} with clients", store.name())));
+        };
+        for row in plan.rows(store) {
+            let mut settings = settings.clone();
+            if let Some(c) = row.sqlite {
+                settings.db.writers = c.writers;
+                settings.db.access = c.reads;
+            }
+            for n in plan.levels() {
+                let engine = crate::engine::open(&path, &settings)?;
+                let seed = opts.spec.seed.wrapping_add(u64::from(n) << 16);
+                let arm = ClientsArm::prepare(engine, n, mix, window(opts.quick, n, plan.rate), seed, plan.rate)?;
+                let arm = match (plan.are, &plan.launcher) {
+                    (ClientsAre::Processes, Some(launcher)) => arm.in_processes(&settings, launcher)?,
+                    _ => arm,
+                };
+                arms.push((row, arm));
+            }
+        }
+    }
+    let ids: Vec<String> = arms.iter().map(|(r, a)| arm_id(*r, a.clients())).collect();
+    let rounds_plan = RoundsPlan {
+        max_rounds: super::LEAST_ROUNDS,
+        least_rounds: super::LEAST_ROUNDS,
+        budget: Some(budget),
+        clock: opts.clock,
+        ..RoundsPlan::new(super::LEAST_ROUNDS, None)
+    };
+    let mut dyn_arms: Vec<&mut dyn Arm> = arms.iter_mut().map(|(_, a)| a as &mut dyn Arm).collect();
+    let runs = u64::from(rounds_plan.max_rounds + 1) * ids.len() as u64;
+    observer.begin(&format!("{} arms with clients in rounds ({ROUNDS_ID})", ids.len()), runs);
+    let out = run_rounds(ROUNDS_ID, &ids, &mut dyn_arms, &rounds_plan, &[], &mut |done, _| observer.advance(done))?;
+    let records = arms.iter().zip(&ids).map(|((row, arm), id)| record(id, *row, arm)).collect();
+    let section = ClientsSection {
+        clients: plan.clients,
+        are: plan.are,
+        levels: plan.levels(),
+        cores: Some(crate::util::cores()),
+        p99_write_us: plan.p99_write.map(|d| d.as_secs_f64() * 1e6),
+        rate_ops_s: plan.rate,
+        harness: harness(plan.clients, &arms),
+        arms: records,
+        excluded: excluded(&opts.stores(), plan.are),
+    };
+    Ok((section, out.set))
+}
+
+/// The harness's cost at `clients`, against the mean operation there.
+fn harness(clients: u32, arms: &[(Row, ClientsArm)]) -> Option<Harness> {
+    let cost_ns = crate::measure::harness_cost_ns(clients);
+    let (row, mean_us) = arms
+        .iter()
+        .filter(|(_, a)| a.clients() == clients && a.tally().ops > 0)
+        .map(|(r, a)| (*r, a.tally().all().summary().mean_us))
+        .min_by(|a, b| a.1.total_cmp(&b.1))?;
+    let share_pct = cost_ns / (mean_us * 1000.0).max(1.0) * 100.0;
+    Some(Harness { clients, cost_ns, share_pct, candidate: row.name() })
+}
+
+fn record(id: &str, row: Row, arm: &ClientsArm) -> ClientsArmRecord {
+    let tally: &ClientsTally = arm.tally();
+    let classes = tally
+        .by_class()
+        .into_iter()
+        .map(|(class, l)| ClassLatency { class: class.into(), latency: l.summary(), histogram: l.to_base64() })
+        .collect();
+    let mut ops: Vec<u64> = tally.runs.iter().map(|r: &WindowCount| r.ops).collect();
+    ops.sort_unstable();
+    ClientsArmRecord {
+        id: id.into(),
+        candidate: row.store.name().into(),
+        sqlite: row.sqlite,
+        clients: arm.clients(),
+        ops_per_run: ops.get(ops.len() / 2).copied().unwrap_or(0),
+        window_s: Some(arm.window().as_secs_f64()),
+        runs: tally.runs.clone(),
+        busy_waits: tally.busy_waits,
+        classes,
+    }
+}
+
+/// Each clients run's window in a closed loop: as a write arm's run, and
+/// 100 ms with `--quick`, where every candidate runs at each of 1, 2, 4
+/// ... N clients in [`super::LEAST_ROUNDS`] rounds (45 arms at `--clients
+/// 16`). Every client counts the operations that end in it.
+pub fn run_time(quick: bool) -> Duration {
+    if quick {
+        Duration::from_millis(100)
+    } else {
+        super::sizing(false).write_time
+    }
+}
+
+/// The time the clients' rounds take at most, from their plan: each arm's
+/// warm-up and [`super::LEAST_ROUNDS`] rounds of its window (and the lead
+/// before it), plus a second per arm for opening and surveying its store.
+pub fn least_time(opts: &AdviseOptions) -> Duration {
+    let plan = &opts.clients;
+    if !plan.runs() {
+        return Duration::ZERO;
+    }
+    let rows: usize = opts.stores().into_iter().map(|s| plan.rows(s).len()).sum();
+    let runs = f64::from(super::LEAST_ROUNDS + 1);
+    let per_row: f64 = plan
+        .levels()
+        .into_iter()
+        .map(|n| {
+            let run = window(opts.quick, n, plan.rate) + crate::drivers::clients::lead(n);
+            runs * run.as_secs_f64() + 1.0
+        })
+        .sum();
+    Duration::from_secs_f64((rows as f64 * per_row).ceil())
+}
+
+#[cfg(test)]
+mod tests;
