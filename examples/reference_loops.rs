@@ -7,9 +7,11 @@
 //!   reference_loops read  STORE PATH COUNT [SESSIONS]
 //!   reference_loops write STORE PATH COUNT [SESSIONS]
 //!   reference_loops clients STORE PATH N WINDOW_MS [threads|processes] [READ:WRITE]
+//!   reference_loops flush DIR [TRIALS]
 //!
-//! `clients` (N clients over one window, issue 42) is in [`clients`].
-//! What follows is about `read` and `write`.
+//! `clients` (N clients over one window, issue 42) is in [`clients`];
+//! `flush` (what one flush costs on DIR's disk) in [`flush`]. What
+//! follows is about `read` and `write`.
 //!
 //! STORE: sqlite, sqlite-blob (blob API, 1 GB mmap), lmdb, redb, fjall,
 //! files (a flat kvtest directory), files-replace and files-inplace
@@ -35,6 +37,8 @@ use std::time::Instant;
 
 #[path = "reference_loops/clients.rs"]
 mod clients;
+#[path = "reference_loops/flush.rs"]
+mod flush;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -46,7 +50,8 @@ fn main() {
 }
 
 const USAGE: &str = "usage: reference_loops read|write STORE PATH COUNT [SESSIONS]\n       \
-    reference_loops clients STORE PATH N WINDOW_MS [threads|processes] [READ:WRITE]";
+    reference_loops clients STORE PATH N WINDOW_MS [threads|processes] [READ:WRITE]\n       \
+    reference_loops flush DIR [TRIALS]";
 
 fn run() -> Res<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -54,6 +59,7 @@ fn run() -> Res<()> {
         Some("clients") => return clients::main(&args[1..]),
         // A client process of `clients ... processes`.
         Some("client") => return clients::child(&args[1..]),
+        Some("flush") => return flush::main(&args[1..]),
         _ => {}
     }
     let [what, store, path, count, rest @ ..] = args.as_slice() else { return Err(USAGE.into()) };
