@@ -10,7 +10,15 @@
 //! - `sqlite_commit_full` and `sqlite_commit_normal`: one autocommitted
 //!   `UPDATE` of a 10 KB blob (new content) in WAL mode, synchronous FULL
 //!   (the commit fsyncs the WAL) and NORMAL (it does not), on a 100-row
-//!   table; the WAL's size after the trials says whether they wrote.
+//!   table;
+//! - `sqlite_commit_full_unchanged`: the same at FULL, each UPDATE setting
+//!   the value the row already holds: SQLite leaves unchanged pages clean,
+//!   so such a commit writes and syncs nothing (a write loop that repeats
+//!   its content measures this, not a durable commit).
+//!
+//! `..._wal_frames`: the frames in the WAL after a probe's trials (from an
+//! empty WAL; autocheckpoints may have restarted it): 0 means no commit
+//! wrote anything.
 //!
 //! Every file it makes is under DIR and removed at the end.
 
@@ -35,10 +43,14 @@ pub fn main(args: &[String]) -> Res<()> {
     let mut content = Content::new(u64::from(std::process::id()));
     print("rewrite_4k_fdatasync", rewrite(dir, trials, &mut content)?);
     print("new_file_fsync_dir", new_files(dir, trials, &mut content)?);
-    for sync in ["FULL", "NORMAL"] {
-        let (times, wal) = sqlite_commits(dir, trials, sync, &mut content)?;
-        print(&format!("sqlite_commit_{}", sync.to_lowercase()), times);
-        println!("sqlite_commit_{}_wal_bytes {wal}", sync.to_lowercase());
+    for (name, sync, value) in [
+        ("sqlite_commit_full", "FULL", Value::New),
+        ("sqlite_commit_normal", "NORMAL", Value::New),
+        ("sqlite_commit_full_unchanged", "FULL", Value::Unchanged),
+    ] {
+        let (times, frames) = sqlite_commits(dir, trials, sync, value, &mut content)?;
+        print(name, times);
+        println!("{name}_wal_frames {frames}");
     }
     Ok(())
 }
@@ -125,15 +137,24 @@ fn new_files(dir: &Path, trials: usize, content: &mut Content) -> Res<Vec<u64>> 
     Ok(times)
 }
 
-/// Autocommitted 10 KB UPDATEs in WAL mode at `sync`; the times and the
-/// WAL's size after them.
-fn sqlite_commits(dir: &Path, trials: usize, sync: &str, content: &mut Content) -> Res<(Vec<u64>, u64)> {
+/// What the UPDATEs of [`sqlite_commits`] write.
+#[derive(Clone, Copy, PartialEq)]
+enum Value {
+    /// New content each time.
+    New,
+    /// The content the row already holds: SQLite leaves the pages it would
+    /// not change clean, so the commit has nothing to write or sync.
+    Unchanged,
+}
+
+/// Autocommitted 10 KB UPDATEs in WAL mode at `sync`, from an empty WAL:
+/// their times and the frames in the WAL after them.
+fn sqlite_commits(dir: &Path, trials: usize, sync: &str, value: Value, content: &mut Content) -> Res<(Vec<u64>, i64)> {
     let path = dir.join("flush-probe.db");
-    let wal = dir.join("flush-probe.db-wal");
     let _ = std::fs::remove_file(&path);
     let blob = 10 * 1024;
     let mut times = Vec::with_capacity(trials);
-    let wal_bytes = {
+    let frames = {
         let conn = rusqlite::Connection::open(&path)?;
         let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
@@ -146,21 +167,27 @@ fn sqlite_commits(dir: &Path, trials: usize, sync: &str, content: &mut Content) 
         }
         fill.commit()?;
         conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?;
+        let mut select = conn.prepare("SELECT v FROM kv WHERE k=?1")?;
         let mut update = conn.prepare("UPDATE kv SET v=?2 WHERE k=?1")?;
         for i in 0..trials {
-            let data = content.next(blob);
+            let key = (i % 100 + 1) as i64;
+            let data = match value {
+                Value::New => content.next(blob).to_vec(),
+                Value::Unchanged => select.query_row([key], |r| r.get::<_, Vec<u8>>(0))?,
+            };
             let t = Instant::now();
-            let changed = update.execute(rusqlite::params![(i % 100 + 1) as i64, data])?;
+            let changed = update.execute(rusqlite::params![key, data])?;
             times.push(elapsed_ns(t));
             if changed != 1 {
                 return Err("an update changed no row".into());
             }
         }
-        // Before the close, which checkpoints and deletes the WAL.
-        std::fs::metadata(&wal).map_or(0, |m| m.len())
+        // The WAL's frames (a passive checkpoint's second column), before
+        // the close, which checkpoints and deletes the WAL.
+        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(1))?
     };
-    let _ = std::fs::remove_file(&wal);
+    let _ = std::fs::remove_file(dir.join("flush-probe.db-wal"));
     let _ = std::fs::remove_file(dir.join("flush-probe.db-shm"));
     std::fs::remove_file(&path)?;
-    Ok((times, wal_bytes))
+    Ok((times, frames))
 }
