@@ -18,7 +18,8 @@
 //! Each client runs closed loop until the deadline: it draws a key
 //! uniformly over 1..=max from its own seeded RNG, then read or overwrite
 //! by the mix (default 90:10); an overwrite writes the same size with new
-//! content, its own durable commit. An operation counts if it completed
+//! content (random, and other than any earlier run's), its own durable
+//! commit. An operation counts if it completed
 //! before the deadline. One clock read per operation: the latency is the
 //! time since the client's previous operation ended (its key and mix
 //! draws included).
@@ -42,7 +43,7 @@ use crate::{Content, Res};
 
 const USAGE: &str = "usage: reference_loops clients STORE PATH N WINDOW_MS [threads|processes] [READ:WRITE]";
 
-/// Client i's RNG and content are seeded with SEED + i.
+/// Client i's keys and mix draws come from an RNG seeded with SEED + i.
 const SEED: u64 = 0x5eed_0042;
 
 /// Reads to overwrites, e.g. 90:10.
@@ -106,7 +107,11 @@ pub fn main(args: &[String]) -> Res<()> {
     Ok(())
 }
 
-/// One client's state, made before the window: its RNG and content.
+/// One client's state, made before the window: its RNG and content. The
+/// content is seeded anew every run (from the OS): with the last run's
+/// content, every overwrite of a key the last run wrote would set the
+/// value the row holds, and SQLite commits that without writing or
+/// syncing anything (`reference_loops flush` shows the cost).
 struct Work {
     rng: rand::rngs::SmallRng,
     content: Content,
@@ -122,8 +127,8 @@ struct Tally {
 
 impl Work {
     fn new(index: u32, mix: Mix) -> Work {
-        let seed = SEED + u64::from(index);
-        Work { rng: rand::rngs::SmallRng::seed_from_u64(seed), content: Content::new(seed), mix }
+        let rng = rand::rngs::SmallRng::seed_from_u64(SEED + u64::from(index));
+        Work { rng, content: Content::new(rand::random()), mix }
     }
 
     /// Runs operations until `deadline`; the one that ends past it is not
