@@ -34,8 +34,8 @@
 # sqlite-one-writer (threads only), lmdb, postgres) for one window of
 # WINDOW_MS (3000) at the mix MIX (90:10), ROUNDS times; it prints each
 # one's median ops/s with the min-max over the rounds, the median over
-# rounds of its slowest and its median client's operations, and of its
-# read and write p99. In each round the reference alternates with
+# rounds of its slowest and its median client's operations, of its read
+# p99, and of its write p50 and p99. In each round the reference alternates with
 # blobbench's side of the pair, `blobbench_at_n` below (not wired yet: it
 # runs nothing, and its columns stay empty). About 10 minutes with the
 # defaults (27 loops x 6 rounds x 3 s, and the datasets).
@@ -96,11 +96,13 @@ if [ "$what" = clients ]; then
   WINDOW_MS=${WINDOW_MS:-3000}
   MIX=${MIX:-90:10}
   # Both sides print `ops_per_s`, `client_ops_min`, `client_ops_median`,
-  # `read_p99_us`, `write_p99_us`; this keeps them as one tab-separated
-  # line ("-" for a figure missing).
+  # `read_p99_us`, `write_p50_us`, `write_p99_us`; this keeps them as one
+  # tab-separated line ("-" for a figure missing). A durable write's p50
+  # far below `reference_loops flush`'s figures is a commit that wrote
+  # nothing.
   figures() {
     awk '{f[$1] = $2} END {
-      n = split("ops_per_s client_ops_min client_ops_median read_p99_us write_p99_us", k, " ")
+      n = split("ops_per_s client_ops_min client_ops_median read_p99_us write_p50_us write_p99_us", k, " ")
       for (i = 1; i <= n; i++) printf "%s%s", (k[i] in f ? f[k[i]] : "-"), (i < n ? "\t" : "\n")
     }'
   }
@@ -152,7 +154,7 @@ rows = OrderedDict()
 for line in open(path):
     store, n, kind, _, *f = line.rstrip("\n").split("\t")
     num = lambda x: None if x == "-" else float(x)
-    rows.setdefault((store, int(n), kind), []).append(([num(x) for x in f[:5]], [num(x) for x in f[5:]]))
+    rows.setdefault((store, int(n), kind), []).append(([num(x) for x in f[:6]], [num(x) for x in f[6:]]))
 med = statistics.median
 def col(v, side, i):
     return [x[side][i] for x in v if x[side][i] is not None]
@@ -160,18 +162,18 @@ def fig(xs, fmt="{:.0f}"):
     return fmt.format(med(xs)) if xs else "-"
 print(f"N clients over one window of {window} ms, mix {mix} (reads:overwrites, each overwrite its own durable "
       f"commit), {blobs} blobs of 10 KB, {cores} cores; median over {max(len(v) for v in rows.values())} rounds, "
-      "min-max beside; client ops: the slowest and the median client's operations in the window; p99 in us.")
+      "min-max beside; client ops: the slowest and the median client's operations in the window; latencies in us.")
 print()
-print("| store | N | clients as | reference ops/s (min-max) | client ops min / median | read p99 | write p99 "
-      "| blobbench ops/s | blobbench / reference (paired median, range) |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("| store | N | clients as | reference ops/s (min-max) | client ops min / median | read p99 | write p50 "
+      "| write p99 | blobbench ops/s | blobbench / reference (paired median, range) |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for (store, n, kind), v in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][2] != "threads")):
     ops = col(v, 0, 0)
     span = f"{fig(ops)} ({min(ops):.0f}-{max(ops):.0f})" if ops else "-"
     ratios = sorted(x[1][0] / x[0][0] for x in v if x[1] and x[1][0] and x[0][0])
     ratio = f"{med(ratios):.3f} ({ratios[0]:.3f}-{ratios[-1]:.3f})" if ratios else "-"
     print(f"| {store} | {n} | {kind} | {span} | {fig(col(v, 0, 1))} / {fig(col(v, 0, 2))} | "
-          f"{fig(col(v, 0, 3))} | {fig(col(v, 0, 4))} | {fig(col(v, 1, 0))} | {ratio} |")
+          f"{fig(col(v, 0, 3))} | {fig(col(v, 0, 4))} | {fig(col(v, 0, 5))} | {fig(col(v, 1, 0))} | {ratio} |")
 EOF
   exit 0
 fi
