@@ -13,7 +13,7 @@
 # time per op (user + system, getrusage; blobbench's from its runs' OS
 # counters), which load from other processes disturbs least.
 #
-#   bench/reference-loops.sh [reads|writes|all]
+#   bench/reference-loops.sh [reads|writes|all|clients]
 #
 # Reads: READS (20000) random reads of 10 KB blobs (a dataset of READS
 # blobs), a long-running reader: 1 warm-up and 5 timed sessions in one
@@ -27,13 +27,26 @@
 # $PER_WRITE (default `--commit-every 1`; kvtest's `--multitrans` is the
 # same for writes). PostgreSQL runs on a cluster this script starts (as
 # the postgres user when run as root) and stops.
+# Clients (issue 42's parity at N; not part of `all`): kvtest's dataset
+# (COUNT, default 10000, blobs of 10 KB), and for each N in CLIENTS
+# (default "1 4 16") and each KIND in threads processes, every store's
+# `reference_loops clients` loop (files, sqlite-per-conn,
+# sqlite-one-writer (threads only), lmdb, postgres) for one window of
+# WINDOW_MS (3000) at the mix MIX (90:10), ROUNDS times; it prints each
+# one's median ops/s with the min-max over the rounds, the median over
+# rounds of its slowest and its median client's operations, of its read
+# p99, and of its write p50 and p99. In each round the reference alternates with
+# blobbench's side of the pair, `blobbench_at_n` below (not wired yet: it
+# runs nothing, and its columns stay empty). About 10 minutes with the
+# defaults (27 loops x 6 rounds x 3 s, and the datasets).
 # STORES limits the stores by their first word (STORES=redb,lmdb; default:
-# all). BLOBBENCH and REFERENCE name the two binaries (default: this
-# checkout's release builds, built first). Takes about 10 minutes on a
-# quiet 2-core machine, 20 on a busy one.
+# all; for clients, the store names above). BLOBBENCH and REFERENCE name
+# the two binaries (default: this checkout's release builds, built
+# first). Reads and writes take about 10 minutes on a quiet 2-core
+# machine, 20 on a busy one.
 set -euo pipefail
 what=${1:-all}
-case $what in reads | writes | all) ;; *) echo "usage: $0 [reads|writes|all]" >&2; exit 2 ;; esac
+case $what in reads | writes | all | clients) ;; *) echo "usage: $0 [reads|writes|all|clients]" >&2; exit 2 ;; esac
 ROUNDS=${ROUNDS:-6}
 READS=${READS:-20000}
 WRITES=${WRITES:-300}
@@ -55,10 +68,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "building datasets of $READS blobs of 10 KB in $work" >&2
-"$bb" init "$work/kv.db" --count "$READS" --size 10k >/dev/null
+if [ "$what" = clients ]; then blobs=${COUNT:-10000} engines="lmdb"; else blobs=$READS engines="lmdb redb fjall"; fi
+echo "building datasets of $blobs blobs of 10 KB in $work" >&2
+"$bb" init "$work/kv.db" --count "$blobs" --size 10k >/dev/null
 "$bb" export "$work/kv.db" "$work/flat" >/dev/null
-for e in lmdb redb fjall; do "$bb" export --engine $e "$work/kv.db" "$work/$e" >/dev/null; done
+for e in $engines; do "$bb" export --engine "$e" "$work/kv.db" "$work/$e" >/dev/null; done
 mkdir -p "$work/pg"
 [ "$(id -u)" = 0 ] && chown postgres "$work/pg"
 as_pg "$pgbin/initdb" -D "$work/pg/data" -U blobbench -A trust -E UTF8 --locale=C -N >/dev/null
@@ -68,6 +82,102 @@ url="postgresql://blobbench@/postgres?host=$work/pg"
 "$bb" export --engine postgres "$work/kv.db" "$work/pgds" --pg "$url" >/dev/null
 export PG_TABLE
 PG_TABLE=$(jq -r .table "$work/pgds/blobbench-postgres.json")
+
+if [ "$what" = clients ]; then
+  # store | its path for `reference_loops clients`
+  client_stores=(
+    "files|$work/flat"
+    "sqlite-per-conn|$work/kv.db"
+    "sqlite-one-writer|$work/kv.db"
+    "lmdb|$work/lmdb"
+    "postgres|$url"
+  )
+  CLIENTS=${CLIENTS:-1 4 16}
+  WINDOW_MS=${WINDOW_MS:-3000}
+  MIX=${MIX:-90:10}
+  # Both sides print `ops_per_s`, `client_ops_min`, `client_ops_median`,
+  # `read_p99_us`, `write_p50_us`, `write_p99_us`; this keeps them as one
+  # tab-separated line ("-" for a figure missing). A durable write's p50
+  # far below `reference_loops flush`'s figures is a commit that wrote
+  # nothing.
+  figures() {
+    awk '{f[$1] = $2} END {
+      n = split("ops_per_s client_ops_min client_ops_median read_p99_us write_p50_us write_p99_us", k, " ")
+      for (i = 1; i <= n; i++) printf "%s%s", (k[i] in f ? f[k[i]] : "-"), (i < n ? "\t" : "\n")
+    }'
+  }
+  # ---- blobbench's side of each pair (issue 42): NOT WIRED YET ----
+  # Runs blobbench's clients driver on STORE's dataset with N clients as
+  # KIND (threads|processes), the same window and mix, and prints its
+  # figures in the reference's words (above). Until it exists this prints
+  # nothing, and the table's blobbench columns stay empty. Wire it here,
+  # e.g. "$bb" <command> ... --clients "$n" --clients-are "$kind" plus a
+  # jq that prints those lines.
+  blobbench_at_n() { # STORE N KIND
+    local store=$1 n=$2 kind=$3
+    : "$store" "$n" "$kind"
+  }
+  reference_at_n() { # STORE PATH N KIND
+    "$ref" clients "$1" "$2" "$3" "$WINDOW_MS" "$4" "$MIX"
+  }
+  log=$work/clients.tsv
+  : >"$log"
+  for round in $(seq 1 "$ROUNDS"); do
+    i=0
+    for n in $CLIENTS; do
+      for kind in threads processes; do
+        for s in "${client_stores[@]}"; do
+          store=${s%%|*} path=${s#*|}
+          [ -z "${STORES:-}" ] || [[ ",$STORES," == *",$store,"* ]] || continue
+          [ "$kind/$store" != processes/sqlite-one-writer ] || continue
+          i=$((i + 1))
+          # Which side goes first alternates by round and by pair.
+          if (((round + i) % 2)); then
+            b=$(blobbench_at_n "$store" "$n" "$kind" | figures)
+            r=$(reference_at_n "$store" "$path" "$n" "$kind" | figures)
+          else
+            r=$(reference_at_n "$store" "$path" "$n" "$kind" | figures)
+            b=$(blobbench_at_n "$store" "$n" "$kind" | figures)
+          fi
+          printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$store" "$n" "$kind" "$round" "$r" "$b" >>"$log"
+          printf 'round %d  %-17s %2d %-9s reference %s  blobbench %s\n' \
+            "$round" "$store" "$n" "$kind" "$r" "$b" | tr '\t' ' ' >&2
+        done
+      done
+    done
+  done
+  python3 - "$log" "$blobs" "$WINDOW_MS" "$MIX" "$(nproc)" <<'EOF'
+import statistics, sys
+from collections import OrderedDict
+path, blobs, window, mix, cores = sys.argv[1:]
+rows = OrderedDict()
+for line in open(path):
+    store, n, kind, _, *f = line.rstrip("\n").split("\t")
+    num = lambda x: None if x == "-" else float(x)
+    rows.setdefault((store, int(n), kind), []).append(([num(x) for x in f[:6]], [num(x) for x in f[6:]]))
+med = statistics.median
+def col(v, side, i):
+    return [x[side][i] for x in v if x[side][i] is not None]
+def fig(xs, fmt="{:.0f}"):
+    return fmt.format(med(xs)) if xs else "-"
+print(f"N clients over one window of {window} ms, mix {mix} (reads:overwrites, each overwrite its own durable "
+      f"commit), {blobs} blobs of 10 KB, {cores} cores; median over {max(len(v) for v in rows.values())} rounds, "
+      "min-max beside; client ops: the slowest and the median client's operations in the window; latencies in us.")
+print()
+print("| store | N | clients as | reference ops/s (min-max) | client ops min / median | read p99 | write p50 "
+      "| write p99 | blobbench ops/s | blobbench / reference (paired median, range) |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for (store, n, kind), v in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][2] != "threads")):
+    ops = col(v, 0, 0)
+    span = f"{fig(ops)} ({min(ops):.0f}-{max(ops):.0f})" if ops else "-"
+    ratios = sorted(x[1][0] / x[0][0] for x in v if x[1] and x[1][0] and x[0][0])
+    ratio = f"{med(ratios):.3f} ({ratios[0]:.3f}-{ratios[-1]:.3f})" if ratios else "-"
+    print(f"| {store} | {n} | {kind} | {span} | {fig(col(v, 0, 1))} / {fig(col(v, 0, 2))} | "
+          f"{fig(col(v, 0, 3))} | {fig(col(v, 0, 4))} | {fig(col(v, 0, 5))} | {fig(col(v, 1, 0))} | {ratio} |")
+EOF
+  exit 0
+fi
+
 
 # store | reference store and path | blobbench's path and flags
 reads=(

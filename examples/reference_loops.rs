@@ -6,6 +6,12 @@
 //!
 //!   reference_loops read  STORE PATH COUNT [SESSIONS]
 //!   reference_loops write STORE PATH COUNT [SESSIONS]
+//!   reference_loops clients STORE PATH N WINDOW_MS [threads|processes] [READ:WRITE]
+//!   reference_loops flush DIR [TRIALS]
+//!
+//! `clients` (N clients over one window, issue 42) is in [`clients`];
+//! `flush` (what one flush costs on DIR's disk) in [`flush`]. What
+//! follows is about `read` and `write`.
 //!
 //! STORE: sqlite, sqlite-blob (blob API, 1 GB mmap), lmdb, redb, fjall,
 //! files (a flat kvtest directory), files-replace and files-inplace
@@ -29,6 +35,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+#[path = "reference_loops/clients.rs"]
+mod clients;
+#[path = "reference_loops/flush.rs"]
+mod flush;
+
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 fn main() {
@@ -38,10 +49,19 @@ fn main() {
     }
 }
 
-const USAGE: &str = "usage: reference_loops read|write STORE PATH COUNT [SESSIONS]";
+const USAGE: &str = "usage: reference_loops read|write STORE PATH COUNT [SESSIONS]\n       \
+    reference_loops clients STORE PATH N WINDOW_MS [threads|processes] [READ:WRITE]\n       \
+    reference_loops flush DIR [TRIALS]";
 
 fn run() -> Res<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("clients") => return clients::main(&args[1..]),
+        // A client process of `clients ... processes`.
+        Some("client") => return clients::child(&args[1..]),
+        Some("flush") => return flush::main(&args[1..]),
+        _ => {}
+    }
     let [what, store, path, count, rest @ ..] = args.as_slice() else { return Err(USAGE.into()) };
     let count: u64 = count.parse().map_err(|_| USAGE)?;
     let sessions: usize = rest.first().map_or(Ok(5), |s| s.parse()).map_err(|_| USAGE)?;
@@ -53,7 +73,7 @@ fn run() -> Res<()> {
     let mut store = open(store, &path, what == "write")?;
     let open_ms = opened.elapsed().as_secs_f64() * 1e3;
     let max_key = store.max_key()?;
-    let mut content = Content::new();
+    let mut content = Content::new(u64::from(std::process::id()));
     let (mut per_op, mut cpu_per_op) = (Vec::new(), Vec::new());
     for session in 0..=sessions {
         let mut keys = Keys::new(max_key);
@@ -130,8 +150,8 @@ struct Content {
 impl Content {
     const WINDOW: usize = 64 * 1024;
 
-    fn new() -> Content {
-        let mut s = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(std::process::id());
+    fn new(seed: u64) -> Content {
+        let mut s = 0x9e37_79b9_7f4a_7c15u64 ^ seed;
         let bytes = (0..Self::WINDOW + 4 * 1024 * 1024)
             .map(|_| {
                 s ^= s << 13;

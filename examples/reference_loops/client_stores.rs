@@ -1,0 +1,392 @@
+//! Each store as an application with N clients would use it, through its
+//! own crate or C API: what one process holds for all its clients
+//! ([`Process`]), and what each client opens for itself ([`with_client`]).
+//! A client reads a key (the value copied into a reused buffer) or
+//! overwrites it with the bytes given, each write its own durable commit.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::{copy_out, os_err, Lmdb, Res};
+
+/// SQLite's busy timeout (sqlite3_busy_timeout: SQLite's own handler,
+/// which sleeps 1, 2, 5, 10 ... ms between tries).
+const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A flat kvtest directory; a write is a temporary file (one name per
+    /// client) written, fsynced, renamed over the blob, then the
+    /// directory fsynced.
+    Files,
+    /// WAL + synchronous FULL, a connection per client; writes
+    /// `BEGIN IMMEDIATE; UPDATE; COMMIT` under the busy timeout.
+    SqlitePerConn,
+    /// WAL + synchronous FULL, a read connection per client; every write
+    /// through one connection behind a mutex, an autocommitted UPDATE.
+    SqliteOneWriter,
+    /// One environment per process (default flags: every commit synced);
+    /// a read transaction per read, a write transaction per write.
+    Lmdb,
+    /// A connection per client (synchronous_commit on); prepared SELECT,
+    /// autocommitted UPDATE.
+    Postgres,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 5] = [Kind::Files, Kind::SqlitePerConn, Kind::SqliteOneWriter, Kind::Lmdb, Kind::Postgres];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Files => "files",
+            Kind::SqlitePerConn => "sqlite-per-conn",
+            Kind::SqliteOneWriter => "sqlite-one-writer",
+            Kind::Lmdb => "lmdb",
+            Kind::Postgres => "postgres",
+        }
+    }
+
+    pub fn parse(s: &str) -> Res<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+            format!("unknown store {s} (one of {})", names.join(", ")).into()
+        })
+    }
+
+    /// Why the store cannot run as processes, if it cannot.
+    pub fn not_as_processes(self) -> Option<&'static str> {
+        (self == Kind::SqliteOneWriter)
+            .then_some("one writer connection behind a mutex exists only inside one process: use threads")
+    }
+}
+
+/// What every client of one process shares: the dataset's shape (its
+/// largest key and each blob's size, so that an overwrite keeps the size)
+/// and the handle a configuration shares.
+pub struct Process {
+    kind: Kind,
+    path: PathBuf,
+    pub max_key: u32,
+    sizes: Vec<usize>,
+    shared: Shared,
+}
+
+enum Shared {
+    Nothing,
+    /// heed allows one environment per process.
+    Lmdb(Lmdb),
+    /// The one write connection.
+    Writer(Mutex<rusqlite::Connection>),
+}
+
+impl Process {
+    /// Opens what the process shares and reads the blobs' sizes; checks
+    /// that every key from 1 to the largest holds a blob.
+    pub fn open(kind: Kind, path: &Path) -> Res<Process> {
+        let (sizes, shared) = match kind {
+            Kind::Files => (file_sizes(path)?, Shared::Nothing),
+            Kind::SqlitePerConn | Kind::SqliteOneWriter => {
+                let conn = sqlite_connection(path)?;
+                let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+                if !mode.eq_ignore_ascii_case("wal") {
+                    return Err(format!("journal mode stayed {mode}").into());
+                }
+                let sizes = pairs_to_sizes(
+                    conn.prepare("SELECT k, length(v) FROM kv")?
+                        .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))?
+                        .collect::<Result<Vec<_>, _>>()?,
+                )?;
+                let shared =
+                    if kind == Kind::SqliteOneWriter { Shared::Writer(Mutex::new(conn)) } else { Shared::Nothing };
+                (sizes, shared)
+            }
+            Kind::Lmdb => {
+                let lmdb = Lmdb::open(path)?;
+                let txn = lmdb.env.read_txn()?;
+                let mut pairs = Vec::new();
+                for kv in lmdb.db.iter(&txn)? {
+                    let (k, v) = kv?;
+                    pairs.push((i64::from(u32::from_be_bytes(k.try_into()?)), v.len() as i64));
+                }
+                drop(txn);
+                (pairs_to_sizes(pairs)?, Shared::Lmdb(lmdb))
+            }
+            Kind::Postgres => {
+                let mut client = postgres::Client::connect(url(path)?, postgres::NoTls)?;
+                let rows = client.query(&format!("SELECT k::int8, octet_length(v)::int8 FROM {}", pg_table()?), &[])?;
+                (pairs_to_sizes(rows.iter().map(|r| (r.get(0), r.get(1))).collect())?, Shared::Nothing)
+            }
+        };
+        let max_key = u32::try_from(sizes.len() - 1)?;
+        Ok(Process { kind, path: path.to_path_buf(), max_key, sizes, shared })
+    }
+
+    /// The size of blob `key` (1..=max_key).
+    pub fn size(&self, key: u32) -> usize {
+        self.sizes[key as usize]
+    }
+}
+
+/// `sizes[k]` for keys 1..=max from (key, size) pairs; an error for a
+/// missing key or an empty blob (nothing to overwrite).
+fn pairs_to_sizes(pairs: Vec<(i64, i64)>) -> Res<Vec<usize>> {
+    let max = pairs.iter().map(|p| p.0).max().ok_or("the store holds no blobs")?;
+    let mut sizes = vec![0; usize::try_from(max)? + 1];
+    for (k, n) in pairs {
+        if k >= 1 {
+            sizes[usize::try_from(k)?] = usize::try_from(n)?;
+        }
+    }
+    match sizes.iter().skip(1).position(|&n| n == 0) {
+        Some(i) => Err(format!("key {} has no blob (or an empty one): the loops want keys 1..=max", i + 1).into()),
+        None => Ok(sizes),
+    }
+}
+
+fn file_sizes(dir: &Path) -> Res<Vec<usize>> {
+    let mut pairs = Vec::new();
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        if let Some(k) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) {
+            pairs.push((i64::from(k), e.metadata()?.len() as i64));
+        }
+    }
+    pairs_to_sizes(pairs)
+}
+
+fn url(path: &Path) -> Res<&str> {
+    Ok(path.to_str().ok_or("the URL is not UTF-8")?)
+}
+
+fn pg_table() -> Res<String> {
+    let table = std::env::var("PG_TABLE").unwrap_or_else(|_| "kv".into());
+    if !table.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err("PG_TABLE must be a plain name".into());
+    }
+    Ok(table)
+}
+
+/// A connection with synchronous FULL and SQLite's own busy handler.
+fn sqlite_connection(path: &Path) -> Res<rusqlite::Connection> {
+    let conn = rusqlite::Connection::open(path)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.execute_batch("PRAGMA synchronous=FULL")?;
+    let sync: i64 = conn.query_row("PRAGMA synchronous", [], |r| r.get(0))?;
+    if sync != 2 {
+        return Err(format!("synchronous is {sync}, not FULL (2)").into());
+    }
+    Ok(conn)
+}
+
+/// One client of a store.
+pub trait Client {
+    /// Reads blob `key` into the client's buffer.
+    fn read(&mut self, key: u32) -> Res<()>;
+    /// Overwrites blob `key` with `data`, one durable commit.
+    fn write(&mut self, key: u32, data: &[u8]) -> Res<()>;
+}
+
+/// Opens client `index` of the process's store and hands it to `body`
+/// (the client's connection and statements live on this frame). Nothing
+/// opened here is timed.
+pub fn with_client<T>(p: &Process, index: u32, body: impl FnOnce(&mut dyn Client) -> Res<T>) -> Res<T> {
+    match (p.kind, &p.shared) {
+        (Kind::Files, _) => body(&mut FilesClient::open(p, index)?),
+        (Kind::SqlitePerConn | Kind::SqliteOneWriter, shared) => {
+            let conn = sqlite_connection(&p.path)?;
+            let writer = match shared {
+                Shared::Writer(w) => Some(w),
+                _ => None,
+            };
+            let mut client = SqliteClient {
+                select: conn.prepare("SELECT v FROM kv WHERE k=?1")?,
+                begin: conn.prepare("BEGIN IMMEDIATE")?,
+                update: conn.prepare("UPDATE kv SET v=?2 WHERE k=?1")?,
+                commit: conn.prepare("COMMIT")?,
+                writer,
+                buf: Vec::new(),
+            };
+            body(&mut client)
+        }
+        (Kind::Lmdb, Shared::Lmdb(lmdb)) => body(&mut LmdbClient { lmdb, buf: Vec::new() }),
+        (Kind::Postgres, _) => {
+            let mut client = postgres::Client::connect(url(&p.path)?, postgres::NoTls)?;
+            client.batch_execute("SET synchronous_commit = on")?;
+            let table = pg_table()?;
+            let select = client.prepare(&format!("SELECT v FROM {table} WHERE k = $1"))?;
+            let update = client.prepare(&format!("UPDATE {table} SET v = $2 WHERE k = $1"))?;
+            body(&mut PgClient { client, select, update, buf: Vec::new() })
+        }
+        (Kind::Lmdb, _) => Err("LMDB's environment was not opened".into()),
+    }
+}
+
+fn one_row(changed: u64, key: u32) -> Res<()> {
+    if changed == 1 {
+        Ok(())
+    } else {
+        Err(format!("the update of key {key} changed {changed} rows").into())
+    }
+}
+
+struct FilesClient {
+    names: Vec<CString>,
+    tmp: CString,
+    dir: libc::c_int,
+    buf: Vec<u8>,
+}
+
+impl FilesClient {
+    fn open(p: &Process, index: u32) -> Res<FilesClient> {
+        let c = |path: PathBuf| CString::new(path.as_os_str().as_bytes()).map_err(|_| "a NUL in the path");
+        let names = (0..=p.max_key).map(|k| c(p.path.join(format!("{k:06}")))).collect::<Result<_, _>>()?;
+        let tmp = c(p.path.join(format!("client-{index}.tmp")))?;
+        // SAFETY: a NUL-terminated path; the descriptor is closed on drop.
+        let dir = unsafe { libc::open(c(p.path.clone())?.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY) };
+        if dir < 0 {
+            return Err(os_err("open the directory"));
+        }
+        Ok(FilesClient { names, tmp, dir, buf: vec![0; 64 * 1024] })
+    }
+}
+
+impl Drop for FilesClient {
+    fn drop(&mut self) {
+        // SAFETY: our own descriptor, closed once.
+        unsafe { libc::close(self.dir) };
+    }
+}
+
+impl Client for FilesClient {
+    fn read(&mut self, key: u32) -> Res<()> {
+        // SAFETY: a NUL-terminated path; reads stay within `buf`; the
+        // descriptor is closed before returning.
+        unsafe {
+            let fd = libc::open(self.names[key as usize].as_ptr(), libc::O_RDONLY);
+            if fd < 0 {
+                return Err(os_err("open"));
+            }
+            let mut st: libc::stat = std::mem::zeroed();
+            libc::fstat(fd, &mut st);
+            let n = st.st_size as usize;
+            if self.buf.len() < n {
+                self.buf.resize(n, 0);
+            }
+            let got = libc::read(fd, self.buf.as_mut_ptr().cast(), n);
+            libc::close(fd);
+            if got != n as isize || n == 0 {
+                return Err(os_err("read"));
+            }
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, key: u32, data: &[u8]) -> Res<()> {
+        // SAFETY: NUL-terminated paths; the written range is `data`; the
+        // file opened here is closed before returning.
+        unsafe {
+            let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC;
+            let fd = libc::open(self.tmp.as_ptr(), flags, 0o644 as libc::c_uint);
+            if fd < 0 {
+                return Err(os_err("open"));
+            }
+            let ok =
+                libc::pwrite(fd, data.as_ptr().cast(), data.len(), 0) == data.len() as isize && libc::fsync(fd) == 0;
+            if libc::close(fd) != 0 || !ok {
+                return Err(os_err("write"));
+            }
+            if libc::rename(self.tmp.as_ptr(), self.names[key as usize].as_ptr()) != 0 {
+                return Err(os_err("rename"));
+            }
+            if libc::fsync(self.dir) != 0 {
+                return Err(os_err("fsync the directory"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads on the client's own connection, a prepared SELECT reset after
+/// each read (rusqlite resets it when the row is dropped), so no read
+/// holds a WAL snapshot past its own read. Writes on the same connection
+/// (`BEGIN IMMEDIATE` waits under the busy handler), or through the one
+/// writer.
+struct SqliteClient<'c> {
+    select: rusqlite::Statement<'c>,
+    begin: rusqlite::Statement<'c>,
+    update: rusqlite::Statement<'c>,
+    commit: rusqlite::Statement<'c>,
+    writer: Option<&'c Mutex<rusqlite::Connection>>,
+    buf: Vec<u8>,
+}
+
+impl Client for SqliteClient<'_> {
+    fn read(&mut self, key: u32) -> Res<()> {
+        let buf = &mut self.buf;
+        self.select.query_row([key], |r| Ok(copy_out(buf, r.get_ref(0)?.as_blob()?)))?;
+        Ok(())
+    }
+
+    fn write(&mut self, key: u32, data: &[u8]) -> Res<()> {
+        let changed = match self.writer {
+            Some(writer) => {
+                let conn = writer.lock().map_err(|_| "a writer panicked")?;
+                let mut update = conn.prepare_cached("UPDATE kv SET v=?2 WHERE k=?1")?;
+                update.execute(rusqlite::params![key, data])?
+            }
+            None => {
+                // A write still busy after the timeout ends the run: the
+                // figures would not be this configuration's.
+                self.begin.execute([])?;
+                let n = self.update.execute(rusqlite::params![key, data])?;
+                self.commit.execute([])?;
+                n
+            }
+        };
+        one_row(changed as u64, key)
+    }
+}
+
+struct LmdbClient<'p> {
+    lmdb: &'p Lmdb,
+    buf: Vec<u8>,
+}
+
+impl Client for LmdbClient<'_> {
+    fn read(&mut self, key: u32) -> Res<()> {
+        let txn = self.lmdb.env.read_txn()?;
+        let v = self.lmdb.db.get(&txn, &key.to_be_bytes())?.ok_or("a key has no blob")?;
+        copy_out(&mut self.buf, v);
+        Ok(())
+    }
+
+    fn write(&mut self, key: u32, data: &[u8]) -> Res<()> {
+        let mut txn = self.lmdb.env.write_txn()?;
+        self.lmdb.db.put(&mut txn, &key.to_be_bytes(), data)?;
+        txn.commit()?;
+        Ok(())
+    }
+}
+
+struct PgClient {
+    client: postgres::Client,
+    select: postgres::Statement,
+    update: postgres::Statement,
+    buf: Vec<u8>,
+}
+
+impl Client for PgClient {
+    fn read(&mut self, key: u32) -> Res<()> {
+        let row = self.client.query_opt(&self.select, &[&i64::from(key)])?.ok_or("a key has no blob")?;
+        copy_out(&mut self.buf, row.get::<_, &[u8]>(0));
+        Ok(())
+    }
+
+    fn write(&mut self, key: u32, data: &[u8]) -> Res<()> {
+        let changed = self.client.execute(&self.update, &[&i64::from(key), &data])?;
+        one_row(changed, key)
+    }
+}
