@@ -53,6 +53,12 @@ pub fn run(opts: &RunOptions, c: &ClientsRun) -> anyhow::Result<String> {
              one process; client processes cannot share it (use --clients-are threads)"
         );
     }
+    if opts.settings.db.writers == DbWriters::One && opts.settings.commit_every.is_none() {
+        anyhow::bail!(
+            "--sqlite-writers one: SQLite's one writer connection commits every N writes of all its clients: give \
+             --commit-every N"
+        );
+    }
     let mix = opts.mix.unwrap_or(if opts.update { Mix { read: 0, write: 1 } } else { Mix { read: 1, write: 0 } });
     let engine = blobbench::engine::open(&opts.path, &opts.settings)?;
     let arm = ClientsArm::prepare(engine, c.clients, mix, c.window, opts.seed, c.rate)?;

@@ -21,7 +21,7 @@
 //! (one clock read and one record per operation, no lock or atomic shared
 //! with another client); they are merged after the run, never averaged.
 
-use std::sync::{Barrier, OnceLock};
+use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -129,8 +129,10 @@ enum Clients {
 /// interleaved rounds ([`measure::rounds`]).
 pub struct ClientsArm {
     /// Kept open for the arm's life, with whatever handle the engine
-    /// keeps between sessions (a long-running application's).
-    engine: Box<dyn Engine>,
+    /// keeps between sessions (a long-running application's), shared by
+    /// the arms of the same store at other client counts ([`ClientsArm::at`]):
+    /// an engine may allow one handle per process (LMDB's environment).
+    engine: Arc<dyn Engine>,
     clients: u32,
     how: Clients,
     mix: Mix,
@@ -177,23 +179,16 @@ impl ClientsArm {
             Some(m) if m > 0 => m,
             _ => largest_key(engine.as_ref())?,
         };
-        let scripts = (0..clients)
-            .map(|i| super::mix::mix_script(mix, survey.blob_max, seed.wrapping_add(u64::from(i))))
-            .collect::<Result<Vec<_>>>()?;
-        let none = ClientsTally { classes: Default::default(), busy_waits: 0, ops: 0, runs: Vec::new() };
-        Ok(ClientsArm {
-            engine,
-            clients,
-            how: Clients::Threads(scripts),
-            mix,
-            seed,
-            blob_max: survey.blob_max,
-            max_id,
-            window,
-            rate,
-            tally: none,
-            timed_runs: 0,
-        })
+        let engine: Arc<dyn Engine> = Arc::from(engine);
+        arm(engine, (clients, mix, window), (survey.blob_max, max_id), seed, rate)
+    }
+
+    /// The same store, surveyed once, used by `clients` clients over
+    /// `window` with scripts seeded from `seed`: another arm of the same
+    /// rounds, sharing this one's engine and its kept handle.
+    pub fn at(&self, clients: u32, window: Duration, seed: u64) -> Result<ClientsArm> {
+        let shape = (clients, self.mix, window);
+        arm(Arc::clone(&self.engine), shape, (self.blob_max, self.max_id), seed, self.rate)
     }
 
     /// The same clients as processes started by `launcher`, each opening
@@ -270,6 +265,41 @@ impl ClientsArm {
         }
         Ok(outcome)
     }
+}
+
+/// An arm of `clients` clients running `mix` over `window` on `engine`,
+/// whose largest blob and key are known.
+fn arm(
+    engine: Arc<dyn Engine>,
+    (clients, mix, window): (u32, Mix, Duration),
+    (blob_max, max_id): (u32, u32),
+    seed: u64,
+    rate: Option<f64>,
+) -> Result<ClientsArm> {
+    if clients == 0 || clients > MAX_CLIENTS {
+        return Err(Error::invalid(format!("--clients must be from 1 to {MAX_CLIENTS}")));
+    }
+    check_rate(rate, clients, crate::util::cores())?;
+    if window.is_zero() {
+        return Err(Error::invalid("a clients run needs a window longer than 0"));
+    }
+    let scripts = (0..clients)
+        .map(|i| super::mix::mix_script(mix, blob_max, seed.wrapping_add(u64::from(i))))
+        .collect::<Result<Vec<_>>>()?;
+    let none = ClientsTally { classes: Default::default(), busy_waits: 0, ops: 0, runs: Vec::new() };
+    Ok(ClientsArm {
+        engine,
+        clients,
+        how: Clients::Threads(scripts),
+        mix,
+        seed,
+        blob_max,
+        max_id,
+        window,
+        rate,
+        tally: none,
+        timed_runs: 0,
+    })
 }
 
 /// Client `client` of `clients`' due times at `rate` operations per second

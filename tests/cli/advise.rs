@@ -139,7 +139,7 @@ fn advise_with_two_clients() {
             // PostgreSQL too: a connection per client, and its cold runs
             // restart the throwaway cluster the other sets of rounds share.
             .args(["advise", "--quick", "--no-power-cut", "--count", "200", "--mix", "50:50"])
-            .args(["--engines", "lmdb,postgres", "--clients", "2", "--budget", "60s"])
+            .args(["--engines", "lmdb,postgres", "--clients", "2", "--budget", "80s"])
             .arg("--workdir")
             .arg(d.path())
             .arg("--out")
@@ -164,11 +164,23 @@ fn advise_with_two_clients() {
     let set = parsed.rounds.iter().find(|r| r.id == "advise/clients").expect("their rounds");
     assert!(set.consistent() && set.rounds.len() >= 6, "6 paired rounds");
     for arm in &clients.arms {
-        assert_eq!(arm.id, format!("clients/{}/{}", arm.clients, arm.candidate));
+        let row = arm.row().expect("a row it names");
+        assert_eq!(arm.id, format!("clients/{}/{}", arm.clients, row.name()));
         let classes: Vec<&str> = arm.classes.iter().map(|c| c.class.as_str()).collect();
         assert_eq!(classes, ["read", "overwrite"], "{}", arm.id);
         assert!(arm.classes.iter().all(|c| !c.histogram.is_empty()));
+        assert!(arm.window_s.is_some() && !arm.runs.is_empty(), "{}: one window per run, counted", arm.id);
     }
+    // SQLite in both ways of writing, each read both ways; named on the page.
+    for id in ["sqlite", "sqlite+select", "sqlite-one-writer", "sqlite-one-writer+select"] {
+        assert!(clients.arms.iter().any(|a| a.id == format!("clients/2/{id}")), "{id}");
+    }
+    assert!(md.contains("SQLite, one writer connection") && md.contains("SQLite, a connection per client"), "{md}");
+    assert!(md.contains("slowest / median client"), "{md}");
+    assert!(md.contains(&format!("2 clients on {} cores", clients.cores.unwrap())), "{md}");
+    assert!(md.contains("One flush on the datasets' disk"), "{md}");
+    // The recommendation at N is said once on the page.
+    assert_eq!(md.matches("Recommendation at 2 clients").count(), 1, "{md}");
     assert!(clients.arms.iter().any(|a| a.candidate == "postgres" && a.clients == 2), "PostgreSQL at 2 clients");
     // Durability required: files in place are excluded by the documented power cuts, so not run.
     assert!(!clients.arms.iter().any(|a| a.candidate == "files-inplace"));

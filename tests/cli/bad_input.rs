@@ -213,6 +213,17 @@ fn cases() -> Vec<Case> {
         case("advise: --rate 0", none, &["advise", "--workdir", "@", "--out", "@rep", "--clients", "2", "--rate", "0"], Fail("--rate 0: must be above 0")),
         case("advise: --rate below 0", none, &["advise", "--workdir", "@", "--out", "@rep", "--clients", "2", "--rate", "-5"], Fail("--rate -5: must be above 0")),
         case("advise: --clients-are neither threads nor processes", none, &["advise", "--workdir", "@", "--out", "@rep", "--clients", "2", "--clients-are", "forks"], Fail("invalid value 'forks' for '--clients-are")),
+        // --rate beyond what the machine can pace, and SQLite's one writer connection asked of client processes: one line, before anything is written
+        case("advise: --rate of ten million a second", none, &["advise", "--workdir", "@", "--out", "@rep", "--clients", "16", "--rate", "10000000"], Fail("more than this machine can pace")),
+        case("advise: --rate beyond the machine at one client", none, &["advise", "--workdir", "@", "--out", "@rep", "--rate", "1e7"], Fail("more than this machine can pace")),
+        case("advise: one writer connection with client processes", none, &["advise", "--workdir", "@", "--out", "@rep", "--clients", "2", "--clients-are", "processes", "--sqlite-writers", "one"], Fail("--sqlite-writers one with --clients-are processes")),
+        case("advise: --sqlite-writers neither one nor per-client", none, &["advise", "--workdir", "@", "--out", "@rep", "--clients", "2", "--sqlite-writers", "two"], Fail("invalid value 'two' for '--sqlite-writers")),
+        case("run: --clients with one writer connection in processes", db, &["run", "@db", "--clients", "2", "--clients-are", "processes", "--sqlite-writers", "one", "--mix", "1:1", "--commit-every", "1"], Fail("--sqlite-writers one with --clients-are processes")),
+        case("run: --clients 0", db, &["run", "@db", "--clients", "0"], Fail("--clients 0: must be from 1 to 1024")),
+        case("run: --rate without --clients", db, &["run", "@db", "--rate", "100"], Fail("--clients")),
+        case("run: --clients with a rate beyond the machine", db, &["run", "@db", "--clients", "4", "--rate", "1e9"], Fail("more than this machine can pace")),
+        case("run: --clients with --threads", db, &["run", "@db", "--clients", "4", "--threads", "2"], Fail("cannot be used with")),
+        case("run: --clients one writer without --commit-every", db, &["run", "@db", "--clients", "2", "--sqlite-writers", "one", "--mix", "1:1", "--window", "50ms", "--repeat", "1"], Fail("give --commit-every N")),
         // a result file from before --commit-every: rendered, its write figures marked
         case("run: --start-at unparsable", db, &["run", "@db", "--start-at", "tomorrow"], Fail("neither RFC 3339")),
         case("run: --start-at more than a day away", db, &["run", "@db", "--start-at", "2099-01-01T00:00:00Z"], Fail("within a day of now")),

@@ -53,25 +53,31 @@ fn advise_with_two_client_processes() {
     assert!(md.contains("a connection per client process"), "{md}");
     let v = common::valid_results(&out.join("results.json"));
     assert_eq!(v["advise"]["clients"]["are"], "processes");
+    assert!(md.contains("SQLite has no one-writer row with client processes"), "{md}");
     let parsed = blobbench::results::read(&out.join("results.json")).unwrap();
     let clients = parsed.advise.unwrap().clients.expect("the clients' section");
-    assert_eq!(clients.excluded.len(), 1);
-    assert_eq!(clients.excluded[0].candidate, "redb");
-    assert!(clients.excluded[0].why.starts_with(why));
+    let excluded: Vec<&str> = clients.excluded.iter().map(|e| e.candidate.as_str()).collect();
+    assert_eq!(excluded, ["sqlite-one-writer", "redb"]);
+    assert!(clients.excluded[1].why.starts_with(why));
+    assert!(!clients.arms.iter().any(|a| a.id.contains("one-writer")), "no one-writer row with processes");
     let set = parsed.rounds.iter().find(|r| r.id == "advise/clients").expect("their rounds");
     assert!(set.consistent() && set.rounds.len() >= 6, "6 paired rounds");
-    let timed = set.rounds.len() as u64;
-    for candidate in ["sqlite", "lmdb"] {
-        for n in [1, 2] {
-            let arm = clients.arms.iter().find(|a| a.candidate == candidate && a.clients == n).expect(candidate);
-            assert!(arm.ops_per_run > 0);
+    for id in ["sqlite", "sqlite+select", "lmdb"] {
+        for n in [1u64, 2] {
+            let arm = clients.arms.iter().find(|a| a.id == format!("clients/{n}/{id}")).expect(id);
+            assert_eq!(arm.runs.len(), set.rounds.len(), "{}: each timed run's counts", arm.id);
             let mut merged = 0;
             for c in &arm.classes {
                 let h = blobbench::measure::Latency::from_base64(&c.histogram).unwrap();
                 assert_eq!(h.count(), c.latency.count, "{}: {}", arm.id, c.class);
                 merged += h.count();
             }
-            assert_eq!(merged, arm.ops_per_run * timed, "{}: one record per op of the timed runs", arm.id);
+            // One record per op of the timed runs: those that ended in
+            // the windows, and at most one per client and run under way
+            // at the deadline.
+            let in_windows: u64 = arm.runs.iter().map(|r| r.ops).sum();
+            let runs = arm.runs.len() as u64;
+            assert!(merged >= in_windows && merged <= in_windows + n * runs, "{}: {merged} {in_windows}", arm.id);
         }
     }
     assert!(!clients.arms.iter().any(|a| a.candidate == "redb"));
@@ -84,4 +90,42 @@ fn advise_with_two_client_processes() {
 fn a_client_process_without_a_job_says_so() {
     let e = common::quick_error(common::blobbench().arg("client-worker").write_stdin(""));
     assert!(e.contains("no job given"), "{e}");
+}
+
+/// `run --clients N`: one configuration over windows shared by its
+/// clients, through the driver advise uses. SQLite with one writer
+/// connection never waits on SQLite's lock (its writers queue on the
+/// process's mutex); client processes write through a connection each;
+/// under a rate the due operations are counted.
+#[test]
+fn run_with_clients_measures_one_configuration_over_shared_windows() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("kv.db");
+    common::stdout_of(common::blobbench().arg("init").arg(&db).args(["--count", "300", "--size", "2k"]));
+    let run = |extra: &[&str]| {
+        common::stdout_of(
+            common::blobbench()
+                .arg("run")
+                .arg(&db)
+                .args(["--mix", "80:20", "--commit-every", "1", "--jmode", "wal", "--sync", "full"])
+                .args(["--window", "100ms", "--repeat", "2"])
+                .args(extra)
+                .env(MARK, d.path()),
+        )
+    };
+    let one = run(&["--clients", "4", "--sqlite-writers", "one"]);
+    assert!(
+        one.contains("4 clients (threads), mix 80:20, closed loop: 2 timed runs, each one window of 0.100 s"),
+        "{one}"
+    );
+    assert!(one.contains("busy waits: 0"), "one writer connection queues in the process: {one}");
+    assert!(one.contains("ops_per_s_median "), "{one}");
+    let procs = run(&["--clients", "2", "--clients-are", "processes"]);
+    assert!(procs.contains("2 clients (processes)"), "{procs}");
+    let paced = run(&["--clients", "2", "--rate", "200"]);
+    assert!(paced.contains("open loop at 200 ops/s") && paced.contains("due per run: 20;"), "{paced}");
+    let kv = rusqlite::Connection::open(&db).unwrap();
+    let ok: String = kv.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(ok, "ok");
+    assert_eq!(client_workers(&d.path().to_string_lossy()), Vec::<String>::new(), "no client process left behind");
 }

@@ -245,16 +245,24 @@ pub(super) fn measure(
         let Some((settings, path)) = suite::mixed_settings(suite_opts, work, &read_id, &write_id) else {
             return Err(Error::invalid(format!("advise: no dataset for {} with clients", store.name())));
         };
-        for row in plan.rows(store) {
+        for (r, row) in plan.rows(store).into_iter().enumerate() {
             let mut settings = settings.clone();
             if let Some(c) = row.sqlite {
                 settings.db.writers = c.writers;
                 settings.db.access = c.reads;
             }
+            // One engine per row, shared by its client counts: an engine
+            // may keep one handle per process (LMDB's environment).
+            let first = arms.len();
             for n in plan.levels() {
-                let engine = crate::engine::open(&path, &settings)?;
-                let seed = opts.spec.seed.wrapping_add(u64::from(n) << 16);
-                let arm = ClientsArm::prepare(engine, n, mix, window(opts.quick, n, plan.rate), seed, plan.rate)?;
+                let seed = arm_seed(opts.spec.seed, r, n);
+                let window = window(opts.quick, n, plan.rate);
+                let arm = match arms.get(first) {
+                    Some((_, first)) => first.at(n, window, seed)?,
+                    None => {
+                        ClientsArm::prepare(crate::engine::open(&path, &settings)?, n, mix, window, seed, plan.rate)?
+                    }
+                };
                 let arm = match (plan.are, &plan.launcher) {
                     (ClientsAre::Processes, Some(launcher)) => arm.in_processes(&settings, launcher)?,
                     _ => arm,
@@ -288,6 +296,14 @@ pub(super) fn measure(
         excluded: excluded(&opts.stores(), plan.are),
     };
     Ok((section, out.set))
+}
+
+/// The seed of the scripts of a store's `row`-th row at `clients`: its
+/// own for each, so that rows on one dataset (SQLite's) write other
+/// content in their k-th runs; the same blobs rewritten with the same
+/// bytes would commit nothing (SQLite skips pages that do not change).
+fn arm_seed(base: u64, row: usize, clients: u32) -> u64 {
+    base.wrapping_add(u64::from(clients) << 16).wrapping_add((row as u64) << 40)
 }
 
 /// The harness's cost at `clients`, against the mean operation there.

@@ -222,3 +222,15 @@ fn the_least_time_covers_every_arm_s_runs_at_their_window() {
     assert_eq!(window(false, 8, Some(2000.0)), Duration::from_millis(800));
     assert_eq!(window(true, 16, Some(10.0)), run_time(true) * 4, "at most four times it");
 }
+
+/// Every arm of the clients' rounds has a seed of its own: two rows on
+/// one SQLite file writing the same content in their k-th runs would make
+/// the second's commits empty.
+#[test]
+fn every_row_and_client_count_writes_content_of_its_own() {
+    let mut seeds: Vec<u64> = (0..4).flat_map(|r| levels(1024).into_iter().map(move |n| arm_seed(7, r, n))).collect();
+    let all = seeds.len();
+    seeds.sort_unstable();
+    seeds.dedup();
+    assert_eq!(seeds.len(), all);
+}
