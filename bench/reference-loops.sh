@@ -36,9 +36,10 @@
 # one's median ops/s with the min-max over the rounds, the median over
 # rounds of its slowest and its median client's operations, of its read
 # p99, and of its write p50 and p99. In each round the reference alternates with
-# blobbench's side of the pair, `blobbench_at_n` below (not wired yet: it
-# runs nothing, and its columns stay empty). About 10 minutes with the
-# defaults (27 loops x 6 rounds x 3 s, and the datasets).
+# blobbench's side of the pair, `run --clients` (`blobbench_at_n` below),
+# and the table gives blobbench's ops/s and its paired ratio to the
+# reference's. About 20 minutes with the defaults (27 pairs x 6 rounds x
+# 3 s a side, blobbench's warm-up window, and the datasets).
 # STORES limits the stores by their first word (STORES=redb,lmdb; default:
 # all; for clients, the store names above). BLOBBENCH and REFERENCE name
 # the two binaries (default: this checkout's release builds, built
@@ -106,16 +107,22 @@ if [ "$what" = clients ]; then
       for (i = 1; i <= n; i++) printf "%s%s", (k[i] in f ? f[k[i]] : "-"), (i < n ? "\t" : "\n")
     }'
   }
-  # ---- blobbench's side of each pair (issue 42): NOT WIRED YET ----
-  # Runs blobbench's clients driver on STORE's dataset with N clients as
-  # KIND (threads|processes), the same window and mix, and prints its
-  # figures in the reference's words (above). Until it exists this prints
-  # nothing, and the table's blobbench columns stay empty. Wire it here,
-  # e.g. "$bb" <command> ... --clients "$n" --clients-are "$kind" plus a
-  # jq that prints those lines.
+  # Blobbench's side of each pair: `run --clients`, the driver advise
+  # --clients uses, on STORE's dataset in the reference's configuration
+  # (the same window, mix and durable commit per write; SQLite's reads by a
+  # prepared SELECT, as the reference's), after one warm-up window; it
+  # prints its figures in the reference's words.
   blobbench_at_n() { # STORE N KIND
-    local store=$1 n=$2 kind=$3
-    : "$store" "$n" "$kind"
+    local flags
+    case $1 in
+      files) flags=("$work/flat" --file-write replace --fsync --fsync-dir --file-read posix) ;;
+      sqlite-per-conn) flags=("$work/kv.db" --jmode wal --sync full --sqlite-writers per-client) ;;
+      sqlite-one-writer) flags=("$work/kv.db" --jmode wal --sync full --sqlite-writers one) ;;
+      lmdb) flags=("$work/lmdb" --kv-sync durable) ;;
+      postgres) flags=("$work/pgds" --pg "$url" --kv-sync durable) ;;
+    esac
+    "$bb" run "${flags[@]}" --clients "$2" --clients-are "$3" --mix "$MIX" --commit-every 1 \
+      --window "${WINDOW_MS}ms" --warmup 1 --repeat 1
   }
   reference_at_n() { # STORE PATH N KIND
     "$ref" clients "$1" "$2" "$3" "$WINDOW_MS" "$4" "$MIX"

@@ -107,7 +107,27 @@ fn text(c: &ClientsRun, mix: Mix, per_s: &[f64], arm: &ClientsArm, warnings: &[S
     let headers = ["latency (us)", "ops", "p50", "p90", "p99", "p99.9", "max"];
     o.push_str(&table_text(&Table::new(&headers, rows.collect()), false));
     let _ = writeln!(o, "busy waits: {}", tally.busy_waits);
-    let _ = writeln!(o, "ops_per_s_median {median:.0}");
+    // The same figures in the reference loops' words, one per line, for
+    // scripts (bench/reference-loops.sh clients): medians over the runs.
+    let med = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        blobbench::measure::paired::median_sorted(&v)
+    };
+    let class = |name: &str, q: fn(&blobbench::measure::LatencySummary) -> f64| {
+        tally.by_class().into_iter().find(|(c, _)| *c == name).map(|(_, l)| q(&l.summary()))
+    };
+    let _ = writeln!(o, "ops_per_s {median:.0}");
+    let _ = writeln!(o, "client_ops_min {:.0}", med(tally.runs.iter().map(|w| w.slowest as f64).collect()));
+    let _ = writeln!(o, "client_ops_median {:.0}", med(tally.runs.iter().map(|w| w.median as f64).collect()));
+    for (line, name, q) in [
+        ("read_p99_us", "read", (|l| l.p99_us) as fn(&blobbench::measure::LatencySummary) -> f64),
+        ("write_p50_us", "overwrite", |l| l.p50_us),
+        ("write_p99_us", "overwrite", |l| l.p99_us),
+    ] {
+        if let Some(v) = class(name, q) {
+            let _ = writeln!(o, "{line} {v:.0}");
+        }
+    }
     for w in warnings {
         let _ = writeln!(o, "warning: {w}");
     }

@@ -119,7 +119,9 @@ fn run_with_clients_measures_one_configuration_over_shared_windows() {
         "{one}"
     );
     assert!(one.contains("busy waits: 0"), "one writer connection queues in the process: {one}");
-    assert!(one.contains("ops_per_s_median "), "{one}");
+    for line in ["ops_per_s ", "client_ops_min ", "client_ops_median ", "read_p99_us ", "write_p50_us "] {
+        assert!(one.lines().any(|l| l.starts_with(line)), "{line}: {one}");
+    }
     let procs = run(&["--clients", "2", "--clients-are", "processes"]);
     assert!(procs.contains("2 clients (processes)"), "{procs}");
     let paced = run(&["--clients", "2", "--rate", "200"]);
