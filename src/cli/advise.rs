@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
-use blobbench::drivers::processes::Launcher;
 use blobbench::measure::clock::Clock;
 use blobbench::records::sizes::parse_size_dist;
 use blobbench::records::DbWriters;
@@ -47,7 +46,7 @@ pub struct AdviseArgs {
     /// writes have been committed (1: each write committed before it
     /// returns). Every candidate is measured at this N, its power cuts and
     /// its aging pass too.
-    #[arg(long, value_name = "N", default_value = "1", allow_hyphen_values = true, value_parser = super::run::commit_every)]
+    #[arg(long, value_name = "N", default_value = "1", allow_hyphen_values = true, value_parser = super::args::commit_every)]
     pub commit_every: u32,
     #[arg(long, value_parser = super::engines::key_value_list, help = super::engines::key_value_help(&format!("Key-value engines considered beside SQLite and files [default: {}]", super::engines::names(&blobbench::studies::advise::rules::default_engines()))))]
     pub engines: Option<super::engines::EngineList>,
@@ -74,18 +73,18 @@ pub struct AdviseArgs {
     /// Clients at once, each with its own connection or handle, each running the mix
     /// (1 to 1024): every candidate then also runs at 1, 2, 4 ... N clients and is ranked at N
     /// by throughput.
-    #[arg(long, value_name = "N", default_value = "1", allow_hyphen_values = true, value_parser = clients_count)]
+    #[arg(long, value_name = "N", default_value = "1", allow_hyphen_values = true, value_parser = super::args::clients_count)]
     pub clients: u32,
     /// What the clients are: threads of one process (each with its own session), or processes.
     #[arg(long, value_enum, default_value = "threads")]
-    pub clients_are: ClientsAreArg,
+    pub clients_are: super::args::ClientsAreArg,
     /// Exclude a candidate whose write p99 at --clients exceeds this, e.g. 20ms.
     #[arg(long, allow_hyphen_values = true, value_parser = units::duration, value_name = "DURATION")]
     pub p99_write: Option<std::time::Duration>,
     /// An open loop at R operations per second over all clients (at one client too), each
     /// operation's latency counted from when it was due (a service with a known load): a
     /// candidate is then ranked by whether it keeps up, then by its p99 [default: closed loop].
-    #[arg(long, value_name = "R", allow_hyphen_values = true, value_parser = rate)]
+    #[arg(long, value_name = "R", allow_hyphen_values = true, value_parser = super::args::rate)]
     pub rate: Option<f64>,
     /// SQLite's ways of writing with several clients: one writer connection shared by the
     /// process's threads, a connection per client (BEGIN IMMEDIATE, busy waits), or both, each
@@ -102,33 +101,6 @@ pub enum SqliteWritersArg {
     PerClient,
     /// Both, each its own row (threads only).
     Both,
-}
-
-/// `--rate R`: operations per second, above 0.
-pub(super) fn rate(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
-        Ok(_) => Err(format!("--rate {s}: must be above 0 ops/s")),
-        Err(_) => Err(format!("--rate {s:?}: not a number of operations per second")),
-    }
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ClientsAreArg {
-    /// Threads of one process, each with its own session.
-    Threads,
-    /// Child processes of this binary, as a pre-fork server's workers.
-    Processes,
-}
-
-/// `--clients N`: a whole number from 1 to 1024.
-pub(super) fn clients_count(s: &str) -> Result<u32, String> {
-    let max = blobbench::drivers::clients::MAX_CLIENTS;
-    match s.trim().parse::<u32>() {
-        Ok(n) if (1..=max).contains(&n) => Ok(n),
-        Ok(n) => Err(format!("--clients {n}: must be from 1 to {max}")),
-        Err(_) => Err(format!("--clients {s:?}: not a whole number (1 to {max})")),
-    }
 }
 
 /// "90:10" into (90, 10).
@@ -186,10 +158,10 @@ impl AdviseArgs {
         spec.sizes.clone_from(&self.sizes);
         let writer = (!self.no_power_cut).then(std::env::current_exe).transpose()?;
         let are = match self.clients_are {
-            ClientsAreArg::Threads => ClientsAre::Threads,
-            ClientsAreArg::Processes => ClientsAre::Processes,
+            super::args::ClientsAreArg::Threads => ClientsAre::Threads,
+            super::args::ClientsAreArg::Processes => ClientsAre::Processes,
         };
-        let launcher = (are == ClientsAre::Processes).then(launcher).transpose()?;
+        let launcher = (are == ClientsAre::Processes).then(super::args::launcher).transpose()?;
         Ok(AdviseOptions {
             workdir: self.workdir.clone(),
             spec,
@@ -221,21 +193,6 @@ impl AdviseArgs {
             },
         })
     }
-}
-
-/// The hidden command a client process runs.
-const CLIENT_WORKER: &str = "client-worker";
-
-/// How to start a client process: this binary's hidden `client-worker`.
-pub(super) fn launcher() -> std::io::Result<Launcher> {
-    std::env::current_exe().map(|exe| Launcher { exe, args: vec![CLIENT_WORKER.into()] })
-}
-
-/// A client process of `--clients-are processes`: its job and orders on
-/// standard input, its answers on standard output.
-pub fn client_worker() -> anyhow::Result<()> {
-    blobbench::drivers::processes::serve(&mut std::io::stdin().lock(), &mut std::io::stdout().lock())?;
-    Ok(())
 }
 
 pub fn run(args: AdviseArgs) -> anyhow::Result<()> {

@@ -61,7 +61,7 @@ pub struct AgingArgs {
     pub force: bool,
     /// Rewrite passes commit every N writes [default: one transaction per
     /// pass]; advise ages each candidate with the workload's N.
-    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = super::run::commit_every)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = super::args::commit_every)]
     pub commit_every: Option<u32>,
 }
 

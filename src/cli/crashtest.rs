@@ -79,7 +79,7 @@ pub struct CrashtestArgs {
     /// been committed (SQLite and the engines commit every N writes; files
     /// are each written and fsynced, their directory fsynced every N with
     /// replace-fsync-dir).
-    #[arg(long, value_name = "N", default_value = "1", allow_hyphen_values = true, value_parser = super::run::commit_every)]
+    #[arg(long, value_name = "N", default_value = "1", allow_hyphen_values = true, value_parser = super::args::commit_every)]
     pub commit_every: u32,
     #[command(flatten)]
     pub s3_server: super::servers::S3ServerArg,
@@ -178,7 +178,7 @@ pub struct CrashWriterArgs {
     pub base: u64,
     #[arg(long)]
     pub acks: Option<PathBuf>,
-    #[arg(long, default_value = "1", allow_hyphen_values = true, value_parser = super::run::commit_every)]
+    #[arg(long, default_value = "1", allow_hyphen_values = true, value_parser = super::args::commit_every)]
     pub commit_every: u32,
     pub path: PathBuf,
 }

@@ -3,6 +3,7 @@
 
 mod advise;
 mod aging;
+mod args;
 mod concurrency;
 mod crashtest;
 mod dataset;
@@ -82,6 +83,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Aging(a) => aging::run(a),
         Command::CrashWriter(a) => crashtest::crash_writer(a),
         Command::LayerCostProbe(a) => powercut::probe(a),
-        Command::ClientWorker => advise::client_worker(),
+        Command::ClientWorker => args::client_worker(),
     }
 }

@@ -80,7 +80,7 @@ pub struct RunArgs {
     /// key-value engines commit every N writes, files fsync their directory
     /// every N writes with --fsync-dir [default: one transaction per run,
     /// as kvtest].
-    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = commit_every)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = super::args::commit_every)]
     pub commit_every: Option<u32>,
     /// Database: stop the timer before the closing checkpoint (timed apart).
     #[arg(long)]
@@ -149,16 +149,16 @@ pub struct RunArgs {
     /// Run the mix (or --update's writes, or reads) with N clients at once, each with its own
     /// connection or handle, every run one window shared by all clients: ops/s over all clients,
     /// as advise --clients measures each candidate.
-    #[arg(long, value_name = "N", value_parser = super::advise::clients_count, conflicts_with_all = ["threads", "round_trip", "cold", "start_at", "json", "csv", "format"])]
+    #[arg(long, value_name = "N", value_parser = super::args::clients_count, conflicts_with_all = ["threads", "round_trip", "cold", "start_at", "json", "csv", "format"])]
     pub clients: Option<u32>,
     /// With --clients: threads of one process, or processes of this binary.
     #[arg(long, value_enum, default_value = "threads", requires = "clients")]
-    pub clients_are: super::advise::ClientsAreArg,
+    pub clients_are: super::args::ClientsAreArg,
     /// With --clients: each run's window, e.g. 500ms, 3s [default: 1s].
     #[arg(long, value_name = "DURATION", requires = "clients", value_parser = units::duration)]
     pub window: Option<std::time::Duration>,
     /// With --clients: an open loop at R operations per second over all clients.
-    #[arg(long, value_name = "R", requires = "clients", allow_hyphen_values = true, value_parser = super::advise::rate)]
+    #[arg(long, value_name = "R", requires = "clients", allow_hyphen_values = true, value_parser = super::args::rate)]
     pub rate: Option<f64>,
     /// Database with --clients: one writer connection for the process (threads only), or one per client.
     #[arg(long, value_enum, value_name = "HOW", requires = "clients")]
@@ -217,13 +217,6 @@ fn repeat_count(s: &str) -> Result<u32, units::UnitError> {
     if v > 10_000 {
         return Err(units::UnitError::from(format!("--repeat {v} is absurd (at most 10000)")));
     }
-    Ok(v)
-}
-
-/// clap parser for `--commit-every N`: 1 to 1,000,000.
-pub fn commit_every(s: &str) -> Result<u32, units::UnitError> {
-    let v: u32 = units::parse_at_least(s, 1, "--commit-every")?;
-    blobbench::records::check_commit_every(v).map_err(units::UnitError::from)?;
     Ok(v)
 }
 
@@ -334,7 +327,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     if let Some(clients) = args.clients {
         let c = super::run_clients::ClientsRun {
             clients,
-            processes: matches!(args.clients_are, super::advise::ClientsAreArg::Processes),
+            processes: matches!(args.clients_are, super::args::ClientsAreArg::Processes),
             window: args.window.unwrap_or(super::run_clients::DEFAULT_WINDOW),
             rate: args.rate,
         };

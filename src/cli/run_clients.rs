@@ -62,7 +62,7 @@ pub fn run(opts: &RunOptions, c: &ClientsRun) -> anyhow::Result<String> {
     let mix = opts.mix.unwrap_or(if opts.update { Mix { read: 0, write: 1 } } else { Mix { read: 1, write: 0 } });
     let engine = blobbench::engine::open(&opts.path, &opts.settings)?;
     let arm = ClientsArm::prepare(engine, c.clients, mix, c.window, opts.seed, c.rate)?;
-    let mut arm = if c.processes { arm.in_processes(&opts.settings, &super::advise::launcher()?)? } else { arm };
+    let mut arm = if c.processes { arm.in_processes(&opts.settings, &super::args::launcher()?)? } else { arm };
     let plan = blobbench::records::Plan { cold: false, ..opts.plan };
     let measured = blobbench::measure::measure(&plan, None, |ctx| arm.run(ctx))?;
     let per_s: Vec<f64> = measured.runs.iter().map(|r| 1e6 / r.figure()).collect();

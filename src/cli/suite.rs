@@ -77,7 +77,7 @@ pub struct SuiteArgs {
     /// The durable writes also measured committed as an application commits
     /// them (`commit/...`, beside the article's one transaction per run):
     /// a commit every N writes.
-    #[arg(long, value_name = "N", default_value = "1", allow_hyphen_values = true, value_parser = super::run::commit_every)]
+    #[arg(long, value_name = "N", default_value = "1", allow_hyphen_values = true, value_parser = super::args::commit_every)]
     pub commit_every: u32,
 }
 
