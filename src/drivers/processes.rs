@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::clients::{client_session, lead, ClientDone, ClientSpan, ClientTurn};
+use super::client::{client_session, lead, ClientDone, ClientSpan, ClientTurn};
 use crate::measure::Latency;
 use crate::records::{EngineSettings, Mix};
 use crate::{Error, Result};

@@ -124,7 +124,7 @@ pub struct AdviseSection {
     /// The candidates with several clients at once (`--clients N`, N > 1,
     /// or `--rate R`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clients: Option<super::clients::ClientsSection>,
+    pub clients: Option<super::clients::section::ClientsSection>,
     /// What the budget covered, part by part (absent in older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages: Option<Stages>,

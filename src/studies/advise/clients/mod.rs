@@ -15,16 +15,16 @@
 
 pub mod rank;
 pub mod row;
-mod section;
+pub mod section;
 
 use std::path::Path;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 pub use rank::{at, leader_change, merge_histograms, spread, AtClients, RankingAt, Spread};
-pub use row::{arm_id, Row, SqliteClients};
-pub use section::{ClassLatency, ClientsArmRecord, ClientsExclusion, ClientsSection, Harness};
+pub use row::{arm_id, Row};
+pub use section::{
+    ClassLatency, ClientsAre, ClientsArmRecord, ClientsExclusion, ClientsSection, Harness, SqliteClients,
+};
 
 use super::rules::{self, Store};
 use super::section::CrashFacts;
@@ -38,25 +38,6 @@ use crate::{Error, Result};
 
 /// The id of the clients' round set in the result file.
 pub const ROUNDS_ID: &str = "advise/clients";
-
-/// How the clients run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ClientsAre {
-    /// Threads of one process, each with its own session.
-    Threads,
-    /// Processes, as a pre-fork server's workers.
-    Processes,
-}
-
-impl ClientsAre {
-    pub fn name(self) -> &'static str {
-        match self {
-            ClientsAre::Threads => "threads",
-            ClientsAre::Processes => "processes",
-        }
-    }
-}
 
 /// Which of SQLite's ways of writing with clients to measure
 /// (`--sqlite-writers`).

@@ -6,26 +6,9 @@
 //! only; the result file keeps it in each arm's id (`clients/N/NAME`) and
 //! the store and SQLite configuration as fields of their own.
 
-use serde::{Deserialize, Serialize};
-
 use super::super::rules::Store;
+use super::section::{ClientsArmRecord, SqliteClients};
 use crate::records::{DbAccess, DbWriters};
-
-/// How SQLite's clients write and read in one row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SqliteClients {
-    pub writers: DbWriters,
-    /// Each read on a client's own connection, its transaction ended
-    /// after it: the blob handle opened and closed, or a prepared
-    /// `SELECT` stepped and reset.
-    pub reads: DbAccess,
-}
-
-impl SqliteClients {
-    /// A file from before SQLite had several rows: a connection per
-    /// client, reads through the blob handle.
-    pub const BEFORE: SqliteClients = SqliteClients { writers: DbWriters::PerClient, reads: DbAccess::BlobApi };
-}
 
 /// A candidate in one configuration at N clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +89,13 @@ impl Row {
             Some(c) => Row::sqlite(c.writers, DbAccess::BlobApi),
             None => self,
         }
+    }
+}
+
+impl ClientsArmRecord {
+    /// The row it ran.
+    pub fn row(&self) -> Option<Row> {
+        Row::of_record(&self.candidate, self.sqlite)
     }
 }
 

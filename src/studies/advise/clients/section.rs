@@ -2,10 +2,44 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::row::{Row, SqliteClients};
-use super::ClientsAre;
 use crate::drivers::clients::WindowCount;
 use crate::measure::LatencySummary;
+use crate::records::{DbAccess, DbWriters};
+
+/// How the clients run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientsAre {
+    /// Threads of one process, each with its own session.
+    Threads,
+    /// Processes, as a pre-fork server's workers.
+    Processes,
+}
+
+impl ClientsAre {
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientsAre::Threads => "threads",
+            ClientsAre::Processes => "processes",
+        }
+    }
+}
+
+/// How SQLite's clients write and read in one row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SqliteClients {
+    pub writers: DbWriters,
+    /// Each read on a client's own connection, its transaction ended
+    /// after it: the blob handle opened and closed, or a prepared
+    /// `SELECT` stepped and reset.
+    pub reads: DbAccess,
+}
+
+impl SqliteClients {
+    /// A file from before SQLite had several rows: a connection per
+    /// client, reads through the blob handle.
+    pub const BEFORE: SqliteClients = SqliteClients { writers: DbWriters::PerClient, reads: DbAccess::BlobApi };
+}
 
 /// One kind of operation's latencies over every client and timed run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -20,7 +54,7 @@ pub struct ClassLatency {
 /// One candidate, in one configuration, at one client count.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClientsArmRecord {
-    /// The arm's id in the round set: `clients/N/ROW` ([`super::row::arm_id`]).
+    /// The arm's id in the round set: `clients/N/ROW` ([`super::arm_id`]).
     pub id: String,
     /// Its [`super::super::rules::Store`] name.
     pub candidate: String,
@@ -49,18 +83,13 @@ impl ClientsArmRecord {
     pub fn class(&self, class: &str) -> Option<&ClassLatency> {
         self.classes.iter().find(|c| c.class == class)
     }
-
-    /// The row it ran.
-    pub fn row(&self) -> Option<Row> {
-        Row::of_record(&self.candidate, self.sqlite)
-    }
 }
 
 /// A candidate (or one of SQLite's rows) the clients' stage leaves out,
 /// and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClientsExclusion {
-    /// Its row's name ([`Row::name`]).
+    /// Its row's name ([`super::Row::name`]).
     pub candidate: String,
     pub why: String,
 }

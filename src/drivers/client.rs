@@ -1,0 +1,137 @@
+//! One client of several (`drivers::clients`): what it is given for a
+//! run, its timed session over the run's shared window, and what it did,
+//! on a clock every client reads alike. The one body of a thread client
+//! and of a client process (`drivers::processes`).
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::session::{timed_session, Pace, Script, SessionRun, SessionSpec, Window, Work};
+use crate::engine::{Engine, OpenMode};
+use crate::measure::Latency;
+use crate::records::keys::{KeySequence, KvtestRng, Order};
+use crate::Result;
+
+/// What one client did in one run, on a clock all clients share.
+pub(crate) struct ClientDone {
+    pub span: ClientSpan,
+    pub busy_waits: u64,
+    /// By [`ScriptOp::class`]; empty when the run was not timed.
+    pub classes: [Latency; 4],
+}
+
+/// Client `client` of `clients`' due times at `rate` operations per second
+/// over all of them: one every `clients / rate` seconds, the clients'
+/// first due times spread evenly over one interval (client i at i/N of
+/// it), so that N clients do not fire together. None: a closed loop.
+pub fn pace_of(client: u32, clients: u32, rate: Option<f64>) -> Option<Pace> {
+    let rate = rate?;
+    let interval = Duration::from_secs_f64(f64::from(clients) / rate);
+    Some(Pace { offset: interval.mul_f64(f64::from(client) / f64::from(clients)), interval })
+}
+
+/// Operations due in a window of `window` at `pace`.
+pub fn due_in(window: Duration, pace: Pace) -> u64 {
+    let (w, off, i) = (window.as_nanos(), pace.offset.as_nanos(), pace.interval.as_nanos().max(1));
+    if off >= w {
+        0
+    } else {
+        ((w - off).div_ceil(i)) as u64
+    }
+}
+
+/// Which run of which client, and how: what a thread client and a client
+/// process are both given.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientTurn {
+    pub client: u32,
+    pub clients: u32,
+    pub max_id: u32,
+    /// 0 for untimed runs, then 1, 2 ...: each timed run draws other keys.
+    pub round: u32,
+    /// Record each op's latency in the script's class histograms.
+    pub timed: bool,
+    pub rate: Option<f64>,
+}
+
+/// One client's session of one run: opens, calls `ready` (the clients
+/// wait for each other there), takes the run's window from `window`, runs
+/// its `script` on its own key stream over the window, closes. Returns
+/// the session and its busy waits. The one body of a thread client and
+/// of a client process.
+pub(crate) fn client_session(
+    engine: &dyn Engine,
+    script: &Script,
+    turn: ClientTurn,
+    ready: &dyn Fn(),
+    window: &dyn Fn() -> Result<(Instant, Instant)>,
+) -> Result<(SessionRun, u64)> {
+    let ClientTurn { client, clients, max_id, round, timed, rate } = turn;
+    let pace = pace_of(client, clients, rate);
+    let window = || window().map(|(start, deadline)| Window { start, deadline, pace });
+    // Only turns the clock reads on: the classes hold each op.
+    let mut on = Latency::new();
+    let spec = SessionSpec {
+        mode: OpenMode::client(client),
+        max_id: Some(max_id),
+        keys: |max| KeySequence::with_rng(Order::Random, 1, max, KvtestRng::stream(round * (clients + 1) + client + 1)),
+        count: u64::MAX,
+        work: Work::Window(script, &window),
+    };
+    let mut busy = 0;
+    let run = timed_session(engine, spec, timed.then_some(&mut on), ready, &mut |s| {
+        busy = s.busy_waits();
+    })?;
+    Ok((run, busy))
+}
+
+/// The time from the moment every client is ready to the window's start:
+/// long enough for each to be waiting when it comes (16 threads woken on
+/// 2 cores take about a millisecond).
+pub(crate) fn lead(clients: u32) -> Duration {
+    Duration::from_micros(2_000 + 200 * u64::from(clients))
+}
+
+/// One client's session on a clock every client reads alike: its phases'
+/// ends in nanoseconds from one origin (threads: an `Instant` of the
+/// parent; processes: `CLOCK_MONOTONIC`, which every process on the
+/// machine shares), and what it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientSpan {
+    pub ops: u64,
+    pub misses: u64,
+    pub bytes: u64,
+    pub opened_from_ns: u64,
+    pub loop_start_ns: u64,
+    pub loop_end_ns: u64,
+    pub committed_ns: u64,
+    pub closed_ns: u64,
+    pub close_checkpoints: bool,
+    pub close_finishes_writes: bool,
+    pub opened_handle: bool,
+}
+
+impl ClientSpan {
+    /// `run`'s phases on a clock that read `at_ns` when `at` was now.
+    pub fn of(run: &SessionRun, (at, at_ns): (Instant, u64)) -> ClientSpan {
+        let ns = |t: Instant| match t.checked_duration_since(at) {
+            Some(d) => at_ns + d.as_nanos() as u64,
+            None => at_ns.saturating_sub((at - t).as_nanos() as u64),
+        };
+        let t = &run.times;
+        ClientSpan {
+            ops: run.ops,
+            misses: run.misses,
+            bytes: run.bytes,
+            opened_from_ns: ns(t.opened_from),
+            loop_start_ns: ns(t.loop_start),
+            loop_end_ns: ns(t.loop_end),
+            committed_ns: ns(t.committed),
+            closed_ns: ns(t.closed),
+            close_checkpoints: run.info.close_checkpoints,
+            close_finishes_writes: run.info.close_finishes_writes,
+            opened_handle: run.info.opened_handle,
+        }
+    }
+}
