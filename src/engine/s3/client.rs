@@ -21,7 +21,7 @@ use std::time::Duration;
 use rusty_s3::actions::{ListObjectsV2, S3Action};
 use rusty_s3::{Bucket, Credentials, UrlStyle};
 
-use super::net::{url_style, Net, CONNECT_TIMEOUT, DNS_TIMEOUT};
+use super::net::{url_style, Net, CONNECT_TIMEOUT, DNS_TIMEOUT, STALL_ENV};
 use super::refusal::{self, classify, ErrorDoc, Refusal};
 use crate::records::Addressing;
 use crate::util::interrupt::stop_requested;
@@ -114,6 +114,15 @@ pub fn parse_endpoint(endpoint: &str) -> Result<url::Url> {
         return Err(bad("give the endpoint only (the bucket goes in --s3-bucket)"));
     }
     Ok(url)
+}
+
+/// What an error answer's headers add to its document.
+#[derive(Debug, Default)]
+pub(super) struct Said {
+    /// `x-amz-bucket-region`.
+    region: Option<String>,
+    /// The store's clock less this machine's, by its `Date`, in seconds.
+    skew_secs: Option<i64>,
 }
 
 /// One connection's requests (its own keep-alive pool of `in_flight`).
@@ -273,21 +282,30 @@ impl Client {
         }
     }
 
-    /// The first contact with a store: checks that it answers within
-    /// [`CONNECT_TIMEOUT`] (something that accepts connections and never
-    /// answers is not an S3 endpoint), that the bucket exists and that the
-    /// credentials open it, by listing at most one key under `prefix` (an
-    /// answer that names a missing bucket, unlike a HEAD's); whether there
-    /// was one.
+    /// The first contact with a store: checks that it answers, that the
+    /// bucket exists and that the credentials open it, by listing at most
+    /// one key under `prefix` (an answer that names a missing bucket,
+    /// unlike a HEAD's); whether there was one. Its answer has the stall
+    /// bound of every request: a loaded store, or one with a large bucket
+    /// index, may take seconds to list.
     pub fn any_under(&self, prefix: &str) -> Result<bool> {
-        self.list_page(prefix, None, 1, Some(CONNECT_TIMEOUT)).map(|page| !page.contents.is_empty())
+        self.list_page(prefix, None, 1, None).map(|page| !page.contents.is_empty())
     }
 
-    /// Makes the bucket (only on blobbench's own cluster).
+    /// Makes the bucket (only on blobbench's own cluster). A bucket that
+    /// is already there is no error: SeaweedFS makes its own at start and
+    /// answers 409 BucketAlreadyOwnedByYou to a second creation.
     pub fn create_bucket(&self) -> Result<()> {
         let call = Call { op: "PUT", key: "" };
         let url = self.store.bucket.create_bucket(&self.store.credentials).sign(SIGNED_FOR);
         let mut resp = self.agent.put(url.as_str()).send_empty().map_err(|e| self.transport(call, e, None))?;
+        if resp.status() == 409 {
+            let doc = ErrorDoc::parse(&read_text(&mut resp));
+            if doc.code.as_deref() == Some("BucketAlreadyOwnedByYou") {
+                return Ok(());
+            }
+            return Err(self.status_error(call, 409, "Conflict", &doc, &Said::default()));
+        }
         self.check(call, &mut resp)?;
         drain(&mut resp);
         Ok(())
@@ -342,10 +360,14 @@ impl Client {
         if status.is_success() {
             return Ok(());
         }
-        let header_region = resp.headers().get("x-amz-bucket-region").and_then(|v| v.to_str().ok()).map(str::to_string);
+        let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let said = Said {
+            region: header("x-amz-bucket-region"),
+            skew_secs: header("date").and_then(|d| refusal::skew_secs(&d, jiff::Timestamp::now())),
+        };
         let doc = ErrorDoc::parse(&read_text(resp));
         let reason = status.canonical_reason().unwrap_or("");
-        Err(self.status_error(call, status.as_u16(), reason, &doc, header_region.as_deref()))
+        Err(self.status_error(call, status.as_u16(), reason, &doc, &said))
     }
 
     /// A 404 on a GET: no such key (a miss, as kvtest counts one), or no
@@ -353,17 +375,17 @@ impl Client {
     fn missing_key(&self, call: Call, body: &str) -> Result<()> {
         let doc = ErrorDoc::parse(body);
         match doc.code.as_deref() {
-            Some("NoSuchBucket") => Err(self.status_error(call, 404, "Not Found", &doc, None)),
+            Some("NoSuchBucket") => Err(self.status_error(call, 404, "Not Found", &doc, &Said::default())),
             _ => Ok(()),
         }
     }
 
-    fn status_error(&self, call: Call, status: u16, reason: &str, doc: &ErrorDoc, region: Option<&str>) -> Error {
+    fn status_error(&self, call: Call, status: u16, reason: &str, doc: &ErrorDoc, said: &Said) -> Error {
         let s = &self.store;
         let ours = s.bucket.region();
         let key = s.credentials.key();
         let what = if call.key.is_empty() { call.op.to_string() } else { format!("{} {}", call.op, call.key) };
-        let why = match classify(status, doc, region, ours) {
+        let why = match classify(status, doc, said.region.as_deref(), ours) {
             Refusal::NoSuchBucket => format!(
                 "bucket {} does not exist{}",
                 s.bucket(),
@@ -385,11 +407,17 @@ impl Client {
                 refusal::action(call.op),
                 s.bucket()
             ),
-            Refusal::Clock(c) => format!(
-                "{what} failed ({c}): this machine's clock and the store's differ by more than a minute \
-                 (signed URLs are valid for {} s)",
-                SIGNED_FOR.as_secs()
-            ),
+            Refusal::Clock(c) => {
+                let apart = match said.skew_secs {
+                    Some(skew) => format!("this machine's clock is {} (by the Date of its answer)", refusal::apart(skew)),
+                    None => "this machine's clock and the store's differ by more than a minute".into(),
+                };
+                format!(
+                    "{what} failed ({c}): {apart}, and signed URLs are valid for {} s: set this machine's clock \
+                     (NTP: chrony or systemd-timesyncd)",
+                    SIGNED_FOR.as_secs()
+                )
+            }
             Refusal::Other => {
                 let code = doc.code.as_deref().map(|c| format!(", {c}")).unwrap_or_default();
                 format!("{what} failed: the store answered {status} {reason}{code}")
@@ -424,7 +452,8 @@ impl Client {
                 format!("cannot connect to {target}: its name did not resolve within {} s", DNS_TIMEOUT.as_secs())
             }
             ureq::Error::Timeout(_) => format!(
-                "{what}: no answer within {} s{through}; is it an S3 endpoint?",
+                "{what}: no answer within {} s{through} (it took the request and sent nothing back; \
+                 {STALL_ENV} waits longer for a slow store)",
                 answer.map_or(stall, |a| a.as_secs()),
                 what = format_args!("{} {}", call.op, call.key)
             ),
