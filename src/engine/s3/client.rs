@@ -14,7 +14,7 @@
 //! which never holds the secret.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,6 +22,7 @@ use rusty_s3::actions::{ListObjectsV2, S3Action};
 use rusty_s3::{Bucket, Credentials, UrlStyle};
 
 use super::net::{url_style, Net, CONNECT_TIMEOUT, DNS_TIMEOUT, STALL_ENV};
+use super::credentials::Source;
 use super::refusal::{self, classify, ErrorDoc, Refusal};
 use crate::records::Addressing;
 use crate::util::interrupt::stop_requested;
@@ -64,6 +65,9 @@ pub struct Store {
     /// Whether the endpoint is blobbench's own throwaway cluster (its
     /// fixed test credentials need no checking by the user).
     local: bool,
+    /// Where a store the user runs got its credentials (None: blobbench's
+    /// own server's).
+    source: Option<Source>,
     /// Proxy, bounds and CAs.
     pub net: Net,
 }
@@ -85,7 +89,23 @@ impl Store {
         let style = if local { UrlStyle::Path } else { url_style(addressing, &url, bucket)? };
         let bucket = Bucket::new(url, style, bucket.to_string(), region.to_string())
             .map_err(|e| Error::bad_input(&label, format!("not a usable bucket: {e}")))?;
-        Ok(Store { bucket, credentials, label, local, net })
+        Ok(Store { bucket, credentials, label, local, source: None, net })
+    }
+
+    /// The same store, its credentials found in `source`.
+    pub fn with_source(self, source: Source) -> Store {
+        Store { source: Some(source), ..self }
+    }
+
+    /// The AWS profile its credentials came from (a descriptor keeps it).
+    pub fn source_profile(&self) -> Option<String> {
+        self.source.as_ref().and_then(Source::profile)
+    }
+
+    /// Where its credentials came from, as a result file records it (a
+    /// profile's name, never a key); None on blobbench's own server.
+    pub fn credentials_from(&self) -> Option<String> {
+        self.source.as_ref().map(Source::label)
     }
 
     pub fn bucket(&self) -> &str {
@@ -94,7 +114,7 @@ impl Store {
 }
 
 /// `--s3 URL`: an `http://` or `https://` endpoint with a host and no
-/// credentials in it (they come from the environment); a path (a gateway
+/// credentials in it (see [`super::credentials`]); a path (a gateway
 /// serving S3 below one) is kept, the bucket then follows it.
 pub fn parse_endpoint(endpoint: &str) -> Result<url::Url> {
     let bad = |why: &str| Error::invalid(format!("--s3 {endpoint}: {why}"));
@@ -107,7 +127,7 @@ pub fn parse_endpoint(endpoint: &str) -> Result<url::Url> {
     }
     if !url.username().is_empty() || url.password().is_some() {
         return Err(Error::invalid(
-            "--s3: put no credentials in the URL; blobbench reads AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+            "--s3: put no credentials in the URL; blobbench reads AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE's",
         ));
     }
     if url.query().is_some() || url.fragment().is_some() {
@@ -400,7 +420,8 @@ impl Client {
                 s.bucket()
             ),
             Refusal::Credentials(c) => format!(
-                "the store refused access key {key} ({c}); check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN"
+                "the store refused access key {key} ({c}); check {}",
+                s.source.as_ref().unwrap_or(&Source::Environment).check()
             ),
             Refusal::Permission(c) => format!(
                 "{what} was denied ({c}): access key {key} is valid but lacks {} on bucket {}",
@@ -568,25 +589,6 @@ pub(super) fn read_text(resp: &mut ureq::http::Response<ureq::Body>) -> String {
 
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// The credentials for a store the user runs, from the usual environment
-/// (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, optionally
-/// `AWS_SESSION_TOKEN`), and its region (see [`region_from`]).
-pub fn env_credentials(label: &Path) -> Result<(Credentials, String)> {
-    let credentials = Credentials::from_env().ok_or_else(|| {
-        Error::bad_input(label, "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY to reach a store you run")
-    })?;
-    Ok((credentials, region_from(|name| std::env::var(name).ok())))
-}
-
-/// The region requests are signed for: `AWS_REGION`, else
-/// `AWS_DEFAULT_REGION` (as the AWS SDKs and CLI read them), else us-east-1.
-fn region_from(env: impl Fn(&str) -> Option<String>) -> String {
-    ["AWS_REGION", "AWS_DEFAULT_REGION"]
-        .iter()
-        .find_map(|name| env(name).map(|r| r.trim().to_string()).filter(|r| !r.is_empty()))
-        .unwrap_or_else(|| "us-east-1".into())
 }
 
 #[cfg(test)]

@@ -38,17 +38,6 @@ fn urls_are_signed_for_a_minute() {
 }
 
 #[test]
-fn the_region_comes_from_aws_region_then_aws_default_region() {
-    let env = |vars: &'static [(&'static str, &'static str)]| {
-        move |n: &str| vars.iter().find(|(k, _)| *k == n).map(|(_, v)| v.to_string())
-    };
-    assert_eq!(region_from(env(&[])), "us-east-1");
-    assert_eq!(region_from(env(&[("AWS_DEFAULT_REGION", "eu-west-3")])), "eu-west-3");
-    assert_eq!(region_from(env(&[("AWS_DEFAULT_REGION", "eu-west-3"), ("AWS_REGION", "ap-east-1")])), "ap-east-1");
-    assert_eq!(region_from(env(&[("AWS_REGION", " "), ("AWS_DEFAULT_REGION", "eu-west-3")])), "eu-west-3");
-}
-
-#[test]
 fn busy_answers_and_broken_connections_are_tried_again_and_others_end_at_once() {
     let busy =
         || Again::Busy(Error::bad_input(Path::new("s"), "PUT k failed: the store answered 503 Service Unavailable"));

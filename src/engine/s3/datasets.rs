@@ -169,6 +169,7 @@ pub fn drop_command(url: &str, bucket: &str, prefix: &str) -> String {
         replicas: None,
         ca: None,
         addressing: None,
+        profile: None,
     };
     finish_with(&desc)
 }

@@ -221,7 +221,8 @@ pub fn drop_local(dir: &Path) -> Result<bool> {
     throwaway::remove_dataset(dir, &own, stop_any)
 }
 
-/// A store the user runs (`--s3 URL`), with the environment's credentials.
+/// A store the user runs (`--s3 URL`), with the credentials the AWS CLI
+/// would use.
 pub(super) struct UserStore {
     pub endpoint: String,
     /// Its CA file and addressing.
