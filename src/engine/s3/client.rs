@@ -21,8 +21,8 @@ use std::time::Duration;
 use rusty_s3::actions::{ListObjectsV2, S3Action};
 use rusty_s3::{Bucket, Credentials, UrlStyle};
 
-use super::net::{url_style, Net, CONNECT_TIMEOUT, DNS_TIMEOUT, STALL_ENV};
 use super::credentials::Source;
+use super::net::{url_style, Net, CONNECT_TIMEOUT, DNS_TIMEOUT, STALL_ENV};
 use super::refusal::{self, classify, ErrorDoc, Refusal};
 use crate::records::Addressing;
 use crate::util::interrupt::stop_requested;
@@ -430,7 +430,9 @@ impl Client {
             ),
             Refusal::Clock(c) => {
                 let apart = match said.skew_secs {
-                    Some(skew) => format!("this machine's clock is {} (by the Date of its answer)", refusal::apart(skew)),
+                    Some(skew) => {
+                        format!("this machine's clock is {} (by the Date of its answer)", refusal::apart(skew))
+                    }
                     None => "this machine's clock and the store's differ by more than a minute".into(),
                 };
                 format!(

@@ -98,7 +98,9 @@ fn a_silent_endpoint_is_one_line_naming_the_bound() {
     let endpoint = format!("http://{}", silent.local_addr().unwrap());
     let net = Net::for_url(&parse_endpoint(&endpoint).unwrap(), None).unwrap().stalling(Duration::from_secs(1));
     let credentials = Credentials::new("k", "s3cr3t");
-    let c = Client::new(Arc::new(Store::new(&endpoint, "b", "us-east-1", credentials, false, net, Addressing::Path).unwrap()));
+    let c = Client::new(Arc::new(
+        Store::new(&endpoint, "b", "us-east-1", credentials, false, net, Addressing::Path).unwrap(),
+    ));
     let e = c.any_under("p/").unwrap_err().to_string();
     assert!(e.contains("LIST p/: no answer within 1 s") && e.contains(STALL_ENV) && !e.contains('\n'), "{e}");
 }

@@ -86,9 +86,7 @@ pub fn find(env: &dyn Fn(&str) -> Option<String>, recorded: Option<&str>) -> Res
     let named = var("AWS_PROFILE").or_else(|| var("AWS_DEFAULT_PROFILE")).or_else(|| recorded.map(str::to_string));
     let profile = named.clone().unwrap_or_else(|| "default".into());
     let (credentials, source) = match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
-        (Some(key), Some(secret)) => {
-            (keys(key, secret, var("AWS_SESSION_TOKEN")), Source::Environment)
-        }
+        (Some(key), Some(secret)) => (keys(key, secret, var("AWS_SESSION_TOKEN")), Source::Environment),
         (Some(_), None) => return Err(Error::invalid("AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not")),
         (None, Some(_)) => return Err(Error::invalid("AWS_SECRET_ACCESS_KEY is set but AWS_ACCESS_KEY_ID is not")),
         (None, None) => (files.profile_keys(&profile, named.is_some())?, Source::Profile(profile.clone())),
@@ -117,7 +115,8 @@ struct Files {
 impl Files {
     fn of(var: &dyn Fn(&str) -> Option<String>) -> Files {
         let home = var("HOME").map(|h| PathBuf::from(h).join(".aws"));
-        let path = |name: &str, file: &str| var(name).map(PathBuf::from).or_else(|| home.as_ref().map(|h| h.join(file)));
+        let path =
+            |name: &str, file: &str| var(name).map(PathBuf::from).or_else(|| home.as_ref().map(|h| h.join(file)));
         Files {
             credentials: path("AWS_SHARED_CREDENTIALS_FILE", "credentials"),
             config: path("AWS_CONFIG_FILE", "config"),
@@ -156,7 +155,8 @@ impl Files {
                 }
             }
         }
-        let shown = |f: &Option<PathBuf>| f.as_deref().map_or_else(|| "(no HOME)".to_string(), |p| p.display().to_string());
+        let shown =
+            |f: &Option<PathBuf>| f.as_deref().map_or_else(|| "(no HOME)".to_string(), |p| p.display().to_string());
         let (credentials, config) = (shown(&self.credentials), shown(&self.config));
         Err(Error::invalid(match (seen_in, named) {
             (Some(file), _) => format!("profile {name} in {} holds no aws_access_key_id and aws_secret_access_key", file.display()),
@@ -196,7 +196,8 @@ fn read_section(file: &Path, section: &str) -> Result<Option<Vec<(String, String
     }
     let parsed = ini::Ini::load_from_str_opt(&text, options()).map_err(|e| unreadable(e.line, e))?;
     let found = parsed.iter().find(|(name, _)| name.map(str::trim) == Some(section));
-    Ok(found.map(|(_, props)| props.iter().map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string())).collect()))
+    Ok(found
+        .map(|(_, props)| props.iter().map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string())).collect()))
 }
 
 /// The credentials and region for a store the user runs, read from this

@@ -28,7 +28,8 @@ fn found(home: &Path, vars: &[(&str, &str)], recorded: Option<&str>) -> Result<F
 
 const CREDENTIALS: &str = "[default]\naws_access_key_id = AKIADEFAULT\naws_secret_access_key = s3cret/default+\n\n\
     # the bench account\n[bench]\nAWS_ACCESS_KEY_ID=AKIABENCH\naws_secret_access_key=s3cret/bench\naws_session_token = tok\n";
-const CONFIG: &str = "[default]\nregion = eu-west-3\n\n[profile bench]\nregion = ap-south-1\ns3 =\n    addressing_style = path\n\n\
+const CONFIG: &str =
+    "[default]\nregion = eu-west-3\n\n[profile bench]\nregion = ap-south-1\ns3 =\n    addressing_style = path\n\n\
     [profile only-config]\naws_access_key_id = AKIACONFIG\naws_secret_access_key = s3cret/config\n\n\
     [profile sso]\nsso_session = corp\nsso_account_id = 1\n";
 
@@ -70,13 +71,19 @@ fn a_profile_is_read_from_the_shared_files_by_name() {
 fn a_missing_profile_or_unreadable_file_is_one_line_naming_it() {
     let h = home(Some(CREDENTIALS), Some(CONFIG));
     let e = found(h.path(), &[("AWS_PROFILE", "nope")], None).err().unwrap().to_string();
-    assert!(e.contains("profile nope is in neither") && e.contains(".aws/credentials") && e.contains(".aws/config"), "{e}");
+    assert!(
+        e.contains("profile nope is in neither") && e.contains(".aws/credentials") && e.contains(".aws/config"),
+        "{e}"
+    );
     let e = found(h.path(), &[("AWS_PROFILE", "sso")], None).err().unwrap().to_string();
     assert!(e.contains("profile sso gets its keys through sso_session") && e.contains("export-credentials"), "{e}");
     let none = home(None, None);
     let e = found(none.path(), &[], None).err().unwrap().to_string();
     assert!(e.contains("no credentials: set AWS_ACCESS_KEY_ID") && e.contains("SSO, credential_process"), "{e}");
-    let broken = home(Some("[bench]\naws_access_key_id = AKIA\nthis-is-not-ini s3cret/leaked\naws_secret_access_key = s\n"), None);
+    let broken = home(
+        Some("[bench]\naws_access_key_id = AKIA\nthis-is-not-ini s3cret/leaked\naws_secret_access_key = s\n"),
+        None,
+    );
     let e = found(broken.path(), &[("AWS_PROFILE", "bench")], None).err().unwrap().to_string();
     assert!(e.contains(".aws/credentials") && e.contains("line 3 cannot be read"), "{e}");
     assert!(!e.contains("s3cret") && !e.contains('\n'), "the line is named, not quoted: {e}");

@@ -55,9 +55,7 @@ pub fn classify(status: u16, doc: &ErrorDoc, header_region: Option<&str>, ours: 
             Refusal::WrongRegion(named)
         }
         (_, "RequestTimeTooSkewed") => Refusal::Clock(code.into()),
-        (403, "AccessDenied")
-            if ["expired", "not yet valid", "not valid yet"].iter().any(|m| message.contains(m)) =>
-        {
+        (403, "AccessDenied") if ["expired", "not yet valid", "not valid yet"].iter().any(|m| message.contains(m)) => {
             Refusal::Clock(code.into())
         }
         (

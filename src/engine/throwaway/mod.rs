@@ -43,8 +43,8 @@ use std::time::Duration;
 
 use lock::{AtCtrlC, DirLock};
 pub use procs::{adopt_orphans, alive, kill_tree, killed_builds, orphaned, reap_adopted, start_time};
-use users::{others_kept, write_users, Others, User};
 pub use users::{confirmed_pid, write_pid_file};
+use users::{others_kept, write_users, Others, User};
 
 use crate::{Error, Result};
 

@@ -143,4 +143,3 @@ pub fn kill_tree(pid: i32, label: &Path) -> Result<()> {
 fn children_of(pid: i32) -> Vec<i32> {
     all_pids().into_iter().filter(|&p| proc_stat(p).is_some_and(|s| s.parent == pid)).collect()
 }
-

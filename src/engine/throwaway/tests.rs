@@ -1,8 +1,8 @@
 //! The sharing of a throwaway server, its owner file and its reaping.
 
 use super::users::{users, Place, Seen};
-use crate::records::EngineKind;
 use super::*;
+use crate::records::EngineKind;
 
 /// A server that is a file: `running` while it runs, `events` what
 /// was done to it.
@@ -185,7 +185,10 @@ fn a_user_elsewhere_is_named_and_never_taken_for_dead() {
     let elsewhere = Place { host: format!("{}-b", here.host), boot: "another-boot".into(), ..here.clone() };
     list_user(d, User { pid: 2147483646, started: Some(1), place: Some(elsewhere) });
     let e = SERVERS.get_or_start(d).unwrap_err().to_string();
-    assert!(e.contains(&format!("blobbench process 2147483646 is listed as using it from host {}-b", here.host)), "{e}");
+    assert!(
+        e.contains(&format!("blobbench process 2147483646 is listed as using it from host {}-b", here.host)),
+        "{e}"
+    );
     assert!(e.contains("cannot be confirmed from here") && e.contains(OWNER) && !e.contains('\n'), "{e}");
     assert!(Fake::events(d).is_empty(), "no second server started");
     let other_ns = Place { pidns: "1".into(), ..here.clone() };
@@ -214,7 +217,14 @@ fn a_dataset_in_use_is_not_removed_and_other_files_are_kept() {
     other.wait().unwrap();
     std::fs::write(d.join("notes.txt"), "the user's").unwrap();
     let mut stopped = false;
-    assert!(!remove_dataset(&d, &["desc.json", "server"], |_| Ok(stopped = true)).unwrap(), "notes.txt keeps it");
+    assert!(
+        !remove_dataset(&d, &["desc.json", "server"], |_| {
+            stopped = true;
+            Ok(())
+        })
+        .unwrap(),
+        "notes.txt keeps it"
+    );
     assert!(stopped, "what a killed run left was stopped");
     let left: Vec<_> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, ["notes.txt"]);

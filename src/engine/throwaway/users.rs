@@ -112,7 +112,9 @@ impl User {
         let started = words.next().and_then(|w| w.parse().ok());
         let rest: Vec<&str> = words.collect();
         let place = match rest.as_slice() {
-            [boot, pidns, host] => Some(Place { boot: boot.to_string(), pidns: pidns.to_string(), host: host.to_string() }),
+            [boot, pidns, host] => {
+                Some(Place { boot: boot.to_string(), pidns: pidns.to_string(), host: host.to_string() })
+            }
             _ => None,
         };
         Some(User { pid, started, place })

@@ -216,8 +216,7 @@ impl Mini {
             throwaway::record_owner(layout.dataset())?;
             let ports = Ports::pick(previous.filter(|_| first))?;
             let child = Mutex::new(None);
-            let mini =
-                Mini { layout: layout.clone(), ports, child, version: version.clone(), joined: false, lifetime };
+            let mini = Mini { layout: layout.clone(), ports, child, version: version.clone(), joined: false, lifetime };
             mini.spawn(&weed).and_then(|()| mini.wait_until_up())?;
             Ok(mini)
         })

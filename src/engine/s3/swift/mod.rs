@@ -581,7 +581,10 @@ mod tests {
         let mut other = Command::new("sleep").arg("54321").spawn().unwrap();
         let pid = other.id() as i32;
         std::fs::write(layout.pid("memcached"), format!("{pid}\n")).unwrap();
-        assert!(recorded_pids(&layout, &["memcached"]).is_empty(), "not memcached, though its port is in its arguments");
+        assert!(
+            recorded_pids(&layout, &["memcached"]).is_empty(),
+            "not memcached, though its port is in its arguments"
+        );
         std::fs::write(layout.pid("memcached"), format!("{pid} 1\n")).unwrap();
         assert!(recorded_pids(&layout, &["memcached"]).is_empty(), "not the process recorded");
         other.kill().unwrap();
