@@ -10,7 +10,9 @@
 //! when listed), [`Seen::Dead`], or [`Seen::Unconfirmed`] (another host or
 //! namespace, or an older blobbench's line of a pid that still runs), which
 //! every decision treats as a live user and every error names: a server
-//! is never started beside it, nor stopped under it, on a guess.
+//! is never started beside it, nor stopped under it, on a guess. (A line
+//! of this host name from another boot is a previous boot's, so dead: two
+//! machines sharing a directory must not share a host name.)
 //!
 //! The same goes for a server's own pid files ([`write_pid_file`],
 //! [`confirmed_pid`]): a pid is signalled only while it is the process
