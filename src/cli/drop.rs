@@ -22,8 +22,8 @@ pub struct DropArgs {
     /// killed export or an `rm -r` of its directory left behind.
     #[arg(long, requires_all = ["s3", "s3_bucket"])]
     pub prefix: Option<String>,
-    /// The store of --prefix (credentials from AWS_ACCESS_KEY_ID and
-    /// AWS_SECRET_ACCESS_KEY).
+    /// The store of --prefix (credentials as for export: the environment's,
+    /// else AWS_PROFILE's).
     #[arg(long, value_name = "URL", requires = "prefix")]
     pub s3: Option<String>,
     /// The bucket of --prefix.

@@ -22,9 +22,11 @@ pub struct ServerArgs {
     pub pg: Option<String>,
     /// S3 (export): put the objects in this store (http(s)://host:port, or
     /// with a path for a gateway below one), in --s3-bucket, instead of a
-    /// throwaway server; credentials come from AWS_ACCESS_KEY_ID,
-    /// AWS_SECRET_ACCESS_KEY, the region from AWS_REGION or
-    /// AWS_DEFAULT_REGION; HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY
+    /// throwaway server; credentials and region as the AWS CLI finds them
+    /// (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, else AWS_PROFILE's in
+    /// ~/.aws/credentials and ~/.aws/config; AWS_REGION; SSO and instance
+    /// metadata are not read: `aws configure export-credentials --format
+    /// env` hands their keys over); HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY
     /// are honoured (never for loopback). Each request may stall 30 s
     /// (BLOBBENCH_S3_STALL_SECS). blobbench writes only under a prefix of
     /// the export's own, blobbench/<DIR's name>-<id>/, and never makes or

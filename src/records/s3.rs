@@ -45,6 +45,11 @@ pub struct S3Params {
     pub ca: Option<PathBuf>,
     /// How the bucket is addressed on a store the user runs.
     pub addressing: Addressing,
+    /// The AWS profile (of the shared credentials and config files) a
+    /// dataset on a store the user runs was exported with, when the
+    /// environment names none (`AWS_PROFILE` wins); a name, never a key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 impl Default for S3Params {
@@ -57,6 +62,7 @@ impl Default for S3Params {
             multipart_threshold: DEFAULT_MULTIPART_THRESHOLD,
             ca: None,
             addressing: Addressing::Auto,
+            profile: None,
         }
     }
 }

@@ -958,7 +958,12 @@ fn check(c: &Case) -> Option<String> {
         .env_remove("RUST_BACKTRACE")
         .env_remove("RUST_LIB_BACKTRACE")
         .env_remove("AWS_ACCESS_KEY_ID")
-        .env_remove("AWS_SECRET_ACCESS_KEY");
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .env_remove("AWS_PROFILE")
+        .env_remove("AWS_DEFAULT_PROFILE")
+        // No profile of this machine's user either.
+        .env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws/credentials")
+        .env("AWS_CONFIG_FILE", "/nonexistent/aws/config");
     if let Some(limit) = c.fsize {
         // SAFETY: setrlimit and signal are async-signal-safe. SIGXFSZ is
         // left at its default (a core dump): blobbench must ignore it

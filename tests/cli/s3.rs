@@ -22,7 +22,7 @@ fn s(p: &Path) -> &str {
 
 /// Processes whose arguments name a path under `dir` (Swift's servers),
 /// and the memcached any `run/memcached.pid` under `dir` names, alive.
-fn servers_under(dir: &Path) -> Vec<i32> {
+pub(crate) fn servers_under(dir: &Path) -> Vec<i32> {
     let needle = dir.to_string_lossy().into_owned();
     let mut pids: Vec<i32> = std::fs::read_dir("/proc")
         .unwrap()
@@ -182,8 +182,8 @@ fn a_missing_weed_is_one_line() {
 
 /// The user's own store, as the test makes it: a bucket and an object of
 /// theirs, reached with rusty-s3 and ureq directly.
-struct UsersStore {
-    endpoint: String,
+pub(crate) struct UsersStore {
+    pub(crate) endpoint: String,
     bucket: Bucket,
     credentials: Credentials,
     agent: ureq::Agent,
@@ -192,7 +192,7 @@ struct UsersStore {
 }
 
 impl UsersStore {
-    fn new(endpoint: &str, bucket: &str) -> UsersStore {
+    pub(crate) fn new(endpoint: &str, bucket: &str) -> UsersStore {
         let bucket = Bucket::new(endpoint.parse().unwrap(), UrlStyle::Path, bucket.to_string(), "us-east-1").unwrap();
         let agent = ureq::Agent::config_builder().http_status_as_error(false).proxy(None).build().into();
         let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -201,7 +201,7 @@ impl UsersStore {
         UsersStore { endpoint: endpoint.into(), bucket, credentials, agent, dead_proxy }
     }
 
-    fn create(&self) {
+    pub(crate) fn create(&self) {
         let url = self.bucket.create_bucket(&self.credentials).sign(Duration::from_secs(60));
         assert!(self.agent.put(url.as_str()).send_empty().unwrap().status().is_success());
     }
@@ -211,7 +211,7 @@ impl UsersStore {
         assert!(self.agent.put(url.as_str()).send(body).unwrap().status().is_success());
     }
 
-    fn get(&self, key: &str) -> Option<Vec<u8>> {
+    pub(crate) fn get(&self, key: &str) -> Option<Vec<u8>> {
         let url = self.bucket.get_object(Some(&self.credentials), key).sign(Duration::from_secs(60));
         let mut resp = self.agent.get(url.as_str()).call().unwrap();
         resp.status().is_success().then(|| resp.body_mut().read_to_vec().unwrap())
@@ -219,7 +219,7 @@ impl UsersStore {
 
     /// blobbench with the store's credentials and every proxy variable
     /// naming a closed port: a store on loopback is reached directly.
-    fn command(&self, args: &[&str]) -> assert_cmd::Command {
+    pub(crate) fn command(&self, args: &[&str]) -> assert_cmd::Command {
         let mut c = blobbench();
         c.args(args)
             .env("AWS_ACCESS_KEY_ID", seaweedfs::ACCESS_KEY)
@@ -303,7 +303,7 @@ fn a_seaweedfs_you_run_keeps_its_bucket_and_bad_endpoints_are_one_line() {
     let err = quick_error(export(&dir.path().join("x"), "users-bucket").env("AWS_SECRET_ACCESS_KEY", "wrong-s3cret"));
     assert!(err.contains("refused access key blobbench") && !err.contains("wrong-s3cret"), "{err}");
     let err = quick_error(export(&dir.path().join("x"), "users-bucket").env_remove("AWS_SECRET_ACCESS_KEY"));
-    assert!(err.contains("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"), "{err}");
+    assert!(err.contains("AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not"), "{err}");
     let export_to = |url: &str| {
         let x = dir.path().join("x");
         user.command(&["export", "--engine", "s3", s(&db), s(&x), "--s3", url, "--s3-bucket", "bkt"])
@@ -324,8 +324,9 @@ fn a_seaweedfs_you_run_keeps_its_bucket_and_bad_endpoints_are_one_line() {
     assert!(err.contains("cannot be part of a host name over https"), "{err}");
     // Something that accepts connections and never answers.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let err = quick_error(&mut export_to(&format!("http://127.0.0.1:{}", silent.local_addr().unwrap().port())));
-    assert!(err.contains("no answer within"), "{err}");
+    let silent_url = format!("http://127.0.0.1:{}", silent.local_addr().unwrap().port());
+    let err = quick_error(export_to(&silent_url).env(blobbench::engine::s3::STALL_ENV, "1"));
+    assert!(err.contains("no answer within 1 s") && err.contains("waits longer"), "{err}");
     drop(silent);
     assert!(!dir.path().join("x").exists(), "no dataset made by a failed export");
 
@@ -337,7 +338,7 @@ fn a_seaweedfs_you_run_keeps_its_bucket_and_bad_endpoints_are_one_line() {
 }
 
 /// The prefix a dataset's descriptor names.
-fn descriptor_prefix(dir: &Path) -> String {
+pub(crate) fn descriptor_prefix(dir: &Path) -> String {
     let text = std::fs::read_to_string(dir.join("blobbench-s3.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     v["prefix"].as_str().unwrap().to_string()

@@ -358,6 +358,7 @@ fn wait_exited(pid: i32, data: &Path) -> Result<()> {
 fn command(program: &Path, who: Option<RunAs>) -> Command {
     let mut cmd = Command::new(program);
     cmd.current_dir("/").stdin(Stdio::null()).env_remove("PGDATA").env("LC_ALL", "C");
+    throwaway::without_aws_variables(&mut cmd, std::env::vars_os().map(|(name, _)| name));
     // SAFETY: only async-signal-safe calls (setsid, setgroups, setgid,
     // setuid) run between fork and exec.
     unsafe {

@@ -75,6 +75,7 @@ fn new_descriptor(target: &Path, bucket: &str, endpoint: Option<&str>, replicas:
         replicas,
         ca: None,
         addressing: None,
+        profile: None,
     }
 }
 
@@ -152,7 +153,7 @@ fn build_remote(
 ) -> Result<ExportReport> {
     let started = Instant::now();
     let store = Arc::new(user_store(url, bucket, s3)?);
-    let desc = remote_descriptor(target, url, bucket, s3)?;
+    let desc = Descriptor { profile: store.source_profile(), ..remote_descriptor(target, url, bucket, s3)? };
     let staging = kv::stage(super::KIND, target, force, is_dataset)?;
     let replaced = replaced(target, force);
     if Client::new(store.clone()).any_under(&desc.prefix)? {

@@ -14,14 +14,15 @@
 //! which never holds the secret.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use rusty_s3::actions::{ListObjectsV2, S3Action};
 use rusty_s3::{Bucket, Credentials, UrlStyle};
 
-use super::net::{url_style, Net, CONNECT_TIMEOUT, DNS_TIMEOUT};
+use super::credentials::Source;
+use super::net::{url_style, Net, CONNECT_TIMEOUT, DNS_TIMEOUT, STALL_ENV};
 use super::refusal::{self, classify, ErrorDoc, Refusal};
 use crate::records::Addressing;
 use crate::util::interrupt::stop_requested;
@@ -64,6 +65,9 @@ pub struct Store {
     /// Whether the endpoint is blobbench's own throwaway cluster (its
     /// fixed test credentials need no checking by the user).
     local: bool,
+    /// Where a store the user runs got its credentials (None: blobbench's
+    /// own server's).
+    source: Option<Source>,
     /// Proxy, bounds and CAs.
     pub net: Net,
 }
@@ -85,7 +89,23 @@ impl Store {
         let style = if local { UrlStyle::Path } else { url_style(addressing, &url, bucket)? };
         let bucket = Bucket::new(url, style, bucket.to_string(), region.to_string())
             .map_err(|e| Error::bad_input(&label, format!("not a usable bucket: {e}")))?;
-        Ok(Store { bucket, credentials, label, local, net })
+        Ok(Store { bucket, credentials, label, local, source: None, net })
+    }
+
+    /// The same store, its credentials found in `source`.
+    pub fn with_source(self, source: Source) -> Store {
+        Store { source: Some(source), ..self }
+    }
+
+    /// The AWS profile its credentials came from (a descriptor keeps it).
+    pub fn source_profile(&self) -> Option<String> {
+        self.source.as_ref().and_then(Source::profile)
+    }
+
+    /// Where its credentials came from, as a result file records it (a
+    /// profile's name, never a key); None on blobbench's own server.
+    pub fn credentials_from(&self) -> Option<String> {
+        self.source.as_ref().map(Source::label)
     }
 
     pub fn bucket(&self) -> &str {
@@ -94,7 +114,7 @@ impl Store {
 }
 
 /// `--s3 URL`: an `http://` or `https://` endpoint with a host and no
-/// credentials in it (they come from the environment); a path (a gateway
+/// credentials in it (see [`super::credentials`]); a path (a gateway
 /// serving S3 below one) is kept, the bucket then follows it.
 pub fn parse_endpoint(endpoint: &str) -> Result<url::Url> {
     let bad = |why: &str| Error::invalid(format!("--s3 {endpoint}: {why}"));
@@ -107,13 +127,22 @@ pub fn parse_endpoint(endpoint: &str) -> Result<url::Url> {
     }
     if !url.username().is_empty() || url.password().is_some() {
         return Err(Error::invalid(
-            "--s3: put no credentials in the URL; blobbench reads AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+            "--s3: put no credentials in the URL; blobbench reads AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE's",
         ));
     }
     if url.query().is_some() || url.fragment().is_some() {
         return Err(bad("give the endpoint only (the bucket goes in --s3-bucket)"));
     }
     Ok(url)
+}
+
+/// What an error answer's headers add to its document.
+#[derive(Debug, Default)]
+pub(super) struct Said {
+    /// `x-amz-bucket-region`.
+    region: Option<String>,
+    /// The store's clock less this machine's, by its `Date`, in seconds.
+    skew_secs: Option<i64>,
 }
 
 /// One connection's requests (its own keep-alive pool of `in_flight`).
@@ -273,21 +302,30 @@ impl Client {
         }
     }
 
-    /// The first contact with a store: checks that it answers within
-    /// [`CONNECT_TIMEOUT`] (something that accepts connections and never
-    /// answers is not an S3 endpoint), that the bucket exists and that the
-    /// credentials open it, by listing at most one key under `prefix` (an
-    /// answer that names a missing bucket, unlike a HEAD's); whether there
-    /// was one.
+    /// The first contact with a store: checks that it answers, that the
+    /// bucket exists and that the credentials open it, by listing at most
+    /// one key under `prefix` (an answer that names a missing bucket,
+    /// unlike a HEAD's); whether there was one. Its answer has the stall
+    /// bound of every request: a loaded store, or one with a large bucket
+    /// index, may take seconds to list.
     pub fn any_under(&self, prefix: &str) -> Result<bool> {
-        self.list_page(prefix, None, 1, Some(CONNECT_TIMEOUT)).map(|page| !page.contents.is_empty())
+        self.list_page(prefix, None, 1, None).map(|page| !page.contents.is_empty())
     }
 
-    /// Makes the bucket (only on blobbench's own cluster).
+    /// Makes the bucket (only on blobbench's own cluster). A bucket that
+    /// is already there is no error: SeaweedFS makes its own at start and
+    /// answers 409 BucketAlreadyOwnedByYou to a second creation.
     pub fn create_bucket(&self) -> Result<()> {
         let call = Call { op: "PUT", key: "" };
         let url = self.store.bucket.create_bucket(&self.store.credentials).sign(SIGNED_FOR);
         let mut resp = self.agent.put(url.as_str()).send_empty().map_err(|e| self.transport(call, e, None))?;
+        if resp.status() == 409 {
+            let doc = ErrorDoc::parse(&read_text(&mut resp));
+            if doc.code.as_deref() == Some("BucketAlreadyOwnedByYou") {
+                return Ok(());
+            }
+            return Err(self.status_error(call, 409, "Conflict", &doc, &Said::default()));
+        }
         self.check(call, &mut resp)?;
         drain(&mut resp);
         Ok(())
@@ -342,10 +380,14 @@ impl Client {
         if status.is_success() {
             return Ok(());
         }
-        let header_region = resp.headers().get("x-amz-bucket-region").and_then(|v| v.to_str().ok()).map(str::to_string);
+        let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let said = Said {
+            region: header("x-amz-bucket-region"),
+            skew_secs: header("date").and_then(|d| refusal::skew_secs(&d, jiff::Timestamp::now())),
+        };
         let doc = ErrorDoc::parse(&read_text(resp));
         let reason = status.canonical_reason().unwrap_or("");
-        Err(self.status_error(call, status.as_u16(), reason, &doc, header_region.as_deref()))
+        Err(self.status_error(call, status.as_u16(), reason, &doc, &said))
     }
 
     /// A 404 on a GET: no such key (a miss, as kvtest counts one), or no
@@ -353,17 +395,17 @@ impl Client {
     fn missing_key(&self, call: Call, body: &str) -> Result<()> {
         let doc = ErrorDoc::parse(body);
         match doc.code.as_deref() {
-            Some("NoSuchBucket") => Err(self.status_error(call, 404, "Not Found", &doc, None)),
+            Some("NoSuchBucket") => Err(self.status_error(call, 404, "Not Found", &doc, &Said::default())),
             _ => Ok(()),
         }
     }
 
-    fn status_error(&self, call: Call, status: u16, reason: &str, doc: &ErrorDoc, region: Option<&str>) -> Error {
+    fn status_error(&self, call: Call, status: u16, reason: &str, doc: &ErrorDoc, said: &Said) -> Error {
         let s = &self.store;
         let ours = s.bucket.region();
         let key = s.credentials.key();
         let what = if call.key.is_empty() { call.op.to_string() } else { format!("{} {}", call.op, call.key) };
-        let why = match classify(status, doc, region, ours) {
+        let why = match classify(status, doc, said.region.as_deref(), ours) {
             Refusal::NoSuchBucket => format!(
                 "bucket {} does not exist{}",
                 s.bucket(),
@@ -378,18 +420,27 @@ impl Client {
                 s.bucket()
             ),
             Refusal::Credentials(c) => format!(
-                "the store refused access key {key} ({c}); check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN"
+                "the store refused access key {key} ({c}); check {}",
+                s.source.as_ref().unwrap_or(&Source::Environment).check()
             ),
             Refusal::Permission(c) => format!(
                 "{what} was denied ({c}): access key {key} is valid but lacks {} on bucket {}",
                 refusal::action(call.op),
                 s.bucket()
             ),
-            Refusal::Clock(c) => format!(
-                "{what} failed ({c}): this machine's clock and the store's differ by more than a minute \
-                 (signed URLs are valid for {} s)",
-                SIGNED_FOR.as_secs()
-            ),
+            Refusal::Clock(c) => {
+                let apart = match said.skew_secs {
+                    Some(skew) => {
+                        format!("this machine's clock is {} (by the Date of its answer)", refusal::apart(skew))
+                    }
+                    None => "this machine's clock and the store's differ by more than a minute".into(),
+                };
+                format!(
+                    "{what} failed ({c}): {apart}, and signed URLs are valid for {} s: set this machine's clock \
+                     (NTP: chrony or systemd-timesyncd)",
+                    SIGNED_FOR.as_secs()
+                )
+            }
             Refusal::Other => {
                 let code = doc.code.as_deref().map(|c| format!(", {c}")).unwrap_or_default();
                 format!("{what} failed: the store answered {status} {reason}{code}")
@@ -424,7 +475,8 @@ impl Client {
                 format!("cannot connect to {target}: its name did not resolve within {} s", DNS_TIMEOUT.as_secs())
             }
             ureq::Error::Timeout(_) => format!(
-                "{what}: no answer within {} s{through}; is it an S3 endpoint?",
+                "{what}: no answer within {} s{through} (it took the request and sent nothing back; \
+                 {STALL_ENV} waits longer for a slow store)",
                 answer.map_or(stall, |a| a.as_secs()),
                 what = format_args!("{} {}", call.op, call.key)
             ),
@@ -539,25 +591,6 @@ pub(super) fn read_text(resp: &mut ureq::http::Response<ureq::Body>) -> String {
 
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// The credentials for a store the user runs, from the usual environment
-/// (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, optionally
-/// `AWS_SESSION_TOKEN`), and its region (see [`region_from`]).
-pub fn env_credentials(label: &Path) -> Result<(Credentials, String)> {
-    let credentials = Credentials::from_env().ok_or_else(|| {
-        Error::bad_input(label, "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY to reach a store you run")
-    })?;
-    Ok((credentials, region_from(|name| std::env::var(name).ok())))
-}
-
-/// The region requests are signed for: `AWS_REGION`, else
-/// `AWS_DEFAULT_REGION` (as the AWS SDKs and CLI read them), else us-east-1.
-fn region_from(env: impl Fn(&str) -> Option<String>) -> String {
-    ["AWS_REGION", "AWS_DEFAULT_REGION"]
-        .iter()
-        .find_map(|name| env(name).map(|r| r.trim().to_string()).filter(|r| !r.is_empty()))
-        .unwrap_or_else(|| "us-east-1".into())
 }
 
 #[cfg(test)]

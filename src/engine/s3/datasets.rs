@@ -44,9 +44,8 @@ pub fn drop_dataset(dir: &Path, s3: &S3Params) -> Result<Dropped> {
     }
     let desc = Descriptor::read(dir)?;
     let Some(endpoint) = desc.endpoint.clone() else {
-        provider::stop_any(dir)?;
-        std::fs::remove_dir_all(dir).map_err(|e| Error::io(dir, "cannot remove", e))?;
-        return Ok(Dropped { objects: None, place: "its throwaway server".into(), dir_removed: true });
+        let dir_removed = provider::drop_local(dir)?;
+        return Ok(Dropped { objects: None, place: "its throwaway server".into(), dir_removed });
     };
     let store = Arc::new(user_store(&endpoint, &desc.bucket, &desc.reached_with(s3))?);
     let objects = remove_marked(&store, &desc.prefix).map_err(|e| {
@@ -170,6 +169,7 @@ pub fn drop_command(url: &str, bucket: &str, prefix: &str) -> String {
         replicas: None,
         ca: None,
         addressing: None,
+        profile: None,
     };
     finish_with(&desc)
 }

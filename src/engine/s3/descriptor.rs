@@ -53,6 +53,10 @@ pub struct Descriptor {
     /// `auto`; None: `auto`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub addressing: Option<Addressing>,
+    /// The AWS profile whose keys the export used (its name, never a key);
+    /// None: the environment's keys, or blobbench's own server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 impl Descriptor {
@@ -85,7 +89,8 @@ impl Descriptor {
             Addressing::Auto => self.addressing.unwrap_or(Addressing::Auto),
             given => given,
         };
-        S3Params { ca: s3.ca.clone().or_else(|| self.ca.clone()), addressing, ..s3.clone() }
+        let profile = s3.profile.clone().or_else(|| self.profile.clone());
+        S3Params { ca: s3.ca.clone().or_else(|| self.ca.clone()), addressing, profile, ..s3.clone() }
     }
 
     /// The object key of blob `key`, written into `name` (reused).
@@ -197,6 +202,7 @@ mod tests {
             replicas: None,
             ca: Some("/etc/ca.pem".into()),
             addressing: Some(addressing),
+            profile: None,
         }
     }
 
@@ -211,6 +217,7 @@ mod tests {
             replicas: Some(3),
             ca: None,
             addressing: None,
+            profile: None,
         };
         assert_eq!(d.prefix, "blobbench/my-data-s3-0a1b2c3d/");
         assert!(plain_prefix(&d.prefix));

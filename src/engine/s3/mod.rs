@@ -8,8 +8,8 @@
 //! Swift in `swift/`, SeaweedFS in `seaweedfs/`; see [`provider`]),
 //! started for the run and stopped after it, or nothing more when the
 //! objects live in a store the user runs (`--s3 URL --s3-bucket NAME` at
-//! export, credentials from `AWS_ACCESS_KEY_ID` and
-//! `AWS_SECRET_ACCESS_KEY`). There blobbench writes only under its own
+//! export, credentials as the AWS CLI finds them: [`credentials`]). There
+//! blobbench writes only under its own
 //! prefix, marked by a `blobbench-dataset.json` object, and never makes
 //! or deletes a bucket.
 //!
@@ -21,6 +21,7 @@
 
 mod build;
 mod client;
+mod credentials;
 mod datasets;
 mod descriptor;
 mod multipart;
@@ -291,6 +292,9 @@ fn server_info(reach: &Reach, sizes: &HashMap<u32, u64>, threshold: u64) -> Serv
     settings.push(setting("put", put));
     if reach.desc.endpoint.is_some() {
         settings.push(setting("proxy", reach.store.net.proxy_label()));
+    }
+    if let Some(from) = reach.store.credentials_from() {
+        settings.push(setting("credentials", from));
     }
     ServerInfo { product, version, place, blobs_in: stat::blobs_in(reach), settings }
 }

@@ -19,8 +19,8 @@ use crate::util::interrupt::stop_requested;
 use crate::{Error, Result};
 
 /// How long opening a connection may take: TCP, a proxy's CONNECT and a
-/// TLS handshake together; also the first request's answer (see
-/// `Client::any_under`), so a silent endpoint is an error within seconds.
+/// TLS handshake together. An answer has the stall bound ([`STALL_TIMEOUT`]),
+/// the first request's too: a loaded store may take seconds to list.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long resolving the endpoint's host name may take.
 pub const DNS_TIMEOUT: Duration = Duration::from_secs(5);
@@ -63,6 +63,12 @@ impl Net {
     /// A loopback store (blobbench's own): direct, plain http.
     pub fn loopback() -> Result<Net> {
         Ok(Net { proxy: None, stall: stall_bound()?, resolve: false, roots: None })
+    }
+
+    /// The same, with requests stalling at most `stall` (tests).
+    #[cfg(test)]
+    pub fn stalling(self, stall: Duration) -> Net {
+        Net { stall, ..self }
     }
 
     pub fn stall(&self) -> Duration {

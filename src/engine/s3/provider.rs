@@ -212,7 +212,17 @@ pub fn stop_any(dir: &Path) -> Result<()> {
     Server::ALL.into_iter().try_for_each(|s| s.stop_any(dir))
 }
 
-/// A store the user runs (`--s3 URL`), with the environment's credentials.
+/// Removes the throwaway dataset in `dir` (`drop DIR`) once no blobbench
+/// process uses its server, and only what blobbench made there: its
+/// descriptor, its server's directory, the owner and lock files. Whether
+/// `dir` itself went (other files keep it).
+pub fn drop_local(dir: &Path) -> Result<bool> {
+    let own: Vec<&str> = std::iter::once(super::DESCRIPTOR).chain(Server::ALL.map(Server::dir)).collect();
+    throwaway::remove_dataset(dir, &own, stop_any)
+}
+
+/// A store the user runs (`--s3 URL`), with the credentials the AWS CLI
+/// would use.
 pub(super) struct UserStore {
     pub endpoint: String,
     /// Its CA file and addressing.

@@ -1,13 +1,14 @@
 //! Reaching a dataset's objects through its [`Provider`]: blobbench's
 //! throwaway server, started (or shared) for the run, or a store the user
-//! runs, with the credentials of the environment; and the blobs' sizes as
+//! runs, with the credentials the AWS CLI would use; and the blobs' sizes as
 //! the store's listing gives them.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::client::{env_credentials, Client, Store};
+use super::client::{Client, Store};
+use super::credentials;
 use super::descriptor::Descriptor;
 use super::net::Net;
 use super::provider::{Provider, Server, UserStore};
@@ -47,7 +48,9 @@ impl Reach {
                 Ok(Reach { provider, store, desc })
             }
             Some(endpoint) => {
-                let provider: Arc<dyn Provider> = Arc::new(UserStore { endpoint: endpoint.clone(), s3: s3.clone() });
+                // The profile it was exported with, unless the environment names one.
+                let s3 = S3Params { profile: s3.profile.clone().or_else(|| desc.profile.clone()), ..s3.clone() };
+                let provider: Arc<dyn Provider> = Arc::new(UserStore { endpoint: endpoint.clone(), s3 });
                 let store = Arc::new(provider.store(&desc.bucket)?);
                 // Fails fast, in one line, on a silent endpoint, bad
                 // credentials or a missing bucket.
@@ -75,11 +78,14 @@ impl Reach {
     }
 }
 
-/// A store the user runs, with the environment's credentials, region and
-/// proxy, and `s3`'s CA file and addressing.
+/// A store the user runs, with the credentials and region the AWS CLI
+/// would use (the environment's, else a profile's: `s3.profile` is the
+/// one the dataset was exported with), the environment's proxy, and `s3`'s
+/// CA file and addressing.
 pub(super) fn user_store(endpoint: &str, bucket: &str, s3: &S3Params) -> Result<Store> {
     let url = super::client::parse_endpoint(endpoint)?;
-    let (credentials, region) = env_credentials(Path::new(endpoint))?;
+    let found = credentials::from_environment(s3.profile.as_deref())?;
     let net = Net::for_url(&url, s3.ca.as_deref())?;
-    Store::new(endpoint, bucket, &region, credentials, false, net, s3.addressing)
+    let store = Store::new(endpoint, bucket, &found.region, found.credentials, false, net, s3.addressing)?;
+    Ok(store.with_source(found.source))
 }

@@ -36,8 +36,9 @@ pub enum Refusal {
     Credentials(String),
     /// The credentials are good but may not do this (its code).
     Permission(String),
-    /// A signed URL the store calls expired or not yet valid: this
-    /// machine's clock and the store's differ.
+    /// A signed URL the store calls expired or not yet valid (AWS: "Request
+    /// has expired"; MinIO: "Request is not valid yet"): this machine's
+    /// clock and the store's differ.
     Clock(String),
     Other,
 }
@@ -54,7 +55,7 @@ pub fn classify(status: u16, doc: &ErrorDoc, header_region: Option<&str>, ours: 
             Refusal::WrongRegion(named)
         }
         (_, "RequestTimeTooSkewed") => Refusal::Clock(code.into()),
-        (403, "AccessDenied") if message.contains("expired") || message.contains("not yet valid") => {
+        (403, "AccessDenied") if ["expired", "not yet valid", "not valid yet"].iter().any(|m| message.contains(m)) => {
             Refusal::Clock(code.into())
         }
         (
@@ -64,6 +65,26 @@ pub fn classify(status: u16, doc: &ErrorDoc, header_region: Option<&str>, ours: 
         (403, "AccessDenied" | "AllAccessDisabled" | "AccountProblem") => Refusal::Permission(code.into()),
         _ => Refusal::Other,
     }
+}
+
+/// The store's clock less this machine's `now`, in seconds, by the `Date`
+/// header of its answer (RFC 1123: "Sat, 28 Nov 2026 08:18:27 GMT").
+pub fn skew_secs(date: &str, now: jiff::Timestamp) -> Option<i64> {
+    let theirs = jiff::fmt::rfc2822::DateTimeParser::new().parse_timestamp(date.trim()).ok()?;
+    Some(theirs.as_second() - now.as_second())
+}
+
+/// How far this machine's clock is from the store's, `skew` seconds being
+/// the store's less this machine's, as a person reads it.
+pub fn apart(skew: i64) -> String {
+    let n = skew.unsigned_abs();
+    let amount = match n {
+        0..120 => format!("{n} s"),
+        120..7_200 => format!("{} min", (n + 30) / 60),
+        _ => format!("{} h", (n + 1_800) / 3_600),
+    };
+    let side = if skew >= 0 { "behind" } else { "ahead of" };
+    format!("{amount} {side} the store's")
 }
 
 /// The IAM action a request needs, for a permission error.
@@ -115,6 +136,17 @@ mod tests {
     }
 
     #[test]
+    fn the_clocks_skew_is_read_from_the_answers_date() {
+        let now: jiff::Timestamp = "2026-11-28T08:00:00Z".parse().unwrap();
+        assert_eq!(skew_secs("Sat, 28 Nov 2026 08:03:10 GMT", now), Some(190));
+        assert_eq!(skew_secs("Sat, 28 Nov 2026 07:59:30 GMT", now), Some(-30));
+        assert_eq!(skew_secs("yesterday", now), None);
+        assert_eq!(apart(190), "3 min behind the store's");
+        assert_eq!(apart(-30), "30 s ahead of the store's");
+        assert_eq!(apart(3 * 3600 - 100), "3 h behind the store's");
+    }
+
+    #[test]
     fn a_permission_is_told_apart_from_bad_credentials() {
         let us = "us-east-1";
         for code in ["InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken"] {
@@ -134,6 +166,11 @@ mod tests {
         );
         assert_eq!(classify(404, &doc("NoSuchBucket", "m", None), None, us), Refusal::NoSuchBucket);
         assert_eq!(classify(503, &doc("SlowDown", "m", None), None, us), Refusal::Other);
+        // MinIO's words for a URL signed in its future.
+        assert_eq!(
+            classify(403, &doc("AccessDenied", "Request is not valid yet", None), None, us),
+            Refusal::Clock("AccessDenied".into())
+        );
         assert_eq!((action("PUT"), action("LIST")), ("s3:PutObject", "s3:ListBucket"));
     }
 }

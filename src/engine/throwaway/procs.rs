@@ -1,0 +1,145 @@
+//! What `/proc` says of processes: whether one lives, when it started, its
+//! parent and children; and what a server's killed run or build left.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::users::all_dead;
+use crate::records::EngineKind;
+use crate::{Error, Result};
+
+/// How long a killed server's processes may take to end.
+const KILL_WAIT: Duration = Duration::from_secs(10);
+
+/// When process `pid` started, in clock ticks since boot (`/proc/PID/stat`'s
+/// 22nd field).
+pub fn start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ")?.1.split(' ').nth(19)?.parse().ok()
+}
+
+/// A process that exists and is not a zombie (an exited server stays one
+/// until its new parent, often a container's init, reaps it).
+pub fn alive(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    if pid <= 0 || unsafe { libc::kill(pid, 0) } != 0 {
+        return false;
+    }
+    proc_stat(pid).is_none_or(|p| p.state != 'Z')
+}
+
+/// What `/proc/PID/stat` says of a process.
+struct ProcStat {
+    command: String,
+    state: char,
+    parent: i32,
+}
+
+fn proc_stat(pid: i32) -> Option<ProcStat> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "PID (COMMAND) STATE PARENT ...": the command may hold spaces and ")".
+    let (head, rest) = stat.rsplit_once(") ")?;
+    let command = head.split_once(" (")?.1.to_string();
+    let mut fields = rest.split(' ');
+    let state = fields.next()?.chars().next()?;
+    let parent = fields.next()?.parse().ok()?;
+    Some(ProcStat { command, state, parent })
+}
+
+/// Every process's pid, from `/proc`.
+fn all_pids() -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries.flatten().filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()).collect()
+}
+
+/// Makes this process the parent of the servers it starts once their
+/// launcher (`pg_ctl`, a daemonising script) exits: a child subreaper, so
+/// that a stop can wait for the server itself to be gone and reap it.
+pub fn adopt_orphans() {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only sets a flag of this process.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+}
+
+/// Reaps the exited processes named `command` that this process adopted
+/// (zombies whose parent it is). None of them was started with
+/// `std::process::Command`, whose own wait they could otherwise steal.
+pub fn reap_adopted(command: &str) {
+    let me = std::process::id() as i32;
+    for pid in all_pids() {
+        if proc_stat(pid).is_some_and(|s| s.command == command && s.state == 'Z' && s.parent == me) {
+            // SAFETY: waitpid on one exited child of ours, without blocking.
+            unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+        }
+    }
+}
+
+/// The dataset directories, in the work directories directly under
+/// `workdir` (`blobbench-*` of the studies, `.blobbench-*` of the crash
+/// test), at their top or one level deeper (the crash test's `METHOD/kv`),
+/// whose server was started by a blobbench process that has died: a
+/// killed run's, which a study ends before it makes its own.
+pub fn orphaned(workdir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(workdir) else { return found };
+    let is_work = |n: &str| n.strip_prefix('.').unwrap_or(n).starts_with("blobbench-");
+    for work in entries.flatten().filter(|e| is_work(&e.file_name().to_string_lossy())) {
+        let Ok(datasets) = std::fs::read_dir(work.path()) else { continue };
+        for d in datasets.flatten() {
+            let inner = std::fs::read_dir(d.path()).map(|i| i.flatten().map(|e| e.path()).collect());
+            for dir in std::iter::once(d.path()).chain(inner.unwrap_or_else(|_| Vec::new())) {
+                if all_dead(&dir) {
+                    found.push(dir);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The staging directories a killed build of `kind`'s dataset at `target`
+/// left beside it (`.NAME.KIND-PID`, see `engine::staging`), its server
+/// perhaps still running.
+pub fn killed_builds(target: &Path, kind: EngineKind) -> Vec<PathBuf> {
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let prefix = format!(".{name}.{}-", kind.name());
+    let Ok(entries) = std::fs::read_dir(crate::util::fsutil::parent_dir(target)) else { return Vec::new() };
+    entries
+        .flatten()
+        .filter(|e| {
+            let pid = e.file_name().to_str().and_then(|n| n.strip_prefix(&prefix)).and_then(|p| p.parse::<i32>().ok());
+            pid.is_some_and(|pid| pid != std::process::id() as i32 && !alive(pid))
+        })
+        .map(|e| e.path())
+        .collect()
+}
+
+/// SIGKILLs `pid` and every process it started (a server's workers may
+/// each run in a session of their own, so a process group would miss
+/// them), as a crash ends them, and waits until they are gone. The parent
+/// is stopped first so that it forks nothing while its children are
+/// listed. `label` names the server in the error when they do not end.
+pub fn kill_tree(pid: i32, label: &Path) -> Result<()> {
+    // SAFETY: kill only sends signals.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let children = children_of(pid);
+    for p in std::iter::once(pid).chain(children.iter().copied()) {
+        // SAFETY: as above.
+        unsafe { libc::kill(p, libc::SIGKILL) };
+    }
+    let deadline = Instant::now() + KILL_WAIT;
+    while std::iter::once(pid).chain(children.iter().copied()).any(alive) {
+        if Instant::now() > deadline {
+            return Err(Error::bad_input(
+                label,
+                format!("the killed server (pid {pid}) did not end within {} s", KILL_WAIT.as_secs()),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Ok(())
+}
+
+/// The processes whose parent is `pid`, from `/proc`.
+fn children_of(pid: i32) -> Vec<i32> {
+    all_pids().into_iter().filter(|&p| proc_stat(p).is_some_and(|s| s.parent == pid)).collect()
+}
