@@ -187,7 +187,7 @@ mod tests {
     /// run's `drop_own_caches` and a write session close it, so the next
     /// session opens it again. One file per blob has no handle.
     #[test]
-    fn read_sessions_keep_the_handle_until_a_cold_run_or_a_write() {
+    fn read_sessions_keep_the_handle_until_a_cold_run_or_a_write_and_clients_keep_theirs() {
         use crate::engine::api::OpenMode;
         let dir = tempfile::tempdir().unwrap();
         // PostgreSQL's throwaway cluster runs as `postgres` when tests run as root.
@@ -219,6 +219,31 @@ mod tests {
             assert_eq!(session(read), has_handle, "{kind:?}: after a write, nothing was kept");
             assert!(!session(OpenMode::READ), "{kind:?}: kept by the read before");
             assert!(!session(OpenMode::READ), "{kind:?}: a session that does not keep uses it, and leaves it kept");
+            drop(engine);
+            // The clients of a long-running application (`OpenMode::client`,
+            // writers committing each write) keep their handles between
+            // runs: opening is in no run but the first.
+            let mut clients = b.open(&target, &EngineSettings { commit_every: Some(1), ..settings.clone() });
+            match clients.survey(true) {
+                // Its writes commit nothing: it has no clients' configuration.
+                Err(e) if kind == EngineKind::External => {
+                    assert!(e.to_string().contains("--commit-every does not apply"), "{e}");
+                    continue;
+                }
+                r => drop(r.unwrap()),
+            }
+            let run = |engine: &dyn crate::engine::Engine| {
+                let mut both = [engine.open(OpenMode::client(0)).unwrap(), engine.open(OpenMode::client(1)).unwrap()];
+                let opened = both.iter().any(|s| s.info().opened_handle);
+                for s in &mut both {
+                    assert!(s.read(3).unwrap() > 0, "{kind:?}");
+                    s.commit().unwrap();
+                }
+                both.into_iter().for_each(|s| s.close().unwrap());
+                opened
+            };
+            assert_eq!(run(clients.as_ref()), has_handle, "{kind:?}: the clients' first run opens their handles");
+            assert!(!run(clients.as_ref()), "{kind:?}: their next run finds them kept");
         }
     }
 

@@ -92,7 +92,7 @@ pub fn recommendation(at: &RankingAt, section: &ClientsSection) -> String {
 /// The recommendation under `--rate`: keeping up first, then the p99.
 fn at_rate(at: &RankingAt, head: &str, rate: f64) -> String {
     let r = thousands(rate.round() as u64);
-    let p99 = |a: &AtClients| a.p99_us.map_or_else(|| "-".into(), micros);
+    let p99 = |a: &AtClients| a.p99_us.map_or_else(|| "-".into(), |v| format!("{} µs", micros(v)));
     let done = |a: &AtClients| a.completed.map_or_else(|| "-".into(), |c| format!("{:.1}%", c * 100.0));
     match (at.leader(), at.ranked.first()) {
         (Some(l), _) => {
@@ -173,7 +173,15 @@ pub fn table(at: &RankingAt, section: &ClientsSection) -> Table {
     }
     let third = if rate { "kept up? (due operations done)" } else { "time per op vs leader" };
     let mut t = Table::new(
-        &["candidate", "ops/s (all clients)", third, "slowest / median client", "write p99", "read p99", "busy waits"],
+        &[
+            "candidate",
+            "ops/s (all clients)",
+            third,
+            "slowest / median client",
+            "write p99 (µs)",
+            "read p99 (µs)",
+            "busy waits",
+        ],
         rows,
     )
     .with_kinds(&[
@@ -357,9 +365,12 @@ pub fn runs_note(section: &ClientsSection, set: &crate::measure::rounds::RoundSe
 pub fn configuration(row: Row, need: Durability, are: ClientsAre) -> String {
     let commit = if need == Durability::Required { "durably" } else { "without waiting for the disk" };
     let client = if are == ClientsAre::Processes { "client process" } else { "client" };
-    let with_reads = |text: String| match reads(row) {
-        Some(r) => format!("{text}; {r}, on the client's own connection, each in its own transaction"),
-        None => text,
+    let with_reads = |text: String| {
+        format!(
+            "{text}; reads on the client's own connection, each its own transaction, measured both through the \
+             blob handle (opened and closed per read) and through a prepared SELECT (reset after each read), the \
+             faster ranked at each count"
+        )
     };
     match (row.store, row.sqlite.map(|c| c.writers)) {
         (Store::Sqlite, Some(DbWriters::One)) => with_reads(format!(
@@ -483,10 +494,10 @@ pub fn blocks(file: &ResultFile, s: &AdviseSection, sfx: &str) -> Vec<Block> {
     b
 }
 
-/// The rows measured, in order, each once; the candidates of an older
-/// file without rows.
+/// The rows measured, in order, each once (SQLite once per way of
+/// writing); the candidates of an older file without rows.
 fn lines_measured(section: &ClientsSection, s: &AdviseSection) -> Vec<Row> {
-    let rows: Vec<Row> = section.arms.iter().filter_map(|a| a.row()).fold(Vec::new(), |mut v, r| {
+    let rows: Vec<Row> = section.arms.iter().filter_map(|a| a.row().map(Row::line)).fold(Vec::new(), |mut v, r| {
         if !v.contains(&r) {
             v.push(r);
         }
