@@ -98,11 +98,13 @@ pub fn list(servers: &super::servers::ServerArgs, json: bool) -> anyhow::Result<
         .map(|d| {
             let age = d.age_secs.map_or_else(|| "?".into(), age);
             let whose = if d.blobbench { "blobbench's" } else { "no marker: not blobbench's" };
-            vec![d.prefix.clone(), d.objects.to_string(), d.bytes.to_string(), age, whose.into()]
+            let uploads = d.uploads.to_string();
+            vec![d.prefix.clone(), d.objects.to_string(), d.bytes.to_string(), uploads, age, whose.into()]
         })
         .collect();
-    let table = Table::new(&["Prefix", "Objects", "Bytes", "Age", ""], rows).with_kinds(&[
+    let table = Table::new(&["Prefix", "Objects", "Bytes", "Incomplete uploads", "Age", ""], rows).with_kinds(&[
         ColumnKind::Text,
+        ColumnKind::Figure,
         ColumnKind::Figure,
         ColumnKind::Figure,
         ColumnKind::Figure,

@@ -20,5 +20,6 @@ mod powercut;
 mod process_state;
 mod report;
 mod s3;
+mod s3_bucket;
 mod suite;
 mod workload;

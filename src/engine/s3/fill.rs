@@ -131,5 +131,7 @@ pub(super) fn fill(
             multipart: multipart.into_inner(),
         })
     })
-    .map_err(|e| failures.first().unwrap_or(e))
+    // At Ctrl-C the requests in flight end too: the build was interrupted,
+    // not failed by them.
+    .map_err(|e| if stop_requested() { Error::Interrupted } else { failures.first().unwrap_or(e) })
 }
