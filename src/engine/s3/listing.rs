@@ -18,7 +18,7 @@ use std::borrow::Cow;
 use rusty_s3::{Map, Method};
 
 use super::client::{read_text, Call, Client, SIGNED_FOR};
-use crate::Result;
+use crate::{Error, Result};
 
 /// One object of a listing.
 #[derive(Debug, Clone, PartialEq)]
@@ -225,6 +225,20 @@ impl Client {
         self.check(call, &mut resp)?;
         Ok(Some(read_text(&mut resp)))
     }
+}
+
+/// Refuses a bucket that keeps every version unless the user said it may:
+/// there every overwrite and delete keeps the old bytes, billed.
+pub(super) fn check_versioning(client: &Client, versioned_ok: bool) -> Result<()> {
+    let versioning = client.versioning()?;
+    if versioning != Versioning::Enabled || versioned_ok {
+        return Ok(());
+    }
+    Err(Error::bad_input(
+        &client.store().label,
+        "keeps every version (versioning Enabled): each PUT and DELETE there keeps the old bytes, billed until each \
+         version is deleted; give --s3-versioned-ok to write anyway (drop then deletes every version under the prefix)",
+    ))
 }
 
 fn parse(text: &str) -> std::result::Result<roxmltree::Document<'_>, String> {

@@ -9,9 +9,9 @@ use std::sync::{Arc, OnceLock};
 
 use super::client::{env_credentials, Client, Store};
 use super::descriptor::Descriptor;
+use super::listing::check_versioning;
 use super::net::Net;
 use super::provider::{Provider, Server, UserStore};
-use super::remote::check_versioning;
 use crate::records::S3Params;
 use crate::{Error, Result};
 

@@ -19,6 +19,7 @@ use std::time::Instant;
 use super::client::{Client, Store};
 use super::descriptor::{self, Descriptor, Expect};
 use super::fill::fill;
+use super::listing::check_versioning;
 use super::reach::user_store;
 use super::remove::{remove_dataset, OnCtrlC};
 use crate::engine::kv;
@@ -72,20 +73,6 @@ fn remote_descriptor(target: &Path, url: &str, bucket: &str, s3: &S3Params) -> R
     };
     let addressing = (s3.addressing != Addressing::Auto).then_some(s3.addressing);
     Ok(Descriptor { ca, addressing, ..Descriptor::new_export(target, bucket, Some(url), None) })
-}
-
-/// Refuses a bucket that keeps every version unless the user said it may:
-/// there every overwrite and delete keeps the old bytes, billed.
-pub(super) fn check_versioning(client: &Client, versioned_ok: bool) -> Result<()> {
-    let versioning = client.versioning()?;
-    if versioning != super::listing::Versioning::Enabled || versioned_ok {
-        return Ok(());
-    }
-    Err(Error::bad_input(
-        &client.store().label,
-        "keeps every version (versioning Enabled): each PUT and DELETE there keeps the old bytes, billed until each \
-         version is deleted; give --s3-versioned-ok to write anyway (drop then deletes every version under the prefix)",
-    ))
 }
 
 /// The datasets of a store the user runs that `--force` replaces at
