@@ -188,16 +188,20 @@ fn a_versioned_bucket_is_refused_then_dropped_to_no_version() {
 /// mid-multipart left its descriptor marked incomplete; `run` refuses it
 /// in one line, `stat --s3` lists its incomplete uploads, and `drop DIR`
 /// removes its objects and aborts its uploads. A Ctrl-C on a store slower
-/// than a Ctrl-C check still cleans up what it wrote.
+/// than a Ctrl-C check still cleans up what it wrote. Both exports reach
+/// the store through a relay that holds each answer 300 ms, so that an
+/// upload lasts at least three of them and an export is still writing
+/// when it is killed, however fast the machine.
 #[test]
 fn a_killed_export_is_dropped_with_its_incomplete_uploads() {
     let dir = tempfile::tempdir().unwrap();
     let store = users_store(dir.path());
     let b = OwnBucket::create(&store.endpoint(), "users");
+    let slow = slow_relay(&b.endpoint, Duration::from_millis(300));
     let db = dir.path().join("big.db");
-    kvtest_db(&db, 24, 10_000_000);
+    kvtest_db(&db, 24, 6_000_000);
     let t = dir.path().join("killed.s3");
-    let mut child = spawn_export(&db, &t, &b.endpoint, "users", &["--s3-multipart-threshold", "5M"]);
+    let mut child = spawn_export(&db, &t, &slow, "users", &["--s3-multipart-threshold", "5M"]);
     wait_for(&mut child, "a multipart upload", || b.under("blobbench/").uploads > 0);
     child.kill().unwrap();
     child.wait().unwrap();
@@ -219,7 +223,6 @@ fn a_killed_export_is_dropped_with_its_incomplete_uploads() {
 
     // Ctrl-C on a store whose every answer takes longer than a Ctrl-C
     // check: the clean-up it starts still removes what was written.
-    let slow = slow_relay(&b.endpoint, Duration::from_millis(300));
     let small = dir.path().join("small.db");
     kvtest_db(&small, 3000, 100);
     let c = dir.path().join("c.s3");

@@ -164,7 +164,7 @@ fn text<'a>(node: roxmltree::Node<'a, '_>, name: &str) -> Option<&'a str> {
 
 /// A loopback TCP relay to `upstream` that holds each chunk of the
 /// store's answers for `delay` before passing it on: a store slower than
-/// blobbench's Ctrl-C check, on loopback. Runs until the test ends.
+/// blobbench's Ctrl-C check, on loopback, for the rest of the test run.
 pub fn slow_relay(upstream: &str, delay: Duration) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
