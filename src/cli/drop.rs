@@ -9,6 +9,9 @@ use clap::Args;
 use blobbench::engine::s3::{self, Dropped};
 use blobbench::records::S3Params;
 use blobbench::report::{table_text, ColumnKind, Table};
+use blobbench::util::units;
+
+use super::servers::{ca_file, AddressingArg};
 
 #[derive(Debug, Args)]
 pub struct DropArgs {
@@ -29,27 +32,48 @@ pub struct DropArgs {
     /// The bucket of --prefix.
     #[arg(long, value_name = "NAME", requires = "prefix")]
     pub s3_bucket: Option<String>,
+    /// A PEM file of CA certificates to trust beside the system's [default
+    /// for DIR: the one its export used].
+    #[arg(long, value_name = "FILE", value_parser = ca_file)]
+    pub s3_ca: Option<PathBuf>,
+    /// Where requests name the bucket (see export's --s3-addressing)
+    /// [default for DIR: as its export did].
+    #[arg(long, value_name = "STYLE", value_enum, default_value_t = AddressingArg::Auto)]
+    pub s3_addressing: AddressingArg,
 }
 
 pub fn drop(args: DropArgs) -> anyhow::Result<()> {
+    let s3 = S3Params { ca: args.s3_ca.clone(), addressing: args.s3_addressing.into(), ..S3Params::default() };
     let (what, dropped) = match (&args.dir, &args.prefix, &args.s3, &args.s3_bucket) {
-        (Some(dir), ..) => (dir.display().to_string(), s3::drop_dataset(dir, &S3Params::default())?),
-        (None, Some(prefix), Some(url), Some(bucket)) => {
-            (prefix.clone(), s3::drop_prefix(url, bucket, prefix, &S3Params::default())?)
-        }
+        (Some(dir), ..) => (dir.display().to_string(), s3::drop_dataset(dir, &s3)?),
+        (None, Some(prefix), Some(url), Some(bucket)) => (prefix.clone(), s3::drop_prefix(url, bucket, prefix, &s3)?),
         _ => anyhow::bail!("give a dataset's directory, or --prefix with --s3 URL and --s3-bucket NAME"),
     };
     println!("{}", dropped_line(&what, &dropped));
     Ok(())
 }
 
+/// What `drop` removed, in one line: the objects (every version, on a
+/// bucket keeping them) and their bytes, the incomplete uploads aborted.
 fn dropped_line(what: &str, d: &Dropped) -> String {
-    let objects = match d.objects {
-        Some(n) => format!("{n} object{} in {}", blobbench::util::units::plural(n), d.place),
-        None => d.place.clone(),
-    };
     let dir = if d.dir_removed { "" } else { " (its directory held other files, kept)" };
-    format!("Dropped {what}: removed {objects}{dir}")
+    let Some(r) = &d.removed else { return format!("Dropped {what}: removed {}{dir}", d.place) };
+    let objects = if r.versioned {
+        format!(
+            "{} object version{} and delete marker{}",
+            r.objects,
+            units::plural(r.objects),
+            units::plural(r.objects)
+        )
+    } else {
+        format!("{} object{}", r.objects, units::plural(r.objects))
+    };
+    let uploads = match r.uploads {
+        0 => String::new(),
+        n => format!(", and aborted {n} incomplete multipart upload{}", units::plural(n)),
+    };
+    let unfinished = if d.incomplete { " (an export that had not finished)" } else { "" };
+    format!("Dropped {what}{unfinished}: removed {objects} ({} bytes) in {}{uploads}{dir}", r.bytes, d.place)
 }
 
 /// `stat --s3 URL --s3-bucket B`: every `blobbench/NAME/` prefix in the
@@ -74,11 +98,13 @@ pub fn list(servers: &super::servers::ServerArgs, json: bool) -> anyhow::Result<
         .map(|d| {
             let age = d.age_secs.map_or_else(|| "?".into(), age);
             let whose = if d.blobbench { "blobbench's" } else { "no marker: not blobbench's" };
-            vec![d.prefix.clone(), d.objects.to_string(), d.bytes.to_string(), age, whose.into()]
+            let uploads = d.uploads.to_string();
+            vec![d.prefix.clone(), d.objects.to_string(), d.bytes.to_string(), uploads, age, whose.into()]
         })
         .collect();
-    let table = Table::new(&["Prefix", "Objects", "Bytes", "Age", ""], rows).with_kinds(&[
+    let table = Table::new(&["Prefix", "Objects", "Bytes", "Incomplete uploads", "Age", ""], rows).with_kinds(&[
         ColumnKind::Text,
+        ColumnKind::Figure,
         ColumnKind::Figure,
         ColumnKind::Figure,
         ColumnKind::Figure,

@@ -55,6 +55,12 @@ pub struct ServerArgs {
     /// otherwise).
     #[arg(long, value_name = "STYLE", value_enum, default_value_t = AddressingArg::Auto)]
     pub s3_addressing: AddressingArg,
+    /// S3: export to, and write in timed runs to, a bucket that keeps
+    /// every version (versioning Enabled, as object lock requires), where
+    /// each overwrite and delete keeps the old bytes, billed; refused
+    /// without it. `drop` then deletes every version under the prefix.
+    #[arg(long)]
+    pub s3_versioned_ok: bool,
     #[command(flatten)]
     pub s3_server: S3ServerArg,
 }
@@ -93,9 +99,19 @@ pub enum AddressingArg {
     Path,
 }
 
+impl From<AddressingArg> for Addressing {
+    fn from(a: AddressingArg) -> Addressing {
+        match a {
+            AddressingArg::Auto => Addressing::Auto,
+            AddressingArg::Virtual => Addressing::Virtual,
+            AddressingArg::Path => Addressing::Path,
+        }
+    }
+}
+
 /// `--s3-ca`: a readable PEM file holding a certificate, checked before
 /// any work starts.
-fn ca_file(s: &str) -> Result<PathBuf, String> {
+pub fn ca_file(s: &str) -> Result<PathBuf, String> {
     let path = PathBuf::from(s);
     blobbench::engine::s3::read_ca(&path).map_err(|e| e.to_string())?;
     Ok(path)
@@ -110,11 +126,8 @@ impl ServerArgs {
         settings.s3.replicas = self.s3_replicas;
         settings.s3.multipart_threshold = self.s3_multipart_threshold;
         settings.s3.ca.clone_from(&self.s3_ca);
-        settings.s3.addressing = match self.s3_addressing {
-            AddressingArg::Auto => Addressing::Auto,
-            AddressingArg::Virtual => Addressing::Virtual,
-            AddressingArg::Path => Addressing::Path,
-        };
+        settings.s3.versioned_ok = self.s3_versioned_ok;
+        settings.s3.addressing = self.s3_addressing.into();
         settings.s3.server.clone_from(&self.s3_server.name);
     }
 

@@ -41,6 +41,11 @@ pub struct S3Params {
     /// Blobs of this many bytes or more are PUT by multipart upload (at
     /// export and in timed writes).
     pub multipart_threshold: u64,
+    /// Whether exports and timed writes may go to a bucket that keeps
+    /// every version (`--s3-versioned-ok`), where each overwrite and
+    /// delete keeps the old bytes.
+    #[serde(default)]
+    pub versioned_ok: bool,
     /// A PEM bundle of CAs trusted beside the system's (`--s3-ca`).
     pub ca: Option<PathBuf>,
     /// How the bucket is addressed on a store the user runs.
@@ -60,6 +65,7 @@ impl Default for S3Params {
             server: None,
             replicas: None,
             multipart_threshold: DEFAULT_MULTIPART_THRESHOLD,
+            versioned_ok: false,
             ca: None,
             addressing: Addressing::Auto,
             profile: None,

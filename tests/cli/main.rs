@@ -20,6 +20,7 @@ mod powercut;
 mod process_state;
 mod report;
 mod s3;
+mod s3_bucket;
 mod s3_profiles;
 mod s3_throwaway;
 mod suite;

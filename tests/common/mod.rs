@@ -3,6 +3,8 @@
 //! datasets read back through each engine's own crate.
 #![allow(dead_code)] // each test file uses its own subset
 
+pub mod s3;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;

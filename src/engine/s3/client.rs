@@ -48,7 +48,7 @@ const BROKEN_TRIES: usize = 3;
 /// The answers S3 clients try again: a server error or a busy store
 /// (S3's 503 SlowDown; Swift's proxy answers 503 when a storage server
 /// missed its timeouts, as a single-process one in a long fsync can).
-fn is_busy(status: u16) -> bool {
+pub(super) fn is_busy(status: u16) -> bool {
     matches!(status, 500 | 502 | 503 | 504)
 }
 
@@ -149,6 +149,8 @@ pub(super) struct Said {
 pub struct Client {
     pub(super) agent: ureq::Agent,
     pub(super) store: Arc<Store>,
+    /// Whether to give up: Ctrl-C's flag, or never for a clean-up.
+    pub(super) stop: fn() -> bool,
 }
 
 /// A request's method and what it is about, for error messages.
@@ -160,7 +162,19 @@ pub(super) struct Call<'a> {
 
 impl Client {
     pub fn new(store: Arc<Store>) -> Client {
-        Client { agent: store.net.agent(), store }
+        Client::stopped_by(store, stop_requested)
+    }
+
+    /// A client Ctrl-C does not stop, for the clean-up that Ctrl-C itself
+    /// started: with the flag still set, every answer slower than a stop
+    /// check would come back as interrupted and the clean-up would fail.
+    /// A second Ctrl-C still leaves at once.
+    pub fn unstoppable(store: Arc<Store>) -> Client {
+        Client::stopped_by(store, || false)
+    }
+
+    pub(super) fn stopped_by(store: Arc<Store>, stop: fn() -> bool) -> Client {
+        Client { agent: store.net.agent(stop), store, stop }
     }
 
     pub fn store(&self) -> &Store {
@@ -183,7 +197,10 @@ impl Client {
             let body = read_text(&mut resp);
             return self.missing_key(call, &body).map(|_| None);
         }
-        self.check(call, &mut resp)?;
+        if !resp.status().is_success() {
+            let busy = is_busy(resp.status().as_u16());
+            self.check(call, &mut resp).map_err(|e| timed(e, busy))?;
+        }
         let body = resp.body_mut();
         if let Some(len) = body.content_length().and_then(|l| usize::try_from(l).ok()) {
             if len > buf.len() {
@@ -248,12 +265,18 @@ impl Client {
     /// to [`BROKEN_TRIES`] times in all when the connection breaks. Returns
     /// how many tries failed so before the one that stored it.
     pub fn put_patiently(&self, key: &str, body: &[u8]) -> Result<u64> {
-        patiently(&BUSY_PAUSES, || self.put_once(key, body))
+        self.patiently(|| self.put_once(key, body))
     }
 
     /// [`Client::delete`] for removing a dataset, as [`Client::put_patiently`].
     pub fn delete_patiently(&self, key: &str) -> Result<u64> {
-        patiently(&BUSY_PAUSES, || self.delete_once(key))
+        self.patiently(|| self.delete_once(key))
+    }
+
+    /// `once` tried again after each of [`BUSY_PAUSES`], as
+    /// [`patiently`], the pauses ending at this client's stop.
+    pub(super) fn patiently(&self, once: impl FnMut() -> Result<Option<Again>>) -> Result<u64> {
+        patiently(&BUSY_PAUSES, self.stop, once)
     }
 
     /// One PUT: Ok(None) when stored, Ok(Some(again)) when the store
@@ -268,7 +291,7 @@ impl Client {
     }
 
     /// One DELETE, answered as [`Client::put_once`].
-    fn delete_once(&self, key: &str) -> Result<Option<Again>> {
+    pub(super) fn delete_once(&self, key: &str) -> Result<Option<Again>> {
         let call = Call { op: "DELETE", key };
         let url = self.store.bucket.delete_object(Some(&self.store.credentials), key).sign(SIGNED_FOR);
         match self.agent.delete(url.as_str()).call() {
@@ -279,7 +302,7 @@ impl Client {
 
     /// A request that got no answer: worth another try when its
     /// connection broke ([`is_broken`]), else an error.
-    fn failed_to_send(&self, call: Call, e: ureq::Error) -> Result<Option<Again>> {
+    pub(super) fn failed_to_send(&self, call: Call, e: ureq::Error) -> Result<Option<Again>> {
         let broken = is_broken(&e);
         let e = self.transport(call, e, None);
         if broken {
@@ -329,23 +352,6 @@ impl Client {
         self.check(call, &mut resp)?;
         drain(&mut resp);
         Ok(())
-    }
-
-    /// Calls `each(key, size)` for every object whose key starts with
-    /// `prefix`, in key order, a page of up to 1000 at a time.
-    pub fn list(&self, prefix: &str, each: &mut dyn FnMut(&str, u64) -> Result<()>) -> Result<()> {
-        let mut token: Option<String> = None;
-        loop {
-            let page = self.list_page(prefix, token.as_deref(), 1000, None)?;
-            for obj in &page.contents {
-                let key = percent_encoding::percent_decode_str(&obj.key).decode_utf8_lossy();
-                each(&key, obj.size.unwrap_or(0))?;
-            }
-            match page.next_continuation_token {
-                Some(t) if !page.contents.is_empty() => token = Some(t),
-                _ => return Ok(()),
-            }
-        }
     }
 
     pub(super) fn list_page(
@@ -465,7 +471,7 @@ impl Client {
         };
         let stall = self.store.net.stall().as_secs();
         let why = match &e {
-            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::Interrupted && stop_requested() => {
+            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::Interrupted && (self.stop)() => {
                 return Error::Interrupted
             }
             ureq::Error::Timeout(ureq::Timeout::Connect) => {
@@ -509,8 +515,24 @@ impl Again {
     pub(super) fn none(again: Option<Again>) -> Result<()> {
         match again {
             None => Ok(()),
-            Some(Again::Busy(e) | Again::Broken(e)) => Err(e),
+            Some(Again::Busy(e)) => Err(timed(e, true)),
+            Some(Again::Broken(e)) => Err(e),
         }
+    }
+}
+
+/// A timed request's failure, saying, when the store answered busy (S3's
+/// 503 SlowDown), that it was not tried again and what may help.
+fn timed(e: Error, busy: bool) -> Error {
+    match e {
+        Error::BadInput { path, why } if busy => Error::BadInput {
+            path,
+            why: format!(
+                "{why}: timed requests are never tried again (a retry would hide its wait in the figures); \
+                 fewer clients at once (--threads, --clients) may keep the store from slowing down"
+            ),
+        },
+        other => other,
     }
 }
 
@@ -528,13 +550,17 @@ fn is_broken(e: &ureq::Error) -> bool {
 }
 
 /// Runs `once` until it needs no other try, pausing `pauses` between
-/// tries (each pause ends early at Ctrl-C); a broken connection is tried
-/// at most [`BROKEN_TRIES`] times. How many tries failed; the last
-/// failure is the error.
-pub(super) fn patiently(pauses: &[Duration], mut once: impl FnMut() -> Result<Option<Again>>) -> Result<u64> {
+/// tries (each pause ends early when `stop` says so); a broken connection
+/// is tried at most [`BROKEN_TRIES`] times. How many tries failed; the
+/// last failure is the error.
+pub(super) fn patiently(
+    pauses: &[Duration],
+    stop: fn() -> bool,
+    mut once: impl FnMut() -> Result<Option<Again>>,
+) -> Result<u64> {
     let (mut tries, mut broken) = (0, 0);
     loop {
-        let (e, stop) = match once()? {
+        let (e, last) = match once()? {
             None => return Ok(tries as u64),
             Some(Again::Busy(e)) => (e, tries >= pauses.len()),
             Some(Again::Broken(e)) => {
@@ -542,21 +568,21 @@ pub(super) fn patiently(pauses: &[Duration], mut once: impl FnMut() -> Result<Op
                 (e, broken >= BROKEN_TRIES || tries >= pauses.len())
             }
         };
-        if stop {
+        if last {
             let why = if broken > 0 { "the connection kept breaking" } else { "the store stayed busy" };
             return Err(gave_up(e, tries + 1, &pauses[..tries], why));
         }
-        pause(pauses[tries])?;
+        pause(pauses[tries], stop)?;
         tries += 1;
     }
 }
 
-/// Sleeps `d`, or less at Ctrl-C (then Interrupted).
-fn pause(d: Duration) -> Result<()> {
+/// Sleeps `d`, or less when `stop` says so (then Interrupted).
+fn pause(d: Duration, stop: fn() -> bool) -> Result<()> {
     let step = Duration::from_millis(100);
     let mut left = d;
     while !left.is_zero() {
-        if stop_requested() {
+        if stop() {
             return Err(Error::Interrupted);
         }
         std::thread::sleep(left.min(step));

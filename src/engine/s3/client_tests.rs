@@ -4,6 +4,10 @@
 use super::*;
 use std::path::Path;
 
+fn never() -> bool {
+    false
+}
+
 fn store(endpoint: &str) -> Client {
     let net = Net::for_url(&parse_endpoint(endpoint).unwrap(), None).unwrap();
     let credentials = Credentials::new("k", "s3cr3t");
@@ -43,13 +47,13 @@ fn busy_answers_and_broken_connections_are_tried_again_and_others_end_at_once() 
         || Again::Busy(Error::bad_input(Path::new("s"), "PUT k failed: the store answered 503 Service Unavailable"));
     let no_pause = [Duration::ZERO; 3];
     let mut calls = 0;
-    let twice_busy = patiently(&no_pause, || {
+    let twice_busy = patiently(&no_pause, never, || {
         calls += 1;
         Ok((calls <= 2).then(busy))
     });
     assert_eq!((twice_busy.unwrap(), calls), (2, 3));
     let mut calls = 0;
-    let e = patiently(&no_pause, || {
+    let e = patiently(&no_pause, never, || {
         calls += 1;
         Ok(Some(busy()))
     })
@@ -58,7 +62,7 @@ fn busy_answers_and_broken_connections_are_tried_again_and_others_end_at_once() 
     assert_eq!(calls, 4, "one try, then one after each pause");
     assert!(e.ends_with("503 Service Unavailable (4 tries over 0 s: the store stayed busy)"), "{e}");
     let mut calls = 0;
-    let e = patiently(&[Duration::ZERO; 6], || {
+    let e = patiently(&[Duration::ZERO; 6], never, || {
         calls += 1;
         Ok(Some(Again::Broken(Error::bad_input(Path::new("s"), "PUT k: no answer within 30 s"))))
     })
@@ -67,7 +71,7 @@ fn busy_answers_and_broken_connections_are_tried_again_and_others_end_at_once() 
     assert_eq!(calls, BROKEN_TRIES, "a broken connection is tried {BROKEN_TRIES} times");
     assert!(e.ends_with("(3 tries over 0 s: the connection kept breaking)"), "{e}");
     let mut calls = 0;
-    let refused = patiently(&no_pause, || {
+    let refused = patiently(&no_pause, never, || {
         calls += 1;
         Err(Error::bad_input(Path::new("s"), "the store refused access key k"))
     });
@@ -165,4 +169,22 @@ fn a_clock_behind_the_stores_is_named_with_its_skew() {
     let e = e.unwrap_err().to_string();
     assert!(e.contains("LIST p/ failed (AccessDenied): this machine's clock is 3 h behind the store's"), "{e}");
     assert!(e.contains("valid for 60 s") && e.contains("set this machine's clock") && !e.contains("lacks"), "{e}");
+}
+
+/// Issue 43, item 14: a timed request the store answers busy (503
+/// SlowDown) ends the run saying it was not tried again and what may
+/// help; the export's patient requests say how often they tried instead.
+#[test]
+fn a_busy_answer_to_a_timed_request_says_it_is_never_tried_again() {
+    let fake = super::super::fake::Fake::start(|_| super::super::fake::Reply::error(503, "SlowDown"));
+    let c = fake.client();
+    let get = c.get_into("k", false, &mut Vec::new()).unwrap_err().to_string();
+    let put = c.put("k", b"v").unwrap_err().to_string();
+    for e in [&get, &put] {
+        assert!(e.contains("503 Service Unavailable, SlowDown: timed requests are never tried again"), "{e}");
+        assert!(e.contains("fewer clients at once") && !e.contains('\n'), "{e}");
+    }
+    let gone = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let refused = store(&format!("http://127.0.0.1:{gone}")).put("k", b"v").unwrap_err().to_string();
+    assert!(!refused.contains("never tried again"), "only a busy answer: {refused}");
 }

@@ -4,37 +4,43 @@
 //! a killed export or a failed clean-up left behind can be seen and
 //! removed. Only a prefix holding blobbench's marker is ever deleted.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::build::{finish_with, remove_prefix};
-use super::client::{Client, Store};
-use super::descriptor::{check_bucket, is_dataset_prefix, Descriptor, DESCRIPTOR, MARKER, ROOT};
+use super::client::Client;
+use super::descriptor::{check_bucket, is_dataset_prefix, Descriptor, Expect, DESCRIPTOR, MARKER, ROOT};
 use super::provider;
 use super::reach::user_store;
+use super::remote::drop_prefix_command;
+use super::remove::{remove_dataset, OnCtrlC, Removed};
 use crate::records::S3Params;
 use crate::{Error, Result};
 
 /// What `drop` removed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Dropped {
-    /// Objects deleted from a store the user runs (None: the dataset's
+    /// What went from a store the user runs (None: the dataset's
     /// throwaway cluster, removed with its directory).
-    pub objects: Option<u64>,
+    pub removed: Option<Removed>,
     /// The bucket and prefix they were under, or the cluster's directory.
     pub place: String,
     /// The dataset's directory, removed (false: it held other files too,
     /// which were kept; only the descriptor went).
     pub dir_removed: bool,
+    /// Whether the dataset was an export that had not finished.
+    pub incomplete: bool,
 }
 
 /// Removes the S3 dataset at `dir` and its objects: a throwaway cluster
-/// with its directory; on a store the user runs, every object under its
-/// prefix, then its descriptor (kept when the store cannot be reached or
-/// a delete fails, so the same command can be run again), reached with
-/// the export's CA file and addressing unless `s3` gives others.
+/// with its directory; on a store the user runs, everything under its
+/// prefix (and under those of the datasets an unfinished `export --force`
+/// was replacing) once its marker is read and names the descriptor's id,
+/// then its descriptor (kept when the store cannot be reached or a delete
+/// fails, so the same command can be run again), reached with the
+/// export's CA file and addressing unless `s3` gives others.
 pub fn drop_dataset(dir: &Path, s3: &S3Params) -> Result<Dropped> {
     if !dir.join(DESCRIPTOR).is_file() {
         return Err(Error::bad_input(
@@ -45,22 +51,35 @@ pub fn drop_dataset(dir: &Path, s3: &S3Params) -> Result<Dropped> {
     let desc = Descriptor::read(dir)?;
     let Some(endpoint) = desc.endpoint.clone() else {
         let dir_removed = provider::drop_local(dir)?;
-        return Ok(Dropped { objects: None, place: "its throwaway server".into(), dir_removed });
+        return Ok(Dropped { removed: None, place: "its throwaway server".into(), dir_removed, incomplete: false });
     };
-    let store = Arc::new(user_store(&endpoint, &desc.bucket, &desc.reached_with(s3))?);
-    let objects = remove_marked(&store, &desc.prefix).map_err(|e| {
-        Error::invalid(format!("{e}; {} keeps its descriptor: run drop again to finish", dir.display()))
-    })?;
+    let mut removed = Removed::default();
+    for d in std::iter::once(&desc).chain(&desc.replaces) {
+        let r = remove_described(d, s3).map_err(|e| {
+            Error::invalid(format!("{e}; {} keeps its descriptor: run drop again to finish", dir.display()))
+        })?;
+        removed = removed.plus(&r);
+    }
     let file = dir.join(DESCRIPTOR);
     std::fs::remove_file(&file).map_err(|e| Error::io(&file, "cannot remove", e))?;
     let dir_removed = std::fs::remove_dir(dir).is_ok();
     let place = format!("bucket {} at {endpoint}, prefix {}", desc.bucket, desc.prefix);
-    Ok(Dropped { objects: Some(objects), place, dir_removed })
+    Ok(Dropped { removed: Some(removed), place, dir_removed, incomplete: desc.incomplete })
+}
+
+/// The objects of the dataset `desc` describes, removed from its store.
+fn remove_described(desc: &Descriptor, s3: &S3Params) -> Result<Removed> {
+    let store = user_store(desc.endpoint.as_deref().unwrap_or_default(), &desc.bucket, &desc.reached_with(s3))?;
+    let store = Arc::new(store);
+    // The first request: checks that the store answers and the bucket opens.
+    Client::new(store.clone()).any_under(&desc.prefix)?;
+    remove_dataset(&store, &desc.prefix, Expect::Export(desc.id.as_deref()), OnCtrlC::Stop)
 }
 
 /// Removes the objects under `prefix` (`blobbench/NAME/`, holding
-/// blobbench's marker) in `bucket` at `url`: what a killed export or a
-/// failed clean-up left, as [`list_datasets`] shows it.
+/// blobbench's marker, which names that prefix) in `bucket` at `url`:
+/// what a killed export or a failed clean-up left, as [`list_datasets`]
+/// shows it.
 pub fn drop_prefix(url: &str, bucket: &str, prefix: &str, s3: &S3Params) -> Result<Dropped> {
     check_bucket(bucket)?;
     if !is_dataset_prefix(prefix) {
@@ -69,66 +88,52 @@ pub fn drop_prefix(url: &str, bucket: &str, prefix: &str, s3: &S3Params) -> Resu
         )));
     }
     let store = Arc::new(user_store(url, bucket, s3)?);
-    let objects = remove_marked(&store, prefix)?;
+    Client::new(store.clone()).any_under(prefix)?;
+    let removed = remove_dataset(&store, prefix, Expect::Prefix, OnCtrlC::Stop)?;
     let place = format!("bucket {bucket} at {}, prefix {prefix}", url.trim_end_matches('/'));
-    Ok(Dropped { objects: Some(objects), place, dir_removed: false })
-}
-
-/// Deletes everything under `prefix` if it holds blobbench's marker (or
-/// nothing at all); refuses anything else, touching nothing. The first
-/// request also checks that the store answers and the credentials open
-/// the bucket.
-fn remove_marked(store: &Arc<Store>, prefix: &str) -> Result<u64> {
-    let client = Client::new(store.clone());
-    if !client.any_under(prefix)? {
-        return Ok(0);
-    }
-    if client.head(&format!("{prefix}{MARKER}"))?.is_none() {
-        return Err(Error::bad_input(
-            &store.label,
-            format!("objects under {prefix} are not blobbench's (no {MARKER}); refusing to delete them"),
-        ));
-    }
-    remove_prefix(store, prefix)
+    Ok(Dropped { removed: Some(removed), place, dir_removed: false, incomplete: false })
 }
 
 /// One dataset's prefix in a store, as the listing shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct StoreDataset {
     pub prefix: String,
     pub objects: u64,
     pub bytes: u64,
+    /// Incomplete multipart uploads under it (parts stored and billed,
+    /// in no object listing): what a killed export leaves.
+    pub uploads: u64,
     /// Whether the prefix holds blobbench's marker (only then may `drop
     /// --prefix` delete it).
     pub blobbench: bool,
     /// When it was written: the marker's time (an export writes it first),
-    /// else the oldest object's, as the store gives it (RFC 3339).
+    /// else the oldest object's or upload's, as the store gives it (RFC 3339).
     pub written: Option<String>,
     /// Seconds since then, by this machine's clock.
     pub age_secs: Option<u64>,
 }
 
-/// Every `blobbench/NAME/` prefix in `bucket` at `url`, in key order,
-/// with its objects' count, bytes and age.
+/// Every `blobbench/NAME/` prefix in `bucket` at `url` holding objects or
+/// incomplete uploads, in key order, with their count, bytes and age.
 pub fn list_datasets(url: &str, bucket: &str, s3: &S3Params) -> Result<Vec<StoreDataset>> {
     check_bucket(bucket)?;
     let store = Arc::new(user_store(url, bucket, s3)?);
     let client = Client::new(store.clone());
     client.any_under(ROOT)?;
-    let mut found: Vec<StoreDataset> = Vec::new();
-    let mut token: Option<String> = None;
-    loop {
-        let page = client.list_page(ROOT, token.as_deref(), 1000, None)?;
-        for obj in &page.contents {
-            let key = percent_encoding::percent_decode_str(&obj.key).decode_utf8_lossy();
-            add(&mut found, &key, obj.size.unwrap_or(0), obj.last_modified.as_deref());
-        }
-        match page.next_continuation_token {
-            Some(t) if !page.contents.is_empty() => token = Some(t),
-            _ => break,
-        }
-    }
+    let mut found = BTreeMap::new();
+    client.list(ROOT, &mut |o| {
+        add(&mut found, &o.key, o.modified.as_deref()).into_iter().for_each(|d| {
+            d.objects += 1;
+            d.bytes += o.size;
+        });
+        Ok(())
+    })?;
+    client.list_uploads(ROOT, &mut |u| {
+        add(&mut found, &u.key, u.initiated.as_deref()).into_iter().for_each(|d| d.uploads += 1);
+        Ok(())
+    })?;
     let now = jiff::Timestamp::now();
+    let mut found: Vec<StoreDataset> = found.into_values().collect();
     for d in &mut found {
         let when = d.written.as_deref().and_then(|w| w.parse::<jiff::Timestamp>().ok());
         d.age_secs = when.map(|w| now.as_second().saturating_sub(w.as_second()).max(0) as u64);
@@ -136,19 +141,17 @@ pub fn list_datasets(url: &str, bucket: &str, s3: &S3Params) -> Result<Vec<Store
     Ok(found)
 }
 
-/// Counts object `key` into its prefix's entry (keys come in order, so a
-/// prefix's objects are together).
-fn add(found: &mut Vec<StoreDataset>, key: &str, size: u64, modified: Option<&str>) {
-    let Some(rest) = key.strip_prefix(ROOT) else { return };
-    let Some((name, within)) = rest.split_once('/') else { return };
+/// The entry of the prefix `key` is under, dated by `modified` (the
+/// marker's time, else the oldest); None when `key` is under none.
+fn add<'a>(
+    found: &'a mut BTreeMap<String, StoreDataset>,
+    key: &str,
+    modified: Option<&str>,
+) -> Option<&'a mut StoreDataset> {
+    let rest = key.strip_prefix(ROOT)?;
+    let (name, within) = rest.split_once('/')?;
     let prefix = format!("{ROOT}{name}/");
-    if found.last().is_none_or(|d| d.prefix != prefix) {
-        let new = StoreDataset { prefix, objects: 0, bytes: 0, blobbench: false, written: None, age_secs: None };
-        found.push(new);
-    }
-    let Some(d) = found.last_mut() else { return };
-    d.objects += 1;
-    d.bytes += size;
+    let d = found.entry(prefix.clone()).or_insert_with(|| StoreDataset { prefix, ..StoreDataset::default() });
     let modified = modified.map(str::to_string);
     if within == MARKER {
         d.blobbench = true;
@@ -156,22 +159,12 @@ fn add(found: &mut Vec<StoreDataset>, key: &str, size: u64, modified: Option<&st
     } else if !d.blobbench && modified.is_some() && (d.written.is_none() || modified < d.written) {
         d.written = modified;
     }
+    Some(d)
 }
 
 /// The command that removes a listed prefix.
 pub fn drop_command(url: &str, bucket: &str, prefix: &str) -> String {
-    let desc = Descriptor {
-        engine: super::KIND,
-        bucket: bucket.into(),
-        prefix: prefix.into(),
-        id: None,
-        endpoint: Some(url.trim_end_matches('/').into()),
-        replicas: None,
-        ca: None,
-        addressing: None,
-        profile: None,
-    };
-    finish_with(&desc)
+    drop_prefix_command(url.trim_end_matches('/'), bucket, prefix, None, None)
 }
 
 #[cfg(test)]
@@ -180,14 +173,26 @@ mod tests {
 
     #[test]
     fn a_listing_groups_keys_by_dataset_and_dates_them_by_the_marker() {
-        let mut found = Vec::new();
+        let mut found = BTreeMap::new();
         let t = |s: &str| Some(s.to_string());
-        add(&mut found, "blobbench/a-0000000a/0000000001", 10, Some("2026-01-02T00:00:00Z"));
-        add(&mut found, "blobbench/a-0000000a/blobbench-dataset.json", 5, Some("2026-01-01T00:00:00Z"));
-        add(&mut found, "blobbench/foreign/0000000001", 7, Some("2026-03-01T00:00:00Z"));
-        add(&mut found, "blobbench/foreign/x", 8, Some("2026-02-01T00:00:00Z"));
-        add(&mut found, "blobbench/loose", 1, None);
-        assert_eq!(found.len(), 2, "{found:?}");
+        let mut object = |key: &str, size: u64, modified: Option<&str>| {
+            if let Some(d) = add(&mut found, key, modified) {
+                d.objects += 1;
+                d.bytes += size;
+            }
+        };
+        object("blobbench/foreign/0000000001", 7, Some("2026-03-01T00:00:00Z"));
+        object("blobbench/foreign/x", 8, Some("2026-02-01T00:00:00Z"));
+        object("blobbench/a-0000000a/0000000001", 10, Some("2026-01-02T00:00:00Z"));
+        object("blobbench/a-0000000a/blobbench-dataset.json", 5, Some("2026-01-01T00:00:00Z"));
+        object("blobbench/loose", 1, None);
+        add(&mut found, "blobbench/killed-0000000b/0000000003", Some("2026-04-01T00:00:00Z")).unwrap().uploads += 1;
+        let found: Vec<StoreDataset> = found.into_values().collect();
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert_eq!(
+            (found[2].prefix.as_str(), found[2].objects, found[2].uploads),
+            ("blobbench/killed-0000000b/", 0, 1)
+        );
         let (a, f) = (&found[0], &found[1]);
         assert_eq!((a.prefix.as_str(), a.objects, a.bytes, a.blobbench), ("blobbench/a-0000000a/", 2, 15, true));
         assert_eq!(a.written, t("2026-01-01T00:00:00Z"), "the marker's time");

@@ -8,7 +8,14 @@
 //! (`blobbench/<DIR's name>-<8 hex>/`): two datasets of one name, on one
 //! bucket or exported at once, never share a key, so one is never refused,
 //! replaced or deleted for the other. A descriptor written before ids
-//! (no `id`) is read as it was: its prefix is the one it names.
+//! (no `id`) is read as it was: its prefix is the one it names, which must
+//! still be of blobbench's form (`blobbench/NAME/`): a descriptor naming
+//! any other prefix is not blobbench's, whatever else it says.
+//!
+//! The [`Marker`] object under the prefix says the same id: nothing under a
+//! prefix is deleted until its marker has been read and matched (see
+//! `remove`). An export records its descriptor, marked incomplete, before
+//! its first PUT, so that a killed one can be dropped.
 
 use std::path::{Path, PathBuf};
 
@@ -57,19 +64,64 @@ pub struct Descriptor {
     /// None: the environment's keys, or blobbench's own server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// An export that has not finished (killed, or its clean-up failed):
+    /// `run` refuses it and `drop` removes what it left.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub incomplete: bool,
+    /// The datasets an unfinished `export --force` replaces, whose objects
+    /// go once it has finished (or with it, at `drop`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaces: Vec<Descriptor>,
 }
 
 impl Descriptor {
+    /// A new export's descriptor at `target`: a new id, and the prefix
+    /// carrying it.
+    pub fn new_export(target: &Path, bucket: &str, endpoint: Option<&str>, replicas: Option<u8>) -> Descriptor {
+        let id = new_id();
+        Descriptor {
+            engine: super::KIND,
+            bucket: bucket.into(),
+            prefix: prefix_for(target, &id),
+            id: Some(id),
+            endpoint: endpoint.map(|e| e.trim_end_matches('/').to_string()),
+            replicas,
+            ca: None,
+            addressing: None,
+            profile: None,
+            incomplete: false,
+            replaces: Vec::new(),
+        }
+    }
+
     pub fn read(dir: &Path) -> Result<Descriptor> {
         let file = dir.join(DESCRIPTOR);
         let text = std::fs::read_to_string(&file).map_err(|e| Error::io(&file, "cannot read", e))?;
         let d: Descriptor = serde_json::from_str(&text)
             .map_err(|e| Error::bad_input(&file, format!("is not a blobbench S3 descriptor: {e}")))?;
-        let id_ok = d.id.as_deref().is_none_or(|id| valid_id(id) && d.prefix.ends_with(&format!("-{id}/")));
-        if d.engine != super::KIND || !plain_prefix(&d.prefix) || d.bucket.is_empty() || !id_ok {
-            return Err(Error::bad_input(&file, "is not a blobbench S3 descriptor"));
+        match std::iter::once(&d).chain(&d.replaces).find_map(Descriptor::flaw) {
+            Some(flaw) => Err(Error::bad_input(&file, format!("is not a blobbench S3 descriptor: {flaw}"))),
+            None => Ok(d),
         }
-        Ok(d)
+    }
+
+    /// What makes this descriptor not one blobbench wrote, if anything.
+    fn flaw(&self) -> Option<String> {
+        if self.engine != super::KIND {
+            return Some(format!("its engine is {}", self.engine.name()));
+        }
+        if self.bucket.is_empty() {
+            return Some("it names no bucket".into());
+        }
+        if !is_dataset_prefix(&self.prefix) {
+            return Some(format!("prefix {:?} is not of blobbench's form ({ROOT}NAME-ID/)", self.prefix));
+        }
+        match self.id.as_deref() {
+            Some(id) if !(valid_id(id) && self.prefix.ends_with(&format!("-{id}/"))) => {
+                Some(format!("prefix {} does not end with its id {id}", self.prefix))
+            }
+            _ => None,
+        }
     }
 
     pub fn write(&self, dir: &Path) -> Result<()> {
@@ -115,6 +167,61 @@ impl Descriptor {
     pub fn marker(&self) -> String {
         format!("{}{MARKER}", self.prefix)
     }
+}
+
+/// What the marker object says: the dataset's prefix and the id of the
+/// export that wrote it (None: written before ids). Nothing of this
+/// machine (an endpoint, a CA file's path) goes in the bucket.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Marker {
+    pub engine: EngineKind,
+    pub bucket: String,
+    pub prefix: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+impl Marker {
+    pub fn of(desc: &Descriptor) -> Marker {
+        Marker { engine: desc.engine, bucket: desc.bucket.clone(), prefix: desc.prefix.clone(), id: desc.id.clone() }
+    }
+
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec_pretty(self).unwrap_or_default()
+    }
+
+    /// The marker in `bytes` (a marker written before this type kept more
+    /// fields, which are ignored); None when it is not one.
+    pub fn parse(bytes: &[u8]) -> Option<Marker> {
+        serde_json::from_slice::<Marker>(bytes).ok().filter(|m| m.engine == super::KIND)
+    }
+
+    /// Why this marker does not mark the dataset `expect` names under
+    /// `prefix`, if it does not.
+    pub fn mismatch(&self, prefix: &str, expect: Expect) -> Option<String> {
+        let name = |id: Option<&str>| id.map_or_else(|| "none (written before ids)".to_string(), str::to_string);
+        if self.prefix != prefix {
+            return Some(format!("it marks prefix {}", self.prefix));
+        }
+        match (expect, self.id.as_deref()) {
+            (Expect::Export(want), got) if want != got => {
+                Some(format!("it names export {}, not the descriptor's {}", name(got), name(want)))
+            }
+            (Expect::Prefix, Some(got)) if !prefix.ends_with(&format!("-{got}/")) => {
+                Some(format!("it names export {got}, which the prefix does not end with"))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Whose objects a removal expects under a prefix.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Expect<'a> {
+    /// The export a descriptor names by its id (None: written before ids).
+    Export(Option<&'a str>),
+    /// Whichever export the prefix itself names (`drop --prefix`).
+    Prefix,
 }
 
 /// Whether `dir` holds an S3 dataset.
@@ -203,6 +310,8 @@ mod tests {
             ca: Some("/etc/ca.pem".into()),
             addressing: Some(addressing),
             profile: None,
+            incomplete: false,
+            replaces: Vec::new(),
         }
     }
 
@@ -218,6 +327,8 @@ mod tests {
             ca: None,
             addressing: None,
             profile: None,
+            incomplete: false,
+            replaces: Vec::new(),
         };
         assert_eq!(d.prefix, "blobbench/my-data-s3-0a1b2c3d/");
         assert!(plain_prefix(&d.prefix));
@@ -294,5 +405,52 @@ mod tests {
         assert!(Descriptor::read(dir.path()).is_err());
         std::fs::write(dir.path().join(DESCRIPTOR), r#"{"engine":"s3","bucket":"b","prefix":"../x"}"#).unwrap();
         assert!(Descriptor::read(dir.path()).unwrap_err().to_string().contains("not a blobbench S3 descriptor"));
+    }
+
+    /// Issue 43, item 1: a descriptor naming a prefix that is not of
+    /// blobbench's form (a hand-edited `images/`, with or without an id,
+    /// or among those it replaces) is not blobbench's: refused in one line.
+    #[test]
+    fn a_descriptor_naming_a_prefix_not_of_blobbenchs_form_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = users_store("http://h", Addressing::Path);
+        for bad in [
+            r#"{"engine":"s3","bucket":"b","prefix":"images/"}"#.to_string(),
+            r#"{"engine":"s3","bucket":"b","prefix":"blobbench/"}"#.to_string(),
+            r#"{"engine":"s3","bucket":"b","prefix":"blobbench/a/b/"}"#.to_string(),
+            r#"{"engine":"s3","bucket":"b","prefix":"images/x-0000abcd/","id":"0000abcd"}"#.to_string(),
+            serde_json::to_string(&Descriptor {
+                replaces: vec![Descriptor { prefix: "images/".into(), id: None, ..good.clone() }],
+                ..good.clone()
+            })
+            .unwrap(),
+        ] {
+            std::fs::write(dir.path().join(DESCRIPTOR), &bad).unwrap();
+            let e = Descriptor::read(dir.path()).unwrap_err().to_string();
+            assert!(e.contains("is not a blobbench S3 descriptor: prefix") && !e.contains('\n'), "{bad}: {e}");
+        }
+        let incomplete =
+            Descriptor { incomplete: true, replaces: vec![users_store("http://g", Addressing::Auto)], ..good };
+        incomplete.write(dir.path()).unwrap();
+        assert_eq!(Descriptor::read(dir.path()).unwrap(), incomplete, "an unfinished export reads back whole");
+    }
+
+    /// Issue 43, item 14: the marker in the bucket says which export wrote
+    /// the prefix, and nothing of this machine: no endpoint, no CA path.
+    #[test]
+    fn the_marker_names_the_export_and_nothing_of_this_machine() {
+        let d = users_store("http://h:9000", Addressing::Path);
+        let json = String::from_utf8(Marker::of(&d).to_json()).unwrap();
+        assert!(!json.contains("ca.pem") && !json.contains("h:9000") && json.contains("0000abcd"), "{json}");
+        let m = Marker::parse(json.as_bytes()).unwrap();
+        assert_eq!(m.mismatch(&d.prefix, Expect::Export(Some("0000abcd"))), None);
+        assert_eq!(m.mismatch(&d.prefix, Expect::Prefix), None);
+        assert!(m.mismatch(&d.prefix, Expect::Export(None)).is_some(), "a descriptor from before ids");
+        assert!(m.mismatch("blobbench/y-0000abcd/", Expect::Prefix).unwrap().contains("it marks prefix"));
+        // A marker written before this type: the descriptor's fields, read.
+        let old = serde_json::to_vec(&Descriptor { id: None, ..d.clone() }).unwrap();
+        let old = Marker::parse(&old).unwrap();
+        assert_eq!((old.id, old.prefix), (None, d.prefix.clone()));
+        assert_eq!(Marker::parse(b"not json"), None);
     }
 }

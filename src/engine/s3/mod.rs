@@ -24,12 +24,19 @@ mod client;
 mod credentials;
 mod datasets;
 mod descriptor;
+#[cfg(test)]
+mod fake;
+mod fill;
+mod inflight;
+mod listing;
 mod multipart;
 mod net;
 mod process;
 pub mod provider;
 mod reach;
 mod refusal;
+mod remote;
+mod remove;
 pub mod seaweedfs;
 mod session;
 mod stat;
@@ -39,13 +46,15 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-pub use build::{BYTES_IN_FLIGHT, IN_FLIGHT};
 pub use client::parse_endpoint;
 pub use datasets::{drop_command, drop_dataset, drop_prefix, list_datasets, Dropped, StoreDataset};
 pub use descriptor::{check_bucket, prefix_for, Descriptor, DESCRIPTOR};
+pub use fill::BYTES_IN_FLIGHT;
+pub use inflight::IN_FLIGHT;
 pub use multipart::PART_SIZE;
 pub use net::{proxy_for, read_ca, CONNECT_TIMEOUT, STALL_ENV, STALL_TIMEOUT};
 pub use provider::{names as server_names, Server};
+pub use remove::Removed;
 
 use reach::Reach;
 
@@ -200,6 +209,9 @@ impl Engine for S3Engine {
 
     fn survey(&mut self, for_writes: bool) -> Result<Survey> {
         let reach = self.reach()?;
+        if for_writes {
+            reach.check_writable()?;
+        }
         let sizes = reach.list_blobs(&reach.client())?;
         let max_key = sizes.keys().copied().max().ok_or_else(|| {
             Error::bad_input(
@@ -220,6 +232,7 @@ impl Engine for S3Engine {
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
         let reach = self.reach()?;
         if mode.write {
+            reach.check_writable()?;
             if mode.client.is_none() {
                 self.idle.clear();
             }

@@ -13,7 +13,8 @@ use std::ops::Range;
 
 use rusty_s3::actions::{CreateMultipartUpload, S3Action};
 
-use super::client::{patiently, read_text, Again, Call, Client, BUSY_PAUSES, SIGNED_FOR};
+use super::client::{drain, is_busy, read_text, Again, Call, Client, SIGNED_FOR};
+use super::refusal::ErrorDoc;
 use crate::{Error, Result};
 
 /// The size of every part but the last (the AWS CLI's default chunk; S3
@@ -56,39 +57,58 @@ impl Client {
     }
 
     /// Create, parts, complete; aborted when any fails. How many answers
-    /// were busy (`patient`: tried again after a pause; else an error).
+    /// were busy or broke off (`patient`, building: each request tried
+    /// again after a pause; timed: each sent once, any failure an error).
     fn put_multipart(&self, key: &str, body: &[u8], patient: bool) -> Result<u64> {
-        let upload = self.create_upload(key)?;
-        let mut busy = 0;
+        let mut upload = String::new();
+        let mut busy = self.tries(patient, || self.create_once(key, &mut upload))?;
         let mut etags = Vec::new();
         let mut sent = || -> Result<()> {
             for (i, range) in parts(body.len()).enumerate() {
                 let number = u16::try_from(i + 1).map_err(|_| Error::invalid("too many parts"))?;
                 let mut etag = None;
-                let mut once = || self.put_part(key, &upload, number, &body[range.clone()], &mut etag);
-                busy += if patient { patiently(&BUSY_PAUSES, once)? } else { Again::none(once()?).map(|()| 0)? };
+                busy += self.tries(patient, || self.put_part(key, &upload, number, &body[range.clone()], &mut etag))?;
                 etags.push(etag.unwrap_or_default());
             }
-            self.complete_upload(key, &upload, &etags)
+            let mut broke = false;
+            busy += self.tries(patient, || self.complete_once(key, &upload, &etags, body.len(), &mut broke))?;
+            Ok(())
         };
         match sent() {
             Ok(()) => Ok(busy),
-            Err(e) => Err(match self.abort_upload(key, &upload) {
-                Ok(()) => e,
+            Err(e) => Err(match self.tries(patient, || self.abort_once(key, &upload)) {
+                Ok(_) => e,
                 Err(abort) => Error::invalid(format!("{e}; aborting its multipart upload failed too: {abort}")),
             }),
         }
     }
 
-    fn create_upload(&self, key: &str) -> Result<String> {
+    /// One request of an upload: tried again while `patient`, else once.
+    fn tries(&self, patient: bool, mut once: impl FnMut() -> Result<Option<Again>>) -> Result<u64> {
+        if patient {
+            self.patiently(once)
+        } else {
+            Again::none(once()?).map(|()| 0)
+        }
+    }
+
+    /// One create; the upload's id in `upload` once made.
+    fn create_once(&self, key: &str, upload: &mut String) -> Result<Option<Again>> {
         let call = Call { op: "POST (create multipart upload)", key };
         let url = self.store.bucket.create_multipart_upload(Some(&self.store.credentials), key).sign(SIGNED_FOR);
-        let mut resp = self.agent.post(url.as_str()).send_empty().map_err(|e| self.transport(call, e, None))?;
+        let mut resp = match self.agent.post(url.as_str()).send_empty() {
+            Ok(resp) => resp,
+            Err(e) => return self.failed_to_send(call, e),
+        };
+        if is_busy(resp.status().as_u16()) {
+            return self.answer(call, &mut resp);
+        }
         self.check(call, &mut resp)?;
         let text = read_text(&mut resp);
         let created = CreateMultipartUpload::parse_response(&text)
             .map_err(|e| self.failed(call, &format!("the store's answer could not be read: {e}")))?;
-        Ok(created.upload_id().to_string())
+        *upload = created.upload_id().to_string();
+        Ok(None)
     }
 
     /// One part: Ok(None) when stored (its ETag in `etag`), Ok(Some(again))
@@ -103,7 +123,10 @@ impl Client {
     ) -> Result<Option<Again>> {
         let call = Call { op: "PUT (part)", key };
         let url = self.store.bucket.upload_part(Some(&self.store.credentials), key, number, upload).sign(SIGNED_FOR);
-        let mut resp = self.agent.put(url.as_str()).send(body).map_err(|e| self.transport(call, e, None))?;
+        let mut resp = match self.agent.put(url.as_str()).send(body) {
+            Ok(resp) => resp,
+            Err(e) => return self.failed_to_send(call, e),
+        };
         *etag = resp.headers().get("etag").and_then(|v| v.to_str().ok()).map(str::to_string);
         let answer = self.answer(call, &mut resp)?;
         if answer.is_none() && etag.is_none() {
@@ -112,7 +135,17 @@ impl Client {
         Ok(answer)
     }
 
-    fn complete_upload(&self, key: &str, upload: &str, etags: &[String]) -> Result<()> {
+    /// One complete of an upload of `len` bytes. A try after one whose
+    /// connection broke (`broke`) may find the upload already completed
+    /// (404 NoSuchUpload): done, when the object has its length.
+    fn complete_once(
+        &self,
+        key: &str,
+        upload: &str,
+        etags: &[String],
+        len: usize,
+        broke: &mut bool,
+    ) -> Result<Option<Again>> {
         let call = Call { op: "POST (complete multipart upload)", key };
         let action = self.store.bucket.complete_multipart_upload(
             Some(&self.store.credentials),
@@ -121,29 +154,100 @@ impl Client {
             etags.iter().map(String::as_str),
         );
         let url = action.sign(SIGNED_FOR);
-        let body = action.body();
-        let mut resp =
-            self.agent.post(url.as_str()).send(body.as_bytes()).map_err(|e| self.transport(call, e, None))?;
-        self.check(call, &mut resp)?;
-        // S3 may answer 200 and put the error in the body.
-        let text = read_text(&mut resp);
-        if text.contains("<Error>") {
-            return Err(self.failed(call, &format!("the store answered {}", text.trim())));
+        let mut resp = match self.agent.post(url.as_str()).send(action.body().as_bytes()) {
+            Ok(resp) => resp,
+            Err(e) => {
+                let again = self.failed_to_send(call, e);
+                *broke |= matches!(again, Ok(Some(Again::Broken(_))));
+                return again;
+            }
+        };
+        let status = resp.status().as_u16();
+        if status == 404 && *broke && self.head(key)? == Some(len as u64) {
+            drain(&mut resp);
+            return Ok(None);
         }
-        Ok(())
+        if is_busy(status) {
+            return self.answer(call, &mut resp);
+        }
+        self.check(call, &mut resp)?;
+        // S3 may answer 200 and put the error in the body; an internal
+        // error or a busy store there is worth another try.
+        let text = read_text(&mut resp);
+        if !text.contains("<Error>") {
+            return Ok(None);
+        }
+        let e = self.failed(call, &format!("the store answered {}", text.trim()));
+        match ErrorDoc::parse(&text).code.as_deref() {
+            Some("InternalError" | "SlowDown" | "ServiceUnavailable") => Ok(Some(Again::Busy(e))),
+            _ => Err(e),
+        }
     }
 
-    fn abort_upload(&self, key: &str, upload: &str) -> Result<()> {
+    /// One abort of an upload (one already gone counts as aborted).
+    pub(super) fn abort_once(&self, key: &str, upload: &str) -> Result<Option<Again>> {
         let call = Call { op: "DELETE (abort multipart upload)", key };
         let url = self.store.bucket.abort_multipart_upload(Some(&self.store.credentials), key, upload).sign(SIGNED_FOR);
-        let mut resp = self.agent.delete(url.as_str()).call().map_err(|e| self.transport(call, e, None))?;
-        Again::none(self.answer(call, &mut resp)?)
+        match self.agent.delete(url.as_str()).call() {
+            Ok(resp) if resp.status().as_u16() == 404 => Ok(None),
+            Ok(mut resp) => self.answer(call, &mut resp),
+            Err(e) => self.failed_to_send(call, e),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
     use super::*;
+    use crate::engine::s3::fake::{Fake, Reply};
+
+    /// A store that fails each kind of multipart request once, as a busy
+    /// or restarting one does: create 503 SlowDown, the part's connection
+    /// reset, complete 500; then takes it.
+    fn failing_once() -> (Fake, Arc<[AtomicUsize; 3]>) {
+        let tries = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0)]);
+        let seen = tries.clone();
+        let ns = r#"xmlns="http://s3.amazonaws.com/doc/2006-03-01/""#;
+        let fake = Fake::start(move |r| {
+            let first = |i: usize| seen[i].fetch_add(1, Ordering::SeqCst) == 0;
+            match r.method.as_str() {
+                "POST" if r.has("uploads") && first(0) => Reply::error(503, "SlowDown"),
+                "POST" if r.has("uploads") => Reply::ok(format!(
+                    "<InitiateMultipartUploadResult {ns}><Bucket>b</Bucket><Key>k</Key><UploadId>u1</UploadId></InitiateMultipartUploadResult>"
+                )),
+                "PUT" if first(1) => Reply::Reset,
+                "PUT" => Reply::Answer(200, vec![("ETag", "\"e1\"".into())], String::new()),
+                "POST" if first(2) => Reply::error(500, "InternalError"),
+                "POST" => {
+                    assert!(String::from_utf8_lossy(&r.body).contains("e1"), "the part's ETag is sent");
+                    Reply::ok(format!("<CompleteMultipartUploadResult {ns}><Key>k</Key></CompleteMultipartUploadResult>"))
+                }
+                _ => Reply::Answer(204, Vec::new(), String::new()),
+            }
+        });
+        (fake, tries)
+    }
+
+    /// Issue 43, item 4: while building, a busy create, a reset part and a
+    /// failed complete are each tried again, as a single PUT is; a timed
+    /// multipart PUT tries each once and aborts the upload.
+    #[test]
+    fn a_multipart_upload_is_tried_again_while_building_and_never_when_timed() {
+        let (fake, tries) = failing_once();
+        assert_eq!(fake.client().put_sized_patiently("k", b"0123456789", 1).unwrap(), 3, "three failed tries");
+        assert_eq!(tries.iter().map(|t| t.load(Ordering::SeqCst)).collect::<Vec<_>>(), [2, 2, 2]);
+        let (timed, _) = failing_once();
+        let e = timed.client().put_sized("k", b"0123456789", 1).unwrap_err().to_string();
+        assert!(e.contains("503") && e.contains("timed requests are never tried again"), "{e}");
+        assert_eq!(timed.lines(), ["POST k"], "the create alone, once");
+        let (timed, tries) = failing_once();
+        tries[0].store(1, Ordering::SeqCst);
+        assert!(timed.client().put_sized("k", b"0123456789", 1).is_err(), "a reset part ends a timed PUT");
+        assert_eq!(timed.lines(), ["POST k", "PUT k", "DELETE k"], "created, the part once, aborted");
+    }
 
     #[test]
     fn parts_cover_the_object_once_in_order() {

@@ -15,7 +15,6 @@ use ureq::unversioned::resolver::DefaultResolver;
 use ureq::unversioned::transport::{Buffers, ConnectionDetails, Connector, DefaultConnector, NextTimeout, Transport};
 
 use crate::records::Addressing;
-use crate::util::interrupt::stop_requested;
 use crate::{Error, Result};
 
 /// How long opening a connection may take: TCP, a proxy's CONNECT and a
@@ -81,8 +80,9 @@ impl Net {
     }
 
     /// An agent with one keep-alive connection, no retries, no redirects,
-    /// every step bounded, and reads that give up at Ctrl-C.
-    pub fn agent(&self) -> ureq::Agent {
+    /// every step bounded, and reads that give up once `stop` says so
+    /// (Ctrl-C's flag, or never for a clean-up).
+    pub fn agent(&self, stop: fn() -> bool) -> ureq::Agent {
         let mut config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
@@ -98,7 +98,7 @@ impl Net {
         if let Some(roots) = &self.roots {
             config = config.tls_config(TlsConfig::builder().root_certs(roots.clone()).build());
         }
-        let connector = DefaultConnector::new().chain(Stoppable { stop: stop_requested });
+        let connector = DefaultConnector::new().chain(Stoppable { stop });
         ureq::Agent::with_parts(config.build(), connector, DefaultResolver::default())
     }
 }

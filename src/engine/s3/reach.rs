@@ -5,11 +5,12 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::client::{Client, Store};
 use super::credentials;
 use super::descriptor::Descriptor;
+use super::listing::check_versioning;
 use super::net::Net;
 use super::provider::{Provider, Server, UserStore};
 use crate::records::S3Params;
@@ -21,15 +22,29 @@ pub(super) struct Reach {
     pub provider: Arc<dyn Provider>,
     pub store: Arc<Store>,
     pub desc: Descriptor,
+    /// `--s3-versioned-ok`: writes may go to a bucket keeping versions.
+    versioned_ok: bool,
+    /// Whether writes were found allowed (asked once, before the first).
+    writable: OnceLock<std::result::Result<(), String>>,
 }
 
 impl Reach {
     /// The store of the dataset in `dir`: its throwaway server, started
     /// now (or shared with the run's other engines), or the user's store.
     /// A run's `--s3` must name the descriptor's endpoint (the descriptor
-    /// alone is enough); its `--s3-ca` and `--s3-addressing` apply.
+    /// alone is enough); its `--s3-ca` and `--s3-addressing` apply, else
+    /// those the export reached the store with. An export that did not
+    /// finish is refused.
     pub fn for_dataset(dir: &Path, s3: &S3Params) -> Result<Reach> {
         let desc = Descriptor::read(dir)?;
+        if desc.incomplete {
+            return Err(Error::bad_input(
+                dir,
+                "is an export that did not finish (killed, or its clean-up failed): \
+                 remove what it left with blobbench drop DIR, or export again with --force",
+            ));
+        }
+        let (versioned_ok, writable) = (s3.versioned_ok, OnceLock::new());
         match (s3.url.as_deref().map(|u| u.trim_end_matches('/')), desc.endpoint.as_deref()) {
             (Some(_), None) => {
                 return Err(Error::bad_input(dir, "holds its own throwaway S3 server; run it without --s3"))
@@ -45,17 +60,15 @@ impl Reach {
                     .ok_or_else(|| Error::bad_input(dir, "holds no throwaway S3 server's directory"))?;
                 let provider = server.shared(dir)?;
                 let store = Arc::new(provider.store(&desc.bucket)?);
-                Ok(Reach { provider, store, desc })
+                Ok(Reach { provider, store, desc, versioned_ok, writable })
             }
             Some(endpoint) => {
-                // The profile it was exported with, unless the environment names one.
-                let s3 = S3Params { profile: s3.profile.clone().or_else(|| desc.profile.clone()), ..s3.clone() };
-                let provider: Arc<dyn Provider> = Arc::new(UserStore { endpoint: endpoint.clone(), s3 });
+                let provider: Arc<dyn Provider> = Arc::new(user_provider(endpoint, &desc, s3));
                 let store = Arc::new(provider.store(&desc.bucket)?);
                 // Fails fast, in one line, on a silent endpoint, bad
                 // credentials or a missing bucket.
                 Client::new(store.clone()).any_under(&desc.prefix)?;
-                Ok(Reach { provider, store, desc })
+                Ok(Reach { provider, store, desc, versioned_ok, writable })
             }
         }
     }
@@ -64,18 +77,37 @@ impl Reach {
         Client::new(self.store.clone())
     }
 
+    /// Refuses writes to a store the user runs whose bucket keeps every
+    /// version, unless `--s3-versioned-ok` (the bucket is asked once, never
+    /// inside a timed loop); a throwaway server's bucket keeps none.
+    pub fn check_writable(&self) -> Result<()> {
+        if self.desc.local() {
+            return Ok(());
+        }
+        let verdict = self
+            .writable
+            .get_or_init(|| check_versioning(&self.client(), self.versioned_ok).map_err(|e| e.to_string()));
+        verdict.clone().map_err(Error::invalid)
+    }
+
     /// Every blob of the dataset and its size, by listing its prefix
     /// (anything else under it, such as the marker, is skipped).
     pub fn list_blobs(&self, client: &Client) -> Result<HashMap<u32, u64>> {
         let mut sizes = HashMap::new();
-        client.list(&self.desc.prefix, &mut |object, size| {
-            if let Some(key) = self.desc.key_of(object) {
-                sizes.insert(key, size);
+        client.list(&self.desc.prefix, &mut |object| {
+            if let Some(key) = self.desc.key_of(&object.key) {
+                sizes.insert(key, object.size);
             }
             Ok(())
         })?;
         Ok(sizes)
     }
+}
+
+/// The user's store at `endpoint`, reached with `s3`'s CA file,
+/// addressing and profile, else those the export kept in `desc`.
+fn user_provider(endpoint: &str, desc: &Descriptor, s3: &S3Params) -> UserStore {
+    UserStore { endpoint: endpoint.to_string(), s3: desc.reached_with(s3) }
 }
 
 /// A store the user runs, with the credentials and region the AWS CLI
@@ -88,4 +120,42 @@ pub(super) fn user_store(endpoint: &str, bucket: &str, s3: &S3Params) -> Result<
     let net = Net::for_url(&url, s3.ca.as_deref())?;
     let store = Store::new(endpoint, bucket, &found.region, found.credentials, false, net, s3.addressing)?;
     Ok(store.with_source(found.source))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn users(dir: &Path, incomplete: bool) -> Descriptor {
+        let d = Descriptor::new_export(dir, "bkt", Some("https://127.0.0.1:1"), None);
+        let d = Descriptor { ca: Some(dir.join("no-such-ca.pem")), incomplete, ..d };
+        d.write(dir).unwrap();
+        d
+    }
+
+    /// Issue 43, killed export: `run` and `stat` refuse an export that did
+    /// not finish, in one line, before any request.
+    #[test]
+    fn an_unfinished_export_is_refused_in_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        users(dir.path(), true);
+        let e = Reach::for_dataset(dir.path(), &S3Params::default()).err().unwrap().to_string();
+        assert!(e.contains("is an export that did not finish") && e.contains("blobbench drop DIR"), "{e}");
+        assert!(!e.contains('\n'));
+    }
+
+    /// Issue 43, item 11: `run` and `stat` reach the store with the CA file
+    /// and addressing the export kept, unless the run gives its own.
+    #[test]
+    fn runs_reach_the_store_with_the_exports_ca_and_addressing() {
+        use crate::records::Addressing;
+        let dir = tempfile::tempdir().unwrap();
+        let d = Descriptor { addressing: Some(Addressing::Path), ..users(dir.path(), false) };
+        let endpoint = d.endpoint.clone().unwrap();
+        let kept = user_provider(&endpoint, &d, &S3Params::default()).s3;
+        assert_eq!((kept.ca, kept.addressing), (d.ca.clone(), Addressing::Path));
+        let given = S3Params { ca: Some("/run/ca.pem".into()), addressing: Addressing::Virtual, ..S3Params::default() };
+        let told = user_provider(&endpoint, &d, &given).s3;
+        assert_eq!((told.ca, told.addressing), (given.ca, Addressing::Virtual));
+    }
 }

@@ -91,9 +91,15 @@ pub fn apart(skew: i64) -> String {
 pub fn action(op: &str) -> &'static str {
     match op {
         "GET" | "HEAD" => "s3:GetObject",
-        "PUT" => "s3:PutObject",
+        "GET (version)" => "s3:GetObjectVersion",
+        "PUT" | "PUT (part)" | "POST (create multipart upload)" | "POST (complete multipart upload)" => "s3:PutObject",
         "DELETE" => "s3:DeleteObject",
+        "DELETE (version)" => "s3:DeleteObjectVersion",
+        "DELETE (abort multipart upload)" => "s3:AbortMultipartUpload",
         "LIST" => "s3:ListBucket",
+        "LIST (versions)" => "s3:ListBucketVersions",
+        "LIST (uploads)" => "s3:ListBucketMultipartUploads",
+        "GET (versioning)" => "s3:GetBucketVersioning",
         _ => "s3:*",
     }
 }
