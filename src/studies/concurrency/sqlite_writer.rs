@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
+use crate::drivers::session::ContentPool;
 use crate::engine::sqlite::busy_delay;
 use crate::measure::{op_clock, Latency, LatencySink};
 use crate::{Error, Result};
@@ -67,19 +68,16 @@ pub fn to_wal(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// What one writer overwrites: its own keys, in a shuffled order, cycled;
-/// content from `window` at a new offset per write.
+/// What one writer overwrites: its own keys, in a shuffled order, cycled
+/// from the first in every run; each write's content from the pool at a
+/// new offset, starting at another offset in every run (so no write
+/// rewrites the bytes its blob holds, which would commit nothing).
 pub struct WriterWork<'a> {
     pub keys: &'a [u32],
     pub count: u64,
-    pub window: &'a [u8],
-    pub blob: usize,
-    pub first_offset: usize,
+    pub content: &'a ContentPool,
     pub timeout_ms: u32,
 }
-
-/// Offsets between two writes' content in the window.
-const STEP: usize = 4099;
 
 /// Opens its connection, waits at `barrier` for the other clients, then
 /// makes `count` durable overwrites, each its own IMMEDIATE transaction.
@@ -105,8 +103,8 @@ pub fn run(path: &Path, w: &WriterWork<'_>, latency: bool, barrier: &Barrier) ->
     barrier.wait();
     let (mut begin, mut update, mut commit) = prepared.map_err(err("cannot prepare the writer's statements"))?;
     let mut hist = latency.then(Latency::new);
-    let room = w.window.len().saturating_sub(w.blob).max(1);
-    let (mut ops, mut failed, mut i, mut at) = (0u64, 0u64, 0usize, w.first_offset % room);
+    let (blob, mut content) = (w.content.blob_max(), w.content.writes());
+    let (mut ops, mut failed, mut i) = (0u64, 0u64, 0usize);
     BUSY_WAITS.with(|b| b.set(0));
     let clock = op_clock();
     let loop_start = Instant::now();
@@ -114,8 +112,7 @@ pub fn run(path: &Path, w: &WriterWork<'_>, latency: bool, barrier: &Barrier) ->
     while ops < w.count {
         let key = w.keys[i];
         i = if i + 1 == w.keys.len() { 0 } else { i + 1 };
-        let content = &w.window[at..at + w.blob];
-        at = (at + STEP) % room;
+        let content = content.next(blob);
         let wrote = begin.execute([]).and_then(|_| update.execute((i64::from(key), content))).and_then(|n| {
             commit.execute([])?;
             Ok(n)

@@ -14,7 +14,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use rand::seq::SliceRandom;
-use rand::{RngCore, SeedableRng};
+use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use super::blobs;
@@ -135,8 +135,6 @@ fn durable_settings() -> EngineSettings {
 
 /// Writes per writer and reads per reader before the runs are sized.
 const FIRST_OPS: u64 = 32;
-/// Random content beyond a blob: each write takes it from a new offset.
-const WINDOW: usize = 64 * 1024;
 
 /// One engine written by `writers` writers beside as many readers, run once
 /// per round.
@@ -150,9 +148,8 @@ struct WritersArm {
     /// Each writer's own keys, shuffled: no two writers touch one blob, so
     /// a temporary name (`KEY.tmp`) belongs to one writer.
     keys: Vec<Arc<[u32]>>,
-    /// Each engine writer's content (SQLite's writers share `window`).
+    /// Each writer's content, its random bytes this arm's own.
     pools: Vec<ContentPool>,
-    window: Vec<u8>,
     writes: u64,
     reads: u64,
     timeout_ms: u32,
@@ -190,13 +187,10 @@ impl WritersArm {
         if blob == 0 {
             return Err(Error::bad_input(path, "holds only empty blobs: nothing to overwrite"));
         }
-        let pools = if kind == EngineKind::Db {
-            Vec::new()
-        } else {
-            (0..writers).map(|w| ContentPool::new(blob, opts.seed.wrapping_add(u64::from(w)))).collect()
-        };
-        let mut window = vec![0u8; if kind == EngineKind::Db { blob + WINDOW } else { 0 }];
-        rng.fill_bytes(&mut window);
+        // Seeded per writer count too: the arms of one store write one
+        // dataset, and no arm's content is another's.
+        let seed = |w: u32| opts.seed.wrapping_add(u64::from(w)) ^ (u64::from(writers) << 32);
+        let pools = (0..writers).map(|w| ContentPool::new(blob, seed(w))).collect();
         Ok(WritersArm {
             kind,
             engine,
@@ -206,7 +200,6 @@ impl WritersArm {
             blob,
             keys,
             pools,
-            window,
             writes: FIRST_OPS,
             reads: FIRST_OPS,
             timeout_ms: opts.busy_timeout_ms,
@@ -226,7 +219,7 @@ impl WritersArm {
         let n = self.writers as usize;
         let barrier = Barrier::new(2 * n);
         let want_latency = ctx.latency.is_some();
-        let (engine, keys, window) = (self.engine.as_ref(), &self.keys, &self.window);
+        let (engine, keys, kind) = (self.engine.as_ref(), &self.keys, self.kind);
         let (path, max_id, blob) = (&self.path, self.max_id, self.blob);
         let (writes, reads, timeout_ms) = (self.writes, self.reads, self.timeout_ms);
         let mut pools = self.pools.iter_mut();
@@ -235,13 +228,13 @@ impl WritersArm {
             let writer_handles: Vec<_> = (0..n)
                 .map(|w| {
                     let keys = &keys[w];
-                    let pool = pools.next();
-                    s.spawn(move || match pool {
-                        Some(pool) => engine_writer(engine, keys, writes, pool, want_latency, barrier),
-                        None => {
-                            let work =
-                                WriterWork { keys, count: writes, window, blob, first_offset: w * 7919, timeout_ms };
+                    let pool = pools.next().expect("a content pool per writer");
+                    s.spawn(move || {
+                        if kind == EngineKind::Db {
+                            let work = WriterWork { keys, count: writes, content: pool, timeout_ms };
                             sqlite_writer::run(path, &work, want_latency, barrier)
+                        } else {
+                            engine_writer(engine, keys, writes, pool, want_latency, barrier)
                         }
                     })
                 })
@@ -509,3 +502,7 @@ fn writer_params(arm: &WritersArm, opts: &ConcurrencyOptions) -> crate::records:
     run.seed = opts.seed;
     run.params(arm.kind, arm.max_id, arm.writers)
 }
+
+#[cfg(test)]
+#[path = "writers_tests.rs"]
+mod tests;
