@@ -16,6 +16,7 @@ mod servers;
 mod sqlite_writer;
 mod table;
 mod worker;
+mod writer_arm;
 mod writers;
 
 pub use blobs::{BlobPoint, BlobReaders, BLOB_SIZE, BLOB_THREADS};

@@ -1,10 +1,12 @@
-//! SQLite's durable writer in the configuration that fits concurrency:
-//! WAL with synchronous FULL, a connection per writer, each write its own
-//! `BEGIN IMMEDIATE` ... `COMMIT` under a busy handler that waits as
-//! `sqlite3_busy_timeout` does and counts its waits. The engine's own
-//! session begins deferred transactions with no busy handler (kvtest's
-//! way), so several of its writers at once would fail at once with
-//! SQLITE_BUSY; this writer is the study's own, as its row writers are.
+//! SQLite's durable writer in the configuration that fits concurrency
+//! across connections: WAL with synchronous FULL, a connection per writer,
+//! each write its own `BEGIN IMMEDIATE` ... `COMMIT` under a busy handler
+//! that waits as `sqlite3_busy_timeout` does and counts its waits. The
+//! engine's session begins deferred transactions with no busy handler
+//! (kvtest's way), and its clients give up after a fixed timeout, so this
+//! writer is the study's own, as its row writers are. It writes what the
+//! engine's one-writer row writes (the same UPDATE, the same page cache),
+//! so that the two SQLite rows differ only in their connections.
 
 use std::cell::Cell;
 use std::path::Path;
@@ -15,6 +17,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use crate::drivers::session::ContentPool;
 use crate::engine::sqlite::busy_delay;
+use crate::records::DbParams;
 use crate::measure::{op_clock, Latency, LatencySink};
 use crate::{Error, Result};
 
@@ -37,7 +40,8 @@ pub struct WriterTally {
     pub latency: Option<Latency>,
 }
 
-/// A writer's connection: WAL, FULL, the counting busy handler.
+/// A writer's connection: WAL, FULL, the engine's page cache and mmap
+/// (kvtest's), the counting busy handler.
 fn connect(path: &Path, timeout_ms: u32) -> Result<Connection> {
     let err = |what: &'static str| move |e: rusqlite::Error| Error::bad_input(path, format!("{what}: {e}"));
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -51,7 +55,9 @@ fn connect(path: &Path, timeout_ms: u32) -> Result<Connection> {
         None => false,
     }))
     .map_err(err("cannot set a busy handler"))?;
-    conn.execute_batch("PRAGMA synchronous=FULL").map_err(err("cannot set synchronous"))?;
+    let p = DbParams::default();
+    let pragmas = format!("PRAGMA mmap_size={}; PRAGMA cache_size={}; PRAGMA synchronous=FULL", p.mmap_bytes, p.cache_size);
+    conn.execute_batch(&pragmas).map_err(err("cannot set the pragmas"))?;
     Ok(conn)
 }
 
@@ -96,7 +102,8 @@ pub fn run(path: &Path, w: &WriterWork<'_>, latency: bool, barrier: &Barrier) ->
     let prepared = (|| {
         Ok::<_, rusqlite::Error>((
             conn.prepare("BEGIN IMMEDIATE")?,
-            conn.prepare("UPDATE kv SET v=?2 WHERE k=?1")?,
+            // The engine's same-size overwrite by SQL (`DbSession`).
+            conn.prepare("UPDATE kv SET v=substr(?2,1,length(v)) WHERE k=?1")?,
             conn.prepare("COMMIT")?,
         ))
     })();
@@ -118,6 +125,8 @@ pub fn run(path: &Path, w: &WriterWork<'_>, latency: bool, barrier: &Barrier) ->
             Ok(n)
         });
         match wrote {
+            // A commit that changed no row wrote nothing: not a durable write.
+            Ok(0) => return Err(Error::bad_input(path, format!("key {key} has no blob to overwrite"))),
             Ok(_) => {
                 ops += 1;
                 if let Some(h) = hist.as_mut() {
@@ -149,4 +158,26 @@ pub fn run(path: &Path, w: &WriterWork<'_>, latency: bool, barrier: &Barrier) ->
         loop_end,
         latency: hist,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::DatasetSpec;
+    use crate::util::progress::Silent;
+
+    /// What the durable figures rest on: each writer connection commits in
+    /// WAL with synchronous FULL (2), which syncs the WAL at every commit.
+    #[test]
+    fn a_writer_connection_is_in_wal_with_synchronous_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("kv.db");
+        let spec = DatasetSpec { count: 3, size: 100, ..DatasetSpec::default() };
+        crate::engine::sqlite::init::init(&db, &spec, false, &Silent).unwrap();
+        to_wal(&db).unwrap();
+        let conn = connect(&db, 0).unwrap();
+        let pragma = |name: &str| conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, rusqlite::types::Value>(0));
+        assert_eq!(pragma("journal_mode").unwrap(), rusqlite::types::Value::Text("wal".into()));
+        assert_eq!(pragma("synchronous").unwrap(), rusqlite::types::Value::Integer(2));
+    }
 }

@@ -1,6 +1,9 @@
 //! The writers' arms on real SQLite databases, briefly.
 
 use super::*;
+use crate::measure::rounds::Arm;
+use crate::util::progress::Silent;
+use crate::measure::RunContext;
 use crate::records::DatasetSpec;
 
 /// Every blob's content, by key.
@@ -28,16 +31,18 @@ fn wal_db(dir: &Path, count: u32) -> PathBuf {
 /// content, made SQLite's durable writes look like 9 us.
 #[test]
 fn every_run_writes_new_content_into_every_blob_it_writes() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = wal_db(dir.path(), 40);
-    let opts = ConcurrencyOptions { seed: 3, ..ConcurrencyOptions::quick(dir.path()) };
-    let mut arm = WritersArm::prepare(EngineKind::Db, &db, 2, &opts).unwrap();
-    // Two writers of 20 keys each, 10 writes each per run.
-    arm.set_ops_per_run(20);
-    for run in 0..3 {
-        let before = blobs(&db);
-        arm.run(RunContext { latency: None, timed: false }).unwrap();
-        let changed = before.iter().zip(blobs(&db)).filter(|(a, b)| *a != b).count();
-        assert_eq!(changed, 20, "run {run}: each of the 20 writes changed its blob");
+    for store in [StoreId::Engine(EngineKind::Db), StoreId::SqliteOneWriter] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = wal_db(dir.path(), 40);
+        let opts = ConcurrencyOptions { seed: 3, ..ConcurrencyOptions::quick(dir.path()) };
+        let mut arm = WritersArm::prepare(store, &db, 2, &opts).unwrap();
+        // Two writers of 20 keys each, 10 writes each per run.
+        arm.set_ops_per_run(20);
+        for run in 0..3 {
+            let before = blobs(&db);
+            arm.run(RunContext { latency: None, timed: false }).unwrap();
+            let changed = before.iter().zip(blobs(&db)).filter(|(a, b)| *a != b).count();
+            assert_eq!(changed, 20, "{store}, run {run}: each of the 20 writes changed its blob");
+        }
     }
 }
