@@ -17,8 +17,8 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use crate::drivers::session::ContentPool;
 use crate::engine::sqlite::busy_delay;
-use crate::records::DbParams;
 use crate::measure::{op_clock, Latency, LatencySink};
+use crate::records::DbParams;
 use crate::{Error, Result};
 
 thread_local! {
@@ -56,7 +56,8 @@ fn connect(path: &Path, timeout_ms: u32) -> Result<Connection> {
     }))
     .map_err(err("cannot set a busy handler"))?;
     let p = DbParams::default();
-    let pragmas = format!("PRAGMA mmap_size={}; PRAGMA cache_size={}; PRAGMA synchronous=FULL", p.mmap_bytes, p.cache_size);
+    let pragmas =
+        format!("PRAGMA mmap_size={}; PRAGMA cache_size={}; PRAGMA synchronous=FULL", p.mmap_bytes, p.cache_size);
     conn.execute_batch(&pragmas).map_err(err("cannot set the pragmas"))?;
     Ok(conn)
 }
@@ -176,7 +177,8 @@ mod tests {
         crate::engine::sqlite::init::init(&db, &spec, false, &Silent).unwrap();
         to_wal(&db).unwrap();
         let conn = connect(&db, 0).unwrap();
-        let pragma = |name: &str| conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, rusqlite::types::Value>(0));
+        let pragma =
+            |name: &str| conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, rusqlite::types::Value>(0));
         assert_eq!(pragma("journal_mode").unwrap(), rusqlite::types::Value::Text("wal".into()));
         assert_eq!(pragma("synchronous").unwrap(), rusqlite::types::Value::Integer(2));
     }

@@ -302,4 +302,3 @@ fn reader(engine: &dyn Engine, max_id: u32, count: u64, index: u32, barrier: &Ba
     let (run, latency) = session_in_step(engine, spec, true, barrier)?;
     Ok(ReaderTally { ops: run.ops, start: run.times.loop_start, end: run.times.loop_end, latency })
 }
-

@@ -105,9 +105,11 @@ impl Writers {
 pub fn label(store: StoreId) -> String {
     let Some(kind) = store.engine() else { return store.to_string() };
     match (store, kind) {
-        (StoreId::SqliteOneWriter, _) => "SQLite WAL + FULL, one writer connection for all writers behind a mutex in the \
+        (StoreId::SqliteOneWriter, _) => {
+            "SQLite WAL + FULL, one writer connection for all writers behind a mutex in the \
                                           process, a commit per write; each reader on its own connection"
-            .into(),
+                .into()
+        }
         (_, EngineKind::Db) => {
             "SQLite WAL + FULL, a connection per writer, BEGIN IMMEDIATE under the busy timeout".into()
         }

@@ -2,9 +2,9 @@
 
 use super::*;
 use crate::measure::rounds::Arm;
-use crate::util::progress::Silent;
 use crate::measure::RunContext;
 use crate::records::DatasetSpec;
+use crate::util::progress::Silent;
 
 /// Every blob's content, by key.
 fn blobs(db: &Path) -> Vec<Vec<u8>> {
