@@ -41,8 +41,13 @@ pub struct WriterTally {
 }
 
 /// A writer's connection: WAL, FULL, the engine's page cache and mmap
-/// (kvtest's), the counting busy handler.
-fn connect(path: &Path, timeout_ms: u32) -> Result<Connection> {
+/// (kvtest's), the counting busy handler. A writer keeps it between runs,
+/// as a long-running application's writer threads keep theirs (and as the
+/// engine's one writer connection is kept): while one connection is open
+/// the WAL stays in place and is written over from its start after each
+/// checkpoint, where a WAL deleted at every close grows again from nothing,
+/// every commit extending the file (a slower fsync).
+pub fn connect(path: &Path, timeout_ms: u32) -> Result<Connection> {
     let err = |what: &'static str| move |e: rusqlite::Error| Error::bad_input(path, format!("{what}: {e}"));
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let mut conn = Connection::open_with_flags(path, flags).map_err(err("cannot open database"))?;
@@ -83,22 +88,21 @@ pub struct WriterWork<'a> {
     pub keys: &'a [u32],
     pub count: u64,
     pub content: &'a ContentPool,
-    pub timeout_ms: u32,
 }
 
-/// Opens its connection, waits at `barrier` for the other clients, then
-/// makes `count` durable overwrites, each its own IMMEDIATE transaction.
-/// The loop is the three statements and one clock read per write.
-pub fn run(path: &Path, w: &WriterWork<'_>, latency: bool, barrier: &Barrier) -> Result<WriterTally> {
+/// Prepares its statements on `conn` (the writer's own, from [`connect`]),
+/// waits at `barrier` for the other clients, then makes `count` durable
+/// overwrites of the database at `path`, each its own IMMEDIATE
+/// transaction. The loop is the three statements and one clock read per
+/// write.
+pub fn run(
+    conn: &Connection,
+    path: &Path,
+    w: &WriterWork<'_>,
+    latency: bool,
+    barrier: &Barrier,
+) -> Result<WriterTally> {
     let opened_from = Instant::now();
-    let ready = connect(path, w.timeout_ms);
-    let conn = match ready {
-        Ok(c) => c,
-        Err(e) => {
-            barrier.wait();
-            return Err(e);
-        }
-    };
     let err = |what: &'static str| move |e: rusqlite::Error| Error::bad_input(path, format!("{what}: {e}"));
     let prepared = (|| {
         Ok::<_, rusqlite::Error>((

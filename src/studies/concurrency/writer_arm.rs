@@ -67,9 +67,11 @@ pub(super) struct WritersArm {
     keys: Vec<Arc<[u32]>>,
     /// Each writer's content, its random bytes this arm's own.
     pools: Vec<ContentPool>,
+    /// SQLite's connection per writer, kept between runs (`connect`);
+    /// none for the other stores, whose engine keeps their handles.
+    conns: Vec<rusqlite::Connection>,
     pub writes: u64,
     reads: u64,
-    timeout_ms: u32,
     /// The last untimed run's rates, to size the readers to the writers.
     read_rate: f64,
     write_rate: f64,
@@ -110,6 +112,11 @@ impl WritersArm {
         // dataset, and no arm's content is another's.
         let seed = |w: u32| opts.seed.wrapping_add(u64::from(w)) ^ (u64::from(writers) << 32);
         let pools = (0..writers).map(|w| ContentPool::new(blob, seed(w))).collect();
+        let conns = if store == StoreId::Engine(EngineKind::Db) {
+            (0..writers).map(|_| sqlite_writer::connect(path, opts.busy_timeout_ms)).collect::<Result<_>>()?
+        } else {
+            Vec::new()
+        };
         Ok(WritersArm {
             store,
             engine,
@@ -119,9 +126,9 @@ impl WritersArm {
             blob,
             keys,
             pools,
+            conns,
             writes: FIRST_OPS,
             reads: FIRST_OPS,
-            timeout_ms: opts.busy_timeout_ms,
             read_rate: 0.0,
             write_rate: 0.0,
             read_latency: Latency::new(),
@@ -140,20 +147,29 @@ impl WritersArm {
         let want_latency = ctx.latency.is_some();
         let (engine, keys, store) = (self.engine.as_ref(), &self.keys, self.store);
         let (path, max_id, blob) = (&self.path, self.max_id, self.blob);
-        let (writes, reads, timeout_ms) = (self.writes, self.reads, self.timeout_ms);
+        let (writes, reads) = (self.writes, self.reads);
         let mut pools = self.pools.iter_mut();
+        let mut conns = self.conns.iter_mut();
         let (written, read): (Vec<Result<WriterTally>>, Vec<Result<ReaderTally>>) = std::thread::scope(|s| {
             let barrier = &barrier;
             let writer_handles: Vec<_> = (0..n)
                 .map(|w| {
                     let keys = &keys[w];
                     let pool = pools.next().expect("a content pool per writer");
-                    s.spawn(move || match writer_mode(store, w as u32) {
-                        None => {
-                            let work = WriterWork { keys, count: writes, content: pool, timeout_ms };
-                            sqlite_writer::run(path, &work, want_latency, barrier)
+                    let conn = conns.next();
+                    s.spawn(move || match conn {
+                        Some(conn) => {
+                            let work = WriterWork { keys, count: writes, content: pool };
+                            sqlite_writer::run(conn, path, &work, want_latency, barrier)
                         }
-                        Some(mode) => engine_writer(engine, (mode, keys), writes, pool, want_latency, barrier),
+                        None => engine_writer(
+                            engine,
+                            (engine_mode(store, w as u32), keys),
+                            writes,
+                            pool,
+                            want_latency,
+                            barrier,
+                        ),
                     })
                 })
                 .collect();
@@ -238,15 +254,14 @@ impl Arm for WritersArm {
     }
 }
 
-/// How writer `w` of `store` opens its session: None for SQLite's
-/// connection per writer, which is the study's own loop
-/// (`sqlite_writer.rs`); SQLite's one-writer row as client `w` of the
-/// engine, whose writes go through the engine's one writer connection.
-fn writer_mode(store: StoreId, w: u32) -> Option<OpenMode> {
+/// How writer `w` of a store written through its engine opens its
+/// session: SQLite's one-writer row as client `w` of the engine, whose
+/// writes go through the engine's one writer connection. (SQLite's
+/// connection per writer is the study's own loop, `sqlite_writer.rs`.)
+fn engine_mode(store: StoreId, w: u32) -> OpenMode {
     match store {
-        StoreId::Engine(EngineKind::Db) => None,
-        StoreId::SqliteOneWriter => Some(OpenMode::client(w)),
-        _ => Some(OpenMode::measured(true, false)),
+        StoreId::SqliteOneWriter => OpenMode::client(w),
+        _ => OpenMode::measured(true, false),
     }
 }
 

@@ -46,3 +46,20 @@ fn every_run_writes_new_content_into_every_blob_it_writes() {
         }
     }
 }
+
+/// Both SQLite rows keep their WAL between runs, as a long-running
+/// application's connections do: a per-writer row whose connections all
+/// closed after each run had its WAL deleted and grown again from nothing
+/// in the next, every commit extending the file, which the one-writer
+/// row's kept connection never paid.
+#[test]
+fn both_sqlite_rows_keep_their_wal_between_runs() {
+    for store in [StoreId::Engine(EngineKind::Db), StoreId::SqliteOneWriter] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = wal_db(dir.path(), 8);
+        let mut arm = WritersArm::prepare(store, &db, 2, &ConcurrencyOptions::quick(dir.path())).unwrap();
+        arm.set_ops_per_run(4);
+        arm.run(RunContext { latency: None, timed: false }).unwrap();
+        assert!(dir.path().join("kv.db-wal").exists(), "{store}: the WAL is still there after a run");
+    }
+}
