@@ -268,24 +268,7 @@ fn writer_leads_without_rounds_or_with_broken_rounds_are_unpaired() {
 
 /// A writers' point: `per_write_us` is its time per write, all writers.
 fn writer_point(store: impl Into<StoreId>, writers: u32, per_write_us: f64) -> WriterPoint {
-    let store = store.into();
-    let rate = 1e6 / per_write_us;
-    WriterPoint {
-        store,
-        label: store.to_string(),
-        writers,
-        readers: writers,
-        experiment_id: ids::writer_experiment(store, writers),
-        writes_per_s: rate,
-        writes_per_s_low: rate,
-        writes_per_s_high: rate,
-        rounds: 6,
-        write_latency: None,
-        reads_per_s: 0.0,
-        read_latency: None,
-        busy_waits: 0,
-        failed_writes: 0,
-    }
+    WriterPoint::fixture(store.into(), writers, per_write_us)
 }
 
 /// SQLite and files at 1 and 2 writers: SQLite takes 160 us a write at

@@ -138,38 +138,30 @@ impl WritersArm {
         })
     }
 
-    /// One run: every writer and reader opens its own connection, they
-    /// start together, the writers make their writes and the readers
-    /// theirs (sized to last as long).
-    fn one_run(&mut self, ctx: RunContext<'_>) -> Result<RunOutcome> {
+    /// Every writer and reader of one run, each in a thread of its own:
+    /// each opens its session (SQLite's per-writer row: takes its kept
+    /// connection), they start together at a barrier, the writers make
+    /// their writes and the readers theirs (sized to last as long).
+    fn clients(&mut self, want_latency: bool) -> Result<(Vec<WriterTally>, Vec<ReaderTally>)> {
         let n = self.writers as usize;
         let barrier = Barrier::new(2 * n);
-        let want_latency = ctx.latency.is_some();
-        let (engine, keys, store) = (self.engine.as_ref(), &self.keys, self.store);
-        let (path, max_id, blob) = (&self.path, self.max_id, self.blob);
+        let (engine, store, path, max_id) = (self.engine.as_ref(), self.store, &self.path, self.max_id);
         let (writes, reads) = (self.writes, self.reads);
-        let mut pools = self.pools.iter_mut();
         let mut conns = self.conns.iter_mut();
         let (written, read): (Vec<Result<WriterTally>>, Vec<Result<ReaderTally>>) = std::thread::scope(|s| {
             let barrier = &barrier;
-            let writer_handles: Vec<_> = (0..n)
-                .map(|w| {
-                    let keys = &keys[w];
-                    let pool = pools.next().expect("a content pool per writer");
+            let writer_handles: Vec<_> = (self.pools.iter_mut().zip(&self.keys).enumerate())
+                .map(|(w, (pool, keys))| {
                     let conn = conns.next();
                     s.spawn(move || match conn {
                         Some(conn) => {
                             let work = WriterWork { keys, count: writes, content: pool };
                             sqlite_writer::run(conn, path, &work, want_latency, barrier)
                         }
-                        None => engine_writer(
-                            engine,
-                            (engine_mode(store, w as u32), keys),
-                            writes,
-                            pool,
-                            want_latency,
-                            barrier,
-                        ),
+                        None => {
+                            let mode = engine_mode(store, w as u32);
+                            engine_writer(engine, (mode, keys), writes, pool, want_latency, barrier)
+                        }
                     })
                 })
                 .collect();
@@ -181,8 +173,15 @@ impl WritersArm {
                 reader_handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(panicked()))).collect(),
             )
         });
-        let written = written.into_iter().collect::<Result<Vec<_>>>()?;
-        let read = read.into_iter().collect::<Result<Vec<_>>>()?;
+        Ok((written.into_iter().collect::<Result<_>>()?, read.into_iter().collect::<Result<_>>()?))
+    }
+
+    /// One run of every client ([`WritersArm::clients`]): the writers'
+    /// operations over the writers' span, the readers' rate kept (timed
+    /// runs) or used to size the readers (untimed ones).
+    fn one_run(&mut self, ctx: RunContext<'_>) -> Result<RunOutcome> {
+        let (n, blob) = (self.writers as usize, self.blob);
+        let (written, read) = self.clients(ctx.latency.is_some())?;
         let span = |start: Option<Instant>, end: Option<Instant>| match (start, end) {
             (Some(a), Some(b)) => b.saturating_duration_since(a),
             _ => Duration::ZERO,

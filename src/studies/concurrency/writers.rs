@@ -101,6 +101,32 @@ impl Writers {
     }
 }
 
+#[cfg(test)]
+impl WriterPoint {
+    /// A point of `store` at `writers` writers taking `per_write_us` a
+    /// write (all writers), over 6 rounds, for the tests of the
+    /// conclusions and the report.
+    pub fn fixture(store: StoreId, writers: u32, per_write_us: f64) -> WriterPoint {
+        let rate = 1e6 / per_write_us;
+        WriterPoint {
+            store,
+            label: store.to_string(),
+            writers,
+            readers: writers,
+            experiment_id: ids::writer_experiment(store, writers),
+            writes_per_s: rate,
+            writes_per_s_low: rate,
+            writes_per_s_high: rate,
+            rounds: 6,
+            write_latency: None,
+            reads_per_s: 0.0,
+            read_latency: None,
+            busy_waits: 0,
+            failed_writes: 0,
+        }
+    }
+}
+
 /// What each store's writer does when several write at once.
 pub fn label(store: StoreId) -> String {
     let Some(kind) = store.engine() else { return store.to_string() };

@@ -148,7 +148,7 @@ pub fn blocks(w: &Writers, rounds: &[RoundSet], id: String, title_suffix: &str) 
     };
     let caption = vec![format!(
         "{} blobs of {} bytes; each writer overwrites random blobs of its own with new content, each write \
-         committed durably; as many readers read random blobs beside them. Every engine at every writer count is an \
+         committed durably; as many readers read random blobs beside them. Every store at every writer count is an \
          arm of one set of interleaved rounds, each run sized to about {} s; intervals are the medians' \
          order-statistic intervals over the rounds, latency percentiles come from the clients' histograms merged; \
          {WRITE_LATENCY_COVERS}.",
@@ -200,22 +200,7 @@ mod tests {
     use crate::studies::concurrency::{ids, StoreId};
 
     fn point(store: StoreId, writers: u32, per_write_us: f64) -> WriterPoint {
-        WriterPoint {
-            store,
-            label: store.to_string(),
-            writers,
-            readers: writers,
-            experiment_id: ids::writer_experiment(store, writers),
-            writes_per_s: 1e6 / per_write_us,
-            writes_per_s_low: 1e6 / per_write_us,
-            writes_per_s_high: 1e6 / per_write_us,
-            rounds: 6,
-            write_latency: None,
-            reads_per_s: 0.0,
-            read_latency: None,
-            busy_waits: 0,
-            failed_writes: 0,
-        }
+        WriterPoint::fixture(store, writers, per_write_us)
     }
 
     /// SQLite's two rows at 1 writer (a tie) and 2 (one writer connection
