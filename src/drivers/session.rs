@@ -342,15 +342,17 @@ fn no_server() -> Error {
     ))
 }
 
-/// Where the next operation's content starts in the pool's window.
-struct PoolCursor<'a> {
+/// Where the next operation's content starts in the pool's window: one
+/// run's content, each operation's from a new offset.
+pub struct PoolCursor<'a> {
     pool: &'a ContentPool,
     offset: usize,
 }
 
 impl<'a> PoolCursor<'a> {
+    /// `len` bytes of content for the next operation.
     #[inline(always)]
-    fn next(&mut self, len: usize) -> &'a [u8] {
+    pub fn next(&mut self, len: usize) -> &'a [u8] {
         let at = self.offset;
         self.offset += POOL_STEP;
         if self.offset >= POOL_WINDOW {
@@ -361,7 +363,12 @@ impl<'a> PoolCursor<'a> {
 }
 
 impl ContentPool {
-    fn writes(&self) -> PoolCursor<'_> {
+    /// The content of one run's writes. Each run starts at another offset,
+    /// so a run that writes the keys of the run before it, in the same
+    /// order, writes new content: a write of the bytes a blob already
+    /// holds is a commit with nothing to write (SQLite leaves an equal page
+    /// clean, and syncs nothing).
+    pub fn writes(&self) -> PoolCursor<'_> {
         PoolCursor { pool: self, offset: self.next_run_offset() }
     }
 }

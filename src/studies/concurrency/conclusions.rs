@@ -392,8 +392,11 @@ fn writer_ratio(w: &Writers, rounds: &[RoundSet], a: (StoreId, u32), b: (StoreId
 }
 
 /// The blog's question (do several writers help?) asked of every store:
-/// SQLite's single writer against files' independent fsyncs, and each
-/// store against itself at one writer.
+/// SQLite's single writer against files' independent fsyncs, SQLite's one
+/// writer connection against its connection per writer (the blog's shared
+/// connection for writes), and each store against itself at one writer.
+/// SQLite's store in the first two is its connection per writer, the
+/// configuration every process can use.
 fn writer_conclusions(w: &Writers, rounds: &[RoundSet]) -> Vec<Conclusion> {
     let counts = w.counts();
     let stores = w.stores();
@@ -405,9 +408,14 @@ fn writer_conclusions(w: &Writers, rounds: &[RoundSet]) -> Vec<Conclusion> {
         .unwrap_or_default();
     let flat: Vec<Comparison> =
         counts.iter().filter(|&&n| n > 1).filter_map(|&n| writer_ratio(w, rounds, (sqlite, n), (sqlite, 1))).collect();
+    let connections: Vec<Comparison> = counts
+        .iter()
+        .filter(|&&n| n > 1)
+        .filter_map(|&n| writer_ratio(w, rounds, (StoreId::SqliteOneWriter, n), (sqlite, n)))
+        .collect();
     let grow: Vec<Comparison> = stores
         .iter()
-        .filter(|&&s| s != sqlite && most > 1)
+        .filter(|&&s| s != sqlite && s != StoreId::SqliteOneWriter && most > 1)
         .filter_map(|&s| writer_ratio(w, rounds, (s, most), (s, 1)))
         .collect();
     vec![
@@ -424,12 +432,77 @@ fn writer_conclusions(w: &Writers, rounds: &[RoundSet]) -> Vec<Conclusion> {
             flat,
         ),
         Conclusion::new(
+            "Extension: writing blobs from several threads, one writer connection is faster than a connection per writer",
+            "writers, 2+: SQLite one writer connection / a connection per writer, durable writes/s, per writer count",
+            Claim::Faster,
+            connections,
+        ),
+        Conclusion::new(
             "Extension: more writers raise the other stores' durable writes",
             &format!("writers: each other store at {most} writers / at 1, durable writes/s"),
             Claim::Faster,
             grow,
         ),
     ]
+}
+
+/// Which SQLite configuration to write blobs with at one writer count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectionPick {
+    /// One writer connection for the process, behind a mutex.
+    OneWriter,
+    /// A connection per writer, `BEGIN IMMEDIATE` under the busy timeout.
+    PerWriter,
+    /// Within the tie band of each other.
+    Either,
+}
+
+/// The answer to "one writer connection or a connection per writer?" at
+/// one writer count, from SQLite's two rows' ratio paired by round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectionAnswer {
+    pub writers: u32,
+    pub pick: ConnectionPick,
+    /// The whole paired interval agrees with the pick: past the tie band
+    /// on the pick's side, or inside it for [`ConnectionPick::Either`].
+    pub firm: bool,
+    /// Rounds the ratio is paired over (0: unpaired, the medians' ratio).
+    pub rounds: u32,
+    /// One writer connection's durable writes/s over a connection per
+    /// writer's.
+    pub comparison: Comparison,
+}
+
+impl ConnectionAnswer {
+    /// Paired over enough rounds for a 95% interval of the median ratio.
+    pub fn enough_rounds(&self) -> bool {
+        self.rounds as usize >= crate::measure::paired::MIN_ROUNDS_95
+    }
+}
+
+/// The blog's question for blobs, answered at every writer count both
+/// SQLite rows ran at (none in files without the one-writer row).
+pub fn connection_answers(w: &Writers, rounds: &[RoundSet]) -> Vec<ConnectionAnswer> {
+    let per_writer = StoreId::Engine(EngineKind::Db);
+    w.counts()
+        .into_iter()
+        .filter_map(|n| writer_ratio(w, rounds, (StoreId::SqliteOneWriter, n), (per_writer, n)))
+        .map(|c| {
+            let pick = match c.ratio {
+                r if Claim::Faster.confirms(r) => ConnectionPick::OneWriter,
+                r if Claim::Faster.confirms(1.0 / r) => ConnectionPick::PerWriter,
+                _ => ConnectionPick::Either,
+            };
+            let paired = c.paired.as_ref().filter(|p| p.rounds >= 2);
+            let firm = paired.is_some_and(|p| match pick {
+                ConnectionPick::OneWriter => Claim::Faster.confirmed_by(p.low, p.high),
+                ConnectionPick::PerWriter => Claim::Faster.confirmed_by(1.0 / p.high, 1.0 / p.low),
+                ConnectionPick::Either => Claim::Same.confirmed_by(p.low, p.high),
+            });
+            let rounds = c.paired.as_ref().map_or(0, |p| p.rounds as u32);
+            ConnectionAnswer { writers: c.threads, pick, firm, rounds, comparison: c }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -267,25 +267,8 @@ fn writer_leads_without_rounds_or_with_broken_rounds_are_unpaired() {
 }
 
 /// A writers' point: `per_write_us` is its time per write, all writers.
-fn writer_point(kind: crate::records::EngineKind, writers: u32, per_write_us: f64) -> WriterPoint {
-    let store = StoreId::Engine(kind);
-    let rate = 1e6 / per_write_us;
-    WriterPoint {
-        store,
-        label: store.to_string(),
-        writers,
-        readers: writers,
-        experiment_id: ids::writer_experiment(store, writers),
-        writes_per_s: rate,
-        writes_per_s_low: rate,
-        writes_per_s_high: rate,
-        rounds: 6,
-        write_latency: None,
-        reads_per_s: 0.0,
-        read_latency: None,
-        busy_waits: 0,
-        failed_writes: 0,
-    }
+fn writer_point(store: impl Into<StoreId>, writers: u32, per_write_us: f64) -> WriterPoint {
+    WriterPoint::fixture(store.into(), writers, per_write_us)
 }
 
 /// SQLite and files at 1 and 2 writers: SQLite takes 160 us a write at
@@ -343,4 +326,59 @@ fn a_ratio_whose_interval_crosses_the_tie_band_confirms_but_not_firmly() {
     assert_eq!((c.verdict, c.confirming, c.firm), (Verdict::Holds, 1, 0), "the median 1.225 confirms; 1.0 does not");
     let i = c.interval.unwrap();
     assert!((i.low - 1.0).abs() < 1e-9 && (i.high - 1.3).abs() < 1e-9 && i.rounds == 6, "{i:?}");
+}
+
+/// SQLite's two rows at 1, 2 and 4 writers, over `rounds` rounds: one
+/// writer connection ties at 1 writer, leads 1.5x at 2 and trails 2x at 4
+/// (each per-round ratio within 2% of those).
+fn connections_fixture(rounds: usize) -> (Writers, RoundSet) {
+    let per = StoreId::Engine(crate::records::EngineKind::Db);
+    let one = StoreId::SqliteOneWriter;
+    let base = [(per, 1, 100.0), (one, 1, 100.0), (per, 2, 150.0), (one, 2, 100.0), (per, 4, 100.0), (one, 4, 200.0)];
+    let points: Vec<WriterPoint> = base.iter().map(|&(s, n, t)| writer_point(s, n, t)).collect();
+    let arms: Vec<String> = points.iter().map(|p| p.experiment_id.clone()).collect();
+    let arms: Vec<&str> = arms.iter().map(String::as_str).collect();
+    let wobble = [1.0, 1.02, 0.98, 1.01, 0.99, 1.0];
+    let rows: Vec<Vec<f64>> = (0..rounds)
+        .map(|r| base.iter().enumerate().map(|(i, b)| if i % 2 == 1 { b.2 * wobble[r % 6] } else { b.2 }).collect())
+        .collect();
+    let set = crate::measure::rounds::synthetic(ids::WRITERS_ROUNDS, &arms, &rows);
+    let w = Writers { blobs: 100, blob_size: 10_000, run_time_s: 0.2, busy_timeout_ms: 5000, points };
+    (w, set)
+}
+
+#[test]
+fn one_writer_connection_or_one_per_writer_is_answered_at_each_writer_count() {
+    use crate::studies::concurrency::{connection_answers, ConnectionPick};
+    let (w, set) = connections_fixture(6);
+    let answers = connection_answers(&w, std::slice::from_ref(&set));
+    let picks: Vec<(u32, ConnectionPick, bool)> = answers.iter().map(|a| (a.writers, a.pick, a.firm)).collect();
+    assert_eq!(
+        picks,
+        [(1, ConnectionPick::Either, true), (2, ConnectionPick::OneWriter, true), (4, ConnectionPick::PerWriter, true)]
+    );
+    assert!(answers.iter().all(|a| a.rounds == 6 && a.enough_rounds()));
+    assert!((answers[1].comparison.ratio - 1.5).abs() < 0.05, "{:?}", answers[1].comparison);
+    // The conclusion compares the counts with several writers: 2 confirms,
+    // 4 does not.
+    let cs =
+        evaluate(&[], Extensions { writers: Some(&w), rounds: std::slice::from_ref(&set), ..Default::default() }, 2);
+    let c = find(&cs, "Extension: writing blobs from several threads, one writer connection");
+    assert_eq!((c.verdict, c.confirming, c.comparisons.len()), (Verdict::Partly, 1, 2));
+    assert_eq!(c.interval.unwrap().rounds, 6);
+}
+
+#[test]
+fn an_answer_over_fewer_than_six_rounds_says_so_and_an_unpaired_one_is_never_firm() {
+    use crate::studies::concurrency::connection_answers;
+    let (w, set) = connections_fixture(3);
+    let few = connection_answers(&w, std::slice::from_ref(&set));
+    assert!(few.iter().all(|a| a.rounds == 3 && !a.enough_rounds()), "{few:?}");
+    let unpaired = connection_answers(&w, &[]);
+    assert!(unpaired.iter().all(|a| a.rounds == 0 && !a.firm && a.comparison.paired.is_none()), "{unpaired:?}");
+    assert!((unpaired[1].comparison.ratio - 1.5).abs() < 1e-9, "the medians' ratio");
+    // A file from before the one-writer row: no answer at all.
+    let old =
+        Writers { points: w.points.iter().filter(|p| p.store != StoreId::SqliteOneWriter).cloned().collect(), ..w };
+    assert!(connection_answers(&old, std::slice::from_ref(&set)).is_empty());
 }

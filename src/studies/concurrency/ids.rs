@@ -25,8 +25,13 @@ pub enum StoreId {
     DbWalWriter,
     /// The files, read beside one writer (new file + rename).
     FilesWriter,
-    /// An engine's dataset (`--engines`), by the engine's name.
+    /// An engine's dataset (`--engines`), by the engine's name. SQLite's
+    /// (`sqlite-wal`) is written through a connection per writer.
     Engine(EngineKind),
+    /// SQLite written through one writer connection the process's writers
+    /// share behind a mutex, each reader on a connection of its own
+    /// (`DbWriters::One`): the writers' other SQLite row.
+    SqliteOneWriter,
 }
 
 impl StoreId {
@@ -37,6 +42,15 @@ impl StoreId {
     pub const DB_READERS: [StoreId; 2] = [StoreId::Db, StoreId::DbMmap];
     /// The stores read beside one writer: the database's, then the files'.
     pub const WITH_WRITER: [StoreId; 2] = [StoreId::DbWalWriter, StoreId::FilesWriter];
+    /// The stores whose name is fixed (not an engine's).
+    const FIXED: [StoreId; 6] = [
+        StoreId::Db,
+        StoreId::DbMmap,
+        StoreId::Files,
+        StoreId::DbWalWriter,
+        StoreId::FilesWriter,
+        StoreId::SqliteOneWriter,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -49,14 +63,37 @@ impl StoreId {
             // "db" is the readers' database.
             StoreId::Engine(EngineKind::Db) => "sqlite-wal",
             StoreId::Engine(kind) => kind.name(),
+            StoreId::SqliteOneWriter => "sqlite-one-writer",
         }
+    }
+
+    /// The engine a writers' store is written with (None: a blob readers'
+    /// own store).
+    pub fn engine(self) -> Option<EngineKind> {
+        match self {
+            StoreId::Engine(kind) => Some(kind),
+            StoreId::SqliteOneWriter => Some(EngineKind::Db),
+            _ => None,
+        }
+    }
+
+    /// The writers' stores of `engines`, in their order: each engine's,
+    /// and after SQLite's (a connection per writer) its one-writer row.
+    pub fn writers_of(engines: &[EngineKind]) -> Vec<StoreId> {
+        let mut out = Vec::with_capacity(engines.len() + 1);
+        for &kind in engines {
+            out.push(StoreId::Engine(kind));
+            if kind == EngineKind::Db {
+                out.push(StoreId::SqliteOneWriter);
+            }
+        }
+        out
     }
 
     /// The store a name stands for ([`StoreId::name`] read back).
     pub fn parse(name: &str) -> Option<StoreId> {
-        let fixed = [StoreId::Db, StoreId::DbMmap, StoreId::Files, StoreId::DbWalWriter, StoreId::FilesWriter];
         let engines = EngineKind::ALL.into_iter().map(StoreId::Engine);
-        fixed.into_iter().chain(engines).find(|s| s.name() == name)
+        StoreId::FIXED.into_iter().chain(engines).find(|s| s.name() == name)
     }
 
     /// Whether this store is files (one side of the database-over-files
@@ -88,6 +125,12 @@ pub fn stores_in_order(stores: impl IntoIterator<Item = StoreId>) -> Vec<StoreId
         }
     }
     out
+}
+
+impl From<EngineKind> for StoreId {
+    fn from(kind: EngineKind) -> StoreId {
+        StoreId::Engine(kind)
+    }
 }
 
 impl fmt::Display for StoreId {
@@ -153,16 +196,14 @@ mod tests {
     #[test]
     fn every_store_parses_back_from_its_name() {
         let engines = EngineKind::ALL.into_iter().map(StoreId::Engine);
-        for s in [StoreId::Db, StoreId::DbMmap, StoreId::Files, StoreId::DbWalWriter, StoreId::FilesWriter]
-            .into_iter()
-            .chain(engines)
-        {
+        for s in StoreId::FIXED.into_iter().chain(engines) {
             assert_eq!(StoreId::parse(s.name()), Some(s), "{s}");
             let json = serde_json::to_string(&s).unwrap();
             assert_eq!(serde_json::from_str::<StoreId>(&json).unwrap(), s);
         }
         assert_eq!(StoreId::parse("db"), Some(StoreId::Db), "the readers' database, not the engine");
         assert_eq!(StoreId::Engine(EngineKind::Db).name(), "sqlite-wal");
+        assert_eq!(StoreId::parse("sqlite-one-writer"), Some(StoreId::SqliteOneWriter));
         assert!(serde_json::from_str::<StoreId>("\"nosuch\"").is_err());
     }
 
@@ -177,5 +218,17 @@ mod tests {
         assert_eq!(parse_writer_experiment("blobs/db/t1"), None);
         assert!(StoreId::FilesWriter.is_files() && !StoreId::DbMmap.is_files());
         assert_eq!(StoreId::DbWalWriter.alone(), Some(StoreId::Db));
+    }
+
+    #[test]
+    fn sqlite_writes_in_two_rows_and_the_others_in_one() {
+        use EngineKind::{Db, Flat, Lmdb};
+        let sqlite = StoreId::Engine(Db);
+        assert_eq!(
+            StoreId::writers_of(&[Flat, Db, Lmdb]),
+            [StoreId::Engine(Flat), sqlite, StoreId::SqliteOneWriter, StoreId::Engine(Lmdb)]
+        );
+        assert_eq!(StoreId::SqliteOneWriter.engine(), Some(Db));
+        assert_eq!(StoreId::Files.engine(), None, "the blob readers' own stores have no engine");
     }
 }

@@ -16,10 +16,14 @@ mod servers;
 mod sqlite_writer;
 mod table;
 mod worker;
+mod writer_arm;
 mod writers;
 
 pub use blobs::{BlobPoint, BlobReaders, BLOB_SIZE, BLOB_THREADS};
-pub use conclusions::{evaluate, Claim, Comparison, Conclusion, Extensions, Interval, Verdict, TIE};
+pub use conclusions::{
+    connection_answers, evaluate, Claim, Comparison, Conclusion, ConnectionAnswer, ConnectionPick, Extensions,
+    Interval, Verdict, TIE,
+};
 pub use driver::{run_once, RunSpec, RunTallies};
 pub use ids::StoreId;
 pub use options::{ConcurrencyOptions, Config, Journal, Modes, Sharing, Workload, MAX_THREADS, MODE_NAMES};

@@ -1,36 +1,29 @@
 //! Concurrent durable writers, and readers beside them, for every engine
 //! the study is given: the blog's question (several writers at once)
-//! asked of every store. At each writer count N, N writers overwrite
-//! random blobs of their own (new content, each write committed durably)
-//! while N readers read random blobs, every client with its own
-//! connection, session or handle; each engine in the configuration that
-//! fits concurrency (see [`label`]). Every engine at every writer count is
-//! an arm of one set of interleaved rounds sized by time, so the ratios
-//! (an engine over another at N writers, an engine at N writers over
-//! itself at one) pair by round.
+//! asked of every store, and for SQLite its other question (one writer
+//! connection, or a connection per writer?). At each writer count N, N
+//! writers overwrite random blobs of their own (new content, each write
+//! committed durably) while N readers read random blobs; each store in
+//! the configuration that fits concurrency (see [`label`]), SQLite in two
+//! (`StoreId::writers_of`). Every store at every writer count is an arm
+//! (`writer_arm.rs`) of one set of interleaved rounds sized by time, so
+//! the ratios (a store over another at N writers, a store at N writers
+//! over itself at one) pair by round.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
 
-use rand::seq::SliceRandom;
-use rand::{RngCore, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use super::blobs;
 use super::ids::{self, StoreId};
 use super::options::ConcurrencyOptions;
-use super::sqlite_writer::{self, WriterTally, WriterWork};
-use crate::drivers::parallel_read::session_in_step;
-use crate::drivers::run::largest_key;
-use crate::drivers::session::{ContentPool, SessionSpec, Work};
-use crate::engine::{self, Engine, OpenMode};
-use crate::measure::cold::EvictionReport;
+use super::sqlite_writer;
+use super::writer_arm::{durable_settings, WritersArm};
 use crate::measure::paired::paired_ratio;
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, RoundsPlan, StopReason};
-use crate::measure::{self, Latency, LatencySummary, Phases, RunContext, RunOutcome, Stat};
-use crate::records::keys::{KeySequence, KvtestRng, Order};
-use crate::records::{DbParams, EngineKind, EngineSettings, FileParams, FileWrite, KvParams, KvSync};
+use crate::measure::{Latency, LatencySummary, Measured as ArmMeasured, Stat};
+use crate::records::keys::Order;
+use crate::records::EngineKind;
 use crate::util::progress::{Progress, Silent};
 use crate::{Error, Result};
 
@@ -108,276 +101,53 @@ impl Writers {
     }
 }
 
-/// What each engine's writer does when several write at once.
-pub fn label(kind: EngineKind) -> String {
-    match kind {
-        EngineKind::Db => "SQLite WAL + FULL, a connection per writer, BEGIN IMMEDIATE under the busy timeout".into(),
-        k if k.is_files() => {
+#[cfg(test)]
+impl WriterPoint {
+    /// A point of `store` at `writers` writers taking `per_write_us` a
+    /// write (all writers), over 6 rounds, for the tests of the
+    /// conclusions and the report.
+    pub fn fixture(store: StoreId, writers: u32, per_write_us: f64) -> WriterPoint {
+        let rate = 1e6 / per_write_us;
+        WriterPoint {
+            store,
+            label: store.to_string(),
+            writers,
+            readers: writers,
+            experiment_id: ids::writer_experiment(store, writers),
+            writes_per_s: rate,
+            writes_per_s_low: rate,
+            writes_per_s_high: rate,
+            rounds: 6,
+            write_latency: None,
+            reads_per_s: 0.0,
+            read_latency: None,
+            busy_waits: 0,
+            failed_writes: 0,
+        }
+    }
+}
+
+/// What each store's writer does when several write at once.
+pub fn label(store: StoreId) -> String {
+    let Some(kind) = store.engine() else { return store.to_string() };
+    match (store, kind) {
+        (StoreId::SqliteOneWriter, _) => {
+            "SQLite WAL + FULL, one writer connection for all writers behind a mutex in the \
+                                          process, a commit per write; each reader on its own connection"
+                .into()
+        }
+        (_, EngineKind::Db) => {
+            "SQLite WAL + FULL, a connection per writer, BEGIN IMMEDIATE under the busy timeout".into()
+        }
+        (_, k) if k.is_files() => {
             "files, a temporary file per writer (own keys) + fsync + rename + fsync of the directory".into()
         }
-        EngineKind::Lmdb => "LMDB, one environment, a write transaction per write (writers queue on its lock)".into(),
-        k if k.is_server() => format!("{}, a connection per client, a durable commit per write", k.title()),
-        k => format!("{}, one database, a durable commit per write", k.title()),
-    }
-}
-
-/// Durable writes, a commit per write, for every engine; the files
-/// replaced by rename (a reader never sees half a blob).
-fn durable_settings() -> EngineSettings {
-    EngineSettings {
-        db: DbParams::default(),
-        files: FileParams { write: FileWrite::Replace, fsync: true, sync_dir: true, ..FileParams::default() },
-        kv: KvParams { sync: KvSync::Durable },
-        commit_every: Some(1),
-        ..EngineSettings::default()
-    }
-}
-
-/// Writes per writer and reads per reader before the runs are sized.
-const FIRST_OPS: u64 = 32;
-/// Random content beyond a blob: each write takes it from a new offset.
-const WINDOW: usize = 64 * 1024;
-
-/// One engine written by `writers` writers beside as many readers, run once
-/// per round.
-struct WritersArm {
-    kind: EngineKind,
-    engine: Box<dyn Engine>,
-    path: PathBuf,
-    writers: u32,
-    max_id: u32,
-    blob: usize,
-    /// Each writer's own keys, shuffled: no two writers touch one blob, so
-    /// a temporary name (`KEY.tmp`) belongs to one writer.
-    keys: Vec<Arc<[u32]>>,
-    /// Each engine writer's content (SQLite's writers share `window`).
-    pools: Vec<ContentPool>,
-    window: Vec<u8>,
-    writes: u64,
-    reads: u64,
-    timeout_ms: u32,
-    /// The last untimed run's rates, to size the readers to the writers.
-    read_rate: f64,
-    write_rate: f64,
-    /// Over the timed runs.
-    read_latency: Latency,
-    read_rates: Vec<f64>,
-    busy_waits: u64,
-    failed: u64,
-}
-
-impl WritersArm {
-    fn prepare(kind: EngineKind, path: &Path, writers: u32, opts: &ConcurrencyOptions) -> Result<WritersArm> {
-        let mut engine = engine::open(path, &durable_settings())?;
-        let survey = engine.survey(true)?;
-        let max_id = match survey.max_key {
-            Some(m) => m,
-            // SQLite's survey leaves it to the session, as kvtest does.
-            None => largest_key(engine.as_ref())?,
-        };
-        if max_id < writers {
-            return Err(Error::bad_input(path, format!("holds {max_id} blobs: too few for {writers} writers")));
+        (_, EngineKind::Lmdb) => {
+            "LMDB, one environment, a write transaction per write (writers queue on its lock)".into()
         }
-        let mut rng = rand::rngs::SmallRng::seed_from_u64(opts.seed ^ u64::from(writers));
-        let keys: Vec<Arc<[u32]>> = (0..writers)
-            .map(|w| {
-                let mut own: Vec<u32> = (1..=max_id).filter(|k| (k - 1) % writers == w).collect();
-                own.shuffle(&mut rng);
-                Arc::from(own)
-            })
-            .collect();
-        let blob = survey.blob_max as usize;
-        if blob == 0 {
-            return Err(Error::bad_input(path, "holds only empty blobs: nothing to overwrite"));
-        }
-        let pools = if kind == EngineKind::Db {
-            Vec::new()
-        } else {
-            (0..writers).map(|w| ContentPool::new(blob, opts.seed.wrapping_add(u64::from(w)))).collect()
-        };
-        let mut window = vec![0u8; if kind == EngineKind::Db { blob + WINDOW } else { 0 }];
-        rng.fill_bytes(&mut window);
-        Ok(WritersArm {
-            kind,
-            engine,
-            path: path.to_path_buf(),
-            writers,
-            max_id,
-            blob,
-            keys,
-            pools,
-            window,
-            writes: FIRST_OPS,
-            reads: FIRST_OPS,
-            timeout_ms: opts.busy_timeout_ms,
-            read_rate: 0.0,
-            write_rate: 0.0,
-            read_latency: Latency::new(),
-            read_rates: Vec::new(),
-            busy_waits: 0,
-            failed: 0,
-        })
+        (_, k) if k.is_server() => format!("{}, a connection per client, a durable commit per write", k.title()),
+        (_, k) => format!("{}, one database, a durable commit per write", k.title()),
     }
-
-    /// One run: every writer and reader opens its own connection, they
-    /// start together, the writers make their writes and the readers
-    /// theirs (sized to last as long).
-    fn one_run(&mut self, ctx: RunContext<'_>) -> Result<RunOutcome> {
-        let n = self.writers as usize;
-        let barrier = Barrier::new(2 * n);
-        let want_latency = ctx.latency.is_some();
-        let (engine, keys, window) = (self.engine.as_ref(), &self.keys, &self.window);
-        let (path, max_id, blob) = (&self.path, self.max_id, self.blob);
-        let (writes, reads, timeout_ms) = (self.writes, self.reads, self.timeout_ms);
-        let mut pools = self.pools.iter_mut();
-        let (written, read): (Vec<Result<WriterTally>>, Vec<Result<ReaderTally>>) = std::thread::scope(|s| {
-            let barrier = &barrier;
-            let writer_handles: Vec<_> = (0..n)
-                .map(|w| {
-                    let keys = &keys[w];
-                    let pool = pools.next();
-                    s.spawn(move || match pool {
-                        Some(pool) => engine_writer(engine, keys, writes, pool, want_latency, barrier),
-                        None => {
-                            let work =
-                                WriterWork { keys, count: writes, window, blob, first_offset: w * 7919, timeout_ms };
-                            sqlite_writer::run(path, &work, want_latency, barrier)
-                        }
-                    })
-                })
-                .collect();
-            let reader_handles: Vec<_> =
-                (0..n).map(|r| s.spawn(move || reader(engine, max_id, reads, r as u32, barrier))).collect();
-            let panicked = || Error::invalid("a client thread panicked");
-            (
-                writer_handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(panicked()))).collect(),
-                reader_handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(panicked()))).collect(),
-            )
-        });
-        let written = written.into_iter().collect::<Result<Vec<_>>>()?;
-        let read = read.into_iter().collect::<Result<Vec<_>>>()?;
-        let span = |start: Option<Instant>, end: Option<Instant>| match (start, end) {
-            (Some(a), Some(b)) => b.saturating_duration_since(a),
-            _ => Duration::ZERO,
-        };
-        let opened = written.iter().map(|t| t.opened_from).min();
-        let (w0, w1) = (written.iter().map(|t| t.loop_start).min(), written.iter().map(|t| t.loop_end).max());
-        let (r0, r1) = (read.iter().map(|t| t.start).min(), read.iter().map(|t| t.end).max());
-        let ops: u64 = written.iter().map(|t| t.ops).sum();
-        let reads_done: u64 = read.iter().map(|t| t.ops).sum();
-        let per_s = |ops: u64, d: Duration| if d.is_zero() { 0.0 } else { ops as f64 / d.as_secs_f64() };
-        let read_rate = per_s(reads_done, span(r0, r1));
-        if ctx.timed {
-            self.read_rates.push(read_rate);
-            self.busy_waits += written.iter().map(|t| t.busy_waits).sum::<u64>();
-            self.failed += written.iter().map(|t| t.failed).sum::<u64>();
-            for l in read.iter().filter_map(|t| t.latency.as_ref()) {
-                self.read_latency.merge(l);
-            }
-        } else {
-            // Untimed runs size the readers to last as long as the writers.
-            self.read_rate = read_rate / n as f64;
-            self.write_rate = per_s(ops, span(w0, w1));
-            self.reads = self.reads_for(self.writes);
-        }
-        if let Some(hist) = ctx.latency {
-            for l in written.iter().filter_map(|t| t.latency.as_ref()) {
-                hist.merge(l);
-            }
-        }
-        let ns = |d: Duration| d.as_nanos() as u64;
-        let loop_ns = ns(span(w0, w1));
-        let setup_ns = ns(span(opened, w0));
-        let phases = Phases {
-            setup_ns,
-            loop_ns,
-            commit_ns: 0,
-            close_ns: 0,
-            checkpoint_ns: 0,
-            kvtest_total_ns: setup_ns + loop_ns,
-            deferred_ns: 0,
-        };
-        Ok(RunOutcome { ops, misses: 0, bytes: ops * blob as u64, phases, opened_handle: false })
-    }
-
-    /// Reads per reader that last as long as `writes` per writer, by the
-    /// last untimed run's rates.
-    fn reads_for(&self, writes: u64) -> u64 {
-        if self.write_rate <= 0.0 || self.read_rate <= 0.0 {
-            return FIRST_OPS;
-        }
-        let secs = (writes * u64::from(self.writers)) as f64 / self.write_rate;
-        ((self.read_rate * secs) as u64).clamp(measure::rounds::MIN_SIZED_OPS, measure::rounds::MAX_SIZED_OPS)
-    }
-}
-
-impl Arm for WritersArm {
-    fn evict(&mut self) -> Option<Result<EvictionReport>> {
-        None
-    }
-    fn run(&mut self, ctx: RunContext<'_>) -> Result<RunOutcome> {
-        self.one_run(ctx)
-    }
-    fn ops_per_run(&self) -> Option<u64> {
-        Some(self.writes * u64::from(self.writers))
-    }
-    fn set_ops_per_run(&mut self, ops: u64) {
-        self.writes = (ops / u64::from(self.writers)).max(1);
-        self.reads = self.reads_for(self.writes);
-    }
-}
-
-/// One engine writer: its own session through the one timed loop, a
-/// durable commit inside each overwrite.
-fn engine_writer(
-    engine: &dyn Engine,
-    keys: &Arc<[u32]>,
-    count: u64,
-    pool: &mut ContentPool,
-    latency: bool,
-    barrier: &Barrier,
-) -> Result<WriterTally> {
-    let spec = SessionSpec {
-        mode: OpenMode::measured(true, false),
-        max_id: keys.iter().copied().max(),
-        keys: |_| KeySequence::listed(Arc::clone(keys)),
-        count,
-        work: Work::Overwrite(pool),
-    };
-    let (run, hist) = session_in_step(engine, spec, latency, barrier)?;
-    Ok(WriterTally {
-        ops: run.ops,
-        failed: 0,
-        busy_waits: 0,
-        opened_from: run.times.opened_from,
-        loop_start: run.times.loop_start,
-        loop_end: run.times.loop_end,
-        latency: hist,
-    })
-}
-
-/// What one reader did.
-struct ReaderTally {
-    ops: u64,
-    start: Instant,
-    end: Instant,
-    latency: Option<Latency>,
-}
-
-/// One reader beside the writers: its own session, kvtest's random order
-/// on a stream of its own, each read its own transaction. It keeps no
-/// handle after the run: each writer count has an engine of its own on the
-/// same dataset, and LMDB allows one open environment per process.
-fn reader(engine: &dyn Engine, max_id: u32, count: u64, index: u32, barrier: &Barrier) -> Result<ReaderTally> {
-    let spec = SessionSpec {
-        mode: OpenMode::READ,
-        max_id: Some(max_id),
-        keys: |max| KeySequence::with_rng(Order::Random, 1, max, KvtestRng::stream(1000 + index)),
-        count,
-        work: Work::Read,
-    };
-    let (run, latency) = session_in_step(engine, spec, true, barrier)?;
-    Ok(ReaderTally { ops: run.ops, start: run.times.loop_start, end: run.times.loop_end, latency })
 }
 
 /// What the writers' section measured.
@@ -396,64 +166,79 @@ pub fn plan(opts: &ConcurrencyOptions) -> RoundsPlan {
     RoundsPlan { run_time: Some(opts.writer_run_time), least_rounds: least, ..opts.rounds }
 }
 
-/// Builds each engine's dataset in `work` from the blob readers' database
-/// (made here when that section did not run), then writes every engine at
+/// Builds each store's dataset in `work` from the blob readers' database
+/// (made here when that section did not run), then writes every store at
 /// every writer count as the arms of one set of rounds.
 pub fn measure(opts: &ConcurrencyOptions, work: &Path, progress: &dyn Progress) -> Result<Measured> {
     let sets = build_sets(opts, work)?;
     in_rounds(opts, &sets, progress)
 }
 
-/// Each engine's dataset in `work`, built from the blob readers' database
-/// (made here when that section did not run); SQLite's is a copy in WAL.
-fn build_sets(opts: &ConcurrencyOptions, work: &Path) -> Result<Vec<(EngineKind, PathBuf)>> {
+/// Each store's dataset in `work`, built from the blob readers' database
+/// (made here when that section did not run). SQLite's two rows each have
+/// a copy in WAL of their own: the one-writer row keeps its connections
+/// open between runs, and no arm's connection should sit on another's
+/// file.
+fn build_sets(opts: &ConcurrencyOptions, work: &Path) -> Result<Vec<(StoreId, PathBuf)>> {
     let db = blobs::readers_db(opts, work)?;
-    let mut sets: Vec<(EngineKind, PathBuf)> = Vec::with_capacity(opts.writer_engines.len());
-    for &kind in &opts.writer_engines {
-        let dir = work.join(format!("w-{}", kind.name()));
-        if kind == EngineKind::Db {
-            std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "cannot create a directory", e))?;
-            let copy = dir.join("kv.db");
-            std::fs::copy(&db, &copy).map_err(|e| Error::io(&copy, "cannot copy the database", e))?;
-            sqlite_writer::to_wal(&copy)?;
-            sets.push((kind, copy));
-        } else {
-            crate::engine::registry::build(kind, &db, &dir, false, &Silent)?;
-            sets.push((kind, dir));
+    let stores = StoreId::writers_of(&opts.writer_engines);
+    let mut sets: Vec<(StoreId, PathBuf)> = Vec::with_capacity(stores.len());
+    for store in stores {
+        let dir = work.join(format!("w-{store}"));
+        match store.engine() {
+            Some(EngineKind::Db) => {
+                std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "cannot create a directory", e))?;
+                let copy = dir.join("kv.db");
+                std::fs::copy(&db, &copy).map_err(|e| Error::io(&copy, "cannot copy the database", e))?;
+                sqlite_writer::to_wal(&copy)?;
+                sets.push((store, copy));
+            }
+            Some(kind) => {
+                crate::engine::registry::build(kind, &db, &dir, false, &Silent)?;
+                sets.push((store, dir));
+            }
+            None => return Err(Error::invalid(format!("{store} is not a writers' store"))),
         }
     }
     Ok(sets)
 }
 
-/// Runs every engine at every writer count as the arms of one set of
-/// rounds.
-fn in_rounds(opts: &ConcurrencyOptions, sets: &[(EngineKind, PathBuf)], progress: &dyn Progress) -> Result<Measured> {
-    let mut arms = Vec::new();
-    let mut arm_ids = Vec::new();
-    let mut at: Vec<(EngineKind, u32)> = Vec::new();
-    for &writers in &opts.writer_counts {
-        for (kind, path) in sets {
-            arms.push(WritersArm::prepare(*kind, path, writers, opts)?);
-            arm_ids.push(ids::writer_experiment(StoreId::Engine(*kind), writers));
-            at.push((*kind, writers));
-        }
-    }
-    let index = |kind: EngineKind, w: u32| at.iter().position(|&x| x == (kind, w));
-    // Stop on the engines against each other at the most writers, and on
-    // each engine at the most writers against itself at one.
-    let most = opts.writer_counts.iter().copied().max().unwrap_or(1);
+/// The pairs the rounds stop on: the first store against the others at
+/// the most writers, and each store at the most writers against itself at
+/// one. `at` holds each arm's store and writer count.
+fn pairs_to_stop_on(stores: &[StoreId], at: &[(StoreId, u32)], most: u32) -> Vec<Comparison> {
+    let index = |store: StoreId, w: u32| at.iter().position(|&x| x == (store, w));
     let mut pairs: Vec<Comparison> = Vec::new();
-    if let Some(first) = index(opts.writer_engines[0], most) {
-        let others = opts.writer_engines[1..].iter().filter_map(|&k| index(k, most)).collect::<Vec<_>>();
+    if let Some(first) = stores.first().and_then(|&s| index(s, most)) {
+        let others = stores[1..].iter().filter_map(|&s| index(s, most)).collect::<Vec<_>>();
         if !others.is_empty() {
             pairs.push(Comparison { a: vec![first], b: others });
         }
     }
-    for &kind in opts.writer_engines.iter().filter(|_| most > 1) {
-        if let (Some(a), Some(b)) = (index(kind, most), index(kind, 1)) {
+    for &store in stores.iter().filter(|_| most > 1) {
+        if let (Some(a), Some(b)) = (index(store, most), index(store, 1)) {
             pairs.push(Comparison { a: vec![a], b: vec![b] });
         }
     }
+    pairs
+}
+
+/// Runs every store at every writer count as the arms of one set of
+/// rounds.
+fn in_rounds(opts: &ConcurrencyOptions, sets: &[(StoreId, PathBuf)], progress: &dyn Progress) -> Result<Measured> {
+    let mut arms = Vec::new();
+    let mut arm_ids = Vec::new();
+    let mut at: Vec<(StoreId, u32)> = Vec::new();
+    for &writers in &opts.writer_counts {
+        for &(store, ref path) in sets {
+            arms.push(WritersArm::prepare(store, path, writers, opts)?);
+            arm_ids.push(ids::writer_experiment(store, writers));
+            at.push((store, writers));
+        }
+    }
+    let stores: Vec<StoreId> = sets.iter().map(|s| s.0).collect();
+    let most = opts.writer_counts.iter().copied().max().unwrap_or(1);
+    let pairs = pairs_to_stop_on(&stores, &at, most);
     let mut dyn_arms: Vec<&mut dyn Arm> = arms.iter_mut().map(|a| a as &mut dyn Arm).collect();
     let mut tick = |_: u64, _: u64| {};
     let out = run_rounds(ids::WRITERS_ROUNDS, &arm_ids, &mut dyn_arms, &plan(opts), &pairs, &mut tick)?;
@@ -464,29 +249,9 @@ fn in_rounds(opts: &ConcurrencyOptions, sets: &[(EngineKind, PathBuf)], progress
     let mut points = Vec::with_capacity(arms.len());
     let mut experiments = Vec::with_capacity(arms.len());
     for ((arm, m), id) in arms.into_iter().zip(out.measured).zip(&arm_ids) {
-        let store = StoreId::Engine(arm.kind);
-        let rates: Vec<f64> = m.runs.iter().map(|r| 1e6 / r.figure()).collect();
-        // The interval of a median: the paired machinery against a constant.
-        let interval = paired_ratio(&rates, &vec![1.0; rates.len()]);
-        let label = label(arm.kind);
-        points.push(WriterPoint {
-            store,
-            label: label.clone(),
-            writers: arm.writers,
-            readers: arm.writers,
-            experiment_id: id.clone(),
-            writes_per_s: interval.as_ref().map_or(0.0, |i| i.value),
-            writes_per_s_low: interval.as_ref().map_or(0.0, |i| i.low),
-            writes_per_s_high: interval.as_ref().map_or(0.0, |i| i.high),
-            rounds: rates.len() as u32,
-            write_latency: m.latency.as_ref().filter(|l| l.count() > 0).map(Latency::summary),
-            reads_per_s: Stat::of(&arm.read_rates).median,
-            read_latency: Some(arm.read_latency.summary()).filter(|l| l.count > 0),
-            busy_waits: arm.busy_waits,
-            failed_writes: arm.failed,
-        });
+        points.push(point_of(&arm, &m, id));
         let params = writer_params(&arm, opts);
-        let title = format!("{label}, {} writer(s) + {} reader(s)", arm.writers, arm.writers);
+        let title = format!("{}, {} writer(s) + {} reader(s)", label(arm.store), arm.writers, arm.writers);
         experiments.push(crate::measure::Experiment::from_measured(id, &title, params, m));
     }
     let writers = Writers {
@@ -499,13 +264,42 @@ fn in_rounds(opts: &ConcurrencyOptions, sets: &[(EngineKind, PathBuf)], progress
     Ok(Measured { writers, experiments, rounds: vec![out.set] })
 }
 
+/// An arm's point: its durable writes/s over the timed runs (median and
+/// interval), its write latency, and its readers' figures beside it.
+fn point_of(arm: &WritersArm, m: &ArmMeasured, id: &str) -> WriterPoint {
+    let rates: Vec<f64> = m.runs.iter().map(|r| 1e6 / r.figure()).collect();
+    // The interval of a median: the paired machinery against a constant.
+    let interval = paired_ratio(&rates, &vec![1.0; rates.len()]);
+    WriterPoint {
+        store: arm.store,
+        label: label(arm.store),
+        writers: arm.writers,
+        readers: arm.writers,
+        experiment_id: id.to_string(),
+        writes_per_s: interval.as_ref().map_or(0.0, |i| i.value),
+        writes_per_s_low: interval.as_ref().map_or(0.0, |i| i.low),
+        writes_per_s_high: interval.as_ref().map_or(0.0, |i| i.high),
+        rounds: rates.len() as u32,
+        write_latency: m.latency.as_ref().filter(|l| l.count() > 0).map(Latency::summary),
+        reads_per_s: Stat::of(&arm.read_rates).median,
+        read_latency: Some(arm.read_latency.summary()).filter(|l| l.count > 0),
+        busy_waits: arm.busy_waits,
+        failed_writes: arm.failed,
+    }
+}
+
 /// The experiment's record of an arm's runs.
 fn writer_params(arm: &WritersArm, opts: &ConcurrencyOptions) -> crate::records::WorkloadParams {
     let mut run = crate::drivers::run::RunOptions::new(&arm.path);
     run.update = true;
     run.count = arm.writes * u64::from(arm.writers);
     run.order = Order::Random;
-    run.settings = durable_settings();
+    run.settings = durable_settings(arm.store);
     run.seed = opts.seed;
-    run.params(arm.kind, arm.max_id, arm.writers)
+    let kind = arm.store.engine().unwrap_or(EngineKind::Db);
+    run.params(kind, arm.max_id, arm.writers)
 }
+
+#[cfg(test)]
+#[path = "writers_tests.rs"]
+mod tests;

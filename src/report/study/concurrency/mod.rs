@@ -183,7 +183,7 @@ fn section(c: &ConcurrencySection, rounds: &[RoundSet], label: &str, suffix: &st
         blocks.push(Block::Figure(Figure { id: blobs_id(suffix), chart: Chart::Lines(chart), caption, findings }));
     }
     if let Some(w) = &c.writers {
-        blocks.extend(writers::blocks(w, format!("concurrency-writers{suffix}"), &on(label, several)));
+        blocks.extend(writers::blocks(w, rounds, format!("concurrency-writers{suffix}"), &on(label, several)));
     }
     blocks.push(Block::Heading("Every point".into()));
     blocks.push(Block::Table(points_table(c)));
@@ -424,7 +424,7 @@ fn factor_text(c: &Conclusion) -> String {
 }
 
 /// A factor with about three significant digits: "0.93x", "12.7x", "2556x".
-fn times(f: f64) -> String {
+pub(super) fn times(f: f64) -> String {
     match f {
         f if f >= 100.0 => format!("{f:.0}x"),
         f if f >= 10.0 => format!("{f:.1}x"),

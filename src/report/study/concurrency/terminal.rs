@@ -139,6 +139,15 @@ fn text(c: &ConcurrencySection, rounds: &[RoundSet]) -> String {
             w.blobs, w.blob_size, w.run_time_s
         );
         o.push_str(&table_text(&super::writers::table(w), false));
+        let _ = writeln!(o, "({})", super::writers::WRITE_LATENCY_COVERS);
+        let answers = super::writers::connection_lines(w, rounds);
+        if !answers.is_empty() {
+            let _ = writeln!(o, "\nSQLite, writing blobs: {}", super::writers::CONNECTION_QUESTION.to_lowercase());
+            for line in answers {
+                let _ = writeln!(o, "  {line}");
+            }
+            o.push('\n');
+        }
     }
     let _ = writeln!(
         o,
