@@ -247,11 +247,27 @@ pub fn change(section: &ClientsSection, set: &crate::measure::rounds::RoundSet) 
     let counts = section.levels.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
     let by = if section.rate_ops_s.is_some() { "keeping up, then p99," } else { "throughput" };
     let Some(n) = at else {
-        let noise = if section.rate_ops_s.is_some() { "" } else { " beyond the noise" };
+        let first = leaders.first().and_then(|l| l.1);
+        let others: Vec<String> = leaders
+            .iter()
+            .filter(|(_, l)| l.map(Row::line) != first.map(Row::line))
+            .map(|(c, l)| format!("{} at {c}", name(*l)))
+            .collect();
+        if others.is_empty() {
+            return format!(
+                "With clients the leader does not change: {} leads at every count measured ({counts} clients).",
+                name(first)
+            );
+        }
+        // Another leads somewhere, within the noise: say who, so the
+        // sentence never names a store the table ranks low without why.
         return format!(
-            "With clients the leader does not change{noise}: {} leads or ties at every count measured ({counts} \
-             clients).",
-            name(leaders.first().and_then(|l| l.1)),
+            "With clients the leader does not change beyond the noise: {} leads at {} client{}, and the leaders at \
+             other counts ({}) do not beat it there beyond the noise (their paired intervals against it hold 1.0).",
+            name(first),
+            leaders[0].0,
+            if leaders[0].0 == 1 { "" } else { "s" },
+            others.join(", ")
         );
     };
     let before = leaders.first().and_then(|l| l.1);
