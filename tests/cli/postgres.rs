@@ -11,7 +11,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use blobbench::engine::postgres::server::{alive, Cluster, DATA_DIR};
+use blobbench::engine::postgres::server::{alive, socket_dir_for, Cluster, DATA_DIR};
 use common::{blobbench, enterable_tempdir, kvtest_db, ok, one_line_error, quick_error, server_setting, valid_results};
 
 fn s(p: &Path) -> &str {
@@ -223,24 +223,25 @@ fn missing_server_programs_are_named_with_what_to_install() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no work directory, no report: only kv.db");
 }
 
-/// A work directory too deep for a cluster's socket is refused before any
-/// cell is measured, in one line, leaving nothing behind.
+/// A dataset too deep for a socket address in its data directory (the
+/// default `--workdir .` in a deep project directory) works: its cluster
+/// listens in a short directory of its own under /tmp, removed when the
+/// server stops.
 #[test]
-fn the_matrix_refuses_a_workdir_too_deep_for_the_servers_socket_up_front() {
+fn a_dataset_too_deep_for_a_socket_in_its_directory_is_exported_and_run() {
     let dir = enterable_tempdir();
     let deep = dir.path().join("d".repeat(70));
     std::fs::create_dir(&deep).unwrap();
-    let out = dir.path().join("out");
-    let args = ["matrix", "--engines", "postgres", "--sizes", "10k,100k", "--pagesizes", "1024,4096", "--total", "1M"];
-    let err = quick_error(blobbench().args(args).args(["--workdir", s(&deep), "--out", s(&out)]));
-    assert!(err.contains("too long a path for the server's Unix socket") && err.contains("--workdir"), "{err}");
-    assert_eq!(std::fs::read_dir(&deep).unwrap().count(), 0, "no work directory");
-    assert!(!out.exists(), "no report");
+    let (db, pg) = (deep.join("kv.db"), deep.join("pg"));
+    kvtest_db(&db, 20, 1000);
+    ok(&["export", "--engine", "postgres", s(&db), s(&pg)]);
+    let socket = socket_dir_for(&pg.join(DATA_DIR));
+    assert!(socket.to_string_lossy().starts_with("/tmp/blobbench-pg-"), "{}", socket.display());
+    assert!(!socket.exists(), "removed when the export's server stopped");
+    ok(&["run", s(&pg), "--count", "20", "--repeat", "1"]);
+    assert!(!socket.exists(), "removed when the run's server stopped");
 }
 
-/// `matrix --engines postgres,postgres-lo`: both PostgreSQL engines beside
-/// the files by blob size, paired by round, each with its crossover; the
-/// clusters are stopped and removed with their cells.
 #[test]
 fn the_matrix_puts_postgres_beside_the_files_by_blob_size() {
     let dir = enterable_tempdir();

@@ -67,12 +67,12 @@ fn build_local(
         // Declared after `staging`, so dropped (stopped) before it is removed.
         let cluster = Cluster::start(&staging.path)?;
         let label = staging.path.clone();
-        let mut admin = conn::connect(&conn::local_config(cluster.socket_dir(), "postgres"), &label)?;
+        let mut admin = conn::connect(&conn::local_config(&cluster.socket_dir(), "postgres"), &label)?;
         admin
             .batch_execute(&format!("CREATE DATABASE {LOCAL_DB}"))
             .map_err(|e| pg_error(&label, "cannot create the database", e))?;
         drop(admin);
-        let mut client = conn::connect(&conn::local_config(cluster.socket_dir(), LOCAL_DB), &label)?;
+        let mut client = conn::connect(&conn::local_config(&cluster.socket_dir(), LOCAL_DB), &label)?;
         let counts = fill(&mut client, &label, kind, "kv", pg, db, progress)?;
         client.batch_execute("CHECKPOINT").map_err(|e| pg_error(&label, "cannot checkpoint", e))?;
         drop(client);

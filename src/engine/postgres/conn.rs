@@ -52,7 +52,7 @@ impl Server {
             (true, Some(url)) => Ok(Server { cluster: None, config: parse_url(url)?, label: redact(url).into(), desc }),
             (false, None) => {
                 let cluster = Cluster::shared(dir)?;
-                let config = local_config(cluster.socket_dir(), LOCAL_DB);
+                let config = local_config(&cluster.socket_dir(), LOCAL_DB);
                 Ok(Server { cluster: Some(cluster), config, label: dir.to_path_buf(), desc })
             }
         }

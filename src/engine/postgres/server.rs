@@ -1,7 +1,9 @@
 //! The throwaway PostgreSQL cluster blobbench starts when no `--pg URL` is
 //! given: `initdb` makes it inside the dataset's directory, `pg_ctl` starts
-//! it listening only on a Unix socket in its own data directory
-//! (`listen_addresses=''`, so no TCP port is taken), and it is stopped when
+//! it listening only on a Unix socket (`listen_addresses=''`, so no TCP
+//! port is taken) in its own data directory, or, when that path is too long
+//! for a socket address, in a short directory of its own under `/tmp`
+//! ([`socket_dir_for`]), and it is stopped when
 //! the [`Cluster`] is dropped (end of run, error, Ctrl-C). A run that was
 //! killed leaves a `postmaster.pid`; the next start finds it and stops that
 //! server first.
@@ -41,6 +43,11 @@ pub const SHARED_BUFFERS: &str = "128MB";
 const DEBIAN_LIB: &str = "/usr/lib/postgresql";
 /// Longest Unix socket path (`sun_path` less its terminating NUL).
 const SOCKET_PATH_MAX: usize = 107;
+/// Where a cluster whose data directory is too deep for a socket address
+/// puts its socket: `/tmp/blobbench-pg-HASH`, the hash of the data
+/// directory's canonical path, so another blobbench process on the same
+/// dataset finds the same socket.
+const SHORT_SOCKET_PARENT: &str = "/tmp";
 /// The settings file rewritten at each start (the socket's directory).
 const SOCKET_CONF: &str = "blobbench.conf";
 /// What to install when the programs are missing.
@@ -127,7 +134,6 @@ impl Cluster {
         let bins = find_binaries()?;
         let run_as = run_as()?;
         let data = absolute(dir)?.join(DATA_DIR);
-        check_socket_path(&data)?;
         std::fs::create_dir(&data).map_err(|e| Error::io(&data, "cannot create the cluster directory", e))?;
         if let Some(who) = run_as {
             check_reachable(&data, who)?;
@@ -164,13 +170,16 @@ impl Cluster {
         if !data.join("PG_VERSION").is_file() {
             return Err(Error::bad_input(dir, "holds no PostgreSQL cluster (no pgdata/PG_VERSION)"));
         }
-        check_socket_path(&data)?;
         let bins = find_binaries()?;
         let run_as = run_as()?;
         stop_stale(&data, &bins, run_as)?;
         throwaway::adopt_orphans();
         throwaway::record_owner(dataset_of(&data))?;
-        let quoted = data.display().to_string().replace('\'', "''");
+        let socket = socket_dir_for(&data);
+        if socket != data {
+            prepare_short_socket_dir(&socket, &data, run_as)?;
+        }
+        let quoted = socket.display().to_string().replace('\'', "''");
         let conf = data.join(SOCKET_CONF);
         std::fs::write(&conf, format!("unix_socket_directories = '{quoted}'\n"))
             .map_err(|e| Error::io(&conf, "cannot write the cluster's socket setting", e))?;
@@ -180,9 +189,9 @@ impl Cluster {
         Ok(Cluster { data, bins, run_as, running: true })
     }
 
-    /// The directory of the server's Unix socket (its data directory).
-    pub fn socket_dir(&self) -> &Path {
-        &self.data
+    /// The directory of the server's Unix socket ([`socket_dir_for`]).
+    pub fn socket_dir(&self) -> PathBuf {
+        socket_dir_for(&self.data)
     }
 
     /// Stops the server (fast shutdown: sessions are ended, a checkpoint is
@@ -191,6 +200,7 @@ impl Cluster {
         self.running = false;
         let stopped = stop(&self.data, &self.bins, self.run_as, "fast");
         throwaway::release_owner(dataset_of(&self.data));
+        remove_short_socket_dir(&self.data);
         stopped
     }
 
@@ -234,6 +244,7 @@ impl Drop for Cluster {
         if self.running {
             let _ = stop(&self.data, &self.bins, self.run_as, "fast");
             throwaway::release_owner(dataset_of(&self.data));
+            remove_short_socket_dir(&self.data);
         }
     }
 }
@@ -292,7 +303,7 @@ pub fn kill_server(dir: &Path) -> Result<()> {
     }
     throwaway::kill_tree(pid, &data)?;
     throwaway::reap_adopted("postgres");
-    for lock in [data.join("postmaster.pid"), data.join(format!(".s.PGSQL.{PORT}.lock"))] {
+    for lock in [data.join("postmaster.pid"), socket_dir_for(&data).join(format!(".s.PGSQL.{PORT}.lock"))] {
         match std::fs::remove_file(&lock) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io(&lock, "cannot remove", e)),
             _ => {}
@@ -407,22 +418,69 @@ fn with_log(e: Error, data: &Path) -> Error {
     }
 }
 
-/// The socket `data/.s.PGSQL.5432` must fit in a Unix socket address.
-/// Whether a cluster in `dir/pgdata` could take its socket (before `dir`
-/// exists: a study checks its datasets' places up front).
-pub fn check_dataset_path(dir: &Path) -> Result<()> {
-    check_socket_path(&absolute(dir)?.join(DATA_DIR))
+/// Where the cluster of `data` listens: its data directory when
+/// `data/.s.PGSQL.5432.lock` fits in a Unix socket address, else
+/// `/tmp/blobbench-pg-HASH` (any work directory works, however deep).
+pub fn socket_dir_for(data: &Path) -> PathBuf {
+    if fits_a_socket(data) {
+        return data.to_path_buf();
+    }
+    let canonical = std::fs::canonicalize(data).unwrap_or_else(|_| data.to_path_buf());
+    // FNV-1a: stable across builds, so every blobbench finds one place.
+    let hash = canonical
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    Path::new(SHORT_SOCKET_PARENT).join(format!("blobbench-pg-{hash:016x}"))
 }
 
-fn check_socket_path(data: &Path) -> Result<()> {
-    let len = data.as_os_str().len() + format!("/.s.PGSQL.{PORT}.lock").len();
-    if len > SOCKET_PATH_MAX {
-        return Err(Error::bad_input(
-            data,
-            format!("is too long a path for the server's Unix socket ({len} > {SOCKET_PATH_MAX} bytes); use a shorter --workdir or dataset path"),
-        ));
+fn fits_a_socket(dir: &Path) -> bool {
+    dir.as_os_str().len() + format!("/.s.PGSQL.{PORT}.lock").len() <= SOCKET_PATH_MAX
+}
+
+/// Makes (or checks) the short socket directory of `data`'s cluster: a
+/// directory, not a link, owned by whoever runs the server and writable by
+/// no one else, since `/tmp` is everyone's.
+fn prepare_short_socket_dir(socket: &Path, data: &Path, who: Option<RunAs>) -> Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let owner = who.map_or_else(|| unsafe { libc::geteuid() }, |w| w.uid);
+    match std::fs::create_dir(socket) {
+        Ok(()) => {
+            std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| Error::io(socket, "cannot make the socket directory private", e))?;
+            if let Some(w) = who {
+                std::os::unix::fs::chown(socket, Some(w.uid), Some(w.gid))
+                    .map_err(|e| Error::io(socket, "cannot give the socket directory to the postgres user", e))?;
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let m = std::fs::symlink_metadata(socket).map_err(|e| Error::io(socket, "cannot read", e))?;
+            if m.is_dir() && m.uid() == owner && m.mode() & 0o022 == 0 {
+                return Ok(());
+            }
+            Err(Error::bad_input(
+                socket,
+                format!(
+                    "is not a private directory of the server's user, so it cannot hold the socket of the \
+                     cluster in {} (its own path is too long for a socket); remove it",
+                    data.display()
+                ),
+            ))
+        }
+        Err(e) => Err(Error::io(socket, "cannot create the server's socket directory", e)),
     }
-    Ok(())
+}
+
+/// Removes the short socket directory of `data`'s cluster once its server
+/// has stopped (it is empty then; a directory still in use is kept).
+fn remove_short_socket_dir(data: &Path) {
+    let socket = socket_dir_for(data);
+    if socket != data {
+        let _ = std::fs::remove_dir(&socket);
+    }
 }
 
 /// As root the server runs as `postgres`, which must be able to enter
@@ -458,10 +516,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_socket_path_too_long_is_refused_in_one_line() {
-        let long = PathBuf::from("/tmp").join("x".repeat(100));
-        let e = check_socket_path(&long).unwrap_err().to_string();
-        assert!(e.contains("too long a path for the server's Unix socket"), "{e}");
-        assert!(check_socket_path(Path::new("/tmp/short/pgdata")).is_ok());
+    fn a_data_directory_too_deep_for_a_socket_listens_in_a_short_one_of_its_own() {
+        let short = Path::new("/tmp/short/pgdata");
+        assert_eq!(socket_dir_for(short), short, "a short path keeps its socket");
+        let long = PathBuf::from("/tmp").join("x".repeat(100)).join(DATA_DIR);
+        let other = PathBuf::from("/tmp").join("y".repeat(100)).join(DATA_DIR);
+        let socket = socket_dir_for(&long);
+        assert!(socket.starts_with(SHORT_SOCKET_PARENT) && fits_a_socket(&socket), "{}", socket.display());
+        assert_eq!(socket_dir_for(&long), socket, "the same place for every process");
+        assert_ne!(socket_dir_for(&other), socket, "a place per cluster");
+    }
+
+    #[test]
+    fn a_short_socket_directory_someone_else_can_write_is_refused() {
+        let data = PathBuf::from("/tmp").join("z".repeat(100)).join(DATA_DIR);
+        let socket = std::env::temp_dir().join(format!("blobbench-pg-test-{}", std::process::id()));
+        std::fs::create_dir(&socket).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = prepare_short_socket_dir(&socket, &data, None).unwrap_err().to_string();
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(e.contains("is not a private directory") && e.contains("remove it"), "{e}");
+        prepare_short_socket_dir(&socket, &data, None).expect("a private one of ours is used");
+        std::fs::remove_dir(&socket).unwrap();
     }
 }
