@@ -26,10 +26,13 @@ pub use conclusions::{
 };
 pub use driver::{run_once, RunSpec, RunTallies};
 pub use ids::StoreId;
-pub use options::{ConcurrencyOptions, Config, Journal, Modes, Sharing, Workload, MAX_THREADS, MODE_NAMES};
+pub use options::{
+    ConcurrencyOptions, Config, Journal, Modes, Sharing, Workload, DEFAULT_ENGINES, MAX_THREADS, MODE_NAMES,
+    QUICK_WRITERS, WRITERS,
+};
 pub use section::{ConcurrencySection, Point, PointRun, Settings, SideRun, SideSummary, ERRORS_DOMINATE_PCT};
 pub use servers::{ServerClients, SERVER_CLIENTS};
-pub use writers::{label as writer_label, WriterPoint, Writers, DEFAULT_ENGINES, QUICK_WRITERS, WRITERS};
+pub use writers::{label as writer_label, WriterPoint, Writers};
 
 use std::path::Path;
 
