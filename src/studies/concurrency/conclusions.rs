@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::blobs::BlobReaders;
+use super::comparison::Comparison;
 use super::ids::{self, StoreId};
 use super::options::{Config, Journal, Sharing, Workload};
 use super::section::Point;
@@ -94,23 +95,6 @@ pub enum Verdict {
     DoesNotHold,
     /// The points it needs were not measured (modes or workloads left out).
     NotMeasured,
-}
-
-/// One ratio: `a` over `b` at one thread count.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Comparison {
-    pub workload: Workload,
-    pub threads: u32,
-    pub a: String,
-    pub b: String,
-    /// The paired ratio's estimate when there is one, else the ratio of
-    /// the two medians.
-    pub ratio: f64,
-    /// Paired by round: run i of every point ran in round i, so the ratio
-    /// is the median of the per-round ratios, with its interval. Absent in
-    /// older files (their ratios are of medians, unpaired).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub paired: Option<PairedRatio>,
 }
 
 impl Comparison {

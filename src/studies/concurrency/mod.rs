@@ -7,6 +7,7 @@
 
 mod blob_writer;
 mod blobs;
+mod comparison;
 mod conclusions;
 mod driver;
 pub mod ids;
@@ -20,9 +21,10 @@ mod writer_arm;
 mod writers;
 
 pub use blobs::{BlobPoint, BlobReaders, BLOB_SIZE, BLOB_THREADS};
+pub use comparison::Comparison;
 pub use conclusions::{
-    connection_answers, evaluate, Claim, Comparison, Conclusion, ConnectionAnswer, ConnectionPick, Extensions,
-    Interval, Verdict, TIE,
+    connection_answers, evaluate, Claim, Conclusion, ConnectionAnswer, ConnectionPick, Extensions, Interval, Verdict,
+    TIE,
 };
 pub use driver::{run_once, RunSpec, RunTallies};
 pub use ids::StoreId;
