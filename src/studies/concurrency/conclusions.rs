@@ -10,7 +10,7 @@ use super::blobs::BlobReaders;
 use super::comparison::Comparison;
 use super::ids::{self, StoreId};
 use super::options::{Config, Journal, Sharing, Workload};
-use super::section::Point;
+use super::points::Point;
 use super::writers::Writers;
 use crate::measure::paired::{paired_ratio, PairedRatio};
 use crate::measure::rounds::RoundSet;
@@ -103,7 +103,7 @@ impl Comparison {
     fn of(workload: Workload, a: &Point, b: &Point, writes: bool) -> Option<Comparison> {
         let (ra, rb) = (rate(a, writes)?, rate(b, writes)?);
         let per_run = |p: &Point| -> Vec<f64> {
-            let side = |r: &super::section::PointRun| if writes { r.writes.clone() } else { r.reads.clone() };
+            let side = |r: &super::points::PointRun| if writes { r.writes.clone() } else { r.reads.clone() };
             p.runs.iter().map(|r| side(r).map_or(f64::NAN, |s| s.ops_per_s)).collect()
         };
         let (pa, pb) = (per_run(a), per_run(b));

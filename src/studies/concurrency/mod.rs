@@ -12,6 +12,7 @@ mod conclusions;
 mod driver;
 pub mod ids;
 mod options;
+mod points;
 mod section;
 mod servers;
 mod sqlite_writer;
@@ -32,7 +33,8 @@ pub use options::{
     ConcurrencyOptions, Config, Journal, Modes, Sharing, Workload, DEFAULT_ENGINES, MAX_THREADS, MODE_NAMES,
     QUICK_WRITERS, WRITERS,
 };
-pub use section::{ConcurrencySection, Point, PointRun, Settings, SideRun, SideSummary, ERRORS_DOMINATE_PCT};
+pub use points::{Point, PointRun, SideRun, SideSummary, ERRORS_DOMINATE_PCT};
+pub use section::{ConcurrencySection, Settings};
 pub use servers::{ServerClients, SERVER_CLIENTS};
 pub use writers::{label as writer_label, WriterPoint, Writers};
 
@@ -146,7 +148,7 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
         .iter()
         .zip(acc)
         .filter(|(_, a)| !a.runs.is_empty())
-        .map(|(&(w, t, c), a)| section::point(w, c, t, a.runs, (&a.reads, &a.writes), clock))
+        .map(|(&(w, t, c), a)| points::point(w, c, t, a.runs, (&a.reads, &a.writes), clock))
         .collect();
     let (blob_readers, experiments, rounds) = if blobs && !interrupted {
         // Ctrl-C during the blob readers keeps the points measured before.
@@ -262,8 +264,8 @@ fn measure_run(
     let check = if workload == Workload::Read { None } else { Some(table::check(&db)?) };
     acc.runs.push(PointRun {
         elapsed_ns: tallies.elapsed.as_nanos() as u64,
-        reads: section::side_run(&tallies, false, &mut acc.reads),
-        writes: section::side_run(&tallies, true, &mut acc.writes),
+        reads: points::side_run(&tallies, false, &mut acc.reads),
+        writes: points::side_run(&tallies, true, &mut acc.writes),
         os,
         rows_before,
         rows_found: check.as_ref().map(|c| c.0),
