@@ -248,7 +248,7 @@ fn in_rounds(opts: &ConcurrencyOptions, sets: &[(StoreId, PathBuf)], progress: &
     }
     let writers = Writers {
         blobs: opts.blob_count,
-        blob_size: super::BLOB_SIZE,
+        blob_size: blobs::BLOB_SIZE,
         run_time_s: opts.writer_run_time.as_secs_f64(),
         busy_timeout_ms: opts.busy_timeout_ms,
         points,
