@@ -4,6 +4,17 @@
 //! under parallel readers, and durable blob writers with readers beside
 //! them on every engine given. Each point is time-bounded; every run starts
 //! from a fresh copy of the table; every write run is checked afterwards.
+//!
+//! Read from the top; every import in the folder points down this list:
+//! - this file runs the study; `section.rs` is what it returns;
+//! - `conclusions.rs` judges the measured workloads;
+//! - the workloads: the writers (`writers.rs`, `writer_arm.rs`,
+//!   `sqlite_writer.rs`), the server clients (`servers.rs`), the SQLite
+//!   ones (`points.rs` from `driver.rs`, its threads in `worker.rs` over
+//!   `table.rs`) and the blob readers (`blobs.rs`, `blob_writer.rs`), whose
+//!   dataset the writers and the servers build theirs from;
+//! - at the bottom what they share: `comparison.rs` (one ratio),
+//!   `options.rs` (workloads, configurations, options) and `ids.rs`.
 
 mod blob_writer;
 mod blobs;
