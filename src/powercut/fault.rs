@@ -1,7 +1,7 @@
 //! Injected I/O faults: the n-th read, write or fsync through the layer
 //! fails with a chosen errno, as a failing disk or a full one would.
 
-use super::state::{Counters, Res};
+use super::reply::{Counters, Res};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {

@@ -18,6 +18,7 @@ pub mod fault;
 mod fs;
 pub mod model;
 pub mod mount;
+mod reply;
 pub mod state;
 mod xattrs;
 

@@ -14,14 +14,11 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::fault::{FaultPlan, Op as FaultOp};
+pub use super::reply::{Counters, Errno, Res};
 use super::xattrs::{self, SetMode, Xattrs};
 
 /// The root directory's inode number (FUSE's convention).
 pub const ROOT: u64 = 1;
-
-/// An errno for the FUSE reply.
-pub type Errno = i32;
-pub type Res<T> = std::result::Result<T, Errno>;
 
 /// One change to a file's content not yet on disk, in the order made.
 #[derive(Debug, Clone, PartialEq)]
@@ -75,15 +72,6 @@ impl Node {
             Body::Dir { entries, .. } => entries.len() as u64,
         }
     }
-}
-
-/// What the FUSE side counts, for the layer-cost figures and the tests.
-#[derive(Debug, Default, Clone, Copy, PartialEq)]
-pub struct Counters {
-    pub writes: u64,
-    pub fsyncs: u64,
-    pub dir_fsyncs: u64,
-    pub faults_injected: u64,
 }
 
 pub struct Volatile {

@@ -37,7 +37,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use super::state::Res;
+use super::reply::Res;
 
 /// A node's xattrs, name to value.
 pub type XattrMap = BTreeMap<OsString, Vec<u8>>;

@@ -5,6 +5,7 @@ mod dataset;
 pub mod keys;
 pub mod mix;
 mod postgres;
+mod rng;
 mod s3;
 mod server;
 pub mod sizes;

@@ -2,8 +2,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::server::{ServerInfo, ServerPlace, ServerSetting};
-
 /// How the bytea column stores its values (`ALTER TABLE ... SET STORAGE`),
 /// chosen when the dataset is exported.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,7 +35,7 @@ pub struct PgParams {
 }
 
 /// What PostgreSQL reported about itself, read once before the runs; a
-/// result file records it as a [`ServerInfo`] (files written before that
+/// result file records it as a `ServerInfo` (files written before that
 /// shape hold these fields, and are read through it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PgServerInfo {
@@ -55,23 +53,4 @@ pub struct PgServerInfo {
     pub server: String,
     /// The table holding the blobs.
     pub table: String,
-}
-
-impl From<PgServerInfo> for ServerInfo {
-    fn from(pg: PgServerInfo) -> ServerInfo {
-        let setting = |name: &str, value: String| ServerSetting { name: name.into(), value };
-        ServerInfo {
-            product: "PostgreSQL".into(),
-            version: pg.version,
-            place: if pg.server == "remote" { ServerPlace::Remote } else { ServerPlace::Local },
-            blobs_in: format!("table {}", pg.table),
-            settings: vec![
-                setting("server_version_num", pg.version_num.to_string()),
-                setting("shared_buffers", pg.shared_buffers),
-                setting("synchronous_commit", pg.synchronous_commit),
-                setting("wal_level", pg.wal_level),
-                setting("fsync", pg.fsync),
-            ],
-        }
-    }
 }

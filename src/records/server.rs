@@ -87,6 +87,27 @@ impl From<StoredServerInfo> for ServerInfo {
     }
 }
 
+/// PostgreSQL's own fields, as files written before the generic shape
+/// hold them and as its engine reads them, in the generic shape.
+impl From<PgServerInfo> for ServerInfo {
+    fn from(pg: PgServerInfo) -> ServerInfo {
+        let setting = |name: &str, value: String| ServerSetting { name: name.into(), value };
+        ServerInfo {
+            product: "PostgreSQL".into(),
+            version: pg.version,
+            place: if pg.server == "remote" { ServerPlace::Remote } else { ServerPlace::Local },
+            blobs_in: format!("table {}", pg.table),
+            settings: vec![
+                setting("server_version_num", pg.version_num.to_string()),
+                setting("shared_buffers", pg.shared_buffers),
+                setting("synchronous_commit", pg.synchronous_commit),
+                setting("wal_level", pg.wal_level),
+                setting("fsync", pg.fsync),
+            ],
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 //! spread over the key range by a fixed permutation, so the hot blobs are
 //! not neighbours on disk.
 
-use super::keys::KvtestRng;
+use super::rng::KvtestRng;
 
 /// Largest theta accepted: beyond it nearly every draw is the hottest key.
 pub const MAX_THETA: f64 = 10.0;

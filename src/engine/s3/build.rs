@@ -13,8 +13,8 @@ use std::time::Instant;
 use super::client::Client;
 use super::descriptor::{self, check_bucket, Descriptor, LOCAL_BUCKET};
 use super::fill::fill;
-use super::provider::{self, Server};
 use super::remote::{build_remote, replaced, retire};
+use super::servers::{self, Server};
 use crate::engine::kv;
 use crate::engine::report::ExportReport;
 use crate::records::S3Params;
@@ -74,7 +74,7 @@ fn build_local(db: &Path, target: &Path, force: bool, s3: &S3Params, progress: &
     };
     desc.write(&staging.path)?;
     if target.exists() {
-        provider::stop_any(target)?;
+        servers::stop_any(target)?;
     }
     staging.finish()?;
     retire(target, &replaced, s3)?;
@@ -85,7 +85,7 @@ fn build_local(db: &Path, target: &Path, force: bool, s3: &S3Params, progress: &
 /// with it): end any still running and remove the directory.
 fn reap_killed_builds(target: &Path) -> Result<()> {
     for dir in crate::engine::throwaway::killed_builds(target, super::KIND) {
-        provider::stop_any(&dir)?;
+        servers::stop_any(&dir)?;
         std::fs::remove_dir_all(&dir).map_err(|err| Error::io(&dir, "cannot remove a killed build", err))?;
     }
     Ok(())

@@ -12,10 +12,10 @@ use serde::Serialize;
 
 use super::client::Client;
 use super::descriptor::{check_bucket, is_dataset_prefix, Descriptor, Expect, DESCRIPTOR, MARKER, ROOT};
-use super::provider;
 use super::reach::user_store;
 use super::remote::drop_prefix_command;
 use super::remove::{remove_dataset, OnCtrlC, Removed};
+use super::servers;
 use crate::records::S3Params;
 use crate::{Error, Result};
 
@@ -50,7 +50,7 @@ pub fn drop_dataset(dir: &Path, s3: &S3Params) -> Result<Dropped> {
     }
     let desc = Descriptor::read(dir)?;
     let Some(endpoint) = desc.endpoint.clone() else {
-        let dir_removed = provider::drop_local(dir)?;
+        let dir_removed = servers::drop_local(dir)?;
         return Ok(Dropped { removed: None, place: "its throwaway server".into(), dir_removed, incomplete: false });
     };
     let mut removed = Removed::default();

@@ -38,6 +38,7 @@ mod refusal;
 mod remote;
 mod remove;
 pub mod seaweedfs;
+mod servers;
 mod session;
 mod stat;
 pub mod swift;
@@ -53,8 +54,8 @@ pub use fill::BYTES_IN_FLIGHT;
 pub use inflight::IN_FLIGHT;
 pub use multipart::PART_SIZE;
 pub use net::{proxy_for, read_ca, CONNECT_TIMEOUT, STALL_ENV, STALL_TIMEOUT};
-pub use provider::{names as server_names, Server};
 pub use remove::Removed;
+pub use servers::{names as server_names, Server};
 
 use reach::Reach;
 
@@ -129,7 +130,7 @@ impl Backend for S3Backend {
     }
 
     fn reap_killed(&self, workdir: &Path) -> Result<usize> {
-        provider::reap_killed(workdir)
+        servers::reap_killed(workdir)
     }
 
     /// A throwaway server needs its programs (`--s3-server` names it, and
@@ -150,7 +151,7 @@ const CRASH_MODES: [CrashMode; 1] = [CrashMode::new(
 )
 .durable()
 .atomic()
-.server(provider::kill_servers)];
+.server(servers::kill_servers)];
 
 /// The dataset at `path` opened for runs; its store is reached (the
 /// cluster started) in `survey` and let go when the engine is dropped.

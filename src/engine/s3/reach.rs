@@ -4,7 +4,7 @@
 //! the store's listing gives them.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use super::client::{Client, Store};
@@ -12,8 +12,9 @@ use super::credentials;
 use super::descriptor::Descriptor;
 use super::listing::check_versioning;
 use super::net::Net;
-use super::provider::{Provider, Server, UserStore};
-use crate::records::S3Params;
+use super::provider::{setting, Provider};
+use super::servers::Server;
+use crate::records::{S3Params, ServerPlace, ServerSetting};
 use crate::{Error, Result};
 
 /// A dataset's store, ready for requests.
@@ -120,6 +121,45 @@ pub(super) fn user_store(endpoint: &str, bucket: &str, s3: &S3Params) -> Result<
     let net = Net::for_url(&url, s3.ca.as_deref())?;
     let store = Store::new(endpoint, bucket, &found.region, found.credentials, false, net, s3.addressing)?;
     Ok(store.with_source(found.source))
+}
+
+/// A store the user runs (`--s3 URL`), with the credentials the AWS CLI
+/// would use.
+pub(super) struct UserStore {
+    pub endpoint: String,
+    /// Its CA file and addressing.
+    pub s3: S3Params,
+}
+
+impl Provider for UserStore {
+    fn store(&self, bucket: &str) -> Result<Store> {
+        user_store(&self.endpoint, bucket, &self.s3)
+    }
+
+    fn product(&self) -> (String, String) {
+        ("S3".into(), String::new())
+    }
+
+    fn place(&self) -> ServerPlace {
+        ServerPlace::Remote
+    }
+
+    fn settings(&self) -> Vec<ServerSetting> {
+        vec![setting("endpoint", &self.endpoint)]
+    }
+
+    fn data_dir(&self) -> Option<PathBuf> {
+        None
+    }
+
+    /// A store the user runs is left alone.
+    fn drop_caches(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn stop(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use super::provider::{self, Server};
+use super::provider;
+use super::servers::{self, Server};
 use super::*;
 use crate::engine::kv::test_support::{round_trip, tiny_kv};
 use crate::records::{CommitEvery, KvParams, S3Params, ServerPlace};
@@ -139,7 +140,7 @@ fn seaweedfs_round_trips_survives_a_kill_and_stops() {
     );
     assert!(info.version.starts_with('4'), "weed's version: {info:?}");
     assert!(!e.cache_files().unwrap().is_empty());
-    provider::kill_servers(&target).unwrap();
+    servers::kill_servers(&target).unwrap();
     assert!(servers_under(dir.path()).is_empty(), "weed is gone");
     drop(e);
     let mut e = S3Engine::new(&target, &EngineSettings::default());
@@ -173,7 +174,7 @@ fn a_killed_runs_seaweedfs_is_reaped() {
     assert!(seaweedfs::any_running(&ds));
     // A pid past the kernel's limit: a blobbench that has died.
     std::fs::write(ds.join(crate::engine::throwaway::OWNER), "2147483646").unwrap();
-    assert_eq!(provider::reap_killed(work.path()).unwrap(), 1);
+    assert_eq!(servers::reap_killed(work.path()).unwrap(), 1);
     assert!(!seaweedfs::any_running(&ds) && servers_under(work.path()).is_empty());
     let (db, _) = tiny_kv(work.path(), 2);
     let three = S3Params { replicas: Some(3), ..on_seaweedfs() };

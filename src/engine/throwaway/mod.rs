@@ -42,8 +42,8 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use lock::{AtCtrlC, DirLock};
-pub use procs::{adopt_orphans, alive, kill_tree, killed_builds, orphaned, reap_adopted, start_time};
-pub use users::{confirmed_pid, write_pid_file};
+pub use procs::{adopt_orphans, alive, kill_tree, killed_builds, reap_adopted, start_time};
+pub use users::{confirmed_pid, orphaned, write_pid_file};
 use users::{others_kept, write_users, Others, User};
 
 use crate::{Error, Result};

@@ -1,10 +1,9 @@
 //! What `/proc` says of processes: whether one lives, when it started, its
-//! parent and children; and what a server's killed run or build left.
+//! parent and children; and what a server's killed build left.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::users::all_dead;
 use crate::records::EngineKind;
 use crate::{Error, Result};
 
@@ -71,29 +70,6 @@ pub fn reap_adopted(command: &str) {
             unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
         }
     }
-}
-
-/// The dataset directories, in the work directories directly under
-/// `workdir` (`blobbench-*` of the studies, `.blobbench-*` of the crash
-/// test), at their top or one level deeper (the crash test's `METHOD/kv`),
-/// whose server was started by a blobbench process that has died: a
-/// killed run's, which a study ends before it makes its own.
-pub fn orphaned(workdir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir(workdir) else { return found };
-    let is_work = |n: &str| n.strip_prefix('.').unwrap_or(n).starts_with("blobbench-");
-    for work in entries.flatten().filter(|e| is_work(&e.file_name().to_string_lossy())) {
-        let Ok(datasets) = std::fs::read_dir(work.path()) else { continue };
-        for d in datasets.flatten() {
-            let inner = std::fs::read_dir(d.path()).map(|i| i.flatten().map(|e| e.path()).collect());
-            for dir in std::iter::once(d.path()).chain(inner.unwrap_or_else(|_| Vec::new())) {
-                if all_dead(&dir) {
-                    found.push(dir);
-                }
-            }
-        }
-    }
-    found
 }
 
 /// The staging directories a killed build of `kind`'s dataset at `target`

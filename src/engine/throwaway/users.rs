@@ -16,9 +16,10 @@
 //!
 //! The same goes for a server's own pid files ([`write_pid_file`],
 //! [`confirmed_pid`]): a pid is signalled only while it is the process
-//! that was recorded.
+//! that was recorded. [`orphaned`] finds the datasets whose every user
+//! has died: a killed run's.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
@@ -239,6 +240,29 @@ pub(super) fn others_kept(dir: &Path) -> Vec<User> {
 pub(super) fn all_dead(dir: &Path) -> bool {
     let (list, at) = listed(dir);
     !list.is_empty() && list.iter().all(|u| u.seen(at) == Seen::Dead)
+}
+
+/// The dataset directories, in the work directories directly under
+/// `workdir` (`blobbench-*` of the studies, `.blobbench-*` of the crash
+/// test), at their top or one level deeper (the crash test's `METHOD/kv`),
+/// whose server was started by a blobbench process that has died: a
+/// killed run's, which a study ends before it makes its own.
+pub fn orphaned(workdir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(workdir) else { return found };
+    let is_work = |n: &str| n.strip_prefix('.').unwrap_or(n).starts_with("blobbench-");
+    for work in entries.flatten().filter(|e| is_work(&e.file_name().to_string_lossy())) {
+        let Ok(datasets) = std::fs::read_dir(work.path()) else { continue };
+        for d in datasets.flatten() {
+            let inner = std::fs::read_dir(d.path()).map(|i| i.flatten().map(|e| e.path()).collect());
+            for dir in std::iter::once(d.path()).chain(inner.unwrap_or_else(|_| Vec::new())) {
+                if all_dead(&dir) {
+                    found.push(dir);
+                }
+            }
+        }
+    }
+    found
 }
 
 /// Records `pid` in `file` with its start time, so that [`confirmed_pid`]

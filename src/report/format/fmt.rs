@@ -87,6 +87,15 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// A rate per second, short: 1234567 -> "1.23M", 6100 -> "6.1k".
+pub fn rate(v: f64) -> String {
+    match v {
+        v if v >= 1e6 => format!("{:.2}M", v / 1e6),
+        v if v >= 1e3 => format!("{:.1}k", v / 1e3),
+        v => format!("{v:.0}"),
+    }
+}
+
 /// A blob size as the article says it: "10 KB" (kvtest's K is 1000).
 pub fn blob_size(bytes: u32) -> String {
     match bytes {

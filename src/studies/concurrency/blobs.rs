@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::blob_writer::WriterArm;
-use super::conclusions::Comparison as Ratio;
+use super::comparison::Comparison as Ratio;
 use super::ids::{self, StoreId};
 use super::options::{ConcurrencyOptions, Workload};
 use crate::drivers::parallel_read::ParallelArm;

@@ -7,9 +7,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::blobs::BlobReaders;
+use super::comparison::Comparison;
 use super::ids::{self, StoreId};
 use super::options::{Config, Journal, Sharing, Workload};
-use super::section::Point;
+use super::points::Point;
 use super::writers::Writers;
 use crate::measure::paired::{paired_ratio, PairedRatio};
 use crate::measure::rounds::RoundSet;
@@ -96,30 +97,13 @@ pub enum Verdict {
     NotMeasured,
 }
 
-/// One ratio: `a` over `b` at one thread count.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Comparison {
-    pub workload: Workload,
-    pub threads: u32,
-    pub a: String,
-    pub b: String,
-    /// The paired ratio's estimate when there is one, else the ratio of
-    /// the two medians.
-    pub ratio: f64,
-    /// Paired by round: run i of every point ran in round i, so the ratio
-    /// is the median of the per-round ratios, with its interval. Absent in
-    /// older files (their ratios are of medians, unpaired).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub paired: Option<PairedRatio>,
-}
-
 impl Comparison {
     /// `a`'s throughput over `b`'s (readers' or writers'), paired by round
     /// over the rounds both ran; None when either has no throughput.
     fn of(workload: Workload, a: &Point, b: &Point, writes: bool) -> Option<Comparison> {
         let (ra, rb) = (rate(a, writes)?, rate(b, writes)?);
         let per_run = |p: &Point| -> Vec<f64> {
-            let side = |r: &super::section::PointRun| if writes { r.writes.clone() } else { r.reads.clone() };
+            let side = |r: &super::points::PointRun| if writes { r.writes.clone() } else { r.reads.clone() };
             p.runs.iter().map(|r| side(r).map_or(f64::NAN, |s| s.ops_per_s)).collect()
         };
         let (pa, pb) = (per_run(a), per_run(b));

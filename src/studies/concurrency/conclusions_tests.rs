@@ -6,7 +6,7 @@ use crate::measure::Latency;
 use crate::records::SyncLevel;
 use crate::studies::concurrency::blobs::BlobPoint;
 use crate::studies::concurrency::ids;
-use crate::studies::concurrency::section::{self, PointRun, SideRun};
+use crate::studies::concurrency::points::{self, PointRun, SideRun};
 use crate::studies::concurrency::writers::{WriterPoint, Writers};
 use crate::studies::concurrency::StoreId;
 
@@ -38,7 +38,7 @@ fn pt(w: Workload, c: Config, threads: u32, reads: Option<f64>, writes: Option<f
         integrity: writes.map(|_| "ok".to_string()),
     };
     let lat = Latency::new();
-    section::point(w, c, threads, vec![run], (&lat, &lat), 20.0)
+    points::point(w, c, threads, vec![run], (&lat, &lat), 20.0)
 }
 
 /// A blob reader point of `store` at `threads` threads.
@@ -185,7 +185,7 @@ fn pt_runs(c: Config, rates: &[f64]) -> Point {
         })
         .collect();
     let lat = Latency::new();
-    section::point(Read, c, 2, runs, (&lat, &lat), 20.0)
+    points::point(Read, c, 2, runs, (&lat, &lat), 20.0)
 }
 
 #[test]

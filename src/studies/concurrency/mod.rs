@@ -4,13 +4,26 @@
 //! under parallel readers, and durable blob writers with readers beside
 //! them on every engine given. Each point is time-bounded; every run starts
 //! from a fresh copy of the table; every write run is checked afterwards.
+//!
+//! Read from the top; every import in the folder points down this list:
+//! - this file runs the study; `section.rs` is what it returns;
+//! - `conclusions.rs` judges the measured workloads;
+//! - the workloads: the writers (`writers.rs`, `writer_arm.rs`,
+//!   `sqlite_writer.rs`), the server clients (`servers.rs`), the SQLite
+//!   ones (`points.rs` from `driver.rs`, its threads in `worker.rs` over
+//!   `table.rs`) and the blob readers (`blobs.rs`, `blob_writer.rs`), whose
+//!   dataset the writers and the servers build theirs from;
+//! - at the bottom what they share: `comparison.rs` (one ratio),
+//!   `options.rs` (workloads, configurations, options) and `ids.rs`.
 
 mod blob_writer;
 mod blobs;
+mod comparison;
 mod conclusions;
 mod driver;
 pub mod ids;
 mod options;
+mod points;
 mod section;
 mod servers;
 mod sqlite_writer;
@@ -20,16 +33,21 @@ mod writer_arm;
 mod writers;
 
 pub use blobs::{BlobPoint, BlobReaders, BLOB_SIZE, BLOB_THREADS};
+pub use comparison::Comparison;
 pub use conclusions::{
-    connection_answers, evaluate, Claim, Comparison, Conclusion, ConnectionAnswer, ConnectionPick, Extensions,
-    Interval, Verdict, TIE,
+    connection_answers, evaluate, Claim, Conclusion, ConnectionAnswer, ConnectionPick, Extensions, Interval, Verdict,
+    TIE,
 };
 pub use driver::{run_once, RunSpec, RunTallies};
 pub use ids::StoreId;
-pub use options::{ConcurrencyOptions, Config, Journal, Modes, Sharing, Workload, MAX_THREADS, MODE_NAMES};
-pub use section::{ConcurrencySection, Point, PointRun, Settings, SideRun, SideSummary, ERRORS_DOMINATE_PCT};
+pub use options::{
+    ConcurrencyOptions, Config, Journal, Modes, Sharing, Workload, DEFAULT_ENGINES, MAX_THREADS, MODE_NAMES,
+    QUICK_WRITERS, WRITERS,
+};
+pub use points::{Point, PointRun, SideRun, SideSummary, ERRORS_DOMINATE_PCT};
+pub use section::{ConcurrencySection, Settings};
 pub use servers::{ServerClients, SERVER_CLIENTS};
-pub use writers::{label as writer_label, WriterPoint, Writers, DEFAULT_ENGINES, QUICK_WRITERS, WRITERS};
+pub use writers::{label as writer_label, WriterPoint, Writers};
 
 use std::path::Path;
 
@@ -141,7 +159,7 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
         .iter()
         .zip(acc)
         .filter(|(_, a)| !a.runs.is_empty())
-        .map(|(&(w, t, c), a)| section::point(w, c, t, a.runs, (&a.reads, &a.writes), clock))
+        .map(|(&(w, t, c), a)| points::point(w, c, t, a.runs, (&a.reads, &a.writes), clock))
         .collect();
     let (blob_readers, experiments, rounds) = if blobs && !interrupted {
         // Ctrl-C during the blob readers keeps the points measured before.
@@ -257,8 +275,8 @@ fn measure_run(
     let check = if workload == Workload::Read { None } else { Some(table::check(&db)?) };
     acc.runs.push(PointRun {
         elapsed_ns: tallies.elapsed.as_nanos() as u64,
-        reads: section::side_run(&tallies, false, &mut acc.reads),
-        writes: section::side_run(&tallies, true, &mut acc.writes),
+        reads: points::side_run(&tallies, false, &mut acc.reads),
+        writes: points::side_run(&tallies, true, &mut acc.writes),
         os,
         rows_before,
         rows_found: check.as_ref().map(|c| c.0),

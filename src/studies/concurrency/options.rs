@@ -293,6 +293,14 @@ pub struct ConcurrencyOptions {
     pub writer_run_time: Duration,
 }
 
+/// Writer counts (and as many readers beside them).
+pub const WRITERS: [u32; 5] = [1, 2, 4, 8, 16];
+/// Writer counts with `--quick`.
+pub const QUICK_WRITERS: [u32; 3] = [1, 2, 4];
+/// The engines written when `--engines` names none: the SQLite
+/// against files, and LMDB, the other single-writer store.
+pub const DEFAULT_ENGINES: [EngineKind; 3] = [EngineKind::Db, EngineKind::Flat, EngineKind::Lmdb];
+
 impl ConcurrencyOptions {
     /// The study's settings: 1..20 threads, 30 s per point, 50,000 rows.
     pub fn new(workdir: impl Into<PathBuf>) -> Self {
@@ -317,8 +325,8 @@ impl ConcurrencyOptions {
             servers: Vec::new(),
             server_reads: 2000,
             s3: S3Params::default(),
-            writer_counts: super::writers::WRITERS.to_vec(),
-            writer_engines: super::writers::DEFAULT_ENGINES.to_vec(),
+            writer_counts: WRITERS.to_vec(),
+            writer_engines: DEFAULT_ENGINES.to_vec(),
             writer_run_time: Duration::from_secs(1),
         }
     }
@@ -336,7 +344,7 @@ impl ConcurrencyOptions {
             blob_reads: 20_000,
             server_reads: 200,
             rounds: RoundsPlan { max_rounds: 12, budget: Some(Duration::from_secs(4)), ..Self::new("").rounds },
-            writer_counts: super::writers::QUICK_WRITERS.to_vec(),
+            writer_counts: QUICK_WRITERS.to_vec(),
             writer_run_time: Duration::from_millis(200),
             ..Self::new(workdir)
         }

@@ -164,14 +164,14 @@ fn a_point_where_errors_dominate_is_marked() {
     };
     let cfg = Modes::default().baseline();
     let lat = Latency::new();
-    let p = section::point(Workload::Write, cfg, 2, vec![run(40, 60)], (&lat, &lat), 20.0);
+    let p = points::point(Workload::Write, cfg, 2, vec![run(40, 60)], (&lat, &lat), 20.0);
     assert!(p.errors_dominate);
     assert_eq!(p.writes.as_ref().unwrap().error_pct, 60.0);
     assert!(p.consistent);
-    let q = section::point(Workload::Write, cfg, 2, vec![run(60, 40)], (&lat, &lat), 20.0);
+    let q = points::point(Workload::Write, cfg, 2, vec![run(60, 40)], (&lat, &lat), 20.0);
     assert!(!q.errors_dominate);
     let bad = PointRun { rows_found: Some(59), ..run(60, 0) };
-    assert!(!section::point(Workload::Write, cfg, 2, vec![bad], (&lat, &lat), 20.0).consistent, "a lost row is caught");
+    assert!(!points::point(Workload::Write, cfg, 2, vec![bad], (&lat, &lat), 20.0).consistent, "a lost row is caught");
 }
 
 #[test]

@@ -27,14 +27,6 @@ use crate::records::EngineKind;
 use crate::util::progress::{Progress, Silent};
 use crate::{Error, Result};
 
-/// Writer counts (and as many readers beside them).
-pub const WRITERS: [u32; 5] = [1, 2, 4, 8, 16];
-/// Writer counts with `--quick`.
-pub const QUICK_WRITERS: [u32; 3] = [1, 2, 4];
-/// The engines written when `--engines` names none: the SQLite
-/// against files, and LMDB, the other single-writer store.
-pub const DEFAULT_ENGINES: [EngineKind; 3] = [EngineKind::Db, EngineKind::Flat, EngineKind::Lmdb];
-
 /// The writers' section of the result file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Writers {
@@ -256,7 +248,7 @@ fn in_rounds(opts: &ConcurrencyOptions, sets: &[(StoreId, PathBuf)], progress: &
     }
     let writers = Writers {
         blobs: opts.blob_count,
-        blob_size: super::BLOB_SIZE,
+        blob_size: blobs::BLOB_SIZE,
         run_time_s: opts.writer_run_time.as_secs_f64(),
         busy_timeout_ms: opts.busy_timeout_ms,
         points,

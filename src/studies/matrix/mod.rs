@@ -335,6 +335,12 @@ impl CellSpec {
     }
 }
 
+/// Overwrites per timed run: a tenth of the cell's blobs (the article's
+/// share), at least 20 and at most 500 (durable writes cost milliseconds).
+pub(super) fn writes_per_run(spec: &CellSpec) -> u64 {
+    (u64::from(spec.count) / 10).clamp(20, 500).min(u64::from(spec.count))
+}
+
 /// What [`run`] returns.
 #[derive(Debug, Clone)]
 pub struct MatrixRun {

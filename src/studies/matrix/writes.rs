@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::engines::{self, EngineWrites};
-use super::{crossover, CellSpec, Crossover, MatrixSection};
+use super::{crossover, writes_per_run, CellSpec, Crossover, MatrixSection};
 use crate::drivers::run::{RunArm, RunOptions};
 use crate::engine;
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, RoundsPlan, StopReason};
@@ -29,12 +29,6 @@ use crate::records::{
     DbAccess, DbParams, EngineKind, EngineSettings, FileParams, FileRead, FileWrite, KvSync, Plan, SyncLevel,
 };
 use crate::{Error, Result};
-
-/// Overwrites per timed run: a tenth of the cell's blobs (the article's
-/// share), at least 20 and at most 500 (durable writes cost milliseconds).
-pub(super) fn writes_per_run(spec: &CellSpec) -> u64 {
-    (u64::from(spec.count) / 10).clamp(20, 500).min(u64::from(spec.count))
-}
 
 /// One cell's write experiments.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use super::{factor_text, interval_text, lead_interval, verdict_text};
 use crate::measure::rounds::RoundSet;
 use crate::report::format::doc::{ColumnKind, Table};
+use crate::report::format::fmt::rate;
 use crate::report::format::text::table_text;
 use crate::results::ResultFile;
 use crate::studies::concurrency::{self, BlobPoint, BlobReaders, ConcurrencySection, Point, StoreId, Workload};
@@ -79,14 +80,6 @@ fn server_lines(o: &mut String, sc: &concurrency::ServerClients) {
             let _ = write!(o, "{:>12}", sc.scaling(store, c).map_or("-".into(), |x| format!("{x:.2}x")));
         }
         let _ = writeln!(o);
-    }
-}
-
-pub(super) fn rate(v: f64) -> String {
-    match v {
-        v if v >= 1e6 => format!("{:.2}M", v / 1e6),
-        v if v >= 1e3 => format!("{:.1}k", v / 1e3),
-        v => format!("{v:.0}"),
     }
 }
 

@@ -7,7 +7,7 @@
 use crate::measure::paired::MIN_ROUNDS_95;
 use crate::measure::rounds::RoundSet;
 use crate::report::format::doc::{Block, Chart, ColumnKind, Figure, Table};
-use crate::report::format::fmt::{micros, thousands};
+use crate::report::format::fmt::{micros, rate, thousands};
 use crate::report::format::svg::{LineChart, Series};
 use crate::report::interval::Ratio;
 use crate::studies::concurrency::{connection_answers, ConnectionAnswer, ConnectionPick, WriterPoint, Writers, TIE};
@@ -63,7 +63,7 @@ fn connection_line(a: &ConnectionAnswer) -> String {
 
 /// "6.1k [5.8k-6.4k]": a median rate with its interval over the rounds.
 pub(super) fn rate_interval(p: &WriterPoint) -> String {
-    let r = |v: f64| super::terminal::rate(v);
+    let r = rate;
     if p.rounds >= 2 {
         format!("{} [{}-{}]", r(p.writes_per_s), r(p.writes_per_s_low), r(p.writes_per_s_high))
     } else {
