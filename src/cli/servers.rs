@@ -1,7 +1,8 @@
 //! The flags that point a server engine at a server the user runs instead
 //! of blobbench's throwaway one (PostgreSQL's `--pg URL`), flattened into
 //! `export`, `run` and `stat` so each server engine's flags are written
-//! once.
+//! once; and the server flags every study takes (`--s3-server`), turned
+//! here into the one `EngineSettings` a study's arms start from.
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +10,7 @@ use clap::{Args, ValueEnum};
 
 use blobbench::engine::postgres::{redact, remote_table_name};
 use blobbench::engine::s3::{server_names, Server};
-use blobbench::records::{Addressing, EngineSettings, S3Params, DEFAULT_MULTIPART_THRESHOLD};
+use blobbench::records::{Addressing, EngineSettings, DEFAULT_MULTIPART_THRESHOLD};
 use blobbench::util::units;
 
 #[derive(Debug, Args)]
@@ -73,9 +74,28 @@ pub struct S3ServerArg {
 }
 
 impl S3ServerArg {
-    /// The S3 settings of a study's datasets.
-    pub fn params(&self) -> S3Params {
-        S3Params::on_server(self.name.as_deref())
+    /// Puts the server's name in S3's part of `settings`.
+    fn apply(&self, settings: &mut EngineSettings) {
+        settings.s3.server.clone_from(&self.name);
+    }
+}
+
+/// The server flags every study takes: a server engine's setting that the
+/// studies need goes here once, not in each study's flags and options.
+#[derive(Debug, Args, Default)]
+pub struct StudyServers {
+    #[command(flatten)]
+    pub s3_server: S3ServerArg,
+}
+
+impl StudyServers {
+    /// The engines' settings the study's arms start from: the servers'
+    /// parts as the flags say, every other part the default (each arm sets
+    /// the part it varies).
+    pub fn settings(&self) -> EngineSettings {
+        let mut settings = EngineSettings::default();
+        self.s3_server.apply(&mut settings);
+        settings
     }
 }
 
@@ -128,7 +148,7 @@ impl ServerArgs {
         settings.s3.ca.clone_from(&self.s3_ca);
         settings.s3.versioned_ok = self.s3_versioned_ok;
         settings.s3.addressing = self.s3_addressing.into();
-        settings.s3.server.clone_from(&self.s3_server.name);
+        self.s3_server.apply(settings);
     }
 
     /// What `export` of the dataset at `dir` will write on a server the
