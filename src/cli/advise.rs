@@ -51,7 +51,7 @@ pub struct AdviseArgs {
     #[arg(long, value_parser = super::engines::key_value_list, help = super::engines::key_value_help(&format!("Key-value engines considered beside SQLite and files [default: {}]", super::engines::names(&blobbench::studies::advise::rules::default_engines()))))]
     pub engines: Option<super::engines::EngineList>,
     #[command(flatten)]
-    pub s3_server: super::servers::S3ServerArg,
+    pub servers: super::servers::StudyServers,
     /// Time the whole command may take, e.g. 90s, 5m [default: 270s, 60s with --quick, or the least the data needs when more].
     #[arg(long, allow_hyphen_values = true, value_parser = units::duration, value_name = "DURATION")]
     pub budget: Option<std::time::Duration>,
@@ -178,7 +178,7 @@ impl AdviseArgs {
             writer,
             commit_every: self.commit_every,
             clock,
-            s3: self.s3_server.params(),
+            settings: self.servers.settings(),
             clients: ClientsPlan {
                 clients: self.clients,
                 are,

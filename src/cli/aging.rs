@@ -27,7 +27,7 @@ pub struct AgingArgs {
     #[arg(long, value_parser = super::engines::key_value_list, default_value = "", help = super::engines::key_value_help("Key-value engines to age beside SQLite and files"))]
     pub engines: super::engines::EngineList,
     #[command(flatten)]
-    pub s3_server: super::servers::S3ServerArg,
+    pub servers: super::servers::StudyServers,
     /// Blobs per size setting [default: 10k article-sized, 500 large, about 100 MB of a distribution or your files; a tenth with --quick].
     #[arg(long, value_parser = units::positive_u32)]
     pub count: Option<u32>,
@@ -102,7 +102,7 @@ impl AgingArgs {
         }
         o.count = self.count;
         o.engines = self.engines.0.clone();
-        o.s3 = self.s3_server.params();
+        o.settings = self.servers.settings();
         o.churn_pct = self.churn;
         o.rounds = self.rounds.apply(o.rounds);
         o.keep = self.keep;

@@ -60,7 +60,7 @@ pub struct ConcurrencyArgs {
     #[arg(long, value_parser = super::engines::key_value_list, default_value = "", help = super::engines::key_value_help("Engines written by the durable writers besides SQLite, files and LMDB; the servers among them are also read by 1, 2, 4, 8 and 16 clients at once (a connection each)"))]
     pub engines: super::engines::EngineList,
     #[command(flatten)]
-    pub s3_server: super::servers::S3ServerArg,
+    pub servers: super::servers::StudyServers,
     /// Where to make the databases (a temporary subdirectory is made inside and removed).
     #[arg(long, default_value = ".")]
     pub workdir: PathBuf,
@@ -162,7 +162,7 @@ impl ConcurrencyArgs {
         if let Some(w) = &self.writers {
             o.writer_counts = w.0.clone();
         }
-        o.s3 = self.s3_server.params();
+        o.settings = self.servers.settings();
         o
     }
 }

@@ -82,7 +82,7 @@ pub struct CrashtestArgs {
     #[arg(long, value_name = "N", default_value = "1", allow_hyphen_values = true, value_parser = super::args::commit_every)]
     pub commit_every: u32,
     #[command(flatten)]
-    pub s3_server: super::servers::S3ServerArg,
+    pub servers: super::servers::StudyServers,
 }
 
 fn model(text: &str) -> Result<Model, String> {
@@ -108,7 +108,7 @@ pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
     }
     opts.seed = args.seed;
     opts.commit_every = args.commit_every;
-    opts.s3 = args.s3_server.params();
+    opts.settings = args.servers.settings();
     if args.power_cut {
         return power_cuts(&args, &opts);
     }

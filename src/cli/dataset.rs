@@ -7,7 +7,7 @@ use clap::Args;
 use blobbench::engine::dataset::{self, from_dir, StatReport};
 use blobbench::records::sizes::parse_size_dist;
 use blobbench::records::{DatasetSpec, SizeDist};
-use blobbench::records::{EngineKind, EngineSettings, PgParams, PgStorage};
+use blobbench::records::{EngineKind, PgStorage};
 use blobbench::report::{table_text, ColumnKind, Table};
 use blobbench::util::units;
 
@@ -151,8 +151,8 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
             if let Some(notice) = args.servers.export_notice(&args.dir)? {
                 println!("{notice}");
             }
-            let mut settings = EngineSettings { pg: PgParams { storage, ..PgParams::default() }, ..Default::default() };
-            args.servers.apply(&mut settings);
+            let mut settings = args.servers.settings();
+            settings.pg.storage = storage;
             dataset::build_with(kind, &args.db, &args.dir, args.force, &settings, progress.as_ref())?
         }
         None => dataset::export(&args.db, &args.dir, args.tree, args.force, progress.as_ref())?,
@@ -205,8 +205,7 @@ pub struct StatArgs {
 }
 
 pub fn stat(args: StatArgs) -> anyhow::Result<()> {
-    let mut settings = EngineSettings::default();
-    args.servers.apply(&mut settings);
+    let settings = args.servers.settings();
     let Some(path) = &args.path else {
         return super::drop::list(&args.servers, args.json);
     };

@@ -82,8 +82,7 @@ pub fn list(servers: &super::servers::ServerArgs, json: bool) -> anyhow::Result<
     let (Some(url), Some(bucket)) = (&servers.s3, &servers.s3_bucket) else {
         anyhow::bail!("stat needs a PATH, or --s3 URL and --s3-bucket NAME to list a store's blobbench datasets");
     };
-    let mut settings = blobbench::records::EngineSettings::default();
-    servers.apply(&mut settings);
+    let settings = servers.settings();
     let found = s3::list_datasets(url, bucket, &settings.s3)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&found)?);

@@ -58,7 +58,7 @@ pub struct MatrixArgs {
     #[arg(long, value_parser = super::engines::key_value_list, default_value = "", help = super::engines::key_value_help("Engines and servers measured beside the files, by blob size, in the cells of the page size nearest 4096"))]
     pub engines: super::engines::EngineList,
     #[command(flatten)]
-    pub s3_server: super::servers::S3ServerArg,
+    pub servers: super::servers::StudyServers,
     /// Where to build each cell's datasets [default: the system temporary directory, or . if it is in memory].
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
@@ -106,7 +106,7 @@ impl MatrixArgs {
         }
         o.writes = !self.reads_only;
         o.engines = self.engines.0.clone();
-        o.s3 = self.s3_server.params();
+        o.settings = self.servers.settings();
         if let Some(w) = &self.workdir {
             o.workdir.clone_from(w);
         }

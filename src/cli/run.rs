@@ -272,7 +272,7 @@ impl RunArgs {
                 SyncArg::Extra => SyncLevel::Extra,
             })
         };
-        let mut settings = EngineSettings {
+        EngineSettings {
             db: DbParams {
                 access: if self.blob_api { DbAccess::BlobApi } else { DbAccess::Sql },
                 cache_size: self.cache_size,
@@ -302,10 +302,8 @@ impl RunArgs {
                 },
             },
             commit_every: if self.multitrans { Some(1) } else { self.commit_every },
-            ..EngineSettings::default()
-        };
-        self.servers.apply(&mut settings);
-        settings
+            ..self.servers.settings()
+        }
     }
 }
 

@@ -1,7 +1,9 @@
-//! The flags that point a server engine at a server the user runs instead
-//! of blobbench's throwaway one (PostgreSQL's `--pg URL`), flattened into
-//! `export`, `run` and `stat` so each server engine's flags are written
-//! once.
+//! The server engines' flags, and the one place the CLI makes an
+//! `EngineSettings`: [`StudyServers`] (`--s3-server`) for every study and,
+//! around it, [`ServerArgs`] (a server the user runs instead of blobbench's
+//! throwaway one: `--pg URL`, `--s3 URL`...) for `export`, `run` and
+//! `stat`. A command sets its own engines' parts on top (`run`'s pragmas,
+//! `export`'s `--pg-storage`); a study's arms vary theirs.
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +11,7 @@ use clap::{Args, ValueEnum};
 
 use blobbench::engine::postgres::{redact, remote_table_name};
 use blobbench::engine::s3::{server_names, Server};
-use blobbench::records::{Addressing, EngineSettings, S3Params, DEFAULT_MULTIPART_THRESHOLD};
+use blobbench::records::{Addressing, EngineSettings, DEFAULT_MULTIPART_THRESHOLD};
 use blobbench::util::units;
 
 #[derive(Debug, Args)]
@@ -62,20 +64,27 @@ pub struct ServerArgs {
     #[arg(long)]
     pub s3_versioned_ok: bool,
     #[command(flatten)]
-    pub s3_server: S3ServerArg,
+    pub study: StudyServers,
 }
 
-/// `--s3-server`, for `export` and every study that takes `--engines s3`.
+/// The server flags every study takes (and `export`, through
+/// [`ServerArgs`]): a server engine's setting that the studies need goes
+/// here once, not in each study's flags and options.
 #[derive(Debug, Args, Default)]
-pub struct S3ServerArg {
+pub struct StudyServers {
+    /// `--s3-server`: the throwaway S3 server a dataset is built on.
     #[arg(long = "s3-server", value_name = "NAME", value_parser = s3_server, help = s3_server_help())]
-    pub name: Option<String>,
+    pub s3_server: Option<String>,
 }
 
-impl S3ServerArg {
-    /// The S3 settings of a study's datasets.
-    pub fn params(&self) -> S3Params {
-        S3Params::on_server(self.name.as_deref())
+impl StudyServers {
+    /// The engines' settings every command starts from: the servers' parts
+    /// as the flags say, every other part the default (a study's arms set
+    /// the part each varies). The CLI makes an `EngineSettings` only here.
+    pub fn settings(&self) -> EngineSettings {
+        let mut settings = EngineSettings::default();
+        settings.s3.server.clone_from(&self.s3_server);
+        settings
     }
 }
 
@@ -118,8 +127,10 @@ pub fn ca_file(s: &str) -> Result<PathBuf, String> {
 }
 
 impl ServerArgs {
-    /// Puts each server's address in its engine's part of `settings`.
-    pub fn apply(&self, settings: &mut EngineSettings) {
+    /// The study's settings with each server's address in its engine's
+    /// part.
+    pub fn settings(&self) -> EngineSettings {
+        let mut settings = self.study.settings();
         settings.pg.url.clone_from(&self.pg);
         settings.s3.url.clone_from(&self.s3);
         settings.s3.bucket.clone_from(&self.s3_bucket);
@@ -128,7 +139,7 @@ impl ServerArgs {
         settings.s3.ca.clone_from(&self.s3_ca);
         settings.s3.versioned_ok = self.s3_versioned_ok;
         settings.s3.addressing = self.s3_addressing.into();
-        settings.s3.server.clone_from(&self.s3_server.name);
+        settings
     }
 
     /// What `export` of the dataset at `dir` will write on a server the

@@ -73,7 +73,7 @@ pub struct SuiteArgs {
     #[arg(long, value_parser = super::engines::key_value_list, default_value = "", help = super::engines::key_value_help("Key-value engines to measure beside SQLite and files"))]
     pub engines: super::engines::EngineList,
     #[command(flatten)]
-    pub s3_server: super::servers::S3ServerArg,
+    pub servers: super::servers::StudyServers,
     /// The durable writes also measured committed as an application commits
     /// them (`commit/...`, beside the article's one transaction per run):
     /// a commit every N writes.
@@ -102,7 +102,7 @@ impl SuiteArgs {
         o.rounds = self.rounds.apply(o.rounds);
         o.keep = self.keep;
         o.engines = self.engines.0.clone();
-        o.s3 = self.s3_server.params();
+        o.settings = self.servers.settings();
         o.spec.sizes.clone_from(&self.sizes);
         if let Some(dir) = &self.sizes_from {
             let scan = from_dir::scan(dir)?;

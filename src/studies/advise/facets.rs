@@ -71,6 +71,7 @@ pub(super) fn matrix_options(opts: &AdviseOptions, mean: f64) -> MatrixOptions {
     m.rounds.clock = opts.clock;
     // A cell's reads cover at most its few MB: the promised rounds are cheap.
     m.rounds.least_rounds = super::LEAST_ROUNDS;
+    m.settings.clone_from(&opts.settings);
     m
 }
 
@@ -151,6 +152,7 @@ pub(super) fn aging_options(opts: &AdviseOptions, (count, mean): (u32, f64), tho
     // are cheap.
     a.rounds.max_rounds = if thorough { 12 } else { super::LEAST_ROUNDS };
     a.rounds.least_rounds = super::LEAST_ROUNDS;
+    a.settings.clone_from(&opts.settings);
     a
 }
 
@@ -168,10 +170,10 @@ pub(super) fn crash_facts(opts: &AdviseOptions, observer: &dyn SuiteObserver) ->
 /// durable, however a process kill leaves it (`Server::syncs_puts`).
 fn server_facts(opts: &AdviseOptions) -> Option<CrashFact> {
     let s3 = rules::Store::Engine(EngineKind::S3);
-    if !opts.stores().contains(&s3) || opts.s3.url.is_some() {
+    if !opts.stores().contains(&s3) || opts.settings.s3.url.is_some() {
         return None;
     }
-    let server = Server::from_setting(opts.s3.server.as_deref()).ok()?;
+    let server = Server::from_setting(opts.settings.s3.server.as_deref()).ok()?;
     (!server.syncs_puts()).then(|| CrashFact {
         method: s3.crash_method(opts.durability),
         acknowledges_durability: false,
@@ -209,6 +211,7 @@ fn power_cut_facts(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> (Crash
     copts.count = crashtest::QUICK_COUNT;
     copts.workdir.clone_from(&opts.workdir);
     copts.commit_every = opts.commit_every;
+    copts.settings.clone_from(&opts.settings);
     match crashtest::power_cut_test(&copts, rules::CRASH_MODEL, &AsProgress(observer)) {
         Ok(report) => {
             let facts = report

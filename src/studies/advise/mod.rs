@@ -22,7 +22,7 @@ use rules::Store;
 
 use crate::engine::dataset::from_dir;
 use crate::measure::clock::Clock;
-use crate::records::{DatasetSpec, EngineKind, S3Params};
+use crate::records::{DatasetSpec, EngineKind, EngineSettings};
 use crate::studies::aging::AgingSection;
 use crate::studies::crashtest::PowerCutSection;
 use crate::studies::matrix::MatrixSection;
@@ -82,8 +82,9 @@ pub struct AdviseOptions {
     /// The clock the budget is read on: [`Clock::REAL`], or a fake one in
     /// tests (the size matrix, the aging pass and the rounds read it too).
     pub clock: Clock,
-    /// Where an S3 candidate's dataset is built (`--s3-server`).
-    pub s3: S3Params,
+    /// The engines' settings every study advise runs starts from, built
+    /// once by the caller (the servers' parts: `--s3-server`).
+    pub settings: EngineSettings,
     /// Clients at once (`--clients`, `--clients-are`, `--p99-write`).
     pub clients: clients::ClientsPlan,
 }
@@ -273,7 +274,7 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
     suite_opts.sizing = Some(sizing(opts.quick));
     suite_opts.rounds.least_rounds = LEAST_ROUNDS;
     suite_opts.commit_every = opts.commit_every;
-    suite_opts.s3.clone_from(&opts.s3);
+    suite_opts.settings.clone_from(&opts.settings);
     // The rest of the budget goes to the rounds, less what the last round,
     // the arms' summaries and the page take after the deadline.
     let kept = AFTER_ROUNDS.max(budget / 8);
@@ -383,7 +384,7 @@ mod tests {
             writer: None,
             commit_every: 1,
             clock: Clock::REAL,
-            s3: S3Params::default(),
+            settings: EngineSettings::default(),
             clients: clients::ClientsPlan::ONE,
         }
     }
@@ -410,11 +411,12 @@ mod tests {
         o.engines = vec![EngineKind::S3];
         let s3 = rules::Store::Engine(EngineKind::S3).crash_method(o.durability);
         let fact = |o: &AdviseOptions| facets::crash_facts(o, &Quiet).0.of(&s3).cloned();
-        o.s3 = S3Params::on_server(Some("seaweedfs"));
+        o.settings.s3.server = Some("seaweedfs".into());
         assert_eq!(fact(&o).map(|f| f.acknowledges_durability), Some(false));
-        o.s3 = S3Params::on_server(Some("swift"));
+        o.settings.s3.server = Some("swift".into());
         assert_eq!(fact(&o), None);
-        o.s3 = S3Params { url: Some("http://127.0.0.1:1".into()), ..S3Params::on_server(Some("seaweedfs")) };
+        o.settings.s3.server = Some("seaweedfs".into());
+        o.settings.s3.url = Some("http://127.0.0.1:1".into());
         assert_eq!(fact(&o), None);
     }
 

@@ -11,7 +11,7 @@ use crate::engine::db_files as sqlite_files;
 use crate::engine::LocalBytes;
 use crate::records::{
     CommitEvery, DbAccess, DbParams, EngineKind, EngineSettings, FileParams, FileRead, FileWrite, KvParams, KvSync,
-    S3Params, SyncLevel,
+    SyncLevel,
 };
 use crate::{Error, Result};
 
@@ -43,9 +43,14 @@ impl AgingLayout {
 
 /// SQLite (WAL and rollback journal), files (in place and by rename), and
 /// the key-value engines asked for, with their copies under `work`, their
-/// rewrites committed every `commit_every` writes, an S3 dataset built as
-/// `s3` says.
-pub fn layouts(work: &Path, engines: &[EngineKind], commit_every: CommitEvery, s3: &S3Params) -> Vec<AgingLayout> {
+/// rewrites committed every `commit_every` writes, each layout's settings
+/// `base` with the part it varies.
+pub fn layouts(
+    work: &Path,
+    engines: &[EngineKind],
+    commit_every: CommitEvery,
+    base: &EngineSettings,
+) -> Vec<AgingLayout> {
     let db = |journal: &str, sync: SyncLevel| DbParams {
         access: DbAccess::BlobApi,
         journal_mode: Some(journal.into()),
@@ -59,33 +64,33 @@ pub fn layouts(work: &Path, engines: &[EngineKind], commit_every: CommitEvery, s
             "db-wal",
             "SQLite, WAL",
             crate::engine::sqlite::KIND,
-            EngineSettings { db: db("wal", SyncLevel::Normal), ..Default::default() },
+            EngineSettings { db: db("wal", SyncLevel::Normal), ..base.clone() },
         ),
         make(
             work,
             "db-rollback",
             "SQLite, rollback journal",
             crate::engine::sqlite::KIND,
-            EngineSettings { db: db("delete", SyncLevel::Full), ..Default::default() },
+            EngineSettings { db: db("delete", SyncLevel::Full), ..base.clone() },
         ),
         make(
             work,
             "files-inplace",
             "Files, written in place",
             crate::engine::files::FLAT_KIND,
-            EngineSettings { files: files(FileWrite::Inplace), ..Default::default() },
+            EngineSettings { files: files(FileWrite::Inplace), ..base.clone() },
         ),
         make(
             work,
             "files-rename",
             "Files, temp + rename",
             crate::engine::files::FLAT_KIND,
-            EngineSettings { files: files(FileWrite::Replace), ..Default::default() },
+            EngineSettings { files: files(FileWrite::Replace), ..base.clone() },
         ),
     ];
     for &kind in engines {
         let kv = KvParams { sync: KvSync::Durable };
-        let settings = EngineSettings { kv, s3: s3.clone(), ..Default::default() };
+        let settings = EngineSettings { kv, ..base.clone() };
         out.push(make(work, kind.name(), kind.title(), kind, settings));
     }
     for l in &mut out {

@@ -34,7 +34,7 @@ use crate::engine::dataset::{self, from_dir, from_dir::Scan};
 use crate::measure::envinfo::{self, Environment};
 use crate::measure::rounds::RoundsPlan;
 use crate::measure::stop_requested;
-use crate::records::{CommitEvery, EngineKind, S3Params, SizeSource};
+use crate::records::{CommitEvery, EngineKind, EngineSettings, SizeSource};
 use crate::util::fsutil;
 use crate::{Error, Result};
 
@@ -74,8 +74,10 @@ pub struct AgingOptions {
     /// Writes per commit of the rewrite passes (`--commit-every N`); None:
     /// one transaction per pass.
     pub commit_every: CommitEvery,
-    /// Where `engines`' S3 dataset is built (`--s3-server`).
-    pub s3: S3Params,
+    /// The engines' settings every layout starts from, built once by the
+    /// caller (the servers' parts: `--s3-server`); a layout sets only
+    /// what it varies.
+    pub settings: EngineSettings,
 }
 
 impl AgingOptions {
@@ -97,7 +99,7 @@ impl AgingOptions {
             keep: false,
             seed: 1,
             commit_every: None,
-            s3: S3Params::default(),
+            settings: EngineSettings::default(),
         }
     }
 }

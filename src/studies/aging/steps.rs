@@ -36,7 +36,7 @@ pub(super) fn run_setting(
     out: &mut AgingSetting,
     observer: &dyn AgingObserver,
 ) -> Result<()> {
-    let mut all = layouts(work, &opts.engines, opts.commit_every, &opts.s3);
+    let mut all = layouts(work, &opts.engines, opts.commit_every, &opts.settings);
     if let Some(only) = &opts.layouts {
         all.retain(|l| only.iter().any(|id| id == l.id()));
     }

@@ -58,7 +58,6 @@ use rand::SeedableRng;
 use crate::measure::oscount::OsCounters;
 use crate::measure::Experiment;
 use crate::measure::{clock_cost_ns, stop_requested, Latency};
-use crate::records::EngineSettings;
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -79,12 +78,12 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
         let why = if opts.workdir.exists() { "is not a directory" } else { "no such directory" };
         return Err(Error::bad_input(&opts.workdir, why));
     }
-    let settings = EngineSettings { s3: opts.s3.clone(), ..EngineSettings::default() };
-    servers::preflight(&opts.servers, &settings)?;
+    let settings = &opts.settings;
+    servers::preflight(&opts.servers, settings)?;
     let write = opts.workloads.contains(&Workload::Writers);
     if write {
         for &kind in &opts.writer_engines {
-            crate::engine::registry::backend(kind).preflight(&settings, None)?;
+            crate::engine::registry::backend(kind).preflight(settings, None)?;
         }
     }
     crate::engine::registry::reap_killed(&opts.workdir)?;

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::measure::paired::MIN_ROUNDS_95;
 use crate::measure::rounds::RoundsPlan;
-use crate::records::{EngineKind, S3Params, SyncLevel};
+use crate::records::{EngineKind, EngineSettings, SyncLevel};
 use crate::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -283,8 +283,9 @@ pub struct ConcurrencyOptions {
     /// Reads per timed run of a server, all clients together: a server
     /// answers in milliseconds where a local read takes microseconds.
     pub server_reads: u64,
-    /// Where an S3 server's dataset is built (`--s3-server`).
-    pub s3: S3Params,
+    /// The engines' settings the servers' datasets are built and checked
+    /// with, built once by the caller (the servers' parts: `--s3-server`).
+    pub settings: EngineSettings,
     /// Durable writers at once (as many readers beside them).
     pub writer_counts: Vec<u32>,
     /// The engines the writers write, in the order given.
@@ -324,9 +325,15 @@ impl ConcurrencyOptions {
             },
             servers: Vec::new(),
             server_reads: 2000,
+<<<<<<< HEAD
             s3: S3Params::default(),
             writer_counts: WRITERS.to_vec(),
             writer_engines: DEFAULT_ENGINES.to_vec(),
+=======
+            settings: EngineSettings::default(),
+            writer_counts: super::writers::WRITERS.to_vec(),
+            writer_engines: super::writers::DEFAULT_ENGINES.to_vec(),
+>>>>>>> settings-once
             writer_run_time: Duration::from_secs(1),
         }
     }

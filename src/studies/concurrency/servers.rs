@@ -86,8 +86,7 @@ pub fn measure(opts: &ConcurrencyOptions, work: &Path, progress: &dyn Progress) 
     let mut sets: Vec<(EngineKind, PathBuf)> = Vec::with_capacity(opts.servers.len());
     for (nth, &kind) in opts.servers.iter().enumerate() {
         let dir = work.join(format!("s{nth}"));
-        let settings = EngineSettings { s3: opts.s3.clone(), ..EngineSettings::default() };
-        crate::engine::registry::build_with(kind, &db, &dir, false, &settings, &Silent)?;
+        crate::engine::registry::build_with(kind, &db, &dir, false, &opts.settings, &Silent)?;
         sets.push((kind, dir));
     }
     let mut out = Measured {

@@ -30,8 +30,9 @@ use crate::{Error, Result};
 /// Durable writes, a commit per write, for every store; the files
 /// replaced by rename (a reader never sees half a blob). SQLite's
 /// one-writer row is the engine's `DbWriters::One` in WAL with synchronous
-/// FULL, the pragmas the per-writer loop sets on its connections.
-pub(super) fn durable_settings(store: StoreId) -> EngineSettings {
+/// FULL, the pragmas the per-writer loop sets on its connections. Every
+/// other part is the study's `base`.
+pub(super) fn durable_settings(store: StoreId, base: &EngineSettings) -> EngineSettings {
     let db = match store {
         StoreId::SqliteOneWriter => DbParams {
             journal_mode: Some("wal".into()),
@@ -46,7 +47,7 @@ pub(super) fn durable_settings(store: StoreId) -> EngineSettings {
         files: FileParams { write: FileWrite::Replace, fsync: true, sync_dir: true, ..FileParams::default() },
         kv: KvParams { sync: KvSync::Durable },
         commit_every: Some(1),
-        ..EngineSettings::default()
+        ..base.clone()
     }
 }
 
@@ -86,7 +87,7 @@ impl WritersArm {
     /// `store`'s dataset at `path`, opened for `writers` writers: their
     /// keys (each writer its own) and content, made before any run.
     pub fn prepare(store: StoreId, path: &Path, writers: u32, opts: &ConcurrencyOptions) -> Result<WritersArm> {
-        let mut engine = engine::open(path, &durable_settings(store))?;
+        let mut engine = engine::open(path, &durable_settings(store, &opts.settings))?;
         let survey = engine.survey(true)?;
         let max_id = match survey.max_key {
             Some(m) => m,

@@ -186,7 +186,7 @@ fn build_sets(opts: &ConcurrencyOptions, work: &Path) -> Result<Vec<(StoreId, Pa
                 sets.push((store, copy));
             }
             Some(kind) => {
-                crate::engine::registry::build(kind, &db, &dir, false, &Silent)?;
+                crate::engine::registry::build_with(kind, &db, &dir, false, &opts.settings, &Silent)?;
                 sets.push((store, dir));
             }
             None => return Err(Error::invalid(format!("{store} is not a writers' store"))),
@@ -286,7 +286,7 @@ fn writer_params(arm: &WritersArm, opts: &ConcurrencyOptions) -> crate::records:
     run.update = true;
     run.count = arm.writes * u64::from(arm.writers);
     run.order = Order::Random;
-    run.settings = durable_settings(arm.store);
+    run.settings = durable_settings(arm.store, &opts.settings);
     run.seed = opts.seed;
     let kind = arm.store.engine().unwrap_or(EngineKind::Db);
     run.params(kind, arm.max_id, arm.writers)

@@ -74,12 +74,14 @@ pub struct Dataset {
     seed: u64,
     /// Version of each blob as last verified, by key (index 0 unused).
     versions: Vec<u64>,
-    /// An engine's build settings (where an S3 dataset is built).
+    /// The study's engine settings (where an S3 dataset is built), which
+    /// the dataset is built and opened with.
     build: EngineSettings,
 }
 
 impl Dataset {
     /// Creates `path` with every blob at version 0.
+    #[cfg(test)]
     pub fn create(path: &Path, method: Method, count: u32, seed: u64) -> Result<Self> {
         Dataset::create_with(path, method, count, seed, EngineSettings::default())
     }
@@ -278,7 +280,7 @@ impl Dataset {
         let Some((kind, kv)) = self.method.kv_params() else {
             return Err(Error::invalid("not a key-value engine method"));
         };
-        let settings = EngineSettings { kv, ..EngineSettings::default() };
+        let settings = EngineSettings { kv, ..self.build.clone() };
         let engine = crate::engine::open_as(kind, &self.path, &settings)?;
         self.read_back(engine.as_ref(), OpenMode::NEWEST_READ, found)?;
         let stale = if engine.may_serve_stale() {
@@ -295,7 +297,7 @@ impl Dataset {
     /// started (None for a method without a server).
     pub fn server(&self) -> Result<Option<String>> {
         let Some((kind, kv)) = self.method.kv_params().filter(|_| self.method.has_server()) else { return Ok(None) };
-        let mut engine = crate::engine::open_as(kind, &self.path, &EngineSettings { kv, ..EngineSettings::default() })?;
+        let mut engine = crate::engine::open_as(kind, &self.path, &EngineSettings { kv, ..self.build.clone() })?;
         engine.survey(false)?;
         Ok(engine.server_info().map(|i| i.summary()))
     }

@@ -79,13 +79,12 @@ impl Method {
         self.mode().and_then(|m| m.server)
     }
 
-    /// Whether what the method's engine needs is installed (a server's
-    /// programs: its backend's preflight), with an error saying what to
-    /// install when not.
-    pub fn check_installed(self, s3: &crate::records::S3Params) -> crate::Result<()> {
+    /// Whether what the method's engine needs is installed for datasets
+    /// built with `settings` (a server's programs: its backend's
+    /// preflight), with an error saying what to install when not.
+    pub fn check_installed(self, settings: &crate::records::EngineSettings) -> crate::Result<()> {
         let Some(row) = table().iter().find(|t| t.0 == self) else { return Ok(()) };
-        let settings = crate::records::EngineSettings { s3: s3.clone(), ..Default::default() };
-        crate::engine::registry::backend(row.1).preflight(&settings, None)
+        crate::engine::registry::backend(row.1).preflight(settings, None)
     }
 
     pub fn has_server(self) -> bool {

@@ -33,7 +33,7 @@ pub use powercut::{power_cut_test, FsyncFailureResult, PowerCutMethodResult, Pow
 pub use writer::{write_until_killed, WriterSpec};
 
 use crate::measure::stop_requested;
-use crate::records::{EngineSettings, S3Params};
+use crate::records::EngineSettings;
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 use dataset::{Dataset, MAX_BLOB, MIN_BLOB};
@@ -104,8 +104,9 @@ pub struct CrashOptions {
     /// Writes per commit (`--commit-every N`): a write returns once its
     /// batch of N is committed (1: each write its own commit).
     pub commit_every: u32,
-    /// Where the S3 method's dataset is built (`--s3-server`).
-    pub s3: S3Params,
+    /// The engines' settings every method's dataset is built with, built
+    /// once by the caller (the servers' parts: `--s3-server`).
+    pub settings: EngineSettings,
 }
 
 impl CrashOptions {
@@ -119,7 +120,7 @@ impl CrashOptions {
             max_delay: Duration::from_millis(50),
             writer,
             commit_every: 1,
-            s3: S3Params::default(),
+            settings: EngineSettings::default(),
         }
     }
 }
@@ -280,7 +281,7 @@ pub fn crashtest(opts: &CrashOptions, progress: &dyn Progress) -> Result<CrashRe
     validate(opts)?;
     // Before any method runs: a missing server would end a long run late.
     for m in &opts.methods {
-        m.check_installed(&opts.s3).map_err(|e| Error::invalid(format!("--method {}: {e}", m.name())))?;
+        m.check_installed(&opts.settings).map_err(|e| Error::invalid(format!("--method {}: {e}", m.name())))?;
     }
     crate::engine::registry::reap_killed(&opts.workdir)?;
     // Enterable by others (not listable): PostgreSQL's throwaway cluster
@@ -358,8 +359,7 @@ fn one_method(
 ) -> Result<CrashMethodResult> {
     let started = Instant::now();
     let path = dir.join(method.dataset_name());
-    let build = EngineSettings { s3: opts.s3.clone(), ..EngineSettings::default() };
-    let mut ds = Dataset::create_with(&path, method, opts.count, opts.seed, build)?;
+    let mut ds = Dataset::create_with(&path, method, opts.count, opts.seed, opts.settings.clone())?;
     // Each method has its own schedule, the same whether run alone or not.
     let schedule_seed = method.name().bytes().fold(opts.seed, |h, b| h.rotate_left(7) ^ u64::from(b));
     let mut schedule = rand::rngs::SmallRng::seed_from_u64(schedule_seed);

@@ -265,7 +265,8 @@ struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     fn new(opts: &'a CrashOptions, model: Model, method: Method, dir: &Path) -> Result<Self> {
         let places = Places::new(dir, method)?;
-        let ds = Dataset::create(&places.backing.join(places.name), method, opts.count, opts.seed)?;
+        let path = places.backing.join(places.name);
+        let ds = Dataset::create_with(&path, method, opts.count, opts.seed, opts.settings.clone())?;
         Ok(Ctx { opts, model, method, places, ds })
     }
 }

@@ -18,7 +18,6 @@ use crate::measure::paired::paired_ratio;
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, StopReason};
 use crate::measure::Experiment;
 use crate::records::keys::Order;
-use crate::records::Plan;
 use crate::records::{DbParams, EngineKind, EngineSettings, FileParams, FileRead};
 use crate::util::progress::{Progress, Silent};
 use crate::{util::fsutil, Error, Result};
@@ -81,7 +80,7 @@ pub(super) fn run_cell(
     std::fs::create_dir(&paths.dir).map_err(|e| Error::io(&paths.dir, "cannot create directory", e))?;
     let _cleanup = RemoveOnDrop(paths.dir.clone());
     let content_bytes = build(spec, content, opts.seed, &paths)?;
-    let engine_sets = engines::build(&paths.blobs_db, &paths.dir, kinds, &opts.build_settings())?;
+    let engine_sets = engines::build(&paths.blobs_db, &paths.dir, kinds, &opts.settings)?;
     progress.advance(1);
 
     let id = |what: &str| format!("matrix/p{}/{}/{what}", spec.page_size, spec.label());
@@ -95,16 +94,7 @@ pub(super) fn run_cell(
     };
     let engine_reads: Vec<Experiment> = reads.collect();
     let (writes, engine_writes) = if opts.writes {
-        let (w, e) = super::writes::measure(
-            spec,
-            &paths.blobs_db,
-            &paths.files,
-            &paths.dir,
-            &engine_sets,
-            &opts.plan,
-            &opts.rounds,
-            opts.seed,
-        )?;
+        let (w, e) = super::writes::measure(spec, &paths.blobs_db, &paths.files, &paths.dir, &engine_sets, opts)?;
         (Some(w), e.into_iter().map(Some).collect())
     } else {
         (None, vec![None; engine_sets.len()])
@@ -165,15 +155,15 @@ fn file_params() -> FileParams {
 }
 
 /// kvtest's run over every blob of the cell, once per run on average, in
-/// kvtest's random order, of a database (read with `db`'s settings) or of
-/// the directory of files.
-fn run_options(spec: &CellSpec, path: &Path, plan: &Plan, db: &DbParams) -> RunOptions {
+/// kvtest's random order, of a database (read with `db`'s settings), of
+/// the directory of files or of an engine's dataset.
+fn run_options(spec: &CellSpec, path: &Path, opts: &MatrixOptions, db: &DbParams) -> RunOptions {
     RunOptions {
         count: u64::from(spec.count),
         max_id: Some(spec.count),
         order: Order::Random,
-        settings: EngineSettings { db: db.clone(), files: file_params(), ..EngineSettings::default() },
-        plan: *plan,
+        settings: EngineSettings { db: db.clone(), files: file_params(), ..opts.settings.clone() },
+        plan: opts.plan,
         ..RunOptions::new(path)
     }
 }
@@ -190,7 +180,7 @@ fn measure_reads(
     let external = ExternalEngine::at(&paths.dir, &paths.names_db, &paths.files, spec.cache_pages);
     // The cell's share of the cache, and the read path asked for.
     let db = opts.db_read.params(&paths.blobs_db, spec.cache_pages)?;
-    let options = |path: &Path| run_options(spec, path, &opts.plan, &db);
+    let options = |path: &Path| run_options(spec, path, opts, &db);
     let mut setup = vec![
         (engine::open(&paths.blobs_db, &options(&paths.blobs_db).settings)?, &paths.blobs_db),
         (Box::new(external) as Box<dyn engine::Engine>, &paths.names_db),

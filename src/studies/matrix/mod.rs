@@ -39,7 +39,7 @@ use crate::records::keys::Order;
 use crate::records::DatasetSpec;
 use crate::records::FileRead;
 use crate::records::Plan;
-use crate::records::{EngineKind, EngineSettings, S3Params, SizeSource, SizesFrom};
+use crate::records::{EngineKind, EngineSettings, SizeSource, SizesFrom};
 use crate::util::progress::Progress;
 use crate::{util::fsutil, Error, Result};
 
@@ -87,8 +87,10 @@ pub struct MatrixOptions {
     pub engines: Vec<EngineKind>,
     /// How the cells read blobs out of SQLite (the study's SQL by default).
     pub db_read: DbRead,
-    /// Where `engines`' S3 datasets are built (`--s3-server`).
-    pub s3: S3Params,
+    /// The engines' settings every arm starts from, built once by the
+    /// caller (the servers' parts: `--s3-server`); an arm sets only what it
+    /// varies.
+    pub settings: EngineSettings,
 }
 
 impl Default for MatrixOptions {
@@ -107,7 +109,7 @@ impl Default for MatrixOptions {
             yours: None,
             engines: Vec::new(),
             db_read: DbRead::Sql,
-            s3: S3Params::default(),
+            settings: EngineSettings::default(),
         }
     }
 }
@@ -182,11 +184,6 @@ impl MatrixOptions {
     /// Each engine's own check (a server's programs), at the place its
     /// longest dataset path will be: in the engines' row, under a work
     /// directory named as [`run`] names it.
-    /// The settings the engines' datasets are built with.
-    pub(super) fn build_settings(&self) -> EngineSettings {
-        EngineSettings { s3: self.s3.clone(), ..EngineSettings::default() }
-    }
-
     fn preflight_engines(&self, cells: &[(CellSpec, yours::Content)]) -> Result<()> {
         let work = self.workdir.join(format!("{WORK_PREFIX}XXXXXX"));
         let engine_page = self.engine_page_size();
@@ -196,7 +193,7 @@ impl MatrixOptions {
             let targets = rows.iter().map(|spec| engines::dataset_dir(&cell::CellPaths::new(&work, spec).dir, nth));
             let targets: Vec<Option<PathBuf>> = targets.map(Some).collect();
             for target in if targets.is_empty() { vec![None] } else { targets } {
-                crate::engine::registry::backend(kind).preflight(&self.build_settings(), target.as_deref())?;
+                crate::engine::registry::backend(kind).preflight(&self.settings, target.as_deref())?;
             }
         }
         Ok(())

@@ -18,7 +18,7 @@ fn tiny(workdir: &Path) -> MatrixOptions {
         yours: None,
         engines: Vec::new(),
         db_read: DbRead::Sql,
-        s3: S3Params::default(),
+        settings: EngineSettings::default(),
     }
 }
 

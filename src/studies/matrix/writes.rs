@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::engines::{self, EngineWrites};
-use super::{crossover, writes_per_run, CellSpec, Crossover, MatrixSection};
+use super::{crossover, writes_per_run, CellSpec, Crossover, MatrixOptions, MatrixSection};
 use crate::drivers::run::{RunArm, RunOptions};
 use crate::engine;
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, RoundsPlan, StopReason};
@@ -68,19 +68,17 @@ pub struct WriteCrossover {
 /// `scratch` is the cell's own directory: grow-and-shrink runs on a copy of
 /// the files made there, as it changes sizes and removes files that later
 /// cells of the same blob size read.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn measure(
     spec: &CellSpec,
     db: &Path,
     files: &Path,
     scratch: &Path,
     engine_sets: &[(EngineKind, PathBuf)],
-    plan: &Plan,
-    rounds: &RoundsPlan,
-    seed: u64,
+    opts: &MatrixOptions,
 ) -> Result<(CellWrites, Vec<EngineWrites>)> {
     let id = |what: &str| format!("matrix/p{}/{}/{what}", spec.page_size, spec.label());
-    let plan = Plan { cold: false, ..*plan };
+    let (rounds, seed) = (&opts.rounds, opts.seed);
+    let plan = Plan { cold: false, ..opts.plan };
     let base = |path: &Path| RunOptions {
         count: writes_per_run(spec),
         max_id: Some(spec.count),
@@ -89,7 +87,7 @@ pub(super) fn measure(
         plan,
         seed,
         // Each write its own commit (files: each their own write).
-        settings: EngineSettings { commit_every: Some(1), ..EngineSettings::default() },
+        settings: EngineSettings { commit_every: Some(1), ..opts.settings.clone() },
         ..RunOptions::new(path)
     };
     let db_opts = |sync: SyncLevel| {

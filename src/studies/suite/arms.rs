@@ -15,7 +15,7 @@ use crate::measure::rounds::RoundSet;
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundsPlan, StopReason};
 use crate::measure::Experiment;
 use crate::records::keys::Order;
-use crate::records::{EngineKind, KvSync, Plan};
+use crate::records::{EngineKind, EngineSettings, KvSync, Plan};
 use crate::{Error, Result};
 
 /// The A/A control: `read/db-blob` measured a second time as its own arm.
@@ -222,17 +222,20 @@ fn ops_per_run(opts: &SuiteOptions, step: &Step) -> u64 {
 fn run_options(opts: &SuiteOptions, step: &Step, path: &Path, db_bytes: i64, nth: usize) -> RunOptions {
     let mut run_opts = RunOptions::new(path);
     run_opts.count = ops_per_run(opts, step);
-    run_opts.settings.commit_every = step.commit_every;
     run_opts.order = Order::Random;
     run_opts.zipf = opts.zipf;
     run_opts.update = step.update;
     run_opts.round_trip = step.round_trip;
-    run_opts.settings.db = step.db.clone();
+    run_opts.settings = EngineSettings {
+        db: step.db.clone(),
+        files: step.files,
+        kv: step.kv,
+        commit_every: step.commit_every,
+        ..opts.settings.clone()
+    };
     if run_opts.settings.db.mmap_bytes < 0 {
         run_opts.settings.db.mmap_bytes = db_bytes;
     }
-    run_opts.settings.files = step.files;
-    run_opts.settings.kv = step.kv;
     run_opts.seed = opts.spec.seed.wrapping_add(nth as u64 + 1);
     let waits_for_disk =
         step.files.fsync || (step.layout.is_key_value() && step.update && step.kv.sync == KvSync::Durable);

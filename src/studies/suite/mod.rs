@@ -154,7 +154,7 @@ pub(crate) fn mixed_settings(
     work: &Path,
     read_id: &str,
     write_id: &str,
-) -> Option<(crate::records::EngineSettings, std::path::PathBuf)> {
+) -> Option<(EngineSettings, std::path::PathBuf)> {
     let all = steps::steps(&opts.engines, opts.commit_every);
     let read = all.iter().find(|s| s.id == read_id)?;
     let write = all.iter().find(|s| s.id == write_id)?;
@@ -169,13 +169,8 @@ pub(crate) fn mixed_settings(
         m => m,
     };
     let files = crate::records::FileParams { read: read.files.read, ..write.files };
-    let settings = crate::records::EngineSettings {
-        db,
-        files,
-        kv: write.kv,
-        commit_every: write.commit_every,
-        ..Default::default()
-    };
+    let settings =
+        EngineSettings { db, files, kv: write.kv, commit_every: write.commit_every, ..opts.settings.clone() };
     Some((settings, path))
 }
 
@@ -224,15 +219,15 @@ fn measure_all(
         .filter(|&kind| opts.only.is_none() || wanted.iter().any(|s| s.layout == kind));
     for kind in copies {
         let path = dataset_path(work, kind);
-        let settings = EngineSettings { s3: opts.s3.clone(), ..EngineSettings::default() };
-        let r = crate::engine::registry::build_with(kind, &db, &path, false, &settings, &progress)?;
+        let settings = &opts.settings;
+        let r = crate::engine::registry::build_with(kind, &db, &path, false, settings, &progress)?;
         observer.built(kind, r.files, r.elapsed_ns);
         // Only S3's: PostgreSQL's cold runs restart its throwaway cluster
         // to empty shared_buffers, which a held engine would refuse, and
         // it starts in about a second; a Swift cluster takes several.
         if kind == crate::records::EngineKind::S3 {
             // Surveyed: its server is reached, and stays up while held.
-            let mut held = crate::engine::open(&path, &settings)?;
+            let mut held = crate::engine::open(&path, settings)?;
             held.survey(false)?;
             servers.push(held);
         }

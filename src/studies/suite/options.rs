@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::measure::rounds::RoundsPlan;
 use crate::measure::Experiment;
-use crate::records::{DatasetSpec, EngineKind, Plan, S3Params};
+use crate::records::{DatasetSpec, EngineKind, EngineSettings, Plan};
 
 #[derive(Debug, Clone)]
 pub struct SuiteOptions {
@@ -50,8 +50,10 @@ pub struct SuiteOptions {
     /// reads every blob once per run on average and writes
     /// `write_fraction` of them, as the article.
     pub sizing: Option<RoundSizing>,
-    /// Where `engines`' S3 dataset is built (`--s3-server`).
-    pub s3: S3Params,
+    /// The engines' settings every arm starts from, built once by the
+    /// caller (the servers' parts: `--s3-server`); an arm sets only what it
+    /// varies.
+    pub settings: EngineSettings,
 }
 
 /// Rounds whose cost does not grow with the dataset or with the cost of an
@@ -88,7 +90,7 @@ impl SuiteOptions {
             deadline: None,
             commit_every: 1,
             sizing: None,
-            s3: S3Params::default(),
+            settings: EngineSettings::default(),
         }
     }
 
