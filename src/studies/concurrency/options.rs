@@ -325,15 +325,9 @@ impl ConcurrencyOptions {
             },
             servers: Vec::new(),
             server_reads: 2000,
-<<<<<<< HEAD
-            s3: S3Params::default(),
+            settings: EngineSettings::default(),
             writer_counts: WRITERS.to_vec(),
             writer_engines: DEFAULT_ENGINES.to_vec(),
-=======
-            settings: EngineSettings::default(),
-            writer_counts: super::writers::WRITERS.to_vec(),
-            writer_engines: super::writers::DEFAULT_ENGINES.to_vec(),
->>>>>>> settings-once
             writer_run_time: Duration::from_secs(1),
         }
     }
