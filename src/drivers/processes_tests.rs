@@ -132,10 +132,13 @@ fn a_client_process_runs_over_the_window_it_is_sent() {
     let timed: u64 = done.classes.iter().map(Latency::count).sum();
     assert!(timed >= done.span.ops && timed <= done.span.ops + 1, "{timed} {}", done.span.ops);
     let s = done.span;
-    // Its clock is the machine's: the loop starts at the window's start
-    // (as far as two readings of two clocks agree) and ends after it.
-    assert!(s.opened_from_ns <= s.loop_start_ns && s.loop_start_ns < deadline, "{s:?} {start}");
-    assert!(s.loop_start_ns <= s.loop_end_ns && s.loop_end_ns <= s.closed_ns, "{s:?}");
+    // Its clock is the machine's: the loop's start is the window's start
+    // (as far as two readings of two clocks agree), whenever its open
+    // ended; on a busy machine the open may begin after it, and the shared
+    // window does not move for one client.
+    assert!(s.loop_start_ns.abs_diff(start) < deadline - start, "{s:?} {start}");
+    assert!(s.opened_from_ns <= s.loop_end_ns && s.loop_start_ns <= s.loop_end_ns, "{s:?}");
+    assert!(s.loop_end_ns <= s.committed_ns && s.committed_ns <= s.closed_ns, "{s:?}");
 }
 
 fn shell(script: &str) -> Launcher {
