@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, ValueEnum};
 
 use blobbench::drivers::run::{RunOptions, RunReport};
@@ -11,7 +12,7 @@ use blobbench::records::keys::Order;
 use blobbench::records::mix::parse_mix;
 use blobbench::records::zipf::parse_zipf;
 use blobbench::records::{DbAccess, DbParams, DbWriters, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel};
-use blobbench::records::{EngineSettings, Mix, Plan};
+use blobbench::records::{EngineSettings, Journal, Mix, Plan};
 use blobbench::report::{table_text, Table};
 use blobbench::results::{self, ResultFile};
 use blobbench::util::units;
@@ -62,9 +63,9 @@ pub struct RunArgs {
     /// Database: PRAGMA mmap_size in bytes.
     #[arg(long, default_value = "0", value_parser = units::non_negative_i64)]
     pub mmap: i64,
-    /// Database: PRAGMA journal_mode (delete, truncate, persist, memory, wal, off).
-    #[arg(long, value_parser = ["delete", "truncate", "persist", "memory", "wal", "off"], ignore_case = true)]
-    pub jmode: Option<String>,
+    /// Database: PRAGMA journal_mode.
+    #[arg(long, value_parser = journal_mode(), ignore_case = true)]
+    pub jmode: Option<Journal>,
     /// Database: PRAGMA synchronous.
     #[arg(long, value_enum)]
     pub sync: Option<SyncArg>,
@@ -193,6 +194,12 @@ pub enum SyncArg {
     Extra,
 }
 
+/// `--jmode`: SQLite's journal modes, by their names.
+fn journal_mode() -> impl TypedValueParser<Value = Journal> {
+    let names = Journal::ALL.map(Journal::name);
+    PossibleValuesParser::new(names).map(|name| Journal::parse(&name).expect("one of the modes' names"))
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum KvSyncArg {
     Durable,
@@ -277,7 +284,7 @@ impl RunArgs {
                 access: if self.blob_api { DbAccess::BlobApi } else { DbAccess::Sql },
                 cache_size: self.cache_size,
                 mmap_bytes: self.mmap,
-                journal_mode: self.jmode.as_ref().map(|j| j.to_lowercase()),
+                journal_mode: self.jmode,
                 sync,
                 nocheckpoint: self.nocheckpoint,
                 writers: self.sqlite_writers.map_or(DbWriters::PerClient, |w| w.writers()),
@@ -406,7 +413,7 @@ pub fn text(report: &RunReport, opts: &RunOptions) -> String {
             o,
             "--cache-size {} --jmode {}",
             report.cache_size.unwrap_or(0),
-            report.journal_mode.as_deref().unwrap_or("???")
+            report.journal_mode.map_or("???", Journal::name)
         );
         let _ = writeln!(
             o,

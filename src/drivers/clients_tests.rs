@@ -30,7 +30,7 @@ fn every_clients_operations_in_the_window_are_counted_and_each_op_timed_once() {
     let d = tempfile::tempdir().unwrap();
     let (db, flat) = dataset(d.path());
     let mut sqlite = EngineSettings { commit_every: Some(1), ..EngineSettings::default() };
-    sqlite.db.journal_mode = Some("wal".into());
+    sqlite.db.journal_mode = Some(crate::records::Journal::Wal);
     sqlite.db.sync = Some(SyncLevel::Full);
     sqlite.db.access = DbAccess::BlobApi;
     let files = EngineSettings {

@@ -10,7 +10,7 @@ fn dataset(dir: &std::path::Path) -> (PathBuf, EngineSettings) {
     let spec = DatasetSpec { count: 100, size: 1000, variance: 500, ..DatasetSpec::default() };
     crate::engine::dataset::init(&db, &spec, false, &Silent).unwrap();
     let mut settings = EngineSettings { commit_every: Some(1), ..EngineSettings::default() };
-    settings.db.journal_mode = Some("wal".into());
+    settings.db.journal_mode = Some(crate::records::Journal::Wal);
     settings.db.sync = Some(SyncLevel::Normal);
     (db, settings)
 }

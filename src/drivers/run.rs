@@ -104,7 +104,7 @@ pub struct RunReport {
     pub max_id: u32,
     pub page_size: Option<i64>,
     pub cache_size: Option<i64>,
-    pub journal_mode: Option<String>,
+    pub journal_mode: Option<crate::records::Journal>,
     /// `PRAGMA integrity_check` lines, when asked for.
     pub integrity: Vec<String>,
     /// SQLite's counters after the last timed run's loop (--stats).

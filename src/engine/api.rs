@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::records::{EngineKind, ServerInfo};
+use crate::records::{EngineKind, Journal, ServerInfo};
 use crate::Result;
 
 /// What a session was opened for.
@@ -73,7 +73,7 @@ pub struct Survey {
 pub struct SessionInfo {
     pub page_size: Option<i64>,
     pub cache_size: Option<i64>,
-    pub journal_mode: Option<String>,
+    pub journal_mode: Option<Journal>,
     /// Largest key, when the session was opened with `find_max`.
     pub max_key: Option<u32>,
     /// The close runs a checkpoint (an SQLite WAL): timed as its own phase

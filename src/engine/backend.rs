@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::engine::api::Engine;
 use crate::engine::report::{ExportReport, StatReport};
-use crate::records::{EngineKind, EngineSettings, FileWrite, SyncLevel};
+use crate::records::{EngineKind, EngineSettings, FileWrite, Journal, SyncLevel};
 use crate::util::progress::Progress;
 use crate::Result;
 
@@ -48,7 +48,7 @@ impl Claim {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CrashWrite {
     /// One UPDATE per transaction, with this journal mode and synchronous.
-    Db { journal: &'static str, sync: SyncLevel },
+    Db { journal: Journal, sync: SyncLevel },
     /// One overwrite per file; with `sync_dir` the directory is fsync'd
     /// after each one (to make a rename durable).
     Files { write: FileWrite, fsync: bool, sync_dir: bool },

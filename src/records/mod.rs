@@ -2,6 +2,7 @@
 //! dependencies on the rest of the crate, so every layer can use them.
 
 mod dataset;
+mod journal;
 pub mod keys;
 pub mod mix;
 mod postgres;
@@ -14,6 +15,7 @@ mod workload;
 pub mod zipf;
 
 pub use dataset::{DatasetSpec, DiskUsage};
+pub use journal::Journal;
 pub use keys::Order;
 pub use postgres::{PgParams, PgServerInfo, PgStorage};
 pub use s3::{Addressing, S3Params, DEFAULT_MULTIPART_THRESHOLD};

@@ -227,7 +227,7 @@ pub struct DbParams {
     /// PRAGMA mmap_size in bytes (0 = no mmap).
     pub mmap_bytes: i64,
     /// PRAGMA journal_mode requested, if any.
-    pub journal_mode: Option<String>,
+    pub journal_mode: Option<super::Journal>,
     /// PRAGMA synchronous requested, if any.
     pub sync: Option<SyncLevel>,
     /// Checkpoint (in the close) excluded from kvtest's total and timed apart.
@@ -395,7 +395,11 @@ impl EngineSettings {
     /// fsync. A writer beside readers, and grow-and-shrink, write this way.
     pub fn fast_rewrites() -> EngineSettings {
         EngineSettings {
-            db: DbParams { journal_mode: Some("wal".into()), sync: Some(SyncLevel::Normal), ..DbParams::default() },
+            db: DbParams {
+                journal_mode: Some(super::Journal::Wal),
+                sync: Some(SyncLevel::Normal),
+                ..DbParams::default()
+            },
             files: FileParams { read: FileRead::Posix, write: FileWrite::Replace, fsync: false, sync_dir: false },
             commit_every: Some(1),
             ..EngineSettings::default()

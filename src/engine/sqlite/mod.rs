@@ -22,7 +22,7 @@ use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, 
 use crate::engine::keep::{Idle, Lease};
 use crate::engine::kvtest_db::{open_kv, SQLITE_HEADER};
 use crate::engine::report::{ExportReport, StatReport};
-use crate::records::{CommitEvery, DbParams, DbWriters, EngineKind, EngineSettings, SyncLevel};
+use crate::records::{CommitEvery, DbParams, DbWriters, EngineKind, EngineSettings, Journal, SyncLevel};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 use error::db_error;
@@ -91,7 +91,7 @@ impl Backend for SqliteBackend {
     }
 }
 
-const fn db_mode(name: &'static str, description: &'static str, journal: &'static str, sync: SyncLevel) -> CrashMode {
+const fn db_mode(name: &'static str, description: &'static str, journal: Journal, sync: SyncLevel) -> CrashMode {
     CrashMode::new(name, description, CrashWrite::Db { journal, sync })
 }
 
@@ -99,15 +99,20 @@ const fn db_mode(name: &'static str, description: &'static str, journal: &'stati
 /// sync each commit. DELETE under FULL may lose the last commit in a power
 /// cut (the journal's unlink is not synced), as SQLite documents.
 const CRASH_MODES: &[CrashMode] = &[
-    db_mode("db-wal-normal", "SQLite, WAL, synchronous=NORMAL", "wal", SyncLevel::Normal).atomic(),
-    db_mode("db-wal-full", "SQLite, WAL, synchronous=FULL", "wal", SyncLevel::Full).atomic().durable(),
-    db_mode("db-delete", "SQLite, rollback journal (DELETE), synchronous=FULL", "delete", SyncLevel::Full)
+    db_mode("db-wal-normal", "SQLite, WAL, synchronous=NORMAL", Journal::Wal, SyncLevel::Normal).atomic(),
+    db_mode("db-wal-full", "SQLite, WAL, synchronous=FULL", Journal::Wal, SyncLevel::Full).atomic().durable(),
+    db_mode("db-delete", "SQLite, rollback journal (DELETE), synchronous=FULL", Journal::Delete, SyncLevel::Full)
         .atomic()
         .durable_undocumented(),
-    db_mode("db-delete-extra", "SQLite, rollback journal (DELETE), synchronous=EXTRA", "delete", SyncLevel::Extra)
-        .atomic()
-        .durable(),
-    db_mode("db-off", "SQLite, journal_mode=OFF, synchronous=OFF", "off", SyncLevel::Off),
+    db_mode(
+        "db-delete-extra",
+        "SQLite, rollback journal (DELETE), synchronous=EXTRA",
+        Journal::Delete,
+        SyncLevel::Extra,
+    )
+    .atomic()
+    .durable(),
+    db_mode("db-off", "SQLite, journal_mode=OFF, synchronous=OFF", Journal::Off, SyncLevel::Off),
 ];
 
 /// An SQLite database (kvtest's `kv` table) with a run's pragmas.
@@ -325,7 +330,7 @@ mod tests {
     fn a_committing_writer_keeps_its_wal_and_still_checkpoints_at_each_close() {
         let dir = tempfile::tempdir().unwrap();
         let (db, _) = crate::engine::kv::test_support::tiny_kv(dir.path(), 6);
-        let params = DbParams { journal_mode: Some("wal".into()), sync: Some(SyncLevel::Full), ..DbParams::default() };
+        let params = DbParams { journal_mode: Some(Journal::Wal), sync: Some(SyncLevel::Full), ..DbParams::default() };
         let wal = dir.path().join("kv.db-wal");
 
         let mut engine = SqliteEngine::new(&db, params.clone(), Some(1));

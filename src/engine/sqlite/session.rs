@@ -20,7 +20,7 @@ use crate::engine::keep::Lease;
 use crate::engine::sqlite::error::{conn_error, db_error, failure_error, last_error, open_io_cause};
 use crate::engine::sqlite::raw::{self, Db};
 
-use crate::records::{CommitEvery, DbAccess, DbParams, WriteBatch};
+use crate::records::{CommitEvery, DbAccess, DbParams, Journal, WriteBatch};
 use crate::{Error, Result};
 
 /// The session's statement slots in its [`Db`]: the SQL read, the
@@ -66,7 +66,7 @@ pub struct DbSession {
     /// What the database reports after the pragmas (kvtest prints these).
     pub page_size: i64,
     pub cache_size: i64,
-    pub journal_mode: String,
+    pub journal_mode: Journal,
     /// Largest key, when asked for (kvtest's default --max-id).
     pub max_key: Option<u32>,
     /// Times `BEGIN IMMEDIATE` found another client holding the lock.
@@ -95,11 +95,11 @@ fn set_pragmas(conn: &Connection, path: &Path, p: &DbParams) -> Result<()> {
     if let Some(sync) = p.sync {
         conn.execute_batch(&format!("PRAGMA synchronous={}", sync.pragma())).map_err(err("cannot set synchronous"))?;
     }
-    if let Some(mode) = &p.journal_mode {
+    if let Some(mode) = p.journal_mode {
         let set: String = conn
-            .query_row(&format!("PRAGMA journal_mode={}", quote(mode)), [], |r| r.get(0))
+            .query_row(&format!("PRAGMA journal_mode={mode}"), [], |r| r.get(0))
             .map_err(err("cannot set journal mode"))?;
-        if !set.eq_ignore_ascii_case(mode) {
+        if Journal::parse(&set) != Some(mode) {
             return Err(Error::bad_input(path, format!("journal mode {mode} could not be set (still {set})")));
         }
     }
@@ -158,6 +158,8 @@ impl DbSession {
             conn.query_row("PRAGMA cache_size", [], |r| r.get(0)).map_err(err("cannot read cache size"))?;
         let journal_mode: String =
             conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).map_err(err("cannot read journal mode"))?;
+        let journal_mode = Journal::parse(&journal_mode)
+            .ok_or_else(|| Error::bad_input(path, format!("reports an unknown journal mode {journal_mode:?}")))?;
         let max_key = if find_max {
             let m: Option<i64> =
                 conn.query_row("SELECT max(k) FROM kv", [], |r| r.get(0)).map_err(err("cannot read kv"))?;
@@ -483,19 +485,14 @@ impl Session for DbSession {
         SessionInfo {
             page_size: Some(self.page_size),
             cache_size: Some(self.cache_size),
-            journal_mode: Some(self.journal_mode.clone()),
+            journal_mode: Some(self.journal_mode),
             max_key: self.max_key,
-            close_checkpoints: self.journal_mode.eq_ignore_ascii_case("wal"),
+            close_checkpoints: self.journal_mode == Journal::Wal,
             // The closing checkpoint copies the writes' pages from the WAL.
-            close_finishes_writes: self.update && self.journal_mode.eq_ignore_ascii_case("wal"),
+            close_finishes_writes: self.update && self.journal_mode == Journal::Wal,
             opened_handle: self.lease.opened,
         }
     }
-}
-
-/// Quotes a journal mode name for a pragma (kvtest uses %Q).
-fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
 }
 
 #[cfg(test)]
@@ -553,7 +550,7 @@ mod tests {
             c.query_row("SELECT substr(v, 1, 1) FROM kv WHERE k=?1", [k], |r| r.get::<_, Vec<u8>>(0)).unwrap()[0]
         };
         for access in [DbAccess::Sql, DbAccess::BlobApi] {
-            let params = DbParams { access, journal_mode: Some("wal".into()), ..DbParams::default() };
+            let params = DbParams { access, journal_mode: Some(Journal::Wal), ..DbParams::default() };
             let mut s = DbSession::open(&db, &params, (true, Some(2)), false, Some(sizes.clone())).unwrap();
             let tag = if access == DbAccess::Sql { 5u8 } else { 6 };
             s.overwrite(1, &[tag; 1000]).unwrap();

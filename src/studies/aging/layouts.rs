@@ -10,7 +10,7 @@ use crate::engine::dataset::{blob_files, db_error, open_kv};
 use crate::engine::db_files as sqlite_files;
 use crate::engine::LocalBytes;
 use crate::records::{
-    CommitEvery, DbAccess, DbParams, EngineKind, EngineSettings, FileParams, FileRead, FileWrite, KvParams, KvSync,
+    CommitEvery, DbAccess, DbParams, EngineKind, EngineSettings, FileParams, FileRead, FileWrite, Journal, KvParams, KvSync,
     SyncLevel,
 };
 use crate::{Error, Result};
@@ -51,9 +51,9 @@ pub fn layouts(
     commit_every: CommitEvery,
     base: &EngineSettings,
 ) -> Vec<AgingLayout> {
-    let db = |journal: &str, sync: SyncLevel| DbParams {
+    let db = |journal: Journal, sync: SyncLevel| DbParams {
         access: DbAccess::BlobApi,
-        journal_mode: Some(journal.into()),
+        journal_mode: Some(journal),
         sync: Some(sync),
         ..DbParams::default()
     };
@@ -64,14 +64,14 @@ pub fn layouts(
             "db-wal",
             "SQLite, WAL",
             crate::engine::sqlite::KIND,
-            EngineSettings { db: db("wal", SyncLevel::Normal), ..base.clone() },
+            EngineSettings { db: db(Journal::Wal, SyncLevel::Normal), ..base.clone() },
         ),
         make(
             work,
             "db-rollback",
             "SQLite, rollback journal",
             crate::engine::sqlite::KIND,
-            EngineSettings { db: db("delete", SyncLevel::Full), ..base.clone() },
+            EngineSettings { db: db(Journal::Delete, SyncLevel::Full), ..base.clone() },
         ),
         make(
             work,

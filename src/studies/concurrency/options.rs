@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::measure::paired::MIN_ROUNDS_95;
 use crate::measure::rounds::RoundsPlan;
+pub use crate::records::Journal;
 use crate::records::{EngineKind, EngineSettings, SyncLevel};
 use crate::{Error, Result};
 
@@ -50,22 +51,6 @@ pub enum Sharing {
     Shared,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Journal {
-    Wal,
-    Delete,
-}
-
-impl Journal {
-    pub fn pragma(self) -> &'static str {
-        match self {
-            Journal::Wal => "wal",
-            Journal::Delete => "delete",
-        }
-    }
-}
-
 /// One combination of the study's parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Config {
@@ -84,7 +69,7 @@ impl Config {
         format!(
             "{}+{}+{}+{}+{}",
             self.sharing_name(),
-            self.journal.pragma(),
+            self.journal.name(),
             if self.shared_cache { "shared-cache" } else { "private" },
             if self.read_only { "ro" } else { "rw" },
             self.sync.pragma().to_lowercase()
@@ -176,8 +161,6 @@ impl Modes {
             match name.as_str() {
                 "shared" => push(&mut m.sharing, Sharing::Shared),
                 "per-thread" => push(&mut m.sharing, Sharing::PerThread),
-                "wal" => push(&mut m.journal, Journal::Wal),
-                "delete" => push(&mut m.journal, Journal::Delete),
                 "private-cache" => push(&mut m.shared_cache, false),
                 "shared-cache" => push(&mut m.shared_cache, true),
                 "rw" => push(&mut m.read_only, false),
@@ -187,7 +170,11 @@ impl Modes {
                 "sync-full" => push(&mut m.sync, SyncLevel::Full),
                 "sync-extra" => push(&mut m.sync, SyncLevel::Extra),
                 "" => return Err(Error::invalid(format!("--modes {list:?}: empty element"))),
-                other => return Err(Error::invalid(format!("unknown mode {other:?} (expected: {MODE_NAMES})"))),
+                // The journal axis: WAL or DELETE.
+                other => match Journal::parse(other).filter(|j| Modes::default().journal.contains(j)) {
+                    Some(journal) => push(&mut m.journal, journal),
+                    None => return Err(Error::invalid(format!("unknown mode {other:?} (expected: {MODE_NAMES})"))),
+                },
             }
         }
         let d = Modes::default();

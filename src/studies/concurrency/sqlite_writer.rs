@@ -18,7 +18,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 use crate::drivers::session::ContentPool;
 use crate::engine::sqlite::busy_delay;
 use crate::measure::{op_clock, Latency, LatencySink};
-use crate::records::DbParams;
+use crate::records::{DbParams, Journal};
 use crate::{Error, Result};
 
 thread_local! {
@@ -72,9 +72,9 @@ pub fn connect(path: &Path, timeout_ms: u32) -> Result<Connection> {
 pub fn to_wal(path: &Path) -> Result<()> {
     let conn = connect(path, 5000)?;
     let mode: String = conn
-        .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+        .query_row(&format!("PRAGMA journal_mode={}", Journal::Wal), [], |r| r.get(0))
         .map_err(|e| Error::bad_input(path, format!("cannot set WAL: {e}")))?;
-    if !mode.eq_ignore_ascii_case("wal") {
+    if Journal::parse(&mode) != Some(Journal::Wal) {
         return Err(Error::bad_input(path, format!("journal mode WAL could not be set (still {mode})")));
     }
     Ok(())

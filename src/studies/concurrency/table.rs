@@ -40,11 +40,8 @@ impl Templates {
         let template = match self.made.iter().find(|(j, f, _)| *j == journal && *f == filled) {
             Some((_, _, p)) => p.clone(),
             None => {
-                let p = self.dir.join(format!(
-                    "template-{}-{}.db",
-                    journal.pragma(),
-                    if filled { "full" } else { "empty" }
-                ));
+                let p =
+                    self.dir.join(format!("template-{}-{}.db", journal.name(), if filled { "full" } else { "empty" }));
                 build(&p, journal, if filled { self.rows } else { 0 }, self.seed)?;
                 self.made.push((journal, filled, p.clone()));
                 p
@@ -62,7 +59,7 @@ fn build(path: &Path, journal: Journal, rows: u32, seed: u64) -> Result<()> {
     let conn = Connection::open(path).map_err(|e| Error::sqlite(path, what, e))?;
     // With the OS cause of an I/O error: a full disk says so.
     let err = |e| crate::engine::dataset::conn_error(&conn, path, what, e);
-    conn.query_row(&format!("PRAGMA journal_mode={}", journal.pragma()), [], |r| r.get::<_, String>(0)).map_err(err)?;
+    conn.query_row(&format!("PRAGMA journal_mode={journal}"), [], |r| r.get::<_, String>(0)).map_err(err)?;
     conn.execute_batch("CREATE TABLE t(id INTEGER PRIMARY KEY, a INTEGER, b REAL, c TEXT); BEGIN;").map_err(err)?;
     {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);

@@ -23,7 +23,7 @@ use crate::measure::rounds::Arm;
 use crate::measure::{self, Latency, Phases, RunContext, RunOutcome};
 use crate::records::keys::{KeySequence, KvtestRng, Order};
 use crate::records::{
-    DbParams, DbWriters, EngineKind, EngineSettings, FileParams, FileWrite, KvParams, KvSync, SyncLevel,
+    DbParams, DbWriters, EngineKind, EngineSettings, FileParams, FileWrite, Journal, KvParams, KvSync, SyncLevel,
 };
 use crate::{Error, Result};
 
@@ -35,7 +35,7 @@ use crate::{Error, Result};
 pub(super) fn durable_settings(store: StoreId, base: &EngineSettings) -> EngineSettings {
     let db = match store {
         StoreId::SqliteOneWriter => DbParams {
-            journal_mode: Some("wal".into()),
+            journal_mode: Some(Journal::Wal),
             sync: Some(SyncLevel::Full),
             writers: DbWriters::One,
             ..DbParams::default()

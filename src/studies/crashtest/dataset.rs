@@ -374,7 +374,7 @@ mod tests {
     use crate::records::{FileWrite, SyncLevel};
 
     const FILES: Method = Method::Files { write: FileWrite::Truncate, fsync: false, sync_dir: false };
-    const DB: Method = Method::Db { journal: "wal", sync: SyncLevel::Normal };
+    const DB: Method = Method::Db { journal: crate::records::Journal::Wal, sync: SyncLevel::Normal };
 
     #[test]
     fn sizes_are_fixed_and_in_range() {

@@ -7,13 +7,15 @@ use std::sync::OnceLock;
 
 use crate::engine::backend::{CrashMode, CrashWrite, ServerKill};
 use crate::engine::registry::BACKENDS;
-use crate::records::{DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel};
+use crate::records::{
+    DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, Journal, KvParams, KvSync, SyncLevel,
+};
 use crate::util::units::UnitError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
     /// One UPDATE per transaction through `DbSession`.
-    Db { journal: &'static str, sync: SyncLevel },
+    Db { journal: Journal, sync: SyncLevel },
     /// One overwrite per file through `FileStore`; with `sync_dir` the
     /// writer also fsyncs the directory after each one (to make a rename
     /// durable).
@@ -173,7 +175,7 @@ impl Method {
         match self {
             Method::Db { journal, sync } => Some(DbParams {
                 access: DbAccess::Sql,
-                journal_mode: Some(journal.to_string()),
+                journal_mode: Some(journal),
                 sync: Some(sync),
                 ..DbParams::default()
             }),

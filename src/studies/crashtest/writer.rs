@@ -226,7 +226,7 @@ mod tests {
     fn a_batch_is_acknowledged_when_it_commits() {
         let dir = tempfile::Builder::new().prefix(WORK_PREFIX).tempdir().unwrap();
         let path = dir.path().join("crash.db");
-        let method = Method::Db { journal: "wal", sync: crate::records::SyncLevel::Full };
+        let method = Method::Db { journal: crate::records::Journal::Wal, sync: crate::records::SyncLevel::Full };
         super::super::dataset::Dataset::create(&path, method, 3, 1).unwrap();
         // Blob 3 goes missing: the writer stops there, after its first batch.
         rusqlite::Connection::open(&path).unwrap().execute("DELETE FROM kv WHERE k = 3", []).unwrap();

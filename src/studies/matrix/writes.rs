@@ -26,7 +26,7 @@ use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, RoundsPlan, 
 use crate::measure::Experiment;
 use crate::records::keys::Order;
 use crate::records::{
-    DbAccess, DbParams, EngineKind, EngineSettings, FileParams, FileRead, FileWrite, KvSync, Plan, SyncLevel,
+    DbAccess, DbParams, EngineKind, EngineSettings, FileParams, FileRead, FileWrite, Journal, KvSync, Plan, SyncLevel,
 };
 use crate::{Error, Result};
 
@@ -95,7 +95,7 @@ pub(super) fn measure(
         o.settings.db = DbParams {
             access: DbAccess::Sql,
             cache_size: spec.cache_pages,
-            journal_mode: Some("wal".into()),
+            journal_mode: Some(Journal::Wal),
             sync: Some(sync),
             ..DbParams::default()
         };

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::ids;
 use crate::records::{
-    CommitEvery, DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel,
+    CommitEvery, DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, Journal, KvParams, KvSync, SyncLevel,
 };
 
 /// One measured configuration of the suite.
@@ -59,13 +59,13 @@ fn file_read(id: &'static str, label: &'static str, layout: EngineKind, read: Fi
     }
 }
 
-fn db_write(id: &'static str, label: &'static str, journal: &str, sync: SyncLevel, nocheckpoint: bool) -> Step {
+fn db_write(id: &'static str, label: &'static str, journal: Journal, sync: SyncLevel, nocheckpoint: bool) -> Step {
     Step {
         id: id.into(),
         label: label.into(),
         layout: crate::engine::sqlite::KIND,
         update: true,
-        db: DbParams { journal_mode: Some(journal.into()), sync: Some(sync), nocheckpoint, ..DbParams::default() },
+        db: DbParams { journal_mode: Some(journal), sync: Some(sync), nocheckpoint, ..DbParams::default() },
         files: FileParams::default(),
         kv: KvParams::default(),
         commit_every: None,
@@ -196,9 +196,9 @@ fn article_steps() -> Vec<Step> {
         file_read(ids::READ_FLAT_POSIX, "Files (flat), open/read", crate::engine::files::FLAT_KIND, FileRead::Posix),
         file_read(ids::READ_TREE_STDIO, "Files (tree), fopen/fread", crate::engine::files::TREE_KIND, FileRead::Stdio),
         file_read(ids::READ_TREE_POSIX, "Files (tree), open/read", crate::engine::files::TREE_KIND, FileRead::Posix),
-        db_write(ids::WRITE_DB_WAL_NORMAL, "SQLite, WAL, synchronous NORMAL", "wal", SyncLevel::Normal, true),
-        db_write(ids::WRITE_DB_WAL_FULL, "SQLite, WAL, synchronous FULL", "wal", SyncLevel::Full, true),
-        db_write(ids::WRITE_DB_OFF, "SQLite, journal OFF, synchronous OFF", "off", SyncLevel::Off, false),
+        db_write(ids::WRITE_DB_WAL_NORMAL, "SQLite, WAL, synchronous NORMAL", Journal::Wal, SyncLevel::Normal, true),
+        db_write(ids::WRITE_DB_WAL_FULL, "SQLite, WAL, synchronous FULL", Journal::Wal, SyncLevel::Full, true),
+        db_write(ids::WRITE_DB_OFF, "SQLite, journal OFF, synchronous OFF", Journal::Off, SyncLevel::Off, false),
         file_write(ids::WRITE_FLAT_TRUNCATE, "Files, fopen(\"wb\")/fwrite", FileWrite::Truncate, false),
         file_write(ids::WRITE_FLAT_INPLACE, "Files, overwrite in place", FileWrite::Inplace, false),
         file_write(ids::WRITE_FLAT_REPLACE, "Files, write temp + rename", FileWrite::Replace, false),

@@ -101,7 +101,7 @@ mod tests {
         let db = dir.path().join("kv.db");
         let spec = DatasetSpec { count: 5, size: 100, ..DatasetSpec::default() };
         crate::engine::sqlite::init::init(&db, &spec, false, &Silent).unwrap();
-        let params = DbParams { journal_mode: Some("wal".into()), ..DbParams::default() };
+        let params = DbParams { journal_mode: Some(crate::records::Journal::Wal), ..DbParams::default() };
         let client = || {
             let conn = (connect(&db).unwrap(), Lease::once());
             DbSession::on(conn, &db, &params, (true, Some(2), true), false, None).unwrap()
