@@ -2,6 +2,7 @@
 //! dependencies on the rest of the crate, so every layer can use them.
 
 mod dataset;
+mod engine_kind;
 mod journal;
 pub mod keys;
 pub mod mix;
@@ -15,6 +16,7 @@ mod workload;
 pub mod zipf;
 
 pub use dataset::{DatasetSpec, DiskUsage};
+pub use engine_kind::EngineKind;
 pub use journal::Journal;
 pub use keys::Order;
 pub use postgres::{PgParams, PgServerInfo, PgStorage};
