@@ -8,7 +8,7 @@ use crate::measure::busy::BusySummary;
 use crate::measure::paired::PairedRatio;
 use crate::measure::rounds::{RoundSet, StopReason};
 use crate::results::ResultFile;
-use crate::studies::aging::AgingSetting;
+use crate::studies::aging::{is_band_rounds, is_remedy_rounds, AgingSetting};
 use crate::studies::suite::{CONTROL_ID, CONTROL_OF};
 
 /// The file's A/A noise floor: the control arm against the arm it repeats,
@@ -72,8 +72,8 @@ fn describe_aging(setting: &AgingSetting) -> Option<String> {
         .collect();
     let loads: Vec<_> = sets.iter().flat_map(|s| s.rounds.iter().map(|r| r.load)).collect();
     let unpaired = sets.iter().filter(|s| !s.consistent()).count();
-    let bands = sets.iter().filter(|s| s.id.contains("/band")).count();
-    let remedies = sets.iter().filter(|s| s.id.ends_with("/remedies")).count();
+    let bands = sets.iter().filter(|s| is_band_rounds(&s.id)).count();
+    let remedies = sets.iter().filter(|s| is_remedy_rounds(&s.id)).count();
     let kinds: Vec<String> = [
         (sets.len() - bands - remedies, "of the layouts' reads at each age"),
         (bands, "of the size bands at each age"),

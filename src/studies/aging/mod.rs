@@ -22,8 +22,9 @@ mod steps;
 
 pub use frag::{file_extents, OverflowLocality};
 pub use section::{
-    band_rounds_id, files_faster_from, remedy_arm, remedy_rounds_id, rounds_id, AgePoint, AgingSection, AgingSetting,
-    Band, Crossover, Fragmentation, LayoutInfo, ReadFigures, Usage, WriteFigures,
+    band_rounds_id, files_faster_from, is_band_or_remedy_rounds, is_band_rounds, is_remedy_rounds, remedy_arm,
+    remedy_rounds_id, rounds_id, AgePoint, AgingSection, AgingSetting, Band, Crossover, Fragmentation, LayoutInfo,
+    ReadFigures, Usage, WriteFigures,
 };
 pub use sizes::{check_ages, parse_ages, parse_size_dists, SizeSetting, MAX_AGE, SQLITE_MAX_BLOB};
 

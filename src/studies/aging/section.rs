@@ -72,6 +72,22 @@ pub fn remedy_rounds_id(setting: &str, age: u32, cold: bool) -> String {
     format!("{}/remedies", rounds_id(setting, age, cold))
 }
 
+/// Whether `id` is the rounds of a size band ([`band_rounds_id`]).
+pub fn is_band_rounds(id: &str) -> bool {
+    id.contains("/band")
+}
+
+/// Whether `id` is the rounds of the remedies ([`remedy_rounds_id`]).
+pub fn is_remedy_rounds(id: &str) -> bool {
+    id.ends_with("/remedies")
+}
+
+/// Whether `id` is the rounds of a size band or of the remedies (read by
+/// the report, which says these are paired too).
+pub fn is_band_or_remedy_rounds(id: &str) -> bool {
+    is_band_rounds(id) || is_remedy_rounds(id)
+}
+
 /// The arm of a remedied copy in the remedies' rounds: "db-wal/vacuum".
 /// The aged layout beside it is the arm named by its id alone.
 pub fn remedy_arm(layout: &str, remedy: &str) -> String {
@@ -103,7 +119,8 @@ impl AgingSetting {
 /// How one layout stores and rewrites blobs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LayoutInfo {
-    /// "db-wal", "db-rollback", "files-inplace", "files-rename", or an engine name.
+    /// The aging id its write configuration declares (`WriteConfig::aging`),
+    /// or an engine name.
     pub id: String,
     pub title: String,
     pub engine: EngineKind,

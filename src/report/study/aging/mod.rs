@@ -10,7 +10,7 @@ use crate::report::format::fmt::{machine_labels, micros};
 use crate::report::format::svg::{LineChart, Series};
 use crate::report::study::StudyReport;
 use crate::results::ResultFile;
-use crate::studies::aging::{AgePoint, AgingSection, AgingSetting};
+use crate::studies::aging::{is_band_or_remedy_rounds, AgePoint, AgingSection, AgingSetting};
 
 /// The aging study's part of the report (its command prints its own
 /// progress, no table).
@@ -71,8 +71,7 @@ fn blocks(a: &AgingSection, suffix: &str) -> Vec<Block> {
         },
         ages.join(", ")
     ))];
-    let rest_paired =
-        a.settings.iter().any(|s| s.rounds.iter().any(|r| r.id.ends_with("/remedies") || r.id.contains("/band")));
+    let rest_paired = a.settings.iter().any(|s| s.rounds.iter().any(|r| is_band_or_remedy_rounds(&r.id)));
     blocks.push(Block::Note(format!(
         "Read time: kvtest's per-op time (open to close) for reading every blob once in a shuffled order, median of \
          the timed runs; cold runs evict the dataset's pages first. At each age the layouts' reads run as the arms \
