@@ -140,6 +140,11 @@ struct Starving {
 }
 
 impl Engine for Starving {
+    /// In process: no server.
+    fn server_info(&self) -> Option<crate::records::ServerInfo> {
+        None
+    }
+
     fn kind(&self) -> EngineKind {
         EngineKind::Flat
     }
@@ -162,6 +167,11 @@ struct StarvingSession {
 }
 
 impl Session for StarvingSession {
+    /// In process: no server to reach.
+    fn round_trip(&mut self) -> crate::Result<Option<u64>> {
+        Ok(None)
+    }
+
     fn read(&mut self, _: u32) -> Result<u64> {
         if let Some(d) = self.starve.take() {
             std::thread::sleep(d);

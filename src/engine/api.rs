@@ -127,10 +127,9 @@ pub trait Engine: Send + Sync {
     }
 
     /// What the server said about itself (after `survey`); None for the
-    /// in-process engines.
-    fn server_info(&self) -> Option<ServerInfo> {
-        None
-    }
+    /// in-process engines. Required, with [`Session::round_trip`], so a
+    /// server engine cannot forget what it must report.
+    fn server_info(&self) -> Option<ServerInfo>;
 
     /// The keys as an index kept apart from the blobs lists them (an
     /// object store's bucket listing, which a store may keep less durably
@@ -193,10 +192,9 @@ pub trait Session: Send {
     /// [`EngineKind::round_trip_call`], PostgreSQL's `SELECT 1`): the
     /// protocol and socket floor under each read. Returns the bytes the
     /// answer carried (what a run counts as moved); None where there is no
-    /// server (the in-process engines).
-    fn round_trip(&mut self) -> Result<Option<u64>> {
-        Ok(None)
-    }
+    /// server (the in-process engines). Required, so a server engine
+    /// cannot forget it.
+    fn round_trip(&mut self) -> Result<Option<u64>>;
 
     /// Times this session found the store locked by another client and
     /// waited (SQLite's `BEGIN IMMEDIATE` answered busy); 0 where a store

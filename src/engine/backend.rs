@@ -7,8 +7,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::engine::api::Engine;
+pub use crate::engine::config::{PowerCuts, ServerKill, WriteConfig, WriteSettings};
 use crate::engine::report::{ExportReport, StatReport};
-use crate::records::{EngineKind, EngineSettings, FileWrite, Journal, SyncLevel};
+use crate::records::{EngineKind, EngineSettings};
 use crate::util::progress::Progress;
 use crate::Result;
 
@@ -39,81 +40,6 @@ impl Claim {
         } else {
             Claim::No
         }
-    }
-}
-
-/// How the crash test's child writes through a backend. Each maps onto
-/// the settings the benchmark itself uses, so the child writes through the
-/// code paths that `run --update` times.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CrashWrite {
-    /// One UPDATE per transaction, with this journal mode and synchronous.
-    Db { journal: Journal, sync: SyncLevel },
-    /// One overwrite per file; with `sync_dir` the directory is fsync'd
-    /// after each one (to make a rename durable).
-    Files { write: FileWrite, fsync: bool, sync_dir: bool },
-    /// One overwrite per committed transaction: the engine's durable
-    /// commit when the mode is [`CrashMode::durable`], else its fast one.
-    Commit,
-}
-
-/// SIGKILLs every process of the server holding the dataset at the given
-/// path, as a server crash would end them, and waits until they are gone.
-/// Nothing when no server runs there.
-pub type ServerKill = fn(&Path) -> Result<()>;
-
-/// One write mode of the crash test: its name on the command line, what it
-/// is, how it writes, what it promises (declared here, never derived from
-/// its name), and, for an engine whose writes a server makes, how that
-/// server is killed (killing only the client would leave the writes to the
-/// server, untouched). What the server needs installed is the backend's
-/// [`Backend::preflight`]. Built with [`CrashMode::new`] and its promises.
-#[derive(Debug, Clone, Copy)]
-pub struct CrashMode {
-    pub name: &'static str,
-    pub description: &'static str,
-    pub write: CrashWrite,
-    /// A write that returned was promised durable (a COMMIT under
-    /// synchronous=FULL with a journal, a file fsync'd where it lives, an
-    /// engine's durable commit), so losing it in a power cut is a
-    /// durability violation.
-    pub durable: bool,
-    /// The engine's own documentation promises that a durable write
-    /// survives a power cut (`crashtest --power-cut` fails when one is
-    /// lost); SQLite's rollback journal under FULL is durable but
-    /// documented as possibly losing the last commit.
-    pub documented_durable: bool,
-    /// A killed writer leaves every value whole and the store sound (a
-    /// journal, a transactional engine, fast commits included): the crash
-    /// test fails otherwise.
-    pub atomic: bool,
-    pub server: Option<ServerKill>,
-}
-
-impl CrashMode {
-    /// A mode that promises nothing.
-    pub const fn new(name: &'static str, description: &'static str, write: CrashWrite) -> CrashMode {
-        CrashMode { name, description, write, durable: false, documented_durable: false, atomic: false, server: None }
-    }
-
-    /// Durable, as its documentation promises.
-    pub const fn durable(self) -> CrashMode {
-        CrashMode { durable: true, documented_durable: true, ..self }
-    }
-
-    /// Durable by its calls, though its documentation does not promise
-    /// that a power cut keeps every acknowledged write.
-    pub const fn durable_undocumented(self) -> CrashMode {
-        CrashMode { durable: true, documented_durable: false, ..self }
-    }
-
-    pub const fn atomic(self) -> CrashMode {
-        CrashMode { atomic: true, ..self }
-    }
-
-    /// Its writes are made by a server, which `kill` ends.
-    pub const fn server(self, kill: ServerKill) -> CrashMode {
-        CrashMode { server: Some(kill), ..self }
     }
 }
 
@@ -171,7 +97,7 @@ pub trait Backend: Sync {
 
     /// The crash test's write modes through this engine (none is a choice,
     /// stated by returning an empty list).
-    fn crash_modes(&self) -> &'static [CrashMode];
+    fn write_configs(&self) -> &'static [WriteConfig];
 
     /// Ends what killed blobbench runs left running in the work
     /// directories directly under `workdir` (a server whose owner died);

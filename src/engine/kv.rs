@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::engine::api::Engine;
-use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
+use crate::engine::backend::{Backend, Claim, LocalBytes, Probe, WriteConfig, WriteSettings};
 use crate::engine::report::{ExportReport, KvStat, StatReport};
 use crate::engine::staging::{not_mine, Staging};
 use crate::records::{CommitEvery, EngineKind, EngineSettings, KvParams};
@@ -38,7 +38,7 @@ pub(super) struct KvBackend {
     pub open: fn(path: &Path, params: KvParams, commit_every: CommitEvery) -> Box<dyn Engine>,
     pub stat: fn(path: &Path) -> Result<KvStat>,
     /// The durable and the fast commit, one write per transaction.
-    pub crash_modes: &'static [CrashMode; 2],
+    pub write_configs: &'static [WriteConfig; 2],
 }
 
 impl Backend for KvBackend {
@@ -81,8 +81,8 @@ impl Backend for KvBackend {
         "open + loop + commit + close"
     }
 
-    fn crash_modes(&self) -> &'static [CrashMode] {
-        self.crash_modes
+    fn write_configs(&self) -> &'static [WriteConfig] {
+        self.write_configs
     }
 
     /// An embedded engine leaves no process behind.
@@ -96,13 +96,20 @@ impl Backend for KvBackend {
     }
 }
 
-/// The crash test's two modes of a key-value engine: its durable commit and
-/// its fast one, both transactional.
-pub(super) const fn crash_modes(names: [&'static str; 2], descriptions: [&'static str; 2]) -> [CrashMode; 2] {
-    [
-        CrashMode::new(names[0], descriptions[0], CrashWrite::Commit).atomic().durable(),
-        CrashMode::new(names[1], descriptions[1], CrashWrite::Commit).atomic(),
-    ]
+/// A key-value engine's two write configurations: its durable commit and
+/// its fast one, both transactional, with what power cuts did to each
+/// (lost after acknowledgement, torn, integrity failures), when measured.
+pub(super) const fn write_configs(
+    names: [&'static str; 2],
+    descriptions: [&'static str; 2],
+    power_cuts: Option<[(u64, u64, u32); 2]>,
+) -> [WriteConfig; 2] {
+    let durable = WriteConfig::new(names[0], descriptions[0], WriteSettings::Commit).atomic().durable();
+    let fast = WriteConfig::new(names[1], descriptions[1], WriteSettings::Commit).atomic();
+    match power_cuts {
+        Some([(l, t, i), (fl, ft, fi)]) => [durable.power_cuts(l, t, i), fast.power_cuts(fl, ft, fi)],
+        None => [durable, fast],
+    }
 }
 
 /// Stages `kind`'s dataset at `target`: with `force`, only a dataset that

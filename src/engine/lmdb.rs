@@ -48,9 +48,10 @@ pub(super) static BACKEND: KvBackend = KvBackend {
     build,
     open: |path, params, commit_every| Box::new(LmdbEngine::new(path, params, commit_every)),
     stat,
-    crash_modes: &kv::crash_modes(
+    write_configs: &kv::write_configs(
         ["lmdb-durable", "lmdb-fast"],
         ["LMDB, one transaction per write, default commit (synced)", "LMDB, one transaction per write, MDB_NOSYNC"],
+        Some([(0, 0, 0), (0, 857, 26)]),
     ),
 };
 
@@ -99,6 +100,11 @@ impl LmdbEngine {
 }
 
 impl Engine for LmdbEngine {
+    /// In process: no server.
+    fn server_info(&self) -> Option<crate::records::ServerInfo> {
+        None
+    }
+
     fn kind(&self) -> EngineKind {
         KIND
     }
@@ -328,6 +334,11 @@ fn commit_open(w: &mut WriteTxn) -> heed::Result<()> {
 }
 
 impl Session for LmdbSession {
+    /// In process: no server to reach.
+    fn round_trip(&mut self) -> crate::Result<Option<u64>> {
+        Ok(None)
+    }
+
     fn last_read(&self) -> Option<&[u8]> {
         Some(&self.buf)
     }

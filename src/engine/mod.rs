@@ -18,6 +18,7 @@
 
 pub mod api;
 pub mod backend;
+pub mod config;
 pub mod dataset;
 pub mod external;
 pub mod files;
@@ -39,7 +40,7 @@ pub mod staging;
 pub mod throwaway;
 
 pub use api::{Engine, OpenMode, Session, SessionInfo, SqliteStats, Survey};
-pub use backend::{Backend, CrashMode, CrashWrite, LocalBytes};
+pub use backend::{Backend, LocalBytes, WriteConfig, WriteSettings};
 pub use external::{ExternalEngine, ExternalStore};
 pub use files::FileStore;
 pub use registry::{backend, detect, open, open_as};

@@ -53,9 +53,10 @@ pub(super) static BACKEND: KvBackend = KvBackend {
     build,
     open: |path, params, commit_every| Box::new(RedbEngine::new(path, params, commit_every)),
     stat,
-    crash_modes: &kv::crash_modes(
+    write_configs: &kv::write_configs(
         ["redb-durable", "redb-fast"],
         ["redb, one transaction per write, Durability::Immediate", "redb, one transaction per write, Durability::None"],
+        Some([(0, 0, 0), (0, 0, 0)]),
     ),
 };
 
@@ -150,6 +151,11 @@ impl RedbEngine {
 }
 
 impl Engine for RedbEngine {
+    /// In process: no server.
+    fn server_info(&self) -> Option<crate::records::ServerInfo> {
+        None
+    }
+
     fn kind(&self) -> EngineKind {
         KIND
     }
@@ -358,6 +364,11 @@ fn commit_open(path: &Path, open: &mut Option<WriteCell>) -> Result<()> {
 }
 
 impl Session for RedbSession {
+    /// In process: no server to reach.
+    fn round_trip(&mut self) -> crate::Result<Option<u64>> {
+        Ok(None)
+    }
+
     fn last_read(&self) -> Option<&[u8]> {
         Some(&self.buf)
     }

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::engine::api::Engine;
-use crate::engine::backend::{Backend, Claim, Probe};
+use crate::engine::backend::{Backend, Claim, Probe, WriteConfig};
 use crate::engine::report::{ExportReport, StatReport};
 use crate::records::{EngineKind, EngineSettings};
 use crate::util::progress::Progress;
@@ -30,6 +30,12 @@ pub static BACKENDS: [&dyn Backend; EngineKind::ALL.len()] = [
 pub fn backend(kind: EngineKind) -> &'static dyn Backend {
     // Every kind has one (a test checks), so the search cannot fail.
     *BACKENDS.iter().find(|b| b.kind() == kind).expect("every engine kind has a backend")
+}
+
+/// Every backend's write configurations with their engine, in the
+/// registry's order.
+pub fn write_configs() -> impl Iterator<Item = (EngineKind, &'static WriteConfig)> {
+    BACKENDS.iter().flat_map(|b| b.write_configs().iter().map(move |c| (b.kind(), c)))
 }
 
 /// The key-value engines, in the registry's order (`--engines`).
@@ -266,7 +272,7 @@ mod tests {
         for layout in layouts {
             assert_eq!(names(layout), engines);
         }
-        let modes: Vec<String> = BACKENDS.iter().flat_map(|b| b.crash_modes()).map(|m| m.name.to_string()).collect();
+        let modes: Vec<String> = BACKENDS.iter().flat_map(|b| b.write_configs()).map(|m| m.name.to_string()).collect();
         assert_eq!(names(&defs["crash_method"]["properties"]["method"]), modes);
     }
 

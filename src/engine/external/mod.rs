@@ -15,7 +15,7 @@ pub use store::ExternalStore;
 use layout::is_dataset;
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
-use crate::engine::backend::{Backend, Claim, CrashMode, LocalBytes, Probe};
+use crate::engine::backend::{Backend, Claim, LocalBytes, Probe, WriteConfig};
 use crate::engine::files::{self, names::blob_files, names::list_keys};
 use crate::engine::keep::Idle;
 use crate::engine::report::{ExportReport, StatReport};
@@ -67,7 +67,7 @@ impl Backend for ExternalBackend {
     }
 
     /// Its writes are the files' (the crash test's file modes).
-    fn crash_modes(&self) -> &'static [CrashMode] {
+    fn write_configs(&self) -> &'static [WriteConfig] {
         &[]
     }
 
@@ -121,6 +121,11 @@ impl ExternalEngine {
 }
 
 impl Engine for ExternalEngine {
+    /// In process: no server.
+    fn server_info(&self) -> Option<crate::records::ServerInfo> {
+        None
+    }
+
     fn kind(&self) -> EngineKind {
         KIND
     }

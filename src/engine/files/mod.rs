@@ -11,7 +11,7 @@ pub(crate) mod store;
 use std::path::{Path, PathBuf};
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
-use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
+use crate::engine::backend::{Backend, Claim, LocalBytes, Probe, WriteConfig, WriteSettings};
 use crate::engine::report::{ExportReport, StatReport};
 use crate::engine::staging::Staging;
 use crate::records::{CommitEvery, EngineKind, EngineSettings, FileParams, FileWrite};
@@ -108,9 +108,9 @@ impl Backend for FilesBackend {
 
     /// The crash test writes files in the flat layout (the tree's calls
     /// are the same).
-    fn crash_modes(&self) -> &'static [CrashMode] {
+    fn write_configs(&self) -> &'static [WriteConfig] {
         if self.0 == FLAT_KIND {
-            CRASH_MODES
+            WRITE_CONFIGS
         } else {
             &[]
         }
@@ -127,33 +127,43 @@ impl Backend for FilesBackend {
     }
 }
 
-const fn files_mode(
+const fn files_config(
     name: &'static str,
     description: &'static str,
     write: FileWrite,
     fsync: bool,
     sync_dir: bool,
-) -> CrashMode {
-    CrashMode::new(name, description, CrashWrite::Files { write, fsync, sync_dir })
+) -> WriteConfig {
+    WriteConfig::new(name, description, WriteSettings::Files { write, fsync, sync_dir })
 }
 
 /// No file write is atomic; one is durable once fsync'd where it lives (a
-/// rename, with its directory fsync'd too).
-const CRASH_MODES: &[CrashMode] = &[
-    files_mode("truncate", "files, fopen(\"wb\") + fwrite (kvtest)", FileWrite::Truncate, false, false),
-    files_mode("truncate-fsync", "files, fopen(\"wb\") + fwrite + fsync", FileWrite::Truncate, true, false).durable(),
-    files_mode("inplace", "files, pwrite over the old bytes", FileWrite::Inplace, false, false),
-    files_mode("inplace-fsync", "files, pwrite over the old bytes + fsync", FileWrite::Inplace, true, false).durable(),
-    files_mode("replace", "files, write a temporary file + rename", FileWrite::Replace, false, false),
-    files_mode("replace-fsync", "files, write a temporary file + fsync + rename", FileWrite::Replace, true, false),
-    files_mode(
+/// rename, with its directory fsync'd too). Advise's and aging's files are
+/// written in place or by temp + rename.
+const WRITE_CONFIGS: &[WriteConfig] = &[
+    files_config("truncate", "files, fopen(\"wb\") + fwrite (kvtest)", FileWrite::Truncate, false, false),
+    files_config("truncate-fsync", "files, fopen(\"wb\") + fwrite + fsync", FileWrite::Truncate, true, false).durable(),
+    files_config("inplace", "files, pwrite over the old bytes", FileWrite::Inplace, false, false)
+        .power_cuts(0, 627, 0)
+        .aged_as("files-inplace", "Files, written in place")
+        .candidate("files-inplace"),
+    files_config("inplace-fsync", "files, pwrite over the old bytes + fsync", FileWrite::Inplace, true, false)
+        .durable()
+        .power_cuts(1, 1, 0),
+    files_config("replace", "files, write a temporary file + rename", FileWrite::Replace, false, false)
+        .power_cuts(0, 0, 0)
+        .aged_as("files-rename", "Files, temp + rename")
+        .candidate("files-replace"),
+    files_config("replace-fsync", "files, write a temporary file + fsync + rename", FileWrite::Replace, true, false),
+    files_config(
         "replace-fsync-dir",
         "files, write a temporary file + fsync + rename + fsync of the directory",
         FileWrite::Replace,
         true,
         true,
     )
-    .durable(),
+    .durable()
+    .power_cuts(0, 0, 0),
 ];
 
 /// A directory of blob files (flat or tree) with a run's read and write calls.
@@ -171,6 +181,11 @@ impl FilesEngine {
 }
 
 impl Engine for FilesEngine {
+    /// In process: no server.
+    fn server_info(&self) -> Option<crate::records::ServerInfo> {
+        None
+    }
+
     fn kind(&self) -> EngineKind {
         self.kind
     }

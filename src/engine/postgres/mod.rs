@@ -32,7 +32,7 @@ use descriptor::detect;
 pub use stat::{stat, PgStat};
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
-use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
+use crate::engine::backend::{Backend, Claim, LocalBytes, Probe, WriteConfig, WriteSettings};
 use crate::engine::keep::Idle;
 use crate::engine::report::{ExportReport, StatReport};
 use crate::engine::sizes::KnownSizes;
@@ -98,11 +98,11 @@ impl Backend for PgBackend {
     /// One UPDATE per transaction with `synchronous_commit` on or off; the
     /// crash test SIGKILLs the server's processes (the client alone would
     /// leave the writes to the server, untouched), then restarts it.
-    fn crash_modes(&self) -> &'static [CrashMode] {
+    fn write_configs(&self) -> &'static [WriteConfig] {
         if self.0 == KIND_LO {
-            &CRASH_MODES_LO
+            &WRITE_CONFIGS_LO
         } else {
-            &CRASH_MODES
+            &WRITE_CONFIGS
         }
     }
 
@@ -124,18 +124,18 @@ impl Backend for PgBackend {
 }
 
 /// A transactional write whose server the crash test SIGKILLs.
-const fn crash_mode(name: &'static str, description: &'static str) -> CrashMode {
-    CrashMode::new(name, description, CrashWrite::Commit).atomic().server(server::kill_server)
+const fn server_config(name: &'static str, description: &'static str) -> WriteConfig {
+    WriteConfig::new(name, description, WriteSettings::Commit).atomic().server(server::kill_server)
 }
 
-const CRASH_MODES: [CrashMode; 2] = [
-    crash_mode("postgres-durable", "PostgreSQL bytea, synchronous_commit=on, server SIGKILLed").durable(),
-    crash_mode("postgres-fast", "PostgreSQL bytea, synchronous_commit=off, server SIGKILLed"),
+const WRITE_CONFIGS: [WriteConfig; 2] = [
+    server_config("postgres-durable", "PostgreSQL bytea, synchronous_commit=on, server SIGKILLed").durable(),
+    server_config("postgres-fast", "PostgreSQL bytea, synchronous_commit=off, server SIGKILLed"),
 ];
 
-const CRASH_MODES_LO: [CrashMode; 2] = [
-    crash_mode("postgres-lo-durable", "PostgreSQL large objects, synchronous_commit=on, server SIGKILLed").durable(),
-    crash_mode("postgres-lo-fast", "PostgreSQL large objects, synchronous_commit=off, server SIGKILLed"),
+const WRITE_CONFIGS_LO: [WriteConfig; 2] = [
+    server_config("postgres-lo-durable", "PostgreSQL large objects, synchronous_commit=on, server SIGKILLed").durable(),
+    server_config("postgres-lo-fast", "PostgreSQL large objects, synchronous_commit=off, server SIGKILLed"),
 ];
 
 /// The dataset at `path` opened for runs; the server starts (or is

@@ -60,7 +60,7 @@ pub use servers::{names as server_names, Server};
 use reach::Reach;
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
-use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
+use crate::engine::backend::{Backend, Claim, LocalBytes, Probe, WriteConfig, WriteSettings};
 use crate::engine::keep::Idle;
 use crate::engine::report::{ExportReport, StatReport};
 use crate::engine::sizes::KnownSizes;
@@ -125,8 +125,8 @@ impl Backend for S3Backend {
     /// One PUT per write, acknowledged once the server says it is stored;
     /// the crash test SIGKILLs the throwaway server's processes, restarts
     /// them and reads every blob back (each server's facts: `docs/s3.md`).
-    fn crash_modes(&self) -> &'static [CrashMode] {
-        &CRASH_MODES
+    fn write_configs(&self) -> &'static [WriteConfig] {
+        &WRITE_CONFIGS
     }
 
     fn reap_killed(&self, workdir: &Path) -> Result<usize> {
@@ -144,10 +144,10 @@ impl Backend for S3Backend {
     }
 }
 
-const CRASH_MODES: [CrashMode; 1] = [CrashMode::new(
+const WRITE_CONFIGS: [WriteConfig; 1] = [WriteConfig::new(
     "s3-durable",
     "S3 PUT on a throwaway server (--s3-server), acknowledged as stored; its processes SIGKILLed",
-    CrashWrite::Commit,
+    WriteSettings::Commit,
 )
 .durable()
 .atomic()

@@ -18,7 +18,7 @@ pub use session::DbSession;
 use session::{OneWriter, OneWriterClient};
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
-use crate::engine::backend::{Backend, Claim, CrashMode, CrashWrite, LocalBytes, Probe};
+use crate::engine::backend::{Backend, Claim, LocalBytes, Probe, WriteConfig, WriteSettings};
 use crate::engine::keep::{Idle, Lease};
 use crate::engine::kvtest_db::{open_kv, SQLITE_HEADER};
 use crate::engine::report::{ExportReport, StatReport};
@@ -76,8 +76,8 @@ impl Backend for SqliteBackend {
         }
     }
 
-    fn crash_modes(&self) -> &'static [CrashMode] {
-        CRASH_MODES
+    fn write_configs(&self) -> &'static [WriteConfig] {
+        WRITE_CONFIGS
     }
 
     /// An embedded engine leaves no process behind.
@@ -91,20 +91,29 @@ impl Backend for SqliteBackend {
     }
 }
 
-const fn db_mode(name: &'static str, description: &'static str, journal: Journal, sync: SyncLevel) -> CrashMode {
-    CrashMode::new(name, description, CrashWrite::Db { journal, sync })
+const fn db_config(name: &'static str, description: &'static str, journal: Journal, sync: SyncLevel) -> WriteConfig {
+    WriteConfig::new(name, description, WriteSettings::Db { journal, sync })
 }
 
 /// With a journal a killed writer leaves the database sound; FULL and EXTRA
 /// sync each commit. DELETE under FULL may lose the last commit in a power
-/// cut (the journal's unlink is not synced), as SQLite documents.
-const CRASH_MODES: &[CrashMode] = &[
-    db_mode("db-wal-normal", "SQLite, WAL, synchronous=NORMAL", Journal::Wal, SyncLevel::Normal).atomic(),
-    db_mode("db-wal-full", "SQLite, WAL, synchronous=FULL", Journal::Wal, SyncLevel::Full).atomic().durable(),
-    db_mode("db-delete", "SQLite, rollback journal (DELETE), synchronous=FULL", Journal::Delete, SyncLevel::Full)
+/// cut (the journal's unlink is not synced), as SQLite documents. WAL is
+/// advise's SQLite and aging's; aging also ages the rollback journal.
+const WRITE_CONFIGS: &[WriteConfig] = &[
+    db_config("db-wal-normal", "SQLite, WAL, synchronous=NORMAL", Journal::Wal, SyncLevel::Normal)
         .atomic()
-        .durable_undocumented(),
-    db_mode(
+        .power_cuts(0, 0, 0)
+        .aged_as("db-wal", "SQLite, WAL")
+        .candidate("sqlite"),
+    db_config("db-wal-full", "SQLite, WAL, synchronous=FULL", Journal::Wal, SyncLevel::Full)
+        .atomic()
+        .durable()
+        .power_cuts(0, 0, 0),
+    db_config("db-delete", "SQLite, rollback journal (DELETE), synchronous=FULL", Journal::Delete, SyncLevel::Full)
+        .atomic()
+        .durable_undocumented()
+        .aged_as("db-rollback", "SQLite, rollback journal"),
+    db_config(
         "db-delete-extra",
         "SQLite, rollback journal (DELETE), synchronous=EXTRA",
         Journal::Delete,
@@ -112,7 +121,7 @@ const CRASH_MODES: &[CrashMode] = &[
     )
     .atomic()
     .durable(),
-    db_mode("db-off", "SQLite, journal_mode=OFF, synchronous=OFF", Journal::Off, SyncLevel::Off),
+    db_config("db-off", "SQLite, journal_mode=OFF, synchronous=OFF", Journal::Off, SyncLevel::Off),
 ];
 
 /// An SQLite database (kvtest's `kv` table) with a run's pragmas.
@@ -175,6 +184,11 @@ impl Drop for SqliteEngine {
 }
 
 impl Engine for SqliteEngine {
+    /// In process: no server.
+    fn server_info(&self) -> Option<crate::records::ServerInfo> {
+        None
+    }
+
     fn kind(&self) -> EngineKind {
         KIND
     }

@@ -437,6 +437,11 @@ impl DbSession {
 }
 
 impl Session for DbSession {
+    /// In process: no server to reach.
+    fn round_trip(&mut self) -> crate::Result<Option<u64>> {
+        Ok(None)
+    }
+
     #[inline]
     fn read(&mut self, key: u32) -> Result<u64> {
         let n = self.read_blob(key);

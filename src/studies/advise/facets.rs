@@ -197,11 +197,9 @@ fn power_cut_facts(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> (Crash
     };
     let mut methods = Vec::new();
     for s in opts.stores() {
-        for need in [opts.durability, opts.durability.other()] {
-            for m in Method::parse_list(&s.crash_method(need)).unwrap_or_default() {
-                if !methods.contains(&m) {
-                    methods.push(m);
-                }
+        for m in [opts.durability, opts.durability.other()].into_iter().filter_map(|need| s.crash_method(need)) {
+            if !methods.contains(&m) {
+                methods.push(m);
             }
         }
     }
@@ -219,7 +217,7 @@ fn power_cut_facts(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> (Crash
                 .methods
                 .iter()
                 .map(|m| CrashFact {
-                    method: m.method.clone(),
+                    method: Method::named(&m.method),
                     acknowledges_durability: m.acknowledges_durability,
                     cuts: m.cuts,
                     lost_after_ack: m.lost_after_ack,

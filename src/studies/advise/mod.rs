@@ -410,7 +410,7 @@ mod tests {
         let mut o = options(d.path());
         o.engines = vec![EngineKind::S3];
         let s3 = rules::Store::Engine(EngineKind::S3).crash_method(o.durability);
-        let fact = |o: &AdviseOptions| facets::crash_facts(o, &Quiet).0.of(&s3).cloned();
+        let fact = |o: &AdviseOptions| facets::crash_facts(o, &Quiet).0.of(s3).cloned();
         o.settings.s3.server = Some("seaweedfs".into());
         assert_eq!(fact(&o).map(|f| f.acknowledges_durability), Some(false));
         o.settings.s3.server = Some("swift".into());

@@ -218,7 +218,7 @@ fn failing(s: &AdviseSection, store: Store, need: Durability) -> Option<(Test, C
     let method = store.crash_method(need);
     let documented = rules::documented();
     let mut facts: Vec<(&CrashFact, CrashSource)> =
-        s.crash.of(&method).map(|f| (f, s.crash.source)).into_iter().collect();
+        s.crash.of(method).map(|f| (f, s.crash.source)).into_iter().collect();
     if s.crash.source == CrashSource::Measured {
         facts.extend(documented.iter().filter(|f| f.method == method).map(|f| (f, CrashSource::Documented)));
     }
@@ -250,7 +250,7 @@ pub fn rank(inputs: &Inputs) -> Ranking {
         changes: Vec::new(),
     };
     for store in s.candidates.iter().filter_map(|n| Store::from_name(n)) {
-        let crash = s.crash.of(&store.crash_method(need)).cloned();
+        let crash = s.crash.of(store.crash_method(need)).cloned();
         let (read, write) = (median_us(inputs, &store.read_id()), median_us(inputs, &write_id(s, store)));
         let allocated_bytes = inputs.disk.iter().find(|d| d.layout == store.layout()).map(|d| d.allocated_bytes);
         if let Some((test, fact, source)) = failing(s, store, need) {
@@ -423,7 +423,7 @@ fn changes(inputs: &Inputs, share: f64, out: &Ranking) -> Vec<Change> {
     }
     let other = inputs.section.workload.durability.other();
     for e in &out.excluded {
-        let admitted = inputs.section.crash.of(&e.store.crash_method(other)).is_some();
+        let admitted = inputs.section.crash.of(e.store.crash_method(other)).is_some();
         let admitted = admitted && failing(inputs.section, e.store, other).is_none();
         if admitted {
             changes.push(Change::Durability { store: e.store, need: other });

@@ -5,7 +5,7 @@
 
 use super::section::{CrashFact, Durability};
 use crate::powercut::Model;
-use crate::records::EngineKind;
+use crate::records::{EngineKind, FileWrite, Journal, SyncLevel};
 use crate::studies::crashtest::Method;
 use crate::studies::matrix::DbRead;
 use crate::studies::suite::ids;
@@ -79,13 +79,15 @@ pub fn excluded_by(need: Durability, fact: &CrashFact) -> Option<Test> {
 
 impl Store {
     /// The name in result files: `sqlite`, `files-inplace`, `files-replace`
-    /// or the engine's name.
+    /// (each its relaxed write's candidate, as its backend names it) or the
+    /// engine's name.
     pub fn name(self) -> &'static str {
         match self {
-            Store::Sqlite => "sqlite",
-            Store::FilesInPlace => "files-inplace",
-            Store::FilesReplace => "files-replace",
             Store::Engine(kind) => kind.name(),
+            _ => self
+                .relaxed_write()
+                .and_then(Method::candidate)
+                .expect("the backends name SQLite's and the files' candidates"),
         }
     }
 
@@ -111,16 +113,14 @@ impl Store {
         ids::cold(&self.read_id())
     }
 
-    /// The layout `aging` ages it as: SQLite in WAL mode (blob API reads,
-    /// without mmap), files in place or by temp + rename, the engine's own.
+    /// The layout `aging` ages it as: its relaxed write's (SQLite in WAL
+    /// mode, files in place or by temp + rename), or the engine's own.
     /// None for a server engine (no short aging pass for it).
     pub fn aging_layout(self) -> Option<String> {
         match self {
-            Store::Sqlite => Some("db-wal".into()),
-            Store::FilesInPlace => Some("files-inplace".into()),
-            Store::FilesReplace => Some("files-rename".into()),
             Store::Engine(kind) if kind.is_server() => None,
             Store::Engine(kind) => Some(kind.name().into()),
+            _ => self.relaxed_write().and_then(Method::aging).map(|(id, _)| id.into()),
         }
     }
 
@@ -152,22 +152,28 @@ impl Store {
         }
     }
 
-    /// The crash test's method for its writes at `need`. Files written by
-    /// temp + rename are durable only with the directory fsynced too
-    /// (`replace-fsync-dir`), as the timed committed write does (once per
-    /// commit).
-    pub fn crash_method(self, need: Durability) -> String {
+    /// The crash test's method for its writes at `need` (None: its engine
+    /// declares none). SQLite writes in WAL, NORMAL or FULL; files written
+    /// by temp + rename are durable only with the directory fsynced too, as
+    /// the timed committed write does (once per commit).
+    pub fn crash_method(self, need: Durability) -> Option<Method> {
         let required = need == Durability::Required;
         match self {
-            Store::Sqlite if required => "db-wal-full".into(),
-            Store::Sqlite => "db-wal-normal".into(),
-            Store::FilesInPlace if required => "inplace-fsync".into(),
-            Store::FilesInPlace => "inplace".into(),
-            Store::FilesReplace if required => "replace-fsync-dir".into(),
-            Store::FilesReplace => "replace".into(),
-            // The mode its backend declares (none: no crash facts).
-            Store::Engine(kind) => Method::of_engine(kind, required).map_or_else(String::new, |m| m.name().into()),
+            Store::Sqlite => {
+                let sync = if required { SyncLevel::Full } else { SyncLevel::Normal };
+                Some(Method::Db { journal: Journal::Wal, sync })
+            }
+            Store::FilesInPlace => Some(Method::Files { write: FileWrite::Inplace, fsync: required, sync_dir: false }),
+            Store::FilesReplace => {
+                Some(Method::Files { write: FileWrite::Replace, fsync: required, sync_dir: required })
+            }
+            Store::Engine(kind) => Method::of_engine(kind, required),
         }
+    }
+
+    /// Its write when durability is relaxed.
+    fn relaxed_write(self) -> Option<Method> {
+        self.crash_method(Durability::Relaxed)
     }
 
     /// The layout its disk usage is recorded under.
@@ -189,41 +195,27 @@ pub const AGING_AGE: u32 = 2;
 /// 4K-native drives).
 pub const CRASH_MODEL: Model = Model::Torn { sector: 4096 };
 
-/// `crashtest --power-cut --model torn-4k` on the development machine
-/// (docs/crash-safety.md, 50 cuts per method, 100 blobs, seed 1; fjall's
-/// rows from the 2026-11-24 re-run, where fjall-durable's store would not
-/// open after 1 cut, losing its 100 acknowledged blobs): method,
-/// acknowledges durability, lost after acknowledgement, torn, integrity
-/// failures. Used when FUSE does not work where advise runs.
-pub const DOCUMENTED: [(&str, bool, u64, u64, u32); 12] = [
-    ("db-wal-normal", false, 0, 0, 0),
-    ("db-wal-full", true, 0, 0, 0),
-    ("inplace", false, 0, 627, 0),
-    ("inplace-fsync", true, 1, 1, 0),
-    ("replace", false, 0, 0, 0),
-    ("replace-fsync-dir", true, 0, 0, 0),
-    ("lmdb-durable", true, 0, 0, 0),
-    ("lmdb-fast", false, 0, 857, 26),
-    ("redb-durable", true, 0, 0, 0),
-    ("redb-fast", false, 0, 0, 0),
-    ("fjall-durable", true, 100, 0, 1),
-    ("fjall-fast", false, 0, 0, 3),
-];
-
-/// Power cuts per method behind [`DOCUMENTED`].
+/// Power cuts per method behind each backend's recorded power-cut facts
+/// (`crashtest --power-cut --model torn-4k` on the development machine,
+/// docs/crash-safety.md, 100 blobs, seed 1), used when FUSE does not work
+/// where advise runs.
 pub const DOCUMENTED_CUTS: u32 = 50;
 
-/// The documented table as crash facts.
+/// The documented table as crash facts: every write configuration whose
+/// backend records what power cuts did to it.
 pub fn documented() -> Vec<CrashFact> {
-    DOCUMENTED
-        .iter()
-        .map(|&(method, acknowledges_durability, lost_after_ack, torn, integrity_failures)| CrashFact {
-            method: method.into(),
-            acknowledges_durability,
-            cuts: DOCUMENTED_CUTS,
-            lost_after_ack,
-            torn,
-            integrity_failures,
+    Method::all()
+        .into_iter()
+        .filter_map(|method| {
+            let cuts = method.power_cuts()?;
+            Some(CrashFact {
+                method: Some(method),
+                acknowledges_durability: method.acknowledges_durability(),
+                cuts: DOCUMENTED_CUTS,
+                lost_after_ack: cuts.lost_after_ack,
+                torn: cuts.torn,
+                integrity_failures: cuts.integrity_failures,
+            })
         })
         .collect()
 }
@@ -245,17 +237,40 @@ mod tests {
         let stores = ALWAYS.into_iter().chain(default_engines().into_iter().map(Store::Engine));
         for s in stores {
             for need in [Durability::Required, Durability::Relaxed] {
-                let m = s.crash_method(need);
-                assert!(documented().iter().any(|f| f.method == m), "{m} not documented");
-                assert!(crate::studies::crashtest::Method::parse_list(&m).is_ok(), "{m} not a crash method");
+                let m = s.crash_method(need).expect("a crash method");
+                assert!(documented().iter().any(|f| f.method == Some(m)), "{} not documented", m.name());
+                assert!(Method::parse_list(m.name()).is_ok(), "{} not a crash method", m.name());
             }
         }
+    }
+
+    /// The twelve methods of the power-cut run in docs/crash-safety.md.
+    #[test]
+    fn the_documented_table_holds_the_twelve_measured_methods() {
+        let names: Vec<&str> = documented().iter().filter_map(|f| f.method).map(Method::name).collect();
+        assert_eq!(
+            names,
+            [
+                "db-wal-normal",
+                "db-wal-full",
+                "inplace",
+                "inplace-fsync",
+                "replace",
+                "replace-fsync-dir",
+                "lmdb-durable",
+                "lmdb-fast",
+                "redb-durable",
+                "redb-fast",
+                "fjall-durable",
+                "fjall-fast"
+            ]
+        );
     }
 
     #[test]
     fn in_place_writes_are_excluded_when_durability_is_required() {
         let facts = documented();
-        let of = |m: &str| facts.iter().find(|f| f.method == m).unwrap().clone();
+        let of = |m: &str| facts.iter().find(|f| f.method.map(Method::name) == Some(m)).unwrap().clone();
         assert_eq!(excluded_by(Durability::Required, &of("inplace-fsync")), Some(Test::LostAcknowledged));
         assert_eq!(excluded_by(Durability::Required, &of("db-wal-normal")), Some(Test::NoDurabilityPromise));
         assert_eq!(excluded_by(Durability::Required, &of("db-wal-full")), None);

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::studies::crashtest::Method;
+
 /// How much a write must survive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -75,8 +77,11 @@ pub enum CrashSource {
 /// What power cuts did to one write method (totals over its cuts).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CrashFact {
-    /// The crash test's method name: `db-wal-full`, `inplace`, ...
-    pub method: String,
+    /// The crash test's method (`db-wal-full`, `inplace`, ... in the
+    /// file); none for a server's facts about an engine with no method for
+    /// the need (`""` in the file).
+    #[serde(with = "crate::studies::crashtest::method::name_or_empty")]
+    pub method: Option<Method>,
     /// The method tells its caller a write is durable when it returns.
     pub acknowledges_durability: bool,
     pub cuts: u32,
@@ -86,6 +91,13 @@ pub struct CrashFact {
     pub torn: u64,
     /// Cuts after which the store failed its own integrity check.
     pub integrity_failures: u32,
+}
+
+impl CrashFact {
+    /// Its method's name as the file holds it (`""` for none).
+    pub fn method_name(&self) -> &'static str {
+        self.method.map_or("", Method::name)
+    }
 }
 
 /// Crash facts and where they came from.
@@ -101,7 +113,9 @@ pub struct CrashFacts {
 }
 
 impl CrashFacts {
-    pub fn of(&self, method: &str) -> Option<&CrashFact> {
+    /// The facts of `method`, none when it is None (an engine with no crash
+    /// method) or was not tested.
+    pub fn of(&self, method: Option<Method>) -> Option<&CrashFact> {
         self.methods.iter().find(|m| m.method == method)
     }
 }

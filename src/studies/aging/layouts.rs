@@ -9,10 +9,8 @@ use super::section::{Fragmentation, LayoutInfo, Usage};
 use crate::engine::dataset::{blob_files, db_error, open_kv};
 use crate::engine::db_files as sqlite_files;
 use crate::engine::LocalBytes;
-use crate::records::{
-    CommitEvery, DbAccess, DbParams, EngineKind, EngineSettings, FileParams, FileRead, FileWrite, Journal, KvParams, KvSync,
-    SyncLevel,
-};
+use crate::engine::backend::WriteSettings;
+use crate::records::{CommitEvery, DbAccess, DbParams, EngineKind, EngineSettings, KvParams, KvSync};
 use crate::{Error, Result};
 
 /// One aged copy: where it lives and how it is written and read.
@@ -41,53 +39,31 @@ impl AgingLayout {
     }
 }
 
-/// SQLite (WAL and rollback journal), files (in place and by rename), and
-/// the key-value engines asked for, with their copies under `work`, their
-/// rewrites committed every `commit_every` writes, each layout's settings
-/// `base` with the part it varies.
+/// The write configurations the backends have `aging` age (SQLite's WAL
+/// and rollback journal, files in place and by rename), read through the
+/// blob API, and the key-value engines asked for, with their copies under
+/// `work`, their rewrites committed every `commit_every` writes, each
+/// layout's settings `base` with the part it varies.
 pub fn layouts(
     work: &Path,
     engines: &[EngineKind],
     commit_every: CommitEvery,
     base: &EngineSettings,
 ) -> Vec<AgingLayout> {
-    let db = |journal: Journal, sync: SyncLevel| DbParams {
-        access: DbAccess::BlobApi,
-        journal_mode: Some(journal),
-        sync: Some(sync),
-        ..DbParams::default()
-    };
-    let files = |write| FileParams { read: FileRead::Posix, write, fsync: false, sync_dir: false };
-    let mut out = vec![
-        make(
-            work,
-            "db-wal",
-            "SQLite, WAL",
-            crate::engine::sqlite::KIND,
-            EngineSettings { db: db(Journal::Wal, SyncLevel::Normal), ..base.clone() },
-        ),
-        make(
-            work,
-            "db-rollback",
-            "SQLite, rollback journal",
-            crate::engine::sqlite::KIND,
-            EngineSettings { db: db(Journal::Delete, SyncLevel::Full), ..base.clone() },
-        ),
-        make(
-            work,
-            "files-inplace",
-            "Files, written in place",
-            crate::engine::files::FLAT_KIND,
-            EngineSettings { files: files(FileWrite::Inplace), ..base.clone() },
-        ),
-        make(
-            work,
-            "files-rename",
-            "Files, temp + rename",
-            crate::engine::files::FLAT_KIND,
-            EngineSettings { files: files(FileWrite::Replace), ..base.clone() },
-        ),
-    ];
+    let mut out: Vec<AgingLayout> = crate::engine::registry::write_configs()
+        .filter_map(|(kind, config)| {
+            let (id, title) = config.aging?;
+            let own = config.engine_settings();
+            let settings = match config.write {
+                WriteSettings::Db { .. } => {
+                    EngineSettings { db: DbParams { access: DbAccess::BlobApi, ..own.db }, ..base.clone() }
+                }
+                WriteSettings::Files { .. } => EngineSettings { files: own.files, ..base.clone() },
+                WriteSettings::Commit => EngineSettings { kv: own.kv, ..base.clone() },
+            };
+            Some(make(work, id, title, kind, settings))
+        })
+        .collect();
     for &kind in engines {
         let kv = KvParams { sync: KvSync::Durable };
         let settings = EngineSettings { kv, ..base.clone() };

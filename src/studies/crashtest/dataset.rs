@@ -410,7 +410,7 @@ mod tests {
     #[test]
     fn engine_stores_are_read_back_and_rebuilt() {
         let crash_tested = crate::engine::registry::key_value_kinds().into_iter();
-        for engine in crash_tested.filter(|k| !crate::engine::backend(*k).crash_modes().is_empty()) {
+        for engine in crash_tested.filter(|k| !crate::engine::backend(*k).write_configs().is_empty()) {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("kv");
             let mut ds = Dataset::create(&path, Method::Engine { engine, durable: true }, 4, 5).unwrap();

@@ -1,12 +1,12 @@
-//! The write methods under test, by name. Each maps onto the settings the
-//! benchmark itself uses (`DbParams`, `FileParams`, `KvParams`), so the
-//! child process writes through exactly the code paths that `run --update`
-//! times.
+//! The write methods under test: each a backend's write configuration
+//! (`engine::config`), named and parsed here only. Each maps onto the
+//! settings the benchmark itself uses (`DbParams`, `FileParams`,
+//! `KvParams`), so the child process writes through exactly the code paths
+//! that `run --update` times. Result files hold a method's name.
 
 use std::sync::OnceLock;
 
-use crate::engine::backend::{CrashMode, CrashWrite, ServerKill};
-use crate::engine::registry::BACKENDS;
+use crate::engine::backend::{PowerCuts, ServerKill, WriteConfig, WriteSettings};
 use crate::records::{
     DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, Journal, KvParams, KvSync, SyncLevel,
 };
@@ -28,31 +28,31 @@ pub enum Method {
 
 /// One row of the table: the method, its engine and its mode as the
 /// backend declares it (name, promises, server).
-type Row = (Method, EngineKind, &'static CrashMode);
+type Row = (Method, EngineKind, &'static WriteConfig);
 
-/// Every method, from each engine's backend (its `crash_modes`) in the
+/// Every method, from each engine's backend (its `write_configs`) in the
 /// registry's order. A new write path is one more row there; a new kind of
-/// write, one more variant of [`CrashWrite`] and [`Method`] and an arm in
+/// write, one more variant of [`WriteSettings`] and [`Method`] and an arm in
 /// each `match` below.
 fn table() -> &'static [Row] {
     static TABLE: OnceLock<Vec<Row>> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let rows = BACKENDS.iter().flat_map(|b| b.crash_modes().iter().map(move |m| (b.kind(), m)));
+        let rows = crate::engine::registry::write_configs();
         rows.map(|(engine, m)| (Method::from_mode(engine, m), engine, m)).collect()
     })
 }
 
 impl Method {
-    fn from_mode(engine: EngineKind, mode: &CrashMode) -> Method {
+    fn from_mode(engine: EngineKind, mode: &WriteConfig) -> Method {
         match mode.write {
-            CrashWrite::Db { journal, sync } => Method::Db { journal, sync },
-            CrashWrite::Files { write, fsync, sync_dir } => Method::Files { write, fsync, sync_dir },
-            CrashWrite::Commit => Method::Engine { engine, durable: mode.durable },
+            WriteSettings::Db { journal, sync } => Method::Db { journal, sync },
+            WriteSettings::Files { write, fsync, sync_dir } => Method::Files { write, fsync, sync_dir },
+            WriteSettings::Commit => Method::Engine { engine, durable: mode.durable },
         }
     }
 
     /// The mode this method is, as its backend declares it.
-    fn mode(self) -> Option<&'static CrashMode> {
+    fn mode(self) -> Option<&'static WriteConfig> {
         table().iter().find(|t| t.0 == self).map(|t| t.2)
     }
 
@@ -69,6 +69,32 @@ impl Method {
 
     pub fn name(self) -> &'static str {
         self.mode().map_or("?", |m| m.name)
+    }
+
+    /// The method of that name (a result file's), if any.
+    pub fn named(name: &str) -> Option<Method> {
+        table().iter().find(|t| t.2.name == name).map(|t| t.0)
+    }
+
+    /// What power cuts did to it on the development machine, as its
+    /// backend records them.
+    pub fn power_cuts(self) -> Option<PowerCuts> {
+        self.mode().and_then(|m| m.power_cuts)
+    }
+
+    /// Its layout in `aging` (id, title), when aged.
+    pub fn aging(self) -> Option<(&'static str, &'static str)> {
+        self.mode().and_then(|m| m.aging)
+    }
+
+    /// The name of advise's candidate whose relaxed write it is.
+    pub fn candidate(self) -> Option<&'static str> {
+        self.mode().and_then(|m| m.candidate)
+    }
+
+    /// Every method `aging` ages, with its engine, in the registry's order.
+    pub fn aged() -> Vec<(Method, EngineKind)> {
+        table().iter().filter(|t| t.2.aging.is_some()).map(|t| (t.0, t.1)).collect()
     }
 
     pub fn description(self) -> &'static str {
@@ -204,6 +230,34 @@ impl Method {
             }
             _ => None,
         }
+    }
+}
+
+impl std::fmt::Display for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A method held as its name, none as `""` (advise's crash facts about an
+/// engine with no method for a need): `#[serde(with = ...)]`.
+pub mod name_or_empty {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::Method;
+
+    pub fn serialize<S: Serializer>(m: &Option<Method>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(m.map_or("", Method::name))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Method>, D::Error> {
+        let name = String::deserialize(d)?;
+        if name.is_empty() {
+            return Ok(None);
+        }
+        Method::named(&name)
+            .map(Some)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown crash-test method {name:?}")))
     }
 }
 

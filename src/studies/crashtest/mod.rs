@@ -17,7 +17,7 @@
 mod blob;
 mod dataset;
 mod kill;
-mod method;
+pub mod method;
 mod powercut;
 mod writer;
 

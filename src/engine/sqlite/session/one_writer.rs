@@ -70,6 +70,11 @@ impl OneWriterClient {
 }
 
 impl Session for OneWriterClient {
+    /// In process: no server to reach.
+    fn round_trip(&mut self) -> crate::Result<Option<u64>> {
+        Ok(None)
+    }
+
     /// One read on the client's own connection, its transaction ended
     /// after it (a snapshot kept open would hide the other clients' writes
     /// and hold back the WAL's checkpoints).

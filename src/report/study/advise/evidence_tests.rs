@@ -94,7 +94,11 @@ fn two_candidates_timed_by_one_experiment_compare_exactly() {
     times.push(("write/flat-inplace-fsync", 100.0));
     let mut f = advise_file(Durability::Required, (90, 10), &times);
     let crash = &mut f.advise.as_mut().unwrap().crash;
-    crash.methods.iter_mut().filter(|m| m.method == "inplace-fsync").for_each(|m| (m.lost_after_ack, m.torn) = (0, 0));
+    crash
+        .methods
+        .iter_mut()
+        .filter(|m| m.method_name() == "inplace-fsync")
+        .for_each(|m| (m.lost_after_ack, m.torn) = (0, 0));
     let (r, _) = ranking(&f).unwrap();
     assert_eq!(r.ranked[0].store, Store::FilesInPlace);
     // Both file candidates read the same files: exactly 1, said so.

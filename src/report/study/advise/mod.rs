@@ -21,6 +21,7 @@ use crate::results::ResultFile;
 use crate::studies::advise::rank::{self, Factor, Inputs, Ranked, Ranking};
 use crate::studies::advise::rules::Store;
 use crate::studies::advise::AdviseSection;
+use crate::studies::crashtest::Method;
 use crate::studies::suite::{COLD_READS, WARM_READS, WRITES};
 
 /// The advice leads the page (before the verdict) and its command's output.
@@ -168,7 +169,7 @@ fn notes(r: &Ranking, s: &AdviseSection) -> Vec<String> {
              cannot run on the power-cut layer (docs/crash-safety.md); `crashtest --method {method}` tests it by \
              killing the server.",
             name = words::store_name(st),
-            method = st.crash_method(s.workload.durability),
+            method = st.crash_method(s.workload.durability).map_or("", Method::name),
         ),
         _ => {
             format!("{}: not excluded, but no crash facts cover its write method (not tested).", words::store_name(st))

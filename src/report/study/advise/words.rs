@@ -257,13 +257,13 @@ pub fn exclusion(e: &Excluded, s: &AdviseSection) -> String {
 pub fn exclusion_reason(e: &Excluded) -> String {
     let f = &e.fact;
     match e.test {
-        Test::NoDurabilityPromise => format!("{} never acknowledges a write as durable", f.method),
+        Test::NoDurabilityPromise => format!("{} never acknowledges a write as durable", f.method_name()),
         Test::LostAcknowledged => format!(
             "lost {} acknowledged write{} in {} power cuts ({})",
             f.lost_after_ack,
             if f.lost_after_ack == 1 { "" } else { "s" },
             f.cuts,
-            f.method
+            f.method_name()
         ),
         Test::Damaged => format!(
             "left {} torn blob{} and {} damaged store{} after {} power cuts ({})",
@@ -272,7 +272,7 @@ pub fn exclusion_reason(e: &Excluded) -> String {
             f.integrity_failures,
             if f.integrity_failures == 1 { "" } else { "s" },
             f.cuts,
-            f.method
+            f.method_name()
         ),
     }
 }

@@ -33,6 +33,7 @@ use crate::drivers::clients::{ClientsArm, ClientsTally, WindowCount, DUE_PER_CLI
 use crate::drivers::processes::Launcher;
 use crate::measure::rounds::{run_rounds, Arm, RoundSet, RoundsPlan};
 use crate::records::{DbAccess, DbWriters, Mix};
+use crate::studies::crashtest::Method;
 use crate::studies::suite::{self, SuiteObserver, SuiteOptions};
 use crate::{Error, Result};
 
@@ -183,7 +184,7 @@ pub fn excluded(stores: &[Store], are: ClientsAre) -> Vec<ClientsExclusion> {
 fn runnable(opts: &AdviseOptions, crash: &CrashFacts) -> Vec<Store> {
     let apart = excluded(&opts.stores(), opts.clients.are);
     let documented = rules::documented();
-    let fails = |facts: &[super::section::CrashFact], method: &str| {
+    let fails = |facts: &[super::section::CrashFact], method: Option<Method>| {
         facts.iter().any(|f| f.method == method && rules::excluded_by(opts.durability, f).is_some())
     };
     opts.stores()
@@ -192,7 +193,7 @@ fn runnable(opts: &AdviseOptions, crash: &CrashFacts) -> Vec<Store> {
             let method = s.crash_method(opts.durability);
             let short_run = crash.source == super::section::CrashSource::Measured;
             let shared = !apart.iter().any(|e| e.candidate == s.name());
-            shared && !(fails(&crash.methods, &method) || (short_run && fails(&documented, &method)))
+            shared && !(fails(&crash.methods, method) || (short_run && fails(&documented, method)))
         })
         .collect()
 }
