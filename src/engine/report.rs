@@ -76,7 +76,7 @@ impl StatReport {
         let path = path.display().to_string();
         match self {
             StatReport::Db(s) => DiskUsage {
-                layout: "db".into(),
+                layout: crate::engine::sqlite::KIND,
                 path,
                 entries: s.entries,
                 content_bytes: s.content_bytes,
@@ -84,7 +84,7 @@ impl StatReport {
                 allocated_bytes: s.allocated_bytes,
             },
             StatReport::Dir(s) => DiskUsage {
-                layout: s.layout.name().into(),
+                layout: s.layout,
                 path,
                 entries: s.entries,
                 content_bytes: s.content_bytes,
@@ -92,7 +92,7 @@ impl StatReport {
                 allocated_bytes: s.allocated_bytes,
             },
             StatReport::Kv(s) => DiskUsage {
-                layout: s.engine.name().into(),
+                layout: s.engine,
                 path,
                 entries: s.entries,
                 content_bytes: s.content_bytes,
@@ -102,7 +102,7 @@ impl StatReport {
             // The server's own count of the store's bytes; the blocks its
             // files take on this machine's disk when blobbench runs it.
             StatReport::Server(s) => DiskUsage {
-                layout: s.engine.name().into(),
+                layout: s.engine,
                 path,
                 entries: s.entries,
                 content_bytes: s.content_bytes,

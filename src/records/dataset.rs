@@ -55,8 +55,8 @@ impl Default for DatasetSpec {
 /// How much space one stored copy of the data takes.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DiskUsage {
-    /// "db", "flat" or "tree".
-    pub layout: String,
+    /// Its engine ("db", "flat", "tree", ... in the file).
+    pub layout: super::EngineKind,
     pub path: String,
     pub entries: u64,
     /// Sum of the blob sizes (the content itself).

@@ -9,7 +9,7 @@ use crate::measure::Experiment;
 use crate::measure::{Latency, LatencySink, Phases, RunSample, Summary};
 use crate::records::keys::Order;
 use crate::records::Plan;
-use crate::records::{DatasetSpec, DiskUsage};
+use crate::records::{DatasetSpec, DiskUsage, EngineKind};
 use crate::records::{DbParams, FileParams, WorkloadParams};
 use crate::results::ResultFile;
 
@@ -147,7 +147,7 @@ pub fn suite(host: &str, times: &[(&str, f64)]) -> ResultFile {
     f.dataset = Some(DatasetSpec { count: 1000, size: 10_000, variance: 2000, ..DatasetSpec::default() });
     f.experiments = times.iter().map(|(id, us)| experiment(id, *us)).collect();
     let usage = |layout: &str, allocated: u64| DiskUsage {
-        layout: layout.into(),
+        layout: EngineKind::from_name(layout).expect("an engine's name"),
         path: format!("/data/test1.{layout}"),
         entries: 1000,
         content_bytes: 10_000_000,

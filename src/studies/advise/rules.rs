@@ -177,11 +177,11 @@ impl Store {
     }
 
     /// The layout its disk usage is recorded under.
-    pub fn layout(self) -> &'static str {
+    pub fn layout(self) -> EngineKind {
         match self {
-            Store::Sqlite => crate::engine::sqlite::KIND.name(),
-            Store::FilesInPlace | Store::FilesReplace => crate::engine::files::FLAT_KIND.name(),
-            Store::Engine(kind) => kind.name(),
+            Store::Sqlite => crate::engine::sqlite::KIND,
+            Store::FilesInPlace | Store::FilesReplace => crate::engine::files::FLAT_KIND,
+            Store::Engine(kind) => kind,
         }
     }
 }

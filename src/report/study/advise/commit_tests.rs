@@ -18,9 +18,9 @@ const LMDB: Store = Store::Engine(EngineKind::Lmdb);
 fn committed_file(n: u32, times: &[(&str, f64)]) -> ResultFile {
     let mut f = suite("host-a", times);
     f.command = "advise".into();
-    f.disk_usage.retain(|d| d.layout != "tree");
+    f.disk_usage.retain(|d| d.layout != EngineKind::Tree);
     f.disk_usage.push(DiskUsage {
-        layout: "lmdb".into(),
+        layout: EngineKind::Lmdb,
         path: "/data/test1.lmdb".into(),
         entries: 1000,
         content_bytes: 10_000_000,

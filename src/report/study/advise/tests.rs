@@ -20,10 +20,10 @@ pub(super) const REDB: Store = Store::Engine(EngineKind::Redb);
 pub(super) fn advise_file(durability: Durability, mix: (u32, u32), times: &[(&str, f64)]) -> ResultFile {
     let mut f = suite("host-a", times);
     f.command = "advise".into();
-    f.disk_usage.retain(|d| d.layout != "tree"); // advise builds no tree of files
+    f.disk_usage.retain(|d| d.layout != EngineKind::Tree); // advise builds no tree of files
     for (layout, allocated) in [("lmdb", 14_000_000), ("redb", 16_000_000)] {
         f.disk_usage.push(DiskUsage {
-            layout: layout.into(),
+            layout: EngineKind::from_name(layout).expect("an engine's name"),
             path: format!("/data/test1.{layout}"),
             entries: 1000,
             content_bytes: 10_000_000,

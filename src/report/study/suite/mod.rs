@@ -12,7 +12,7 @@ mod tails;
 pub use specs::*;
 
 use crate::measure::Experiment;
-use crate::records::DatasetSpec;
+use crate::records::{DatasetSpec, EngineKind};
 use crate::report::format::doc::{Block, Chart, ColumnKind, Figure, Section, Table};
 use crate::report::format::fmt::{blob_size, bytes, machine_labels, micros, speed_phrase, thousands};
 use crate::report::format::svg::BarChart;
@@ -381,16 +381,16 @@ fn checkpoint_note(machines: &[(String, &ResultFile)]) -> Option<String> {
 }
 
 /// A layout of the disk section: its id, its legend name, its words.
-type Layout = (&'static str, &'static str, &'static str);
+type Layout = (EngineKind, &'static str, &'static str);
 
 const LAYOUTS: [Layout; 3] = [
-    ("db", "SQLite database", "the SQLite database"),
-    ("flat", "files, one directory", "files in one directory"),
-    ("tree", "files, tree", "files in a tree"),
+    (EngineKind::Db, "SQLite database", "the SQLite database"),
+    (EngineKind::Flat, "files, one directory", "files in one directory"),
+    (EngineKind::Tree, "files, tree", "files in a tree"),
 ];
 
 fn disk_section(machines: &[(String, &ResultFile)], layouts: &[Layout]) -> Section {
-    let usage = |f: &ResultFile, layout: &str| f.disk_usage.iter().find(|d| d.layout == layout).cloned();
+    let usage = |f: &ResultFile, layout: EngineKind| f.disk_usage.iter().find(|d| d.layout == layout).cloned();
     let chart = BarChart {
         title: "Disk space relative to the database".to_string(),
         y_label: "allocated bytes / database's".to_string(),
@@ -399,10 +399,10 @@ fn disk_section(machines: &[(String, &ResultFile)], layouts: &[Layout]) -> Secti
         values: machines
             .iter()
             .map(|(_, f)| {
-                let db = usage(f, "db").map(|d| d.allocated_bytes).filter(|b| *b > 0);
+                let db = usage(f, EngineKind::Db).map(|d| d.allocated_bytes).filter(|b| *b > 0);
                 layouts
                     .iter()
-                    .map(|(layout, _, _)| Some(usage(f, layout)?.allocated_bytes as f64 / db? as f64))
+                    .map(|&(layout, _, _)| Some(usage(f, layout)?.allocated_bytes as f64 / db? as f64))
                     .collect()
             })
             .collect(),
@@ -415,13 +415,13 @@ fn disk_section(machines: &[(String, &ResultFile)], layouts: &[Layout]) -> Secti
         .iter()
         .map(|(label, f)| {
             let on = if single { "On this machine".to_string() } else { format!("On {label}") };
-            let Some(db) = usage(f, "db").filter(|d| d.allocated_bytes > 0) else {
+            let Some(db) = usage(f, EngineKind::Db).filter(|d| d.allocated_bytes > 0) else {
                 return format!("{on} the database's disk usage was not measured.");
             };
             let others: Vec<String> = layouts
                 .iter()
-                .filter(|(layout, _, _)| *layout != "db")
-                .filter_map(|(layout, _, words)| {
+                .filter(|(layout, _, _)| *layout != EngineKind::Db)
+                .filter_map(|&(layout, _, words)| {
                     let u = usage(f, layout)?;
                     let pct = (u.allocated_bytes as f64 / db.allocated_bytes as f64 - 1.0) * 100.0;
                     let (amount, dir) = if pct >= 0.0 { (pct, "more") } else { (-pct, "less") };

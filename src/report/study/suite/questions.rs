@@ -7,6 +7,7 @@ use super::{
     per_op_us, ratio_interval, suite_files, Method, Spec, ARTICLE, COMMITTED, DISK_CHART, DURABLE_WRITE_CHART, FAIR,
 };
 use crate::measure::Experiment;
+use crate::records::EngineKind;
 use crate::report::format::fmt::blob_size;
 use crate::report::interval::Ratio;
 use crate::report::verdict::Answer;
@@ -117,15 +118,15 @@ pub fn durable_writes(files: &[ResultFile], index: usize) -> Option<Answer> {
 /// Allocated bytes of the database against the smaller file layout.
 pub fn disk_space(files: &[ResultFile], index: usize) -> Option<Answer> {
     let file = &files[index];
-    let allocated = |layout: &str| {
+    let allocated = |layout: EngineKind| {
         file.disk_usage.iter().find(|d| d.layout == layout).map(|d| d.allocated_bytes).filter(|b| *b > 0)
     };
-    let db = allocated("db")? as f64;
-    let (layout, fs) = ["flat", "tree"]
+    let db = allocated(EngineKind::Db)? as f64;
+    let (layout, fs) = [EngineKind::Flat, EngineKind::Tree]
         .into_iter()
         .filter_map(|l| allocated(l).map(|b| (l, b as f64)))
         .min_by(|a, b| a.1.total_cmp(&b.1))?;
-    let fs_name = if layout == "flat" { "files, one directory" } else { "files, tree" };
+    let fs_name = if layout == EngineKind::Flat { "files, one directory" } else { "files, tree" };
     let (winner, loser, factor) =
         if fs >= db { ("SQLite database", fs_name, fs / db) } else { (fs_name, "SQLite database", db / fs) };
     Some(Answer {
