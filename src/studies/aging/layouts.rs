@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 
 use super::frag::{overflow_locality, ExtentTally};
 use super::section::{Fragmentation, LayoutInfo, Usage};
+use crate::engine::backend::WriteSettings;
 use crate::engine::dataset::{blob_files, db_error, open_kv};
 use crate::engine::db_files as sqlite_files;
 use crate::engine::LocalBytes;
-use crate::engine::backend::WriteSettings;
 use crate::records::{CommitEvery, DbAccess, DbParams, EngineKind, EngineSettings, KvParams, KvSync};
 use crate::{Error, Result};
 
