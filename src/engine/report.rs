@@ -75,8 +75,10 @@ impl StatReport {
     pub fn disk_usage(&self, path: &Path) -> DiskUsage {
         let path = path.display().to_string();
         match self {
+            // The kind itself, not `sqlite::KIND`: sqlite's module uses
+            // this one's reports, and the engines' imports run one way.
             StatReport::Db(s) => DiskUsage {
-                layout: crate::engine::sqlite::KIND,
+                layout: EngineKind::Db,
                 path,
                 entries: s.entries,
                 content_bytes: s.content_bytes,
