@@ -161,13 +161,7 @@ impl ClientsArm {
         seed: u64,
         rate: Option<f64>,
     ) -> Result<ClientsArm> {
-        if clients == 0 || clients > MAX_CLIENTS {
-            return Err(Error::invalid(format!("--clients must be from 1 to {MAX_CLIENTS}")));
-        }
-        check_rate(rate, clients, crate::util::cores())?;
-        if window.is_zero() {
-            return Err(Error::invalid("a clients run needs a window longer than 0"));
-        }
+        check_plan(clients, window, rate)?;
         let survey = engine.survey(mix.write > 0)?;
         let max_id = match survey.max_key {
             Some(m) if m > 0 => m,
@@ -261,6 +255,19 @@ impl ClientsArm {
     }
 }
 
+/// A clients run's plan, checked before any work: the client count, a rate
+/// the machine can pace, a window longer than 0.
+fn check_plan(clients: u32, window: Duration, rate: Option<f64>) -> Result<()> {
+    if clients == 0 || clients > MAX_CLIENTS {
+        return Err(Error::invalid(format!("--clients must be from 1 to {MAX_CLIENTS}")));
+    }
+    check_rate(rate, clients, crate::util::cores())?;
+    if window.is_zero() {
+        return Err(Error::invalid("a clients run needs a window longer than 0"));
+    }
+    Ok(())
+}
+
 /// An arm of `clients` clients running `mix` over `window` on `engine`,
 /// whose largest blob and key are known.
 fn arm(
@@ -270,13 +277,7 @@ fn arm(
     seed: u64,
     rate: Option<f64>,
 ) -> Result<ClientsArm> {
-    if clients == 0 || clients > MAX_CLIENTS {
-        return Err(Error::invalid(format!("--clients must be from 1 to {MAX_CLIENTS}")));
-    }
-    check_rate(rate, clients, crate::util::cores())?;
-    if window.is_zero() {
-        return Err(Error::invalid("a clients run needs a window longer than 0"));
-    }
+    check_plan(clients, window, rate)?;
     let scripts = (0..clients)
         .map(|i| super::mix::mix_script(mix, blob_max, seed.wrapping_add(u64::from(i))))
         .collect::<Result<Vec<_>>>()?;
