@@ -397,13 +397,7 @@ pub fn window_outcome(spans: &[ClientSpan], (start_ns, deadline_ns): (u64, u64))
         kvtest_total_ns: end.saturating_sub(t0),
         deferred_ns: 0,
     };
-    Ok(RunOutcome {
-        ops: spans.iter().map(|s| s.ops).sum(),
-        misses: spans.iter().map(|s| s.misses).sum(),
-        bytes: spans.iter().map(|s| s.bytes).sum(),
-        phases,
-        opened_handle: spans.iter().any(|s| s.opened_handle),
-    })
+    Ok(summed(spans, phases))
 }
 
 /// The run of several sessions that each made a fixed count (`run
@@ -439,13 +433,7 @@ pub fn outcome_of(spans: &[ClientSpan], checkpoint_apart: bool) -> Result<RunOut
         kvtest_total_ns: (if apart { committed } else { end }).saturating_sub(t0),
         deferred_ns,
     };
-    Ok(RunOutcome {
-        ops: spans.iter().map(|s| s.ops).sum(),
-        misses: spans.iter().map(|s| s.misses).sum(),
-        bytes: spans.iter().map(|s| s.bytes).sum(),
-        phases,
-        opened_handle: spans.iter().any(|s| s.opened_handle),
-    })
+    Ok(summed(spans, phases))
 }
 
 impl Arm for ClientsArm {
@@ -486,6 +474,17 @@ fn largest_key(engine: &dyn Engine) -> Result<u32> {
     match max {
         Some(m) if m > 0 => Ok(m),
         _ => Err(Error::bad_input(engine.path(), "holds no blobs")),
+    }
+}
+
+/// The clients' operations, misses and bytes summed, with `phases`.
+fn summed(spans: &[ClientSpan], phases: Phases) -> RunOutcome {
+    RunOutcome {
+        ops: spans.iter().map(|s| s.ops).sum(),
+        misses: spans.iter().map(|s| s.misses).sum(),
+        bytes: spans.iter().map(|s| s.bytes).sum(),
+        phases,
+        opened_handle: spans.iter().any(|s| s.opened_handle),
     }
 }
 
