@@ -86,7 +86,7 @@ impl Server {
     /// Makes a new server's directories in `dir` with `replicas`.
     pub fn init(self, dir: &Path, replicas: u8) -> Result<()> {
         match self {
-            Server::Swift => swift::Cluster::init(dir, replicas),
+            Server::Swift => swift::Cluster::init(dir, swift::Shape::OneHost, replicas),
             Server::Seaweedfs => seaweedfs::Mini::init(dir),
         }
     }
@@ -112,8 +112,8 @@ impl Server {
     /// The directory holding its objects, whether or not it runs.
     pub fn data_dir(self, dir: &Path) -> Result<PathBuf> {
         match self {
-            Server::Swift => Ok(swift::Layout::of(dir)?.devices()),
-            Server::Seaweedfs => Ok(seaweedfs::Layout::of(dir)?.data()),
+            Server::Swift => Ok(swift::Layout::of(dir, swift::Shape::OneHost)?.data()),
+            Server::Seaweedfs => seaweedfs::data_dir(dir),
         }
     }
 

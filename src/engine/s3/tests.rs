@@ -50,7 +50,10 @@ fn one_replica_the_round_trip_floor_and_the_store_described() {
     let target = dir.path().join("s3");
     let s3 = S3Params { replicas: Some(1), ..S3Params::default() };
     build::build(&db, &target, false, &s3, &Silent).unwrap();
-    assert_eq!(std::fs::read_dir(swift::Layout::of(&target).unwrap().devices()).unwrap().count(), 1);
+    assert_eq!(
+        std::fs::read_dir(swift::Layout::of(&target, swift::Shape::OneHost).unwrap().data()).unwrap().count(),
+        1
+    );
     let mut e = S3Engine::new(&target, &EngineSettings::default());
     assert_eq!(e.survey(false).unwrap().max_key, Some(5));
     let info = e.server_info().unwrap();
@@ -84,7 +87,7 @@ fn engines_on_one_dataset_share_its_cluster() {
         e
     };
     let (a, b) = (open(), open());
-    let proxy_log = swift::Layout::of(&target).unwrap().log("proxy");
+    let proxy_log = swift::Layout::of(&target, swift::Shape::OneHost).unwrap().log("proxy");
     let pids = servers_under(dir.path());
     assert_eq!(pids.len(), 4, "one cluster (four servers) for both engines: {pids:?}");
     drop(a);

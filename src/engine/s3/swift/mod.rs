@@ -1,11 +1,13 @@
 //! The throwaway OpenStack Swift cluster blobbench starts when no `--s3
 //! URL` is given: Swift's S3 API (`s3api`) and test authentication
-//! (`tempauth`) in front of one object, one container and one account
-//! server, each serving every device directory (three by default, one per
-//! replica, each in its own zone), and memcached, all on loopback ports
-//! picked free at each start. Everything lives in the dataset's `swift/`
-//! directory: `etc/` (configuration, rings), `devices/`, `run/` (pid
-//! files), `log/`.
+//! (`tempauth`) in a proxy beside blobbench, with memcached, in front of
+//! the storage servers (object, container and account), all on ports
+//! picked free at each start. Two shapes ([`Shape`]): on one host, one of
+//! each storage server serving every device (three by default, one per
+//! replica, each in its own zone), everything in the dataset's `swift/`
+//! directory; or on three storage hosts (`swift-3hosts/`), each with its
+//! own storage servers and its own device in its own directory, so that a
+//! host can be lost with its disk while the others serve.
 //!
 //! Debian's servers run directly (`swift-*-server CONF -v`; there is no
 //! `swift-init`), each in a session of its own. A build's die with it (a
@@ -16,119 +18,49 @@
 //! stops when its [`Cluster`] is dropped (end of run, error, Ctrl-C).
 
 mod config;
+mod programs;
 
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
 
-use config::SERVERS;
-pub use config::{Layout, Ports};
+pub use config::{Layout, Shape, ACCOUNT, DIR, HOSTS, HOSTS_DIR, REGION, SECRET, USER};
+use programs::{current_user, port_taken, NO_GREENDNS, STORAGE};
+pub use programs::{Programs, INSTALL};
 
 use rusty_s3::Credentials;
 
 use super::client::Store;
+use super::launch::{self, PortTaken, Procs, STOP_GRACE};
 use super::net::Net;
-use super::process::{
-    cpu_of, runs_with, signal_and_wait, spawn_server, start_with_retries, stop_all, Lifetime, Start, START_BOUND,
-};
+use super::ports::Ports;
+use super::process::{runs_with, start_with_retries, stop_all, Lifetime, Start};
 use super::provider::{setting, Provider};
 use crate::engine::throwaway::{self, Lease, Shared};
 use crate::records::{Addressing, ServerPlace, ServerSetting};
-use crate::util::interrupt::stop_requested;
 use crate::{Error, Result};
-
-/// The cluster's directory inside a local dataset's directory.
-pub const DIR: &str = "swift";
-/// tempauth's account and user: S3 access key `test:tester`.
-pub const ACCOUNT: &str = "test";
-pub const USER: &str = "tester";
-/// tempauth's password for that user: the S3 secret. Not a secret: the
-/// cluster listens on loopback only and lives as long as one run.
-pub const SECRET: &str = "testing";
-/// s3api's `location`; a client's region must match it.
-pub const REGION: &str = "us-east-1";
-/// What to install when Swift's programs are missing.
-pub const INSTALL: &str =
-    "install OpenStack Swift and memcached (Debian: apt-get install swift-proxy swift-object swift-container swift-account memcached)";
-/// Swift's servers read their cluster's hash settings from this fixed path
-/// (Debian's `swift` package installs it).
-const SWIFT_CONF: &str = "/etc/swift/swift.conf";
-/// Where Debian installs the programs; `BLOBBENCH_SWIFT_BIN` replaces it
-/// (tests use it, with an empty `PATH`, to hide the install).
-const DEBIAN_BIN: &str = "/usr/bin";
-/// Keeps eventlet from importing dnspython (and through it httpx) in each
-/// server: more than half of a server's start-up CPU (1.0-1.5 s to 0.44 s
-/// each, measured 2026-11-28), for name lookups a cluster bound to
-/// 127.0.0.1 never makes. With it off, eventlet uses the system resolver.
-const NO_GREENDNS: (&str, &str) = ("EVENTLET_NO_GREENDNS", "yes");
 
 /// Starts tried on new ports when one was taken meanwhile.
 const START_TRIES: usize = 3;
-/// How long a clean stop may take before the servers are SIGKILLed.
-const STOP_GRACE: Duration = Duration::from_secs(15);
-
-/// The programs a cluster runs.
-#[derive(Debug, Clone)]
-pub struct Programs {
-    /// `swift-{object,container,account,proxy}-server`, in [`SERVERS`]' order.
-    servers: [PathBuf; 4],
-    memcached: PathBuf,
-    /// The interpreter Swift's programs run under (their `#!` line), for
-    /// the ring builder.
-    pub python: PathBuf,
-}
-
-impl Programs {
-    /// Finds Swift's servers and memcached on `PATH`, else in `/usr/bin`;
-    /// the error names every program missing and the packages to install.
-    pub fn find() -> Result<Programs> {
-        let bin = std::env::var_os("BLOBBENCH_SWIFT_BIN").map(PathBuf::from).unwrap_or_else(|| DEBIAN_BIN.into());
-        let mut dirs: Vec<PathBuf> =
-            std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
-        dirs.push(bin.clone());
-        let find = |name: &str| dirs.iter().map(|d| d.join(name)).find(|p| p.is_file());
-        let names = SERVERS.map(|s| format!("swift-{s}-server"));
-        let found = names.clone().map(|n| find(&n));
-        let memcached = find("memcached");
-        let mut missing: Vec<&str> =
-            names.iter().zip(&found).filter(|(_, f)| f.is_none()).map(|(n, _)| n.as_str()).collect();
-        if memcached.is_none() {
-            missing.push("memcached");
-        }
-        if !missing.is_empty() {
-            return Err(Error::invalid(format!(
-                "{} not found on PATH or in {}: {INSTALL}",
-                missing.join(", "),
-                bin.display()
-            )));
-        }
-        if !Path::new(SWIFT_CONF).is_file() {
-            return Err(Error::invalid(format!("{SWIFT_CONF} is missing (Swift's servers read it): {INSTALL}")));
-        }
-        let servers = found.map(|f| f.expect("checked above"));
-        let python = interpreter(&servers[3])?;
-        Ok(Programs { servers, memcached: memcached.expect("checked above"), python })
-    }
-}
-
-/// The interpreter named on `script`'s `#!` line (`#! /usr/bin/python3`,
-/// or `#!/usr/bin/env python3`).
-fn interpreter(script: &Path) -> Result<PathBuf> {
-    let text = std::fs::read(script).map_err(|e| Error::io(script, "cannot read", e))?;
-    let first = String::from_utf8_lossy(text.split(|&b| b == b'\n').next().unwrap_or_default()).into_owned();
-    let words: Vec<&str> = first.strip_prefix("#!").unwrap_or_default().split_whitespace().collect();
-    match words.as_slice() {
-        [env, name, ..] if env.ends_with("/env") => Ok(PathBuf::from(name)),
-        [python, ..] => Ok(PathBuf::from(python)),
-        [] => Err(Error::bad_input(script, "has no #! line naming its Python")),
-    }
-}
+/// Where every server listens until storage hosts have addresses of
+/// their own.
+const LOOPBACK: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
 
 /// Whether a throwaway cluster could be started here (each error says
 /// what to install).
 pub fn check_installed() -> Result<()> {
     Programs::find().map(drop)
+}
+
+/// The shape of the cluster the dataset in `dir` holds, by its directory.
+fn shape_of(dir: &Path) -> Shape {
+    if dir.join(HOSTS_DIR).is_dir() {
+        Shape::Hosts
+    } else {
+        Shape::OneHost
+    }
 }
 
 /// A running cluster, started by this process; stopped when dropped.
@@ -139,25 +71,24 @@ pub struct Cluster {
     layout: Layout,
     ports: Ports,
     programs: Programs,
-    /// The servers and memcached, by name, as started.
-    children: Mutex<Vec<(String, Child)>>,
+    /// The servers and memcached, as started (none when joined).
+    procs: Procs,
     /// Swift's version, as the proxy's `/info` gives it.
     version: String,
     /// Started by another blobbench process, which stops it: this one's
     /// drop leaves it running.
     joined: bool,
-    lifetime: Lifetime,
 }
 
 /// The clusters this process runs, by directory (see [`Cluster::shared`]).
 static RUNNING: Shared<Cluster> = Shared::new();
 
 impl Cluster {
-    /// Makes a new cluster's directories in `dir/swift` with `replicas`
-    /// devices (its rings are made at its first start).
-    pub fn init(dir: &Path, replicas: u8) -> Result<()> {
+    /// Makes a new cluster's directories in the dataset directory `dir`
+    /// with `replicas` devices (its rings are made at its first start).
+    pub fn init(dir: &Path, shape: Shape, replicas: u8) -> Result<()> {
         Programs::find()?;
-        Layout::of(dir)?.create(replicas)
+        Layout::of(dir, shape)?.create(replicas)
     }
 
     /// The cluster of the dataset in `dir` as engines share it: the one
@@ -168,23 +99,23 @@ impl Cluster {
         RUNNING.get_or_start(dir)
     }
 
-    /// Starts the cluster in `dir/swift`, first ending servers a killed
-    /// run left there, and waits until every server answers; a start whose
-    /// port was taken meanwhile is tried again on new ports.
+    /// Starts the cluster of the dataset in `dir`, first ending servers a
+    /// killed run left there, and waits until every server answers; a
+    /// start whose port was taken meanwhile is tried again on new ports.
     pub fn start(dir: &Path) -> Result<Cluster> {
         Cluster::launch(dir, Lifetime::ThisProcess)
     }
 
     fn launch(dir: &Path, lifetime: Lifetime) -> Result<Cluster> {
-        let layout = Layout::of(dir)?;
-        if !layout.devices().is_dir() {
+        let layout = Layout::of(dir, shape_of(dir))?;
+        if !layout.data().is_dir() {
             return Err(Error::bad_input(dir, "holds no Swift cluster (no swift/devices)"));
         }
         let programs = Programs::find()?;
         stop_stale(&layout)?;
-        let previous = config::last_ports(&layout);
+        let previous = Ports::read(&layout.ports_file());
         start_with_retries(START_TRIES, |first| {
-            let ports = Ports::pick(previous.filter(|_| first))?;
+            let ports = layout.pick_ports_from(previous.clone().filter(|_| first))?;
             Cluster::start_on(layout.clone(), programs.clone(), ports, lifetime)
         })
     }
@@ -196,22 +127,39 @@ impl Cluster {
         ports: Ports,
         lifetime: Lifetime,
     ) -> std::result::Result<Cluster, Start> {
-        layout.write(&programs, ports)?;
+        let nodes = layout.nodes()?;
+        let addrs = vec![LOOPBACK; nodes.len()];
+        layout.write(&programs, &ports, &addrs)?;
         let dir = layout.dataset().to_path_buf();
         // Recorded at each try: a failed try's drop removes it.
         throwaway::record_owner(&dir)?;
-        let children = Mutex::new(Vec::new());
-        let version = String::new();
-        let mut cluster = Cluster { dir, layout, ports, programs, children, version, joined: false, lifetime };
+        let procs = Procs::new("the Swift cluster", &layout.root, lifetime, PortTaken::LastLineOfEnded(port_taken));
+        let mut cluster = Cluster { dir, layout, ports, programs, procs, version: String::new(), joined: false };
         // Dropped on any error below: what did start is stopped.
         cluster.spawn_memcached()?;
-        for (i, server) in SERVERS.iter().enumerate() {
-            let mut cmd = Command::new(&cluster.programs.servers[i]);
-            cmd.arg(cluster.layout.conf(server)).arg("-v").env(NO_GREENDNS.0, NO_GREENDNS.1);
-            cluster.spawn(server, cmd)?;
+        for node in &nodes {
+            for server in STORAGE {
+                let mut cmd = Command::new(cluster.programs.server(server));
+                cmd.arg(node.conf(server)).arg("-v").env(NO_GREENDNS.0, NO_GREENDNS.1);
+                let name = node.program(server);
+                cluster.procs.spawn(&name, cmd, &node.log(server), &node.pid(server))?;
+            }
         }
-        cluster.wait_until_up()?;
-        cluster.version = swift_version(ports.proxy).unwrap_or_default();
+        let mut proxy = Command::new(cluster.programs.server("proxy"));
+        proxy.arg(cluster.layout.proxy_conf()).arg("-v").env(NO_GREENDNS.0, NO_GREENDNS.1);
+        cluster.procs.spawn("proxy", proxy, &cluster.layout.log("proxy"), &cluster.layout.pid("proxy"))?;
+        let storage: Vec<(IpAddr, u16)> = nodes
+            .iter()
+            .zip(&addrs)
+            .flat_map(|(node, addr)| STORAGE.map(|s| (*addr, cluster.ports.get(&node.program(s)))))
+            .collect();
+        let (proxy_port, memcached) = (cluster.ports.get("proxy"), cluster.ports.get("memcached"));
+        cluster.procs.wait_until_up(|| {
+            port_answers(LOOPBACK, memcached)
+                && healthy(LOOPBACK, proxy_port)
+                && storage.iter().all(|&(addr, port)| healthy(addr, port))
+        })?;
+        cluster.version = swift_version(proxy_port).unwrap_or_default();
         Ok(cluster)
     }
 
@@ -222,95 +170,40 @@ impl Cluster {
 
     /// The S3 endpoint: the proxy's URL.
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.ports.proxy)
+        format!("http://127.0.0.1:{}", self.ports.get("proxy"))
     }
 
     /// Stops every server (SIGTERM, then SIGKILL after a grace period) and
     /// waits for them; its errors returned, unlike a drop's.
     pub fn stop(self) -> Result<()> {
-        self.stop_children()
+        self.stop_procs()
     }
 
-    /// The device directories (a cold run drops their pages).
-    pub fn devices(&self) -> PathBuf {
-        self.layout.devices()
+    /// The directory holding every replica (a cold run drops its pages).
+    pub fn data(&self) -> PathBuf {
+        self.layout.data()
     }
 
     /// Restarts memcached on its port, emptying the proxy's cache of
     /// account and container information (a cold run's first requests
     /// then ask the backends, as after a restart).
     pub fn restart_memcached(&self) -> Result<()> {
-        let old = {
-            let mut children = self.children.lock().unwrap_or_else(|e| e.into_inner());
-            children.iter().position(|(n, _)| n == "memcached").map(|i| children.remove(i).1)
-        };
-        if let Some(mut child) = old {
-            stop_all(&[child.id() as i32], STOP_GRACE, &self.layout.root)?;
-            let _ = child.wait();
-        }
+        self.procs.stop_one("memcached")?;
         self.spawn_memcached()?;
-        wait_for(&self.layout, || port_answers(self.ports.memcached), || self.exited(), || self.cpu())
-            .map_err(Start::into_error)
+        let port = self.ports.get("memcached");
+        self.procs.wait_until_up(|| port_answers(LOOPBACK, port)).map_err(Start::into_error)
     }
 
     fn spawn_memcached(&self) -> Result<()> {
         let mut cmd = Command::new(&self.programs.memcached);
         // -U 0: no UDP; -u: memcached refuses root without it.
-        cmd.args(["-l", "127.0.0.1", "-U", "0", "-u", &config::current_user(), "-p"])
-            .arg(self.ports.memcached.to_string());
-        self.spawn("memcached", cmd)
+        cmd.args(["-l", "127.0.0.1", "-U", "0", "-u", &current_user(), "-p"])
+            .arg(self.ports.get("memcached").to_string());
+        self.procs.spawn("memcached", cmd, &self.layout.log("memcached"), &self.layout.pid("memcached"))
     }
 
-    /// Starts one program, its output appended to its log, and records its pid.
-    fn spawn(&self, name: &str, mut cmd: Command) -> Result<()> {
-        let log_path = self.layout.log(name);
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log_path)
-            .map_err(|e| Error::io(&log_path, "cannot open the log", e))?;
-        let err = log.try_clone().map_err(|e| Error::io(&log_path, "cannot open the log", e))?;
-        cmd.current_dir("/").stdin(Stdio::null()).stdout(log).stderr(err);
-        let child =
-            spawn_server(cmd, self.lifetime).map_err(|e| Error::io(&log_path, &format!("cannot start {name}"), e))?;
-        let pid = child.id() as i32;
-        self.children.lock().unwrap_or_else(|e| e.into_inner()).push((name.to_string(), child));
-        throwaway::write_pid_file(&self.layout.pid(name), pid)
-    }
-
-    /// Waits until every server answers its `/healthcheck` (the proxy
-    /// answers before its backends are up, so each is asked).
-    fn wait_until_up(&self) -> std::result::Result<(), Start> {
-        let up = || port_answers(self.ports.memcached) && SERVERS.iter().all(|s| healthy(self.ports.of(s)));
-        wait_for(&self.layout, up, || self.exited(), || self.cpu())
-    }
-
-    /// The CPU the cluster's programs have used (a start is bounded by it).
-    fn cpu(&self) -> Duration {
-        let children = self.children.lock().unwrap_or_else(|e| e.into_inner());
-        cpu_of(&children.iter().map(|(_, c)| c.id() as i32).collect::<Vec<_>>())
-    }
-
-    /// A program that ended by itself, with the last line of its log.
-    fn exited(&self) -> Option<String> {
-        let mut children = self.children.lock().unwrap_or_else(|e| e.into_inner());
-        let (name, status) =
-            children.iter_mut().find_map(|(n, c)| c.try_wait().ok().flatten().map(|s| (n.clone(), s)))?;
-        let log = std::fs::read_to_string(self.layout.log(&name)).unwrap_or_default();
-        let last = log.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("no output").to_string();
-        Some(format!("{name} ended ({status}): {last}"))
-    }
-
-    fn stop_children(&self) -> Result<()> {
-        let mut children = std::mem::take(&mut *self.children.lock().unwrap_or_else(|e| e.into_inner()));
-        let pids: Vec<i32> = children.iter().map(|(_, c)| c.id() as i32).collect();
-        let stopped = stop_all(&pids, STOP_GRACE, &self.layout.root);
-        for (_, c) in &mut children {
-            let _ = c.wait();
-        }
-        for name in SERVERS.iter().chain(&["memcached"]) {
-            let _ = std::fs::remove_file(self.layout.pid(name));
-        }
+    fn stop_procs(&self) -> Result<()> {
+        let stopped = self.procs.stop();
         throwaway::release_owner(&self.dir);
         stopped
     }
@@ -333,11 +226,15 @@ impl Provider for Cluster {
 
     fn settings(&self) -> Vec<ServerSetting> {
         let replicas = self.layout.replicas().unwrap_or(1);
-        vec![setting("replicas", replicas), setting("endpoint", self.endpoint())]
+        let mut settings = vec![setting("replicas", replicas), setting("endpoint", self.endpoint())];
+        if self.layout.shape == Shape::Hosts {
+            settings.push(setting("storage hosts", HOSTS));
+        }
+        settings
     }
 
     fn data_dir(&self) -> Option<PathBuf> {
-        Some(self.devices())
+        Some(self.data())
     }
 
     /// Restarts memcached, which empties the proxy's cache of account and
@@ -348,14 +245,14 @@ impl Provider for Cluster {
     }
 
     fn stop(&self) -> Result<()> {
-        self.stop_children()
+        self.stop_procs()
     }
 }
 
 impl Drop for Cluster {
     fn drop(&mut self) {
         if !self.joined {
-            let _ = self.stop_children();
+            let _ = self.stop_procs();
         }
     }
 }
@@ -370,16 +267,17 @@ impl throwaway::Server for Cluster {
     /// The cluster another blobbench process started, on the ports it
     /// recorded.
     fn join(dir: &Path) -> Result<Cluster> {
-        let layout = Layout::of(dir)?;
-        let ports = config::last_ports(&layout).filter(|_| !recorded_pids(&layout, &ALL).is_empty());
+        let layout = Layout::of(dir, shape_of(dir))?;
+        let ports = Ports::read(&layout.ports_file()).filter(|_| !recorded_pids(&layout).is_empty());
         let Some(ports) = ports else {
             return Err(Error::bad_input(dir, "another blobbench process uses its Swift cluster, which does not run"));
         };
         let programs = Programs::find()?;
-        let version = swift_version(ports.proxy).unwrap_or_default();
+        let version = swift_version(ports.get("proxy")).unwrap_or_default();
         let dir = layout.dataset().to_path_buf();
-        let children = Mutex::new(Vec::new());
-        Ok(Cluster { dir, layout, ports, programs, children, version, joined: true, lifetime: Lifetime::LastUser })
+        let procs =
+            Procs::new("the Swift cluster", &layout.root, Lifetime::LastUser, PortTaken::LastLineOfEnded(port_taken));
+        Ok(Cluster { dir, layout, ports, programs, procs, version, joined: true })
     }
 
     fn stop(self) -> Result<()> {
@@ -387,9 +285,9 @@ impl throwaway::Server for Cluster {
             return Cluster::stop(self);
         }
         // Its starter has left it to this process, the last user.
-        let stopped = stop_all(&recorded_pids(&self.layout, &ALL), STOP_GRACE, &self.layout.root);
-        for name in ALL {
-            let _ = std::fs::remove_file(self.layout.pid(name));
+        let stopped = stop_all(&recorded_pids(&self.layout), STOP_GRACE, &self.layout.root);
+        for file in pid_files(&self.layout) {
+            let _ = std::fs::remove_file(file);
         }
         throwaway::release_owner(&self.dir);
         stopped
@@ -400,69 +298,31 @@ impl throwaway::Server for Cluster {
     }
 }
 
-/// Polls `up` until it holds; fails when `exited` names a program that
-/// ended (a port taken when that program could not bind its own), at
-/// Ctrl-C, or past [`START_BOUND`] (`cpu`: what the servers used).
-fn wait_for(
-    layout: &Layout,
-    up: impl Fn() -> bool,
-    exited: impl Fn() -> Option<String>,
-    cpu: impl Fn() -> Duration,
-) -> std::result::Result<(), Start> {
-    let started = Instant::now();
-    loop {
-        if up() {
-            return Ok(());
-        }
-        if let Some(why) = exited() {
-            let taken = port_taken(&why);
-            let e = Error::bad_input(&layout.root, format!("the Swift cluster did not start: {why}"));
-            return Err(if taken { Start::PortTaken(e) } else { Start::Failed(e) });
-        }
-        if stop_requested() {
-            return Err(Start::Failed(Error::Interrupted));
-        }
-        if let Some(why) = START_BOUND.exceeded(started.elapsed(), cpu()) {
-            return Err(Start::Failed(Error::bad_input(
-                &layout.root,
-                format!("the Swift cluster did not start: {why} (see its log/)"),
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+/// Something accepts connections on `addr`'s `port`.
+fn port_answers(addr: IpAddr, port: u16) -> bool {
+    std::net::TcpStream::connect_timeout(&(addr, port).into(), Duration::from_secs(1)).is_ok()
 }
 
-/// Whether the last line of a program that ended says its port was taken:
-/// Swift's servers give up binding after their `bind_timeout` ("Could not
-/// bind to 127.0.0.1:PORT after trying for 30 seconds"), memcached at once
-/// ("failed to listen on TCP port PORT: Address already in use").
-fn port_taken(last_line: &str) -> bool {
-    last_line.contains("Could not bind to") || last_line.contains("Address already in use")
+/// The server at `addr`'s `port` answers `GET /healthcheck` with 200.
+fn healthy(addr: IpAddr, port: u16) -> bool {
+    get(addr, port, "/healthcheck").is_some()
 }
 
-/// Something accepts connections on the loopback port.
-fn port_answers(port: u16) -> bool {
-    std::net::TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(1)).is_ok()
-}
-
-/// The server on `port` answers `GET /healthcheck` with 200.
-fn healthy(port: u16) -> bool {
-    get(port, "/healthcheck").is_some()
-}
-
-/// The version the proxy on `port` reports at `/info` (Swift's own API).
+/// The version the proxy on loopback `port` reports at `/info` (Swift's
+/// own API).
 fn swift_version(port: u16) -> Option<String> {
-    let info: serde_json::Value = serde_json::from_str(&get(port, "/info")?).ok()?;
+    let info: serde_json::Value = serde_json::from_str(&get(LOOPBACK, port, "/info")?).ok()?;
     info["swift"]["version"].as_str().map(str::to_string)
 }
 
-/// The body of a plain `GET path` to the loopback `port`, when it answers
-/// 200 within a few seconds.
-fn get(port: u16, path: &str) -> Option<String> {
+/// The body of a plain `GET path` to `addr`'s `port`, when it answers 200
+/// within a few seconds.
+fn get(addr: IpAddr, port: u16, path: &str) -> Option<String> {
     use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(1)).ok()?;
+    let mut s = std::net::TcpStream::connect_timeout(&(addr, port).into(), Duration::from_secs(1)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes()).ok()?;
+    s.set_write_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes()).ok()?;
     let mut answer = String::new();
     s.read_to_string(&mut answer).ok()?;
     let (head, body) = answer.split_once("\r\n\r\n")?;
@@ -470,22 +330,40 @@ fn get(port: u16, path: &str) -> Option<String> {
     (status.starts_with("HTTP/1.") && status.split(' ').nth(1) == Some("200")).then(|| body.to_string())
 }
 
-/// The pids the files in `run/` name that are still the processes recorded
-/// there (their start times match) and run this cluster's programs (a
-/// server names this cluster's configuration; memcached is memcached, on
-/// this cluster's port).
-fn recorded_pids(layout: &Layout, names: &[&str]) -> Vec<i32> {
-    let ports = config::last_ports(layout);
-    names
-        .iter()
-        .filter_map(|name| {
-            let ours = |pid: i32| match *name {
-                "memcached" => ports.is_some_and(|p| runs_with(pid, &p.memcached.to_string())) && is_memcached(pid),
-                server => runs_with(pid, &layout.conf(server).to_string_lossy()),
-            };
-            throwaway::confirmed_pid(&layout.pid(name), ours)
-        })
-        .collect()
+/// Every program's pid file: the proxy's and memcached's, then each
+/// storage node's servers'.
+fn pid_files(layout: &Layout) -> Vec<PathBuf> {
+    let mut files = vec![layout.pid("proxy"), layout.pid("memcached")];
+    for node in layout.nodes().unwrap_or_default() {
+        files.extend(STORAGE.map(|s| node.pid(s)));
+    }
+    files
+}
+
+/// The pids the cluster's pid files name that are still the processes
+/// recorded there (their start times match) and run this cluster's
+/// programs (a server names its configuration; memcached is memcached, on
+/// this cluster's port): the servers (`with_memcached`: and memcached).
+fn recorded(layout: &Layout, with_memcached: bool) -> Vec<i32> {
+    let ports = Ports::read(&layout.ports_file());
+    let mut found = Vec::new();
+    let conf_of =
+        |file: &Path, conf: PathBuf| throwaway::confirmed_pid(file, |pid| runs_with(pid, &conf.to_string_lossy()));
+    found.extend(conf_of(&layout.pid("proxy"), layout.proxy_conf()));
+    for node in layout.nodes().unwrap_or_default() {
+        found.extend(STORAGE.iter().filter_map(|s| conf_of(&node.pid(s), node.conf(s))));
+    }
+    if with_memcached {
+        let port = ports.map(|p| p.get("memcached").to_string());
+        let ours = |pid| port.as_deref().is_some_and(|p| runs_with(pid, p)) && is_memcached(pid);
+        found.extend(throwaway::confirmed_pid(&layout.pid("memcached"), ours));
+    }
+    found
+}
+
+/// Every process of the cluster still running, memcached included.
+fn recorded_pids(layout: &Layout) -> Vec<i32> {
+    recorded(layout, true)
 }
 
 /// Whether process `pid` runs a program named memcached.
@@ -495,78 +373,44 @@ fn is_memcached(pid: i32) -> bool {
     program.rsplit(|&b| b == b'/').next() == Some(b"memcached")
 }
 
-const ALL: [&str; 5] = ["object", "container", "account", "proxy", "memcached"];
-
 /// Ends servers a killed run left in `layout`; refuses when their owner
 /// is another blobbench still running.
 fn stop_stale(layout: &Layout) -> Result<()> {
-    let pids = recorded_pids(layout, &ALL);
-    if pids.is_empty() {
-        return Ok(());
-    }
-    throwaway::check_not_in_use(layout.dataset(), &layout.root)?;
-    let left = signal_and_wait(&pids, libc::SIGKILL, Duration::from_secs(10));
-    match left.first() {
-        None => Ok(()),
-        Some(pid) => Err(Error::bad_input(&layout.root, format!("a killed run's server (pid {pid}) did not end"))),
-    }
+    launch::stop_stale(layout.dataset(), &layout.root, &recorded_pids(layout))
 }
 
 /// Ends whatever Swift servers run for the dataset in `dir` (a killed
 /// run's), if any. Called before a dataset is removed or replaced.
 pub fn stop_any(dir: &Path) -> Result<()> {
-    stop_stale(&Layout::of(dir)?)
+    stop_stale(&Layout::of(dir, shape_of(dir))?)
 }
 
-/// The crash test's fault: SIGKILLs the proxy, object, container and
-/// account servers of the cluster in `dir/swift`, as a crash of the
-/// machine's services ends them, and waits until they are gone (memcached,
-/// a cache, is left to the next start, which ends it).
+/// The crash test's fault: SIGKILLs the proxy and every storage server of
+/// the cluster in `dir`, as a crash of the machine's services ends them,
+/// and waits until they are gone (memcached, a cache, is left to the next
+/// start, which ends it).
 pub fn kill_servers(dir: &Path) -> Result<()> {
-    let layout = Layout::of(dir)?;
-    let pids = recorded_pids(&layout, &SERVERS);
-    let left = signal_and_wait(&pids, libc::SIGKILL, Duration::from_secs(10));
-    match left.first() {
-        None => Ok(()),
-        Some(pid) => {
-            Err(Error::bad_input(&layout.root, format!("the killed server (pid {pid}) did not end within 10 s")))
-        }
-    }
+    let layout = Layout::of(dir, shape_of(dir))?;
+    launch::kill_and_wait(&recorded(&layout, false), &layout.root, "the killed server")
 }
 
 /// Ends every cluster a killed blobbench left running in the work
 /// directories under `workdir` (see [`throwaway::orphaned`]); returns
 /// how many.
 pub fn reap_killed(workdir: &Path) -> Result<usize> {
-    let mut ended = 0;
-    for dir in throwaway::orphaned(workdir) {
-        let layout = Layout::of(&dir)?;
-        if !recorded_pids(&layout, &ALL).is_empty() {
-            stop_stale(&layout)?;
-            ended += 1;
-        }
-    }
-    Ok(ended)
+    let layout = |dir: &Path| Layout::of(dir, shape_of(dir));
+    launch::reap_killed(workdir, |dir| Ok(layout(dir)?.root), |dir| Ok(recorded_pids(&layout(dir)?)))
 }
 
 /// Whether any server of the cluster in `dir` runs (for tests and checks
 /// that a command left none behind).
 pub fn any_running(dir: &Path) -> bool {
-    Layout::of(dir).is_ok_and(|l| !recorded_pids(&l, &ALL).is_empty())
+    Layout::of(dir, shape_of(dir)).is_ok_and(|l| !recorded_pids(&l).is_empty())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_server_or_memcached_that_lost_its_port_is_told_from_other_failures() {
-        let swift =
-            "proxy ended (exit status: 1): Exception: Could not bind to 127.0.0.1:6011 after trying for 30 seconds";
-        let memcached = "memcached ended (exit status: 71): failed to listen on TCP port 11211: Address already in use";
-        assert!(port_taken(swift) && port_taken(memcached));
-        assert!(!port_taken("object ended (exit status: 1): ImportError: No module named swift"));
-    }
 
     /// memcached's pid file is trusted only while it names that very
     /// process, and memcached: a recycled pid whose arguments happen to
@@ -574,19 +418,16 @@ mod tests {
     #[test]
     fn a_recycled_memcached_pid_is_never_taken_for_the_clusters() {
         let tmp = tempfile::tempdir().unwrap();
-        let layout = Layout::of(tmp.path()).unwrap();
+        let layout = Layout::of(tmp.path(), Shape::OneHost).unwrap();
         layout.create(1).unwrap();
-        let ports = Ports { proxy: 1, object: 2, container: 3, account: 4, memcached: 54_321 };
-        std::fs::write(layout.ports_file(), serde_json::to_string(&ports).unwrap()).unwrap();
+        let ports = r#"{"proxy":1,"object":2,"container":3,"account":4,"memcached":54321}"#;
+        std::fs::write(layout.ports_file(), ports).unwrap();
         let mut other = Command::new("sleep").arg("54321").spawn().unwrap();
         let pid = other.id() as i32;
         std::fs::write(layout.pid("memcached"), format!("{pid}\n")).unwrap();
-        assert!(
-            recorded_pids(&layout, &["memcached"]).is_empty(),
-            "not memcached, though its port is in its arguments"
-        );
+        assert!(recorded_pids(&layout).is_empty(), "not memcached, though its port is in its arguments");
         std::fs::write(layout.pid("memcached"), format!("{pid} 1\n")).unwrap();
-        assert!(recorded_pids(&layout, &["memcached"]).is_empty(), "not the process recorded");
+        assert!(recorded_pids(&layout).is_empty(), "not the process recorded");
         other.kill().unwrap();
         other.wait().unwrap();
     }

@@ -1,29 +1,32 @@
 # Swift's rings for blobbench's throwaway cluster, through swift's own
 # RingBuilder (about 1 s; the swift-ring-builder command takes about 25 s for
-# three rings). Usage: rings.py DIR REPLICAS account=PORT container=PORT object=PORT
-# A first call makes the builders: part power 10, one device per replica
-# (d1, d2, ...), each in its own zone, all at 127.0.0.1. Later calls only
-# move the devices to new ports, so every object stays where it was placed.
+# three rings). Usage: rings.py DIR SPEC, SPEC being JSON:
+#   {"replicas": 3, "devices": [{"device": "d1", "zone": 1, "ip": "127.0.0.1",
+#     "ports": {"account": P, "container": P, "object": P}}, ...]}
+# A first call makes the builders: part power 10, one device per replica,
+# each in its own zone. Later calls only move each device (by its name) to
+# its new address and ports, so every object stays where it was placed.
+import json
 import os
 import sys
 
 from swift.common.ring import RingBuilder
 
-etc, replicas = sys.argv[1], int(sys.argv[2])
-ports = dict(arg.split("=") for arg in sys.argv[3:])
+etc, spec = sys.argv[1], json.loads(sys.argv[2])
 for kind in ("account", "container", "object"):
-    port = int(ports[kind])
     builder_path = os.path.join(etc, kind + ".builder")
     if os.path.exists(builder_path):
         builder = RingBuilder.load(builder_path)
+        where = {d["device"]: d for d in spec["devices"]}
         for dev in builder.devs:
-            if dev is not None:
-                dev["port"] = port
+            if dev is not None and dev["device"] in where:
+                dev["ip"] = where[dev["device"]]["ip"]
+                dev["port"] = int(where[dev["device"]]["ports"][kind])
     else:
-        builder = RingBuilder(10, replicas, 1)
-        for i in range(replicas):
-            builder.add_dev({"id": i, "region": 1, "zone": i + 1, "ip": "127.0.0.1", "port": port,
-                             "device": "d%d" % (i + 1), "weight": 100, "meta": ""})
+        builder = RingBuilder(10, spec["replicas"], 1)
+        for i, d in enumerate(spec["devices"]):
+            builder.add_dev({"id": i, "region": 1, "zone": d["zone"], "ip": d["ip"], "port": int(d["ports"][kind]),
+                             "device": d["device"], "weight": 100, "meta": ""})
         builder.rebalance(seed=1)
     builder.save(builder_path + ".tmp")
     os.rename(builder_path + ".tmp", builder_path)

@@ -1,0 +1,282 @@
+//! A throwaway server's processes as one set, whatever the server (Swift's
+//! proxy and storage servers and memcached; SeaweedFS's one `weed mini`, or
+//! its master, volume servers and gateway): each started through
+//! [`spawn_server`] with its output appended to its log and its pid
+//! recorded, waited for until the server answers (bounded by the CPU the
+//! set uses, see [`START_BOUND`]), and stopped together. What a killed run
+//! left is found again by its pid files ([`stop_stale`], [`reap_killed`]).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::process::{cpu_of, signal_and_wait, spawn_server, stop_all, Lifetime, Start, START_BOUND};
+use crate::engine::throwaway;
+use crate::util::interrupt::stop_requested;
+use crate::{Error, Result};
+
+/// How long a clean stop may take before the processes are SIGKILLed.
+pub const STOP_GRACE: Duration = Duration::from_secs(15);
+/// How long SIGKILLed processes may take to end.
+const KILL_WAIT: Duration = Duration::from_secs(10);
+
+/// How a program's log says that a port picked free was taken before it
+/// bound it (a start worth trying again on new ports).
+#[derive(Debug, Clone, Copy)]
+pub enum PortTaken {
+    /// The program ended, and its last line says so (Swift's servers give
+    /// up binding after their `bind_timeout`; memcached at once).
+    LastLineOfEnded(fn(&str) -> bool),
+    /// Any line holding this, though the program runs on (`weed`).
+    AnyLine(&'static str),
+}
+
+/// One program of the set, as started.
+#[derive(Debug)]
+struct Running {
+    name: String,
+    log: PathBuf,
+    pid_file: PathBuf,
+    child: Child,
+}
+
+/// The processes of one throwaway server started by this process.
+#[derive(Debug)]
+pub struct Procs {
+    /// The server as errors name it ("the Swift cluster").
+    what: &'static str,
+    /// Its directory (errors name it).
+    root: PathBuf,
+    lifetime: Lifetime,
+    taken: PortTaken,
+    running: Mutex<Vec<Running>>,
+}
+
+impl Procs {
+    pub fn new(what: &'static str, root: &Path, lifetime: Lifetime, taken: PortTaken) -> Procs {
+        Procs { what, root: root.to_path_buf(), lifetime, taken, running: Mutex::new(Vec::new()) }
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, Vec<Running>> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts `cmd` as the program `name`, its output appended to `log`,
+    /// from `/` (unless `cmd` names a directory), and records its pid in
+    /// `pid_file`.
+    pub fn spawn(&self, name: &str, mut cmd: Command, log: &Path, pid_file: &Path) -> Result<()> {
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .map_err(|e| Error::io(log, "cannot open the log", e))?;
+        let err = out.try_clone().map_err(|e| Error::io(log, "cannot open the log", e))?;
+        if cmd.get_current_dir().is_none() {
+            cmd.current_dir("/");
+        }
+        cmd.stdin(Stdio::null()).stdout(out).stderr(err);
+        let child = spawn_server(cmd, self.lifetime).map_err(|e| Error::io(log, &format!("cannot start {name}"), e))?;
+        let pid = child.id() as i32;
+        let (log, pid_file) = (log.to_path_buf(), pid_file.to_path_buf());
+        self.running().push(Running { name: name.to_string(), log, pid_file: pid_file.clone(), child });
+        throwaway::write_pid_file(&pid_file, pid)
+    }
+
+    /// Polls `up` until it holds; fails when a program ended (or its log
+    /// says its port was taken: [`Start::PortTaken`]), at Ctrl-C, or past
+    /// [`START_BOUND`] (by the CPU the set used). A failed wait stops
+    /// nothing: the set's stop (or drop) does.
+    pub fn wait_until_up(&self, up: impl Fn() -> bool) -> std::result::Result<(), Start> {
+        let started = Instant::now();
+        let failed = |why: String| Error::bad_input(&self.root, format!("{} did not start: {why}", self.what));
+        loop {
+            if up() {
+                return Ok(());
+            }
+            if let Some((why, taken)) = self.fault() {
+                return Err(if taken { Start::PortTaken(failed(why)) } else { Start::Failed(failed(why)) });
+            }
+            if stop_requested() {
+                return Err(Start::Failed(Error::Interrupted));
+            }
+            if let Some(why) = START_BOUND.exceeded(started.elapsed(), self.cpu()) {
+                return Err(Start::Failed(failed(format!("{why} (see its log/)"))));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// A program that ended by itself, or whose log says its port was
+    /// taken: what its log's last line (or that line) says, and whether
+    /// the port was taken.
+    fn fault(&self) -> Option<(String, bool)> {
+        let mut running = self.running();
+        for r in running.iter_mut() {
+            if let PortTaken::AnyLine(sign) = self.taken {
+                let log = std::fs::read_to_string(&r.log).unwrap_or_default();
+                if let Some(line) = log.lines().rfind(|l| l.contains(sign)) {
+                    return Some((format!("{}: {}", r.name, line.trim()), true));
+                }
+            }
+            if let Some(status) = r.child.try_wait().ok().flatten() {
+                let last = last_line(&r.log);
+                let taken = matches!(self.taken, PortTaken::LastLineOfEnded(said) if said(&last));
+                return Some((format!("{} ended ({status}): {last}", r.name), taken));
+            }
+        }
+        None
+    }
+
+    /// The CPU the set's programs have used (a start is bounded by it).
+    pub fn cpu(&self) -> Duration {
+        cpu_of(&self.pids())
+    }
+
+    pub fn pids(&self) -> Vec<i32> {
+        self.running().iter().map(|r| r.child.id() as i32).collect()
+    }
+
+    /// Stops the program `name` alone (SIGTERM, then SIGKILL after the
+    /// grace) and forgets it; nothing when it does not run.
+    pub fn stop_one(&self, name: &str) -> Result<()> {
+        let found = {
+            let mut running = self.running();
+            running.iter().position(|r| r.name == name).map(|i| running.remove(i))
+        };
+        match found {
+            Some(r) => stop_running(vec![r], &self.root),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops every program (SIGTERM, then SIGKILL after a grace period),
+    /// waits for them and removes their pid files.
+    pub fn stop(&self) -> Result<()> {
+        let all = std::mem::take(&mut *self.running());
+        stop_running(all, &self.root)
+    }
+}
+
+fn stop_running(mut all: Vec<Running>, root: &Path) -> Result<()> {
+    let pids: Vec<i32> = all.iter().map(|r| r.child.id() as i32).collect();
+    let stopped = stop_all(&pids, STOP_GRACE, root);
+    for r in &mut all {
+        let _ = r.child.wait();
+        let _ = std::fs::remove_file(&r.pid_file);
+    }
+    stopped
+}
+
+/// The last line of the log at `path` that is not empty.
+pub fn last_line(path: &Path) -> String {
+    let log = std::fs::read_to_string(path).unwrap_or_default();
+    log.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("no output").to_string()
+}
+
+/// Ends `pids`, a killed run's processes of the server in `root` of the
+/// dataset in `dataset`; refuses while their owner, another blobbench, may
+/// still run.
+pub fn stop_stale(dataset: &Path, root: &Path, pids: &[i32]) -> Result<()> {
+    if pids.is_empty() {
+        return Ok(());
+    }
+    throwaway::check_not_in_use(dataset, root)?;
+    kill_and_wait(pids, root, "a killed run's server")
+}
+
+/// SIGKILLs `pids` and waits until they are gone (`what` names them in
+/// the error).
+pub fn kill_and_wait(pids: &[i32], root: &Path, what: &str) -> Result<()> {
+    match signal_and_wait(pids, libc::SIGKILL, KILL_WAIT).first() {
+        None => Ok(()),
+        Some(pid) => Err(Error::bad_input(
+            root,
+            format!("{what} (pid {pid}) did not end within {} s of SIGKILL", KILL_WAIT.as_secs()),
+        )),
+    }
+}
+
+/// Ends every server a killed blobbench left running in the work
+/// directories under `workdir` (see [`throwaway::orphaned`]), `running`
+/// giving a dataset's recorded server processes and `root` its server's
+/// directory; how many.
+pub fn reap_killed(
+    workdir: &Path,
+    root: impl Fn(&Path) -> Result<PathBuf>,
+    running: impl Fn(&Path) -> Result<Vec<i32>>,
+) -> Result<usize> {
+    let mut ended = 0;
+    for dir in throwaway::orphaned(workdir) {
+        let pids = running(&dir)?;
+        if !pids.is_empty() {
+            stop_stale(&dir, &root(&dir)?, &pids)?;
+            ended += 1;
+        }
+    }
+    Ok(ended)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Command {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", script]);
+        cmd
+    }
+
+    fn taken(line: &str) -> bool {
+        line.contains("Address already in use")
+    }
+
+    /// A program that ends is named with its log's last line, a port
+    /// taken is told from other failures, and a stop leaves no process
+    /// and no pid file.
+    #[test]
+    fn a_set_is_waited_for_its_failures_named_and_stopped_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let procs = Procs::new("the test server", d, Lifetime::ThisProcess, PortTaken::LastLineOfEnded(taken));
+        procs.spawn("sleeper", sh("sleep 30"), &d.join("a.log"), &d.join("a.pid")).unwrap();
+        procs.wait_until_up(|| true).map_err(Start::into_error).unwrap();
+        procs
+            .spawn("binder", sh("echo 'bind: Address already in use'; exit 71"), &d.join("b.log"), &d.join("b.pid"))
+            .unwrap();
+        match procs.wait_until_up(|| false) {
+            Err(Start::PortTaken(e)) => {
+                let e = e.to_string();
+                assert!(
+                    e.contains("the test server did not start: binder ended") && e.contains("already in use"),
+                    "{e}"
+                );
+            }
+            _ => panic!("a port taken"),
+        }
+        procs.stop_one("binder").unwrap();
+        procs.spawn("failer", sh("echo 'no module named swift'; exit 1"), &d.join("c.log"), &d.join("c.pid")).unwrap();
+        let Err(Start::Failed(e)) = procs.wait_until_up(|| false) else { panic!("a failure") };
+        assert!(e.to_string().contains("failer ended (exit status: 1): no module named swift"), "{e}");
+        let pids = procs.pids();
+        assert!(d.join("a.pid").is_file());
+        procs.stop().unwrap();
+        assert!(pids.iter().all(|&p| !throwaway::alive(p)) && !d.join("a.pid").exists() && procs.pids().is_empty());
+    }
+
+    /// `weed` logs a port it could not take and runs on: the line is
+    /// enough.
+    #[test]
+    fn a_port_taken_is_read_from_a_running_programs_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let procs = Procs::new("SeaweedFS", d, Lifetime::ThisProcess, PortTaken::AnyLine("Port allocation failed"));
+        let script = "echo 'E1 Port allocation failed: port 9 is not available'; sleep 30";
+        procs.spawn("weed", sh(script), &d.join("w.log"), &d.join("w.pid")).unwrap();
+        match procs.wait_until_up(|| false) {
+            Err(Start::PortTaken(e)) => assert!(e.to_string().contains("weed: E1 Port allocation failed"), "{e}"),
+            _ => panic!("a port taken"),
+        }
+        procs.stop().unwrap();
+    }
+}
