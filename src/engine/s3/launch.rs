@@ -64,8 +64,8 @@ impl Procs {
 
     /// Starts `cmd` as the program `name`, its output appended to `log`,
     /// from `/` (unless `cmd` names a directory), and records its pid in
-    /// `pid_file`.
-    pub fn spawn(&self, name: &str, mut cmd: Command, log: &Path, pid_file: &Path) -> Result<()> {
+    /// `pid_file`; its pid.
+    pub fn spawn(&self, name: &str, mut cmd: Command, log: &Path, pid_file: &Path) -> Result<i32> {
         let out = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -80,7 +80,8 @@ impl Procs {
         let pid = child.id() as i32;
         let (log, pid_file) = (log.to_path_buf(), pid_file.to_path_buf());
         self.running().push(Running { name: name.to_string(), log, pid_file: pid_file.clone(), child });
-        throwaway::write_pid_file(&pid_file, pid)
+        throwaway::write_pid_file(&pid_file, pid)?;
+        Ok(pid)
     }
 
     /// Polls `up` until it holds; fails when a program ended (or its log

@@ -32,6 +32,7 @@ mod launch;
 mod listing;
 mod multipart;
 mod net;
+mod place;
 mod ports;
 mod process;
 pub mod provider;

@@ -14,21 +14,33 @@ use super::{seaweedfs, swift};
 use crate::engine::throwaway;
 use crate::{Error, Result};
 
-/// A throwaway S3 server blobbench can start (`--s3-server`).
+/// A throwaway S3 server blobbench can start (`--s3-server`): a store,
+/// on one host or spread over hosts of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Server {
+    /// Swift on one host: one object, container and account server serving
+    /// every replica's device.
     Swift,
+    /// Swift on three storage hosts, each its own servers and device: a
+    /// replica per host, a PUT acknowledged by the proxy's write quorum.
+    SwiftHosts,
+    /// SeaweedFS's `weed mini`: one process, one copy.
     Seaweedfs,
+    /// SeaweedFS with a volume server on each of two hosts, every object
+    /// on both before the PUT returns.
+    SeaweedfsHosts,
 }
 
 impl Server {
     /// Every server, the default first.
-    pub const ALL: [Server; 2] = [Server::Swift, Server::Seaweedfs];
+    pub const ALL: [Server; 4] = [Server::Swift, Server::SwiftHosts, Server::Seaweedfs, Server::SeaweedfsHosts];
 
     pub fn name(self) -> &'static str {
         match self {
             Server::Swift => "swift",
+            Server::SwiftHosts => "swift-3hosts",
             Server::Seaweedfs => "seaweedfs",
+            Server::SeaweedfsHosts => "seaweedfs-2hosts",
         }
     }
 
@@ -52,34 +64,57 @@ impl Server {
     fn dir(self) -> &'static str {
         match self {
             Server::Swift => swift::DIR,
+            Server::SwiftHosts => swift::HOSTS_DIR,
             Server::Seaweedfs => seaweedfs::DIR,
+            Server::SeaweedfsHosts => seaweedfs::HOSTS_DIR,
         }
     }
 
-    /// Replicas when `--s3-replicas` is not given, and the most it can keep.
+    /// The hosts holding its data: one, or one per replica.
+    pub fn hosts(self) -> u8 {
+        match self {
+            Server::Swift | Server::Seaweedfs => 1,
+            Server::SwiftHosts => swift::HOSTS,
+            Server::SeaweedfsHosts => seaweedfs::HOSTS,
+        }
+    }
+
+    /// The same store on one host: what its replication across hosts is
+    /// paired against.
+    pub fn alone(self) -> Server {
+        match self {
+            Server::Swift | Server::SwiftHosts => Server::Swift,
+            Server::Seaweedfs | Server::SeaweedfsHosts => Server::Seaweedfs,
+        }
+    }
+
+    /// Replicas when `--s3-replicas` is not given, and the most it can keep
+    /// (on hosts: one per host, no other count).
     pub fn replicas(self) -> (u8, u8) {
         match self {
             Server::Swift => (3, 3),
             Server::Seaweedfs => (1, 1),
+            Server::SwiftHosts | Server::SeaweedfsHosts => (self.hosts(), self.hosts()),
         }
     }
 
     /// Whether it has a PUT on disk before it answers. Swift fsyncs each
-    /// object; `weed mini` made no sync call at all over 100 PUTs (strace
-    /// -f), so a power cut can lose what it acknowledged. The process-kill
-    /// crash test cannot see this (the kernel keeps what was written).
+    /// object; `weed` made no sync call at all over 100 PUTs (strace -f),
+    /// so a power cut can lose what it acknowledged, on every host at once.
+    /// The process-kill crash test cannot see this (the kernel keeps what
+    /// was written).
     pub fn syncs_puts(self) -> bool {
         match self {
-            Server::Swift => true,
-            Server::Seaweedfs => false,
+            Server::Swift | Server::SwiftHosts => true,
+            Server::Seaweedfs | Server::SeaweedfsHosts => false,
         }
     }
 
     /// Whether it could be started here (the error says what to install).
     pub fn check_installed(self) -> Result<()> {
         match self {
-            Server::Swift => swift::check_installed(),
-            Server::Seaweedfs => seaweedfs::check_installed(),
+            Server::Swift | Server::SwiftHosts => swift::check_installed(),
+            Server::Seaweedfs | Server::SeaweedfsHosts => seaweedfs::check_installed(),
         }
     }
 
@@ -87,15 +122,18 @@ impl Server {
     pub fn init(self, dir: &Path, replicas: u8) -> Result<()> {
         match self {
             Server::Swift => swift::Cluster::init(dir, swift::Shape::OneHost, replicas),
+            Server::SwiftHosts => swift::Cluster::init(dir, swift::Shape::Hosts, replicas),
             Server::Seaweedfs => seaweedfs::Mini::init(dir),
+            Server::SeaweedfsHosts => seaweedfs::Cluster::init(dir),
         }
     }
 
     /// Starts the server of the dataset in `dir` for this caller alone.
     pub(super) fn start(self, dir: &Path) -> Result<Arc<dyn Provider>> {
         let running: Arc<dyn Provider> = match self {
-            Server::Swift => Arc::new(swift::Cluster::start(dir)?),
+            Server::Swift | Server::SwiftHosts => Arc::new(swift::Cluster::start(dir)?),
             Server::Seaweedfs => Arc::new(seaweedfs::Mini::start(dir)?),
+            Server::SeaweedfsHosts => Arc::new(seaweedfs::Cluster::start(dir)?),
         };
         Ok(running)
     }
@@ -103,8 +141,9 @@ impl Server {
     /// The server of the dataset in `dir` as this process's engines share it.
     pub(super) fn shared(self, dir: &Path) -> Result<Arc<dyn Provider>> {
         let running: Arc<dyn Provider> = match self {
-            Server::Swift => swift::Cluster::shared(dir)?,
+            Server::Swift | Server::SwiftHosts => swift::Cluster::shared(dir)?,
             Server::Seaweedfs => seaweedfs::Mini::shared(dir)?,
+            Server::SeaweedfsHosts => seaweedfs::Cluster::shared(dir)?,
         };
         Ok(running)
     }
@@ -113,23 +152,24 @@ impl Server {
     pub fn data_dir(self, dir: &Path) -> Result<PathBuf> {
         match self {
             Server::Swift => Ok(swift::Layout::of(dir, swift::Shape::OneHost)?.data()),
-            Server::Seaweedfs => seaweedfs::data_dir(dir),
+            Server::SwiftHosts => Ok(swift::Layout::of(dir, swift::Shape::Hosts)?.data()),
+            Server::Seaweedfs | Server::SeaweedfsHosts => seaweedfs::data_dir(dir),
         }
     }
 
     /// Ends what a killed run left running for the dataset in `dir`.
     pub fn stop_any(self, dir: &Path) -> Result<()> {
         match self {
-            Server::Swift => swift::stop_any(dir),
-            Server::Seaweedfs => seaweedfs::stop_any(dir),
+            Server::Swift | Server::SwiftHosts => swift::stop_any(dir),
+            Server::Seaweedfs | Server::SeaweedfsHosts => seaweedfs::stop_any(dir),
         }
     }
 
     /// Whether any of its processes runs for the dataset in `dir`.
     pub fn any_running(self, dir: &Path) -> bool {
         match self {
-            Server::Swift => swift::any_running(dir),
-            Server::Seaweedfs => seaweedfs::any_running(dir),
+            Server::Swift | Server::SwiftHosts => swift::any_running(dir),
+            Server::Seaweedfs | Server::SeaweedfsHosts => seaweedfs::any_running(dir),
         }
     }
 }
@@ -143,8 +183,8 @@ pub fn names() -> Vec<&'static str> {
 /// throwaway server's processes (none yet: nothing to kill).
 pub fn kill_servers(dir: &Path) -> Result<()> {
     match Server::of_dataset(dir) {
-        Some(Server::Swift) => swift::kill_servers(dir),
-        Some(Server::Seaweedfs) => seaweedfs::kill_servers(dir),
+        Some(Server::Swift | Server::SwiftHosts) => swift::kill_servers(dir),
+        Some(Server::Seaweedfs | Server::SeaweedfsHosts) => seaweedfs::kill_servers(dir),
         None => Ok(()),
     }
 }

@@ -5,6 +5,7 @@
 //! and ports, `log/` its log.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::Arc;
 
 use super::weed::{self, find_weed, BUCKET};
@@ -143,14 +144,14 @@ impl Mini {
             let client = weed::client(&mini.endpoint())?;
             let master = ([127, 0, 0, 1], mini.ports.get("master")).into();
             let data = [mini.layout.data()];
-            mini.procs.wait_until_up(|| weed::serving(&client, master, &data))?;
+            mini.procs.wait_until_up(|| weed::serving(&client, master, &data, 1))?;
             Ok(mini)
         })
     }
 
     fn spawn(&self, weed: &Path) -> std::result::Result<(), Start> {
         let l = &self.layout;
-        let mut cmd = weed::command(weed, "mini");
+        let mut cmd = weed::command(Command::new(weed), "mini");
         cmd.arg(format!("-dir={}", l.data().display()))
             .arg(format!("-bucket={BUCKET}"))
             .args(["-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-admin.ui=false", "-webdav=false"])

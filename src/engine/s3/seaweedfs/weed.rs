@@ -41,10 +41,9 @@ pub fn check_installed() -> Result<()> {
     find_weed().map(drop)
 }
 
-/// `weed SUB`, its S3 gateway (if it runs one) requiring blobbench's
-/// credentials.
-pub fn command(weed: &Path, sub: &str) -> Command {
-    let mut cmd = Command::new(weed);
+/// `weed SUB` from `cmd` (a command of `weed`, where it is to run), its
+/// S3 gateway (if it runs one) requiring blobbench's credentials.
+pub fn command(mut cmd: Command, sub: &str) -> Command {
     cmd.arg(sub).env("AWS_ACCESS_KEY_ID", ACCESS_KEY).env("AWS_SECRET_ACCESS_KEY", SECRET);
     cmd
 }
@@ -57,11 +56,12 @@ pub fn store(endpoint: &str, bucket: &str) -> Result<Store> {
 
 /// Whether the store serves: a signed listing of its bucket answers (the
 /// S3 port answers a few seconds before `weed mini -bucket` has made it),
-/// and the master at `master` knows where every volume in `data` is (after
-/// a restart, a GET answers 500 until the volume server's heartbeat told
-/// the master where its volumes are).
-pub fn serving(client: &Client, master: SocketAddr, data: &[PathBuf]) -> bool {
-    client.any_under("").is_ok() && data.iter().flat_map(|d| volume_ids(d)).all(|v| master_knows(master, v))
+/// and the master at `master` knows where `copies` copies of every volume
+/// in `data` are (after a restart, a GET answers 500 until the volume
+/// servers' heartbeats told the master where their volumes are, and a
+/// write to a volume whose other copy it does not know yet fails).
+pub fn serving(client: &Client, master: SocketAddr, data: &[PathBuf], copies: usize) -> bool {
+    client.any_under("").is_ok() && data.iter().flat_map(|d| volume_ids(d)).all(|v| master_knows(master, v, copies))
 }
 
 /// A client of the gateway at `endpoint`, for [`serving`].
@@ -76,14 +76,14 @@ fn volume_ids(data: &Path) -> Vec<u32> {
     entries.flatten().filter_map(|e| id(&e.file_name().to_string_lossy())).collect()
 }
 
-/// Whether the master at `master` can say where volume `id` is (a bounded
-/// request, never through a proxy).
-fn master_knows(master: SocketAddr, id: u32) -> bool {
+/// Whether the master at `master` can say where `copies` copies of volume
+/// `id` are (a bounded request, never through a proxy).
+fn master_knows(master: SocketAddr, id: u32, copies: usize) -> bool {
     let agent: ureq::Agent =
         ureq::Agent::config_builder().proxy(None).timeout_global(Some(Duration::from_secs(2))).build().into();
     let url = format!("http://{master}/dir/lookup?volumeId={id}");
     let body = agent.get(&url).call().ok().and_then(|mut r| r.body_mut().read_to_string().ok());
-    body.is_some_and(|b| b.contains("\"locations\""))
+    body.is_some_and(|b| b.contains("\"locations\"") && b.matches("\"url\"").count() >= copies)
 }
 
 /// `weed version`'s number ("version 8000GB 4.48 pypi linux amd64": 4.48).

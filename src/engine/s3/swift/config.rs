@@ -78,9 +78,10 @@ impl Node {
 }
 
 /// Where a cluster's files are, inside a dataset's `swift/` (or
-/// `swift-3hosts/`) directory. On hosts, `hosts/h1`... are the storage
-/// hosts' directories; the proxy and memcached keep theirs in the
-/// cluster's own `etc/`, `run/` and `log/`.
+/// `swift-3hosts/`) directory. On hosts, `disks/h1`... are the storage
+/// hosts' disks (each its servers' configuration, device, pids and logs),
+/// kept from one start to the next; the proxy and memcached keep theirs in
+/// the cluster's own `etc/`, `run/` and `log/`.
 #[derive(Debug, Clone)]
 pub struct Layout {
     pub root: PathBuf,
@@ -123,17 +124,17 @@ impl Layout {
     pub fn ports_file(&self) -> PathBuf {
         self.etc().join("ports.json")
     }
-    /// Where the storage hosts' directories are.
-    pub fn hosts(&self) -> PathBuf {
-        self.root.join("hosts")
+    /// Where the storage hosts' disks are.
+    pub fn disks(&self) -> PathBuf {
+        self.root.join("disks")
     }
 
     /// The directory holding every replica of the objects (and the
-    /// container and account databases): the devices, or the hosts'.
+    /// container and account databases): the devices, or the hosts' disks.
     pub fn data(&self) -> PathBuf {
         match self.shape {
             Shape::OneHost => self.root.join("devices"),
-            Shape::Hosts => self.hosts(),
+            Shape::Hosts => self.disks(),
         }
     }
 
@@ -151,7 +152,7 @@ impl Layout {
             Shape::Hosts => (1..=HOSTS)
                 .map(|i| Node {
                     name: format!("h{i}"),
-                    root: self.hosts().join(format!("h{i}")),
+                    root: self.disks().join(format!("h{i}")),
                     devices: vec![format!("d{i}")],
                 })
                 .collect(),
@@ -364,7 +365,7 @@ mod tests {
             nodes.iter().map(|n| n.program("object")).collect::<Vec<_>>(),
             ["h1.object", "h2.object", "h3.object"]
         );
-        assert!(nodes.iter().all(|n| n.devices().join(&n.devices[0]).is_dir() && n.root.starts_with(layout.hosts())));
+        assert!(nodes.iter().all(|n| n.devices().join(&n.devices[0]).is_dir() && n.root.starts_with(layout.disks())));
         let ports = layout.pick_ports_from(None).unwrap();
         assert_eq!(ports.all().len(), 2 + 3 * 3);
         let addrs: Vec<IpAddr> = ["10.0.0.2", "10.0.0.3", "10.0.0.4"].map(|a| a.parse().unwrap()).to_vec();

@@ -35,6 +35,7 @@ use rusty_s3::Credentials;
 use super::client::Store;
 use super::launch::{self, PortTaken, Procs, STOP_GRACE};
 use super::net::Net;
+use super::place::{Beside, Place};
 use super::ports::Ports;
 use super::process::{runs_with, start_with_retries, stop_all, Lifetime, Start};
 use super::provider::{setting, Provider};
@@ -128,7 +129,8 @@ impl Cluster {
         lifetime: Lifetime,
     ) -> std::result::Result<Cluster, Start> {
         let nodes = layout.nodes()?;
-        let addrs = vec![LOOPBACK; nodes.len()];
+        let places: Vec<Arc<dyn Place>> = nodes.iter().map(|_| Arc::new(Beside) as Arc<dyn Place>).collect();
+        let addrs: Vec<IpAddr> = places.iter().map(|p| p.addr()).collect();
         layout.write(&programs, &ports, &addrs)?;
         let dir = layout.dataset().to_path_buf();
         // Recorded at each try: a failed try's drop removes it.
@@ -137,12 +139,12 @@ impl Cluster {
         let mut cluster = Cluster { dir, layout, ports, programs, procs, version: String::new(), joined: false };
         // Dropped on any error below: what did start is stopped.
         cluster.spawn_memcached()?;
-        for node in &nodes {
+        for (node, place) in nodes.iter().zip(&places) {
             for server in STORAGE {
-                let mut cmd = Command::new(cluster.programs.server(server));
+                let mut cmd = place.command(cluster.programs.server(server))?;
                 cmd.arg(node.conf(server)).arg("-v").env(NO_GREENDNS.0, NO_GREENDNS.1);
                 let name = node.program(server);
-                cluster.procs.spawn(&name, cmd, &node.log(server), &node.pid(server))?;
+                place.adopt(cluster.procs.spawn(&name, cmd, &node.log(server), &node.pid(server))?);
             }
         }
         let mut proxy = Command::new(cluster.programs.server("proxy"));
@@ -199,7 +201,7 @@ impl Cluster {
         // -U 0: no UDP; -u: memcached refuses root without it.
         cmd.args(["-l", "127.0.0.1", "-U", "0", "-u", &current_user(), "-p"])
             .arg(self.ports.get("memcached").to_string());
-        self.procs.spawn("memcached", cmd, &self.layout.log("memcached"), &self.layout.pid("memcached"))
+        self.procs.spawn("memcached", cmd, &self.layout.log("memcached"), &self.layout.pid("memcached")).map(drop)
     }
 
     fn stop_procs(&self) -> Result<()> {
