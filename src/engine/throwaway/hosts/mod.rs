@@ -34,17 +34,20 @@
 //! [`host`] is one host (its directory, address, processes, and the
 //! commands that start processes in it); `net` its network as root;
 //! `record` and `reap` the records of the sets and the reaper of a killed
-//! run's.
+//! run's; [`replicated`] what a replicated store on hosts offers the
+//! machine-loss test.
 
 mod host;
 mod kill;
 mod net;
 mod reap;
 mod record;
+pub mod replicated;
 mod set;
 #[cfg(test)]
 mod tests;
 
 pub use host::{Host, HostId, LostHost, Network};
 pub use reap::reap_orphans;
+pub use replicated::{no_replicas, Replicated};
 pub use set::{Hosts, DIR, NETWORK_VAR};
