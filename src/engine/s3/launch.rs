@@ -21,6 +21,41 @@ pub const STOP_GRACE: Duration = Duration::from_secs(15);
 /// How long SIGKILLed processes may take to end.
 const KILL_WAIT: Duration = Duration::from_secs(10);
 
+/// The datasets whose server this process started for a machine-loss
+/// test, owned by the test (a `Replicated`) rather than shared: an engine
+/// of this process that opens one uses it as another process's would,
+/// neither stopping it nor ending it as a killed run's.
+static OWNED_HERE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// A dataset's server owned by this process's machine-loss test, for as
+/// long as this lives.
+#[derive(Debug)]
+pub struct OwnedHere(PathBuf);
+
+impl OwnedHere {
+    pub fn new(dataset: &Path) -> OwnedHere {
+        let dataset = std::path::absolute(dataset).unwrap_or_else(|_| dataset.to_path_buf());
+        OWNED_HERE.lock().unwrap_or_else(|e| e.into_inner()).push(dataset.clone());
+        OwnedHere(dataset)
+    }
+}
+
+impl Drop for OwnedHere {
+    fn drop(&mut self) {
+        let mut owned = OWNED_HERE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = owned.iter().position(|d| *d == self.0) {
+            owned.remove(i);
+        }
+    }
+}
+
+/// Whether the server of the dataset in `dataset` is this process's
+/// machine-loss test's.
+pub fn owned_here(dataset: &Path) -> bool {
+    let dataset = std::path::absolute(dataset).unwrap_or_else(|_| dataset.to_path_buf());
+    OWNED_HERE.lock().unwrap_or_else(|e| e.into_inner()).contains(&dataset)
+}
+
 /// How a program's log says that a port picked free was taken before it
 /// bound it (a start worth trying again on new ports).
 #[derive(Debug, Clone, Copy)]
@@ -138,16 +173,31 @@ impl Procs {
         self.running().iter().map(|r| r.child.id() as i32).collect()
     }
 
-    /// Stops the program `name` alone (SIGTERM, then SIGKILL after the
-    /// grace) and forgets it; nothing when it does not run.
-    pub fn stop_one(&self, name: &str) -> Result<()> {
+    /// Stops the program `name` alone (SIGTERM, then SIGKILL after
+    /// `grace`) and forgets it; nothing when it does not run.
+    pub fn stop_one(&self, name: &str, grace: Duration) -> Result<()> {
         let found = {
             let mut running = self.running();
             running.iter().position(|r| r.name == name).map(|i| running.remove(i))
         };
         match found {
-            Some(r) => stop_running(vec![r], &self.root),
+            Some(r) => stop_running(vec![r], grace, &self.root),
             None => Ok(()),
+        }
+    }
+
+    /// Forgets the programs `names` (a lost host's, killed and perhaps
+    /// reaped with it) so that no later stop signals their pids, which may
+    /// be another process's by then; reaps those not reaped yet.
+    pub fn forget(&self, names: &[String]) {
+        let gone: Vec<Running> = {
+            let mut running = self.running();
+            let (gone, kept) = std::mem::take(&mut *running).into_iter().partition(|r| names.contains(&r.name));
+            *running = kept;
+            gone
+        };
+        for mut r in gone {
+            let _ = r.child.try_wait();
         }
     }
 
@@ -155,13 +205,13 @@ impl Procs {
     /// waits for them and removes their pid files.
     pub fn stop(&self) -> Result<()> {
         let all = std::mem::take(&mut *self.running());
-        stop_running(all, &self.root)
+        stop_running(all, STOP_GRACE, &self.root)
     }
 }
 
-fn stop_running(mut all: Vec<Running>, root: &Path) -> Result<()> {
+fn stop_running(mut all: Vec<Running>, grace: Duration, root: &Path) -> Result<()> {
     let pids: Vec<i32> = all.iter().map(|r| r.child.id() as i32).collect();
-    let stopped = stop_all(&pids, STOP_GRACE, root);
+    let stopped = stop_all(&pids, grace, root);
     for r in &mut all {
         let _ = r.child.wait();
         let _ = std::fs::remove_file(&r.pid_file);
@@ -255,7 +305,7 @@ mod tests {
             }
             _ => panic!("a port taken"),
         }
-        procs.stop_one("binder").unwrap();
+        procs.stop_one("binder", STOP_GRACE).unwrap();
         procs.spawn("failer", sh("echo 'no module named swift'; exit 1"), &d.join("c.log"), &d.join("c.pid")).unwrap();
         let Err(Start::Failed(e)) = procs.wait_until_up(|| false) else { panic!("a failure") };
         assert!(e.to_string().contains("failer ended (exit status: 1): no module named swift"), "{e}");

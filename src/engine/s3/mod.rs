@@ -57,8 +57,9 @@ pub use fill::BYTES_IN_FLIGHT;
 pub use inflight::IN_FLIGHT;
 pub use multipart::PART_SIZE;
 pub use net::{proxy_for, read_ca, CONNECT_TIMEOUT, STALL_ENV, STALL_TIMEOUT};
+pub use place::HostsNet;
 pub use remove::Removed;
-pub use servers::{names as server_names, Server};
+pub use servers::{names as server_names, replicated_names, start_replicated, Server};
 
 use reach::Reach;
 
@@ -316,5 +317,7 @@ fn server_info(reach: &Reach, sizes: &HashMap<u32, u64>, threshold: u64) -> Serv
     ServerInfo { product, version, place, blobs_in: stat::blobs_in(reach), settings }
 }
 
+#[cfg(test)]
+mod hosts_tests;
 #[cfg(test)]
 mod tests;

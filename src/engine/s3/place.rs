@@ -9,6 +9,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
 use std::process::Command;
 
+use crate::engine::throwaway::hosts::{Host, Hosts};
 use crate::Result;
 
 /// A place a server runs in.
@@ -36,4 +37,41 @@ impl Place for Beside {
     }
 
     fn adopt(&self, _pid: i32) {}
+}
+
+/// A storage host: its own address and network namespace (or loopback),
+/// its processes killed with it when it is lost.
+impl Place for Host {
+    fn addr(&self) -> IpAddr {
+        IpAddr::V4(Host::addr(self))
+    }
+
+    fn command(&self, program: &Path) -> Result<Command> {
+        Host::command(self, program, None)
+    }
+
+    fn adopt(&self, pid: i32) {
+        Host::adopt(self, pid)
+    }
+}
+
+/// How a cluster's storage hosts are joined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostsNet {
+    /// A network namespace each as root (a lost host's connections hang),
+    /// else loopback ([`Hosts::create`]).
+    Chosen,
+    /// Loopback whatever the privileges (a lost host's connections are
+    /// reset at once), and why.
+    Loopback(&'static str),
+}
+
+impl HostsNet {
+    /// Makes the hosts `names` in `parent/hosts/`.
+    pub fn create(self, parent: &Path, names: &[&str]) -> Result<Hosts> {
+        match self {
+            HostsNet::Chosen => Hosts::create(parent, names),
+            HostsNet::Loopback(why) => Hosts::create_loopback(parent, names, why),
+        }
+    }
 }

@@ -9,9 +9,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::place::HostsNet;
 use super::provider::Provider;
 use super::{seaweedfs, swift};
 use crate::engine::throwaway;
+use crate::engine::throwaway::hosts::Replicated;
 use crate::{Error, Result};
 
 /// A throwaway S3 server blobbench can start (`--s3-server`): a store,
@@ -61,7 +63,7 @@ impl Server {
     }
 
     /// Its directory inside a dataset's.
-    fn dir(self) -> &'static str {
+    pub(super) fn dir(self) -> &'static str {
         match self {
             Server::Swift => swift::DIR,
             Server::SwiftHosts => swift::HOSTS_DIR,
@@ -177,6 +179,30 @@ impl Server {
 /// The names `--s3-server` takes, the default first.
 pub fn names() -> Vec<&'static str> {
     Server::ALL.iter().map(|s| s.name()).collect()
+}
+
+/// The throwaway server of the dataset in `dir` started for a machine-loss
+/// test, which owns it (this process's engines on the dataset use it
+/// meanwhile, its client processes join it): its storage hosts to lose,
+/// joined as `net` says.
+/// A server on one host is refused in one line: it has no replica.
+pub fn start_replicated(dir: &Path, net: HostsNet) -> Result<Box<dyn Replicated + Send>> {
+    match Server::of_dataset(dir) {
+        Some(Server::SwiftHosts) => Ok(Box::new(swift::Cluster::start_owned(dir, net)?)),
+        Some(Server::SeaweedfsHosts) => Ok(Box::new(seaweedfs::Cluster::start_owned(dir, net)?)),
+        Some(one) => Err(Error::invalid(format!(
+            "S3 on --s3-server {} keeps every copy on one host: a machine loss there loses everything, with no \
+             replica on another host to serve; a machine loss needs --s3-server {}",
+            one.name(),
+            replicated_names().join(" or ")
+        ))),
+        None => Err(Error::bad_input(dir, "holds no throwaway S3 server: a machine loss needs one of blobbench's own")),
+    }
+}
+
+/// The servers spread over hosts of their own.
+pub fn replicated_names() -> Vec<&'static str> {
+    Server::ALL.into_iter().filter(|s| s.hosts() > 1).map(Server::name).collect()
 }
 
 /// The crash test's fault for the dataset in `dir`: SIGKILL of its

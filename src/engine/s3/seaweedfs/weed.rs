@@ -86,6 +86,16 @@ fn master_knows(master: SocketAddr, id: u32, copies: usize) -> bool {
     body.is_some_and(|b| b.contains("\"locations\"") && b.matches("\"url\"").count() >= copies)
 }
 
+/// Whether the master at `master` still counts the volume server at
+/// `url` (`IP:PORT`) among its servers (None: the master did not answer).
+pub fn master_counts(master: SocketAddr, url: &str) -> Option<bool> {
+    let agent: ureq::Agent =
+        ureq::Agent::config_builder().proxy(None).timeout_global(Some(Duration::from_secs(2))).build().into();
+    let mut answer = agent.get(&format!("http://{master}/dir/status")).call().ok()?;
+    let body = answer.body_mut().read_to_string().ok()?;
+    Some(body.contains(&format!("\"Url\":\"{url}\"")))
+}
+
 /// `weed version`'s number ("version 8000GB 4.48 pypi linux amd64": 4.48).
 pub fn version(weed: &Path) -> String {
     let out = Command::new(weed).arg("version").stdin(Stdio::null()).output();

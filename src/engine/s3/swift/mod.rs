@@ -18,6 +18,7 @@
 //! stops when its [`Cluster`] is dropped (end of run, error, Ctrl-C).
 
 mod config;
+mod loss;
 mod programs;
 
 use std::net::IpAddr;
@@ -33,20 +34,20 @@ pub use programs::{Programs, INSTALL};
 use rusty_s3::Credentials;
 
 use super::client::Store;
-use super::launch::{self, PortTaken, Procs, STOP_GRACE};
+use super::launch::{self, OwnedHere, PortTaken, Procs, STOP_GRACE};
 use super::net::Net;
-use super::place::{Beside, Place};
+use super::place::{Beside, HostsNet, Place};
 use super::ports::Ports;
 use super::process::{runs_with, start_with_retries, stop_all, Lifetime, Start};
 use super::provider::{setting, Provider};
+use crate::engine::throwaway::hosts::{self, HostId, Hosts};
 use crate::engine::throwaway::{self, Lease, Shared};
 use crate::records::{Addressing, ServerPlace, ServerSetting};
 use crate::{Error, Result};
 
 /// Starts tried on new ports when one was taken meanwhile.
 const START_TRIES: usize = 3;
-/// Where every server listens until storage hosts have addresses of
-/// their own.
+/// Where the proxy and memcached listen, beside blobbench.
 const LOOPBACK: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
 
 /// Whether a throwaway cluster could be started here (each error says
@@ -79,6 +80,11 @@ pub struct Cluster {
     /// Started by another blobbench process, which stops it: this one's
     /// drop leaves it running.
     joined: bool,
+    /// Owned by this process's machine-loss test (see [`Cluster::start_owned`]).
+    owned: Option<OwnedHere>,
+    /// The storage hosts (on hosts), made by this process: removed with
+    /// the cluster.
+    hosts: Option<Hosts>,
 }
 
 /// The clusters this process runs, by directory (see [`Cluster::shared`]).
@@ -104,10 +110,19 @@ impl Cluster {
     /// killed run left there, and waits until every server answers; a
     /// start whose port was taken meanwhile is tried again on new ports.
     pub fn start(dir: &Path) -> Result<Cluster> {
-        Cluster::launch(dir, Lifetime::ThisProcess)
+        Cluster::launch(dir, Lifetime::ThisProcess, HostsNet::Chosen)
     }
 
-    fn launch(dir: &Path, lifetime: Lifetime) -> Result<Cluster> {
+    /// Starts the cluster of the dataset in `dir` for this process's
+    /// machine-loss test, which owns it: this process's engines on the
+    /// dataset use it meanwhile, and stop it never.
+    pub fn start_owned(dir: &Path, net: HostsNet) -> Result<Cluster> {
+        let mut cluster = Cluster::launch(dir, Lifetime::ThisProcess, net)?;
+        cluster.owned = Some(OwnedHere::new(dir));
+        Ok(cluster)
+    }
+
+    fn launch(dir: &Path, lifetime: Lifetime, net: HostsNet) -> Result<Cluster> {
         let layout = Layout::of(dir, shape_of(dir))?;
         if !layout.data().is_dir() {
             return Err(Error::bad_input(dir, "holds no Swift cluster (no swift/devices)"));
@@ -117,44 +132,43 @@ impl Cluster {
         let previous = Ports::read(&layout.ports_file());
         start_with_retries(START_TRIES, |first| {
             let ports = layout.pick_ports_from(previous.clone().filter(|_| first))?;
-            Cluster::start_on(layout.clone(), programs.clone(), ports, lifetime)
+            Cluster::start_on(layout.clone(), programs.clone(), ports, lifetime, net)
         })
     }
 
-    /// One try at starting the cluster on `ports`.
+    /// One try at starting the cluster on `ports`: on hosts, each storage
+    /// node in a host of its own, made now.
     fn start_on(
         layout: Layout,
         programs: Programs,
         ports: Ports,
         lifetime: Lifetime,
+        net: HostsNet,
     ) -> std::result::Result<Cluster, Start> {
         let nodes = layout.nodes()?;
-        let places: Vec<Arc<dyn Place>> = nodes.iter().map(|_| Arc::new(Beside) as Arc<dyn Place>).collect();
-        let addrs: Vec<IpAddr> = places.iter().map(|p| p.addr()).collect();
-        layout.write(&programs, &ports, &addrs)?;
-        let dir = layout.dataset().to_path_buf();
-        // Recorded at each try: a failed try's drop removes it.
-        throwaway::record_owner(&dir)?;
-        let procs = Procs::new("the Swift cluster", &layout.root, lifetime, PortTaken::LastLineOfEnded(port_taken));
-        let mut cluster = Cluster { dir, layout, ports, programs, procs, version: String::new(), joined: false };
-        // Dropped on any error below: what did start is stopped.
-        cluster.spawn_memcached()?;
-        for (node, place) in nodes.iter().zip(&places) {
-            for server in STORAGE {
-                let mut cmd = place.command(cluster.programs.server(server))?;
-                cmd.arg(node.conf(server)).arg("-v").env(NO_GREENDNS.0, NO_GREENDNS.1);
-                let name = node.program(server);
-                place.adopt(cluster.procs.spawn(&name, cmd, &node.log(server), &node.pid(server))?);
+        let hosts = match layout.shape {
+            Shape::OneHost => None,
+            Shape::Hosts => {
+                let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+                Some(net.create(&layout.root, &names)?)
             }
+        };
+        let dir = layout.dataset().to_path_buf();
+        let procs = Procs::new("the Swift cluster", &layout.root, lifetime, PortTaken::LastLineOfEnded(port_taken));
+        let version = String::new();
+        let mut cluster = Cluster { dir, layout, ports, programs, procs, version, joined: false, hosts, owned: None };
+        // Dropped on any error below: what did start is stopped.
+        cluster.layout.write(&cluster.programs, &cluster.ports, &cluster.addrs())?;
+        // Recorded at each try: a failed try's drop removes it.
+        throwaway::record_owner(&cluster.dir)?;
+        cluster.spawn_memcached()?;
+        for (i, node) in nodes.iter().enumerate() {
+            cluster.spawn_node(node, cluster.place(i))?;
         }
         let mut proxy = Command::new(cluster.programs.server("proxy"));
         proxy.arg(cluster.layout.proxy_conf()).arg("-v").env(NO_GREENDNS.0, NO_GREENDNS.1);
         cluster.procs.spawn("proxy", proxy, &cluster.layout.log("proxy"), &cluster.layout.pid("proxy"))?;
-        let storage: Vec<(IpAddr, u16)> = nodes
-            .iter()
-            .zip(&addrs)
-            .flat_map(|(node, addr)| STORAGE.map(|s| (*addr, cluster.ports.get(&node.program(s)))))
-            .collect();
+        let storage: Vec<(IpAddr, u16)> = cluster.storage_ports(&nodes);
         let (proxy_port, memcached) = (cluster.ports.get("proxy"), cluster.ports.get("memcached"));
         cluster.procs.wait_until_up(|| {
             port_answers(LOOPBACK, memcached)
@@ -163,6 +177,40 @@ impl Cluster {
         })?;
         cluster.version = swift_version(proxy_port).unwrap_or_default();
         Ok(cluster)
+    }
+
+    /// Where storage node `i` runs: its host, or beside blobbench.
+    fn place(&self, i: usize) -> &dyn Place {
+        match &self.hosts {
+            Some(hosts) => hosts.host(HostId(i)),
+            None => &Beside,
+        }
+    }
+
+    /// Each storage node's address, in [`Layout::nodes`]' order.
+    fn addrs(&self) -> Vec<IpAddr> {
+        let n = self.layout.nodes().map(|n| n.len()).unwrap_or(0);
+        (0..n).map(|i| self.place(i).addr()).collect()
+    }
+
+    /// Every storage server's address and port, for a health check.
+    fn storage_ports(&self, nodes: &[config::Node]) -> Vec<(IpAddr, u16)> {
+        let addrs = self.addrs();
+        nodes
+            .iter()
+            .zip(addrs)
+            .flat_map(|(node, addr)| STORAGE.map(|s| (addr, self.ports.get(&node.program(s)))))
+            .collect()
+    }
+
+    /// Starts `node`'s object, container and account servers at `place`.
+    fn spawn_node(&self, node: &config::Node, place: &dyn Place) -> Result<()> {
+        for server in STORAGE {
+            let mut cmd = place.command(self.programs.server(server))?;
+            cmd.arg(node.conf(server)).arg("-v").env(NO_GREENDNS.0, NO_GREENDNS.1);
+            place.adopt(self.procs.spawn(&node.program(server), cmd, &node.log(server), &node.pid(server))?);
+        }
+        Ok(())
     }
 
     /// Swift's version (empty when the proxy did not say).
@@ -177,7 +225,7 @@ impl Cluster {
 
     /// Stops every server (SIGTERM, then SIGKILL after a grace period) and
     /// waits for them; its errors returned, unlike a drop's.
-    pub fn stop(self) -> Result<()> {
+    pub fn stop(mut self) -> Result<()> {
         self.stop_procs()
     }
 
@@ -190,7 +238,7 @@ impl Cluster {
     /// account and container information (a cold run's first requests
     /// then ask the backends, as after a restart).
     pub fn restart_memcached(&self) -> Result<()> {
-        self.procs.stop_one("memcached")?;
+        self.procs.stop_one("memcached", STOP_GRACE)?;
         self.spawn_memcached()?;
         let port = self.ports.get("memcached");
         self.procs.wait_until_up(|| port_answers(LOOPBACK, port)).map_err(Start::into_error)
@@ -204,10 +252,13 @@ impl Cluster {
         self.procs.spawn("memcached", cmd, &self.layout.log("memcached"), &self.layout.pid("memcached")).map(drop)
     }
 
-    fn stop_procs(&self) -> Result<()> {
+    /// Stops the servers, then removes the hosts (their namespaces and
+    /// directories; the disks stay in the dataset).
+    fn stop_procs(&mut self) -> Result<()> {
         let stopped = self.procs.stop();
+        let removed = self.hosts.take().map_or(Ok(()), Hosts::remove);
         throwaway::release_owner(&self.dir);
-        stopped
+        stopped.and(removed)
     }
 }
 
@@ -247,7 +298,11 @@ impl Provider for Cluster {
     }
 
     fn stop(&self) -> Result<()> {
-        self.stop_procs()
+        // A provider stops through a shared reference: the servers now, the
+        // hosts with the cluster's drop.
+        let stopped = self.procs.stop();
+        throwaway::release_owner(&self.dir);
+        stopped
     }
 }
 
@@ -262,8 +317,13 @@ impl Drop for Cluster {
 /// A shared cluster outlives the process that started it while another
 /// uses it.
 impl throwaway::Server for Cluster {
+    /// A new cluster; or, when this process's machine-loss test runs it,
+    /// that one, used as another process's is.
     fn start(dir: &Path) -> Result<Cluster> {
-        Cluster::launch(dir, Lifetime::LastUser)
+        if launch::owned_here(dir) {
+            return <Cluster as throwaway::Server>::join(dir);
+        }
+        Cluster::launch(dir, Lifetime::LastUser, HostsNet::Chosen)
     }
 
     /// The cluster another blobbench process started, on the ports it
@@ -279,12 +339,16 @@ impl throwaway::Server for Cluster {
         let dir = layout.dataset().to_path_buf();
         let procs =
             Procs::new("the Swift cluster", &layout.root, Lifetime::LastUser, PortTaken::LastLineOfEnded(port_taken));
-        Ok(Cluster { dir, layout, ports, programs, procs, version, joined: true })
+        Ok(Cluster { dir, layout, ports, programs, procs, version, joined: true, hosts: None, owned: None })
     }
 
     fn stop(self) -> Result<()> {
         if !self.joined {
             return Cluster::stop(self);
+        }
+        if launch::owned_here(self.layout.dataset()) {
+            // The machine-loss test stops it; this process uses it still.
+            return throwaway::record_owner(self.layout.dataset());
         }
         // Its starter has left it to this process, the last user.
         let stopped = stop_all(&recorded_pids(&self.layout), STOP_GRACE, &self.layout.root);
@@ -292,11 +356,19 @@ impl throwaway::Server for Cluster {
             let _ = std::fs::remove_file(file);
         }
         throwaway::release_owner(&self.dir);
+        // The hosts' namespaces and directories were the starter's: gone
+        // once it has ended (see `leave`).
+        let _ = hosts::reap_orphans();
         stopped
     }
 
+    /// Leaves the servers to the other processes that use them, and the
+    /// hosts with them: their namespaces belong to this process's set,
+    /// which the last user's stop (or any later start or study) ends once
+    /// this process has ended.
     fn leave(mut self) {
         self.joined = true;
+        std::mem::forget(self.hosts.take());
     }
 }
 

@@ -20,24 +20,28 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::Arc;
+use std::time::Duration;
+
+mod layout;
+mod loss;
+
+pub use layout::{Layout, DIR, HOSTS};
 
 use super::mini::PORT_TAKEN;
 use super::weed::{self, find_weed};
 use crate::engine::s3::client::Store;
-use crate::engine::s3::launch::{self, Procs, STOP_GRACE};
-use crate::engine::s3::place::{Beside, Place};
+use crate::engine::s3::launch::{self, OwnedHere, Procs, STOP_GRACE};
+use crate::engine::s3::place::{HostsNet, Place};
 use crate::engine::s3::ports::{Ports, Wanted};
-use crate::engine::s3::process::{runs_with, start_with_retries, stop_all, Lifetime, Start};
+use crate::engine::s3::process::{start_with_retries, stop_all, Lifetime, Start};
 use crate::engine::s3::provider::{setting, Provider};
+use crate::engine::throwaway::hosts::{self, HostId, Hosts};
 use crate::engine::throwaway::{self, Lease, Shared};
 use crate::records::{ServerPlace, ServerSetting};
 use crate::{Error, Result};
 
-/// The store's directory inside a local dataset's directory.
-pub const DIR: &str = "seaweedfs-2hosts";
-/// The storage hosts, each a volume server with a copy of every volume.
-pub const HOSTS: u8 = 2;
 /// The master's default replication: one more copy on another server of
 /// the same rack, so two copies in all, one per host.
 const REPLICATION: &str = "001";
@@ -48,6 +52,8 @@ const START_TRIES: usize = 3;
 const VOLUME_SIZE_MB: u32 = 1024;
 /// Volumes a volume server may hold.
 const MAX_VOLUMES: u32 = 16;
+/// How long the filer is given to stop before it is SIGKILLed.
+const FILER_GRACE: Duration = Duration::from_secs(2);
 
 /// Every port, each gRPC port its HTTP port + 10000: SeaweedFS's own
 /// convention, which some of its clients assume whatever the flags say
@@ -65,93 +71,6 @@ const PORTS: Wanted = Wanted {
     offset: 10_000,
 };
 
-/// Where a replicated store's files are.
-#[derive(Debug, Clone)]
-pub struct Layout {
-    pub root: PathBuf,
-}
-
-impl Layout {
-    pub fn of(dir: &Path) -> Result<Layout> {
-        let dir = std::path::absolute(dir).map_err(|e| Error::io(dir, "cannot resolve", e))?;
-        Ok(Layout { root: dir.join(DIR) })
-    }
-
-    fn dataset(&self) -> &Path {
-        self.root.parent().unwrap_or(&self.root)
-    }
-
-    fn master(&self) -> PathBuf {
-        self.root.join("master")
-    }
-    fn filer(&self) -> PathBuf {
-        self.root.join("filer")
-    }
-    fn run(&self) -> PathBuf {
-        self.root.join("run")
-    }
-    fn log(&self, name: &str) -> PathBuf {
-        self.root.join("log").join(format!("{name}.log"))
-    }
-    fn pid(&self, name: &str) -> PathBuf {
-        self.run().join(format!("{name}.pid"))
-    }
-    fn ports_file(&self) -> PathBuf {
-        self.run().join("ports.json")
-    }
-
-    /// The storage hosts' disks.
-    pub fn disks(&self) -> PathBuf {
-        self.root.join("disks")
-    }
-
-    /// Storage host `host`'s disk (`h1`, `h2`).
-    fn disk(&self, host: &str) -> PathBuf {
-        self.disks().join(host)
-    }
-
-    /// The volumes on storage host `host`'s disk.
-    fn volumes(&self, host: &str) -> PathBuf {
-        self.disk(host).join("data")
-    }
-
-    fn hosts() -> Vec<String> {
-        (1..=HOSTS).map(|i| format!("h{i}")).collect()
-    }
-
-    fn create(&self) -> Result<()> {
-        let mut dirs = vec![self.master(), self.filer(), self.run(), self.root.join("log")];
-        for host in Layout::hosts() {
-            let disk = self.disk(&host);
-            dirs.extend([self.volumes(&host), disk.join("run"), disk.join("log")]);
-        }
-        for d in dirs {
-            std::fs::create_dir_all(&d).map_err(|e| Error::io(&d, "cannot create", e))?;
-        }
-        Ok(())
-    }
-
-    /// Each recorded process still running as this store's: the master
-    /// and filer by their directories, a volume server by its host's.
-    fn running(&self) -> Vec<i32> {
-        let mut found = Vec::new();
-        let ours = |file: PathBuf, arg: String| throwaway::confirmed_pid(&file, |pid| runs_with(pid, &arg));
-        found.extend(ours(self.pid("master"), format!("-mdir={}", self.master().display())));
-        found.extend(ours(self.pid("filer"), format!("-defaultStoreDir={}", self.filer().display())));
-        for host in Layout::hosts() {
-            let (pid, dir) = (self.disk(&host).join("run").join("volume.pid"), self.volumes(&host));
-            found.extend(ours(pid, format!("-dir={}", dir.display())));
-        }
-        found
-    }
-
-    fn pid_files(&self) -> Vec<PathBuf> {
-        let mut files = vec![self.pid("master"), self.pid("filer")];
-        files.extend(Layout::hosts().iter().map(|h| self.disk(h).join("run").join("volume.pid")));
-        files
-    }
-}
-
 /// A running replicated store, started by this process (stopped when
 /// dropped) or joined.
 #[derive(Debug)]
@@ -162,6 +81,10 @@ pub struct Cluster {
     version: String,
     /// Another process's store, used beside it: a drop leaves it running.
     joined: bool,
+    /// Owned by this process's machine-loss test (see [`Cluster::start_owned`]).
+    owned: Option<OwnedHere>,
+    /// The storage hosts, made by this process: removed with the store.
+    hosts: Option<Hosts>,
 }
 
 static RUNNING: Shared<Cluster> = Shared::new();
@@ -180,10 +103,19 @@ impl Cluster {
 
     /// Starts the store of the dataset in `dir` for this process alone.
     pub fn start(dir: &Path) -> Result<Cluster> {
-        Cluster::launch(dir, Lifetime::ThisProcess)
+        Cluster::launch(dir, Lifetime::ThisProcess, HostsNet::Chosen)
     }
 
-    fn launch(dir: &Path, lifetime: Lifetime) -> Result<Cluster> {
+    /// Starts the cluster of the dataset in `dir` for this process's
+    /// machine-loss test, which owns it: this process's engines on the
+    /// dataset use it meanwhile, and stop it never.
+    pub fn start_owned(dir: &Path, net: HostsNet) -> Result<Cluster> {
+        let mut cluster = Cluster::launch(dir, Lifetime::ThisProcess, net)?;
+        cluster.owned = Some(OwnedHere::new(dir));
+        Ok(cluster)
+    }
+
+    fn launch(dir: &Path, lifetime: Lifetime, net: HostsNet) -> Result<Cluster> {
         let layout = Layout::of(dir)?;
         if !layout.disks().is_dir() {
             return Err(Error::bad_input(dir, "holds no replicated SeaweedFS store (no seaweedfs-2hosts/disks)"));
@@ -193,48 +125,56 @@ impl Cluster {
         let version = weed::version(&weed);
         let previous = Ports::read(&layout.ports_file());
         start_with_retries(START_TRIES, |first| {
-            throwaway::record_owner(layout.dataset())?;
             let ports = Ports::pick(PORTS, previous.clone().filter(|_| first))?;
+            let names: Vec<String> = Layout::hosts();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let hosts = Some(net.create(&layout.root, &names)?);
             let procs = Procs::new("the replicated SeaweedFS", &layout.root, lifetime, PORT_TAKEN);
-            let cluster = Cluster { layout: layout.clone(), ports, procs, version: version.clone(), joined: false };
-            let beside: Arc<dyn Place> = Arc::new(Beside);
-            let hosts: Vec<Arc<dyn Place>> = Layout::hosts().iter().map(|_| Arc::new(Beside) as Arc<dyn Place>).collect();
-            cluster.spawn(&weed, beside.as_ref(), &hosts)?;
-            cluster.wait_until_up(beside.addr())?;
+            let version = version.clone();
+            let cluster = Cluster { layout: layout.clone(), ports, procs, version, joined: false, hosts, owned: None };
+            throwaway::record_owner(layout.dataset())?;
+            cluster.spawn(&weed)?;
+            cluster.wait_until_up()?;
             Ok(cluster)
         })
     }
 
-    /// Starts the master and the filer at `beside`, and a volume server on
-    /// each storage host of `hosts`.
-    fn spawn(&self, weed: &Path, beside: &dyn Place, hosts: &[Arc<dyn Place>]) -> std::result::Result<(), Start> {
-        let (l, p) = (&self.layout, &self.ports);
-        let here = beside.addr();
-        // `IP:PORT.GRPC`: without its gRPC port, the others look for it
-        // at PORT + 10000.
-        let master = format!("{here}:{}.{}", p.get("master"), p.get("master.grpc"));
-        let mut cmd = weed::command(beside.command(weed)?, "master");
+    fn hosts(&self) -> &Hosts {
+        self.hosts.as_ref().expect("a started store has its hosts")
+    }
+
+    /// Where the master and the filer listen: beside blobbench, on the end
+    /// of the hosts' network that is this machine's (loopback, or the
+    /// client link), so that the volume servers reach the master.
+    fn here(&self) -> IpAddr {
+        IpAddr::V4(self.hosts().client_addr())
+    }
+
+    /// `IP:PORT.GRPC`: without its gRPC port, the others look for it at
+    /// PORT + 10000.
+    fn master(&self) -> String {
+        format!("{}:{}.{}", self.here(), self.ports.get("master"), self.ports.get("master.grpc"))
+    }
+
+    /// Starts the master and the filer beside blobbench, and a volume
+    /// server on each storage host.
+    fn spawn(&self, weed: &Path) -> Result<()> {
+        let (l, p, here) = (&self.layout, &self.ports, self.here());
+        let mut cmd = weed::command(Command::new(weed), "master");
         cmd.args(at(here, p, "master"))
             .arg(format!("-mdir={}", l.master().display()))
             .arg(format!("-defaultReplication={REPLICATION}"))
             .arg(format!("-volumeSizeLimitMB={VOLUME_SIZE_MB}"))
-            .arg("-telemetry=false");
-        beside.adopt(self.procs.spawn("master", cmd, &l.log("master"), &l.pid("master"))?);
-        for (host, place) in Layout::hosts().iter().zip(hosts) {
-            let disk = l.disk(host);
-            let mut cmd = weed::command(place.command(weed)?, "volume");
-            cmd.args(at(place.addr(), p, &format!("{host}.volume")))
-                .arg(format!("-id={host}"))
-                .arg(format!("-dir={}", l.volumes(host).display()))
-                .arg(format!("-master={master}"))
-                .arg(format!("-max={MAX_VOLUMES}"))
-                .arg("-preStopSeconds=0");
-            let (log, pid) = (disk.join("log").join("volume.log"), disk.join("run").join("volume.pid"));
-            place.adopt(self.procs.spawn(&format!("{host}.volume"), cmd, &log, &pid)?);
+            // One master: no Raft election to wait for at each start
+            // (10 s, its election timeout, on a restart).
+            .args(["-peers=none", "-telemetry=false"]);
+        self.procs.spawn("master", cmd, &l.log("master"), &l.pid("master"))?;
+        for id in self.hosts().ids() {
+            self.spawn_volume(weed, id)?;
         }
-        let mut cmd = weed::command(beside.command(weed)?, "filer");
+        let mut cmd = weed::command(Command::new(weed), "filer");
         cmd.args(at(here, p, "filer"))
-            .arg(format!("-master={master}"))
+            .arg(format!("-master={}", self.master()))
             .arg(format!("-defaultStoreDir={}", l.filer().display()))
             .arg(format!("-defaultReplicaPlacement={REPLICATION}"))
             // Every object on the volume servers: none kept in the
@@ -244,16 +184,32 @@ impl Cluster {
             .arg(format!("-s3.port={}", p.get("s3")))
             .arg(format!("-s3.port.grpc={}", p.get("s3.grpc")))
             .current_dir(l.filer());
-        beside.adopt(self.procs.spawn("filer", cmd, &l.log("filer"), &l.pid("filer"))?);
-        p.write(&l.ports_file())?;
+        self.procs.spawn("filer", cmd, &l.log("filer"), &l.pid("filer"))?;
+        p.write(&l.ports_file())
+    }
+
+    /// Starts the volume server of storage host `id` on its disk.
+    fn spawn_volume(&self, weed: &Path, id: HostId) -> Result<()> {
+        let host = self.hosts().host(id);
+        let (l, name) = (&self.layout, host.name());
+        let disk = l.disk(name);
+        let mut cmd = weed::command(Place::command(host, weed)?, "volume");
+        cmd.args(at(Place::addr(host), &self.ports, &format!("{name}.volume")))
+            .arg(format!("-id={name}"))
+            .arg(format!("-dir={}", l.volumes(name).display()))
+            .arg(format!("-master={}", self.master()))
+            .arg(format!("-max={MAX_VOLUMES}"))
+            .arg("-preStopSeconds=0");
+        let (log, pid) = (disk.join("log").join("volume.log"), disk.join("run").join("volume.pid"));
+        Place::adopt(host, self.procs.spawn(&format!("{name}.volume"), cmd, &log, &pid)?);
         Ok(())
     }
 
     /// Waits until the gateway lists the bucket (making it, the first
     /// time) and the master knows both copies of every volume.
-    fn wait_until_up(&self, master: IpAddr) -> std::result::Result<(), Start> {
+    fn wait_until_up(&self) -> std::result::Result<(), Start> {
         let client = weed::client(&self.endpoint())?;
-        let master = SocketAddr::new(master, self.ports.get("master"));
+        let master = SocketAddr::new(self.here(), self.ports.get("master"));
         let data: Vec<PathBuf> = Layout::hosts().iter().map(|h| self.layout.volumes(h)).collect();
         self.procs.wait_until_up(|| {
             if client.any_under("").is_err() {
@@ -267,9 +223,10 @@ impl Cluster {
         format!("http://127.0.0.1:{}", self.ports.get("s3"))
     }
 
-    /// Stops every process, its errors returned, unlike a drop's.
-    pub fn stop(self) -> Result<()> {
-        Provider::stop(&self)
+    /// Stops every process and removes the hosts, its errors returned,
+    /// unlike a drop's.
+    pub fn stop(mut self) -> Result<()> {
+        self.stop_all()
     }
 }
 
@@ -301,7 +258,10 @@ impl Provider for Cluster {
         vec![
             setting("replicas", HOSTS),
             setting("storage hosts", HOSTS),
-            setting("replication", format!("{REPLICATION}: a copy on each volume server, both written before a PUT returns")),
+            setting(
+                "replication",
+                format!("{REPLICATION}: a copy on each volume server, both written before a PUT returns"),
+            ),
             setting("endpoint", self.endpoint()),
         ]
     }
@@ -315,24 +275,45 @@ impl Provider for Cluster {
         Ok(())
     }
 
+    /// The processes now; the hosts with the store's drop. The filer
+    /// first, and SIGKILLed after a short grace: on SIGTERM it waits 15 s
+    /// for its own subscription to its metadata to end (it never does)
+    /// before it closes its store. A kill loses nothing the filer
+    /// acknowledged: its store (LevelDB) writes each change to its log
+    /// before the answer, and a process kill keeps the page cache.
     fn stop(&self) -> Result<()> {
-        let stopped = self.procs.stop();
+        let filer = self.procs.stop_one("filer", FILER_GRACE);
+        let stopped = filer.and(self.procs.stop());
         throwaway::release_owner(self.layout.dataset());
         stopped
+    }
+}
+
+impl Cluster {
+    /// Stops the processes, then removes the hosts (their namespaces and
+    /// directories; the disks stay in the dataset).
+    fn stop_all(&mut self) -> Result<()> {
+        let stopped = Provider::stop(self);
+        stopped.and(self.hosts.take().map_or(Ok(()), Hosts::remove))
     }
 }
 
 impl Drop for Cluster {
     fn drop(&mut self) {
         if !self.joined {
-            let _ = Provider::stop(self);
+            let _ = self.stop_all();
         }
     }
 }
 
 impl throwaway::Server for Cluster {
+    /// A new cluster; or, when this process's machine-loss test runs it,
+    /// that one, used as another process's is.
     fn start(dir: &Path) -> Result<Cluster> {
-        Cluster::launch(dir, Lifetime::LastUser)
+        if launch::owned_here(dir) {
+            return <Cluster as throwaway::Server>::join(dir);
+        }
+        Cluster::launch(dir, Lifetime::LastUser, HostsNet::Chosen)
     }
 
     fn join(dir: &Path) -> Result<Cluster> {
@@ -343,23 +324,32 @@ impl throwaway::Server for Cluster {
         };
         let version = find_weed().map(|w| weed::version(&w)).unwrap_or_default();
         let procs = Procs::new("the replicated SeaweedFS", &layout.root, Lifetime::LastUser, PORT_TAKEN);
-        Ok(Cluster { layout, ports, procs, version, joined: true })
+        Ok(Cluster { layout, ports, procs, version, joined: true, hosts: None, owned: None })
     }
 
     fn stop(self) -> Result<()> {
         if !self.joined {
             return Cluster::stop(self);
         }
+        if launch::owned_here(self.layout.dataset()) {
+            // The machine-loss test stops it; this process uses it still.
+            return throwaway::record_owner(self.layout.dataset());
+        }
         let stopped = stop_all(&self.layout.running(), STOP_GRACE, &self.layout.root);
         for file in self.layout.pid_files() {
             let _ = std::fs::remove_file(file);
         }
         throwaway::release_owner(self.layout.dataset());
+        // The hosts were the starter's: gone once it has ended (`leave`).
+        let _ = hosts::reap_orphans();
         stopped
     }
 
+    /// Leaves the processes, and the hosts with them, to the other users
+    /// (see Swift's cluster).
     fn leave(mut self) {
         self.joined = true;
+        std::mem::forget(self.hosts.take());
     }
 }
 
