@@ -21,6 +21,7 @@ mod process_state;
 mod report;
 mod s3;
 mod s3_bucket;
+mod s3_hosts;
 mod s3_profiles;
 mod s3_throwaway;
 mod suite;

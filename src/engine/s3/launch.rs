@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::process::{cpu_of, signal_and_wait, spawn_server, stop_all, Lifetime, Start, START_BOUND};
-use crate::engine::throwaway;
+use crate::engine::throwaway::{self, hosts};
 use crate::util::interrupt::stop_requested;
 use crate::{Error, Result};
 
@@ -226,14 +226,18 @@ pub fn last_line(path: &Path) -> String {
 }
 
 /// Ends `pids`, a killed run's processes of the server in `root` of the
-/// dataset in `dataset`; refuses while their owner, another blobbench, may
-/// still run.
+/// dataset in `dataset`, and the hosts a killed run made (their network
+/// namespaces, see [`hosts::reap_orphans`]); refuses while their owner,
+/// another blobbench, may still run.
 pub fn stop_stale(dataset: &Path, root: &Path, pids: &[i32]) -> Result<()> {
-    if pids.is_empty() {
-        return Ok(());
+    if !pids.is_empty() {
+        throwaway::check_not_in_use(dataset, root)?;
+        kill_and_wait(pids, root, "a killed run's server")?;
     }
-    throwaway::check_not_in_use(dataset, root)?;
-    kill_and_wait(pids, root, "a killed run's server")
+    // The hosts' own reaper says nothing more than this would: a failure
+    // there leaves them to the next study's reap, not this start.
+    let _ = hosts::reap_orphans();
+    Ok(())
 }
 
 /// SIGKILLs `pids` and waits until they are gone (`what` names them in
