@@ -7,7 +7,6 @@ use clap::{Args, ValueEnum};
 
 use blobbench::measure::clock::Clock;
 use blobbench::records::sizes::parse_size_dist;
-use blobbench::records::DbWriters;
 use blobbench::records::{DatasetSpec, SizeDist};
 use blobbench::report;
 use blobbench::results::ResultFile;
@@ -90,17 +89,7 @@ pub struct AdviseArgs {
     /// process's threads, a connection per client (BEGIN IMMEDIATE, busy waits), or both, each
     /// ranked [default: both with threads, per-client with processes].
     #[arg(long, value_enum, value_name = "HOW")]
-    pub sqlite_writers: Option<SqliteWritersArg>,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum SqliteWritersArg {
-    /// One writer connection for the process, behind a mutex (threads only).
-    One,
-    /// A connection per client, each taking the write lock with BEGIN IMMEDIATE.
-    PerClient,
-    /// Both, each its own row (threads only).
-    Both,
+    pub sqlite_writers: Option<super::args::SqliteWritersArg>,
 }
 
 /// "90:10" into (90, 10).
@@ -185,11 +174,7 @@ impl AdviseArgs {
                 p99_write: self.p99_write,
                 rate: self.rate,
                 launcher,
-                sqlite_writers: self.sqlite_writers.map(|w| match w {
-                    SqliteWritersArg::One => SqliteWriters::Only(DbWriters::One),
-                    SqliteWritersArg::PerClient => SqliteWriters::Only(DbWriters::PerClient),
-                    SqliteWritersArg::Both => SqliteWriters::Both,
-                }),
+                sqlite_writers: self.sqlite_writers.map(|w| w.0.map_or(SqliteWriters::Both, SqliteWriters::Only)),
             },
         })
     }

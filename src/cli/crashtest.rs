@@ -8,25 +8,26 @@ use anyhow::bail;
 use clap::Args;
 
 use blobbench::powercut::Model;
+use blobbench::records::ConfigId;
 use blobbench::report;
 use blobbench::results::{self, ResultFile};
-use blobbench::studies::crashtest::{self, CrashOptions, Method, WriterSpec};
+use blobbench::studies::crashtest::{self, CrashOptions, WriterSpec};
 use blobbench::util::units;
 
 use super::progress;
 
 /// A parsed `--method` list, kept whole (clap would split a `Vec`).
 #[derive(Debug, Clone)]
-pub struct Methods(Vec<Method>);
+pub struct Methods(Vec<ConfigId>);
 
 fn methods(text: &str) -> Result<Methods, units::UnitError> {
-    Method::parse_list(text).map(Methods)
+    crashtest::method::parse_list(text).map(Methods)
 }
 
 /// `--method`'s help: every method the registry's engines declare, and
 /// the groups.
 fn method_help() -> String {
-    let names: Vec<&str> = Method::all().into_iter().map(Method::name).collect();
+    let names: Vec<&str> = ConfigId::methods().into_iter().map(ConfigId::name).collect();
     format!(
         "Write methods, comma-separated: {}, or the groups db, files, kv, server (a server's processes are killed \
          too, seconds per kill), all",

@@ -8,9 +8,10 @@ use std::time::Duration;
 use super::section::{CrashFact, CrashFacts, CrashSource};
 use super::{rules, AdviseOptions};
 use crate::engine::s3::Server;
+use crate::records::ConfigId;
 use crate::records::{EngineKind, SizeSource};
 use crate::studies::aging::{self, AgePoint, AgingObserver, AgingOptions, AgingSection, SizeSetting};
-use crate::studies::crashtest::{self, CrashOptions, Method, PowerCutSection};
+use crate::studies::crashtest::{self, CrashOptions, PowerCutSection};
 use crate::studies::matrix::{self, MatrixOptions, MatrixSection};
 use crate::studies::suite::{AsProgress, SuiteObserver};
 use crate::{Error, Result};
@@ -217,7 +218,7 @@ fn power_cut_facts(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> (Crash
                 .methods
                 .iter()
                 .map(|m| CrashFact {
-                    method: Method::named(&m.method),
+                    method: ConfigId::method_named(&m.method),
                     acknowledges_durability: m.acknowledges_durability,
                     cuts: m.cuts,
                     lost_after_ack: m.lost_after_ack,

@@ -26,7 +26,7 @@ use crate::records::{DatasetSpec, EngineKind, EngineSettings};
 use crate::studies::aging::AgingSection;
 use crate::studies::crashtest::PowerCutSection;
 use crate::studies::matrix::MatrixSection;
-use crate::studies::suite::{self, ids, RoundSizing, SuiteObserver, SuiteOptions, SuiteOutcome};
+use crate::studies::suite::{self, ids, ArmId, RoundSizing, SuiteObserver, SuiteOptions, SuiteOutcome};
 use crate::util::fsutil;
 use crate::{Error, Result};
 
@@ -109,8 +109,8 @@ impl AdviseOptions {
     }
 
     /// The suite experiments the candidates need, with the A/A control's arm.
-    fn experiment_ids(&self) -> Vec<String> {
-        let mut v = vec![ids::READ_DB_BLOB.to_string()];
+    fn experiment_ids(&self) -> Vec<ArmId> {
+        let mut v = vec![ids::READ_DB_BLOB];
         for s in self.stores() {
             for id in [s.read_id(), s.write_id(self.durability, false)] {
                 if !v.contains(&id) {
@@ -122,8 +122,8 @@ impl AdviseOptions {
     }
 
     /// The candidates' reads, each also measured cold.
-    fn cold_ids(&self) -> Vec<String> {
-        let mut v: Vec<String> = Vec::new();
+    fn cold_ids(&self) -> Vec<ArmId> {
+        let mut v: Vec<ArmId> = Vec::new();
         for id in self.stores().into_iter().map(Store::read_id) {
             if !v.contains(&id) {
                 v.push(id);
@@ -325,7 +325,7 @@ pub fn run(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> Result<AdviseO
             durability: opts.durability,
             commit_every: Some(opts.commit_every),
         },
-        candidates: opts.stores().into_iter().map(|s| s.name().to_string()).collect(),
+        candidates: opts.stores(),
         crash,
         budget_s: budget.as_secs_f64(),
         elapsed_s: clock.since(started).as_secs_f64(),
@@ -537,11 +537,11 @@ mod tests {
     fn the_arms_cover_every_candidate_and_the_control() {
         let o = options(std::path::Path::new("."));
         let ids = o.experiment_ids();
-        assert!(ids.contains(&crate::studies::suite::CONTROL_OF.to_string()));
+        assert!(ids.contains(&crate::studies::suite::CONTROL_OF));
         for s in o.stores() {
             assert!(ids.contains(&s.read_id()) && ids.contains(&s.write_id(o.durability, false)), "{}", s.name());
         }
-        assert!(!ids.iter().any(|i| i.contains("tree")), "no tree copy needed: {ids:?}");
+        assert!(!ids.iter().any(|i| i.to_string().contains("tree")), "no tree copy needed: {ids:?}");
         let cold = o.cold_ids();
         assert_eq!(cold.len(), o.stores().len() - 1, "both file candidates read the same files: {cold:?}");
         assert!(cold.iter().all(|id| ids.contains(id)), "every cold read is a measured read");

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::studies::crashtest::Method;
+use crate::records::ConfigId;
 
 /// How much a write must survive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,7 +81,7 @@ pub struct CrashFact {
     /// file); none for a server's facts about an engine with no method for
     /// the need (`""` in the file).
     #[serde(with = "crate::studies::crashtest::method::name_or_empty")]
-    pub method: Option<Method>,
+    pub method: Option<ConfigId>,
     /// The method tells its caller a write is durable when it returns.
     pub acknowledges_durability: bool,
     pub cuts: u32,
@@ -96,7 +96,7 @@ pub struct CrashFact {
 impl CrashFact {
     /// Its method's name as the file holds it (`""` for none).
     pub fn method_name(&self) -> &'static str {
-        self.method.map_or("", Method::name)
+        self.method.map_or("", ConfigId::name)
     }
 }
 
@@ -115,7 +115,7 @@ pub struct CrashFacts {
 impl CrashFacts {
     /// The facts of `method`, none when it is None (an engine with no crash
     /// method) or was not tested.
-    pub fn of(&self, method: Option<Method>) -> Option<&CrashFact> {
+    pub fn of(&self, method: Option<ConfigId>) -> Option<&CrashFact> {
         self.methods.iter().find(|m| m.method == method)
     }
 }
@@ -124,8 +124,9 @@ impl CrashFacts {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AdviseSection {
     pub workload: Workload,
-    /// The candidates considered, by [`super::rules::Store`] name.
-    pub candidates: Vec<String>,
+    /// The candidates considered (by [`super::rules::Store::name`] in the
+    /// file).
+    pub candidates: Vec<super::rules::Store>,
     pub crash: CrashFacts,
     /// The time budget of the whole command, and what it took.
     pub budget_s: f64,

@@ -42,7 +42,7 @@ impl Run<'_> {
                     min_bytes: min,
                     max_bytes: max - 1,
                     blobs: keys.len() as u32,
-                    per_op_us: readers.iter().zip(&figures).map(|(r, f)| (r.arm.clone(), f.per_op_us)).collect(),
+                    per_op_us: readers.iter().zip(&figures).map(|(r, f)| (r.layout.id(), f.per_op_us)).collect(),
                     files_over_db: compare(&table, &pairs[0]),
                 });
                 out.rounds.push(set);

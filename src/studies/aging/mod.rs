@@ -63,7 +63,7 @@ pub struct AgingOptions {
     pub rounds: RoundsPlan,
     /// Only these layout ids (`db-wal`, `files-inplace`, ...; advise ages
     /// its candidates' layouts); None ages them all.
-    pub layouts: Option<Vec<String>>,
+    pub layouts: Option<Vec<crate::records::LayoutId>>,
     /// The remedies after the last age (VACUUM, incremental auto-vacuum,
     /// a copy-rewrite); advise's short pass leaves them out.
     pub remedies: bool,

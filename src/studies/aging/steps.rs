@@ -38,7 +38,7 @@ pub(super) fn run_setting(
 ) -> Result<()> {
     let mut all = layouts(work, &opts.engines, opts.commit_every, &opts.settings);
     if let Some(only) = &opts.layouts {
-        all.retain(|l| only.iter().any(|id| id == l.id()));
+        all.retain(|l| only.contains(&l.id()));
     }
     let mut run = Run { opts, work, sizes: &out.sizes.clone(), layouts: all, blob_sizes: Vec::new(), observer };
     out.layouts = run.layouts.iter().map(|l| l.info.clone()).collect();
@@ -195,7 +195,7 @@ impl Run<'_> {
         let content = self.blob_sizes.iter().map(|&s| u64::from(s)).sum();
         let (usage, fragmentation) = survey_disk(layout, content)?;
         Ok(AgePoint {
-            layout: layout.id().to_string(),
+            layout: layout.id(),
             age,
             remedy: remedy.map(str::to_string),
             rewrite,

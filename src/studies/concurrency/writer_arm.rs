@@ -23,23 +23,20 @@ use crate::measure::rounds::Arm;
 use crate::measure::{self, Latency, Phases, RunContext, RunOutcome};
 use crate::records::keys::{KeySequence, KvtestRng, Order};
 use crate::records::{
-    DbParams, DbWriters, EngineKind, EngineSettings, FileParams, FileWrite, Journal, KvParams, KvSync, SyncLevel,
+    DbParams, EngineKind, EngineSettings, FileParams, FileWrite, Journal, KvParams, KvSync, SyncLevel,
 };
 use crate::{Error, Result};
 
 /// Durable writes, a commit per write, for every store; the files
-/// replaced by rename (a reader never sees half a blob). SQLite's
-/// one-writer row is the engine's `DbWriters::One` in WAL with synchronous
-/// FULL, the pragmas the per-writer loop sets on its connections. Every
-/// other part is the study's `base`.
+/// replaced by rename (a reader never sees half a blob). SQLite's other
+/// ways of writing (its one-writer row) are the engine's in WAL with
+/// synchronous FULL, the pragmas the per-writer loop sets on its
+/// connections. Every other part is the study's `base`.
 pub(super) fn durable_settings(store: StoreId, base: &EngineSettings) -> EngineSettings {
     let db = match store {
-        StoreId::SqliteOneWriter => DbParams {
-            journal_mode: Some(Journal::Wal),
-            sync: Some(SyncLevel::Full),
-            writers: DbWriters::One,
-            ..DbParams::default()
-        },
+        StoreId::SqliteWriters(writers) => {
+            DbParams { journal_mode: Some(Journal::Wal), sync: Some(SyncLevel::Full), writers, ..DbParams::default() }
+        }
         _ => DbParams::default(),
     };
     EngineSettings {
@@ -260,7 +257,7 @@ impl Arm for WritersArm {
 /// connection per writer is the study's own loop, `sqlite_writer.rs`.)
 fn engine_mode(store: StoreId, w: u32) -> OpenMode {
     match store {
-        StoreId::SqliteOneWriter => OpenMode::client(w),
+        StoreId::SqliteWriters(_) => OpenMode::client(w),
         _ => OpenMode::measured(true, false),
     }
 }

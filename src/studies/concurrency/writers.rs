@@ -119,27 +119,14 @@ impl WriterPoint {
     }
 }
 
-/// What each store's writer does when several write at once.
+/// What each store's writer does when several write at once: SQLite's
+/// way of writing's row, or its engine's fact.
 pub fn label(store: StoreId) -> String {
-    let Some(kind) = store.engine() else { return store.to_string() };
-    match (store, kind) {
-        (StoreId::SqliteOneWriter, _) => {
-            "SQLite WAL + FULL, one writer connection for all writers behind a mutex in the \
-                                          process, a commit per write; each reader on its own connection"
-                .into()
-        }
-        (_, EngineKind::Db) => {
-            "SQLite WAL + FULL, a connection per writer, BEGIN IMMEDIATE under the busy timeout".into()
-        }
-        (_, k) if k.is_files() => {
-            "files, a temporary file per writer (own keys) + fsync + rename + fsync of the directory".into()
-        }
-        (_, EngineKind::Lmdb) => {
-            "LMDB, one environment, a write transaction per write (writers queue on its lock)".into()
-        }
-        (_, k) if k.is_server() => format!("{}, a connection per client, a durable commit per write", k.title()),
-        (_, k) => format!("{}, one database, a durable commit per write", k.title()),
-    }
+    let text = match store.sqlite_writers() {
+        Some(w) => Some(crate::engine::sqlite::writers(w).concurrent),
+        None => store.engine().and_then(EngineKind::concurrent_writes),
+    };
+    text.map_or_else(|| store.to_string(), str::to_string)
 }
 
 /// What the writers' section measured.

@@ -4,6 +4,7 @@ use super::*;
 use crate::measure::rounds::Arm;
 use crate::measure::RunContext;
 use crate::records::DatasetSpec;
+use crate::records::DbWriters;
 use crate::util::progress::Silent;
 
 /// Every blob's content, by key.
@@ -31,7 +32,7 @@ fn wal_db(dir: &Path, count: u32) -> PathBuf {
 /// content, made SQLite's durable writes look like 9 us.
 #[test]
 fn every_run_writes_new_content_into_every_blob_it_writes() {
-    for store in [StoreId::Engine(EngineKind::Db), StoreId::SqliteOneWriter] {
+    for store in [StoreId::Engine(EngineKind::Db), StoreId::SqliteWriters(DbWriters::One)] {
         let dir = tempfile::tempdir().unwrap();
         let db = wal_db(dir.path(), 40);
         let opts = ConcurrencyOptions { seed: 3, ..ConcurrencyOptions::quick(dir.path()) };
@@ -54,7 +55,7 @@ fn every_run_writes_new_content_into_every_blob_it_writes() {
 /// row's kept connection never paid.
 #[test]
 fn both_sqlite_rows_keep_their_wal_between_runs() {
-    for store in [StoreId::Engine(EngineKind::Db), StoreId::SqliteOneWriter] {
+    for store in [StoreId::Engine(EngineKind::Db), StoreId::SqliteWriters(DbWriters::One)] {
         let dir = tempfile::tempdir().unwrap();
         let db = wal_db(dir.path(), 8);
         let mut arm = WritersArm::prepare(store, &db, 2, &ConcurrencyOptions::quick(dir.path())).unwrap();

@@ -28,12 +28,11 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 pub use kill::Signal;
-pub use method::Method;
 pub use powercut::{power_cut_test, FsyncFailureResult, PowerCutMethodResult, PowerCutReport, PowerCutSection};
 pub use writer::{write_until_killed, WriterSpec};
 
 use crate::measure::stop_requested;
-use crate::records::EngineSettings;
+use crate::records::{ConfigId, EngineSettings};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 use dataset::{Dataset, MAX_BLOB, MIN_BLOB};
@@ -89,7 +88,7 @@ last commit in a power cut (the journal's unlink is not fsync'd; synchronous=EXT
 
 #[derive(Debug, Clone)]
 pub struct CrashOptions {
-    pub methods: Vec<Method>,
+    pub methods: Vec<ConfigId>,
     pub kills: u32,
     /// Blobs in each dataset.
     pub count: u32,
@@ -112,7 +111,7 @@ pub struct CrashOptions {
 impl CrashOptions {
     pub fn new(writer: PathBuf) -> Self {
         CrashOptions {
-            methods: Method::all(),
+            methods: ConfigId::methods(),
             kills: DEFAULT_KILLS,
             count: DEFAULT_COUNT,
             workdir: std::env::temp_dir(),
@@ -352,7 +351,7 @@ fn validate(opts: &CrashOptions) -> Result<()> {
 
 fn one_method(
     opts: &CrashOptions,
-    method: Method,
+    method: ConfigId,
     dir: &std::path::Path,
     progress: &dyn Progress,
     interrupted: &mut bool,

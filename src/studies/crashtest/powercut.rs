@@ -17,10 +17,11 @@ use serde::{Deserialize, Serialize};
 use super::blob::Verdict;
 use super::dataset::{Dataset, Tally, MAX_BLOB, MIN_BLOB};
 use super::writer::read_acks;
-use super::{kill, CrashOptions, IntegrityReason, Method, WriterSpec, ROUND_SPAN, WORK_PREFIX};
+use super::{kill, CrashOptions, IntegrityReason, WriterSpec, ROUND_SPAN, WORK_PREFIX};
 use crate::measure::stop_requested;
 use crate::powercut::cost::LayerCost;
 use crate::powercut::{self, FaultPlan, Model, Mounted};
+use crate::records::ConfigId;
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -150,7 +151,7 @@ struct Places {
 }
 
 impl Places {
-    fn new(dir: &Path, method: Method) -> Result<Self> {
+    fn new(dir: &Path, method: ConfigId) -> Result<Self> {
         let p = Places {
             backing: dir.join("disk"),
             mountpoint: dir.join("mnt"),
@@ -166,7 +167,7 @@ impl Places {
 
 pub fn power_cut_test(opts: &CrashOptions, model: Model, progress: &dyn Progress) -> Result<PowerCutReport> {
     super::validate(opts)?;
-    let (served, methods): (Vec<Method>, Vec<Method>) = opts.methods.iter().partition(|m| m.has_server());
+    let (served, methods): (Vec<ConfigId>, Vec<ConfigId>) = opts.methods.iter().partition(|m| m.has_server());
     let not_on_layer: Vec<String> = served.iter().map(|m| m.name().to_string()).collect();
     if methods.is_empty() {
         return Err(Error::invalid(format!(
@@ -205,7 +206,7 @@ pub fn power_cut_test(opts: &CrashOptions, model: Model, progress: &dyn Progress
         fsync_failure: Vec::new(),
         layer_cost,
     };
-    let fsync_methods: Vec<Method> = opts.methods.iter().copied().filter(|m| m.calls_fsync()).collect();
+    let fsync_methods: Vec<ConfigId> = opts.methods.iter().copied().filter(|m| m.calls_fsync()).collect();
     let steps =
         u64::from(opts.kills) * opts.methods.len() as u64 + u64::from(FSYNC_TRIALS) * fsync_methods.len() as u64;
     progress.start("crashtest --power-cut", steps);
@@ -235,7 +236,7 @@ pub fn power_cut_test(opts: &CrashOptions, model: Model, progress: &dyn Progress
 }
 
 /// Each method has its own schedule, the same whether run alone or not.
-fn schedule(opts: &CrashOptions, method: Method, salt: u64) -> SmallRng {
+fn schedule(opts: &CrashOptions, method: ConfigId, salt: u64) -> SmallRng {
     let seed = method.name().bytes().fold(opts.seed ^ salt, |h, b| h.rotate_left(7) ^ u64::from(b));
     SmallRng::seed_from_u64(seed)
 }
@@ -257,13 +258,13 @@ struct Round {
 struct Ctx<'a> {
     opts: &'a CrashOptions,
     model: Model,
-    method: Method,
+    method: ConfigId,
     places: Places,
     ds: Dataset,
 }
 
 impl<'a> Ctx<'a> {
-    fn new(opts: &'a CrashOptions, model: Model, method: Method, dir: &Path) -> Result<Self> {
+    fn new(opts: &'a CrashOptions, model: Model, method: ConfigId, dir: &Path) -> Result<Self> {
         let places = Places::new(dir, method)?;
         let path = places.backing.join(places.name);
         let ds = Dataset::create_with(&path, method, opts.count, opts.seed, opts.settings.clone())?;
@@ -350,7 +351,7 @@ fn durability(t: &Tally, acks: &[(u32, u64, bool)], on_disk: Option<&[u64]>, cou
 fn one_method(
     opts: &CrashOptions,
     model: Model,
-    method: Method,
+    method: ConfigId,
     dir: &Path,
     progress: &dyn Progress,
     interrupted: &mut bool,
@@ -401,7 +402,7 @@ fn one_method(
 fn fsync_failure(
     opts: &CrashOptions,
     model: Model,
-    method: Method,
+    method: ConfigId,
     dir: &Path,
     progress: &dyn Progress,
     interrupted: &mut bool,

@@ -13,15 +13,16 @@ use std::sync::Arc;
 
 use super::blob;
 use super::dataset::{blob_len, MAX_BLOB};
-use super::{Method, Signal, WORK_PREFIX};
+use super::{Signal, WORK_PREFIX};
 use crate::engine::{DbSession, FileStore, OpenMode, Session};
+use crate::records::ConfigId;
 use crate::records::EngineSettings;
 use crate::{Error, Result};
 
 /// What the writer needs to know; the parent passes it on the command line.
 #[derive(Debug, Clone)]
 pub struct WriterSpec {
-    pub method: Method,
+    pub method: ConfigId,
     pub path: std::path::PathBuf,
     pub count: u32,
     pub seed: u64,
@@ -177,7 +178,7 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         let dir = tempfile::Builder::new().prefix(WORK_PREFIX).tempdir().unwrap();
         let path = dir.path().join("blobs");
-        let method = Method::Files { write: crate::records::FileWrite::Replace, fsync: false, sync_dir: false };
+        let method = ConfigId::Replace;
         super::super::dataset::Dataset::create(&path, method, 3, 1).unwrap();
         std::fs::remove_file(path.join("000002")).unwrap();
         let stray = WriterSpec {
@@ -226,7 +227,7 @@ mod tests {
     fn a_batch_is_acknowledged_when_it_commits() {
         let dir = tempfile::Builder::new().prefix(WORK_PREFIX).tempdir().unwrap();
         let path = dir.path().join("crash.db");
-        let method = Method::Db { journal: crate::records::Journal::Wal, sync: crate::records::SyncLevel::Full };
+        let method = ConfigId::DbWalFull;
         super::super::dataset::Dataset::create(&path, method, 3, 1).unwrap();
         // Blob 3 goes missing: the writer stops there, after its first batch.
         rusqlite::Connection::open(&path).unwrap().execute("DELETE FROM kv WHERE k = 3", []).unwrap();

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::ids;
+use super::ids::{self, ArmId, CONTROL_ID, CONTROL_OF};
 use super::options::{SuiteObserver, SuiteOptions};
 use super::steps::{cold_steps, dataset_path, selected, Step};
 use crate::drivers::run::{RunArm, RunOptions};
@@ -15,14 +15,8 @@ use crate::measure::rounds::RoundSet;
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundsPlan, StopReason};
 use crate::measure::Experiment;
 use crate::records::keys::Order;
-use crate::records::{EngineKind, EngineSettings, KvSync, Plan};
+use crate::records::{ConfigId, EngineKind, EngineSettings, KvSync, Plan};
 use crate::{Error, Result};
-
-/// The A/A control: `read/db-blob` measured a second time as its own arm.
-/// Its paired interval against `read/db-blob` is the noise floor.
-pub const CONTROL_ID: &str = "control/db-blob";
-/// The arm the control repeats.
-pub const CONTROL_OF: &str = ids::READ_DB_BLOB;
 
 /// The ids of the warm reads', the cold reads' and the writes' round sets.
 pub const WARM_READS: &str = "suite/reads";
@@ -58,7 +52,7 @@ pub(super) fn measure_rounds(
     let all = selected(opts);
     let (writes, mut reads): (Vec<Step>, Vec<Step>) = all.into_iter().partition(|s| s.update);
     let control = reads.iter().find(|s| s.id == CONTROL_OF).map(|s| Step {
-        id: CONTROL_ID.into(),
+        id: CONTROL_ID,
         label: "SQLite, blob API (A/A control)".into(),
         ..s.clone()
     });
@@ -98,12 +92,15 @@ pub(super) fn measure_rounds(
 }
 
 /// The pairs whose intervals the rounds wait for: the verdict's questions.
-fn comparisons(ids: &[String]) -> Vec<Comparison> {
-    let pick = |f: &dyn Fn(&str) -> bool| -> Vec<usize> { (0..ids.len()).filter(|&i| f(&ids[i])).collect() };
-    let db_reads = |id: &str| [ids::READ_DB_SQL, ids::READ_DB_BLOB, ids::READ_DB_BLOB_MMAP].contains(&id);
-    let file_reads = |id: &str| id.starts_with("read/flat-") || id.starts_with("read/tree-");
+fn comparisons(ids: &[ArmId]) -> Vec<Comparison> {
+    let pick = |f: &dyn Fn(ArmId) -> bool| -> Vec<usize> { (0..ids.len()).filter(|&i| f(ids[i])).collect() };
+    let db_reads = |id: ArmId| id.read().is_some_and(|r| r.is_db());
+    let file_reads = |id: ArmId| id.read().is_some_and(|r| r.is_files());
     let kv =
-        |id: &str, engine_id: fn(EngineKind) -> String| EngineKind::KEY_VALUE.into_iter().any(|k| id == engine_id(k));
+        |id: ArmId, engine_id: fn(EngineKind) -> ArmId| EngineKind::KEY_VALUE.into_iter().any(|k| id == engine_id(k));
+    let files_fsync = |id: ArmId, arm: fn(ConfigId) -> ArmId| {
+        [ConfigId::TruncateFsync, ConfigId::InplaceFsync, ConfigId::ReplaceFsync].into_iter().any(|c| id == arm(c))
+    };
     let pairs = [
         (pick(&db_reads), pick(&file_reads)),
         (pick(&|id| kv(id, ids::engine_read)), pick(&db_reads)),
@@ -112,16 +109,16 @@ fn comparisons(ids: &[String]) -> Vec<Comparison> {
             pick(&|id| [ids::WRITE_DB_WAL_NORMAL, ids::WRITE_DB_OFF].contains(&id)),
             pick(&|id| [ids::WRITE_FLAT_TRUNCATE, ids::WRITE_FLAT_INPLACE, ids::WRITE_FLAT_REPLACE].contains(&id)),
         ),
-        (pick(&|id| id == ids::WRITE_DB_WAL_FULL), pick(&|id| id.starts_with("write/flat-") && id.ends_with("-fsync"))),
+        (pick(&|id| id == ids::WRITE_DB_WAL_FULL), pick(&|id| files_fsync(id, ArmId::Write))),
         (pick(&|id| kv(id, ids::engine_durable_write)), pick(&|id| id == ids::WRITE_DB_WAL_FULL)),
         // The durable writes committed as an application would, as the
         // verdict compares them.
         (
             pick(&|id| id == ids::committed(ids::WRITE_DB_WAL_FULL)),
-            pick(&|id| id.starts_with("commit/flat-") && id.ends_with("-fsync")),
+            pick(&|id| files_fsync(id, |c| ids::committed(ArmId::Write(c)))),
         ),
         (
-            pick(&|id| kv(id, |k| ids::committed(&ids::engine_durable_write(k)))),
+            pick(&|id| kv(id, ids::engine_committed_durable_write)),
             pick(&|id| id == ids::committed(ids::WRITE_DB_WAL_FULL)),
         ),
     ];
@@ -158,7 +155,7 @@ fn run_set(
         let arm = RunArm::prepare(engine, &run_opts)?;
         arms.push(if opts.sizing.is_some() { arm.keys_by_round() } else { arm });
     }
-    let ids: Vec<String> = steps.iter().map(|s| s.id.clone()).collect();
+    let ids: Vec<String> = steps.iter().map(|s| s.id.to_string()).collect();
     // Preparing the arms (copies of the database) took some of the time
     // left: with a deadline, the rounds get no more than what remains.
     let plan = &match opts.deadline {
@@ -173,7 +170,7 @@ fn run_set(
     let runs = u64::from(plan.max_rounds + 1) * steps.len() as u64;
     observer.begin(&format!("{} arms in rounds ({id})", steps.len()), runs);
     // Cold arms wait for the same pairs as their warm twins.
-    let plain: Vec<String> = ids.iter().map(|i| i.strip_prefix(ids::COLD_PREFIX).unwrap_or(i).to_string()).collect();
+    let plain: Vec<ArmId> = steps.iter().map(|s| s.id.warm()).collect();
     let mut measured =
         run_rounds(id, &ids, &mut dyn_arms, plan, &comparisons(&plain), &mut |done, _| observer.advance(done))?;
     if out.past_deadline && measured.set.stop == StopReason::MaxRounds {
@@ -182,7 +179,7 @@ fn run_set(
         measured.set.stop = StopReason::Budget;
     }
     for ((arm, m), step) in arms.into_iter().zip(measured.measured).zip(steps) {
-        let report = arm.finish(&step.id, &step.label, m)?;
+        let report = arm.finish(&step.id.to_string(), &step.label, m)?;
         observer.measured(&report.experiment);
         out.experiments.push(report.experiment);
     }
@@ -293,10 +290,10 @@ mod tests {
 
     #[test]
     fn comparisons_follow_the_verdict_questions() {
-        let ids: Vec<String> = steps(&[EngineKind::from_name("lmdb").unwrap()], 1).into_iter().map(|s| s.id).collect();
-        let (reads, writes): (Vec<String>, Vec<String>) = ids.into_iter().partition(|i| i.starts_with("read/"));
+        let ids: Vec<ArmId> = steps(&[EngineKind::from_name("lmdb").unwrap()], 1).into_iter().map(|s| s.id).collect();
+        let (reads, writes): (Vec<ArmId>, Vec<ArmId>) = ids.into_iter().partition(|i| i.read().is_some());
         let mut reads = reads;
-        reads.push(CONTROL_ID.into());
+        reads.push(CONTROL_ID);
         let r = comparisons(&reads);
         assert_eq!(r.len(), 3, "files vs SQLite, engines vs SQLite, A/A: {r:?}");
         assert_eq!(r[0].a.len(), 3);

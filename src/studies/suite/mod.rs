@@ -9,7 +9,8 @@ pub mod ids;
 mod options;
 mod steps;
 
-pub use arms::{COLD_READS, CONTROL_ID, CONTROL_OF, WARM_READS, WRITES};
+pub use arms::{COLD_READS, WARM_READS, WRITES};
+pub use ids::{ArmId, ReadPath, CONTROL_ID, CONTROL_OF};
 pub use options::{RoundSizing, SuiteObserver, SuiteOptions, QUICK_BUDGET};
 use steps::{cold_steps, dataset_path, selected};
 
@@ -152,8 +153,8 @@ pub fn run_suite_then(
 pub(crate) fn mixed_settings(
     opts: &SuiteOptions,
     work: &Path,
-    read_id: &str,
-    write_id: &str,
+    read_id: ArmId,
+    write_id: ArmId,
 ) -> Option<(EngineSettings, std::path::PathBuf)> {
     let all = steps::steps(&opts.engines, opts.commit_every);
     let read = all.iter().find(|s| s.id == read_id)?;
@@ -177,7 +178,7 @@ pub(crate) fn mixed_settings(
 /// The database settings of the suite's experiment `id` (for a check that
 /// another study reads SQLite as that experiment does).
 #[cfg(test)]
-pub(crate) fn db_params_of(id: &str) -> Option<crate::records::DbParams> {
+pub(crate) fn db_params_of(id: ArmId) -> Option<crate::records::DbParams> {
     steps::steps(&[], 1).into_iter().find(|s| s.id == id).map(|s| s.db)
 }
 
@@ -265,7 +266,8 @@ mod tests {
     #[test]
     fn ids_are_unique_and_cover_the_article() {
         let all = steps(&crate::records::EngineKind::KEY_VALUE, 1);
-        let ids: Vec<&str> = all.iter().map(|s| s.id.as_str()).collect();
+        let ids: Vec<String> = all.iter().map(|s| s.id.to_string()).collect();
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         let mut sorted = ids.clone();
         sorted.sort_unstable();
         sorted.dedup();
@@ -287,9 +289,10 @@ mod tests {
     fn cold_reads_are_arms_of_their_own() {
         let mut o = SuiteOptions::quick(std::path::PathBuf::from("."));
         o.engines = vec![crate::records::EngineKind::Lmdb];
-        o.cold_also = vec!["read/db-blob-mmap".into(), "read/lmdb".into(), "write/db-wal-full".into()];
+        let lmdb = crate::records::EngineKind::Lmdb;
+        o.cold_also = vec![ids::READ_DB_BLOB_MMAP, ids::engine_read(lmdb), ids::WRITE_DB_WAL_FULL];
         let cold = cold_steps(&o);
-        let ids: Vec<&str> = cold.iter().map(|s| s.id.as_str()).collect();
+        let ids: Vec<String> = cold.iter().map(|s| s.id.to_string()).collect();
         assert_eq!(ids, ["cold/read/db-blob-mmap", "cold/read/lmdb"], "reads only, each under its own id");
         assert!(cold.iter().all(|s| s.cold && !s.update));
         assert!(selected(&o).iter().all(|s| !s.cold), "the warm arms stay warm");

@@ -33,11 +33,11 @@ pub struct SuiteOptions {
     pub rounds: RoundsPlan,
     /// Only these experiment ids (`advise` measures a few arms); None runs
     /// them all. The A/A control runs when `read/db-blob` is among them.
-    pub only: Option<Vec<String>>,
+    pub only: Option<Vec<super::ids::ArmId>>,
     /// Read experiment ids also measured cold (the page cache evicted
     /// before each run), as arms `cold/ID` in rounds of their own after
     /// the warm reads (advise); empty for none.
-    pub cold_also: Vec<String>,
+    pub cold_also: Vec<super::ids::ArmId>,
     /// When set, the rounds end by then instead of taking `rounds.budget`
     /// (advise's budget covers the whole command, datasets included); a
     /// reading of `rounds.clock`. When it has passed before the first

@@ -59,7 +59,7 @@ fn processes_exclude_the_stores_one_process_alone_may_open() {
     let all = [Store::Sqlite, Store::FilesReplace, lmdb, redb, fjall];
     assert!(excluded(&all, ClientsAre::Threads).is_empty());
     let out = excluded(&all, ClientsAre::Processes);
-    assert_eq!(out.iter().map(|e| e.candidate.as_str()).collect::<Vec<_>>(), ["sqlite-one-writer", "redb", "fjall"]);
+    assert_eq!(out.iter().map(|e| e.candidate.name()).collect::<Vec<_>>(), ["sqlite-one-writer", "redb", "fjall"]);
     assert!(out.iter().all(|e| e.why.contains("one process")), "{out:?}");
     let out: Vec<ClientsExclusion> = out.into_iter().skip(1).collect();
     let launcher = Launcher { exe: "/bin/true".into(), args: Vec::new() };
