@@ -2,6 +2,7 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 
@@ -12,6 +13,7 @@ use blobbench::report;
 use blobbench::results::ResultFile;
 use blobbench::studies::advise::clients::{ClientsAre, ClientsPlan, SqliteWriters};
 use blobbench::studies::advise::{self, rules, AdviseOptions, Durability};
+use blobbench::studies::context::StudyContext;
 use blobbench::util::units;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -131,7 +133,21 @@ fn inside(inner: &Path, outer: &Path) -> bool {
 }
 
 impl AdviseArgs {
-    fn options(&self, clock: Clock) -> anyhow::Result<AdviseOptions> {
+    /// The context: the work directory, the servers' settings, the
+    /// engines considered (the embedded key-value engines by default),
+    /// `--quick`, `--commit-every`, `clock` and the suite's lines.
+    fn context(&self, clock: Clock) -> StudyContext {
+        StudyContext {
+            engines: self.engines.as_ref().map_or_else(rules::default_engines, |e| e.0.clone()),
+            quick: self.quick,
+            commit_every: Some(self.commit_every),
+            clock,
+            observer: Arc::new(super::suite::Lines::new(std::io::stderr().is_terminal())),
+            ..self.servers.context(&self.workdir)
+        }
+    }
+
+    fn options(&self) -> anyhow::Result<AdviseOptions> {
         if let Some(from) = &self.from {
             for (what, dir) in [("--out", &self.out), ("--workdir", &self.workdir)] {
                 if inside(dir, from) {
@@ -152,7 +168,6 @@ impl AdviseArgs {
         };
         let launcher = (are == ClientsAre::Processes).then(super::args::launcher).transpose()?;
         Ok(AdviseOptions {
-            workdir: self.workdir.clone(),
             spec,
             from: self.from.clone(),
             mix_reads: self.mix.0,
@@ -161,13 +176,8 @@ impl AdviseArgs {
                 DurabilityArg::Required => Durability::Required,
                 DurabilityArg::Relaxed => Durability::Relaxed,
             },
-            engines: self.engines.as_ref().map_or_else(rules::default_engines, |e| e.0.clone()),
             budget: self.budget,
-            quick: self.quick,
             writer,
-            commit_every: self.commit_every,
-            clock,
-            settings: self.servers.settings(),
             clients: ClientsPlan {
                 clients: self.clients,
                 are,
@@ -186,13 +196,12 @@ pub fn run(args: AdviseArgs) -> anyhow::Result<()> {
 
 /// [`run`] with the budget read on `clock` (a fake one in tests).
 fn run_on(args: AdviseArgs, clock: Clock) -> anyhow::Result<()> {
-    let opts = args.options(clock)?;
+    let (ctx, opts) = (args.context(clock), args.options()?);
     // What is wrong with the clients is said before anything is written.
-    opts.clients.validate(&opts.stores())?;
+    opts.clients.validate(&advise::in_context(&ctx, &opts).stores())?;
     super::output::prepare_report_dir(&args.out, args.force)?;
     let started = clock.now();
-    let observer = super::suite::Lines::new(std::io::stderr().is_terminal());
-    let mut results = ResultFile::from_advise(advise::run(&opts, &observer)?);
+    let mut results = ResultFile::from_advise(advise::run(&ctx, &opts)?);
     args.label.apply(&mut results);
     super::output::write_report(&args.out, std::slice::from_ref(&results), args.force)?;
     print!("{}", report::advice(&results, false));
@@ -229,6 +238,7 @@ mod tests {
     fn a_budget_spent_before_the_rounds_gives_one_round_a_note_and_success() {
         use blobbench::measure::clock::FakeClock;
         use blobbench::measure::rounds::StopReason;
+        use blobbench::studies::advise::Stage;
         use clap::Parser;
 
         #[derive(Parser)]
@@ -257,15 +267,21 @@ mod tests {
             assert_eq!(set.stop, StopReason::Budget, "{}", set.id);
         }
         let over = results.advise.as_ref().unwrap().over_budget.as_ref().expect("recorded in the result");
-        assert!(over.setup_s > 60.0 && over.size_matrix_s > 0.0 && over.aging_s > 0.0 && over.datasets_s > 0.0);
+        assert!(
+            over[Stage::Setup] > 60.0
+                && over[Stage::SizeMatrix] > 0.0
+                && over[Stage::Aging] > 0.0
+                && over[Stage::Datasets] > 0.0
+        );
         let note = "over budget: the set-up took";
         assert!(report::advice(&results, false).contains(note), "the terminal says so");
         let page = std::fs::read_to_string(out.join("index.html")).unwrap();
         assert!(page.contains(note), "the page says so");
         // Every part is timed on the injected clock, and the page says what the budget covered.
         let t = results.advise.as_ref().unwrap().stages.clone().expect("the parts recorded");
-        assert!(t.size_matrix_s >= 60.0 && t.aging_s >= 60.0 && t.datasets_s >= 60.0 && t.rounds_s >= 60.0, "{t:?}");
-        assert_eq!(t.clients_s, 0.0, "no clients' stage");
+        let at_least_a_minute = [Stage::SizeMatrix, Stage::Aging, Stage::Datasets, Stage::Rounds].map(|s| t[s] >= 60.0);
+        assert!(at_least_a_minute.iter().all(|&x| x), "{t:?}");
+        assert_eq!(t[Stage::Clients], 0.0, "no clients' stage");
         assert!(page.contains("Budget: 60 s for the whole command"), "the page says what the budget covered");
     }
 

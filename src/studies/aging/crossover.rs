@@ -30,11 +30,7 @@ impl Run<'_> {
                 let (min, max) = (lo + b * width, (lo + (b + 1) * width).min(hi + 1));
                 let Some(keys) = self.band_keys(age, b, min..max) else { continue };
                 check_stop()?;
-                self.observer.step(&format!(
-                    "{}: crossover, age {age}, {cache}, band {}, in rounds",
-                    self.sizes.name,
-                    b + 1
-                ));
+                self.step(&format!("{}: crossover, age {age}, {cache}, band {}, in rounds", self.sizes.name, b + 1));
                 let id = band_rounds_id(&self.sizes.name, age, cold, b + 1);
                 let (figures, set) = read_rounds(&id, &readers, &keys, cold, &self.opts.rounds, &pairs)?;
                 let table = set.table();

@@ -12,7 +12,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
 use super::ids::StoreId;
-use super::options::ConcurrencyOptions;
+use super::options::Concurrency;
 use super::sqlite_writer::{self, WriterTally, WriterWork};
 use crate::drivers::parallel_read::session_in_step;
 use crate::drivers::run::largest_key;
@@ -83,8 +83,8 @@ pub(super) struct WritersArm {
 impl WritersArm {
     /// `store`'s dataset at `path`, opened for `writers` writers: their
     /// keys (each writer its own) and content, made before any run.
-    pub fn prepare(store: StoreId, path: &Path, writers: u32, opts: &ConcurrencyOptions) -> Result<WritersArm> {
-        let mut engine = engine::open(path, &durable_settings(store, &opts.settings))?;
+    pub fn prepare(store: StoreId, path: &Path, writers: u32, opts: &Concurrency) -> Result<WritersArm> {
+        let mut engine = engine::open(path, &durable_settings(store, &opts.ctx.settings))?;
         let survey = engine.survey(true)?;
         let max_id = match survey.max_key {
             Some(m) => m,
@@ -94,7 +94,7 @@ impl WritersArm {
         if max_id < writers {
             return Err(Error::bad_input(path, format!("holds {max_id} blobs: too few for {writers} writers")));
         }
-        let mut rng = rand::rngs::SmallRng::seed_from_u64(opts.seed ^ u64::from(writers));
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(opts.ctx.seed ^ u64::from(writers));
         let keys: Vec<Arc<[u32]>> = (0..writers)
             .map(|w| {
                 let mut own: Vec<u32> = (1..=max_id).filter(|k| (k - 1) % writers == w).collect();
@@ -108,7 +108,7 @@ impl WritersArm {
         }
         // Seeded per writer count too: the arms of one store write one
         // dataset, and no arm's content is another's.
-        let seed = |w: u32| opts.seed.wrapping_add(u64::from(w)) ^ (u64::from(writers) << 32);
+        let seed = |w: u32| opts.ctx.seed.wrapping_add(u64::from(w)) ^ (u64::from(writers) << 32);
         let pools = (0..writers).map(|w| ContentPool::new(blob, seed(w))).collect();
         let conns = if store == StoreId::Engine(EngineKind::Db) {
             (0..writers).map(|_| sqlite_writer::connect(path, opts.busy_timeout_ms)).collect::<Result<_>>()?

@@ -33,6 +33,10 @@ pub struct WriterSpec {
     pub acks: Option<std::path::PathBuf>,
     /// Writes per commit: a write returns once its batch of N is committed.
     pub commit_every: u32,
+    /// The engines' settings the study's datasets were built with (the
+    /// servers' parts), which the writer opens an engine's store with, its
+    /// method's part set on top.
+    pub settings: EngineSettings,
 }
 
 /// One acknowledgement record: key u32, durable u32 (0 or 1), version u64,
@@ -134,7 +138,7 @@ pub fn write_until_killed(spec: &WriterSpec, mut signal: impl FnMut(Signal)) -> 
         signal(Signal::Opened);
         write_forever(&mut store, spec, &sizes, signal)
     } else if let Some((engine, kv)) = spec.method.kv_params() {
-        let settings = EngineSettings { kv, commit_every, ..EngineSettings::default() };
+        let settings = EngineSettings { kv, commit_every, ..spec.settings.clone() };
         let mut store = crate::engine::open_as(engine, &spec.path, &settings)?.open(OpenMode::WRITE)?;
         signal(Signal::Opened);
         write_forever(store.as_mut(), spec, &sizes, signal)
@@ -189,6 +193,7 @@ mod tests {
             base: 1,
             acks: None,
             commit_every: 1,
+            settings: EngineSettings::default(),
         };
         assert!(write_until_killed(&stray, |_| {})
             .unwrap_err()
@@ -203,6 +208,7 @@ mod tests {
             base: 1 << 32,
             acks: Some(acks.clone()),
             commit_every: 1,
+            settings: EngineSettings::default(),
         };
         let mut signals = Vec::new();
         let err = write_until_killed(&spec, |s| signals.push(s)).unwrap_err();
@@ -232,8 +238,16 @@ mod tests {
         // Blob 3 goes missing: the writer stops there, after its first batch.
         rusqlite::Connection::open(&path).unwrap().execute("DELETE FROM kv WHERE k = 3", []).unwrap();
         let acks = dir.path().join("acks");
-        let spec =
-            WriterSpec { method, path, count: 3, seed: 1, base: 1 << 32, acks: Some(acks.clone()), commit_every: 2 };
+        let spec = WriterSpec {
+            method,
+            path,
+            count: 3,
+            seed: 1,
+            base: 1 << 32,
+            acks: Some(acks.clone()),
+            commit_every: 2,
+            settings: EngineSettings::default(),
+        };
         let mut signals = Vec::new();
         assert!(write_until_killed(&spec, |s| signals.push(s)).unwrap_err().to_string().contains("blob 3"));
         assert_eq!(signals, [Signal::Opened, Signal::Writing]);

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::ids::{self, ArmId};
+use super::options::Suite;
 use crate::records::{
     CommitEvery, DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, Journal, KvParams, KvSync, SyncLevel,
 };
@@ -137,9 +138,9 @@ pub(super) fn steps(engines: &[EngineKind], commit_every: u32) -> Vec<Step> {
 /// The experiments `opts` asks for, in the order they run: those of
 /// `only`, or all but the committed writes that wait for no disk (advise
 /// asks for those when durability is relaxed).
-pub(super) fn selected(opts: &super::SuiteOptions) -> Vec<Step> {
-    let mut all = steps(&opts.engines, opts.commit_every);
-    match &opts.only {
+pub(super) fn selected(s: &Suite) -> Vec<Step> {
+    let mut all = steps(&s.ctx.engines, s.commit_every);
+    match &s.opts.only {
         Some(only) => all.retain(|s| only.contains(&s.id)),
         None => all.retain(|s| s.commit_every.is_none() || waits_for_disk(s)),
     }
@@ -177,10 +178,10 @@ fn committed_steps(engines: &[EngineKind], n: u32) -> Vec<Step> {
 
 /// The reads `opts` also measures cold (`cold_also`), as their own arms
 /// `cold/ID`, in the order they run.
-pub(super) fn cold_steps(opts: &super::SuiteOptions) -> Vec<Step> {
-    steps(&opts.engines, opts.commit_every)
+pub(super) fn cold_steps(suite: &Suite) -> Vec<Step> {
+    steps(&suite.ctx.engines, suite.commit_every)
         .into_iter()
-        .filter(|s| !s.update && !s.round_trip && opts.cold_also.contains(&s.id))
+        .filter(|s| !s.update && !s.round_trip && suite.opts.cold_also.contains(&s.id))
         .map(|s| Step { id: ids::cold(s.id), label: format!("{}, cold cache", s.label), cold: true, ..s })
         .collect()
 }

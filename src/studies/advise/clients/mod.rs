@@ -28,14 +28,15 @@ pub use section::{
 
 use super::rules::{self, Store};
 use super::section::CrashFacts;
-use super::AdviseOptions;
+use super::Advise;
 use crate::drivers::clients::{ClientsArm, ClientsTally, WindowCount, DUE_PER_CLIENT, MAX_CLIENTS};
 use crate::drivers::processes::Launcher;
 use crate::engine::sqlite;
 use crate::measure::rounds::{run_rounds, Arm, RoundSet, RoundsPlan};
 use crate::records::ConfigId;
 use crate::records::{DbAccess, DbWriters, Mix};
-use crate::studies::suite::{self, SuiteObserver, SuiteOptions};
+use crate::studies::context::StudyContext;
+use crate::studies::suite;
 use crate::{Error, Result};
 
 /// The id of the clients' round set in the result file.
@@ -190,7 +191,7 @@ pub fn excluded(stores: &[Store], are: ClientsAre) -> Vec<ClientsExclusion> {
 /// exclude for the need (after a short power-cut run, the documented
 /// table's too, as the ranking reads it), and whose store the clients'
 /// kind can share ([`excluded`]; SQLite keeps its per-client rows).
-fn runnable(opts: &AdviseOptions, crash: &CrashFacts) -> Vec<Store> {
+fn runnable(opts: &Advise, crash: &CrashFacts) -> Vec<Store> {
     let apart = excluded(&opts.stores(), opts.clients.are);
     let documented = rules::documented();
     let fails = |facts: &[super::section::CrashFact], method: Option<ConfigId>| {
@@ -221,19 +222,19 @@ pub fn window(quick: bool, clients: u32, rate: Option<f64>) -> Duration {
 /// Runs the candidates with 1, 2, 4 ... N clients in interleaved rounds
 /// on the suite's datasets in `work`, within `budget`.
 pub(super) fn measure(
-    opts: &AdviseOptions,
-    suite_opts: &SuiteOptions,
+    opts: &Advise,
+    suite: &StudyContext,
     work: &Path,
     crash: &CrashFacts,
     budget: Duration,
-    observer: &dyn SuiteObserver,
 ) -> Result<(ClientsSection, RoundSet)> {
+    let observer = opts.observer();
     let plan = &opts.clients;
     let mix = Mix { read: opts.mix_reads, write: opts.mix_writes };
     let mut arms: Vec<(Row, ClientsArm)> = Vec::new();
     for store in runnable(opts, crash) {
         let (read_id, write_id) = (store.read_id(), store.write_id(opts.durability, false));
-        let Some((settings, path)) = suite::mixed_settings(suite_opts, work, read_id, write_id) else {
+        let Some((settings, path)) = suite::mixed_settings(suite, work, read_id, write_id) else {
             return Err(Error::invalid(format!("advise: no dataset for {} with clients", store.name())));
         };
         for (r, row) in plan.rows(store).into_iter().enumerate() {
@@ -246,8 +247,8 @@ pub(super) fn measure(
             // may keep one handle per process (LMDB's environment).
             let first = arms.len();
             for n in plan.levels() {
-                let seed = arm_seed(opts.spec.seed, r, n);
-                let window = window(opts.quick, n, plan.rate);
+                let seed = arm_seed(opts.ctx.seed, r, n);
+                let window = window(opts.quick(), n, plan.rate);
                 let arm = match arms.get(first) {
                     Some((_, first)) => first.at(n, window, seed)?,
                     None => {
@@ -267,7 +268,7 @@ pub(super) fn measure(
         max_rounds: super::LEAST_ROUNDS,
         least_rounds: super::LEAST_ROUNDS,
         budget: Some(budget),
-        clock: opts.clock,
+        clock: opts.ctx.clock,
         ..RoundsPlan::new(super::LEAST_ROUNDS, None)
     };
     let mut dyn_arms: Vec<&mut dyn Arm> = arms.iter_mut().map(|(_, a)| a as &mut dyn Arm).collect();
@@ -346,7 +347,7 @@ pub fn run_time(quick: bool) -> Duration {
 /// The time the clients' rounds take at most, from their plan: each arm's
 /// warm-up and [`super::LEAST_ROUNDS`] rounds of its window (and the lead
 /// before it), plus a second per arm for opening and surveying its store.
-pub fn least_time(opts: &AdviseOptions) -> Duration {
+pub fn least_time(opts: &Advise) -> Duration {
     let plan = &opts.clients;
     if !plan.runs() {
         return Duration::ZERO;
@@ -357,7 +358,7 @@ pub fn least_time(opts: &AdviseOptions) -> Duration {
         .levels()
         .into_iter()
         .map(|n| {
-            let run = window(opts.quick, n, plan.rate) + crate::drivers::clients::lead(n);
+            let run = window(opts.quick(), n, plan.rate) + crate::drivers::clients::lead(n);
             runs * run.as_secs_f64() + 1.0
         })
         .sum();
