@@ -19,7 +19,7 @@ pub use dataset::{DatasetSpec, DiskUsage};
 pub use engine_kind::EngineKind;
 pub use journal::Journal;
 pub use keys::Order;
-pub use postgres::{PgParams, PgServerInfo, PgStorage};
+pub use postgres::{PgParams, PgServerInfo, PgStandby, PgStorage};
 pub use s3::{Addressing, S3Params, DEFAULT_MULTIPART_THRESHOLD};
 pub use server::{ServerInfo, ServerPlace, ServerSetting};
 pub use sizes::{SizeBucket, SizeDist};

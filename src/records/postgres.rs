@@ -34,6 +34,18 @@ pub struct PgParams {
     pub storage: PgStorage,
 }
 
+/// What a replicated PostgreSQL's standby is to its primary's commits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PgStandby {
+    /// Named in `synchronous_standby_names`: a commit returns once the
+    /// standby has flushed its WAL (`synchronous_commit = on`).
+    Sync,
+    /// Not named: it follows the primary when it can; a commit waits for
+    /// the primary's disk only.
+    Async,
+}
+
 /// What PostgreSQL reported about itself, read once before the runs; a
 /// result file records it as a `ServerInfo` (files written before that
 /// shape hold these fields, and are read through it).

@@ -17,6 +17,7 @@
 mod build;
 mod conn;
 mod descriptor;
+pub mod replica;
 pub mod server;
 mod session;
 mod stat;
