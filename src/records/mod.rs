@@ -21,7 +21,7 @@ pub use dataset::{DatasetSpec, DiskUsage};
 pub use engine_kind::EngineKind;
 pub use journal::Journal;
 pub use keys::Order;
-pub use postgres::{PgParams, PgServerInfo, PgStandby, PgStorage};
+pub use postgres::{CommitWait, PgParams, PgReplication, PgServerInfo, PgStandby, PgStandbyRow, PgStorage, SyncMethod};
 pub use s3::{Addressing, S3Params, DEFAULT_MULTIPART_THRESHOLD};
 pub use server::{ServerInfo, ServerPlace, ServerSetting};
 pub use sizes::{SizeBucket, SizeDist};

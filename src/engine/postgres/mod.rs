@@ -18,6 +18,7 @@ mod build;
 mod conn;
 mod descriptor;
 pub mod replica;
+pub mod replication;
 pub mod server;
 mod session;
 mod stat;

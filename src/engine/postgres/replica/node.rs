@@ -89,7 +89,7 @@ pub(super) fn init(host: &Host, p: &Programs, subnet: &str) -> Result<()> {
         server::SHARED_BUFFERS
     );
     append(&data.join("postgresql.conf"), &conf)?;
-    let hba = format!("host all {USER} {subnet} trust\nhost replication {USER} {subnet} trust\n");
+    let hba = format!("host all all {subnet} trust\nhost replication {USER} {subnet} trust\n");
     append(&data.join("pg_hba.conf"), &hba)
 }
 

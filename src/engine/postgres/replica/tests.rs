@@ -3,6 +3,7 @@
 //! losing its standby; a standby that cannot start leaves nothing running.
 
 use super::*;
+use crate::engine::postgres::replication;
 use crate::engine::throwaway::hosts::DIR;
 
 fn write(client: &mut Client, k: i64) -> std::result::Result<u64, postgres::Error> {
@@ -36,6 +37,10 @@ fn a_lost_primary_fails_over_to_its_synchronous_standby_which_kept_every_commit(
     assert!(cluster.hosts_network().is_namespaces(), "as root (.ci/run), each node on a host of its own");
     assert_eq!(sync_state(&cluster).as_deref(), Some("sync"));
     assert!(cluster.describe().contains("synchronous standby"), "{}", cluster.describe());
+    let primary = cluster.primary();
+    let seen = replication::read(&mut cluster.connect_to(primary, "postgres").unwrap(), dir.path()).unwrap();
+    assert_eq!(seen.wait.refusal(), None, "a commit waits for the standby's disk: {}", seen.wait.describe());
+    assert!(seen.wait.describe().contains("1 streaming as synchronous"), "{}", seen.wait.describe());
     let mut client = cluster.client_config(LOCAL_DB).connect(NoTls).unwrap();
     client.batch_execute("CREATE TABLE t(k bigint)").unwrap();
     for k in 0..20 {
@@ -72,6 +77,16 @@ fn an_asynchronous_standby_on_loopback_is_lost_and_replaced_while_the_primary_se
     let mut cluster = PgReplicated::create_loopback(dir.path(), PgStandby::Async, "asked by the test").unwrap();
     assert!(!cluster.hosts_network().is_namespaces());
     assert_eq!(sync_state(&cluster).as_deref(), Some("async"));
+    let mut admin = cluster.connect_to(cluster.primary(), "postgres").unwrap();
+    let seen = replication::read(&mut admin, dir.path()).unwrap();
+    assert!(seen.wait.refusal().unwrap().contains("synchronous_standby_names"), "{:?}", seen.wait);
+    admin.batch_execute("CREATE ROLE watcher LOGIN").unwrap();
+    let mut watcher = bounded_config("postgres");
+    watcher.user("watcher").host("127.0.0.1").port(cluster.ports[cluster.primary().0]);
+    let e = replication::read(&mut watcher.connect(NoTls).unwrap(), dir.path()).unwrap_err().to_string();
+    assert!(e.contains("grant it pg_monitor") && !e.contains('\n'), "{e}");
+    admin.batch_execute("GRANT pg_monitor TO watcher").unwrap();
+    assert!(replication::read(&mut watcher.connect(NoTls).unwrap(), dir.path()).is_ok(), "pg_monitor suffices");
     let mut client = cluster.client_config(LOCAL_DB).connect(NoTls).unwrap();
     client.batch_execute("CREATE TABLE t(k bigint)").unwrap();
     let standby = HostId(1 - cluster.primary().0);
