@@ -16,7 +16,7 @@ mod source;
 mod workload;
 pub mod zipf;
 
-pub use config::{ConfigId, DbWriters, LayoutId};
+pub use config::{ConfigId, DbWriters, LayoutId, Replica};
 pub use dataset::{DatasetSpec, DiskUsage};
 pub use engine_kind::EngineKind;
 pub use journal::Journal;

@@ -65,6 +65,10 @@ pub struct PgServerInfo {
     pub server: String,
     /// The table holding the blobs.
     pub table: String,
+    /// A replicated throwaway cluster's layout and network, when the
+    /// dataset ran on one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication: Option<String>,
 }
 
 /// How a primary chooses the standbys a commit waits for

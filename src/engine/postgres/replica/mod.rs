@@ -29,7 +29,7 @@ use postgres::{Client, Config, NoTls};
 use super::conn::{pg_error, LOCAL_DB};
 use super::server::USER;
 use crate::engine::throwaway::hosts::{HostId, Hosts, LostHost, Replicated};
-use crate::records::PgStandby;
+use crate::records::{PgStandby, Replica};
 use crate::{Error, Result};
 
 /// The hosts' names.
@@ -42,6 +42,12 @@ pub const NET_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a new standby may take to stream (and, when synchronous, to
 /// be the one commits wait for).
 const CATCH_UP: Duration = Duration::from_secs(120);
+
+/// Whether a replicated cluster can be made here: PostgreSQL's programs
+/// with `pg_basebackup` (each missing one named).
+pub fn check_installed() -> Result<()> {
+    Programs::find().map(|_| ())
+}
 
 /// A primary and a standby, running.
 pub struct PgReplicated {
@@ -81,9 +87,37 @@ impl PgReplicated {
         PgReplicated::start_on(hosts, programs, standby, None)
     }
 
-    /// The nodes on `hosts`, listening on `ports` when given (loopback
-    /// only; else picked free there, [`PORT`] in namespaces).
+    /// As [`PgReplicated::create`], its primary a copy of the cluster
+    /// listening in `seed_socket` (a dataset's own; its database and table
+    /// come with it).
+    pub fn create_from(parent: &Path, standby: PgStandby, seed_socket: &Path) -> Result<PgReplicated> {
+        let programs = Programs::find()?;
+        let hosts = Hosts::create(parent, &HOSTS)?;
+        PgReplicated::start(hosts, programs, standby, None, Some(seed_socket))
+    }
+
+    /// The standby a replicated layout names, when it is PostgreSQL's.
+    pub fn standby_of(replica: Replica) -> Option<PgStandby> {
+        match replica {
+            Replica::SyncStandby => Some(PgStandby::Sync),
+            Replica::AsyncStandby => Some(PgStandby::Async),
+        }
+    }
+
     fn start_on(hosts: Hosts, programs: Programs, standby: PgStandby, ports: Option<[u16; 2]>) -> Result<PgReplicated> {
+        PgReplicated::start(hosts, programs, standby, ports, None)
+    }
+
+    /// The nodes on `hosts`, listening on `ports` when given (loopback
+    /// only; else picked free there, [`PORT`] in namespaces), the primary
+    /// a new cluster with an empty database, or a copy of `seed`'s.
+    fn start(
+        hosts: Hosts,
+        programs: Programs,
+        standby: PgStandby,
+        ports: Option<[u16; 2]>,
+        seed: Option<&Path>,
+    ) -> Result<PgReplicated> {
         let ports = match (ports, hosts.network().is_namespaces()) {
             (Some(p), false) => p,
             (_, true) => [PORT; 2],
@@ -93,13 +127,18 @@ impl PgReplicated {
         let mut cluster =
             PgReplicated { hosts: Some(hosts), programs, standby, ports, primary, lost: None, version: String::new() };
         let host = cluster.h().host(primary);
-        node::init(host, &cluster.programs, &cluster.h().subnet())?;
+        match seed {
+            Some(socket) => node::seed(host, &cluster.programs, socket, &cluster.h().subnet())?,
+            None => node::init(host, &cluster.programs, &cluster.h().subnet())?,
+        }
         node::write_host_conf(host, cluster.ports[primary.0], "")?;
         node::start(host, &cluster.programs, "primary", cluster.ports[primary.0])?;
         let mut admin = cluster.connect_to(primary, "postgres")?;
-        admin
-            .batch_execute(&format!("CREATE DATABASE {LOCAL_DB}"))
-            .map_err(|e| cluster.error("cannot create the database", e))?;
+        if seed.is_none() {
+            admin
+                .batch_execute(&format!("CREATE DATABASE {LOCAL_DB}"))
+                .map_err(|e| cluster.error("cannot create the database", e))?;
+        }
         cluster.version = admin
             .query_one("SHOW server_version", &[])
             .map(|r| r.get::<_, String>(0))

@@ -82,6 +82,24 @@ pub(super) fn init(host: &Host, p: &Programs, subnet: &str) -> Result<()> {
     let mut cmd = host.command(&p.bins.initdb, p.run_as)?;
     cmd.arg("-D").arg(&data).args(["-U", USER, "-A", "trust", "-E", "UTF8", "--locale=C", "-N"]);
     run(cmd, &data, "initdb failed")?;
+    configure(&data, subnet)
+}
+
+/// A copy of the cluster listening in `socket_dir` (a dataset's own, over
+/// its Unix socket) on `host`, the primary-to-be: a base backup, then the
+/// settings every node shares (appended, so they win over the copied
+/// ones: no Unix socket, whatever the dataset's cluster used).
+pub(super) fn seed(host: &Host, p: &Programs, socket_dir: &Path, subnet: &str) -> Result<()> {
+    let data = make_data_dir(host, p)?;
+    let mut cmd = host.command(&p.pg_basebackup, p.run_as)?;
+    cmd.arg("-D").arg(&data).arg("-h").arg(socket_dir).args(["-p", &server::PORT.to_string(), "-U", USER]);
+    cmd.args(["-X", "stream", "-c", "fast", "-w"]);
+    run(cmd, &data, "the dataset could not be copied onto the replicated cluster: pg_basebackup failed")?;
+    configure(&data, subnet)
+}
+
+/// The settings every node shares, after the data directory's own.
+fn configure(data: &Path, subnet: &str) -> Result<()> {
     let conf = format!(
         "\n# blobbench: one node of a replicated throwaway cluster\nshared_buffers = {}\nfsync = on\n\
          wal_level = replica\nsynchronous_commit = on\n\
