@@ -304,7 +304,7 @@ fn dataset_of(data: &Path) -> &Path {
     data.parent().unwrap_or(data)
 }
 
-fn read_pid(data: &Path) -> Result<Option<i32>> {
+pub(super) fn read_pid(data: &Path) -> Result<Option<i32>> {
     let file = data.join("postmaster.pid");
     match std::fs::read_to_string(&file) {
         Ok(s) => Ok(s.lines().next().and_then(|l| l.trim().parse().ok())),
@@ -367,7 +367,7 @@ fn command(program: &Path, who: Option<RunAs>) -> Command {
 }
 
 /// Runs `cmd` to its end; a failure's message is its last line of output.
-fn run(mut cmd: Command, path: &Path, what: &str) -> Result<()> {
+pub(super) fn run(mut cmd: Command, path: &Path, what: &str) -> Result<()> {
     let out = cmd.output().map_err(|e| Error::io(path, &format!("{what}: cannot run {:?}", cmd.get_program()), e))?;
     if out.status.success() {
         return Ok(());
@@ -377,7 +377,7 @@ fn run(mut cmd: Command, path: &Path, what: &str) -> Result<()> {
     Err(Error::bad_input(path, format!("{what}: {last}")))
 }
 
-fn append(path: &Path, text: &str) -> Result<()> {
+pub(super) fn append(path: &Path, text: &str) -> Result<()> {
     use std::io::Write;
     std::fs::OpenOptions::new()
         .append(true)
@@ -388,7 +388,7 @@ fn append(path: &Path, text: &str) -> Result<()> {
 
 /// A start failure names the server log's reason: its last FATAL line,
 /// else its last line.
-fn with_log(e: Error, data: &Path) -> Error {
+pub(super) fn with_log(e: Error, data: &Path) -> Error {
     let log = std::fs::read_to_string(data.join("server.log")).unwrap_or_default();
     let mut lines = log.lines().map(str::trim);
     let fatal = log.lines().map(str::trim).rfind(|l| l.contains("FATAL:"));

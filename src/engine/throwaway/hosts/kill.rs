@@ -11,7 +11,10 @@ const KILL_WAIT: Duration = Duration::from_secs(10);
 
 /// SIGKILLs `pids` (stopped first, so that none forks meanwhile) and waits
 /// until they are gone, reaping those that are this process's children
-/// (a daemon's orphan, adopted by a subreaper).
+/// (a daemon's orphan, adopted by a subreaper); then frees the System V
+/// shared memory they made and no one uses any more (a killed
+/// PostgreSQL's: a server started again would free it; a lost host's
+/// never starts again), since a host's memory dies with it.
 pub(super) fn kill_all(pids: &[i32], label: &Path) -> Result<()> {
     for &pid in pids {
         // SAFETY: kill only sends signals.
@@ -29,6 +32,7 @@ pub(super) fn kill_all(pids: &[i32], label: &Path) -> Result<()> {
             unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
         }
         if !pids.iter().any(|&p| alive(p)) {
+            free_segments(pids);
             return Ok(());
         }
         if Instant::now() > deadline {
@@ -38,5 +42,21 @@ pub(super) fn kill_all(pids: &[i32], label: &Path) -> Result<()> {
             ));
         }
         std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Removes the System V shared memory segments that one of `pids` created
+/// and that no process is attached to (`/proc/sysvipc/shm`).
+fn free_segments(pids: &[i32]) {
+    let table = std::fs::read_to_string("/proc/sysvipc/shm").unwrap_or_default();
+    for row in table.lines().skip(1) {
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        let field = |i: usize| cols.get(i).and_then(|c| c.parse::<i64>().ok());
+        let (Some(id), Some(creator), Some(attached)) = (field(1), field(4), field(6)) else { continue };
+        if attached == 0 && pids.iter().any(|&p| i64::from(p) == creator) {
+            // SAFETY: IPC_RMID marks one segment for removal; no memory
+            // of this process is touched.
+            unsafe { libc::shmctl(id as i32, libc::IPC_RMID, std::ptr::null_mut()) };
+        }
     }
 }
