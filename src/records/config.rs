@@ -71,16 +71,28 @@ pub enum Replica {
     /// PostgreSQL: a primary and an asynchronous standby (the negative
     /// control: a commit waits for the primary's disk only).
     AsyncStandby,
+    /// S3 on OpenStack Swift with three storage hosts, a replica each: a
+    /// PUT returns once the proxy's write quorum (two) stored it.
+    #[serde(rename = "swift-3hosts")]
+    SwiftThreeHosts,
+    /// S3 on SeaweedFS with a volume server on each of two hosts
+    /// (replication `001`): a PUT returns once both copies are written.
+    #[serde(rename = "seaweedfs-2hosts")]
+    SeaweedfsTwoHosts,
 }
 
 impl Replica {
-    pub const ALL: [Replica; 2] = [Replica::SyncStandby, Replica::AsyncStandby];
+    pub const ALL: [Replica; 4] =
+        [Replica::SyncStandby, Replica::AsyncStandby, Replica::SwiftThreeHosts, Replica::SeaweedfsTwoHosts];
 
     /// What it adds to its engine's name (`sync-standby`).
     pub fn suffix(self) -> &'static str {
         match self {
             Replica::SyncStandby => "sync-standby",
             Replica::AsyncStandby => "async-standby",
+            // `--s3-server`'s names for the same layouts.
+            Replica::SwiftThreeHosts => "swift-3hosts",
+            Replica::SeaweedfsTwoHosts => "seaweedfs-2hosts",
         }
     }
 
@@ -88,6 +100,7 @@ impl Replica {
     pub fn engines(self) -> &'static [EngineKind] {
         match self {
             Replica::SyncStandby | Replica::AsyncStandby => &[EngineKind::Postgres, EngineKind::PostgresLo],
+            Replica::SwiftThreeHosts | Replica::SeaweedfsTwoHosts => &[EngineKind::S3],
         }
     }
 }

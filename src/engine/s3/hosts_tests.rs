@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::servers::{start_replicated, Server};
 use super::*;
 use crate::engine::kv::test_support::tiny_kv;
-use crate::records::S3Params;
+use crate::records::{Replica, S3Params};
 use crate::util::progress::Silent;
 
 /// Every process whose arguments name a path under `dir`.
@@ -24,12 +24,6 @@ fn processes_under(dir: &Path) -> Vec<i32> {
             String::from_utf8_lossy(&std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default()).contains(&needle)
         })
         .collect()
-}
-
-fn engine(path: &Path) -> S3Engine {
-    let mut e = S3Engine::new(path, &EngineSettings::default());
-    e.survey(true).unwrap();
-    e
 }
 
 /// What a run of writes left: each key's version whose write returned,
@@ -107,18 +101,40 @@ impl Writes {
 /// lost host has passed).
 const REFUSED_WITHIN: Duration = Duration::from_secs(5);
 
+/// How a test reaches the store's cluster.
+#[derive(Clone, Copy, PartialEq)]
+enum Via {
+    /// As the machine-loss test does: the engine opened with the layout's
+    /// settings (`EngineSettings::replica`), which starts the cluster on
+    /// hosts of their own and hands it over (`Engine::replicated`).
+    Engine(Replica),
+    /// The cluster started apart, its hosts joined as `HostsNet` says,
+    /// the engine using it as another process's.
+    Apart(HostsNet),
+}
+
 /// One loss on `server`'s store: whether a write after the loss returned,
 /// and whether writes work after the restore.
-fn lose_one(server: Server, net: HostsNet) -> (bool, bool) {
+fn lose_one(server: Server, via: Via) -> (bool, bool) {
     let dir = tempfile::tempdir().unwrap();
     let (db, _) = tiny_kv(dir.path(), 4);
     let target = dir.path().join("s3");
-    build::build(&db, &target, false, &S3Params::on_server(Some(server.name())), &Silent).unwrap();
-    let mut store = start_replicated(&target, net).unwrap();
-    let namespaces = net == HostsNet::Chosen;
+    let settings = match via {
+        Via::Engine(replica) => EngineSettings { replica: Some(replica), ..EngineSettings::default() },
+        Via::Apart(_) => EngineSettings { s3: S3Params::on_server(Some(server.name())), ..EngineSettings::default() },
+    };
+    BACKEND.build(&db, &target, false, &settings, &Silent).unwrap();
+    assert_eq!(Server::of_dataset(&target), Some(server), "built on its layout's server");
+    let mut e = S3Engine::new(&target, &settings);
+    let cluster = match via {
+        Via::Engine(_) => e.replicated().unwrap().expect("a replicated configuration's cluster"),
+        Via::Apart(net) => start_replicated(&target, net).unwrap(),
+    };
+    e.survey(true).unwrap();
+    let mut store = cluster.lock().unwrap();
+    let namespaces = via == Via::Apart(HostsNet::Chosen) || matches!(via, Via::Engine(_));
     assert_eq!(store.hosts().network().is_namespaces(), namespaces, "as root: {:?}", store.hosts().network());
     assert_eq!(store.losable().len(), usize::from(server.hosts()), "every storage host may be lost");
-    let e = engine(&target);
     let mut writes = Writes::default();
     assert_eq!(writes.write(&e, &[1, 2, 3, 4], 1), 4, "every write acknowledged before the loss");
     let victim = store.losable()[1];
@@ -130,19 +146,16 @@ fn lose_one(server: Server, net: HostsNet) -> (bool, bool) {
         Server::SeaweedfsHosts => writes.write_within(&e, 2, 2, REFUSED_WITHIN),
         _ => writes.write(&e, &[2], 2) == 1,
     };
-    eprintln!(
-        "{}: a write after the loss {} in {:?}",
-        server.name(),
-        if during { "returned" } else { "failed" },
-        started.elapsed()
-    );
+    let how = if during { "returned" } else { "failed" };
+    eprintln!("{}: a write after the loss {how} in {:?}", server.name(), started.elapsed());
     assert_eq!(writes.lost(&e), Vec::<u32>::new(), "no acknowledged write lost with a host");
 
     store.restore().unwrap();
     let restored = writes.write(&e, &[3], 3) == 1;
     assert_eq!(writes.lost(&e), Vec::<u32>::new(), "every acknowledged write after the restore");
-    drop(e);
     drop(store);
+    drop(cluster);
+    drop(e);
     assert_eq!(processes_under(dir.path()), Vec::<i32>::new(), "no server left");
     assert!(!target.join(server.dir()).join("hosts").exists(), "the hosts' directories removed");
     (during, restored)
@@ -152,7 +165,7 @@ fn lose_one(server: Server, net: HostsNet) -> (bool, bool) {
 /// loses nothing.
 #[test]
 fn swift_on_three_hosts_survives_a_hosts_loss_and_writes_on() {
-    let (during, restored) = lose_one(Server::SwiftHosts, HostsNet::Chosen);
+    let (during, restored) = lose_one(Server::SwiftHosts, Via::Engine(Replica::SwiftThreeHosts));
     assert!(during && restored, "a quorum of two writes on");
 }
 
@@ -167,7 +180,7 @@ const HOSTS_RESET: HostsNet = HostsNet::Loopback("the test's: a lost volume serv
 /// refuses writes it cannot replicate until the host is restored.
 #[test]
 fn seaweedfs_on_two_hosts_survives_a_hosts_loss_and_stops_writing_until_restored() {
-    let (during, restored) = lose_one(Server::SeaweedfsHosts, HOSTS_RESET);
+    let (during, restored) = lose_one(Server::SeaweedfsHosts, Via::Apart(HOSTS_RESET));
     assert!(!during, "a write SeaweedFS cannot replicate fails");
     assert!(restored, "writes go on once the host is restored");
 }

@@ -68,7 +68,8 @@ use crate::engine::backend::{Backend, Claim, LocalBytes, Probe, WriteConfig, Wri
 use crate::engine::keep::Idle;
 use crate::engine::report::{ExportReport, StatReport};
 use crate::engine::sizes::KnownSizes;
-use crate::records::{ConfigId, EngineKind, EngineSettings, S3Params, ServerInfo, ServerSetting};
+use crate::engine::throwaway::hosts::Replicated;
+use crate::records::{ConfigId, EngineKind, EngineSettings, Replica, S3Params, ServerInfo, ServerSetting};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -95,7 +96,7 @@ impl Backend for S3Backend {
         settings: &EngineSettings,
         progress: &dyn Progress,
     ) -> Result<ExportReport> {
-        build::build(db, target, force, &settings.s3, progress)
+        build::build(db, target, force, &servers::params_for(settings)?, progress)
     }
 
     fn open(&self, path: &Path, settings: &EngineSettings) -> Box<dyn Engine> {
@@ -143,19 +144,39 @@ impl Backend for S3Backend {
     fn preflight(&self, settings: &EngineSettings, _target: Option<&Path>) -> Result<()> {
         match &settings.s3.url {
             Some(url) => reach::user_store(url, settings.s3.bucket.as_deref().unwrap_or("-"), &settings.s3).map(drop),
-            None => Server::from_setting(settings.s3.server.as_deref())?.check_installed(),
+            None => Server::from_setting(servers::params_for(settings)?.server.as_deref())?.check_installed(),
         }
     }
 }
 
-const WRITE_CONFIGS: [WriteConfig; 1] = [WriteConfig::new(
-    ConfigId::Durable(KIND),
-    "S3 PUT on a throwaway server (--s3-server), acknowledged as stored; its processes SIGKILLed",
-    WriteSettings::Commit,
-)
-.durable()
-.atomic()
-.server(servers::kill_servers)];
+const WRITE_CONFIGS: [WriteConfig; 3] = [
+    WriteConfig::new(
+        ConfigId::Durable(KIND),
+        "S3 PUT on a throwaway server (--s3-server), acknowledged as stored; its processes SIGKILLed",
+        WriteSettings::Commit,
+    )
+    .durable()
+    .atomic()
+    .server(servers::kill_servers),
+    // Swift fsyncs each replica before its object server answers.
+    WriteConfig::new(
+        ConfigId::Replicated(KIND, Replica::SwiftThreeHosts),
+        "S3 PUT on Swift with three storage hosts, a replica each, acknowledged by the proxy's write quorum (2 of 3)",
+        WriteSettings::Commit,
+    )
+    .durable()
+    .atomic()
+    .replicated(Replica::SwiftThreeHosts),
+    // Both copies written before the PUT returns, neither synced: not
+    // durable through a power cut of every host.
+    WriteConfig::new(
+        ConfigId::Replicated(KIND, Replica::SeaweedfsTwoHosts),
+        "S3 PUT on SeaweedFS with a volume server on each of two hosts (replication 001), both copies written, not synced",
+        WriteSettings::Commit,
+    )
+    .atomic()
+    .replicated(Replica::SeaweedfsTwoHosts),
+];
 
 /// The dataset at `path` opened for runs; its store is reached (the
 /// cluster started) in `survey` and let go when the engine is dropped.
@@ -171,6 +192,8 @@ pub struct S3Engine {
     info: Mutex<Option<ServerInfo>>,
     /// Clients (keep-alive connections) kept open by read sessions.
     idle: Idle<client::Client>,
+    /// A replicated configuration's cluster, this engine's own.
+    cluster: servers::OwnedCluster,
 }
 
 impl S3Engine {
@@ -183,6 +206,7 @@ impl S3Engine {
             multipart_threshold: settings.s3.multipart_threshold,
             info: Mutex::new(None),
             idle: Idle::new(),
+            cluster: servers::OwnedCluster::new(settings.replica),
         }
     }
 
@@ -191,6 +215,8 @@ impl S3Engine {
         if let Some(r) = slot.as_ref() {
             return Ok(r.clone());
         }
+        // A replicated configuration's cluster first: its sessions use it.
+        self.cluster.get(&self.path)?;
         let r = Arc::new(Reach::for_dataset(&self.path, &self.s3)?);
         *slot = Some(r.clone());
         Ok(r)
@@ -280,6 +306,12 @@ impl Engine for S3Engine {
     /// server's replicators repair it.
     fn may_serve_stale(&self) -> bool {
         true
+    }
+
+    /// A replicated configuration's cluster (`--s3-server swift-3hosts`,
+    /// `seaweedfs-2hosts`), started now if it is not yet.
+    fn replicated(&self) -> Result<Option<Arc<Mutex<dyn Replicated + Send>>>> {
+        self.cluster.get(&self.path)
     }
 
     /// Empties the throwaway server's own caches (see each server's

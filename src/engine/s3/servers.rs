@@ -7,13 +7,14 @@
 //! `match` below, and its crash facts in `docs/s3.md`.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::place::HostsNet;
 use super::provider::Provider;
 use super::{seaweedfs, swift};
 use crate::engine::throwaway;
 use crate::engine::throwaway::hosts::Replicated;
+use crate::records::{EngineSettings, Replica, S3Params};
 use crate::{Error, Result};
 
 /// A throwaway S3 server blobbench can start (`--s3-server`): a store,
@@ -112,6 +113,15 @@ impl Server {
         }
     }
 
+    /// The server a replicated layout runs on.
+    pub fn of_replica(replica: Replica) -> Result<Server> {
+        match replica {
+            Replica::SwiftThreeHosts => Ok(Server::SwiftHosts),
+            Replica::SeaweedfsTwoHosts => Ok(Server::SeaweedfsHosts),
+            other => Err(Error::invalid(format!("S3 has no layout {}", other.suffix()))),
+        }
+    }
+
     /// Whether it could be started here (the error says what to install).
     pub fn check_installed(self) -> Result<()> {
         match self {
@@ -184,12 +194,12 @@ pub fn names() -> Vec<&'static str> {
 /// The throwaway server of the dataset in `dir` started for a machine-loss
 /// test, which owns it (this process's engines on the dataset use it
 /// meanwhile, its client processes join it): its storage hosts to lose,
-/// joined as `net` says.
-/// A server on one host is refused in one line: it has no replica.
-pub fn start_replicated(dir: &Path, net: HostsNet) -> Result<Box<dyn Replicated + Send>> {
+/// joined as `net` says. A server on one host is refused in one line: it
+/// has no replica.
+pub fn start_replicated(dir: &Path, net: HostsNet) -> Result<Arc<Mutex<dyn Replicated + Send>>> {
     match Server::of_dataset(dir) {
-        Some(Server::SwiftHosts) => Ok(Box::new(swift::Cluster::start_owned(dir, net)?)),
-        Some(Server::SeaweedfsHosts) => Ok(Box::new(seaweedfs::Cluster::start_owned(dir, net)?)),
+        Some(Server::SwiftHosts) => Ok(Arc::new(Mutex::new(swift::Cluster::start_owned(dir, net)?))),
+        Some(Server::SeaweedfsHosts) => Ok(Arc::new(Mutex::new(seaweedfs::Cluster::start_owned(dir, net)?))),
         Some(one) => Err(Error::invalid(format!(
             "S3 on --s3-server {} keeps every copy on one host: a machine loss there loses everything, with no \
              replica on another host to serve; a machine loss needs --s3-server {}",
@@ -198,6 +208,53 @@ pub fn start_replicated(dir: &Path, net: HostsNet) -> Result<Box<dyn Replicated 
         ))),
         None => Err(Error::bad_input(dir, "holds no throwaway S3 server: a machine loss needs one of blobbench's own")),
     }
+}
+
+/// The cluster a replicated configuration's engine runs on
+/// (`EngineSettings::replica`), started at its first use and owned by the
+/// engine: the machine-loss test takes it with `Engine::replicated`.
+#[derive(Default)]
+pub(super) struct OwnedCluster {
+    replica: Option<Replica>,
+    running: Mutex<Option<Arc<Mutex<dyn Replicated + Send>>>>,
+}
+
+impl OwnedCluster {
+    pub fn new(replica: Option<Replica>) -> OwnedCluster {
+        OwnedCluster { replica, running: Mutex::new(None) }
+    }
+
+    /// The cluster of the dataset in `dir`, started now if it is not yet;
+    /// None when the engine is not a replicated configuration's. The
+    /// dataset must be on the layout's server.
+    pub fn get(&self, dir: &Path) -> Result<Option<Arc<Mutex<dyn Replicated + Send>>>> {
+        let Some(replica) = self.replica else { return Ok(None) };
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(cluster) = running.as_ref() {
+            return Ok(Some(cluster.clone()));
+        }
+        let server = Server::of_replica(replica)?;
+        if Server::of_dataset(dir) != Some(server) {
+            let name = server.name();
+            return Err(Error::bad_input(
+                dir,
+                format!("is not on --s3-server {name}: export it with --s3-server {name}"),
+            ));
+        }
+        let cluster = start_replicated(dir, HostsNet::Chosen)?;
+        *running = Some(cluster.clone());
+        Ok(Some(cluster))
+    }
+}
+
+/// `settings`' S3 part, its server the replicated layout's when it has one
+/// (a replicated configuration's dataset is built on it).
+pub fn params_for(settings: &EngineSettings) -> Result<S3Params> {
+    let mut s3 = settings.s3.clone();
+    if let Some(replica) = settings.replica {
+        s3.server = Some(Server::of_replica(replica)?.name().to_string());
+    }
+    Ok(s3)
 }
 
 /// The servers spread over hosts of their own.

@@ -292,7 +292,9 @@ mod tests {
                 "postgres-sync-standby",
                 "postgres-async-standby",
                 "postgres-lo-sync-standby",
-                "postgres-lo-async-standby"
+                "postgres-lo-async-standby",
+                "s3-swift-3hosts",
+                "s3-seaweedfs-2hosts"
             ]
         );
         assert!(parse_list("all").unwrap().iter().all(|m| m.replica().is_none()), "the kill's methods only");

@@ -101,6 +101,7 @@ impl PgReplicated {
         match replica {
             Replica::SyncStandby => Some(PgStandby::Sync),
             Replica::AsyncStandby => Some(PgStandby::Async),
+            Replica::SwiftThreeHosts | Replica::SeaweedfsTwoHosts => None,
         }
     }
 
