@@ -96,6 +96,16 @@ impl Replica {
         }
     }
 
+    /// Whether a write that returned is on two machines' disks (a loss of
+    /// one must not lose it); the asynchronous standby is the negative
+    /// control that promises no such thing.
+    pub fn keeps_two_copies(self) -> bool {
+        match self {
+            Replica::SyncStandby => true,
+            Replica::AsyncStandby => false,
+        }
+    }
+
     /// The engines laid out this way.
     pub fn engines(self) -> &'static [EngineKind] {
         match self {

@@ -229,6 +229,8 @@ impl PgReplicated {
 
     /// Waits until the primary sees the standby `name` streaming, and when
     /// it waits for standbys, as the standby its commits wait for.
+    /// (A lost standby's WAL sender may still be listed under the same
+    /// name until its timeout: any row of the name will do.)
     fn wait_streaming(&self, name: &str) -> Result<()> {
         let names = self.connect_to(self.primary, "postgres")?.query_one("SHOW synchronous_standby_names", &[]);
         let names: String = names.map(|r| r.get(0)).map_err(|e| self.error("cannot read the settings", e))?;
@@ -236,19 +238,28 @@ impl PgReplicated {
         let deadline = Instant::now() + CATCH_UP;
         let mut client = self.connect_to(self.primary, "postgres")?;
         loop {
-            let row = client
-                .query_opt(
-                    "SELECT sync_state FROM pg_stat_replication WHERE application_name = $1 AND state = 'streaming'",
+            let rows = client
+                .query(
+                    "SELECT coalesce(state, '') || ' ' || coalesce(sync_state, '') FROM pg_stat_replication \
+                     WHERE application_name = $1",
                     &[&name],
                 )
                 .map_err(|e| self.error("cannot read pg_stat_replication", e))?;
-            if row.is_some_and(|r| r.get::<_, Option<String>>(0).as_deref() == Some(want)) {
+            let seen: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+            if seen.iter().any(|s| *s == format!("streaming {want}")) {
                 return Ok(());
             }
             if Instant::now() > deadline {
+                let standby = self.h().named(name).map(|id| node::data_dir(self.h().host(id)));
+                let log = standby.as_deref().and_then(node::log_reason).unwrap_or_default();
                 return Err(Error::bad_input(
                     self.h().host(self.primary).dir(),
-                    format!("the standby {name} was not streaming as {want} within {} s", CATCH_UP.as_secs()),
+                    format!(
+                        "the standby {name} was not streaming as {want} within {} s (the primary lists it as {:?}; \
+                         its log: {log})",
+                        CATCH_UP.as_secs(),
+                        seen
+                    ),
                 ));
             }
             if crate::util::interrupt::stop_requested() {

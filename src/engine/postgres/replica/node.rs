@@ -186,7 +186,7 @@ pub(super) fn stop(host: &Host, p: &Programs) -> Result<()> {
 /// The server log's reason for a failed start: a port it could not bind
 /// (the FATAL line after it only says no socket was made), else its last
 /// FATAL line, else its last line.
-fn log_reason(data: &Path) -> Option<String> {
+pub(super) fn log_reason(data: &Path) -> Option<String> {
     let log = std::fs::read_to_string(data.join("server.log")).ok()?;
     let lines = || log.lines().map(str::trim);
     let bind = lines().rfind(|l| l.contains("could not bind"));
