@@ -103,6 +103,9 @@ impl Replica {
         match self {
             Replica::SyncStandby => true,
             Replica::AsyncStandby => false,
+            // Each PUT returns once a quorum (Swift: 2 of 3) or every
+            // replica (SeaweedFS `001`: both) has it, each on its own host.
+            Replica::SwiftThreeHosts | Replica::SeaweedfsTwoHosts => true,
         }
     }
 

@@ -79,3 +79,40 @@ fn a_killed_runs_replicated_store_is_ended_namespaces_and_all_by_the_next_comman
     assert_eq!(namespaces_of(pid), Vec::<String>::new(), "the killed run's namespaces are gone");
     assert!(!t.exists() && servers_under(dir.path()).is_empty(), "the dataset removed, nothing left");
 }
+
+/// `crashtest --machine-loss` on Swift with three storage hosts, each in a
+/// namespace of its own: two hosts lost while four writers write, and no
+/// acknowledged write lost (a quorum of two fsync'd replicas holds each);
+/// writes succeed again after each loss, and nothing is left behind.
+#[test]
+fn a_machine_loss_on_swift_on_three_hosts_loses_no_acknowledged_write() {
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(unsafe { libc::geteuid() }, 0, "the hosts' namespaces need root; .ci/run runs the tests as root");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("loss.json");
+    let run = Command::new(assert_cmd::cargo::cargo_bin("blobbench"))
+        .args(["crashtest", "--machine-loss", "--method", "s3-swift-3hosts", "--losses", "2", "--count", "16"])
+        .args(["--workdir", s(dir.path()), "--json", s(&json)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = run.id() as i32;
+    let out = run.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    common::valid_results(&json);
+    let file = blobbench::results::read(&json).unwrap();
+    let section = file.machine_loss.expect("a machine-loss section");
+    let [m] = &section.methods[..] else { panic!("one method: {:?}", section.methods) };
+    assert_eq!((m.method.as_str(), m.losses), ("s3-swift-3hosts", 2));
+    assert!(m.promises_survival, "a quorum of two keeps each write on two hosts");
+    assert!(m.acknowledged > 0, "the writers wrote before each loss");
+    assert_eq!((m.lost_acknowledged, m.torn, m.missing), (0, 0, 0), "no acknowledged write lost");
+    assert_eq!(m.resumed_after_ms.len(), 2, "writes succeeded again after each loss");
+    assert!(m.network.contains("namespace"), "as root each host has its own: {}", m.network);
+    assert!(stdout.contains("s3-swift-3hosts") && stdout.contains("fsync"), "the table and the store:\n{stdout}");
+    assert!(servers_under(dir.path()).is_empty(), "no server left");
+    assert_eq!(namespaces_of(pid), Vec::<String>::new(), "no namespace left");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "only the JSON is left in the workdir");
+}

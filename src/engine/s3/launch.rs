@@ -74,6 +74,9 @@ struct Running {
     log: PathBuf,
     pid_file: PathBuf,
     child: Child,
+    /// A wait for the set to answer has succeeded since it started: its
+    /// CPU no longer counts against a later wait's bound.
+    answered: bool,
 }
 
 /// The processes of one throwaway server started by this process.
@@ -114,20 +117,29 @@ impl Procs {
         let child = spawn_server(cmd, self.lifetime).map_err(|e| Error::io(log, &format!("cannot start {name}"), e))?;
         let pid = child.id() as i32;
         let (log, pid_file) = (log.to_path_buf(), pid_file.to_path_buf());
-        self.running().push(Running { name: name.to_string(), log, pid_file: pid_file.clone(), child });
+        self.running().push(Running {
+            name: name.to_string(),
+            log,
+            pid_file: pid_file.clone(),
+            child,
+            answered: false,
+        });
         throwaway::write_pid_file(&pid_file, pid)?;
         Ok(pid)
     }
 
     /// Polls `up` until it holds; fails when a program ended (or its log
     /// says its port was taken: [`Start::PortTaken`]), at Ctrl-C, or past
-    /// [`START_BOUND`] (by the CPU the set used). A failed wait stops
+    /// [`START_BOUND`] (by the CPU its processes not yet waited for used:
+    /// a restore's bound is the new host's, however busy the survivors
+    /// serving clients meanwhile are). A failed wait stops
     /// nothing: the set's stop (or drop) does.
     pub fn wait_until_up(&self, up: impl Fn() -> bool) -> std::result::Result<(), Start> {
         let started = Instant::now();
         let failed = |why: String| Error::bad_input(&self.root, format!("{} did not start: {why}", self.what));
         loop {
             if up() {
+                self.running().iter_mut().for_each(|r| r.answered = true);
                 return Ok(());
             }
             if let Some((why, taken)) = self.fault() {
@@ -136,7 +148,7 @@ impl Procs {
             if stop_requested() {
                 return Err(Start::Failed(Error::Interrupted));
             }
-            if let Some(why) = START_BOUND.exceeded(started.elapsed(), self.cpu()) {
+            if let Some(why) = START_BOUND.exceeded(started.elapsed(), self.starting_cpu()) {
                 return Err(Start::Failed(failed(format!("{why} (see its log/)"))));
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -165,11 +177,16 @@ impl Procs {
     }
 
     /// The CPU the set's programs have used (a start is bounded by it).
-    pub fn cpu(&self) -> Duration {
-        cpu_of(&self.pids())
+    /// The CPU used by the processes started since the set last answered
+    /// (all of them at its first start; a restored host's at a restore,
+    /// not the survivors' that serve clients meanwhile).
+    fn starting_cpu(&self) -> Duration {
+        let starting: Vec<i32> = self.running().iter().filter(|r| !r.answered).map(|r| r.child.id() as i32).collect();
+        cpu_of(&starting)
     }
 
-    pub fn pids(&self) -> Vec<i32> {
+    #[cfg(test)]
+    fn pids(&self) -> Vec<i32> {
         self.running().iter().map(|r| r.child.id() as i32).collect()
     }
 
@@ -317,6 +334,27 @@ mod tests {
         assert!(d.join("a.pid").is_file());
         procs.stop().unwrap();
         assert!(pids.iter().all(|&p| !throwaway::alive(p)) && !d.join("a.pid").exists() && procs.pids().is_empty());
+    }
+
+    /// A later wait (a restored host's) is bounded by the CPU of the
+    /// processes started since the set answered, not by the survivors'
+    /// that serve clients meanwhile.
+    #[test]
+    fn a_restores_wait_counts_the_cpu_of_the_new_processes_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let procs = Procs::new("the test server", d, Lifetime::ThisProcess, PortTaken::LastLineOfEnded(taken));
+        let busy = procs.spawn("busy", sh("while :; do :; done"), &d.join("a.log"), &d.join("a.pid")).unwrap();
+        assert_eq!(procs.starting_cpu(), cpu_of(&[busy]), "at the first start every process counts");
+        let started = Instant::now();
+        while cpu_of(&[busy]) < Duration::from_millis(300) {
+            assert!(started.elapsed() < Duration::from_secs(600), "the busy process never ran");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        procs.wait_until_up(|| true).map_err(Start::into_error).unwrap();
+        procs.spawn("new", sh("sleep 30"), &d.join("b.log"), &d.join("b.pid")).unwrap();
+        assert!(procs.starting_cpu() < cpu_of(&[busy]), "the survivor's CPU is left out");
+        procs.stop().unwrap();
     }
 
     /// `weed` logs a port it could not take and runs on: the line is

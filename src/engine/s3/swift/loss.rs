@@ -30,7 +30,8 @@ impl Cluster {
 impl Replicated for Cluster {
     fn describe(&self) -> String {
         format!(
-            "OpenStack Swift {}, {HOSTS} storage hosts with a replica each, a PUT acknowledged by the proxy's write quorum (2 of 3)",
+            "OpenStack Swift {}, {HOSTS} storage hosts with a replica each, a PUT acknowledged by the proxy's write \
+             quorum (2 of 3), each replica fsync'd by its object server before it answers",
             self.version
         )
     }

@@ -225,7 +225,10 @@ fn one_method(
 ) -> Result<MachineLossMethodResult> {
     let started = Instant::now();
     let path = dir.join(method.dataset_name());
-    Dataset::create_with(&path, method, opts.count, ctx.seed, ctx.settings.clone())?;
+    // Built with the layout (S3 exports onto the layout's own server;
+    // PostgreSQL copies its cluster when the engine opens it).
+    let build = EngineSettings { replica: method.replica(), ..ctx.settings.clone() };
+    Dataset::create_with(&path, method, opts.count, ctx.seed, build)?;
     let (engine, kv) = method.kv_params().ok_or_else(|| no_replicas(method.name()))?;
     let settings = EngineSettings { kv, commit_every: Some(1), replica: method.replica(), ..ctx.settings.clone() };
     let engine = crate::engine::open_as(engine, &path, &settings)?;

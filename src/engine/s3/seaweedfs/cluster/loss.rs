@@ -22,7 +22,8 @@ impl Replicated for Cluster {
     fn describe(&self) -> String {
         format!(
             "SeaweedFS {}, a volume server on each of {HOSTS} storage hosts, replication 001: a PUT returns once both \
-             copies are written (neither synced)",
+             copies are written, neither synced, so it may survive a host's loss but fails the replicated class's \
+             power-cut half (a power cut of every host loses what no disk has yet)",
             self.version
         )
     }
