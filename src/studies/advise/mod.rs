@@ -10,6 +10,7 @@
 pub mod clients;
 mod facets;
 pub mod rank;
+pub mod replicated;
 pub mod rules;
 mod section;
 
