@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use busy::busy_delay;
+use session::one_writer::{OneWriter, OneWriterClient};
 pub use session::DbSession;
-use session::{OneWriter, OneWriterClient};
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
 use crate::engine::backend::{Backend, Claim, LocalBytes, Probe, WriteConfig, WriteSettings, WritersConfig};

@@ -18,8 +18,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::cells::{writes_per_run, CellSpec};
+use super::crossover::Crossover;
 use super::engines::{self, EngineWrites};
-use super::{crossover, writes_per_run, CellSpec, Crossover, Matrix, MatrixSection};
+use super::options::Matrix;
 use crate::drivers::run::{RunArm, RunOptions};
 use crate::engine;
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, RoundsPlan, StopReason};
@@ -204,29 +206,4 @@ fn write_rounds(
 /// over the timed runs.
 pub fn write_figure(e: &Experiment) -> f64 {
     e.summary.figure().median
-}
-
-impl MatrixSection {
-    /// Per page size, the write crossovers (fast and durable).
-    pub fn write_crossovers(&self) -> Vec<WriteCrossover> {
-        let mut out = Vec::new();
-        for &page_size in &super::sorted(&self.params.page_sizes) {
-            let points = |f: fn(&CellWrites) -> f64| -> Vec<(f64, f64)> {
-                let mut p: Vec<(f64, f64)> = self
-                    .cells
-                    .iter()
-                    .filter(|c| c.page_size == page_size)
-                    .filter_map(|c| c.writes.as_ref().map(|w| (f64::from(c.size_bytes), f(w))))
-                    .collect();
-                p.sort_by(|a, b| a.0.total_cmp(&b.0));
-                p
-            };
-            if let (Some(fast), Some(durable)) =
-                (crossover(&points(|w| w.fast_ratio)), crossover(&points(|w| w.durable_ratio)))
-            {
-                out.push(WriteCrossover { page_size, fast, durable });
-            }
-        }
-        out
-    }
 }

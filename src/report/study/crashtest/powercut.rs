@@ -3,7 +3,8 @@
 //! the durability accounting), what a failed fsync left, and the layer's
 //! own cost.
 
-use crate::report::format::doc::{Block, Chart, Figure, Table};
+use super::tables::{self, Place};
+use crate::report::format::doc::{Block, Chart, Figure};
 use crate::report::format::fmt::{machine_labels, thousands};
 use crate::report::format::svg::BarChart;
 use crate::results::ResultFile;
@@ -33,10 +34,10 @@ pub fn blocks(files: &[ResultFile]) -> Vec<Block> {
             c.blobs,
             thousands(c.blob_min_bytes),
             thousands(c.blob_max_bytes),
-            super::commits(c.commit_every)
+            tables::commits(c.commit_every)
         )));
-        blocks.push(Block::Table(cut_table(c)));
-        blocks.extend(super::terminal::reasons_blocks(&c.methods));
+        blocks.push(Block::Table(tables::cuts(&c.methods, Place::Page)));
+        blocks.extend(tables::reasons_blocks(&c.methods));
         blocks.push(Block::Figure(lost_chart(label, c, found.len() > 1)));
         for m in c.methods.iter().filter(|m| m.promises_durability && m.lost_after_ack > 0) {
             blocks.push(Block::Paragraph(format!(
@@ -50,8 +51,8 @@ pub fn blocks(files: &[ResultFile]) -> Vec<Block> {
                  power cut:"
                     .into(),
             ));
-            blocks.push(Block::Table(fsync_table(c)));
-            blocks.extend(super::terminal::reasons_blocks(&c.fsync_failure));
+            blocks.push(Block::Table(tables::fsync_failures(&c.fsync_failure, Place::Page)));
+            blocks.extend(tables::reasons_blocks(&c.fsync_failure));
         }
         if let Some(k) = &c.layer_cost {
             blocks.push(Block::Note(format!(
@@ -71,66 +72,6 @@ pub fn blocks(files: &[ResultFile]) -> Vec<Block> {
         blocks.push(Block::Note(crashtest::POWER_CUT_LEGEND.split_whitespace().collect::<Vec<_>>().join(" ")));
     }
     blocks
-}
-
-fn cut_table(c: &PowerCutSection) -> Table {
-    let headers = [
-        "method",
-        "acknowledged durable",
-        "cuts",
-        "integrity failures",
-        "torn",
-        "missing",
-        "lost after acknowledgement",
-        "lost before acknowledgement (allowed)",
-        "stray files",
-    ];
-    let rows = c
-        .methods
-        .iter()
-        .map(|m| {
-            vec![
-                m.description.clone(),
-                if m.acknowledges_durability { "yes" } else { "no" }.into(),
-                m.cuts.to_string(),
-                m.integrity_failures.to_string(),
-                thousands(m.torn),
-                thousands(m.missing),
-                thousands(m.lost_after_ack),
-                thousands(m.lost_before_ack),
-                thousands(m.stray_files),
-            ]
-        })
-        .collect();
-    Table::new(&headers, rows)
-}
-
-fn fsync_table(c: &PowerCutSection) -> Table {
-    let headers = [
-        "method",
-        "trials",
-        "fsync failed",
-        "writer stopped",
-        "integrity failures",
-        "torn",
-        "lost after acknowledgement",
-    ];
-    let rows = c
-        .fsync_failure
-        .iter()
-        .map(|f| {
-            vec![
-                f.method.clone(),
-                f.trials.to_string(),
-                f.fsync_failed.to_string(),
-                f.writer_stopped.to_string(),
-                f.integrity_failures.to_string(),
-                thousands(f.torn),
-                thousands(f.lost_after_ack),
-            ]
-        })
-        .collect();
-    Table::new(&headers, rows)
 }
 
 /// The id of `files[index]`'s chart of acknowledged writes lost.
@@ -155,13 +96,13 @@ fn lost_chart(label: &str, c: &PowerCutSection, several: bool) -> Figure {
         y_label: "blobs lost or torn after acknowledgement".to_string(),
         groups: vec![label.to_string()],
         series: durable.iter().map(|m| m.method.clone()).collect(),
-        values: vec![durable.iter().map(|m| Some((m.lost_after_ack + m.torn) as f64)).collect()],
+        values: vec![durable.iter().map(|m| Some((m.lost_after_ack + m.checks.torn) as f64)).collect()],
         reference: None,
         errors: Vec::new(),
         note: format!("exact counts over {} cuts per method, model {}", c.cuts_per_method, c.model),
     };
     let clean: Vec<&str> =
-        durable.iter().filter(|m| m.lost_after_ack + m.torn == 0).map(|m| m.method.as_str()).collect();
+        durable.iter().filter(|m| m.lost_after_ack + m.checks.torn == 0).map(|m| m.method.as_str()).collect();
     Figure {
         id: lost_id(label, several),
         chart: Chart::Bars(chart),
