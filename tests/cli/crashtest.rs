@@ -34,7 +34,7 @@ fn quick_crashtest_keeps_journaled_databases_whole() {
     let mut journaled_new = 0;
     for m in &section.methods {
         assert_eq!(m.kills, blobbench::studies::crashtest::QUICK_KILLS, "{}", m.method);
-        assert_eq!(m.checks.blobs_checked, u64::from(m.kills) * u64::from(section.blobs));
+        assert_eq!(m.checks.blobs_checked, u64::from(m.kills) * u64::from(section.run.blobs));
         let classified =
             m.checks.intact_old + m.checks.intact_new + m.checks.torn + m.checks.missing + m.checks.unexpected_version;
         assert_eq!(classified, m.checks.blobs_checked, "{}: every blob is classified once", m.method);

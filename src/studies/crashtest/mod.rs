@@ -30,7 +30,7 @@ use rand::{Rng, SeedableRng};
 use options::Crash;
 pub use options::CrashOptions;
 pub use powercut::{power_cut_test, FsyncFailureResult, PowerCutMethodResult, PowerCutReport, PowerCutSection};
-pub use section::{CheckTotals, CrashMethodResult, CrashSection, IntegrityOutcome, IntegrityReason};
+pub use section::{CheckTotals, CrashMethodResult, CrashRun, CrashSection, IntegrityOutcome, IntegrityReason};
 pub use writer::Signal;
 pub use writer::{write_until_killed, WriterSpec};
 
@@ -40,7 +40,7 @@ use crate::studies::context::StudyContext;
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 use dataset::Dataset;
-use options::{MAX_BLOB, MIN_BLOB, ROUND_SPAN, WORK_PREFIX};
+use options::{ROUND_SPAN, WORK_PREFIX};
 
 /// What `crashtest` does by default, and with `--quick`.
 pub use options::{DEFAULT_COUNT, DEFAULT_KILLS, QUICK_COUNT, QUICK_KILLS};
@@ -105,13 +105,7 @@ pub fn crashtest(ctx: &StudyContext, opts: &CrashOptions) -> Result<CrashReport>
     let mut section = CrashSection {
         fault: "SIGKILL".into(),
         kills_per_method: opts.kills,
-        blobs: opts.count,
-        blob_min_bytes: MIN_BLOB as u64,
-        blob_max_bytes: MAX_BLOB as u64,
-        max_delay_us: opts.max_delay.as_micros() as u64,
-        seed: opts.ctx.seed,
-        workdir: opts.ctx.workdir.display().to_string(),
-        commit_every: opts.commit_every,
+        run: CrashRun::of(opts),
         methods: Vec::new(),
     };
     progress.start("crashtest", u64::from(opts.kills) * opts.methods.len() as u64);

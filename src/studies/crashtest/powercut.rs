@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 use super::blob::Verdict;
 use super::dataset::{Dataset, Tally};
 use super::kill;
-use super::options::{Crash, CrashOptions, MAX_BLOB, MIN_BLOB, ROUND_SPAN, WORK_PREFIX};
-use super::section::{CheckTotals, IntegrityReason};
+use super::options::{Crash, CrashOptions, ROUND_SPAN, WORK_PREFIX};
+use super::section::{CheckTotals, CrashRun, IntegrityReason};
 use super::writer::{read_acks, WriterSpec};
 use crate::measure::stop_requested;
 use crate::powercut::cost::LayerCost;
@@ -38,17 +38,8 @@ pub struct PowerCutSection {
     pub model: String,
     pub model_description: String,
     pub cuts_per_method: u32,
-    pub blobs: u32,
-    pub blob_min_bytes: u64,
-    pub blob_max_bytes: u64,
-    /// Each writer ran for a random delay in [0, max_delay_us] once its first write returned.
-    pub max_delay_us: u64,
-    pub seed: u64,
-    pub workdir: String,
-    /// Writes per commit of every method's writer (`--commit-every`; 1 in
-    /// files that do not record it).
-    #[serde(default = "super::section::one")]
-    pub commit_every: u32,
+    #[serde(flatten)]
+    pub run: CrashRun,
     pub methods: Vec<PowerCutMethodResult>,
     /// Methods asked for but not run: their writes are made by a server
     /// whose data directory the layer cannot carry (docs/crash-safety.md).
@@ -191,13 +182,7 @@ pub fn power_cut_test(ctx: &StudyContext, opts: &CrashOptions, model: Model) -> 
         model: model.name().into(),
         model_description: model.description().into(),
         cuts_per_method: opts.kills,
-        blobs: opts.count,
-        blob_min_bytes: MIN_BLOB as u64,
-        blob_max_bytes: MAX_BLOB as u64,
-        max_delay_us: opts.max_delay.as_micros() as u64,
-        seed: opts.ctx.seed,
-        workdir: opts.ctx.workdir.display().to_string(),
-        commit_every: opts.commit_every,
+        run: CrashRun::of(opts),
         methods: Vec::new(),
         not_on_layer,
         fsync_failure: Vec::new(),

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::dataset::Tally;
+use super::options::{Crash, MAX_BLOB, MIN_BLOB};
 
 /// The result file's `crashtest` section.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -12,6 +13,15 @@ pub struct CrashSection {
     /// How the writer was stopped: "SIGKILL" (a process kill, not a power cut).
     pub fault: String,
     pub kills_per_method: u32,
+    #[serde(flatten)]
+    pub run: CrashRun,
+    pub methods: Vec<CrashMethodResult>,
+}
+
+/// What every method's writer of a kill or power-cut run did: the
+/// dataset, how long it wrote, how it committed and where.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CrashRun {
     /// Blobs per dataset, and the range of their sizes.
     pub blobs: u32,
     pub blob_min_bytes: u64,
@@ -24,7 +34,21 @@ pub struct CrashSection {
     /// files that do not record it, which committed every write).
     #[serde(default = "one")]
     pub commit_every: u32,
-    pub methods: Vec<CrashMethodResult>,
+}
+
+impl CrashRun {
+    /// What the test's writers are asked to do.
+    pub(super) fn of(opts: &Crash) -> CrashRun {
+        CrashRun {
+            blobs: opts.count,
+            blob_min_bytes: MIN_BLOB as u64,
+            blob_max_bytes: MAX_BLOB as u64,
+            max_delay_us: opts.max_delay.as_micros() as u64,
+            seed: opts.ctx.seed,
+            workdir: opts.ctx.workdir.display().to_string(),
+            commit_every: opts.commit_every,
+        }
+    }
 }
 
 /// Writes per commit where a result file does not say (every crash test

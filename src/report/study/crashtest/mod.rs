@@ -11,7 +11,7 @@ pub use powercut::lost_chart_id;
 use tables::Place;
 
 use crate::report::format::doc::{Block, Section};
-use crate::report::format::fmt::{machine_labels, thousands};
+use crate::report::format::fmt::machine_labels;
 use crate::report::study::StudyReport;
 use crate::results::ResultFile;
 use crate::studies::crashtest::{self, CrashSection};
@@ -40,16 +40,12 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
             blocks.push(Block::Heading((*label).clone()));
         }
         blocks.push(Block::Paragraph(format!(
-            "{} SIGKILL{} per write method, each after 0 to {} ms of writing (seed {}); {} blobs of {} to {} bytes, \
-             one write = one blob, {} (for PostgreSQL the server's processes are killed).",
+            "{} SIGKILL{} per write method, {}, one write = one blob, {} (for PostgreSQL the server's processes are \
+             killed).",
             c.kills_per_method,
             plural(c.kills_per_method),
-            c.max_delay_us / 1000,
-            c.seed,
-            c.blobs,
-            thousands(c.blob_min_bytes),
-            thousands(c.blob_max_bytes),
-            tables::commits(c.commit_every)
+            tables::run_words(&c.run),
+            tables::commits(c.run.commit_every)
         )));
         blocks.push(Block::Table(tables::kills(&c.methods, Place::Page)));
         blocks.extend(tables::object_store_lines(&c.methods).into_iter().map(Block::Paragraph));
@@ -84,7 +80,7 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
 mod tests {
     use super::*;
     use crate::report::fixtures::suite;
-    use crate::studies::crashtest::{CheckTotals, CrashMethodResult};
+    use crate::studies::crashtest::{CheckTotals, CrashMethodResult, CrashRun};
 
     fn crash_file(torn_in_wal: u64) -> ResultFile {
         let method = |name: &str, promises_atomic: bool, torn: u64| CrashMethodResult {
@@ -106,13 +102,15 @@ mod tests {
         f.crashtest = Some(CrashSection {
             fault: "SIGKILL".into(),
             kills_per_method: 50,
-            blobs: 100,
-            blob_min_bytes: 512,
-            blob_max_bytes: 65_536,
-            max_delay_us: 50_000,
-            seed: 1,
-            workdir: "/tmp".into(),
-            commit_every: 1,
+            run: CrashRun {
+                blobs: 100,
+                blob_min_bytes: 512,
+                blob_max_bytes: 65_536,
+                max_delay_us: 50_000,
+                seed: 1,
+                workdir: "/tmp".into(),
+                commit_every: 1,
+            },
             methods: vec![method("db-wal-normal", true, torn_in_wal), method("truncate", false, 7)],
         });
         f

@@ -5,7 +5,7 @@
 
 use super::tables::{self, Place};
 use crate::report::format::doc::{Block, Chart, Figure};
-use crate::report::format::fmt::{machine_labels, thousands};
+use crate::report::format::fmt::machine_labels;
 use crate::report::format::svg::BarChart;
 use crate::results::ResultFile;
 use crate::studies::crashtest::{self, PowerCutSection};
@@ -23,18 +23,13 @@ pub fn blocks(files: &[ResultFile]) -> Vec<Block> {
             "Power cuts".to_string()
         }));
         blocks.push(Block::Paragraph(format!(
-            "{} power cut{} per write method on the power-cut layer (model {}: {}), each after 0 to {} ms of \
-             writing (seed {}); {} blobs of {} to {} bytes; {}.",
+            "{} power cut{} per write method on the power-cut layer (model {}: {}), {}; {}.",
             c.cuts_per_method,
             plural(c.cuts_per_method),
             c.model,
             c.model_description,
-            c.max_delay_us / 1000,
-            c.seed,
-            c.blobs,
-            thousands(c.blob_min_bytes),
-            thousands(c.blob_max_bytes),
-            tables::commits(c.commit_every)
+            tables::run_words(&c.run),
+            tables::commits(c.run.commit_every)
         )));
         blocks.push(Block::Table(tables::cuts(&c.methods, Place::Page)));
         blocks.extend(tables::reasons_blocks(&c.methods));
@@ -118,7 +113,7 @@ fn lost_chart(label: &str, c: &PowerCutSection, several: bool) -> Figure {
 mod tests {
     use super::*;
     use crate::report::fixtures::suite;
-    use crate::studies::crashtest::PowerCutMethodResult;
+    use crate::studies::crashtest::{CrashRun, PowerCutMethodResult};
 
     #[test]
     fn one_row_per_method_and_broken_promises_named() {
@@ -136,13 +131,15 @@ mod tests {
             model: "strict".into(),
             model_description: "drops".into(),
             cuts_per_method: 6,
-            blobs: 40,
-            blob_min_bytes: 512,
-            blob_max_bytes: 65_536,
-            max_delay_us: 50_000,
-            seed: 1,
-            workdir: "/tmp".into(),
-            commit_every: 1,
+            run: CrashRun {
+                blobs: 40,
+                blob_min_bytes: 512,
+                blob_max_bytes: 65_536,
+                max_delay_us: 50_000,
+                seed: 1,
+                workdir: "/tmp".into(),
+                commit_every: 1,
+            },
             methods: vec![method("db-wal-full", 0), method("inplace-fsync", 3)],
             not_on_layer: Vec::new(),
             fsync_failure: Vec::new(),

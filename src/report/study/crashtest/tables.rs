@@ -6,7 +6,9 @@
 
 use crate::report::format::doc::{Block, Table};
 use crate::report::format::fmt::thousands;
-use crate::studies::crashtest::{CrashMethodResult, FsyncFailureResult, IntegrityOutcome, PowerCutMethodResult};
+use crate::studies::crashtest::{
+    CrashMethodResult, CrashRun, FsyncFailureResult, IntegrityOutcome, PowerCutMethodResult,
+};
 
 /// Where a table is drawn: the page (headers in words, figures with
 /// thousands separators, a method by its description) or the terminal
@@ -123,6 +125,24 @@ pub(super) fn cuts(methods: &[PowerCutMethodResult], place: Place) -> Table {
 /// What one failed fsync, then a cut, left, per method.
 pub(super) fn fsync_failures(rows: &[FsyncFailureResult], place: Place) -> Table {
     draw(FSYNC_FAILURES, rows, place)
+}
+
+/// How long the writers wrote and on what, in the page's words: "each
+/// after 0 to 50 ms of writing (seed 1); 100 blobs of 512 to 65,536 bytes".
+pub(super) fn run_words(r: &CrashRun) -> String {
+    format!(
+        "each after 0 to {} ms of writing (seed {}); {} blobs of {} to {} bytes",
+        r.max_delay_us / 1000,
+        r.seed,
+        r.blobs,
+        thousands(r.blob_min_bytes),
+        thousands(r.blob_max_bytes)
+    )
+}
+
+/// The dataset at the terminal: "100 blobs of 512..65536 bytes".
+pub(super) fn run_blobs(r: &CrashRun) -> String {
+    format!("{} blobs of {}..{} bytes", r.blobs, r.blob_min_bytes, r.blob_max_bytes)
 }
 
 /// How every writer committed, named: "a commit per write (SQLite and the

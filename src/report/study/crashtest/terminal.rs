@@ -6,6 +6,8 @@
 use std::fmt::Write as _;
 
 use super::tables::{self, object_store_lines, reasons_notes, Place};
+use crate::powercut::cost::LayerCost;
+use crate::report::format::doc::Table;
 use crate::report::format::text::table_text;
 use crate::results::ResultFile;
 use crate::studies::crashtest::{self, FsyncFailureResult};
@@ -25,81 +27,90 @@ pub fn terminal(file: &ResultFile, _colour: bool) -> String {
 /// The kill test's table (empty without a `crashtest` section).
 fn kill_table(file: &ResultFile) -> String {
     let Some(s) = &file.crashtest else { return String::new() };
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "crashtest: {} kill{} per method (SIGKILL after 0..{} ms of writing, seed {}); {} blobs of {}..{} bytes each; {}",
+    let heading = format!(
+        "crashtest: {} kill{} per method (SIGKILL after 0..{} ms of writing, seed {}); {} each; {}",
         s.kills_per_method,
         plural(s.kills_per_method),
-        s.max_delay_us / 1000,
-        s.seed,
-        s.blobs,
-        s.blob_min_bytes,
-        s.blob_max_bytes,
-        tables::commits(s.commit_every)
+        s.run.max_delay_us / 1000,
+        s.run.seed,
+        tables::run_blobs(&s.run),
+        tables::commits(s.run.commit_every)
     );
-    where_line(&mut o, "datasets in", &s.workdir, file);
     let table = tables::kills(&s.methods, Place::Terminal).with_notes(reasons_notes(&s.methods));
-    o.push_str(&table_text(&table, false));
-    for line in object_store_lines(&s.methods) {
-        let _ = writeln!(o, "{line}");
-    }
-    o.push_str(crashtest::LEGEND.trim_start_matches('\n'));
-    let _ = writeln!(o, "\n{}", crashtest::LIMITS);
-    if !file.complete {
-        let _ = writeln!(o, "warning: interrupted; the last method has fewer kills than asked");
-    }
-    o
+    framed(file, (heading, "datasets in", &s.run.workdir), &table, "kills", |o| {
+        for line in object_store_lines(&s.methods) {
+            let _ = writeln!(o, "{line}");
+        }
+        o.push_str(crashtest::LEGEND.trim_start_matches('\n'));
+        let _ = writeln!(o, "\n{}", crashtest::LIMITS);
+    })
 }
 
 /// The power-cut test's tables (empty without a `power_cut` section).
 fn power_cut_table(file: &ResultFile) -> String {
     let Some(s) = &file.power_cut else { return String::new() };
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "crashtest --power-cut, model {} ({}): {} cut{} per method after 0..{} ms of writing (seed {}); {} blobs of {}..{} bytes; {}",
+    let heading = format!(
+        "crashtest --power-cut, model {} ({}): {} cut{} per method after 0..{} ms of writing (seed {}); {}; {}",
         s.model,
         s.model_description,
         s.cuts_per_method,
         plural(s.cuts_per_method),
-        s.max_delay_us / 1000,
-        s.seed,
-        s.blobs,
-        s.blob_min_bytes,
-        s.blob_max_bytes,
-        tables::commits(s.commit_every)
+        s.run.max_delay_us / 1000,
+        s.run.seed,
+        tables::run_blobs(&s.run),
+        tables::commits(s.run.commit_every)
     );
-    where_line(&mut o, "layer over", &s.workdir, file);
     let table = tables::cuts(&s.methods, Place::Terminal).with_notes(reasons_notes(&s.methods));
-    o.push_str(&table_text(&table, false));
-    o.push_str(crashtest::POWER_CUT_LEGEND.trim_start_matches('\n'));
-    if !s.not_on_layer.is_empty() {
-        let _ = writeln!(
-            o,
-            "\nnot run on the layer: {} (a server's data directory cannot live on it: docs/crash-safety.md)",
-            s.not_on_layer.join(", ")
-        );
-    }
-    fsync_failure_table(&mut o, &s.fsync_failure);
-    if let Some(c) = &s.layer_cost {
-        let us = |ns: u64| ns as f64 / 1000.0;
-        let _ = writeln!(
-            o,
-            "\nlayer cost (median): 10 KB pwrite {:.1} us through the layer vs {:.1} us direct ({} writes); \
-             fsync {:.1} us through the layer (no disk flush) vs {:.1} us direct ({} fsyncs)",
-            us(c.write_10k_layer_ns),
-            us(c.write_10k_direct_ns),
-            c.writes,
-            us(c.fsync_layer_ns),
-            us(c.fsync_direct_ns),
-            c.fsyncs
-        );
-    }
+    framed(file, (heading, "layer over", &s.run.workdir), &table, "cuts", |o| {
+        o.push_str(crashtest::POWER_CUT_LEGEND.trim_start_matches('\n'));
+        if !s.not_on_layer.is_empty() {
+            let _ = writeln!(
+                o,
+                "\nnot run on the layer: {} (a server's data directory cannot live on it: docs/crash-safety.md)",
+                s.not_on_layer.join(", ")
+            );
+        }
+        fsync_failure_table(o, &s.fsync_failure);
+        if let Some(c) = &s.layer_cost {
+            layer_cost_line(o, c);
+        }
+    })
+}
+
+/// A test's text: its heading, where it wrote (`place` the directory,
+/// `workdir`), its table, what `after` adds, and a warning when it was
+/// interrupted (the last method has fewer `faults` than asked).
+fn framed(
+    file: &ResultFile,
+    (heading, place, workdir): (String, &str, &str),
+    table: &Table,
+    faults: &str,
+    after: impl FnOnce(&mut String),
+) -> String {
+    let mut o = heading + "\n";
+    where_line(&mut o, place, workdir, file);
+    o.push_str(&table_text(table, false));
+    after(&mut o);
     if !file.complete {
-        let _ = writeln!(o, "warning: interrupted; the last method has fewer cuts than asked");
+        let _ = writeln!(o, "warning: interrupted; the last method has fewer {faults} than asked");
     }
     o
+}
+
+/// What the layer adds to a write and an fsync, against the disk directly.
+fn layer_cost_line(o: &mut String, c: &LayerCost) {
+    let us = |ns: u64| ns as f64 / 1000.0;
+    let _ = writeln!(
+        o,
+        "\nlayer cost (median): 10 KB pwrite {:.1} us through the layer vs {:.1} us direct ({} writes); \
+         fsync {:.1} us through the layer (no disk flush) vs {:.1} us direct ({} fsyncs)",
+        us(c.write_10k_layer_ns),
+        us(c.write_10k_direct_ns),
+        c.writes,
+        us(c.fsync_layer_ns),
+        us(c.fsync_direct_ns),
+        c.fsyncs
+    );
 }
 
 /// What one failed fsync left, per method (nothing when not measured).
@@ -136,13 +147,15 @@ mod tests {
         f.crashtest = Some(CrashSection {
             fault: "SIGKILL".into(),
             kills_per_method: 3,
-            blobs: 100,
-            blob_min_bytes: 512,
-            blob_max_bytes: 65_536,
-            max_delay_us: 50_000,
-            seed: 1,
-            workdir: "/tmp".into(),
-            commit_every: 1,
+            run: CrashRun {
+                blobs: 100,
+                blob_min_bytes: 512,
+                blob_max_bytes: 65_536,
+                max_delay_us: 50_000,
+                seed: 1,
+                workdir: "/tmp".into(),
+                commit_every: 1,
+            },
             methods: vec![CrashMethodResult {
                 method: "db-wal".into(),
                 kills: 3,
@@ -154,13 +167,15 @@ mod tests {
             model: "strict".into(),
             model_description: "drops".into(),
             cuts_per_method: 1,
-            blobs: 40,
-            blob_min_bytes: 512,
-            blob_max_bytes: 65_536,
-            max_delay_us: 50_000,
-            seed: 1,
-            workdir: "/tmp".into(),
-            commit_every: 1,
+            run: CrashRun {
+                blobs: 40,
+                blob_min_bytes: 512,
+                blob_max_bytes: 65_536,
+                max_delay_us: 50_000,
+                seed: 1,
+                workdir: "/tmp".into(),
+                commit_every: 1,
+            },
             not_on_layer: Vec::new(),
             methods: vec![PowerCutMethodResult {
                 method: "files-x".into(),
