@@ -5,7 +5,7 @@
 //! (`client.rs`).
 
 mod client;
-pub(crate) mod one_writer;
+pub(crate) mod writers;
 
 use std::ffi::{c_int, CStr};
 use std::path::{Path, PathBuf};
