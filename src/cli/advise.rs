@@ -206,7 +206,14 @@ pub fn run(args: AdviseArgs) -> anyhow::Result<()> {
 /// [`run`] with the budget read on `clock` (a fake one in tests).
 fn run_on(args: AdviseArgs, clock: Clock) -> anyhow::Result<()> {
     if matches!(args.durability, DurabilityArg::Replicated) {
-        return super::advise_replicated::run(&args, &args.context(clock));
+        let asked = super::advise_replicated::Asked {
+            out: &args.out,
+            force: args.force,
+            quick: args.quick,
+            pg: args.pg.clone(),
+            label: &args.label,
+        };
+        return super::advise_replicated::run(&asked, &args.context(clock));
     }
     if args.pg.is_some() {
         anyhow::bail!(

@@ -10,21 +10,28 @@ use std::time::Duration;
 use blobbench::report;
 use blobbench::results::ResultFile;
 use blobbench::studies::advise::replicated::{self, Standing};
-use blobbench::studies::advise::rules;
+use blobbench::studies::advise::{Store, ALWAYS};
 use blobbench::studies::context::StudyContext;
 use blobbench::studies::crashtest::{self, loss};
 
-use super::advise::AdviseArgs;
+/// What `advise --durability replicated` is asked beyond its context.
+pub struct Asked<'a> {
+    pub out: &'a std::path::Path,
+    pub force: bool,
+    pub quick: bool,
+    /// `--pg URL`: the user's server, whose replication is read.
+    pub pg: Option<String>,
+    pub label: &'a super::output::LabelArg,
+}
 
-pub fn run(args: &AdviseArgs, ctx: &StudyContext) -> anyhow::Result<()> {
+pub fn run(args: &Asked, ctx: &StudyContext) -> anyhow::Result<()> {
     let mut ctx = ctx.clone();
     ctx.settings.pg.url.clone_from(&args.pg);
     let ctx = &ctx;
-    let stores: Vec<rules::Store> =
-        rules::ALWAYS.into_iter().chain(ctx.engines.iter().map(|&k| rules::Store::Engine(k))).collect();
+    let stores: Vec<Store> = ALWAYS.into_iter().chain(ctx.engines.iter().map(|&k| Store::Engine(k))).collect();
     let pg = replicated::read_users_postgres(&stores, &ctx.settings)?;
     let standings = replicated::gate(&stores, pg.as_ref())?;
-    super::output::prepare_report_dir(&args.out, args.force)?;
+    super::output::prepare_report_dir(args.out, args.force)?;
     let mut methods: Vec<_> = standings
         .iter()
         .filter_map(|(_, s)| match s {
@@ -76,7 +83,7 @@ pub fn run(args: &AdviseArgs, ctx: &StudyContext) -> anyhow::Result<()> {
             .into(),
     );
     args.label.apply(&mut results);
-    super::output::write_report(&args.out, std::slice::from_ref(&results), args.force)?;
+    super::output::write_report(args.out, std::slice::from_ref(&results), args.force)?;
     print!("{}", report::terminal(&results, false));
     for note in &results.notes {
         println!("{note}");

@@ -5,7 +5,7 @@
 //! and which of those did, from what machine losses did to them
 //! ([`verdicts`]): only those are ranked.
 
-use super::rules::Store;
+use super::Store;
 use crate::engine::postgres::replication;
 use crate::records::{CommitWait, ConfigId, EngineKind, EngineSettings, PgReplication, Replica};
 use crate::studies::crashtest::loss::MachineLossSection;

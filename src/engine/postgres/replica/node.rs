@@ -144,7 +144,7 @@ pub(super) fn base_backup(host: &Host, p: &Programs, from: (std::net::Ipv4Addr, 
     // Its first error says why; its last line only that it cleaned up.
     let text = String::from_utf8_lossy(&out.stderr);
     let lines = || text.lines().map(str::trim).filter(|l| !l.is_empty());
-    let why = lines().find(|l| l.contains("error:")).or_else(|| lines().last()).unwrap_or("no output");
+    let why = lines().find(|l| l.contains("error:")).or_else(|| lines().next_back()).unwrap_or("no output");
     Err(Error::bad_input(&data, format!("the standby could not be made: pg_basebackup failed: {why}")))
 }
 
