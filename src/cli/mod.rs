@@ -2,6 +2,7 @@
 //! live in their own file; the library does the work.
 
 mod advise;
+mod advise_replicated;
 mod aging;
 mod args;
 mod concurrency;
@@ -17,6 +18,7 @@ mod report;
 mod rounds;
 mod run;
 mod run_clients;
+mod run_text;
 mod servers;
 mod start_at;
 mod suite;

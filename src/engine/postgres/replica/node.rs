@@ -137,7 +137,15 @@ pub(super) fn base_backup(host: &Host, p: &Programs, from: (std::net::Ipv4Addr, 
     let mut cmd = host.command(&p.pg_basebackup, p.run_as)?;
     cmd.arg("-D").arg(&data).args(["-h", &from.0.to_string(), "-p", &from.1.to_string(), "-U", USER]);
     cmd.args(["-X", "stream", "-R", "-c", "fast", "-w"]);
-    run(cmd, &data, "the standby could not be made: pg_basebackup failed")
+    let out = cmd.output().map_err(|e| Error::io(&data, "cannot run pg_basebackup", e))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    // Its first error says why; its last line only that it cleaned up.
+    let text = String::from_utf8_lossy(&out.stderr);
+    let lines = || text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let why = lines().find(|l| l.contains("error:")).or_else(|| lines().next_back()).unwrap_or("no output");
+    Err(Error::bad_input(&data, format!("the standby could not be made: pg_basebackup failed: {why}")))
 }
 
 /// Starts the node on `host` (listening on `port`) and adopts its
