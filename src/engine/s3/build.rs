@@ -54,7 +54,7 @@ fn build_local(db: &Path, target: &Path, force: bool, s3: &S3Params, progress: &
     server.check_installed()?;
     let started = Instant::now();
     reap_killed_builds(target)?;
-    let staging = kv::stage(super::KIND, target, force, descriptor::detect)?;
+    let staging = kv::stage(super::kind::KIND, target, force, descriptor::detect)?;
     let replaced = replaced(target, if force { Descriptor::read(target).ok() } else { None })?;
     std::fs::create_dir(&staging.path).map_err(|e| Error::io(&staging.path, "cannot create", e))?;
     server.init(&staging.path, replicas)?;
@@ -84,7 +84,7 @@ fn build_local(db: &Path, target: &Path, force: bool, s3: &S3Params, progress: &
 /// A killed build leaves `.NAME.s3-PID` beside the target (its servers die
 /// with it): end any still running and remove the directory.
 fn reap_killed_builds(target: &Path) -> Result<()> {
-    for dir in crate::engine::throwaway::killed_builds(target, super::KIND) {
+    for dir in crate::engine::throwaway::killed_builds(target, super::kind::KIND) {
         servers::stop_any(&dir)?;
         std::fs::remove_dir_all(&dir).map_err(|err| Error::io(&dir, "cannot remove a killed build", err))?;
     }

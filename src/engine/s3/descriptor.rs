@@ -80,7 +80,7 @@ impl Descriptor {
     pub fn new_export(target: &Path, bucket: &str, endpoint: Option<&str>, replicas: Option<u8>) -> Descriptor {
         let id = new_id();
         Descriptor {
-            engine: super::KIND,
+            engine: super::kind::KIND,
             bucket: bucket.into(),
             prefix: prefix_for(target, &id),
             id: Some(id),
@@ -107,7 +107,7 @@ impl Descriptor {
 
     /// What makes this descriptor not one blobbench wrote, if anything.
     fn flaw(&self) -> Option<String> {
-        if self.engine != super::KIND {
+        if self.engine != super::kind::KIND {
             return Some(format!("its engine is {}", self.engine.name()));
         }
         if self.bucket.is_empty() {
@@ -193,7 +193,7 @@ impl Marker {
     /// The marker in `bytes` (a marker written before this type kept more
     /// fields, which are ignored); None when it is not one.
     pub fn parse(bytes: &[u8]) -> Option<Marker> {
-        serde_json::from_slice::<Marker>(bytes).ok().filter(|m| m.engine == super::KIND)
+        serde_json::from_slice::<Marker>(bytes).ok().filter(|m| m.engine == super::kind::KIND)
     }
 
     /// Why this marker does not mark the dataset `expect` names under
@@ -301,7 +301,7 @@ mod tests {
     /// An export to a store the user runs at `endpoint`, with a CA file.
     fn users_store(endpoint: &str, addressing: Addressing) -> Descriptor {
         Descriptor {
-            engine: super::super::KIND,
+            engine: super::super::kind::KIND,
             bucket: "b".into(),
             prefix: "blobbench/x-0000abcd/".into(),
             id: Some("0000abcd".into()),
@@ -318,7 +318,7 @@ mod tests {
     #[test]
     fn keys_are_ten_digits_under_the_prefix() {
         let d = Descriptor {
-            engine: super::super::KIND,
+            engine: super::super::kind::KIND,
             bucket: "b".into(),
             prefix: prefix_for(Path::new("/x/My Data.s3"), "0a1b2c3d"),
             id: Some("0a1b2c3d".into()),

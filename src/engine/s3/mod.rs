@@ -28,6 +28,7 @@ mod descriptor;
 mod fake;
 mod fill;
 mod inflight;
+mod kind;
 mod listing;
 mod multipart;
 mod net;
@@ -68,7 +69,7 @@ use crate::records::{EngineKind, EngineSettings, S3Params, ServerInfo, ServerSet
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
-pub(crate) const KIND: EngineKind = EngineKind::S3;
+pub(crate) use kind::KIND;
 
 pub(crate) struct S3Backend;
 

@@ -40,7 +40,7 @@ pub fn build_remote(
     let store = Arc::new(user_store(url, bucket, s3)?);
     let desc = Descriptor { profile: store.source_profile(), ..remote_descriptor(target, url, bucket, s3)? };
     // Checks the target only: the descriptor is written in place.
-    drop(kv::stage(super::KIND, target, force, descriptor::detect)?);
+    drop(kv::stage(super::kind::KIND, target, force, descriptor::detect)?);
     let old = if force { Descriptor::read(target).ok() } else { None };
     if old.as_ref().is_some_and(Descriptor::local) {
         return Err(Error::bad_input(
