@@ -22,6 +22,8 @@ use rusty_s3::actions::{ListObjectsV2, S3Action};
 use rusty_s3::{Bucket, Credentials, UrlStyle};
 
 use super::credentials::Source;
+use super::descriptor::ROOT;
+use super::keys::{key_flaw, refusal as key_refusal};
 use super::net::{url_style, Net, CONNECT_TIMEOUT, DNS_TIMEOUT, STALL_ENV};
 use super::refusal::{self, classify, ErrorDoc, Refusal};
 use crate::records::Addressing;
@@ -70,6 +72,9 @@ pub struct Store {
     source: Option<Source>,
     /// Proxy, bounds and CAs.
     pub net: Net,
+    /// The prefix every key a request names must lie under (see
+    /// [`super::keys`]): a dataset's, or `blobbench/`.
+    scope: String,
 }
 
 impl Store {
@@ -89,7 +94,25 @@ impl Store {
         let style = if local { UrlStyle::Path } else { url_style(addressing, &url, bucket)? };
         let bucket = Bucket::new(url, style, bucket.to_string(), region.to_string())
             .map_err(|e| Error::bad_input(&label, format!("not a usable bucket: {e}")))?;
-        Ok(Store { bucket, credentials, label, local, source: None, net })
+        Ok(Store { bucket, credentials, label, local, source: None, net, scope: ROOT.to_string() })
+    }
+
+    /// The same store, its requests confined to keys under `prefix` (a
+    /// dataset's, ending with `/`).
+    pub fn within(self, prefix: &str) -> Store {
+        Store { scope: prefix.to_string(), ..self }
+    }
+
+    /// Refuses a request (`op`) naming `key` outside this store's scope,
+    /// or with a segment a URL path would resolve (see [`super::keys`]).
+    #[inline]
+    pub(super) fn check_key(&self, op: &str, key: &str) -> Result<()> {
+        match key_flaw(&self.scope, key) {
+            None => Ok(()),
+            Some(why) => {
+                Err(Error::bad_input(&self.label, format!("{op} not sent: {}", key_refusal(&self.scope, key, why))))
+            }
+        }
     }
 
     /// The same store, its credentials found in `source`.
@@ -110,6 +133,11 @@ impl Store {
 
     pub fn bucket(&self) -> &str {
         self.bucket.name()
+    }
+
+    /// The prefix its requests' keys lie under.
+    pub(super) fn scope(&self) -> &str {
+        &self.scope
     }
 }
 
@@ -187,6 +215,7 @@ impl Client {
     /// asking every replica); other stores ignore the header.
     pub fn get_into(&self, key: &str, newest: bool, buf: &mut Vec<u8>) -> Result<Option<usize>> {
         let call = Call { op: "GET", key };
+        self.store.check_key(call.op, key)?;
         let url = self.store.bucket.get_object(Some(&self.store.credentials), key).sign(SIGNED_FOR);
         let mut request = self.agent.get(url.as_str());
         if newest {
@@ -237,6 +266,7 @@ impl Client {
     /// The size of `key`, or None when there is no such object (HEAD).
     pub fn head(&self, key: &str) -> Result<Option<u64>> {
         let call = Call { op: "HEAD", key };
+        self.store.check_key(call.op, key)?;
         let url = self.store.bucket.head_object(Some(&self.store.credentials), key).sign(SIGNED_FOR);
         let mut resp = self.agent.head(url.as_str()).call().map_err(|e| self.transport(call, e, None))?;
         if resp.status() == 404 {
@@ -283,6 +313,7 @@ impl Client {
     /// answered busy or the connection broke, Err for any other failure.
     fn put_once(&self, key: &str, body: &[u8]) -> Result<Option<Again>> {
         let call = Call { op: "PUT", key };
+        self.store.check_key(call.op, key)?;
         let url = self.store.bucket.put_object(Some(&self.store.credentials), key).sign(SIGNED_FOR);
         match self.agent.put(url.as_str()).send(body) {
             Ok(mut resp) => self.answer(call, &mut resp),
@@ -293,6 +324,7 @@ impl Client {
     /// One DELETE, answered as [`Client::put_once`].
     pub(super) fn delete_once(&self, key: &str) -> Result<Option<Again>> {
         let call = Call { op: "DELETE", key };
+        self.store.check_key(call.op, key)?;
         let url = self.store.bucket.delete_object(Some(&self.store.credentials), key).sign(SIGNED_FOR);
         match self.agent.delete(url.as_str()).call() {
             Ok(mut resp) => self.answer(call, &mut resp),
@@ -406,7 +438,7 @@ impl Client {
         }
     }
 
-    fn status_error(&self, call: Call, status: u16, reason: &str, doc: &ErrorDoc, said: &Said) -> Error {
+    pub(super) fn status_error(&self, call: Call, status: u16, reason: &str, doc: &ErrorDoc, said: &Said) -> Error {
         let s = &self.store;
         let ours = s.bucket.region();
         let key = s.credentials.key();

@@ -88,7 +88,7 @@ fn busy_answers_and_broken_connections_are_tried_again_and_others_end_at_once() 
 fn a_refused_endpoint_is_one_line_naming_it() {
     // A port nothing listens on: bound, then closed.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let e = store(&format!("http://127.0.0.1:{port}")).put("x", b"y").unwrap_err().to_string();
+    let e = store(&format!("http://127.0.0.1:{port}")).put("blobbench/x", b"y").unwrap_err().to_string();
     assert!(e.contains(&format!("cannot connect to 127.0.0.1:{port}: connection refused")), "{e}");
     assert!(!e.contains("s3cr3t") && !e.contains('\n'), "{e}");
 }
@@ -178,13 +178,31 @@ fn a_clock_behind_the_stores_is_named_with_its_skew() {
 fn a_busy_answer_to_a_timed_request_says_it_is_never_tried_again() {
     let fake = super::super::fake::Fake::start(|_| super::super::fake::Reply::error(503, "SlowDown"));
     let c = fake.client();
-    let get = c.get_into("k", false, &mut Vec::new()).unwrap_err().to_string();
-    let put = c.put("k", b"v").unwrap_err().to_string();
+    let get = c.get_into("blobbench/k", false, &mut Vec::new()).unwrap_err().to_string();
+    let put = c.put("blobbench/k", b"v").unwrap_err().to_string();
     for e in [&get, &put] {
         assert!(e.contains("503 Service Unavailable, SlowDown: timed requests are never tried again"), "{e}");
         assert!(e.contains("fewer clients at once") && !e.contains('\n'), "{e}");
     }
     let gone = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let refused = store(&format!("http://127.0.0.1:{gone}")).put("k", b"v").unwrap_err().to_string();
+    let refused = store(&format!("http://127.0.0.1:{gone}")).put("blobbench/k", b"v").unwrap_err().to_string();
     assert!(!refused.contains("never tried again"), "only a busy answer: {refused}");
+}
+
+/// Issue 50: a request naming a key outside the store's scope, or with a
+/// segment a URL path would resolve (rusty-s3's `Url::set_path` turns
+/// `P/../../victim` into `/b/victim`), is refused before anything is sent.
+#[test]
+fn a_key_a_url_would_resolve_elsewhere_is_never_sent() {
+    let fake = super::super::fake::Fake::start(|_| super::super::fake::Reply::ok(""));
+    let c = Client::new(Arc::new(fake.store().within("blobbench/t-0000abcd/")));
+    for key in ["blobbench/t-0000abcd/../../victim", "blobbench/t-0000abcd/./x", "victim", "blobbench/other/1"] {
+        let e = c.delete(key).unwrap_err().to_string();
+        assert!(e.contains("DELETE not sent: key") && e.contains(&format!("{key:?}")), "{e}");
+        assert!(c.put(key, b"x").is_err() && c.get_into(key, false, &mut Vec::new()).is_err() && c.head(key).is_err());
+        assert!(c.put_sized_patiently(key, b"x", 1).is_err() && c.abort_once(key, "u").is_err());
+    }
+    assert!(fake.lines().is_empty(), "nothing sent: {:?}", fake.lines());
+    c.delete("blobbench/t-0000abcd/0000000001").unwrap();
+    assert_eq!(fake.lines(), ["DELETE blobbench/t-0000abcd/0000000001"]);
 }

@@ -70,7 +70,7 @@ pub fn drop_dataset(dir: &Path, s3: &S3Params) -> Result<Dropped> {
 /// The objects of the dataset `desc` describes, removed from its store.
 fn remove_described(desc: &Descriptor, s3: &S3Params) -> Result<Removed> {
     let store = user_store(desc.endpoint.as_deref().unwrap_or_default(), &desc.bucket, &desc.reached_with(s3))?;
-    let store = Arc::new(store);
+    let store = Arc::new(store.within(&desc.prefix));
     // The first request: checks that the store answers and the bucket opens.
     Client::new(store.clone()).any_under(&desc.prefix)?;
     remove_dataset(&store, &desc.prefix, Expect::Export(desc.id.as_deref()), OnCtrlC::Stop)
@@ -87,7 +87,7 @@ pub fn drop_prefix(url: &str, bucket: &str, prefix: &str, s3: &S3Params) -> Resu
             "--prefix {prefix}: not a blobbench dataset's prefix ({ROOT}NAME/, as stat --s3 lists them)"
         )));
     }
-    let store = Arc::new(user_store(url, bucket, s3)?);
+    let store = Arc::new(user_store(url, bucket, s3)?.within(prefix));
     Client::new(store.clone()).any_under(prefix)?;
     let removed = remove_dataset(&store, prefix, Expect::Prefix, OnCtrlC::Stop)?;
     let place = format!("bucket {bucket} at {}, prefix {prefix}", url.trim_end_matches('/'));

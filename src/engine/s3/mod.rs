@@ -23,11 +23,13 @@ mod build;
 mod client;
 mod credentials;
 mod datasets;
+mod delete;
 mod descriptor;
 #[cfg(test)]
 mod fake;
 mod fill;
 mod inflight;
+mod keys;
 mod kind;
 mod listing;
 mod multipart;

@@ -60,6 +60,7 @@ impl Client {
     /// were busy or broke off (`patient`, building: each request tried
     /// again after a pause; timed: each sent once, any failure an error).
     fn put_multipart(&self, key: &str, body: &[u8], patient: bool) -> Result<u64> {
+        self.store.check_key("POST (create multipart upload)", key)?;
         let mut upload = String::new();
         let mut busy = self.tries(patient, || self.create_once(key, &mut upload))?;
         let mut etags = Vec::new();
@@ -187,6 +188,7 @@ impl Client {
     /// One abort of an upload (one already gone counts as aborted).
     pub(super) fn abort_once(&self, key: &str, upload: &str) -> Result<Option<Again>> {
         let call = Call { op: "DELETE (abort multipart upload)", key };
+        self.store.check_key(call.op, key)?;
         let url = self.store.bucket.abort_multipart_upload(Some(&self.store.credentials), key, upload).sign(SIGNED_FOR);
         match self.agent.delete(url.as_str()).call() {
             Ok(resp) if resp.status().as_u16() == 404 => Ok(None),
@@ -237,16 +239,24 @@ mod tests {
     #[test]
     fn a_multipart_upload_is_tried_again_while_building_and_never_when_timed() {
         let (fake, tries) = failing_once();
-        assert_eq!(fake.client().put_sized_patiently("k", b"0123456789", 1).unwrap(), 3, "three failed tries");
+        assert_eq!(
+            fake.client().put_sized_patiently("blobbench/k", b"0123456789", 1).unwrap(),
+            3,
+            "three failed tries"
+        );
         assert_eq!(tries.iter().map(|t| t.load(Ordering::SeqCst)).collect::<Vec<_>>(), [2, 2, 2]);
         let (timed, _) = failing_once();
-        let e = timed.client().put_sized("k", b"0123456789", 1).unwrap_err().to_string();
+        let e = timed.client().put_sized("blobbench/k", b"0123456789", 1).unwrap_err().to_string();
         assert!(e.contains("503") && e.contains("timed requests are never tried again"), "{e}");
-        assert_eq!(timed.lines(), ["POST k"], "the create alone, once");
+        assert_eq!(timed.lines(), ["POST blobbench/k"], "the create alone, once");
         let (timed, tries) = failing_once();
         tries[0].store(1, Ordering::SeqCst);
-        assert!(timed.client().put_sized("k", b"0123456789", 1).is_err(), "a reset part ends a timed PUT");
-        assert_eq!(timed.lines(), ["POST k", "PUT k", "DELETE k"], "created, the part once, aborted");
+        assert!(timed.client().put_sized("blobbench/k", b"0123456789", 1).is_err(), "a reset part ends a timed PUT");
+        assert_eq!(
+            timed.lines(),
+            ["POST blobbench/k", "PUT blobbench/k", "DELETE blobbench/k"],
+            "created, the part once, aborted"
+        );
     }
 
     #[test]

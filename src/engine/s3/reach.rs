@@ -60,12 +60,12 @@ impl Reach {
                 let server = Server::of_dataset(dir)
                     .ok_or_else(|| Error::bad_input(dir, "holds no throwaway S3 server's directory"))?;
                 let provider = server.shared(dir)?;
-                let store = Arc::new(provider.store(&desc.bucket)?);
+                let store = Arc::new(provider.store(&desc.bucket)?.within(&desc.prefix));
                 Ok(Reach { provider, store, desc, versioned_ok, writable })
             }
             Some(endpoint) => {
                 let provider: Arc<dyn Provider> = Arc::new(user_provider(endpoint, &desc, s3));
-                let store = Arc::new(provider.store(&desc.bucket)?);
+                let store = Arc::new(provider.store(&desc.bucket)?.within(&desc.prefix));
                 // Fails fast, in one line, on a silent endpoint, bad
                 // credentials or a missing bucket.
                 Client::new(store.clone()).any_under(&desc.prefix)?;

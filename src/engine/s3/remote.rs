@@ -37,8 +37,9 @@ pub fn build_remote(
     progress: &dyn Progress,
 ) -> Result<ExportReport> {
     let started = Instant::now();
-    let store = Arc::new(user_store(url, bucket, s3)?);
+    let store = user_store(url, bucket, s3)?;
     let desc = Descriptor { profile: store.source_profile(), ..remote_descriptor(target, url, bucket, s3)? };
+    let store = Arc::new(store.within(&desc.prefix));
     // Checks the target only: the descriptor is written in place.
     drop(kv::stage(super::kind::KIND, target, force, descriptor::detect)?);
     let old = if force { Descriptor::read(target).ok() } else { None };
@@ -107,7 +108,12 @@ pub(super) fn retire(target: &Path, replaced: &[Descriptor], s3: &S3Params) -> R
     for old in replaced {
         let removed = user_store(old.endpoint.as_deref().unwrap_or_default(), &old.bucket, &reaching(old, s3))
             .and_then(|store| {
-                remove_dataset(&Arc::new(store), &old.prefix, Expect::Export(old.id.as_deref()), OnCtrlC::Stop)
+                remove_dataset(
+                    &Arc::new(store.within(&old.prefix)),
+                    &old.prefix,
+                    Expect::Export(old.id.as_deref()),
+                    OnCtrlC::Stop,
+                )
             });
         removed.map_err(|e| {
             Error::invalid(format!(
