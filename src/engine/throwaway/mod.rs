@@ -43,8 +43,8 @@ use std::time::Duration;
 
 use lock::{AtCtrlC, DirLock};
 pub use procs::{adopt_orphans, alive, kill_tree, killed_builds, reap_adopted, start_time};
-pub use users::{confirmed_pid, orphaned, write_pid_file};
-use users::{others_kept, write_users, Others, User};
+pub use users::{confirmed_pid, orphaned, write_pid_file, Place, User};
+use users::{others_kept, write_users, Others};
 
 use crate::{Error, Result};
 
