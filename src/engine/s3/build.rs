@@ -13,6 +13,7 @@ use std::time::Instant;
 use super::client::Client;
 use super::descriptor::{self, check_bucket, Descriptor, LOCAL_BUCKET};
 use super::fill::fill;
+use super::lock::{DatasetLock, Holding};
 use super::remote::{build_remote, replaced, retire};
 use super::servers::{self, Server};
 use crate::engine::kv;
@@ -55,10 +56,17 @@ fn build_local(db: &Path, target: &Path, force: bool, s3: &S3Params, progress: &
     let started = Instant::now();
     reap_killed_builds(target)?;
     let staging = kv::stage(super::kind::KIND, target, force, descriptor::detect)?;
+    // A dataset replaced in a store the user runs is retired under the
+    // directory's lock, as an export there would.
+    let _lock = if force && target.join(descriptor::DESCRIPTOR).is_file() {
+        DatasetLock::take(target, Holding::Export)?
+    } else {
+        None
+    };
     let replaced = replaced(target, if force { Descriptor::read(target).ok() } else { None })?;
     std::fs::create_dir(&staging.path).map_err(|e| Error::io(&staging.path, "cannot create", e))?;
     server.init(&staging.path, replicas)?;
-    let desc = Descriptor::new_export(target, LOCAL_BUCKET, None, Some(replicas));
+    let desc = Descriptor { replaces: replaced, ..Descriptor::new_export(target, LOCAL_BUCKET, None, Some(replicas)) };
     let filled = {
         // Declared after `staging`, so dropped (stopped) before it is removed.
         let running = server.start(&staging.path)?;
@@ -77,7 +85,7 @@ fn build_local(db: &Path, target: &Path, force: bool, s3: &S3Params, progress: &
         servers::stop_any(target)?;
     }
     staging.finish()?;
-    retire(target, &replaced, s3)?;
+    retire(target, &desc, s3)?;
     Ok(filled.report(started, None))
 }
 

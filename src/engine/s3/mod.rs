@@ -32,6 +32,7 @@ mod inflight;
 mod keys;
 mod kind;
 mod listing;
+mod lock;
 mod multipart;
 mod net;
 mod process;
