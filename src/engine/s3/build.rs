@@ -24,6 +24,7 @@ use crate::{Error, Result};
 
 /// Builds the S3 dataset at `target` from the kvtest database `db`.
 pub fn build(db: &Path, target: &Path, force: bool, s3: &S3Params, progress: &dyn Progress) -> Result<ExportReport> {
+    super::multipart::check_threshold(s3.multipart_threshold)?;
     if force && target.join(descriptor::DESCRIPTOR).is_file() {
         // A descriptor --force would replace says why it is not blobbench's.
         Descriptor::read(target)?;

@@ -213,6 +213,9 @@ impl Engine for S3Engine {
     }
 
     fn survey(&mut self, for_writes: bool) -> Result<Survey> {
+        if for_writes {
+            multipart::check_threshold(self.multipart_threshold)?;
+        }
         let reach = self.reach()?;
         if for_writes {
             reach.check_writable()?;
@@ -237,6 +240,7 @@ impl Engine for S3Engine {
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
         let reach = self.reach()?;
         if mode.write {
+            multipart::check_threshold(self.multipart_threshold)?;
             reach.check_writable()?;
             if mode.client.is_none() {
                 self.idle.clear();

@@ -22,6 +22,20 @@ use crate::{Error, Result};
 pub const PART_SIZE: usize = 8 << 20;
 /// S3's most parts in one upload: larger objects get larger parts.
 const MAX_PARTS: usize = 10_000;
+/// The largest object S3 takes in one PUT (5 GiB): a multipart threshold
+/// above it would send a larger blob whole, which S3 refuses.
+pub const MAX_ONE_PUT: u64 = 5 << 30;
+
+/// Refuses a multipart threshold above [`MAX_ONE_PUT`].
+pub fn check_threshold(threshold: u64) -> Result<()> {
+    if threshold > MAX_ONE_PUT {
+        return Err(Error::invalid(format!(
+            "--s3-multipart-threshold {threshold}: S3 takes at most 5 GiB ({MAX_ONE_PUT} bytes) in one PUT, so larger \
+             blobs must go up in parts; give at most that"
+        )));
+    }
+    Ok(())
+}
 
 /// The byte ranges of the parts of a `len`-byte object.
 pub fn parts(len: usize) -> impl Iterator<Item = Range<usize>> {
@@ -271,5 +285,8 @@ mod tests {
         let huge = 100_000 * PART_SIZE;
         assert!(parts(huge).count() <= MAX_PARTS, "larger parts for an object over 80 GB");
         assert!(in_parts(64 << 20, 64 << 20) && !in_parts((64 << 20) - 1, 64 << 20));
+        assert!(check_threshold(MAX_ONE_PUT).is_ok());
+        let e = check_threshold(MAX_ONE_PUT + 1).unwrap_err().to_string();
+        assert!(e.contains("at most 5 GiB") && e.starts_with("--s3-multipart-threshold 5368709121:"), "{e}");
     }
 }
