@@ -3,12 +3,11 @@
 //! device directories.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
 use super::Programs;
-use crate::engine::s3::process::{all_free, HeldPorts};
+use crate::engine::s3::process::{all_free, helper, HeldPorts};
 use crate::{Error, Result};
 
 /// The four servers, in the order they start (the proxy last: it answers
@@ -135,7 +134,7 @@ impl Layout {
 
     fn write_rings(&self, programs: &Programs, ports: Ports) -> Result<()> {
         let etc = self.etc();
-        let out = Command::new(&programs.python)
+        let out = helper(&programs.python)
             .arg("-c")
             .arg(include_str!("rings.py"))
             .arg(&etc)
