@@ -57,7 +57,7 @@ pub use descriptor::{check_bucket, prefix_for, Descriptor, DESCRIPTOR};
 pub use fill::BYTES_IN_FLIGHT;
 pub use inflight::IN_FLIGHT;
 pub use multipart::PART_SIZE;
-pub use net::{proxy_for, read_ca, CONNECT_TIMEOUT, STALL_ENV, STALL_TIMEOUT};
+pub use net::{in_clear, proxy_for, read_ca, CONNECT_TIMEOUT, STALL_ENV, STALL_TIMEOUT};
 pub use remove::Removed;
 pub use servers::{names as server_names, Server};
 
@@ -73,6 +73,18 @@ use crate::util::progress::Progress;
 use crate::{Error, Result};
 
 pub(crate) use kind::KIND;
+
+/// The endpoints of the stores the S3 dataset at `dir` has objects in
+/// (its own and those of the datasets it replaces); none when it is not
+/// one, or is on a throwaway server.
+pub fn endpoints_of(dir: &Path) -> Vec<String> {
+    let Ok(desc) = Descriptor::read(dir) else { return Vec::new() };
+    let mut all: Vec<String> =
+        std::iter::once(&desc).chain(&desc.replaces).filter_map(|d| d.endpoint.clone()).collect();
+    all.sort();
+    all.dedup();
+    all
+}
 
 pub(crate) struct S3Backend;
 
