@@ -56,6 +56,7 @@ pub use datasets::{drop_command, drop_dataset, drop_prefix, list_datasets, Dropp
 pub use descriptor::{check_bucket, prefix_for, Descriptor, DESCRIPTOR};
 pub use fill::BYTES_IN_FLIGHT;
 pub use inflight::IN_FLIGHT;
+pub use lock::{DatasetLock, Holding, HOLDER};
 pub use multipart::PART_SIZE;
 pub use net::{in_clear, proxy_for, read_ca, CONNECT_TIMEOUT, STALL_ENV, STALL_TIMEOUT};
 pub use remove::Removed;
