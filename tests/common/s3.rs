@@ -99,6 +99,11 @@ impl OwnBucket {
         assert!(self.agent.put(url.as_str()).send(body).unwrap().status().is_success());
     }
 
+    pub fn delete(&self, key: &str) {
+        let url = self.bucket.delete_object(Some(&self.credentials), key).sign(SIGNED_FOR);
+        assert!(self.agent.delete(url.as_str()).call().unwrap().status().is_success());
+    }
+
     pub fn get(&self, key: &str) -> Option<Vec<u8>> {
         let url = self.bucket.get_object(Some(&self.credentials), key).sign(SIGNED_FOR);
         let mut resp = self.agent.get(url.as_str()).call().unwrap();
@@ -296,7 +301,7 @@ fn meddle(
                 *n -= 1;
             }
         }
-        server.write_all(line.as_bytes())?;
+        write!(server, "{line}\r\n")?;
         for (name, value) in &headers {
             write!(server, "{name}: {value}\r\n")?;
         }
