@@ -26,9 +26,10 @@ pub struct ServerArgs {
     /// with a path for a gateway below one), in --s3-bucket, instead of a
     /// throwaway server; credentials and region as the AWS CLI finds them
     /// (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, else AWS_PROFILE's in
-    /// ~/.aws/credentials and ~/.aws/config; AWS_REGION; SSO and instance
-    /// metadata are not read: `aws configure export-credentials --format
-    /// env` hands their keys over); HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY
+    /// ~/.aws/credentials and ~/.aws/config; AWS_REGION; a profile that
+    /// assumes a role or uses SSO, web identity or a credential process is
+    /// refused: `aws configure export-credentials --format env` hands its
+    /// keys over); HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY
     /// are honoured (never for loopback). Each request may stall 30 s
     /// (BLOBBENCH_S3_STALL_SECS). blobbench writes only under a prefix of
     /// the export's own, blobbench/<DIR's name>-<id>/, and never makes or
