@@ -1,12 +1,7 @@
-//! The client's retries, errors, signing and bounds, against loopback
-//! listeners (nothing answers, or nothing listens).
+//! The client's errors, signing, bounds and rule of keys, against
+//! loopback listeners (nothing answers, or nothing listens).
 
 use super::*;
-use std::path::Path;
-
-fn never() -> bool {
-    false
-}
 
 fn store(endpoint: &str) -> Client {
     let net = Net::for_url(&parse_endpoint(endpoint).unwrap(), None).unwrap();
@@ -39,49 +34,6 @@ fn urls_are_signed_for_a_minute() {
     let c = store("http://127.0.0.1:9");
     let signed = c.store.bucket.get_object(Some(&c.store.credentials), "k").sign(SIGNED_FOR);
     assert!(signed.query_pairs().any(|(k, v)| k == "X-Amz-Expires" && v == "60"), "{signed}");
-}
-
-#[test]
-fn busy_answers_and_broken_connections_are_tried_again_and_others_end_at_once() {
-    let busy =
-        || Again::Busy(Error::bad_input(Path::new("s"), "PUT k failed: the store answered 503 Service Unavailable"));
-    let no_pause = [Duration::ZERO; 3];
-    let mut calls = 0;
-    let twice_busy = patiently(&no_pause, never, || {
-        calls += 1;
-        Ok((calls <= 2).then(busy))
-    });
-    assert_eq!((twice_busy.unwrap(), calls), (2, 3));
-    let mut calls = 0;
-    let e = patiently(&no_pause, never, || {
-        calls += 1;
-        Ok(Some(busy()))
-    })
-    .unwrap_err()
-    .to_string();
-    assert_eq!(calls, 4, "one try, then one after each pause");
-    assert!(e.ends_with("503 Service Unavailable (4 tries over 0 s: the store stayed busy)"), "{e}");
-    let mut calls = 0;
-    let e = patiently(&[Duration::ZERO; 6], never, || {
-        calls += 1;
-        Ok(Some(Again::Broken(Error::bad_input(Path::new("s"), "PUT k: no answer within 30 s"))))
-    })
-    .unwrap_err()
-    .to_string();
-    assert_eq!(calls, BROKEN_TRIES, "a broken connection is tried {BROKEN_TRIES} times");
-    assert!(e.ends_with("(3 tries over 0 s: the connection kept breaking)"), "{e}");
-    let mut calls = 0;
-    let refused = patiently(&no_pause, never, || {
-        calls += 1;
-        Err(Error::bad_input(Path::new("s"), "the store refused access key k"))
-    });
-    assert!(refused.is_err() && calls == 1, "a refusal is not tried again");
-    assert!([500, 502, 503, 504].into_iter().all(is_busy) && ![200, 403, 404, 507].into_iter().any(is_busy));
-    assert!(BUSY_PAUSES.iter().sum::<Duration>() < Duration::from_secs(60), "a dead store fails within a minute");
-    let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
-    assert!(is_broken(&ureq::Error::Io(reset)) && is_broken(&ureq::Error::Timeout(ureq::Timeout::PerRead)));
-    let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
-    assert!(!is_broken(&ureq::Error::Io(refused)), "a refused connection: the store is down");
 }
 
 #[test]

@@ -17,9 +17,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rusty_s3::actions::{ObjectIdentifier, S3Action};
 
-use super::client::{drain, read_text, Again, Call, Client, SIGNED_FOR};
+use super::client::{drain, read_text, Call, Client, SIGNED_FOR};
 use super::listing::child;
 use super::refusal::ErrorDoc;
+use super::retry::Again;
 use crate::{Error, Result};
 
 /// The most objects one DeleteObjects names (S3's own maximum).

@@ -41,6 +41,7 @@ mod reach;
 mod refusal;
 mod remote;
 mod remove;
+mod retry;
 pub mod seaweedfs;
 mod servers;
 mod session;

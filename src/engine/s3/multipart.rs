@@ -13,8 +13,9 @@ use std::ops::Range;
 
 use rusty_s3::actions::{CreateMultipartUpload, S3Action};
 
-use super::client::{drain, is_busy, read_text, Again, Call, Client, SIGNED_FOR};
+use super::client::{drain, read_text, Call, Client, SIGNED_FOR};
 use super::refusal::ErrorDoc;
+use super::retry::{is_busy, Again};
 use crate::{Error, Result};
 
 /// The size of every part but the last (the AWS CLI's default chunk; S3

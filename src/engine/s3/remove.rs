@@ -20,12 +20,13 @@ use std::sync::Arc;
 
 use rusty_s3::S3Action;
 
-use super::client::{is_busy, read_text, Call, Client, Store, SIGNED_FOR};
+use super::client::{read_text, Call, Client, Store, SIGNED_FOR};
 use super::delete::{Deleting, Item, BATCH};
 use super::descriptor::{Expect, Marker, MARKER};
 use super::inflight;
 use super::keys::{key_flaw, refusal};
 use super::listing::{Upload, Versioning};
+use super::retry::is_busy;
 use crate::{Error, Result};
 
 /// How many times the prefix is listed again, after deleting what the last
