@@ -83,8 +83,7 @@ impl DatasetLock {
             }
         }
         let since = jiff::Timestamp::now().as_second();
-        let line = format!("{}{}\n{since}\n", User::me().line(), what.name());
-        crate::util::fsutil::write_atomic(&dir.join(HOLDER), line.as_bytes())?;
+        write_holder(dir, &format!("{}{}\n{since}\n", User::me().line(), what.name()))?;
         let lock = Arc::new(DatasetLock { dir: dir.to_path_buf(), _dir_file: file });
         held.push((key, Arc::downgrade(&lock)));
         Ok(Some(lock))
@@ -110,6 +109,21 @@ impl Drop for DatasetLock {
     fn drop(&mut self) {
         let _ = self.remove_file();
     }
+}
+
+/// Writes the holder's file whole (renamed into place, so a refused
+/// command never reads half of it), without an fsync: after a crash the
+/// lock is gone with its holder, and the file means nothing.
+fn write_holder(dir: &Path, text: &str) -> Result<()> {
+    use std::io::Write;
+    let file = dir.join(HOLDER);
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".blobbench-")
+        .tempfile_in(dir)
+        .map_err(|e| Error::io(dir, "cannot create a file in this directory", e))?;
+    tmp.write_all(text.as_bytes()).map_err(|e| Error::io(&file, "cannot write", e))?;
+    tmp.persist(&file).map_err(|e| Error::io(&file, "cannot write", e.error))?;
+    Ok(())
 }
 
 /// Who holds a lock, as its file says.
