@@ -6,13 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::Programs;
+use super::programs::{Programs, ACCOUNT, DIR, NO_GREENDNS, REGION, SECRET, SERVERS, USER};
 use crate::engine::s3::process::{all_free, helper, HeldPorts};
 use crate::{Error, Result};
-
-/// The four servers, in the order they start (the proxy last: it answers
-/// before its backends are up, so it is not what tells the cluster is up).
-pub const SERVERS: [&str; 4] = ["object", "container", "account", "proxy"];
 
 /// The loopback ports of one start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,7 +58,7 @@ impl Layout {
     /// servers run from `/`).
     pub fn of(dir: &Path) -> Result<Layout> {
         let dir = std::path::absolute(dir).map_err(|e| Error::io(dir, "cannot resolve", e))?;
-        Ok(Layout { root: dir.join(super::DIR) })
+        Ok(Layout { root: dir.join(DIR) })
     }
 
     /// The dataset's directory, which holds `swift/`.
@@ -142,7 +138,7 @@ impl Layout {
             .arg(format!("account={}", ports.account))
             .arg(format!("container={}", ports.container))
             .arg(format!("object={}", ports.object))
-            .env(super::NO_GREENDNS.0, super::NO_GREENDNS.1)
+            .env(NO_GREENDNS.0, NO_GREENDNS.1)
             .current_dir("/")
             .output()
             .map_err(|e| Error::io(&programs.python, "cannot run Swift's Python to build the rings", e))?;
@@ -227,10 +223,10 @@ fn proxy_conf(layout: &Layout, ports: Ports, user: &str) -> String {
         proxy = ports.proxy,
         memcached = ports.memcached,
         etc = layout.etc().display(),
-        region = super::REGION,
-        account = super::ACCOUNT,
-        user_name = super::USER,
-        secret = super::SECRET,
+        region = REGION,
+        account = ACCOUNT,
+        user_name = USER,
+        secret = SECRET,
     )
 }
 
