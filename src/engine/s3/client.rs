@@ -346,21 +346,28 @@ impl Client {
 
     /// Makes the bucket (only on blobbench's own cluster). A bucket that
     /// is already there is no error: SeaweedFS makes its own at start and
-    /// answers 409 BucketAlreadyOwnedByYou to a second creation.
+    /// answers 409 BucketAlreadyOwnedByYou to a second creation. Tried
+    /// again as a build's PUTs are ([`Client::patiently`]): a throwaway
+    /// server just started on a loaded machine may answer 503 at first.
     pub fn create_bucket(&self) -> Result<()> {
+        self.patiently(|| self.create_bucket_once()).map(drop)
+    }
+
+    fn create_bucket_once(&self) -> Result<Option<Again>> {
         let call = Call { op: "PUT", key: "" };
         let url = self.store.bucket.create_bucket(&self.store.credentials).sign(SIGNED_FOR);
-        let mut resp = self.agent.put(url.as_str()).send_empty().map_err(|e| self.transport(call, e, None))?;
+        let mut resp = match self.agent.put(url.as_str()).send_empty() {
+            Ok(resp) => resp,
+            Err(e) => return self.failed_to_send(call, e),
+        };
         if resp.status() == 409 {
             let doc = ErrorDoc::parse(&read_text(&mut resp));
             if doc.code.as_deref() == Some("BucketAlreadyOwnedByYou") {
-                return Ok(());
+                return Ok(None);
             }
             return Err(self.status_error(call, 409, "Conflict", &doc, &Said::default()));
         }
-        self.check(call, &mut resp)?;
-        drain(&mut resp);
-        Ok(())
+        self.answer(call, &mut resp)
     }
 
     pub(super) fn list_page(

@@ -109,6 +109,20 @@ fn making_a_bucket_that_is_already_ours_is_no_error() {
     assert!(e.contains("409") && e.contains("BucketAlreadyExists"), "{e}");
 }
 
+/// A throwaway server just started on a loaded machine may answer its
+/// bucket's creation 503: it is tried again, as a build's PUTs are.
+#[test]
+fn making_a_bucket_is_tried_again_when_the_store_is_busy() {
+    let tries = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = tries.clone();
+    let fake = super::super::fake::Fake::start(move |_| match seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+        0 => super::super::fake::Reply::error(503, "ServiceUnavailable"),
+        _ => super::super::fake::Reply::ok(""),
+    });
+    fake.client().create_bucket().unwrap();
+    assert_eq!(tries.load(std::sync::atomic::Ordering::SeqCst), 2, "one 503, then made");
+}
+
 /// MinIO answers a URL signed in its future with AccessDenied "Request is
 /// not valid yet": a clock three hours behind is said to be, with how far
 /// (from the answer's Date), not taken for a missing permission.
