@@ -5,9 +5,7 @@
 //! (`client.rs`).
 
 mod client;
-mod one_writer;
-
-pub(crate) use one_writer::{OneWriter, OneWriterClient};
+pub(crate) mod writers;
 
 use std::ffi::{c_int, CStr};
 use std::path::{Path, PathBuf};

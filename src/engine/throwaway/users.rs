@@ -24,8 +24,12 @@ use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use super::procs::{alive, start_time};
-use super::OWNER;
 use crate::{Error, Result};
+
+/// The file in a dataset's directory naming the blobbench processes that
+/// use its server, one `PID START BOOT PIDNS HOST` a line (all dead means
+/// a killed run).
+pub const OWNER: &str = "blobbench-server.pid";
 
 /// A process listed as a user of a server (or as the holder of another
 /// lock, such as an S3 dataset's, which writes the same line).

@@ -12,7 +12,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::DbSession;
+use super::super::DbSession;
 use crate::engine::api::{Session, SessionInfo, SqliteStats};
 use crate::Result;
 
