@@ -22,6 +22,9 @@ pub enum DurabilityArg {
     Required,
     /// The last writes may be lost in a power cut; stored blobs must stay whole.
     Relaxed,
+    /// A write that returned must survive a power cut of every machine and the loss of any one machine
+    /// (docs/replication.md): only replicated stores, judged by machine losses.
+    Replicated,
 }
 
 #[derive(Debug, Args)]
@@ -53,6 +56,11 @@ pub struct AdviseArgs {
     pub engines: Option<super::engines::EngineList>,
     #[command(flatten)]
     pub servers: super::servers::StudyServers,
+    /// Under --durability replicated: your PostgreSQL (postgresql://user@host:port/db), whose replication
+    /// settings and pg_stat_replication say whether a commit waits for a standby (read only; the user needs
+    /// pg_monitor).
+    #[arg(long, value_name = "URL")]
+    pub pg: Option<String>,
     /// Time the whole command may take, e.g. 90s, 5m [default: 270s, 60s with --quick, or the least the data needs when more].
     #[arg(long, allow_hyphen_values = true, value_parser = units::duration, value_name = "DURATION")]
     pub budget: Option<std::time::Duration>,
@@ -175,6 +183,7 @@ impl AdviseArgs {
             durability: match self.durability {
                 DurabilityArg::Required => Durability::Required,
                 DurabilityArg::Relaxed => Durability::Relaxed,
+                DurabilityArg::Replicated => anyhow::bail!("--durability replicated is advised by machine losses"),
             },
             budget: self.budget,
             writer,
@@ -196,6 +205,22 @@ pub fn run(args: AdviseArgs) -> anyhow::Result<()> {
 
 /// [`run`] with the budget read on `clock` (a fake one in tests).
 fn run_on(args: AdviseArgs, clock: Clock) -> anyhow::Result<()> {
+    if matches!(args.durability, DurabilityArg::Replicated) {
+        let asked = super::advise_replicated::Asked {
+            out: &args.out,
+            force: args.force,
+            quick: args.quick,
+            pg: args.pg.clone(),
+            label: &args.label,
+        };
+        return super::advise_replicated::run(&asked, &args.context(clock));
+    }
+    if args.pg.is_some() {
+        anyhow::bail!(
+            "--pg URL is read under --durability replicated only (whether its commits wait for a standby); the other \
+             classes measure a throwaway PostgreSQL (--engines postgres)"
+        );
+    }
     let (ctx, opts) = (args.context(clock), args.options()?);
     // What is wrong with the clients is said before anything is written.
     opts.clients.validate(&advise::in_context(&ctx, &opts).stores())?;

@@ -38,10 +38,13 @@ fn engine_settings(text: &str) -> Result<EngineSettings, String> {
 /// the groups.
 fn method_help() -> String {
     let names: Vec<&str> = ConfigId::methods().into_iter().map(ConfigId::name).collect();
+    let replicated: Vec<&str> = ConfigId::replicated_methods().into_iter().map(ConfigId::name).collect();
     format!(
         "Write methods, comma-separated: {}, or the groups db, files, kv, server (a server's processes are killed \
-         too, seconds per kill), all",
-        names.join(", ")
+         too, seconds per kill), all [default: db,files,kv]. With --machine-loss, the replicated layouts: {} (the \
+         group replicated, the default)",
+        names.join(", "),
+        replicated.join(", ")
     )
 }
 
@@ -58,8 +61,8 @@ fn count(text: &str) -> Result<u32, units::UnitError> {
 pub struct CrashtestArgs {
     #[command(flatten)]
     pub label: super::output::LabelArg,
-    #[arg(long, default_value = "db,files,kv", value_parser = methods, help = method_help())]
-    pub method: Methods,
+    #[arg(long, value_parser = methods, help = method_help())]
+    pub method: Option<Methods>,
     /// Kills per method [default: 50, or 6 with --quick].
     #[arg(long, value_parser = count)]
     pub kills: Option<u32>,
@@ -81,8 +84,16 @@ pub struct CrashtestArgs {
     pub json: Option<PathBuf>,
     /// Cut the power instead of killing the writer: the datasets live on a FUSE layer that drops what was not
     /// fsync'd (needs /dev/fuse, and root or fusermount3 from Debian's fuse3).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "machine_loss")]
     pub power_cut: bool,
+    /// Lose a whole machine of a replicated store instead: writers write, one host of its throwaway cluster is
+    /// lost for good (its processes SIGKILLed, its disk moved away, its link down), the store fails over, and
+    /// every acknowledged write is read back (docs/replication.md). Network namespaces as root, else loopback.
+    #[arg(long, conflicts_with = "kills")]
+    pub machine_loss: bool,
+    /// Losses per replicated layout [default: 20, or 3 with --quick].
+    #[arg(long, requires = "machine_loss", value_parser = count)]
+    pub losses: Option<u32>,
     /// Power-cut model: strict, torn-512, torn-4k (docs/crash-safety.md) [default: strict].
     #[arg(long, value_name = "NAME", requires = "power_cut", value_parser = model)]
     pub model: Option<Model>,
@@ -106,7 +117,11 @@ pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
     }
     let writer = std::env::current_exe()?;
     let mut opts = CrashOptions::new(writer);
-    opts.methods = args.method.0.clone();
+    let default_methods = if args.machine_loss { "replicated" } else { "db,files,kv" };
+    opts.methods = match &args.method {
+        Some(m) => m.0.clone(),
+        None => crashtest::method::parse_list(default_methods)?,
+    };
     let (kills, count) = if args.quick {
         (crashtest::QUICK_KILLS, crashtest::QUICK_COUNT)
     } else {
@@ -122,6 +137,12 @@ pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
         observer: progress::for_terminal(),
         ..args.servers.context(&workdir)
     };
+    if args.machine_loss {
+        return machine_losses(&args, &ctx, &opts);
+    }
+    if let Some(m) = opts.methods.iter().find(|m| m.replica().is_some()) {
+        bail!("--method {m}: a replicated layout is tested by losing a machine: add --machine-loss");
+    }
     if args.power_cut {
         return power_cuts(&args, &ctx, &opts);
     }
@@ -169,6 +190,33 @@ fn power_cuts(args: &CrashtestArgs, ctx: &StudyContext, opts: &CrashOptions) -> 
         .collect();
     if !broken.is_empty() {
         bail!("a method that promised durability lost acknowledged writes in a power cut: {}", broken.join("; "));
+    }
+    Ok(())
+}
+
+/// `--machine-loss`: the replicated layouts, a host lost at each round.
+fn machine_losses(args: &CrashtestArgs, ctx: &StudyContext, opts: &CrashOptions) -> anyhow::Result<()> {
+    let (losses, count) = if args.quick {
+        (crashtest::loss::QUICK_LOSSES, crashtest::QUICK_COUNT)
+    } else {
+        (crashtest::loss::DEFAULT_LOSSES, crashtest::DEFAULT_COUNT)
+    };
+    let lopts = crashtest::loss::LossOptions {
+        methods: opts.methods.clone(),
+        losses: args.losses.unwrap_or(losses),
+        count: args.count.unwrap_or(count),
+        max_delay: std::time::Duration::from_millis(200),
+    };
+    let report = crashtest::loss::machine_loss_test(ctx, &lopts)?;
+    let results = save(args, ResultFile::from_machine_loss(&report, &ctx.workdir))?;
+    print!("{}", report::terminal(&results, false));
+    let broken: Vec<String> = report
+        .section
+        .broken_promises()
+        .map(|m| format!("{} ({} acknowledged writes lost over {} losses)", m.method, m.lost_acknowledged, m.losses))
+        .collect();
+    if !broken.is_empty() {
+        bail!("a layout that keeps each write on two machines lost acknowledged writes: {}", broken.join("; "));
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! live in their own file; the library does the work.
 
 mod advise;
+mod advise_replicated;
 mod aging;
 mod args;
 mod concurrency;

@@ -2,9 +2,11 @@
 //! with one run's settings) and its [`Session`]s, whose calls are timed.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::throwaway::hosts::Replicated;
 use crate::records::{EngineKind, Journal, ServerInfo};
 use crate::Result;
 
@@ -145,6 +147,14 @@ pub trait Engine: Send + Sync {
     /// twice and reports how often a plain read was stale.
     fn may_serve_stale(&self) -> bool {
         false
+    }
+
+    /// The cluster of hosts the store is replicated across, when it runs
+    /// on one (a replicated configuration's: `EngineSettings::replica`),
+    /// started now if it is not yet; None for a store with one copy. The
+    /// machine-loss test loses its hosts.
+    fn replicated(&self) -> Result<Option<Arc<Mutex<dyn Replicated + Send>>>> {
+        Ok(None)
     }
 }
 

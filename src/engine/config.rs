@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use crate::records::{
-    ConfigId, DbParams, DbWriters, EngineSettings, FileParams, FileRead, FileWrite, Journal, KvParams, KvSync,
+    ConfigId, DbParams, DbWriters, EngineSettings, FileParams, FileRead, FileWrite, Journal, KvParams, KvSync, Replica,
     SyncLevel,
 };
 use crate::Result;
@@ -80,6 +80,11 @@ pub struct WriteConfig {
     /// Its layout's title in `aging`, when aging ages it (the layout's id
     /// is its [`ConfigId::aging_name`]).
     pub aging: Option<&'static str>,
+    /// The store replicated across throwaway hosts, laid out so: the
+    /// machine-loss test's and the replicated class's configurations
+    /// (never the kill's or the power cut's: a crash writer is one process
+    /// on one dataset).
+    pub replica: Option<Replica>,
 }
 
 impl WriteConfig {
@@ -95,7 +100,13 @@ impl WriteConfig {
             server: None,
             power_cuts: None,
             aging: None,
+            replica: None,
         }
+    }
+
+    /// Its store replicated across throwaway hosts, laid out as `replica` says.
+    pub const fn replicated(self, replica: Replica) -> WriteConfig {
+        WriteConfig { replica: Some(replica), ..self }
     }
 
     /// Durable, as its documentation promises.
@@ -152,7 +163,7 @@ impl WriteConfig {
             },
             WriteSettings::Commit => {
                 let sync = if self.durable { KvSync::Durable } else { KvSync::Fast };
-                EngineSettings { kv: KvParams { sync }, ..EngineSettings::default() }
+                EngineSettings { kv: KvParams { sync }, replica: self.replica, ..EngineSettings::default() }
             }
         }
     }

@@ -144,9 +144,12 @@ pub fn build_with(
 }
 
 /// Ends what killed runs of any engine left running under `workdir` (see
-/// [`Backend::reap_killed`]); returns how many.
+/// [`Backend::reap_killed`]), and the hosts of replicated clusters whose
+/// owner was killed (wherever they are: their records are machine-wide);
+/// returns how many.
 pub fn reap_killed(workdir: &Path) -> Result<usize> {
-    BACKENDS.iter().try_fold(0, |n, b| Ok(n + b.reap_killed(workdir)?))
+    let hosts = crate::engine::throwaway::hosts::reap_orphans()?;
+    BACKENDS.iter().try_fold(hosts, |n, b| Ok(n + b.reap_killed(workdir)?))
 }
 
 /// Describes the dataset at `path`. `vacuum` rebuilds a database first (as

@@ -51,6 +51,55 @@ pub enum ConfigId {
     Durable(EngineKind),
     /// Its fast commit (returns before the disk has it): `ENGINE-fast`.
     Fast(EngineKind),
+    /// Its durable commit on a store replicated across throwaway hosts,
+    /// laid out as the [`Replica`] says: `ENGINE-` and the layout's
+    /// suffix (`postgres-sync-standby`). Only the machine-loss test and
+    /// the replicated class use it.
+    Replicated(EngineKind, Replica),
+}
+
+/// How a replicated configuration keeps its copies on throwaway hosts
+/// (`engine::throwaway::hosts`), and for which engines. A new layout is a
+/// variant here (its suffix and engines) and a row in its engine's
+/// `write_configs` with `.replicated(layout)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Replica {
+    /// PostgreSQL: a primary and a standby named in
+    /// `synchronous_standby_names`, `synchronous_commit = on`.
+    SyncStandby,
+    /// PostgreSQL: a primary and an asynchronous standby (the negative
+    /// control: a commit waits for the primary's disk only).
+    AsyncStandby,
+}
+
+impl Replica {
+    pub const ALL: [Replica; 2] = [Replica::SyncStandby, Replica::AsyncStandby];
+
+    /// What it adds to its engine's name (`sync-standby`).
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Replica::SyncStandby => "sync-standby",
+            Replica::AsyncStandby => "async-standby",
+        }
+    }
+
+    /// Whether a write that returned is on two machines' disks (a loss of
+    /// one must not lose it); the asynchronous standby is the negative
+    /// control that promises no such thing.
+    pub fn keeps_two_copies(self) -> bool {
+        match self {
+            Replica::SyncStandby => true,
+            Replica::AsyncStandby => false,
+        }
+    }
+
+    /// The engines laid out this way.
+    pub fn engines(self) -> &'static [EngineKind] {
+        match self {
+            Replica::SyncStandby | Replica::AsyncStandby => &[EngineKind::Postgres, EngineKind::PostgresLo],
+        }
+    }
 }
 
 /// The spellings of a configuration whose id has no engine in it.
@@ -101,6 +150,19 @@ fn engine_names() -> &'static [(String, String)] {
     })
 }
 
+/// The replicated configurations' names, `ENGINE-SUFFIX`, made once.
+fn replicated_names() -> &'static [(ConfigId, String)] {
+    static NAMES: OnceLock<Vec<(ConfigId, String)>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        Replica::ALL
+            .iter()
+            .flat_map(|&r| {
+                r.engines().iter().map(move |&k| (ConfigId::Replicated(k, r), format!("{}-{}", k.name(), r.suffix())))
+            })
+            .collect()
+    })
+}
+
 fn engine_name(kind: EngineKind, durable: bool) -> &'static str {
     let i = EngineKind::ALL.iter().position(|k| *k == kind).expect("every kind is in ALL");
     let (d, f) = &engine_names()[i];
@@ -112,11 +174,12 @@ fn engine_name(kind: EngineKind, durable: bool) -> &'static str {
 }
 
 impl ConfigId {
-    /// Every id a result file can hold: SQLite's and the files', and the
-    /// durable and fast commit of every key-value engine.
+    /// Every id a result file can hold: SQLite's and the files', the
+    /// durable and fast commit of every key-value engine, and every
+    /// replicated layout of the engines it lays out.
     pub fn all() -> impl Iterator<Item = ConfigId> {
         let engines = EngineKind::KEY_VALUE.into_iter().flat_map(|k| [ConfigId::Durable(k), ConfigId::Fast(k)]);
-        FIXED.iter().map(|s| s.id).chain(engines)
+        FIXED.iter().map(|s| s.id).chain(engines).chain(replicated_names().iter().map(|(id, _)| *id))
     }
 
     fn fixed(self) -> Option<&'static Spelling> {
@@ -128,6 +191,9 @@ impl ConfigId {
         match self {
             ConfigId::Durable(kind) => engine_name(kind, true),
             ConfigId::Fast(kind) => engine_name(kind, false),
+            replicated @ ConfigId::Replicated(..) => {
+                replicated_names().iter().find(|(id, _)| *id == replicated).map_or("?", |(_, name)| name.as_str())
+            }
             fixed => fixed.fixed().expect("every fixed id is spelled").name,
         }
     }
@@ -155,7 +221,7 @@ impl ConfigId {
     /// `lmdb-durable`); None when the suite does not measure it.
     pub fn suite_name(self) -> Option<&'static str> {
         match self {
-            ConfigId::Durable(_) | ConfigId::Fast(_) => Some(self.name()),
+            ConfigId::Durable(_) | ConfigId::Fast(_) | ConfigId::Replicated(..) => Some(self.name()),
             other => other.fixed().and_then(|s| s.suite),
         }
     }
@@ -331,6 +397,11 @@ mod tests {
         }
         assert_eq!(ConfigId::Durable(EngineKind::Lmdb).name(), "lmdb-durable");
         assert_eq!(ConfigId::Fast(EngineKind::PostgresLo).name(), "postgres-lo-fast");
+        assert_eq!(ConfigId::Replicated(EngineKind::Postgres, Replica::SyncStandby).name(), "postgres-sync-standby");
+        assert_eq!(
+            ConfigId::parse("postgres-lo-async-standby"),
+            Some(ConfigId::Replicated(EngineKind::PostgresLo, Replica::AsyncStandby))
+        );
         assert_eq!(ConfigId::DbWalNormal.aging_name(), "db-wal");
         assert_eq!(ConfigId::Replace.aging_name(), "files-rename");
         assert_eq!(ConfigId::Durable(EngineKind::Redb).aging_name(), "redb");

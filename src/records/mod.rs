@@ -16,12 +16,12 @@ mod source;
 mod workload;
 pub mod zipf;
 
-pub use config::{ConfigId, DbWriters, LayoutId};
+pub use config::{ConfigId, DbWriters, LayoutId, Replica};
 pub use dataset::{DatasetSpec, DiskUsage};
 pub use engine_kind::EngineKind;
 pub use journal::Journal;
 pub use keys::Order;
-pub use postgres::{PgParams, PgServerInfo, PgStorage};
+pub use postgres::{CommitWait, PgParams, PgReplication, PgServerInfo, PgStandby, PgStandbyRow, PgStorage, SyncMethod};
 pub use s3::{Addressing, S3Params, DEFAULT_MULTIPART_THRESHOLD};
 pub use server::{ServerInfo, ServerPlace, ServerSetting};
 pub use sizes::{SizeBucket, SizeDist};

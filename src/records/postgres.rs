@@ -34,6 +34,18 @@ pub struct PgParams {
     pub storage: PgStorage,
 }
 
+/// What a replicated PostgreSQL's standby is to its primary's commits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PgStandby {
+    /// Named in `synchronous_standby_names`: a commit returns once the
+    /// standby has flushed its WAL (`synchronous_commit = on`).
+    Sync,
+    /// Not named: it follows the primary when it can; a commit waits for
+    /// the primary's disk only.
+    Async,
+}
+
 /// What PostgreSQL reported about itself, read once before the runs; a
 /// result file records it as a `ServerInfo` (files written before that
 /// shape hold these fields, and are read through it).
@@ -53,4 +65,97 @@ pub struct PgServerInfo {
     pub server: String,
     /// The table holding the blobs.
     pub table: String,
+    /// A replicated throwaway cluster's layout and network, when the
+    /// dataset ran on one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication: Option<String>,
+}
+
+/// How a primary chooses the standbys a commit waits for
+/// (`synchronous_standby_names`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncMethod {
+    /// `FIRST N (...)` or a plain list: the first N connected, by priority
+    /// (`sync_state = sync`).
+    Priority,
+    /// `ANY N (...)`: any N of those named (`sync_state = quorum`).
+    Quorum,
+}
+
+/// One standby as `pg_stat_replication` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PgStandbyRow {
+    /// Its `application_name`.
+    pub name: String,
+    /// `streaming`, `catchup`, ...
+    pub state: String,
+    /// `sync`, `quorum`, `potential` or `async`.
+    pub sync_state: String,
+}
+
+/// What a commit on the server waits for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "waits_for", rename_all = "snake_case")]
+pub enum CommitWait {
+    /// No standby: the setting that says so, and a sentence.
+    NoStandby { setting: String, why: String },
+    /// `count` standbys, chosen by `method`, to the point `level`
+    /// (`synchronous_commit`: `remote_write`, `on` or `remote_apply`);
+    /// `connected` of them are streaming as synchronous now.
+    Standbys { method: SyncMethod, count: u32, level: String, connected: u32 },
+}
+
+impl CommitWait {
+    /// One line: what a commit there waits for.
+    pub fn describe(&self) -> String {
+        match self {
+            CommitWait::NoStandby { why, .. } => why.clone(),
+            CommitWait::Standbys { method, count, level, connected } => {
+                let how = match method {
+                    SyncMethod::Priority => "by priority (sync)",
+                    SyncMethod::Quorum => "any of those named (quorum)",
+                };
+                let plural = if *count == 1 { "" } else { "s" };
+                let point = match level.as_str() {
+                    "remote_write" => "has written it (not flushed)",
+                    "remote_apply" => "has flushed and applied it",
+                    _ => "has flushed it to its disk",
+                };
+                format!(
+                    "a commit waits until {count} standby{plural}, chosen {how}, {point} \
+                     (synchronous_commit = {level}); {connected} streaming as synchronous now"
+                )
+            }
+        }
+    }
+
+    /// Why an acknowledged commit could be lost with one machine (or hang
+    /// for ever), naming the setting; None when it waits for a standby's
+    /// disk.
+    pub fn refusal(&self) -> Option<String> {
+        match self {
+            CommitWait::NoStandby { why, .. } => Some(why.clone()),
+            CommitWait::Standbys { level, .. } if level == "remote_write" => Some(
+                "synchronous_commit = remote_write: a commit waits until the standby has written it, not flushed it; \
+                 a power cut of both machines can lose it"
+                    .into(),
+            ),
+            CommitWait::Standbys { count, connected, .. } if connected < count => Some(format!(
+                "synchronous_standby_names asks for {count} synchronous standbys and pg_stat_replication shows \
+                 {connected} of the {count} streaming: every commit waits until one connects"
+            )),
+            CommitWait::Standbys { .. } => None,
+        }
+    }
+}
+
+/// What a server says of its replication (`--pg URL`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PgReplication {
+    pub synchronous_standby_names: String,
+    /// The server's default, which an application's commits get.
+    pub synchronous_commit: String,
+    pub standbys: Vec<PgStandbyRow>,
+    pub wait: CommitWait,
 }

@@ -92,18 +92,20 @@ impl From<StoredServerInfo> for ServerInfo {
 impl From<PgServerInfo> for ServerInfo {
     fn from(pg: PgServerInfo) -> ServerInfo {
         let setting = |name: &str, value: String| ServerSetting { name: name.into(), value };
+        let mut settings = vec![
+            setting("server_version_num", pg.version_num.to_string()),
+            setting("shared_buffers", pg.shared_buffers),
+            setting("synchronous_commit", pg.synchronous_commit),
+            setting("wal_level", pg.wal_level),
+            setting("fsync", pg.fsync),
+        ];
+        settings.extend(pg.replication.map(|r| setting("replication", r)));
         ServerInfo {
             product: "PostgreSQL".into(),
             version: pg.version,
             place: if pg.server == "remote" { ServerPlace::Remote } else { ServerPlace::Local },
             blobs_in: format!("table {}", pg.table),
-            settings: vec![
-                setting("server_version_num", pg.version_num.to_string()),
-                setting("shared_buffers", pg.shared_buffers),
-                setting("synchronous_commit", pg.synchronous_commit),
-                setting("wal_level", pg.wal_level),
-                setting("fsync", pg.fsync),
-            ],
+            settings,
         }
     }
 }

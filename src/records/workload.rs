@@ -203,6 +203,10 @@ pub struct EngineSettings {
     /// How the writes are committed (`--commit-every N`): the same for
     /// every engine.
     pub commit_every: CommitEvery,
+    /// The store replicated across throwaway hosts, laid out so (a
+    /// replicated configuration's); None: one copy, as the dataset is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<super::Replica>,
 }
 
 impl EngineSettings {

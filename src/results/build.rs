@@ -11,6 +11,7 @@ use crate::studies::advise::AdviseOutcome;
 use crate::studies::aging::AgingOutcome;
 use crate::studies::concurrency::{self, ConcurrencyOptions};
 use crate::studies::context::StudyContext;
+use crate::studies::crashtest::loss::MachineLossReport;
 use crate::studies::crashtest::{CrashReport, PowerCutReport};
 use crate::studies::matrix::{MatrixRun, RATIO_FIGURE};
 use crate::studies::suite::SuiteOutcome;
@@ -81,6 +82,14 @@ impl ResultFile {
         let mut file = ResultFile::new("crashtest", envinfo::collect(workdir));
         file.complete = !report.interrupted;
         file.power_cut = Some(report.section.clone());
+        file
+    }
+
+    /// The result file of a `crashtest --machine-loss` run in `workdir`.
+    pub fn from_machine_loss(report: &MachineLossReport, workdir: &Path) -> ResultFile {
+        let mut file = ResultFile::new("crashtest", envinfo::collect(workdir));
+        file.complete = !report.interrupted;
+        file.machine_loss = Some(report.section.clone());
         file
     }
 

@@ -81,6 +81,11 @@ pub struct ResultFile {
     /// What power cuts left behind, per write method (`crashtest --power-cut`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_cut: Option<crate::studies::crashtest::PowerCutSection>,
+    /// What losing a host did to replicated stores (`crashtest
+    /// --machine-loss`, and advise's quick run under `--durability
+    /// replicated`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_loss: Option<crate::studies::crashtest::loss::MachineLossSection>,
     /// Free-form remarks the command wants a reader to see.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -123,6 +128,7 @@ impl ResultFile {
             matrix: None,
             crashtest: None,
             power_cut: None,
+            machine_loss: None,
             notes: Vec::new(),
             concurrency: None,
             aging: None,

@@ -215,6 +215,13 @@ fn cases() -> Vec<Case> {
         case("advise: --commit-every 0", none, &["advise", "--workdir", "@", "--out", "@rep", "--commit-every", "0"], Fail("--commit-every must be at least 1")),
         case("run: --commit-every above the most", db, &["run", "@db", "--update", "--commit-every", "1000001"], Fail("above the most a commit may group (1000000)")),
         case("crashtest: --commit-every above the most", none, &["crashtest", "--commit-every", "2m"], Fail("above the most a commit may group")),
+        // a machine loss asks for a replicated layout, and a replicated layout for a machine loss
+        case("crashtest: machine loss of a store with one copy", none, &["crashtest", "--machine-loss", "--method", "postgres-durable", "--workdir", "@"], Fail("postgres-durable keeps one copy on one host")),
+        case("crashtest: machine loss of SQLite", none, &["crashtest", "--machine-loss", "--method", "db-wal-full", "--workdir", "@"], Fail("db-wal-full keeps one copy on one host")),
+        case("crashtest: replicated layout without a loss", none, &["crashtest", "--method", "postgres-sync-standby", "--workdir", "@"], Fail("add --machine-loss")),
+        case("crashtest: --losses without --machine-loss", none, &["crashtest", "--losses", "3"], Fail("--machine-loss")),
+        case("advise: --pg without --durability replicated", none, &["advise", "--workdir", "@", "--out", "@rep", "--pg", "postgresql://u@127.0.0.1:1/db"], Fail("--pg URL is read under --durability replicated only")),
+        case("advise: replicated with only local engines", none, &["advise", "--workdir", "@", "--out", "@rep", "--durability", "replicated", "--engines", "lmdb,redb"], Fail("lmdb, redb: one machine each")),
         case("run: --commit-every on reads", db, &["run", "@db", "--commit-every", "10"], Fail("--commit-every applies to writes and this run only reads")),
         case("run: --commit-every and --multitrans", db, &["run", "@db", "--update", "--multitrans", "--commit-every", "10"], Fail("--commit-every")),
         case("run: --commit-every on the external layout", external, &["run", "@t", "--update", "--commit-every", "10"], Fail("--commit-every does not apply to the external layout")),
@@ -436,6 +443,7 @@ const NUMBER_OPTIONS: &[(&[&str], &str)] = &[
     (&["advise", "--workdir", "@", "--out", "@rep"], "--commit-every"),
     (&["aging", "--workdir", "@", "--out", "@rep"], "--commit-every"),
     (&["crashtest"], "--commit-every"),
+    (&["crashtest", "--machine-loss"], "--losses"),
 ];
 
 /// Not a number, a fraction, an unknown unit, an overflow, empty, negative.

@@ -14,6 +14,7 @@ mod crashtest;
 mod engines;
 mod fjall_powercut;
 mod kvtest;
+mod machine_loss;
 mod matrix;
 mod postgres;
 mod powercut;

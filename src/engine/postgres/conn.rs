@@ -3,7 +3,7 @@
 //! and that the table is blobbench's; one-line errors.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use postgres::{Client, Config, NoTls};
@@ -11,9 +11,10 @@ use postgres::{Client, Config, NoTls};
 #[cfg(test)]
 use super::descriptor::plain_name;
 use super::descriptor::Descriptor;
+use super::replica::PgReplicated;
 use super::server::{self, Cluster};
 use crate::engine::throwaway::Lease;
-use crate::records::{EngineKind, PgServerInfo};
+use crate::records::{EngineKind, PgServerInfo, Replica};
 use crate::{Error, Result};
 
 /// The oldest server accepted: PostgreSQL 10 (`lo_from_bytea`, `lo_put`,
@@ -36,6 +37,9 @@ pub(super) fn marker(kind: EngineKind) -> String {
 pub(super) struct Server {
     /// Held for its drop: the last holder's stops the throwaway cluster.
     cluster: Option<Arc<Lease<Cluster>>>,
+    /// The dataset copied onto a replicated cluster of throwaway hosts (a
+    /// replicated configuration's), which the connections reach instead.
+    replica: Option<Arc<Mutex<PgReplicated>>>,
     config: Config,
     /// What errors name: the dataset directory or the redacted URL.
     pub label: PathBuf,
@@ -45,17 +49,45 @@ pub(super) struct Server {
 impl Server {
     /// The server of the dataset in `dir`: its throwaway cluster, started
     /// now, or the user's server at `url`.
-    pub fn for_dataset(dir: &Path, desc: Descriptor, url: Option<&str>) -> Result<Server> {
-        match (desc.remote, url) {
-            (true, None) => Err(Error::bad_input(dir, "is a table on a server you run; give its URL with --pg")),
-            (false, Some(_)) => Err(Error::bad_input(dir, "holds its own throwaway cluster; run it without --pg")),
-            (true, Some(url)) => Ok(Server { cluster: None, config: parse_url(url)?, label: redact(url).into(), desc }),
-            (false, None) => {
+    pub fn for_dataset(dir: &Path, desc: Descriptor, url: Option<&str>, replica: Option<Replica>) -> Result<Server> {
+        match (desc.remote, url, replica) {
+            (true, None, _) => Err(Error::bad_input(dir, "is a table on a server you run; give its URL with --pg")),
+            (false, Some(_), _) => Err(Error::bad_input(dir, "holds its own throwaway cluster; run it without --pg")),
+            (true, Some(url), Some(r)) => Err(Error::bad_input(
+                &PathBuf::from(redact(url)),
+                format!(
+                    "a server you run is replicated as you run it, not as {}; blobbench reads its replication \
+                     instead (advise --durability replicated --pg URL)",
+                    r.suffix()
+                ),
+            )),
+            (true, Some(url), None) => {
+                Ok(Server { cluster: None, replica: None, config: parse_url(url)?, label: redact(url).into(), desc })
+            }
+            (false, None, None) => {
                 let cluster = Cluster::shared(dir)?;
                 let config = local_config(&cluster.socket_dir(), LOCAL_DB);
-                Ok(Server { cluster: Some(cluster), config, label: dir.to_path_buf(), desc })
+                Ok(Server { cluster: Some(cluster), replica: None, config, label: dir.to_path_buf(), desc })
+            }
+            (false, None, Some(r)) => {
+                let standby = PgReplicated::standby_of(r).ok_or_else(|| {
+                    crate::engine::throwaway::hosts::no_replicas(&format!("PostgreSQL laid out as {}", r.suffix()))
+                })?;
+                // The dataset's own cluster runs only while it is copied.
+                let seeded = {
+                    let cluster = Cluster::shared(dir)?;
+                    PgReplicated::create_from(dir, standby, &cluster.socket_dir())?
+                };
+                let config = seeded.client_config(LOCAL_DB);
+                let replica = Some(Arc::new(Mutex::new(seeded)));
+                Ok(Server { cluster: None, replica, config, label: dir.to_path_buf(), desc })
             }
         }
+    }
+
+    /// The replicated cluster the dataset was copied onto, when it was.
+    pub fn replica(&self) -> Option<Arc<Mutex<PgReplicated>>> {
+        self.replica.clone()
     }
 
     /// Stops the throwaway cluster now (its errors returned, unlike a
@@ -70,16 +102,23 @@ impl Server {
         }
     }
 
+    /// A throwaway cluster, alone or replicated (not a server the user runs).
     pub fn local(&self) -> bool {
-        self.cluster.is_some()
+        self.cluster.is_some() || self.replica.is_some()
     }
 
     pub fn table(&self) -> &str {
         &self.desc.table
     }
 
+    /// A connection; to a replicated cluster without the probe (each of
+    /// its waits is bounded by its own configuration, and a lost host
+    /// must not stop the client from trying the next).
     pub fn connect(&self) -> Result<Client> {
-        connect(&self.config, &self.label)
+        match self.replica {
+            Some(_) => connect_unprobed(&self.config, &self.label),
+            None => connect(&self.config, &self.label),
+        }
     }
 
     /// The table exists, is blobbench's and of this engine.
@@ -107,6 +146,11 @@ impl Server {
 /// A connection, its server's version checked.
 pub(super) fn connect(config: &Config, label: &Path) -> Result<Client> {
     probe(config, label)?;
+    connect_unprobed(config, label)
+}
+
+/// [`connect`] without the probe.
+fn connect_unprobed(config: &Config, label: &Path) -> Result<Client> {
     let mut client = config.connect(NoTls).map_err(|e| pg_error(label, "cannot connect", e))?;
     let num: String = client
         .query_one("SHOW server_version_num", &[])
@@ -218,6 +262,11 @@ pub(super) fn server_info(client: &mut Client, server: &Server) -> Result<PgServ
         fsync: show(client, "fsync")?,
         server: if server.local() { "local" } else { "remote" }.into(),
         table: server.table().to_string(),
+        replication: server.replica.as_ref().map(|r| {
+            use crate::engine::throwaway::hosts::Replicated;
+            let r = r.lock().unwrap_or_else(|e| e.into_inner());
+            format!("{}; {}", r.describe(), r.hosts().network().describe())
+        }),
     })
 }
 

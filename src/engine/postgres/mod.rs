@@ -17,6 +17,8 @@
 mod build;
 mod conn;
 mod descriptor;
+pub mod replica;
+pub mod replication;
 pub mod server;
 mod session;
 mod stat;
@@ -36,7 +38,10 @@ use crate::engine::backend::{Backend, Claim, LocalBytes, Probe, WriteConfig, Wri
 use crate::engine::keep::Idle;
 use crate::engine::report::{ExportReport, StatReport};
 use crate::engine::sizes::KnownSizes;
-use crate::records::{CommitEvery, ConfigId, EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo, ServerInfo};
+use crate::engine::throwaway::hosts::Replicated;
+use crate::records::{
+    CommitEvery, ConfigId, EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo, Replica, ServerInfo,
+};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -115,11 +120,16 @@ impl Backend for PgBackend {
     /// `postgres` user); a server the user runs (`--pg`) needs nothing here.
     /// Any dataset path works: a socket that would not fit there goes to a
     /// short directory of its own ([`server::socket_dir_for`]).
+    /// A replicated layout needs `pg_basebackup` too.
     fn preflight(&self, settings: &EngineSettings, _target: Option<&Path>) -> Result<()> {
         if settings.pg.url.is_some() {
             return Ok(());
         }
-        server::check_installed()
+        server::check_installed()?;
+        match settings.replica {
+            Some(_) => replica::check_installed(),
+            None => Ok(()),
+        }
     }
 }
 
@@ -128,15 +138,38 @@ const fn server_config(id: ConfigId, description: &'static str) -> WriteConfig {
     WriteConfig::new(id, description, WriteSettings::Commit).atomic().server(server::kill_server)
 }
 
-const WRITE_CONFIGS: [WriteConfig; 2] = [
+/// A durable commit on a primary and a standby on two throwaway hosts
+/// (`replica`), one of which the machine-loss test loses.
+const fn replicated_config(id: ConfigId, description: &'static str) -> WriteConfig {
+    let ConfigId::Replicated(_, replica) = id else { panic!("a replicated configuration's id") };
+    server_config(id, description).durable().replicated(replica)
+}
+
+const WRITE_CONFIGS: [WriteConfig; 4] = [
     server_config(ConfigId::Durable(KIND), "PostgreSQL bytea, synchronous_commit=on, server SIGKILLed").durable(),
     server_config(ConfigId::Fast(KIND), "PostgreSQL bytea, synchronous_commit=off, server SIGKILLed"),
+    replicated_config(
+        ConfigId::Replicated(KIND, Replica::SyncStandby),
+        "PostgreSQL bytea, a primary and a synchronous standby on two hosts, synchronous_commit=on, a host lost",
+    ),
+    replicated_config(
+        ConfigId::Replicated(KIND, Replica::AsyncStandby),
+        "PostgreSQL bytea, a primary and an asynchronous standby on two hosts, synchronous_commit=on, a host lost",
+    ),
 ];
 
-const WRITE_CONFIGS_LO: [WriteConfig; 2] = [
+const WRITE_CONFIGS_LO: [WriteConfig; 4] = [
     server_config(ConfigId::Durable(KIND_LO), "PostgreSQL large objects, synchronous_commit=on, server SIGKILLed")
         .durable(),
     server_config(ConfigId::Fast(KIND_LO), "PostgreSQL large objects, synchronous_commit=off, server SIGKILLed"),
+    replicated_config(
+        ConfigId::Replicated(KIND_LO, Replica::SyncStandby),
+        "PostgreSQL large objects, a primary and a synchronous standby on two hosts, synchronous_commit=on, a host lost",
+    ),
+    replicated_config(
+        ConfigId::Replicated(KIND_LO, Replica::AsyncStandby),
+        "PostgreSQL large objects, a primary and an asynchronous standby on two hosts, synchronous_commit=on, a host lost",
+    ),
 ];
 
 /// The dataset at `path` opened for runs; the server starts (or is
@@ -147,6 +180,8 @@ pub struct PgEngine {
     kv: KvParams,
     commit_every: CommitEvery,
     pg: PgParams,
+    /// The replicated layout the dataset is copied onto, when asked.
+    replica: Option<Replica>,
     /// Connections read sessions kept open (`engine::keep`): each a server
     /// backend with its own caches. Declared before the server, so they
     /// close before it stops.
@@ -165,6 +200,7 @@ impl PgEngine {
             kv: settings.kv,
             commit_every: settings.commit_every,
             pg: settings.pg.clone(),
+            replica: settings.replica,
             server: Mutex::new(None),
             info: Mutex::new(None),
             idle: Idle::new(),
@@ -184,7 +220,7 @@ impl PgEngine {
                 format!("is a {} dataset, not {}", desc.engine.name(), self.kind.name()),
             ));
         }
-        let s = Arc::new(conn::Server::for_dataset(&self.path, desc, self.pg.url.as_deref())?);
+        let s = Arc::new(conn::Server::for_dataset(&self.path, desc, self.pg.url.as_deref(), self.replica)?);
         *slot = Some(s.clone());
         Ok(s)
     }
@@ -247,6 +283,16 @@ impl Engine for PgEngine {
         self.info.lock().unwrap_or_else(|e| e.into_inner()).clone().map(ServerInfo::from)
     }
 
+    /// The replicated cluster the dataset runs on (started now when it is
+    /// not yet): the machine-loss test loses its hosts.
+    fn replicated(&self) -> Result<Option<Arc<Mutex<dyn Replicated + Send>>>> {
+        if self.replica.is_none() {
+            return Ok(None);
+        }
+        let replica = self.server()?.replica();
+        Ok(replica.map(|r| r as Arc<Mutex<dyn Replicated + Send>>))
+    }
+
     /// Closes the kept connections, then restarts the throwaway cluster,
     /// which empties its `shared_buffers` (a fast shutdown writes a
     /// checkpoint, then a new server starts, both outside the timer). A
@@ -255,7 +301,7 @@ impl Engine for PgEngine {
     fn drop_own_caches(&self) -> Result<()> {
         self.idle.clear();
         let mut slot = self.server.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(server) = slot.take_if(|s| s.local()) else { return Ok(()) };
+        let Some(server) = slot.take_if(|s| s.local() && s.replica().is_none()) else { return Ok(()) };
         let server = Arc::try_unwrap(server)
             .map_err(|_| Error::invalid("cannot restart the PostgreSQL server while a session uses it"))?;
         server.stop()?;

@@ -20,14 +20,13 @@
 //! init's, which may reap it seconds later. No process of the cluster is
 //! left when a command returns, and a script may remove the dataset at once.
 
-use std::ffi::CString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 pub use crate::engine::throwaway::alive;
-use crate::engine::throwaway::{self, Lease, Shared};
+use crate::engine::throwaway::{self, Lease, RunAs, Shared};
 use crate::{Error, Result};
 
 /// The data directory inside a local dataset's directory.
@@ -93,29 +92,12 @@ pub fn check_installed() -> Result<()> {
 
 /// The user PostgreSQL's programs run as: ourselves, or `postgres` when we
 /// are root.
-#[derive(Debug, Clone, Copy)]
-struct RunAs {
-    uid: libc::uid_t,
-    gid: libc::gid_t,
-}
-
-fn run_as() -> Result<Option<RunAs>> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Ok(None);
-    }
-    let name = CString::new("postgres").expect("no NUL");
-    // SAFETY: getpwnam reads a NUL-terminated name; the result is copied
-    // out at once, before any other call could reuse its static buffer.
-    let pw = unsafe { libc::getpwnam(name.as_ptr()) };
-    if pw.is_null() {
-        return Err(Error::invalid(format!(
+pub(super) fn run_as() -> Result<Option<RunAs>> {
+    RunAs::when_root("postgres").map_err(|_| {
+        Error::invalid(format!(
             "running as root, but there is no 'postgres' user to run the throwaway PostgreSQL cluster as: {INSTALL}"
-        )));
-    }
-    // SAFETY: pw is non-null and points to a valid passwd entry.
-    let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
-    Ok(Some(RunAs { uid, gid }))
+        ))
+    })
 }
 
 /// A cluster in `dir/pgdata`, started by us; stopped when dropped.
@@ -322,7 +304,7 @@ fn dataset_of(data: &Path) -> &Path {
     data.parent().unwrap_or(data)
 }
 
-fn read_pid(data: &Path) -> Result<Option<i32>> {
+pub(super) fn read_pid(data: &Path) -> Result<Option<i32>> {
     let file = data.join("postmaster.pid");
     match std::fs::read_to_string(&file) {
         Ok(s) => Ok(s.lines().next().and_then(|l| l.trim().parse().ok())),
@@ -375,19 +357,17 @@ fn command(program: &Path, who: Option<RunAs>) -> Command {
     unsafe {
         cmd.pre_exec(move || {
             libc::setsid();
-            if let Some(w) = who {
-                if libc::setgroups(0, std::ptr::null()) != 0 || libc::setgid(w.gid) != 0 || libc::setuid(w.uid) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
+            match who {
+                Some(w) => w.become_it(),
+                None => Ok(()),
             }
-            Ok(())
         });
     }
     cmd
 }
 
 /// Runs `cmd` to its end; a failure's message is its last line of output.
-fn run(mut cmd: Command, path: &Path, what: &str) -> Result<()> {
+pub(super) fn run(mut cmd: Command, path: &Path, what: &str) -> Result<()> {
     let out = cmd.output().map_err(|e| Error::io(path, &format!("{what}: cannot run {:?}", cmd.get_program()), e))?;
     if out.status.success() {
         return Ok(());
@@ -397,7 +377,7 @@ fn run(mut cmd: Command, path: &Path, what: &str) -> Result<()> {
     Err(Error::bad_input(path, format!("{what}: {last}")))
 }
 
-fn append(path: &Path, text: &str) -> Result<()> {
+pub(super) fn append(path: &Path, text: &str) -> Result<()> {
     use std::io::Write;
     std::fs::OpenOptions::new()
         .append(true)
@@ -408,7 +388,7 @@ fn append(path: &Path, text: &str) -> Result<()> {
 
 /// A start failure names the server log's reason: its last FATAL line,
 /// else its last line.
-fn with_log(e: Error, data: &Path) -> Error {
+pub(super) fn with_log(e: Error, data: &Path) -> Error {
     let log = std::fs::read_to_string(data.join("server.log")).unwrap_or_default();
     let mut lines = log.lines().map(str::trim);
     let fatal = log.lines().map(str::trim).rfind(|l| l.contains("FATAL:"));

@@ -99,7 +99,7 @@ pub(super) fn sizes(client: &mut Client, server: &Server) -> Result<HashMap<u32,
 /// `stat` of the dataset in `dir` (its cluster is started for it).
 pub fn stat(dir: &Path, pg: &PgParams) -> Result<PgStat> {
     let desc = Descriptor::read(dir)?;
-    let server = Server::for_dataset(dir, desc, pg.url.as_deref())?;
+    let server = Server::for_dataset(dir, desc, pg.url.as_deref(), None)?;
     let mut client = server.connect()?;
     server.check_table(&mut client)?;
     let (t, kind) = (server.table().to_string(), server.desc.engine);

@@ -31,8 +31,10 @@
 //! a server running for ever, and a server whose users are all dead is a
 //! killed run's, which the next start on the dataset or [`orphaned`] ends.
 
+pub mod hosts;
 mod lock;
 mod procs;
+mod runas;
 mod users;
 
 use std::ffi::OsString;
@@ -44,6 +46,7 @@ use std::time::Duration;
 pub use lock::LOCK;
 use lock::{AtCtrlC, DirLock};
 pub use procs::{adopt_orphans, alive, kill_tree, killed_builds, reap_adopted, start_time};
+pub use runas::{NoSuchUser, RunAs};
 pub use users::{confirmed_pid, orphaned, write_pid_file, Place, User, OWNER};
 use users::{others_kept, write_users, Others};
 

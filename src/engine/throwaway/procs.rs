@@ -46,7 +46,7 @@ fn proc_stat(pid: i32) -> Option<ProcStat> {
 }
 
 /// Every process's pid, from `/proc`.
-fn all_pids() -> Vec<i32> {
+pub(super) fn all_pids() -> Vec<i32> {
     let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
     entries.flatten().filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()).collect()
 }
@@ -113,6 +113,20 @@ pub fn kill_tree(pid: i32, label: &Path) -> Result<()> {
         std::thread::sleep(Duration::from_millis(5));
     }
     Ok(())
+}
+
+/// Every process `pid` started, and theirs, from `/proc` (one pass).
+pub fn descendants(pid: i32) -> Vec<i32> {
+    let parents: Vec<(i32, i32)> = all_pids().into_iter().filter_map(|p| Some((p, proc_stat(p)?.parent))).collect();
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let of = found[i];
+        found.extend(parents.iter().filter(|&&(_, parent)| parent == of).map(|&(p, _)| p));
+        i += 1;
+    }
+    found.remove(0);
+    found
 }
 
 /// The processes whose parent is `pid`, from `/proc`.

@@ -11,6 +11,7 @@ mod candidate;
 pub mod clients;
 mod facets;
 pub mod rank;
+pub mod replicated;
 pub mod rules;
 mod section;
 

@@ -44,9 +44,22 @@ impl ConfigId {
         id.mode().map(|_| id)
     }
 
-    /// Every method, in the registry's order.
+    /// Every method of the kill and the power cut, in the registry's
+    /// order (every row but the replicated ones: a crash writer is one
+    /// process on one dataset).
     pub fn methods() -> Vec<ConfigId> {
-        table().iter().map(|t| t.0).collect()
+        table().iter().filter(|t| t.2.replica.is_none()).map(|t| t.0).collect()
+    }
+
+    /// Every method of the machine-loss test: the rows whose store is
+    /// replicated across throwaway hosts, in the registry's order.
+    pub fn replicated_methods() -> Vec<ConfigId> {
+        table().iter().filter(|t| t.2.replica.is_some()).map(|t| t.0).collect()
+    }
+
+    /// How its store is replicated across hosts; None for one copy.
+    pub fn replica(self) -> Option<crate::records::Replica> {
+        self.mode().and_then(|m| m.replica)
     }
 
     /// The method of that name (a result file's), if a backend declares it.
@@ -170,7 +183,9 @@ impl ConfigId {
     }
 }
 
-/// Parses one name, or "all", "db", "files", "kv", "server" for a group.
+/// Parses one name, or "all", "db", "files", "kv", "server" for a group
+/// of the kill's and the power cut's methods, "replicated" for the
+/// machine loss's.
 fn parse_group(text: &str) -> Result<Vec<ConfigId>, UnitError> {
     let t = text.trim().to_ascii_lowercase();
     let all = ConfigId::methods();
@@ -180,14 +195,20 @@ fn parse_group(text: &str) -> Result<Vec<ConfigId>, UnitError> {
         "files" => Ok(all.into_iter().filter(|m| m.is_files()).collect()),
         "kv" => Ok(all.into_iter().filter(|m| m.is_engine() && !m.has_server()).collect()),
         "server" => Ok(all.into_iter().filter(|m| m.has_server()).collect()),
+        "replicated" => Ok(ConfigId::replicated_methods()),
         _ => ConfigId::method_named(&t).map(|m| vec![m]).ok_or_else(|| {
-            let names: Vec<&str> = all.iter().map(|m| m.name()).collect();
+            let names: Vec<&str> = every().iter().map(|m| m.name()).collect();
             UnitError::from(format!(
-                "unknown write method {text:?} (one of: all, db, files, kv, server, {})",
+                "unknown write method {text:?} (one of: all, db, files, kv, server, replicated, {})",
                 names.join(", ")
             ))
         }),
     }
+}
+
+/// Every row, the replicated ones last.
+fn every() -> Vec<ConfigId> {
+    ConfigId::methods().into_iter().chain(ConfigId::replicated_methods()).collect()
 }
 
 /// A comma-separated list of names and groups, without repeats, in the
@@ -195,7 +216,7 @@ fn parse_group(text: &str) -> Result<Vec<ConfigId>, UnitError> {
 pub fn parse_list(text: &str) -> Result<Vec<ConfigId>, UnitError> {
     let groups = crate::util::units::parse_list(text, parse_group)?;
     let chosen: Vec<ConfigId> = groups.into_iter().flatten().collect();
-    Ok(ConfigId::methods().into_iter().filter(|m| chosen.contains(m)).collect())
+    Ok(every().into_iter().filter(|m| chosen.contains(m)).collect())
 }
 
 /// A method held as its name, none as `""` (advise's crash facts about an
@@ -264,5 +285,16 @@ mod tests {
             ]
         );
         assert!(!parse_list("db-delete").unwrap()[0].promises_durability());
+        let replicated: Vec<&str> = parse_list("replicated").unwrap().iter().map(|m| m.name()).collect();
+        assert_eq!(
+            replicated,
+            [
+                "postgres-sync-standby",
+                "postgres-async-standby",
+                "postgres-lo-sync-standby",
+                "postgres-lo-async-standby"
+            ]
+        );
+        assert!(parse_list("all").unwrap().iter().all(|m| m.replica().is_none()), "the kill's methods only");
     }
 }

@@ -17,6 +17,7 @@
 mod blob;
 mod dataset;
 mod kill;
+pub mod loss;
 pub mod method;
 mod options;
 mod powercut;

@@ -2,6 +2,7 @@
 //! section, what killed writers left behind per write method, and what a
 //! process kill cannot show.
 
+mod loss;
 mod powercut;
 pub mod question;
 mod tables;
@@ -31,7 +32,8 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let found: Vec<(&String, &CrashSection)> =
         labels.iter().zip(files).filter_map(|(l, f)| f.crashtest.as_ref().map(|c| (l, c))).collect();
     let power_cuts = powercut::blocks(files);
-    if found.is_empty() && power_cuts.is_empty() {
+    let losses = loss::blocks(files);
+    if found.is_empty() && power_cuts.is_empty() && losses.is_empty() {
         return Vec::new();
     }
     let mut blocks = Vec::new();
@@ -68,9 +70,10 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
         blocks.push(Block::Paragraph(crashtest::LIMITS.split_whitespace().collect::<Vec<_>>().join(" ")));
     }
     blocks.extend(power_cuts);
+    blocks.extend(losses);
     vec![Section {
         id: "crashtest".into(),
-        title: "Crash safety: what a killed writer or a power cut leaves behind".into(),
+        title: "Crash safety: what a killed writer, a power cut or a lost machine leaves behind".into(),
         in_summary: true,
         blocks,
     }]

@@ -21,7 +21,7 @@ fn fs_type(file: &ResultFile) -> &str {
 /// What `blobbench crashtest` prints: the kill test's or the power-cut
 /// test's tables, whichever `file` holds (empty when neither).
 pub fn terminal(file: &ResultFile, _colour: bool) -> String {
-    kill_table(file) + &power_cut_table(file)
+    kill_table(file) + &power_cut_table(file) + &super::loss::terminal(file)
 }
 
 /// The kill test's table (empty without a `crashtest` section).
