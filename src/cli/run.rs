@@ -315,6 +315,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     for p in args.json.iter().chain(args.csv.iter()) {
         blobbench::util::fsutil::check_writable_output(p)?;
     }
+    super::servers::warn_in_clear(args.servers.s3.as_deref(), Some(&args.path));
     let opts = args.options();
     if args.commit_every.is_some() && !opts.update && opts.mix.is_none_or(|m| m.write == 0) {
         anyhow::bail!(

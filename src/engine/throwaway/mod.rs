@@ -47,8 +47,8 @@ pub use lock::LOCK;
 use lock::{AtCtrlC, DirLock};
 pub use procs::{adopt_orphans, alive, kill_tree, killed_builds, reap_adopted, start_time};
 pub use runas::{NoSuchUser, RunAs};
-pub use users::{confirmed_pid, orphaned, write_pid_file, OWNER};
-use users::{others_kept, write_users, Others, User};
+pub use users::{confirmed_pid, orphaned, write_pid_file, Place, User, OWNER};
+use users::{others_kept, write_users, Others};
 
 use crate::{Error, Result};
 

@@ -98,7 +98,7 @@ pub fn master_counts(master: SocketAddr, url: &str) -> Option<bool> {
 
 /// `weed version`'s number ("version 8000GB 4.48 pypi linux amd64": 4.48).
 pub fn version(weed: &Path) -> String {
-    let out = Command::new(weed).arg("version").stdin(Stdio::null()).output();
+    let out = crate::engine::s3::process::helper(weed).arg("version").stdin(Stdio::null()).output();
     let text = out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
     version_of(&text)
 }

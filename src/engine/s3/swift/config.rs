@@ -4,10 +4,10 @@
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use super::programs::{current_user, Programs, NO_GREENDNS, STORAGE};
 use crate::engine::s3::ports::{Ports, Wanted};
+use crate::engine::s3::process::helper;
 use crate::{Error, Result};
 
 /// The cluster's directory inside a local dataset's directory: on one host.
@@ -234,7 +234,7 @@ impl Layout {
 
     fn write_rings(&self, programs: &Programs, nodes: &[Node], ports: &Ports, addrs: &[IpAddr]) -> Result<()> {
         let etc = self.etc();
-        let out = Command::new(&programs.python)
+        let out = helper(&programs.python)
             .arg("-c")
             .arg(include_str!("rings.py"))
             .arg(&etc)

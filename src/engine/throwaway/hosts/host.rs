@@ -161,7 +161,8 @@ impl Host {
 pub struct LostHost {
     pub host: HostId,
     pub name: String,
-    /// When the link went down (the first thing a loss does).
+    /// When the loss struck: its link down (in a namespace), before its
+    /// processes were killed.
     pub at: Instant,
     /// Processes SIGKILLed.
     pub killed: usize,

@@ -124,10 +124,14 @@ impl Hosts {
         if host.lost {
             return Err(Error::bad_input(&host.dir, "this host is already lost"));
         }
-        let at = Instant::now();
         if let Some(link) = &host.link {
             link.down()?;
         }
+        // The loss's moment: from here its peers reach it no more (in a
+        // namespace the link is down; on loopback the kill follows). Taken
+        // before the link went down, a write answered while `ip` ran would
+        // count as one made after the loss.
+        let at = Instant::now();
         host.lost = true;
         let pids = host.processes();
         kill_all(&pids, &host.dir)?;
