@@ -53,14 +53,11 @@ pub fn run(opts: &RunOptions, c: &ClientsRun) -> anyhow::Result<String> {
              one process; client processes cannot share it (use --clients-are threads)"
         );
     }
-    if opts.settings.db.writers == DbWriters::One && opts.settings.commit_every.is_none() {
-        anyhow::bail!(
-            "--sqlite-writers one: SQLite's one writer connection commits every N writes of all its clients: give \
-             --commit-every N"
-        );
-    }
     let mix = opts.mix.unwrap_or(if opts.update { Mix { read: 0, write: 1 } } else { Mix { read: 1, write: 0 } });
     let engine = blobbench::engine::open(&opts.path, &opts.settings)?;
+    if let Some(why) = engine.kind().one_process_only().filter(|_| c.processes) {
+        anyhow::bail!("--clients-are processes: {why} (use --clients-are threads)");
+    }
     let arm = ClientsArm::prepare(engine, c.clients, mix, c.window, opts.seed, c.rate)?;
     let mut arm = if c.processes { arm.in_processes(&opts.settings, &super::args::launcher()?)? } else { arm };
     let plan = blobbench::records::Plan { cold: false, ..opts.plan };

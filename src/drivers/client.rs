@@ -73,7 +73,9 @@ pub(crate) fn client_session(
     // Only turns the clock reads on: the classes hold each op.
     let mut on = Latency::new();
     let spec = SessionSpec {
-        mode: OpenMode::client(client),
+        // A client that only reads opens as a reader: it takes no write
+        // lock, and a store may open read-only.
+        mode: OpenMode { write: script.writes(), ..OpenMode::client(client) },
         max_id: Some(max_id),
         keys: |max| KeySequence::with_rng(Order::Random, 1, max, KvtestRng::stream(round * (clients + 1) + client + 1)),
         count: u64::MAX,

@@ -108,6 +108,11 @@ impl Script {
         &self.ops
     }
 
+    /// Whether any operation writes.
+    pub fn writes(&self) -> bool {
+        self.ops.iter().any(|op| *op != ScriptOp::Read)
+    }
+
     /// The per-class histograms recorded so far, by [`ScriptOp::class`],
     /// leaving empty ones in their place (to merge several clients').
     pub fn take_classes(&self) -> [Latency; 4] {

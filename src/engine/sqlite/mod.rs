@@ -160,19 +160,21 @@ impl SqliteEngine {
     /// between runs), writes through the shared writer, opened by the
     /// first client and committing every N writes of all clients.
     fn one_writer_client(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
-        let Some(n) = self.commit_every else {
-            return Err(Error::invalid(
-                "SQLite's one writer connection commits every N writes of all its clients: give --commit-every N",
-            ));
-        };
         let path = &self.path;
+        if !mode.write {
+            let conn = self.idle.lease(mode.keep, || session::connect(path))?;
+            let read = (false, self.commit_every, true);
+            return Ok(Box::new(DbSession::on(conn, path, &self.params, read, mode.find_max, None)?));
+        }
+        // Every write committed unless told otherwise (`OpenMode::client`).
+        let n = self.commit_every.unwrap_or(1);
         let conn = self.idle.lease(mode.keep, || session::connect(path))?;
         let read = DbSession::on(conn, path, &self.params, (false, Some(n), true), mode.find_max, None)?;
-        let writer = self.one_writer.get_or_open(|| {
+        session::check_clients_journal(read.journal_mode, path)?;
+        Ok(Box::new(OneWriterClient::new(read, &self.one_writer, || {
             let conn = (session::connect(path)?, Lease::once());
             DbSession::on(conn, path, &self.params, (true, Some(n), false), false, self.sizes.clone())
-        })?;
-        Ok(Box::new(OneWriterClient::new(read, writer)))
+        })?))
     }
 }
 
