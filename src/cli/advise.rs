@@ -203,7 +203,7 @@ pub fn run(args: AdviseArgs) -> anyhow::Result<()> {
 fn run_on(args: AdviseArgs, clock: Clock) -> anyhow::Result<()> {
     let opts = args.options(clock)?;
     // What is wrong with the clients is said before anything is written.
-    opts.clients.validate(&opts.stores())?;
+    opts.clients.validate(&opts.stores(), opts.quick)?;
     super::output::prepare_report_dir(&args.out, args.force)?;
     let started = clock.now();
     let observer = super::suite::Lines::new(std::io::stderr().is_terminal());

@@ -5,6 +5,8 @@ mod client;
 pub mod clients;
 pub mod mix;
 pub mod parallel_read;
+pub mod plan;
 pub mod processes;
 pub mod run;
 pub mod session;
+mod window;

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use rand::{RngCore, SeedableRng};
 
+pub use super::window::{DueCounts, Pace, Window, WindowTally};
 use crate::engine::{Engine, OpenMode, Session, SessionInfo};
 use crate::measure::{self, Latency, LatencySink, NoLatency, Phases, RunOutcome};
 use crate::records::keys::KeySequence;
@@ -144,7 +145,7 @@ pub enum Work<'a> {
     Script(&'a Script),
     /// The script, run by one of several clients over a shared window
     /// ([`Window`], which the function gives once the session is open and
-    /// every client is ready): each op's latency recorded once, in its
+    /// every client is ready): each due op's latency recorded once, in its
     /// class's histogram only (the totals are the merge of the classes,
     /// made after the run), when a latency histogram is given; that one
     /// is left as it was.
@@ -206,6 +207,10 @@ pub struct SessionRun {
     pub bytes: u64,
     pub times: SessionTimes,
     pub info: SessionInfo,
+    /// A client's loop over a shared window: what it did beyond its counts.
+    pub window: Option<WindowTally>,
+    /// The session was opened for writes.
+    pub writes: bool,
 }
 
 impl SessionRun {
@@ -245,6 +250,7 @@ pub fn timed_session<K: FnOnce(u32) -> KeySequence>(
     };
     let keys = (spec.keys)(max_id);
     let s = session.as_mut();
+    let mut in_window = None;
     let totals = match (spec.work, latency) {
         (Work::Read, Some(hist)) => timed_loop(s, keys, spec.count, max_id, ReadOps, hist)?,
         (Work::Read, None) => timed_loop(s, keys, spec.count, max_id, ReadOps, &mut NoLatency)?,
@@ -263,7 +269,9 @@ pub fn timed_session<K: FnOnce(u32) -> KeySequence>(
             let window = window()?;
             let mut classes = script.classes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let classes = latency.map(|_| &mut *classes);
-            window_loop(s, keys, max_id, ScriptOps::new(script, classes), window)?
+            let (totals, tally) = super::window::window_loop(s, keys, max_id, ScriptOps::new(script, classes), window)?;
+            in_window = Some(tally);
+            totals
         }
     };
     inspect(session.as_ref());
@@ -277,27 +285,29 @@ pub fn timed_session<K: FnOnce(u32) -> KeySequence>(
         bytes: totals.bytes,
         times: SessionTimes { opened_from, loop_start: totals.start, loop_end: totals.end, committed, closed },
         info: SessionInfo { max_key: Some(max_id), ..info },
+        window: in_window,
+        writes: spec.mode.write,
     })
 }
 
 /// What one timed loop did, and when it started and ended.
-struct LoopTotals {
-    ops: u64,
-    misses: u64,
-    bytes: u64,
-    start: Instant,
-    end: Instant,
+pub(super) struct LoopTotals {
+    pub ops: u64,
+    pub misses: u64,
+    pub bytes: u64,
+    pub start: Instant,
+    pub end: Instant,
 }
 
 /// Misses in a row after which a loop gives up: kvtest loops forever when
 /// no key in range has a blob; blobbench stops with an error once every key
 /// in range has been tried about four times without a hit.
-fn miss_limit(max_id: u32) -> u64 {
+pub(super) fn miss_limit(max_id: u32) -> u64 {
     4 * u64::from(max_id) + 1000
 }
 
 #[cold]
-fn no_blob_found(max_id: u32, tries: u64) -> Error {
+pub(super) fn no_blob_found(max_id: u32, tries: u64) -> Error {
     Error::invalid(format!(
         "no blob found among keys 1..={max_id} in {tries} tries in a row; stopped (kvtest would loop forever)"
     ))
@@ -305,7 +315,7 @@ fn no_blob_found(max_id: u32, tries: u64) -> Error {
 
 /// What a timed loop does per key, monomorphised per kind of work so a
 /// read-only loop carries nothing a script needs.
-trait LoopWork {
+pub(super) trait LoopWork {
     /// Does one operation on `key`; returns the bytes it moved (0: no blob)
     /// and its class for per-class latency.
     fn step<S: Session + ?Sized>(&mut self, session: &mut S, key: u32) -> Result<(u64, usize)>;
@@ -386,7 +396,7 @@ impl LoopWork for PoolCursor<'_> {
     }
 }
 
-struct ScriptOps<'a, 'c> {
+pub(super) struct ScriptOps<'a, 'c> {
     ops: &'a [ScriptOp],
     step: usize,
     content: PoolCursor<'a>,
@@ -395,8 +405,16 @@ struct ScriptOps<'a, 'c> {
 }
 
 impl<'a, 'c> ScriptOps<'a, 'c> {
-    fn new(script: &'a Script, classes: Option<&'c mut [Latency; 4]>) -> Self {
+    pub(super) fn new(script: &'a Script, classes: Option<&'c mut [Latency; 4]>) -> Self {
         ScriptOps { ops: &script.ops, step: 0, content: script.pool.writes(), classes }
+    }
+
+    /// Records the script's next operation as not started, `ns` late (an
+    /// open loop's due operation the deadline came before), and moves on.
+    pub(super) fn skip(&mut self, ns: u64) {
+        let class = self.ops[self.step].class();
+        self.step = (self.step + 1) % self.ops.len();
+        self.record_class(class, ns);
     }
 }
 
@@ -469,95 +487,4 @@ fn timed_loop<S: Session + ?Sized, W: LoopWork, L: LatencySink>(
     }
     let end = Instant::now();
     Ok(LoopTotals { ops, misses, bytes, start, end })
-}
-
-/// The window every client of a run shares (`drivers::clients`): each
-/// starts its first operation at `start` and counts the operations that
-/// end by `deadline`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Window {
-    pub start: Instant,
-    pub deadline: Instant,
-    /// `--rate`: this client's due times; None: a closed loop (the next
-    /// operation when the last returns).
-    pub pace: Option<Pace>,
-}
-
-/// An open loop's due times: the first at `offset` after the window's
-/// start, then one every `interval`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pace {
-    pub offset: std::time::Duration,
-    pub interval: std::time::Duration,
-}
-
-/// The loop of one client over a shared window: one operation, one clock
-/// read after it, its latency recorded in its class, the next key. An
-/// operation counts when it ended by the deadline; the one under way at
-/// the deadline ends the loop, its latency recorded (a client starved for
-/// the whole window shows it in the tail) but not counted. Closed loop:
-/// latency from the end of the operation before. With a pace, an open
-/// loop: op i is due at its offset plus i intervals, waits for it when
-/// early, and its latency counts from when it was due, so a store that
-/// falls behind shows its queue in the latencies (no coordinated
-/// omission); nothing is started that is due after the deadline.
-#[inline(never)]
-fn window_loop<S: Session + ?Sized>(
-    session: &mut S,
-    mut keys: KeySequence,
-    max_id: u32,
-    mut work: ScriptOps<'_, '_>,
-    w: Window,
-) -> Result<LoopTotals> {
-    let (mut ops, mut misses, mut bytes) = (0u64, 0u64, 0u64);
-    let limit = miss_limit(max_id);
-    let mut misses_in_a_row = 0u64;
-    let mut due = w.start + w.pace.map_or(std::time::Duration::ZERO, |p| p.offset);
-    wait_until(due, Instant::now());
-    let mut began = Instant::now();
-    let mut end = began;
-    while due < w.deadline {
-        let (n, class) = work.step(session, keys.current())?;
-        end = Instant::now();
-        let from = if w.pace.is_some() { due } else { began };
-        work.record_class(class, end.saturating_duration_since(from).as_nanos() as u64);
-        keys.advance();
-        if end > w.deadline {
-            break;
-        }
-        began = end;
-        if n == 0 {
-            misses += 1;
-            misses_in_a_row += 1;
-            if misses_in_a_row > limit {
-                return Err(no_blob_found(max_id, misses_in_a_row));
-            }
-            continue;
-        }
-        misses_in_a_row = 0;
-        ops += 1;
-        bytes += n;
-        if let Some(pace) = w.pace {
-            due += pace.interval;
-            if due < w.deadline {
-                wait_until(due, end);
-            }
-        }
-    }
-    Ok(LoopTotals { ops, misses, bytes, start: w.start, end })
-}
-
-/// Waits shorter than this are spun (a sleep overshoots by tens of µs).
-const SPIN: std::time::Duration = std::time::Duration::from_micros(200);
-
-/// Sleeps, then spins, until `due`; returns at once when `now` is past it.
-#[inline]
-fn wait_until(due: Instant, now: Instant) {
-    let left = due.saturating_duration_since(now);
-    if left > SPIN {
-        std::thread::sleep(left - SPIN);
-    }
-    while !left.is_zero() && Instant::now() < due {
-        std::hint::spin_loop();
-    }
 }
