@@ -94,7 +94,6 @@ fn an_open_loop_times_every_due_operation_once_and_never_runs_ahead() {
     }
     assert_eq!(all.count(), 2 * 80, "every due operation of the two timed runs, once");
     assert_eq!(arm.tally().due.due, 2 * 80);
-    assert!(arm.tally().due.wakes > 0, "the clients slept to their due times");
 }
 
 #[test]

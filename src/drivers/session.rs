@@ -269,7 +269,9 @@ pub fn timed_session<K: FnOnce(u32) -> KeySequence>(
             let window = window()?;
             let mut classes = script.classes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let classes = latency.map(|_| &mut *classes);
-            let (totals, tally) = super::window::window_loop(s, keys, max_id, ScriptOps::new(script, classes), window)?;
+            let work = ScriptOps::new(script, classes);
+            let pacer = crate::measure::pace::Pacer::new();
+            let (totals, tally) = super::window::window_loop(s, keys, max_id, work, window, &pacer)?;
             in_window = Some(tally);
             totals
         }
