@@ -2,17 +2,18 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 
 use blobbench::measure::clock::Clock;
 use blobbench::records::sizes::parse_size_dist;
-use blobbench::records::DbWriters;
 use blobbench::records::{DatasetSpec, SizeDist};
 use blobbench::report;
 use blobbench::results::ResultFile;
 use blobbench::studies::advise::clients::{ClientsAre, ClientsPlan, SqliteWriters};
 use blobbench::studies::advise::{self, rules, AdviseOptions, Durability};
+use blobbench::studies::context::StudyContext;
 use blobbench::util::units;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -90,17 +91,7 @@ pub struct AdviseArgs {
     /// process's threads, a connection per client (BEGIN IMMEDIATE, busy waits), or both, each
     /// ranked [default: both with threads, per-client with processes].
     #[arg(long, value_enum, value_name = "HOW")]
-    pub sqlite_writers: Option<SqliteWritersArg>,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum SqliteWritersArg {
-    /// One writer connection for the process, behind a mutex (threads only).
-    One,
-    /// A connection per client, each taking the write lock with BEGIN IMMEDIATE.
-    PerClient,
-    /// Both, each its own row (threads only).
-    Both,
+    pub sqlite_writers: Option<super::args::SqliteWritersArg>,
 }
 
 /// "90:10" into (90, 10).
@@ -142,7 +133,21 @@ fn inside(inner: &Path, outer: &Path) -> bool {
 }
 
 impl AdviseArgs {
-    fn options(&self, clock: Clock) -> anyhow::Result<AdviseOptions> {
+    /// The context: the work directory, the servers' settings, the
+    /// engines considered (the embedded key-value engines by default),
+    /// `--quick`, `--commit-every`, `clock` and the suite's lines.
+    fn context(&self, clock: Clock) -> StudyContext {
+        StudyContext {
+            engines: self.engines.as_ref().map_or_else(rules::default_engines, |e| e.0.clone()),
+            quick: self.quick,
+            commit_every: Some(self.commit_every),
+            clock,
+            observer: Arc::new(super::suite::Lines::new(std::io::stderr().is_terminal())),
+            ..self.servers.context(&self.workdir)
+        }
+    }
+
+    fn options(&self) -> anyhow::Result<AdviseOptions> {
         if let Some(from) = &self.from {
             for (what, dir) in [("--out", &self.out), ("--workdir", &self.workdir)] {
                 if inside(dir, from) {
@@ -163,7 +168,6 @@ impl AdviseArgs {
         };
         let launcher = (are == ClientsAre::Processes).then(super::args::launcher).transpose()?;
         Ok(AdviseOptions {
-            workdir: self.workdir.clone(),
             spec,
             from: self.from.clone(),
             mix_reads: self.mix.0,
@@ -172,24 +176,15 @@ impl AdviseArgs {
                 DurabilityArg::Required => Durability::Required,
                 DurabilityArg::Relaxed => Durability::Relaxed,
             },
-            engines: self.engines.as_ref().map_or_else(rules::default_engines, |e| e.0.clone()),
             budget: self.budget,
-            quick: self.quick,
             writer,
-            commit_every: self.commit_every,
-            clock,
-            settings: self.servers.settings(),
             clients: ClientsPlan {
                 clients: self.clients,
                 are,
                 p99_write: self.p99_write,
                 rate: self.rate,
                 launcher,
-                sqlite_writers: self.sqlite_writers.map(|w| match w {
-                    SqliteWritersArg::One => SqliteWriters::Only(DbWriters::One),
-                    SqliteWritersArg::PerClient => SqliteWriters::Only(DbWriters::PerClient),
-                    SqliteWritersArg::Both => SqliteWriters::Both,
-                }),
+                sqlite_writers: self.sqlite_writers.map(|w| w.0.map_or(SqliteWriters::Both, SqliteWriters::Only)),
             },
         })
     }
@@ -201,13 +196,13 @@ pub fn run(args: AdviseArgs) -> anyhow::Result<()> {
 
 /// [`run`] with the budget read on `clock` (a fake one in tests).
 fn run_on(args: AdviseArgs, clock: Clock) -> anyhow::Result<()> {
-    let opts = args.options(clock)?;
+    let (ctx, opts) = (args.context(clock), args.options()?);
     // What is wrong with the clients is said before anything is written.
-    opts.clients.validate(&opts.stores(), opts.quick)?;
+    let study = advise::in_context(&ctx, &opts);
+    opts.clients.validate(&study.stores(), study.quick())?;
     super::output::prepare_report_dir(&args.out, args.force)?;
     let started = clock.now();
-    let observer = super::suite::Lines::new(std::io::stderr().is_terminal());
-    let mut results = ResultFile::from_advise(advise::run(&opts, &observer)?);
+    let mut results = ResultFile::from_advise(advise::run(&ctx, &opts)?);
     args.label.apply(&mut results);
     super::output::write_report(&args.out, std::slice::from_ref(&results), args.force)?;
     print!("{}", report::advice(&results, false));
@@ -244,6 +239,7 @@ mod tests {
     fn a_budget_spent_before_the_rounds_gives_one_round_a_note_and_success() {
         use blobbench::measure::clock::FakeClock;
         use blobbench::measure::rounds::StopReason;
+        use blobbench::studies::advise::Stage;
         use clap::Parser;
 
         #[derive(Parser)]
@@ -272,15 +268,21 @@ mod tests {
             assert_eq!(set.stop, StopReason::Budget, "{}", set.id);
         }
         let over = results.advise.as_ref().unwrap().over_budget.as_ref().expect("recorded in the result");
-        assert!(over.setup_s > 60.0 && over.size_matrix_s > 0.0 && over.aging_s > 0.0 && over.datasets_s > 0.0);
+        assert!(
+            over[Stage::Setup] > 60.0
+                && over[Stage::SizeMatrix] > 0.0
+                && over[Stage::Aging] > 0.0
+                && over[Stage::Datasets] > 0.0
+        );
         let note = "over budget: the set-up took";
         assert!(report::advice(&results, false).contains(note), "the terminal says so");
         let page = std::fs::read_to_string(out.join("index.html")).unwrap();
         assert!(page.contains(note), "the page says so");
         // Every part is timed on the injected clock, and the page says what the budget covered.
         let t = results.advise.as_ref().unwrap().stages.clone().expect("the parts recorded");
-        assert!(t.size_matrix_s >= 60.0 && t.aging_s >= 60.0 && t.datasets_s >= 60.0 && t.rounds_s >= 60.0, "{t:?}");
-        assert_eq!(t.clients_s, 0.0, "no clients' stage");
+        let at_least_a_minute = [Stage::SizeMatrix, Stage::Aging, Stage::Datasets, Stage::Rounds].map(|s| t[s] >= 60.0);
+        assert!(at_least_a_minute.iter().all(|&x| x), "{t:?}");
+        assert_eq!(t[Stage::Clients], 0.0, "no clients' stage");
         assert!(page.contains("Budget: 60 s for the whole command"), "the page says what the budget covered");
     }
 

@@ -3,13 +3,15 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Args;
 
 use blobbench::records::SizeSource;
 use blobbench::results::ResultFile;
-use blobbench::studies::aging::{self, AgePoint, AgingObserver, AgingOptions, SizeSetting};
+use blobbench::studies::aging::{self, AgePoint, AgingOptions, SizeSetting};
+use blobbench::studies::context::{Observer, StudyContext};
 use blobbench::util::units;
 
 #[derive(Debug, Args)]
@@ -90,8 +92,21 @@ fn churn_pct(s: &str) -> Result<f64, String> {
 }
 
 impl AgingArgs {
+    /// The context: the work directory, the servers' settings, the
+    /// engines, the rounds, `--quick` and `--commit-every`.
+    fn context(&self) -> StudyContext {
+        StudyContext {
+            engines: self.engines.0.clone(),
+            rounds: self.rounds.asked(),
+            quick: self.quick,
+            commit_every: self.commit_every,
+            observer: Arc::new(Lines { terminal: std::io::stderr().is_terminal() }),
+            ..self.servers.context(&self.workdir)
+        }
+    }
+
     fn options(&self) -> AgingOptions {
-        let mut o = AgingOptions::new(self.workdir.clone(), self.quick);
+        let mut o = AgingOptions::new(self.quick);
         if let Some(ages) = &self.ages {
             o.ages = ages.0.clone();
         }
@@ -101,12 +116,8 @@ impl AgingArgs {
             o.yours = Some(SizeSource::Files(dir.clone()));
         }
         o.count = self.count;
-        o.engines = self.engines.0.clone();
-        o.settings = self.servers.settings();
         o.churn_pct = self.churn;
-        o.rounds = self.rounds.apply(o.rounds);
         o.keep = self.keep;
-        o.commit_every = self.commit_every;
         o
     }
 }
@@ -117,12 +128,15 @@ struct Lines {
     terminal: bool,
 }
 
-impl AgingObserver for Lines {
-    fn step(&self, what: &str) {
+impl Observer for Lines {
+    /// A step starts.
+    fn begin(&self, what: &str, _units: u64) {
         if self.terminal {
             eprint!("\r\x1b[K{what}");
         }
     }
+
+    fn advance(&self, _done: u64) {}
 
     fn point(&self, sizes: &SizeSetting, p: &AgePoint) {
         if !self.terminal {
@@ -147,13 +161,12 @@ impl AgingObserver for Lines {
 }
 
 pub fn run(args: AgingArgs) -> anyhow::Result<()> {
-    let opts = args.options();
+    let (ctx, opts) = (args.context(), args.options());
     // Everything that can be wrong is found before any dataset is built.
-    opts.validate()?;
+    aging::validate(&ctx, &opts)?;
     super::output::prepare_report_dir(&args.out, args.force)?;
     let started = Instant::now();
-    let observer = Lines { terminal: std::io::stderr().is_terminal() };
-    let outcome = aging::run_aging(&opts, &observer)?;
+    let outcome = aging::run_aging(&ctx, &opts)?;
     for s in outcome.section.settings.iter().filter(|s| s.sizes.from.is_some()) {
         println!("{}: {}", s.sizes.name, s.sizes.from.as_ref().map(|f| f.describe()).unwrap_or_default());
     }

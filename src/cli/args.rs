@@ -2,9 +2,14 @@
 //! granularity, and the clients of `advise --clients` and `run --clients`
 //! with the hidden command each client process runs.
 
+use std::sync::OnceLock;
+
+use clap::builder::PossibleValue;
 use clap::ValueEnum;
 
 use blobbench::drivers::processes::Launcher;
+use blobbench::engine::sqlite;
+use blobbench::records::DbWriters;
 use blobbench::util::units;
 
 /// clap parser for `--commit-every N`: 1 to 1,000,000.
@@ -29,6 +34,49 @@ pub enum ClientsAreArg {
     Threads,
     /// Child processes of this binary, as a pre-fork server's workers.
     Processes,
+}
+
+/// `--sqlite-writers` of `run` and `advise`: one of SQLite's ways of
+/// writing with several clients at once, each a row of its backend
+/// (`engine::sqlite::WRITERS`, named by [`DbWriters::name`]), or `both`
+/// (every way, each its own row: advise only). The values are the rows'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SqliteWritersArg(pub Option<DbWriters>);
+
+/// What `--sqlite-writers` calls every way at once.
+const EVERY_WAY: &str = "both";
+
+impl ValueEnum for SqliteWritersArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        static VARIANTS: OnceLock<Vec<SqliteWritersArg>> = OnceLock::new();
+        VARIANTS.get_or_init(|| {
+            sqlite::WRITERS.iter().map(|w| SqliteWritersArg(Some(w.id))).chain([SqliteWritersArg(None)]).collect()
+        })
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self.0 {
+            Some(w) => {
+                let row = sqlite::writers(w);
+                let where_ = if row.threads_only.is_some() { " (threads only)" } else { "" };
+                PossibleValue::new(w.name()).help(format!("{}{where_}", row.title))
+            }
+            None => PossibleValue::new(EVERY_WAY).help("every way, each its own row (advise; threads only)"),
+        })
+    }
+}
+
+impl SqliteWritersArg {
+    /// The one way of writing `run` measures; `both` is refused.
+    pub fn one_way(self) -> anyhow::Result<DbWriters> {
+        let names: Vec<&str> = sqlite::WRITERS.iter().map(|w| w.id.name()).collect();
+        self.0.ok_or_else(|| {
+            anyhow::anyhow!(
+                "--sqlite-writers {EVERY_WAY}: run measures one way of writing (give {})",
+                names.join(" or ")
+            )
+        })
+    }
 }
 
 /// `--clients N`: a whole number from 1 to 1024.

@@ -9,7 +9,8 @@ use clap::{Args, ValueEnum};
 
 use blobbench::report;
 use blobbench::results::ResultFile;
-use blobbench::studies::concurrency::{self, ConcurrencyOptions, Modes, Workload, MAX_THREADS};
+use blobbench::studies::concurrency::{self, Concurrency, ConcurrencyOptions, Modes, Workload, MAX_THREADS};
+use blobbench::studies::context::StudyContext;
 use blobbench::util::units::{self, UnitError};
 
 use super::progress;
@@ -124,12 +125,22 @@ pub enum WorkloadArg {
 }
 
 impl ConcurrencyArgs {
+    /// The context: the work directory, the servers' settings, the
+    /// engines (the servers read by clients, the stores written), the
+    /// rounds, the seed and `--quick`.
+    fn context(&self) -> StudyContext {
+        StudyContext {
+            engines: self.engines.0.clone(),
+            rounds: self.rounds.asked(),
+            seed: self.seed,
+            quick: self.quick,
+            observer: progress::for_terminal(),
+            ..self.servers.context(&self.workdir)
+        }
+    }
+
     fn options(&self) -> ConcurrencyOptions {
-        let mut o = if self.quick {
-            ConcurrencyOptions::quick(self.workdir.clone())
-        } else {
-            ConcurrencyOptions::new(self.workdir.clone())
-        };
+        let mut o = if self.quick { ConcurrencyOptions::quick() } else { ConcurrencyOptions::new() };
         if let Some(t) = &self.threads {
             o.threads = t.0.clone();
         }
@@ -137,7 +148,6 @@ impl ConcurrencyArgs {
             o.duration = Duration::from_secs_f64(d);
         }
         o.repeat = self.rounds.rounds.unwrap_or(o.repeat);
-        o.rounds = self.rounds.apply(o.rounds);
         o.rows = self.rows;
         o.workloads = match self.workload {
             WorkloadArg::Read => vec![Workload::Read],
@@ -152,17 +162,9 @@ impl ConcurrencyArgs {
         }
         o.batch = self.batch;
         o.busy_timeout_ms = self.busy_timeout;
-        o.seed = self.seed;
-        o.servers = self.engines.0.iter().copied().filter(|k| k.is_server()).collect();
-        for &kind in &self.engines.0 {
-            if !o.writer_engines.contains(&kind) {
-                o.writer_engines.push(kind);
-            }
-        }
         if let Some(w) = &self.writers {
             o.writer_counts = w.0.clone();
         }
-        o.settings = self.servers.settings();
         o
     }
 }
@@ -172,9 +174,10 @@ pub fn run(args: ConcurrencyArgs) -> anyhow::Result<()> {
         anyhow::bail!("--commit-every does not apply to concurrency: its writers commit every write durably by design (advise, suite and run take it)");
     }
     super::output::prepare_report_dir(&args.out, args.force)?;
-    let opts = args.options();
+    let (ctx, opts) = (args.context(), args.options());
     opts.validate()?;
-    let points = opts.plan().len() * opts.threads.len();
+    let study = Concurrency::new(&ctx, &opts, concurrency::default_rounds(ctx.quick));
+    let points = opts.plan(ctx.quick).len() * opts.threads.len();
     // On stdout: a failure must leave exactly one line, the error, on stderr.
     println!(
         "concurrency: {points} points x {} run(s) x {:.1} s, plus setup and checks{}",
@@ -183,16 +186,15 @@ pub fn run(args: ConcurrencyArgs) -> anyhow::Result<()> {
         if opts.workloads.contains(&Workload::Blobs) { ", plus the blob readers" } else { "" }
     );
     if opts.workloads.contains(&Workload::Writers) {
-        let names: Vec<&str> = opts.writer_engines.iter().map(|k| k.name()).collect();
+        let names: Vec<&str> = study.writer_engines().iter().map(|k| k.name()).collect();
         println!("  and durable writers on {} at {:?} writers, readers beside", names.join(", "), opts.writer_counts);
     }
-    if !opts.servers.is_empty() {
-        let names: Vec<&str> = opts.servers.iter().map(|k| k.name()).collect();
+    if !study.servers().is_empty() {
+        let names: Vec<&str> = study.servers().iter().map(|k| k.name()).collect();
         println!("  and {} read by {:?} clients", names.join(", "), concurrency::SERVER_CLIENTS);
     }
-    let bar = progress::for_terminal();
-    let measured = concurrency::run(&opts, bar.as_ref())?;
-    let mut results = ResultFile::from_concurrency(measured, &opts);
+    let measured = concurrency::run(&ctx, &opts)?;
+    let mut results = ResultFile::from_concurrency(measured, &ctx, &opts);
     args.label.apply(&mut results);
     print!("{}", report::terminal(&results, false));
     super::output::write_report(&args.out, &[results], args.force)?;

@@ -8,25 +8,36 @@ use anyhow::bail;
 use clap::Args;
 
 use blobbench::powercut::Model;
+use blobbench::records::{ConfigId, EngineSettings};
 use blobbench::report;
 use blobbench::results::{self, ResultFile};
-use blobbench::studies::crashtest::{self, CrashOptions, Method, WriterSpec};
+use blobbench::studies::context::StudyContext;
+use blobbench::studies::crashtest::{self, CrashOptions, WriterSpec};
 use blobbench::util::units;
 
 use super::progress;
 
 /// A parsed `--method` list, kept whole (clap would split a `Vec`).
 #[derive(Debug, Clone)]
-pub struct Methods(Vec<Method>);
+pub struct Methods(Vec<ConfigId>);
 
 fn methods(text: &str) -> Result<Methods, units::UnitError> {
-    Method::parse_list(text).map(Methods)
+    crashtest::method::parse_list(text).map(Methods)
+}
+
+/// `--settings`: the parent's engine settings, as JSON ("{}" for the
+/// defaults).
+fn engine_settings(text: &str) -> Result<EngineSettings, String> {
+    if text.trim() == "{}" {
+        return Ok(EngineSettings::default());
+    }
+    serde_json::from_str(text).map_err(|e| format!("--settings: {e}"))
 }
 
 /// `--method`'s help: every method the registry's engines declare, and
 /// the groups.
 fn method_help() -> String {
-    let names: Vec<&str> = Method::all().into_iter().map(Method::name).collect();
+    let names: Vec<&str> = ConfigId::methods().into_iter().map(ConfigId::name).collect();
     format!(
         "Write methods, comma-separated: {}, or the groups db, files, kv, server (a server's processes are killed \
          too, seconds per kill), all",
@@ -103,18 +114,19 @@ pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
     };
     opts.kills = args.kills.unwrap_or(kills);
     opts.count = args.count.unwrap_or(count);
-    if let Some(w) = &args.workdir {
-        opts.workdir = w.clone();
-    }
-    opts.seed = args.seed;
-    opts.commit_every = args.commit_every;
-    opts.settings = args.servers.settings();
+    let workdir = args.workdir.clone().unwrap_or_else(std::env::temp_dir);
+    let ctx = StudyContext {
+        seed: args.seed,
+        quick: args.quick,
+        commit_every: Some(args.commit_every),
+        observer: progress::for_terminal(),
+        ..args.servers.context(&workdir)
+    };
     if args.power_cut {
-        return power_cuts(&args, &opts);
+        return power_cuts(&args, &ctx, &opts);
     }
-    let progress = progress::for_terminal();
-    let report = crashtest::crashtest(&opts, progress.as_ref())?;
-    let results = save(&args, ResultFile::from_crashtest(&report, &opts.workdir))?;
+    let report = crashtest::crashtest(&ctx, &opts)?;
+    let results = save(&args, ResultFile::from_crashtest(&report, &ctx.workdir))?;
     print!("{}", report::terminal(&results, false));
     let broken: Vec<String> = report
         .section
@@ -133,13 +145,12 @@ pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
 }
 
 /// `--power-cut`: the same, with the datasets on the power-cut layer.
-fn power_cuts(args: &CrashtestArgs, opts: &CrashOptions) -> anyhow::Result<()> {
-    let progress = progress::for_terminal();
-    let report = crashtest::power_cut_test(opts, args.model.unwrap_or(Model::Strict), progress.as_ref())?;
+fn power_cuts(args: &CrashtestArgs, ctx: &StudyContext, opts: &CrashOptions) -> anyhow::Result<()> {
+    let report = crashtest::power_cut_test(ctx, opts, args.model.unwrap_or(Model::Strict))?;
     for m in &report.cleaned_mounts {
         eprintln!("note: unmounted a power-cut layer left by a killed run: {}", m.display());
     }
-    let results = save(args, ResultFile::from_power_cut(&report, &opts.workdir))?;
+    let results = save(args, ResultFile::from_power_cut(&report, &ctx.workdir))?;
     print!("{}", report::terminal(&results, false));
     let broken: Vec<String> = report
         .section
@@ -180,6 +191,9 @@ pub struct CrashWriterArgs {
     pub acks: Option<PathBuf>,
     #[arg(long, default_value = "1", allow_hyphen_values = true, value_parser = super::args::commit_every)]
     pub commit_every: u32,
+    /// The study's engine settings, as JSON (its servers' parts).
+    #[arg(long, value_parser = engine_settings, default_value = "{}")]
+    pub settings: EngineSettings,
     pub path: PathBuf,
 }
 
@@ -196,6 +210,7 @@ pub fn crash_writer(args: CrashWriterArgs) -> anyhow::Result<()> {
         base: args.base,
         acks: args.acks,
         commit_every: args.commit_every,
+        settings: args.settings,
     };
     let signal = |s: crashtest::Signal| {
         let mut out = std::io::stdout().lock();

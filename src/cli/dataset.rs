@@ -9,6 +9,7 @@ use blobbench::records::sizes::parse_size_dist;
 use blobbench::records::{DatasetSpec, SizeDist};
 use blobbench::records::{EngineKind, PgStorage};
 use blobbench::report::{table_text, ColumnKind, Table};
+use blobbench::studies::context::AsProgress;
 use blobbench::util::units;
 
 use super::progress;
@@ -85,16 +86,17 @@ pub fn print_skipped(skipped: &from_dir::Skipped) {
 }
 
 pub fn init(args: InitArgs) -> anyhow::Result<()> {
-    let progress = progress::for_terminal();
+    let bar = progress::for_terminal();
+    let progress = AsProgress::new(bar.as_ref());
     let r = match &args.from {
         Some(dir) => {
             let scan = from_dir::scan(dir)?;
-            let made = from_dir::init_from(&args.db, &scan, args.pagesize, args.force, progress.as_ref())?;
+            let made = from_dir::init_from(&args.db, &scan, args.pagesize, args.force, &progress)?;
             print_skipped(&made.skipped);
             println!("manifest: {}", made.manifest.display());
             made.init
         }
-        None => dataset::init(&args.db, &args.spec()?, args.force, progress.as_ref())?,
+        None => dataset::init(&args.db, &args.spec()?, args.force, &progress)?,
     };
     let secs = r.elapsed_ns as f64 / 1e9;
     println!(
@@ -141,7 +143,8 @@ pub enum PgStorageArg {
 }
 
 pub fn export(args: ExportArgs) -> anyhow::Result<()> {
-    let progress = progress::for_terminal();
+    let bar = progress::for_terminal();
+    let progress = AsProgress::new(bar.as_ref());
     let r = match args.engine {
         Some(kind) => {
             let storage = match args.pg_storage {
@@ -153,9 +156,9 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
             }
             let mut settings = args.servers.settings();
             settings.pg.storage = storage;
-            dataset::build_with(kind, &args.db, &args.dir, args.force, &settings, progress.as_ref())?
+            dataset::build_with(kind, &args.db, &args.dir, args.force, &settings, &progress)?
         }
-        None => dataset::export(&args.db, &args.dir, args.tree, args.force, progress.as_ref())?,
+        None => dataset::export(&args.db, &args.dir, args.tree, args.force, &progress)?,
     };
     let secs = r.elapsed_ns as f64 / 1e9;
     println!(

@@ -10,6 +10,7 @@ use blobbench::records::sizes::parse_size_dist;
 use blobbench::records::{SizeDist, SizeSource};
 use blobbench::report;
 use blobbench::results::ResultFile;
+use blobbench::studies::context::StudyContext;
 use blobbench::studies::matrix::{self, MatrixOptions};
 use blobbench::util::units;
 
@@ -87,6 +88,19 @@ fn page_size_list(s: &str) -> Result<List, units::UnitError> {
 }
 
 impl MatrixArgs {
+    /// The context: the work directory, the servers' settings, the
+    /// engines, the rounds and `--quick`.
+    pub fn context(&self) -> StudyContext {
+        let workdir = self.workdir.clone().unwrap_or_else(matrix::default_workdir);
+        StudyContext {
+            engines: self.engines.0.clone(),
+            rounds: self.rounds.asked(),
+            quick: self.quick,
+            observer: progress::for_terminal(),
+            ..self.servers.context(&workdir)
+        }
+    }
+
     pub fn options(&self) -> MatrixOptions {
         let mut o = if self.quick { MatrixOptions::quick() } else { MatrixOptions::default() };
         if let Some(List(v)) = &self.sizes {
@@ -98,18 +112,12 @@ impl MatrixArgs {
         o.total_bytes = self.total.unwrap_or(o.total_bytes);
         o.cache_bytes = self.cache.unwrap_or(o.cache_bytes);
         o.plan.repeat = self.rounds.rounds.unwrap_or(o.plan.repeat);
-        o.rounds = self.rounds.apply(o.rounds);
         o.plan.cold = self.cold;
         if self.cold {
             // Each timed run starts from an evicted cache; a warm-up would be wasted.
             o.plan.warmup = 0;
         }
         o.writes = !self.reads_only;
-        o.engines = self.engines.0.clone();
-        o.settings = self.servers.settings();
-        if let Some(w) = &self.workdir {
-            o.workdir.clone_from(w);
-        }
         o.yours = match (&self.from, &self.size_dist) {
             (Some(dir), _) => Some(SizeSource::Files(dir.clone())),
             (None, Some(dist)) => Some(SizeSource::Dist(dist.clone())),
@@ -123,27 +131,26 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<()> {
     if args.commit_every.is_some() {
         anyhow::bail!("--commit-every does not apply to matrix: its write arms commit every write by design, to compare one blob's durable write in SQLite, files and each engine (advise, suite and run take it)");
     }
-    let opts = args.options();
+    let (ctx, opts) = (args.context(), args.options());
     // Everything that can be wrong is found before any dataset is built.
-    opts.validate()?;
+    matrix::validate(&ctx, &opts)?;
     super::output::prepare_report_dir(&args.out, args.force)?;
     let cells = opts.cell_count();
     // On stdout: a failure must leave exactly one line, the error, on stderr.
     println!(
         "matrix: {cells} cells, {} of blobs each, built one at a time under {}",
         report::fmt_size(opts.total_bytes as f64).to_uppercase() + "B",
-        opts.workdir.display()
+        ctx.workdir.display()
     );
     if let Some(from) = opts.sizes_from()? {
         println!("your data: {}", from.describe());
     }
 
-    let bar = progress::for_terminal();
-    let done = matrix::run(&opts, bar.as_ref())?;
+    let done = matrix::run(&ctx, &opts)?;
     let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let measured = done.section.cells.len();
     let (interrupted, elapsed_ns) = (done.interrupted, done.elapsed_ns);
-    let mut file = ResultFile::from_matrix(done, &opts.workdir);
+    let mut file = ResultFile::from_matrix(done, &ctx.workdir);
     args.label.apply(&mut file);
     let table = report::terminal(&file, colour);
     // The report (results.json, charts, index.html); the terminal gets the

@@ -1,11 +1,11 @@
 //! The library's progress trait drawn as an indicatif bar, on a terminal only.
 
 use std::io::IsTerminal;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use blobbench::util::progress::{Progress, Silent};
+use blobbench::studies::context::{Observer, Quiet};
 
 pub struct Bar {
     bar: Mutex<Option<ProgressBar>>,
@@ -20,18 +20,18 @@ pub fn bar(what: &str, len: u64, template: &str) -> ProgressBar {
     bar
 }
 
-impl Progress for Bar {
-    fn start(&self, what: &str, total: u64) {
+impl Observer for Bar {
+    fn begin(&self, what: &str, total: u64) {
         let bar = bar(what, total, "{msg:>12} [{bar:40}] {pos}/{len} ({per_sec}, ETA {eta})");
         if let Ok(mut slot) = self.bar.lock() {
             *slot = Some(bar);
         }
     }
 
-    fn advance(&self, units: u64) {
+    fn advance(&self, done: u64) {
         if let Ok(slot) = self.bar.lock() {
             if let Some(bar) = slot.as_ref() {
-                bar.inc(units);
+                bar.set_position(done);
             }
         }
     }
@@ -47,10 +47,10 @@ impl Progress for Bar {
 
 /// A bar (drawn on stderr) when stdout is a terminal, silence otherwise
 /// (pipes, CI, tests).
-pub fn for_terminal() -> Box<dyn Progress> {
+pub fn for_terminal() -> Arc<dyn Observer> {
     if std::io::stdout().is_terminal() {
-        Box::new(Bar { bar: Mutex::new(None) })
+        Arc::new(Bar { bar: Mutex::new(None) })
     } else {
-        Box::new(Silent)
+        Arc::new(Quiet)
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use blobbench::measure::rounds::RoundsPlan;
+use blobbench::studies::context::RoundsAsked;
 use blobbench::util::units;
 
 #[derive(Debug, Args, Clone, Copy)]
@@ -33,32 +33,10 @@ fn rounds_count(s: &str) -> Result<u32, units::UnitError> {
 }
 
 impl RoundsArgs {
-    /// `plan` with what was given on the command line. A count given alone
-    /// is the number of rounds asked for: the default budget does not cut
-    /// it short, so the count never depends on the machine's speed.
-    pub fn apply(&self, plan: RoundsPlan) -> RoundsPlan {
-        let budget = match (self.budget, self.rounds) {
-            (Some(b), _) => Some(b),
-            (None, Some(_)) => None,
-            (None, None) => plan.budget,
-        };
-        RoundsPlan { max_rounds: self.rounds.unwrap_or(plan.max_rounds), budget, ..plan }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_count_given_alone_is_not_cut_short_by_the_default_budget() {
-        let plan =
-            RoundsPlan { target: 0.05, seed: 1, latency: false, ..RoundsPlan::new(20, Some(Duration::from_secs(4))) };
-        let args = |rounds, budget| RoundsArgs { rounds, budget };
-        let ten = Some(Duration::from_secs(10));
-        assert_eq!(args(None, None).apply(plan), plan);
-        assert_eq!(args(Some(3), None).apply(plan), RoundsPlan { max_rounds: 3, budget: None, ..plan });
-        assert_eq!(args(Some(3), ten).apply(plan), RoundsPlan { max_rounds: 3, budget: ten, ..plan });
-        assert_eq!(args(None, ten).apply(plan), RoundsPlan { budget: ten, ..plan });
+    /// The rounds asked for on the command line, on top of each study's
+    /// own plan (`RoundsAsked::apply`: a count given alone is not cut
+    /// short by the default budget).
+    pub fn asked(&self) -> RoundsAsked {
+        RoundsAsked { max_rounds: self.rounds, budget: self.budget, least_rounds: None }
     }
 }

@@ -11,7 +11,7 @@ use blobbench::measure::Stat;
 use blobbench::records::keys::Order;
 use blobbench::records::mix::parse_mix;
 use blobbench::records::zipf::parse_zipf;
-use blobbench::records::{DbAccess, DbParams, DbWriters, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel};
+use blobbench::records::{DbAccess, DbParams, FileParams, FileRead, FileWrite, KvParams, KvSync, SyncLevel};
 use blobbench::records::{EngineSettings, Journal, Mix, Plan};
 use blobbench::report::{table_text, Table};
 use blobbench::results::{self, ResultFile};
@@ -161,9 +161,9 @@ pub struct RunArgs {
     /// With --clients: an open loop at R operations per second over all clients.
     #[arg(long, value_name = "R", requires = "clients", allow_hyphen_values = true, value_parser = super::args::rate)]
     pub rate: Option<f64>,
-    /// Database with --clients: one writer connection for the process (threads only), or one per client.
+    /// Database with --clients: one of SQLite's ways of writing with several clients.
     #[arg(long, value_enum, value_name = "HOW", requires = "clients")]
-    pub sqlite_writers: Option<super::run_clients::WritersArg>,
+    pub sqlite_writers: Option<super::args::SqliteWritersArg>,
     /// Begin the timed runs at this wall-clock time (RFC 3339, e.g.
     /// 2026-11-27T19:00:00Z, or unix seconds), after the open and the
     /// warm-ups: clients on several hosts started at once, merged with
@@ -287,7 +287,7 @@ impl RunArgs {
                 journal_mode: self.jmode,
                 sync,
                 nocheckpoint: self.nocheckpoint,
-                writers: self.sqlite_writers.map_or(DbWriters::PerClient, |w| w.writers()),
+                writers: self.sqlite_writers.and_then(|w| w.0).unwrap_or_default(),
             },
             files: FileParams {
                 read: match self.file_read {
@@ -330,6 +330,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         anyhow::bail!("--threads reads with kvtest's orders only; --mix and --keys run in one thread");
     }
     if let Some(clients) = args.clients {
+        if let Some(w) = args.sqlite_writers {
+            w.one_way()?;
+        }
         let c = super::run_clients::ClientsRun {
             clients,
             processes: matches!(args.clients_are, super::args::ClientsAreArg::Processes),

@@ -7,32 +7,13 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use clap::ValueEnum;
-
 use blobbench::drivers::clients::{kept_up, ClientsArm, ClientsTally, WindowCount, KEEP_UP};
 use blobbench::drivers::run::RunOptions;
+use blobbench::engine::sqlite;
 use blobbench::measure::rounds::Arm;
 use blobbench::measure::LatencySummary;
-use blobbench::records::{DbWriters, Mix};
+use blobbench::records::Mix;
 use blobbench::report::{table_text, Table};
-
-/// How SQLite's clients write (`--sqlite-writers` of `run`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum WritersArg {
-    /// One writer connection for the process, behind a mutex (threads only).
-    One,
-    /// A connection per client, each taking the write lock with BEGIN IMMEDIATE.
-    PerClient,
-}
-
-impl WritersArg {
-    pub fn writers(self) -> DbWriters {
-        match self {
-            WritersArg::One => DbWriters::One,
-            WritersArg::PerClient => DbWriters::PerClient,
-        }
-    }
-}
 
 /// Each run's window when `--window` is not given.
 pub const DEFAULT_WINDOW: Duration = Duration::from_secs(1);
@@ -48,10 +29,19 @@ pub struct ClientsRun {
 /// Runs `opts`' mix (or its reads, or `--update`'s writes) with the
 /// clients, `opts.plan`'s warm-ups and timed runs, and returns the text.
 pub fn run(opts: &RunOptions, c: &ClientsRun) -> anyhow::Result<String> {
-    if c.processes && opts.settings.db.writers == DbWriters::One {
+    let writers = opts.settings.db.writers;
+    let row = sqlite::writers(writers);
+    if let Some(why) = row.threads_only.filter(|_| c.processes) {
         anyhow::bail!(
-            "--sqlite-writers one with --clients-are processes: one writer connection is shared by the threads of \
-             one process; client processes cannot share it (use --clients-are threads)"
+            "--sqlite-writers {} with --clients-are processes: {why} (use --clients-are threads)",
+            writers.name()
+        );
+    }
+    if row.needs_commit_every && opts.settings.commit_every.is_none() {
+        anyhow::bail!(
+            "--sqlite-writers {}: SQLite's {} commits every N writes of all its clients: give --commit-every N",
+            writers.name(),
+            row.title
         );
     }
     // The plan first: a rate or window in which nothing can be done is

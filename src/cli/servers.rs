@@ -12,6 +12,7 @@ use clap::{Args, ValueEnum};
 use blobbench::engine::postgres::{redact, remote_table_name};
 use blobbench::engine::s3::{server_names, Server};
 use blobbench::records::{Addressing, EngineSettings, DEFAULT_MULTIPART_THRESHOLD};
+use blobbench::studies::context::StudyContext;
 use blobbench::util::units;
 
 #[derive(Debug, Args)]
@@ -85,6 +86,14 @@ impl StudyServers {
         let mut settings = EngineSettings::default();
         settings.s3.server.clone_from(&self.s3_server);
         settings
+    }
+
+    /// The context a study runs in: `workdir` and these settings, the
+    /// rest each study's own until its command sets it from its flags
+    /// (engines, rounds, seed, `--quick`, `--commit-every`, the observer).
+    /// The CLI makes a `StudyContext` only here.
+    pub fn context(&self, workdir: &Path) -> StudyContext {
+        StudyContext::new(workdir, self.settings())
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use clap::Args;
@@ -15,7 +15,8 @@ use blobbench::records::zipf::parse_zipf;
 use blobbench::records::SizeDist;
 use blobbench::records::{EngineKind, Plan};
 use blobbench::results::ResultFile;
-use blobbench::studies::suite::{self, SuiteObserver, SuiteOptions};
+use blobbench::studies::context::{Observer, StudyContext};
+use blobbench::studies::suite::{self, SuiteOptions};
 use blobbench::util::units;
 
 #[derive(Debug, Args)]
@@ -86,12 +87,22 @@ fn non_negative_u32(s: &str) -> Result<u32, units::UnitError> {
 }
 
 impl SuiteArgs {
-    fn options(&self, workdir: &Path) -> anyhow::Result<SuiteOptions> {
-        let mut o = if self.quick {
-            SuiteOptions::quick(workdir.to_path_buf())
-        } else {
-            SuiteOptions::article(workdir.to_path_buf())
-        };
+    /// The context in `workdir`: the servers' settings, the engines, the
+    /// rounds, `--quick`, the committed arms' `--commit-every` and
+    /// `observer`.
+    fn context(&self, workdir: &Path, observer: Arc<dyn Observer>) -> StudyContext {
+        StudyContext {
+            engines: self.engines.0.clone(),
+            rounds: self.rounds.asked(),
+            quick: self.quick,
+            commit_every: Some(self.commit_every),
+            observer,
+            ..self.servers.context(workdir)
+        }
+    }
+
+    fn options(&self) -> anyhow::Result<SuiteOptions> {
+        let mut o = SuiteOptions::new(self.quick);
         if let Some(c) = self.count {
             o.spec.count = c;
         }
@@ -99,10 +110,7 @@ impl SuiteArgs {
         o.spec.variance = self.variance;
         o.spec.page_size = self.pagesize;
         o.plan = Plan { cold: self.cold, ..o.plan };
-        o.rounds = self.rounds.apply(o.rounds);
         o.keep = self.keep;
-        o.engines = self.engines.0.clone();
-        o.settings = self.servers.settings();
         o.spec.sizes.clone_from(&self.sizes);
         if let Some(dir) = &self.sizes_from {
             let scan = from_dir::scan(dir)?;
@@ -111,7 +119,6 @@ impl SuiteArgs {
         }
         o.from.clone_from(&self.from);
         o.zipf = self.keys;
-        o.commit_every = self.commit_every;
         Ok(o)
     }
 }
@@ -123,7 +130,7 @@ pub(super) struct Lines {
     terminal: bool,
 }
 
-impl SuiteObserver for Lines {
+impl Observer for Lines {
     fn begin(&self, what: &str, units: u64) {
         if !self.terminal {
             return;
@@ -198,14 +205,16 @@ pub fn run(args: SuiteArgs) -> anyhow::Result<()> {
     super::output::prepare_report_dir(&args.out, args.force)?;
     distinct_workdirs(&args.workdir)?;
     let started = Instant::now();
-    let observer = Lines::new(std::io::stderr().is_terminal());
+    let observer: Arc<dyn Observer> = Arc::new(Lines::new(std::io::stderr().is_terminal()));
+    let opts = args.options()?;
     let several = args.workdir.len() > 1;
     let mut all = Vec::new();
     for dir in &args.workdir {
         if several {
             println!("== suite in {}", dir.display());
         }
-        let mut results = match suite::run_suite(&args.options(dir)?, &observer) {
+        let ctx = args.context(dir, Arc::clone(&observer));
+        let mut results = match suite::run_suite(&ctx, &opts) {
             Ok(r) => ResultFile::from_suite(r),
             Err(e) if all.is_empty() => return Err(e.into()),
             Err(e) => {

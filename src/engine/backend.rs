@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::engine::api::Engine;
-pub use crate::engine::config::{PowerCuts, ServerKill, WriteConfig, WriteSettings};
+pub use crate::engine::config::{PowerCuts, ServerKill, WriteConfig, WriteSettings, WritersConfig};
 use crate::engine::report::{ExportReport, StatReport};
 use crate::records::{EngineKind, EngineSettings};
 use crate::util::progress::Progress;

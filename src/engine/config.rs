@@ -1,13 +1,19 @@
 //! A write configuration: one way of writing blobs through one engine,
 //! declared by its backend (`Backend::write_configs`) with everything the
-//! studies derive from it: its settings, what it promises under a kill and
-//! a power cut, what a power-cut run measured, and the one name each study
-//! knows it by. The crash test's methods, aging's layouts and advise's
-//! candidates are read from these rows, never from names matched elsewhere.
+//! studies derive from it: its id, its settings, what it promises under a
+//! kill and a power cut, what a power-cut run measured and whether aging
+//! ages it. The crash test's methods, aging's layouts and advise's
+//! candidates are read from these rows by their [`ConfigId`] (spelled in
+//! `records/config.rs` only), never from names matched elsewhere. SQLite's
+//! ways of writing with several clients at once are rows too
+//! ([`WritersConfig`]).
 
 use std::path::Path;
 
-use crate::records::{DbParams, EngineSettings, FileParams, FileRead, FileWrite, Journal, KvParams, KvSync, SyncLevel};
+use crate::records::{
+    ConfigId, DbParams, DbWriters, EngineSettings, FileParams, FileRead, FileWrite, Journal, KvParams, KvSync,
+    SyncLevel,
+};
 use crate::Result;
 
 /// How the crash test's child writes through a backend. Each maps onto
@@ -43,16 +49,15 @@ pub struct PowerCuts {
     pub integrity_failures: u32,
 }
 
-/// One write configuration: its name (the crash test's method), what it
+/// One write configuration: its id (named in `records/config.rs`), what it
 /// is, how it writes, what it promises (declared here, never derived from
-/// its name), and, for an engine whose writes a server makes, how that
+/// its id), and, for an engine whose writes a server makes, how that
 /// server is killed (killing only the client would leave the writes to the
 /// server, untouched). What the server needs installed is the backend's
-/// `preflight`. Built with [`WriteConfig::new`], its promises and the
-/// names other studies' result files know it by.
+/// `preflight`. Built with [`WriteConfig::new`] and its promises.
 #[derive(Debug, Clone, Copy)]
 pub struct WriteConfig {
-    pub name: &'static str,
+    pub id: ConfigId,
     pub description: &'static str,
     pub write: WriteSettings,
     /// A write that returned was promised durable (a COMMIT under
@@ -72,19 +77,16 @@ pub struct WriteConfig {
     pub server: Option<ServerKill>,
     /// What power cuts did to it on the development machine, when measured.
     pub power_cuts: Option<PowerCuts>,
-    /// Its layout in `aging` (id and title, as result files hold them),
-    /// when aging ages it.
-    pub aging: Option<(&'static str, &'static str)>,
-    /// The name of advise's candidate whose relaxed write it is (the
-    /// candidate's durable write is the same write made durable).
-    pub candidate: Option<&'static str>,
+    /// Its layout's title in `aging`, when aging ages it (the layout's id
+    /// is its [`ConfigId::aging_name`]).
+    pub aging: Option<&'static str>,
 }
 
 impl WriteConfig {
     /// A mode that promises nothing.
-    pub const fn new(name: &'static str, description: &'static str, write: WriteSettings) -> WriteConfig {
+    pub const fn new(id: ConfigId, description: &'static str, write: WriteSettings) -> WriteConfig {
         WriteConfig {
-            name,
+            id,
             description,
             write,
             durable: false,
@@ -93,7 +95,6 @@ impl WriteConfig {
             server: None,
             power_cuts: None,
             aging: None,
-            candidate: None,
         }
     }
 
@@ -122,14 +123,18 @@ impl WriteConfig {
         WriteConfig { power_cuts: Some(PowerCuts { lost_after_ack, torn, integrity_failures }), ..self }
     }
 
-    /// Aged by `aging` as the layout `id`, titled `title`.
-    pub const fn aged_as(self, id: &'static str, title: &'static str) -> WriteConfig {
-        WriteConfig { aging: Some((id, title)), ..self }
+    /// Aged by `aging`, its layout titled `title`.
+    pub const fn aged(self, title: &'static str) -> WriteConfig {
+        WriteConfig { aging: Some(title), ..self }
     }
 
-    /// The relaxed write of advise's candidate `name`.
-    pub const fn candidate(self, name: &'static str) -> WriteConfig {
-        WriteConfig { candidate: Some(name), ..self }
+    /// Whether it ever calls fsync (the crash test's failed-fsync table).
+    pub fn calls_fsync(&self) -> bool {
+        match self.write {
+            WriteSettings::Db { sync, .. } => sync != SyncLevel::Off,
+            WriteSettings::Files { fsync, .. } => fsync,
+            WriteSettings::Commit => self.durable,
+        }
     }
 
     /// The settings that write this way: SQLite's pragmas (through SQL),
@@ -151,4 +156,27 @@ impl WriteConfig {
             }
         }
     }
+}
+
+/// One way SQLite's clients write a database at once (`DbWriters`): what
+/// the pages call it, how it writes, and whether client processes can
+/// share it. A row of SQLite's backend (`engine::sqlite::WRITERS`); a new
+/// way is one variant of [`DbWriters`] (spelled in `records/config.rs`),
+/// one row and its session in `engine/sqlite/`.
+#[derive(Debug, Clone, Copy)]
+pub struct WritersConfig {
+    pub id: DbWriters,
+    /// What the pages call it after "SQLite, ": "one writer connection".
+    pub title: &'static str,
+    /// How its clients write, in advise's words (after the title and "WAL; ").
+    pub how: &'static str,
+    /// What each writer does in the concurrency study (its points' label),
+    /// where every commit is durable.
+    pub concurrent: &'static str,
+    /// Why client processes cannot write this way (they share no memory);
+    /// None when they can.
+    pub threads_only: Option<&'static str>,
+    /// Whether it commits the writes of several clients together, so a
+    /// run must say how many (`--commit-every N`).
+    pub needs_commit_every: bool,
 }

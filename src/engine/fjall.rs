@@ -49,7 +49,7 @@ pub(super) static BACKEND: KvBackend = KvBackend {
     open: |path, params, commit_every| Box::new(FjallEngine::new(path, params, commit_every)),
     stat,
     write_configs: &kv::write_configs(
-        ["fjall-durable", "fjall-fast"],
+        KIND,
         ["fjall, one insert per write + persist(SyncAll)", "fjall, one insert per write, buffered journal"],
         // The 2026-11-24 re-run: the durable store would not open after
         // one cut, losing its 100 acknowledged blobs.

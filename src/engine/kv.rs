@@ -10,7 +10,7 @@ use crate::engine::api::Engine;
 use crate::engine::backend::{Backend, Claim, LocalBytes, Probe, WriteConfig, WriteSettings};
 use crate::engine::report::{ExportReport, KvStat, StatReport};
 use crate::engine::staging::{not_mine, Staging};
-use crate::records::{CommitEvery, EngineKind, EngineSettings, KvParams};
+use crate::records::{CommitEvery, ConfigId, EngineKind, EngineSettings, KvParams};
 use crate::util::fsutil::{self, allocated_bytes};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
@@ -97,15 +97,16 @@ impl Backend for KvBackend {
 }
 
 /// A key-value engine's two write configurations: its durable commit and
-/// its fast one, both transactional, with what power cuts did to each
-/// (lost after acknowledgement, torn, integrity failures), when measured.
+/// its fast one (`ENGINE-durable`, `ENGINE-fast`), both transactional, with
+/// what power cuts did to each (lost after acknowledgement, torn, integrity
+/// failures), when measured.
 pub(super) const fn write_configs(
-    names: [&'static str; 2],
+    kind: EngineKind,
     descriptions: [&'static str; 2],
     power_cuts: Option<[(u64, u64, u32); 2]>,
 ) -> [WriteConfig; 2] {
-    let durable = WriteConfig::new(names[0], descriptions[0], WriteSettings::Commit).atomic().durable();
-    let fast = WriteConfig::new(names[1], descriptions[1], WriteSettings::Commit).atomic();
+    let durable = WriteConfig::new(ConfigId::Durable(kind), descriptions[0], WriteSettings::Commit).atomic().durable();
+    let fast = WriteConfig::new(ConfigId::Fast(kind), descriptions[1], WriteSettings::Commit).atomic();
     match power_cuts {
         Some([(l, t, i), (fl, ft, fi)]) => [durable.power_cuts(l, t, i), fast.power_cuts(fl, ft, fi)],
         None => [durable, fast],

@@ -49,7 +49,7 @@ pub(super) static BACKEND: KvBackend = KvBackend {
     open: |path, params, commit_every| Box::new(LmdbEngine::new(path, params, commit_every)),
     stat,
     write_configs: &kv::write_configs(
-        ["lmdb-durable", "lmdb-fast"],
+        KIND,
         ["LMDB, one transaction per write, default commit (synced)", "LMDB, one transaction per write, MDB_NOSYNC"],
         Some([(0, 0, 0), (0, 857, 26)]),
     ),

@@ -54,7 +54,7 @@ pub(super) static BACKEND: KvBackend = KvBackend {
     open: |path, params, commit_every| Box::new(RedbEngine::new(path, params, commit_every)),
     stat,
     write_configs: &kv::write_configs(
-        ["redb-durable", "redb-fast"],
+        KIND,
         ["redb, one transaction per write, Durability::Immediate", "redb, one transaction per write, Durability::None"],
         Some([(0, 0, 0), (0, 0, 0)]),
     ),

@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::engine::api::Engine;
 use crate::engine::backend::{Backend, Claim, Probe, WriteConfig};
 use crate::engine::report::{ExportReport, StatReport};
-use crate::records::{EngineKind, EngineSettings};
+use crate::records::{ConfigId, EngineKind, EngineSettings};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -36,6 +36,12 @@ pub fn backend(kind: EngineKind) -> &'static dyn Backend {
 /// registry's order.
 pub fn write_configs() -> impl Iterator<Item = (EngineKind, &'static WriteConfig)> {
     BACKENDS.iter().flat_map(|b| b.write_configs().iter().map(move |c| (b.kind(), c)))
+}
+
+/// The row of configuration `id` with its engine; None when no backend
+/// declares it.
+pub fn write_config(id: ConfigId) -> Option<(EngineKind, &'static WriteConfig)> {
+    write_configs().find(|(_, c)| c.id == id)
 }
 
 /// The key-value engines, in the registry's order (`--engines`).
@@ -275,7 +281,8 @@ mod tests {
         for layout in layouts {
             assert_eq!(names(layout), engines);
         }
-        let modes: Vec<String> = BACKENDS.iter().flat_map(|b| b.write_configs()).map(|m| m.name.to_string()).collect();
+        let modes: Vec<String> =
+            BACKENDS.iter().flat_map(|b| b.write_configs()).map(|m| m.id.name().to_string()).collect();
         assert_eq!(names(&defs["crash_method"]["properties"]["method"]), modes);
     }
 

@@ -52,6 +52,11 @@ struct Facts {
     fast_commit: bool,
     /// Why only one process at a time may open its store, if so.
     one_process_only: Option<&'static str>,
+    /// What each of several writers of one process does, each write
+    /// committed durably (the concurrency study's writers, whose label it
+    /// is); None for SQLite, whose ways of writing with several writers
+    /// are its backend's rows (`engine::sqlite::WRITERS`).
+    concurrent_writes: Option<&'static str>,
 }
 
 /// Every engine, in the order of the enum (a const check below holds it).
@@ -65,6 +70,7 @@ const FACTS: [Facts; 10] = [
         round_trip_call: None,
         fast_commit: true,
         one_process_only: None,
+        concurrent_writes: None,
     },
     Facts {
         kind: EngineKind::Flat,
@@ -74,6 +80,9 @@ const FACTS: [Facts; 10] = [
         round_trip_call: None,
         fast_commit: true,
         one_process_only: None,
+        concurrent_writes: Some(
+            "files, a temporary file per writer (own keys) + fsync + rename + fsync of the directory",
+        ),
     },
     Facts {
         kind: EngineKind::Tree,
@@ -83,6 +92,9 @@ const FACTS: [Facts; 10] = [
         round_trip_call: None,
         fast_commit: true,
         one_process_only: None,
+        concurrent_writes: Some(
+            "files, a temporary file per writer (own keys) + fsync + rename + fsync of the directory",
+        ),
     },
     Facts {
         kind: EngineKind::External,
@@ -92,6 +104,7 @@ const FACTS: [Facts; 10] = [
         round_trip_call: None,
         fast_commit: true,
         one_process_only: None,
+        concurrent_writes: Some("External (name in SQLite, blob in a file), one database, a durable commit per write"),
     },
     Facts {
         kind: EngineKind::Lmdb,
@@ -101,6 +114,7 @@ const FACTS: [Facts; 10] = [
         round_trip_call: None,
         fast_commit: true,
         one_process_only: None,
+        concurrent_writes: Some("LMDB, one environment, a write transaction per write (writers queue on its lock)"),
     },
     Facts {
         kind: EngineKind::Redb,
@@ -110,6 +124,7 @@ const FACTS: [Facts; 10] = [
         round_trip_call: None,
         fast_commit: true,
         one_process_only: Some("redb locks its database file for one process (another's open fails)"),
+        concurrent_writes: Some("redb, one database, a durable commit per write"),
     },
     Facts {
         kind: EngineKind::Fjall,
@@ -119,6 +134,7 @@ const FACTS: [Facts; 10] = [
         round_trip_call: None,
         fast_commit: true,
         one_process_only: Some("fjall locks its keyspace for one process (another's open fails)"),
+        concurrent_writes: Some("fjall, one database, a durable commit per write"),
     },
     Facts {
         kind: EngineKind::Postgres,
@@ -128,6 +144,7 @@ const FACTS: [Facts; 10] = [
         round_trip_call: Some("SELECT 1"),
         fast_commit: true,
         one_process_only: None,
+        concurrent_writes: Some("PostgreSQL (bytea), a connection per client, a durable commit per write"),
     },
     Facts {
         kind: EngineKind::PostgresLo,
@@ -137,6 +154,7 @@ const FACTS: [Facts; 10] = [
         round_trip_call: Some("SELECT 1"),
         fast_commit: true,
         one_process_only: None,
+        concurrent_writes: Some("PostgreSQL (large objects), a connection per client, a durable commit per write"),
     },
     Facts {
         kind: EngineKind::S3,
@@ -146,6 +164,7 @@ const FACTS: [Facts; 10] = [
         round_trip_call: Some("GET of a small object"),
         fast_commit: false,
         one_process_only: None,
+        concurrent_writes: Some("S3 object store, a connection per client, a durable commit per write"),
     },
 ];
 
@@ -235,6 +254,12 @@ impl EngineKind {
     /// client processes (`advise --clients-are processes`) cannot use it.
     pub fn one_process_only(self) -> Option<&'static str> {
         self.facts().one_process_only
+    }
+
+    /// What each of several writers of one process does, each write
+    /// committed durably.
+    pub fn concurrent_writes(self) -> Option<&'static str> {
+        self.facts().concurrent_writes
     }
 
     /// A server makes the writes and answers the reads (a round trip per

@@ -1,6 +1,7 @@
 //! Plain records: what a workload, a dataset and a key order are. No
 //! dependencies on the rest of the crate, so every layer can use them.
 
+pub mod config;
 mod dataset;
 mod engine_kind;
 mod journal;
@@ -15,6 +16,7 @@ mod source;
 mod workload;
 pub mod zipf;
 
+pub use config::{ConfigId, DbWriters, LayoutId};
 pub use dataset::{DatasetSpec, DiskUsage};
 pub use engine_kind::EngineKind;
 pub use journal::Journal;

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::keys::Order;
-use super::EngineKind;
+use super::{DbWriters, EngineKind};
 
 /// How blobs are read out of a database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,30 +75,6 @@ pub struct DbParams {
     /// How several clients of one process write (`OpenMode::client`).
     #[serde(default, skip_serializing_if = "DbWriters::is_per_client")]
     pub writers: DbWriters,
-}
-
-/// How the clients of one process write one SQLite database at once
-/// (`advise --clients`, the concurrency study's writers).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DbWriters {
-    /// Each client writes through its own connection: `BEGIN IMMEDIATE`,
-    /// sleeping on SQLite's busy schedule while another client holds the
-    /// write lock (its waits counted). The only way across processes.
-    #[default]
-    PerClient,
-    /// One writer connection for the process, shared by its clients
-    /// behind a mutex (a waiting writer sleeps until the one before it is
-    /// done, and is woken then); each client reads on a connection of its
-    /// own. What SQLite's documentation and the concurrency study advise
-    /// for writing from threads.
-    One,
-}
-
-impl DbWriters {
-    fn is_per_client(&self) -> bool {
-        *self == DbWriters::PerClient
-    }
 }
 
 impl Default for DbParams {

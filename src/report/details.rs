@@ -111,10 +111,10 @@ pub fn overview(files: &[ResultFile]) -> Vec<Section> {
 
 /// The ids a file's latency table lists: the whole suite (so gaps show) for
 /// suite files, then whatever else the file measured.
-fn listed_ids(f: &ResultFile, is_suite: bool) -> Vec<&str> {
-    let suite: &[&str] = if is_suite { &SUITE_IDS } else { &[] };
-    let others = f.experiments.iter().map(|e| e.id.as_str()).filter(|id| !SUITE_IDS.contains(id) || !is_suite);
-    suite.iter().copied().chain(others).collect()
+fn listed_ids(f: &ResultFile, is_suite: bool) -> Vec<String> {
+    let suite = SUITE_IDS.iter().filter(|_| is_suite).map(|id| id.to_string());
+    let others = f.experiments.iter().map(|e| &e.id).filter(|id| !is_suite || !SUITE_IDS.iter().any(|s| s.is(id)));
+    suite.chain(others.cloned()).collect()
 }
 
 /// How an experiment's writes were committed: "1 per write", "every 100
@@ -184,7 +184,7 @@ pub fn latency(files: &[ResultFile]) -> Vec<Section> {
         // An advise file ran a few of the suite's arms: list only those.
         let is_suite = suite.iter().any(|s| std::ptr::eq(*s, f)) && f.advise.is_none();
         for id in listed_ids(f, is_suite) {
-            let e = f.experiment(id);
+            let e = f.experiment(&id);
             let mut row = vec![label.clone(), id.to_string()];
             row.extend(latency_row(e));
             rows.push(row);

@@ -255,7 +255,7 @@ pub fn advise_section(
             durability,
             commit_every,
         },
-        candidates: stores.iter().map(|s| s.name().to_string()).collect(),
+        candidates: stores.to_vec(),
         crash: CrashFacts {
             source: CrashSource::Documented,
             model: "torn-4k".into(),

@@ -14,7 +14,7 @@ use crate::studies::suite::{CONTROL_ID, CONTROL_OF};
 /// The file's A/A noise floor: the control arm against the arm it repeats,
 /// paired by round. None for files without rounds (older files).
 pub fn noise_floor(file: &ResultFile) -> Option<PairedRatio> {
-    file.rounds_of(CONTROL_OF, CONTROL_ID)?.ratio(CONTROL_OF, CONTROL_ID)
+    file.rounds_of(CONTROL_OF, CONTROL_ID)?.ratio(&CONTROL_OF.to_string(), &CONTROL_ID.to_string())
 }
 
 /// "noise floor (A/A: ...): 0.98-1.03 (95% paired, 20 rounds)".

@@ -10,6 +10,7 @@ use crate::records::DatasetSpec;
 use crate::studies::advise::AdviseOutcome;
 use crate::studies::aging::AgingOutcome;
 use crate::studies::concurrency::{self, ConcurrencyOptions};
+use crate::studies::context::StudyContext;
 use crate::studies::crashtest::{CrashReport, PowerCutReport};
 use crate::studies::matrix::{MatrixRun, RATIO_FIGURE};
 use crate::studies::suite::SuiteOutcome;
@@ -45,15 +46,19 @@ impl ResultFile {
     }
 
     /// The result file of a `concurrency` study.
-    pub fn from_concurrency(measured: concurrency::Measured, opts: &ConcurrencyOptions) -> ResultFile {
-        let mut file = ResultFile::new("concurrency", envinfo::collect(&opts.workdir));
+    pub fn from_concurrency(
+        measured: concurrency::Measured,
+        ctx: &StudyContext,
+        opts: &ConcurrencyOptions,
+    ) -> ResultFile {
+        let mut file = ResultFile::new("concurrency", envinfo::collect(&ctx.workdir));
         let section = measured.section;
         file.complete = !section.interrupted;
         if section.blob_readers.is_some() {
             file.dataset = Some(DatasetSpec {
                 count: opts.blob_count,
                 size: concurrency::BLOB_SIZE,
-                seed: opts.seed,
+                seed: ctx.seed,
                 ..DatasetSpec::default()
             });
         }

@@ -124,13 +124,21 @@ impl ResultFile {
         }
     }
 
-    pub fn experiment(&self, id: &str) -> Option<&Experiment> {
+    /// The experiment of that id (a study's typed id, such as a suite
+    /// arm, names it by its spelling).
+    pub fn experiment(&self, id: impl std::fmt::Display) -> Option<&Experiment> {
+        let id = id.to_string();
         self.experiments.iter().find(|e| e.id == id)
     }
 
     /// The round set holding both arms, when its rounds are consistent.
-    pub fn rounds_of(&self, a: &str, b: &str) -> Option<&crate::measure::rounds::RoundSet> {
-        self.rounds.iter().find(|r| r.consistent() && r.arms.iter().any(|x| x == a) && r.arms.iter().any(|x| x == b))
+    pub fn rounds_of(
+        &self,
+        a: impl std::fmt::Display,
+        b: impl std::fmt::Display,
+    ) -> Option<&crate::measure::rounds::RoundSet> {
+        let (a, b) = (a.to_string(), b.to_string());
+        self.rounds.iter().find(|r| r.consistent() && r.arms.contains(&a) && r.arms.contains(&b))
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod advise;
 pub mod aging;
 pub mod concurrency;
+pub mod context;
 pub mod crashtest;
 pub mod matrix;
 pub mod suite;

@@ -56,7 +56,7 @@ fn advise_with_two_client_processes() {
     assert!(md.contains("SQLite has no one-writer row with client processes"), "{md}");
     let parsed = blobbench::results::read(&out.join("results.json")).unwrap();
     let clients = parsed.advise.unwrap().clients.expect("the clients' section");
-    let excluded: Vec<&str> = clients.excluded.iter().map(|e| e.candidate.as_str()).collect();
+    let excluded: Vec<String> = clients.excluded.iter().map(|e| e.candidate.name()).collect();
     assert_eq!(excluded, ["sqlite-one-writer", "redb"]);
     assert!(clients.excluded[1].why.starts_with(why));
     assert!(!clients.arms.iter().any(|a| a.id.contains("one-writer")), "no one-writer row with processes");
@@ -80,7 +80,7 @@ fn advise_with_two_client_processes() {
             assert!(merged >= in_windows && merged <= in_windows + n * runs, "{}: {merged} {in_windows}", arm.id);
         }
     }
-    assert!(!clients.arms.iter().any(|a| a.candidate == "redb"));
+    assert!(!clients.arms.iter().any(|a| a.candidate.name() == "redb"));
     let mark = d.path().to_string_lossy();
     assert_eq!(client_workers(&mark), Vec::<String>::new(), "no client process left behind");
 }

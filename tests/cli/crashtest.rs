@@ -25,7 +25,7 @@ fn quick_crashtest_keeps_journaled_databases_whole() {
     common::valid_results(&json);
     let file = blobbench::results::read(&json).unwrap();
     let section = file.crashtest.expect("a crashtest section");
-    let embedded = blobbench::studies::crashtest::Method::all().into_iter().filter(|m| !m.has_server()).count();
+    let embedded = blobbench::records::ConfigId::methods().into_iter().filter(|m| !m.has_server()).count();
     assert_eq!(
         section.methods.len(),
         embedded,

@@ -45,7 +45,7 @@ fn quick_power_cut_keeps_full_sync_commits_and_drops_unsynced_files() {
     assert_eq!(file.label, "power box", "--label names the result");
     let section = file.power_cut.expect("a power_cut section");
     assert_eq!(section.model, "strict");
-    let embedded = blobbench::studies::crashtest::Method::all().into_iter().filter(|m| !m.has_server()).count();
+    let embedded = blobbench::records::ConfigId::methods().into_iter().filter(|m| !m.has_server()).count();
     assert_eq!(section.methods.len(), embedded, "every method of the default ran");
     let row = |name: &str| section.methods.iter().find(|m| m.method == name).unwrap_or_else(|| panic!("{name}"));
     for m in &section.methods {

@@ -14,7 +14,7 @@ use crate::engine::api::{Engine, OpenMode, Session, Survey};
 use crate::engine::backend::{Backend, Claim, LocalBytes, Probe, WriteConfig, WriteSettings};
 use crate::engine::report::{ExportReport, StatReport};
 use crate::engine::staging::Staging;
-use crate::records::{CommitEvery, EngineKind, EngineSettings, FileParams, FileWrite};
+use crate::records::{CommitEvery, ConfigId, EngineKind, EngineSettings, FileParams, FileWrite};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 use names::{blob_files, blob_name, list_keys};
@@ -128,35 +128,40 @@ impl Backend for FilesBackend {
 }
 
 const fn files_config(
-    name: &'static str,
+    id: ConfigId,
     description: &'static str,
     write: FileWrite,
     fsync: bool,
     sync_dir: bool,
 ) -> WriteConfig {
-    WriteConfig::new(name, description, WriteSettings::Files { write, fsync, sync_dir })
+    WriteConfig::new(id, description, WriteSettings::Files { write, fsync, sync_dir })
 }
 
 /// No file write is atomic; one is durable once fsync'd where it lives (a
 /// rename, with its directory fsync'd too). Advise's and aging's files are
 /// written in place or by temp + rename.
 const WRITE_CONFIGS: &[WriteConfig] = &[
-    files_config("truncate", "files, fopen(\"wb\") + fwrite (kvtest)", FileWrite::Truncate, false, false),
-    files_config("truncate-fsync", "files, fopen(\"wb\") + fwrite + fsync", FileWrite::Truncate, true, false).durable(),
-    files_config("inplace", "files, pwrite over the old bytes", FileWrite::Inplace, false, false)
+    files_config(ConfigId::Truncate, "files, fopen(\"wb\") + fwrite (kvtest)", FileWrite::Truncate, false, false),
+    files_config(ConfigId::TruncateFsync, "files, fopen(\"wb\") + fwrite + fsync", FileWrite::Truncate, true, false)
+        .durable(),
+    files_config(ConfigId::Inplace, "files, pwrite over the old bytes", FileWrite::Inplace, false, false)
         .power_cuts(0, 627, 0)
-        .aged_as("files-inplace", "Files, written in place")
-        .candidate("files-inplace"),
-    files_config("inplace-fsync", "files, pwrite over the old bytes + fsync", FileWrite::Inplace, true, false)
+        .aged("Files, written in place"),
+    files_config(ConfigId::InplaceFsync, "files, pwrite over the old bytes + fsync", FileWrite::Inplace, true, false)
         .durable()
         .power_cuts(1, 1, 0),
-    files_config("replace", "files, write a temporary file + rename", FileWrite::Replace, false, false)
+    files_config(ConfigId::Replace, "files, write a temporary file + rename", FileWrite::Replace, false, false)
         .power_cuts(0, 0, 0)
-        .aged_as("files-rename", "Files, temp + rename")
-        .candidate("files-replace"),
-    files_config("replace-fsync", "files, write a temporary file + fsync + rename", FileWrite::Replace, true, false),
+        .aged("Files, temp + rename"),
     files_config(
-        "replace-fsync-dir",
+        ConfigId::ReplaceFsync,
+        "files, write a temporary file + fsync + rename",
+        FileWrite::Replace,
+        true,
+        false,
+    ),
+    files_config(
+        ConfigId::ReplaceFsyncDir,
         "files, write a temporary file + fsync + rename + fsync of the directory",
         FileWrite::Replace,
         true,

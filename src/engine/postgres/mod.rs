@@ -36,7 +36,7 @@ use crate::engine::backend::{Backend, Claim, LocalBytes, Probe, WriteConfig, Wri
 use crate::engine::keep::Idle;
 use crate::engine::report::{ExportReport, StatReport};
 use crate::engine::sizes::KnownSizes;
-use crate::records::{CommitEvery, EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo, ServerInfo};
+use crate::records::{CommitEvery, ConfigId, EngineKind, EngineSettings, KvParams, PgParams, PgServerInfo, ServerInfo};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -124,18 +124,19 @@ impl Backend for PgBackend {
 }
 
 /// A transactional write whose server the crash test SIGKILLs.
-const fn server_config(name: &'static str, description: &'static str) -> WriteConfig {
-    WriteConfig::new(name, description, WriteSettings::Commit).atomic().server(server::kill_server)
+const fn server_config(id: ConfigId, description: &'static str) -> WriteConfig {
+    WriteConfig::new(id, description, WriteSettings::Commit).atomic().server(server::kill_server)
 }
 
 const WRITE_CONFIGS: [WriteConfig; 2] = [
-    server_config("postgres-durable", "PostgreSQL bytea, synchronous_commit=on, server SIGKILLed").durable(),
-    server_config("postgres-fast", "PostgreSQL bytea, synchronous_commit=off, server SIGKILLed"),
+    server_config(ConfigId::Durable(KIND), "PostgreSQL bytea, synchronous_commit=on, server SIGKILLed").durable(),
+    server_config(ConfigId::Fast(KIND), "PostgreSQL bytea, synchronous_commit=off, server SIGKILLed"),
 ];
 
 const WRITE_CONFIGS_LO: [WriteConfig; 2] = [
-    server_config("postgres-lo-durable", "PostgreSQL large objects, synchronous_commit=on, server SIGKILLed").durable(),
-    server_config("postgres-lo-fast", "PostgreSQL large objects, synchronous_commit=off, server SIGKILLed"),
+    server_config(ConfigId::Durable(KIND_LO), "PostgreSQL large objects, synchronous_commit=on, server SIGKILLed")
+        .durable(),
+    server_config(ConfigId::Fast(KIND_LO), "PostgreSQL large objects, synchronous_commit=off, server SIGKILLed"),
 ];
 
 /// The dataset at `path` opened for runs; the server starts (or is

@@ -64,7 +64,7 @@ use crate::engine::backend::{Backend, Claim, LocalBytes, Probe, WriteConfig, Wri
 use crate::engine::keep::Idle;
 use crate::engine::report::{ExportReport, StatReport};
 use crate::engine::sizes::KnownSizes;
-use crate::records::{EngineKind, EngineSettings, S3Params, ServerInfo, ServerSetting};
+use crate::records::{ConfigId, EngineKind, EngineSettings, S3Params, ServerInfo, ServerSetting};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -145,7 +145,7 @@ impl Backend for S3Backend {
 }
 
 const WRITE_CONFIGS: [WriteConfig; 1] = [WriteConfig::new(
-    "s3-durable",
+    ConfigId::Durable(KIND),
     "S3 PUT on a throwaway server (--s3-server), acknowledged as stored; its processes SIGKILLed",
     WriteSettings::Commit,
 )

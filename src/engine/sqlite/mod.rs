@@ -18,11 +18,11 @@ pub use session::DbSession;
 use session::{OneWriter, OneWriterClient};
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
-use crate::engine::backend::{Backend, Claim, LocalBytes, Probe, WriteConfig, WriteSettings};
+use crate::engine::backend::{Backend, Claim, LocalBytes, Probe, WriteConfig, WriteSettings, WritersConfig};
 use crate::engine::keep::{Idle, Lease};
 use crate::engine::kvtest_db::{open_kv, SQLITE_HEADER};
 use crate::engine::report::{ExportReport, StatReport};
-use crate::records::{CommitEvery, DbParams, DbWriters, EngineKind, EngineSettings, Journal, SyncLevel};
+use crate::records::{CommitEvery, ConfigId, DbParams, DbWriters, EngineKind, EngineSettings, Journal, SyncLevel};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 use error::db_error;
@@ -91,8 +91,8 @@ impl Backend for SqliteBackend {
     }
 }
 
-const fn db_config(name: &'static str, description: &'static str, journal: Journal, sync: SyncLevel) -> WriteConfig {
-    WriteConfig::new(name, description, WriteSettings::Db { journal, sync })
+const fn db_config(id: ConfigId, description: &'static str, journal: Journal, sync: SyncLevel) -> WriteConfig {
+    WriteConfig::new(id, description, WriteSettings::Db { journal, sync })
 }
 
 /// With a journal a killed writer leaves the database sound; FULL and EXTRA
@@ -100,29 +100,65 @@ const fn db_config(name: &'static str, description: &'static str, journal: Journ
 /// cut (the journal's unlink is not synced), as SQLite documents. WAL is
 /// advise's SQLite and aging's; aging also ages the rollback journal.
 const WRITE_CONFIGS: &[WriteConfig] = &[
-    db_config("db-wal-normal", "SQLite, WAL, synchronous=NORMAL", Journal::Wal, SyncLevel::Normal)
+    db_config(ConfigId::DbWalNormal, "SQLite, WAL, synchronous=NORMAL", Journal::Wal, SyncLevel::Normal)
         .atomic()
         .power_cuts(0, 0, 0)
-        .aged_as("db-wal", "SQLite, WAL")
-        .candidate("sqlite"),
-    db_config("db-wal-full", "SQLite, WAL, synchronous=FULL", Journal::Wal, SyncLevel::Full)
+        .aged("SQLite, WAL"),
+    db_config(ConfigId::DbWalFull, "SQLite, WAL, synchronous=FULL", Journal::Wal, SyncLevel::Full)
         .atomic()
         .durable()
         .power_cuts(0, 0, 0),
-    db_config("db-delete", "SQLite, rollback journal (DELETE), synchronous=FULL", Journal::Delete, SyncLevel::Full)
-        .atomic()
-        .durable_undocumented()
-        .aged_as("db-rollback", "SQLite, rollback journal"),
     db_config(
-        "db-delete-extra",
+        ConfigId::DbDelete,
+        "SQLite, rollback journal (DELETE), synchronous=FULL",
+        Journal::Delete,
+        SyncLevel::Full,
+    )
+    .atomic()
+    .durable_undocumented()
+    .aged("SQLite, rollback journal"),
+    db_config(
+        ConfigId::DbDeleteExtra,
         "SQLite, rollback journal (DELETE), synchronous=EXTRA",
         Journal::Delete,
         SyncLevel::Extra,
     )
     .atomic()
     .durable(),
-    db_config("db-off", "SQLite, journal_mode=OFF, synchronous=OFF", Journal::Off, SyncLevel::Off),
+    db_config(ConfigId::DbOff, "SQLite, journal_mode=OFF, synchronous=OFF", Journal::Off, SyncLevel::Off),
 ];
+
+/// SQLite's ways of writing with several clients of one process at once,
+/// the ones sharing a connection first (advise ranks them in this order).
+pub const WRITERS: &[WritersConfig] = &[
+    WritersConfig {
+        id: DbWriters::One,
+        title: "one writer connection",
+        how: "every client's writes go through one connection the process shares behind a mutex (a writer waiting \
+              for it sleeps until it is free and is woken then)",
+        concurrent: "SQLite WAL + FULL, one writer connection for all writers behind a mutex in the process, a \
+                     commit per write; each reader on its own connection",
+        threads_only: Some(
+            "one writer connection is shared by the threads of one process; client processes cannot share a \
+             connection, so each writes through its own",
+        ),
+        needs_commit_every: true,
+    },
+    WritersConfig {
+        id: DbWriters::PerClient,
+        title: "a connection per client",
+        how: "each commit's writes as BEGIN IMMEDIATE, sleeping on SQLite's busy schedule (1, 2, 5, 10 ... ms) \
+              while another client holds the write lock (busy waits counted)",
+        concurrent: "SQLite WAL + FULL, a connection per writer, BEGIN IMMEDIATE under the busy timeout",
+        threads_only: None,
+        needs_commit_every: false,
+    },
+];
+
+/// The row of a way of writing.
+pub fn writers(id: DbWriters) -> &'static WritersConfig {
+    WRITERS.iter().find(|w| w.id == id).expect("every way of writing has a row")
+}
 
 /// An SQLite database (kvtest's `kv` table) with a run's pragmas.
 pub struct SqliteEngine {

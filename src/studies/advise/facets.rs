@@ -3,16 +3,17 @@
 //! matrix around the blobs' mean size) and a short aging pass (two
 //! rewrites of every blob of a sample, on the user's sizes).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::section::{CrashFact, CrashFacts, CrashSource};
-use super::{rules, AdviseOptions};
+use super::{rules, Advise};
 use crate::engine::s3::Server;
-use crate::records::{EngineKind, SizeSource};
-use crate::studies::aging::{self, AgePoint, AgingObserver, AgingOptions, AgingSection, SizeSetting};
-use crate::studies::crashtest::{self, CrashOptions, Method, PowerCutSection};
+use crate::records::{ConfigId, EngineKind, SizeSource};
+use crate::studies::aging::{self, AgePoint, AgingOptions, AgingSection, SizeSetting};
+use crate::studies::context::{Observer, RoundsAsked, StudyContext};
+use crate::studies::crashtest::{self, CrashOptions, PowerCutSection};
 use crate::studies::matrix::{self, MatrixOptions, MatrixSection};
-use crate::studies::suite::{AsProgress, SuiteObserver};
 use crate::{Error, Result};
 
 /// Blob sizes of the size matrix: the mean times each factor.
@@ -36,21 +37,20 @@ pub(super) fn matrix_bytes(quick: bool) -> u64 {
 /// blob API over a memory-mapped database) whose crossovers say above which
 /// blob size files read faster than SQLite, and than each engine, here.
 /// None when interrupted.
-pub(super) fn size_crossover(
-    opts: &AdviseOptions,
-    mean: f64,
-    observer: &dyn SuiteObserver,
-) -> Result<Option<MatrixSection>> {
-    match matrix::run(&matrix_options(opts, mean), &AsProgress(observer)) {
+pub(super) fn size_crossover(opts: &Advise, mean: f64) -> Result<Option<MatrixSection>> {
+    let (ctx, m) = matrix_plan(opts, mean);
+    match matrix::run(&ctx, &m) {
         Ok(run) if !run.interrupted => Ok(Some(run.section)),
         Ok(_) | Err(Error::Interrupted) => Ok(None),
         Err(e) => Err(e),
     }
 }
 
-/// The size matrix's options for blobs of `mean` bytes.
-pub(super) fn matrix_options(opts: &AdviseOptions, mean: f64) -> MatrixOptions {
-    let total = matrix_bytes(opts.quick);
+/// The size matrix's context and options for blobs of `mean` bytes:
+/// advise's context, with the embedded engines only, a short budget per
+/// cell and the promised rounds.
+pub(super) fn matrix_plan(opts: &Advise, mean: f64) -> (StudyContext, MatrixOptions) {
+    let total = matrix_bytes(opts.quick());
     let mut sizes: Vec<u32> =
         MATRIX_FACTORS.iter().map(|k| ((mean * k).round() as u64).clamp(1000, total / 4) as u32).collect();
     sizes.dedup();
@@ -59,20 +59,25 @@ pub(super) fn matrix_options(opts: &AdviseOptions, mean: f64) -> MatrixOptions {
     m.page_sizes = vec![MATRIX_PAGE_SIZE];
     m.total_bytes = total;
     m.writes = false;
-    // A server's round trip, not the blob size, sets its read times, and at
-    // tens of ms per op its cells would outlast the whole budget: its sizes
-    // are `matrix --engines`'s study, as its aging is not advise's either.
-    m.engines = opts.engines.iter().copied().filter(|k| !k.is_server()).collect();
     // SQLite read as its candidate reads, with the suite's page cache.
     m.db_read = rules::SQLITE_READ;
     m.cache_bytes = crate::records::DbParams::default().cache_size.unsigned_abs() * u64::from(MATRIX_PAGE_SIZE);
-    m.workdir.clone_from(&opts.workdir);
-    m.rounds.budget = Some(Duration::from_secs(if opts.quick { 1 } else { 3 }));
-    m.rounds.clock = opts.clock;
     // A cell's reads cover at most its few MB: the promised rounds are cheap.
-    m.rounds.least_rounds = super::LEAST_ROUNDS;
-    m.settings.clone_from(&opts.settings);
-    m
+    let rounds = RoundsAsked {
+        budget: Some(Duration::from_secs(if opts.quick() { 1 } else { 3 })),
+        least_rounds: Some(super::LEAST_ROUNDS),
+        ..RoundsAsked::default()
+    };
+    // A server's round trip, not the blob size, sets its read times, and at
+    // tens of ms per op its cells would outlast the whole budget: its sizes
+    // are `matrix --engines`'s study, as its aging is not advise's either.
+    let ctx = StudyContext { engines: embedded(opts), rounds, quick: true, ..opts.ctx.clone() };
+    (ctx, m)
+}
+
+/// The engines considered that are not servers.
+fn embedded(opts: &Advise) -> Vec<EngineKind> {
+    opts.ctx.engines.iter().copied().filter(|k| !k.is_server()).collect()
 }
 
 /// Blob content the short aging pass rewrites per layout and pass (a
@@ -102,12 +107,16 @@ pub(super) fn aging_round_budget(thorough: bool) -> Duration {
     Duration::from_secs(if thorough { 3 } else { 1 })
 }
 
-/// Aging's steps as the suite observer's phases.
-struct AsAging<'a>(&'a dyn SuiteObserver);
+/// Aging's steps as advise's observer's phases, named as aging's; its
+/// points are not advise's news.
+struct AsAging(Arc<dyn Observer>);
 
-impl AgingObserver for AsAging<'_> {
-    fn step(&self, what: &str) {
-        self.0.begin(&format!("aging: {what}"), 0);
+impl Observer for AsAging {
+    fn begin(&self, what: &str, units: u64) {
+        self.0.begin(&format!("aging: {what}"), units);
+    }
+    fn advance(&self, done: u64) {
+        self.0.advance(done);
     }
     fn point(&self, _: &SizeSetting, _: &AgePoint) {}
 }
@@ -116,51 +125,55 @@ impl AgingObserver for AsAging<'_> {
 /// layouts (no remedies, no size bands), on a sample of the user's files
 /// or blobs drawn from the stated sizes (a larger one, `thorough`, with a
 /// larger budget). None when interrupted or stopped early (a full disk).
-pub(super) fn aging_pass(
-    opts: &AdviseOptions,
-    (count, mean): (u32, f64),
-    thorough: bool,
-    observer: &dyn SuiteObserver,
-) -> Result<Option<AgingSection>> {
-    match aging::run_aging(&aging_options(opts, (count, mean), thorough), &AsAging(observer)) {
+pub(super) fn aging_pass(opts: &Advise, (count, mean): (u32, f64), thorough: bool) -> Result<Option<AgingSection>> {
+    let (ctx, a) = aging_plan(opts, (count, mean), thorough);
+    match aging::run_aging(&ctx, &a) {
         Ok(out) if out.complete => Ok(Some(out.section)),
         Ok(_) | Err(Error::Interrupted) => Ok(None),
         Err(e) => Err(e),
     }
 }
 
-/// The short aging pass's plan (its disk need is part of advise's).
-pub(super) fn aging_options(opts: &AdviseOptions, (count, mean): (u32, f64), thorough: bool) -> AgingOptions {
+/// The short aging pass's context and options (its disk need is part of
+/// advise's): advise's context, with the embedded engines only, each
+/// candidate rewriting as it writes (a commit per N writes), a short
+/// budget per set of reads and the promised rounds.
+pub(super) fn aging_plan(opts: &Advise, (count, mean): (u32, f64), thorough: bool) -> (StudyContext, AgingOptions) {
     let stores = opts.stores();
-    let mut a = AgingOptions::new(opts.workdir.clone(), true);
+    let mut a = AgingOptions::new(true);
     a.ages = vec![0, rules::AGING_AGE];
     a.sizes = Vec::new();
     a.yours = Some(match &opts.from {
         Some(dir) => SizeSource::Files(dir.clone()),
         None => SizeSource::Dist(opts.spec.size_dist()),
     });
-    a.count = Some(aging_count(count, mean, thorough, opts.quick));
-    a.engines = opts.engines.iter().copied().filter(|k| !k.is_server()).collect();
+    a.count = Some(aging_count(count, mean, thorough, opts.quick()));
     a.layouts = Some(stores.iter().filter_map(|s| s.aging_layout()).collect());
     a.remedies = false;
     a.bands = false;
-    a.rounds.budget = Some(aging_round_budget(thorough));
-    a.rounds.clock = opts.clock;
-    // Each candidate rewrites as it writes: one commit per N writes.
-    a.commit_every = Some(opts.commit_every);
     // Each read set reads the sample (about 10 MB): the promised rounds
     // are cheap.
-    a.rounds.max_rounds = if thorough { 12 } else { super::LEAST_ROUNDS };
-    a.rounds.least_rounds = super::LEAST_ROUNDS;
-    a.settings.clone_from(&opts.settings);
-    a
+    let rounds = RoundsAsked {
+        max_rounds: Some(if thorough { 12 } else { super::LEAST_ROUNDS }),
+        budget: Some(aging_round_budget(thorough)),
+        least_rounds: Some(super::LEAST_ROUNDS),
+    };
+    let ctx = StudyContext {
+        engines: embedded(opts),
+        rounds,
+        quick: true,
+        commit_every: Some(opts.commit_every()),
+        observer: Arc::new(AsAging(Arc::clone(&opts.ctx.observer))),
+        ..opts.ctx.clone()
+    };
+    (ctx, a)
 }
 
 /// The crash facts: a quick power-cut run of the candidates' write methods
 /// (both durability needs, so the page can say what the other need would
 /// change) where FUSE works; else the documented table, saying why.
-pub(super) fn crash_facts(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> (CrashFacts, Option<PowerCutSection>) {
-    let (mut facts, section) = power_cut_facts(opts, observer);
+pub(super) fn crash_facts(opts: &Advise) -> (CrashFacts, Option<PowerCutSection>) {
+    let (mut facts, section) = power_cut_facts(opts);
     facts.methods.extend(server_facts(opts));
     (facts, section)
 }
@@ -168,12 +181,13 @@ pub(super) fn crash_facts(opts: &AdviseOptions, observer: &dyn SuiteObserver) ->
 /// What the S3 candidate's server is known to promise: a throwaway server
 /// that answers a PUT before it is on disk never acknowledges a write as
 /// durable, however a process kill leaves it (`Server::syncs_puts`).
-fn server_facts(opts: &AdviseOptions) -> Option<CrashFact> {
+fn server_facts(opts: &Advise) -> Option<CrashFact> {
     let s3 = rules::Store::Engine(EngineKind::S3);
-    if !opts.stores().contains(&s3) || opts.settings.s3.url.is_some() {
+    let settings = &opts.ctx.settings;
+    if !opts.stores().contains(&s3) || settings.s3.url.is_some() {
         return None;
     }
-    let server = Server::from_setting(opts.settings.s3.server.as_deref()).ok()?;
+    let server = Server::from_setting(settings.s3.server.as_deref()).ok()?;
     (!server.syncs_puts()).then(|| CrashFact {
         method: s3.crash_method(opts.durability),
         acknowledges_durability: false,
@@ -185,7 +199,7 @@ fn server_facts(opts: &AdviseOptions) -> Option<CrashFact> {
 }
 
 /// The power-cut run's facts, or the documented table, saying why.
-fn power_cut_facts(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> (CrashFacts, Option<PowerCutSection>) {
+fn power_cut_facts(opts: &Advise) -> (CrashFacts, Option<PowerCutSection>) {
     let documented = |why: String| CrashFacts {
         source: CrashSource::Documented,
         model: rules::CRASH_MODEL.name().into(),
@@ -205,19 +219,17 @@ fn power_cut_facts(opts: &AdviseOptions, observer: &dyn SuiteObserver) -> (Crash
     }
     let mut copts = CrashOptions::new(writer.clone());
     copts.methods = methods;
-    copts.kills = if opts.quick { crashtest::QUICK_KILLS } else { 2 * crashtest::QUICK_KILLS };
+    copts.kills = if opts.quick() { crashtest::QUICK_KILLS } else { 2 * crashtest::QUICK_KILLS };
     copts.count = crashtest::QUICK_COUNT;
-    copts.workdir.clone_from(&opts.workdir);
-    copts.commit_every = opts.commit_every;
-    copts.settings.clone_from(&opts.settings);
-    match crashtest::power_cut_test(&copts, rules::CRASH_MODEL, &AsProgress(observer)) {
+    let ctx = StudyContext { commit_every: Some(opts.commit_every()), ..opts.ctx.clone() };
+    match crashtest::power_cut_test(&ctx, &copts, rules::CRASH_MODEL) {
         Ok(report) => {
             let facts = report
                 .section
                 .methods
                 .iter()
                 .map(|m| CrashFact {
-                    method: Method::named(&m.method),
+                    method: ConfigId::method_named(&m.method),
                     acknowledges_durability: m.acknowledges_durability,
                     cuts: m.cuts,
                     lost_after_ack: m.lost_after_ack,

@@ -10,10 +10,10 @@ use super::section::{AdviseSection, CrashFact, CrashSource, Durability};
 use crate::measure::paired::PairedRatio;
 use crate::measure::rounds::RoundSet;
 use crate::measure::Experiment;
-use crate::records::DiskUsage;
+use crate::records::{DiskUsage, LayoutId};
 use crate::studies::aging::{AgePoint, AgingSection};
 use crate::studies::matrix::{Crossover, DbRead, EngineCrossover, MatrixSection};
-use crate::studies::suite::{CONTROL_ID, CONTROL_OF};
+use crate::studies::suite::{ArmId, CONTROL_ID, CONTROL_OF};
 
 /// What the recommendation is computed from: the parts of one result file.
 #[derive(Clone, Copy)]
@@ -179,12 +179,12 @@ impl Ranking {
 /// The median of the figure comparisons use: the steady-state time per op
 /// (the loop with each commit inside it), or kvtest's total in a file from
 /// before it.
-fn median_us(inputs: &Inputs, id: &str) -> Option<f64> {
-    inputs.experiments.iter().find(|e| e.id == id).map(|e| e.summary.figure().median).filter(|v| *v > 0.0)
+fn median_us(inputs: &Inputs, id: ArmId) -> Option<f64> {
+    inputs.experiments.iter().find(|e| id.is(&e.id)).map(|e| e.summary.figure().median).filter(|v| *v > 0.0)
 }
 
 /// The experiment that times `store`'s writes in the file's workload.
-pub fn write_id(s: &AdviseSection, store: Store) -> String {
+pub fn write_id(s: &AdviseSection, store: Store) -> ArmId {
     store.write_id(s.workload.durability, s.workload.one_commit_per_run())
 }
 
@@ -192,20 +192,20 @@ pub fn write_id(s: &AdviseSection, store: Store) -> String {
 /// than the workload states (None: its writes were not measured at all).
 fn other_granularity(inputs: &Inputs, store: Store) -> Option<Refused> {
     let s = inputs.section;
-    let e = inputs.experiments.iter().find(|e| e.id == write_id(s, store))?;
+    let e = inputs.experiments.iter().find(|e| write_id(s, store).is(&e.id))?;
     let stated = s.workload.commit_every;
     (e.params.commit_every != stated).then_some(Refused { store, measured: e.params.commit_every, stated })
 }
 
 /// The paired ratio a / b over the rounds both ran in; exact 1 for the
 /// same experiment; the ratio of medians when no rounds pair them.
-fn ratio(inputs: &Inputs, a: &str, b: &str) -> Option<Factor> {
+fn ratio(inputs: &Inputs, a: ArmId, b: ArmId) -> Option<Factor> {
     if a == b {
         return Some(Factor { same: true, ..Factor::exact(1.0) });
     }
-    let set =
-        inputs.rounds.iter().find(|r| r.consistent() && r.arms.iter().any(|x| x == a) && r.arms.iter().any(|x| x == b));
-    match set.and_then(|s| s.ratio(a, b)) {
+    let (a_name, b_name) = (a.to_string(), b.to_string());
+    let set = inputs.rounds.iter().find(|r| r.consistent() && r.arms.contains(&a_name) && r.arms.contains(&b_name));
+    match set.and_then(|s| s.ratio(&a_name, &b_name)) {
         Some(p) => Some(Factor::of(&p)),
         None => Some(Factor::exact(median_us(inputs, a)? / median_us(inputs, b)?)),
     }
@@ -245,13 +245,13 @@ pub fn rank(inputs: &Inputs) -> Ranking {
         noise: inputs
             .rounds
             .iter()
-            .find(|r| r.consistent() && r.arms.iter().any(|a| a == CONTROL_ID))
-            .and_then(|r| r.ratio(CONTROL_OF, CONTROL_ID)),
+            .find(|r| r.consistent() && r.arms.iter().any(|a| CONTROL_ID.is(a)))
+            .and_then(|r| r.ratio(&CONTROL_OF.to_string(), &CONTROL_ID.to_string())),
         changes: Vec::new(),
     };
-    for store in s.candidates.iter().filter_map(|n| Store::from_name(n)) {
+    for &store in &s.candidates {
         let crash = s.crash.of(store.crash_method(need)).cloned();
-        let (read, write) = (median_us(inputs, &store.read_id()), median_us(inputs, &write_id(s, store)));
+        let (read, write) = (median_us(inputs, store.read_id()), median_us(inputs, write_id(s, store)));
         let allocated_bytes = inputs.disk.iter().find(|d| d.layout == store.layout()).map(|d| d.allocated_bytes);
         if let Some((test, fact, source)) = failing(s, store, need) {
             let mixed_us = read.zip(write).map(|(r, w)| mixed(r, w, share));
@@ -282,7 +282,7 @@ pub fn rank(inputs: &Inputs) -> Ranking {
             tie: false,
             allocated_bytes,
             crash,
-            cold_read_us: median_us(inputs, &store.cold_read_id()),
+            cold_read_us: median_us(inputs, store.cold_read_id()),
             cold_reads: None,
             aged: None,
         });
@@ -295,7 +295,7 @@ pub fn rank(inputs: &Inputs) -> Ranking {
 }
 
 /// The aging pass's point of `layout` at `age` (not after a remedy).
-fn point<'a>(a: &'a AgingSection, layout: &str, age: u32) -> Option<&'a AgePoint> {
+fn point(a: &AgingSection, layout: LayoutId, age: u32) -> Option<&AgePoint> {
     let setting = a.settings.last()?;
     setting.points.iter().find(|p| p.layout == layout && p.age == age && p.remedy.is_none())
 }
@@ -311,9 +311,9 @@ fn age(inputs: &Inputs, out: &mut Ranking) {
     let rounds = setting.read_rounds(last, false).filter(|s| s.consistent());
     for (i, r) in out.ranked.iter_mut().enumerate() {
         let Some(layout) = r.store.aging_layout() else { continue };
-        let (Some(old), Some(new)) = (point(a, &layout, first), point(a, &layout, last)) else { continue };
+        let (Some(old), Some(new)) = (point(a, layout, first), point(a, layout, last)) else { continue };
         let warm = |p: &AgePoint| p.read_warm.map(|w| w.per_op_us).filter(|v| *v > 0.0);
-        let reads = lead.as_deref().filter(|_| i > 0).and_then(|l| match rounds.and_then(|s| s.ratio(&layout, l)) {
+        let reads = lead.filter(|_| i > 0).and_then(|l| match rounds.and_then(|s| s.ratio(layout.name(), l.name())) {
             Some(p) => Some(Factor::of(&p)),
             None => Some(Factor::exact(warm(new)? / warm(point(a, l, last)?)?)),
         });
@@ -337,9 +337,9 @@ fn compare_to_leader(inputs: &Inputs, share: f64, out: &mut Ranking) {
     let a = share * leader.read_us / leader.mixed_us.max(f64::MIN_POSITIVE);
     let noise = out.noise.clone();
     for r in out.ranked.iter_mut().skip(1) {
-        let reads = ratio(inputs, &r.store.read_id(), &leader.store.read_id());
+        let reads = ratio(inputs, r.store.read_id(), leader.store.read_id());
         let s = inputs.section;
-        let writes = ratio(inputs, &write_id(s, r.store), &write_id(s, leader.store));
+        let writes = ratio(inputs, write_id(s, r.store), write_id(s, leader.store));
         if let (Some(fr), Some(fw)) = (reads, writes) {
             let blend = |x: f64, y: f64| a * x + (1.0 - a) * y;
             let m = Factor {
@@ -357,7 +357,7 @@ fn compare_to_leader(inputs: &Inputs, share: f64, out: &mut Ranking) {
         r.reads = reads;
         r.writes = writes;
         if r.cold_read_us.is_some() && leader.cold_read_us.is_some() {
-            r.cold_reads = ratio(inputs, &r.store.cold_read_id(), &leader.store.cold_read_id());
+            r.cold_reads = ratio(inputs, r.store.cold_read_id(), leader.store.cold_read_id());
         }
     }
 }

@@ -3,15 +3,21 @@
 //! facts exclude a candidate, and the crash table used when no power-cut
 //! run was possible.
 
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
 use super::section::{CrashFact, Durability};
 use crate::powercut::Model;
-use crate::records::{EngineKind, FileWrite, Journal, SyncLevel};
-use crate::studies::crashtest::Method;
+use crate::records::{ConfigId, EngineKind, LayoutId};
 use crate::studies::matrix::DbRead;
-use crate::studies::suite::ids;
+use crate::studies::suite::ids::{self, ArmId};
 
-/// A place blobs can live, in the configuration advise gives it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A place blobs can live, in the configuration advise gives it: advise's
+/// candidate, in a result file its [`Store::name`]. Its writes are its
+/// write configurations ([`Store::crash_method`]), one per need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "&'static str")]
 pub enum Store {
     /// SQLite: blob API + mmap reads; WAL + NORMAL (relaxed) or WAL + FULL
     /// (required) writes.
@@ -78,16 +84,15 @@ pub fn excluded_by(need: Durability, fact: &CrashFact) -> Option<Test> {
 }
 
 impl Store {
-    /// The name in result files: `sqlite`, `files-inplace`, `files-replace`
-    /// (each its relaxed write's candidate, as its backend names it) or the
-    /// engine's name.
+    /// The name in result files: `sqlite`, `files-inplace`,
+    /// `files-replace` or the engine's name. Spelled and read back here
+    /// only (a candidate in a result file is a [`Store`]).
     pub fn name(self) -> &'static str {
         match self {
+            Store::Sqlite => "sqlite",
+            Store::FilesInPlace => "files-inplace",
+            Store::FilesReplace => "files-replace",
             Store::Engine(kind) => kind.name(),
-            _ => self
-                .relaxed_write()
-                .and_then(Method::candidate)
-                .expect("the backends name SQLite's and the files' candidates"),
         }
     }
 
@@ -99,28 +104,28 @@ impl Store {
     }
 
     /// The suite experiment its reads are timed by.
-    pub fn read_id(self) -> String {
+    pub fn read_id(self) -> ArmId {
         match self {
-            Store::Sqlite => ids::READ_DB_BLOB_MMAP.into(),
-            Store::FilesInPlace | Store::FilesReplace => ids::READ_FLAT_POSIX.into(),
+            Store::Sqlite => ids::READ_DB_BLOB_MMAP,
+            Store::FilesInPlace | Store::FilesReplace => ids::READ_FLAT_POSIX,
             Store::Engine(kind) => ids::engine_read(kind),
         }
     }
 
     /// The suite experiment its cold reads are timed by (the page cache
     /// evicted before each run).
-    pub fn cold_read_id(self) -> String {
-        ids::cold(&self.read_id())
+    pub fn cold_read_id(self) -> ArmId {
+        ids::cold(self.read_id())
     }
 
     /// The layout `aging` ages it as: its relaxed write's (SQLite in WAL
-    /// mode, files in place or by temp + rename), or the engine's own.
-    /// None for a server engine (no short aging pass for it).
-    pub fn aging_layout(self) -> Option<String> {
+    /// mode, files in place or by temp + rename), or the engine's durable
+    /// commit. None for a server engine (no short aging pass for it).
+    pub fn aging_layout(self) -> Option<LayoutId> {
         match self {
             Store::Engine(kind) if kind.is_server() => None,
-            Store::Engine(kind) => Some(kind.name().into()),
-            _ => self.relaxed_write().and_then(Method::aging).map(|(id, _)| id.into()),
+            Store::Engine(kind) => Some(LayoutId(ConfigId::Durable(kind))),
+            _ => self.relaxed_write().filter(|c| c.aging_title().is_some()).map(LayoutId),
         }
     }
 
@@ -128,27 +133,24 @@ impl Store {
     /// as the workload states (`commit/...`), or, for a file from before
     /// `--commit-every` (`one_per_run`), the article's one transaction per
     /// run.
-    pub fn write_id(self, need: Durability, one_per_run: bool) -> String {
+    pub fn write_id(self, need: Durability, one_per_run: bool) -> ArmId {
         let id = self.run_write_id(need);
         if one_per_run {
             id
         } else {
-            ids::committed(&id)
+            ids::committed(id)
         }
     }
 
-    /// The article-style arm of its writes at `need` (one transaction per run).
-    fn run_write_id(self, need: Durability) -> String {
-        let required = need == Durability::Required;
-        match self {
-            Store::Sqlite if required => ids::WRITE_DB_WAL_FULL.into(),
-            Store::Sqlite => ids::WRITE_DB_WAL_NORMAL.into(),
-            Store::FilesInPlace if required => ids::WRITE_FLAT_INPLACE_FSYNC.into(),
-            Store::FilesInPlace => ids::WRITE_FLAT_INPLACE.into(),
-            Store::FilesReplace if required => ids::WRITE_FLAT_REPLACE_FSYNC.into(),
-            Store::FilesReplace => ids::WRITE_FLAT_REPLACE.into(),
-            Store::Engine(kind) if required => ids::engine_durable_write(kind),
-            Store::Engine(kind) => ids::engine_fast_write(kind),
+    /// The article-style arm of its writes at `need` (one transaction per
+    /// run): its write configuration's, a durable rename's without the
+    /// directory fsync the committed arm adds.
+    fn run_write_id(self, need: Durability) -> ArmId {
+        match (self, need) {
+            (Store::FilesReplace, Durability::Required) => ids::WRITE_FLAT_REPLACE_FSYNC,
+            (Store::Engine(kind), Durability::Required) => ids::engine_durable_write(kind),
+            (Store::Engine(kind), Durability::Relaxed) => ids::engine_fast_write(kind),
+            _ => ArmId::Write(self.crash_method(need).expect("SQLite and the files write at every need")),
         }
     }
 
@@ -156,23 +158,21 @@ impl Store {
     /// declares none). SQLite writes in WAL, NORMAL or FULL; files written
     /// by temp + rename are durable only with the directory fsynced too, as
     /// the timed committed write does (once per commit).
-    pub fn crash_method(self, need: Durability) -> Option<Method> {
+    pub fn crash_method(self, need: Durability) -> Option<ConfigId> {
         let required = need == Durability::Required;
         match self {
-            Store::Sqlite => {
-                let sync = if required { SyncLevel::Full } else { SyncLevel::Normal };
-                Some(Method::Db { journal: Journal::Wal, sync })
-            }
-            Store::FilesInPlace => Some(Method::Files { write: FileWrite::Inplace, fsync: required, sync_dir: false }),
-            Store::FilesReplace => {
-                Some(Method::Files { write: FileWrite::Replace, fsync: required, sync_dir: required })
-            }
-            Store::Engine(kind) => Method::of_engine(kind, required),
+            Store::Sqlite if required => Some(ConfigId::DbWalFull),
+            Store::Sqlite => Some(ConfigId::DbWalNormal),
+            Store::FilesInPlace if required => Some(ConfigId::InplaceFsync),
+            Store::FilesInPlace => Some(ConfigId::Inplace),
+            Store::FilesReplace if required => Some(ConfigId::ReplaceFsyncDir),
+            Store::FilesReplace => Some(ConfigId::Replace),
+            Store::Engine(kind) => ConfigId::of_engine(kind, required),
         }
     }
 
     /// Its write when durability is relaxed.
-    fn relaxed_write(self) -> Option<Method> {
+    fn relaxed_write(self) -> Option<ConfigId> {
         self.crash_method(Durability::Relaxed)
     }
 
@@ -183,6 +183,33 @@ impl Store {
             Store::FilesInPlace | Store::FilesReplace => crate::engine::files::FLAT_KIND,
             Store::Engine(kind) => kind,
         }
+    }
+}
+
+impl fmt::Display for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl From<Store> for &'static str {
+    fn from(s: Store) -> &'static str {
+        s.name()
+    }
+}
+
+/// Tests name candidates as files spell them.
+#[cfg(test)]
+impl From<&str> for Store {
+    fn from(name: &str) -> Store {
+        Store::from_name(name).unwrap_or_else(|| panic!("no candidate {name:?}"))
+    }
+}
+
+impl TryFrom<String> for Store {
+    type Error = String;
+    fn try_from(s: String) -> Result<Store, String> {
+        Store::from_name(&s).ok_or_else(|| format!("unknown advise candidate {s:?}"))
     }
 }
 
@@ -204,7 +231,7 @@ pub const DOCUMENTED_CUTS: u32 = 50;
 /// The documented table as crash facts: every write configuration whose
 /// backend records what power cuts did to it.
 pub fn documented() -> Vec<CrashFact> {
-    Method::all()
+    ConfigId::methods()
         .into_iter()
         .filter_map(|method| {
             let cuts = method.power_cuts()?;
@@ -239,7 +266,11 @@ mod tests {
             for need in [Durability::Required, Durability::Relaxed] {
                 let m = s.crash_method(need).expect("a crash method");
                 assert!(documented().iter().any(|f| f.method == Some(m)), "{} not documented", m.name());
-                assert!(Method::parse_list(m.name()).is_ok(), "{} not a crash method", m.name());
+                assert!(
+                    crate::studies::crashtest::method::parse_list(m.name()).is_ok(),
+                    "{} not a crash method",
+                    m.name()
+                );
             }
         }
     }
@@ -247,7 +278,7 @@ mod tests {
     /// The twelve methods of the power-cut run in docs/crash-safety.md.
     #[test]
     fn the_documented_table_holds_the_twelve_measured_methods() {
-        let names: Vec<&str> = documented().iter().filter_map(|f| f.method).map(Method::name).collect();
+        let names: Vec<&str> = documented().iter().filter_map(|f| f.method).map(ConfigId::name).collect();
         assert_eq!(
             names,
             [
@@ -270,7 +301,7 @@ mod tests {
     #[test]
     fn in_place_writes_are_excluded_when_durability_is_required() {
         let facts = documented();
-        let of = |m: &str| facts.iter().find(|f| f.method.map(Method::name) == Some(m)).unwrap().clone();
+        let of = |m: &str| facts.iter().find(|f| f.method.map(ConfigId::name) == Some(m)).unwrap().clone();
         assert_eq!(excluded_by(Durability::Required, &of("inplace-fsync")), Some(Test::LostAcknowledged));
         assert_eq!(excluded_by(Durability::Required, &of("db-wal-normal")), Some(Test::NoDurabilityPromise));
         assert_eq!(excluded_by(Durability::Required, &of("db-wal-full")), None);

@@ -30,11 +30,7 @@ impl Run<'_> {
                 let (min, max) = (lo + b * width, (lo + (b + 1) * width).min(hi + 1));
                 let Some(keys) = self.band_keys(age, b, min..max) else { continue };
                 check_stop()?;
-                self.observer.step(&format!(
-                    "{}: crossover, age {age}, {cache}, band {}, in rounds",
-                    self.sizes.name,
-                    b + 1
-                ));
+                self.step(&format!("{}: crossover, age {age}, {cache}, band {}, in rounds", self.sizes.name, b + 1));
                 let id = band_rounds_id(&self.sizes.name, age, cold, b + 1);
                 let (figures, set) = read_rounds(&id, &readers, &keys, cold, &self.opts.rounds, &pairs)?;
                 let table = set.table();
@@ -42,7 +38,7 @@ impl Run<'_> {
                     min_bytes: min,
                     max_bytes: max - 1,
                     blobs: keys.len() as u32,
-                    per_op_us: readers.iter().zip(&figures).map(|(r, f)| (r.arm.clone(), f.per_op_us)).collect(),
+                    per_op_us: readers.iter().zip(&figures).map(|(r, f)| (r.layout.id(), f.per_op_us)).collect(),
                     files_over_db: compare(&table, &pairs[0]),
                 });
                 out.rounds.push(set);

@@ -10,7 +10,9 @@ use crate::engine::backend::WriteSettings;
 use crate::engine::dataset::{blob_files, db_error, open_kv};
 use crate::engine::db_files as sqlite_files;
 use crate::engine::LocalBytes;
-use crate::records::{CommitEvery, DbAccess, DbParams, EngineKind, EngineSettings, KvParams, KvSync};
+use crate::records::{
+    CommitEvery, ConfigId, DbAccess, DbParams, EngineKind, EngineSettings, KvParams, KvSync, LayoutId,
+};
 use crate::{Error, Result};
 
 /// One aged copy: where it lives and how it is written and read.
@@ -34,8 +36,8 @@ impl AgingLayout {
     pub fn kind(&self) -> EngineKind {
         self.info.engine
     }
-    pub fn id(&self) -> &str {
-        &self.info.id
+    pub fn id(&self) -> LayoutId {
+        self.info.id
     }
 }
 
@@ -52,7 +54,7 @@ pub fn layouts(
 ) -> Vec<AgingLayout> {
     let mut out: Vec<AgingLayout> = crate::engine::registry::write_configs()
         .filter_map(|(kind, config)| {
-            let (id, title) = config.aging?;
+            let title = config.aging?;
             let own = config.engine_settings();
             let settings = match config.write {
                 WriteSettings::Db { .. } => {
@@ -61,13 +63,13 @@ pub fn layouts(
                 WriteSettings::Files { .. } => EngineSettings { files: own.files, ..base.clone() },
                 WriteSettings::Commit => EngineSettings { kv: own.kv, ..base.clone() },
             };
-            Some(make(work, id, title, kind, settings))
+            Some(make(work, LayoutId(config.id), title, kind, settings))
         })
         .collect();
     for &kind in engines {
         let kv = KvParams { sync: KvSync::Durable };
         let settings = EngineSettings { kv, ..base.clone() };
-        out.push(make(work, kind.name(), kind.title(), kind, settings));
+        out.push(make(work, LayoutId(ConfigId::Durable(kind)), kind.title(), kind, settings));
     }
     for l in &mut out {
         l.commit_every = commit_every;
@@ -75,17 +77,12 @@ pub fn layouts(
     out
 }
 
-fn make(work: &Path, id: &str, title: &str, engine: EngineKind, settings: EngineSettings) -> AgingLayout {
-    let ext = match engine {
-        crate::engine::sqlite::KIND => "db",
-        crate::engine::files::FLAT_KIND | crate::engine::files::TREE_KIND => "dir",
-        other => other.name(),
-    };
+fn make(work: &Path, id: LayoutId, title: &str, engine: EngineKind, settings: EngineSettings) -> AgingLayout {
     AgingLayout {
-        info: LayoutInfo { id: id.into(), title: title.into(), engine },
+        info: LayoutInfo { id, title: title.into(), engine },
         settings,
         commit_every: None,
-        path: work.join(format!("{id}.{ext}")),
+        path: crate::engine::dataset::copy_path(work, id.name(), engine),
     }
 }
 

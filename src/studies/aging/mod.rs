@@ -16,8 +16,8 @@ mod layouts;
 mod passes;
 mod remedies;
 mod remedy_step;
-mod section;
-mod sizes;
+pub(crate) mod section;
+pub(crate) mod sizes;
 mod steps;
 
 pub use frag::{file_extents, OverflowLocality};
@@ -28,21 +28,23 @@ pub use section::{
 };
 pub use sizes::{check_ages, parse_ages, parse_size_dists, SizeSetting, MAX_AGE, SQLITE_MAX_BLOB};
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::engine::dataset::{self, from_dir, from_dir::Scan};
 use crate::measure::envinfo::{self, Environment};
 use crate::measure::rounds::RoundsPlan;
 use crate::measure::stop_requested;
-use crate::records::{CommitEvery, EngineKind, EngineSettings, SizeSource};
+use crate::records::SizeSource;
+use crate::studies::context::{StudyContext, StudyRun};
 use crate::util::fsutil;
 use crate::{Error, Result};
 
+/// What `aging` is asked beyond its context (`StudyContext`: the work
+/// directory, the key-value engines aged beside SQLite and files, the
+/// rounds asked for, the seed, `--quick`, the rewrite passes' commits,
+/// the settings every layout starts from, the clock and the observer).
 #[derive(Debug, Clone)]
 pub struct AgingOptions {
-    /// Where the datasets are built; a fresh subdirectory is made inside.
-    pub workdir: PathBuf,
     pub ages: Vec<u32>,
     pub sizes: Vec<SizeSetting>,
     /// The user's blobs (`--from`, or a distribution): one more setting,
@@ -52,18 +54,11 @@ pub struct AgingOptions {
     pub yours: Option<SizeSource>,
     /// Blobs per setting; by default [`SizeSetting::default_count`].
     pub count: Option<u32>,
-    pub quick: bool,
-    /// Key-value engines aged beside SQLite and files.
-    pub engines: Vec<EngineKind>,
     /// Share of blobs deleted and inserted again per age step, in percent.
     pub churn_pct: f64,
-    /// Every comparison's reads as interleaved rounds: the layouts at each
-    /// age, each size band, the remedies; the budget is per set of rounds
-    /// (per age, band or remedies, and cache state).
-    pub rounds: RoundsPlan,
     /// Only these layout ids (`db-wal`, `files-inplace`, ...; advise ages
     /// its candidates' layouts); None ages them all.
-    pub layouts: Option<Vec<String>>,
+    pub layouts: Option<Vec<crate::records::LayoutId>>,
     /// The remedies after the last age (VACUUM, incremental auto-vacuum,
     /// a copy-rewrite); advise's short pass leaves them out.
     pub remedies: bool,
@@ -71,65 +66,56 @@ pub struct AgingOptions {
     /// short pass leaves them out (its size matrix answers that).
     pub bands: bool,
     pub keep: bool,
-    pub seed: u64,
-    /// Writes per commit of the rewrite passes (`--commit-every N`); None:
-    /// one transaction per pass.
-    pub commit_every: CommitEvery,
-    /// The engines' settings every layout starts from, built once by the
-    /// caller (the servers' parts: `--s3-server`); a layout sets only
-    /// what it varies.
-    pub settings: EngineSettings,
 }
+
+/// Aging as it runs: its context, its options and every comparison's
+/// reads as interleaved rounds (the layouts at each age, each size band,
+/// the remedies; the budget is per set of rounds: per age, band or
+/// remedies, and cache state). It tells its observer each step as a phase
+/// begun (building, a rewrite pass, a measurement) and each layout
+/// measured at an age as a point.
+pub type Aging<'a> = StudyRun<'a, AgingOptions>;
 
 impl AgingOptions {
     /// The default study: ages 0,1,2,4,8 (0,1,2 with `quick`), both size settings.
-    pub fn new(workdir: PathBuf, quick: bool) -> Self {
+    pub fn new(quick: bool) -> Self {
         AgingOptions {
-            workdir,
             ages: if quick { vec![0, 1, 2] } else { vec![0, 1, 2, 4, 8] },
             sizes: vec![SizeSetting::article(), SizeSetting::large()],
             yours: None,
             count: None,
-            quick,
-            engines: Vec::new(),
             churn_pct: 0.0,
-            rounds: RoundsPlan::new(if quick { 4 } else { 12 }, Some(Duration::from_secs(if quick { 2 } else { 20 }))),
             layouts: None,
             remedies: true,
             bands: true,
             keep: false,
-            seed: 1,
-            commit_every: None,
-            settings: EngineSettings::default(),
         }
     }
 }
 
-impl AgingOptions {
-    /// Checks everything that can be checked before any dataset is built,
-    /// your directory included (scanned, not read), as [`run_aging`] does
-    /// first: for a caller that runs other studies before this one.
-    pub fn validate(&self) -> Result<()> {
-        check(self)?;
-        plan(self).map(|_| ())
-    }
-
-    /// Disk the study needs at its peak (its largest setting, as
-    /// [`run_aging`] checks before it builds), after the same checks as
-    /// [`AgingOptions::validate`]: for a caller that checks the space of
-    /// several studies at once.
-    pub fn needed_bytes(&self) -> Result<u64> {
-        check(self)?;
-        Ok(peak_bytes(self, &plan(self)?))
-    }
+/// The reads' rounds unless asked otherwise: at most 12 per set within
+/// 20 s, 4 within 2 s with `--quick`.
+pub fn default_rounds(quick: bool) -> RoundsPlan {
+    RoundsPlan::new(if quick { 4 } else { 12 }, Some(Duration::from_secs(if quick { 2 } else { 20 })))
 }
 
-/// What the study tells its caller as it goes.
-pub trait AgingObserver {
-    /// A step starts (building, a rewrite pass, a measurement).
-    fn step(&self, what: &str);
-    /// A layout was measured at an age (or after a remedy).
-    fn point(&self, sizes: &SizeSetting, point: &AgePoint);
+/// Checks everything that can be checked before any dataset is built,
+/// your directory included (scanned, not read), as [`run_aging`] does
+/// first: for a caller that runs other studies before this one.
+pub fn validate(ctx: &StudyContext, opts: &AgingOptions) -> Result<()> {
+    let aging = Aging::new(ctx, opts, default_rounds(ctx.quick));
+    check(&aging)?;
+    plan(&aging).map(|_| ())
+}
+
+/// Disk the study needs at its peak (its largest setting, as
+/// [`run_aging`] checks before it builds), after the same checks as
+/// [`validate`]: for a caller that checks the space of several studies at
+/// once.
+pub fn needed_bytes_of(ctx: &StudyContext, opts: &AgingOptions) -> Result<u64> {
+    let aging = Aging::new(ctx, opts, default_rounds(ctx.quick));
+    check(&aging)?;
+    Ok(peak_bytes(&aging, &plan(&aging)?))
 }
 
 /// What the study measured: its section of a result file.
@@ -156,8 +142,8 @@ pub fn needed_bytes(sizes: &SizeSetting, count: u32, engines: usize) -> u64 {
 }
 
 /// Disk the largest planned setting needs (one setting at a time).
-fn peak_bytes(opts: &AgingOptions, planned: &[Planned]) -> u64 {
-    planned.iter().map(|p| needed_bytes(&p.sizes, p.count, opts.engines.len())).max().unwrap_or(0)
+fn peak_bytes(opts: &Aging, planned: &[Planned]) -> u64 {
+    planned.iter().map(|p| needed_bytes(&p.sizes, p.count, opts.ctx.engines.len())).max().unwrap_or(0)
 }
 
 /// A setting to age, with your files when it is made of them.
@@ -168,8 +154,8 @@ struct Planned {
 }
 
 /// Every setting to age, the user's last, checked before anything is built.
-fn plan(opts: &AgingOptions) -> Result<Vec<Planned>> {
-    let count = |s: &SizeSetting| opts.count.unwrap_or_else(|| s.default_count(opts.quick));
+fn plan(opts: &Aging) -> Result<Vec<Planned>> {
+    let count = |s: &SizeSetting| opts.count.unwrap_or_else(|| s.default_count(opts.ctx.quick));
     let mut out: Vec<Planned> =
         opts.sizes.iter().map(|s| Planned { sizes: s.clone(), files: None, count: count(s) }).collect();
     match &opts.yours {
@@ -192,15 +178,17 @@ fn plan(opts: &AgingOptions) -> Result<Vec<Planned>> {
 /// Runs the study. Ctrl-C or a full disk stops it; what was measured is
 /// returned, marked incomplete, and the datasets are removed unless `keep`
 /// (a disk that fills before anything was measured is an error).
-pub fn run_aging(opts: &AgingOptions, observer: &dyn AgingObserver) -> Result<AgingOutcome> {
+pub fn run_aging(ctx: &StudyContext, opts: &AgingOptions) -> Result<AgingOutcome> {
+    let opts = &Aging::new(ctx, opts, default_rounds(ctx.quick));
+    let workdir = &ctx.workdir;
     check(opts)?;
     let planned = plan(opts)?;
-    std::fs::create_dir_all(&opts.workdir).map_err(|e| Error::io(&opts.workdir, "cannot create directory", e))?;
+    std::fs::create_dir_all(workdir).map_err(|e| Error::io(workdir, "cannot create directory", e))?;
     let need = peak_bytes(opts, &planned);
-    let free = fsutil::free_bytes(&opts.workdir)?;
+    let free = fsutil::free_bytes(workdir)?;
     if free < need {
         return Err(Error::bad_input(
-            &opts.workdir,
+            workdir,
             format!(
                 "not enough free space: aging needs about {} MB here, {} MB free (use --workdir, or a smaller --count)",
                 need / 1_000_000,
@@ -209,12 +197,12 @@ pub fn run_aging(opts: &AgingOptions, observer: &dyn AgingObserver) -> Result<Ag
         ));
     }
     let mut outcome = AgingOutcome {
-        environment: envinfo::collect(&opts.workdir),
+        environment: envinfo::collect(workdir),
         section: AgingSection {
             ages: opts.ages.clone(),
             churn_pct: opts.churn_pct,
             settings: Vec::new(),
-            commit_every: opts.commit_every,
+            commit_every: ctx.commit_every,
         },
         notes: Vec::new(),
         complete: true,
@@ -226,8 +214,8 @@ pub fn run_aging(opts: &AgingOptions, observer: &dyn AgingObserver) -> Result<Ag
         }
         let work = tempfile::Builder::new()
             .prefix("blobbench-aging-")
-            .tempdir_in(&opts.workdir)
-            .map_err(|e| Error::io(&opts.workdir, "cannot create a work directory", e))?;
+            .tempdir_in(workdir)
+            .map_err(|e| Error::io(workdir, "cannot create a work directory", e))?;
         let mut setting = AgingSetting {
             sizes: sizes.clone(),
             count: *count,
@@ -237,7 +225,7 @@ pub fn run_aging(opts: &AgingOptions, observer: &dyn AgingObserver) -> Result<Ag
             crossover: Vec::new(),
             rounds: Vec::new(),
         };
-        let result = steps::run_setting(opts, work.path(), files.as_ref(), &mut setting, observer);
+        let result = steps::run_setting(opts, work.path(), files.as_ref(), &mut setting);
         let warnings = setting.rounds.iter().flat_map(|r| r.warnings.iter().map(move |w| format!("{}: {w}", r.id)));
         outcome.notes.extend(warnings);
         if opts.keep {
@@ -266,7 +254,7 @@ pub fn run_aging(opts: &AgingOptions, observer: &dyn AgingObserver) -> Result<Ag
     Ok(outcome)
 }
 
-fn check(opts: &AgingOptions) -> Result<()> {
+fn check(opts: &Aging) -> Result<()> {
     check_ages(&opts.ages).map_err(Error::invalid)?;
     if opts.sizes.is_empty() && opts.yours.is_none() {
         return Err(Error::invalid("no size setting given (use article, large or uniform:MIN..MAX)"));
@@ -323,34 +311,36 @@ mod tests {
 
     #[test]
     fn options_are_checked() {
-        let mut o = AgingOptions::new(PathBuf::from("."), true);
+        let mut ctx = StudyContext { quick: true, ..StudyContext::new(".", crate::records::EngineSettings::default()) };
+        let mut o = AgingOptions::new(true);
+        let check = |ctx: &StudyContext, o: &AgingOptions| check(&Aging::new(ctx, o, default_rounds(true)));
         o.ages = vec![2, 1];
-        assert!(check(&o).is_err());
+        assert!(check(&ctx, &o).is_err());
         o.ages = vec![0, 1];
         o.churn_pct = 100.0;
-        assert!(check(&o).is_err());
+        assert!(check(&ctx, &o).is_err());
         o.churn_pct = 10.0;
-        assert!(check(&o).is_ok());
-        o.rounds.max_rounds = 0;
-        assert!(check(&o).is_err(), "no rounds");
-        o.rounds.max_rounds = 3;
-        o.rounds.budget = Some(std::time::Duration::ZERO);
-        assert!(check(&o).is_err(), "a zero budget");
-        o.rounds.budget = None;
+        assert!(check(&ctx, &o).is_ok());
+        ctx.rounds.max_rounds = Some(0);
+        assert!(check(&ctx, &o).is_err(), "no rounds");
+        ctx.rounds.max_rounds = Some(3);
+        ctx.rounds.budget = Some(std::time::Duration::ZERO);
+        assert!(check(&ctx, &o).is_err(), "a zero budget");
+        ctx.rounds.budget = None;
         o.layouts = Some(Vec::new());
-        assert!(check(&o).unwrap_err().to_string().contains("no layout to age"));
+        assert!(check(&ctx, &o).unwrap_err().to_string().contains("no layout to age"));
         o.layouts = None;
         o.sizes.clear();
-        assert!(o.validate().unwrap_err().to_string().contains("no size setting"));
+        assert!(validate(&ctx, &o).unwrap_err().to_string().contains("no size setting"));
         let mine = tempfile::tempdir().unwrap();
         o.yours = Some(SizeSource::Files(mine.path().to_path_buf()));
-        assert!(o.validate().unwrap_err().to_string().contains("holds no regular"), "an empty directory");
+        assert!(validate(&ctx, &o).unwrap_err().to_string().contains("holds no regular"), "an empty directory");
         for i in 0..10u8 {
             std::fs::write(mine.path().join(format!("f{i}")), vec![i; 100 * (usize::from(i) + 1)]).unwrap();
         }
         o.count = Some(4);
-        o.validate().unwrap();
-        let planned = plan(&o).unwrap();
+        validate(&ctx, &o).unwrap();
+        let planned = plan(&Aging::new(&ctx, &o, default_rounds(true))).unwrap();
         assert_eq!((planned.len(), planned[0].count, planned[0].sizes.name.as_str()), (1, 4, "yours"));
         assert_eq!(planned[0].files.as_ref().map(|f| f.files.len()), Some(4), "an evenly spaced sample of --count");
     }

@@ -39,7 +39,7 @@ impl Run<'_> {
             match layout.kind() {
                 crate::engine::sqlite::KIND => {
                     let copy = self.copy_db(layout, "vacuum")?;
-                    self.observer.step(&format!("{}: VACUUM, a copy of {}", self.sizes.name, layout.id()));
+                    self.step(&format!("{}: VACUUM, a copy of {}", self.sizes.name, layout.id()));
                     remedies::vacuum(&copy.path)?;
                     remedied.push(Remedied { aged: i, remedy: "vacuum", copy, age, rewrite: None, sizes: None });
                     remedied.push(self.incremental(i, age)?);
@@ -49,7 +49,7 @@ impl Run<'_> {
                         path: self.work.join(format!("{}-copy-rewrite.dir", layout.id())),
                         ..layout.clone()
                     };
-                    self.observer.step(&format!("{}: copy-rewrite, {}", self.sizes.name, layout.id()));
+                    self.step(&format!("{}: copy-rewrite, {}", self.sizes.name, layout.id()));
                     remedies::copy_rewrite(&layout.path, &copy.path, kind)?;
                     remedied.push(Remedied { aged: i, remedy: "copy-rewrite", copy, age, rewrite: None, sizes: None });
                 }
@@ -99,7 +99,7 @@ impl Run<'_> {
         let mut by_cache = Vec::with_capacity(2);
         for cold in [false, true] {
             let cache = if cold { "cold" } else { "warm" };
-            self.observer.step(&format!("{}: reads after the remedies, {cache}, in rounds", self.sizes.name));
+            self.step(&format!("{}: reads after the remedies, {cache}, in rounds", self.sizes.name));
             let id = remedy_rounds_id(&self.sizes.name, age, cold);
             let (mut figures, set) = read_rounds(&id, &readers, &keys, cold, &self.opts.rounds, &pairs)?;
             out.rounds.push(set);
@@ -122,13 +122,9 @@ impl Run<'_> {
     fn incremental(&self, aged: usize, age: u32) -> Result<Remedied> {
         let layout = &self.layouts[aged];
         let copy = self.copy_db(layout, "incremental-vacuum")?;
-        self.observer.step(&format!(
-            "{}: auto_vacuum=INCREMENTAL, one more pass, a copy of {}",
-            self.sizes.name,
-            layout.id()
-        ));
+        self.step(&format!("{}: auto_vacuum=INCREMENTAL, one more pass, a copy of {}", self.sizes.name, layout.id()));
         remedies::make_incremental(&copy.path)?;
-        let seed = self.opts.seed ^ 0x1_4c2;
+        let seed = self.opts.ctx.seed ^ 0x1_4c2;
         let keys = shuffled(self.blob_sizes.len() as u32, seed);
         let new_sizes = self.sizes.draw(keys.len(), seed);
         let ops = new_sizes.iter().map(|&s| ScriptOp::Put(s)).collect();

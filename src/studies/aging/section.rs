@@ -9,7 +9,7 @@ use super::sizes::SizeSetting;
 use crate::measure::paired::PairedRatio;
 use crate::measure::rounds::RoundSet;
 use crate::measure::Experiment;
-use crate::records::EngineKind;
+use crate::records::{EngineKind, LayoutId};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgingSection {
@@ -90,7 +90,7 @@ pub fn is_band_or_remedy_rounds(id: &str) -> bool {
 
 /// The arm of a remedied copy in the remedies' rounds: "db-wal/vacuum".
 /// The aged layout beside it is the arm named by its id alone.
-pub fn remedy_arm(layout: &str, remedy: &str) -> String {
+pub fn remedy_arm(layout: LayoutId, remedy: &str) -> String {
     format!("{layout}/{remedy}")
 }
 
@@ -112,16 +112,16 @@ impl AgingSetting {
     /// when the rounds do not pair.
     pub fn remedy_effect(&self, point: &AgePoint, cold: bool) -> Option<PairedRatio> {
         let remedy = point.remedy.as_deref()?;
-        self.remedy_rounds(cold)?.ratio(&remedy_arm(&point.layout, remedy), &point.layout)
+        self.remedy_rounds(cold)?.ratio(&remedy_arm(point.layout, remedy), point.layout.name())
     }
 }
 
 /// How one layout stores and rewrites blobs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LayoutInfo {
-    /// The aging id its write configuration declares (`WriteConfig::aging`),
-    /// or an engine name.
-    pub id: String,
+    /// The write configuration it is aged with: in the file, its layout
+    /// id (`db-wal`, or an engine's name for its durable commit).
+    pub id: LayoutId,
     pub title: String,
     pub engine: EngineKind,
 }
@@ -129,7 +129,7 @@ pub struct LayoutInfo {
 /// One layout at one storage age (or after a remedy).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgePoint {
-    pub layout: String,
+    pub layout: LayoutId,
     pub age: u32,
     /// "vacuum", "incremental-vacuum" or "copy-rewrite" for a remedy point.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -263,7 +263,7 @@ pub struct Band {
     pub max_bytes: u32,
     pub blobs: u32,
     /// Per layout id, median per-op read time in microseconds.
-    pub per_op_us: Vec<(String, f64)>,
+    pub per_op_us: Vec<(LayoutId, f64)>,
     /// The fastest file layout's read time over the fastest SQLite
     /// layout's, paired by round (the band's rounds); absent in older
     /// files, whose bands ran one layout after another.
@@ -276,7 +276,7 @@ impl Band {
     pub fn best(&self, layouts: &[LayoutInfo], files: bool) -> Option<f64> {
         self.per_op_us
             .iter()
-            .filter(|(id, _)| layouts.iter().any(|l| &l.id == id && l.engine.is_files() == files))
+            .filter(|(id, _)| layouts.iter().any(|l| l.id == *id && l.engine.is_files() == files))
             .map(|(_, us)| *us)
             .filter(|us| us.is_finite())
             .reduce(f64::min)
@@ -376,7 +376,7 @@ mod tests {
         let arms = ["db-wal", "db-wal/vacuum", "db-wal/incremental-vacuum"];
         setting.rounds.push(synthetic(&rounds_id("article", 2, false), &arms[..1], &rows[..1]));
         setting.rounds.push(synthetic(&remedy_rounds_id("article", 2, false), &arms, &rows));
-        assert_eq!(remedy_arm("db-wal", "vacuum"), "db-wal/vacuum");
+        assert_eq!(remedy_arm("db-wal".into(), "vacuum"), "db-wal/vacuum");
         let v = setting.remedy_effect(&vacuumed, false).expect("paired");
         assert!((v.value - 0.5).abs() < 1e-9 && (v.low - 0.5).abs() < 1e-9 && v.rounds == 7, "{v:?}");
         let incr = setting.remedy_effect(&point("db-wal", 3, Some("incremental-vacuum")), false).unwrap();

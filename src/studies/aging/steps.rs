@@ -10,35 +10,31 @@ use super::layouts::{layouts, survey_disk, AgingLayout};
 use super::passes::{sample, shuffled, write_pass};
 use super::section::{AgePoint, AgingSetting, ReadFigures, WriteFigures};
 use super::sizes::SizeSetting;
-use super::{AgingObserver, AgingOptions};
+use super::Aging;
 use crate::drivers::session::ScriptOp;
 use crate::engine::dataset::{self, db_error, from_dir::Scan, open_kv};
 use crate::measure::{stop_requested, Experiment, Stat};
+use crate::studies::context::Observer;
 use crate::util::fsutil::sync_filesystem;
 use crate::util::progress::Silent;
 use crate::{Error, Result};
 
 /// Everything one setting needs while it runs.
 pub(super) struct Run<'a> {
-    pub opts: &'a AgingOptions,
+    pub opts: &'a Aging<'a>,
     pub work: &'a Path,
     pub sizes: &'a SizeSetting,
     pub layouts: Vec<AgingLayout>,
     /// Current size of each blob, by key - 1 (the same in every layout).
     pub blob_sizes: Vec<u32>,
-    pub observer: &'a dyn AgingObserver,
+    pub observer: &'a dyn Observer,
 }
 
-pub(super) fn run_setting(
-    opts: &AgingOptions,
-    work: &Path,
-    files: Option<&Scan>,
-    out: &mut AgingSetting,
-    observer: &dyn AgingObserver,
-) -> Result<()> {
-    let mut all = layouts(work, &opts.engines, opts.commit_every, &opts.settings);
+pub(super) fn run_setting(opts: &Aging, work: &Path, files: Option<&Scan>, out: &mut AgingSetting) -> Result<()> {
+    let (ctx, observer) = (opts.ctx, opts.observer());
+    let mut all = layouts(work, &ctx.engines, ctx.commit_every, &ctx.settings);
     if let Some(only) = &opts.layouts {
-        all.retain(|l| only.iter().any(|id| id == l.id()));
+        all.retain(|l| only.contains(&l.id()));
     }
     let mut run = Run { opts, work, sizes: &out.sizes.clone(), layouts: all, blob_sizes: Vec::new(), observer };
     out.layouts = run.layouts.iter().map(|l| l.info.clone()).collect();
@@ -74,19 +70,25 @@ pub(super) fn check_stop() -> Result<()> {
 }
 
 impl Run<'_> {
+    /// Tells the observer a step starts (building, a rewrite pass, a
+    /// measurement).
+    pub fn step(&self, what: &str) {
+        self.observer.begin(what, 0);
+    }
+
     /// The kvtest database (or your files copied into one), then each
     /// layout's copy of it; returns the blobs made.
     fn build(&mut self, count: u32, files: Option<&Scan>) -> Result<u32> {
         let pristine = self.work.join("pristine.db");
-        self.observer.step(&format!("{}: init ({count} blobs)", self.sizes.name));
+        self.step(&format!("{}: init ({count} blobs)", self.sizes.name));
         let made = match files {
             Some(scan) => dataset::from_dir::init_from(&pristine, scan, 4096, false, &Silent)?.init,
-            None => dataset::init(&pristine, &self.sizes.spec(count, self.opts.seed), false, &Silent)?,
+            None => dataset::init(&pristine, &self.sizes.spec(count, self.opts.ctx.seed), false, &Silent)?,
         };
         let count = made.count as u32;
         for l in &self.layouts {
             check_stop()?;
-            self.observer.step(&format!("{}: copy for {}", self.sizes.name, l.id()));
+            self.step(&format!("{}: copy for {}", self.sizes.name, l.id()));
             match l.kind() {
                 crate::engine::sqlite::KIND => {
                     std::fs::copy(&pristine, &l.path).map_err(|e| Error::io(&l.path, "cannot copy the database", e))?;
@@ -107,13 +109,13 @@ impl Run<'_> {
         let n = self.blob_sizes.len() as u32;
         let mut per_layout: Vec<Vec<Experiment>> = vec![Vec::new(); self.layouts.len()];
         for pass in from..to {
-            let seed = self.opts.seed.wrapping_mul(1_000_003).wrapping_add(u64::from(pass));
+            let seed = self.opts.ctx.seed.wrapping_mul(1_000_003).wrapping_add(u64::from(pass));
             let keys = shuffled(n, seed);
             let new_sizes = self.sizes.draw(keys.len(), seed ^ 0xa9e);
             let ops: Vec<ScriptOp> = new_sizes.iter().map(|&s| ScriptOp::Put(s)).collect();
             for (i, l) in self.layouts.iter().enumerate() {
                 check_stop()?;
-                self.observer.step(&format!("{}: rewrite pass {} of {to}, {}", self.sizes.name, pass + 1, l.id()));
+                self.step(&format!("{}: rewrite pass {} of {to}, {}", self.sizes.name, pass + 1, l.id()));
                 per_layout[i].push(write_pass(l, &keys, ops.clone(), seed.wrapping_add(i as u64))?);
             }
             self.note_sizes(&keys, &new_sizes);
@@ -135,14 +137,14 @@ impl Run<'_> {
 
     /// Deletes a share of the blobs, then inserts them again with new sizes.
     fn churn(&mut self, age: u32) -> Result<Vec<(f64, f64)>> {
-        let seed = self.opts.seed ^ 0xc4_u64.wrapping_mul(u64::from(age) + 1);
+        let seed = self.opts.ctx.seed ^ 0xc4_u64.wrapping_mul(u64::from(age) + 1);
         let keys = sample(self.blob_sizes.len() as u32, self.opts.churn_pct / 100.0, seed);
         let new_sizes = self.sizes.draw(keys.len(), seed ^ 0x51e);
         let puts: Vec<ScriptOp> = new_sizes.iter().map(|&s| ScriptOp::Put(s)).collect();
         let mut out = Vec::new();
         for (i, l) in self.layouts.iter().enumerate() {
             check_stop()?;
-            self.observer.step(&format!("{}: churn, {}", self.sizes.name, l.id()));
+            self.step(&format!("{}: churn, {}", self.sizes.name, l.id()));
             let del = write_pass(l, &keys, vec![ScriptOp::Delete; keys.len()], seed)?;
             let ins = write_pass(l, &keys, puts.clone(), seed.wrapping_add(i as u64))?;
             out.push((del.summary.figure().median, ins.summary.figure().median));
@@ -159,7 +161,7 @@ impl Run<'_> {
 
     /// The keys of the reads at `age`, in their shuffled order.
     pub(super) fn read_keys(&self, age: u32) -> Arc<[u32]> {
-        shuffled(self.blob_sizes.len() as u32, self.opts.seed ^ 0x4ead ^ u64::from(age))
+        shuffled(self.blob_sizes.len() as u32, self.opts.ctx.seed ^ 0x4ead ^ u64::from(age))
     }
 
     /// Every layout's reads at `age`, warm then cold, each as interleaved
@@ -169,7 +171,7 @@ impl Run<'_> {
         let mut by_cache = Vec::with_capacity(2);
         for cold in [false, true] {
             let cache = if cold { "cold" } else { "warm" };
-            self.observer.step(&format!("{}: reads at age {age}, {cache}, in rounds", self.sizes.name));
+            self.step(&format!("{}: reads at age {age}, {cache}, in rounds", self.sizes.name));
             let id = super::section::rounds_id(&self.sizes.name, age, cold);
             let readers: Vec<Reader<'_>> = self.layouts.iter().map(Reader::of).collect();
             let pairs = [files_vs_db(&readers)];
@@ -195,7 +197,7 @@ impl Run<'_> {
         let content = self.blob_sizes.iter().map(|&s| u64::from(s)).sum();
         let (usage, fragmentation) = survey_disk(layout, content)?;
         Ok(AgePoint {
-            layout: layout.id().to_string(),
+            layout: layout.id(),
             age,
             remedy: remedy.map(str::to_string),
             rewrite,

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::blob_writer::WriterArm;
 use super::comparison::Comparison as Ratio;
 use super::ids::{self, StoreId};
-use super::options::{ConcurrencyOptions, Workload};
+use super::options::{Concurrency, Workload};
 use crate::drivers::parallel_read::ParallelArm;
 use crate::drivers::run::RunOptions;
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, RoundsOutcome, StopReason};
@@ -114,13 +114,13 @@ impl BlobReaders {
 /// other sections build their stores from.
 const READERS_DB: &str = "blobs.db";
 
-fn readers_spec(opts: &ConcurrencyOptions) -> DatasetSpec {
-    DatasetSpec { count: opts.blob_count, size: BLOB_SIZE, seed: opts.seed, ..DatasetSpec::default() }
+fn readers_spec(opts: &Concurrency) -> DatasetSpec {
+    DatasetSpec { count: opts.blob_count, size: BLOB_SIZE, seed: opts.ctx.seed, ..DatasetSpec::default() }
 }
 
 /// The blob readers' database in `work`, made here when that section did
 /// not run: the writers' and the servers' datasets are built from it.
-pub(super) fn readers_db(opts: &ConcurrencyOptions, work: &Path) -> Result<PathBuf> {
+pub(super) fn readers_db(opts: &Concurrency, work: &Path) -> Result<PathBuf> {
     let db = work.join(READERS_DB);
     if !db.exists() {
         crate::engine::dataset::init(&db, &readers_spec(opts), true, &Silent)?;
@@ -129,7 +129,7 @@ pub(super) fn readers_db(opts: &ConcurrencyOptions, work: &Path) -> Result<PathB
 }
 
 /// The run options of one store read by `threads` readers.
-pub(super) fn run_options(opts: &ConcurrencyOptions, path: &Path, mmap: i64) -> RunOptions {
+pub(super) fn run_options(opts: &Concurrency, path: &Path, mmap: i64) -> RunOptions {
     let mut run = RunOptions::new(path);
     run.count = opts.blob_reads;
     run.order = Order::Random;
@@ -150,7 +150,7 @@ struct Store<'a> {
 /// The stores without a writer, read by `threads` readers, as the arms of
 /// one set of interleaved rounds (paired by round: database over files).
 fn measure_rounds(
-    opts: &ConcurrencyOptions,
+    opts: &Concurrency,
     stores: &[Store<'_>],
     threads: u32,
 ) -> Result<(Vec<(BlobPoint, Experiment)>, RoundSet)> {
@@ -172,13 +172,13 @@ fn measure_rounds(
 /// without a writer, since the writer turns the database to WAL and
 /// changes content.
 fn measure_writer_rounds(
-    opts: &ConcurrencyOptions,
+    opts: &Concurrency,
     stores: &[Store<'_>],
     threads: u32,
 ) -> Result<(Vec<(BlobPoint, Experiment)>, RoundSet)> {
     let mut arms = Vec::with_capacity(stores.len());
     for s in stores {
-        arms.push(WriterArm::prepare(&reader_options(opts, s.path, s.mmap, threads), threads, opts.seed)?);
+        arms.push(WriterArm::prepare(&reader_options(opts, s.path, s.mmap, threads), threads, opts.ctx.seed)?);
     }
     let (out, ids) = in_rounds(opts, &ids::writer_beside_rounds(threads), stores, threads, &mut arms)?;
     let mut measured = Vec::with_capacity(stores.len());
@@ -192,7 +192,7 @@ fn measure_writer_rounds(
 }
 
 /// The run options of one store read by `threads` readers.
-fn reader_options(opts: &ConcurrencyOptions, path: &Path, mmap: i64, threads: u32) -> RunOptions {
+fn reader_options(opts: &Concurrency, path: &Path, mmap: i64, threads: u32) -> RunOptions {
     let mut run = run_options(opts, path, mmap);
     run.count = run.count.max(u64::from(threads));
     run
@@ -201,7 +201,7 @@ fn reader_options(opts: &ConcurrencyOptions, path: &Path, mmap: i64, threads: u3
 /// `arms` (one per store) as the rounds `id`, stopping on the files
 /// against the database stores; the outcome and the arms' experiment ids.
 fn in_rounds<A: Arm>(
-    opts: &ConcurrencyOptions,
+    opts: &Concurrency,
     id: &str,
     stores: &[Store<'_>],
     threads: u32,
@@ -258,7 +258,7 @@ pub struct Measured {
 /// of one set of interleaved rounds; then, at each thread count, the stores
 /// read beside a writer are the arms of another (the writer turns the
 /// database to WAL and changes content, so these come last).
-pub fn measure(opts: &ConcurrencyOptions, work: &Path, progress: &dyn Progress) -> Result<Measured> {
+pub fn measure(opts: &Concurrency, work: &Path, progress: &dyn Progress) -> Result<Measured> {
     let db = work.join(READERS_DB);
     let dir = work.join("blobs-flat");
     crate::engine::dataset::init(&db, &readers_spec(opts), true, &Silent)?;

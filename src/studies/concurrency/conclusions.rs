@@ -14,6 +14,7 @@ use super::points::Point;
 use super::writers::Writers;
 use crate::measure::paired::{paired_ratio, PairedRatio};
 use crate::measure::rounds::RoundSet;
+use crate::records::DbWriters;
 use crate::records::EngineKind;
 
 /// Ratios in (1/TIE, TIE) are ties: 10%, the engine's noise threshold.
@@ -395,11 +396,11 @@ fn writer_conclusions(w: &Writers, rounds: &[RoundSet]) -> Vec<Conclusion> {
     let connections: Vec<Comparison> = counts
         .iter()
         .filter(|&&n| n > 1)
-        .filter_map(|&n| writer_ratio(w, rounds, (StoreId::SqliteOneWriter, n), (sqlite, n)))
+        .filter_map(|&n| writer_ratio(w, rounds, (StoreId::SqliteWriters(DbWriters::One), n), (sqlite, n)))
         .collect();
     let grow: Vec<Comparison> = stores
         .iter()
-        .filter(|&&s| s != sqlite && s != StoreId::SqliteOneWriter && most > 1)
+        .filter(|&&s| s != sqlite && s != StoreId::SqliteWriters(DbWriters::One) && most > 1)
         .filter_map(|&s| writer_ratio(w, rounds, (s, most), (s, 1)))
         .collect();
     vec![
@@ -470,7 +471,7 @@ pub fn connection_answers(w: &Writers, rounds: &[RoundSet]) -> Vec<ConnectionAns
     let per_writer = StoreId::Engine(EngineKind::Db);
     w.counts()
         .into_iter()
-        .filter_map(|n| writer_ratio(w, rounds, (StoreId::SqliteOneWriter, n), (per_writer, n)))
+        .filter_map(|n| writer_ratio(w, rounds, (StoreId::SqliteWriters(DbWriters::One), n), (per_writer, n)))
         .map(|c| {
             let pick = match c.ratio {
                 r if Claim::Faster.confirms(r) => ConnectionPick::OneWriter,

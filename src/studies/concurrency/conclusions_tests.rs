@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::measure::Latency;
+use crate::records::DbWriters;
 use crate::records::SyncLevel;
 use crate::studies::concurrency::blobs::BlobPoint;
 use crate::studies::concurrency::ids;
@@ -333,7 +334,7 @@ fn a_ratio_whose_interval_crosses_the_tie_band_confirms_but_not_firmly() {
 /// (each per-round ratio within 2% of those).
 fn connections_fixture(rounds: usize) -> (Writers, RoundSet) {
     let per = StoreId::Engine(crate::records::EngineKind::Db);
-    let one = StoreId::SqliteOneWriter;
+    let one = StoreId::SqliteWriters(DbWriters::One);
     let base = [(per, 1, 100.0), (one, 1, 100.0), (per, 2, 150.0), (one, 2, 100.0), (per, 4, 100.0), (one, 4, 200.0)];
     let points: Vec<WriterPoint> = base.iter().map(|&(s, n, t)| writer_point(s, n, t)).collect();
     let arms: Vec<String> = points.iter().map(|p| p.experiment_id.clone()).collect();
@@ -378,7 +379,9 @@ fn an_answer_over_fewer_than_six_rounds_says_so_and_an_unpaired_one_is_never_fir
     assert!(unpaired.iter().all(|a| a.rounds == 0 && !a.firm && a.comparison.paired.is_none()), "{unpaired:?}");
     assert!((unpaired[1].comparison.ratio - 1.5).abs() < 1e-9, "the medians' ratio");
     // A file from before the one-writer row: no answer at all.
-    let old =
-        Writers { points: w.points.iter().filter(|p| p.store != StoreId::SqliteOneWriter).cloned().collect(), ..w };
+    let old = Writers {
+        points: w.points.iter().filter(|p| p.store != StoreId::SqliteWriters(DbWriters::One)).cloned().collect(),
+        ..w
+    };
     assert!(connection_answers(&old, std::slice::from_ref(&set)).is_empty());
 }

@@ -7,7 +7,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::records::EngineKind;
+use crate::records::{DbWriters, EngineKind};
 
 /// A store the study measures: one of the blob readers' own variants, or an
 /// engine by its name (the writers' stores and the servers' readers). In a
@@ -28,10 +28,12 @@ pub enum StoreId {
     /// An engine's dataset (`--engines`), by the engine's name. SQLite's
     /// (`sqlite-wal`) is written through a connection per writer.
     Engine(EngineKind),
-    /// SQLite written through one writer connection the process's writers
-    /// share behind a mutex, each reader on a connection of its own
-    /// (`DbWriters::One`): the writers' other SQLite row.
-    SqliteOneWriter,
+    /// SQLite written by one of its other ways of writing with several
+    /// writers at once (`engine::sqlite::WRITERS`; never
+    /// [`DbWriters::PerClient`], which is `Engine(Db)`): one writer
+    /// connection the process's writers share behind a mutex, each reader
+    /// on a connection of its own (`sqlite-one-writer`).
+    SqliteWriters(DbWriters),
 }
 
 impl StoreId {
@@ -42,17 +44,26 @@ impl StoreId {
     pub const DB_READERS: [StoreId; 2] = [StoreId::Db, StoreId::DbMmap];
     /// The stores read beside one writer: the database's, then the files'.
     pub const WITH_WRITER: [StoreId; 2] = [StoreId::DbWalWriter, StoreId::FilesWriter];
-    /// The stores whose name is fixed (not an engine's).
-    const FIXED: [StoreId; 6] = [
-        StoreId::Db,
-        StoreId::DbMmap,
-        StoreId::Files,
-        StoreId::DbWalWriter,
-        StoreId::FilesWriter,
-        StoreId::SqliteOneWriter,
-    ];
+    /// The stores whose name is fixed (not an engine's or a way of
+    /// writing's).
+    const FIXED: [StoreId; 5] =
+        [StoreId::Db, StoreId::DbMmap, StoreId::Files, StoreId::DbWalWriter, StoreId::FilesWriter];
 
-    pub fn name(self) -> &'static str {
+    /// Every store a result file can name.
+    fn all() -> impl Iterator<Item = StoreId> {
+        let engines = EngineKind::ALL.into_iter().map(StoreId::Engine);
+        let writers = DbWriters::ALL.into_iter().filter(|w| !w.is_per_client()).map(StoreId::SqliteWriters);
+        StoreId::FIXED.into_iter().chain(engines).chain(writers)
+    }
+
+    pub fn name(self) -> String {
+        match self {
+            StoreId::SqliteWriters(w) => format!("sqlite{}", w.suffix()),
+            other => other.fixed_name().into(),
+        }
+    }
+
+    fn fixed_name(self) -> &'static str {
         match self {
             StoreId::Db => "db",
             StoreId::DbMmap => "db-mmap",
@@ -63,7 +74,7 @@ impl StoreId {
             // "db" is the readers' database.
             StoreId::Engine(EngineKind::Db) => "sqlite-wal",
             StoreId::Engine(kind) => kind.name(),
-            StoreId::SqliteOneWriter => "sqlite-one-writer",
+            StoreId::SqliteWriters(_) => "sqlite",
         }
     }
 
@@ -72,19 +83,31 @@ impl StoreId {
     pub fn engine(self) -> Option<EngineKind> {
         match self {
             StoreId::Engine(kind) => Some(kind),
-            StoreId::SqliteOneWriter => Some(EngineKind::Db),
+            StoreId::SqliteWriters(_) => Some(crate::engine::sqlite::KIND),
+            _ => None,
+        }
+    }
+
+    /// SQLite's way of writing in a writers' store: a connection per
+    /// writer for SQLite's own, or its row's.
+    pub fn sqlite_writers(self) -> Option<DbWriters> {
+        match self {
+            StoreId::Engine(crate::engine::sqlite::KIND) => Some(DbWriters::PerClient),
+            StoreId::SqliteWriters(w) => Some(w),
             _ => None,
         }
     }
 
     /// The writers' stores of `engines`, in their order: each engine's,
-    /// and after SQLite's (a connection per writer) its one-writer row.
+    /// and after SQLite's (a connection per writer) each of its other
+    /// ways of writing, in the order of its rows.
     pub fn writers_of(engines: &[EngineKind]) -> Vec<StoreId> {
         let mut out = Vec::with_capacity(engines.len() + 1);
         for &kind in engines {
             out.push(StoreId::Engine(kind));
-            if kind == EngineKind::Db {
-                out.push(StoreId::SqliteOneWriter);
+            if kind == crate::engine::sqlite::KIND {
+                let others = crate::engine::sqlite::WRITERS.iter().filter(|w| !w.id.is_per_client());
+                out.extend(others.map(|w| StoreId::SqliteWriters(w.id)));
             }
         }
         out
@@ -92,8 +115,7 @@ impl StoreId {
 
     /// The store a name stands for ([`StoreId::name`] read back).
     pub fn parse(name: &str) -> Option<StoreId> {
-        let engines = EngineKind::ALL.into_iter().map(StoreId::Engine);
-        StoreId::FIXED.into_iter().chain(engines).find(|s| s.name() == name)
+        StoreId::all().find(|s| s.name() == name)
     }
 
     /// Whether this store is files (one side of the database-over-files
@@ -135,13 +157,13 @@ impl From<EngineKind> for StoreId {
 
 impl fmt::Display for StoreId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.write_str(&self.name())
     }
 }
 
 impl From<StoreId> for String {
     fn from(s: StoreId) -> String {
-        s.name().to_string()
+        s.name()
     }
 }
 
@@ -195,15 +217,14 @@ mod tests {
 
     #[test]
     fn every_store_parses_back_from_its_name() {
-        let engines = EngineKind::ALL.into_iter().map(StoreId::Engine);
-        for s in StoreId::FIXED.into_iter().chain(engines) {
-            assert_eq!(StoreId::parse(s.name()), Some(s), "{s}");
+        for s in StoreId::all() {
+            assert_eq!(StoreId::parse(&s.name()), Some(s), "{s}");
             let json = serde_json::to_string(&s).unwrap();
             assert_eq!(serde_json::from_str::<StoreId>(&json).unwrap(), s);
         }
         assert_eq!(StoreId::parse("db"), Some(StoreId::Db), "the readers' database, not the engine");
         assert_eq!(StoreId::Engine(EngineKind::Db).name(), "sqlite-wal");
-        assert_eq!(StoreId::parse("sqlite-one-writer"), Some(StoreId::SqliteOneWriter));
+        assert_eq!(StoreId::parse("sqlite-one-writer"), Some(StoreId::SqliteWriters(DbWriters::One)));
         assert!(serde_json::from_str::<StoreId>("\"nosuch\"").is_err());
     }
 
@@ -226,9 +247,9 @@ mod tests {
         let sqlite = StoreId::Engine(Db);
         assert_eq!(
             StoreId::writers_of(&[Flat, Db, Lmdb]),
-            [StoreId::Engine(Flat), sqlite, StoreId::SqliteOneWriter, StoreId::Engine(Lmdb)]
+            [StoreId::Engine(Flat), sqlite, StoreId::SqliteWriters(DbWriters::One), StoreId::Engine(Lmdb)]
         );
-        assert_eq!(StoreId::SqliteOneWriter.engine(), Some(Db));
+        assert_eq!(StoreId::SqliteWriters(DbWriters::One).engine(), Some(Db));
         assert_eq!(StoreId::Files.engine(), None, "the blob readers' own stores have no engine");
     }
 }

@@ -41,8 +41,8 @@ pub use conclusions::{
 pub use driver::{run_once, RunSpec, RunTallies};
 pub use ids::StoreId;
 pub use options::{
-    ConcurrencyOptions, Config, Journal, Modes, Sharing, Workload, DEFAULT_ENGINES, MAX_THREADS, MODE_NAMES,
-    QUICK_WRITERS, WRITERS,
+    default_rounds, Concurrency, ConcurrencyOptions, Config, Journal, Modes, Sharing, Workload, DEFAULT_ENGINES,
+    MAX_THREADS, MODE_NAMES, QUICK_WRITERS, WRITERS,
 };
 pub use points::{Point, PointRun, SideRun, SideSummary, ERRORS_DOMINATE_PCT};
 pub use section::{ConcurrencySection, Settings};
@@ -58,6 +58,7 @@ use rand::SeedableRng;
 use crate::measure::oscount::OsCounters;
 use crate::measure::Experiment;
 use crate::measure::{clock_cost_ns, stop_requested, Latency};
+use crate::studies::context::StudyContext;
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -72,36 +73,39 @@ pub struct Measured {
     pub rounds: Vec<crate::measure::rounds::RoundSet>,
 }
 
-pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measured> {
+pub fn run(ctx: &StudyContext, opts: &ConcurrencyOptions) -> Result<Measured> {
+    let opts = &Concurrency::new(ctx, opts, default_rounds(ctx.quick));
+    let progress = &ctx.progress();
     opts.validate()?;
-    if !opts.workdir.is_dir() {
-        let why = if opts.workdir.exists() { "is not a directory" } else { "no such directory" };
-        return Err(Error::bad_input(&opts.workdir, why));
+    opts.rounds.validate()?;
+    if !opts.ctx.workdir.is_dir() {
+        let why = if opts.ctx.workdir.exists() { "is not a directory" } else { "no such directory" };
+        return Err(Error::bad_input(&opts.ctx.workdir, why));
     }
-    let settings = &opts.settings;
-    servers::preflight(&opts.servers, settings)?;
+    let settings = &opts.ctx.settings;
+    servers::preflight(&opts.servers(), settings)?;
     let write = opts.workloads.contains(&Workload::Writers);
     if write {
-        for &kind in &opts.writer_engines {
+        for &kind in &opts.writer_engines() {
             crate::engine::registry::backend(kind).preflight(settings, None)?;
         }
     }
-    crate::engine::registry::reap_killed(&opts.workdir)?;
+    crate::engine::registry::reap_killed(&opts.ctx.workdir)?;
     // Enterable by others (not listable): PostgreSQL's throwaway cluster
     // runs as the `postgres` user when blobbench runs as root.
     let work = tempfile::Builder::new()
         .prefix(".blobbench-concurrency-")
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o711))
-        .tempdir_in(&opts.workdir)
-        .map_err(|e| Error::io(&opts.workdir, "cannot create a working directory", e))?;
-    let plan = opts.plan();
+        .tempdir_in(&opts.ctx.workdir)
+        .map_err(|e| Error::io(&opts.ctx.workdir, "cannot create a working directory", e))?;
+    let plan = opts.plan(ctx.quick);
     let blobs = opts.workloads.contains(&Workload::Blobs);
     let units = plan.len() * opts.threads.len() * opts.repeat as usize
         + if blobs { 15 } else { 0 }
-        + if opts.servers.is_empty() { 0 } else { SERVER_CLIENTS.len() }
+        + if opts.servers().is_empty() { 0 } else { SERVER_CLIENTS.len() }
         + usize::from(write);
     progress.start("concurrency", units as u64);
-    let mut templates = table::Templates::new(work.path(), opts.rows, opts.seed);
+    let mut templates = table::Templates::new(work.path(), opts.rows, opts.ctx.seed);
     // Runs are interleaved in rounds: every point's first run, then every
     // point's second... so the ratios pair by round. Within a round the
     // points of one workload and thread count follow each other (the pairs
@@ -116,7 +120,7 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
             groups.push(start..order.len());
         }
     }
-    let mut rng = SmallRng::seed_from_u64(opts.seed ^ crate::measure::rounds::DEFAULT_SEED);
+    let mut rng = SmallRng::seed_from_u64(opts.ctx.seed ^ crate::measure::rounds::DEFAULT_SEED);
     let mut acc: Vec<Acc> = order.iter().map(|_| Acc::default()).collect();
     let mut round_orders: Vec<Vec<usize>> = Vec::new();
     let mut interrupted = false;
@@ -176,7 +180,7 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
     } else {
         (None, Vec::new(), Vec::new())
     };
-    let (server_clients, experiments, rounds) = if opts.servers.is_empty() || interrupted {
+    let (server_clients, experiments, rounds) = if opts.servers().is_empty() || interrupted {
         (None, experiments, rounds)
     } else {
         let m = servers::measure(opts, work.path(), progress)?;
@@ -208,7 +212,7 @@ pub fn run(opts: &ConcurrencyOptions, progress: &dyn Progress) -> Result<Measure
             rows: opts.rows,
             batch: opts.batch,
             busy_timeout_ms: opts.busy_timeout_ms,
-            quick: opts.quick,
+            quick: opts.ctx.quick,
             workloads: opts.workloads.clone(),
             modes: opts.modes.clone(),
             cores,
@@ -244,7 +248,7 @@ struct Acc {
 /// One timed run of one point, on a fresh copy of the table, added to
 /// `acc`. False when interrupted (a partial run is not reported).
 fn measure_run(
-    opts: &ConcurrencyOptions,
+    opts: &Concurrency,
     work: &Path,
     templates: &mut table::Templates,
     workload: Workload,
@@ -263,7 +267,7 @@ fn measure_run(
         batch: opts.batch,
         busy_timeout_ms: opts.busy_timeout_ms,
         rows: opts.rows,
-        seed: opts.seed,
+        seed: opts.ctx.seed,
     };
     let before = OsCounters::now();
     let tallies = run_once(&spec)?;

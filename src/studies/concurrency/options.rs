@@ -1,7 +1,6 @@
 //! What `concurrency` measures: the workloads, the study's parameters (one
 //! axis each), which combinations of them to run, and the options.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -9,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use crate::measure::paired::MIN_ROUNDS_95;
 use crate::measure::rounds::RoundsPlan;
 pub use crate::records::Journal;
-use crate::records::{EngineKind, EngineSettings, SyncLevel};
+use crate::records::{EngineKind, SyncLevel};
+use crate::studies::context::StudyRun;
 use crate::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -234,7 +234,13 @@ fn fill<T>(v: &mut Vec<T>, default: Vec<T>) {
     }
 }
 
-/// Everything one `concurrency` invocation does.
+/// What one `concurrency` invocation does beyond its context
+/// (`StudyContext`: the work directory, the engines asked for (the servers
+/// read by clients, and the stores written beside [`DEFAULT_ENGINES`]),
+/// the rounds of the blob readers and servers, the seed of the table's
+/// content, the keys and the inserted values, `--quick` (few combinations,
+/// one axis varied at a time, short points), the settings the servers'
+/// datasets are built and checked with, the observer).
 #[derive(Debug, Clone)]
 pub struct ConcurrencyOptions {
     /// Thread counts; for mixed, T readers plus T writers.
@@ -251,34 +257,47 @@ pub struct ConcurrencyOptions {
     pub batch: u32,
     /// sqlite3_busy_timeout on every connection, in milliseconds.
     pub busy_timeout_ms: u32,
-    /// Few combinations (one axis varied at a time), short points.
-    pub quick: bool,
-    /// Where the databases are made (a temporary directory inside it).
-    pub workdir: PathBuf,
-    /// Seed of the table's content, the keys and the inserted values.
-    pub seed: u64,
     /// Blobs in the kvtest dataset of the parallel-reader section.
     pub blob_count: u32,
     /// Reads per timed run in the parallel-reader section (all threads).
     pub blob_reads: u64,
-    /// The parallel readers' interleaved rounds, per thread count (the
-    /// database, with and without mmap, and the files as arms); the
-    /// servers' too, per client count.
-    pub rounds: RoundsPlan,
-    /// Server stores read by 1 to 16 clients (`--engines`).
-    pub servers: Vec<EngineKind>,
     /// Reads per timed run of a server, all clients together: a server
     /// answers in milliseconds where a local read takes microseconds.
     pub server_reads: u64,
-    /// The engines' settings the servers' datasets are built and checked
-    /// with, built once by the caller (the servers' parts: `--s3-server`).
-    pub settings: EngineSettings,
     /// Durable writers at once (as many readers beside them).
     pub writer_counts: Vec<u32>,
-    /// The engines the writers write, in the order given.
-    pub writer_engines: Vec<EngineKind>,
     /// What a writers' run is sized to take.
     pub writer_run_time: Duration,
+}
+
+/// The study as it runs: its context, its options and the parallel
+/// readers' interleaved rounds, per thread count (the database, with and
+/// without mmap, and the files as arms; the servers' too, per client
+/// count).
+pub type Concurrency<'a> = StudyRun<'a, ConcurrencyOptions>;
+
+impl Concurrency<'_> {
+    /// Server stores read by 1 to 16 clients: the engines asked for that
+    /// are servers.
+    pub fn servers(&self) -> Vec<EngineKind> {
+        self.ctx.engines.iter().copied().filter(|k| k.is_server()).collect()
+    }
+
+    /// The engines the writers write: [`DEFAULT_ENGINES`], then the ones
+    /// asked for, in the order given.
+    pub fn writer_engines(&self) -> Vec<EngineKind> {
+        let mut out = DEFAULT_ENGINES.to_vec();
+        out.extend(self.ctx.engines.iter().copied().filter(|k| !DEFAULT_ENGINES.contains(k)));
+        out
+    }
+}
+
+/// The blob readers' and servers' rounds unless asked otherwise: at most
+/// 20 within 60 s (12 within 4 s with `--quick`), at least the 6 that give
+/// every ratio a 95% interval.
+pub fn default_rounds(quick: bool) -> RoundsPlan {
+    let (most, budget) = if quick { (12, 4) } else { (20, 60) };
+    RoundsPlan { least_rounds: MIN_ROUNDS_95 as u32, ..RoundsPlan::new(most, Some(Duration::from_secs(budget))) }
 }
 
 /// Writer counts (and as many readers beside them).
@@ -289,9 +308,15 @@ pub const QUICK_WRITERS: [u32; 3] = [1, 2, 4];
 /// against files, and LMDB, the other single-writer store.
 pub const DEFAULT_ENGINES: [EngineKind; 3] = [EngineKind::Db, EngineKind::Flat, EngineKind::Lmdb];
 
+impl Default for ConcurrencyOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl ConcurrencyOptions {
     /// The study's settings: 1..20 threads, 30 s per point, 50,000 rows.
-    pub fn new(workdir: impl Into<PathBuf>) -> Self {
+    pub fn new() -> Self {
         ConcurrencyOptions {
             threads: vec![1, 2, 4, 8, 16, 20],
             duration: Duration::from_secs(30),
@@ -301,20 +326,10 @@ impl ConcurrencyOptions {
             modes: Modes::default(),
             batch: 1,
             busy_timeout_ms: 5000,
-            quick: false,
-            workdir: workdir.into(),
-            seed: 1,
             blob_count: 10_000,
             blob_reads: 100_000,
-            rounds: RoundsPlan {
-                least_rounds: MIN_ROUNDS_95 as u32,
-                ..RoundsPlan::new(20, Some(Duration::from_secs(60)))
-            },
-            servers: Vec::new(),
             server_reads: 2000,
-            settings: EngineSettings::default(),
             writer_counts: WRITERS.to_vec(),
-            writer_engines: DEFAULT_ENGINES.to_vec(),
             writer_run_time: Duration::from_secs(1),
         }
     }
@@ -322,19 +337,17 @@ impl ConcurrencyOptions {
     /// `--quick`: threads 1,2,4, short points in 6 rounds (the fewest
     /// that give every ratio a 95% interval), one axis varied at a time, a
     /// small blob dataset, writers 1,2,4.
-    pub fn quick(workdir: impl Into<PathBuf>) -> Self {
+    pub fn quick() -> Self {
         ConcurrencyOptions {
             threads: vec![1, 2, 4],
             duration: Duration::from_millis(200),
             repeat: MIN_ROUNDS_95 as u32,
-            quick: true,
             blob_count: 1000,
             blob_reads: 20_000,
             server_reads: 200,
-            rounds: RoundsPlan { max_rounds: 12, budget: Some(Duration::from_secs(4)), ..Self::new("").rounds },
             writer_counts: QUICK_WRITERS.to_vec(),
             writer_run_time: Duration::from_millis(200),
-            ..Self::new(workdir)
+            ..Self::new()
         }
     }
 
@@ -357,7 +370,6 @@ impl ConcurrencyOptions {
         if self.workloads.is_empty() {
             return Err(Error::invalid("no workload selected"));
         }
-        self.rounds.validate()?;
         if self.blob_count == 0 || self.blob_reads == 0 || self.server_reads == 0 {
             return Err(Error::invalid("the blob section needs at least one blob and one read"));
         }
@@ -367,18 +379,19 @@ impl ConcurrencyOptions {
         if let Some(&w) = self.writer_counts.iter().find(|&&w| w > self.blob_count) {
             return Err(Error::invalid(format!("--writers {w}: more writers than the {} blobs", self.blob_count)));
         }
-        if self.writer_run_time.is_zero() || self.writer_engines.is_empty() {
-            return Err(Error::invalid("the writers need an engine and a run time above 0"));
+        if self.writer_run_time.is_zero() {
+            return Err(Error::invalid("the writers need a run time above 0"));
         }
         Ok(())
     }
 
-    /// The database workloads' points, in the order they run.
-    pub fn plan(&self) -> Vec<(Workload, Config)> {
+    /// The database workloads' points, in the order they run (`quick`:
+    /// one axis varied at a time).
+    pub fn plan(&self, quick: bool) -> Vec<(Workload, Config)> {
         let mut out = Vec::new();
         for &w in &self.workloads {
             if w != Workload::Blobs && w != Workload::Writers {
-                out.extend(self.modes.configs(w, self.quick).into_iter().map(|c| (w, c)));
+                out.extend(self.modes.configs(w, quick).into_iter().map(|c| (w, c)));
             }
         }
         out
@@ -420,7 +433,7 @@ mod tests {
 
     #[test]
     fn bad_options_are_refused() {
-        let ok = ConcurrencyOptions::quick("/tmp");
+        let ok = ConcurrencyOptions::quick();
         assert!(ok.validate().is_ok());
         for bad in [
             ConcurrencyOptions { threads: vec![], ..ok.clone() },

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::blobs::{self, BlobPoint, BLOB_SIZE};
 use super::ids::{self, StoreId};
-use super::options::ConcurrencyOptions;
+use super::options::Concurrency;
 use crate::drivers::parallel_read::ParallelArm;
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, StopReason};
 use crate::measure::{stop_requested, Experiment};
@@ -81,12 +81,12 @@ pub fn server_names() -> Vec<&'static str> {
 /// Builds every server's dataset in `work` (from the blob readers'
 /// database, made here when that section did not run) and reads each by
 /// [`SERVER_CLIENTS`] clients. Ctrl-C keeps the client counts measured.
-pub fn measure(opts: &ConcurrencyOptions, work: &Path, progress: &dyn Progress) -> Result<Measured> {
+pub fn measure(opts: &Concurrency, work: &Path, progress: &dyn Progress) -> Result<Measured> {
     let db = blobs::readers_db(opts, work)?;
-    let mut sets: Vec<(EngineKind, PathBuf)> = Vec::with_capacity(opts.servers.len());
-    for (nth, &kind) in opts.servers.iter().enumerate() {
+    let mut sets: Vec<(EngineKind, PathBuf)> = Vec::with_capacity(opts.servers().len());
+    for (nth, &kind) in opts.servers().iter().enumerate() {
         let dir = work.join(format!("s{nth}"));
-        crate::engine::registry::build_with(kind, &db, &dir, false, &opts.settings, &Silent)?;
+        crate::engine::registry::build_with(kind, &db, &dir, false, &opts.ctx.settings, &Silent)?;
         sets.push((kind, dir));
     }
     let mut out = Measured {
@@ -122,7 +122,7 @@ pub fn measure(opts: &ConcurrencyOptions, work: &Path, progress: &dyn Progress) 
 /// Every server read by `clients` clients, as the arms of one set of
 /// rounds (the first server against the others when there are several).
 fn one_count(
-    opts: &ConcurrencyOptions,
+    opts: &Concurrency,
     sets: &[(EngineKind, PathBuf)],
     clients: u32,
 ) -> Result<(Vec<(BlobPoint, Experiment)>, RoundSet)> {

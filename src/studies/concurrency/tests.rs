@@ -5,17 +5,22 @@ use std::time::Duration;
 
 use super::*;
 use crate::records::SyncLevel;
-use crate::util::progress::Silent;
+use crate::studies::context::StudyContext;
 
-fn tiny(dir: &Path) -> ConcurrencyOptions {
+fn tiny() -> ConcurrencyOptions {
     ConcurrencyOptions {
         threads: vec![2],
         duration: Duration::from_millis(100),
         repeat: 1,
         rows: 2000,
         workloads: vec![Workload::Read, Workload::Write, Workload::Mixed],
-        ..ConcurrencyOptions::new(dir)
+        ..ConcurrencyOptions::new()
     }
+}
+
+/// The study's context in `dir`.
+fn in_dir(dir: &Path) -> StudyContext {
+    StudyContext::new(dir, crate::records::EngineSettings::default())
 }
 
 fn assert_consistent(p: &Point) {
@@ -31,9 +36,9 @@ fn assert_consistent(p: &Point) {
 #[test]
 fn every_configuration_runs_with_two_threads_and_keeps_its_rows() {
     let dir = tempfile::tempdir().unwrap();
-    let mut opts = tiny(dir.path());
+    let mut opts = tiny();
     opts.modes.sync = vec![SyncLevel::Normal];
-    let m = run(&opts, &Silent).unwrap();
+    let m = run(&in_dir(dir.path()), &opts).unwrap();
     let s = &m.section;
     assert_eq!(s.points.len(), 16 + 8 + 10, "all combinations, each once");
     for p in &s.points {
@@ -97,12 +102,12 @@ fn contention_is_counted_not_dropped() {
 #[test]
 fn batches_commit_whole_on_shared_and_private_connections() {
     let dir = tempfile::tempdir().unwrap();
-    let mut opts = tiny(dir.path());
+    let mut opts = tiny();
     opts.workloads = vec![Workload::Write, Workload::Mixed];
     opts.modes = Modes::parse("wal,private-cache,sync-off").unwrap();
     opts.batch = 25;
     opts.repeat = 2;
-    let s = run(&opts, &Silent).unwrap().section;
+    let s = run(&in_dir(dir.path()), &opts).unwrap().section;
     assert_eq!(s.points.len(), 2 + 3);
     for p in &s.points {
         assert_eq!(p.runs.len(), 2, "{}: one run per round", p.id);
@@ -137,8 +142,7 @@ fn a_shared_connection_is_serialized_and_shared_cache_is_real() {
 
 #[test]
 fn a_missing_workdir_is_one_clear_error() {
-    let opts = tiny(Path::new("/nonexistent/blobbench"));
-    let e = run(&opts, &Silent).unwrap_err().to_string();
+    let e = run(&in_dir(Path::new("/nonexistent/blobbench")), &tiny()).unwrap_err().to_string();
     assert!(e.contains("/nonexistent/blobbench") && e.contains("no such directory"), "{e}");
 }
 

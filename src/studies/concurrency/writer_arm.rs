@@ -12,7 +12,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
 use super::ids::StoreId;
-use super::options::ConcurrencyOptions;
+use super::options::Concurrency;
 use super::sqlite_writer::{self, WriterTally, WriterWork};
 use crate::drivers::parallel_read::session_in_step;
 use crate::drivers::run::largest_key;
@@ -23,23 +23,20 @@ use crate::measure::rounds::Arm;
 use crate::measure::{self, Latency, Phases, RunContext, RunOutcome};
 use crate::records::keys::{KeySequence, KvtestRng, Order};
 use crate::records::{
-    DbParams, DbWriters, EngineKind, EngineSettings, FileParams, FileWrite, Journal, KvParams, KvSync, SyncLevel,
+    DbParams, EngineKind, EngineSettings, FileParams, FileWrite, Journal, KvParams, KvSync, SyncLevel,
 };
 use crate::{Error, Result};
 
 /// Durable writes, a commit per write, for every store; the files
-/// replaced by rename (a reader never sees half a blob). SQLite's
-/// one-writer row is the engine's `DbWriters::One` in WAL with synchronous
-/// FULL, the pragmas the per-writer loop sets on its connections. Every
-/// other part is the study's `base`.
+/// replaced by rename (a reader never sees half a blob). SQLite's other
+/// ways of writing (its one-writer row) are the engine's in WAL with
+/// synchronous FULL, the pragmas the per-writer loop sets on its
+/// connections. Every other part is the study's `base`.
 pub(super) fn durable_settings(store: StoreId, base: &EngineSettings) -> EngineSettings {
     let db = match store {
-        StoreId::SqliteOneWriter => DbParams {
-            journal_mode: Some(Journal::Wal),
-            sync: Some(SyncLevel::Full),
-            writers: DbWriters::One,
-            ..DbParams::default()
-        },
+        StoreId::SqliteWriters(writers) => {
+            DbParams { journal_mode: Some(Journal::Wal), sync: Some(SyncLevel::Full), writers, ..DbParams::default() }
+        }
         _ => DbParams::default(),
     };
     EngineSettings {
@@ -86,8 +83,8 @@ pub(super) struct WritersArm {
 impl WritersArm {
     /// `store`'s dataset at `path`, opened for `writers` writers: their
     /// keys (each writer its own) and content, made before any run.
-    pub fn prepare(store: StoreId, path: &Path, writers: u32, opts: &ConcurrencyOptions) -> Result<WritersArm> {
-        let mut engine = engine::open(path, &durable_settings(store, &opts.settings))?;
+    pub fn prepare(store: StoreId, path: &Path, writers: u32, opts: &Concurrency) -> Result<WritersArm> {
+        let mut engine = engine::open(path, &durable_settings(store, &opts.ctx.settings))?;
         let survey = engine.survey(true)?;
         let max_id = match survey.max_key {
             Some(m) => m,
@@ -97,7 +94,7 @@ impl WritersArm {
         if max_id < writers {
             return Err(Error::bad_input(path, format!("holds {max_id} blobs: too few for {writers} writers")));
         }
-        let mut rng = rand::rngs::SmallRng::seed_from_u64(opts.seed ^ u64::from(writers));
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(opts.ctx.seed ^ u64::from(writers));
         let keys: Vec<Arc<[u32]>> = (0..writers)
             .map(|w| {
                 let mut own: Vec<u32> = (1..=max_id).filter(|k| (k - 1) % writers == w).collect();
@@ -111,7 +108,7 @@ impl WritersArm {
         }
         // Seeded per writer count too: the arms of one store write one
         // dataset, and no arm's content is another's.
-        let seed = |w: u32| opts.seed.wrapping_add(u64::from(w)) ^ (u64::from(writers) << 32);
+        let seed = |w: u32| opts.ctx.seed.wrapping_add(u64::from(w)) ^ (u64::from(writers) << 32);
         let pools = (0..writers).map(|w| ContentPool::new(blob, seed(w))).collect();
         let conns = if store == StoreId::Engine(EngineKind::Db) {
             (0..writers).map(|_| sqlite_writer::connect(path, opts.busy_timeout_ms)).collect::<Result<_>>()?
@@ -260,7 +257,7 @@ impl Arm for WritersArm {
 /// connection per writer is the study's own loop, `sqlite_writer.rs`.)
 fn engine_mode(store: StoreId, w: u32) -> OpenMode {
     match store {
-        StoreId::SqliteOneWriter => OpenMode::client(w),
+        StoreId::SqliteWriters(_) => OpenMode::client(w),
         _ => OpenMode::measured(true, false),
     }
 }

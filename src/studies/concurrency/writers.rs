@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::blobs;
 use super::ids::{self, StoreId};
-use super::options::ConcurrencyOptions;
+use super::options::Concurrency;
 use super::sqlite_writer;
 use super::writer_arm::{durable_settings, WritersArm};
 use crate::measure::paired::paired_ratio;
@@ -119,27 +119,14 @@ impl WriterPoint {
     }
 }
 
-/// What each store's writer does when several write at once.
+/// What each store's writer does when several write at once: SQLite's
+/// way of writing's row, or its engine's fact.
 pub fn label(store: StoreId) -> String {
-    let Some(kind) = store.engine() else { return store.to_string() };
-    match (store, kind) {
-        (StoreId::SqliteOneWriter, _) => {
-            "SQLite WAL + FULL, one writer connection for all writers behind a mutex in the \
-                                          process, a commit per write; each reader on its own connection"
-                .into()
-        }
-        (_, EngineKind::Db) => {
-            "SQLite WAL + FULL, a connection per writer, BEGIN IMMEDIATE under the busy timeout".into()
-        }
-        (_, k) if k.is_files() => {
-            "files, a temporary file per writer (own keys) + fsync + rename + fsync of the directory".into()
-        }
-        (_, EngineKind::Lmdb) => {
-            "LMDB, one environment, a write transaction per write (writers queue on its lock)".into()
-        }
-        (_, k) if k.is_server() => format!("{}, a connection per client, a durable commit per write", k.title()),
-        (_, k) => format!("{}, one database, a durable commit per write", k.title()),
-    }
+    let text = match store.sqlite_writers() {
+        Some(w) => Some(crate::engine::sqlite::writers(w).concurrent),
+        None => store.engine().and_then(EngineKind::concurrent_writes),
+    };
+    text.map_or_else(|| store.to_string(), str::to_string)
 }
 
 /// What the writers' section measured.
@@ -153,7 +140,7 @@ pub struct Measured {
 /// rounds whatever the budget, so every ratio has its interval.
 ///
 /// [`MIN_ROUNDS_95`]: crate::measure::paired::MIN_ROUNDS_95
-pub fn plan(opts: &ConcurrencyOptions) -> RoundsPlan {
+pub fn plan(opts: &Concurrency) -> RoundsPlan {
     let least = (crate::measure::paired::MIN_ROUNDS_95 as u32).min(opts.rounds.max_rounds);
     RoundsPlan { run_time: Some(opts.writer_run_time), least_rounds: least, ..opts.rounds }
 }
@@ -161,7 +148,7 @@ pub fn plan(opts: &ConcurrencyOptions) -> RoundsPlan {
 /// Builds each store's dataset in `work` from the blob readers' database
 /// (made here when that section did not run), then writes every store at
 /// every writer count as the arms of one set of rounds.
-pub fn measure(opts: &ConcurrencyOptions, work: &Path, progress: &dyn Progress) -> Result<Measured> {
+pub fn measure(opts: &Concurrency, work: &Path, progress: &dyn Progress) -> Result<Measured> {
     let sets = build_sets(opts, work)?;
     in_rounds(opts, &sets, progress)
 }
@@ -171,9 +158,9 @@ pub fn measure(opts: &ConcurrencyOptions, work: &Path, progress: &dyn Progress) 
 /// a copy in WAL of their own: the one-writer row keeps its connections
 /// open between runs, and no arm's connection should sit on another's
 /// file.
-fn build_sets(opts: &ConcurrencyOptions, work: &Path) -> Result<Vec<(StoreId, PathBuf)>> {
+fn build_sets(opts: &Concurrency, work: &Path) -> Result<Vec<(StoreId, PathBuf)>> {
     let db = blobs::readers_db(opts, work)?;
-    let stores = StoreId::writers_of(&opts.writer_engines);
+    let stores = StoreId::writers_of(&opts.writer_engines());
     let mut sets: Vec<(StoreId, PathBuf)> = Vec::with_capacity(stores.len());
     for store in stores {
         let dir = work.join(format!("w-{store}"));
@@ -186,7 +173,7 @@ fn build_sets(opts: &ConcurrencyOptions, work: &Path) -> Result<Vec<(StoreId, Pa
                 sets.push((store, copy));
             }
             Some(kind) => {
-                crate::engine::registry::build_with(kind, &db, &dir, false, &opts.settings, &Silent)?;
+                crate::engine::registry::build_with(kind, &db, &dir, false, &opts.ctx.settings, &Silent)?;
                 sets.push((store, dir));
             }
             None => return Err(Error::invalid(format!("{store} is not a writers' store"))),
@@ -217,7 +204,7 @@ fn pairs_to_stop_on(stores: &[StoreId], at: &[(StoreId, u32)], most: u32) -> Vec
 
 /// Runs every store at every writer count as the arms of one set of
 /// rounds.
-fn in_rounds(opts: &ConcurrencyOptions, sets: &[(StoreId, PathBuf)], progress: &dyn Progress) -> Result<Measured> {
+fn in_rounds(opts: &Concurrency, sets: &[(StoreId, PathBuf)], progress: &dyn Progress) -> Result<Measured> {
     let mut arms = Vec::new();
     let mut arm_ids = Vec::new();
     let mut at: Vec<(StoreId, u32)> = Vec::new();
@@ -281,13 +268,13 @@ fn point_of(arm: &WritersArm, m: &ArmMeasured, id: &str) -> WriterPoint {
 }
 
 /// The experiment's record of an arm's runs.
-fn writer_params(arm: &WritersArm, opts: &ConcurrencyOptions) -> crate::records::WorkloadParams {
+fn writer_params(arm: &WritersArm, opts: &Concurrency) -> crate::records::WorkloadParams {
     let mut run = crate::drivers::run::RunOptions::new(&arm.path);
     run.update = true;
     run.count = arm.writes * u64::from(arm.writers);
     run.order = Order::Random;
-    run.settings = durable_settings(arm.store, &opts.settings);
-    run.seed = opts.seed;
+    run.settings = durable_settings(arm.store, &opts.ctx.settings);
+    run.seed = opts.ctx.seed;
     let kind = arm.store.engine().unwrap_or(EngineKind::Db);
     run.params(kind, arm.max_id, arm.writers)
 }

@@ -4,7 +4,15 @@ use super::*;
 use crate::measure::rounds::Arm;
 use crate::measure::RunContext;
 use crate::records::DatasetSpec;
+use crate::records::DbWriters;
+use crate::studies::concurrency::options::{default_rounds, Concurrency, ConcurrencyOptions};
+use crate::studies::context::StudyContext;
 use crate::util::progress::Silent;
+
+/// The quick study's context in `dir`.
+fn quick(dir: &std::path::Path) -> StudyContext {
+    StudyContext { quick: true, ..StudyContext::new(dir, crate::records::EngineSettings::default()) }
+}
 
 /// Every blob's content, by key.
 fn blobs(db: &Path) -> Vec<Vec<u8>> {
@@ -31,10 +39,13 @@ fn wal_db(dir: &Path, count: u32) -> PathBuf {
 /// content, made SQLite's durable writes look like 9 us.
 #[test]
 fn every_run_writes_new_content_into_every_blob_it_writes() {
-    for store in [StoreId::Engine(EngineKind::Db), StoreId::SqliteOneWriter] {
+    for store in [StoreId::Engine(EngineKind::Db), StoreId::SqliteWriters(DbWriters::One)] {
         let dir = tempfile::tempdir().unwrap();
         let db = wal_db(dir.path(), 40);
-        let opts = ConcurrencyOptions { seed: 3, ..ConcurrencyOptions::quick(dir.path()) };
+        let ctx = quick(dir.path());
+        let ctx = StudyContext { seed: 3, ..ctx };
+        let o = ConcurrencyOptions::quick();
+        let opts = Concurrency::new(&ctx, &o, default_rounds(true));
         let mut arm = WritersArm::prepare(store, &db, 2, &opts).unwrap();
         // Two writers of 20 keys each, 10 writes each per run.
         arm.set_ops_per_run(20);
@@ -54,10 +65,12 @@ fn every_run_writes_new_content_into_every_blob_it_writes() {
 /// row's kept connection never paid.
 #[test]
 fn both_sqlite_rows_keep_their_wal_between_runs() {
-    for store in [StoreId::Engine(EngineKind::Db), StoreId::SqliteOneWriter] {
+    for store in [StoreId::Engine(EngineKind::Db), StoreId::SqliteWriters(DbWriters::One)] {
         let dir = tempfile::tempdir().unwrap();
         let db = wal_db(dir.path(), 8);
-        let mut arm = WritersArm::prepare(store, &db, 2, &ConcurrencyOptions::quick(dir.path())).unwrap();
+        let (ctx, o) = (quick(dir.path()), ConcurrencyOptions::quick());
+        let opts = Concurrency::new(&ctx, &o, default_rounds(true));
+        let mut arm = WritersArm::prepare(store, &db, 2, &opts).unwrap();
         arm.set_ops_per_run(4);
         arm.run(RunContext { latency: None, timed: false }).unwrap();
         assert!(dir.path().join("kv.db-wal").exists(), "{store}: the WAL is still there after a run");

@@ -12,10 +12,10 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
 use super::blob::{self, Verdict};
-use super::Method;
 use crate::engine::dataset::blob_name;
 use crate::engine::files::FLAT_KIND;
 use crate::engine::{Engine, OpenMode};
+use crate::records::ConfigId;
 use crate::records::EngineSettings;
 use crate::{Error, Result};
 
@@ -69,7 +69,7 @@ impl Tally {
 
 pub struct Dataset {
     pub path: PathBuf,
-    method: Method,
+    method: ConfigId,
     count: u32,
     seed: u64,
     /// Version of each blob as last verified, by key (index 0 unused).
@@ -82,12 +82,12 @@ pub struct Dataset {
 impl Dataset {
     /// Creates `path` with every blob at version 0.
     #[cfg(test)]
-    pub fn create(path: &Path, method: Method, count: u32, seed: u64) -> Result<Self> {
+    pub fn create(path: &Path, method: ConfigId, count: u32, seed: u64) -> Result<Self> {
         Dataset::create_with(path, method, count, seed, EngineSettings::default())
     }
 
     /// [`Dataset::create`], an engine's dataset built with `build`.
-    pub fn create_with(path: &Path, method: Method, count: u32, seed: u64, build: EngineSettings) -> Result<Self> {
+    pub fn create_with(path: &Path, method: ConfigId, count: u32, seed: u64, build: EngineSettings) -> Result<Self> {
         let versions = vec![0; count as usize + 1];
         let ds = Dataset { path: path.to_path_buf(), method, count, seed, versions, build };
         if method.is_db() {
@@ -371,10 +371,9 @@ fn unlisted(found: &[Option<Verdict>], listed: &[u32]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::{FileWrite, SyncLevel};
 
-    const FILES: Method = Method::Files { write: FileWrite::Truncate, fsync: false, sync_dir: false };
-    const DB: Method = Method::Db { journal: crate::records::Journal::Wal, sync: SyncLevel::Normal };
+    const FILES: ConfigId = ConfigId::Truncate;
+    const DB: ConfigId = ConfigId::DbWalNormal;
 
     #[test]
     fn sizes_are_fixed_and_in_range() {
@@ -413,7 +412,7 @@ mod tests {
         for engine in crash_tested.filter(|k| !crate::engine::backend(*k).write_configs().is_empty()) {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("kv");
-            let mut ds = Dataset::create(&path, Method::Engine { engine, durable: true }, 4, 5).unwrap();
+            let mut ds = Dataset::create(&path, ConfigId::Durable(engine), 4, 5).unwrap();
             assert!(!dir.path().join("kv.source.db").exists(), "{engine:?}: the source database is removed");
             let t = ds.check(1 << 32).unwrap();
             assert_eq!(t.integrity_error, None, "{engine:?}");

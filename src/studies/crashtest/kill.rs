@@ -24,6 +24,8 @@ fn writer_args(spec: &WriterSpec) -> Vec<OsString> {
     args.push(spec.base.to_string().into());
     args.push("--commit-every".into());
     args.push(spec.commit_every.to_string().into());
+    args.push("--settings".into());
+    args.push(serde_json::to_string(&spec.settings).expect("settings serialise").into());
     if let Some(a) = &spec.acks {
         args.push("--acks".into());
         args.push(a.clone().into_os_string());

@@ -18,22 +18,24 @@ mod blob;
 mod dataset;
 mod kill;
 pub mod method;
+mod options;
 mod powercut;
 mod writer;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 pub use kill::Signal;
-pub use method::Method;
+use options::Crash;
+pub use options::CrashOptions;
 pub use powercut::{power_cut_test, FsyncFailureResult, PowerCutMethodResult, PowerCutReport, PowerCutSection};
 pub use writer::{write_until_killed, WriterSpec};
 
 use crate::measure::stop_requested;
-use crate::records::EngineSettings;
+use crate::records::ConfigId;
+use crate::studies::context::StudyContext;
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 use dataset::{Dataset, MAX_BLOB, MIN_BLOB};
@@ -46,10 +48,7 @@ const WORK_PREFIX: &str = ".blobbench-crashtest-";
 const ROUND_SPAN: u64 = 1 << 32;
 
 /// What `crashtest` does by default, and with `--quick`.
-pub const DEFAULT_KILLS: u32 = 50;
-pub const DEFAULT_COUNT: u32 = 100;
-pub const QUICK_KILLS: u32 = 6;
-pub const QUICK_COUNT: u32 = 40;
+pub use options::{DEFAULT_COUNT, DEFAULT_KILLS, QUICK_COUNT, QUICK_KILLS};
 const LIMIT: u32 = 100_000;
 
 /// What the table's columns count (the terminal and the report show it).
@@ -86,44 +85,6 @@ kill test: totals over all cuts. The command fails when a method whose documenta
 acknowledged write; db-delete is counted but not judged: SQLite documents that DELETE mode under FULL may lose the
 last commit in a power cut (the journal's unlink is not fsync'd; synchronous=EXTRA does it: db-delete-extra).
 ";
-
-#[derive(Debug, Clone)]
-pub struct CrashOptions {
-    pub methods: Vec<Method>,
-    pub kills: u32,
-    /// Blobs in each dataset.
-    pub count: u32,
-    /// Where the datasets are made (a temporary directory inside it).
-    pub workdir: PathBuf,
-    /// Seed of the kill schedule and of the blob sizes.
-    pub seed: u64,
-    /// Each writer runs for a delay uniform in [0, max_delay] once its first write returned.
-    pub max_delay: Duration,
-    /// A blobbench binary, which has the hidden `crash-writer` command.
-    pub writer: PathBuf,
-    /// Writes per commit (`--commit-every N`): a write returns once its
-    /// batch of N is committed (1: each write its own commit).
-    pub commit_every: u32,
-    /// The engines' settings every method's dataset is built with, built
-    /// once by the caller (the servers' parts: `--s3-server`).
-    pub settings: EngineSettings,
-}
-
-impl CrashOptions {
-    pub fn new(writer: PathBuf) -> Self {
-        CrashOptions {
-            methods: Method::all(),
-            kills: DEFAULT_KILLS,
-            count: DEFAULT_COUNT,
-            workdir: std::env::temp_dir(),
-            seed: 1,
-            max_delay: Duration::from_millis(50),
-            writer,
-            commit_every: 1,
-            settings: EngineSettings::default(),
-        }
-    }
-}
 
 /// The result file's `crashtest` section.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -277,20 +238,22 @@ pub struct CrashReport {
     pub interrupted: bool,
 }
 
-pub fn crashtest(opts: &CrashOptions, progress: &dyn Progress) -> Result<CrashReport> {
+pub fn crashtest(ctx: &StudyContext, opts: &CrashOptions) -> Result<CrashReport> {
+    let opts = &Crash::new(ctx, opts);
+    let progress = &ctx.progress();
     validate(opts)?;
     // Before any method runs: a missing server would end a long run late.
     for m in &opts.methods {
-        m.check_installed(&opts.settings).map_err(|e| Error::invalid(format!("--method {}: {e}", m.name())))?;
+        m.check_installed(&opts.ctx.settings).map_err(|e| Error::invalid(format!("--method {}: {e}", m.name())))?;
     }
-    crate::engine::registry::reap_killed(&opts.workdir)?;
+    crate::engine::registry::reap_killed(&opts.ctx.workdir)?;
     // Enterable by others (not listable): PostgreSQL's throwaway cluster
     // runs as the `postgres` user when blobbench runs as root.
     let root = tempfile::Builder::new()
         .prefix(WORK_PREFIX)
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o711))
-        .tempdir_in(&opts.workdir)
-        .map_err(|e| Error::io(&opts.workdir, "cannot create a directory here", e))?;
+        .tempdir_in(&opts.ctx.workdir)
+        .map_err(|e| Error::io(&opts.ctx.workdir, "cannot create a directory here", e))?;
     let mut section = CrashSection {
         fault: "SIGKILL".into(),
         kills_per_method: opts.kills,
@@ -298,8 +261,8 @@ pub fn crashtest(opts: &CrashOptions, progress: &dyn Progress) -> Result<CrashRe
         blob_min_bytes: MIN_BLOB as u64,
         blob_max_bytes: MAX_BLOB as u64,
         max_delay_us: opts.max_delay.as_micros() as u64,
-        seed: opts.seed,
-        workdir: opts.workdir.display().to_string(),
+        seed: opts.ctx.seed,
+        workdir: opts.ctx.workdir.display().to_string(),
         commit_every: opts.commit_every,
         methods: Vec::new(),
     };
@@ -320,7 +283,7 @@ pub fn crashtest(opts: &CrashOptions, progress: &dyn Progress) -> Result<CrashRe
     Ok(CrashReport { section, interrupted })
 }
 
-fn validate(opts: &CrashOptions) -> Result<()> {
+fn validate(opts: &Crash) -> Result<()> {
     if opts.methods.is_empty() {
         return Err(Error::invalid("--method: no write method chosen"));
     }
@@ -328,18 +291,18 @@ fn validate(opts: &CrashOptions) -> Result<()> {
     if !(1..=LIMIT).contains(&opts.kills) || !(1..=LIMIT).contains(&opts.count) {
         return Err(Error::invalid(format!("--kills and --count must be from 1 to {LIMIT}")));
     }
-    match std::fs::metadata(&opts.workdir) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Error::NotFound(opts.workdir.clone())),
-        Err(e) => return Err(Error::io(&opts.workdir, "cannot access", e)),
-        Ok(m) if !m.is_dir() => return Err(Error::bad_input(&opts.workdir, "is not a directory")),
+    match std::fs::metadata(&opts.ctx.workdir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Error::NotFound(opts.ctx.workdir.clone())),
+        Err(e) => return Err(Error::io(&opts.ctx.workdir, "cannot access", e)),
+        Ok(m) if !m.is_dir() => return Err(Error::bad_input(&opts.ctx.workdir, "is not a directory")),
         Ok(_) => {}
     }
     // One dataset at a time, plus a WAL or a journal as large as it.
     let need = 2 * u64::from(opts.count) * (MAX_BLOB as u64 + 512);
-    let free = crate::util::fsutil::free_bytes(&opts.workdir)?;
+    let free = crate::util::fsutil::free_bytes(&opts.ctx.workdir)?;
     if free < need {
         return Err(Error::bad_input(
-            &opts.workdir,
+            &opts.ctx.workdir,
             format!(
                 "not enough free space: the test needs about {} MB, {} MB free",
                 need / 1_000_000,
@@ -351,17 +314,17 @@ fn validate(opts: &CrashOptions) -> Result<()> {
 }
 
 fn one_method(
-    opts: &CrashOptions,
-    method: Method,
+    opts: &Crash,
+    method: ConfigId,
     dir: &std::path::Path,
     progress: &dyn Progress,
     interrupted: &mut bool,
 ) -> Result<CrashMethodResult> {
     let started = Instant::now();
     let path = dir.join(method.dataset_name());
-    let mut ds = Dataset::create_with(&path, method, opts.count, opts.seed, opts.settings.clone())?;
+    let mut ds = Dataset::create_with(&path, method, opts.count, opts.ctx.seed, opts.ctx.settings.clone())?;
     // Each method has its own schedule, the same whether run alone or not.
-    let schedule_seed = method.name().bytes().fold(opts.seed, |h, b| h.rotate_left(7) ^ u64::from(b));
+    let schedule_seed = method.name().bytes().fold(opts.ctx.seed, |h, b| h.rotate_left(7) ^ u64::from(b));
     let mut schedule = rand::rngs::SmallRng::seed_from_u64(schedule_seed);
     let max_us = opts.max_delay.as_micros() as u64;
     let mut r = CrashMethodResult {
@@ -380,10 +343,11 @@ fn one_method(
             method,
             path: path.clone(),
             count: opts.count,
-            seed: opts.seed,
+            seed: opts.ctx.seed,
             base: kill * ROUND_SPAN,
             acks: Some(acks.clone()),
             commit_every: opts.commit_every,
+            settings: opts.ctx.settings.clone(),
         };
         kill::run_and_kill(&opts.writer, &spec, delay)?;
         let t = ds.check(spec.base)?;

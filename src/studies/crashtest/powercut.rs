@@ -16,11 +16,14 @@ use serde::{Deserialize, Serialize};
 
 use super::blob::Verdict;
 use super::dataset::{Dataset, Tally, MAX_BLOB, MIN_BLOB};
+use super::options::{Crash, CrashOptions};
 use super::writer::read_acks;
-use super::{kill, CrashOptions, IntegrityReason, Method, WriterSpec, ROUND_SPAN, WORK_PREFIX};
+use super::{kill, IntegrityReason, WriterSpec, ROUND_SPAN, WORK_PREFIX};
 use crate::measure::stop_requested;
 use crate::powercut::cost::LayerCost;
 use crate::powercut::{self, FaultPlan, Model, Mounted};
+use crate::records::ConfigId;
+use crate::studies::context::StudyContext;
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
@@ -150,7 +153,7 @@ struct Places {
 }
 
 impl Places {
-    fn new(dir: &Path, method: Method) -> Result<Self> {
+    fn new(dir: &Path, method: ConfigId) -> Result<Self> {
         let p = Places {
             backing: dir.join("disk"),
             mountpoint: dir.join("mnt"),
@@ -164,9 +167,11 @@ impl Places {
     }
 }
 
-pub fn power_cut_test(opts: &CrashOptions, model: Model, progress: &dyn Progress) -> Result<PowerCutReport> {
+pub fn power_cut_test(ctx: &StudyContext, opts: &CrashOptions, model: Model) -> Result<PowerCutReport> {
+    let opts = &Crash::new(ctx, opts);
+    let progress = &ctx.progress();
     super::validate(opts)?;
-    let (served, methods): (Vec<Method>, Vec<Method>) = opts.methods.iter().partition(|m| m.has_server());
+    let (served, methods): (Vec<ConfigId>, Vec<ConfigId>) = opts.methods.iter().partition(|m| m.has_server());
     let not_on_layer: Vec<String> = served.iter().map(|m| m.name().to_string()).collect();
     if methods.is_empty() {
         return Err(Error::invalid(format!(
@@ -174,8 +179,8 @@ pub fn power_cut_test(opts: &CrashOptions, model: Model, progress: &dyn Progress
             not_on_layer.join(", ")
         )));
     }
-    let opts = &CrashOptions { methods, ..opts.clone() };
-    let cleaned_mounts = powercut::clean_stale(&opts.workdir)?;
+    let opts = &Crash { methods, ..opts.clone() };
+    let cleaned_mounts = powercut::clean_stale(&opts.ctx.workdir)?;
     // The killed run's own work directory goes with its mount.
     for m in &cleaned_mounts {
         if let Some(work) =
@@ -186,8 +191,8 @@ pub fn power_cut_test(opts: &CrashOptions, model: Model, progress: &dyn Progress
     }
     let root = tempfile::Builder::new()
         .prefix(WORK_PREFIX)
-        .tempdir_in(&opts.workdir)
-        .map_err(|e| Error::io(&opts.workdir, "cannot create a directory here", e))?;
+        .tempdir_in(&opts.ctx.workdir)
+        .map_err(|e| Error::io(&opts.ctx.workdir, "cannot create a directory here", e))?;
     let layer_cost = Some(powercut::cost::measure(root.path(), &opts.writer)?);
     let mut section = PowerCutSection {
         model: model.name().into(),
@@ -197,15 +202,15 @@ pub fn power_cut_test(opts: &CrashOptions, model: Model, progress: &dyn Progress
         blob_min_bytes: MIN_BLOB as u64,
         blob_max_bytes: MAX_BLOB as u64,
         max_delay_us: opts.max_delay.as_micros() as u64,
-        seed: opts.seed,
-        workdir: opts.workdir.display().to_string(),
+        seed: opts.ctx.seed,
+        workdir: opts.ctx.workdir.display().to_string(),
         commit_every: opts.commit_every,
         methods: Vec::new(),
         not_on_layer,
         fsync_failure: Vec::new(),
         layer_cost,
     };
-    let fsync_methods: Vec<Method> = opts.methods.iter().copied().filter(|m| m.calls_fsync()).collect();
+    let fsync_methods: Vec<ConfigId> = opts.methods.iter().copied().filter(|m| m.calls_fsync()).collect();
     let steps =
         u64::from(opts.kills) * opts.methods.len() as u64 + u64::from(FSYNC_TRIALS) * fsync_methods.len() as u64;
     progress.start("crashtest --power-cut", steps);
@@ -235,8 +240,8 @@ pub fn power_cut_test(opts: &CrashOptions, model: Model, progress: &dyn Progress
 }
 
 /// Each method has its own schedule, the same whether run alone or not.
-fn schedule(opts: &CrashOptions, method: Method, salt: u64) -> SmallRng {
-    let seed = method.name().bytes().fold(opts.seed ^ salt, |h, b| h.rotate_left(7) ^ u64::from(b));
+fn schedule(opts: &Crash, method: ConfigId, salt: u64) -> SmallRng {
+    let seed = method.name().bytes().fold(opts.ctx.seed ^ salt, |h, b| h.rotate_left(7) ^ u64::from(b));
     SmallRng::seed_from_u64(seed)
 }
 
@@ -255,18 +260,18 @@ struct Round {
 
 /// One method's test: its options, model, dataset and places.
 struct Ctx<'a> {
-    opts: &'a CrashOptions,
+    opts: &'a Crash,
     model: Model,
-    method: Method,
+    method: ConfigId,
     places: Places,
     ds: Dataset,
 }
 
 impl<'a> Ctx<'a> {
-    fn new(opts: &'a CrashOptions, model: Model, method: Method, dir: &Path) -> Result<Self> {
+    fn new(opts: &'a Crash, model: Model, method: ConfigId, dir: &Path) -> Result<Self> {
         let places = Places::new(dir, method)?;
         let path = places.backing.join(places.name);
-        let ds = Dataset::create_with(&path, method, opts.count, opts.seed, opts.settings.clone())?;
+        let ds = Dataset::create_with(&path, method, opts.count, opts.ctx.seed, opts.ctx.settings.clone())?;
         Ok(Ctx { opts, model, method, places, ds })
     }
 }
@@ -283,10 +288,11 @@ fn one_round(c: &mut Ctx, round: u64, faults: FaultPlan, rng: &mut SmallRng) -> 
         method,
         path: places.mountpoint.join(places.name),
         count: opts.count,
-        seed: opts.seed,
+        seed: opts.ctx.seed,
         base,
         acks: Some(places.acks.clone()),
         commit_every: opts.commit_every,
+        settings: opts.ctx.settings.clone(),
     };
     let writer_error = kill::run_for(&opts.writer, &spec, delay, None)?;
     let fsync_failed = mounted.counters().faults_injected > 0;
@@ -348,9 +354,9 @@ fn durability(t: &Tally, acks: &[(u32, u64, bool)], on_disk: Option<&[u64]>, cou
 }
 
 fn one_method(
-    opts: &CrashOptions,
+    opts: &Crash,
     model: Model,
-    method: Method,
+    method: ConfigId,
     dir: &Path,
     progress: &dyn Progress,
     interrupted: &mut bool,
@@ -399,14 +405,14 @@ fn one_method(
 /// with EIO; the writer runs until it stops by itself or the delay ends,
 /// then the power is cut as usual.
 fn fsync_failure(
-    opts: &CrashOptions,
+    opts: &Crash,
     model: Model,
-    method: Method,
+    method: ConfigId,
     dir: &Path,
     progress: &dyn Progress,
     interrupted: &mut bool,
 ) -> Result<FsyncFailureResult> {
-    let long = CrashOptions { max_delay: opts.max_delay * 4, ..opts.clone() };
+    let long = Crash { max_delay: opts.max_delay * 4, ..opts.clone() };
     let mut c = Ctx::new(&long, model, method, dir)?;
     let mut rng = schedule(opts, method, 0xf5c);
     let mut r = FsyncFailureResult { method: method.name().into(), ..FsyncFailureResult::default() };

@@ -13,15 +13,16 @@ use std::sync::Arc;
 
 use super::blob;
 use super::dataset::{blob_len, MAX_BLOB};
-use super::{Method, Signal, WORK_PREFIX};
+use super::{Signal, WORK_PREFIX};
 use crate::engine::{DbSession, FileStore, OpenMode, Session};
+use crate::records::ConfigId;
 use crate::records::EngineSettings;
 use crate::{Error, Result};
 
 /// What the writer needs to know; the parent passes it on the command line.
 #[derive(Debug, Clone)]
 pub struct WriterSpec {
-    pub method: Method,
+    pub method: ConfigId,
     pub path: std::path::PathBuf,
     pub count: u32,
     pub seed: u64,
@@ -32,6 +33,10 @@ pub struct WriterSpec {
     pub acks: Option<std::path::PathBuf>,
     /// Writes per commit: a write returns once its batch of N is committed.
     pub commit_every: u32,
+    /// The engines' settings the study's datasets were built with (the
+    /// servers' parts), which the writer opens an engine's store with, its
+    /// method's part set on top.
+    pub settings: EngineSettings,
 }
 
 /// One acknowledgement record: key u32, durable u32 (0 or 1), version u64,
@@ -133,7 +138,7 @@ pub fn write_until_killed(spec: &WriterSpec, mut signal: impl FnMut(Signal)) -> 
         signal(Signal::Opened);
         write_forever(&mut store, spec, &sizes, signal)
     } else if let Some((engine, kv)) = spec.method.kv_params() {
-        let settings = EngineSettings { kv, commit_every, ..EngineSettings::default() };
+        let settings = EngineSettings { kv, commit_every, ..spec.settings.clone() };
         let mut store = crate::engine::open_as(engine, &spec.path, &settings)?.open(OpenMode::WRITE)?;
         signal(Signal::Opened);
         write_forever(store.as_mut(), spec, &sizes, signal)
@@ -177,7 +182,7 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         let dir = tempfile::Builder::new().prefix(WORK_PREFIX).tempdir().unwrap();
         let path = dir.path().join("blobs");
-        let method = Method::Files { write: crate::records::FileWrite::Replace, fsync: false, sync_dir: false };
+        let method = ConfigId::Replace;
         super::super::dataset::Dataset::create(&path, method, 3, 1).unwrap();
         std::fs::remove_file(path.join("000002")).unwrap();
         let stray = WriterSpec {
@@ -188,6 +193,7 @@ mod tests {
             base: 1,
             acks: None,
             commit_every: 1,
+            settings: EngineSettings::default(),
         };
         assert!(write_until_killed(&stray, |_| {})
             .unwrap_err()
@@ -202,6 +208,7 @@ mod tests {
             base: 1 << 32,
             acks: Some(acks.clone()),
             commit_every: 1,
+            settings: EngineSettings::default(),
         };
         let mut signals = Vec::new();
         let err = write_until_killed(&spec, |s| signals.push(s)).unwrap_err();
@@ -226,13 +233,21 @@ mod tests {
     fn a_batch_is_acknowledged_when_it_commits() {
         let dir = tempfile::Builder::new().prefix(WORK_PREFIX).tempdir().unwrap();
         let path = dir.path().join("crash.db");
-        let method = Method::Db { journal: crate::records::Journal::Wal, sync: crate::records::SyncLevel::Full };
+        let method = ConfigId::DbWalFull;
         super::super::dataset::Dataset::create(&path, method, 3, 1).unwrap();
         // Blob 3 goes missing: the writer stops there, after its first batch.
         rusqlite::Connection::open(&path).unwrap().execute("DELETE FROM kv WHERE k = 3", []).unwrap();
         let acks = dir.path().join("acks");
-        let spec =
-            WriterSpec { method, path, count: 3, seed: 1, base: 1 << 32, acks: Some(acks.clone()), commit_every: 2 };
+        let spec = WriterSpec {
+            method,
+            path,
+            count: 3,
+            seed: 1,
+            base: 1 << 32,
+            acks: Some(acks.clone()),
+            commit_every: 2,
+            settings: EngineSettings::default(),
+        };
         let mut signals = Vec::new();
         assert!(write_until_killed(&spec, |s| signals.push(s)).unwrap_err().to_string().contains("blob 3"));
         assert_eq!(signals, [Signal::Opened, Signal::Writing]);

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use super::engines::{self, EngineCell};
 use super::yours::Content;
-use super::{check_space, ratio_figure, CellSpec, MatrixCell, MatrixOptions};
+use super::{check_space, ratio_figure, CellSpec, Matrix, MatrixCell};
 use crate::drivers::run::{RunArm, RunOptions};
 use crate::engine::dataset::{export, from_dir, init, init_names};
 use crate::engine::{self, ExternalEngine};
@@ -66,7 +66,7 @@ impl Drop for RemoveOnDrop {
 pub(super) fn run_cell(
     spec: &CellSpec,
     content: &Content,
-    opts: &MatrixOptions,
+    opts: &Matrix,
     work: &Path,
     progress: &dyn Progress,
 ) -> Result<Option<MatrixCell>> {
@@ -75,12 +75,12 @@ pub(super) fn run_cell(
         true => format!("the cell of your data at page size {}", spec.page_size),
         false => format!("the cell of {}-byte blobs at page size {}", spec.size, spec.page_size),
     };
-    let kinds = if engines::measures_engines(spec, opts.engine_page_size()) { &opts.engines[..] } else { &[] };
+    let kinds = if engines::measures_engines(spec, opts.engine_page_size()) { &opts.ctx.engines[..] } else { &[] };
     check_space(work, spec.disk_bytes(!paths.files.exists(), kinds.len()), &what)?;
     std::fs::create_dir(&paths.dir).map_err(|e| Error::io(&paths.dir, "cannot create directory", e))?;
     let _cleanup = RemoveOnDrop(paths.dir.clone());
-    let content_bytes = build(spec, content, opts.seed, &paths)?;
-    let engine_sets = engines::build(&paths.blobs_db, &paths.dir, kinds, &opts.settings)?;
+    let content_bytes = build(spec, content, opts.ctx.seed, &paths)?;
+    let engine_sets = engines::build(&paths.blobs_db, &paths.dir, kinds, &opts.ctx.settings)?;
     progress.advance(1);
 
     let id = |what: &str| format!("matrix/p{}/{}/{what}", spec.page_size, spec.label());
@@ -157,12 +157,12 @@ fn file_params() -> FileParams {
 /// kvtest's run over every blob of the cell, once per run on average, in
 /// kvtest's random order, of a database (read with `db`'s settings), of
 /// the directory of files or of an engine's dataset.
-fn run_options(spec: &CellSpec, path: &Path, opts: &MatrixOptions, db: &DbParams) -> RunOptions {
+fn run_options(spec: &CellSpec, path: &Path, opts: &Matrix, db: &DbParams) -> RunOptions {
     RunOptions {
         count: u64::from(spec.count),
         max_id: Some(spec.count),
         order: Order::Random,
-        settings: EngineSettings { db: db.clone(), files: file_params(), ..opts.settings.clone() },
+        settings: EngineSettings { db: db.clone(), files: file_params(), ..opts.ctx.settings.clone() },
         plan: opts.plan,
         ..RunOptions::new(path)
     }
@@ -173,7 +173,7 @@ fn run_options(spec: &CellSpec, path: &Path, opts: &MatrixOptions, db: &DbParams
 fn measure_reads(
     spec: &CellSpec,
     paths: &CellPaths,
-    opts: &MatrixOptions,
+    opts: &Matrix,
     id: &dyn Fn(&str) -> String,
     engine_sets: &[(EngineKind, PathBuf)],
 ) -> Result<Option<(Vec<Experiment>, RoundSet)>> {

@@ -39,7 +39,8 @@ use crate::records::keys::Order;
 use crate::records::DatasetSpec;
 use crate::records::FileRead;
 use crate::records::Plan;
-use crate::records::{EngineKind, EngineSettings, SizeSource, SizesFrom};
+use crate::records::{SizeSource, SizesFrom};
+use crate::studies::context::{StudyContext, StudyRun};
 use crate::util::progress::Progress;
 use crate::{util::fsutil, Error, Result};
 
@@ -68,12 +69,6 @@ pub struct MatrixOptions {
     pub cache_bytes: u64,
     /// The writes' runs (a block per method).
     pub plan: Plan,
-    /// The reads' interleaved rounds, per cell.
-    pub rounds: RoundsPlan,
-    /// Where the cells' datasets are built (in a temporary directory).
-    pub workdir: PathBuf,
-    /// Seed of the blobs' random content.
-    pub seed: u64,
     /// Also measure writes in each cell (overwrites fast and durable, grow
     /// and shrink).
     pub writes: bool,
@@ -82,15 +77,20 @@ pub struct MatrixOptions {
     /// spaced sample of the files when they hold more). With it, `sizes`
     /// may be empty (only your data is measured).
     pub yours: Option<SizeSource>,
-    /// Key-value engines and servers measured beside the files in the
-    /// cells of one page size ([`engine_page_size`]).
-    pub engines: Vec<EngineKind>,
     /// How the cells read blobs out of SQLite (the study's SQL by default).
     pub db_read: DbRead,
-    /// The engines' settings every arm starts from, built once by the
-    /// caller (the servers' parts: `--s3-server`); an arm sets only what it
-    /// varies.
-    pub settings: EngineSettings,
+}
+
+/// The matrix as it runs: its context (the work directory, the seed of the
+/// blobs' content, the engines measured beside the files in the cells of
+/// one page size ([`engine_page_size`]), the settings), its options and
+/// the reads' interleaved rounds per cell.
+pub type Matrix<'a> = StudyRun<'a, MatrixOptions>;
+
+/// The reads' rounds per cell unless asked otherwise: at most 20 within
+/// 20 s, 2 s with `--quick`.
+pub fn default_rounds(quick: bool) -> RoundsPlan {
+    RoundsPlan::new(20, Some(Duration::from_secs(if quick { 2 } else { 20 })))
 }
 
 impl Default for MatrixOptions {
@@ -102,14 +102,9 @@ impl Default for MatrixOptions {
             total_bytes: study::STUDY_TOTAL_BYTES,
             cache_bytes: STUDY_CACHE_BYTES,
             plan: Plan { repeat: 5, warmup: 1, cold: false, latency: true },
-            rounds: RoundsPlan::new(20, Some(Duration::from_secs(20))),
-            workdir: default_workdir(),
-            seed: 1,
             writes: true,
             yours: None,
-            engines: Vec::new(),
             db_read: DbRead::Sql,
-            settings: EngineSettings::default(),
         }
     }
 }
@@ -122,106 +117,7 @@ impl MatrixOptions {
             page_sizes: vec![1024, 4096, 16384, 65536],
             total_bytes: 20_000_000,
             plan: Plan { repeat: 3, ..MatrixOptions::default().plan },
-            rounds: RoundsPlan { budget: Some(Duration::from_secs(2)), ..MatrixOptions::default().rounds },
             ..MatrixOptions::default()
-        }
-    }
-
-    /// Checks everything that can be checked before any dataset is built.
-    pub fn validate(&self) -> Result<()> {
-        self.rounds.validate()?;
-        if (self.sizes.is_empty() && self.yours.is_none()) || self.page_sizes.is_empty() {
-            return Err(Error::invalid("--sizes and --pagesizes need at least one value each"));
-        }
-        for &p in &self.page_sizes {
-            crate::util::units::check_page_size(p).map_err(|e| Error::invalid(format!("--pagesizes: {e}")))?;
-        }
-        for &s in &self.sizes {
-            if s == 0 || s > MAX_BLOB {
-                return Err(Error::invalid(format!(
-                    "--sizes: a blob size must be from 1 to {MAX_BLOB} bytes, got {s}"
-                )));
-            }
-        }
-        let smallest = u64::from(*self.sizes.iter().min().unwrap_or(&1));
-        if self.total_bytes / smallest > i32::MAX as u64 {
-            return Err(Error::invalid(format!(
-                "--total {} makes {} blobs of {smallest} bytes, more than the {} keys a cell can hold",
-                self.total_bytes,
-                self.total_bytes / smallest,
-                i32::MAX
-            )));
-        }
-        let largest = *self.sizes.iter().max().unwrap_or(&0);
-        if self.total_bytes < u64::from(largest) {
-            return Err(Error::invalid(format!(
-                "--total {} is smaller than one blob of {} bytes",
-                self.total_bytes, largest
-            )));
-        }
-        let biggest_page = *self.page_sizes.iter().max().unwrap_or(&0);
-        if self.cache_bytes < u64::from(biggest_page) {
-            return Err(Error::invalid(format!(
-                "--cache {} is smaller than one page of {} bytes",
-                self.cache_bytes, biggest_page
-            )));
-        }
-        if self.plan.repeat == 0 {
-            return Err(Error::invalid("--repeat must be at least 1"));
-        }
-        let yours = self.your_data()?;
-        let cells = self.planned(yours.as_ref());
-        for (cell, content) in &cells {
-            check_spec(&content.dataset(cell.dataset(self.seed)))?;
-        }
-        if !self.workdir.is_dir() {
-            return Err(Error::bad_input(&self.workdir, "work directory does not exist or is not a directory"));
-        }
-        self.preflight_engines(&cells)?;
-        check_space(&self.workdir, self.largest_cell_bytes(&cells), "the largest cell")
-    }
-
-    /// Each engine's own check (a server's programs), at the place its
-    /// longest dataset path will be: in the engines' row, under a work
-    /// directory named as [`run`] names it.
-    fn preflight_engines(&self, cells: &[(CellSpec, yours::Content)]) -> Result<()> {
-        let work = self.workdir.join(format!("{WORK_PREFIX}XXXXXX"));
-        let engine_page = self.engine_page_size();
-        let rows: Vec<&CellSpec> =
-            cells.iter().map(|(c, _)| c).filter(|c| engines::measures_engines(c, engine_page)).collect();
-        for (nth, &kind) in self.engines.iter().enumerate() {
-            let targets = rows.iter().map(|spec| engines::dataset_dir(&cell::CellPaths::new(&work, spec).dir, nth));
-            let targets: Vec<Option<PathBuf>> = targets.map(Some).collect();
-            for target in if targets.is_empty() { vec![None] } else { targets } {
-                crate::engine::registry::backend(kind).preflight(&self.settings, target.as_deref())?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Disk the matrix needs at its peak: its largest cell, engines included
-    /// (cells are built and removed one at a time).
-    pub fn needed_bytes(&self) -> Result<u64> {
-        let yours = self.your_data()?;
-        Ok(self.largest_cell_bytes(&self.planned(yours.as_ref())))
-    }
-
-    fn largest_cell_bytes(&self, cells: &[(CellSpec, yours::Content)]) -> u64 {
-        let engine_page = self.engine_page_size();
-        cells.iter().map(|(c, _)| c.disk_bytes(true, self.engines_in(c, engine_page))).max().unwrap_or(0)
-    }
-
-    /// The page size whose cells measure the engines (None without engines).
-    pub fn engine_page_size(&self) -> Option<u32> {
-        engine_page_size(&self.page_sizes).filter(|_| !self.engines.is_empty())
-    }
-
-    /// How many engines a cell measures beside SQLite and the files.
-    fn engines_in(&self, cell: &CellSpec, engine_page: Option<u32>) -> usize {
-        if engines::measures_engines(cell, engine_page) {
-            self.engines.len()
-        } else {
-            0
         }
     }
 
@@ -268,6 +164,107 @@ impl MatrixOptions {
             }
         }
         cells
+    }
+}
+
+impl Matrix<'_> {
+    /// Checks everything that can be checked before any dataset is built.
+    pub fn validate(&self) -> Result<()> {
+        self.rounds.validate()?;
+        if (self.sizes.is_empty() && self.yours.is_none()) || self.page_sizes.is_empty() {
+            return Err(Error::invalid("--sizes and --pagesizes need at least one value each"));
+        }
+        for &p in &self.page_sizes {
+            crate::util::units::check_page_size(p).map_err(|e| Error::invalid(format!("--pagesizes: {e}")))?;
+        }
+        for &s in &self.sizes {
+            if s == 0 || s > MAX_BLOB {
+                return Err(Error::invalid(format!(
+                    "--sizes: a blob size must be from 1 to {MAX_BLOB} bytes, got {s}"
+                )));
+            }
+        }
+        let smallest = u64::from(*self.sizes.iter().min().unwrap_or(&1));
+        if self.total_bytes / smallest > i32::MAX as u64 {
+            return Err(Error::invalid(format!(
+                "--total {} makes {} blobs of {smallest} bytes, more than the {} keys a cell can hold",
+                self.total_bytes,
+                self.total_bytes / smallest,
+                i32::MAX
+            )));
+        }
+        let largest = *self.sizes.iter().max().unwrap_or(&0);
+        if self.total_bytes < u64::from(largest) {
+            return Err(Error::invalid(format!(
+                "--total {} is smaller than one blob of {} bytes",
+                self.total_bytes, largest
+            )));
+        }
+        let biggest_page = *self.page_sizes.iter().max().unwrap_or(&0);
+        if self.cache_bytes < u64::from(biggest_page) {
+            return Err(Error::invalid(format!(
+                "--cache {} is smaller than one page of {} bytes",
+                self.cache_bytes, biggest_page
+            )));
+        }
+        if self.plan.repeat == 0 {
+            return Err(Error::invalid("--repeat must be at least 1"));
+        }
+        let yours = self.your_data()?;
+        let cells = self.planned(yours.as_ref());
+        for (cell, content) in &cells {
+            check_spec(&content.dataset(cell.dataset(self.ctx.seed)))?;
+        }
+        let workdir = &self.ctx.workdir;
+        if !workdir.is_dir() {
+            return Err(Error::bad_input(workdir, "work directory does not exist or is not a directory"));
+        }
+        self.preflight_engines(&cells)?;
+        check_space(workdir, self.largest_cell_bytes(&cells), "the largest cell")
+    }
+
+    /// Each engine's own check (a server's programs), at the place its
+    /// longest dataset path will be: in the engines' row, under a work
+    /// directory named as [`run`] names it.
+    fn preflight_engines(&self, cells: &[(CellSpec, yours::Content)]) -> Result<()> {
+        let work = self.ctx.workdir.join(format!("{WORK_PREFIX}XXXXXX"));
+        let engine_page = self.engine_page_size();
+        let rows: Vec<&CellSpec> =
+            cells.iter().map(|(c, _)| c).filter(|c| engines::measures_engines(c, engine_page)).collect();
+        for (nth, &kind) in self.ctx.engines.iter().enumerate() {
+            let targets = rows.iter().map(|spec| engines::dataset_dir(&cell::CellPaths::new(&work, spec).dir, nth));
+            let targets: Vec<Option<PathBuf>> = targets.map(Some).collect();
+            for target in if targets.is_empty() { vec![None] } else { targets } {
+                crate::engine::registry::backend(kind).preflight(&self.ctx.settings, target.as_deref())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Disk the matrix needs at its peak: its largest cell, engines included
+    /// (cells are built and removed one at a time).
+    pub fn needed_bytes(&self) -> Result<u64> {
+        let yours = self.your_data()?;
+        Ok(self.largest_cell_bytes(&self.planned(yours.as_ref())))
+    }
+
+    fn largest_cell_bytes(&self, cells: &[(CellSpec, yours::Content)]) -> u64 {
+        let engine_page = self.engine_page_size();
+        cells.iter().map(|(c, _)| c.disk_bytes(true, self.engines_in(c, engine_page))).max().unwrap_or(0)
+    }
+
+    /// The page size whose cells measure the engines (None without engines).
+    pub fn engine_page_size(&self) -> Option<u32> {
+        engine_page_size(&self.page_sizes).filter(|_| !self.ctx.engines.is_empty())
+    }
+
+    /// How many engines a cell measures beside SQLite and the files.
+    fn engines_in(&self, cell: &CellSpec, engine_page: Option<u32>) -> usize {
+        if engines::measures_engines(cell, engine_page) {
+            self.ctx.engines.len()
+        } else {
+            0
+        }
     }
 }
 
@@ -347,20 +344,33 @@ pub struct MatrixRun {
     pub elapsed_ns: u64,
 }
 
+/// Checks everything that can be checked before any dataset is built.
+pub fn validate(ctx: &StudyContext, opts: &MatrixOptions) -> Result<()> {
+    Matrix::new(ctx, opts, default_rounds(ctx.quick)).validate()
+}
+
+/// Disk the matrix needs at its peak: its largest cell, engines included
+/// (cells are built and removed one at a time).
+pub fn needed_bytes(ctx: &StudyContext, opts: &MatrixOptions) -> Result<u64> {
+    Matrix::new(ctx, opts, default_rounds(ctx.quick)).needed_bytes()
+}
+
 /// Measures every cell. Each cell's datasets live in a temporary directory
 /// under `opts.workdir` that is removed when the cell is done, and the
 /// whole directory on any exit (error or Ctrl-C included).
-pub fn run(opts: &MatrixOptions, progress: &dyn Progress) -> Result<MatrixRun> {
+pub fn run(ctx: &StudyContext, opts: &MatrixOptions) -> Result<MatrixRun> {
+    let opts = &Matrix::new(ctx, opts, default_rounds(ctx.quick));
     opts.validate()?;
+    let progress = &ctx.progress();
     let started = Instant::now();
-    crate::engine::registry::reap_killed(&opts.workdir)?;
+    crate::engine::registry::reap_killed(&ctx.workdir)?;
     // Enterable by others (not listable): PostgreSQL's throwaway cluster
     // runs as the `postgres` user when blobbench runs as root.
     let work = tempfile::Builder::new()
         .prefix(WORK_PREFIX)
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o711))
-        .tempdir_in(&opts.workdir)
-        .map_err(|e| Error::io(&opts.workdir, "cannot create a work directory here", e))?;
+        .tempdir_in(&ctx.workdir)
+        .map_err(|e| Error::io(&ctx.workdir, "cannot create a work directory here", e))?;
     let yours = opts.your_data()?;
     let cells = opts.planned(yours.as_ref());
     progress.start("matrix", cells.len() as u64 * STEPS_PER_CELL);
@@ -400,10 +410,10 @@ pub fn run(opts: &MatrixOptions, progress: &dyn Progress) -> Result<MatrixRun> {
         plan: opts.plan,
         order: Order::Random,
         file_read: FileRead::Posix,
-        seed: opts.seed,
-        workdir: opts.workdir.display().to_string(),
+        seed: ctx.seed,
+        workdir: ctx.workdir.display().to_string(),
         sizes_from: yours.map(|y| y.from),
-        engines: opts.engines.clone(),
+        engines: ctx.engines.clone(),
         engine_page_size: opts.engine_page_size(),
         db_read: opts.db_read,
     };

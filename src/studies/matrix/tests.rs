@@ -1,25 +1,27 @@
 use super::tests_support::fixed_section;
 use super::*;
 use crate::measure::Experiment;
-use crate::util::progress::Silent;
+use crate::records::{EngineKind, EngineSettings};
+use crate::studies::context::RoundsAsked;
 
-fn tiny(workdir: &Path) -> MatrixOptions {
+fn tiny() -> MatrixOptions {
     MatrixOptions {
         sizes: vec![4000, 1000],
         page_sizes: vec![4096, 1024],
         total_bytes: 200_000,
         cache_bytes: 64 * 1024,
         plan: Plan { repeat: 1, warmup: 0, cold: false, latency: true },
-        // Two rounds by count: no budget, so the count holds at any speed.
-        rounds: RoundsPlan { max_rounds: 2, warmup: false, budget: None, ..MatrixOptions::default().rounds },
-        workdir: workdir.to_path_buf(),
-        seed: 1,
         writes: true,
         yours: None,
-        engines: Vec::new(),
         db_read: DbRead::Sql,
-        settings: EngineSettings::default(),
     }
+}
+
+/// The tests' context in `workdir`: two rounds by count (no budget, so the
+/// count holds at any speed).
+fn in_dir(workdir: &Path) -> StudyContext {
+    let rounds = RoundsAsked { max_rounds: Some(2), ..RoundsAsked::default() };
+    StudyContext { rounds, ..StudyContext::new(workdir, EngineSettings::default()) }
 }
 
 /// Advise's size crossover reads SQLite as its candidate does: the blob
@@ -27,9 +29,9 @@ fn tiny(workdir: &Path) -> MatrixOptions {
 #[test]
 fn the_database_can_be_read_through_the_blob_api_with_mmap() {
     let work = tempfile::tempdir().unwrap();
-    let opts = MatrixOptions { sizes: vec![4000], page_sizes: vec![4096], writes: false, ..tiny(work.path()) };
+    let opts = MatrixOptions { sizes: vec![4000], page_sizes: vec![4096], writes: false, ..tiny() };
     let opts = MatrixOptions { db_read: DbRead::BlobApiMmap, ..opts };
-    let s = run(&opts, &Silent).unwrap().section;
+    let s = run(&in_dir(work.path()), &opts).unwrap().section;
     assert_eq!(s.params.db_read, DbRead::BlobApiMmap);
     let db = &s.cells[0].internal;
     assert_eq!(db.params.db.access, crate::records::DbAccess::BlobApi);
@@ -43,8 +45,8 @@ fn the_database_can_be_read_through_the_blob_api_with_mmap() {
 #[test]
 fn an_engine_is_measured_once_per_blob_size_beside_the_files() {
     let work = tempfile::tempdir().unwrap();
-    let opts = MatrixOptions { engines: vec![EngineKind::Lmdb], ..tiny(work.path()) };
-    let s = run(&opts, &Silent).unwrap().section;
+    let ctx = StudyContext { engines: vec![EngineKind::Lmdb], ..in_dir(work.path()) };
+    let s = run(&ctx, &tiny()).unwrap().section;
     assert_eq!(s.params.engine_page_size, Some(4096));
     for c in &s.cells {
         let want = usize::from(c.page_size == 4096);
@@ -74,7 +76,7 @@ fn an_engine_is_measured_once_per_blob_size_beside_the_files() {
 #[test]
 fn tiny_matrix_end_to_end() {
     let work = tempfile::tempdir().unwrap();
-    let run = run(&tiny(work.path()), &Silent).unwrap();
+    let run = run(&in_dir(work.path()), &tiny()).unwrap();
     assert!(!run.interrupted);
     let s = &run.section;
     assert_eq!(s.params.sizes_bytes, vec![1000, 4000], "sorted");
@@ -147,26 +149,26 @@ fn cell_datasets_hold_the_same_blobs() {
 #[test]
 fn bad_options_fail_before_any_work() {
     let work = tempfile::tempdir().unwrap();
-    let check = |f: &dyn Fn(&mut MatrixOptions), needle: &str| {
-        let mut o = tiny(work.path());
-        f(&mut o);
-        let err = run(&o, &Silent).unwrap_err().to_string();
+    let check = |f: &dyn Fn(&mut StudyContext, &mut MatrixOptions), needle: &str| {
+        let (mut ctx, mut o) = (in_dir(work.path()), tiny());
+        f(&mut ctx, &mut o);
+        let err = run(&ctx, &o).unwrap_err().to_string();
         assert!(err.contains(needle), "{err:?} should mention {needle:?}");
         assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0, "nothing built for {needle}");
     };
-    check(&|o| o.total_bytes = 3999, "smaller than one blob");
-    check(&|o| o.cache_bytes = 4095, "smaller than one page");
-    check(&|o| o.page_sizes = vec![1000], "power of two");
-    check(&|o| o.sizes.clear(), "at least one");
-    check(&|o| o.yours = Some(SizeSource::Files(work.path().join("none"))), "none");
-    check(&|o| o.yours = Some(SizeSource::Files(work.path().to_path_buf())), "no regular");
-    check(&|o| o.plan.repeat = 0, "--repeat");
-    check(&|o| o.workdir = work.path().join("missing"), "does not exist");
-    check(&|o| o.sizes = vec![0], "from 1 to");
-    check(&|o| o.sizes = vec![2_000_000_000], "from 1 to");
-    check(&|o| o.total_bytes = 1 << 42, "more than");
+    check(&|_, o| o.total_bytes = 3999, "smaller than one blob");
+    check(&|_, o| o.cache_bytes = 4095, "smaller than one page");
+    check(&|_, o| o.page_sizes = vec![1000], "power of two");
+    check(&|_, o| o.sizes.clear(), "at least one");
+    check(&|_, o| o.yours = Some(SizeSource::Files(work.path().join("none"))), "none");
+    check(&|_, o| o.yours = Some(SizeSource::Files(work.path().to_path_buf())), "no regular");
+    check(&|_, o| o.plan.repeat = 0, "--repeat");
+    check(&|ctx, _| ctx.workdir = work.path().join("missing"), "does not exist");
+    check(&|_, o| o.sizes = vec![0], "from 1 to");
+    check(&|_, o| o.sizes = vec![2_000_000_000], "from 1 to");
+    check(&|_, o| o.total_bytes = 1 << 42, "more than");
     check(
-        &|o| {
+        &|_, o| {
             o.sizes = vec![1_000_000];
             o.total_bytes = 1 << 42;
         },
@@ -194,10 +196,10 @@ fn your_files_make_one_more_cell_per_page_size() {
         std::fs::write(mine.path().join(format!("f{i:02}")), vec![i as u8; 1000 + 100 * i as usize]).unwrap();
     }
     let before = listing(mine.path());
-    let mut o = MatrixOptions { sizes: Vec::new(), writes: false, ..tiny(work.path()) };
+    let mut o = MatrixOptions { sizes: Vec::new(), writes: false, ..tiny() };
     o.total_bytes = 30_000;
     o.yours = Some(SizeSource::Files(mine.path().to_path_buf()));
-    let s = run(&o, &Silent).unwrap().section;
+    let s = run(&in_dir(work.path()), &o).unwrap().section;
     assert!(s.cells.is_empty(), "no fixed sizes asked");
     assert_eq!(s.yours.iter().map(|c| c.page_size).collect::<Vec<_>>(), [1024, 4096]);
     let Some(SizesFrom::Files { files_found, files_used, content_bytes, .. }) = &s.params.sizes_from else {
@@ -218,9 +220,9 @@ fn your_files_make_one_more_cell_per_page_size() {
 fn a_distribution_sets_your_cells_sizes() {
     let work = tempfile::tempdir().unwrap();
     let dist = crate::records::SizeDist::List { sizes: vec![1000, 3000] };
-    let mut o = MatrixOptions { sizes: vec![2000], page_sizes: vec![4096], writes: false, ..tiny(work.path()) };
+    let mut o = MatrixOptions { sizes: vec![2000], page_sizes: vec![4096], writes: false, ..tiny() };
     o.yours = Some(SizeSource::Dist(dist.clone()));
-    let s = run(&o, &Silent).unwrap().section;
+    let s = run(&in_dir(work.path()), &o).unwrap().section;
     assert_eq!(s.cells.len(), 1);
     let y = &s.yours[0];
     assert_eq!((y.size_bytes, y.count), (2000, 100), "mean size, total / mean blobs");
@@ -235,7 +237,7 @@ fn a_distribution_sets_your_cells_sizes() {
     let lengths: Vec<i64> = q.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
     assert_eq!(lengths, [1000, 3000]);
     let bad = MatrixOptions { yours: Some(SizeSource::Dist(crate::records::SizeDist::List { sizes: vec![] })), ..o };
-    assert!(run(&bad, &Silent).unwrap_err().to_string().contains("--size-dist"));
+    assert!(run(&in_dir(work.path()), &bad).unwrap_err().to_string().contains("--size-dist"));
 }
 
 #[test]

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::engines::{self, EngineWrites};
-use super::{crossover, writes_per_run, CellSpec, Crossover, MatrixOptions, MatrixSection};
+use super::{crossover, writes_per_run, CellSpec, Crossover, Matrix, MatrixSection};
 use crate::drivers::run::{RunArm, RunOptions};
 use crate::engine;
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, RoundsPlan, StopReason};
@@ -74,10 +74,10 @@ pub(super) fn measure(
     files: &Path,
     scratch: &Path,
     engine_sets: &[(EngineKind, PathBuf)],
-    opts: &MatrixOptions,
+    opts: &Matrix,
 ) -> Result<(CellWrites, Vec<EngineWrites>)> {
     let id = |what: &str| format!("matrix/p{}/{}/{what}", spec.page_size, spec.label());
-    let (rounds, seed) = (&opts.rounds, opts.seed);
+    let (rounds, seed) = (&opts.rounds, opts.ctx.seed);
     let plan = Plan { cold: false, ..opts.plan };
     let base = |path: &Path| RunOptions {
         count: writes_per_run(spec),
@@ -87,7 +87,7 @@ pub(super) fn measure(
         plan,
         seed,
         // Each write its own commit (files: each their own write).
-        settings: EngineSettings { commit_every: Some(1), ..opts.settings.clone() },
+        settings: EngineSettings { commit_every: Some(1), ..opts.ctx.settings.clone() },
         ..RunOptions::new(path)
     };
     let db_opts = |sync: SyncLevel| {

@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::ids;
-use super::options::{SuiteObserver, SuiteOptions};
+use super::ids::{self, ArmId, CONTROL_ID, CONTROL_OF};
+use super::options::Suite;
 use super::steps::{cold_steps, dataset_path, selected, Step};
 use crate::drivers::run::{RunArm, RunOptions};
 use crate::engine;
@@ -15,14 +15,8 @@ use crate::measure::rounds::RoundSet;
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundsPlan, StopReason};
 use crate::measure::Experiment;
 use crate::records::keys::Order;
-use crate::records::{EngineKind, EngineSettings, KvSync, Plan};
+use crate::records::{ConfigId, EngineKind, EngineSettings, KvSync, Plan};
 use crate::{Error, Result};
-
-/// The A/A control: `read/db-blob` measured a second time as its own arm.
-/// Its paired interval against `read/db-blob` is the noise floor.
-pub const CONTROL_ID: &str = "control/db-blob";
-/// The arm the control repeats.
-pub const CONTROL_OF: &str = ids::READ_DB_BLOB;
 
 /// The ids of the warm reads', the cold reads' and the writes' round sets.
 pub const WARM_READS: &str = "suite/reads";
@@ -48,33 +42,28 @@ pub(super) struct Measured {
 /// Runs the read rounds, then the cold reads' (when asked: a share of the
 /// budget like the reads'), then the write rounds; their experiments and
 /// round sets go into `out`.
-pub(super) fn measure_rounds(
-    opts: &SuiteOptions,
-    work: &Path,
-    pristine: &Path,
-    observer: &dyn SuiteObserver,
-    out: &mut Measured,
-) -> Result<()> {
-    let all = selected(opts);
+pub(super) fn measure_rounds(s: &Suite, work: &Path, pristine: &Path, out: &mut Measured) -> Result<()> {
+    let all = selected(s);
     let (writes, mut reads): (Vec<Step>, Vec<Step>) = all.into_iter().partition(|s| s.update);
     let control = reads.iter().find(|s| s.id == CONTROL_OF).map(|s| Step {
-        id: CONTROL_ID.into(),
+        id: CONTROL_ID,
         label: "SQLite, blob API (A/A control)".into(),
         ..s.clone()
     });
     reads.extend(control);
-    let cold = cold_steps(opts);
-    let clock = opts.rounds.clock;
+    let cold = cold_steps(s);
+    let (opts, rounds) = (&s.opts, s.rounds);
+    let clock = rounds.clock;
     let start = clock.now();
-    let budget = opts.deadline.map(|d| d.saturating_duration_since(start)).or(opts.rounds.budget);
+    let budget = opts.deadline.map(|d| d.saturating_duration_since(start)).or(rounds.budget);
     let share = if cold.is_empty() { READ_SHARE } else { READ_SHARE + 1 };
     // Never zero: a zero budget is the user's error, refused before any work.
     let read_plan = RoundsPlan {
         budget: budget.map(|b| (b / share).max(Duration::from_millis(1))),
         run_time: opts.sizing.map(|s| s.read_time),
-        ..opts.rounds
+        ..rounds
     };
-    run_set(WARM_READS, opts, work, pristine, &reads, &read_plan, observer, out)?;
+    run_set(WARM_READS, s, (work, pristine), &reads, &read_plan, out)?;
     if crate::measure::stop_requested() {
         return Ok(());
     }
@@ -82,9 +71,9 @@ pub(super) fn measure_rounds(
         let cold_plan = RoundsPlan {
             budget: budget.map(|b| (b / share).max(Duration::from_secs(1))),
             run_time: opts.sizing.map(|s| s.cold_time),
-            ..opts.rounds
+            ..rounds
         };
-        run_set(COLD_READS, opts, work, pristine, &cold, &cold_plan, observer, out)?;
+        run_set(COLD_READS, s, (work, pristine), &cold, &cold_plan, out)?;
         if crate::measure::stop_requested() {
             return Ok(());
         }
@@ -93,17 +82,20 @@ pub(super) fn measure_rounds(
     // budget rule (at least one round, with a warning) still applies.
     let left = |b: Duration| b.saturating_sub(clock.since(start)).max(Duration::from_secs(1));
     let run_time = opts.sizing.map(|s| s.write_time);
-    let write_plan = RoundsPlan { budget: budget.map(left), run_time, ..opts.rounds };
-    run_set(WRITES, opts, work, pristine, &writes, &write_plan, observer, out)
+    let write_plan = RoundsPlan { budget: budget.map(left), run_time, ..rounds };
+    run_set(WRITES, s, (work, pristine), &writes, &write_plan, out)
 }
 
 /// The pairs whose intervals the rounds wait for: the verdict's questions.
-fn comparisons(ids: &[String]) -> Vec<Comparison> {
-    let pick = |f: &dyn Fn(&str) -> bool| -> Vec<usize> { (0..ids.len()).filter(|&i| f(&ids[i])).collect() };
-    let db_reads = |id: &str| [ids::READ_DB_SQL, ids::READ_DB_BLOB, ids::READ_DB_BLOB_MMAP].contains(&id);
-    let file_reads = |id: &str| id.starts_with("read/flat-") || id.starts_with("read/tree-");
+fn comparisons(ids: &[ArmId]) -> Vec<Comparison> {
+    let pick = |f: &dyn Fn(ArmId) -> bool| -> Vec<usize> { (0..ids.len()).filter(|&i| f(ids[i])).collect() };
+    let db_reads = |id: ArmId| id.read().is_some_and(|r| r.is_db());
+    let file_reads = |id: ArmId| id.read().is_some_and(|r| r.is_files());
     let kv =
-        |id: &str, engine_id: fn(EngineKind) -> String| EngineKind::KEY_VALUE.into_iter().any(|k| id == engine_id(k));
+        |id: ArmId, engine_id: fn(EngineKind) -> ArmId| EngineKind::KEY_VALUE.into_iter().any(|k| id == engine_id(k));
+    let files_fsync = |id: ArmId, arm: fn(ConfigId) -> ArmId| {
+        [ConfigId::TruncateFsync, ConfigId::InplaceFsync, ConfigId::ReplaceFsync].into_iter().any(|c| id == arm(c))
+    };
     let pairs = [
         (pick(&db_reads), pick(&file_reads)),
         (pick(&|id| kv(id, ids::engine_read)), pick(&db_reads)),
@@ -112,32 +104,30 @@ fn comparisons(ids: &[String]) -> Vec<Comparison> {
             pick(&|id| [ids::WRITE_DB_WAL_NORMAL, ids::WRITE_DB_OFF].contains(&id)),
             pick(&|id| [ids::WRITE_FLAT_TRUNCATE, ids::WRITE_FLAT_INPLACE, ids::WRITE_FLAT_REPLACE].contains(&id)),
         ),
-        (pick(&|id| id == ids::WRITE_DB_WAL_FULL), pick(&|id| id.starts_with("write/flat-") && id.ends_with("-fsync"))),
+        (pick(&|id| id == ids::WRITE_DB_WAL_FULL), pick(&|id| files_fsync(id, ArmId::Write))),
         (pick(&|id| kv(id, ids::engine_durable_write)), pick(&|id| id == ids::WRITE_DB_WAL_FULL)),
         // The durable writes committed as an application would, as the
         // verdict compares them.
         (
             pick(&|id| id == ids::committed(ids::WRITE_DB_WAL_FULL)),
-            pick(&|id| id.starts_with("commit/flat-") && id.ends_with("-fsync")),
+            pick(&|id| files_fsync(id, |c| ids::committed(ArmId::Write(c)))),
         ),
         (
-            pick(&|id| kv(id, |k| ids::committed(&ids::engine_durable_write(k)))),
+            pick(&|id| kv(id, ids::engine_committed_durable_write)),
             pick(&|id| id == ids::committed(ids::WRITE_DB_WAL_FULL)),
         ),
     ];
     pairs.into_iter().filter(|(a, b)| !a.is_empty() && !b.is_empty()).map(|(a, b)| Comparison { a, b }).collect()
 }
 
-/// One set of rounds over `steps`.
-#[allow(clippy::too_many_arguments)]
+/// One set of rounds over `steps`, on the datasets in `work` (the
+/// database's writers each on a copy of `pristine`).
 fn run_set(
     id: &str,
-    opts: &SuiteOptions,
-    work: &Path,
-    pristine: &Path,
+    s: &Suite,
+    (work, pristine): (&Path, &Path),
     steps: &[Step],
     plan: &RoundsPlan,
-    observer: &dyn SuiteObserver,
     out: &mut Measured,
 ) -> Result<()> {
     if steps.is_empty() {
@@ -153,15 +143,15 @@ fn run_set(
             path = work.join(format!("write-{i}.db"));
             restore_database(pristine, &path)?;
         }
-        let run_opts = run_options(opts, step, &path, db_bytes, out.experiments.len() + i);
+        let run_opts = run_options(s, step, &path, db_bytes, out.experiments.len() + i);
         let engine = engine::open(&path, &run_opts.settings)?;
         let arm = RunArm::prepare(engine, &run_opts)?;
-        arms.push(if opts.sizing.is_some() { arm.keys_by_round() } else { arm });
+        arms.push(if s.opts.sizing.is_some() { arm.keys_by_round() } else { arm });
     }
-    let ids: Vec<String> = steps.iter().map(|s| s.id.clone()).collect();
+    let ids: Vec<String> = steps.iter().map(|s| s.id.to_string()).collect();
     // Preparing the arms (copies of the database) took some of the time
     // left: with a deadline, the rounds get no more than what remains.
-    let plan = &match opts.deadline {
+    let plan = &match s.opts.deadline {
         _ if out.past_deadline => RoundsPlan { max_rounds: 1, budget: None, ..*plan },
         Some(d) => {
             let left = d.saturating_duration_since(plan.clock.now()).max(Duration::from_secs(1));
@@ -171,9 +161,10 @@ fn run_set(
     };
     let mut dyn_arms: Vec<&mut dyn Arm> = arms.iter_mut().map(|a| a as &mut dyn Arm).collect();
     let runs = u64::from(plan.max_rounds + 1) * steps.len() as u64;
+    let observer = s.observer();
     observer.begin(&format!("{} arms in rounds ({id})", steps.len()), runs);
     // Cold arms wait for the same pairs as their warm twins.
-    let plain: Vec<String> = ids.iter().map(|i| i.strip_prefix(ids::COLD_PREFIX).unwrap_or(i).to_string()).collect();
+    let plain: Vec<ArmId> = steps.iter().map(|s| s.id.warm()).collect();
     let mut measured =
         run_rounds(id, &ids, &mut dyn_arms, plan, &comparisons(&plain), &mut |done, _| observer.advance(done))?;
     if out.past_deadline && measured.set.stop == StopReason::MaxRounds {
@@ -182,7 +173,7 @@ fn run_set(
         measured.set.stop = StopReason::Budget;
     }
     for ((arm, m), step) in arms.into_iter().zip(measured.measured).zip(steps) {
-        let report = arm.finish(&step.id, &step.label, m)?;
+        let report = arm.finish(&step.id.to_string(), &step.label, m)?;
         observer.measured(&report.experiment);
         out.experiments.push(report.experiment);
     }
@@ -203,7 +194,8 @@ const SIZING_COLD_READS: u64 = 50;
 /// its sizing run until the rounds size it; else one read per blob and
 /// `write_fraction` of them written. A committed arm writes whole batches,
 /// so no write is left uncommitted at the end of the loop.
-fn ops_per_run(opts: &SuiteOptions, step: &Step) -> u64 {
+fn ops_per_run(s: &Suite, step: &Step) -> u64 {
+    let opts = &s.opts;
     let blobs = u64::from(opts.spec.count);
     let writes = match opts.sizing {
         Some(_) => SIZING_WRITES,
@@ -219,9 +211,10 @@ fn ops_per_run(opts: &SuiteOptions, step: &Step) -> u64 {
 
 /// The `run` options of one arm; `nth` varies each writer's content (a
 /// rewrite of the bytes already there would cost SQLite almost nothing).
-fn run_options(opts: &SuiteOptions, step: &Step, path: &Path, db_bytes: i64, nth: usize) -> RunOptions {
+fn run_options(s: &Suite, step: &Step, path: &Path, db_bytes: i64, nth: usize) -> RunOptions {
+    let opts = &s.opts;
     let mut run_opts = RunOptions::new(path);
-    run_opts.count = ops_per_run(opts, step);
+    run_opts.count = ops_per_run(s, step);
     run_opts.order = Order::Random;
     run_opts.zipf = opts.zipf;
     run_opts.update = step.update;
@@ -231,7 +224,7 @@ fn run_options(opts: &SuiteOptions, step: &Step, path: &Path, db_bytes: i64, nth
         files: step.files,
         kv: step.kv,
         commit_every: step.commit_every,
-        ..opts.settings.clone()
+        ..s.ctx.settings.clone()
     };
     if run_opts.settings.db.mmap_bytes < 0 {
         run_opts.settings.db.mmap_bytes = db_bytes;
@@ -244,10 +237,10 @@ fn run_options(opts: &SuiteOptions, step: &Step, path: &Path, db_bytes: i64, nth
     // write waits for the disk). A committed arm always warms up: its
     // first run would otherwise pay for pages faulted in once.
     // A cold arm empties the cache before each run: a warm-up is thrown away.
-    let skip = opts.quick && waits_for_disk && step.commit_every.is_none();
-    let warmup = u32::from(opts.rounds.warmup && !step.cold && !skip);
+    let skip = s.ctx.quick && waits_for_disk && step.commit_every.is_none();
+    let warmup = u32::from(s.rounds.warmup && !step.cold && !skip);
     let cold = (opts.plan.cold || step.cold) && !step.update;
-    run_opts.plan = Plan { cold, warmup, repeat: 1, latency: opts.rounds.latency };
+    run_opts.plan = Plan { cold, warmup, repeat: 1, latency: s.rounds.latency };
     run_opts
 }
 
@@ -266,37 +259,41 @@ fn restore_database(pristine: &Path, db: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::super::steps::steps;
+    use super::super::SuiteOptions;
     use super::*;
+    use crate::studies::context::StudyContext;
 
     #[test]
     fn rounds_sized_by_time_start_from_a_few_operations_whatever_the_blobs() {
-        let mut o = SuiteOptions::quick(std::path::PathBuf::from("."));
+        let ctx = StudyContext { quick: true, ..StudyContext::new(".", EngineSettings::default()) };
+        let mut o = SuiteOptions::new(true);
         o.spec.count = 100_000;
+        let s = |o: &SuiteOptions| Suite::new(&ctx, o);
         let all = steps(&[], 100);
         let read = all.iter().find(|s| s.id == ids::READ_DB_BLOB_MMAP).unwrap();
         let write = all.iter().find(|s| s.id == ids::WRITE_DB_WAL_FULL).unwrap();
         let batched = all.iter().find(|s| s.id == ids::committed(ids::WRITE_DB_WAL_FULL)).unwrap();
         let cold = Step { cold: true, ..read.clone() };
-        assert_eq!(ops_per_run(&o, read), 100_000, "the article: one read per blob");
-        assert_eq!(ops_per_run(&o, &cold), 100_000);
-        assert_eq!(ops_per_run(&o, write), 10_000, "and a tenth of them written");
+        assert_eq!(ops_per_run(&s(&o), read), 100_000, "the article: one read per blob");
+        assert_eq!(ops_per_run(&s(&o), &cold), 100_000);
+        assert_eq!(ops_per_run(&s(&o), write), 10_000, "and a tenth of them written");
         let write_time = Duration::from_millis(150);
         o.sizing = Some(super::super::RoundSizing { read_time: write_time, cold_time: write_time, write_time });
         for count in [10_000, 25_000, 100_000] {
             o.spec.count = count;
-            assert_eq!(ops_per_run(&o, read), SIZING_READS, "until the warm-up sizes it");
-            assert_eq!(ops_per_run(&o, &cold), SIZING_COLD_READS);
-            assert_eq!(ops_per_run(&o, write), SIZING_WRITES, "until the warm-up sizes it");
-            assert_eq!(ops_per_run(&o, batched), 100, "a whole batch of --commit-every 100");
+            assert_eq!(ops_per_run(&s(&o), read), SIZING_READS, "until the warm-up sizes it");
+            assert_eq!(ops_per_run(&s(&o), &cold), SIZING_COLD_READS);
+            assert_eq!(ops_per_run(&s(&o), write), SIZING_WRITES, "until the warm-up sizes it");
+            assert_eq!(ops_per_run(&s(&o), batched), 100, "a whole batch of --commit-every 100");
         }
     }
 
     #[test]
     fn comparisons_follow_the_verdict_questions() {
-        let ids: Vec<String> = steps(&[EngineKind::from_name("lmdb").unwrap()], 1).into_iter().map(|s| s.id).collect();
-        let (reads, writes): (Vec<String>, Vec<String>) = ids.into_iter().partition(|i| i.starts_with("read/"));
+        let ids: Vec<ArmId> = steps(&[EngineKind::from_name("lmdb").unwrap()], 1).into_iter().map(|s| s.id).collect();
+        let (reads, writes): (Vec<ArmId>, Vec<ArmId>) = ids.into_iter().partition(|i| i.read().is_some());
         let mut reads = reads;
-        reads.push(CONTROL_ID.into());
+        reads.push(CONTROL_ID);
         let r = comparisons(&reads);
         assert_eq!(r.len(), 3, "files vs SQLite, engines vs SQLite, A/A: {r:?}");
         assert_eq!(r[0].a.len(), 3);

@@ -9,8 +9,10 @@ pub mod ids;
 mod options;
 mod steps;
 
-pub use arms::{COLD_READS, CONTROL_ID, CONTROL_OF, WARM_READS, WRITES};
-pub use options::{RoundSizing, SuiteObserver, SuiteOptions, QUICK_BUDGET};
+pub use arms::{COLD_READS, WARM_READS, WRITES};
+pub use ids::{ArmId, ReadPath, CONTROL_ID, CONTROL_OF};
+use options::Suite;
+pub use options::{default_rounds, RoundSizing, SuiteOptions, COMMIT_EVERY, QUICK_BUDGET};
 use steps::{cold_steps, dataset_path, selected};
 
 use std::path::Path;
@@ -20,22 +22,9 @@ use crate::measure::envinfo::{self, Environment};
 use crate::measure::rounds::{self, RoundSet};
 use crate::measure::{stop_requested, Experiment};
 use crate::records::{DatasetSpec, DiskUsage, EngineSettings};
+use crate::studies::context::StudyContext;
 use crate::util::fsutil;
-use crate::util::progress::Progress;
 use crate::{Error, Result};
-
-/// Lets dataset building report through the same observer.
-pub(crate) struct AsProgress<'a>(pub &'a dyn SuiteObserver);
-
-impl Progress for AsProgress<'_> {
-    fn start(&self, what: &str, total: u64) {
-        self.0.begin(what, total);
-    }
-    fn advance(&self, units: u64) {
-        self.0.advance(units);
-    }
-    fn finish(&self) {}
-}
 
 /// What the suite measured: its section of a result file.
 #[derive(Debug, Clone)]
@@ -70,37 +59,38 @@ pub fn needed_bytes(spec: &DatasetSpec, engines: usize) -> u64 {
 
 /// Runs the suite. On Ctrl-C it stops after the current run and returns
 /// what was measured, marked incomplete.
-pub fn run_suite(opts: &SuiteOptions, observer: &dyn SuiteObserver) -> Result<SuiteOutcome> {
-    run_suite_then(opts, observer, &mut |_, _| Ok(()))
+pub fn run_suite(ctx: &StudyContext, opts: &SuiteOptions) -> Result<SuiteOutcome> {
+    run_suite_then(ctx, opts, &mut |_, _| Ok(()))
 }
 
 /// [`run_suite`], then `then` on the work directory while its datasets
 /// are still there (advise runs its clients on them), unless stopped.
 pub fn run_suite_then(
+    ctx: &StudyContext,
     opts: &SuiteOptions,
-    observer: &dyn SuiteObserver,
     then: &mut dyn FnMut(&Path, &mut SuiteOutcome) -> Result<()>,
 ) -> Result<SuiteOutcome> {
-    let started = opts.rounds.clock.now();
+    let started = ctx.clock.now();
     let scan = opts.from.as_deref().map(from_dir::scan).transpose()?;
-    let mut opts = opts.clone();
+    let mut suite = Suite::new(ctx, opts);
     if let Some(scan) = &scan {
         let n = scan.files.len() as u64;
-        opts.spec.count = n as u32;
-        opts.spec.size = (scan.content_bytes() / n) as u32;
-        opts.spec.variance = 0;
-        opts.spec.sizes = None;
-        opts.spec.from_dir = Some(scan.root.display().to_string());
+        let spec = &mut suite.opts.spec;
+        spec.count = n as u32;
+        spec.size = (scan.content_bytes() / n) as u32;
+        spec.variance = 0;
+        spec.sizes = None;
+        spec.from_dir = Some(scan.root.display().to_string());
     }
-    let opts = &opts;
-    opts.rounds.validate()?;
+    let (suite, opts, workdir) = (&suite, &suite.opts, &ctx.workdir);
+    suite.rounds.validate()?;
     dataset::check_spec(&opts.spec)?;
-    std::fs::create_dir_all(&opts.workdir).map_err(|e| Error::io(&opts.workdir, "cannot create directory", e))?;
-    let need = needed_bytes(&opts.spec, opts.engines.len());
-    let free = fsutil::free_bytes(&opts.workdir)?;
+    std::fs::create_dir_all(workdir).map_err(|e| Error::io(workdir, "cannot create directory", e))?;
+    let need = needed_bytes(&opts.spec, ctx.engines.len());
+    let free = fsutil::free_bytes(workdir)?;
     if free < need {
         return Err(Error::bad_input(
-            &opts.workdir,
+            workdir,
             format!(
                 "not enough free space: the suite needs about {} MB here, {} MB free (use --workdir, or a smaller --count)",
                 need / 1_000_000,
@@ -108,14 +98,14 @@ pub fn run_suite_then(
             ),
         ));
     }
-    crate::engine::registry::reap_killed(&opts.workdir)?;
+    crate::engine::registry::reap_killed(workdir)?;
     // Enterable by others (not listable): PostgreSQL's throwaway cluster
     // runs as the `postgres` user when blobbench runs as root.
     let work = tempfile::Builder::new()
         .prefix("blobbench-suite-")
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o711))
-        .tempdir_in(&opts.workdir)
-        .map_err(|e| Error::io(&opts.workdir, "cannot create a work directory", e))?;
+        .tempdir_in(workdir)
+        .map_err(|e| Error::io(workdir, "cannot create a work directory", e))?;
     let mut outcome = SuiteOutcome {
         environment: envinfo::collect(work.path()),
         spec: opts.spec.clone(),
@@ -131,8 +121,13 @@ pub fn run_suite_then(
     // `then`: a throwaway server then starts once for every set of rounds
     // (a Swift cluster takes seconds to start) instead of once per set.
     let mut servers = Vec::new();
-    let measured = measure_all(opts, scan.as_ref(), started, work.path(), observer, &mut outcome, &mut servers)
-        .and_then(|()| if stop_requested() { Ok(()) } else { then(work.path(), &mut outcome) });
+    let measured = measure_all(suite, scan.as_ref(), started, work.path(), &mut outcome, &mut servers).and_then(|()| {
+        if stop_requested() {
+            Ok(())
+        } else {
+            then(work.path(), &mut outcome)
+        }
+    });
     drop(servers);
     if opts.keep {
         let kept = work.keep();
@@ -140,7 +135,8 @@ pub fn run_suite_then(
     }
     measured?;
     outcome.complete = !stop_requested()
-        && outcome.experiments.len() == selected(opts).len() + usize::from(has_control(opts)) + cold_steps(opts).len()
+        && outcome.experiments.len()
+            == selected(suite).len() + usize::from(has_control(suite)) + cold_steps(suite).len()
         && outcome.rounds.iter().all(|r| r.stop != rounds::StopReason::Interrupted);
     Ok(outcome)
 }
@@ -150,12 +146,12 @@ pub fn run_suite_then(
 /// settings (the writes', with the reads' access path) and its dataset.
 /// None when the two are not experiments of `opts` on one layout.
 pub(crate) fn mixed_settings(
-    opts: &SuiteOptions,
+    ctx: &StudyContext,
     work: &Path,
-    read_id: &str,
-    write_id: &str,
+    read_id: ArmId,
+    write_id: ArmId,
 ) -> Option<(EngineSettings, std::path::PathBuf)> {
-    let all = steps::steps(&opts.engines, opts.commit_every);
+    let all = steps::steps(&ctx.engines, ctx.commit_every_or(COMMIT_EVERY));
     let read = all.iter().find(|s| s.id == read_id)?;
     let write = all.iter().find(|s| s.id == write_id)?;
     if read.layout != write.layout {
@@ -169,36 +165,35 @@ pub(crate) fn mixed_settings(
         m => m,
     };
     let files = crate::records::FileParams { read: read.files.read, ..write.files };
-    let settings =
-        EngineSettings { db, files, kv: write.kv, commit_every: write.commit_every, ..opts.settings.clone() };
+    let settings = EngineSettings { db, files, kv: write.kv, commit_every: write.commit_every, ..ctx.settings.clone() };
     Some((settings, path))
 }
 
 /// The database settings of the suite's experiment `id` (for a check that
 /// another study reads SQLite as that experiment does).
 #[cfg(test)]
-pub(crate) fn db_params_of(id: &str) -> Option<crate::records::DbParams> {
+pub(crate) fn db_params_of(id: ArmId) -> Option<crate::records::DbParams> {
     steps::steps(&[], 1).into_iter().find(|s| s.id == id).map(|s| s.db)
 }
 
 /// Whether the A/A control runs: it repeats `read/db-blob`.
-fn has_control(opts: &SuiteOptions) -> bool {
-    selected(opts).iter().any(|s| s.id == CONTROL_OF)
+fn has_control(suite: &Suite) -> bool {
+    selected(suite).iter().any(|s| s.id == CONTROL_OF)
 }
 
 /// Builds the datasets and measures the arms; `started` is when the suite
 /// began, on the rounds' clock.
 fn measure_all(
-    opts: &SuiteOptions,
+    suite: &Suite,
     scan: Option<&from_dir::Scan>,
     started: std::time::Instant,
     work: &Path,
-    observer: &dyn SuiteObserver,
     out: &mut SuiteOutcome,
     servers: &mut Vec<Box<dyn crate::engine::Engine>>,
 ) -> Result<()> {
+    let (ctx, opts, observer) = (suite.ctx, &suite.opts, suite.observer());
     let db = dataset_path(work, crate::engine::sqlite::KIND);
-    let progress = AsProgress(observer);
+    let progress = ctx.progress();
     let made = match scan {
         Some(scan) => {
             let made = from_dir::init_from(&db, scan, opts.spec.page_size, false, &progress)?;
@@ -212,14 +207,14 @@ fn measure_all(
     out.spec.size_histogram.clone_from(&made.size_histogram);
     observer.built(crate::engine::sqlite::KIND, made.count, made.elapsed_ns);
     out.disk_usage.push(stat(&db, false)?.disk_usage(&db));
-    let wanted = selected(opts);
+    let wanted = selected(suite);
     let copies = [crate::engine::files::FLAT_KIND, crate::engine::files::TREE_KIND]
         .into_iter()
-        .chain(opts.engines.iter().copied())
+        .chain(ctx.engines.iter().copied())
         .filter(|&kind| opts.only.is_none() || wanted.iter().any(|s| s.layout == kind));
     for kind in copies {
         let path = dataset_path(work, kind);
-        let settings = &opts.settings;
+        let settings = &ctx.settings;
         let r = crate::engine::registry::build_with(kind, &db, &path, false, settings, &progress)?;
         observer.built(kind, r.files, r.elapsed_ns);
         // Only S3's: PostgreSQL's cold runs restart its throwaway cluster
@@ -235,11 +230,11 @@ fn measure_all(
     }
     let pristine = work.join("pristine.db");
     std::fs::copy(&db, &pristine).map_err(|e| Error::io(&pristine, "cannot copy the database", e))?;
-    let clock = opts.rounds.clock;
+    let clock = ctx.clock;
     out.setup = clock.since(started);
     let mut measured =
         arms::Measured { past_deadline: opts.deadline.is_some_and(|d| clock.now() >= d), ..Default::default() };
-    let done = arms::measure_rounds(opts, work, &pristine, observer, &mut measured);
+    let done = arms::measure_rounds(suite, work, &pristine, &mut measured);
     out.past_deadline = measured.past_deadline;
     out.experiments.extend(measured.experiments);
     out.rounds.extend(measured.rounds);
@@ -265,7 +260,8 @@ mod tests {
     #[test]
     fn ids_are_unique_and_cover_the_article() {
         let all = steps(&crate::records::EngineKind::KEY_VALUE, 1);
-        let ids: Vec<&str> = all.iter().map(|s| s.id.as_str()).collect();
+        let ids: Vec<String> = all.iter().map(|s| s.id.to_string()).collect();
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         let mut sorted = ids.clone();
         sorted.sort_unstable();
         sorted.dedup();
@@ -285,11 +281,14 @@ mod tests {
 
     #[test]
     fn cold_reads_are_arms_of_their_own() {
-        let mut o = SuiteOptions::quick(std::path::PathBuf::from("."));
-        o.engines = vec![crate::records::EngineKind::Lmdb];
-        o.cold_also = vec!["read/db-blob-mmap".into(), "read/lmdb".into(), "write/db-wal-full".into()];
+        let lmdb = crate::records::EngineKind::Lmdb;
+        let ctx =
+            StudyContext { quick: true, engines: vec![lmdb], ..StudyContext::new(".", EngineSettings::default()) };
+        let mut o = SuiteOptions::new(true);
+        o.cold_also = vec![ids::READ_DB_BLOB_MMAP, ids::engine_read(lmdb), ids::WRITE_DB_WAL_FULL];
+        let o = Suite::new(&ctx, &o);
         let cold = cold_steps(&o);
-        let ids: Vec<&str> = cold.iter().map(|s| s.id.as_str()).collect();
+        let ids: Vec<String> = cold.iter().map(|s| s.id.to_string()).collect();
         assert_eq!(ids, ["cold/read/db-blob-mmap", "cold/read/lmdb"], "reads only, each under its own id");
         assert!(cold.iter().all(|s| s.cold && !s.update));
         assert!(selected(&o).iter().all(|s| !s.cold), "the warm arms stay warm");
@@ -297,7 +296,7 @@ mod tests {
 
     #[test]
     fn disk_estimate_covers_db_and_files() {
-        let spec = SuiteOptions::article(std::path::PathBuf::from(".")).spec;
+        let spec = SuiteOptions::new(false).spec;
         let need = needed_bytes(&spec, 0);
         // Five 1 GB databases (the dataset, the pristine copy, one per
         // database write arm) and two 1.2 GB file copies, with 20% room.

@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::ids;
+use super::ids::{self, ArmId};
+use super::options::Suite;
 use crate::records::{
     CommitEvery, DbAccess, DbParams, EngineKind, FileParams, FileRead, FileWrite, Journal, KvParams, KvSync, SyncLevel,
 };
@@ -12,7 +13,7 @@ use crate::records::{
 /// One measured configuration of the suite.
 #[derive(Clone)]
 pub(super) struct Step {
-    pub id: String,
+    pub id: ArmId,
     pub label: String,
     pub layout: EngineKind,
     pub update: bool,
@@ -28,9 +29,9 @@ pub(super) struct Step {
     pub cold: bool,
 }
 
-fn db_read(id: &'static str, label: &'static str, access: DbAccess, mmap: bool) -> Step {
+fn db_read(id: ArmId, label: &'static str, access: DbAccess, mmap: bool) -> Step {
     Step {
-        id: id.into(),
+        id,
         label: label.into(),
         layout: crate::engine::sqlite::KIND,
         update: false,
@@ -44,9 +45,9 @@ fn db_read(id: &'static str, label: &'static str, access: DbAccess, mmap: bool) 
     }
 }
 
-fn file_read(id: &'static str, label: &'static str, layout: EngineKind, read: FileRead) -> Step {
+fn file_read(id: ArmId, label: &'static str, layout: EngineKind, read: FileRead) -> Step {
     Step {
-        id: id.into(),
+        id,
         label: label.into(),
         layout,
         update: false,
@@ -59,9 +60,9 @@ fn file_read(id: &'static str, label: &'static str, layout: EngineKind, read: Fi
     }
 }
 
-fn db_write(id: &'static str, label: &'static str, journal: Journal, sync: SyncLevel, nocheckpoint: bool) -> Step {
+fn db_write(id: ArmId, label: &'static str, journal: Journal, sync: SyncLevel, nocheckpoint: bool) -> Step {
     Step {
-        id: id.into(),
+        id,
         label: label.into(),
         layout: crate::engine::sqlite::KIND,
         update: true,
@@ -74,9 +75,9 @@ fn db_write(id: &'static str, label: &'static str, journal: Journal, sync: SyncL
     }
 }
 
-fn file_write(id: &'static str, label: &'static str, write: FileWrite, fsync: bool) -> Step {
+fn file_write(id: ArmId, label: &'static str, write: FileWrite, fsync: bool) -> Step {
     Step {
-        id: id.into(),
+        id,
         label: label.into(),
         layout: crate::engine::files::FLAT_KIND,
         update: true,
@@ -92,7 +93,7 @@ fn file_write(id: &'static str, label: &'static str, write: FileWrite, fsync: bo
 /// A key-value engine's read, fast write and durable write: ids
 /// `read/ENGINE`, `write/ENGINE-fast`, `write/ENGINE-durable`.
 fn engine_steps(kind: EngineKind) -> Vec<Step> {
-    let step = |id: String, label: String, update: bool, sync: KvSync| Step {
+    let step = |id: ArmId, label: String, update: bool, sync: KvSync| Step {
         id,
         label,
         layout: kind,
@@ -137,9 +138,9 @@ pub(super) fn steps(engines: &[EngineKind], commit_every: u32) -> Vec<Step> {
 /// The experiments `opts` asks for, in the order they run: those of
 /// `only`, or all but the committed writes that wait for no disk (advise
 /// asks for those when durability is relaxed).
-pub(super) fn selected(opts: &super::SuiteOptions) -> Vec<Step> {
-    let mut all = steps(&opts.engines, opts.commit_every);
-    match &opts.only {
+pub(super) fn selected(s: &Suite) -> Vec<Step> {
+    let mut all = steps(&s.ctx.engines, s.commit_every);
+    match &s.opts.only {
         Some(only) => all.retain(|s| only.contains(&s.id)),
         None => all.retain(|s| s.commit_every.is_none() || waits_for_disk(s)),
     }
@@ -165,24 +166,23 @@ pub(super) fn waits_for_disk(step: &Step) -> bool {
 fn committed_steps(engines: &[EngineKind], n: u32) -> Vec<Step> {
     let per = if n == 1 { "a commit per write".to_string() } else { format!("a commit every {n} writes") };
     let commit = |s: Step| -> Step {
-        let mut s =
-            Step { id: ids::committed(&s.id), label: format!("{}, {per}", s.label), commit_every: Some(n), ..s };
+        let mut s = Step { id: ids::committed(s.id), label: format!("{}, {per}", s.label), commit_every: Some(n), ..s };
         s.db.nocheckpoint = false;
         s.files.sync_dir = s.files.fsync && s.files.write == FileWrite::Replace;
         s
     };
-    let article = article_steps().into_iter().filter(|s| ids::COMMITTED_ARTICLE.contains(&s.id.as_str()));
+    let article = article_steps().into_iter().filter(|s| ids::COMMITTED_ARTICLE.contains(&s.id));
     let engines = engines.iter().flat_map(|&k| engine_steps(k)).filter(|s| s.update);
     article.chain(engines).map(commit).collect()
 }
 
 /// The reads `opts` also measures cold (`cold_also`), as their own arms
 /// `cold/ID`, in the order they run.
-pub(super) fn cold_steps(opts: &super::SuiteOptions) -> Vec<Step> {
-    steps(&opts.engines, opts.commit_every)
+pub(super) fn cold_steps(suite: &Suite) -> Vec<Step> {
+    steps(&suite.ctx.engines, suite.commit_every)
         .into_iter()
-        .filter(|s| !s.update && !s.round_trip && opts.cold_also.contains(&s.id))
-        .map(|s| Step { id: ids::cold(&s.id), label: format!("{}, cold cache", s.label), cold: true, ..s })
+        .filter(|s| !s.update && !s.round_trip && suite.opts.cold_also.contains(&s.id))
+        .map(|s| Step { id: ids::cold(s.id), label: format!("{}, cold cache", s.label), cold: true, ..s })
         .collect()
 }
 
@@ -210,10 +210,5 @@ fn article_steps() -> Vec<Step> {
 
 /// Where each engine's copy of the dataset lives in the work directory.
 pub(super) fn dataset_path(work: &Path, kind: EngineKind) -> PathBuf {
-    match kind {
-        crate::engine::sqlite::KIND => work.join("test1.db"),
-        crate::engine::files::FLAT_KIND => work.join("test1.dir"),
-        crate::engine::files::TREE_KIND => work.join("test1.tree"),
-        other => work.join(format!("test1.{}", other.name())),
-    }
+    crate::engine::dataset::copy_path(work, "test1", kind)
 }

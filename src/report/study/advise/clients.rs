@@ -8,15 +8,14 @@
 //! (`studies::advise::clients`).
 
 use crate::drivers::clients::{DUE_PER_CLIENT, KEEP_UP};
+use crate::engine::sqlite;
 use crate::records::{DbAccess, DbWriters};
 use crate::report::format::doc::{Block, Chart, ColumnKind, Figure, Table};
 use crate::report::format::fmt::{micros, thousands};
 use crate::report::format::svg::{LineChart, Series};
 use crate::report::study::advise::words::store_name;
 use crate::results::ResultFile;
-use crate::studies::advise::clients::{
-    self, AtClients, ClientsAre, ClientsSection, RankingAt, Row, ONE_WRITER_NEEDS_THREADS, ROUNDS_ID,
-};
+use crate::studies::advise::clients::{self, AtClients, ClientsAre, ClientsSection, RankingAt, Row, ROUNDS_ID};
 use crate::studies::advise::rules::Store;
 use crate::studies::advise::{AdviseSection, Durability};
 
@@ -35,8 +34,7 @@ fn parts(file: &ResultFile) -> Option<(&ClientsSection, &crate::measure::rounds:
 /// ranking names it.
 pub fn row_name(row: Row) -> String {
     match row.sqlite.map(|c| c.writers) {
-        Some(DbWriters::One) => "SQLite, one writer connection".into(),
-        Some(DbWriters::PerClient) => "SQLite, a connection per client".into(),
+        Some(w) => format!("SQLite, {}", sqlite::writers(w).title),
         None => store_name(row.store),
     }
 }
@@ -205,7 +203,7 @@ pub fn table(at: &RankingAt, section: &ClientsSection) -> Table {
         }
     }
     for e in &section.excluded {
-        let name = Row::from_name(&e.candidate).map_or_else(|| e.candidate.clone(), row_name);
+        let name = row_name(e.candidate);
         t.notes.push(format!("{name}: not measured with client {}: {}.", section.are.name(), e.why));
     }
     if let Some(limit) = section.p99_write_us {
@@ -305,7 +303,7 @@ pub fn change(section: &ClientsSection, set: &crate::measure::rounds::RoundSet) 
 /// The harness's cost at N, as `run` reports it at one thread.
 pub fn harness(section: &ClientsSection) -> Option<String> {
     let h = section.harness.as_ref()?;
-    let who = Row::from_name(&h.candidate).map_or_else(|| h.candidate.clone(), row_name);
+    let who = row_name(h.candidate);
     Some(format!(
         "Harness at {} clients: one clock read and one histogram record per operation cost {:.0} ns of each \
          client's CPU ({} threads measured at once) = {:.3}% of the mean operation's latency at {} clients (at \
@@ -393,15 +391,13 @@ pub fn configuration(row: Row, need: Durability, are: ClientsAre) -> String {
         )
     };
     match (row.store, row.sqlite.map(|c| c.writers)) {
-        (Store::Sqlite, Some(DbWriters::One)) => with_reads(format!(
-            "SQLite, one writer connection: WAL; every {client}'s writes go through one connection the process \
-             shares behind a mutex (a writer waiting for it sleeps until it is free and is woken then), each commit \
-             {commit}"
-        )),
+        (Store::Sqlite, Some(w)) if !w.is_per_client() => {
+            let row = sqlite::writers(w);
+            with_reads(format!("SQLite, {}: WAL; {}, each commit {commit}", row.title, row.how))
+        }
         (Store::Sqlite, _) => with_reads(format!(
-            "SQLite, a connection per {client}: WAL; each commit's writes as BEGIN IMMEDIATE, sleeping on SQLite's \
-             busy schedule (1, 2, 5, 10 ... ms) while another client holds the write lock (busy waits counted), \
-             committed {commit}"
+            "SQLite, a connection per {client}: WAL; {}, committed {commit}",
+            sqlite::writers(DbWriters::PerClient).how
         )),
         (Store::FilesInPlace, _) => format!("files, overwrite in place: each {client} its own descriptors, {commit}"),
         (Store::FilesReplace, _) => {
@@ -434,7 +430,7 @@ pub fn what_would_change(file: &ResultFile) -> Option<String> {
 
 /// The lines of the chart: each row once, SQLite once per way of writing.
 fn lines(section: &ClientsSection) -> Vec<Row> {
-    section.arms.iter().filter_map(|a| a.row()).map(Row::line).fold(Vec::new(), |mut v, r| {
+    section.arms.iter().map(|a| a.row().line()).fold(Vec::new(), |mut v, r| {
         if !v.contains(&r) {
             v.push(r);
         }
@@ -503,8 +499,9 @@ pub fn blocks(file: &ResultFile, s: &AdviseSection, sfx: &str) -> Vec<Block> {
     b.push(Block::Note(runs_note(section, set)));
     let mut how: Vec<String> =
         lines_measured(section, s).into_iter().map(|r| configuration(r, s.workload.durability, section.are)).collect();
-    if section.are == ClientsAre::Processes && s.candidates.iter().any(|c| c == Store::Sqlite.name()) {
-        how.push(format!("SQLite has no one-writer row with client processes: its {ONE_WRITER_NEEDS_THREADS}."));
+    if section.are == ClientsAre::Processes && s.candidates.contains(&Store::Sqlite) {
+        let threads_only = sqlite::WRITERS.iter().filter_map(|w| Some((w.id.row_word(), w.threads_only?)));
+        how.extend(threads_only.map(|(w, why)| format!("SQLite has no {w} row with client processes: its {why}.")));
     }
     b.push(Block::List(how));
     // With N > 1 the chart heads the page (`headline_chart`).
@@ -517,14 +514,14 @@ pub fn blocks(file: &ResultFile, s: &AdviseSection, sfx: &str) -> Vec<Block> {
 /// The rows measured, in order, each once (SQLite once per way of
 /// writing); the candidates of an older file without rows.
 fn lines_measured(section: &ClientsSection, s: &AdviseSection) -> Vec<Row> {
-    let rows: Vec<Row> = section.arms.iter().filter_map(|a| a.row().map(Row::line)).fold(Vec::new(), |mut v, r| {
+    let rows: Vec<Row> = section.arms.iter().map(|a| a.row().line()).fold(Vec::new(), |mut v, r| {
         if !v.contains(&r) {
             v.push(r);
         }
         v
     });
     if rows.is_empty() {
-        return s.candidates.iter().filter_map(|c| Row::from_name(c)).collect();
+        return s.candidates.iter().map(|&c| Row::of_record(c, None)).collect();
     }
     rows
 }

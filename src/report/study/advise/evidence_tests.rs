@@ -203,7 +203,7 @@ fn with_aging(f: &mut ResultFile) {
         points.push(point(l, 2, us, bytes));
     }
     let arms: Vec<(&str, f64)> =
-        points.iter().filter(|p| p.age == 2).map(|p| (p.layout.as_str(), p.read_warm.unwrap().per_op_us)).collect();
+        points.iter().filter(|p| p.age == 2).map(|p| (p.layout.name(), p.read_warm.unwrap().per_op_us)).collect();
     let wobble: Vec<Vec<f64>> = (0..4).map(|i| vec![if i % 2 == 0 { 1.01 } else { 0.99 }; 4]).collect();
     let sizes = SizeSetting::article();
     let set = rounds(&rounds_id(&sizes.name, 2, false), &arms, &wobble);

@@ -12,6 +12,7 @@ pub mod words;
 pub use headline::HEADLINE_CHART;
 pub use terminal::terminal;
 
+use crate::records::ConfigId;
 use crate::report::format::doc::{Block, Chart, Figure, Section, Table, Verdict, VerdictRow};
 use crate::report::format::fmt::{bytes, machine_labels, micros, thousands};
 use crate::report::format::svg::BarChart;
@@ -21,8 +22,7 @@ use crate::results::ResultFile;
 use crate::studies::advise::rank::{self, Factor, Inputs, Ranked, Ranking};
 use crate::studies::advise::rules::Store;
 use crate::studies::advise::AdviseSection;
-use crate::studies::crashtest::Method;
-use crate::studies::suite::{COLD_READS, WARM_READS, WRITES};
+use crate::studies::suite::{ArmId, COLD_READS, WARM_READS, WRITES};
 
 /// The advice leads the page (before the verdict) and its command's output.
 pub const REPORT: StudyReport =
@@ -169,13 +169,13 @@ fn notes(r: &Ranking, s: &AdviseSection) -> Vec<String> {
              cannot run on the power-cut layer (docs/crash-safety.md); `crashtest --method {method}` tests it by \
              killing the server.",
             name = words::store_name(st),
-            method = st.crash_method(s.workload.durability).map_or("", Method::name),
+            method = st.crash_method(s.workload.durability).map_or("", ConfigId::name),
         ),
         _ => {
             format!("{}: not excluded, but no crash facts cover its write method (not tested).", words::store_name(st))
         }
     }));
-    notes.extend(s.candidates.iter().filter_map(|n| Store::from_name(n)).filter_map(|st| match st {
+    notes.extend(s.candidates.iter().copied().filter_map(|st| match st {
         Store::Engine(kind) if kind.is_server() => Some(format!(
             "{}: not in the size crossover or the aging pass: a server's round trip, not the blob size or the \
              file layout, sets its times (`matrix --engines {}` gives its sizes).",
@@ -201,7 +201,7 @@ fn rounds_note(file: &ResultFile, s: &AdviseSection) -> Option<String> {
     for (id, what) in [(WARM_READS, "warm reads"), (COLD_READS, "cold reads"), (WRITES, "writes")] {
         let Some(set) = file.rounds.iter().find(|r| r.id == id && !r.ops_per_run.is_empty()) else { continue };
         let ops = |st: &Store| {
-            let i = set.arms.iter().position(|a| *a == arm_of(id, st))?;
+            let i = set.arms.iter().position(|a| arm_of(id, st).is(a))?;
             Some((words::store_name(*st), *set.ops_per_run.get(i)?))
         };
         let per: Vec<(String, u64)> = stores.iter().filter_map(ops).collect();
@@ -412,17 +412,13 @@ fn outcome(name: &str, lead: &str, f: &Factor) -> String {
 
 /// Every candidate measured, ranked or not, for the charts.
 fn measured(file: &ResultFile, s: &AdviseSection) -> Vec<Store> {
-    s.candidates
-        .iter()
-        .filter_map(|n| Store::from_name(n))
-        .filter(|st| file.experiment(&st.read_id()).is_some())
-        .collect()
+    s.candidates.iter().copied().filter(|st| file.experiment(st.read_id()).is_some()).collect()
 }
 
 fn charts(file: &ResultFile, r: &Ranking, s: &AdviseSection, sfx: &str) -> Vec<Figure> {
     let stores = measured(file, s);
     let groups: Vec<String> = stores.iter().map(|st| words::store_name(*st)).collect();
-    let per_op = |id: String| file.experiment(&id).map(|e| e.summary.figure().median);
+    let per_op = |id: ArmId| file.experiment(id).map(|e| e.summary.figure().median);
     let bar = |id: &str, title: &str, y: &str, series: Vec<String>, values: Vec<Vec<Option<f64>>>, note: &str| Figure {
         id: format!("{id}{sfx}"),
         chart: Chart::Bars(BarChart {

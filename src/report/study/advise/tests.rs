@@ -10,7 +10,7 @@ use crate::report::format::doc::{Block, VerdictRow};
 use crate::results::ResultFile;
 use crate::studies::advise::rank::Change;
 use crate::studies::advise::rules::{Store, Test};
-use crate::studies::advise::{Durability, OverBudget};
+use crate::studies::advise::{Durability, Stage, StageTimes};
 
 pub(super) const LMDB: Store = Store::Engine(EngineKind::Lmdb);
 pub(super) const REDB: Store = Store::Engine(EngineKind::Redb);
@@ -210,14 +210,14 @@ fn an_over_budget_run_says_so_on_the_terminal_and_the_page() {
     assert!(!quiet.contains("over budget"), "{quiet}");
     let s = f.advise.as_mut().unwrap();
     s.budget_s = 40.0;
-    s.over_budget = Some(OverBudget {
-        setup_s: 47.0,
-        power_cuts_s: 20.0,
-        size_matrix_s: 15.0,
-        aging_s: 8.0,
-        datasets_s: 3.0,
-        kept_s: 5.0,
-    });
+    s.over_budget = Some(StageTimes::of([
+        (Stage::Setup, 47.0),
+        (Stage::PowerCuts, 20.0),
+        (Stage::SizeMatrix, 15.0),
+        (Stage::Aging, 8.0),
+        (Stage::Datasets, 3.0),
+        (Stage::Kept, 5.0),
+    ]));
     let back = crate::results::parse("advise.json", &serde_json::to_string(&f).unwrap()).unwrap();
     let note = "over budget: the set-up took 47 s of the 40 s budget \
                 (power cuts 20 s, size matrix 15 s, aging pass 8 s, datasets 3 s); one round of each arm was run";
@@ -231,7 +231,7 @@ fn an_over_budget_run_says_so_on_the_terminal_and_the_page() {
     assert!(text.starts_with("Recommendation: SQLite") && text.contains("comes from one round"), "{text}");
     // Within the budget, but not the time kept for the page.
     let s = f.advise.as_mut().unwrap();
-    s.over_budget.as_mut().unwrap().setup_s = 36.0;
+    s.over_budget.as_mut().unwrap().set(Stage::Setup, 36.0);
     assert!(terminal(&f, false).contains("took 36 s of the 40 s budget (power cuts 20 s, size matrix 15 s, aging pass 8 s, datasets 3 s), leaving less than the 5 s kept for the page; one round"));
 }
 /// The budget is the whole command's: the page gives each part, the
@@ -243,14 +243,14 @@ fn the_page_says_what_the_budget_covered() {
     assert_eq!(words::budget_note(f.advise.as_ref().unwrap()), None, "an older file says nothing");
     let s = f.advise.as_mut().unwrap();
     (s.budget_s, s.elapsed_s) = (60.0, 84.0);
-    s.stages = Some(crate::studies::advise::Stages {
-        power_cuts_s: 7.0,
-        size_matrix_s: 18.0,
-        aging_s: 4.0,
-        datasets_s: 22.0,
-        rounds_s: 33.0,
-        clients_s: 0.0,
-    });
+    s.stages = Some(StageTimes::of([
+        (Stage::PowerCuts, 7.0),
+        (Stage::SizeMatrix, 18.0),
+        (Stage::Aging, 4.0),
+        (Stage::Datasets, 22.0),
+        (Stage::Rounds, 33.0),
+        (Stage::Clients, 0.0),
+    ]));
     let back = crate::results::parse("advise.json", &serde_json::to_string(&f).unwrap()).unwrap();
     let page = crate::report::html(std::slice::from_ref(&back), None);
     let note = "Budget: 60 s for the whole command, its one-off costs included; it took 84 s (power cuts 7 s, size \

@@ -5,6 +5,7 @@
 use crate::report::format::fmt::{bytes, micros, thousands};
 use crate::studies::advise::rank::{Change, Excluded, Factor, Ranked, Ranking, Refused};
 use crate::studies::advise::rules::{self, Store, Test};
+use crate::studies::advise::Stage;
 use crate::studies::advise::{AdviseSection, CrashSource, Durability};
 use crate::studies::matrix::{Crossover, CrossoverKind, DbRead};
 
@@ -93,22 +94,23 @@ pub fn workload(s: &AdviseSection) -> String {
 pub fn over_budget(s: &AdviseSection) -> Option<String> {
     let o = s.over_budget.as_ref()?;
     let parts = [
-        ("power cuts", o.power_cuts_s),
-        ("size matrix", o.size_matrix_s),
-        ("aging pass", o.aging_s),
-        ("datasets", o.datasets_s),
+        ("power cuts", o[Stage::PowerCuts]),
+        ("size matrix", o[Stage::SizeMatrix]),
+        ("aging pass", o[Stage::Aging]),
+        ("datasets", o[Stage::Datasets]),
     ]
     .map(|(what, secs)| format!("{what} {secs:.0} s"))
     .join(", ");
-    let kept = if o.setup_s < s.budget_s {
-        format!(", leaving less than the {:.0} s kept for the page", o.kept_s)
+    let kept = if o[Stage::Setup] < s.budget_s {
+        format!(", leaving less than the {:.0} s kept for the page", o[Stage::Kept])
     } else {
         String::new()
     };
     Some(format!(
         "over budget: the set-up took {:.0} s of the {:.0} s budget ({parts}){kept}; one round of each arm was run \
          (a longer --budget gives more rounds and narrower intervals).",
-        o.setup_s, s.budget_s
+        o[Stage::Setup],
+        s.budget_s
     ))
 }
 
@@ -117,14 +119,14 @@ pub fn over_budget(s: &AdviseSection) -> Option<String> {
 pub fn budget_note(s: &AdviseSection) -> Option<String> {
     let t = s.stages.as_ref()?;
     let mut parts = vec![
-        ("power cuts", t.power_cuts_s),
-        ("size crossover", t.size_matrix_s),
-        ("aging pass", t.aging_s),
-        ("datasets, throwaway servers started", t.datasets_s),
-        ("rounds", t.rounds_s),
+        ("power cuts", t[Stage::PowerCuts]),
+        ("size crossover", t[Stage::SizeMatrix]),
+        ("aging pass", t[Stage::Aging]),
+        ("datasets, throwaway servers started", t[Stage::Datasets]),
+        ("rounds", t[Stage::Rounds]),
     ];
     if s.clients.is_some() {
-        parts.push(("rounds with clients", t.clients_s));
+        parts.push(("rounds with clients", t[Stage::Clients]));
     }
     let parts = parts.iter().map(|(what, secs)| format!("{what} {secs:.0} s")).collect::<Vec<_>>().join(", ");
     // Past the budget with the set-up inside it: the promised rounds ran on.

@@ -271,7 +271,7 @@ fn table(s: &AgingSetting) -> Table {
         .map(|p| {
             let f = &p.fragmentation;
             vec![
-                p.layout.clone(),
+                p.layout.to_string(),
                 p.remedy.as_ref().map_or_else(|| p.age.to_string(), |r| format!("{} ({r})", p.age)),
                 p.rewrite.map_or_else(|| "-".into(), |w| micros(w.per_op_us)),
                 p.read_warm.map_or_else(|| NOT_MEASURED.into(), |r| micros(r.per_op_us)),

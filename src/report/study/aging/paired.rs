@@ -51,7 +51,7 @@ pub fn remedies_table(s: &AgingSetting) -> Option<Vec<Block>> {
         .iter()
         .map(|p| {
             vec![
-                p.layout.clone(),
+                p.layout.to_string(),
                 p.remedy.clone().unwrap_or_default(),
                 cell(remedy_effect(s, p, false)),
                 cell(remedy_effect(s, p, true)),

@@ -2,6 +2,7 @@
 
 use super::{chart_id, READ_WARM_CHART};
 use crate::measure::rounds::fastest;
+use crate::records::LayoutId;
 use crate::report::interval::Ratio;
 use crate::report::verdict::Answer;
 use crate::results::ResultFile;
@@ -46,7 +47,7 @@ fn on_side(l: &LayoutInfo, files_side: bool) -> bool {
 fn paired(setting: &AgingSetting, age: u32) -> Option<(&LayoutInfo, &LayoutInfo, Ratio)> {
     let set = setting.read_rounds(age, false).filter(|s| s.consistent())?;
     let table = set.table();
-    let layout = |arm: usize| setting.layouts.iter().find(|l| l.id == set.arms[arm]);
+    let layout = |arm: usize| setting.layouts.iter().find(|l| LayoutId::parse(&set.arms[arm]) == Some(l.id));
     let side = |files_side: bool| -> Vec<usize> {
         (0..set.arms.len()).filter(|&i| layout(i).is_some_and(|l| on_side(l, files_side))).collect()
     };

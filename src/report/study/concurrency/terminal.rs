@@ -68,7 +68,7 @@ fn server_lines(o: &mut String, sc: &concurrency::ServerClients) {
     }
     let _ = writeln!(o);
     for store in sc.stores() {
-        let name = sc.points.iter().find(|p| p.store == store).map_or(store.name(), |p| p.label.as_str());
+        let name = sc.points.iter().find(|p| p.store == store).map_or_else(|| store.name(), |p| p.label.clone());
         let _ = write!(o, "  {name:<44}");
         for c in concurrency::SERVER_CLIENTS {
             let cell = sc.points.iter().find(|p| p.store == store && p.threads == c);
@@ -176,8 +176,8 @@ fn blob_readers_table(o: &mut String, b: &BlobReaders, rounds: &[RoundSet]) {
             let at = |t| b.points.iter().find(|p| p.store == store && p.threads == t);
             let reads = threads.map(|t| at(t).map_or("-".into(), |p| rate(p.reads_per_s)));
             let cpu = threads.map(|t| at(t).map_or("-".into(), |p| format!("{:.2}", p.cpu_us_per_read)));
-            let name = b.points.iter().find(|p| p.store == store).map_or(store.name(), |p| p.label.as_str());
-            std::iter::once(name.to_string()).chain(reads).chain(cpu).collect()
+            let name = b.points.iter().find(|p| p.store == store).map_or_else(|| store.name(), |p| p.label.clone());
+            std::iter::once(name).chain(reads).chain(cpu).collect()
         })
         .collect();
     let leads = b.leads(rounds).into_iter().map(|l| format!("{:.2}x", l.ratio));

@@ -206,7 +206,7 @@ mod tests {
     /// SQLite's two rows at 1 writer (a tie) and 2 (one writer connection
     /// 1.5x), over `rounds` identical rounds.
     fn answered(rounds: usize) -> Vec<String> {
-        let (per, one) = (StoreId::Engine(EngineKind::Db), StoreId::SqliteOneWriter);
+        let (per, one) = (StoreId::Engine(EngineKind::Db), StoreId::SqliteWriters(crate::records::DbWriters::One));
         let points = vec![point(per, 1, 100.0), point(one, 1, 100.0), point(per, 2, 150.0), point(one, 2, 100.0)];
         let arms: Vec<String> = points.iter().map(|p| p.experiment_id.clone()).collect();
         let arms: Vec<&str> = arms.iter().map(String::as_str).collect();

@@ -10,15 +10,15 @@ use crate::report::format::svg::BarChart;
 use crate::report::study::suite::{per_op_stat, per_op_us, suite_files};
 use crate::report::study::StudyReport;
 use crate::results::ResultFile;
-use crate::studies::suite::ids;
+use crate::studies::suite::ids::{self, ArmId};
 
 /// One chart: its id, title, and the SQLite and files experiments it sets
 /// the engines beside, and each engine's experiment id.
 struct Spec {
     id: &'static str,
     title: &'static str,
-    references: [(&'static str, &'static str); 2],
-    engine_id: fn(EngineKind) -> String,
+    references: [(ArmId, &'static str); 2],
+    engine_id: fn(EngineKind) -> ArmId,
 }
 
 /// The chart of reads, engines beside SQLite and files.
@@ -78,7 +78,7 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let machines = suite_files(files);
     let present: Vec<EngineKind> = EngineKind::KEY_VALUE
         .into_iter()
-        .filter(|k| machines.iter().any(|(_, f)| f.experiment(&ids::engine_read(*k)).is_some()))
+        .filter(|k| machines.iter().any(|(_, f)| f.experiment(ids::engine_read(*k)).is_some()))
         .collect();
     if present.is_empty() {
         return Vec::new();
@@ -103,8 +103,7 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
 /// One chart; `selective` leaves out the series no machine measured (None
 /// when that leaves none).
 fn figure(spec: &Spec, present: &[EngineKind], machines: &[(String, &ResultFile)], selective: bool) -> Option<Figure> {
-    let mut series: Vec<(String, String)> =
-        spec.references.iter().map(|(id, name)| (id.to_string(), name.to_string())).collect();
+    let mut series: Vec<(ArmId, String)> = spec.references.iter().map(|(id, name)| (*id, name.to_string())).collect();
     series.extend(present.iter().map(|k| ((spec.engine_id)(*k), k.title().to_string())));
     if spec.id == READ_CHART {
         // Beside the reads, each server's round trip with no work: how
@@ -113,25 +112,25 @@ fn figure(spec: &Spec, present: &[EngineKind], machines: &[(String, &ResultFile)
         series.extend(floors.map(|(k, call)| (ids::engine_round_trip(k), format!("{}: {call} round trip", k.title()))));
     }
     if selective {
-        series.retain(|(id, _)| machines.iter().any(|(_, f)| f.experiment(id).and_then(per_op_us).is_some()));
+        series.retain(|(id, _)| machines.iter().any(|(_, f)| f.experiment(*id).and_then(per_op_us).is_some()));
         if series.is_empty() {
             return None;
         }
     }
     let values: Vec<Vec<Option<f64>>> = machines
         .iter()
-        .map(|(_, f)| series.iter().map(|(id, _)| f.experiment(id).and_then(per_op_us)).collect())
+        .map(|(_, f)| series.iter().map(|(id, _)| f.experiment(*id).and_then(per_op_us)).collect())
         .collect();
     // Whiskers: the fastest and slowest timed run of each bar.
     let errors: Vec<Vec<Option<(f64, f64)>>> = machines
         .iter()
         .map(|(_, f)| {
-            series.iter().map(|(id, _)| f.experiment(id).map(|e| (per_op_stat(e).min, per_op_stat(e).max))).collect()
+            series.iter().map(|(id, _)| f.experiment(*id).map(|e| (per_op_stat(e).min, per_op_stat(e).max))).collect()
         })
         .collect();
     let runs = machines
         .iter()
-        .flat_map(|(_, f)| series.iter().filter_map(|(id, _)| f.experiment(id).map(|e| e.summary.runs)))
+        .flat_map(|(_, f)| series.iter().filter_map(|(id, _)| f.experiment(*id).map(|e| e.summary.runs)))
         .min()
         .unwrap_or(0);
     let single = machines.len() == 1;
@@ -173,7 +172,8 @@ mod tests {
     fn a_servers_round_trip_stands_beside_the_reads() {
         let read = ids::engine_read(EngineKind::Postgres);
         let floor = ids::engine_round_trip(EngineKind::Postgres);
-        let f = suite("host-a", &[(ids::READ_DB_BLOB, 10.0), (&read, 90.0), (&floor, 40.0)]);
+        let (blob, read, floor) = (ids::READ_DB_BLOB.to_string(), read.to_string(), floor.to_string());
+        let f = suite("host-a", &[(&blob, 10.0), (&read, 90.0), (&floor, 40.0)]);
         let s = sections(&[f]);
         let Some(Block::Figure(fig)) = s[0].blocks.iter().find(|b| matches!(b, Block::Figure(f) if f.id == READ_CHART))
         else {
@@ -182,7 +182,7 @@ mod tests {
         let Chart::Bars(chart) = &fig.chart else { panic!("not bars") };
         let at = chart.series.iter().position(|n| n.contains("SELECT 1 round trip")).expect("the floor's bar");
         assert_eq!(chart.values[0][at], Some(40.0));
-        let lmdb = suite("host-a", &[(&ids::engine_read(EngineKind::Lmdb), 5.0)]);
+        let lmdb = suite("host-a", &[(&ids::engine_read(EngineKind::Lmdb).to_string(), 5.0)]);
         assert!(!format!("{:?}", sections(&[lmdb])).contains("round trip"), "no floor without a server");
     }
 }

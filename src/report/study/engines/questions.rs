@@ -10,13 +10,13 @@ use crate::report::interval::{kvtest_ratio, time_ratio};
 use crate::report::study::suite::per_op_us;
 use crate::report::verdict::Answer;
 use crate::results::ResultFile;
-use crate::studies::suite::ids;
+use crate::studies::suite::ids::{self, ArmId};
 
 /// The fastest of `ids` present in `file`, by median per-op time (the
 /// chart's figure: see `suite::per_op_us`).
-fn fastest<'a>(file: &'a ResultFile, ids: &[String]) -> Option<&'a Experiment> {
+fn fastest<'a>(file: &'a ResultFile, ids: &[ArmId]) -> Option<&'a Experiment> {
     ids.iter()
-        .filter_map(|id| file.experiment(id))
+        .filter_map(|id| file.experiment(*id))
         .filter_map(|e| Some((e, per_op_us(e)?)))
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(e, _)| e)
@@ -26,14 +26,14 @@ fn fastest<'a>(file: &'a ResultFile, ids: &[String]) -> Option<&'a Experiment> {
 fn engines_vs_sqlite(
     file: &ResultFile,
     question: String,
-    kv_id: fn(EngineKind) -> String,
-    sqlite: &[&str],
+    kv_id: fn(EngineKind) -> ArmId,
+    sqlite: &[ArmId],
     chart: (&str, &str),
 ) -> Option<Answer> {
-    let kv: Vec<String> = EngineKind::KEY_VALUE.into_iter().map(kv_id).collect();
+    let kv: Vec<ArmId> = EngineKind::KEY_VALUE.into_iter().map(kv_id).collect();
     let kv = fastest(file, &kv)?;
-    let db = fastest(file, &sqlite.iter().map(|s| s.to_string()).collect::<Vec<_>>())?;
-    let committed = kv.id.starts_with(ids::COMMITTED_PREFIX);
+    let db = fastest(file, sqlite)?;
+    let committed = ArmId::parse(&kv.id).is_some_and(ArmId::is_commit);
     let db_over_kv = if committed { time_ratio(file, &db.id, &kv.id)? } else { kvtest_ratio(file, &db.id, &kv.id)? };
     let (winner, loser, factor) = if db_over_kv.value >= 1.0 {
         (kv.label.clone(), db.label.clone(), db_over_kv)

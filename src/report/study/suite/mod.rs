@@ -19,7 +19,7 @@ use crate::report::format::svg::BarChart;
 use crate::report::interval::{kvtest_ratio, time_ratio, Method as Interval, Ratio, BOOTSTRAP_MIN_RUNS};
 use crate::report::study::{Redraw, StudyReport};
 use crate::results::ResultFile;
-use crate::studies::suite::ids;
+use crate::studies::suite::ids::{self, ArmId};
 use crate::util::units::plural;
 
 /// Files that hold kvtest-suite results; other commands' files are left to
@@ -40,7 +40,7 @@ pub fn suite_files(files: &[ResultFile]) -> Vec<(String, &ResultFile)> {
 /// its steady-state figure (the loop with each commit inside it). The
 /// article's arms are compared as kvtest times them.
 fn committed(id: &str) -> bool {
-    id.starts_with(ids::COMMITTED_PREFIX)
+    ids::ArmId::parse(id).is_some_and(ids::ArmId::is_commit)
 }
 
 /// A chart's figure of an experiment: the median per op, kvtest's total
@@ -64,7 +64,8 @@ pub(super) fn per_op_stat(e: &Experiment) -> &crate::measure::Stat {
 
 /// File time / database time, when both were measured (paired by round
 /// when the file has rounds).
-pub fn ratio(file: &ResultFile, db: &str, method: &str) -> Option<f64> {
+pub fn ratio(file: &ResultFile, db: impl std::fmt::Display, method: impl std::fmt::Display) -> Option<f64> {
+    let (db, method) = (&db.to_string(), &method.to_string());
     let unpaired = per_op_us(file.experiment(method)?)? / per_op_us(file.experiment(db)?)?;
     match ratio_interval(file, db, method) {
         Some(r) if r.method == Interval::Paired => Some(r.value),
@@ -74,7 +75,8 @@ pub fn ratio(file: &ResultFile, db: &str, method: &str) -> Option<f64> {
 
 /// File time / database time with its interval (see [`time_ratio`] and
 /// [`kvtest_ratio`]).
-pub fn ratio_interval(file: &ResultFile, db: &str, method: &str) -> Option<Ratio> {
+pub fn ratio_interval(file: &ResultFile, db: impl std::fmt::Display, method: impl std::fmt::Display) -> Option<Ratio> {
+    let (db, method) = (&db.to_string(), &method.to_string());
     per_op_us(file.experiment(method)?)?;
     per_op_us(file.experiment(db)?)?;
     if committed(db) {
@@ -153,7 +155,7 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     // Advise runs a few of the suite's arms: its pages show only those
     // (a suite's page shows every chart, gaps said so).
     let selective = machines.iter().all(|(_, f)| f.advise.is_some());
-    let measured = |id: &str| machines.iter().any(|(_, f)| f.experiment(id).and_then(per_op_us).is_some());
+    let measured = |id: ArmId| machines.iter().any(|(_, f)| f.experiment(id).and_then(per_op_us).is_some());
     let charts = |specs: &[Spec<'static>], note: &Block| -> Vec<Block> {
         let mut blocks = Vec::new();
         for s in specs {

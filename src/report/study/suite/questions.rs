@@ -13,6 +13,7 @@ use crate::report::interval::Ratio;
 use crate::report::verdict::Answer;
 use crate::report::verdict::Question;
 use crate::results::ResultFile;
+use crate::studies::suite::ArmId;
 
 /// The suite's questions, in the order the verdict lists them.
 pub const QUESTIONS: &[Question] = &[warm_reads, fast_writes, durable_writes, disk_space, cold_reads];
@@ -62,7 +63,8 @@ fn reads(files: &[ResultFile], index: usize, cold: bool) -> Option<Answer> {
     if !is_suite(files, index) {
         return None;
     }
-    let was_cold = file.experiments.iter().any(|e| e.id.starts_with("read/") && e.params.plan.cold);
+    let read = |id: &str| ArmId::parse(id).and_then(ArmId::read).is_some();
+    let was_cold = file.experiments.iter().any(|e| read(&e.id) && e.params.plan.cold);
     if was_cold != cold {
         return None;
     }

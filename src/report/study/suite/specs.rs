@@ -3,19 +3,19 @@
 //! methods (the article's five, the fair variants, durable writes
 //! committed as an application commits them).
 
-use crate::studies::suite::ids;
+use crate::studies::suite::ids::{self, ArmId};
 
 /// One measured configuration as the charts name it.
 #[derive(Debug, Clone, Copy)]
 pub struct Method {
-    pub id: &'static str,
+    pub id: ArmId,
     /// Legend entry.
     pub name: &'static str,
     /// How a sentence names it: "... faster than {phrase}".
     pub phrase: &'static str,
 }
 
-const fn m(id: &'static str, name: &'static str, phrase: &'static str) -> Method {
+const fn m(id: ArmId, name: &'static str, phrase: &'static str) -> Method {
     Method { id, name, phrase }
 }
 
@@ -52,7 +52,7 @@ const C_REPLACE_SYNC: Method = m(
 );
 
 /// Every experiment id the suite produces, in the order tables list them.
-pub const SUITE_IDS: [&str; 16] = ids::ARTICLE;
+pub const SUITE_IDS: [ArmId; 16] = ids::ARTICLE;
 
 /// The chart of durable writes as the article times them (one
 /// transaction of all a run's writes): WAL + FULL against files with fsync.

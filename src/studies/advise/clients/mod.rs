@@ -28,13 +28,15 @@ pub use section::{
 
 use super::rules::{self, Store};
 use super::section::CrashFacts;
-use super::AdviseOptions;
+use super::Advise;
 use crate::drivers::clients::{ClientsArm, ClientsTally, WindowCount, DUE_PER_CLIENT, MAX_CLIENTS};
 use crate::drivers::processes::Launcher;
+use crate::engine::sqlite;
 use crate::measure::rounds::{run_rounds, Arm, RoundSet, RoundsPlan};
+use crate::records::ConfigId;
 use crate::records::{DbAccess, DbWriters, Mix};
-use crate::studies::crashtest::Method;
-use crate::studies::suite::{self, SuiteObserver, SuiteOptions};
+use crate::studies::context::StudyContext;
+use crate::studies::suite;
 use crate::{Error, Result};
 
 /// The id of the clients' round set in the result file.
@@ -48,10 +50,6 @@ pub enum SqliteWriters {
     Both,
     Only(DbWriters),
 }
-
-/// Why SQLite's one writer connection has no row with client processes.
-pub const ONE_WRITER_NEEDS_THREADS: &str = "one writer connection is shared by the threads of one process; client \
-                                            processes cannot share a connection, so each writes through its own";
 
 /// What advise is asked about concurrency.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,18 +97,26 @@ impl ClientsPlan {
             if self.launcher.is_none() {
                 return Err(Error::invalid("--clients-are processes: no program to start the clients with"));
             }
-            if matches!(self.sqlite_writers, Some(SqliteWriters::Both | SqliteWriters::Only(DbWriters::One))) {
+            let asked = match self.sqlite_writers {
+                Some(SqliteWriters::Only(w)) => vec![w],
+                Some(SqliteWriters::Both) => DbWriters::ALL.to_vec(),
+                None => Vec::new(),
+            };
+            let threads_only = sqlite::WRITERS.iter().filter(|row| asked.contains(&row.id));
+            if let Some((row, why)) = threads_only.filter_map(|row| Some((row, row.threads_only?))).next() {
                 return Err(Error::invalid(format!(
-                    "--sqlite-writers one with --clients-are processes: SQLite's {ONE_WRITER_NEEDS_THREADS} (use \
-                     --clients-are threads, or --sqlite-writers per-client)"
+                    "--sqlite-writers {} with --clients-are processes: SQLite's {why} (use --clients-are threads, or \
+                     --sqlite-writers {})",
+                    row.id.name(),
+                    DbWriters::PerClient.name()
                 )));
             }
             let excluded: Vec<ClientsExclusion> = excluded(stores, self.are)
                 .into_iter()
-                .filter(|e| stores.iter().any(|s| s.name() == e.candidate))
+                .filter(|e| stores.iter().any(|&s| Row::of(s) == e.candidate))
                 .collect();
             if excluded.len() == stores.len() {
-                let why: Vec<String> = excluded.iter().map(|e| format!("{}: {}", e.candidate, e.why)).collect();
+                let why: Vec<String> = excluded.iter().map(|e| format!("{}: {}", e.candidate.name(), e.why)).collect();
                 return Err(Error::invalid(format!(
                     "--clients-are processes: no candidate remains ({})",
                     why.join("; ")
@@ -138,12 +144,15 @@ impl ClientsPlan {
         levels(self.clients)
     }
 
-    /// SQLite's ways of writing measured.
+    /// SQLite's ways of writing measured, in the order of its rows
+    /// (`engine::sqlite::WRITERS`): with processes, those processes can
+    /// share.
     pub fn sqlite_writers(&self) -> Vec<DbWriters> {
+        let rows = sqlite::WRITERS.iter();
         match (self.sqlite_writers, self.are) {
             (Some(SqliteWriters::Only(w)), _) => vec![w],
-            (_, ClientsAre::Processes) => vec![DbWriters::PerClient],
-            (_, ClientsAre::Threads) => vec![DbWriters::One, DbWriters::PerClient],
+            (_, ClientsAre::Processes) => rows.filter(|r| r.threads_only.is_none()).map(|r| r.id).collect(),
+            (_, ClientsAre::Threads) => rows.map(|r| r.id).collect(),
         }
     }
 
@@ -168,21 +177,22 @@ pub fn levels(n: u32) -> Vec<u32> {
 
 /// The candidates (and SQLite rows) that cannot run as `are`: stores one
 /// process alone may open, with the reason each engine declares, and
-/// under processes SQLite's one writer connection.
+/// under processes SQLite's ways of writing only threads can share.
 pub fn excluded(stores: &[Store], are: ClientsAre) -> Vec<ClientsExclusion> {
     if are == ClientsAre::Threads {
         return Vec::new();
     }
+    let threads_only = || sqlite::WRITERS.iter().filter_map(|w| Some((w.id, w.threads_only?)));
     stores
         .iter()
-        .filter_map(|s| match s {
-            Store::Engine(kind) => kind.one_process_only().map(|why| (s.name().to_string(), why.to_string())),
-            Store::Sqlite => {
-                Some((Row::sqlite(DbWriters::One, DbAccess::BlobApi).name(), ONE_WRITER_NEEDS_THREADS.to_string()))
+        .flat_map(|&s| -> Vec<(Row, &str)> {
+            match s {
+                Store::Engine(kind) => kind.one_process_only().map(|why| (Row::of(s), why)).into_iter().collect(),
+                Store::Sqlite => threads_only().map(|(w, why)| (Row::sqlite(w, DbAccess::BlobApi), why)).collect(),
+                Store::FilesInPlace | Store::FilesReplace => Vec::new(),
             }
-            Store::FilesInPlace | Store::FilesReplace => None,
         })
-        .map(|(candidate, why)| ClientsExclusion { candidate, why })
+        .map(|(candidate, why)| ClientsExclusion { candidate, why: why.to_string() })
         .collect()
 }
 
@@ -190,10 +200,10 @@ pub fn excluded(stores: &[Store], are: ClientsAre) -> Vec<ClientsExclusion> {
 /// exclude for the need (after a short power-cut run, the documented
 /// table's too, as the ranking reads it), and whose store the clients'
 /// kind can share ([`excluded`]; SQLite keeps its per-client rows).
-fn runnable(opts: &AdviseOptions, crash: &CrashFacts) -> Vec<Store> {
+fn runnable(opts: &Advise, crash: &CrashFacts) -> Vec<Store> {
     let apart = excluded(&opts.stores(), opts.clients.are);
     let documented = rules::documented();
-    let fails = |facts: &[super::section::CrashFact], method: Option<Method>| {
+    let fails = |facts: &[super::section::CrashFact], method: Option<ConfigId>| {
         facts.iter().any(|f| f.method == method && rules::excluded_by(opts.durability, f).is_some())
     };
     opts.stores()
@@ -201,7 +211,7 @@ fn runnable(opts: &AdviseOptions, crash: &CrashFacts) -> Vec<Store> {
         .filter(|s| {
             let method = s.crash_method(opts.durability);
             let short_run = crash.source == super::section::CrashSource::Measured;
-            let shared = !apart.iter().any(|e| e.candidate == s.name());
+            let shared = !apart.iter().any(|e| e.candidate == Row::of(*s));
             shared && !(fails(&crash.methods, method) || (short_run && fails(&documented, method)))
         })
         .collect()
@@ -221,19 +231,19 @@ pub fn window(quick: bool, clients: u32, rate: Option<f64>) -> Duration {
 /// Runs the candidates with 1, 2, 4 ... N clients in interleaved rounds
 /// on the suite's datasets in `work`, within `budget`.
 pub(super) fn measure(
-    opts: &AdviseOptions,
-    suite_opts: &SuiteOptions,
+    opts: &Advise,
+    suite: &StudyContext,
     work: &Path,
     crash: &CrashFacts,
     budget: Duration,
-    observer: &dyn SuiteObserver,
 ) -> Result<(ClientsSection, RoundSet)> {
+    let observer = opts.observer();
     let plan = &opts.clients;
     let mix = Mix { read: opts.mix_reads, write: opts.mix_writes };
     let mut arms: Vec<(Row, ClientsArm)> = Vec::new();
     for store in runnable(opts, crash) {
         let (read_id, write_id) = (store.read_id(), store.write_id(opts.durability, false));
-        let Some((settings, path)) = suite::mixed_settings(suite_opts, work, &read_id, &write_id) else {
+        let Some((settings, path)) = suite::mixed_settings(suite, work, read_id, write_id) else {
             return Err(Error::invalid(format!("advise: no dataset for {} with clients", store.name())));
         };
         for (r, row) in plan.rows(store).into_iter().enumerate() {
@@ -246,8 +256,8 @@ pub(super) fn measure(
             // may keep one handle per process (LMDB's environment).
             let first = arms.len();
             for n in plan.levels() {
-                let seed = arm_seed(opts.spec.seed, r, n);
-                let window = window(opts.quick, n, plan.rate);
+                let seed = arm_seed(opts.ctx.seed, r, n);
+                let window = window(opts.quick(), n, plan.rate);
                 let arm = match arms.get(first) {
                     Some((_, first)) => first.at(n, window, seed)?,
                     None => {
@@ -267,7 +277,7 @@ pub(super) fn measure(
         max_rounds: super::LEAST_ROUNDS,
         least_rounds: super::LEAST_ROUNDS,
         budget: Some(budget),
-        clock: opts.clock,
+        clock: opts.ctx.clock,
         ..RoundsPlan::new(super::LEAST_ROUNDS, None)
     };
     let mut dyn_arms: Vec<&mut dyn Arm> = arms.iter_mut().map(|(_, a)| a as &mut dyn Arm).collect();
@@ -306,7 +316,7 @@ fn harness(clients: u32, arms: &[(Row, ClientsArm)]) -> Option<Harness> {
         .map(|(r, a)| (*r, a.tally().all().summary().mean_us))
         .min_by(|a, b| a.1.total_cmp(&b.1))?;
     let share_pct = cost_ns / (mean_us * 1000.0).max(1.0) * 100.0;
-    Some(Harness { clients, cost_ns, share_pct, candidate: row.name() })
+    Some(Harness { clients, cost_ns, share_pct, candidate: row })
 }
 
 fn record(id: &str, row: Row, arm: &ClientsArm) -> ClientsArmRecord {
@@ -320,7 +330,7 @@ fn record(id: &str, row: Row, arm: &ClientsArm) -> ClientsArmRecord {
     ops.sort_unstable();
     ClientsArmRecord {
         id: id.into(),
-        candidate: row.store.name().into(),
+        candidate: row.store,
         sqlite: row.sqlite,
         clients: arm.clients(),
         ops_per_run: ops.get(ops.len() / 2).copied().unwrap_or(0),
@@ -346,7 +356,7 @@ pub fn run_time(quick: bool) -> Duration {
 /// The time the clients' rounds take at most, from their plan: each arm's
 /// warm-up and [`super::LEAST_ROUNDS`] rounds of its window (and the lead
 /// before it), plus a second per arm for opening and surveying its store.
-pub fn least_time(opts: &AdviseOptions) -> Duration {
+pub fn least_time(opts: &Advise) -> Duration {
     let plan = &opts.clients;
     if !plan.runs() {
         return Duration::ZERO;
@@ -357,7 +367,7 @@ pub fn least_time(opts: &AdviseOptions) -> Duration {
         .levels()
         .into_iter()
         .map(|n| {
-            let run = window(opts.quick, n, plan.rate) + crate::drivers::clients::lead(n);
+            let run = window(opts.quick(), n, plan.rate) + crate::drivers::clients::lead(n);
             runs * run.as_secs_f64() + 1.0
         })
         .sum();

@@ -116,7 +116,7 @@ fn all_p99(a: &ClientsArmRecord) -> Option<f64> {
 
 fn measured(section: &ClientsSection, set: &RoundSet, a: &ClientsArmRecord) -> Option<AtClients> {
     Some(AtClients {
-        row: a.row()?,
+        row: a.row(),
         ops_per_s: ops_per_s(set, &a.id)?,
         against_leader: None,
         write_p99_us: a.class("overwrite").map(|c| c.latency.p99_us),

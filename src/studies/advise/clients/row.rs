@@ -3,15 +3,21 @@
 //! under clients (one writer connection for the process, or one per
 //! client; reads through the blob handle or a prepared `SELECT`), and
 //! each is measured and named. A row's name is built and parsed here
-//! only; the result file keeps it in each arm's id (`clients/N/NAME`) and
-//! the store and SQLite configuration as fields of their own.
+//! only (its way of writing spelled by [`DbWriters::suffix`]); the result
+//! file keeps it in each arm's id (`clients/N/NAME`), in its exclusions
+//! and harness, and the store and SQLite configuration as fields of their
+//! own.
+
+use serde::{Deserialize, Serialize};
 
 use super::super::rules::Store;
 use super::section::{ClientsArmRecord, SqliteClients};
 use crate::records::{DbAccess, DbWriters};
 
-/// A candidate in one configuration at N clients.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A candidate in one configuration at N clients. In a result file it is
+/// its [`Row::name`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct Row {
     pub store: Store,
     /// SQLite's configuration; None for every other store.
@@ -33,10 +39,7 @@ impl Row {
     /// `sqlite-one-writer+select`, or the store's name.
     pub fn name(self) -> String {
         let Some(c) = self.sqlite else { return self.store.name().to_string() };
-        let writers = match c.writers {
-            DbWriters::PerClient => "",
-            DbWriters::One => ONE_WRITER,
-        };
+        let writers = c.writers.suffix();
         let reads = match c.reads {
             DbAccess::BlobApi => "",
             DbAccess::Sql => SELECT,
@@ -54,21 +57,15 @@ impl Row {
             Some(r) => (r, DbAccess::Sql),
             None => (rest, DbAccess::BlobApi),
         };
-        let writers = match rest {
-            "" => DbWriters::PerClient,
-            ONE_WRITER => DbWriters::One,
-            _ => return None,
-        };
-        Some(Row::sqlite(writers, reads))
+        Some(Row::sqlite(DbWriters::parse_suffix(rest)?, reads))
     }
 
     /// The row an arm of the result file ran: its store's name and its
     /// SQLite configuration (absent in an older file: SQLite's one row
     /// then, [`SqliteClients::BEFORE`]).
-    pub fn of_record(candidate: &str, sqlite: Option<SqliteClients>) -> Option<Row> {
-        let store = Store::from_name(candidate)?;
+    pub fn of_record(store: Store, sqlite: Option<SqliteClients>) -> Row {
         let sqlite = (store == Store::Sqlite).then(|| sqlite.unwrap_or(SqliteClients::BEFORE));
-        Some(Row { store, sqlite })
+        Row { store, sqlite }
     }
 
     /// The same row read the other way (SQLite's two read paths); None
@@ -94,13 +91,33 @@ impl Row {
 
 impl ClientsArmRecord {
     /// The row it ran.
-    pub fn row(&self) -> Option<Row> {
-        Row::of_record(&self.candidate, self.sqlite)
+    pub fn row(&self) -> Row {
+        Row::of_record(self.candidate, self.sqlite)
     }
 }
 
-const ONE_WRITER: &str = "-one-writer";
 const SELECT: &str = "+select";
+
+impl From<Row> for String {
+    fn from(r: Row) -> String {
+        r.name()
+    }
+}
+
+/// Tests name rows as files spell them.
+#[cfg(test)]
+impl From<&str> for Row {
+    fn from(name: &str) -> Row {
+        Row::from_name(name).unwrap_or_else(|| panic!("no row {name:?}"))
+    }
+}
+
+impl TryFrom<String> for Row {
+    type Error = String;
+    fn try_from(s: String) -> Result<Row, String> {
+        Row::from_name(&s).ok_or_else(|| format!("unknown advise candidate {s:?}"))
+    }
+}
 
 /// The arm id of `row` at `clients`.
 pub fn arm_id(row: Row, clients: u32) -> String {
@@ -127,8 +144,8 @@ mod tests {
         }
         assert_eq!(rows[0].name(), "sqlite", "an older file's SQLite row");
         assert_eq!(rows[3].name(), "sqlite-one-writer+select");
-        assert_eq!(Row::of_record("sqlite", None), Some(rows[0]));
-        assert_eq!(Row::of_record("files-replace", None), Some(rows[4]));
+        assert_eq!(Row::of_record(Store::Sqlite, None), rows[0]);
+        assert_eq!(Row::of_record(Store::FilesReplace, None), rows[4]);
         assert_eq!(Row::from_name("sqlite-two-writers"), None);
         assert_eq!(rows[3].other_read(), Some(rows[2]));
         assert_eq!(rows[3].line(), rows[2]);

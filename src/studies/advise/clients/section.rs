@@ -56,8 +56,8 @@ pub struct ClassLatency {
 pub struct ClientsArmRecord {
     /// The arm's id in the round set: `clients/N/ROW` ([`super::arm_id`]).
     pub id: String,
-    /// Its [`super::super::rules::Store`] name.
-    pub candidate: String,
+    /// Its store (its name in the file).
+    pub candidate: super::super::rules::Store,
     /// SQLite's configuration in this row (absent for the other stores,
     /// and in older files, whose SQLite row is
     /// [`SqliteClients::BEFORE`]).
@@ -89,8 +89,8 @@ impl ClientsArmRecord {
 /// and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClientsExclusion {
-    /// Its row's name ([`super::Row::name`]).
-    pub candidate: String,
+    /// Its row (its name in the file, [`super::Row::name`]).
+    pub candidate: super::Row,
     pub why: String,
 }
 
@@ -152,5 +152,5 @@ pub struct Harness {
     /// Its share of the mean latency of one operation at N, in percent.
     pub share_pct: f64,
     /// The row of that largest share.
-    pub candidate: String,
+    pub candidate: super::Row,
 }

@@ -63,7 +63,7 @@ fn processes_exclude_the_stores_one_process_alone_may_open() {
     let all = [Store::Sqlite, Store::FilesReplace, lmdb, redb, fjall];
     assert!(excluded(&all, ClientsAre::Threads).is_empty());
     let out = excluded(&all, ClientsAre::Processes);
-    assert_eq!(out.iter().map(|e| e.candidate.as_str()).collect::<Vec<_>>(), ["sqlite-one-writer", "redb", "fjall"]);
+    assert_eq!(out.iter().map(|e| e.candidate.name()).collect::<Vec<_>>(), ["sqlite-one-writer", "redb", "fjall"]);
     assert!(out.iter().all(|e| e.why.contains("one process")), "{out:?}");
     let out: Vec<ClientsExclusion> = out.into_iter().skip(1).collect();
     let launcher = Launcher { exe: "/bin/true".into(), args: Vec::new() };
@@ -207,20 +207,20 @@ fn a_lead_within_the_noise_is_no_change_of_leader() {
 fn the_least_time_covers_every_arm_s_runs_at_their_window() {
     assert!(run_time(true) < run_time(false));
     let mut o = crate::studies::advise::tests::options(std::path::Path::new("."));
-    o.clients = ClientsPlan { clients: 8, ..ClientsPlan::ONE };
+    o.opts.clients = ClientsPlan { clients: 8, ..ClientsPlan::ONE };
     // SQLite's four rows (two ways of writing, two read paths) and the rest once.
-    let rows = (o.stores().len() + 3) as f64;
+    let rows = (o.advise().stores().len() + 3) as f64;
     let runs = f64::from(crate::studies::advise::LEAST_ROUNDS + 1);
     for quick in [true, false] {
-        o.quick = quick;
+        o.ctx.quick = quick;
         let per_row: f64 = [1u32, 2, 4, 8]
             .map(|n| runs * (run_time(quick) + crate::drivers::clients::lead(n)).as_secs_f64() + 1.0)
             .iter()
             .sum();
-        assert_eq!(least_time(&o).as_secs_f64(), (rows * per_row).ceil(), "quick {quick}");
+        assert_eq!(least_time(&o.advise()).as_secs_f64(), (rows * per_row).ceil(), "quick {quick}");
     }
-    o.clients = ClientsPlan::ONE;
-    assert_eq!(least_time(&o), Duration::ZERO, "one client: no clients' stage");
+    o.opts.clients = ClientsPlan::ONE;
+    assert_eq!(least_time(&o.advise()), Duration::ZERO, "one client: no clients' stage");
     // 200 due per client: 0.2 s at 8,000 ops/s over 8 clients.
     assert_eq!(window(false, 8, Some(8000.0)), Duration::from_millis(400), "at least the closed loop's");
     assert_eq!(window(false, 8, Some(2000.0)), Duration::from_millis(800));
