@@ -92,7 +92,7 @@ fn header(c: &ClientsRun, mix: Mix, commits: Option<u32>, per_s: &[f64], tally: 
     let late = tally.runs.iter().filter_map(|w| w.latest_start_ns).max().unwrap_or(0);
     let _ = writeln!(
         o,
-        "the last client began {:.0} µs after the window's start (at most, over the runs)",
+        "the latest client began its first operation {:.0} µs after it was due (at most, over the runs)",
         late as f64 / 1e3
     );
     o

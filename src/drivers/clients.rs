@@ -71,9 +71,10 @@ pub struct WindowCount {
     /// in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub furthest_behind: Option<Behind>,
-    /// How long after the window's start the last client began its first
-    /// operation, in ns (a client whose thread or process was late).
-    /// Absent in older files.
+    /// How long after it was due the latest client began its first
+    /// operation, in ns (a client whose thread or process was late; in a
+    /// closed loop the first is due at the window's start). Absent in
+    /// older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latest_start_ns: Option<u64>,
 }
@@ -112,10 +113,9 @@ impl WindowCount {
         WindowCount { ops, slowest: sorted.first().copied().unwrap_or(0), median, due, ..WindowCount::default() }
     }
 
-    /// The clients' run over a window starting at `start_ns` on their
-    /// spans' clock: their counts, and under a rate their due operations
-    /// and the client furthest behind.
-    pub fn of_spans(spans: &[ClientSpan], start_ns: u64, paced: bool) -> WindowCount {
+    /// The clients' run over a window: their counts, and under a rate
+    /// their due operations and the client furthest behind.
+    pub fn of_spans(spans: &[ClientSpan], paced: bool) -> WindowCount {
         let ops: Vec<u64> = spans.iter().map(|s| s.ops).collect();
         let due = paced.then(|| spans.iter().map(|s| s.due.due).sum());
         let behind = |s: &ClientSpan| Behind { judged: s.due.judged, behind: s.due.behind };
@@ -124,7 +124,7 @@ impl WindowCount {
             furthest_behind: paced
                 .then(|| spans.iter().map(behind).min_by(|a, b| a.kept().total_cmp(&b.kept())))
                 .flatten(),
-            latest_start_ns: spans.iter().map(|s| s.loop_start_ns.saturating_sub(start_ns)).max(),
+            latest_start_ns: spans.iter().map(|s| s.due.first_late_ns).max(),
             ..WindowCount::of(&ops, due)
         }
     }
@@ -300,7 +300,7 @@ impl ClientsArm {
         if ctx.timed {
             self.timed_runs += 1;
             self.tally.ops += outcome.ops;
-            self.tally.runs.push(WindowCount::of_spans(&spans, window.0, self.rate.is_some()));
+            self.tally.runs.push(WindowCount::of_spans(&spans, self.rate.is_some()));
             self.tally.busy_waits += done.iter().map(|d| d.busy_waits).sum::<u64>();
             for s in &spans {
                 self.tally.due.add(&s.due);

@@ -65,6 +65,11 @@ pub struct DueCounts {
     pub wakes: u64,
     pub wake_late_ns: u64,
     pub wake_late_max_ns: u64,
+    /// How long after its due time the client began its first operation
+    /// (a thread or process that was late), in ns; for one that began none,
+    /// the deadline's lateness on its first due time. The most when added.
+    #[serde(default)]
+    pub first_late_ns: u64,
 }
 
 /// The loop of one client over a shared window: each due operation (its
@@ -83,6 +88,7 @@ pub(super) fn window_loop<S: Session + ?Sized, C: LoopClock>(
     let mut t = WindowTally::default();
     let mut slot = Slot::new(max_id);
     let mut due = w.start + w.pace.map_or(Duration::ZERO, |p| p.offset);
+    let first_due = due;
     let mut first = None;
     while due < w.deadline {
         if let Some(late) = clock.sleep_until(due) {
@@ -118,6 +124,7 @@ pub(super) fn window_loop<S: Session + ?Sized, C: LoopClock>(
         start: first.unwrap_or(w.deadline),
         end: clock.now(),
     };
+    t.due.first_late_ns = nanos(first.unwrap_or(w.deadline), first_due);
     t.due.record_unstarted(w, due, &mut work);
     Ok((totals, t))
 }
@@ -160,6 +167,7 @@ impl DueCounts {
         self.wakes += other.wakes;
         self.wake_late_ns += other.wake_late_ns;
         self.wake_late_max_ns = self.wake_late_max_ns.max(other.wake_late_max_ns);
+        self.first_late_ns = self.first_late_ns.max(other.first_late_ns);
     }
 
     #[inline]
@@ -344,7 +352,10 @@ mod tests {
         assert_eq!(totals.ops, 30);
         assert_eq!(reads.count(), 30);
         assert!(reads.summary().max_us >= 20_900.0, "it waited from the start: {:?}", reads.summary());
-        assert_eq!(tally, WindowTally::default(), "nothing under way at the deadline, no schedule");
+        assert_eq!(tally.due.first_late_ns, (20 * MS).as_nanos() as u64, "it says how late it began");
+        let on_time =
+            WindowTally { due: DueCounts { first_late_ns: tally.due.first_late_ns, ..DueCounts::default() }, ..tally };
+        assert_eq!(tally, on_time, "nothing under way at the deadline, no schedule");
     }
 
     /// A client whose window passed before it began: every operation due
@@ -376,6 +387,7 @@ mod tests {
             (100, 100, 99, 0, 0)
         );
         assert_eq!((tally.due.wakes, tally.straddled), (100, None));
+        assert_eq!(tally.due.first_late_ns, 0, "its first op began when due, half an interval in");
         assert_eq!(reads.count(), 100);
         assert!(reads.summary().max_us <= 101.0, "each from its due time: {:?}", reads.summary());
     }
@@ -392,7 +404,7 @@ mod tests {
         let (totals, tally, _) = run(&mut FakeStore::new(fake, 8 * MS), w);
         assert_eq!((totals.ops, tally.due.due, tally.due.judged, tally.due.behind), (9, 10, 9, 0));
         assert!(tally.straddled.is_some(), "the one due at 90 ms is under way at the deadline");
-        let count = WindowCount::of_spans(&[span(&totals, &tally)], 0, true);
+        let count = WindowCount::of_spans(&[span(&totals, &tally)], true);
         assert_eq!(kept_up(&[count]), Some(1.0));
     }
 
@@ -419,7 +431,7 @@ mod tests {
         let w1 = paced(shift(start), 100 * MS, MS / 2, MS);
         let (t1, tally1, _) = run(&mut FakeStore::new(other, MS / 10), w1);
         assert_eq!((t1.ops, tally1.due.behind), (100, 0));
-        let count = WindowCount::of_spans(&[span(&t0, &tally0), span(&t1, &tally1)], 0, true);
+        let count = WindowCount::of_spans(&[span(&t0, &tally0), span(&t1, &tally1)], true);
         assert_eq!((count.due, count.unstarted), (Some(200), Some(5)));
         assert!(count.ops as f64 / 200.0 > KEEP_UP - 0.03, "pooled, it nearly kept up: {count:?}");
         let kept = kept_up(&[count]).unwrap();

@@ -167,7 +167,7 @@ fn run_with_clients_ends_on_every_engine() {
         common::blobbench()
             .arg("run")
             .arg(path)
-            .args(["--clients", "4", "--window", "50ms", "--warmup", "1", "--repeat", "1"])
+            .args(["--clients", "4", "--window", "200ms", "--warmup", "1", "--repeat", "1"])
             .args(extra)
             .timeout(common::HANG)
             .output()
@@ -186,7 +186,14 @@ fn run_with_clients_ends_on_every_engine() {
                 assert!(e.contains("--commit-every does not apply to the external layout"), "{how}: {e}");
                 continue;
             }
-            assert!(out.status.success(), "{how}: {}", String::from_utf8_lossy(&out.stderr));
+            if !out.status.success() {
+                // A machine so loaded that no client's operation (a write
+                // behind a slow sync) ended in a window: that run ends too,
+                // with one line saying so, never a figure.
+                let e = common::one_line_error(&out);
+                assert!(e.contains("no operation of 4 client(s) ended in the window of 0.200 s"), "{how}: {e}");
+                continue;
+            }
             let text = String::from_utf8_lossy(&out.stdout);
             assert!(text.contains("4 clients (threads)"), "{how}: {text}");
         }
