@@ -18,3 +18,7 @@ pub mod studies;
 pub mod util;
 
 pub use util::error::{Error, Result};
+
+/// No import cycle between the crate's files (checked by every `cargo test`).
+#[cfg(test)]
+mod tests_module_cycles;

@@ -134,7 +134,12 @@ pub fn crashtest(args: CrashtestArgs) -> anyhow::Result<()> {
         .map(|m| {
             format!(
                 "{} ({} integrity failures, {} torn, {} missing, {} lost, {} undone)",
-                m.method, m.integrity_failures, m.torn, m.missing, m.unexpected_version, m.undone
+                m.method,
+                m.checks.integrity_failures,
+                m.checks.torn,
+                m.checks.missing,
+                m.checks.unexpected_version,
+                m.undone
             )
         })
         .collect();
@@ -158,7 +163,7 @@ fn power_cuts(args: &CrashtestArgs, ctx: &StudyContext, opts: &CrashOptions) -> 
         .map(|m| {
             format!(
                 "{} ({} lost after acknowledgement, {} integrity failures)",
-                m.method, m.lost_after_ack, m.integrity_failures
+                m.method, m.lost_after_ack, m.checks.integrity_failures
             )
         })
         .collect();

@@ -154,6 +154,7 @@ pub fn export(args: ExportArgs) -> anyhow::Result<()> {
             if let Some(notice) = args.servers.export_notice(&args.dir)? {
                 println!("{notice}");
             }
+            super::servers::warn_in_clear(args.servers.s3.as_deref(), args.force.then_some(args.dir.as_path()));
             let mut settings = args.servers.settings();
             settings.pg.storage = storage;
             dataset::build_with(kind, &args.db, &args.dir, args.force, &settings, &progress)?
@@ -212,6 +213,7 @@ pub fn stat(args: StatArgs) -> anyhow::Result<()> {
     let Some(path) = &args.path else {
         return super::drop::list(&args.servers, args.json);
     };
+    super::servers::warn_in_clear(args.servers.s3.as_deref(), Some(path));
     let report = dataset::stat_with(path, args.vacuum, &settings)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -7,11 +7,10 @@ use std::path::PathBuf;
 use clap::Args;
 
 use blobbench::engine::s3::{self, Dropped};
-use blobbench::records::S3Params;
 use blobbench::report::{table_text, ColumnKind, Table};
 use blobbench::util::units;
 
-use super::servers::{ca_file, AddressingArg};
+use super::servers::S3Reach;
 
 #[derive(Debug, Args)]
 pub struct DropArgs {
@@ -32,21 +31,17 @@ pub struct DropArgs {
     /// The bucket of --prefix.
     #[arg(long, value_name = "NAME", requires = "prefix")]
     pub s3_bucket: Option<String>,
-    /// A PEM file of CA certificates to trust beside the system's [default
-    /// for DIR: the one its export used].
-    #[arg(long, value_name = "FILE", value_parser = ca_file)]
-    pub s3_ca: Option<PathBuf>,
-    /// Where requests name the bucket (see export's --s3-addressing)
-    /// [default for DIR: as its export did].
-    #[arg(long, value_name = "STYLE", value_enum, default_value_t = AddressingArg::Auto)]
-    pub s3_addressing: AddressingArg,
+    #[command(flatten)]
+    pub reach: S3Reach,
 }
 
 pub fn drop(args: DropArgs) -> anyhow::Result<()> {
-    let s3 = S3Params { ca: args.s3_ca.clone(), addressing: args.s3_addressing.into(), ..S3Params::default() };
+    super::servers::warn_in_clear(args.s3.as_deref(), args.dir.as_deref());
+    let settings = args.reach.settings();
+    let s3 = &settings.s3;
     let (what, dropped) = match (&args.dir, &args.prefix, &args.s3, &args.s3_bucket) {
-        (Some(dir), ..) => (dir.display().to_string(), s3::drop_dataset(dir, &s3)?),
-        (None, Some(prefix), Some(url), Some(bucket)) => (prefix.clone(), s3::drop_prefix(url, bucket, prefix, &s3)?),
+        (Some(dir), ..) => (dir.display().to_string(), s3::drop_dataset(dir, s3)?),
+        (None, Some(prefix), Some(url), Some(bucket)) => (prefix.clone(), s3::drop_prefix(url, bucket, prefix, s3)?),
         _ => anyhow::bail!("give a dataset's directory, or --prefix with --s3 URL and --s3-bucket NAME"),
     };
     println!("{}", dropped_line(&what, &dropped));
@@ -82,6 +77,7 @@ pub fn list(servers: &super::servers::ServerArgs, json: bool) -> anyhow::Result<
     let (Some(url), Some(bucket)) = (&servers.s3, &servers.s3_bucket) else {
         anyhow::bail!("stat needs a PATH, or --s3 URL and --s3-bucket NAME to list a store's blobbench datasets");
     };
+    super::servers::warn_in_clear(Some(url), None);
     let settings = servers.settings();
     let found = s3::list_datasets(url, bucket, &settings.s3)?;
     if json {

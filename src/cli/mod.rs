@@ -17,6 +17,7 @@ mod report;
 mod rounds;
 mod run;
 mod run_clients;
+mod run_text;
 mod servers;
 mod start_at;
 mod suite;

@@ -27,9 +27,10 @@ pub struct ServerArgs {
     /// with a path for a gateway below one), in --s3-bucket, instead of a
     /// throwaway server; credentials and region as the AWS CLI finds them
     /// (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, else AWS_PROFILE's in
-    /// ~/.aws/credentials and ~/.aws/config; AWS_REGION; SSO and instance
-    /// metadata are not read: `aws configure export-credentials --format
-    /// env` hands their keys over); HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY
+    /// ~/.aws/credentials and ~/.aws/config; AWS_REGION; a profile that
+    /// assumes a role or uses SSO, web identity or a credential process is
+    /// refused: `aws configure export-credentials --format env` hands its
+    /// keys over); HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY
     /// are honoured (never for loopback). Each request may stall 30 s
     /// (BLOBBENCH_S3_STALL_SECS). blobbench writes only under a prefix of
     /// the export's own, blobbench/<DIR's name>-<id>/, and never makes or
@@ -48,16 +49,8 @@ pub struct ServerArgs {
     /// of 8 MiB (at export and in timed writes; K, M, MiB... suffixes work).
     #[arg(long, value_name = "SIZE", default_value_t = DEFAULT_MULTIPART_THRESHOLD, value_parser = units::positive_u64)]
     pub s3_multipart_threshold: u64,
-    /// S3: a PEM file of CA certificates to trust, beside the system's
-    /// store, for an https --s3 endpoint with a private CA.
-    #[arg(long, value_name = "FILE", value_parser = ca_file)]
-    pub s3_ca: Option<PathBuf>,
-    /// S3: where requests name the bucket: in the host name (virtual), in
-    /// the path, or auto (as the AWS CLI: virtual for a DNS-compatible
-    /// bucket on an endpoint named by a host name without a path, path
-    /// otherwise).
-    #[arg(long, value_name = "STYLE", value_enum, default_value_t = AddressingArg::Auto)]
-    pub s3_addressing: AddressingArg,
+    #[command(flatten)]
+    pub reach: S3Reach,
     /// S3: export to, and write in timed runs to, a bucket that keeps
     /// every version (versioning Enabled, as object lock requires), where
     /// each overwrite and delete keeps the old bytes, billed; refused
@@ -66,6 +59,39 @@ pub struct ServerArgs {
     pub s3_versioned_ok: bool,
     #[command(flatten)]
     pub study: StudyServers,
+}
+
+/// How to reach a store the user runs, beside its endpoint and
+/// credentials: `export`, `run` and `stat` take these flags through
+/// [`ServerArgs`], and `drop` takes them alone.
+#[derive(Debug, Args)]
+pub struct S3Reach {
+    /// S3: a PEM file of CA certificates to trust, beside the system's
+    /// store, for an https store with a private CA [default for a
+    /// dataset: the one its export used].
+    #[arg(long, value_name = "FILE", value_parser = ca_file)]
+    pub s3_ca: Option<PathBuf>,
+    /// S3: where requests name the bucket: in the host name (virtual), in
+    /// the path, or auto (as the AWS CLI: virtual for a DNS-compatible
+    /// bucket on an endpoint named by a host name without a path, path
+    /// otherwise) [for a dataset, auto: as its export did].
+    #[arg(long, value_name = "STYLE", value_enum, default_value_t = AddressingArg::Auto)]
+    pub s3_addressing: AddressingArg,
+}
+
+impl S3Reach {
+    /// The engines' settings with only these flags set (`drop`, which
+    /// builds nothing and runs no engine).
+    pub fn settings(&self) -> EngineSettings {
+        let mut settings = StudyServers::default().settings();
+        self.apply(&mut settings);
+        settings
+    }
+
+    fn apply(&self, settings: &mut EngineSettings) {
+        settings.s3.ca.clone_from(&self.s3_ca);
+        settings.s3.addressing = self.s3_addressing.into();
+    }
 }
 
 /// The server flags every study takes (and `export`, through
@@ -145,9 +171,8 @@ impl ServerArgs {
         settings.s3.bucket.clone_from(&self.s3_bucket);
         settings.s3.replicas = self.s3_replicas;
         settings.s3.multipart_threshold = self.s3_multipart_threshold;
-        settings.s3.ca.clone_from(&self.s3_ca);
         settings.s3.versioned_ok = self.s3_versioned_ok;
-        settings.s3.addressing = self.s3_addressing.into();
+        self.reach.apply(&mut settings);
         settings
     }
 
@@ -170,6 +195,23 @@ impl ServerArgs {
         }
         let Some(url) = self.pg.as_deref() else { return Ok(None) };
         Ok(Some(format!("Writing table {} on {} (nothing else there is touched)", remote_table_name(dir), redact(url))))
+    }
+}
+
+/// Warns, before the command's first signed request, of each store it may
+/// reach by plain http off this machine (`url`, and the stores the dataset
+/// at `dataset` has objects in): the access key, each request's signature
+/// and any session token travel unencrypted. Loopback stays silent.
+pub fn warn_in_clear(url: Option<&str>, dataset: Option<&Path>) {
+    let mut endpoints: Vec<String> = url.map(str::to_string).into_iter().collect();
+    endpoints.extend(dataset.map(blobbench::engine::s3::endpoints_of).unwrap_or_default());
+    endpoints.sort();
+    endpoints.dedup();
+    for endpoint in endpoints.iter().filter(|e| blobbench::engine::s3::in_clear(e)) {
+        eprintln!(
+            "warning: {endpoint} is plain http: the access key, each request's signature and any session token \
+             travel unencrypted (use https://)"
+        );
     }
 }
 

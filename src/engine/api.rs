@@ -217,6 +217,17 @@ pub(crate) fn take(content: &[u8], len: usize, key: u32) -> Result<&[u8]> {
     content.get(..len).ok_or_else(|| too_short(content.len(), len, key))
 }
 
+/// Ok for a session opened to write (`write`); a read session's write is
+/// refused.
+#[inline]
+pub(crate) fn check_write(write: bool) -> Result<()> {
+    if write {
+        Ok(())
+    } else {
+        Err(crate::Error::invalid("a read session cannot write"))
+    }
+}
+
 #[cold]
 fn too_short(have: usize, need: usize, key: u32) -> crate::Error {
     crate::Error::invalid(format!("new content for key {key} has {have} bytes, the blob has {need}"))

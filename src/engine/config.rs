@@ -160,9 +160,10 @@ impl WriteConfig {
 
 /// One way SQLite's clients write a database at once (`DbWriters`): what
 /// the pages call it, how it writes, and whether client processes can
-/// share it. A row of SQLite's backend (`engine::sqlite::WRITERS`); a new
-/// way is one variant of [`DbWriters`] (spelled in `records/config.rs`),
-/// one row and its session in `engine/sqlite/`.
+/// share it. A row of SQLite's backend (`engine::sqlite::WRITERS`, in
+/// `engine/sqlite/session/writers.rs`); a new way is one variant of
+/// [`DbWriters`] (spelled in `records/config.rs`), its row there and, for a
+/// writer its clients share, its slot and session module there too.
 #[derive(Debug, Clone, Copy)]
 pub struct WritersConfig {
     pub id: DbWriters,

@@ -2,8 +2,26 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Latency, LatencySummary, Measured, RunSample, Summary};
+use super::latency::{Latency, LatencySummary};
+use super::sample::RunSample;
+use super::stats::Summary;
 use crate::records::WorkloadParams;
+
+/// The engine's output for one experiment.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    pub runs: Vec<RunSample>,
+    pub latency: Option<Latency>,
+    pub summary: Summary,
+    pub clock_cost_ns: f64,
+    pub clock_overhead_pct: f64,
+    pub warnings: Vec<String>,
+    /// Stopped early by Ctrl-C; the runs here are complete ones.
+    pub interrupted: bool,
+    /// The one-off open of the engine's handle, reported apart: the setup
+    /// time of the first run, warm-up included, that opened it.
+    pub handle_open_ns: Option<u64>,
+}
 
 /// One configuration measured `repeat` times after `warmup` untimed runs.
 #[derive(Debug, Clone, Serialize, Deserialize)]

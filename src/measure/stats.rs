@@ -2,7 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{RunSample, NOISY_CV_PCT};
+use super::sample::RunSample;
+
+/// Spread (coefficient of variation) above which a comparison is doubtful.
+pub const NOISY_CV_PCT: f64 = 10.0;
 
 /// One figure across runs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

@@ -239,7 +239,7 @@ pub fn round_set(id: &str, arms: &[&str], rounds: Vec<(Vec<f64>, Load)>) -> Roun
 /// at `mix` and `durability`, judged by the documented crash table, as a
 /// quick run that kept to its budget.
 pub fn advise_section(
-    stores: &[crate::studies::advise::rules::Store],
+    stores: &[crate::studies::advise::Store],
     mix: (u32, u32),
     durability: crate::studies::advise::Durability,
     commit_every: Option<u32>,

@@ -5,8 +5,8 @@
 
 use std::path::PathBuf;
 
+use super::format::doc::{Block, Section, Table};
 use super::format::{markdown, text};
-use super::{Block, Section, Table};
 use crate::results::merge::{self, Merged};
 use crate::results::ResultFile;
 use crate::{Error, Result};

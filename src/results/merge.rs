@@ -4,28 +4,10 @@
 //! histograms merged (never their percentiles averaged), each file's own
 //! figures beside for the spread between clients.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::ResultFile;
 use crate::measure::{Latency, LatencySummary};
-
-/// What a `run` records for merging (optional; absent in files written
-/// before it, which do not merge).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunSection {
-    /// Wall clock (ns since 1970, UTC) when the timed runs began: after
-    /// the open, the survey, the warm-ups and the wait for `--start-at`.
-    pub timed_start_unix_ns: u64,
-    /// Wall clock when the last timed run ended.
-    pub timed_end_unix_ns: u64,
-    /// `--start-at`, when given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub start_at_unix_ns: Option<u64>,
-    /// The store measured: a server the user runs (`--pg` URL without its
-    /// password, `--s3` URL and bucket), or `HOST:PATH` of a dataset on
-    /// this host (a throwaway server's included).
-    pub endpoint: String,
-}
 
 /// One file's own figures.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -15,7 +15,6 @@ use serde::{Deserialize, Serialize};
 use crate::measure::envinfo::Environment;
 pub use crate::measure::Experiment;
 pub use crate::records::{DatasetSpec, DiskUsage};
-pub use merge::RunSection;
 
 pub const SCHEMA_NAME: &str = "blobbench-results";
 /// Version 2 added the label, the latency histograms and the block
@@ -31,6 +30,24 @@ pub const SCHEMA_VERSION: u32 = 4;
 pub const OLDEST_READABLE_VERSION: u32 = 1;
 
 /// Everything one invocation measured.
+/// What a `run` records for merging (optional; absent in files written
+/// before it, which do not merge).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSection {
+    /// Wall clock (ns since 1970, UTC) when the timed runs began: after
+    /// the open, the survey, the warm-ups and the wait for `--start-at`.
+    pub timed_start_unix_ns: u64,
+    /// Wall clock when the last timed run ended.
+    pub timed_end_unix_ns: u64,
+    /// `--start-at`, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at_unix_ns: Option<u64>,
+    /// The store measured: a server the user runs (`--pg` URL without its
+    /// password, `--s3` URL and bucket), or `HOST:PATH` of a dataset on
+    /// this host (a throwaway server's included).
+    pub endpoint: String,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ResultFile {
     pub schema: String,

@@ -57,6 +57,9 @@ struct Case {
     /// permission bits stop even root (a read-only file or directory, mode
     /// 000, are then what they are for any other user).
     nocaps: bool,
+    /// Variables set for the command ("@x" in a value stands for x of the
+    /// case's directory), after the AWS ones are cleared.
+    env: Vec<(&'static str, &'static str)>,
 }
 
 fn case(name: &str, fixture: Fixture, args: &[&str], expect: Expect) -> Case {
@@ -71,6 +74,7 @@ fn case(name: &str, fixture: Fixture, args: &[&str], expect: Expect) -> Case {
         fault: None,
         held: None,
         nocaps: false,
+        env: Vec::new(),
     }
 }
 
@@ -97,7 +101,18 @@ impl Case {
         self.nocaps = true;
         self
     }
+
+    fn env(mut self, vars: &[(&'static str, &'static str)]) -> Self {
+        self.env.extend_from_slice(vars);
+        self
+    }
 }
+
+/// Keys in the environment, for the cases that reach a store.
+const KEYS: [(&str, &str); 2] = [("AWS_ACCESS_KEY_ID", "AKIATEST"), ("AWS_SECRET_ACCESS_KEY", "s3cret")];
+/// The profiles of `aws_files`, in its files.
+const PROFILE_FILES: [(&str, &str); 2] =
+    [("AWS_SHARED_CREDENTIALS_FILE", "@aws-credentials"), ("AWS_CONFIG_FILE", "@aws-config")];
 
 #[rustfmt::skip]
 fn cases() -> Vec<Case> {
@@ -466,6 +481,15 @@ fn engine_cases() -> Vec<Case> {
         case("export: unknown --s3-server", db, &["export", "@db", "@t", "--engine", "s3", "--s3-server", "minio"], Fail("unknown --s3-server 'minio' (expected swift, seaweedfs)")),
         case("suite: unknown --s3-server", none, &["suite", "--engines", "s3", "--s3-server", "ceph", "--workdir", "@", "--out", "@rep"], Fail("unknown --s3-server 'ceph'")),
         case("crashtest: unknown --s3-server", none, &["crashtest", "--method", "s3-durable", "--s3-server", "x", "--workdir", "@"], Fail("unknown --s3-server 'x'")),
+        // Issue 50: a listed key outside the prefix; a dataset another
+        // blobbench holds; a profile that assumes a role or uses SSO; a
+        // missing profile, keys in the environment or not.
+        case("drop: a listed key a URL would resolve outside the prefix", s3_planted, &["drop", "@t"], Fail(r#"key "blobbench/t-0000abcd/../../victim" is refused"#)).env(&KEYS),
+        case("drop: an s3 dataset a write run holds", s3_unreachable, &["drop", "@t"], Fail("is in use by blobbench process")).held(EngineKind::S3),
+        case("export: an s3 profile that assumes a role", aws_files, &["export", "@db", "@t", "--engine", "s3", "--s3", "http://127.0.0.1:1", "--s3-bucket", "bkt"], Fail("profile scoped gets its keys through role_arn")).env(&PROFILE_FILES).env(&[("AWS_PROFILE", "scoped")]),
+        case("drop: an s3 profile that uses SSO", aws_files_and_dataset, &["drop", "@t"], Fail("profile sso gets its keys through sso_session")).env(&PROFILE_FILES).env(&[("AWS_PROFILE", "sso")]),
+        case("export: a missing s3 profile, keys in the environment", aws_files, &["export", "@db", "@t", "--engine", "s3", "--s3", "http://127.0.0.1:1", "--s3-bucket", "bkt"], Fail("profile nope is in neither")).env(&PROFILE_FILES).env(&KEYS).env(&[("AWS_PROFILE", "nope")]),
+        case("run: a missing s3 profile", aws_files_and_dataset, &["run", "@t"], Fail("profile nope is in neither")).env(&PROFILE_FILES).env(&[("AWS_PROFILE", "nope")]),
         // LMDB's data.mdb beside fjall's keyspaces/: neither is read as the dataset
         case("run: two engines' files in one dir", lmdb_and_fjall, &["run", "@t"], Fail("holds the files of two engines, LMDB and fjall")),
         case("run --threads: two engines' files in one dir", lmdb_and_fjall, &["run", "@t", "--threads", "2"], Fail("holds the files of two engines, LMDB and fjall")),
@@ -489,6 +513,33 @@ fn s3_unreachable(d: &Path) {
     std::fs::create_dir(d.join("t")).unwrap();
     let desc = r#"{"engine":"s3","bucket":"bkt","prefix":"blobbench/t-0000abcd/","id":"0000abcd","endpoint":"http://127.0.0.1:1"}"#;
     std::fs::write(d.join("t/blobbench-s3.json"), desc).unwrap();
+}
+
+/// An S3 dataset on a scripted store whose listing names a key with `..`.
+fn s3_planted(d: &Path) {
+    std::fs::create_dir(d.join("t")).unwrap();
+    let endpoint = common::s3::planted_store();
+    let desc = format!(
+        r#"{{"engine":"s3","bucket":"bkt","prefix":"blobbench/t-0000abcd/","id":"0000abcd","endpoint":"{endpoint}"}}"#
+    );
+    std::fs::write(d.join("t/blobbench-s3.json"), desc).unwrap();
+}
+
+/// AWS shared files: profile `scoped` with keys in the credentials file
+/// and a role to assume in the config file; `sso` using SSO; and a
+/// kvtest database.
+fn aws_files(d: &Path) {
+    db(d);
+    let credentials = "[scoped]\naws_access_key_id = AKIABROAD\naws_secret_access_key = broad\n";
+    std::fs::write(d.join("aws-credentials"), credentials).unwrap();
+    let config = "[profile scoped]\nrole_arn = arn:aws:iam::1:role/scoped\nsource_profile = x\n\n\
+        [profile sso]\nsso_session = corp\nsso_account_id = 1\nsso_role_name = r\n";
+    std::fs::write(d.join("aws-config"), config).unwrap();
+}
+
+fn aws_files_and_dataset(d: &Path) {
+    aws_files(d);
+    s3_unreachable(d);
 }
 
 fn engine_fixture(d: &Path, kind: EngineKind) {
@@ -962,9 +1013,21 @@ fn check(c: &Case) -> Option<String> {
         .env_remove("AWS_SECRET_ACCESS_KEY")
         .env_remove("AWS_PROFILE")
         .env_remove("AWS_DEFAULT_PROFILE")
+        .env_remove("AWS_SESSION_TOKEN")
+        .env_remove("AWS_SECURITY_TOKEN")
+        .env_remove("AWS_WEB_IDENTITY_TOKEN_FILE")
+        .env_remove("AWS_ROLE_ARN")
+        .env_remove("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+        .env_remove("AWS_CONTAINER_CREDENTIALS_FULL_URI")
         // No profile of this machine's user either.
         .env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws/credentials")
         .env("AWS_CONFIG_FILE", "/nonexistent/aws/config");
+    for (name, value) in &c.env {
+        match value.strip_prefix('@') {
+            Some(rel) => cmd.env(name, seen.join(rel)),
+            None => cmd.env(name, value),
+        };
+    }
     if let Some(limit) = c.fsize {
         // SAFETY: setrlimit and signal are async-signal-safe. SIGXFSZ is
         // left at its default (a core dump): blobbench must ignore it

@@ -34,14 +34,15 @@ fn quick_crashtest_keeps_journaled_databases_whole() {
     let mut journaled_new = 0;
     for m in &section.methods {
         assert_eq!(m.kills, blobbench::studies::crashtest::QUICK_KILLS, "{}", m.method);
-        assert_eq!(m.blobs_checked, u64::from(m.kills) * u64::from(section.blobs));
-        let classified = m.intact_old + m.intact_new + m.torn + m.missing + m.unexpected_version;
-        assert_eq!(classified, m.blobs_checked, "{}: every blob is classified once", m.method);
+        assert_eq!(m.checks.blobs_checked, u64::from(m.kills) * u64::from(section.run.blobs));
+        let classified =
+            m.checks.intact_old + m.checks.intact_new + m.checks.torn + m.checks.missing + m.checks.unexpected_version;
+        assert_eq!(classified, m.checks.blobs_checked, "{}: every blob is classified once", m.method);
         assert!(stdout.contains(&m.method), "{} is in the table", m.method);
         if m.promises_atomic {
-            assert_eq!(m.integrity_failures, 0, "{}", m.method);
-            assert_eq!((m.torn, m.missing, m.unexpected_version), (0, 0, 0), "{}", m.method);
-            journaled_new += m.intact_new;
+            assert_eq!(m.checks.integrity_failures, 0, "{}", m.method);
+            assert_eq!((m.checks.torn, m.checks.missing, m.checks.unexpected_version), (0, 0, 0), "{}", m.method);
+            journaled_new += m.checks.intact_new;
         }
     }
     assert!(journaled_new > 0, "the writers were killed while writing, not before they wrote anything");

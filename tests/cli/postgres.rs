@@ -148,13 +148,13 @@ fn a_sigkilled_server_keeps_every_durable_commit() {
     for m in &section.methods {
         assert!(out.contains(&m.method), "{} is in the table:\n{out}", m.method);
         assert_eq!(m.kills, 2, "{}", m.method);
-        assert_eq!(m.integrity_failures, 0, "{}: the restarted server recovered", m.method);
-        assert_eq!((m.torn, m.missing, m.unexpected_version), (0, 0, 0), "{}", m.method);
-        assert_eq!(m.intact_old + m.intact_new, 40, "{}", m.method);
+        assert_eq!(m.checks.integrity_failures, 0, "{}: the restarted server recovered", m.method);
+        assert_eq!((m.checks.torn, m.checks.missing, m.checks.unexpected_version), (0, 0, 0), "{}", m.method);
+        assert_eq!(m.checks.intact_old + m.checks.intact_new, 40, "{}", m.method);
         if m.method.ends_with("-durable") {
             assert!(m.acknowledges_durability, "{}", m.method);
             assert_eq!(m.undone, 0, "{}: synchronous_commit=on loses no acknowledged commit", m.method);
-            assert!(m.intact_new > 0, "{}: killed while writing, not before", m.method);
+            assert!(m.checks.intact_new > 0, "{}: killed while writing, not before", m.method);
         }
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "only the JSON is left");

@@ -31,10 +31,11 @@ fn quick_power_cut_keeps_full_sync_commits_and_drops_unsynced_files() {
     common::valid_results(&json);
     let file = blobbench::results::read(&json).unwrap();
     let fjall = file.power_cut.as_ref().and_then(|s| s.methods.iter().find(|m| m.method == FJALL_DURABLE));
-    let fjall_lost = fjall.is_some_and(|m| m.lost_after_ack > 0 || m.integrity_failures > 0);
+    let fjall_lost = fjall.is_some_and(|m| m.lost_after_ack > 0 || m.checks.integrity_failures > 0);
     if fjall_lost {
         // The known gap, and nothing else: the store would not open.
-        let reason = fjall.and_then(|m| m.integrity_reason.as_ref()).map(|r| r.first.clone()).unwrap_or_default();
+        let reason =
+            fjall.and_then(|m| m.checks.integrity_reason.as_ref()).map(|r| r.first.clone()).unwrap_or_default();
         assert!(reason.contains("Unrecoverable"), "fjall-durable failed for another reason: {reason}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         let only_fjall = stderr.contains(&format!(": {FJALL_DURABLE} (")) && !stderr.contains("; ");
@@ -50,14 +51,15 @@ fn quick_power_cut_keeps_full_sync_commits_and_drops_unsynced_files() {
     let row = |name: &str| section.methods.iter().find(|m| m.method == name).unwrap_or_else(|| panic!("{name}"));
     for m in &section.methods {
         assert_eq!(m.cuts, blobbench::studies::crashtest::QUICK_KILLS, "{}", m.method);
-        let classified = m.intact_old + m.intact_new + m.torn + m.missing + m.unexpected_version;
-        assert_eq!(classified, m.blobs_checked, "{}: every blob is classified once", m.method);
+        let classified =
+            m.checks.intact_old + m.checks.intact_new + m.checks.torn + m.checks.missing + m.checks.unexpected_version;
+        assert_eq!(classified, m.checks.blobs_checked, "{}: every blob is classified once", m.method);
         assert!(stdout.contains(&m.method), "{} is in the table", m.method);
     }
     let engines = ["lmdb-durable", "lmdb-fast", "redb-durable", "redb-fast", "fjall-fast"];
     for name in ["db-wal-full", "db-delete", "db-delete-extra"].into_iter().chain(engines) {
-        assert_eq!(row(name).integrity_failures, 0, "{name}");
-        assert_eq!((row(name).torn, row(name).missing), (0, 0), "{name}");
+        assert_eq!(row(name).checks.integrity_failures, 0, "{name}");
+        assert_eq!((row(name).checks.torn, row(name).checks.missing), (0, 0), "{name}");
     }
     let durable = ["lmdb-durable", "redb-durable"];
     for name in ["db-wal-full", "db-delete-extra", "truncate-fsync", "inplace-fsync", "replace-fsync-dir"]
@@ -68,12 +70,12 @@ fn quick_power_cut_keeps_full_sync_commits_and_drops_unsynced_files() {
         assert!(row(name).writes_acknowledged > 0, "{name}: the writer got as far as an acknowledged write");
     }
     for name in ["db-wal-full"].into_iter().chain(durable) {
-        assert!(row(name).intact_new > 0, "{name}: acknowledged commits reached the disk");
+        assert!(row(name).checks.intact_new > 0, "{name}: acknowledged commits reached the disk");
         assert!(row(name).promises_durability, "{name}: its losses are judged");
     }
     let truncate = row("truncate");
     assert!(
-        truncate.lost_before_ack + truncate.torn + truncate.missing > 0,
+        truncate.lost_before_ack + truncate.checks.torn + truncate.checks.missing > 0,
         "the strict model must drop unsynced file writes: {truncate:?}"
     );
     assert!(truncate.pending_writes > 0);

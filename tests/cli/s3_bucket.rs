@@ -13,7 +13,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use blobbench::engine::s3::seaweedfs::Mini;
-use common::s3::{as_user, as_user_process, slow_relay, OwnBucket, Under};
+use common::s3::{as_user, as_user_process, slow_relay, Meddler, OwnBucket, Under};
 use common::{kvtest_db, quick_error, stdout_of, HANG};
 
 const MARKER: &str = "blobbench-dataset.json";
@@ -237,4 +237,150 @@ fn a_killed_export_is_dropped_with_its_incomplete_uploads() {
     assert_eq!(b.under("blobbench/"), Under::default(), "nothing left behind");
     assert!(!c.exists());
     store.stop().unwrap();
+}
+
+/// Issue 50, the serious one: a proxy in front of SeaweedFS plants
+/// `PREFIX../../victim` in every full listing of a dataset's prefix (which
+/// rusty-s3's URL would resolve to the user's `victim`). `drop DIR`, `drop
+/// --prefix`, `export --force`'s retirement and a failed export's clean-up
+/// each stop naming the key, send no DELETE outside the prefix (none at
+/// all), and `victim` survives; `export --force` and the failed export
+/// keep the prefixes they could not remove in their descriptors, which
+/// `drop DIR` removes once the store lists honestly again (by
+/// DeleteObjects).
+#[test]
+fn a_key_planted_in_a_listing_gets_no_delete_outside_the_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = users_store(dir.path());
+    let b = OwnBucket::create(&store.endpoint(), "users");
+    b.put("victim", b"the user's own");
+    let m = Meddler::start(&b.endpoint);
+    let db = dir.path().join("kv.db");
+    kvtest_db(&db, 6, 1000);
+    let via = |target: &Path, more: &[&str]| {
+        let args = ["export", "--engine", "s3", s(&db), s(target), "--s3", &m.endpoint, "--s3-bucket", "users"];
+        as_user(&[&args[..], more].concat())
+    };
+    let t = dir.path().join("t.s3");
+    via(&t, &[]).assert().success();
+    let old = prefix_of(&t);
+    m.plant.store(true, std::sync::atomic::Ordering::SeqCst);
+    let untouched = |prefix: &str, objects: usize| {
+        assert!(m.deleted().is_empty(), "no DELETE sent: {:?}", m.deleted());
+        assert_eq!(b.keys(prefix).len(), objects, "nothing under {prefix} deleted");
+        assert_eq!(b.get("victim").as_deref(), Some(&b"the user's own"[..]), "the object outside survives");
+    };
+    let refused = format!(r#"key "{old}../../victim" is refused"#);
+
+    let err = quick_error(&mut as_user(&["drop", s(&t)]));
+    assert!(err.contains(&refused) && err.contains("nothing was deleted"), "{err}");
+    untouched(&old, 7);
+    let err = quick_error(&mut as_user(&["drop", "--prefix", &old, "--s3", &m.endpoint, "--s3-bucket", "users"]));
+    assert!(err.contains(&refused) && err.contains("nothing was deleted"), "{err}");
+    untouched(&old, 7);
+
+    // export --force writes the new dataset; the old one's retirement
+    // stops at the planted key, and the descriptor keeps naming it.
+    let err = quick_error(&mut via(&t, &["--force"]));
+    assert!(err.contains("holds the new export") && err.contains(&refused), "{err}");
+    assert!(err.contains("descriptor still names them"), "{err}");
+    let new = prefix_of(&t);
+    assert_ne!(new, old);
+    assert_eq!(descriptor(&t)["replaces"][0]["prefix"], old.as_str(), "{}", descriptor(&t));
+    assert_eq!(b.keys(&new).len(), 7, "the new export is whole");
+    untouched(&old, 7);
+
+    // A failed export (its fourth PUT refused): its clean-up stops at the
+    // planted key, and its directory keeps the prefix for drop DIR.
+    *m.puts_left.lock().unwrap() = Some(3);
+    let f = dir.path().join("f.s3");
+    let err = quick_error(&mut via(&f, &[]));
+    assert!(err.contains("AccessDenied") && err.contains("removing the objects written under"), "{err}");
+    assert!(
+        err.contains("is refused") && err.contains(&format!("finish with: blobbench drop {}", f.display())),
+        "{err}"
+    );
+    assert_eq!(descriptor(&f)["incomplete"], true);
+    untouched(&prefix_of(&f), 3);
+
+    // An honest store again: drop DIR removes every prefix each names.
+    m.plant.store(false, std::sync::atomic::Ordering::SeqCst);
+    *m.puts_left.lock().unwrap() = None;
+    let out = stdout_of(&mut as_user(&["drop", s(&t)]));
+    assert!(out.contains("removed 14 objects"), "the new dataset and the one it replaced: {out}");
+    assert!(stdout_of(&mut as_user(&["drop", s(&f)])).contains("removed 3 objects"));
+    assert!(b.keys("blobbench/").is_empty(), "{:?}", b.keys("blobbench/"));
+    assert_eq!(b.get("victim").as_deref(), Some(&b"the user's own"[..]));
+    let outside: Vec<String> =
+        m.deleted().into_iter().filter(|k| !k.starts_with("blobbench/") || k.contains("/../")).collect();
+    assert!(outside.is_empty(), "{outside:?}");
+    let batched = m.seen().iter().filter(|p| p.method == "POST" && p.target.contains("delete")).count();
+    assert!(batched >= 3, "SeaweedFS took DeleteObjects: {batched} batches");
+    store.stop().unwrap();
+}
+
+/// Issue 50, moderate 1: `drop DIR` while a write run holds the dataset
+/// is refused before anything is deleted, naming the run; a write run
+/// whose marker is gone writes nothing; once the run has ended, `drop`
+/// removes everything under the prefix. The run reaches the
+/// store through a relay that holds each answer 200 ms, so that it is
+/// still writing when the drop comes, however fast the machine.
+#[test]
+fn a_drop_while_a_write_run_holds_the_dataset_is_refused_naming_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = users_store(dir.path());
+    let b = OwnBucket::create(&store.endpoint(), "users");
+    let slow = slow_relay(&b.endpoint, Duration::from_millis(200));
+    let db = dir.path().join("kv.db");
+    kvtest_db(&db, 10, 1000);
+    let t = dir.path().join("t.s3");
+    let export = ["export", "--engine", "s3", s(&db), s(&t), "--s3", &slow, "--s3-bucket", "users"];
+    as_user(&export).assert().success();
+    let prefix = prefix_of(&t);
+    assert_eq!(b.keys(&prefix).len(), 11);
+    let update = ["run", s(&t), "--update", "--count", "30", "--repeat", "1"];
+    let mut run = as_user_process(&update).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let lock = t.join("blobbench-s3.lock");
+    wait_for(&mut run, "the run's lock", || lock.exists());
+    let err = quick_error(&mut as_user(&["drop", s(&t)]));
+    let named = format!("is in use by blobbench process {} (a run with writes, since ", run.id());
+    assert!(err.contains(&named) && err.contains("nothing was changed"), "{err}");
+    assert_eq!(b.keys(&prefix).len(), 11, "nothing deleted");
+    let out = run.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!lock.exists(), "the lock's file goes with the run");
+    // A write run reads the marker before its first PUT: with it gone (a
+    // drop elsewhere), nothing is written.
+    let marker = format!("{prefix}{MARKER}");
+    let saved = b.get(&marker).unwrap();
+    b.delete(&marker);
+    let err = quick_error(&mut as_user(&update));
+    assert!(err.contains(&format!("its marker {marker} is gone")) && err.contains("nothing was written"), "{err}");
+    assert_eq!(b.keys(&prefix).len(), 10, "no PUT");
+    b.put(&marker, &saved);
+    let out = stdout_of(&mut as_user(&["drop", s(&t)]));
+    assert!(out.contains("removed 11 objects"), "{out}");
+    assert_eq!(b.under(&prefix), Under::default(), "no object left under the prefix");
+    assert!(!t.exists());
+    store.stop().unwrap();
+}
+
+/// Issue 50, bad input and minor: a plain-http store off this machine
+/// gets one warning line before the first signed request (keys and
+/// session token travel unencrypted); loopback gets none.
+#[test]
+fn plain_http_off_this_machine_is_warned_of_and_loopback_is_not() {
+    let gone = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    for (host, warned) in [("0.0.0.0", true), ("127.0.0.1", false)] {
+        let url = format!("http://{host}:{gone}");
+        let out = as_user(&["stat", "--s3", &url, "--s3-bucket", "users"]).timeout(HANG).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = err.lines().collect();
+        assert!(!out.status.success() && lines.len() == 1 + usize::from(warned), "{err}");
+        assert!(lines.last().unwrap().contains("cannot connect to"), "{err}");
+        if warned {
+            assert!(lines[0].starts_with(&format!("warning: {url} is plain http")), "{err}");
+            assert!(lines[0].contains("session token travel unencrypted"), "{err}");
+        }
+    }
 }

@@ -101,3 +101,63 @@ fn a_profile_in_the_shared_files_exports_runs_and_drops_on_seaweedfs() {
     store.stop().unwrap();
     assert!(servers_under(dir.path()).is_empty());
 }
+
+/// Issue 50, moderate 2: `export --force` retires the dataset it replaces
+/// with that dataset's own profile, not the new export's. Here that
+/// profile's keys no longer open the store (it cannot delete), so the
+/// retirement fails and the descriptor keeps the replaced dataset, with
+/// its store and profile; once the profile is right again, `drop DIR`
+/// removes both datasets' objects, each with its own profile.
+#[test]
+fn a_dataset_retired_with_a_profile_that_cannot_delete_it_is_dropped_later_with_the_right_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("kv.db");
+    kvtest_db(&db, 5, 1000);
+    let store_dir = dir.path().join("store");
+    std::fs::create_dir(&store_dir).unwrap();
+    Mini::init(&store_dir).unwrap();
+    let store = Mini::start(&store_dir).unwrap();
+    let user = UsersStore::new(&store.endpoint(), "retire-bucket");
+    user.create();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join(".aws")).unwrap();
+    let credentials = |old_secret: &str| {
+        let (key, secret) = (seaweedfs::ACCESS_KEY, seaweedfs::SECRET);
+        let text = format!(
+            "[default]\naws_access_key_id = {key}\naws_secret_access_key = {secret}\n\n\
+             [old]\naws_access_key_id = {key}\naws_secret_access_key = {old_secret}\n"
+        );
+        std::fs::write(home.join(".aws/credentials"), text).unwrap();
+    };
+    credentials(seaweedfs::SECRET);
+    let t = dir.path().join("t.s3");
+    let export = ["export", "--engine", "s3", s(&db), s(&t), "--s3", &user.endpoint, "--s3-bucket", "retire-bucket"];
+    with_profile(&user, &home, &[("AWS_PROFILE", "old")], &export).assert().success();
+    let old = descriptor_prefix(&t);
+
+    credentials("no-longer-right");
+    let force = [&export[..], &["--force"]].concat();
+    let err = quick_error(&mut with_profile(&user, &home, &[], &force));
+    assert!(err.contains("holds the new export") && err.contains(&old), "{err}");
+    assert!(err.contains("check profile old's keys") && err.contains("AWS_PROFILE=old blobbench drop"), "{err}");
+    let desc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(t.join("blobbench-s3.json")).unwrap()).unwrap();
+    let replaced = &desc["replaces"][0];
+    assert_eq!(
+        (replaced["prefix"].as_str(), replaced["profile"].as_str()),
+        (Some(old.as_str()), Some("old")),
+        "{desc}"
+    );
+    assert_eq!(replaced["endpoint"], user.endpoint.as_str());
+    assert_eq!(desc["profile"], "default", "the new export's own profile");
+    let new = descriptor_prefix(&t);
+    assert!(user.get(&format!("{old}0000000005")).is_some() && user.get(&format!("{new}0000000005")).is_some());
+
+    credentials(seaweedfs::SECRET);
+    let out = with_profile(&user, &home, &[], &["drop", s(&t)]).assert().success().get_output().stdout.clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(out.contains("removed 12 objects"), "both datasets, 5 blobs and a marker each: {out}");
+    assert!(user.get(&format!("{old}0000000005")).is_none() && user.get(&format!("{new}0000000005")).is_none());
+    assert!(!t.exists());
+    store.stop().unwrap();
+}

@@ -215,7 +215,7 @@ pub fn hold_from_env() {
     use std::io::{Read, Write};
     let spec = std::env::var("BLOBBENCH_HOLD").expect("run by hold_in_child");
     let (name, path) = spec.split_once(':').unwrap();
-    let kind = EngineKind::KEY_VALUE.into_iter().find(|k| k.name() == name).unwrap();
+    let kind = EngineKind::ALL.into_iter().find(|k| k.name() == name).unwrap();
     let held = hold(kind, Path::new(path));
     // fjall's background threads may still be writing its version files
     // just after the open; the parent's snapshot must see only what the
@@ -263,6 +263,11 @@ pub fn hold(kind: EngineKind, path: &Path) -> Box<dyn std::any::Any> {
         EngineKind::Lmdb => Box::new(unsafe { heed::EnvOpenOptions::new().open(path) }.unwrap()),
         EngineKind::Redb => Box::new(redb::Database::open(path).unwrap()),
         EngineKind::Fjall => Box::new(fjall::Database::builder(path).open().unwrap()),
+        // An S3 dataset's directory, held as a run with writes holds it.
+        EngineKind::S3 => {
+            use blobbench::engine::s3::{DatasetLock, Holding};
+            Box::new(DatasetLock::take(path, Holding::Writes).unwrap())
+        }
         other => panic!("{other:?} is not a key-value engine"),
     }
 }

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use postgres::{Client, Statement};
 
 use super::conn::{pg_error, Server};
-use crate::engine::api::{take, Session, SessionInfo};
+use crate::engine::api::{check_write, take, Session, SessionInfo};
 use crate::engine::keep::Lease;
 use crate::engine::kv::copy_out;
 use crate::engine::sizes::KnownSizes;
@@ -142,14 +142,6 @@ impl PgSession {
     fn err(&self, what: &str, e: postgres::Error) -> Error {
         pg_error(&self.server.label, what, e)
     }
-
-    fn check_write(&self) -> Result<()> {
-        if self.write {
-            Ok(())
-        } else {
-            Err(Error::invalid("a read session cannot write"))
-        }
-    }
 }
 
 impl Session for PgSession {
@@ -163,7 +155,7 @@ impl Session for PgSession {
     }
 
     fn overwrite(&mut self, key: u32, content: &[u8]) -> Result<u64> {
-        self.check_write()?;
+        check_write(self.write)?;
         let Some(len) = self.sizes.get(key) else { return Ok(0) };
         let len = len as usize;
         let value = take(content, len, key)?;
@@ -181,7 +173,7 @@ impl Session for PgSession {
     }
 
     fn put(&mut self, key: u32, content: &[u8]) -> Result<()> {
-        self.check_write()?;
+        check_write(self.write)?;
         let len = u32::try_from(content.len()).map_err(|_| Error::invalid(format!("blob {key} is over 4 GB")))?;
         self.client.execute(&self.st.put, &[&i64::from(key), &content]).map_err(|e| self.err("cannot write", e))?;
         self.sizes.insert(key, len);
@@ -189,7 +181,7 @@ impl Session for PgSession {
     }
 
     fn delete(&mut self, key: u32) -> Result<bool> {
-        self.check_write()?;
+        check_write(self.write)?;
         let n = self.client.execute(&self.st.delete, &[&i64::from(key)]).map_err(|e| self.err("cannot delete", e))?;
         if n > 0 {
             self.sizes.remove(key);

@@ -13,6 +13,7 @@ use std::time::Instant;
 use super::client::Client;
 use super::descriptor::{self, check_bucket, Descriptor, LOCAL_BUCKET};
 use super::fill::fill;
+use super::lock::{DatasetLock, Holding};
 use super::remote::{build_remote, replaced, retire};
 use super::servers::{self, Server};
 use crate::engine::kv;
@@ -23,6 +24,7 @@ use crate::{Error, Result};
 
 /// Builds the S3 dataset at `target` from the kvtest database `db`.
 pub fn build(db: &Path, target: &Path, force: bool, s3: &S3Params, progress: &dyn Progress) -> Result<ExportReport> {
+    super::multipart::check_threshold(s3.multipart_threshold)?;
     if force && target.join(descriptor::DESCRIPTOR).is_file() {
         // A descriptor --force would replace says why it is not blobbench's.
         Descriptor::read(target)?;
@@ -54,11 +56,18 @@ fn build_local(db: &Path, target: &Path, force: bool, s3: &S3Params, progress: &
     server.check_installed()?;
     let started = Instant::now();
     reap_killed_builds(target)?;
-    let staging = kv::stage(super::KIND, target, force, descriptor::detect)?;
+    let staging = kv::stage(super::kind::KIND, target, force, descriptor::detect)?;
+    // A dataset replaced in a store the user runs is retired under the
+    // directory's lock, as an export there would.
+    let _lock = if force && target.join(descriptor::DESCRIPTOR).is_file() {
+        DatasetLock::take(target, Holding::Export)?
+    } else {
+        None
+    };
     let replaced = replaced(target, if force { Descriptor::read(target).ok() } else { None })?;
     std::fs::create_dir(&staging.path).map_err(|e| Error::io(&staging.path, "cannot create", e))?;
     server.init(&staging.path, replicas)?;
-    let desc = Descriptor::new_export(target, LOCAL_BUCKET, None, Some(replicas));
+    let desc = Descriptor { replaces: replaced, ..Descriptor::new_export(target, LOCAL_BUCKET, None, Some(replicas)) };
     let filled = {
         // Declared after `staging`, so dropped (stopped) before it is removed.
         let running = server.start(&staging.path)?;
@@ -77,14 +86,14 @@ fn build_local(db: &Path, target: &Path, force: bool, s3: &S3Params, progress: &
         servers::stop_any(target)?;
     }
     staging.finish()?;
-    retire(target, &replaced, s3)?;
+    retire(target, &desc, s3)?;
     Ok(filled.report(started, None))
 }
 
 /// A killed build leaves `.NAME.s3-PID` beside the target (its servers die
 /// with it): end any still running and remove the directory.
 fn reap_killed_builds(target: &Path) -> Result<()> {
-    for dir in crate::engine::throwaway::killed_builds(target, super::KIND) {
+    for dir in crate::engine::throwaway::killed_builds(target, super::kind::KIND) {
         servers::stop_any(&dir)?;
         std::fs::remove_dir_all(&dir).map_err(|err| Error::io(&dir, "cannot remove a killed build", err))?;
     }

@@ -22,35 +22,14 @@ use rusty_s3::actions::{ListObjectsV2, S3Action};
 use rusty_s3::{Bucket, Credentials, UrlStyle};
 
 use super::credentials::Source;
+use super::descriptor::ROOT;
+use super::keys::{key_flaw, refusal as key_refusal};
 use super::net::{url_style, Net, CONNECT_TIMEOUT, DNS_TIMEOUT, STALL_ENV};
 use super::refusal::{self, classify, ErrorDoc, Refusal};
+use super::retry::{is_broken, is_busy, patiently, timed, Again, BUSY_PAUSES};
 use crate::records::Addressing;
 use crate::util::interrupt::stop_requested;
 use crate::{Error, Result};
-
-/// The pauses before each new try of a request the store answered busy,
-/// when building or removing a dataset (never in a timed loop): about 30 s
-/// in all, as S3 clients back off from 503 SlowDown.
-pub(super) const BUSY_PAUSES: [Duration; 6] = [
-    Duration::from_millis(500),
-    Duration::from_secs(1),
-    Duration::from_secs(2),
-    Duration::from_secs(4),
-    Duration::from_secs(8),
-    Duration::from_secs(16),
-];
-
-/// Tries of one request whose connection broke (reset, timed out) before
-/// building gives up: a blip is retried, a dead store is not waited on
-/// for minutes.
-const BROKEN_TRIES: usize = 3;
-
-/// The answers S3 clients try again: a server error or a busy store
-/// (S3's 503 SlowDown; Swift's proxy answers 503 when a storage server
-/// missed its timeouts, as a single-process one in a long fsync can).
-pub(super) fn is_busy(status: u16) -> bool {
-    matches!(status, 500 | 502 | 503 | 504)
-}
 
 /// How long a signed URL stays valid: it is used at once, and a URL in
 /// an access log (or sent over plain http) is worth little a minute later.
@@ -70,6 +49,9 @@ pub struct Store {
     source: Option<Source>,
     /// Proxy, bounds and CAs.
     pub net: Net,
+    /// The prefix every key a request names must lie under (see
+    /// [`super::keys`]): a dataset's, or `blobbench/`.
+    scope: String,
 }
 
 impl Store {
@@ -89,7 +71,25 @@ impl Store {
         let style = if local { UrlStyle::Path } else { url_style(addressing, &url, bucket)? };
         let bucket = Bucket::new(url, style, bucket.to_string(), region.to_string())
             .map_err(|e| Error::bad_input(&label, format!("not a usable bucket: {e}")))?;
-        Ok(Store { bucket, credentials, label, local, source: None, net })
+        Ok(Store { bucket, credentials, label, local, source: None, net, scope: ROOT.to_string() })
+    }
+
+    /// The same store, its requests confined to keys under `prefix` (a
+    /// dataset's, ending with `/`).
+    pub fn within(self, prefix: &str) -> Store {
+        Store { scope: prefix.to_string(), ..self }
+    }
+
+    /// Refuses a request (`op`) naming `key` outside this store's scope,
+    /// or with a segment a URL path would resolve (see [`super::keys`]).
+    #[inline]
+    pub(super) fn check_key(&self, op: &str, key: &str) -> Result<()> {
+        match key_flaw(&self.scope, key) {
+            None => Ok(()),
+            Some(why) => {
+                Err(Error::bad_input(&self.label, format!("{op} not sent: {}", key_refusal(&self.scope, key, why))))
+            }
+        }
     }
 
     /// The same store, its credentials found in `source`.
@@ -110,6 +110,11 @@ impl Store {
 
     pub fn bucket(&self) -> &str {
         self.bucket.name()
+    }
+
+    /// The prefix its requests' keys lie under.
+    pub(super) fn scope(&self) -> &str {
+        &self.scope
     }
 }
 
@@ -187,6 +192,7 @@ impl Client {
     /// asking every replica); other stores ignore the header.
     pub fn get_into(&self, key: &str, newest: bool, buf: &mut Vec<u8>) -> Result<Option<usize>> {
         let call = Call { op: "GET", key };
+        self.store.check_key(call.op, key)?;
         let url = self.store.bucket.get_object(Some(&self.store.credentials), key).sign(SIGNED_FOR);
         let mut request = self.agent.get(url.as_str());
         if newest {
@@ -237,6 +243,7 @@ impl Client {
     /// The size of `key`, or None when there is no such object (HEAD).
     pub fn head(&self, key: &str) -> Result<Option<u64>> {
         let call = Call { op: "HEAD", key };
+        self.store.check_key(call.op, key)?;
         let url = self.store.bucket.head_object(Some(&self.store.credentials), key).sign(SIGNED_FOR);
         let mut resp = self.agent.head(url.as_str()).call().map_err(|e| self.transport(call, e, None))?;
         if resp.status() == 404 {
@@ -283,6 +290,7 @@ impl Client {
     /// answered busy or the connection broke, Err for any other failure.
     fn put_once(&self, key: &str, body: &[u8]) -> Result<Option<Again>> {
         let call = Call { op: "PUT", key };
+        self.store.check_key(call.op, key)?;
         let url = self.store.bucket.put_object(Some(&self.store.credentials), key).sign(SIGNED_FOR);
         match self.agent.put(url.as_str()).send(body) {
             Ok(mut resp) => self.answer(call, &mut resp),
@@ -293,6 +301,7 @@ impl Client {
     /// One DELETE, answered as [`Client::put_once`].
     pub(super) fn delete_once(&self, key: &str) -> Result<Option<Again>> {
         let call = Call { op: "DELETE", key };
+        self.store.check_key(call.op, key)?;
         let url = self.store.bucket.delete_object(Some(&self.store.credentials), key).sign(SIGNED_FOR);
         match self.agent.delete(url.as_str()).call() {
             Ok(mut resp) => self.answer(call, &mut resp),
@@ -337,21 +346,28 @@ impl Client {
 
     /// Makes the bucket (only on blobbench's own cluster). A bucket that
     /// is already there is no error: SeaweedFS makes its own at start and
-    /// answers 409 BucketAlreadyOwnedByYou to a second creation.
+    /// answers 409 BucketAlreadyOwnedByYou to a second creation. Tried
+    /// again as a build's PUTs are ([`Client::patiently`]): a throwaway
+    /// server just started on a loaded machine may answer 503 at first.
     pub fn create_bucket(&self) -> Result<()> {
+        self.patiently(|| self.create_bucket_once()).map(drop)
+    }
+
+    fn create_bucket_once(&self) -> Result<Option<Again>> {
         let call = Call { op: "PUT", key: "" };
         let url = self.store.bucket.create_bucket(&self.store.credentials).sign(SIGNED_FOR);
-        let mut resp = self.agent.put(url.as_str()).send_empty().map_err(|e| self.transport(call, e, None))?;
+        let mut resp = match self.agent.put(url.as_str()).send_empty() {
+            Ok(resp) => resp,
+            Err(e) => return self.failed_to_send(call, e),
+        };
         if resp.status() == 409 {
             let doc = ErrorDoc::parse(&read_text(&mut resp));
             if doc.code.as_deref() == Some("BucketAlreadyOwnedByYou") {
-                return Ok(());
+                return Ok(None);
             }
             return Err(self.status_error(call, 409, "Conflict", &doc, &Said::default()));
         }
-        self.check(call, &mut resp)?;
-        drain(&mut resp);
-        Ok(())
+        self.answer(call, &mut resp)
     }
 
     pub(super) fn list_page(
@@ -406,7 +422,7 @@ impl Client {
         }
     }
 
-    fn status_error(&self, call: Call, status: u16, reason: &str, doc: &ErrorDoc, said: &Said) -> Error {
+    pub(super) fn status_error(&self, call: Call, status: u16, reason: &str, doc: &ErrorDoc, said: &Said) -> Error {
         let s = &self.store;
         let ours = s.bucket.region();
         let key = s.credentials.key();
@@ -498,107 +514,6 @@ impl Client {
             other => format!("{} {} failed{through}: {}", call.op, call.key, one_line(&other.to_string())),
         };
         Error::bad_input(&self.store.label, why)
-    }
-}
-
-/// Why a request is worth another try while building or removing.
-pub(super) enum Again {
-    /// The store answered busy ([`is_busy`]).
-    Busy(Error),
-    /// The connection broke ([`is_broken`]).
-    Broken(Error),
-}
-
-impl Again {
-    /// A timed request's answer: another try is never made, so any is an
-    /// error.
-    pub(super) fn none(again: Option<Again>) -> Result<()> {
-        match again {
-            None => Ok(()),
-            Some(Again::Busy(e)) => Err(timed(e, true)),
-            Some(Again::Broken(e)) => Err(e),
-        }
-    }
-}
-
-/// A timed request's failure, saying, when the store answered busy (S3's
-/// 503 SlowDown), that it was not tried again and what may help.
-fn timed(e: Error, busy: bool) -> Error {
-    match e {
-        Error::BadInput { path, why } if busy => Error::BadInput {
-            path,
-            why: format!(
-                "{why}: timed requests are never tried again (a retry would hide its wait in the figures); \
-                 fewer clients at once (--threads, --clients) may keep the store from slowing down"
-            ),
-        },
-        other => other,
-    }
-}
-
-/// A failure S3 clients try again: a reset or closed connection, or a
-/// request that timed out (never a refused connection: that store is down).
-fn is_broken(e: &ureq::Error) -> bool {
-    use std::io::ErrorKind::*;
-    match e {
-        ureq::Error::Timeout(_) => true,
-        ureq::Error::Io(io) => {
-            matches!(io.kind(), ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof | TimedOut)
-        }
-        _ => false,
-    }
-}
-
-/// Runs `once` until it needs no other try, pausing `pauses` between
-/// tries (each pause ends early when `stop` says so); a broken connection
-/// is tried at most [`BROKEN_TRIES`] times. How many tries failed; the
-/// last failure is the error.
-pub(super) fn patiently(
-    pauses: &[Duration],
-    stop: fn() -> bool,
-    mut once: impl FnMut() -> Result<Option<Again>>,
-) -> Result<u64> {
-    let (mut tries, mut broken) = (0, 0);
-    loop {
-        let (e, last) = match once()? {
-            None => return Ok(tries as u64),
-            Some(Again::Busy(e)) => (e, tries >= pauses.len()),
-            Some(Again::Broken(e)) => {
-                broken += 1;
-                (e, broken >= BROKEN_TRIES || tries >= pauses.len())
-            }
-        };
-        if last {
-            let why = if broken > 0 { "the connection kept breaking" } else { "the store stayed busy" };
-            return Err(gave_up(e, tries + 1, &pauses[..tries], why));
-        }
-        pause(pauses[tries], stop)?;
-        tries += 1;
-    }
-}
-
-/// Sleeps `d`, or less when `stop` says so (then Interrupted).
-fn pause(d: Duration, stop: fn() -> bool) -> Result<()> {
-    let step = Duration::from_millis(100);
-    let mut left = d;
-    while !left.is_zero() {
-        if stop() {
-            return Err(Error::Interrupted);
-        }
-        std::thread::sleep(left.min(step));
-        left = left.saturating_sub(step);
-    }
-    Ok(())
-}
-
-/// The last failure, saying that it was the last of several tries.
-fn gave_up(e: Error, tries: usize, paused: &[Duration], why: &str) -> Error {
-    let waited = paused.iter().map(Duration::as_secs_f64).sum::<f64>().round() as u64;
-    match e {
-        Error::BadInput { path, why: what } => {
-            Error::BadInput { path, why: format!("{what} ({tries} tries over {waited} s: {why})") }
-        }
-        other => other,
     }
 }
 

@@ -1,12 +1,7 @@
-//! The client's retries, errors, signing and bounds, against loopback
-//! listeners (nothing answers, or nothing listens).
+//! The client's errors, signing, bounds and rule of keys, against
+//! loopback listeners (nothing answers, or nothing listens).
 
 use super::*;
-use std::path::Path;
-
-fn never() -> bool {
-    false
-}
 
 fn store(endpoint: &str) -> Client {
     let net = Net::for_url(&parse_endpoint(endpoint).unwrap(), None).unwrap();
@@ -42,53 +37,10 @@ fn urls_are_signed_for_a_minute() {
 }
 
 #[test]
-fn busy_answers_and_broken_connections_are_tried_again_and_others_end_at_once() {
-    let busy =
-        || Again::Busy(Error::bad_input(Path::new("s"), "PUT k failed: the store answered 503 Service Unavailable"));
-    let no_pause = [Duration::ZERO; 3];
-    let mut calls = 0;
-    let twice_busy = patiently(&no_pause, never, || {
-        calls += 1;
-        Ok((calls <= 2).then(busy))
-    });
-    assert_eq!((twice_busy.unwrap(), calls), (2, 3));
-    let mut calls = 0;
-    let e = patiently(&no_pause, never, || {
-        calls += 1;
-        Ok(Some(busy()))
-    })
-    .unwrap_err()
-    .to_string();
-    assert_eq!(calls, 4, "one try, then one after each pause");
-    assert!(e.ends_with("503 Service Unavailable (4 tries over 0 s: the store stayed busy)"), "{e}");
-    let mut calls = 0;
-    let e = patiently(&[Duration::ZERO; 6], never, || {
-        calls += 1;
-        Ok(Some(Again::Broken(Error::bad_input(Path::new("s"), "PUT k: no answer within 30 s"))))
-    })
-    .unwrap_err()
-    .to_string();
-    assert_eq!(calls, BROKEN_TRIES, "a broken connection is tried {BROKEN_TRIES} times");
-    assert!(e.ends_with("(3 tries over 0 s: the connection kept breaking)"), "{e}");
-    let mut calls = 0;
-    let refused = patiently(&no_pause, never, || {
-        calls += 1;
-        Err(Error::bad_input(Path::new("s"), "the store refused access key k"))
-    });
-    assert!(refused.is_err() && calls == 1, "a refusal is not tried again");
-    assert!([500, 502, 503, 504].into_iter().all(is_busy) && ![200, 403, 404, 507].into_iter().any(is_busy));
-    assert!(BUSY_PAUSES.iter().sum::<Duration>() < Duration::from_secs(60), "a dead store fails within a minute");
-    let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
-    assert!(is_broken(&ureq::Error::Io(reset)) && is_broken(&ureq::Error::Timeout(ureq::Timeout::PerRead)));
-    let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
-    assert!(!is_broken(&ureq::Error::Io(refused)), "a refused connection: the store is down");
-}
-
-#[test]
 fn a_refused_endpoint_is_one_line_naming_it() {
     // A port nothing listens on: bound, then closed.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let e = store(&format!("http://127.0.0.1:{port}")).put("x", b"y").unwrap_err().to_string();
+    let e = store(&format!("http://127.0.0.1:{port}")).put("blobbench/x", b"y").unwrap_err().to_string();
     assert!(e.contains(&format!("cannot connect to 127.0.0.1:{port}: connection refused")), "{e}");
     assert!(!e.contains("s3cr3t") && !e.contains('\n'), "{e}");
 }
@@ -157,6 +109,20 @@ fn making_a_bucket_that_is_already_ours_is_no_error() {
     assert!(e.contains("409") && e.contains("BucketAlreadyExists"), "{e}");
 }
 
+/// A throwaway server just started on a loaded machine may answer its
+/// bucket's creation 503: it is tried again, as a build's PUTs are.
+#[test]
+fn making_a_bucket_is_tried_again_when_the_store_is_busy() {
+    let tries = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = tries.clone();
+    let fake = super::super::fake::Fake::start(move |_| match seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+        0 => super::super::fake::Reply::error(503, "ServiceUnavailable"),
+        _ => super::super::fake::Reply::ok(""),
+    });
+    fake.client().create_bucket().unwrap();
+    assert_eq!(tries.load(std::sync::atomic::Ordering::SeqCst), 2, "one 503, then made");
+}
+
 /// MinIO answers a URL signed in its future with AccessDenied "Request is
 /// not valid yet": a clock three hours behind is said to be, with how far
 /// (from the answer's Date), not taken for a missing permission.
@@ -178,13 +144,31 @@ fn a_clock_behind_the_stores_is_named_with_its_skew() {
 fn a_busy_answer_to_a_timed_request_says_it_is_never_tried_again() {
     let fake = super::super::fake::Fake::start(|_| super::super::fake::Reply::error(503, "SlowDown"));
     let c = fake.client();
-    let get = c.get_into("k", false, &mut Vec::new()).unwrap_err().to_string();
-    let put = c.put("k", b"v").unwrap_err().to_string();
+    let get = c.get_into("blobbench/k", false, &mut Vec::new()).unwrap_err().to_string();
+    let put = c.put("blobbench/k", b"v").unwrap_err().to_string();
     for e in [&get, &put] {
         assert!(e.contains("503 Service Unavailable, SlowDown: timed requests are never tried again"), "{e}");
         assert!(e.contains("fewer clients at once") && !e.contains('\n'), "{e}");
     }
     let gone = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let refused = store(&format!("http://127.0.0.1:{gone}")).put("k", b"v").unwrap_err().to_string();
+    let refused = store(&format!("http://127.0.0.1:{gone}")).put("blobbench/k", b"v").unwrap_err().to_string();
     assert!(!refused.contains("never tried again"), "only a busy answer: {refused}");
+}
+
+/// Issue 50: a request naming a key outside the store's scope, or with a
+/// segment a URL path would resolve (rusty-s3's `Url::set_path` turns
+/// `P/../../victim` into `/b/victim`), is refused before anything is sent.
+#[test]
+fn a_key_a_url_would_resolve_elsewhere_is_never_sent() {
+    let fake = super::super::fake::Fake::start(|_| super::super::fake::Reply::ok(""));
+    let c = Client::new(Arc::new(fake.store().within("blobbench/t-0000abcd/")));
+    for key in ["blobbench/t-0000abcd/../../victim", "blobbench/t-0000abcd/./x", "victim", "blobbench/other/1"] {
+        let e = c.delete(key).unwrap_err().to_string();
+        assert!(e.contains("DELETE not sent: key") && e.contains(&format!("{key:?}")), "{e}");
+        assert!(c.put(key, b"x").is_err() && c.get_into(key, false, &mut Vec::new()).is_err() && c.head(key).is_err());
+        assert!(c.put_sized_patiently(key, b"x", 1).is_err() && c.abort_once(key, "u").is_err());
+    }
+    assert!(fake.lines().is_empty(), "nothing sent: {:?}", fake.lines());
+    c.delete("blobbench/t-0000abcd/0000000001").unwrap();
+    assert_eq!(fake.lines(), ["DELETE blobbench/t-0000abcd/0000000001"]);
 }

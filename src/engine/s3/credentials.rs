@@ -1,22 +1,31 @@
 //! The credentials and region for a store the user runs, found as the AWS
 //! CLI finds them:
 //! 1. the environment: `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`
-//!    (and `AWS_SESSION_TOKEN`);
+//!    (and `AWS_SESSION_TOKEN`, or the older `AWS_SECURITY_TOKEN`); a
+//!    profile `AWS_PROFILE` (or `AWS_DEFAULT_PROFILE`) names must exist
+//!    even then, as the AWS CLI refuses "The config profile (x) could not
+//!    be found";
 //! 2. else a profile: `AWS_PROFILE` (or `AWS_DEFAULT_PROFILE`), else the
-//!    one the dataset was exported with, else `default`; its keys in the
-//!    shared credentials file (`AWS_SHARED_CREDENTIALS_FILE`, else
-//!    `~/.aws/credentials`, section `[NAME]`), else in the config file
-//!    (`AWS_CONFIG_FILE`, else `~/.aws/config`, section `[profile NAME]`,
-//!    `[default]` for the default).
+//!    one the dataset was exported with, else `default`. In it, in either
+//!    file, the settings that get keys elsewhere (an assumed role, SSO, web
+//!    identity, `credential_process`) are looked for first, as are
+//!    `AWS_WEB_IDENTITY_TOKEN_FILE` and `AWS_ROLE_ARN`: blobbench does not
+//!    read them ([`NOT_READ`]), so each is refused in one line with the
+//!    remedy, rather than signing with the profile's static keys as
+//!    another principal than the AWS CLI would;
+//! 3. then its static keys: in the shared credentials file
+//!    (`AWS_SHARED_CREDENTIALS_FILE`, else `~/.aws/credentials`, section
+//!    `[NAME]`), else in the config file (`AWS_CONFIG_FILE`, else
+//!    `~/.aws/config`, section `[profile NAME]`, `[default]` for the
+//!    default), `aws_session_token` (or `aws_security_token`) beside them;
+//! 4. nothing found with the container's credential variables set (ECS,
+//!    EKS pod identity) is refused as those are; else "no credentials".
 //!
 //! The region: `AWS_REGION`, `AWS_DEFAULT_REGION`, the profile's `region`
-//! in the config file, else us-east-1. What is not read ([`NOT_READ`]):
-//! SSO, `credential_process`, assumed roles and instance metadata, which
-//! need the AWS SDK's machinery; the AWS CLI hands their keys over.
-//!
-//! The files are read with `rust-ini` (a line it cannot read is named),
-//! only when the environment leaves something to find. What a dataset and
-//! a result file keep is [`Source`]: a profile's name, never a key.
+//! in the config file, else us-east-1. The files are read with `rust-ini`
+//! (a line it cannot read is named, never quoted), a leading `~` in their
+//! variables expanded as the AWS CLI does. What a dataset and a result
+//! file keep is [`Source`]: a profile's name, never a key.
 
 use std::path::{Path, PathBuf};
 
@@ -25,16 +34,31 @@ use rusty_s3::Credentials;
 use crate::{Error, Result};
 
 /// What blobbench does not read, and how to hand it over.
-pub const NOT_READ: &str = "SSO, credential_process, assumed roles and instance metadata are not read: \
-    export their keys first, eval \"$(aws configure export-credentials --format env)\"";
+pub const NOT_READ: &str = "SSO, credential_process, assumed roles, web identity and container or instance \
+    credentials are not read: export their keys first, eval \"$(aws configure export-credentials --format env)\"";
 
 /// The region when nothing names one.
 const DEFAULT_REGION: &str = "us-east-1";
 
 /// Settings of a profile that get its keys from somewhere blobbench does
-/// not look.
-const ELSEWHERE: [&str; 6] =
-    ["sso_session", "sso_start_url", "credential_process", "role_arn", "web_identity_token_file", "credential_source"];
+/// not look (the AWS CLI's assume-role, web identity, SSO and process
+/// providers), each refused where the AWS CLI would use it.
+const ELSEWHERE: [&str; 8] = [
+    "role_arn",
+    "credential_source",
+    "web_identity_token_file",
+    "sso_session",
+    "sso_start_url",
+    "sso_account_id",
+    "credential_process",
+    "login_session",
+];
+
+/// Variables with which the AWS CLI fetches keys instead of reading them:
+/// web identity (before a profile's static keys) and the container's
+/// endpoint (after).
+const WEB_IDENTITY: [&str; 2] = ["AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN"];
+const CONTAINER: [&str; 2] = ["AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"];
 
 /// Where the credentials came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,13 +107,21 @@ pub struct Found {
 pub fn find(env: &dyn Fn(&str) -> Option<String>, recorded: Option<&str>) -> Result<Found> {
     let var = |name: &str| env(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
     let files = Files::of(&var);
-    let named = var("AWS_PROFILE").or_else(|| var("AWS_DEFAULT_PROFILE")).or_else(|| recorded.map(str::to_string));
-    let profile = named.clone().unwrap_or_else(|| "default".into());
+    let named = var("AWS_PROFILE").or_else(|| var("AWS_DEFAULT_PROFILE"));
+    if let Some(name) = &named {
+        files.profile(name, Named::ByUser)?;
+    }
+    let token = || var("AWS_SESSION_TOKEN").or_else(|| var("AWS_SECURITY_TOKEN"));
+    let (profile, how) = match (&named, recorded) {
+        (Some(name), _) => (name.clone(), Named::ByUser),
+        (None, Some(name)) => (name.to_string(), Named::ByDataset),
+        (None, None) => ("default".to_string(), Named::Default),
+    };
     let (credentials, source) = match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
-        (Some(key), Some(secret)) => (keys(key, secret, var("AWS_SESSION_TOKEN")), Source::Environment),
+        (Some(key), Some(secret)) => (keys(key, secret, token()), Source::Environment),
         (Some(_), None) => return Err(Error::invalid("AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not")),
         (None, Some(_)) => return Err(Error::invalid("AWS_SECRET_ACCESS_KEY is set but AWS_ACCESS_KEY_ID is not")),
-        (None, None) => (files.profile_keys(&profile, named.is_some())?, Source::Profile(profile.clone())),
+        (None, None) => (files.profile_keys(&profile, how, &var)?, Source::Profile(profile.clone())),
     };
     let region = match var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION")) {
         Some(r) => r,
@@ -105,8 +137,33 @@ fn keys(key: String, secret: String, token: Option<String>) -> Credentials {
     }
 }
 
+/// How the profile to read was chosen.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Named {
+    /// `AWS_PROFILE` or `AWS_DEFAULT_PROFILE`: it must exist.
+    ByUser,
+    /// The descriptor's: the profile the dataset was exported with.
+    ByDataset,
+    /// Nothing named one: `default`, whose absence means no credentials.
+    Default,
+}
+
+/// A profile's settings in each file: the credentials file's section and
+/// the config file's.
+struct Profile<'a> {
+    sections: Vec<(&'a Path, Vec<(String, String)>)>,
+}
+
+impl Profile<'_> {
+    fn get(&self, key: &str) -> Option<(&Path, String)> {
+        self.sections.iter().find_map(|(file, values)| {
+            values.iter().find(|(k, v)| k == key && !v.is_empty()).map(|(_, v)| (*file, v.clone()))
+        })
+    }
+}
+
 /// The shared credentials and config files, where the environment says
-/// or in `~/.aws`.
+/// (a leading `~` expanded) or in `~/.aws`.
 struct Files {
     credentials: Option<PathBuf>,
     config: Option<PathBuf>,
@@ -114,55 +171,92 @@ struct Files {
 
 impl Files {
     fn of(var: &dyn Fn(&str) -> Option<String>) -> Files {
-        let home = var("HOME").map(|h| PathBuf::from(h).join(".aws"));
-        let path =
-            |name: &str, file: &str| var(name).map(PathBuf::from).or_else(|| home.as_ref().map(|h| h.join(file)));
+        let home = var("HOME");
+        let expand = |value: String| match (value.strip_prefix('~'), &home) {
+            (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
+                PathBuf::from(format!("{home}{rest}"))
+            }
+            _ => PathBuf::from(value),
+        };
+        let aws = home.as_ref().map(|h| PathBuf::from(h).join(".aws"));
+        let path = |name: &str, file: &str| var(name).map(expand).or_else(|| aws.as_ref().map(|h| h.join(file)));
         Files {
             credentials: path("AWS_SHARED_CREDENTIALS_FILE", "credentials"),
             config: path("AWS_CONFIG_FILE", "config"),
         }
     }
 
-    /// Profile `name`'s keys: the credentials file's section, else the
-    /// config file's. `named`: the user named it (else it is the default,
-    /// and its absence means no credentials at all).
-    fn profile_keys(&self, name: &str, named: bool) -> Result<Credentials> {
+    /// Profile `name`'s sections in the credentials file (`[NAME]`) and
+    /// the config file (`[profile NAME]`, `[default]`); one named by the
+    /// user or the dataset must be in either.
+    fn profile(&self, name: &str, how: Named) -> Result<Profile<'_>> {
         let config_section = if name == "default" { "default".to_string() } else { format!("profile {name}") };
-        let sections = [(&self.credentials, name.to_string()), (&self.config, config_section)];
-        let mut seen_in: Option<&Path> = None;
-        for (file, section) in sections {
+        let mut sections = Vec::new();
+        for (file, section) in [(&self.credentials, name.to_string()), (&self.config, config_section)] {
             let Some(file) = file.as_deref() else { continue };
-            let Some(values) = read_section(file, &section)? else { continue };
-            seen_in.get_or_insert(file);
+            if let Some(values) = read_section(file, &section)? {
+                sections.push((file, values));
+            }
+        }
+        if sections.is_empty() && how != Named::Default {
+            let shown =
+                |f: &Option<PathBuf>| f.as_deref().map_or_else(|| "(no HOME)".to_string(), |p| p.display().to_string());
+            let whose = if how == Named::ByDataset { "the dataset's profile (it was exported with it), " } else { "" };
+            return Err(Error::invalid(format!(
+                "{whose}profile {name} is in neither {} nor {} (set AWS_PROFILE to one that is)",
+                shown(&self.credentials),
+                shown(&self.config)
+            )));
+        }
+        Ok(Profile { sections })
+    }
+
+    /// Profile `name`'s static keys, once nothing the AWS CLI would use
+    /// before them is found (see the module's doc).
+    fn profile_keys(&self, name: &str, how: Named, var: &dyn Fn(&str) -> Option<String>) -> Result<Credentials> {
+        let profile = self.profile(name, how)?;
+        let remedy = format!(
+            "export its keys first, eval \"$(aws configure export-credentials --profile {name} --format env)\""
+        );
+        if let Some((file, setting)) = ELSEWHERE.iter().find_map(|k| profile.get(k).map(|(f, _)| (f, *k))) {
+            return Err(Error::bad_input(
+                file,
+                format!("profile {name} gets its keys through {setting}, which blobbench does not read; {remedy}"),
+            ));
+        }
+        if let Some(v) = WEB_IDENTITY.iter().find(|v| var(v).is_some()) {
+            return Err(Error::invalid(format!(
+                "{v} is set, so the AWS CLI would assume a role with a web identity token, which blobbench does not \
+                 do; {remedy}"
+            )));
+        }
+        for (file, values) in &profile.sections {
             let get = |key: &str| values.iter().find(|(k, v)| k == key && !v.is_empty()).map(|(_, v)| v.clone());
+            let token = get("aws_session_token").or_else(|| get("aws_security_token"));
             match (get("aws_access_key_id"), get("aws_secret_access_key")) {
-                (Some(key), Some(secret)) => {
-                    return Ok(keys(key, secret, get("aws_session_token")));
-                }
-                (Some(_), None) | (None, Some(_)) => {
+                (Some(key), Some(secret)) => return Ok(keys(key, secret, token)),
+                (None, None) => {}
+                _ => {
                     return Err(Error::bad_input(
                         file,
                         format!("profile {name} has only one of aws_access_key_id and aws_secret_access_key"),
-                    ));
-                }
-                (None, None) => {
-                    if let Some(other) = ELSEWHERE.iter().find(|k| get(k).is_some()) {
-                        return Err(Error::bad_input(
-                            file,
-                            format!("profile {name} gets its keys through {other}, which blobbench does not read; {NOT_READ}"),
-                        ));
-                    }
+                    ))
                 }
             }
         }
-        let shown =
-            |f: &Option<PathBuf>| f.as_deref().map_or_else(|| "(no HOME)".to_string(), |p| p.display().to_string());
-        let (credentials, config) = (shown(&self.credentials), shown(&self.config));
-        Err(Error::invalid(match (seen_in, named) {
-            (Some(file), _) => format!("profile {name} in {} holds no aws_access_key_id and aws_secret_access_key", file.display()),
-            (None, true) => format!("profile {name} is in neither {credentials} nor {config}"),
-            (None, false) => format!(
-                "no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE to a profile in {credentials}; {NOT_READ}"
+        if let Some(v) = CONTAINER.iter().find(|v| var(v).is_some()) {
+            return Err(Error::invalid(format!(
+                "{v} is set, so the AWS CLI would fetch keys from the container's credentials endpoint, which \
+                 blobbench does not do; {remedy}"
+            )));
+        }
+        Err(Error::invalid(match profile.sections.first() {
+            Some((file, _)) => {
+                format!("profile {name} in {} holds no aws_access_key_id and aws_secret_access_key", file.display())
+            }
+            None => format!(
+                "no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE to a profile in {}; {NOT_READ}",
+                self.credentials.as_deref().map_or_else(|| "(no HOME)".to_string(), |p| p.display().to_string())
             ),
         }))
     }

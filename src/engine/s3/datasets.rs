@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::client::Client;
 use super::descriptor::{check_bucket, is_dataset_prefix, Descriptor, Expect, DESCRIPTOR, MARKER, ROOT};
+use super::lock::{DatasetLock, Holding};
 use super::reach::user_store;
 use super::remote::drop_prefix_command;
 use super::remove::{remove_dataset, OnCtrlC, Removed};
@@ -34,13 +35,15 @@ pub struct Dropped {
     pub incomplete: bool,
 }
 
-/// Removes the S3 dataset at `dir` and its objects: a throwaway cluster
-/// with its directory; on a store the user runs, everything under its
-/// prefix (and under those of the datasets an unfinished `export --force`
-/// was replacing) once its marker is read and names the descriptor's id,
-/// then its descriptor (kept when the store cannot be reached or a delete
-/// fails, so the same command can be run again), reached with the
-/// export's CA file and addressing unless `s3` gives others.
+/// Removes the S3 dataset at `dir` and its objects, under the
+/// directory's lock (refused, naming the holder, while an export or a
+/// write run holds it): a throwaway cluster with its directory; on a store
+/// the user runs, everything under its prefix (and under those of the
+/// datasets an `export --force` replaced and did not retire) once its
+/// marker is read and names the descriptor's id, then its descriptor (kept
+/// when the store cannot be reached or a delete fails, so the same command
+/// can be run again), each reached with its export's store, CA file,
+/// addressing and profile unless `s3` gives others.
 pub fn drop_dataset(dir: &Path, s3: &S3Params) -> Result<Dropped> {
     if !dir.join(DESCRIPTOR).is_file() {
         return Err(Error::bad_input(
@@ -48,29 +51,40 @@ pub fn drop_dataset(dir: &Path, s3: &S3Params) -> Result<Dropped> {
             format!("is not a blobbench S3 dataset (no {DESCRIPTOR}); drop removes only those, so nothing was removed"),
         ));
     }
+    // A descriptor that is not blobbench's is refused before anything is
+    // written in its directory; then read again under the lock.
+    Descriptor::read(dir)?;
+    let lock = DatasetLock::take(dir, Holding::Drop)?;
     let desc = Descriptor::read(dir)?;
-    let Some(endpoint) = desc.endpoint.clone() else {
-        let dir_removed = servers::drop_local(dir)?;
-        return Ok(Dropped { removed: None, place: "its throwaway server".into(), dir_removed, incomplete: false });
-    };
-    let mut removed = Removed::default();
-    for d in std::iter::once(&desc).chain(&desc.replaces) {
+    let mut removed: Option<Removed> = None;
+    for d in std::iter::once(&desc).filter(|d| !d.local()).chain(&desc.replaces) {
         let r = remove_described(d, s3).map_err(|e| {
             Error::invalid(format!("{e}; {} keeps its descriptor: run drop again to finish", dir.display()))
         })?;
-        removed = removed.plus(&r);
+        removed = Some(removed.unwrap_or_default().plus(&r));
     }
+    let Some(endpoint) = desc.endpoint.clone() else {
+        let dir_removed = servers::drop_local(dir)?;
+        let place = match desc.replaces.len() {
+            0 => "its throwaway server".to_string(),
+            n => format!("its throwaway server and the {n} dataset(s) it replaced in a store you run"),
+        };
+        return Ok(Dropped { removed, place, dir_removed, incomplete: false });
+    };
     let file = dir.join(DESCRIPTOR);
     std::fs::remove_file(&file).map_err(|e| Error::io(&file, "cannot remove", e))?;
+    if let Some(lock) = &lock {
+        lock.remove_file()?;
+    }
     let dir_removed = std::fs::remove_dir(dir).is_ok();
     let place = format!("bucket {} at {endpoint}, prefix {}", desc.bucket, desc.prefix);
-    Ok(Dropped { removed: Some(removed), place, dir_removed, incomplete: desc.incomplete })
+    Ok(Dropped { removed, place, dir_removed, incomplete: desc.incomplete })
 }
 
 /// The objects of the dataset `desc` describes, removed from its store.
 fn remove_described(desc: &Descriptor, s3: &S3Params) -> Result<Removed> {
     let store = user_store(desc.endpoint.as_deref().unwrap_or_default(), &desc.bucket, &desc.reached_with(s3))?;
-    let store = Arc::new(store);
+    let store = Arc::new(store.within(&desc.prefix));
     // The first request: checks that the store answers and the bucket opens.
     Client::new(store.clone()).any_under(&desc.prefix)?;
     remove_dataset(&store, &desc.prefix, Expect::Export(desc.id.as_deref()), OnCtrlC::Stop)
@@ -87,7 +101,7 @@ pub fn drop_prefix(url: &str, bucket: &str, prefix: &str, s3: &S3Params) -> Resu
             "--prefix {prefix}: not a blobbench dataset's prefix ({ROOT}NAME/, as stat --s3 lists them)"
         )));
     }
-    let store = Arc::new(user_store(url, bucket, s3)?);
+    let store = Arc::new(user_store(url, bucket, s3)?.within(prefix));
     Client::new(store.clone()).any_under(prefix)?;
     let removed = remove_dataset(&store, prefix, Expect::Prefix, OnCtrlC::Stop)?;
     let place = format!("bucket {bucket} at {}, prefix {prefix}", url.trim_end_matches('/'));

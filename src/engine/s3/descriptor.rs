@@ -80,7 +80,7 @@ impl Descriptor {
     pub fn new_export(target: &Path, bucket: &str, endpoint: Option<&str>, replicas: Option<u8>) -> Descriptor {
         let id = new_id();
         Descriptor {
-            engine: super::KIND,
+            engine: super::kind::KIND,
             bucket: bucket.into(),
             prefix: prefix_for(target, &id),
             id: Some(id),
@@ -107,11 +107,14 @@ impl Descriptor {
 
     /// What makes this descriptor not one blobbench wrote, if anything.
     fn flaw(&self) -> Option<String> {
-        if self.engine != super::KIND {
+        if self.engine != super::kind::KIND {
             return Some(format!("its engine is {}", self.engine.name()));
         }
         if self.bucket.is_empty() {
             return Some("it names no bucket".into());
+        }
+        if let Some(why) = bucket_flaw(&self.bucket) {
+            return Some(format!("bucket {:?} is not one S3 accepts ({why})", self.bucket));
         }
         if !is_dataset_prefix(&self.prefix) {
             return Some(format!("prefix {:?} is not of blobbench's form ({ROOT}NAME-ID/)", self.prefix));
@@ -193,7 +196,7 @@ impl Marker {
     /// The marker in `bytes` (a marker written before this type kept more
     /// fields, which are ignored); None when it is not one.
     pub fn parse(bytes: &[u8]) -> Option<Marker> {
-        serde_json::from_slice::<Marker>(bytes).ok().filter(|m| m.engine == super::KIND)
+        serde_json::from_slice::<Marker>(bytes).ok().filter(|m| m.engine == super::kind::KIND)
     }
 
     /// Why this marker does not mark the dataset `expect` names under
@@ -261,21 +264,30 @@ pub fn prefix_for(target: &Path, id: &str) -> String {
 /// checked before any request so a refused name is one line naming the
 /// rule rather than a store's 400.
 pub fn check_bucket(name: &str) -> Result<()> {
-    let bad = |why: &str| Err(Error::invalid(format!("--s3-bucket {name}: {why}")));
+    match bucket_flaw(name) {
+        Some(why) => Err(Error::invalid(format!("--s3-bucket {name}: {why}"))),
+        None => Ok(()),
+    }
+}
+
+/// Why S3 refuses `name` as a bucket's, if it does (and so a descriptor
+/// naming it is not blobbench's: a hand-edited `..` would collapse the
+/// path of every request).
+fn bucket_flaw(name: &str) -> Option<&'static str> {
     if !(3..=63).contains(&name.len()) {
-        return bad("a bucket name has 3 to 63 characters");
+        return Some("a bucket name has 3 to 63 characters");
     }
     if !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'.')) {
-        return bad("a bucket name has only lower-case letters, digits, '-' and '.'");
+        return Some("a bucket name has only lower-case letters, digits, '-' and '.'");
     }
     let edge = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
     if !edge(name.as_bytes()[0]) || !edge(name.as_bytes()[name.len() - 1]) || name.contains("..") {
-        return bad("a bucket name starts and ends with a letter or digit, with no '..'");
+        return Some("a bucket name starts and ends with a letter or digit, with no '..'");
     }
     if name.parse::<std::net::Ipv4Addr>().is_ok() {
-        return bad("a bucket name is not an IP address");
+        return Some("a bucket name is not an IP address");
     }
-    Ok(())
+    None
 }
 
 /// Whether `prefix` is one blobbench could have written: `blobbench/`, one
@@ -301,8 +313,8 @@ mod tests {
     /// An export to a store the user runs at `endpoint`, with a CA file.
     fn users_store(endpoint: &str, addressing: Addressing) -> Descriptor {
         Descriptor {
-            engine: super::super::KIND,
-            bucket: "b".into(),
+            engine: super::super::kind::KIND,
+            bucket: "bkt".into(),
             prefix: "blobbench/x-0000abcd/".into(),
             id: Some("0000abcd".into()),
             endpoint: Some(endpoint.into()),
@@ -318,8 +330,8 @@ mod tests {
     #[test]
     fn keys_are_ten_digits_under_the_prefix() {
         let d = Descriptor {
-            engine: super::super::KIND,
-            bucket: "b".into(),
+            engine: super::super::kind::KIND,
+            bucket: "bkt".into(),
             prefix: prefix_for(Path::new("/x/My Data.s3"), "0a1b2c3d"),
             id: Some("0a1b2c3d".into()),
             endpoint: None,
@@ -395,16 +407,25 @@ mod tests {
         assert!(text.contains(r#""ca": "/etc/ca.pem""#) && text.contains(r#""addressing": "virtual""#), "{text}");
         assert!(detect(dir.path()));
         // Written before ids: read as it was, its prefix as named.
-        std::fs::write(dir.path().join(DESCRIPTOR), r#"{"engine":"s3","bucket":"b","prefix":"blobbench/x/"}"#).unwrap();
+        std::fs::write(dir.path().join(DESCRIPTOR), r#"{"engine":"s3","bucket":"bkt","prefix":"blobbench/x/"}"#)
+            .unwrap();
         let old = Descriptor::read(dir.path()).unwrap();
         assert_eq!((old.prefix.as_str(), old.id), ("blobbench/x/", None));
         assert_eq!((old.ca, old.addressing), (None, None), "written before the CA and addressing were kept");
         // An id the prefix does not end with is not ours.
-        let wrong = r#"{"engine":"s3","bucket":"b","prefix":"blobbench/x/","id":"0000abcd"}"#;
+        let wrong = r#"{"engine":"s3","bucket":"bkt","prefix":"blobbench/x/","id":"0000abcd"}"#;
         std::fs::write(dir.path().join(DESCRIPTOR), wrong).unwrap();
         assert!(Descriptor::read(dir.path()).is_err());
-        std::fs::write(dir.path().join(DESCRIPTOR), r#"{"engine":"s3","bucket":"b","prefix":"../x"}"#).unwrap();
+        std::fs::write(dir.path().join(DESCRIPTOR), r#"{"engine":"s3","bucket":"bkt","prefix":"../x"}"#).unwrap();
         assert!(Descriptor::read(dir.path()).unwrap_err().to_string().contains("not a blobbench S3 descriptor"));
+        // Issue 50: a bucket S3 would refuse, as --s3-bucket is checked (a
+        // hand-edited `..` would collapse every request's path).
+        for bucket in ["..", "b", "Up", "a..b"] {
+            let desc = format!(r#"{{"engine":"s3","bucket":"{bucket}","prefix":"blobbench/x/"}}"#);
+            std::fs::write(dir.path().join(DESCRIPTOR), desc).unwrap();
+            let e = Descriptor::read(dir.path()).unwrap_err().to_string();
+            assert!(e.contains(&format!("bucket {bucket:?} is not one S3 accepts")), "{e}");
+        }
     }
 
     /// Issue 43, item 1: a descriptor naming a prefix that is not of
@@ -415,10 +436,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let good = users_store("http://h", Addressing::Path);
         for bad in [
-            r#"{"engine":"s3","bucket":"b","prefix":"images/"}"#.to_string(),
-            r#"{"engine":"s3","bucket":"b","prefix":"blobbench/"}"#.to_string(),
-            r#"{"engine":"s3","bucket":"b","prefix":"blobbench/a/b/"}"#.to_string(),
-            r#"{"engine":"s3","bucket":"b","prefix":"images/x-0000abcd/","id":"0000abcd"}"#.to_string(),
+            r#"{"engine":"s3","bucket":"bkt","prefix":"images/"}"#.to_string(),
+            r#"{"engine":"s3","bucket":"bkt","prefix":"blobbench/"}"#.to_string(),
+            r#"{"engine":"s3","bucket":"bkt","prefix":"blobbench/a/b/"}"#.to_string(),
+            r#"{"engine":"s3","bucket":"bkt","prefix":"images/x-0000abcd/","id":"0000abcd"}"#.to_string(),
             serde_json::to_string(&Descriptor {
                 replaces: vec![Descriptor { prefix: "images/".into(), id: None, ..good.clone() }],
                 ..good.clone()

@@ -43,6 +43,27 @@ impl Request {
         percent_encoding::percent_decode_str(raw).decode_utf8_lossy().into_owned()
     }
 
+    /// Every object a DeleteObjects body names, with its version.
+    pub fn objects(&self) -> Vec<(String, Option<String>)> {
+        let text = String::from_utf8_lossy(&self.body);
+        let Ok(doc) = roxmltree::Document::parse(&text) else { return Vec::new() };
+        let text_of = |node: roxmltree::Node, name: &str| {
+            node.children().find(|n| n.has_tag_name(name)).and_then(|n| n.text()).map(str::to_string)
+        };
+        let objects = doc.descendants().filter(|n| n.has_tag_name("Object"));
+        objects.map(|o| (text_of(o, "Key").unwrap_or_default(), text_of(o, "VersionId"))).collect()
+    }
+
+    /// The keys this request deletes: a DELETE's (an abort's is no
+    /// object's), or every key of a DeleteObjects body.
+    pub fn deleted_keys(&self) -> Vec<String> {
+        match self.method.as_str() {
+            "DELETE" if !self.has("uploadId") => vec![self.key()],
+            "POST" if self.has("delete") => self.objects().into_iter().map(|(k, _)| k).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// "METHOD key" (or "METHOD ?param" for a bucket-level request).
     pub fn line(&self) -> String {
         let key = self.key();
@@ -113,6 +134,11 @@ impl Fake {
         let endpoint = self.endpoint();
         let net = Net::for_url(&parse_endpoint(&endpoint).unwrap(), None).unwrap();
         Store::new(&endpoint, "b", "us-east-1", Credentials::new("k", "s3cr3t"), false, net, Addressing::Path).unwrap()
+    }
+
+    /// Every key deleted so far, by DELETE or DeleteObjects, in order.
+    pub fn deleted(&self) -> Vec<String> {
+        self.seen.lock().unwrap().iter().flat_map(Request::deleted_keys).collect()
     }
 
     /// Every request so far, as [`Request::line`]s, in the order answered.
@@ -215,4 +241,18 @@ pub fn list_page(keys: &[&str], next: Option<&str>) -> Reply {
     Reply::ok(format!(
         r#"<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>b</Name><MaxKeys>1000</MaxKeys><EncodingType>url</EncodingType>{truncated}{contents}</ListBucketResult>"#
     ))
+}
+
+/// A DeleteObjects answer: each of `deleted` deleted, each of `refused`
+/// refused with its code.
+pub fn delete_result(deleted: &[(String, Option<String>)], refused: &[(String, &str)]) -> Reply {
+    let mut body = String::new();
+    for (key, version) in deleted {
+        let version = version.as_ref().map(|v| format!("<VersionId>{v}</VersionId>")).unwrap_or_default();
+        body.push_str(&format!("<Deleted><Key>{key}</Key>{version}</Deleted>"));
+    }
+    for (key, code) in refused {
+        body.push_str(&format!("<Error><Key>{key}</Key><Code>{code}</Code><Message>m</Message></Error>"));
+    }
+    Reply::ok(format!(r#"<DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">{body}</DeleteResult>"#))
 }

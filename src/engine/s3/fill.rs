@@ -39,7 +39,7 @@ impl Filled {
             busy_retries: self.busy,
             multipart_blobs: self.multipart,
             location,
-            ..kv::report(super::KIND, self.counts, started)
+            ..kv::report(super::kind::KIND, self.counts, started)
         }
     }
 }

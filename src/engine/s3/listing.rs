@@ -199,7 +199,7 @@ impl Client {
 
     /// A signed GET of the bucket with `query`: the answer's text, or None
     /// when the store does not implement it (501, `NotImplemented`).
-    fn bucket_get(&self, call: Call, query: &[(&'static str, &str)]) -> Result<Option<String>> {
+    pub(super) fn bucket_get(&self, call: Call, query: &[(&'static str, &str)]) -> Result<Option<String>> {
         let mut map = Map::new();
         for &(name, value) in query {
             map.insert(name, Cow::Owned(value.to_string()));
@@ -247,7 +247,7 @@ fn parse(text: &str) -> std::result::Result<roxmltree::Document<'_>, String> {
 
 /// The text of `node`'s first child element named `name` (any namespace:
 /// some stores leave S3's out).
-fn child<'a>(node: roxmltree::Node<'a, '_>, name: &str) -> Option<&'a str> {
+pub(super) fn child<'a>(node: roxmltree::Node<'a, '_>, name: &str) -> Option<&'a str> {
     node.children().find(|&n| is(n, name)).map(|n| n.text().unwrap_or_default())
 }
 

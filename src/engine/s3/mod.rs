@@ -23,12 +23,16 @@ mod build;
 mod client;
 mod credentials;
 mod datasets;
+mod delete;
 mod descriptor;
 #[cfg(test)]
 mod fake;
 mod fill;
 mod inflight;
+mod keys;
+mod kind;
 mod listing;
+mod lock;
 mod multipart;
 mod net;
 mod process;
@@ -37,6 +41,7 @@ mod reach;
 mod refusal;
 mod remote;
 mod remove;
+mod retry;
 pub mod seaweedfs;
 mod servers;
 mod session;
@@ -52,8 +57,9 @@ pub use datasets::{drop_command, drop_dataset, drop_prefix, list_datasets, Dropp
 pub use descriptor::{check_bucket, prefix_for, Descriptor, DESCRIPTOR};
 pub use fill::BYTES_IN_FLIGHT;
 pub use inflight::IN_FLIGHT;
+pub use lock::{DatasetLock, Holding, HOLDER};
 pub use multipart::PART_SIZE;
-pub use net::{proxy_for, read_ca, CONNECT_TIMEOUT, STALL_ENV, STALL_TIMEOUT};
+pub use net::{in_clear, proxy_for, read_ca, CONNECT_TIMEOUT, STALL_ENV, STALL_TIMEOUT};
 pub use remove::Removed;
 pub use servers::{names as server_names, Server};
 
@@ -68,7 +74,19 @@ use crate::records::{ConfigId, EngineKind, EngineSettings, S3Params, ServerInfo,
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 
-pub(crate) const KIND: EngineKind = EngineKind::S3;
+pub(crate) use kind::KIND;
+
+/// The endpoints of the stores the S3 dataset at `dir` has objects in
+/// (its own and those of the datasets it replaces); none when it is not
+/// one, or is on a throwaway server.
+pub fn endpoints_of(dir: &Path) -> Vec<String> {
+    let Ok(desc) = Descriptor::read(dir) else { return Vec::new() };
+    let mut all: Vec<String> =
+        std::iter::once(&desc).chain(&desc.replaces).filter_map(|d| d.endpoint.clone()).collect();
+    all.sort();
+    all.dedup();
+    all
+}
 
 pub(crate) struct S3Backend;
 
@@ -209,6 +227,9 @@ impl Engine for S3Engine {
     }
 
     fn survey(&mut self, for_writes: bool) -> Result<Survey> {
+        if for_writes {
+            multipart::check_threshold(self.multipart_threshold)?;
+        }
         let reach = self.reach()?;
         if for_writes {
             reach.check_writable()?;
@@ -233,6 +254,7 @@ impl Engine for S3Engine {
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
         let reach = self.reach()?;
         if mode.write {
+            multipart::check_threshold(self.multipart_threshold)?;
             reach.check_writable()?;
             if mode.client.is_none() {
                 self.idle.clear();

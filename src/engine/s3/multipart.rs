@@ -13,8 +13,9 @@ use std::ops::Range;
 
 use rusty_s3::actions::{CreateMultipartUpload, S3Action};
 
-use super::client::{drain, is_busy, read_text, Again, Call, Client, SIGNED_FOR};
+use super::client::{drain, read_text, Call, Client, SIGNED_FOR};
 use super::refusal::ErrorDoc;
+use super::retry::{is_busy, Again};
 use crate::{Error, Result};
 
 /// The size of every part but the last (the AWS CLI's default chunk; S3
@@ -22,6 +23,20 @@ use crate::{Error, Result};
 pub const PART_SIZE: usize = 8 << 20;
 /// S3's most parts in one upload: larger objects get larger parts.
 const MAX_PARTS: usize = 10_000;
+/// The largest object S3 takes in one PUT (5 GiB): a multipart threshold
+/// above it would send a larger blob whole, which S3 refuses.
+pub const MAX_ONE_PUT: u64 = 5 << 30;
+
+/// Refuses a multipart threshold above [`MAX_ONE_PUT`].
+pub fn check_threshold(threshold: u64) -> Result<()> {
+    if threshold > MAX_ONE_PUT {
+        return Err(Error::invalid(format!(
+            "--s3-multipart-threshold {threshold}: S3 takes at most 5 GiB ({MAX_ONE_PUT} bytes) in one PUT, so larger \
+             blobs must go up in parts; give at most that"
+        )));
+    }
+    Ok(())
+}
 
 /// The byte ranges of the parts of a `len`-byte object.
 pub fn parts(len: usize) -> impl Iterator<Item = Range<usize>> {
@@ -60,6 +75,7 @@ impl Client {
     /// were busy or broke off (`patient`, building: each request tried
     /// again after a pause; timed: each sent once, any failure an error).
     fn put_multipart(&self, key: &str, body: &[u8], patient: bool) -> Result<u64> {
+        self.store.check_key("POST (create multipart upload)", key)?;
         let mut upload = String::new();
         let mut busy = self.tries(patient, || self.create_once(key, &mut upload))?;
         let mut etags = Vec::new();
@@ -187,6 +203,7 @@ impl Client {
     /// One abort of an upload (one already gone counts as aborted).
     pub(super) fn abort_once(&self, key: &str, upload: &str) -> Result<Option<Again>> {
         let call = Call { op: "DELETE (abort multipart upload)", key };
+        self.store.check_key(call.op, key)?;
         let url = self.store.bucket.abort_multipart_upload(Some(&self.store.credentials), key, upload).sign(SIGNED_FOR);
         match self.agent.delete(url.as_str()).call() {
             Ok(resp) if resp.status().as_u16() == 404 => Ok(None),
@@ -237,16 +254,24 @@ mod tests {
     #[test]
     fn a_multipart_upload_is_tried_again_while_building_and_never_when_timed() {
         let (fake, tries) = failing_once();
-        assert_eq!(fake.client().put_sized_patiently("k", b"0123456789", 1).unwrap(), 3, "three failed tries");
+        assert_eq!(
+            fake.client().put_sized_patiently("blobbench/k", b"0123456789", 1).unwrap(),
+            3,
+            "three failed tries"
+        );
         assert_eq!(tries.iter().map(|t| t.load(Ordering::SeqCst)).collect::<Vec<_>>(), [2, 2, 2]);
         let (timed, _) = failing_once();
-        let e = timed.client().put_sized("k", b"0123456789", 1).unwrap_err().to_string();
+        let e = timed.client().put_sized("blobbench/k", b"0123456789", 1).unwrap_err().to_string();
         assert!(e.contains("503") && e.contains("timed requests are never tried again"), "{e}");
-        assert_eq!(timed.lines(), ["POST k"], "the create alone, once");
+        assert_eq!(timed.lines(), ["POST blobbench/k"], "the create alone, once");
         let (timed, tries) = failing_once();
         tries[0].store(1, Ordering::SeqCst);
-        assert!(timed.client().put_sized("k", b"0123456789", 1).is_err(), "a reset part ends a timed PUT");
-        assert_eq!(timed.lines(), ["POST k", "PUT k", "DELETE k"], "created, the part once, aborted");
+        assert!(timed.client().put_sized("blobbench/k", b"0123456789", 1).is_err(), "a reset part ends a timed PUT");
+        assert_eq!(
+            timed.lines(),
+            ["POST blobbench/k", "PUT blobbench/k", "DELETE blobbench/k"],
+            "created, the part once, aborted"
+        );
     }
 
     #[test]
@@ -261,5 +286,8 @@ mod tests {
         let huge = 100_000 * PART_SIZE;
         assert!(parts(huge).count() <= MAX_PARTS, "larger parts for an object over 80 GB");
         assert!(in_parts(64 << 20, 64 << 20) && !in_parts((64 << 20) - 1, 64 << 20));
+        assert!(check_threshold(MAX_ONE_PUT).is_ok());
+        let e = check_threshold(MAX_ONE_PUT + 1).unwrap_err().to_string();
+        assert!(e.contains("at most 5 GiB") && e.starts_with("--s3-multipart-threshold 5368709121:"), "{e}");
     }
 }

@@ -136,6 +136,15 @@ pub fn proxy_for(url: &url::Url, env: impl Fn(&str) -> Option<String>) -> Option
     first(&own).or_else(|| first(&["all_proxy", "ALL_PROXY"]))
 }
 
+/// Whether requests to `endpoint` travel unencrypted beyond this
+/// machine: plain http to a host that is not loopback. Its presigned URLs
+/// carry the access key, each request's signature and a session token in
+/// their query string (rusty-s3 signs nothing else), for anyone on the
+/// path to read.
+pub fn in_clear(endpoint: &str) -> bool {
+    url::Url::parse(endpoint).is_ok_and(|u| u.scheme() == "http" && u.host_str().is_some_and(|h| !is_loopback(h)))
+}
+
 /// 127.0.0.0/8, ::1, `localhost` and its subdomains: never proxied (a
 /// proxy elsewhere cannot reach this machine's loopback).
 fn is_loopback(host: &str) -> bool {
@@ -363,6 +372,16 @@ mod tests {
 
     fn url(s: &str) -> url::Url {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn only_plain_http_off_this_machine_is_in_clear() {
+        for clear in ["http://s3.lan:9000", "http://10.0.0.5/gw/", "http://[2001:db8::1]:9000"] {
+            assert!(in_clear(clear), "{clear}");
+        }
+        for not in ["https://s3.lan", "http://127.0.0.1:9000", "http://localhost:1", "http://[::1]:9000", "x"] {
+            assert!(!in_clear(not), "{not}");
+        }
     }
 
     #[test]

@@ -257,6 +257,20 @@ pub enum Lifetime {
     LastUser,
 }
 
+/// A command for one of a server's helper programs (Swift's ring-building
+/// Python, `weed version`), without the user's AWS variables: none of them
+/// needs a key, and none should hold one.
+pub fn helper(program: &Path) -> Command {
+    helper_inheriting(program, std::env::vars_os().map(|(name, _)| name))
+}
+
+/// [`helper`], `inherited` naming this process's variables.
+fn helper_inheriting(program: &Path, inherited: impl IntoIterator<Item = std::ffi::OsString>) -> Command {
+    let mut cmd = Command::new(program);
+    throwaway::without_aws_variables(&mut cmd, inherited);
+    cmd
+}
+
 /// Starts `cmd` as a server: in a session of its own (a Ctrl-C at the
 /// terminal is blobbench's to handle, which stops it cleanly), without the
 /// user's AWS variables, and for [`Lifetime::ThisProcess`] with a
@@ -396,5 +410,15 @@ mod tests {
         stop_all(&[pid], Duration::from_secs(5), Path::new("sleep")).unwrap();
         let _ = child.wait();
         assert!(!alive(pid));
+    }
+
+    /// Issue 50, minor: a helper program gets none of the user's AWS
+    /// variables (its key's secret among them); the rest it inherits.
+    #[test]
+    fn helpers_run_without_the_users_aws_variables() {
+        let inherited = ["AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "HOME"].map(std::ffi::OsString::from);
+        let cmd = helper_inheriting(Path::new("/bin/true"), inherited);
+        let removed: Vec<_> = cmd.get_envs().filter(|(_, v)| v.is_none()).map(|(n, _)| n.to_os_string()).collect();
+        assert_eq!(removed, ["AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"]);
     }
 }

@@ -5,12 +5,13 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::client::{Client, Store};
 use super::credentials;
-use super::descriptor::Descriptor;
+use super::descriptor::{Descriptor, Expect, Marker};
 use super::listing::check_versioning;
+use super::lock::{DatasetLock, Holding};
 use super::net::Net;
 use super::provider::{setting, Provider};
 use super::servers::Server;
@@ -23,10 +24,15 @@ pub(super) struct Reach {
     pub provider: Arc<dyn Provider>,
     pub store: Arc<Store>,
     pub desc: Descriptor,
+    /// The dataset's directory.
+    dir: PathBuf,
     /// `--s3-versioned-ok`: writes may go to a bucket keeping versions.
     versioned_ok: bool,
     /// Whether writes were found allowed (asked once, before the first).
     writable: OnceLock<std::result::Result<(), String>>,
+    /// The directory's lock, taken before the first write and held as
+    /// long as this is (the run's engine).
+    lock: Mutex<Option<Arc<DatasetLock>>>,
 }
 
 impl Reach {
@@ -45,31 +51,32 @@ impl Reach {
                  remove what it left with blobbench drop DIR, or export again with --force",
             ));
         }
-        let (versioned_ok, writable) = (s3.versioned_ok, OnceLock::new());
+        let (versioned_ok, writable, lock) = (s3.versioned_ok, OnceLock::new(), Mutex::new(None));
+        let dir = dir.to_path_buf();
         match (s3.url.as_deref().map(|u| u.trim_end_matches('/')), desc.endpoint.as_deref()) {
             (Some(_), None) => {
-                return Err(Error::bad_input(dir, "holds its own throwaway S3 server; run it without --s3"))
+                return Err(Error::bad_input(&dir, "holds its own throwaway S3 server; run it without --s3"))
             }
             (Some(u), Some(e)) if u != e => {
-                return Err(Error::bad_input(dir, format!("its objects are at {e}, not at the --s3 given ({u})")))
+                return Err(Error::bad_input(&dir, format!("its objects are at {e}, not at the --s3 given ({u})")))
             }
             _ => {}
         }
         match &desc.endpoint {
             None => {
-                let server = Server::of_dataset(dir)
-                    .ok_or_else(|| Error::bad_input(dir, "holds no throwaway S3 server's directory"))?;
-                let provider = server.shared(dir)?;
-                let store = Arc::new(provider.store(&desc.bucket)?);
-                Ok(Reach { provider, store, desc, versioned_ok, writable })
+                let server = Server::of_dataset(&dir)
+                    .ok_or_else(|| Error::bad_input(&dir, "holds no throwaway S3 server's directory"))?;
+                let provider = server.shared(&dir)?;
+                let store = Arc::new(provider.store(&desc.bucket)?.within(&desc.prefix));
+                Ok(Reach { provider, store, desc, dir, versioned_ok, writable, lock })
             }
             Some(endpoint) => {
                 let provider: Arc<dyn Provider> = Arc::new(user_provider(endpoint, &desc, s3));
-                let store = Arc::new(provider.store(&desc.bucket)?);
+                let store = Arc::new(provider.store(&desc.bucket)?.within(&desc.prefix));
                 // Fails fast, in one line, on a silent endpoint, bad
                 // credentials or a missing bucket.
                 Client::new(store.clone()).any_under(&desc.prefix)?;
-                Ok(Reach { provider, store, desc, versioned_ok, writable })
+                Ok(Reach { provider, store, desc, dir, versioned_ok, writable, lock })
             }
         }
     }
@@ -78,17 +85,41 @@ impl Reach {
         Client::new(self.store.clone())
     }
 
-    /// Refuses writes to a store the user runs whose bucket keeps every
-    /// version, unless `--s3-versioned-ok` (the bucket is asked once, never
-    /// inside a timed loop); a throwaway server's bucket keeps none.
+    /// Readies a store the user runs for writes, once, never inside a
+    /// timed loop: takes the dataset directory's lock (no `drop` or export
+    /// of it meanwhile), refuses a bucket that keeps every version unless
+    /// `--s3-versioned-ok`, and reads the marker, which must still name
+    /// this export (a dataset dropped, or being dropped, gets no PUT). A
+    /// throwaway server's dataset needs none of it.
     pub fn check_writable(&self) -> Result<()> {
         if self.desc.local() {
             return Ok(());
         }
-        let verdict = self
-            .writable
-            .get_or_init(|| check_versioning(&self.client(), self.versioned_ok).map_err(|e| e.to_string()));
+        let verdict = self.writable.get_or_init(|| self.ready_for_writes().map_err(|e| e.to_string()));
         verdict.clone().map_err(Error::invalid)
+    }
+
+    fn ready_for_writes(&self) -> Result<()> {
+        *self.lock.lock().unwrap_or_else(|e| e.into_inner()) = DatasetLock::take(&self.dir, Holding::Writes)?;
+        let client = self.client();
+        check_versioning(&client, self.versioned_ok)?;
+        let marker = self.desc.marker();
+        let gone = |why: String| {
+            Err(Error::bad_input(
+                &self.dir,
+                format!("{why}: its objects were dropped, or are being; nothing was written (export it again)"),
+            ))
+        };
+        match client.get_small(&marker, None)? {
+            None => gone(format!("its marker {marker} is gone")),
+            Some(text) => match Marker::parse(text.as_bytes()) {
+                None => gone(format!("{marker} is not a blobbench marker")),
+                Some(m) => match m.mismatch(&self.desc.prefix, Expect::Export(self.desc.id.as_deref())) {
+                    Some(why) => gone(format!("the marker of {} is not this dataset's ({why})", self.desc.prefix)),
+                    None => Ok(()),
+                },
+            },
+        }
     }
 
     /// Every blob of the dataset and its size, by listing its prefix

@@ -93,7 +93,7 @@ pub fn action(op: &str) -> &'static str {
         "GET" | "HEAD" => "s3:GetObject",
         "GET (version)" => "s3:GetObjectVersion",
         "PUT" | "PUT (part)" | "POST (create multipart upload)" | "POST (complete multipart upload)" => "s3:PutObject",
-        "DELETE" => "s3:DeleteObject",
+        "DELETE" | "POST (delete objects)" => "s3:DeleteObject",
         "DELETE (version)" => "s3:DeleteObjectVersion",
         "DELETE (abort multipart upload)" => "s3:AbortMultipartUpload",
         "LIST" => "s3:ListBucket",

@@ -19,7 +19,9 @@ use std::time::Instant;
 use super::client::{Client, Store};
 use super::descriptor::{self, Descriptor, Expect};
 use super::fill::fill;
+use super::kind::KIND;
 use super::listing::check_versioning;
+use super::lock::{DatasetLock, Holding};
 use super::reach::user_store;
 use super::remove::{remove_dataset, OnCtrlC};
 use crate::engine::kv;
@@ -37,18 +39,12 @@ pub fn build_remote(
     progress: &dyn Progress,
 ) -> Result<ExportReport> {
     let started = Instant::now();
-    let store = Arc::new(user_store(url, bucket, s3)?);
+    let store = user_store(url, bucket, s3)?;
     let desc = Descriptor { profile: store.source_profile(), ..remote_descriptor(target, url, bucket, s3)? };
+    let store = Arc::new(store.within(&desc.prefix));
     // Checks the target only: the descriptor is written in place.
-    drop(kv::stage(super::KIND, target, force, descriptor::detect)?);
-    let old = if force { Descriptor::read(target).ok() } else { None };
-    if old.as_ref().is_some_and(Descriptor::local) {
-        return Err(Error::bad_input(
-            target,
-            "holds a dataset on a throwaway server: drop it first (blobbench drop DIR), then export to --s3",
-        ));
-    }
-    let replaced = replaced(target, old.clone())?;
+    drop(kv::stage(KIND, target, force, descriptor::detect)?);
+    replaced(target, previous(target, force)?)?;
     let client = Client::new(store.clone());
     if client.any_under(&desc.prefix)? {
         return Err(Error::bad_input(
@@ -57,11 +53,25 @@ pub fn build_remote(
         ));
     }
     check_versioning(&client, s3.versioned_ok)?;
-    let record = Record::begin(target, &desc, old, &replaced)?;
+    let record = Record::begin(target, force, &desc)?;
     let filled = fill(&store, &desc, db, s3.multipart_threshold, progress).map_err(|e| record.failed(e, &store))?;
-    record.finish()?;
-    retire(target, &replaced, s3)?;
+    let done = record.finish()?;
+    retire(target, &done, s3)?;
     Ok(filled.report(started, Some(format!("bucket {bucket} at {}, prefix {}", store.label.display(), desc.prefix))))
+}
+
+/// The descriptor `--force` replaces at `target` (None without it, or
+/// when there is none), refused when it is a throwaway server's.
+fn previous(target: &Path, force: bool) -> Result<Option<Descriptor>> {
+    let old =
+        if force && target.join(descriptor::DESCRIPTOR).is_file() { Some(Descriptor::read(target)?) } else { None };
+    if old.as_ref().is_some_and(Descriptor::local) {
+        return Err(Error::bad_input(
+            target,
+            "holds a dataset on a throwaway server: drop it first (blobbench drop DIR), then export to --s3",
+        ));
+    }
+    Ok(old)
 }
 
 /// A new export's descriptor on a store the user runs, keeping the CA file
@@ -99,24 +109,32 @@ pub(super) fn replaced(target: &Path, old: Option<Descriptor>) -> Result<Vec<Des
     }
 }
 
-/// Deletes the objects of the datasets `--force` replaced at `target`
-/// once the new one is in place, each reached as its own export reached
-/// it (its CA file and addressing; the new export's CA only for the same
-/// endpoint and a descriptor that kept none).
-pub(super) fn retire(target: &Path, replaced: &[Descriptor], s3: &S3Params) -> Result<()> {
-    for old in replaced {
-        let removed = user_store(old.endpoint.as_deref().unwrap_or_default(), &old.bucket, &reaching(old, s3))
+/// Deletes the objects of the datasets `desc`, just written at `target`,
+/// replaces, each reached as its own export reached it (its store, CA
+/// file, addressing and profile; the new export's CA only for the same
+/// endpoint and a descriptor that kept none). Each one retired leaves the
+/// descriptor; one that is not stays named there, so `drop DIR` (or
+/// another `export --force`) finishes it.
+pub(super) fn retire(target: &Path, desc: &Descriptor, s3: &S3Params) -> Result<()> {
+    let mut left = desc.replaces.clone();
+    while let Some(old) = left.first().cloned() {
+        let removed = user_store(old.endpoint.as_deref().unwrap_or_default(), &old.bucket, &reaching(&old, s3))
             .and_then(|store| {
-                remove_dataset(&Arc::new(store), &old.prefix, Expect::Export(old.id.as_deref()), OnCtrlC::Stop)
+                let store = Arc::new(store.within(&old.prefix));
+                remove_dataset(&store, &old.prefix, Expect::Export(old.id.as_deref()), OnCtrlC::Stop)
             });
-        removed.map_err(|e| {
-            Error::invalid(format!(
-                "{} holds the new export, but the replaced one's objects under {} were not all removed ({e}); {}",
-                target.display(),
+        if let Err(e) = removed {
+            return Err(Error::invalid(format!(
+                "{dir} holds the new export, but the replaced one's objects under {} were not all removed ({e}); \
+                 {dir}'s descriptor still names them: blobbench drop {dir} or another export --force removes them, \
+                 or alone, {}",
                 old.prefix,
-                finish_with(old)
-            ))
-        })?;
+                finish_with(&old),
+                dir = target.display(),
+            )));
+        }
+        left.remove(0);
+        Descriptor { replaces: left.clone(), ..desc.clone() }.write(target)?;
     }
     Ok(())
 }
@@ -125,14 +143,15 @@ pub(super) fn retire(target: &Path, replaced: &[Descriptor], s3: &S3Params) -> R
 fn reaching(old: &Descriptor, s3: &S3Params) -> S3Params {
     let same_store = s3.url.as_deref().map(|u| u.trim_end_matches('/')) == old.endpoint.as_deref();
     let ca = old.ca.clone().or_else(|| s3.ca.clone().filter(|_| same_store));
-    S3Params { ca, addressing: old.addressing.unwrap_or_default(), ..s3.clone() }
+    S3Params { ca, addressing: old.addressing.unwrap_or_default(), profile: old.profile.clone(), ..s3.clone() }
 }
 
 /// The command that removes what is left of a dataset's prefix.
 pub(super) fn finish_with(desc: &Descriptor) -> String {
     let endpoint = desc.endpoint.as_deref().unwrap_or("URL");
     let command = drop_prefix_command(endpoint, &desc.bucket, &desc.prefix, desc.ca.as_deref(), desc.addressing);
-    format!("finish with: {command}")
+    let profile = desc.profile.as_deref().map(|p| format!("AWS_PROFILE={p} ")).unwrap_or_default();
+    format!("finish with: {profile}{command}")
 }
 
 /// `blobbench drop --prefix`, with the CA file and addressing that reach
@@ -156,7 +175,8 @@ pub(super) fn drop_prefix_command(
     line
 }
 
-/// The export recorded in its directory while it runs.
+/// The export recorded in its directory while it runs, under the
+/// directory's lock (held until it returns: its retirements too).
 struct Record<'a> {
     target: &'a Path,
     desc: &'a Descriptor,
@@ -164,29 +184,55 @@ struct Record<'a> {
     old: Option<Descriptor>,
     /// Whether the export made the directory.
     made: bool,
+    lock: Option<Arc<DatasetLock>>,
 }
 
 impl<'a> Record<'a> {
-    /// Writes `desc`, incomplete and naming what it replaces, in `target`.
-    fn begin(target: &'a Path, desc: &'a Descriptor, old: Option<Descriptor>, replaced: &[Descriptor]) -> Result<Self> {
-        let made = !target.exists();
-        if made {
-            std::fs::create_dir(target).map_err(|e| Error::io(target, "cannot create", e))?;
+    /// Takes `target`'s lock (making the directory first when there is
+    /// none), reads what it holds now that no other export or drop can
+    /// change it, and writes `desc` there, incomplete and naming what it
+    /// replaces.
+    fn begin(target: &'a Path, force: bool, desc: &'a Descriptor) -> Result<Self> {
+        let made = match std::fs::create_dir(target) {
+            Ok(()) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => false,
+            Err(e) => return Err(Error::io(target, "cannot create", e)),
+        };
+        let mut record = Record { target, desc, old: None, made, lock: None };
+        let begun = (|| {
+            record.lock = DatasetLock::take(target, Holding::Export)?;
+            if !force && target.join(descriptor::DESCRIPTOR).is_file() {
+                return Err(Error::bad_input(target, "is not empty (use --force to replace a previous s3 dataset)"));
+            }
+            record.old = previous(target, force)?;
+            let replaced = replaced(target, record.old.clone())?;
+            Descriptor { incomplete: true, replaces: replaced, ..desc.clone() }.write(target)
+        })();
+        match begun {
+            Ok(()) => Ok(record),
+            Err(e) => {
+                if made {
+                    record.remove_made();
+                }
+                Err(e)
+            }
         }
-        let record = Record { target, desc, old, made };
-        let incomplete = Descriptor { incomplete: true, replaces: replaced.to_vec(), ..desc.clone() };
-        incomplete.write(target).inspect_err(|_| record.undo())?;
-        Ok(record)
     }
 
-    /// The export stored every blob: its descriptor, whole.
-    fn finish(self) -> Result<()> {
-        self.desc.write(self.target)
+    /// The export stored every blob: its descriptor, whole, still naming
+    /// the datasets it replaces until each is retired.
+    fn finish(self) -> Result<Descriptor> {
+        let replaces = replaced(self.target, self.old.clone())?;
+        let done = Descriptor { replaces, ..self.desc.clone() };
+        done.write(self.target)?;
+        Ok(done)
     }
 
     /// `e`, once the objects the failed export wrote are deleted and the
-    /// directory is as it was, saying so; or naming the command that
-    /// finishes the clean-up when it failed too.
+    /// directory is as it was, saying so; or, when that clean-up failed
+    /// too, naming how to finish it, the prefix kept in the descriptor for
+    /// `drop DIR` (the one it wrote, or the old one's, which then replaces
+    /// it).
     fn failed(&self, e: Error, store: &Arc<Store>) -> Error {
         let desc = self.desc;
         let what = format!("under {} in bucket {}", desc.prefix, desc.bucket);
@@ -200,17 +246,23 @@ impl<'a> Record<'a> {
                 self.undo();
                 Error::invalid(format!("{e} (removed the {} objects written {what})", r.objects))
             }
-            (Err(rm), e) if self.old.is_some() => {
-                self.undo();
-                Error::invalid(format!(
-                    "{e}; removing the objects written {what} failed too ({rm}); {}",
-                    finish_with(desc)
-                ))
+            (Err(rm), e) => {
+                let kept = match &self.old {
+                    Some(old) => {
+                        let failed = Descriptor { incomplete: false, replaces: Vec::new(), ..desc.clone() };
+                        let mut replaces = old.replaces.clone();
+                        replaces.push(failed);
+                        Descriptor { replaces, ..old.clone() }.write(self.target)
+                    }
+                    None => Ok(()),
+                };
+                let dir = self.target.display();
+                let how = match kept {
+                    Ok(()) => format!("{dir}'s descriptor names them: finish with: blobbench drop {dir}"),
+                    Err(_) => finish_with(desc),
+                };
+                Error::invalid(format!("{e}; removing the objects written {what} failed too ({rm}); {how}"))
             }
-            (Err(rm), e) => Error::invalid(format!(
-                "{e}; removing the objects written {what} failed too ({rm}); finish with: blobbench drop {}",
-                self.target.display()
-            )),
         }
     }
 
@@ -221,10 +273,18 @@ impl<'a> Record<'a> {
             None => {
                 _ = std::fs::remove_file(self.target.join(descriptor::DESCRIPTOR));
                 if self.made {
-                    _ = std::fs::remove_dir(self.target);
+                    self.remove_made();
                 }
             }
         }
+    }
+
+    /// Removes the directory the export made (its lock's file first).
+    fn remove_made(&self) {
+        if let Some(lock) = &self.lock {
+            _ = lock.remove_file();
+        }
+        _ = std::fs::remove_dir(self.target);
     }
 }
 
@@ -254,6 +314,11 @@ mod tests {
         assert_eq!((p.ca, p.addressing), (None, Addressing::Auto), "another store: not the new export's CA");
         let same_store = Descriptor { ca: None, addressing: None, ..old("https://new:9000") };
         assert_eq!(reaching(&same_store, &new).ca.as_deref(), Some(Path::new("/new/ca.pem")), "the same store");
+        // Issue 50: with the profile it was exported with, not the new one's.
+        let profiled = Descriptor { profile: Some("old".into()), ..old("https://old:9000") };
+        let new = S3Params { profile: Some("new".into()), ..new };
+        assert_eq!(reaching(&profiled, &new).profile.as_deref(), Some("old"));
+        assert!(finish_with(&profiled).starts_with("finish with: AWS_PROFILE=old blobbench drop --s3 https://old:9000"));
     }
 
     /// Issue 43, item 11: the command that finishes a clean-up reaches the

@@ -5,8 +5,12 @@
 //! Nothing is deleted until the marker under the prefix has been read and
 //! matched to the dataset expected there ([`Expect`]); a prefix with
 //! anything under it and no marker, or another export's marker, is refused
-//! and left whole. Then every incomplete multipart upload under the prefix
-//! is aborted and every object deleted (on a bucket that keeps versions,
+//! and left whole. Nor until every key listed under it (each object, each
+//! version, each incomplete upload) has passed the rule of [`super::keys`]:
+//! under the prefix, no empty, `.` or `..` segment after it; one that
+//! breaks it stops the removal, naming it. Then every incomplete multipart
+//! upload under the prefix is aborted and every object deleted (by
+//! DeleteObjects, [`super::delete`]; on a bucket that keeps versions,
 //! every version and delete marker, by its id: a plain DELETE there only
 //! adds a marker and keeps the bytes), listing again until only the
 //! marker is left, which goes last: a removal cut short is finished by
@@ -16,10 +20,13 @@ use std::sync::Arc;
 
 use rusty_s3::S3Action;
 
-use super::client::{is_busy, read_text, Call, Client, Store, SIGNED_FOR};
+use super::client::{read_text, Call, Client, Store, SIGNED_FOR};
+use super::delete::{Deleting, Item, BATCH};
 use super::descriptor::{Expect, Marker, MARKER};
 use super::inflight;
+use super::keys::{key_flaw, refusal};
 use super::listing::{Upload, Versioning};
+use super::retry::is_busy;
 use crate::{Error, Result};
 
 /// How many times the prefix is listed again, after deleting what the last
@@ -58,48 +65,35 @@ impl OnCtrlC {
 }
 
 /// Deletes everything under `prefix` in `store` once its marker names the
-/// dataset `expect` says (see the module's doc).
+/// dataset `expect` says and every key listed under it passes the rule
+/// (see the module's doc).
 pub fn remove_dataset(store: &Arc<Store>, prefix: &str, expect: Expect, ctrl_c: OnCtrlC) -> Result<Removed> {
     let client = ctrl_c.client(store);
     let versioning = client.versioning()?;
-    let marker = format!("{prefix}{MARKER}");
-    let refuse = |why: String| Err(Error::bad_input(&store.label, format!("{why}; refusing to delete them")));
-    match read_marker(&client, &marker, versioning)? {
-        None if has_anything(&client, prefix, versioning)? => {
-            return refuse(format!("objects under {prefix} are not blobbench's (no {MARKER})"));
-        }
-        None => return Ok(Removed { versioned: versioning.keeps_versions(), ..Removed::default() }),
-        Some(text) => match Marker::parse(text.as_bytes()) {
-            None => {
-                return refuse(format!(
-                    "{marker} is not a blobbench marker, so objects under {prefix} are not blobbench's"
-                ))
-            }
-            Some(m) => {
-                if let Some(why) = m.mismatch(prefix, expect) {
-                    return refuse(format!(
-                        "the marker of {prefix} is not this dataset's ({why}), so its objects are not"
-                    ));
-                }
-            }
-        },
-    }
     let mut removed = Removed { versioned: versioning.keeps_versions(), ..Removed::default() };
+    if !marked(&client, prefix, expect, versioning)? {
+        return Ok(removed);
+    }
+    let marker = format!("{prefix}{MARKER}");
     let make = || ctrl_c.client(store);
-    for _ in 0..PASSES {
+    let deleting = Deleting::default();
+    for pass in 0..PASSES {
         let uploads = uploads_under(&client, prefix)?;
-        let items: Vec<Item> =
-            items_under(&client, prefix, versioning)?.into_iter().filter(|i| i.key != marker).collect();
+        let items = items_under(&client, prefix, versioning)?;
+        let done = if pass == 0 { "nothing was deleted" } else { "nothing more was deleted, and its marker is kept" };
+        check_listed(store, prefix, uploads.iter().map(|u| &u.key).chain(items.iter().map(|i| &i.key)), done)?;
+        let items: Vec<Item> = items.into_iter().filter(|i| i.key != marker).collect();
         if uploads.is_empty() && items.is_empty() {
-            let last = items_under(&client, &marker, versioning)?;
-            let last: Vec<Item> = last.into_iter().filter(|i| i.key == marker).collect();
-            inflight::for_each(&last, &make, &|c, item| c.delete_item(item))?;
+            let last: Vec<Item> =
+                items_under(&client, &marker, versioning)?.into_iter().filter(|i| i.key == marker).collect();
+            last.iter().try_for_each(|item| client.delete_item(item))?;
             removed.add(&last);
             return Ok(removed);
         }
         inflight::for_each(&uploads, &make, &|c, u| c.patiently(|| c.abort_once(&u.key, &u.upload_id)).map(drop))?;
         removed.uploads += uploads.len() as u64;
-        inflight::for_each(&items, &make, &|c, item| c.delete_item(item))?;
+        let batches: Vec<&[Item]> = items.chunks(BATCH).collect();
+        inflight::for_each(&batches, &make, &|c, batch| deleting.delete(c, batch))?;
         removed.add(&items);
     }
     Err(Error::bad_input(
@@ -108,12 +102,46 @@ pub fn remove_dataset(store: &Arc<Store>, prefix: &str, expect: Expect, ctrl_c: 
     ))
 }
 
-/// One thing to delete: an object, or one version of it.
-#[derive(Debug, Clone)]
-struct Item {
-    key: String,
-    version: Option<String>,
-    size: u64,
+/// Whether `prefix` holds anything to remove: its marker, read and
+/// matched to `expect`. A prefix holding anything without a marker, or
+/// with another dataset's, is refused.
+fn marked(client: &Client, prefix: &str, expect: Expect, versioning: Versioning) -> Result<bool> {
+    let marker = format!("{prefix}{MARKER}");
+    let refuse = |why: String| Err(Error::bad_input(&client.store().label, format!("{why}; refusing to delete them")));
+    match read_marker(client, &marker, versioning)? {
+        None if has_anything(client, prefix, versioning)? => {
+            refuse(format!("objects under {prefix} are not blobbench's (no {MARKER})"))
+        }
+        None => Ok(false),
+        Some(text) => match Marker::parse(text.as_bytes()) {
+            None => {
+                refuse(format!("{marker} is not a blobbench marker, so objects under {prefix} are not blobbench's"))
+            }
+            Some(m) => match m.mismatch(prefix, expect) {
+                Some(why) => {
+                    refuse(format!("the marker of {prefix} is not this dataset's ({why}), so its objects are not"))
+                }
+                None => Ok(true),
+            },
+        },
+    }
+}
+
+/// Refuses a removal whose listing under `prefix` named a key that breaks
+/// the rule of [`super::keys`], naming it; `done` says what was deleted.
+fn check_listed<'a>(store: &Store, prefix: &str, keys: impl Iterator<Item = &'a String>, done: &str) -> Result<()> {
+    for key in keys {
+        if let Some(why) = key_flaw(prefix, key) {
+            return Err(Error::bad_input(
+                &store.label,
+                format!(
+                    "the listing of {prefix} names a {}; {done} (delete that object by other means, then drop again)",
+                    refusal(prefix, key, why)
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl Removed {
@@ -198,7 +226,8 @@ fn read_marker(client: &Client, key: &str, versioning: Versioning) -> Result<Opt
 impl Client {
     /// GETs a small object (of `version`, if given), tried again while the
     /// store answers busy; None when there is no such object.
-    fn get_small(&self, key: &str, version: Option<&str>) -> Result<Option<String>> {
+    pub(super) fn get_small(&self, key: &str, version: Option<&str>) -> Result<Option<String>> {
+        self.store.check_key("GET", key)?;
         let mut text = None;
         self.patiently(|| {
             let call = Call { op: if version.is_some() { "GET (version)" } else { "GET" }, key };
@@ -221,21 +250,6 @@ impl Client {
             Ok(None)
         })?;
         Ok(text)
-    }
-
-    /// DELETEs an object, or one version of it by its id.
-    fn delete_item(&self, item: &Item) -> Result<()> {
-        let Some(version) = &item.version else { return self.delete_patiently(&item.key).map(drop) };
-        self.patiently(|| {
-            let call = Call { op: "DELETE (version)", key: &item.key };
-            let mut delete = self.store.bucket.delete_object(Some(&self.store.credentials), &item.key);
-            delete.query_mut().insert("versionId", version.as_str());
-            match self.agent.delete(delete.sign(SIGNED_FOR).as_str()).call() {
-                Ok(mut resp) => self.answer(call, &mut resp),
-                Err(e) => self.failed_to_send(call, e),
-            }
-        })
-        .map(drop)
     }
 }
 

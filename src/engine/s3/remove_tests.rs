@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::*;
-use crate::engine::s3::fake::{Fake, Reply, Request};
+use crate::engine::s3::fake::{delete_result, Fake, Reply, Request};
 
 const P: &str = "blobbench/x-0000abcd/";
 
@@ -24,6 +24,16 @@ struct Model {
     next_version: u32,
     /// What the marker object says.
     stored_marker: Option<Marker>,
+    /// Keys a DeleteObjects refuses, with the code, so many times (then
+    /// deletes).
+    refusals: BTreeMap<String, (&'static str, u32)>,
+    /// DeleteObjects answered 501 NotImplemented (one DELETE each instead).
+    no_multi_delete: bool,
+    /// A DeleteObjects answer leaves its last key out (and keeps it).
+    forgetful: bool,
+    /// The bucket's object lock and MFA Delete, as it says them.
+    object_lock: bool,
+    mfa_delete: bool,
 }
 
 impl Model {
@@ -59,8 +69,13 @@ impl Model {
         match r.method.as_str() {
             "GET" if r.has("versioning") => {
                 let status = if self.versioned { "<Status>Enabled</Status>" } else { "" };
-                Reply::ok(format!("<VersioningConfiguration>{status}</VersioningConfiguration>"))
+                let mfa = if self.mfa_delete { "<MfaDelete>Enabled</MfaDelete>" } else { "" };
+                Reply::ok(format!("<VersioningConfiguration>{status}{mfa}</VersioningConfiguration>"))
             }
+            "GET" if r.has("object-lock") && self.object_lock => Reply::ok(
+                "<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled></ObjectLockConfiguration>",
+            ),
+            "GET" if r.has("object-lock") => Reply::error(404, "ObjectLockConfigurationNotFoundError"),
             "GET" if r.has("uploads") => Reply::ok(format!(
                 "<ListMultipartUploadsResult>{}</ListMultipartUploadsResult>",
                 self.uploads
@@ -86,19 +101,44 @@ impl Model {
                 Reply::Answer(204, Vec::new(), String::new())
             }
             "DELETE" => {
-                if let Some(meanwhile) = self.written_meanwhile.take().filter(|_| !key.ends_with(MARKER)) {
-                    self.put(&meanwhile, Some(5));
-                }
-                match r.param("versionId") {
-                    Some(v) => self.keys.entry(key.clone()).or_default().retain(|(id, _)| id != v),
-                    None if self.versioned => self.put(&key, None),
-                    None => _ = self.keys.remove(&key),
-                }
-                self.keys.retain(|_, v| !v.is_empty());
+                self.delete(&key, r.param("versionId"));
                 Reply::Answer(204, Vec::new(), String::new())
+            }
+            "POST" if r.has("delete") && self.no_multi_delete => Reply::error(501, "NotImplemented"),
+            "POST" if r.has("delete") => {
+                let mut objects = r.objects();
+                if self.forgetful {
+                    objects.pop();
+                }
+                let (mut deleted, mut refused) = (Vec::new(), Vec::new());
+                for (key, version) in objects {
+                    match self.refusals.get_mut(&key).filter(|(_, n)| *n > 0) {
+                        Some((code, n)) => {
+                            *n -= 1;
+                            refused.push((key, *code));
+                        }
+                        None => {
+                            self.delete(&key, version.as_deref());
+                            deleted.push((key, version));
+                        }
+                    }
+                }
+                delete_result(&deleted, &refused)
             }
             other => panic!("unexpected {other} {}", r.line()),
         }
+    }
+
+    fn delete(&mut self, key: &str, version: Option<&str>) {
+        if let Some(meanwhile) = self.written_meanwhile.take().filter(|_| !key.ends_with(MARKER)) {
+            self.put(&meanwhile, Some(5));
+        }
+        match version {
+            Some(v) => self.keys.entry(key.to_string()).or_default().retain(|(id, _)| id != v),
+            None if self.versioned => self.put(key, None),
+            None => _ = self.keys.remove(key),
+        }
+        self.keys.retain(|_, v| !v.is_empty());
     }
 
     fn get(&self, key: &str, version: Option<&str>) -> Reply {
@@ -147,8 +187,9 @@ fn blobs(model: &mut Model, n: u64) {
     }
 }
 
+/// Every key deleted, as "DELETE key", by DELETE or DeleteObjects.
 fn deletes(fake: &Fake) -> Vec<String> {
-    fake.lines().into_iter().filter(|l| l.starts_with("DELETE")).collect()
+    fake.deleted().into_iter().map(|k| format!("DELETE {k}")).collect()
 }
 
 /// Issue 43, item 1: nothing under a prefix is deleted until its marker
@@ -256,7 +297,110 @@ fn a_clean_up_is_not_stopped_by_the_ctrl_c_that_started_it() {
         Reply::After(Duration::from_millis(700), Box::new(Reply::Answer(204, Vec::new(), String::new())))
     });
     let store = Arc::new(slow.store());
-    let stopped = Client::stopped_by(store.clone(), || true).delete_patiently("k").unwrap_err();
+    let stopped = Client::stopped_by(store.clone(), || true).delete_patiently("blobbench/k").unwrap_err();
     assert!(matches!(stopped, crate::Error::Interrupted), "{stopped}");
-    assert_eq!(Client::unstoppable(store).delete_patiently("k").unwrap(), 0);
+    assert_eq!(Client::unstoppable(store).delete_patiently("blobbench/k").unwrap(), 0);
+}
+
+/// Issue 50, the serious one: a key planted in a listing with `..` (which
+/// rusty-s3's URL would resolve to `victim`), `.`, or an empty segment,
+/// among the objects, the versions or the incomplete uploads, stops the
+/// removal before anything is deleted, naming the key; the object outside
+/// survives.
+#[test]
+fn a_key_a_url_would_resolve_outside_the_prefix_stops_the_removal_before_any_delete() {
+    let planted = [format!("{P}../../victim"), format!("{P}a/./b"), format!("{P}a//b"), format!("{P}../{P}1")];
+    for (i, key) in planted.iter().enumerate() {
+        for place in ["objects", "versions", "uploads"] {
+            let mut model = Model { versioned: place == "versions", ..Model::default() };
+            blobs(&mut model, 3);
+            model.marker(Some("0000abcd"));
+            model.put("victim", Some(6));
+            match place {
+                "uploads" => model.uploads.push((key.clone(), "u1".into())),
+                _ => model.put(key, Some(1)),
+            }
+            let (fake, model, store) = bucket(model);
+            let e = remove_dataset(&store, P, Expect::Export(Some("0000abcd")), OnCtrlC::Stop).unwrap_err().to_string();
+            assert!(e.contains(&format!("names a key {key:?} is refused")), "{i} {place}: {e}");
+            assert!(e.contains("nothing was deleted") && !e.contains('\n'), "{i} {place}: {e}");
+            assert!(deletes(&fake).is_empty(), "{i} {place}: {:?}", fake.lines());
+            assert!(!fake.lines().iter().any(|l| l.starts_with("DELETE") || l.starts_with("POST")), "{i} {place}");
+            assert_eq!(model.lock().unwrap().current("victim"), Some(6), "the object outside survives");
+        }
+    }
+}
+
+/// Issue 50: DeleteObjects' partial errors. A key the store was too busy
+/// to delete is sent again after a pause; a key it refused ends the
+/// removal naming it, its code and how many were refused, the marker kept;
+/// an answer that leaves a key out is an error, not a success.
+#[test]
+fn delete_objects_partial_errors_are_tried_again_or_named() {
+    let removal = |model: Model| {
+        let (fake, model, store) = bucket(model);
+        let result = remove_dataset(&store, P, Expect::Export(Some("0000abcd")), OnCtrlC::Stop);
+        (fake, model, result)
+    };
+    let mut busy = Model::default();
+    blobs(&mut busy, 3);
+    busy.marker(Some("0000abcd"));
+    busy.refusals.insert(format!("{P}0000000002"), ("SlowDown", 1));
+    let (fake, model, result) = removal(busy);
+    assert_eq!(result.unwrap().objects, 4);
+    assert!(model.lock().unwrap().keys.is_empty());
+    let posts = fake.lines().iter().filter(|l| l.starts_with("POST")).count();
+    assert_eq!(posts, 2, "one batch, then the busy key again: {:?}", fake.lines());
+
+    let mut denied = Model::default();
+    blobs(&mut denied, 3);
+    denied.marker(Some("0000abcd"));
+    for k in [2, 3] {
+        denied.refusals.insert(format!("{P}{k:010}"), ("AccessDenied", 9));
+    }
+    let (_fake, model, result) = removal(denied);
+    let e = result.unwrap_err().to_string();
+    assert!(e.contains("the store refused 2 of 3 deletes; the first: ") && e.contains("(AccessDenied)"), "{e}");
+    assert!(e.contains(&format!("DELETE {P}0000000002 was denied")) && e.contains("lacks s3:DeleteObject"), "{e}");
+    assert!(model.lock().unwrap().current(&format!("{P}{MARKER}")).is_some(), "the marker is kept");
+
+    let mut forgetful = Model { forgetful: true, ..Model::default() };
+    blobs(&mut forgetful, 3);
+    forgetful.marker(Some("0000abcd"));
+    let e = removal(forgetful).2.unwrap_err().to_string();
+    assert!(e.contains("the store's answer named 2 of the 3 keys"), "{e}");
+}
+
+/// Issue 50: a store without DeleteObjects (501) gets one DELETE per
+/// object, each checked as every key is.
+#[test]
+fn a_store_without_delete_objects_gets_one_delete_each() {
+    let mut model = Model { no_multi_delete: true, ..Model::default() };
+    blobs(&mut model, 3);
+    model.marker(Some("0000abcd"));
+    let (fake, model, store) = bucket(model);
+    let removed = remove_dataset(&store, P, Expect::Prefix, OnCtrlC::Stop).unwrap();
+    assert_eq!(removed.objects, 4);
+    assert!(model.lock().unwrap().keys.is_empty());
+    assert_eq!(fake.lines().iter().filter(|l| l.starts_with("POST")).count(), 1, "asked once: {:?}", fake.lines());
+    assert_eq!(fake.lines().iter().filter(|l| l.starts_with("DELETE")).count(), 4);
+}
+
+/// Issue 50, minor: a version whose delete is denied on a bucket with
+/// object lock (or MFA Delete) says so, not only that a permission is
+/// missing: the bucket's configuration is read then.
+#[test]
+fn a_denied_version_delete_names_object_lock_or_mfa_delete() {
+    for (lock, mfa, says) in
+        [(true, false, "has object lock on"), (false, true, "has MFA Delete on"), (false, false, "")]
+    {
+        let mut model = Model { versioned: true, object_lock: lock, mfa_delete: mfa, ..Model::default() };
+        blobs(&mut model, 1);
+        model.marker(Some("0000abcd"));
+        model.refusals.insert(format!("{P}0000000001"), ("AccessDenied", 9));
+        let (_fake, _model, store) = bucket(model);
+        let e = remove_dataset(&store, P, Expect::Prefix, OnCtrlC::Stop).unwrap_err().to_string();
+        assert!(e.contains("lacks s3:DeleteObjectVersion") && e.contains(says) && !e.contains('\n'), "{e}");
+        assert_eq!(e.contains("object lock") || e.contains("MFA"), lock || mfa, "{e}");
+    }
 }

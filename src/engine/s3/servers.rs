@@ -161,10 +161,12 @@ pub fn stop_any(dir: &Path) -> Result<()> {
 
 /// Removes the throwaway dataset in `dir` (`drop DIR`) once no blobbench
 /// process uses its server, and only what blobbench made there: its
-/// descriptor, its server's directory, the owner and lock files. Whether
+/// descriptor, its server's directory, the owner and lock files (the
+/// server's, and the dataset's own of `drop`). Whether
 /// `dir` itself went (other files keep it).
 pub fn drop_local(dir: &Path) -> Result<bool> {
-    let own: Vec<&str> = std::iter::once(super::DESCRIPTOR).chain(Server::ALL.map(Server::dir)).collect();
+    let own: Vec<&str> =
+        [super::DESCRIPTOR, super::lock::HOLDER].into_iter().chain(Server::ALL.map(Server::dir)).collect();
     throwaway::remove_dataset(dir, &own, stop_any)
 }
 

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use super::client::Client;
 use super::reach::Reach;
-use crate::engine::api::{take, OpenMode, Session, SessionInfo};
+use crate::engine::api::{check_write, take, OpenMode, Session, SessionInfo};
 use crate::engine::keep::Lease;
 use crate::engine::sizes::KnownSizes;
 use crate::{Error, Result};
@@ -61,14 +61,6 @@ impl S3Session {
         s.round_trip()?;
         Ok(s)
     }
-
-    fn check_write(&self) -> Result<()> {
-        if self.write {
-            Ok(())
-        } else {
-            Err(Error::invalid("a read session cannot write"))
-        }
-    }
 }
 
 impl Session for S3Session {
@@ -79,7 +71,7 @@ impl Session for S3Session {
     }
 
     fn overwrite(&mut self, key: u32, content: &[u8]) -> Result<u64> {
-        self.check_write()?;
+        check_write(self.write)?;
         let Some(len) = self.sizes.get(key) else { return Ok(0) };
         let len = usize::try_from(len).map_err(|_| Error::invalid(format!("blob {key} is too large to hold")))?;
         let value = take(content, len, key)?;
@@ -89,7 +81,7 @@ impl Session for S3Session {
     }
 
     fn put(&mut self, key: u32, content: &[u8]) -> Result<()> {
-        self.check_write()?;
+        check_write(self.write)?;
         self.reach.desc.key_into(key, &mut self.name);
         self.client.put_sized(&self.name, content, self.multipart_threshold)?;
         self.sizes.insert(key, content.len() as u64);
@@ -97,7 +89,7 @@ impl Session for S3Session {
     }
 
     fn delete(&mut self, key: u32) -> Result<bool> {
-        self.check_write()?;
+        check_write(self.write)?;
         self.reach.desc.key_into(key, &mut self.name);
         self.client.delete(&self.name)?;
         Ok(self.sizes.remove(key))

@@ -30,7 +30,7 @@ pub fn stat(dir: &Path, s3: &S3Params) -> Result<ServerStat> {
         None => None,
     };
     Ok(ServerStat {
-        engine: super::KIND,
+        engine: super::kind::KIND,
         blobs_in: blobs_in(&reach),
         entries: sizes.len() as u64,
         min_size: sizes.values().copied().min().unwrap_or(0),

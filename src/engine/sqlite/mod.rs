@@ -14,15 +14,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use busy::busy_delay;
+pub use session::writers::{writers, WRITERS};
+use session::writers::{Lent, SharedWriters};
 pub use session::DbSession;
-use session::{OneWriter, OneWriterClient};
 
 use crate::engine::api::{Engine, OpenMode, Session, Survey};
-use crate::engine::backend::{Backend, Claim, LocalBytes, Probe, WriteConfig, WriteSettings, WritersConfig};
-use crate::engine::keep::{Idle, Lease};
+use crate::engine::backend::{Backend, Claim, LocalBytes, Probe, WriteConfig, WriteSettings};
+use crate::engine::keep::Idle;
 use crate::engine::kvtest_db::{open_kv, SQLITE_HEADER};
 use crate::engine::report::{ExportReport, StatReport};
-use crate::records::{CommitEvery, ConfigId, DbParams, DbWriters, EngineKind, EngineSettings, Journal, SyncLevel};
+use crate::records::{CommitEvery, ConfigId, DbParams, EngineKind, EngineSettings, Journal, SyncLevel};
 use crate::util::progress::Progress;
 use crate::{Error, Result};
 use error::db_error;
@@ -128,38 +129,6 @@ const WRITE_CONFIGS: &[WriteConfig] = &[
     db_config(ConfigId::DbOff, "SQLite, journal_mode=OFF, synchronous=OFF", Journal::Off, SyncLevel::Off),
 ];
 
-/// SQLite's ways of writing with several clients of one process at once,
-/// the ones sharing a connection first (advise ranks them in this order).
-pub const WRITERS: &[WritersConfig] = &[
-    WritersConfig {
-        id: DbWriters::One,
-        title: "one writer connection",
-        how: "every client's writes go through one connection the process shares behind a mutex (a writer waiting \
-              for it sleeps until it is free and is woken then)",
-        concurrent: "SQLite WAL + FULL, one writer connection for all writers behind a mutex in the process, a \
-                     commit per write; each reader on its own connection",
-        threads_only: Some(
-            "one writer connection is shared by the threads of one process; client processes cannot share a \
-             connection, so each writes through its own",
-        ),
-        needs_commit_every: true,
-    },
-    WritersConfig {
-        id: DbWriters::PerClient,
-        title: "a connection per client",
-        how: "each commit's writes as BEGIN IMMEDIATE, sleeping on SQLite's busy schedule (1, 2, 5, 10 ... ms) \
-              while another client holds the write lock (busy waits counted)",
-        concurrent: "SQLite WAL + FULL, a connection per writer, BEGIN IMMEDIATE under the busy timeout",
-        threads_only: None,
-        needs_commit_every: false,
-    },
-];
-
-/// The row of a way of writing.
-pub fn writers(id: DbWriters) -> &'static WritersConfig {
-    WRITERS.iter().find(|w| w.id == id).expect("every way of writing has a row")
-}
-
 /// An SQLite database (kvtest's `kv` table) with a run's pragmas.
 pub struct SqliteEngine {
     path: PathBuf,
@@ -174,8 +143,8 @@ pub struct SqliteEngine {
     /// between its sessions with its WAL in place, as a long-running
     /// application's (see [`SqliteEngine::open`]).
     writer: Idle<rusqlite::Connection>,
-    /// The writer the clients share with [`DbWriters::One`].
-    one_writer: OneWriter,
+    /// The writers clients share (`DbWriters::One`'s).
+    shared: SharedWriters,
 }
 
 impl SqliteEngine {
@@ -187,37 +156,15 @@ impl SqliteEngine {
             sizes: None,
             idle: Idle::new(),
             writer: Idle::new(),
-            one_writer: OneWriter::new(),
+            shared: SharedWriters::new(),
         }
-    }
-
-    /// A client's session with one writer connection for the process
-    /// ([`DbWriters::One`]): reads on a connection of its own (kept
-    /// between runs), writes through the shared writer, opened by the
-    /// first client and committing every N writes of all clients.
-    fn one_writer_client(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
-        let path = &self.path;
-        if !mode.write {
-            let conn = self.idle.lease(mode.keep, || session::connect(path))?;
-            let read = (false, self.commit_every, true);
-            return Ok(Box::new(DbSession::on(conn, path, &self.params, read, mode.find_max, None)?));
-        }
-        // Every write committed unless told otherwise (`OpenMode::client`).
-        let n = self.commit_every.unwrap_or(1);
-        let conn = self.idle.lease(mode.keep, || session::connect(path))?;
-        let read = DbSession::on(conn, path, &self.params, (false, Some(n), true), mode.find_max, None)?;
-        session::check_clients_journal(read.journal_mode, path)?;
-        Ok(Box::new(OneWriterClient::new(read, &self.one_writer, || {
-            let conn = (session::connect(path)?, Lease::once());
-            DbSession::on(conn, path, &self.params, (true, Some(n), false), false, self.sizes.clone())
-        })?))
     }
 }
 
 impl Drop for SqliteEngine {
     /// The shared writer's last batch is committed, not rolled back.
     fn drop(&mut self) {
-        let _ = self.one_writer.finish();
+        let _ = self.shared.finish();
     }
 }
 
@@ -259,8 +206,17 @@ impl Engine for SqliteEngine {
     /// deferred work is still timed there. kvtest's one transaction per run keeps
     /// kvtest's process per run: a connection per session.
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
-        if mode.client.is_some() && self.params.writers == DbWriters::One {
-            return self.one_writer_client(mode);
+        if mode.client.is_some() {
+            let lent = Lent {
+                path: &self.path,
+                params: &self.params,
+                commit_every: self.commit_every,
+                sizes: &self.sizes,
+                idle: &self.idle,
+            };
+            if let Some(client) = self.shared.client_session(lent, mode) {
+                return client;
+            }
         }
         let conn = if mode.write {
             // Readers' connections close first, so the writer's checkpoint
@@ -281,7 +237,7 @@ impl Engine for SqliteEngine {
 
     /// Closes the kept connections, and with them their page caches.
     fn drop_own_caches(&self) -> Result<()> {
-        self.one_writer.finish()?;
+        self.shared.finish()?;
         self.idle.clear();
         self.writer.clear();
         Ok(())

@@ -5,10 +5,7 @@
 //! (`client.rs`).
 
 mod client;
-mod one_writer;
-
-pub(crate) use client::check_journal as check_clients_journal;
-pub(crate) use one_writer::{OneWriter, OneWriterClient};
+pub(crate) mod writers;
 
 use std::ffi::{c_int, CStr};
 use std::path::{Path, PathBuf};

@@ -5,7 +5,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::procs::alive;
-use super::LOCK;
 use crate::util::interrupt::stop_requested;
 use crate::{Error, Result};
 
@@ -15,6 +14,10 @@ pub(super) enum AtCtrlC {
     GiveUp,
     WaitOn,
 }
+
+/// The file in a dataset's directory whose lock serialises the starts and
+/// stops of its server across processes.
+pub const LOCK: &str = "blobbench-server.lock";
 
 /// An exclusive lock on a dataset's [`LOCK`] file, released when dropped
 /// (or when its process dies). The file holds its holder's pid, for the

@@ -41,21 +41,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+pub use lock::LOCK;
 use lock::{AtCtrlC, DirLock};
 pub use procs::{adopt_orphans, alive, kill_tree, killed_builds, reap_adopted, start_time};
-pub use users::{confirmed_pid, orphaned, write_pid_file};
-use users::{others_kept, write_users, Others, User};
+pub use users::{confirmed_pid, orphaned, write_pid_file, Place, User, OWNER};
+use users::{others_kept, write_users, Others};
 
 use crate::{Error, Result};
-
-/// The file in a dataset's directory naming the blobbench processes that
-/// use its server, one `PID START BOOT PIDNS HOST` a line (all dead means
-/// a killed run).
-pub const OWNER: &str = "blobbench-server.pid";
-
-/// The file in a dataset's directory whose lock serialises the starts and
-/// stops of its server across processes.
-pub const LOCK: &str = "blobbench-server.lock";
 
 /// How long a process waits for another to finish starting or stopping the
 /// server: a start is bounded by the CPU it uses (minutes beside a build,

@@ -24,12 +24,17 @@ use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use super::procs::{alive, start_time};
-use super::OWNER;
 use crate::{Error, Result};
 
-/// A process listed as a user of a server.
+/// The file in a dataset's directory naming the blobbench processes that
+/// use its server, one `PID START BOOT PIDNS HOST` a line (all dead means
+/// a killed run).
+pub const OWNER: &str = "blobbench-server.pid";
+
+/// A process listed as a user of a server (or as the holder of another
+/// lock, such as an S3 dataset's, which writes the same line).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct User {
+pub struct User {
     pub pid: i32,
     /// When it started (clock ticks since boot); None in an older
     /// blobbench's line.
@@ -40,7 +45,7 @@ pub(super) struct User {
 
 /// The machine, boot and pid namespace a process ran in.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Place {
+pub struct Place {
     /// `/proc/sys/kernel/random/boot_id`: new at each boot.
     pub boot: String,
     /// The inode of `/proc/self/ns/pid`.
@@ -92,9 +97,18 @@ impl User {
         self.pid == std::process::id() as i32 && self.place.as_ref().is_none_or(|p| p == Place::here())
     }
 
+    /// Whether it is the process that started this one, still running:
+    /// a client process sees the command it serves so.
+    pub fn is_my_parent(&self) -> bool {
+        let parent = std::os::unix::process::parent_id() as i32;
+        self.pid == parent
+            && self.started.is_some_and(|s| start_time(parent) == Some(s))
+            && self.place.as_ref().is_some_and(|p| p == Place::here())
+    }
+
     /// Whether it still runs, `listed_at` being when its line was written
     /// (the owner file's time).
-    pub fn seen(&self, listed_at: Option<SystemTime>) -> Seen {
+    pub(super) fn seen(&self, listed_at: Option<SystemTime>) -> Seen {
         let here = Place::here();
         match &self.place {
             Some(p) if p.host != here.host => Seen::Unconfirmed(format!("from host {}", p.host)),
@@ -109,7 +123,8 @@ impl User {
         }
     }
 
-    fn parse(line: &str) -> Option<User> {
+    /// The user a line of the owner file names.
+    pub fn parse(line: &str) -> Option<User> {
         let mut words = line.split_whitespace();
         let pid = words.next()?.parse().ok()?;
         let started = words.next().and_then(|w| w.parse().ok());
@@ -123,7 +138,8 @@ impl User {
         Some(User { pid, started, place })
     }
 
-    fn line(&self) -> String {
+    /// Its line in the owner file: `PID START BOOT PIDNS HOST`.
+    pub fn line(&self) -> String {
         match (self.started, &self.place) {
             (Some(s), Some(p)) => format!("{} {s} {} {} {}\n", self.pid, p.boot, p.pidns, p.host),
             (Some(s), None) => format!("{} {s}\n", self.pid),

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::candidate::Store;
 use super::section::{CrashFact, CrashFacts, CrashSource};
 use super::{rules, Advise};
 use crate::engine::s3::Server;
@@ -182,7 +183,7 @@ pub(super) fn crash_facts(opts: &Advise) -> (CrashFacts, Option<PowerCutSection>
 /// that answers a PUT before it is on disk never acknowledges a write as
 /// durable, however a process kill leaves it (`Server::syncs_puts`).
 fn server_facts(opts: &Advise) -> Option<CrashFact> {
-    let s3 = rules::Store::Engine(EngineKind::S3);
+    let s3 = Store::Engine(EngineKind::S3);
     let settings = &opts.ctx.settings;
     if !opts.stores().contains(&s3) || settings.s3.url.is_some() {
         return None;
@@ -233,8 +234,8 @@ fn power_cut_facts(opts: &Advise) -> (CrashFacts, Option<PowerCutSection>) {
                     acknowledges_durability: m.acknowledges_durability,
                     cuts: m.cuts,
                     lost_after_ack: m.lost_after_ack,
-                    torn: m.torn,
-                    integrity_failures: m.integrity_failures,
+                    torn: m.checks.torn,
+                    integrity_failures: m.checks.integrity_failures,
                 })
                 .collect();
             let crash = CrashFacts {

@@ -7,18 +7,18 @@
 //! section plus its own. The recommendation is
 //! [`rank::rank`] of that data; the report words it.
 
+mod candidate;
 pub mod clients;
 mod facets;
 pub mod rank;
 pub mod rules;
 mod section;
 
-pub use section::{AdviseSection, CrashFact, CrashFacts, CrashSource, Durability, Stage, StageTimes, Workload};
+pub use candidate::{Durability, Store, ALWAYS};
+pub use section::{AdviseSection, CrashFact, CrashFacts, CrashSource, Stage, StageTimes, Workload};
 
 use std::path::PathBuf;
 use std::time::Duration;
-
-use rules::Store;
 
 use crate::engine::dataset::from_dir;
 use crate::measure::clock::Clock;
@@ -107,7 +107,7 @@ pub fn in_context<'a>(ctx: &'a StudyContext, opts: &'a AdviseOptions) -> Advise<
 impl Advise<'_> {
     /// Every candidate, in the order the page lists them.
     pub fn stores(&self) -> Vec<Store> {
-        rules::ALWAYS.into_iter().chain(self.ctx.engines.iter().map(|&k| Store::Engine(k))).collect()
+        ALWAYS.into_iter().chain(self.ctx.engines.iter().map(|&k| Store::Engine(k))).collect()
     }
 
     /// Writes per commit: a write returns once N writes have been
@@ -441,7 +441,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let mut o = options(d.path());
         o.ctx.engines = vec![EngineKind::S3];
-        let s3 = rules::Store::Engine(EngineKind::S3).crash_method(o.opts.durability);
+        let s3 = Store::Engine(EngineKind::S3).crash_method(o.opts.durability);
         let fact = |o: &Case| facets::crash_facts(&o.advise()).0.of(s3).cloned();
         o.ctx.settings.s3.server = Some("seaweedfs".into());
         assert_eq!(fact(&o).map(|f| f.acknowledges_durability), Some(false));

@@ -5,8 +5,10 @@
 //! short aging pass did to them, and what would change the answer. No
 //! text: the report words it.
 
-use super::rules::{self, Store, Test};
-use super::section::{AdviseSection, CrashFact, CrashSource, Durability};
+use super::candidate::Durability;
+use super::candidate::Store;
+use super::rules::{self, Test};
+use super::section::{AdviseSection, CrashFact, CrashSource};
 use crate::measure::paired::PairedRatio;
 use crate::measure::rounds::RoundSet;
 use crate::measure::Experiment;

@@ -3,41 +3,15 @@
 //! facts exclude a candidate, and the crash table used when no power-cut
 //! run was possible.
 
-use std::fmt;
-
-use serde::{Deserialize, Serialize};
-
-use super::section::{CrashFact, Durability};
+use super::candidate::Durability;
+use super::section::CrashFact;
 use crate::powercut::Model;
-use crate::records::{ConfigId, EngineKind, LayoutId};
+use crate::records::{ConfigId, EngineKind};
 use crate::studies::matrix::DbRead;
-use crate::studies::suite::ids::{self, ArmId};
-
-/// A place blobs can live, in the configuration advise gives it: advise's
-/// candidate, in a result file its [`Store::name`]. Its writes are its
-/// write configurations ([`Store::crash_method`]), one per need.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "&'static str")]
-pub enum Store {
-    /// SQLite: blob API + mmap reads; WAL + NORMAL (relaxed) or WAL + FULL
-    /// (required) writes.
-    Sqlite,
-    /// One file per blob, overwritten in place (+ fsync when required).
-    FilesInPlace,
-    /// One file per blob, written to a temporary file and renamed over
-    /// (+ fsync when required).
-    FilesReplace,
-    /// A key-value engine (LMDB, redb, fjall, PostgreSQL): its fast commit
-    /// (relaxed) or its durable one (required).
-    Engine(EngineKind),
-}
 
 /// SQLite's candidate's read path in the size matrix: its own, the one
 /// [`Store::read_id`] times (`read/db-blob-mmap`: blob API, mmap).
 pub const SQLITE_READ: DbRead = DbRead::BlobApiMmap;
-
-/// The stores every advice considers, besides the `--engines` given.
-pub const ALWAYS: [Store; 3] = [Store::Sqlite, Store::FilesInPlace, Store::FilesReplace];
 
 /// The engines considered when `--engines` is not given: every embedded
 /// key-value engine in the registry (a server is considered when asked for,
@@ -83,136 +57,6 @@ pub fn excluded_by(need: Durability, fact: &CrashFact) -> Option<Test> {
     EXCLUSIONS.iter().filter(|(d, _)| *d == need).map(|(_, t)| *t).find(|t| t.fails(fact))
 }
 
-impl Store {
-    /// The name in result files: `sqlite`, `files-inplace`,
-    /// `files-replace` or the engine's name. Spelled and read back here
-    /// only (a candidate in a result file is a [`Store`]).
-    pub fn name(self) -> &'static str {
-        match self {
-            Store::Sqlite => "sqlite",
-            Store::FilesInPlace => "files-inplace",
-            Store::FilesReplace => "files-replace",
-            Store::Engine(kind) => kind.name(),
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Store> {
-        ALWAYS
-            .into_iter()
-            .find(|s| s.name() == name)
-            .or_else(|| EngineKind::from_name(name).filter(|k| k.is_key_value()).map(Store::Engine))
-    }
-
-    /// The suite experiment its reads are timed by.
-    pub fn read_id(self) -> ArmId {
-        match self {
-            Store::Sqlite => ids::READ_DB_BLOB_MMAP,
-            Store::FilesInPlace | Store::FilesReplace => ids::READ_FLAT_POSIX,
-            Store::Engine(kind) => ids::engine_read(kind),
-        }
-    }
-
-    /// The suite experiment its cold reads are timed by (the page cache
-    /// evicted before each run).
-    pub fn cold_read_id(self) -> ArmId {
-        ids::cold(self.read_id())
-    }
-
-    /// The layout `aging` ages it as: its relaxed write's (SQLite in WAL
-    /// mode, files in place or by temp + rename), or the engine's durable
-    /// commit. None for a server engine (no short aging pass for it).
-    pub fn aging_layout(self) -> Option<LayoutId> {
-        match self {
-            Store::Engine(kind) if kind.is_server() => None,
-            Store::Engine(kind) => Some(LayoutId(ConfigId::Durable(kind))),
-            _ => self.relaxed_write().filter(|c| c.aging_title().is_some()).map(LayoutId),
-        }
-    }
-
-    /// The suite experiment its writes at `need` are timed by: committed
-    /// as the workload states (`commit/...`), or, for a file from before
-    /// `--commit-every` (`one_per_run`), the article's one transaction per
-    /// run.
-    pub fn write_id(self, need: Durability, one_per_run: bool) -> ArmId {
-        let id = self.run_write_id(need);
-        if one_per_run {
-            id
-        } else {
-            ids::committed(id)
-        }
-    }
-
-    /// The article-style arm of its writes at `need` (one transaction per
-    /// run): its write configuration's, a durable rename's without the
-    /// directory fsync the committed arm adds.
-    fn run_write_id(self, need: Durability) -> ArmId {
-        match (self, need) {
-            (Store::FilesReplace, Durability::Required) => ids::WRITE_FLAT_REPLACE_FSYNC,
-            (Store::Engine(kind), Durability::Required) => ids::engine_durable_write(kind),
-            (Store::Engine(kind), Durability::Relaxed) => ids::engine_fast_write(kind),
-            _ => ArmId::Write(self.crash_method(need).expect("SQLite and the files write at every need")),
-        }
-    }
-
-    /// The crash test's method for its writes at `need` (None: its engine
-    /// declares none). SQLite writes in WAL, NORMAL or FULL; files written
-    /// by temp + rename are durable only with the directory fsynced too, as
-    /// the timed committed write does (once per commit).
-    pub fn crash_method(self, need: Durability) -> Option<ConfigId> {
-        let required = need == Durability::Required;
-        match self {
-            Store::Sqlite if required => Some(ConfigId::DbWalFull),
-            Store::Sqlite => Some(ConfigId::DbWalNormal),
-            Store::FilesInPlace if required => Some(ConfigId::InplaceFsync),
-            Store::FilesInPlace => Some(ConfigId::Inplace),
-            Store::FilesReplace if required => Some(ConfigId::ReplaceFsyncDir),
-            Store::FilesReplace => Some(ConfigId::Replace),
-            Store::Engine(kind) => ConfigId::of_engine(kind, required),
-        }
-    }
-
-    /// Its write when durability is relaxed.
-    fn relaxed_write(self) -> Option<ConfigId> {
-        self.crash_method(Durability::Relaxed)
-    }
-
-    /// The layout its disk usage is recorded under.
-    pub fn layout(self) -> EngineKind {
-        match self {
-            Store::Sqlite => crate::engine::sqlite::KIND,
-            Store::FilesInPlace | Store::FilesReplace => crate::engine::files::FLAT_KIND,
-            Store::Engine(kind) => kind,
-        }
-    }
-}
-
-impl fmt::Display for Store {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl From<Store> for &'static str {
-    fn from(s: Store) -> &'static str {
-        s.name()
-    }
-}
-
-/// Tests name candidates as files spell them.
-#[cfg(test)]
-impl From<&str> for Store {
-    fn from(name: &str) -> Store {
-        Store::from_name(name).unwrap_or_else(|| panic!("no candidate {name:?}"))
-    }
-}
-
-impl TryFrom<String> for Store {
-    type Error = String;
-    fn try_from(s: String) -> Result<Store, String> {
-        Store::from_name(&s).ok_or_else(|| format!("unknown advise candidate {s:?}"))
-    }
-}
-
 /// Rewrites of every blob in advise's short aging pass (its ages are 0
 /// and this).
 pub const AGING_AGE: u32 = 2;
@@ -249,15 +93,8 @@ pub fn documented() -> Vec<CrashFact> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::candidate::{Store, ALWAYS};
     use super::*;
-
-    #[test]
-    fn names_round_trip() {
-        for s in ALWAYS.into_iter().chain(default_engines().into_iter().map(Store::Engine)) {
-            assert_eq!(Store::from_name(s.name()), Some(s));
-        }
-        assert_eq!(Store::from_name("flat"), None);
-    }
 
     #[test]
     fn documented_methods_are_crash_test_methods() {

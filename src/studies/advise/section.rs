@@ -9,34 +9,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::candidate::{Durability, Store};
 use crate::records::ConfigId;
-
-/// How much a write must survive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Durability {
-    /// A write that returned must survive a power cut.
-    Required,
-    /// The last writes may be lost in a power cut, but stored blobs must
-    /// not be damaged.
-    Relaxed,
-}
-
-impl Durability {
-    pub fn name(self) -> &'static str {
-        match self {
-            Durability::Required => "required",
-            Durability::Relaxed => "relaxed",
-        }
-    }
-
-    pub fn other(self) -> Durability {
-        match self {
-            Durability::Required => Durability::Relaxed,
-            Durability::Relaxed => Durability::Required,
-        }
-    }
-}
 
 /// The workload the advice is for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -127,9 +101,9 @@ impl CrashFacts {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AdviseSection {
     pub workload: Workload,
-    /// The candidates considered (by [`super::rules::Store::name`] in the
+    /// The candidates considered (by [`Store::name`] in the
     /// file).
-    pub candidates: Vec<super::rules::Store>,
+    pub candidates: Vec<Store>,
     pub crash: CrashFacts,
     /// The time budget of the whole command, and what it took.
     pub budget_s: f64,

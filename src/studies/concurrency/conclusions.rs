@@ -244,69 +244,90 @@ pub struct Extensions<'a> {
 /// Each of the study's conclusions, judged on `points` (and the
 /// extensions the study did not have). `cores` splits "up to the core count".
 pub fn evaluate(points: &[Point], ext: Extensions<'_>, cores: u32) -> Vec<Conclusion> {
-    let any = |_: u32| true;
+    let mut out = journal_conclusions(points);
+    out.extend(cache_and_mode_conclusions(points));
+    out.extend(sharing_conclusions(points, cores));
+    if let Some(b) = ext.blobs {
+        out.push(Conclusion::new(
+            "Extension: SQLite keeps its lead over files as reader threads grow",
+            "kvtest blobs, random reads: best database / files, per thread count",
+            Claim::Faster,
+            b.leads(ext.rounds),
+        ));
+    }
+    if let Some(w) = ext.writers {
+        out.extend(writer_conclusions(w, ext.rounds));
+    }
+    out
+}
+
+fn any_threads(_: u32) -> bool {
+    true
+}
+
+/// The configuration shared if per thread, per thread if shared.
+fn flip_sharing(c: Config) -> Config {
+    Config { sharing: if c.sharing == Sharing::Shared { Sharing::PerThread } else { Sharing::Shared }, ..c }
+}
+
+/// WAL against the default journal (DELETE), for reads, writes and both
+/// sides of the mixed workload.
+fn journal_conclusions(points: &[Point]) -> Vec<Conclusion> {
     let wal = |c: &Config| c.journal == Journal::Wal;
     let to_delete = |c: Config| Config { journal: Journal::Delete, ..c };
-    let flip_cache = |c: Config| Config { shared_cache: !c.shared_cache, ..c };
-    let flip_sharing = |c: Config| Config {
-        sharing: if c.sharing == Sharing::Shared { Sharing::PerThread } else { Sharing::Shared },
-        ..c
-    };
-    let best_kind = |c: &Config| c.journal == Journal::Wal && !c.shared_cache;
-    let shared_best = |c: &Config| c.sharing == Sharing::Shared && best_kind(c);
-    let per_thread_best = |c: &Config| c.sharing == Sharing::PerThread && best_kind(c);
-    let mut one_thread =
-        ratios(points, Workload::Read, false, |t| t == 1, |c| c.sharing == Sharing::Shared, flip_sharing);
-    one_thread.extend(ratios(
-        points,
-        Workload::Write,
-        true,
-        |t| t == 1,
-        |c| c.sharing == Sharing::Shared,
-        flip_sharing,
-    ));
-    let mut out = vec![
+    vec![
         Conclusion::new(
             "WAL is faster than the default journal (DELETE) for reads",
             "read: WAL / DELETE, other parameters equal",
             Claim::Faster,
-            ratios(points, Workload::Read, false, any, wal, to_delete),
+            ratios(points, Workload::Read, false, any_threads, wal, to_delete),
         ),
         Conclusion::new(
             "WAL drastically improves write performance",
             "write: WAL / DELETE",
             Claim::Faster,
-            ratios(points, Workload::Write, true, any, wal, to_delete),
+            ratios(points, Workload::Write, true, any_threads, wal, to_delete),
         ),
         Conclusion::new(
             "WAL is faster for mixed reads and writes (reads)",
             "mixed, reads/s: WAL / DELETE",
             Claim::Faster,
-            ratios(points, Workload::Mixed, false, any, wal, to_delete),
+            ratios(points, Workload::Mixed, false, any_threads, wal, to_delete),
         ),
         Conclusion::new(
             "WAL is faster for mixed reads and writes (writes)",
             "mixed, inserts/s: WAL / DELETE",
             Claim::Faster,
-            ratios(points, Workload::Mixed, true, any, wal, to_delete),
+            ratios(points, Workload::Mixed, true, any_threads, wal, to_delete),
         ),
+    ]
+}
+
+/// A shared cache, read-only connections and, with one thread, a shared
+/// connection: the claims that they change nothing (or nothing good).
+fn cache_and_mode_conclusions(points: &[Point]) -> Vec<Conclusion> {
+    let flip_cache = |c: Config| Config { shared_cache: !c.shared_cache, ..c };
+    let shared = |c: &Config| c.sharing == Sharing::Shared;
+    let mut one_thread = ratios(points, Workload::Read, false, |t| t == 1, shared, flip_sharing);
+    one_thread.extend(ratios(points, Workload::Write, true, |t| t == 1, shared, flip_sharing));
+    vec![
         Conclusion::new(
             "A shared cache is never faster for reads",
             "read: shared cache / private cache",
             Claim::NeverFaster,
-            ratios(points, Workload::Read, false, any, |c| c.shared_cache, flip_cache),
+            ratios(points, Workload::Read, false, any_threads, |c| c.shared_cache, flip_cache),
         ),
         Conclusion::new(
             "A shared cache makes no real difference to writes",
             "write: shared cache / private cache",
             Claim::Same,
-            ratios(points, Workload::Write, true, any, |c| c.shared_cache, flip_cache),
+            ratios(points, Workload::Write, true, any_threads, |c| c.shared_cache, flip_cache),
         ),
         Conclusion::new(
             "Read-only connections do not change read performance",
             "read: read-only / read-write",
             Claim::Same,
-            ratios(points, Workload::Read, false, any, |c| c.read_only, |c| Config { read_only: false, ..c }),
+            ratios(points, Workload::Read, false, any_threads, |c| c.read_only, |c| Config { read_only: false, ..c }),
         ),
         Conclusion::new(
             "With one thread, sharing a connection makes no difference",
@@ -314,6 +335,16 @@ pub fn evaluate(points: &[Point], ext: Extensions<'_>, cores: u32) -> Vec<Conclu
             Claim::Same,
             one_thread,
         ),
+    ]
+}
+
+/// A connection per thread or one shared, by thread count against the
+/// cores, for reads, writes and the mixed workload.
+fn sharing_conclusions(points: &[Point], cores: u32) -> Vec<Conclusion> {
+    let best_kind = |c: &Config| c.journal == Journal::Wal && !c.shared_cache;
+    let shared_best = |c: &Config| c.sharing == Sharing::Shared && best_kind(c);
+    let per_thread_best = |c: &Config| c.sharing == Sharing::PerThread && best_kind(c);
+    vec![
         Conclusion::new(
             "Reading, threads <= cores: a connection per thread is faster",
             &format!("read, 2..={cores} threads, WAL, private cache: per-thread / shared"),
@@ -344,19 +375,7 @@ pub fn evaluate(points: &[Point], ext: Extensions<'_>, cores: u32) -> Vec<Conclu
             Claim::Best,
             best_ratios(points, true),
         ),
-    ];
-    if let Some(b) = ext.blobs {
-        out.push(Conclusion::new(
-            "Extension: SQLite keeps its lead over files as reader threads grow",
-            "kvtest blobs, random reads: best database / files, per thread count",
-            Claim::Faster,
-            b.leads(ext.rounds),
-        ));
-    }
-    if let Some(w) = ext.writers {
-        out.extend(writer_conclusions(w, ext.rounds));
-    }
-    out
+    ]
 }
 
 /// `a`'s durable writes/s over `b`'s, paired by the writers' rounds.

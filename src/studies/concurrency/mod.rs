@@ -76,41 +76,78 @@ pub struct Measured {
 pub fn run(ctx: &StudyContext, opts: &ConcurrencyOptions) -> Result<Measured> {
     let opts = &Concurrency::new(ctx, opts, default_rounds(ctx.quick));
     let progress = &ctx.progress();
-    opts.validate()?;
-    opts.rounds.validate()?;
-    if !opts.ctx.workdir.is_dir() {
-        let why = if opts.ctx.workdir.exists() { "is not a directory" } else { "no such directory" };
-        return Err(Error::bad_input(&opts.ctx.workdir, why));
-    }
-    let settings = &opts.ctx.settings;
-    servers::preflight(&opts.servers(), settings)?;
-    let write = opts.workloads.contains(&Workload::Writers);
-    if write {
-        for &kind in &opts.writer_engines() {
-            crate::engine::registry::backend(kind).preflight(settings, None)?;
-        }
-    }
-    crate::engine::registry::reap_killed(&opts.ctx.workdir)?;
-    // Enterable by others (not listable): PostgreSQL's throwaway cluster
-    // runs as the `postgres` user when blobbench runs as root.
-    let work = tempfile::Builder::new()
-        .prefix(".blobbench-concurrency-")
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o711))
-        .tempdir_in(&opts.ctx.workdir)
-        .map_err(|e| Error::io(&opts.ctx.workdir, "cannot create a working directory", e))?;
+    let work = prepare(opts)?;
     let plan = opts.plan(ctx.quick);
-    let blobs = opts.workloads.contains(&Workload::Blobs);
+    let (blobs, write) = (opts.workloads.contains(&Workload::Blobs), opts.workloads.contains(&Workload::Writers));
     let units = plan.len() * opts.threads.len() * opts.repeat as usize
         + if blobs { 15 } else { 0 }
         + if opts.servers().is_empty() { 0 } else { SERVER_CLIENTS.len() }
         + usize::from(write);
     progress.start("concurrency", units as u64);
-    let mut templates = table::Templates::new(work.path(), opts.rows, opts.ctx.seed);
-    // Runs are interleaved in rounds: every point's first run, then every
-    // point's second... so the ratios pair by round. Within a round the
-    // points of one workload and thread count follow each other (the pairs
-    // compared are close in time), in an order shuffled per round from the
-    // seed and recorded.
+    let (points, rounds_order, interrupted) = database_points(opts, &plan, work.path(), progress)?;
+    let more = extensions(opts, work.path(), progress, interrupted)?;
+    progress.finish();
+    let cores = crate::util::cores();
+    let (blob_readers, writers, rounds) = (more.blob_readers, more.writers, more.rounds);
+    let section = ConcurrencySection {
+        settings: settings(opts, cores),
+        rounds_order,
+        conclusions: evaluate(
+            &points,
+            Extensions { blobs: blob_readers.as_ref(), writers: writers.as_ref(), rounds: &rounds },
+            cores,
+        ),
+        points,
+        blob_readers,
+        server_clients: more.server_clients,
+        writers,
+        interrupted: more.interrupted,
+    };
+    Ok(Measured { section, experiments: more.experiments, rounds })
+}
+
+/// Checks the options and the work directory, what the servers and the
+/// writers' engines need installed, reaps what killed runs left, and
+/// makes the study's work directory.
+fn prepare(opts: &Concurrency) -> Result<tempfile::TempDir> {
+    opts.validate()?;
+    opts.rounds.validate()?;
+    let workdir = &opts.ctx.workdir;
+    if !workdir.is_dir() {
+        let why = if workdir.exists() { "is not a directory" } else { "no such directory" };
+        return Err(Error::bad_input(workdir, why));
+    }
+    let settings = &opts.ctx.settings;
+    servers::preflight(&opts.servers(), settings)?;
+    if opts.workloads.contains(&Workload::Writers) {
+        for &kind in &opts.writer_engines() {
+            crate::engine::registry::backend(kind).preflight(settings, None)?;
+        }
+    }
+    crate::engine::registry::reap_killed(workdir)?;
+    // Enterable by others (not listable): PostgreSQL's throwaway cluster
+    // runs as the `postgres` user when blobbench runs as root.
+    tempfile::Builder::new()
+        .prefix(".blobbench-concurrency-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o711))
+        .tempdir_in(workdir)
+        .map_err(|e| Error::io(workdir, "cannot create a working directory", e))
+}
+
+/// The database workloads' points of `plan` at every thread count, their
+/// runs interleaved in rounds: every point's first run, then every
+/// point's second... so the ratios pair by round. Within a round the
+/// points of one workload and thread count follow each other (the pairs
+/// compared are close in time), in an order shuffled per round from the
+/// seed and recorded. Returns the points, each round's order and whether
+/// Ctrl-C stopped them.
+fn database_points(
+    opts: &Concurrency,
+    plan: &[(Workload, Config)],
+    work: &Path,
+    progress: &dyn Progress,
+) -> Result<(Vec<Point>, Vec<Vec<u32>>, bool)> {
+    let mut templates = table::Templates::new(work, opts.rows, opts.ctx.seed);
     let mut order: Vec<(Workload, u32, Config)> = Vec::new();
     let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
     for &w in &opts.workloads {
@@ -134,7 +171,7 @@ pub fn run(ctx: &StudyContext, opts: &ConcurrencyOptions) -> Result<Measured> {
         round_orders.push(this_round.clone());
         for i in this_round {
             let (workload, threads, config) = order[i];
-            match measure_run(opts, work.path(), &mut templates, workload, config, threads, &mut acc[i])? {
+            match measure_run(opts, work, &mut templates, workload, config, threads, &mut acc[i])? {
                 true => progress.advance(1),
                 false => {
                     interrupted = true;
@@ -143,7 +180,7 @@ pub fn run(ctx: &StudyContext, opts: &ConcurrencyOptions) -> Result<Measured> {
             }
         }
     }
-    table::remove_db(&work.path().join("run.db"))?;
+    table::remove_db(&work.join("run.db"))?;
     let clock = clock_cost_ns();
     // Points by their index in `order`; a point with no run (interrupted
     // in the first round) is left out, and from the recorded orders too.
@@ -164,77 +201,84 @@ pub fn run(ctx: &StudyContext, opts: &ConcurrencyOptions) -> Result<Measured> {
         .filter(|(_, a)| !a.runs.is_empty())
         .map(|(&(w, t, c), a)| points::point(w, c, t, a.runs, (&a.reads, &a.writes), clock))
         .collect();
-    let (blob_readers, experiments, rounds) = if blobs && !interrupted {
-        // Ctrl-C during the blob readers keeps the points measured before.
-        match blobs::measure(opts, work.path(), progress) {
-            Ok(m) => {
-                interrupted = stop_requested();
-                (Some(m.readers), m.experiments, m.rounds)
-            }
-            Err(Error::Interrupted) => {
-                interrupted = true;
-                (None, Vec::new(), Vec::new())
-            }
-            Err(e) => return Err(e),
-        }
-    } else {
-        (None, Vec::new(), Vec::new())
-    };
-    let (server_clients, experiments, rounds) = if opts.servers().is_empty() || interrupted {
-        (None, experiments, rounds)
-    } else {
-        let m = servers::measure(opts, work.path(), progress)?;
-        interrupted = stop_requested();
-        (Some(m.clients), [experiments, m.experiments].concat(), [rounds, m.rounds].concat())
-    };
-    let (writers, experiments, rounds) = if !write || interrupted {
-        (None, experiments, rounds)
-    } else {
-        match writers::measure(opts, work.path(), progress) {
-            Ok(m) => {
-                interrupted = stop_requested();
-                (Some(m.writers), [experiments, m.experiments].concat(), [rounds, m.rounds].concat())
-            }
-            Err(Error::Interrupted) => {
-                interrupted = true;
-                (None, experiments, rounds)
-            }
-            Err(e) => return Err(e),
-        }
-    };
-    progress.finish();
-    let cores = crate::util::cores();
-    let section = ConcurrencySection {
-        settings: Settings {
-            threads: opts.threads.clone(),
-            duration_s: opts.duration.as_secs_f64(),
-            repeat: opts.repeat,
-            rows: opts.rows,
-            batch: opts.batch,
-            busy_timeout_ms: opts.busy_timeout_ms,
-            quick: opts.ctx.quick,
-            workloads: opts.workloads.clone(),
-            modes: opts.modes.clone(),
-            cores,
-            sqlite_version: rusqlite::version().to_string(),
-            key_pool: table::KEY_POOL as u32,
-            value_pool: table::VALUE_POOL as u32,
-            clock_cost_ns: clock_cost_ns(),
-            tie_pct: (TIE - 1.0) * 100.0,
-        },
-        rounds_order,
-        conclusions: evaluate(
-            &points,
-            Extensions { blobs: blob_readers.as_ref(), writers: writers.as_ref(), rounds: &rounds },
-            cores,
-        ),
-        points,
-        blob_readers,
-        server_clients,
-        writers,
+    Ok((points, rounds_order, interrupted))
+}
+
+/// What the sections beyond the database workloads measured, and whether
+/// Ctrl-C stopped the study.
+struct More {
+    blob_readers: Option<BlobReaders>,
+    server_clients: Option<ServerClients>,
+    writers: Option<Writers>,
+    experiments: Vec<Experiment>,
+    rounds: Vec<crate::measure::rounds::RoundSet>,
+    interrupted: bool,
+}
+
+/// The blob readers, the servers' clients and the writers, each when asked
+/// and not `interrupted` before it (Ctrl-C keeps what was measured before).
+fn extensions(opts: &Concurrency, work: &Path, progress: &dyn Progress, interrupted: bool) -> Result<More> {
+    let mut more = More {
+        blob_readers: None,
+        server_clients: None,
+        writers: None,
+        experiments: Vec::new(),
+        rounds: Vec::new(),
         interrupted,
     };
-    Ok(Measured { section, experiments, rounds })
+    if opts.workloads.contains(&Workload::Blobs) && !more.interrupted {
+        match blobs::measure(opts, work, progress) {
+            Ok(m) => {
+                more.interrupted = stop_requested();
+                more.blob_readers = Some(m.readers);
+                more.experiments = m.experiments;
+                more.rounds = m.rounds;
+            }
+            Err(Error::Interrupted) => more.interrupted = true,
+            Err(e) => return Err(e),
+        }
+    }
+    if !opts.servers().is_empty() && !more.interrupted {
+        let m = servers::measure(opts, work, progress)?;
+        more.interrupted = stop_requested();
+        more.server_clients = Some(m.clients);
+        more.experiments.extend(m.experiments);
+        more.rounds.extend(m.rounds);
+    }
+    if opts.workloads.contains(&Workload::Writers) && !more.interrupted {
+        match writers::measure(opts, work, progress) {
+            Ok(m) => {
+                more.interrupted = stop_requested();
+                more.writers = Some(m.writers);
+                more.experiments.extend(m.experiments);
+                more.rounds.extend(m.rounds);
+            }
+            Err(Error::Interrupted) => more.interrupted = true,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(more)
+}
+
+/// The section's record of how the study ran.
+fn settings(opts: &Concurrency, cores: u32) -> Settings {
+    Settings {
+        threads: opts.threads.clone(),
+        duration_s: opts.duration.as_secs_f64(),
+        repeat: opts.repeat,
+        rows: opts.rows,
+        batch: opts.batch,
+        busy_timeout_ms: opts.busy_timeout_ms,
+        quick: opts.ctx.quick,
+        workloads: opts.workloads.clone(),
+        modes: opts.modes.clone(),
+        cores,
+        sqlite_version: rusqlite::version().to_string(),
+        key_pool: table::KEY_POOL as u32,
+        value_pool: table::VALUE_POOL as u32,
+        clock_cost_ns: clock_cost_ns(),
+        tie_pct: (TIE - 1.0) * 100.0,
+    }
 }
 
 /// The runs of one point so far, and their latencies merged.

@@ -12,6 +12,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
 use super::blob::{self, Verdict};
+use super::options::ROUND_SPAN;
 use crate::engine::dataset::blob_name;
 use crate::engine::files::FLAT_KIND;
 use crate::engine::{Engine, OpenMode};
@@ -20,8 +21,7 @@ use crate::records::EngineSettings;
 use crate::{Error, Result};
 
 /// Blob sizes are spread over this range, from one page to many.
-pub const MIN_BLOB: usize = 512;
-pub const MAX_BLOB: usize = 64 * 1024;
+pub use super::options::{MAX_BLOB, MIN_BLOB};
 
 /// The length of `key`'s blob: fixed per (seed, key), as writes never
 /// change sizes (the benchmark's overwrite keeps them).
@@ -203,7 +203,7 @@ impl Dataset {
                 None => t.missing += 1,
                 Some(Verdict::Torn) => t.torn += 1,
                 Some(Verdict::Intact(v)) if v == old => t.intact_old += 1,
-                Some(Verdict::Intact(v)) if v >= base && v - base < super::ROUND_SPAN => {
+                Some(Verdict::Intact(v)) if v >= base && v - base < ROUND_SPAN => {
                     t.intact_new += 1;
                     self.versions[key as usize] = v;
                     continue;

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use super::writer::WriterSpec;
+use super::writer::{Signal, WriterSpec};
 use crate::engine::backend::ServerKill;
 use crate::{Error, Result};
 
@@ -33,27 +33,6 @@ fn writer_args(spec: &WriterSpec) -> Vec<OsString> {
     args.push("--".into());
     args.push(spec.path.clone().into_os_string());
     args
-}
-
-/// What the writer prints on its standard output, one line each, so the
-/// parent knows where it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signal {
-    /// Its store is open.
-    Opened,
-    /// Its first write returned: the kill timer starts here, so every cut
-    /// lands after at least one write was acknowledged, however slow the
-    /// machine (a cut before any acknowledgement tests no promise).
-    Writing,
-}
-
-impl Signal {
-    pub fn line(self) -> &'static str {
-        match self {
-            Signal::Opened => "opened",
-            Signal::Writing => "writing",
-        }
-    }
 }
 
 /// Kills the writer if the parent leaves early (an error, a panic).

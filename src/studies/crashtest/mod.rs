@@ -20,17 +20,18 @@ mod kill;
 pub mod method;
 mod options;
 mod powercut;
+mod section;
 mod writer;
 
 use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
-use serde::{Deserialize, Serialize};
 
-pub use kill::Signal;
 use options::Crash;
 pub use options::CrashOptions;
 pub use powercut::{power_cut_test, FsyncFailureResult, PowerCutMethodResult, PowerCutReport, PowerCutSection};
+pub use section::{CheckTotals, CrashMethodResult, CrashRun, CrashSection, IntegrityOutcome, IntegrityReason};
+pub use writer::Signal;
 pub use writer::{write_until_killed, WriterSpec};
 
 use crate::measure::stop_requested;
@@ -38,19 +39,11 @@ use crate::records::ConfigId;
 use crate::studies::context::StudyContext;
 use crate::util::progress::Progress;
 use crate::{Error, Result};
-use dataset::{Dataset, MAX_BLOB, MIN_BLOB};
-
-/// Name prefix of the temporary work directory; the writer refuses to
-/// write anywhere else, so a stray `crash-writer` cannot touch real data.
-const WORK_PREFIX: &str = ".blobbench-crashtest-";
-
-/// Versions one writer can use: kill `n` writes versions from `n << 32`.
-const ROUND_SPAN: u64 = 1 << 32;
+use dataset::Dataset;
+use options::{ROUND_SPAN, WORK_PREFIX};
 
 /// What `crashtest` does by default, and with `--quick`.
 pub use options::{DEFAULT_COUNT, DEFAULT_KILLS, QUICK_COUNT, QUICK_KILLS};
-const LIMIT: u32 = 100_000;
-
 /// What the table's columns count (the terminal and the report show it).
 pub const LEGEND: &str = "
 integrity: kills after which integrity_check failed (for an engine's store: it could not be opened or read). torn,
@@ -86,151 +79,6 @@ acknowledged write; db-delete is counted but not judged: SQLite documents that D
 last commit in a power cut (the journal's unlink is not fsync'd; synchronous=EXTRA does it: db-delete-extra).
 ";
 
-/// The result file's `crashtest` section.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CrashSection {
-    /// How the writer was stopped: "SIGKILL" (a process kill, not a power cut).
-    pub fault: String,
-    pub kills_per_method: u32,
-    /// Blobs per dataset, and the range of their sizes.
-    pub blobs: u32,
-    pub blob_min_bytes: u64,
-    pub blob_max_bytes: u64,
-    /// Each writer ran for a random delay in [0, max_delay_us] once its first write returned.
-    pub max_delay_us: u64,
-    pub seed: u64,
-    pub workdir: String,
-    /// Writes per commit of every method's writer (`--commit-every`; 1 in
-    /// files that do not record it, which committed every write).
-    #[serde(default = "one")]
-    pub commit_every: u32,
-    pub methods: Vec<CrashMethodResult>,
-}
-
-/// Writes per commit where a result file does not say (every crash test
-/// before `--commit-every` committed each write).
-pub(crate) fn one() -> u32 {
-    1
-}
-
-/// Totals over every kill of one method.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CrashMethodResult {
-    pub method: String,
-    pub description: String,
-    /// SQLite with a journal: a kill must leave no torn blob and a sound
-    /// database. Other methods are reported, not judged.
-    pub promises_atomic: bool,
-    pub kills: u32,
-    /// Kills after which integrity_check failed or the database could not be read.
-    pub integrity_failures: u32,
-    /// Why: the first failure's reason (absent when none failed).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub integrity_reason: Option<IntegrityReason>,
-    /// Kills after which anything was torn, missing, unexpected or stray.
-    pub damaged_kills: u32,
-    /// Blob checks made (blobs x kills), then what they found.
-    pub blobs_checked: u64,
-    pub intact_old: u64,
-    pub intact_new: u64,
-    pub torn: u64,
-    pub missing: u64,
-    /// Whole, but neither the version verified before the kill nor one the
-    /// killed writer wrote: a lost or misplaced write.
-    pub unexpected_version: u64,
-    /// Files left in the directory that are not blobs (temporary files).
-    pub stray_files: u64,
-    /// Whole, but older than a write to that blob that had returned to the
-    /// writer: an acknowledged write undone (a server's unflushed commit).
-    #[serde(default)]
-    pub undone: u64,
-    /// A write that returned was promised durable: undoing one breaks the
-    /// promise (a process kill leaves the page cache, so nothing is lost
-    /// unless a server's commit never reached it).
-    #[serde(default)]
-    pub acknowledges_durability: bool,
-    /// Writes that returned to the writer, over every kill.
-    #[serde(default)]
-    pub acknowledged: u64,
-    /// Blob checks whose blob a read found but the engine's listing did
-    /// not show (an object store's bucket listing, kept apart from the
-    /// objects); absent for an engine without a listing.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unlisted: Option<u64>,
-    /// Blob checks where a plain read served an older replica (or none)
-    /// than the newest copy the store holds, which the other counts judge;
-    /// absent for an engine with one copy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stale_reads: Option<u64>,
-    /// The server the method's writes ran on, as it described itself
-    /// ("SeaweedFS 4.48, 1 replica"): each server has its own crash facts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server: Option<String>,
-    pub elapsed_ns: u64,
-}
-
-impl CrashSection {
-    /// The verdict: methods that promise atomic writes and showed damage.
-    pub fn broken_promises(&self) -> impl Iterator<Item = &CrashMethodResult> {
-        self.methods.iter().filter(|m| m.broke_promise())
-    }
-}
-
-impl CrashMethodResult {
-    /// A method that promises atomic writes showed damage, or one that
-    /// promises durable commits undid one.
-    pub fn broke_promise(&self) -> bool {
-        let damaged = self.integrity_failures > 0 || self.torn > 0 || self.missing > 0 || self.unexpected_version > 0;
-        (self.promises_atomic && damaged) || (self.acknowledges_durability && self.undone > 0)
-    }
-}
-
-/// Why a method's checks failed: the first failure's one-line reason, and
-/// how many of its failures gave that same reason (the rest said something
-/// else).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct IntegrityReason {
-    pub first: String,
-    pub same: u32,
-}
-
-impl IntegrityReason {
-    /// Counts one check's failure (`reason`; nothing when it passed) into `slot`.
-    pub fn count(slot: &mut Option<IntegrityReason>, reason: Option<&str>) {
-        let Some(reason) = reason else { return };
-        let r = slot.get_or_insert_with(|| IntegrityReason { first: reason.to_string(), same: 0 });
-        r.same += u32::from(r.first == reason);
-    }
-}
-
-/// A method's result as far as its integrity checks go (kills, power cuts
-/// and failed fsyncs alike): its name, how many checks failed and why.
-pub trait IntegrityOutcome {
-    fn method(&self) -> &str;
-    fn integrity_failures(&self) -> u32;
-    fn integrity_reason(&self) -> Option<&IntegrityReason>;
-}
-
-/// [`IntegrityOutcome`] for a result type with those three fields.
-macro_rules! integrity_outcome {
-    ($t:ty) => {
-        impl $crate::studies::crashtest::IntegrityOutcome for $t {
-            fn method(&self) -> &str {
-                &self.method
-            }
-            fn integrity_failures(&self) -> u32 {
-                self.integrity_failures
-            }
-            fn integrity_reason(&self) -> Option<&$crate::studies::crashtest::IntegrityReason> {
-                self.integrity_reason.as_ref()
-            }
-        }
-    };
-}
-pub(crate) use integrity_outcome;
-
-integrity_outcome!(CrashMethodResult);
-
 #[derive(Debug, Clone)]
 pub struct CrashReport {
     pub section: CrashSection,
@@ -241,7 +89,7 @@ pub struct CrashReport {
 pub fn crashtest(ctx: &StudyContext, opts: &CrashOptions) -> Result<CrashReport> {
     let opts = &Crash::new(ctx, opts);
     let progress = &ctx.progress();
-    validate(opts)?;
+    opts.validate()?;
     // Before any method runs: a missing server would end a long run late.
     for m in &opts.methods {
         m.check_installed(&opts.ctx.settings).map_err(|e| Error::invalid(format!("--method {}: {e}", m.name())))?;
@@ -257,13 +105,7 @@ pub fn crashtest(ctx: &StudyContext, opts: &CrashOptions) -> Result<CrashReport>
     let mut section = CrashSection {
         fault: "SIGKILL".into(),
         kills_per_method: opts.kills,
-        blobs: opts.count,
-        blob_min_bytes: MIN_BLOB as u64,
-        blob_max_bytes: MAX_BLOB as u64,
-        max_delay_us: opts.max_delay.as_micros() as u64,
-        seed: opts.ctx.seed,
-        workdir: opts.ctx.workdir.display().to_string(),
-        commit_every: opts.commit_every,
+        run: CrashRun::of(opts),
         methods: Vec::new(),
     };
     progress.start("crashtest", u64::from(opts.kills) * opts.methods.len() as u64);
@@ -281,36 +123,6 @@ pub fn crashtest(ctx: &StudyContext, opts: &CrashOptions) -> Result<CrashReport>
     }
     progress.finish();
     Ok(CrashReport { section, interrupted })
-}
-
-fn validate(opts: &Crash) -> Result<()> {
-    if opts.methods.is_empty() {
-        return Err(Error::invalid("--method: no write method chosen"));
-    }
-    crate::records::check_commit_every(opts.commit_every).map_err(Error::invalid)?;
-    if !(1..=LIMIT).contains(&opts.kills) || !(1..=LIMIT).contains(&opts.count) {
-        return Err(Error::invalid(format!("--kills and --count must be from 1 to {LIMIT}")));
-    }
-    match std::fs::metadata(&opts.ctx.workdir) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Error::NotFound(opts.ctx.workdir.clone())),
-        Err(e) => return Err(Error::io(&opts.ctx.workdir, "cannot access", e)),
-        Ok(m) if !m.is_dir() => return Err(Error::bad_input(&opts.ctx.workdir, "is not a directory")),
-        Ok(_) => {}
-    }
-    // One dataset at a time, plus a WAL or a journal as large as it.
-    let need = 2 * u64::from(opts.count) * (MAX_BLOB as u64 + 512);
-    let free = crate::util::fsutil::free_bytes(&opts.ctx.workdir)?;
-    if free < need {
-        return Err(Error::bad_input(
-            &opts.ctx.workdir,
-            format!(
-                "not enough free space: the test needs about {} MB, {} MB free",
-                need / 1_000_000,
-                free / 1_000_000
-            ),
-        ));
-    }
-    Ok(())
 }
 
 fn one_method(
@@ -361,17 +173,9 @@ fn one_method(
             r.stale_reads = Some(r.stale_reads.unwrap_or(0) + n);
         }
         r.kills += 1;
-        r.integrity_failures += u32::from(t.integrity_failed());
-        IntegrityReason::count(&mut r.integrity_reason, t.integrity_error.as_deref());
+        r.checks.add(&t, opts.count);
         let damaged = t.integrity_failed() || t.torn + t.missing + t.unexpected > 0 || !t.stray.is_empty();
         r.damaged_kills += u32::from(damaged);
-        r.blobs_checked += u64::from(opts.count);
-        r.intact_old += t.intact_old;
-        r.intact_new += t.intact_new;
-        r.torn += t.torn;
-        r.missing += t.missing;
-        r.unexpected_version += t.unexpected;
-        r.stray_files += t.stray.len() as u64;
         ds.repair(&t)?;
         progress.advance(1);
         if stop_requested() {

@@ -7,6 +7,14 @@ use std::time::Duration;
 
 use crate::records::ConfigId;
 use crate::studies::context::StudyContext;
+use crate::{Error, Result};
+
+/// Name prefix of the temporary work directory; the writer refuses to
+/// write anywhere else, so a stray `crash-writer` cannot touch real data.
+pub(super) const WORK_PREFIX: &str = ".blobbench-crashtest-";
+
+/// Versions one writer can use: kill `n` writes versions from `n << 32`.
+pub(super) const ROUND_SPAN: u64 = 1 << 32;
 
 /// The kills and the blobs per method, by default and with `--quick`.
 pub const DEFAULT_KILLS: u32 = 50;
@@ -42,6 +50,13 @@ impl CrashOptions {
     }
 }
 
+/// The most kills and blobs per method.
+const LIMIT: u32 = 100_000;
+
+/// The range of the blobs' sizes.
+pub const MIN_BLOB: usize = 512;
+pub const MAX_BLOB: usize = 64 * 1024;
+
 /// Writes per commit unless asked: each write its own commit.
 pub const COMMIT_EVERY: u32 = 1;
 
@@ -66,5 +81,41 @@ impl Crash {
         let CrashOptions { methods, kills, count, max_delay, writer } = opts.clone();
         let commit_every = ctx.commit_every_or(COMMIT_EVERY);
         Crash { methods, kills, count, max_delay, writer, ctx: ctx.clone(), commit_every }
+    }
+}
+
+impl Crash {
+    /// Checks what can be checked before any method runs.
+    pub fn validate(&self) -> Result<()> {
+        let opts = self;
+        if opts.methods.is_empty() {
+            return Err(Error::invalid("--method: no write method chosen"));
+        }
+        crate::records::check_commit_every(opts.commit_every).map_err(Error::invalid)?;
+        if !(1..=LIMIT).contains(&opts.kills) || !(1..=LIMIT).contains(&opts.count) {
+            return Err(Error::invalid(format!("--kills and --count must be from 1 to {LIMIT}")));
+        }
+        match std::fs::metadata(&opts.ctx.workdir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::NotFound(opts.ctx.workdir.clone()))
+            }
+            Err(e) => return Err(Error::io(&opts.ctx.workdir, "cannot access", e)),
+            Ok(m) if !m.is_dir() => return Err(Error::bad_input(&opts.ctx.workdir, "is not a directory")),
+            Ok(_) => {}
+        }
+        // One dataset at a time, plus a WAL or a journal as large as it.
+        let need = 2 * u64::from(opts.count) * (MAX_BLOB as u64 + 512);
+        let free = crate::util::fsutil::free_bytes(&opts.ctx.workdir)?;
+        if free < need {
+            return Err(Error::bad_input(
+                &opts.ctx.workdir,
+                format!(
+                    "not enough free space: the test needs about {} MB, {} MB free",
+                    need / 1_000_000,
+                    free / 1_000_000
+                ),
+            ));
+        }
+        Ok(())
     }
 }

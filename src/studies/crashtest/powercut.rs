@@ -15,10 +15,11 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use super::blob::Verdict;
-use super::dataset::{Dataset, Tally, MAX_BLOB, MIN_BLOB};
-use super::options::{Crash, CrashOptions};
-use super::writer::read_acks;
-use super::{kill, IntegrityReason, WriterSpec, ROUND_SPAN, WORK_PREFIX};
+use super::dataset::{Dataset, Tally};
+use super::kill;
+use super::options::{Crash, CrashOptions, ROUND_SPAN, WORK_PREFIX};
+use super::section::{CheckTotals, CrashRun, IntegrityReason};
+use super::writer::{read_acks, WriterSpec};
 use crate::measure::stop_requested;
 use crate::powercut::cost::LayerCost;
 use crate::powercut::{self, FaultPlan, Model, Mounted};
@@ -37,17 +38,8 @@ pub struct PowerCutSection {
     pub model: String,
     pub model_description: String,
     pub cuts_per_method: u32,
-    pub blobs: u32,
-    pub blob_min_bytes: u64,
-    pub blob_max_bytes: u64,
-    /// Each writer ran for a random delay in [0, max_delay_us] once its first write returned.
-    pub max_delay_us: u64,
-    pub seed: u64,
-    pub workdir: String,
-    /// Writes per commit of every method's writer (`--commit-every`; 1 in
-    /// files that do not record it).
-    #[serde(default = "super::one")]
-    pub commit_every: u32,
+    #[serde(flatten)]
+    pub run: CrashRun,
     pub methods: Vec<PowerCutMethodResult>,
     /// Methods asked for but not run: their writes are made by a server
     /// whose data directory the layer cannot carry (docs/crash-safety.md).
@@ -72,25 +64,15 @@ pub struct PowerCutMethodResult {
     /// makes the command fail (false for DELETE + FULL, see crash-safety.md).
     pub promises_durability: bool,
     pub cuts: u32,
-    /// Cuts after which integrity_check failed or the database could not be read.
-    pub integrity_failures: u32,
-    /// Why: the first failure's reason (absent when none failed).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub integrity_reason: Option<IntegrityReason>,
-    pub blobs_checked: u64,
-    pub intact_old: u64,
-    pub intact_new: u64,
-    pub torn: u64,
-    pub missing: u64,
-    /// Whole, but neither the version before the cut nor one written since.
-    pub unexpected_version: u64,
+    /// What the check after each cut found, totalled.
+    #[serde(flatten)]
+    pub checks: CheckTotals,
     /// Blobs older, torn or missing although a later write was acknowledged
     /// durable: durability violations.
     pub lost_after_ack: u64,
     /// Blobs older than the last write that returned, which was not
     /// promised durable: allowed.
     pub lost_before_ack: u64,
-    pub stray_files: u64,
     /// Writes that returned, and of those the ones promised durable.
     pub writes_returned: u64,
     pub writes_acknowledged: u64,
@@ -106,7 +88,9 @@ impl PowerCutSection {
     /// The verdict: methods that promise durability and lost an
     /// acknowledged write or their integrity in a cut.
     pub fn broken_promises(&self) -> impl Iterator<Item = &PowerCutMethodResult> {
-        self.methods.iter().filter(|m| m.promises_durability && (m.lost_after_ack > 0 || m.integrity_failures > 0))
+        self.methods
+            .iter()
+            .filter(|m| m.promises_durability && (m.lost_after_ack > 0 || m.checks.integrity_failures > 0))
     }
 }
 
@@ -132,8 +116,8 @@ pub struct FsyncFailureResult {
     pub intact_new: u64,
 }
 
-super::integrity_outcome!(PowerCutMethodResult);
-super::integrity_outcome!(FsyncFailureResult);
+super::section::integrity_outcome!(PowerCutMethodResult, checks);
+super::section::integrity_outcome!(FsyncFailureResult);
 
 #[derive(Debug, Clone)]
 pub struct PowerCutReport {
@@ -170,7 +154,7 @@ impl Places {
 pub fn power_cut_test(ctx: &StudyContext, opts: &CrashOptions, model: Model) -> Result<PowerCutReport> {
     let opts = &Crash::new(ctx, opts);
     let progress = &ctx.progress();
-    super::validate(opts)?;
+    opts.validate()?;
     let (served, methods): (Vec<ConfigId>, Vec<ConfigId>) = opts.methods.iter().partition(|m| m.has_server());
     let not_on_layer: Vec<String> = served.iter().map(|m| m.name().to_string()).collect();
     if methods.is_empty() {
@@ -198,13 +182,7 @@ pub fn power_cut_test(ctx: &StudyContext, opts: &CrashOptions, model: Model) -> 
         model: model.name().into(),
         model_description: model.description().into(),
         cuts_per_method: opts.kills,
-        blobs: opts.count,
-        blob_min_bytes: MIN_BLOB as u64,
-        blob_max_bytes: MAX_BLOB as u64,
-        max_delay_us: opts.max_delay.as_micros() as u64,
-        seed: opts.ctx.seed,
-        workdir: opts.ctx.workdir.display().to_string(),
-        commit_every: opts.commit_every,
+        run: CrashRun::of(opts),
         methods: Vec::new(),
         not_on_layer,
         fsync_failure: Vec::new(),
@@ -375,15 +353,7 @@ fn one_method(
         let x = one_round(&mut c, round, FaultPlan::none(), &mut rng)?;
         let t = &x.tally;
         r.cuts += 1;
-        r.integrity_failures += u32::from(t.integrity_failed());
-        IntegrityReason::count(&mut r.integrity_reason, t.integrity_error.as_deref());
-        r.blobs_checked += u64::from(opts.count);
-        r.intact_old += t.intact_old;
-        r.intact_new += t.intact_new;
-        r.torn += t.torn;
-        r.missing += t.missing;
-        r.unexpected_version += t.unexpected;
-        r.stray_files += t.stray.len() as u64;
+        r.checks.add(t, opts.count);
         r.lost_after_ack += x.lost_after_ack;
         r.lost_before_ack += x.lost_before_ack;
         r.writes_returned += x.returned;

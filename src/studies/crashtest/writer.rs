@@ -13,11 +13,32 @@ use std::sync::Arc;
 
 use super::blob;
 use super::dataset::{blob_len, MAX_BLOB};
-use super::{Signal, WORK_PREFIX};
+use super::options::WORK_PREFIX;
 use crate::engine::{DbSession, FileStore, OpenMode, Session};
 use crate::records::ConfigId;
 use crate::records::EngineSettings;
 use crate::{Error, Result};
+
+/// What the writer prints on its standard output, one line each, so the
+/// parent knows where it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// Its store is open.
+    Opened,
+    /// Its first write returned: the kill timer starts here, so every cut
+    /// lands after at least one write was acknowledged, however slow the
+    /// machine (a cut before any acknowledgement tests no promise).
+    Writing,
+}
+
+impl Signal {
+    pub fn line(self) -> &'static str {
+        match self {
+            Signal::Opened => "opened",
+            Signal::Writing => "writing",
+        }
+    }
+}
 
 /// What the writer needs to know; the parent passes it on the command line.
 #[derive(Debug, Clone)]

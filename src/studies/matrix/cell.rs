@@ -8,9 +8,11 @@
 
 use std::path::{Path, PathBuf};
 
+use super::cells::{check_space, CellSpec};
 use super::engines::{self, EngineCell};
+use super::options::Matrix;
+use super::section::{ratio_figure, MatrixCell};
 use super::yours::Content;
-use super::{check_space, ratio_figure, CellSpec, Matrix, MatrixCell};
 use crate::drivers::run::{RunArm, RunOptions};
 use crate::engine::dataset::{export, from_dir, init, init_names};
 use crate::engine::{self, ExternalEngine};

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::{writes_per_run, CellSpec};
+use super::cells::{writes_per_run, CellSpec};
 use crate::drivers::run::RunOptions;
 use crate::drivers::session::{timed_session, Script, ScriptOp, SessionSpec, Work};
 use crate::engine::{self, Engine, OpenMode};

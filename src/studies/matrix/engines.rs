@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{crossover, CellSpec, Crossover, MatrixSection};
+use super::cells::CellSpec;
+use super::crossover::Crossover;
 use crate::drivers::run::RunOptions;
 use crate::measure::paired::{paired_ratio, PairedRatio};
 use crate::measure::Experiment;
@@ -126,44 +127,6 @@ pub(super) fn files_over(files: &[f64], engine: &[f64]) -> Option<PairedRatio> {
 /// The cells that measure engines.
 pub(super) fn measures_engines(spec: &CellSpec, engine_page: Option<u32>) -> bool {
     engine_page == Some(spec.page_size)
-}
-
-impl MatrixSection {
-    /// Per engine, the read crossover (and the writes' when measured) over
-    /// the fixed-size cells of the engines' page size.
-    pub fn engine_crossovers(&self) -> Vec<EngineCrossover> {
-        let Some(page_size) = self.params.engine_page_size else { return Vec::new() };
-        let mut out = Vec::new();
-        for &engine in &self.params.engines {
-            let points = |f: &dyn Fn(&EngineCell) -> Option<f64>| -> Vec<(f64, f64)> {
-                let mut p: Vec<(f64, f64)> = self
-                    .cells
-                    .iter()
-                    .filter(|c| c.page_size == page_size)
-                    .filter_map(|c| c.engines.iter().find(|e| e.engine == engine).map(|e| (c.size_bytes, e)))
-                    .filter_map(|(size, e)| f(e).map(|v| (f64::from(size), v)))
-                    .collect();
-                p.sort_by(|a, b| a.0.total_cmp(&b.0));
-                p
-            };
-            let Some(read) = crossover(&points(&|e| Some(e.files_ratio.value))) else { continue };
-            let fast = crossover(&points(&|e| e.writes.as_ref().map(|w| w.fast_ratio.value)));
-            let durable = crossover(&points(&|e| e.writes.as_ref().map(|w| w.durable_ratio.value)));
-            out.push(EngineCrossover { engine, page_size, read, fast, durable });
-        }
-        out
-    }
-
-    /// The engines' cells of one engine, ascending in blob size.
-    pub fn engine_cells(&self, engine: EngineKind) -> Vec<(u32, &EngineCell)> {
-        let mut v: Vec<(u32, &EngineCell)> = self
-            .cells
-            .iter()
-            .filter_map(|c| c.engines.iter().find(|e| e.engine == engine).map(|e| (c.size_bytes, e)))
-            .collect();
-        v.sort_by_key(|(size, _)| *size);
-        v
-    }
 }
 
 #[cfg(test)]

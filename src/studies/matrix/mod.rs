@@ -11,42 +11,43 @@
 //! size, are shared by the cells of one blob size.
 
 mod cell;
+mod cells;
 mod churn;
 mod crossover;
 mod db_read;
 mod engines;
+mod options;
 mod section;
 mod study;
 mod writes;
 mod yours;
 
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::time::Instant;
 
+pub use cells::CellSpec;
+use cells::{check_space, sorted};
 pub use crossover::{crossover, Crossover, CrossoverKind};
 pub use db_read::DbRead;
 pub use engines::{
     engine_page_size, EngineCell, EngineCrossover, EngineWrites, ENGINE_READ_FIGURE, ENGINE_WRITE_FIGURE,
 };
-pub use section::{ratio_figure, BestPageSize, Figure, Grid, MatrixCell, MatrixParams, MatrixSection, PageCrossover};
-pub use study::{study_grid, study_ratio, STUDY_CACHE_BYTES, STUDY_PAGE_SIZES, STUDY_RATIOS, STUDY_SIZES};
+pub use options::{
+    default_rounds, default_workdir, Matrix, MatrixOptions, STUDY_CACHE_BYTES, STUDY_PAGE_SIZES, STUDY_SIZES,
+};
+pub use section::{
+    ratio_figure, BestPageSize, Figure, Grid, MatrixCell, MatrixParams, MatrixSection, PageCrossover, RATIO_FIGURE,
+};
+pub use study::{study_grid, study_ratio, STUDY_RATIOS};
 pub use writes::{CellWrites, WriteCrossover};
 
 use crate::engine::dataset::check_spec;
-use crate::measure::rounds::RoundsPlan;
 use crate::measure::stop_requested;
 use crate::records::keys::Order;
-use crate::records::DatasetSpec;
 use crate::records::FileRead;
-use crate::records::Plan;
-use crate::records::{SizeSource, SizesFrom};
-use crate::studies::context::{StudyContext, StudyRun};
+use crate::studies::context::StudyContext;
 use crate::util::progress::Progress;
-use crate::{util::fsutil, Error, Result};
-
-/// What the ratios divide, stated in every output.
-pub const RATIO_FIGURE: &str =
-    "median over the timed runs of the loop time per blob read (open, transaction and close excluded)";
+use crate::{Error, Result};
 
 /// SQLite's largest blob by default (SQLITE_MAX_LENGTH).
 const MAX_BLOB: u32 = 1_000_000_000;
@@ -56,116 +57,6 @@ const WORK_PREFIX: &str = "blobbench-matrix-";
 
 /// Progress steps per cell: build, then the three measurements.
 const STEPS_PER_CELL: u64 = 4;
-
-#[derive(Debug, Clone)]
-pub struct MatrixOptions {
-    /// Blob sizes in bytes (columns).
-    pub sizes: Vec<u32>,
-    /// Database page sizes (rows).
-    pub page_sizes: Vec<u32>,
-    /// Blob content per cell; each cell holds total / size blobs.
-    pub total_bytes: u64,
-    /// Page cache of each database, in bytes (cache_size = this / page size).
-    pub cache_bytes: u64,
-    /// The writes' runs (a block per method).
-    pub plan: Plan,
-    /// Also measure writes in each cell (overwrites fast and durable, grow
-    /// and shrink).
-    pub writes: bool,
-    /// The user's blobs (`--from`, `--size-dist`): one more cell per page
-    /// size, "your data", with up to `total_bytes` of them (an evenly
-    /// spaced sample of the files when they hold more). With it, `sizes`
-    /// may be empty (only your data is measured).
-    pub yours: Option<SizeSource>,
-    /// How the cells read blobs out of SQLite (the study's SQL by default).
-    pub db_read: DbRead,
-}
-
-/// The matrix as it runs: its context (the work directory, the seed of the
-/// blobs' content, the engines measured beside the files in the cells of
-/// one page size ([`engine_page_size`]), the settings), its options and
-/// the reads' interleaved rounds per cell.
-pub type Matrix<'a> = StudyRun<'a, MatrixOptions>;
-
-/// The reads' rounds per cell unless asked otherwise: at most 20 within
-/// 20 s, 2 s with `--quick`.
-pub fn default_rounds(quick: bool) -> RoundsPlan {
-    RoundsPlan::new(20, Some(Duration::from_secs(if quick { 2 } else { 20 })))
-}
-
-impl Default for MatrixOptions {
-    /// The study's matrix: 7 sizes x 7 page sizes, 100 MB per cell, ~2 MB cache.
-    fn default() -> Self {
-        MatrixOptions {
-            sizes: STUDY_SIZES.to_vec(),
-            page_sizes: STUDY_PAGE_SIZES.to_vec(),
-            total_bytes: study::STUDY_TOTAL_BYTES,
-            cache_bytes: STUDY_CACHE_BYTES,
-            plan: Plan { repeat: 5, warmup: 1, cold: false, latency: true },
-            writes: true,
-            yours: None,
-            db_read: DbRead::Sql,
-        }
-    }
-}
-
-impl MatrixOptions {
-    /// A smaller matrix for a first look: 4 x 4 cells of 20 MB, 3 runs each.
-    pub fn quick() -> Self {
-        MatrixOptions {
-            sizes: vec![10_000, 50_000, 200_000, 1_000_000],
-            page_sizes: vec![1024, 4096, 16384, 65536],
-            total_bytes: 20_000_000,
-            plan: Plan { repeat: 3, ..MatrixOptions::default().plan },
-            ..MatrixOptions::default()
-        }
-    }
-
-    /// Cells measured: the fixed sizes' and, with `yours`, one per page size.
-    pub fn cell_count(&self) -> usize {
-        self.cells().len() + self.yours.as_ref().map_or(0, |_| sorted(&self.page_sizes).len())
-    }
-
-    /// What the result file will say of the user's blobs (the files are
-    /// scanned, not read), for a caller to state before the run.
-    pub fn sizes_from(&self) -> Result<Option<SizesFrom>> {
-        Ok(self.your_data()?.map(|y| y.from))
-    }
-
-    /// The user's blobs, checked and sampled (None without `yours`).
-    fn your_data(&self) -> Result<Option<yours::Yours>> {
-        self.yours.as_ref().map(|s| yours::resolve(s, self.total_bytes)).transpose()
-    }
-
-    /// Every cell in the order measured, the fixed sizes' then yours.
-    fn planned(&self, yours: Option<&yours::Yours>) -> Vec<(CellSpec, yours::Content)> {
-        let mut cells: Vec<_> = self.cells().into_iter().map(|c| (c, yours::Content::Fixed)).collect();
-        if let Some(y) = yours {
-            for page_size in sorted(&self.page_sizes) {
-                let cache_pages = (self.cache_bytes / u64::from(page_size)) as i64;
-                let spec = CellSpec { size: y.mean, page_size, count: y.count, cache_pages, yours: true };
-                cells.push((spec, y.content.clone()));
-            }
-        }
-        cells
-    }
-
-    /// The cells in the order they are measured: by blob size, then page
-    /// size, both ascending and without repeats. The cells of one blob size
-    /// share its files, so each size's files are made and removed once.
-    pub fn cells(&self) -> Vec<CellSpec> {
-        let (sizes, pages) = (sorted(&self.sizes), sorted(&self.page_sizes));
-        let mut cells = Vec::with_capacity(sizes.len() * pages.len());
-        for &size in &sizes {
-            for &page_size in &pages {
-                let count = (self.total_bytes / u64::from(size.max(1))).min(u64::from(u32::MAX)) as u32;
-                let cache_pages = (self.cache_bytes / u64::from(page_size)) as i64;
-                cells.push(CellSpec { size, page_size, count, cache_pages, yours: false });
-            }
-        }
-        cells
-    }
-}
 
 impl Matrix<'_> {
     /// Checks everything that can be checked before any dataset is built.
@@ -268,73 +159,6 @@ impl Matrix<'_> {
     }
 }
 
-/// The values in ascending order, each once.
-fn sorted(v: &[u32]) -> Vec<u32> {
-    let mut v = v.to_vec();
-    v.sort_unstable();
-    v.dedup();
-    v
-}
-
-/// A real disk for the datasets: the system temporary directory unless it
-/// lives in memory (tmpfs), then the current directory.
-pub fn default_workdir() -> PathBuf {
-    let tmp = std::env::temp_dir();
-    let in_memory =
-        crate::measure::envinfo::storage_info(&tmp).is_some_and(|s| matches!(s.fs_type.as_str(), "tmpfs" | "ramfs"));
-    if tmp.is_dir() && !in_memory {
-        tmp
-    } else {
-        PathBuf::from(".")
-    }
-}
-
-/// One cell of the matrix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CellSpec {
-    pub size: u32,
-    pub page_size: u32,
-    /// Blobs in the cell (total / size), keys 1..=count.
-    pub count: u32,
-    /// PRAGMA cache_size of both databases, in pages.
-    pub cache_pages: i64,
-    /// The user's blobs ("your data"); `size` is then their mean size.
-    pub yours: bool,
-}
-
-impl CellSpec {
-    /// The cell's blob size in ids and directory names: "10k", or "yours".
-    pub fn label(&self) -> String {
-        if self.yours {
-            "yours".to_string()
-        } else {
-            crate::util::units::short_size(u64::from(self.size))
-        }
-    }
-
-    pub fn dataset(&self, seed: u64) -> DatasetSpec {
-        DatasetSpec { count: self.count, size: self.size, page_size: self.page_size, seed, ..DatasetSpec::default() }
-    }
-
-    /// Rough bytes the cell's datasets take: the database, the name
-    /// database, unless they already exist the files (each rounded up to a
-    /// 4 KiB block), and `engines` datasets of about twice the database
-    /// each (a server's cluster and WAL, an engine's rewrites) plus 64 MB.
-    pub fn disk_bytes(&self, with_files: bool, engines: usize) -> u64 {
-        let files = u64::from(self.count) * u64::from(self.size).div_ceil(4096) * 4096;
-        let names = u64::from(self.count) * 64 + 4 * u64::from(self.page_size);
-        let db = crate::engine::dataset::estimated_db_bytes(&self.dataset(1));
-        let engines = engines as u64 * (2 * db + (64 << 20));
-        db + names + if with_files { files } else { 0 } + engines + (4 << 20)
-    }
-}
-
-/// Overwrites per timed run: a tenth of the cell's blobs (the article's
-/// share), at least 20 and at most 500 (durable writes cost milliseconds).
-pub(super) fn writes_per_run(spec: &CellSpec) -> u64 {
-    (u64::from(spec.count) / 10).clamp(20, 500).min(u64::from(spec.count))
-}
-
 /// What [`run`] returns.
 #[derive(Debug, Clone)]
 pub struct MatrixRun {
@@ -425,23 +249,6 @@ pub fn run(ctx: &StudyContext, opts: &MatrixOptions) -> Result<MatrixRun> {
 fn remove_work(work: tempfile::TempDir) -> Result<()> {
     let path: PathBuf = work.path().to_path_buf();
     work.close().map_err(|e| Error::io(&path, "cannot remove the work directory", e))
-}
-
-/// Fails when `dir`'s filesystem has less than `need` bytes free; checked
-/// up front for the largest cell and again before each cell is built.
-fn check_space(dir: &Path, need: u64, what: &str) -> Result<()> {
-    let free = fsutil::free_bytes(dir)?;
-    if free < need {
-        return Err(Error::bad_input(
-            dir,
-            format!(
-                "not enough free space for {what}: needs about {} MB, {} MB free (use --workdir or a smaller --total)",
-                need.div_ceil(1_000_000),
-                free / 1_000_000
-            ),
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -4,13 +4,19 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{
-    crossover, sorted, CellWrites, Crossover, DbRead, EngineCell, EngineCrossover, WriteCrossover, RATIO_FIGURE,
-};
+use super::cells::sorted;
+use super::crossover::{crossover, Crossover};
+use super::db_read::DbRead;
+use super::engines::{EngineCell, EngineCrossover};
+use super::writes::{CellWrites, WriteCrossover};
 use crate::measure::{Experiment, NOISY_CV_PCT};
 use crate::records::keys::Order;
 use crate::records::{EngineKind, FileRead, Plan, SizesFrom};
 use crate::util::units::plural;
+
+/// What the ratios divide, stated in every output.
+pub const RATIO_FIGURE: &str =
+    "median over the timed runs of the loop time per blob read (open, transaction and close excluded)";
 
 /// The `matrix` section of a result file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -237,5 +243,68 @@ impl MatrixSection {
             })
             .collect();
         Grid { sizes, page_sizes, values }
+    }
+}
+
+impl MatrixSection {
+    /// Per engine, the read crossover (and the writes' when measured) over
+    /// the fixed-size cells of the engines' page size.
+    pub fn engine_crossovers(&self) -> Vec<EngineCrossover> {
+        let Some(page_size) = self.params.engine_page_size else { return Vec::new() };
+        let mut out = Vec::new();
+        for &engine in &self.params.engines {
+            let points = |f: &dyn Fn(&EngineCell) -> Option<f64>| -> Vec<(f64, f64)> {
+                let mut p: Vec<(f64, f64)> = self
+                    .cells
+                    .iter()
+                    .filter(|c| c.page_size == page_size)
+                    .filter_map(|c| c.engines.iter().find(|e| e.engine == engine).map(|e| (c.size_bytes, e)))
+                    .filter_map(|(size, e)| f(e).map(|v| (f64::from(size), v)))
+                    .collect();
+                p.sort_by(|a, b| a.0.total_cmp(&b.0));
+                p
+            };
+            let Some(read) = crossover(&points(&|e| Some(e.files_ratio.value))) else { continue };
+            let fast = crossover(&points(&|e| e.writes.as_ref().map(|w| w.fast_ratio.value)));
+            let durable = crossover(&points(&|e| e.writes.as_ref().map(|w| w.durable_ratio.value)));
+            out.push(EngineCrossover { engine, page_size, read, fast, durable });
+        }
+        out
+    }
+
+    /// The engines' cells of one engine, ascending in blob size.
+    pub fn engine_cells(&self, engine: EngineKind) -> Vec<(u32, &EngineCell)> {
+        let mut v: Vec<(u32, &EngineCell)> = self
+            .cells
+            .iter()
+            .filter_map(|c| c.engines.iter().find(|e| e.engine == engine).map(|e| (c.size_bytes, e)))
+            .collect();
+        v.sort_by_key(|(size, _)| *size);
+        v
+    }
+}
+
+impl MatrixSection {
+    /// Per page size, the write crossovers (fast and durable).
+    pub fn write_crossovers(&self) -> Vec<WriteCrossover> {
+        let mut out = Vec::new();
+        for &page_size in &sorted(&self.params.page_sizes) {
+            let points = |f: fn(&CellWrites) -> f64| -> Vec<(f64, f64)> {
+                let mut p: Vec<(f64, f64)> = self
+                    .cells
+                    .iter()
+                    .filter(|c| c.page_size == page_size)
+                    .filter_map(|c| c.writes.as_ref().map(|w| (f64::from(c.size_bytes), f(w))))
+                    .collect();
+                p.sort_by(|a, b| a.0.total_cmp(&b.0));
+                p
+            };
+            if let (Some(fast), Some(durable)) =
+                (crossover(&points(|w| w.fast_ratio)), crossover(&points(|w| w.durable_ratio)))
+            {
+                out.push(WriteCrossover { page_size, fast, durable });
+            }
+        }
+        out
     }
 }

@@ -1,16 +1,8 @@
 //! The published 2011 matrix of SQLite's "Internal Versus External BLOBs"
 //! page (SQLite 3.7.8, ext4 on a SATA disk), shown beside a new one.
 
-use super::Grid;
-
-/// Blob sizes of the study's columns, in bytes (10k = 10,000: 100 MB of
-/// content is 10000 blobs of 10k and 100 blobs of 1m).
-pub const STUDY_SIZES: [u32; 7] = [10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000];
-pub const STUDY_PAGE_SIZES: [u32; 7] = [1024, 2048, 4096, 8192, 16384, 32768, 65536];
-/// The study's blob content per cell.
-pub const STUDY_TOTAL_BYTES: u64 = 100_000_000;
-/// The study's cache: 2000 pages of 1024 bytes ("about 2MB"; 31 pages of 65536).
-pub const STUDY_CACHE_BYTES: u64 = 2000 * 1024;
+use super::options::{STUDY_PAGE_SIZES, STUDY_SIZES};
+use super::section::Grid;
 
 /// Time to read from separate files / time to read from the database, rows
 /// by page size and columns by blob size as above.

@@ -1,7 +1,9 @@
+use std::path::Path;
+
 use super::tests_support::fixed_section;
 use super::*;
 use crate::measure::Experiment;
-use crate::records::{EngineKind, EngineSettings};
+use crate::records::{EngineKind, EngineSettings, Plan, SizeSource, SizesFrom};
 use crate::studies::context::RoundsAsked;
 
 fn tiny() -> MatrixOptions {

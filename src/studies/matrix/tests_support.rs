@@ -2,7 +2,8 @@
 
 use super::*;
 use crate::measure::{Experiment, Stat, Summary};
-use crate::records::{DbParams, FileParams, WorkloadParams};
+use crate::records::keys::Order;
+use crate::records::{DbParams, FileParams, Plan, WorkloadParams};
 
 fn fake(us: f64) -> Experiment {
     let params = WorkloadParams {

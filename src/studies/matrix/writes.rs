@@ -18,8 +18,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::cells::{writes_per_run, CellSpec};
+use super::crossover::Crossover;
 use super::engines::{self, EngineWrites};
-use super::{crossover, writes_per_run, CellSpec, Crossover, Matrix, MatrixSection};
+use super::options::Matrix;
 use crate::drivers::run::{RunArm, RunOptions};
 use crate::engine;
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, RoundsPlan, StopReason};
@@ -77,15 +79,62 @@ pub(super) fn measure(
     opts: &Matrix,
 ) -> Result<(CellWrites, Vec<EngineWrites>)> {
     let id = |what: &str| format!("matrix/p{}/{}/{what}", spec.page_size, spec.label());
-    let (rounds, seed) = (&opts.rounds, opts.ctx.seed);
     let plan = Plan { cold: false, ..opts.plan };
+    let arms = write_arms(spec, (db, files), engine_sets, plan, opts);
+    let ids: Vec<String> = arms.iter().map(|(_, what, _)| id(what)).collect();
+    let round_plan =
+        RoundsPlan { warmup: plan.warmup > 0, max_rounds: plan.repeat, latency: plan.latency, ..opts.rounds };
+    let (e, set) = write_rounds(&id("writes"), &ids, &arms, &round_plan)?;
+    let mut e = e.into_iter();
+    let mut next = || e.next().ok_or_else(|| Error::invalid("a write arm is missing from its rounds"));
+    let (fast_db, fast_files, durable_db, durable_files) = (next()?, next()?, next()?, next()?);
+    let mut engine_writes = Vec::with_capacity(engine_sets.len());
+    for _ in engine_sets {
+        engine_writes.push(engine_writes_of(next()?, next()?, &fast_files, &durable_files)?);
+    }
+    let churn_copy = scratch.join("churn-files");
+    crate::engine::dataset::export(db, &churn_copy, false, false, &crate::util::progress::Silent)?;
+    let churn_ids = [id("churn-db"), id("churn-files")];
+    let (churn_db, churn_files, churn_set) =
+        super::churn::churn_rounds(spec, (db, &churn_copy), churn_ids, &plan, &opts.rounds, opts.ctx.seed)?;
+    let ratio = |files: &Experiment, db: &Experiment| write_figure(files) / write_figure(db);
+    let paired = |set: &RoundSet, files: &Experiment, db: &Experiment| {
+        set.ratio(&files.id, &db.id).map_or(ratio(files, db), |r| r.value)
+    };
+    let writes = CellWrites {
+        fast_ratio: paired(&set, &fast_files, &fast_db),
+        durable_ratio: paired(&set, &durable_files, &durable_db),
+        churn_ratio: paired(&churn_set, &churn_files, &churn_db),
+        fast_db,
+        fast_files,
+        durable_db,
+        durable_files,
+        churn_db,
+        churn_files,
+        rounds: Some(set),
+        churn_rounds: Some(churn_set),
+    };
+    Ok((writes, engine_writes))
+}
+
+/// The write arms, in the order `write_rounds` pairs them: the database
+/// fast, the files fast, the database durable, the files durable, then
+/// each engine's fast and durable overwrites; each is its run's options,
+/// its id's last part and its label.
+fn write_arms(
+    spec: &CellSpec,
+    (db, files): (&Path, &Path),
+    engine_sets: &[(EngineKind, PathBuf)],
+    plan: Plan,
+    opts: &Matrix,
+) -> Vec<(RunOptions, String, String)> {
     let base = |path: &Path| RunOptions {
         count: writes_per_run(spec),
         max_id: Some(spec.count),
         order: Order::Random,
         update: true,
         plan,
-        seed,
+        seed: opts.ctx.seed,
         // Each write its own commit (files: each their own write).
         settings: EngineSettings { commit_every: Some(1), ..opts.ctx.settings.clone() },
         ..RunOptions::new(path)
@@ -127,46 +176,23 @@ pub(super) fn measure(
             arms.push((o, format!("write-{what}-{}", kind.name()), label));
         }
     }
-    let ids: Vec<String> = arms.iter().map(|(_, what, _)| id(what)).collect();
-    let round_plan = RoundsPlan { warmup: plan.warmup > 0, max_rounds: plan.repeat, latency: plan.latency, ..*rounds };
-    let set_id = format!("matrix/p{}/{}/writes", spec.page_size, spec.label());
-    let (e, set) = write_rounds(&set_id, &ids, &arms, &round_plan)?;
-    let mut e = e.into_iter();
-    let mut next = || e.next().ok_or_else(|| Error::invalid("a write arm is missing from its rounds"));
-    let (fast_db, fast_files, durable_db, durable_files) = (next()?, next()?, next()?, next()?);
-    let mut engine_writes = Vec::with_capacity(engine_sets.len());
-    for _ in engine_sets {
-        let (fast, durable) = (next()?, next()?);
-        let pair = |files: &Experiment, engine: &Experiment| {
-            engines::files_over(&engines::write_times(files), &engines::write_times(engine))
-                .ok_or_else(|| Error::invalid(format!("{}: the writes do not pair by round", engine.id)))
-        };
-        let (fast_ratio, durable_ratio) = (pair(&fast_files, &fast)?, pair(&durable_files, &durable)?);
-        engine_writes.push(EngineWrites { fast, durable, fast_ratio, durable_ratio });
-    }
-    let churn_copy = scratch.join("churn-files");
-    crate::engine::dataset::export(db, &churn_copy, false, false, &crate::util::progress::Silent)?;
-    let churn_ids = [id("churn-db"), id("churn-files")];
-    let (churn_db, churn_files, churn_set) =
-        super::churn::churn_rounds(spec, (db, &churn_copy), churn_ids, &plan, rounds, seed)?;
-    let ratio = |files: &Experiment, db: &Experiment| write_figure(files) / write_figure(db);
-    let paired = |set: &RoundSet, files: &Experiment, db: &Experiment| {
-        set.ratio(&files.id, &db.id).map_or(ratio(files, db), |r| r.value)
+    arms
+}
+
+/// One engine's fast and durable overwrites with their ratios against the
+/// files' fast and durable writes of the same rounds.
+fn engine_writes_of(
+    fast: Experiment,
+    durable: Experiment,
+    fast_files: &Experiment,
+    durable_files: &Experiment,
+) -> Result<EngineWrites> {
+    let pair = |files: &Experiment, engine: &Experiment| {
+        engines::files_over(&engines::write_times(files), &engines::write_times(engine))
+            .ok_or_else(|| Error::invalid(format!("{}: the writes do not pair by round", engine.id)))
     };
-    let writes = CellWrites {
-        fast_ratio: paired(&set, &fast_files, &fast_db),
-        durable_ratio: paired(&set, &durable_files, &durable_db),
-        churn_ratio: paired(&churn_set, &churn_files, &churn_db),
-        fast_db,
-        fast_files,
-        durable_db,
-        durable_files,
-        churn_db,
-        churn_files,
-        rounds: Some(set),
-        churn_rounds: Some(churn_set),
-    };
-    Ok((writes, engine_writes))
+    let (fast_ratio, durable_ratio) = (pair(fast_files, &fast)?, pair(durable_files, &durable)?);
+    Ok(EngineWrites { fast, durable, fast_ratio, durable_ratio })
 }
 
 /// The fast and durable writes (database, files, database, files, then
@@ -204,29 +230,4 @@ fn write_rounds(
 /// over the timed runs.
 pub fn write_figure(e: &Experiment) -> f64 {
     e.summary.figure().median
-}
-
-impl MatrixSection {
-    /// Per page size, the write crossovers (fast and durable).
-    pub fn write_crossovers(&self) -> Vec<WriteCrossover> {
-        let mut out = Vec::new();
-        for &page_size in &super::sorted(&self.params.page_sizes) {
-            let points = |f: fn(&CellWrites) -> f64| -> Vec<(f64, f64)> {
-                let mut p: Vec<(f64, f64)> = self
-                    .cells
-                    .iter()
-                    .filter(|c| c.page_size == page_size)
-                    .filter_map(|c| c.writes.as_ref().map(|w| (f64::from(c.size_bytes), f(w))))
-                    .collect();
-                p.sort_by(|a, b| a.0.total_cmp(&b.0));
-                p
-            };
-            if let (Some(fast), Some(durable)) =
-                (crossover(&points(|w| w.fast_ratio)), crossover(&points(|w| w.durable_ratio)))
-            {
-                out.push(WriteCrossover { page_size, fast, durable });
-            }
-        }
-        out
-    }
 }

@@ -422,7 +422,7 @@ fn master_knows(port: u16, id: u32) -> bool {
 
 /// `weed version`'s number ("version 8000GB 4.48 pypi linux amd64": 4.48).
 fn weed_version(weed: &Path) -> String {
-    let out = Command::new(weed).arg("version").stdin(Stdio::null()).output();
+    let out = super::process::helper(weed).arg("version").stdin(Stdio::null()).output();
     let text = out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
     version_of(&text)
 }

@@ -3,17 +3,12 @@
 //! device directories.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
-use super::Programs;
-use crate::engine::s3::process::{all_free, HeldPorts};
+use super::programs::{Programs, ACCOUNT, DIR, NO_GREENDNS, REGION, SECRET, SERVERS, USER};
+use crate::engine::s3::process::{all_free, helper, HeldPorts};
 use crate::{Error, Result};
-
-/// The four servers, in the order they start (the proxy last: it answers
-/// before its backends are up, so it is not what tells the cluster is up).
-pub const SERVERS: [&str; 4] = ["object", "container", "account", "proxy"];
 
 /// The loopback ports of one start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,7 +58,7 @@ impl Layout {
     /// servers run from `/`).
     pub fn of(dir: &Path) -> Result<Layout> {
         let dir = std::path::absolute(dir).map_err(|e| Error::io(dir, "cannot resolve", e))?;
-        Ok(Layout { root: dir.join(super::DIR) })
+        Ok(Layout { root: dir.join(DIR) })
     }
 
     /// The dataset's directory, which holds `swift/`.
@@ -135,7 +130,7 @@ impl Layout {
 
     fn write_rings(&self, programs: &Programs, ports: Ports) -> Result<()> {
         let etc = self.etc();
-        let out = Command::new(&programs.python)
+        let out = helper(&programs.python)
             .arg("-c")
             .arg(include_str!("rings.py"))
             .arg(&etc)
@@ -143,7 +138,7 @@ impl Layout {
             .arg(format!("account={}", ports.account))
             .arg(format!("container={}", ports.container))
             .arg(format!("object={}", ports.object))
-            .env(super::NO_GREENDNS.0, super::NO_GREENDNS.1)
+            .env(NO_GREENDNS.0, NO_GREENDNS.1)
             .current_dir("/")
             .output()
             .map_err(|e| Error::io(&programs.python, "cannot run Swift's Python to build the rings", e))?;
@@ -228,10 +223,10 @@ fn proxy_conf(layout: &Layout, ports: Ports, user: &str) -> String {
         proxy = ports.proxy,
         memcached = ports.memcached,
         etc = layout.etc().display(),
-        region = super::REGION,
-        account = super::ACCOUNT,
-        user_name = super::USER,
-        secret = super::SECRET,
+        region = REGION,
+        account = ACCOUNT,
+        user_name = USER,
+        secret = SECRET,
     )
 }
 

@@ -97,8 +97,6 @@ impl LineChart {
         c.reference(top, right, &scale, self.reference);
 
         for (s, series) in self.series.iter().enumerate() {
-            // A gap (missing value) breaks the line into separate segments.
-            let mut segment: Vec<(f64, f64)> = Vec::new();
             let points: Vec<Option<(f64, f64)>> = self
                 .x
                 .iter()
@@ -107,49 +105,63 @@ impl LineChart {
                     finite(series.values.get(i).copied().flatten()).filter(|_| x.is_finite()).map(|v| (*x, v))
                 })
                 .collect();
-            for p in points.iter().chain(std::iter::once(&None)) {
-                match p {
-                    Some((x, v)) => segment.push((px(*x), py(*v))),
-                    None => {
-                        if segment.len() > 1 {
-                            let pts: Vec<String> = segment.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
-                            let _ = write!(
-                                c.out,
-                                r#"<polyline class="line" data-series="{s}" points="{}" fill="none" stroke="{}" stroke-width="2"/>"#,
-                                pts.join(" "),
-                                colour(s)
-                            );
-                        }
-                        segment.clear();
-                    }
-                }
-            }
-            for ((x, _), (lo, hi)) in points.iter().zip(&series.intervals).filter_map(|(p, i)| Some(((*p)?, (*i)?))) {
-                if lo.is_finite() && hi.is_finite() {
-                    let _ = write!(
-                        c.out,
-                        r#"<line class="interval" data-series="{s}" data-low="{lo}" data-high="{hi}" x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="{}" stroke-width="1.5"/>"#,
-                        py(lo),
-                        py(hi),
-                        colour(s),
-                        x = px(x)
-                    );
-                }
-            }
-            for (x, v) in points.iter().flatten() {
-                let _ = write!(
-                    c.out,
-                    r#"<circle class="point" data-series="{s}" data-value="{v}" cx="{:.1}" cy="{:.1}" r="3.5" fill="{}"><title>{}: {}: {}</title></circle>"#,
-                    px(*x),
-                    py(*v),
-                    colour(s),
-                    esc(&series.name),
-                    fmt_tick(*x),
-                    fmt_value(*v)
-                );
-            }
+            draw_series(&mut c, (s, series), &points, &px, &py);
         }
         c.legend(legend_top, width, &names);
         c.finish()
+    }
+}
+
+/// One series' line (broken at each gap), its intervals and its points;
+/// `points` are its (x, value) per x, `px` and `py` place them.
+fn draw_series(
+    c: &mut Canvas,
+    (s, series): (usize, &Series),
+    points: &[Option<(f64, f64)>],
+    px: &dyn Fn(f64) -> f64,
+    py: &dyn Fn(f64) -> f64,
+) {
+    // A gap (missing value) breaks the line into separate segments.
+    let mut segment: Vec<(f64, f64)> = Vec::new();
+    for p in points.iter().chain(std::iter::once(&None)) {
+        match p {
+            Some((x, v)) => segment.push((px(*x), py(*v))),
+            None => {
+                if segment.len() > 1 {
+                    let pts: Vec<String> = segment.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+                    let _ = write!(
+                        c.out,
+                        r#"<polyline class="line" data-series="{s}" points="{}" fill="none" stroke="{}" stroke-width="2"/>"#,
+                        pts.join(" "),
+                        colour(s)
+                    );
+                }
+                segment.clear();
+            }
+        }
+    }
+    for ((x, _), (lo, hi)) in points.iter().zip(&series.intervals).filter_map(|(p, i)| Some(((*p)?, (*i)?))) {
+        if lo.is_finite() && hi.is_finite() {
+            let _ = write!(
+                c.out,
+                r#"<line class="interval" data-series="{s}" data-low="{lo}" data-high="{hi}" x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="{}" stroke-width="1.5"/>"#,
+                py(lo),
+                py(hi),
+                colour(s),
+                x = px(x)
+            );
+        }
+    }
+    for (x, v) in points.iter().flatten() {
+        let _ = write!(
+            c.out,
+            r#"<circle class="point" data-series="{s}" data-value="{v}" cx="{:.1}" cy="{:.1}" r="3.5" fill="{}"><title>{}: {}: {}</title></circle>"#,
+            px(*x),
+            py(*v),
+            colour(s),
+            esc(&series.name),
+            fmt_tick(*x),
+            fmt_value(*v)
+        );
     }
 }

@@ -16,7 +16,7 @@ use crate::report::format::svg::{LineChart, Series};
 use crate::report::study::advise::words::store_name;
 use crate::results::ResultFile;
 use crate::studies::advise::clients::{self, AtClients, ClientsAre, ClientsSection, RankingAt, Row, ROUNDS_ID};
-use crate::studies::advise::rules::Store;
+use crate::studies::advise::Store;
 use crate::studies::advise::{AdviseSection, Durability};
 
 /// The chart of throughput against clients.

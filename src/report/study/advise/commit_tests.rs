@@ -7,8 +7,8 @@ use super::{ranking, sections, terminal, words};
 use crate::records::{DiskUsage, EngineKind};
 use crate::report::fixtures::{advise_section, exp_mut, suite};
 use crate::results::ResultFile;
-use crate::studies::advise::rules::Store;
 use crate::studies::advise::Durability;
+use crate::studies::advise::Store;
 
 const LMDB: Store = Store::Engine(EngineKind::Lmdb);
 

@@ -7,7 +7,7 @@ use super::{ranking, words};
 use crate::records::EngineKind;
 use crate::results::ResultFile;
 use crate::studies::advise::rank::Change;
-use crate::studies::advise::rules::Store;
+use crate::studies::advise::Store;
 use crate::studies::advise::{CrashSource, Durability};
 #[test]
 fn the_size_matrix_says_above_which_size_files_win() {

@@ -71,7 +71,7 @@ pub fn figure(r: &Ranking, s: &AdviseSection, sfx: &str) -> Option<Figure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::studies::advise::rules::Store;
+    use crate::studies::advise::Store;
 
     fn ranked(store: Store, mixed_us: f64, mixed: Option<Factor>) -> Ranked {
         Ranked {

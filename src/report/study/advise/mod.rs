@@ -5,47 +5,28 @@
 //! computed from the result file by `studies::advise::rank`.
 
 pub mod clients;
+mod evidence;
 mod headline;
 mod terminal;
 pub mod words;
 
-pub use headline::HEADLINE_CHART;
+use evidence::{evidence, notes, servers_measured, vs_leader};
+pub use evidence::{ranking, READS_CHART, SPACE_CHART, WRITES_CHART};
 pub use terminal::terminal;
 
-use crate::records::ConfigId;
-use crate::report::format::doc::{Block, Chart, Figure, Section, Table, Verdict, VerdictRow};
+use crate::report::format::doc::{Block, Chart, Figure, Section, Table, Verdict};
 use crate::report::format::fmt::{bytes, machine_labels, micros, thousands};
 use crate::report::format::svg::BarChart;
-use crate::report::study::aging as aging_report;
 use crate::report::study::StudyReport;
 use crate::results::ResultFile;
-use crate::studies::advise::rank::{self, Factor, Inputs, Ranked, Ranking};
-use crate::studies::advise::rules::Store;
+use crate::studies::advise::rank::{self, Ranking};
 use crate::studies::advise::AdviseSection;
+use crate::studies::advise::Store;
 use crate::studies::suite::{ArmId, COLD_READS, WARM_READS, WRITES};
 
 /// The advice leads the page (before the verdict) and its command's output.
 pub const REPORT: StudyReport =
     StudyReport { sections, questions: &[], terminal: Some(terminal), redraws: None, leads: true };
-
-/// Its charts: per-op reads, per-op writes and disk space by candidate.
-pub const READS_CHART: &str = "advise-reads";
-pub const WRITES_CHART: &str = "advise-writes";
-pub const SPACE_CHART: &str = "advise-space";
-
-/// The ranking of the advice in `file`, when it holds one.
-pub fn ranking(file: &ResultFile) -> Option<(Ranking, &AdviseSection)> {
-    let section = file.advise.as_ref()?;
-    let inputs = Inputs {
-        section,
-        experiments: &file.experiments,
-        rounds: &file.rounds,
-        disk: &file.disk_usage,
-        matrix: file.matrix.as_ref(),
-        aging: file.aging.as_ref(),
-    };
-    Some((rank::rank(&inputs), section))
-}
 
 fn suffix(files: &[ResultFile], index: usize) -> String {
     if files.iter().filter(|f| f.advise.is_some()).count() > 1 {
@@ -128,63 +109,6 @@ fn blocks(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &
     b.push(Block::Paragraph(format!("{}{with_clients}", words::what_would_change_it(r))));
     b.extend(charts(file, r, s, sfx).into_iter().map(Block::Figure));
     b
-}
-
-/// Which server each server candidate was measured on, as its runs
-/// recorded it ("S3 object store: measured on SeaweedFS 4.48, 1
-/// replica"): a server's figures are that server's, not its protocol's.
-pub(super) fn servers_measured(file: &ResultFile) -> Vec<String> {
-    let mut lines: Vec<String> = Vec::new();
-    for e in &file.experiments {
-        let Some(info) = &e.params.server_info else { continue };
-        let line = format!("{}: measured on {}.", e.params.layout.title(), info.summary());
-        if !lines.contains(&line) {
-            lines.push(line);
-        }
-    }
-    lines
-}
-
-/// The candidates neither ranked nor excluded (not measured, or measured
-/// at another commit granularity), a file from before `--commit-every`,
-/// and the candidates without crash facts, one note each.
-fn notes(r: &Ranking, s: &AdviseSection) -> Vec<String> {
-    let mut notes: Vec<String> = r
-        .unmeasured
-        .iter()
-        .map(|st| format!("{}: not ranked, its reads or writes were not measured.", words::store_name(*st)))
-        .collect();
-    notes.extend(r.refused.iter().map(words::refusal));
-    if s.workload.one_commit_per_run() {
-        notes.push(
-            "Write figures: one commit per run (older file). This file predates --commit-every: each write arm \
-             committed once per run, so its write times spread one commit over many writes and are not per-write \
-             figures; they are ranked only against each other."
-                .into(),
-        );
-    }
-    notes.extend(r.untested.iter().map(|&st| match st {
-        Store::Engine(kind) if kind.is_server() => format!(
-            "{name}: not excluded, but no power cut covers its write method ({method}): a server's data directory \
-             cannot run on the power-cut layer (docs/crash-safety.md); `crashtest --method {method}` tests it by \
-             killing the server.",
-            name = words::store_name(st),
-            method = st.crash_method(s.workload.durability).map_or("", ConfigId::name),
-        ),
-        _ => {
-            format!("{}: not excluded, but no crash facts cover its write method (not tested).", words::store_name(st))
-        }
-    }));
-    notes.extend(s.candidates.iter().copied().filter_map(|st| match st {
-        Store::Engine(kind) if kind.is_server() => Some(format!(
-            "{}: not in the size crossover or the aging pass: a server's round trip, not the blob size or the \
-             file layout, sets its times (`matrix --engines {}` gives its sizes).",
-            words::store_name(st),
-            kind.name()
-        )),
-        _ => None,
-    }));
-    notes
 }
 
 /// How many rounds the warm reads, the cold reads and the writes ran, and
@@ -270,145 +194,8 @@ fn ranking_table(r: &Ranking, s: &AdviseSection) -> Table {
     Table { headers, rows, ..Table::default() }
 }
 
-/// The `i`th ranked candidate against the leader: "leader", "tie (1.02x)"
-/// or "1.38x slower".
-fn vs_leader(i: usize, c: &Ranked) -> String {
-    match (&c.mixed, i) {
-        (_, 0) => "leader".to_string(),
-        (Some(m), _) if c.tie => format!("tie ({:.2}x)", m.value),
-        (Some(m), _) => format!("{:.2}x slower", m.value),
-        (None, _) => "-".into(),
-    }
-}
-
 /// The ranking table's cold reads column (left out when none were measured).
 const COLD_COLUMN: usize = 4;
-
-/// The evidence rows: reads (warm and cold), writes, the mix, disk space
-/// and the aging pass's reads and growth of each ranked candidate against
-/// the leader.
-fn evidence(file: &ResultFile, r: &Ranking, s: &AdviseSection, label: &str, sfx: &str) -> Vec<VerdictRow> {
-    let Some(leader) = r.ranked.first() else { return Vec::new() };
-    let lead = words::store_name(leader.store);
-    let row = |facet: Facet, c: &Ranked| facet_row(facet, (c, leader), s, (label, sfx));
-    let mut rows = Vec::new();
-    for c in r.ranked.iter().skip(1) {
-        rows.extend([Facet::Reads, Facet::ColdReads, Facet::Writes, Facet::Mix].into_iter().filter_map(|f| row(f, c)));
-        if let Some((factor, uncertainty)) = words::space(c, leader) {
-            rows.push(VerdictRow {
-                question: "disk space".into(),
-                result: label.into(),
-                outcome: format!("{} allocates {factor} of {lead}'s space", words::store_name(c.store)),
-                factor,
-                uncertainty,
-                compared: format!("{} vs {lead}", words::store_name(c.store)),
-                chart_id: format!("{SPACE_CHART}{sfx}"),
-                chart_title: "Disk space by candidate".into(),
-                unclear: false,
-            });
-        }
-        rows.extend(aged_rows(file, c, leader, label, sfx));
-    }
-    rows
-}
-
-/// The aging pass's evidence of `c` against the leader: reads at the last
-/// age (paired over the aging rounds) and disk growth since age 0.
-fn aged_rows(file: &ResultFile, c: &Ranked, leader: &Ranked, label: &str, sfx: &str) -> Vec<VerdictRow> {
-    let (Some(a), Some(setting)) = (c.aged, file.aging.as_ref().and_then(|x| x.settings.last())) else {
-        return Vec::new();
-    };
-    let (name, lead) = (words::store_name(c.store), words::store_name(leader.store));
-    let chart = |key: &str| format!("aging-{}-{key}", aging_report::setting_id(setting, sfx));
-    let mut rows = Vec::new();
-    if let Some(f) = &a.reads {
-        rows.push(VerdictRow {
-            question: format!("reads after {} rewrites", a.age),
-            result: label.into(),
-            outcome: outcome(&name, &lead, f),
-            factor: format!("{:.2}x", f.oriented().value),
-            uncertainty: words::interval(&f.oriented()),
-            compared: format!("{name} vs {lead}"),
-            chart_id: chart(aging_report::READ_WARM_CHART),
-            chart_title: format!("{}: Warm reads by storage age", setting.sizes.name),
-            unclear: f.paired && f.low <= 1.0 && f.high >= 1.0,
-        });
-    }
-    if let (Some(g), Some(lg)) = (a.growth, leader.aged.and_then(|l| l.growth)) {
-        rows.push(VerdictRow {
-            question: format!("disk growth after {} rewrites", a.age),
-            result: label.into(),
-            outcome: format!("{name} grew {g:.2}x, {lead} {lg:.2}x"),
-            factor: format!("{:.2}x", g / lg),
-            uncertainty: "exact (allocated blocks at each age, from stat)".into(),
-            compared: format!("{name} vs {lead}"),
-            chart_id: chart(aging_report::DISK_CHART),
-            chart_title: format!("{}: Disk allocated per byte of content", setting.sizes.name),
-            unclear: false,
-        });
-    }
-    rows
-}
-
-/// A factor of a candidate against the leader, as an evidence row shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Facet {
-    Reads,
-    ColdReads,
-    Writes,
-    /// Reads and writes at the stated mix (the headline chart's).
-    Mix,
-}
-
-/// `c`'s row of `facet` against `leader`, when it has that factor;
-/// `(label, sfx)` name the result file and suffix its chart ids.
-fn facet_row(
-    facet: Facet,
-    (c, leader): (&Ranked, &Ranked),
-    s: &AdviseSection,
-    (label, sfx): (&str, &str),
-) -> Option<VerdictRow> {
-    let (f, question, chart, title) = match facet {
-        Facet::Reads => (c.reads?, "reads (warm)".to_string(), READS_CHART, "Reads by candidate".to_string()),
-        Facet::ColdReads => (c.cold_reads?, "reads (cold)".into(), READS_CHART, "Reads by candidate".into()),
-        Facet::Writes => (
-            c.writes?,
-            format!("writes (durability {})", s.workload.durability.name()),
-            WRITES_CHART,
-            "Writes by candidate".into(),
-        ),
-        Facet::Mix => {
-            let mix = format!("{}:{}", s.workload.mix_reads, s.workload.mix_writes);
-            (c.mixed?, format!("at {mix}"), HEADLINE_CHART, format!("Time per operation at {mix} reads:writes"))
-        }
-    };
-    let (name, lead) = (words::store_name(c.store), words::store_name(leader.store));
-    let mut outcome = outcome(&name, &lead, &f);
-    if facet == Facet::Mix && c.tie {
-        outcome = format!("tie: {outcome}");
-    }
-    Some(VerdictRow {
-        question,
-        result: label.into(),
-        outcome,
-        factor: format!("{:.2}x", f.oriented().value),
-        uncertainty: words::interval(&f.oriented()),
-        compared: format!("{name} vs {lead}"),
-        chart_id: format!("{chart}{sfx}"),
-        chart_title: title,
-        unclear: f.paired && f.low <= 1.0 && f.high >= 1.0,
-    })
-}
-
-/// "redb 1.52x slower than SQLite", or faster when the factor is below 1.
-fn outcome(name: &str, lead: &str, f: &Factor) -> String {
-    let o = f.oriented();
-    if f.value >= 1.0 {
-        format!("{name} {:.2}x slower than {lead}", o.value)
-    } else {
-        format!("{name} {:.2}x faster than {lead}", o.value)
-    }
-}
 
 /// Every candidate measured, ranked or not, for the charts.
 fn measured(file: &ResultFile, s: &AdviseSection) -> Vec<Store> {

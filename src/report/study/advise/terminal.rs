@@ -5,14 +5,15 @@
 //! evidence row, the size crossover, the aging pass and the charts stay on
 //! the page and in summary.md. Drawn through the document model.
 
-use super::{evidence, facet_row, notes, ranking, servers_measured, vs_leader, words, Facet};
+use super::evidence::{evidence, facet_row, notes, ranking, servers_measured, vs_leader, Facet};
+use super::words;
 use crate::report::format::doc::{Block, Table, VerdictRow};
 use crate::report::format::fmt::{bytes, micros};
 use crate::report::format::text::blocks_text;
 use crate::results::ResultFile;
 use crate::studies::advise::rank::{Change, Ranked, Ranking};
-use crate::studies::advise::rules::Store;
 use crate::studies::advise::AdviseSection;
+use crate::studies::advise::Store;
 
 /// The most evidence lines the terminal shows.
 pub const DECISIVE_LINES: usize = 3;

@@ -1,6 +1,7 @@
 //! The advice on fixed result files: exclusions, ranking, tie wording and
 //! what would change it, with no timing involved.
 
+use super::headline::HEADLINE_CHART;
 use super::{ranking, sections, terminal, words};
 use crate::measure::busy::Load;
 use crate::measure::rounds::RoundSet;
@@ -9,7 +10,8 @@ use crate::report::fixtures::{advise_section, round_set, suite};
 use crate::report::format::doc::{Block, VerdictRow};
 use crate::results::ResultFile;
 use crate::studies::advise::rank::Change;
-use crate::studies::advise::rules::{Store, Test};
+use crate::studies::advise::rules::Test;
+use crate::studies::advise::Store;
 use crate::studies::advise::{Durability, Stage, StageTimes};
 
 pub(super) const LMDB: Store = Store::Engine(EngineKind::Lmdb);
@@ -295,7 +297,7 @@ fn the_page_opens_with_the_time_per_op_at_the_mix_and_its_paired_intervals() {
     let f = durable_file_in_rounds();
     let doc = crate::report::document(std::slice::from_ref(&f));
     let Some(Block::Figure(fig)) = doc[0].blocks.first() else { panic!("{:?}", doc[0].blocks.first()) };
-    assert_eq!(fig.id, super::HEADLINE_CHART);
+    assert_eq!(fig.id, HEADLINE_CHART);
     let crate::report::Chart::Bars(bars) = &fig.chart else { panic!("a bar chart") };
     assert_eq!(bars.title, "Time per operation at 90:10 reads:writes");
     // The ranked candidates, fastest first; the excluded one left out, named.

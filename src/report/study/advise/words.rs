@@ -4,8 +4,9 @@
 
 use crate::report::format::fmt::{bytes, micros, thousands};
 use crate::studies::advise::rank::{Change, Excluded, Factor, Ranked, Ranking, Refused};
-use crate::studies::advise::rules::{self, Store, Test};
+use crate::studies::advise::rules::{self, Test};
 use crate::studies::advise::Stage;
+use crate::studies::advise::Store;
 use crate::studies::advise::{AdviseSection, CrashSource, Durability};
 use crate::studies::matrix::{Crossover, CrossoverKind, DbRead};
 

@@ -16,7 +16,7 @@ use crate::report::interval::Ratio;
 use crate::report::study::StudyReport;
 use crate::results::ResultFile;
 use crate::studies::concurrency::{
-    Conclusion, ConcurrencySection, Point, StoreId, Verdict, Workload, ERRORS_DOMINATE_PCT,
+    BlobReaders, Conclusion, ConcurrencySection, Point, StoreId, Verdict, Workload, ERRORS_DOMINATE_PCT,
 };
 use crate::util::units::plural;
 
@@ -67,36 +67,68 @@ fn figure_suffix(files: &[ResultFile], index: usize) -> String {
 }
 
 fn section(c: &ConcurrencySection, rounds: &[RoundSet], label: &str, suffix: &str, several: bool) -> Section {
-    let s = &c.settings;
-    let mut blocks = vec![Block::Paragraph(format!(
-        "{} points (workload x configuration x threads); each run lasts {} s and the median of {} run{} is shown; \
-         {} cores; SQLite {}; busy timeout {} ms; {} insert{} per write transaction.",
-        c.points.len(),
-        s.duration_s,
-        s.repeat,
-        plural(s.repeat),
-        s.cores,
-        s.sqlite_version,
-        s.busy_timeout_ms,
-        s.batch,
-        plural(s.batch),
-    ))];
-    blocks.push(Block::Note(
-        "Throughput is successful operations (rows read, or rows inserted and committed) over the run's wall time, \
-         all threads together. For mixed, \"threads\" is the number of readers, running beside as many writers. \
-         Failed operations (SQLITE_BUSY or SQLITE_LOCKED after the busy timeout) are not counted as throughput."
-            .to_string(),
-    ));
+    let mut blocks = intro(c);
     for (w, writes, what) in [
         (Workload::Read, false, "Reads: rows/s"),
         (Workload::Write, true, "Inserts: rows/s"),
         (Workload::Mixed, false, "Mixed, readers: rows read/s"),
         (Workload::Mixed, true, "Mixed, writers: rows inserted/s"),
     ] {
-        if let Some(f) = figure(c, w, writes, what, label, suffix, several) {
+        if let Some(f) = figure(c, (w, writes, what), label, suffix, several) {
             blocks.push(Block::Figure(f));
         }
     }
+    blocks.extend(distrusted(c));
+    if let Some(b) = &c.blob_readers {
+        blocks.push(Block::Figure(blob_readers_figure(c, b, rounds, (label, several), suffix)));
+    }
+    if let Some(w) = &c.writers {
+        blocks.extend(writers::blocks(w, rounds, format!("concurrency-writers{suffix}"), &on(label, several)));
+    }
+    blocks.push(Block::Heading("Every point".into()));
+    blocks.push(Block::Table(points_table(c)));
+    blocks.extend(conclusions(c));
+    if c.interrupted {
+        blocks.push(Block::Note("Interrupted: only the points that finished are shown.".into()));
+    }
+    Section {
+        id: format!("concurrency{suffix}"),
+        title: format!("Concurrency: shared connection or one per thread{}", on(label, several)),
+        in_summary: true,
+        blocks,
+    }
+}
+
+/// What the points are and what their throughput counts.
+fn intro(c: &ConcurrencySection) -> Vec<Block> {
+    let s = &c.settings;
+    vec![
+        Block::Paragraph(format!(
+            "{} points (workload x configuration x threads); each run lasts {} s and the median of {} run{} is \
+             shown; {} cores; SQLite {}; busy timeout {} ms; {} insert{} per write transaction.",
+            c.points.len(),
+            s.duration_s,
+            s.repeat,
+            plural(s.repeat),
+            s.cores,
+            s.sqlite_version,
+            s.busy_timeout_ms,
+            s.batch,
+            plural(s.batch),
+        )),
+        Block::Note(
+            "Throughput is successful operations (rows read, or rows inserted and committed) over the run's wall \
+             time, all threads together. For mixed, \"threads\" is the number of readers, running beside as many \
+             writers. Failed operations (SQLITE_BUSY or SQLITE_LOCKED after the busy timeout) are not counted as \
+             throughput."
+                .to_string(),
+        ),
+    ]
+}
+
+/// The points whose failures dominate or whose rows do not add up, and
+/// why (nothing when none).
+fn distrusted(c: &ConcurrencySection) -> Vec<Block> {
     let troubled: Vec<String> = c
         .points
         .iter()
@@ -112,100 +144,104 @@ fn section(c: &ConcurrencySection, rounds: &[RoundSet], label: &str, suffix: &st
             format!("{}: {}", p.id, why.join("; "))
         })
         .collect();
-    if !troubled.is_empty() {
-        blocks.push(Block::Heading("Points to distrust".into()));
-        blocks.push(Block::List(troubled));
+    if troubled.is_empty() {
+        return Vec::new();
     }
-    if let Some(b) = &c.blob_readers {
-        let x: Vec<f64> = crate::studies::concurrency::BLOB_THREADS.iter().map(|&t| f64::from(t)).collect();
-        let series = StoreId::READERS
-            .into_iter()
-            .map(|store| Series {
-                intervals: Vec::new(),
-                name: b.points.iter().find(|p| p.store == store).map_or(store.to_string(), |p| p.label.clone()),
-                values: x
-                    .iter()
-                    .map(|&t| {
-                        b.points.iter().find(|p| p.store == store && f64::from(p.threads) == t).map(|p| p.reads_per_s)
-                    })
-                    .collect(),
-            })
-            .collect();
-        let chart = LineChart {
-            title: format!("kvtest blobs, parallel readers: reads/s{}", on(label, several)),
-            x_label: "reader threads".into(),
-            y_label: "blobs read per second".into(),
-            x_log: false,
-            y_log: false,
-            x,
-            series,
-            reference: None,
-            note: format!("median of {} timed run{} per point", c.settings.repeat, plural(c.settings.repeat)),
+    vec![Block::Heading("Points to distrust".into()), Block::List(troubled)]
+}
+
+/// The kvtest blobs read by parallel readers: reads per second against
+/// threads, a line per store, with the database-over-files leads.
+fn blob_readers_figure(
+    c: &ConcurrencySection,
+    b: &BlobReaders,
+    rounds: &[RoundSet],
+    (label, several): (&str, bool),
+    suffix: &str,
+) -> Figure {
+    let x: Vec<f64> = crate::studies::concurrency::BLOB_THREADS.iter().map(|&t| f64::from(t)).collect();
+    let series = StoreId::READERS
+        .into_iter()
+        .map(|store| Series {
+            intervals: Vec::new(),
+            name: b.points.iter().find(|p| p.store == store).map_or(store.to_string(), |p| p.label.clone()),
+            values: x
+                .iter()
+                .map(|&t| {
+                    b.points.iter().find(|p| p.store == store && f64::from(p.threads) == t).map(|p| p.reads_per_s)
+                })
+                .collect(),
+        })
+        .collect();
+    let chart = LineChart {
+        title: format!("kvtest blobs, parallel readers: reads/s{}", on(label, several)),
+        x_label: "reader threads".into(),
+        y_label: "blobs read per second".into(),
+        x_log: false,
+        y_log: false,
+        x,
+        series,
+        reference: None,
+        note: format!("median of {} timed run{} per point", c.settings.repeat, plural(c.settings.repeat)),
+    };
+    let caption = vec![format!(
+        "{} blobs of {} bytes, {} random reads per run (all threads together), median over runs; \
+         each thread has its own connection or file handles.",
+        thousands(u64::from(b.blobs)),
+        thousands(u64::from(b.blob_size)),
+        thousands(b.reads_per_run)
+    )];
+    Figure { id: blobs_id(suffix), chart: Chart::Lines(chart), caption, findings: blob_findings(b, rounds) }
+}
+
+/// Each thread count's lead of the database over the files, alone and
+/// beside one writer.
+fn blob_findings(b: &BlobReaders, rounds: &[RoundSet]) -> Vec<String> {
+    let leads = b.leads(rounds).into_iter().map(|l| {
+        let cpu = |store: &str| {
+            b.points
+                .iter()
+                .find(|p| p.store.name() == store && p.threads == l.threads)
+                .map_or(f64::NAN, |p| p.cpu_us_per_read)
         };
-        let caption = vec![format!(
-            "{} blobs of {} bytes, {} random reads per run (all threads together), median over runs; \
-             each thread has its own connection or file handles.",
-            thousands(u64::from(b.blobs)),
-            thousands(u64::from(b.blob_size)),
-            thousands(b.reads_per_run)
-        )];
-        let findings = b
-            .leads(rounds)
-            .iter()
-            .map(|l| {
-                let cpu = |store: &str| {
-                    b.points
-                        .iter()
-                        .find(|p| p.store.name() == store && p.threads == l.threads)
-                        .map_or(f64::NAN, |p| p.cpu_us_per_read)
-                };
-                format!(
-                    "{} thread{}: {} / files = {:.2}x in reads per second ({}); CPU time per read {} us vs {} us.",
-                    l.threads,
-                    plural(l.threads),
-                    l.a,
-                    l.ratio,
-                    lead_interval(l),
-                    micros(cpu(&l.a)),
-                    micros(cpu("files"))
-                )
-            })
-            .chain(b.writer_leads(rounds).iter().map(|l| {
-                format!(
-                    "{} thread{}, each store beside one writer: SQLite WAL / files = {:.2}x in reads per second ({}).",
-                    l.threads,
-                    plural(l.threads),
-                    l.ratio,
-                    lead_interval(l)
-                )
-            }))
-            .collect();
-        blocks.push(Block::Figure(Figure { id: blobs_id(suffix), chart: Chart::Lines(chart), caption, findings }));
-    }
-    if let Some(w) = &c.writers {
-        blocks.extend(writers::blocks(w, rounds, format!("concurrency-writers{suffix}"), &on(label, several)));
-    }
-    blocks.push(Block::Heading("Every point".into()));
-    blocks.push(Block::Table(points_table(c)));
-    blocks.push(Block::Heading("The study's conclusions on this machine".into()));
-    blocks.push(Block::Note(format!(
-        "Each conclusion is tested by throughput ratios between points that differ in one parameter only; a ratio \
-         within {:.0}% of 1 counts as no difference. {} Factor: geometric mean of the ratios (smallest to largest). \
-         Interval: from the lowest to the highest bound of the ratios' paired intervals (their coverage and \
-         rounds shown); \"firm\" counts the ratios whose whole interval confirms the claim.",
-        s.tie_pct,
-        pairing(c)
-    )));
-    blocks.push(Block::Table(conclusions_table(c)));
-    if c.interrupted {
-        blocks.push(Block::Note("Interrupted: only the points that finished are shown.".into()));
-    }
-    Section {
-        id: format!("concurrency{suffix}"),
-        title: format!("Concurrency: shared connection or one per thread{}", on(label, several)),
-        in_summary: true,
-        blocks,
-    }
+        format!(
+            "{} thread{}: {} / files = {:.2}x in reads per second ({}); CPU time per read {} us vs {} us.",
+            l.threads,
+            plural(l.threads),
+            l.a,
+            l.ratio,
+            lead_interval(&l),
+            micros(cpu(&l.a)),
+            micros(cpu("files"))
+        )
+    });
+    let beside_writer = b.writer_leads(rounds).into_iter().map(|l| {
+        format!(
+            "{} thread{}, each store beside one writer: SQLite WAL / files = {:.2}x in reads per second ({}).",
+            l.threads,
+            plural(l.threads),
+            l.ratio,
+            lead_interval(&l)
+        )
+    });
+    leads.chain(beside_writer).collect()
+}
+
+/// The study's claims as this machine answers them, and how they are
+/// tested.
+fn conclusions(c: &ConcurrencySection) -> Vec<Block> {
+    vec![
+        Block::Heading("The study's conclusions on this machine".into()),
+        Block::Note(format!(
+            "Each conclusion is tested by throughput ratios between points that differ in one parameter only; a \
+             ratio within {:.0}% of 1 counts as no difference. {} Factor: geometric mean of the ratios (smallest to \
+             largest). Interval: from the lowest to the highest bound of the ratios' paired intervals (their \
+             coverage and rounds shown); \"firm\" counts the ratios whose whole interval confirms the claim.",
+            c.settings.tie_pct,
+            pairing(c)
+        )),
+        Block::Table(conclusions_table(c)),
+    ]
 }
 
 fn on(label: &str, several: bool) -> String {
@@ -220,12 +256,11 @@ fn rate(p: &Point, writes: bool) -> Option<f64> {
     p.side(writes).map(|s| s.ops_per_s.median)
 }
 
-/// Throughput against threads, one line per configuration.
+/// Throughput against threads, one line per configuration: workload
+/// `w`'s reads or `writes`, titled `what`.
 fn figure(
     c: &ConcurrencySection,
-    w: Workload,
-    writes: bool,
-    what: &str,
+    (w, writes, what): (Workload, bool, &str),
     label: &str,
     suffix: &str,
     several: bool,
@@ -256,31 +291,6 @@ fn figure(
                 .collect(),
         })
         .collect();
-    let best = |t: u32| {
-        points
-            .iter()
-            .filter(|p| p.threads == t)
-            .filter_map(|p| rate(p, writes).map(|r| (r, *p)))
-            .max_by(|a, b| a.0.total_cmp(&b.0))
-    };
-    let findings = [x.first(), x.last()]
-        .into_iter()
-        .flatten()
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .filter_map(|&t| best(t))
-        .map(|(r, p)| {
-            let lat = p.side(writes).map(|s| s.latency.p99_us).unwrap_or(f64::NAN);
-            format!(
-                "Fastest at {} thread{}: {} ({} per second, p99 latency {} us).",
-                p.threads,
-                plural(p.threads),
-                p.label,
-                thousands(r.round() as u64),
-                micros(lat)
-            )
-        })
-        .collect();
     let slug = match (w, writes) {
         (Workload::Mixed, false) => "mixed-reads".to_string(),
         (Workload::Mixed, true) => "mixed-writes".to_string(),
@@ -300,8 +310,38 @@ fn figure(
             note: format!("median of {} timed run{} per point", c.settings.repeat, plural(c.settings.repeat)),
         }),
         caption: vec![format!("Median over {} run(s) of {} s each.", c.settings.repeat, c.settings.duration_s)],
-        findings,
+        findings: fastest(&points, &x, writes),
     })
+}
+
+/// The fastest configuration at the fewest and the most threads, with its
+/// p99 latency.
+fn fastest(points: &[&Point], x: &[u32], writes: bool) -> Vec<String> {
+    let best = |t: u32| {
+        points
+            .iter()
+            .filter(|p| p.threads == t)
+            .filter_map(|p| rate(p, writes).map(|r| (r, *p)))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+    };
+    [x.first(), x.last()]
+        .into_iter()
+        .flatten()
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .filter_map(|&t| best(t))
+        .map(|(r, p)| {
+            let lat = p.side(writes).map(|s| s.latency.p99_us).unwrap_or(f64::NAN);
+            format!(
+                "Fastest at {} thread{}: {} ({} per second, p99 latency {} us).",
+                p.threads,
+                plural(p.threads),
+                p.label,
+                thousands(r.round() as u64),
+                micros(lat)
+            )
+        })
+        .collect()
 }
 
 /// The study's claims as this machine answers them.

@@ -4,12 +4,14 @@
 
 mod powercut;
 pub mod question;
+mod tables;
 mod terminal;
 
 pub use powercut::lost_chart_id;
+use tables::Place;
 
-use crate::report::format::doc::{Block, Section, Table};
-use crate::report::format::fmt::{machine_labels, thousands};
+use crate::report::format::doc::{Block, Section};
+use crate::report::format::fmt::machine_labels;
 use crate::report::study::StudyReport;
 use crate::results::ResultFile;
 use crate::studies::crashtest::{self, CrashSection};
@@ -38,25 +40,26 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
             blocks.push(Block::Heading((*label).clone()));
         }
         blocks.push(Block::Paragraph(format!(
-            "{} SIGKILL{} per write method, each after 0 to {} ms of writing (seed {}); {} blobs of {} to {} bytes, \
-             one write = one blob, {} (for PostgreSQL the server's processes are killed).",
+            "{} SIGKILL{} per write method, {}, one write = one blob, {} (for PostgreSQL the server's processes are \
+             killed).",
             c.kills_per_method,
             plural(c.kills_per_method),
-            c.max_delay_us / 1000,
-            c.seed,
-            c.blobs,
-            thousands(c.blob_min_bytes),
-            thousands(c.blob_max_bytes),
-            commits(c.commit_every)
+            tables::run_words(&c.run),
+            tables::commits(c.run.commit_every)
         )));
-        blocks.push(Block::Table(table(c)));
-        blocks.extend(terminal::object_store_lines(&c.methods).into_iter().map(Block::Paragraph));
-        blocks.extend(terminal::reasons_blocks(&c.methods));
+        blocks.push(Block::Table(tables::kills(&c.methods, Place::Page)));
+        blocks.extend(tables::object_store_lines(&c.methods).into_iter().map(Block::Paragraph));
+        blocks.extend(tables::reasons_blocks(&c.methods));
         for m in c.methods.iter().filter(|m| m.broke_promise()) {
             blocks.push(Block::Paragraph(format!(
                 "{}: damaged by a process kill although it promises atomic or durable commits \
                  ({} integrity failures, {} torn, {} missing, {} lost, {} acknowledged writes undone).",
-                m.method, m.integrity_failures, m.torn, m.missing, m.unexpected_version, m.undone
+                m.method,
+                m.checks.integrity_failures,
+                m.checks.torn,
+                m.checks.missing,
+                m.checks.unexpected_version,
+                m.undone
             )));
         }
     }
@@ -73,64 +76,11 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     }]
 }
 
-fn table(c: &CrashSection) -> Table {
-    let headers = [
-        "method",
-        "kills",
-        "integrity failures",
-        "torn",
-        "missing",
-        "lost",
-        "undone",
-        "stray files",
-        "damaged kills",
-        "whole old",
-        "whole new",
-    ];
-    let rows = c
-        .methods
-        .iter()
-        .map(|m| {
-            vec![
-                m.description.clone(),
-                m.kills.to_string(),
-                m.integrity_failures.to_string(),
-                thousands(m.torn),
-                thousands(m.missing),
-                thousands(m.unexpected_version),
-                thousands(m.undone),
-                thousands(m.stray_files),
-                m.damaged_kills.to_string(),
-                thousands(m.intact_old),
-                thousands(m.intact_new),
-            ]
-        })
-        .collect();
-    Table::new(&headers, rows)
-}
-
-/// How every writer committed, named: "a commit per write (SQLite and the
-/// engines one transaction each; files each fsynced as their method says)"
-/// or "a commit every 100 writes (...)".
-pub(super) fn commits(n: u32) -> String {
-    match n.max(1) {
-        1 => "a commit per write (SQLite and the engines one transaction each; files each written as their method \
-              says, a rename's directory fsynced by replace-fsync-dir)"
-            .to_string(),
-        n => format!(
-            "a commit every {} writes, a write returning once its batch is committed (SQLite and the engines one \
-             transaction per batch; files each written as their method says, replace-fsync-dir's directory \
-             fsynced once per batch)",
-            thousands(n.into())
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::report::fixtures::suite;
-    use crate::studies::crashtest::CrashMethodResult;
+    use crate::studies::crashtest::{CheckTotals, CrashMethodResult, CrashRun};
 
     fn crash_file(torn_in_wal: u64) -> ResultFile {
         let method = |name: &str, promises_atomic: bool, torn: u64| CrashMethodResult {
@@ -138,10 +88,13 @@ mod tests {
             description: format!("{name} described"),
             promises_atomic,
             kills: 50,
-            blobs_checked: 5000,
-            torn,
-            intact_old: 4000 - torn,
-            intact_new: 1000,
+            checks: CheckTotals {
+                blobs_checked: 5000,
+                torn,
+                intact_old: 4000 - torn,
+                intact_new: 1000,
+                ..CheckTotals::default()
+            },
             ..CrashMethodResult::default()
         };
         let mut f = suite("host-a", &[]);
@@ -149,13 +102,15 @@ mod tests {
         f.crashtest = Some(CrashSection {
             fault: "SIGKILL".into(),
             kills_per_method: 50,
-            blobs: 100,
-            blob_min_bytes: 512,
-            blob_max_bytes: 65_536,
-            max_delay_us: 50_000,
-            seed: 1,
-            workdir: "/tmp".into(),
-            commit_every: 1,
+            run: CrashRun {
+                blobs: 100,
+                blob_min_bytes: 512,
+                blob_max_bytes: 65_536,
+                max_delay_us: 50_000,
+                seed: 1,
+                workdir: "/tmp".into(),
+                commit_every: 1,
+            },
             methods: vec![method("db-wal-normal", true, torn_in_wal), method("truncate", false, 7)],
         });
         f
@@ -183,8 +138,8 @@ mod tests {
         let text = format!("{:?}", sections(std::slice::from_ref(&f))[0].blocks);
         assert!(!text.contains("why the integrity check failed"), "no reason, no note: {text}");
         let m = &mut f.crashtest.as_mut().unwrap().methods[1];
-        m.integrity_failures = 3;
-        m.integrity_reason = Some(crashtest::IntegrityReason { first: "kv: cannot open: gone".into(), same: 2 });
+        m.checks.integrity_failures = 3;
+        m.checks.integrity_reason = Some(crashtest::IntegrityReason { first: "kv: cannot open: gone".into(), same: 2 });
         let blocks = &sections(&[f])[0].blocks;
         let list = blocks.iter().find_map(|b| if let Block::List(l) = b { Some(l) } else { None });
         assert_eq!(list.unwrap(), &["truncate: kv: cannot open: gone (2 of 3)"]);

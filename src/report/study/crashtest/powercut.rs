@@ -3,8 +3,9 @@
 //! the durability accounting), what a failed fsync left, and the layer's
 //! own cost.
 
-use crate::report::format::doc::{Block, Chart, Figure, Table};
-use crate::report::format::fmt::{machine_labels, thousands};
+use super::tables::{self, Place};
+use crate::report::format::doc::{Block, Chart, Figure};
+use crate::report::format::fmt::machine_labels;
 use crate::report::format::svg::BarChart;
 use crate::results::ResultFile;
 use crate::studies::crashtest::{self, PowerCutSection};
@@ -22,21 +23,16 @@ pub fn blocks(files: &[ResultFile]) -> Vec<Block> {
             "Power cuts".to_string()
         }));
         blocks.push(Block::Paragraph(format!(
-            "{} power cut{} per write method on the power-cut layer (model {}: {}), each after 0 to {} ms of \
-             writing (seed {}); {} blobs of {} to {} bytes; {}.",
+            "{} power cut{} per write method on the power-cut layer (model {}: {}), {}; {}.",
             c.cuts_per_method,
             plural(c.cuts_per_method),
             c.model,
             c.model_description,
-            c.max_delay_us / 1000,
-            c.seed,
-            c.blobs,
-            thousands(c.blob_min_bytes),
-            thousands(c.blob_max_bytes),
-            super::commits(c.commit_every)
+            tables::run_words(&c.run),
+            tables::commits(c.run.commit_every)
         )));
-        blocks.push(Block::Table(cut_table(c)));
-        blocks.extend(super::terminal::reasons_blocks(&c.methods));
+        blocks.push(Block::Table(tables::cuts(&c.methods, Place::Page)));
+        blocks.extend(tables::reasons_blocks(&c.methods));
         blocks.push(Block::Figure(lost_chart(label, c, found.len() > 1)));
         for m in c.methods.iter().filter(|m| m.promises_durability && m.lost_after_ack > 0) {
             blocks.push(Block::Paragraph(format!(
@@ -50,8 +46,8 @@ pub fn blocks(files: &[ResultFile]) -> Vec<Block> {
                  power cut:"
                     .into(),
             ));
-            blocks.push(Block::Table(fsync_table(c)));
-            blocks.extend(super::terminal::reasons_blocks(&c.fsync_failure));
+            blocks.push(Block::Table(tables::fsync_failures(&c.fsync_failure, Place::Page)));
+            blocks.extend(tables::reasons_blocks(&c.fsync_failure));
         }
         if let Some(k) = &c.layer_cost {
             blocks.push(Block::Note(format!(
@@ -71,66 +67,6 @@ pub fn blocks(files: &[ResultFile]) -> Vec<Block> {
         blocks.push(Block::Note(crashtest::POWER_CUT_LEGEND.split_whitespace().collect::<Vec<_>>().join(" ")));
     }
     blocks
-}
-
-fn cut_table(c: &PowerCutSection) -> Table {
-    let headers = [
-        "method",
-        "acknowledged durable",
-        "cuts",
-        "integrity failures",
-        "torn",
-        "missing",
-        "lost after acknowledgement",
-        "lost before acknowledgement (allowed)",
-        "stray files",
-    ];
-    let rows = c
-        .methods
-        .iter()
-        .map(|m| {
-            vec![
-                m.description.clone(),
-                if m.acknowledges_durability { "yes" } else { "no" }.into(),
-                m.cuts.to_string(),
-                m.integrity_failures.to_string(),
-                thousands(m.torn),
-                thousands(m.missing),
-                thousands(m.lost_after_ack),
-                thousands(m.lost_before_ack),
-                thousands(m.stray_files),
-            ]
-        })
-        .collect();
-    Table::new(&headers, rows)
-}
-
-fn fsync_table(c: &PowerCutSection) -> Table {
-    let headers = [
-        "method",
-        "trials",
-        "fsync failed",
-        "writer stopped",
-        "integrity failures",
-        "torn",
-        "lost after acknowledgement",
-    ];
-    let rows = c
-        .fsync_failure
-        .iter()
-        .map(|f| {
-            vec![
-                f.method.clone(),
-                f.trials.to_string(),
-                f.fsync_failed.to_string(),
-                f.writer_stopped.to_string(),
-                f.integrity_failures.to_string(),
-                thousands(f.torn),
-                thousands(f.lost_after_ack),
-            ]
-        })
-        .collect();
-    Table::new(&headers, rows)
 }
 
 /// The id of `files[index]`'s chart of acknowledged writes lost.
@@ -155,13 +91,13 @@ fn lost_chart(label: &str, c: &PowerCutSection, several: bool) -> Figure {
         y_label: "blobs lost or torn after acknowledgement".to_string(),
         groups: vec![label.to_string()],
         series: durable.iter().map(|m| m.method.clone()).collect(),
-        values: vec![durable.iter().map(|m| Some((m.lost_after_ack + m.torn) as f64)).collect()],
+        values: vec![durable.iter().map(|m| Some((m.lost_after_ack + m.checks.torn) as f64)).collect()],
         reference: None,
         errors: Vec::new(),
         note: format!("exact counts over {} cuts per method, model {}", c.cuts_per_method, c.model),
     };
     let clean: Vec<&str> =
-        durable.iter().filter(|m| m.lost_after_ack + m.torn == 0).map(|m| m.method.as_str()).collect();
+        durable.iter().filter(|m| m.lost_after_ack + m.checks.torn == 0).map(|m| m.method.as_str()).collect();
     Figure {
         id: lost_id(label, several),
         chart: Chart::Bars(chart),
@@ -177,7 +113,7 @@ fn lost_chart(label: &str, c: &PowerCutSection, several: bool) -> Figure {
 mod tests {
     use super::*;
     use crate::report::fixtures::suite;
-    use crate::studies::crashtest::PowerCutMethodResult;
+    use crate::studies::crashtest::{CrashRun, PowerCutMethodResult};
 
     #[test]
     fn one_row_per_method_and_broken_promises_named() {
@@ -195,13 +131,15 @@ mod tests {
             model: "strict".into(),
             model_description: "drops".into(),
             cuts_per_method: 6,
-            blobs: 40,
-            blob_min_bytes: 512,
-            blob_max_bytes: 65_536,
-            max_delay_us: 50_000,
-            seed: 1,
-            workdir: "/tmp".into(),
-            commit_every: 1,
+            run: CrashRun {
+                blobs: 40,
+                blob_min_bytes: 512,
+                blob_max_bytes: 65_536,
+                max_delay_us: 50_000,
+                seed: 1,
+                workdir: "/tmp".into(),
+                commit_every: 1,
+            },
             methods: vec![method("db-wal-full", 0), method("inplace-fsync", 3)],
             not_on_layer: Vec::new(),
             fsync_failure: Vec::new(),

@@ -16,13 +16,13 @@ pub fn after_power_cut(files: &[ResultFile], index: usize) -> Option<Answer> {
     }
     let kept: Vec<&str> = durable
         .iter()
-        .filter(|m| m.lost_after_ack == 0 && m.integrity_failures == 0 && m.torn == 0)
+        .filter(|m| m.lost_after_ack == 0 && m.checks.integrity_failures == 0 && m.checks.torn == 0)
         .map(|m| m.method.as_str())
         .collect();
     let lost: Vec<String> = durable
         .iter()
-        .filter(|m| m.lost_after_ack > 0 || m.integrity_failures > 0 || m.torn > 0)
-        .map(|m| format!("{} ({} acknowledged writes lost, {} torn)", m.method, m.lost_after_ack, m.torn))
+        .filter(|m| m.lost_after_ack > 0 || m.checks.integrity_failures > 0 || m.checks.torn > 0)
+        .map(|m| format!("{} ({} acknowledged writes lost, {} torn)", m.method, m.lost_after_ack, m.checks.torn))
         .collect();
     let statement = format!(
         "kept every acknowledged write: {}; lost some: {}",

@@ -8,15 +8,15 @@ mod engines;
 mod text;
 mod yours;
 
-use crate::report::format::doc::{Block, Chart, ColumnKind, Figure, Section, Table};
-use crate::report::format::fmt::{fmt_size, machine_labels, micros};
+use crate::report::format::doc::{Block, Chart, ColumnKind, Figure, Section};
+use crate::report::format::fmt::{fmt_size, machine_labels};
 use crate::report::format::svg::{Heatmap, LineChart, Series};
 use crate::report::study::{Redraw, StudyReport};
 use crate::results::ResultFile;
 use crate::studies::matrix::{self as m, CrossoverKind, Figure as Fig, Grid, MatrixSection};
 use crate::util::units::plural;
 use crate::util::units::short_size;
-use text::{describe, noise_warning};
+use text::{best_table, columns, crossover_table, describe, grid_table, noise_warning};
 
 /// The matrix's part of the report.
 pub const REPORT: StudyReport = StudyReport {
@@ -57,10 +57,6 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
         .collect();
     out.push(study_section());
     out
-}
-
-fn columns(g: &Grid) -> Vec<String> {
-    g.sizes.iter().map(|&s| short_size(u64::from(s))).collect()
 }
 
 /// Cells marked "~": in rounds, those whose paired interval of files /
@@ -251,61 +247,6 @@ fn best_page_findings(s: &MatrixSection, on: &str) -> Vec<String> {
         .map(|b| format!("{} for {} blobs", b.page_size, short_size(b.size_bytes.into())))
         .collect();
     vec![format!("{on} the fastest database reads came with page size {}.", parts.join(", "))]
-}
-
-fn crossover_table(s: &MatrixSection) -> Table {
-    let sizes = &s.params.sizes_bytes;
-    let study = m::study_grid();
-    let rows = s
-        .crossovers
-        .iter()
-        .map(|c| {
-            let then = study
-                .page_sizes
-                .iter()
-                .position(|&p| p == c.page_size)
-                .and_then(|row| m::crossover(&study.row_points(row)))
-                .map_or_else(|| "not in the study".to_string(), |x| describe(&x, &study.sizes));
-            vec![c.page_size.to_string(), describe(&c.external, sizes), describe(&c.direct, sizes), then]
-        })
-        .collect();
-    let headers = ["page size", "files, name in SQLite", "files by key", "2011 study"];
-    Table::new(&headers, rows)
-}
-
-fn best_table(s: &MatrixSection) -> Table {
-    let rows = s
-        .best_page_sizes
-        .iter()
-        .map(|b| {
-            vec![
-                short_size(b.size_bytes.into()),
-                b.page_size.to_string(),
-                micros(b.internal_us),
-                format!("{:.3}", b.external_ratio),
-            ]
-        })
-        .collect();
-    let headers = ["blob size", "fastest page size", "database µs per blob", "files / database there"];
-    Table::new(&headers, rows)
-}
-
-/// A grid as the study lays it out: a column per blob size, a row per page
-/// size, each value of `kind`; "-" where nothing was measured.
-fn grid_table(g: &Grid, decimals: usize, kind: ColumnKind) -> Table {
-    let headers = std::iter::once("page size".to_string()).chain(columns(g)).collect();
-    let rows = g
-        .page_sizes
-        .iter()
-        .zip(&g.values)
-        .map(|(p, row)| {
-            std::iter::once(p.to_string())
-                .chain(row.iter().map(|v| v.map_or_else(|| "-".to_string(), |v| format!("{v:.decimals$}"))))
-                .collect()
-        })
-        .collect();
-    let kinds: Vec<ColumnKind> = std::iter::once(ColumnKind::Figure).chain(g.sizes.iter().map(|_| kind)).collect();
-    Table { headers, rows, kinds, ..Table::default() }.with_group("blob size", 1, g.sizes.len())
 }
 
 fn study_section() -> Section {

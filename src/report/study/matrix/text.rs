@@ -5,11 +5,12 @@
 
 use std::fmt::Write as _;
 
-use super::{best_table, crossover_table, grid_table};
 use crate::report::format::doc::{ColumnKind, Table};
-use crate::report::format::fmt::fmt_size;
+use crate::report::format::fmt::{fmt_size, micros};
 use crate::report::format::text::table_text;
-use crate::studies::matrix::{study_grid, CellWrites, Crossover, CrossoverKind, Figure, Grid, MatrixSection};
+use crate::studies::matrix::{
+    self as m, study_grid, CellWrites, Crossover, CrossoverKind, Figure, Grid, MatrixSection,
+};
 use crate::util::units::plural;
 use crate::util::units::short_size;
 
@@ -150,6 +151,66 @@ fn render_writes(section: &MatrixSection) -> String {
     let headers = ["page size", "read (name in SQLite)", "write, fast", "write, durable"];
     o.push_str(&table_text(&Table::new(&headers, rows), false));
     o
+}
+
+/// The blob sizes as column headers.
+pub(super) fn columns(g: &Grid) -> Vec<String> {
+    g.sizes.iter().map(|&s| short_size(u64::from(s))).collect()
+}
+
+pub(super) fn crossover_table(s: &MatrixSection) -> Table {
+    let sizes = &s.params.sizes_bytes;
+    let study = m::study_grid();
+    let rows = s
+        .crossovers
+        .iter()
+        .map(|c| {
+            let then = study
+                .page_sizes
+                .iter()
+                .position(|&p| p == c.page_size)
+                .and_then(|row| m::crossover(&study.row_points(row)))
+                .map_or_else(|| "not in the study".to_string(), |x| describe(&x, &study.sizes));
+            vec![c.page_size.to_string(), describe(&c.external, sizes), describe(&c.direct, sizes), then]
+        })
+        .collect();
+    let headers = ["page size", "files, name in SQLite", "files by key", "2011 study"];
+    Table::new(&headers, rows)
+}
+
+pub(super) fn best_table(s: &MatrixSection) -> Table {
+    let rows = s
+        .best_page_sizes
+        .iter()
+        .map(|b| {
+            vec![
+                short_size(b.size_bytes.into()),
+                b.page_size.to_string(),
+                micros(b.internal_us),
+                format!("{:.3}", b.external_ratio),
+            ]
+        })
+        .collect();
+    let headers = ["blob size", "fastest page size", "database µs per blob", "files / database there"];
+    Table::new(&headers, rows)
+}
+
+/// A grid as the study lays it out: a column per blob size, a row per page
+/// size, each value of `kind`; "-" where nothing was measured.
+pub(super) fn grid_table(g: &Grid, decimals: usize, kind: ColumnKind) -> Table {
+    let headers = std::iter::once("page size".to_string()).chain(columns(g)).collect();
+    let rows = g
+        .page_sizes
+        .iter()
+        .zip(&g.values)
+        .map(|(p, row)| {
+            std::iter::once(p.to_string())
+                .chain(row.iter().map(|v| v.map_or_else(|| "-".to_string(), |v| format!("{v:.decimals$}"))))
+                .collect()
+        })
+        .collect();
+    let kinds: Vec<ColumnKind> = std::iter::once(ColumnKind::Figure).chain(g.sizes.iter().map(|_| kind)).collect();
+    Table { headers, rows, kinds, ..Table::default() }.with_group("blob size", 1, g.sizes.len())
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ mod tails;
 pub use specs::*;
 
 use crate::measure::Experiment;
-use crate::records::{DatasetSpec, EngineKind};
+use crate::records::{DatasetSpec, DiskUsage, EngineKind};
 use crate::report::format::doc::{Block, Chart, ColumnKind, Figure, Section, Table};
 use crate::report::format::fmt::{blob_size, bytes, machine_labels, micros, speed_phrase, thousands};
 use crate::report::format::svg::BarChart;
@@ -122,59 +122,30 @@ pub const REPORT: StudyReport = StudyReport {
     leads: false,
 };
 
+/// The note over the article's and the fair charts.
+const RATIO_NOTE: &str = "Each bar is a file method's per-op time divided by SQLite's on the same machine (kvtest's per-blob time: \
+     the median over the timed runs, opening and committing included). SQLite is the bar at 1.0; above 1.0 SQLite is faster.";
+
+/// The note over the committed charts.
+const COMMITTED_NOTE: &str =
+    "Each bar is a file method's per-op time divided by SQLite's on the same machine, each write committed as an \
+     application commits it: the steady-state time (the loop with every commit inside it, and the work the writes \
+     left to the close, such as SQLite's checkpoint), opening and closing left out (reported apart in the details). \
+     SQLite is the bar at 1.0; above 1.0 SQLite is faster.";
+
 pub fn sections(files: &[ResultFile]) -> Vec<Section> {
     let mut machines = suite_files(files);
     if machines.is_empty() {
         return Vec::new();
     }
-    // Different blob sizes side by side: every group says its size, so
-    // bars of unlike datasets are never read as one comparison.
-    let sizes: std::collections::BTreeSet<Option<u32>> =
-        machines.iter().map(|(_, f)| f.dataset.as_ref().map(|d| d.size)).collect();
-    if sizes.len() > 1 {
-        for (label, f) in &mut machines {
-            let size = f
-                .dataset
-                .as_ref()
-                .map_or_else(|| "size not recorded".to_string(), |d| format!("{} blobs", blob_size(d.size)));
-            label.push_str(&format!(" [{size}]"));
-        }
-    }
-    let note = Block::Note(
-        "Each bar is a file method's per-op time divided by SQLite's on the same machine (kvtest's per-blob time: \
-         the median over the timed runs, opening and committing included). SQLite is the bar at 1.0; above 1.0 SQLite is faster."
-            .to_string(),
-    );
-    let committed_note = Block::Note(
-        "Each bar is a file method's per-op time divided by SQLite's on the same machine, each write committed as an \
-         application commits it: the steady-state time (the loop with every commit inside it, and the work the writes \
-         left to the close, such as SQLite's checkpoint), opening and closing left out (reported apart in the details). \
-         SQLite is the bar at 1.0; above 1.0 SQLite is faster."
-            .to_string(),
-    );
+    label_sizes(&mut machines);
     // Advise runs a few of the suite's arms: its pages show only those
     // (a suite's page shows every chart, gaps said so).
     let selective = machines.iter().all(|(_, f)| f.advise.is_some());
-    let measured = |id: ArmId| machines.iter().any(|(_, f)| f.experiment(id).and_then(per_op_us).is_some());
-    let charts = |specs: &[Spec<'static>], note: &Block| -> Vec<Block> {
-        let mut blocks = Vec::new();
-        for s in specs {
-            let files: Vec<Method> = s.files.iter().copied().filter(|m| !selective || measured(m.id)).collect();
-            if selective && (files.is_empty() || !measured(s.db.id)) {
-                continue;
-            }
-            let spec = Spec { files: &files, ..*s };
-            blocks.push(Block::Figure(figure(&spec, &machines)));
-            blocks.extend(tails::figure(&spec, &machines).map(Block::Figure));
-        }
-        if !blocks.is_empty() {
-            blocks.insert(0, note.clone());
-        }
-        blocks
-    };
+    let charts = Charts { machines: &machines, selective };
     // Files from before the committed arms have none: no empty chart for them.
     let mut committed_blocks =
-        if measured(COMMITTED[0].db.id) { charts(&COMMITTED, &committed_note) } else { Vec::new() };
+        if charts.measured(COMMITTED[0].db.id) { charts.blocks(&COMMITTED, COMMITTED_NOTE) } else { Vec::new() };
     if !committed_blocks.is_empty() {
         committed_blocks.extend(article_moves(&machines).into_iter().map(Block::Paragraph));
     }
@@ -189,13 +160,13 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
             id: "article".into(),
             title: "The article's five charts".into(),
             in_summary: true,
-            blocks: charts(&ARTICLE, &note),
+            blocks: charts.blocks(&ARTICLE, RATIO_NOTE),
         },
         Section {
             id: "fair".into(),
             title: "Fairer comparisons".into(),
             in_summary: true,
-            blocks: charts(&FAIR, &note),
+            blocks: charts.blocks(&FAIR, RATIO_NOTE),
         },
         Section {
             id: "committed".into(),
@@ -206,6 +177,56 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
         disk_section(&machines, &layouts),
     ];
     sections.into_iter().filter(|s| !s.blocks.is_empty()).collect()
+}
+
+/// Different blob sizes side by side: every group says its size, so bars
+/// of unlike datasets are never read as one comparison.
+fn label_sizes(machines: &mut [(String, &ResultFile)]) {
+    let sizes: std::collections::BTreeSet<Option<u32>> =
+        machines.iter().map(|(_, f)| f.dataset.as_ref().map(|d| d.size)).collect();
+    if sizes.len() > 1 {
+        for (label, f) in machines {
+            let size = f
+                .dataset
+                .as_ref()
+                .map_or_else(|| "size not recorded".to_string(), |d| format!("{} blobs", blob_size(d.size)));
+            label.push_str(&format!(" [{size}]"));
+        }
+    }
+}
+
+/// The machines whose charts are drawn; `selective` when every file is
+/// advise's, which shows only the arms it measured.
+struct Charts<'a, 'f> {
+    machines: &'a [(String, &'f ResultFile)],
+    selective: bool,
+}
+
+impl Charts<'_, '_> {
+    /// Whether some machine measured the arm.
+    fn measured(&self, id: ArmId) -> bool {
+        self.machines.iter().any(|(_, f)| f.experiment(id).and_then(per_op_us).is_some())
+    }
+
+    /// The specs' charts (and their tails) under the note; none when
+    /// selective and no spec was measured.
+    fn blocks(&self, specs: &[Spec<'static>], note: &str) -> Vec<Block> {
+        let mut blocks = Vec::new();
+        for s in specs {
+            let files: Vec<Method> =
+                s.files.iter().copied().filter(|m| !self.selective || self.measured(m.id)).collect();
+            if self.selective && (files.is_empty() || !self.measured(s.db.id)) {
+                continue;
+            }
+            let spec = Spec { files: &files, ..*s };
+            blocks.push(Block::Figure(figure(&spec, self.machines)));
+            blocks.extend(tails::figure(&spec, self.machines).map(Block::Figure));
+        }
+        if !blocks.is_empty() {
+            blocks.insert(0, Block::Note(note.to_string()));
+        }
+        blocks
+    }
 }
 
 /// The dataset shared by every machine, or None when they differ.
@@ -391,9 +412,33 @@ const LAYOUTS: [Layout; 3] = [
     (EngineKind::Tree, "files, tree", "files in a tree"),
 ];
 
+/// A machine's disk usage of one layout.
+fn usage(f: &ResultFile, layout: EngineKind) -> Option<DiskUsage> {
+    f.disk_usage.iter().find(|d| d.layout == layout).cloned()
+}
+
 fn disk_section(machines: &[(String, &ResultFile)], layouts: &[Layout]) -> Section {
-    let usage = |f: &ResultFile, layout: EngineKind| f.disk_usage.iter().find(|d| d.layout == layout).cloned();
-    let chart = BarChart {
+    let chart = disk_chart(machines, layouts);
+    let findings = disk_findings(machines, layouts);
+    Section {
+        id: "disk".into(),
+        title: "Disk usage".into(),
+        in_summary: true,
+        blocks: vec![
+            Block::Note(
+                "Allocated bytes are blocks really used on disk, as du counts them (directories included); \
+                 individual files are padded to the filesystem block size, the database packs blobs into pages."
+                    .to_string(),
+            ),
+            Block::Figure(Figure { id: DISK_CHART.into(), chart: Chart::Bars(chart), caption: Vec::new(), findings }),
+            Block::Table(disk_table(machines, layouts)),
+        ],
+    }
+}
+
+/// Each layout's allocated bytes over the database's, per machine.
+fn disk_chart(machines: &[(String, &ResultFile)], layouts: &[Layout]) -> BarChart {
+    BarChart {
         title: "Disk space relative to the database".to_string(),
         y_label: "allocated bytes / database's".to_string(),
         groups: machines.iter().map(|(l, _)| l.clone()).collect(),
@@ -411,9 +456,13 @@ fn disk_section(machines: &[(String, &ResultFile)], layouts: &[Layout]) -> Secti
         reference: Some(1.0),
         errors: Vec::new(),
         note: "one measurement per layout (du's allocated bytes): exact, no whiskers".to_string(),
-    };
+    }
+}
+
+/// Per machine, one sentence: the database's bytes and the files' against them.
+fn disk_findings(machines: &[(String, &ResultFile)], layouts: &[Layout]) -> Vec<String> {
     let single = machines.len() == 1;
-    let findings = machines
+    machines
         .iter()
         .map(|(label, f)| {
             let on = if single { "On this machine".to_string() } else { format!("On {label}") };
@@ -439,7 +488,11 @@ fn disk_section(machines: &[(String, &ResultFile)], layouts: &[Layout]) -> Secti
                 format!("{on} the database takes {} bytes; {}.", thousands(db.allocated_bytes), others.join("; "))
             }
         })
-        .collect();
+        .collect()
+}
+
+/// Every machine's every layout: entries, content, apparent and allocated size.
+fn disk_table(machines: &[(String, &ResultFile)], layouts: &[Layout]) -> Table {
     let headers = ["machine", "layout", "entries", "content", "apparent size", "allocated", "allocated vs content"];
     let mut table = Table::new(&headers, Vec::new()).with_kinds(&[ColumnKind::Result]);
     for (label, f) in machines {
@@ -461,18 +514,5 @@ fn disk_section(machines: &[(String, &ResultFile)], layouts: &[Layout]) -> Secti
             table.rows.push([label.clone(), name.to_string()].into_iter().chain(row).collect());
         }
     }
-    Section {
-        id: "disk".into(),
-        title: "Disk usage".into(),
-        in_summary: true,
-        blocks: vec![
-            Block::Note(
-                "Allocated bytes are blocks really used on disk, as du counts them (directories included); \
-                 individual files are padded to the filesystem block size, the database packs blobs into pages."
-                    .to_string(),
-            ),
-            Block::Figure(Figure { id: DISK_CHART.into(), chart: Chart::Bars(chart), caption: Vec::new(), findings }),
-            Block::Table(table),
-        ],
-    }
+    table
 }

@@ -21,12 +21,11 @@ use std::path::Path;
 use std::time::Duration;
 
 pub use rank::{at, leader_change, merge_histograms, spread, AtClients, RankingAt, Spread};
-pub use row::{arm_id, Row};
-pub use section::{
-    ClassLatency, ClientsAre, ClientsArmRecord, ClientsExclusion, ClientsSection, Harness, SqliteClients,
-};
+pub use row::{arm_id, Row, SqliteClients};
+pub use section::{ClassLatency, ClientsAre, ClientsArmRecord, ClientsExclusion, ClientsSection, Harness};
 
-use super::rules::{self, Store};
+use super::candidate::Store;
+use super::rules;
 use super::section::CrashFacts;
 use super::Advise;
 use crate::drivers::clients::{ClientsArm, ClientsTally, WindowCount, DUE_PER_CLIENT, MAX_CLIENTS};

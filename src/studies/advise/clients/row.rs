@@ -10,9 +10,24 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::super::rules::Store;
-use super::section::{ClientsArmRecord, SqliteClients};
+use super::super::candidate::Store;
 use crate::records::{DbAccess, DbWriters};
+
+/// How SQLite's clients write and read in one row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SqliteClients {
+    pub writers: DbWriters,
+    /// Each read on a client's own connection, its transaction ended
+    /// after it: the blob handle opened and closed, or a prepared
+    /// `SELECT` stepped and reset.
+    pub reads: DbAccess,
+}
+
+impl SqliteClients {
+    /// A file from before SQLite had several rows: a connection per
+    /// client, reads through the blob handle.
+    pub const BEFORE: SqliteClients = SqliteClients { writers: DbWriters::PerClient, reads: DbAccess::BlobApi };
+}
 
 /// A candidate in one configuration at N clients. In a result file it is
 /// its [`Row::name`].
@@ -86,13 +101,6 @@ impl Row {
             Some(c) => Row::sqlite(c.writers, DbAccess::BlobApi),
             None => self,
         }
-    }
-}
-
-impl ClientsArmRecord {
-    /// The row it ran.
-    pub fn row(&self) -> Row {
-        Row::of_record(self.candidate, self.sqlite)
     }
 }
 

@@ -2,9 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::super::candidate::Store;
+use super::row::{Row, SqliteClients};
 use crate::drivers::clients::WindowCount;
 use crate::measure::LatencySummary;
-use crate::records::{DbAccess, DbWriters};
 
 /// How the clients run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,22 +26,6 @@ impl ClientsAre {
     }
 }
 
-/// How SQLite's clients write and read in one row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SqliteClients {
-    pub writers: DbWriters,
-    /// Each read on a client's own connection, its transaction ended
-    /// after it: the blob handle opened and closed, or a prepared
-    /// `SELECT` stepped and reset.
-    pub reads: DbAccess,
-}
-
-impl SqliteClients {
-    /// A file from before SQLite had several rows: a connection per
-    /// client, reads through the blob handle.
-    pub const BEFORE: SqliteClients = SqliteClients { writers: DbWriters::PerClient, reads: DbAccess::BlobApi };
-}
-
 /// One kind of operation's latencies over every client and timed run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClassLatency {
@@ -57,7 +42,7 @@ pub struct ClientsArmRecord {
     /// The arm's id in the round set: `clients/N/ROW` ([`super::arm_id`]).
     pub id: String,
     /// Its store (its name in the file).
-    pub candidate: super::super::rules::Store,
+    pub candidate: Store,
     /// SQLite's configuration in this row (absent for the other stores,
     /// and in older files, whose SQLite row is
     /// [`SqliteClients::BEFORE`]).
@@ -80,6 +65,11 @@ pub struct ClientsArmRecord {
 }
 
 impl ClientsArmRecord {
+    /// The row it ran.
+    pub fn row(&self) -> Row {
+        Row::of_record(self.candidate, self.sqlite)
+    }
+
     pub fn class(&self, class: &str) -> Option<&ClassLatency> {
         self.classes.iter().find(|c| c.class == class)
     }
@@ -90,7 +80,7 @@ impl ClientsArmRecord {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClientsExclusion {
     /// Its row (its name in the file, [`super::Row::name`]).
-    pub candidate: super::Row,
+    pub candidate: Row,
     pub why: String,
 }
 
@@ -152,5 +142,5 @@ pub struct Harness {
     /// Its share of the mean latency of one operation at N, in percent.
     pub share_pct: f64,
     /// The row of that largest share.
-    pub candidate: super::Row,
+    pub candidate: Row,
 }

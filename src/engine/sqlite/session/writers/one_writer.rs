@@ -12,7 +12,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::{DbSession, Txn};
+use super::super::{DbSession, Txn};
 use crate::engine::api::{Session, SessionInfo, SqliteStats};
 use crate::Result;
 
