@@ -4,6 +4,7 @@
 mod client;
 pub mod clients;
 pub mod mix;
+mod ops;
 pub mod parallel_read;
 pub mod plan;
 pub mod processes;

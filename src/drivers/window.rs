@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::session::{miss_limit, no_blob_found, LoopTotals, LoopWork, ScriptOps};
+use super::ops::{miss_limit, no_blob_found, LoopTotals, LoopWork, ScriptOps};
 use crate::engine::Session;
 use crate::measure::pace::Pacer;
 use crate::records::keys::KeySequence;
@@ -256,7 +256,7 @@ impl Slot {
 mod tests {
     use super::*;
     use crate::drivers::clients::{kept_up, ClientSpan, WindowCount, KEEP_UP};
-    use crate::drivers::session::{Script, ScriptOp};
+    use crate::drivers::ops::{Script, ScriptOp};
     use crate::measure::clock::FakeClock;
     use crate::measure::Latency;
     use crate::records::keys::{KvtestRng, Order};
