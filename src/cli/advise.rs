@@ -223,7 +223,8 @@ fn run_on(args: AdviseArgs, clock: Clock) -> anyhow::Result<()> {
     }
     let (ctx, opts) = (args.context(clock), args.options()?);
     // What is wrong with the clients is said before anything is written.
-    opts.clients.validate(&advise::in_context(&ctx, &opts).stores())?;
+    let study = advise::in_context(&ctx, &opts);
+    opts.clients.validate(&study.stores(), study.quick())?;
     super::output::prepare_report_dir(&args.out, args.force)?;
     let started = clock.now();
     let mut results = ResultFile::from_advise(advise::run(&ctx, &opts)?);

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::session::{timed_session, Pace, Script, SessionRun, SessionSpec, Window, Work};
+use super::plan::pace_of;
+use super::session::{timed_session, DueCounts, Script, SessionRun, SessionSpec, Window, Work};
 use crate::engine::{Engine, OpenMode};
 use crate::measure::Latency;
 use crate::records::keys::{KeySequence, KvtestRng, Order};
@@ -19,26 +20,6 @@ pub(crate) struct ClientDone {
     pub busy_waits: u64,
     /// By [`ScriptOp::class`]; empty when the run was not timed.
     pub classes: [Latency; 4],
-}
-
-/// Client `client` of `clients`' due times at `rate` operations per second
-/// over all of them: one every `clients / rate` seconds, the clients'
-/// first due times spread evenly over one interval (client i at i/N of
-/// it), so that N clients do not fire together. None: a closed loop.
-pub fn pace_of(client: u32, clients: u32, rate: Option<f64>) -> Option<Pace> {
-    let rate = rate?;
-    let interval = Duration::from_secs_f64(f64::from(clients) / rate);
-    Some(Pace { offset: interval.mul_f64(f64::from(client) / f64::from(clients)), interval })
-}
-
-/// Operations due in a window of `window` at `pace`.
-pub fn due_in(window: Duration, pace: Pace) -> u64 {
-    let (w, off, i) = (window.as_nanos(), pace.offset.as_nanos(), pace.interval.as_nanos().max(1));
-    if off >= w {
-        0
-    } else {
-        ((w - off).div_ceil(i)) as u64
-    }
 }
 
 /// Which run of which client, and how: what a thread client and a client
@@ -68,12 +49,15 @@ pub(crate) fn client_session(
     window: &dyn Fn() -> Result<(Instant, Instant)>,
 ) -> Result<(SessionRun, u64)> {
     let ClientTurn { client, clients, max_id, round, timed, rate } = turn;
+    crate::measure::pace::tight_timer_slack();
     let pace = pace_of(client, clients, rate);
     let window = || window().map(|(start, deadline)| Window { start, deadline, pace });
     // Only turns the clock reads on: the classes hold each op.
     let mut on = Latency::new();
     let spec = SessionSpec {
-        mode: OpenMode::client(client),
+        // A client that only reads opens as a reader: it takes no write
+        // lock, and a store may open read-only.
+        mode: OpenMode { write: script.writes(), ..OpenMode::client(client) },
         max_id: Some(max_id),
         keys: |max| KeySequence::with_rng(Order::Random, 1, max, KvtestRng::stream(round * (clients + 1) + client + 1)),
         count: u64::MAX,
@@ -110,6 +94,13 @@ pub struct ClientSpan {
     pub close_checkpoints: bool,
     pub close_finishes_writes: bool,
     pub opened_handle: bool,
+    /// The operation under way at the deadline, when it began and ended;
+    /// `loop_start_ns` is when its first began.
+    pub straddled_ns: Option<(u64, u64)>,
+    /// Its due operations and its waits for them.
+    pub due: DueCounts,
+    /// It wrote (its session was opened for writes).
+    pub writes: bool,
 }
 
 impl ClientSpan {
@@ -132,6 +123,9 @@ impl ClientSpan {
             close_checkpoints: run.info.close_checkpoints,
             close_finishes_writes: run.info.close_finishes_writes,
             opened_handle: run.info.opened_handle,
+            straddled_ns: run.window.and_then(|w| w.straddled).map(|(a, b)| (ns(a), ns(b))),
+            due: run.window.map(|w| w.due).unwrap_or_default(),
+            writes: run.writes,
         }
     }
 }

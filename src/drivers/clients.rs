@@ -27,10 +27,11 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 pub(crate) use super::client::lead;
+pub use super::client::ClientSpan;
 use super::client::{client_session, ClientDone, ClientTurn};
-pub use super::client::{due_in, pace_of, ClientSpan};
+pub use super::plan::{check_plan, check_rate, check_window, due_in, pace_of, MAX_CLIENTS};
 use super::processes::{ClientJob, ClientOrder, ClientProcesses, Launcher};
-use super::session::{Script, ScriptOp, SessionRun};
+use super::session::{DueCounts, Script, ScriptOp, SessionRun};
 use crate::engine::{Engine, OpenMode};
 use crate::measure::cold::EvictionReport;
 use crate::measure::rounds::Arm;
@@ -38,27 +39,19 @@ use crate::measure::{self, Latency, Phases, RunOutcome};
 use crate::records::{EngineSettings, Mix};
 use crate::{Error, Result};
 
-/// Most clients at once (`--clients`).
-pub const MAX_CLIENTS: u32 = 1024;
-
-/// The most operations per second the open loop paces per core: a
-/// client's wait for its next due time ends in a wake-up that costs about
-/// 10 µs of a core.
-pub const MAX_RATE_PER_CORE: f64 = 100_000.0;
-
-/// The shortest interval between one client's due times.
-pub const MIN_INTERVAL: Duration = Duration::from_micros(10);
-
 /// Operations each client should have due in a run at a rate, for its
 /// percentiles and for the 1% a store may fall behind by and still keep up.
 pub const DUE_PER_CLIENT: u64 = 200;
 
-/// The share of the operations due in the window that a store must
-/// complete in it to keep up with a rate.
+/// The share of its judged operations (those due at least one interval
+/// before the deadline) that every client must have started by the
+/// deadline for a store to keep up with a rate: a client keeping up is
+/// never a whole interval behind; one that is not falls further behind
+/// as the window goes on.
 pub const KEEP_UP: f64 = 0.99;
 
 /// What one timed run of N clients did over its window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WindowCount {
     /// Operations that ended in the window, over all clients.
     pub ops: u64,
@@ -69,6 +62,40 @@ pub struct WindowCount {
     /// Under a rate, the operations due in the window over all clients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub due: Option<u64>,
+    /// Under a rate, the due operations no client had started by the
+    /// deadline (each recorded at its lateness, deadline - due). Absent in
+    /// older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unstarted: Option<u64>,
+    /// Under a rate, the client furthest behind at the deadline. Absent
+    /// in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub furthest_behind: Option<Behind>,
+    /// How long after it was due the latest client began its first
+    /// operation, in ns (a client whose thread or process was late; in a
+    /// closed loop the first is due at the window's start). Absent in
+    /// older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latest_start_ns: Option<u64>,
+}
+
+/// One client's operations due at least one interval before the deadline
+/// (judged), and how many of these it had not started by then.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Behind {
+    pub judged: u64,
+    pub behind: u64,
+}
+
+impl Behind {
+    /// The share of its judged operations it had started.
+    pub fn kept(&self) -> f64 {
+        if self.judged == 0 {
+            1.0
+        } else {
+            1.0 - self.behind as f64 / self.judged as f64
+        }
+    }
 }
 
 impl WindowCount {
@@ -82,8 +109,42 @@ impl WindowCount {
             n if n % 2 == 1 => sorted[n / 2],
             n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2,
         };
-        WindowCount { ops: sorted.iter().sum(), slowest: sorted.first().copied().unwrap_or(0), median, due }
+        let ops = sorted.iter().sum();
+        WindowCount { ops, slowest: sorted.first().copied().unwrap_or(0), median, due, ..WindowCount::default() }
     }
+
+    /// The clients' run over a window: their counts, and under a rate
+    /// their due operations and the client furthest behind.
+    pub fn of_spans(spans: &[ClientSpan], paced: bool) -> WindowCount {
+        let ops: Vec<u64> = spans.iter().map(|s| s.ops).collect();
+        let due = paced.then(|| spans.iter().map(|s| s.due.due).sum());
+        let behind = |s: &ClientSpan| Behind { judged: s.due.judged, behind: s.due.behind };
+        WindowCount {
+            unstarted: paced.then(|| spans.iter().map(|s| s.due.unstarted).sum()),
+            furthest_behind: paced
+                .then(|| spans.iter().map(behind).min_by(|a, b| a.kept().total_cmp(&b.kept())))
+                .flatten(),
+            latest_start_ns: spans.iter().map(|s| s.due.first_late_ns).max(),
+            ..WindowCount::of(&ops, due)
+        }
+    }
+}
+
+/// Under a rate, how much of its schedule the client furthest behind in
+/// each of `runs` kept: the share of its judged operations it had started
+/// by the deadline, pooled over the runs. In files from before this was
+/// recorded, the operations that ended in the windows over those due.
+/// None in a closed loop. A store keeps up when it is at least [`KEEP_UP`].
+pub fn kept_up(runs: &[WindowCount]) -> Option<f64> {
+    let behind: Vec<Behind> = runs.iter().filter_map(|r| r.furthest_behind).collect();
+    if !behind.is_empty() {
+        let judged: u64 = behind.iter().map(|b| b.judged).sum();
+        let late: u64 = behind.iter().map(|b| b.behind).sum();
+        return Some(Behind { judged, behind: late }.kept());
+    }
+    let due: u64 = runs.iter().filter_map(|r| r.due).sum();
+    let ops: u64 = runs.iter().filter(|r| r.due.is_some()).map(|r| r.ops).sum();
+    (due > 0).then(|| ops as f64 / due as f64)
 }
 
 /// What N clients did over the timed runs of an arm: each class's
@@ -99,6 +160,8 @@ pub struct ClientsTally {
     pub ops: u64,
     /// Each timed run's counts.
     pub runs: Vec<WindowCount>,
+    /// The clients' due operations and waits for them, over the timed runs.
+    pub due: DueCounts,
 }
 
 impl ClientsTally {
@@ -233,13 +296,15 @@ impl ClientsArm {
             Clients::Processes(p) => p.run(ClientOrder { round, timed }, self.window)?,
         };
         let spans: Vec<ClientSpan> = done.iter().map(|d| d.span).collect();
-        let outcome = window_outcome(&spans, window)?;
+        let outcome = window_outcome(&spans, window, self.rate)?;
         if ctx.timed {
             self.timed_runs += 1;
             self.tally.ops += outcome.ops;
-            let ops: Vec<u64> = spans.iter().map(|s| s.ops).collect();
-            self.tally.runs.push(WindowCount::of(&ops, self.due_per_run()));
+            self.tally.runs.push(WindowCount::of_spans(&spans, self.rate.is_some()));
             self.tally.busy_waits += done.iter().map(|d| d.busy_waits).sum::<u64>();
+            for s in &spans {
+                self.tally.due.add(&s.due);
+            }
             let mut all = ctx.latency;
             for d in &done {
                 for (mine, theirs) in self.tally.classes.iter_mut().zip(&d.classes) {
@@ -255,19 +320,6 @@ impl ClientsArm {
     }
 }
 
-/// A clients run's plan, checked before any work: the client count, a rate
-/// the machine can pace, a window longer than 0.
-fn check_plan(clients: u32, window: Duration, rate: Option<f64>) -> Result<()> {
-    if clients == 0 || clients > MAX_CLIENTS {
-        return Err(Error::invalid(format!("--clients must be from 1 to {MAX_CLIENTS}")));
-    }
-    check_rate(rate, clients, crate::util::cores())?;
-    if window.is_zero() {
-        return Err(Error::invalid("a clients run needs a window longer than 0"));
-    }
-    Ok(())
-}
-
 /// An arm of `clients` clients running `mix` over `window` on `engine`,
 /// whose largest blob and key are known.
 fn arm(
@@ -281,7 +333,13 @@ fn arm(
     let scripts = (0..clients)
         .map(|i| super::mix::mix_script(mix, blob_max, seed.wrapping_add(u64::from(i))))
         .collect::<Result<Vec<_>>>()?;
-    let none = ClientsTally { classes: Default::default(), busy_waits: 0, ops: 0, runs: Vec::new() };
+    let none = ClientsTally {
+        classes: Default::default(),
+        busy_waits: 0,
+        ops: 0,
+        runs: Vec::new(),
+        due: DueCounts::default(),
+    };
     Ok(ClientsArm {
         engine,
         clients,
@@ -378,24 +436,56 @@ fn run_clients(
 }
 
 /// A run of clients over one window (`start_ns` to `deadline_ns` on their
-/// spans' clock): the window is the loop, and the operations are those
-/// that ended in it, summed; the setup runs from the first open to the
-/// start; everything after the deadline (the operation under way there,
-/// the last commit, the closes, up to the last client's) is the close, a
-/// one-off reported apart, never in the figure.
-pub fn window_outcome(spans: &[ClientSpan], (start_ns, deadline_ns): (u64, u64)) -> Result<RunOutcome> {
+/// spans' clock), at `rate` or in a closed loop. The operations are those
+/// that ended in the window, summed, and the window is the loop; the
+/// operation under way at the deadline counts for the share of it that
+/// lay in the window (so that no client loses the part of the window it
+/// spent on it, which a slow operation makes large): the loop is the
+/// window shortened in that proportion. As at one client, the steady
+/// figure holds the commit of the writes left open at the deadline and
+/// the work a close finishes for them (the slowest writing client's of
+/// each: they run at once). The setup runs from the first open to the
+/// start; what else comes after the deadline (the rest of the operation
+/// under way there, the closes up to the last client's) is a one-off,
+/// reported apart. A window in which no operation ended is an error
+/// naming the window and the rate.
+pub fn window_outcome(
+    spans: &[ClientSpan],
+    (start_ns, deadline_ns): (u64, u64),
+    rate: Option<f64>,
+) -> Result<RunOutcome> {
     let (Some(t0), Some(end)) = (spans.iter().map(|s| s.opened_from_ns).min(), spans.iter().map(|s| s.closed_ns).max())
     else {
         return Err(Error::invalid("no client ran"));
     };
+    let window_ns = deadline_ns.saturating_sub(start_ns);
+    let ops: u64 = spans.iter().map(|s| s.ops).sum();
+    if ops == 0 {
+        let pace = rate.map_or_else(|| "in a closed loop".to_string(), |r| format!("at {r} ops/s"));
+        return Err(Error::invalid(format!(
+            "no operation of {} client(s) ended in the window of {:.3} s {pace}: the store took longer than the \
+             window (lengthen it)",
+            spans.len(),
+            window_ns as f64 / 1e9
+        )));
+    }
+    let in_window = |(began, ended): (u64, u64)| {
+        deadline_ns.saturating_sub(began) as f64 / ended.saturating_sub(began).max(1) as f64
+    };
+    let parts: f64 = spans.iter().filter_map(|s| s.straddled_ns.map(in_window)).sum();
+    let loop_ns = ((window_ns as f64 * ops as f64 / (ops as f64 + parts)).round() as u64).max(1);
+    let longest = |f: &dyn Fn(&ClientSpan) -> u64| spans.iter().map(f).max().unwrap_or(0);
+    let commit_ns = longest(&|s| if s.writes { s.committed_ns.saturating_sub(s.loop_end_ns) } else { 0 });
+    let deferred_ns =
+        longest(&|s| if s.close_finishes_writes { s.closed_ns.saturating_sub(s.committed_ns) } else { 0 });
     let phases = Phases {
         setup_ns: start_ns.saturating_sub(t0),
-        loop_ns: deadline_ns.saturating_sub(start_ns),
-        commit_ns: 0,
-        close_ns: end.saturating_sub(deadline_ns),
+        loop_ns,
+        commit_ns,
+        close_ns: end.saturating_sub(deadline_ns).saturating_sub(commit_ns),
         checkpoint_ns: 0,
         kvtest_total_ns: end.saturating_sub(t0),
-        deferred_ns: 0,
+        deferred_ns,
     };
     Ok(summed(spans, phases))
 }
@@ -443,27 +533,6 @@ impl Arm for ClientsArm {
     fn run(&mut self, ctx: measure::RunContext<'_>) -> Result<RunOutcome> {
         self.one_run(ctx)
     }
-}
-
-/// `--rate`: operations per second over all clients, above 0 and within
-/// what this machine can pace: at most [`MAX_RATE_PER_CORE`] per core, and
-/// no client's interval under [`MIN_INTERVAL`].
-pub fn check_rate(rate: Option<f64>, clients: u32, cores: u32) -> Result<()> {
-    let Some(r) = rate else { return Ok(()) };
-    if !(r.is_finite() && r > 0.0) {
-        return Err(Error::invalid(format!("--rate {r}: must be above 0 ops/s")));
-    }
-    let most = MAX_RATE_PER_CORE * f64::from(cores.max(1));
-    let interval_ns = f64::from(clients.max(1)) / r * 1e9;
-    if r > most || interval_ns < MIN_INTERVAL.as_nanos() as f64 {
-        return Err(Error::invalid(format!(
-            "--rate {r}: more than this machine can pace ({clients} clients would each start an operation every \
-             {interval_ns:.0} ns; blobbench paces at most {MAX_RATE_PER_CORE:.0} operations per second per core, \
-             {most:.0} on these {cores} cores, and one per {} µs per client)",
-            MIN_INTERVAL.as_micros()
-        )));
-    }
-    Ok(())
 }
 
 /// The largest key, from one untimed session that asks for it.

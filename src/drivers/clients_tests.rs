@@ -44,16 +44,19 @@ fn every_clients_operations_in_the_window_are_counted_and_each_op_timed_once() {
         let (all, outs) = runs(&mut arm);
         let tally = arm.tally();
         for (out, count) in outs.iter().zip(&tally.runs) {
-            assert_eq!(out.phases.loop_ns, WINDOW.as_nanos() as u64, "the run is its window, whoever ends last");
+            assert!(out.phases.loop_ns <= WINDOW.as_nanos() as u64, "the loop is the window at most");
             assert_eq!(out.ops, count.ops);
             assert!(count.slowest <= count.median && count.median <= count.ops);
-            assert_eq!(out.phases.steady_ns(), out.phases.loop_ns, "nothing after the deadline in the figure");
+            assert_eq!(count.due, None, "a closed loop has no due times");
+            let after = out.phases.commit_ns + out.phases.deferred_ns;
+            assert_eq!(out.phases.steady_ns(), out.phases.loop_ns + after, "only the writes' work after it");
         }
         assert_eq!(tally.ops, outs.iter().map(|o| o.ops).sum::<u64>());
-        // Each op timed once, in its class: those in the windows, and at
-        // most one per client and run under way at the deadline.
+        // Each op timed once, in its class: those in the windows, and per
+        // client and run at most one under way at the deadline and one
+        // that came due but had not started.
         let timed = tally.all().count();
-        assert!(timed >= tally.ops && timed <= tally.ops + 2 * 4, "{timed} {}", tally.ops);
+        assert!(timed >= tally.ops && timed <= tally.ops + 2 * 4 * 2, "{timed} {}", tally.ops);
         assert_eq!(all.count(), timed, "the rounds' histogram holds them all");
     }
     // Four writers that each took the lock left a sound database, and no
@@ -67,31 +70,34 @@ fn every_clients_operations_in_the_window_are_counted_and_each_op_timed_once() {
 }
 
 /// An open loop at 2,000 ops/s over 2 clients: each client has an op due
-/// every millisecond, the second half a millisecond after the first, so a
-/// 40 ms window holds 80 due operations and no client runs ahead of them.
+/// every millisecond, so a 40 ms window holds 80 due operations, and every
+/// one is timed exactly once, from its due time: ended in the window,
+/// under way at the deadline, or not started by it (at its lateness).
 #[test]
-fn an_open_loop_spreads_the_clients_due_times_and_never_runs_ahead() {
-    let pace = |i| pace_of(i, 2, Some(2000.0)).unwrap();
-    assert_eq!((pace(0).offset, pace(1).offset), (Duration::ZERO, Duration::from_micros(500)));
-    assert_eq!(pace(1).interval, Duration::from_millis(1));
-    assert_eq!((due_in(WINDOW, pace(0)), due_in(WINDOW, pace(1))), (40, 40));
-    assert_eq!(due_in(Duration::from_micros(400), pace(1)), 0, "its first op is due after the window");
-    assert_eq!(pace_of(0, 2, None), None, "closed loop");
+fn an_open_loop_times_every_due_operation_once_and_never_runs_ahead() {
     let d = tempfile::tempdir().unwrap();
     let (db, _) = dataset(d.path());
     let settings = EngineSettings { commit_every: Some(1), ..EngineSettings::default() };
     let engine = crate::engine::open(&db, &settings).unwrap();
     let mut arm = ClientsArm::prepare(engine, 2, Mix { read: 1, write: 0 }, WINDOW, 7, Some(2000.0)).unwrap();
     assert_eq!(arm.due_per_run(), Some(80));
-    let (_, outs) = runs(&mut arm);
+    let (all, outs) = runs(&mut arm);
     for (out, count) in outs.iter().zip(&arm.tally().runs) {
         assert_eq!(count.due, Some(80));
         assert!(out.ops <= 80, "never more than were due: {}", out.ops);
+        let behind = count.furthest_behind.expect("under a rate");
+        assert!(
+            behind.judged >= 39,
+            "a client's due ops but those due less than an interval before the end: {behind:?}"
+        );
+        assert!(count.unstarted.is_some() && count.latest_start_ns.is_some());
     }
+    assert_eq!(all.count(), 2 * 80, "every due operation of the two timed runs, once");
+    assert_eq!(arm.tally().due.due, 2 * 80);
 }
 
 #[test]
-fn bad_client_counts_and_rates_are_refused() {
+fn bad_client_counts_are_refused() {
     let d = tempfile::tempdir().unwrap();
     let (db, _) = dataset(d.path());
     let mix = Mix { read: 1, write: 1 };
@@ -99,44 +105,74 @@ fn bad_client_counts_and_rates_are_refused() {
         let engine = crate::engine::open(&db, &EngineSettings::default()).unwrap();
         assert!(ClientsArm::prepare(engine, n, mix, WINDOW, 1, None).is_err(), "{n}");
     }
-    for rate in [0.0, -5.0, f64::NAN] {
-        let e = check_rate(Some(rate), 2, 2).unwrap_err().to_string();
-        assert!(e.contains("--rate") && e.contains("above 0"), "{e}");
-    }
-    // Ten million a second: more than two cores can pace, and one client
-    // can never start an operation every 0.1 µs.
-    let e = check_rate(Some(1e7), 16, 2).unwrap_err().to_string();
-    assert!(e.contains("more than this machine can pace") && e.contains("200000 on these 2 cores"), "{e}");
-    assert!(check_rate(Some(150_000.0), 1, 64).unwrap_err().to_string().contains("every 6667 ns"));
-    assert!(check_rate(Some(150_000.0), 16, 2).is_ok());
-    assert!(check_rate(None, 1024, 1).is_ok());
 }
 
 /// A store that starves one client: client 0's first operation takes
 /// twice the window; the others' take no time. The run still ends at the
-/// deadline, its throughput counts only the others' operations in the
-/// window, the starved client shows as the slowest (0 operations) and its
-/// operation in the tail.
+/// deadline, its throughput counts only the others' operations, the
+/// starved client shows as the slowest (0 operations) and its operation in
+/// the tail, timed from the window's start.
 #[test]
 fn a_starved_client_shows_in_the_spread_and_the_tail_never_in_the_runs_length() {
     let window = Duration::from_millis(200);
-    let mut arm =
-        ClientsArm::prepare(Box::new(Starving { starve: window * 2 }), 4, Mix { read: 1, write: 0 }, window, 3, None)
-            .unwrap();
+    let store = Box::new(Starving { client: 0, at_read: 1, pause: window * 2 });
+    let mut arm = ClientsArm::prepare(store, 4, Mix { read: 1, write: 0 }, window, 3, None).unwrap();
     let mut all = Latency::new();
     let out = arm.run(measure::RunContext { latency: Some(&mut all), timed: true }).unwrap();
-    assert_eq!(out.phases.loop_ns, window.as_nanos() as u64, "the run is the window");
+    assert!(out.phases.loop_ns <= window.as_nanos() as u64, "the run is the window at most");
     let count = arm.tally().runs[0];
     assert_eq!(count.slowest, 0, "the starved client made nothing in the window");
     assert!(count.median > 0, "the others did: {count:?}");
     assert_eq!(out.ops, count.ops);
     assert!(all.summary().max_us >= (window * 2).as_micros() as f64, "its wait is in the tail");
-    assert!(out.phases.close_ns >= window.as_nanos() as u64, "and its overrun is a one-off, apart");
+    assert!(out.phases.close_ns >= window.as_nanos() as u64, "and its overrun is a one-off, apart: {:?}", out.phases);
 }
 
-/// A store whose client 0 waits `starve` on its first read.
+/// A store that keeps one client from 5% of its due operations: at 2,000
+/// ops/s over 2 clients and a 100 ms window each client has 100 due;
+/// client 0's 95th operation stalls past the deadline, so its last 5 are
+/// never started. Pooled over all clients that is 2.5% of the due
+/// operations; the slowest client's 5% fails keeping up. (Slower machines
+/// only start fewer.) Each unstarted one is timed at its lateness.
+#[test]
+fn a_store_that_starves_one_client_of_five_percent_fails_keeping_up() {
+    let window = Duration::from_millis(100);
+    let store = Box::new(Starving { client: 0, at_read: 95, pause: window / 5 });
+    let mut arm = ClientsArm::prepare(store, 2, Mix { read: 1, write: 0 }, window, 3, Some(2000.0)).unwrap();
+    let mut all = Latency::new();
+    arm.run(measure::RunContext { latency: Some(&mut all), timed: true }).unwrap();
+    let count = arm.tally().runs[0];
+    assert_eq!(count.due, Some(200));
+    let behind = count.furthest_behind.unwrap();
+    assert!(behind.behind >= 5 && behind.judged >= 99, "{behind:?}");
+    assert!(count.unstarted.unwrap() >= 5);
+    let kept = kept_up(&arm.tally().runs).unwrap();
+    assert!(kept <= 0.95, "{kept}: below KEEP_UP ({KEEP_UP})");
+    assert_eq!(all.count(), 200, "every due operation timed, the unstarted ones too");
+}
+
+/// Under a rate the share kept is the furthest-behind client's; files
+/// without it fall back on the operations done over those due.
+#[test]
+fn keeping_up_is_judged_on_the_client_furthest_behind() {
+    let run = |judged, behind| WindowCount {
+        ops: 190,
+        due: Some(200),
+        furthest_behind: Some(Behind { judged, behind }),
+        ..WindowCount::default()
+    };
+    assert_eq!(kept_up(&[run(100, 0), run(100, 2)]), Some(0.99));
+    assert!(kept_up(&[run(100, 5)]).unwrap() < KEEP_UP);
+    let older = WindowCount { ops: 198, due: Some(200), ..WindowCount::default() };
+    assert_eq!(kept_up(&[older]), Some(0.99));
+    assert_eq!(kept_up(&[WindowCount::of(&[3, 4], None)]), None, "closed loop");
+}
+
+/// A store whose client `client` pauses `pause` on its `at_read`-th read.
 struct Starving {
-    starve: Duration,
+    client: u32,
+    at_read: u32,
+    pause: Duration,
 }
 
 impl Engine for Starving {
@@ -155,7 +191,8 @@ impl Engine for Starving {
         Ok(Survey { max_key: Some(10), blob_max: 10 })
     }
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
-        Ok(Box::new(StarvingSession { starve: (mode.client == Some(0)).then_some(self.starve) }))
+        let starved = mode.client == Some(self.client);
+        Ok(Box::new(StarvingSession { reads: 0, at_read: self.at_read, pause: starved.then_some(self.pause) }))
     }
     fn cache_files(&self) -> Result<Vec<PathBuf>> {
         Ok(Vec::new())
@@ -163,7 +200,9 @@ impl Engine for Starving {
 }
 
 struct StarvingSession {
-    starve: Option<Duration>,
+    reads: u32,
+    at_read: u32,
+    pause: Option<Duration>,
 }
 
 impl Session for StarvingSession {
@@ -173,7 +212,8 @@ impl Session for StarvingSession {
     }
 
     fn read(&mut self, _: u32) -> Result<u64> {
-        if let Some(d) = self.starve.take() {
+        self.reads += 1;
+        if let Some(d) = self.pause.filter(|_| self.reads == self.at_read) {
             std::thread::sleep(d);
         }
         Ok(10)

@@ -4,7 +4,10 @@
 mod client;
 pub mod clients;
 pub mod mix;
+mod ops;
 pub mod parallel_read;
+pub mod plan;
 pub mod processes;
 pub mod run;
 pub mod session;
+mod window;

@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::client::{client_session, lead, ClientDone, ClientSpan, ClientTurn};
+use crate::measure::pace::{clock_pair, monotonic_ns};
 use crate::measure::Latency;
 use crate::records::{EngineSettings, Mix};
 use crate::{Error, Result};
@@ -101,23 +102,6 @@ impl ClientReport {
 const OPENED: &str = "opened";
 const READY: &str = "ready";
 const GO: &str = "go";
-
-/// `CLOCK_MONOTONIC` in nanoseconds: one clock for every process here.
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime only writes the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// An `Instant` and `CLOCK_MONOTONIC` read together (between two readings
-/// of the latter), to put a session's `Instant`s on the shared clock.
-fn clock_pair() -> (Instant, u64) {
-    let before = monotonic_ns();
-    let now = Instant::now();
-    let after = monotonic_ns();
-    (now, before + (after - before) / 2)
-}
 
 /// Reads one line; None at the end of the input.
 fn read_line(input: &mut dyn BufRead) -> Result<Option<String>> {

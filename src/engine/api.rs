@@ -53,7 +53,12 @@ impl OpenMode {
     /// The mode of client `i` of several running a mix at once: it may
     /// write, and it keeps its handle between runs, as a long-running
     /// application's clients do (the kept handle is not closed by the
-    /// other clients' write sessions, as a lone writer's would be).
+    /// other clients' write sessions, as a lone writer's would be). A
+    /// client given no commit granularity commits every write, as the
+    /// clients of a service do, and takes no lock before its first write:
+    /// a run-long transaction per client (kvtest's one per run) would hold
+    /// the store's write lock, or its rows', from a client's first write,
+    /// and the others would wait for it or deadlock on each other's rows.
     pub const fn client(i: u32) -> OpenMode {
         OpenMode { write: true, find_max: false, keep: true, newest: false, client: Some(i) }
     }

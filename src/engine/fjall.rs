@@ -151,7 +151,9 @@ impl Engine for FjallEngine {
         let snapshot = (self.commit_every.is_none() && !mode.write).then(|| handle.db.snapshot());
         // Only a durable writer committing every N has anything to do per batch.
         let durable = self.params.sync == KvSync::Durable;
-        let batch = self.commit_every.filter(|_| mode.write && durable).map(WriteBatch::new);
+        // A client commits every write unless told otherwise (`OpenMode::client`).
+        let every = self.commit_every.or(mode.client.map(|_| 1));
+        let batch = every.filter(|_| mode.write && durable).map(WriteBatch::new);
         Ok(Box::new(FjallSession {
             snapshot,
             handle,

@@ -138,9 +138,15 @@ impl Engine for LmdbEngine {
         }
         let (handle, opened) = self.handle(mode.keep, mode.client.is_none())?;
         let err = |e| lmdb_error(&self.path, "cannot begin a transaction", e);
+        let batch = |n| Txn::Batched(WriteTxn::new(handle.clone(), |_| None), WriteBatch::new(n));
         let txn = match (self.commit_every, mode.write) {
             (Some(_), false) => Txn::PerRead,
-            (Some(n), true) => Txn::Batched(WriteTxn::new(handle.clone(), |_| None), WriteBatch::new(n)),
+            (Some(n), true) => batch(n),
+            // A client commits every write (`OpenMode::client`), its
+            // transaction begun by the write, never in open: the clients
+            // open before their shared start, and LMDB's writer lock taken
+            // there would keep the others in `mdb_txn_begin` for good.
+            (None, true) if mode.client.is_some() => batch(1),
             (None, false) => Txn::Read(handle.env.clone().static_read_txn().map_err(err)?),
             (None, true) => {
                 Txn::Write(WriteTxn::try_new(handle.clone(), |h| h.env.write_txn().map(Some)).map_err(err)?)

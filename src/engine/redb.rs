@@ -195,7 +195,9 @@ impl Engine for RedbEngine {
     /// write session first closes what was kept (a read-only handle cannot
     /// write).
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
-        let keeps_writer = mode.write && self.commit_every.is_some();
+        // A client's writer keeps the database too: the other clients of
+        // its run share it (redb allows one handle per file and process).
+        let keeps_writer = mode.write && (self.commit_every.is_some() || mode.client.is_some());
         if mode.write {
             self.shared.release_unless(|h| keeps_writer && matches!(h, Handle::Write(_)));
         }
@@ -207,6 +209,11 @@ impl Engine for RedbEngine {
         let txn = match (self.commit_every, mode.write) {
             (Some(_), false) => Txn::PerRead,
             (Some(n), true) => Txn::Batched(None, WriteBatch::new(n)),
+            // A client commits every write (`OpenMode::client`), its
+            // transaction begun by the write, never in open: the clients
+            // open before their shared start, and redb's write lock taken
+            // there would keep the others in `begin_write` for good.
+            (None, true) if mode.client.is_some() => Txn::Batched(None, WriteBatch::new(1)),
             (None, false) => {
                 let t = db.begin_read(&self.path)?;
                 Txn::Read { table: Box::new(open_read_table(&self.path, &t)?), _txn: Box::new(t) }

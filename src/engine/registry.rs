@@ -238,7 +238,10 @@ mod tests {
             // The clients of a long-running application (`OpenMode::client`,
             // writers committing each write) keep their handles between
             // runs: opening is in no run but the first.
-            let mut clients = b.open(&target, &EngineSettings { commit_every: Some(1), ..settings.clone() });
+            // SQLite's clients write in WAL (a rollback journal is refused).
+            let mut wal = settings.clone();
+            wal.db.journal_mode = Some(crate::records::Journal::Wal);
+            let mut clients = b.open(&target, &EngineSettings { commit_every: Some(1), ..wal });
             match clients.survey(true) {
                 // Its writes commit nothing: it has no clients' configuration.
                 Err(e) if kind == EngineKind::External => {

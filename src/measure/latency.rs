@@ -212,7 +212,7 @@ pub fn harness_cost_ns(clients: u32) -> f64 {
 }
 
 /// The calling thread's CPU time in nanoseconds.
-fn thread_cpu_ns() -> u64 {
+pub(crate) fn thread_cpu_ns() -> u64 {
     let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime writes into the timespec it is given.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };

@@ -12,6 +12,7 @@ mod experiment;
 pub mod flush;
 mod latency;
 pub mod oscount;
+pub mod pace;
 pub mod paired;
 pub mod rounds;
 mod sample;

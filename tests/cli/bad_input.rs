@@ -245,7 +245,6 @@ fn cases() -> Vec<Case> {
         case("run: --rate without --clients", db, &["run", "@db", "--rate", "100"], Fail("--clients")),
         case("run: --clients with a rate beyond the machine", db, &["run", "@db", "--clients", "4", "--rate", "1e9"], Fail("more than this machine can pace")),
         case("run: --clients with --threads", db, &["run", "@db", "--clients", "4", "--threads", "2"], Fail("cannot be used with")),
-        case("run: --clients one writer without --commit-every", db, &["run", "@db", "--clients", "2", "--sqlite-writers", "one", "--mix", "1:1", "--window", "50ms", "--repeat", "1"], Fail("give --commit-every N")),
         // a result file from before --commit-every: rendered, its write figures marked
         case("run: --start-at unparsable", db, &["run", "@db", "--start-at", "tomorrow"], Fail("neither RFC 3339")),
         case("run: --start-at more than a day away", db, &["run", "@db", "--start-at", "2099-01-01T00:00:00Z"], Fail("within a day of now")),
@@ -467,6 +466,8 @@ fn engine_cases() -> Vec<Case> {
         case("run: lmdb held elsewhere", lmdb, &["run", "@t", "--update"], Fail("another process")).held(EngineKind::Lmdb),
         case("run: redb held elsewhere", redb, &["run", "@t", "--update"], Fail("another process")).held(EngineKind::Redb),
         case("run: fjall held elsewhere", fjall, &["run", "@t", "--update"], Fail("another process")).held(EngineKind::Fjall),
+        case("run: fjall's clients as processes", fjall, &["run", "@t", "--clients", "2", "--clients-are", "processes"], Fail("--clients-are processes: fjall locks its keyspace for one process")),
+        case("run: clients writing in a rollback journal", db, &["run", "@db", "--clients", "2", "--mix", "1:1", "--window", "20ms"], Fail("journal mode delete, where one client's read blocks another's commit when several clients write; use --jmode wal")),
         case("export: engine over a foreign dir", db_and_text_dir, &["export", "@db", "@t", "--engine", "lmdb", "--force"], Fail("refusing")),
         case("export: s3 URL holding credentials", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "http://key:s3cret@127.0.0.1:1", "--s3-bucket", "b"], Fail("put no credentials in the URL")),
         case("export: s3 endpoint not a URL", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "notaurl", "--s3-bucket", "b"], Fail("--s3 notaurl: not a URL")),

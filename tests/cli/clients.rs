@@ -131,3 +131,71 @@ fn run_with_clients_measures_one_configuration_over_shared_windows() {
     assert_eq!(ok, "ok");
     assert_eq!(client_workers(&d.path().to_string_lossy()), Vec::<String>::new(), "no client process left behind");
 }
+
+/// `run --clients 4` ends on every engine, reading and at 90:10, with and
+/// without `--commit-every`: no client's session holds a lock at the
+/// clients' shared start (LMDB's and redb's writers once began their
+/// transaction in open, and the other clients waited for it for good),
+/// and a client given no commit granularity commits every write (one
+/// transaction per client and run deadlocked PostgreSQL's clients).
+/// SQLite in a journal mode where readers block the writer is refused in
+/// one line naming `--jmode wal`; in WAL it runs. Each run is bounded by
+/// [`common::HANG`], against a hang, never as a bound on speed.
+#[test]
+fn run_with_clients_ends_on_every_engine() {
+    let d = common::enterable_tempdir();
+    let db = d.path().join("kv.db");
+    common::stdout_of(common::blobbench().arg("init").arg(&db).args(["--count", "200", "--size", "1k"]));
+    let mut datasets = Vec::new();
+    for kind in blobbench::records::EngineKind::ALL {
+        let name = kind.name();
+        let target = if name == "db" { db.clone() } else { d.path().join(format!("t.{name}")) };
+        if name != "db" {
+            let mut export = common::blobbench();
+            export.arg("export").arg(&db).arg(&target);
+            if name != "flat" {
+                export.args(["--engine", name]);
+            }
+            if name == "s3" {
+                export.args(["--s3-server", "seaweedfs", "--s3-replicas", "1"]);
+            }
+            common::stdout_of(export.timeout(common::HANG));
+        }
+        datasets.push((name, target));
+    }
+    let run = |path: &std::path::Path, extra: &[&str]| {
+        common::blobbench()
+            .arg("run")
+            .arg(path)
+            .args(["--clients", "4", "--window", "200ms", "--warmup", "1", "--repeat", "1"])
+            .args(extra)
+            .timeout(common::HANG)
+            .output()
+            .unwrap()
+    };
+    let refused = common::one_line_error(&run(&db, &["--mix", "90:10"]));
+    assert!(refused.contains("journal mode delete") && refused.contains("--jmode wal"), "{refused}");
+    for (name, path) in &datasets {
+        let wal: &[&str] = if *name == "db" { &["--jmode", "wal"] } else { &[] };
+        for extra in [&[][..], &["--mix", "90:10"], &["--mix", "90:10", "--commit-every", "1"]] {
+            let out = run(path, &[wal, extra].concat());
+            let how = format!("{name} {extra:?}");
+            if *name == "external" && extra.contains(&"--commit-every") {
+                // Its writes commit nothing: the flag is refused, in one line.
+                let e = common::one_line_error(&out);
+                assert!(e.contains("--commit-every does not apply to the external layout"), "{how}: {e}");
+                continue;
+            }
+            if !out.status.success() {
+                // A machine so loaded that no client's operation (a write
+                // behind a slow sync) ended in a window: that run ends too,
+                // with one line saying so, never a figure.
+                let e = common::one_line_error(&out);
+                assert!(e.contains("no operation of 4 client(s) ended in the window of 0.200 s"), "{how}: {e}");
+                continue;
+            }
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(text.contains("4 clients (threads)"), "{how}: {text}");
+        }
+    }
+}

@@ -263,9 +263,17 @@ impl Engine for PgEngine {
             self.sizes.ensure(|| stat::sizes(&mut server.connect()?, &server))?;
         }
         let client = self.idle.lease(mode.keep, || server.connect())?;
-        let commit_every = self.commit_every.filter(|_| mode.write);
+        // A client commits every write unless told otherwise (`OpenMode::client`).
+        let commit_every = self.commit_every.or(mode.client.map(|_| 1)).filter(|_| mode.write);
         let sizes = self.sizes.clone();
-        Ok(Box::new(session::PgSession::open(client, server, sizes, mode.write, self.kv, commit_every)?))
+        Ok(Box::new(session::PgSession::open(
+            client,
+            server,
+            sizes,
+            (mode.write, mode.client.is_some()),
+            self.kv,
+            commit_every,
+        )?))
     }
 
     /// The cluster's files (a remote server's are not ours to evict); a

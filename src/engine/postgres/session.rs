@@ -50,19 +50,30 @@ struct Statements {
 }
 
 /// The SQL of each operation, for `kind`'s table `t`.
-fn sql(kind: EngineKind, t: &str) -> [String; 4] {
+/// The statements of a session on table `t`. A client of several
+/// (`OpenMode::client`) overwrites a large object under its row's lock:
+/// PostgreSQL updates a large object's pages in place without waiting for
+/// another writer of the same object, and fails with "tuple concurrently
+/// updated" where a row update would wait.
+fn sql(kind: EngineKind, t: &str, client: bool) -> [String; 4] {
     // lo_open's INV_READ (0x40000).
     match kind {
-        EngineKind::PostgresLo => [
-            format!("SELECT lo_get(o) FROM {t} WHERE k = $1"),
-            format!("SELECT lo_put(o, 0, $2) FROM {t} WHERE k = $1"),
-            format!(
-                "INSERT INTO {t}(k, o) SELECT $1::int8, lo_from_bytea(0, $2::bytea) \
+        EngineKind::PostgresLo => {
+            [
+                format!("SELECT lo_get(o) FROM {t} WHERE k = $1"),
+                if client {
+                    format!("WITH locked AS (SELECT o FROM {t} WHERE k = $1 FOR UPDATE) SELECT lo_put(o, 0, $2) FROM locked")
+                } else {
+                    format!("SELECT lo_put(o, 0, $2) FROM {t} WHERE k = $1")
+                },
+                format!(
+                    "INSERT INTO {t}(k, o) SELECT $1::int8, lo_from_bytea(0, $2::bytea) \
                  FROM (SELECT count(lo_unlink(o)) FROM {t} WHERE k = $1::int8) AS old \
                  ON CONFLICT (k) DO UPDATE SET o = EXCLUDED.o"
-            ),
-            format!("DELETE FROM {t} WHERE k = $1 RETURNING lo_unlink(o)"),
-        ],
+                ),
+                format!("DELETE FROM {t} WHERE k = $1 RETURNING lo_unlink(o)"),
+            ]
+        }
         _ => [
             format!("SELECT v FROM {t} WHERE k = $1"),
             format!("UPDATE {t} SET v = $2 WHERE k = $1"),
@@ -95,12 +106,12 @@ impl PgSession {
         (mut client, lease): (Client, Lease<Client>),
         server: Arc<Server>,
         sizes: Arc<KnownSizes>,
-        write: bool,
+        (write, one_of_several): (bool, bool),
         kv: KvParams,
         commit_every: CommitEvery,
     ) -> Result<PgSession> {
         let err = |e| pg_error(&server.label, "cannot prepare the session", e);
-        let [read, overwrite, put, delete] = sql(server.desc.engine, server.table());
+        let [read, overwrite, put, delete] = sql(server.desc.engine, server.table(), one_of_several);
         let st = Statements {
             read: client.prepare(&read).map_err(err)?,
             overwrite: client.prepare(&overwrite).map_err(err)?,

@@ -171,6 +171,11 @@ impl DbSession {
             access: p.access,
             update,
             txn: match (commit_every, update) {
+                // A client commits every write (`OpenMode::client`), its
+                // lock taken by the write, never in the setup: the clients
+                // open before their shared start, and a lock taken there
+                // would keep the others waiting for it.
+                (None, true) if concurrent => Txn::Immediate { batch: WriteBatch::new(1), open: false },
                 (None, _) => Txn::PerRun,
                 (Some(_), false) => Txn::PerStatement,
                 (Some(n), true) if concurrent => Txn::Immediate { batch: WriteBatch::new(n), open: false },
@@ -200,6 +205,9 @@ impl DbSession {
         }
         if concurrent {
             client::no_busy_handler(session.db.conn(), path)?;
+            if update {
+                client::check_journal(session.journal_mode, path)?;
+            }
         }
         if matches!(session.txn, Txn::PerRun | Txn::Batched(_)) {
             session.db.conn().execute_batch("BEGIN").map_err(err("cannot begin a transaction"))?;
@@ -334,6 +342,9 @@ impl DbSession {
     /// The connection's last error as ours. Off the hot path.
     #[cold]
     fn error(&self, what: &str) -> Error {
+        if self.concurrent && client::is_lock(self.db.last_failure().code) {
+            return client::locked(&self.path, what);
+        }
         last_error(&self.db, &self.path, what)
     }
 

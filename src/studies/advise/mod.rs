@@ -188,7 +188,7 @@ fn validate(opts: &Advise, count: u32, mean_bytes: f64) -> Result<Duration> {
         return Err(Error::invalid(format!("--engines: {} is not a key-value engine", k.name())));
     }
     crate::records::check_commit_every(opts.commit_every()).map_err(Error::invalid)?;
-    opts.clients.validate(&opts.stores())?;
+    opts.clients.validate(&opts.stores(), opts.quick())?;
     let least = minimum_budget(opts, count, mean_bytes);
     let budget = choose_budget(opts.budget, least, opts.quick(), count)?;
     // The clients' rounds come on top of a default budget (the least one

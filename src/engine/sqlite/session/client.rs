@@ -14,7 +14,8 @@ use rusqlite::{Connection, ErrorCode};
 use super::{DbSession, Txn};
 use crate::engine::sqlite::busy::busy_delay;
 use crate::engine::sqlite::error::{conn_error, db_error};
-use crate::Result;
+use crate::records::Journal;
+use crate::{Error, Result};
 
 /// How long a client waits for the write lock before giving up, in
 /// milliseconds, with the pauses of SQLite's own busy handler
@@ -26,6 +27,37 @@ const BUSY_TIMEOUT_MS: u32 = 10_000;
 /// instead, which counts.
 pub(super) fn no_busy_handler(conn: &Connection, path: &std::path::Path) -> Result<()> {
     conn.busy_timeout(Duration::ZERO).map_err(|e| db_error(path, "cannot set the busy timeout", e))
+}
+
+/// Refuses a journal mode in which a reader blocks the writers: with a
+/// rollback journal (or none), a commit needs every reader's lock gone,
+/// and the clients that read between batches hold theirs, so a writing
+/// client's commit fails with "database is locked". Only WAL lets readers
+/// and one writer go on together.
+pub(crate) fn check_journal(journal: Journal, path: &std::path::Path) -> Result<()> {
+    if journal == Journal::Wal {
+        return Ok(());
+    }
+    Err(Error::bad_input(
+        path,
+        format!(
+            "is in journal mode {journal}, where one client's read blocks another's commit when several clients \
+             write; use --jmode wal"
+        ),
+    ))
+}
+
+/// Whether an (extended) SQLite result code is a lock another connection
+/// holds.
+pub(super) fn is_lock(code: std::ffi::c_int) -> bool {
+    matches!(code & 0xff, rusqlite::ffi::SQLITE_BUSY | rusqlite::ffi::SQLITE_LOCKED)
+}
+
+/// A lock one of several clients could not take: another client of this
+/// run may hold it as well as another process, so the message names both.
+#[cold]
+pub(super) fn locked(path: &std::path::Path, what: &str) -> Error {
+    Error::bad_input(path, format!("{what}: the database is locked by another client of this run or another process"))
 }
 
 impl DbSession {
@@ -66,6 +98,10 @@ impl DbSession {
                     std::thread::sleep(Duration::from_millis(ms));
                     waits += 1;
                     self.busy_waits += 1;
+                }
+                None if busy => {
+                    let what = format!("cannot take the write lock (BEGIN IMMEDIATE) within {BUSY_TIMEOUT_MS} ms");
+                    return Err(locked(&self.path, &what));
                 }
                 None => return Err(conn_error(conn, &self.path, "cannot take the write lock (BEGIN IMMEDIATE)", e)),
             }

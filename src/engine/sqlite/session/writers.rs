@@ -96,18 +96,25 @@ impl SharedWriters {
     /// between runs), writes through the shared writer, opened by the
     /// first client and committing every N writes of all clients.
     fn one_writer_client(&self, e: Lent<'_>, mode: OpenMode) -> Result<Box<dyn Session>> {
+        let path = &e.path;
+        // A client that only reads opens as a reader: it never needs the
+        // writer, nor a commit granularity.
+        if !mode.write {
+            let conn = e.idle.lease(mode.keep, || connect(path))?;
+            let read = (false, e.commit_every, true);
+            return Ok(Box::new(DbSession::on(conn, path, e.params, read, mode.find_max, None)?));
+        }
         let Some(n) = e.commit_every else {
             return Err(Error::invalid(
                 "SQLite's one writer connection commits every N writes of all its clients: give --commit-every N",
             ));
         };
-        let path = &e.path;
         let conn = e.idle.lease(mode.keep, || connect(path))?;
         let read = DbSession::on(conn, path, e.params, (false, Some(n), true), mode.find_max, None)?;
-        let writer = self.one.get_or_open(|| {
+        super::client::check_journal(read.journal_mode, path)?;
+        Ok(Box::new(OneWriterClient::new(read, &self.one, || {
             let conn = (connect(path)?, Lease::once());
             DbSession::on(conn, path, e.params, (true, Some(n), false), false, e.sizes.clone())
-        })?;
-        Ok(Box::new(OneWriterClient::new(read, writer)))
+        })?))
     }
 }

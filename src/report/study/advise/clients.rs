@@ -91,24 +91,25 @@ pub fn recommendation(at: &RankingAt, section: &ClientsSection) -> String {
 fn at_rate(at: &RankingAt, head: &str, rate: f64) -> String {
     let r = thousands(rate.round() as u64);
     let p99 = |a: &AtClients| a.p99_us.map_or_else(|| "-".into(), |v| format!("{} µs", micros(v)));
-    let done = |a: &AtClients| a.completed.map_or_else(|| "-".into(), |c| format!("{:.1}%", c * 100.0));
+    let done = |a: &AtClients| a.kept.map_or_else(|| "-".into(), |c| format!("{:.1}%", c * 100.0));
     match (at.leader(), at.ranked.first()) {
         (Some(l), _) => {
             let next = at.ranked.get(1).map_or_else(String::new, |n| {
                 let kept = if n.keeps_up() { "keeps up too" } else { "does not keep up" };
-                format!("; next {}, which {kept} ({} done), p99 {}", row_name(n.row), done(n), p99(n))
+                format!("; next {}, which {kept} ({} kept), p99 {}", row_name(n.row), done(n), p99(n))
             });
             format!(
-                "{head}, at {r} ops/s over all clients (an open loop): {} keeps up ({} of the operations due done in \
-                 the windows) with the lowest p99 of all operations, {}{next}.",
+                "{head}, at {r} ops/s over all clients (an open loop): {} keeps up (its client furthest behind \
+                 started {} of its operations due in time) with the lowest p99 of all operations, {}{next}.",
                 row_name(l.row),
                 done(l),
                 p99(l)
             )
         }
         (None, Some(closest)) => format!(
-            "{head}, at {r} ops/s over all clients (an open loop): none; no candidate keeps up (completes {:.0}% of \
-             the operations due); the closest, {}, completed {}.",
+            "{head}, at {r} ops/s over all clients (an open loop): none; no candidate keeps up (every client \
+             starting {:.0}% of its operations due at least one interval before the deadline); the closest, {}, \
+             kept {}.",
             KEEP_UP * 100.0,
             row_name(closest.row),
             done(closest)
@@ -143,7 +144,7 @@ fn p99(v: Option<f64>) -> String {
 
 fn row(a: &AtClients, rate: bool) -> Vec<String> {
     let vs = match (&a.against_leader, rate) {
-        (_, true) => a.completed.map_or_else(|| "-".into(), |c| format!("{:.1}% done", c * 100.0)),
+        (_, true) => a.kept.map_or_else(|| "-".into(), |c| format!("{:.1}% kept", c * 100.0)),
         (Some(r), false) => format!("{:.2}x ({:.2}-{:.2})", r.value, r.low, r.high),
         (None, false) => "leader".to_string(),
     };
@@ -210,9 +211,12 @@ pub fn table(at: &RankingAt, section: &ClientsSection) -> Table {
     }
     if rate {
         t.notes.push(format!(
-            "Under --rate a candidate keeps up when it completes {:.0}% of the operations due in its windows; those \
-             that keep up rank first, by the p99 of all operations, the others after them. Each operation's latency \
-             counts from when it was due.",
+            "Under --rate a candidate keeps up when each client starts {:.0}% of its operations due at least one \
+             interval before the deadline by then (the share kept is the client furthest behind's, pooled over the \
+             runs; one keeping up is never a whole interval behind, one that is not falls further behind as the \
+             window goes on); those that keep up rank first, by the p99 of all operations, the others after them. \
+             Each operation's latency counts from when it was due; an operation due and not started by the \
+             deadline counts at its lateness then.",
             KEEP_UP * 100.0
         ));
     }

@@ -88,7 +88,7 @@ impl ClientsPlan {
     /// Checks what can be checked before any work, for the `stores`
     /// considered: under processes some must remain, and SQLite's one
     /// writer connection cannot be asked for.
-    pub fn validate(&self, stores: &[Store]) -> Result<()> {
+    pub fn validate(&self, stores: &[Store], quick: bool) -> Result<()> {
         if self.clients == 0 || self.clients > MAX_CLIENTS {
             return Err(Error::invalid(format!("--clients {} must be from 1 to {MAX_CLIENTS}", self.clients)));
         }
@@ -122,7 +122,16 @@ impl ClientsPlan {
                 )));
             }
         }
-        crate::drivers::clients::check_rate(self.rate, self.clients, crate::util::cores())?;
+        // Before anything is built: the rate is one client's alone at the
+        // first client count, and every count's window must hold an
+        // operation due for each of its clients.
+        if self.runs() {
+            let cost = crate::measure::pace::wait_cost();
+            crate::drivers::clients::check_rate(self.rate, 1, crate::util::cores(), cost)?;
+            for n in self.levels() {
+                crate::drivers::clients::check_window(n, window(quick, n, self.rate), self.rate)?;
+            }
+        }
         if self.p99_write.is_some_and(|d| d.is_zero()) {
             return Err(Error::invalid("--p99-write must be longer than 0"));
         }

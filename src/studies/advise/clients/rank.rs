@@ -5,13 +5,14 @@
 //! round. SQLite's rows are ranked once per way of writing, each with the
 //! faster of its two read paths at that N (the other's figure kept
 //! beside it). Under `--rate R`: first whether a candidate keeps up
-//! (completes [`KEEP_UP`] of the operations due in its windows), then by
+//! (its client furthest behind started [`KEEP_UP`] of its operations due
+//! at least one interval before the deadline, [`kept_up`]), then by
 //! its p99 at R; every candidate that keeps up ranks above every one that
 //! does not, whose throughput is about R alike and says nothing.
 
 use super::row::{arm_id, Row};
 use super::section::{ClientsArmRecord, ClientsSection};
-use crate::drivers::clients::KEEP_UP;
+use crate::drivers::clients::{kept_up, KEEP_UP};
 use crate::measure::paired::{median_sorted, PairedRatio};
 use crate::measure::rounds::RoundSet;
 use crate::measure::Latency;
@@ -34,9 +35,11 @@ pub struct AtClients {
     /// The slowest client's operations over the median client's, in the
     /// median run and in the lowest (None in older files).
     pub spread: Option<Spread>,
-    /// Under a rate: the operations completed in the windows over those
-    /// due, all timed runs.
-    pub completed: Option<f64>,
+    /// Under a rate: how much of its schedule the client furthest behind
+    /// kept (the share of its operations due at least one interval before
+    /// the deadline that it had started by then), pooled over the timed
+    /// runs ([`kept_up`]).
+    pub kept: Option<f64>,
     /// SQLite: the other read path's throughput at this N, set aside.
     pub other_read_ops_per_s: Option<f64>,
 }
@@ -44,7 +47,7 @@ pub struct AtClients {
 impl AtClients {
     /// Under a rate: whether it kept up. Always true in a closed loop.
     pub fn keeps_up(&self) -> bool {
-        self.completed.is_none_or(|c| c >= KEEP_UP)
+        self.kept.is_none_or(|c| c >= KEEP_UP)
     }
 }
 
@@ -101,13 +104,6 @@ fn client_spread(a: &ClientsArmRecord) -> Option<Spread> {
     Some(Spread { median: median_sorted(&shares), lowest })
 }
 
-/// Operations completed over operations due, over every timed run.
-fn completed(a: &ClientsArmRecord) -> Option<f64> {
-    let due: u64 = a.runs.iter().filter_map(|r| r.due).sum();
-    let ops: u64 = a.runs.iter().filter(|r| r.due.is_some()).map(|r| r.ops).sum();
-    (due > 0).then(|| ops as f64 / due as f64)
-}
-
 /// Every operation's p99 over the classes' histograms merged.
 fn all_p99(a: &ClientsArmRecord) -> Option<f64> {
     let encoded: Vec<&str> = a.classes.iter().map(|c| c.histogram.as_str()).collect();
@@ -128,7 +124,7 @@ fn measured(section: &ClientsSection, set: &RoundSet, a: &ClientsArmRecord) -> O
         p99_us: all_p99(a),
         busy_waits: a.busy_waits,
         spread: client_spread(a),
-        completed: section.rate_ops_s.and_then(|_| completed(a)),
+        kept: section.rate_ops_s.and_then(|_| kept_up(&a.runs)),
         other_read_ops_per_s: None,
     })
 }
@@ -154,7 +150,7 @@ pub fn at(section: &ClientsSection, set: &RoundSet, clients: u32) -> RankingAt {
         None => lines.sort_by(|a, b| b.ops_per_s.total_cmp(&a.ops_per_s)),
         Some(_) => lines.sort_by(|a, b| {
             let p99 = |x: &AtClients| x.p99_us.unwrap_or(f64::INFINITY);
-            let done = |x: &AtClients| x.completed.unwrap_or(0.0);
+            let done = |x: &AtClients| x.kept.unwrap_or(0.0);
             b.keeps_up().cmp(&a.keeps_up()).then_with(|| match a.keeps_up() {
                 true => p99(a).total_cmp(&p99(b)),
                 false => done(b).total_cmp(&done(a)),

@@ -17,18 +17,22 @@ fn client_counts_double_up_to_n() {
 fn bad_plans_are_refused() {
     let plan = |clients, are, p99_write| ClientsPlan { clients, are, p99_write, ..ClientsPlan::ONE };
     let stores = [Store::Sqlite];
-    assert!(plan(0, ClientsAre::Threads, None).validate(&stores).unwrap_err().to_string().contains("--clients 0"));
-    assert!(plan(1025, ClientsAre::Threads, None).validate(&stores).is_err());
+    assert!(plan(0, ClientsAre::Threads, None)
+        .validate(&stores, true)
+        .unwrap_err()
+        .to_string()
+        .contains("--clients 0"));
+    assert!(plan(1025, ClientsAre::Threads, None).validate(&stores, true).is_err());
     assert!(plan(4, ClientsAre::Threads, Some(Duration::ZERO))
-        .validate(&stores)
+        .validate(&stores, true)
         .unwrap_err()
         .to_string()
         .contains("--p99-write"));
-    assert!(plan(4, ClientsAre::Processes, None).validate(&stores).is_err(), "no program to start");
-    assert!(plan(1024, ClientsAre::Threads, Some(Duration::from_millis(5))).validate(&stores).is_ok());
+    assert!(plan(4, ClientsAre::Processes, None).validate(&stores, true).is_err(), "no program to start");
+    assert!(plan(1024, ClientsAre::Threads, Some(Duration::from_millis(5))).validate(&stores, true).is_ok());
     for rate in [0.0, -1.0, 1e7] {
         let p = ClientsPlan { rate: Some(rate), ..plan(2, ClientsAre::Threads, None) };
-        assert!(p.validate(&stores).unwrap_err().to_string().contains("--rate"));
+        assert!(p.validate(&stores, true).unwrap_err().to_string().contains("--rate"));
     }
     // SQLite's one writer connection asked for with client processes.
     let launcher = Some(Launcher { exe: "/bin/true".into(), args: Vec::new() });
@@ -38,11 +42,11 @@ fn bad_plans_are_refused() {
             sqlite_writers: Some(asked),
             ..plan(4, ClientsAre::Processes, None)
         };
-        let e = p.validate(&stores).unwrap_err().to_string();
+        let e = p.validate(&stores, true).unwrap_err().to_string();
         assert!(e.starts_with("--sqlite-writers one with --clients-are processes: SQLite's one writer"), "{e}");
     }
     let p = ClientsPlan { launcher, ..plan(4, ClientsAre::Processes, None) };
-    assert!(p.validate(&stores).is_ok(), "by default processes measure a connection per client");
+    assert!(p.validate(&stores, true).is_ok(), "by default processes measure a connection per client");
     assert_eq!(p.rows(Store::Sqlite).len(), 2, "its two read paths");
     assert_eq!(plan(4, ClientsAre::Threads, None).rows(Store::Sqlite).len(), 4, "and with threads, one writer too");
     assert!(!plan(1, ClientsAre::Threads, None).runs());
@@ -64,15 +68,15 @@ fn processes_exclude_the_stores_one_process_alone_may_open() {
     let out: Vec<ClientsExclusion> = out.into_iter().skip(1).collect();
     let launcher = Launcher { exe: "/bin/true".into(), args: Vec::new() };
     let plan = ClientsPlan { clients: 2, are: ClientsAre::Processes, launcher: Some(launcher), ..ClientsPlan::ONE };
-    assert!(plan.validate(&all).is_ok());
-    let e = plan.validate(&[redb, fjall]).unwrap_err().to_string();
+    assert!(plan.validate(&all, true).is_ok());
+    let e = plan.validate(&[redb, fjall], true).unwrap_err().to_string();
     assert!(e.starts_with("--clients-are processes: no candidate remains"), "{e}");
     assert!(e.contains(&format!("redb: {}", out[0].why)) && e.contains(&format!("fjall: {}", out[1].why)), "{e}");
     assert!(!e.contains('\n'));
     // One client is no clients' stage: nothing to exclude.
-    assert!(ClientsPlan { clients: 1, ..plan.clone() }.validate(&[redb]).is_ok());
+    assert!(ClientsPlan { clients: 1, ..plan.clone() }.validate(&[redb], true).is_ok());
     // SQLite alone keeps its per-client rows.
-    assert!(plan.validate(&[Store::Sqlite]).is_ok());
+    assert!(plan.validate(&[Store::Sqlite], true).is_ok());
 }
 
 /// A latency histogram of `values` (ns), serialised.
