@@ -171,7 +171,12 @@ pub fn timed_session<K: FnOnce(u32) -> KeySequence>(
 }
 
 /// The measured loop: one operation, one clock read when latency is on, the
-/// next key. Everything else was prepared before it.
+/// next key. Everything else was prepared before it. With latency on, the
+/// loop starts at the first op's "previous" timestamp and ends at the last
+/// op's, so its time is exactly the sum of the latencies: no stretch of it
+/// (a preemption between two clock reads, the last op's record) lies outside
+/// every op's latency. Without latency, it ends after the last op's
+/// bookkeeping.
 #[inline(never)]
 fn timed_loop<S: Session + ?Sized, W: LoopWork, L: LatencySink>(
     session: &mut S,
@@ -185,8 +190,8 @@ fn timed_loop<S: Session + ?Sized, W: LoopWork, L: LatencySink>(
     let limit = miss_limit(max_id);
     let mut misses_in_a_row = 0u64;
     let clock = measure::op_clock();
-    let start = Instant::now();
-    let mut prev = clock.raw();
+    let start = clock.raw();
+    let mut prev = start;
     while ops < count {
         let (n, class) = work.step(session, keys.current())?;
         if L::ENABLED {
@@ -209,6 +214,10 @@ fn timed_loop<S: Session + ?Sized, W: LoopWork, L: LatencySink>(
             bytes += n;
         }
     }
-    let end = Instant::now();
+    let end = if L::ENABLED { prev } else { Instant::now() };
     Ok(LoopTotals { ops, misses, bytes, start, end })
 }
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;
