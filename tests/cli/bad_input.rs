@@ -486,7 +486,7 @@ fn engine_cases() -> Vec<Case> {
         case("export: s3 CA file not PEM", db, &["export", "@db", "@t", "--engine", "s3", "--s3", "https://127.0.0.1:1", "--s3-bucket", "bkt", "--s3-ca", "@db"], Fail("no PEM certificate")),
         case("run: s3 CA file not PEM", db, &["run", "@db", "--s3-ca", "@db"], Fail("no PEM certificate")),
         case("export: s3 addressing unknown", db, &["export", "@db", "@t", "--engine", "s3", "--s3-addressing", "sideways"], Fail("invalid value 'sideways'")),
-        case("export: unknown --s3-server", db, &["export", "@db", "@t", "--engine", "s3", "--s3-server", "minio"], Fail("unknown --s3-server 'minio' (expected swift, seaweedfs)")),
+        case("export: unknown --s3-server", db, &["export", "@db", "@t", "--engine", "s3", "--s3-server", "minio"], Fail("unknown --s3-server 'minio' (expected swift, swift-3hosts, seaweedfs, seaweedfs-2hosts)")),
         case("suite: unknown --s3-server", none, &["suite", "--engines", "s3", "--s3-server", "ceph", "--workdir", "@", "--out", "@rep"], Fail("unknown --s3-server 'ceph'")),
         case("crashtest: unknown --s3-server", none, &["crashtest", "--method", "s3-durable", "--s3-server", "x", "--workdir", "@"], Fail("unknown --s3-server 'x'")),
         // Issue 50: a listed key outside the prefix; a dataset another
