@@ -65,8 +65,16 @@ fn a_killed_runs_replicated_store_is_ended_namespaces_and_all_by_the_next_comman
 
     let mut run = endless_run(&t);
     let pid = run.id() as i32;
+    // Started: every server's pid recorded, the filer's last, then the
+    // ports. (A kill between a server's spawn and its pid file's write is
+    // another case: that server is found by no pid file.)
+    let run_dir = t.join("seaweedfs-2hosts/run");
     wait_until("the run starts the store", &mut run, || {
-        listed(&t).contains(&pid) && volume_pid("h1").is_file() && volume_pid("h2").is_file()
+        listed(&t).contains(&pid)
+            && volume_pid("h1").is_file()
+            && volume_pid("h2").is_file()
+            && run_dir.join("filer.pid").is_file()
+            && run_dir.join("ports.json").is_file()
     });
     assert_eq!(namespaces_of(pid).len(), 3, "a namespace for each host and the switch: {:?}", namespaces_of(pid));
     let servers: Vec<i32> = servers_under(dir.path()).into_iter().filter(|&p| p != pid).collect();
@@ -75,7 +83,16 @@ fn a_killed_runs_replicated_store_is_ended_namespaces_and_all_by_the_next_comman
     run.wait().unwrap();
 
     ok(&["drop", s(&t)]);
-    assert!(servers.iter().all(|&p| !alive(p)), "every server ended");
+    let left: Vec<String> = servers
+        .iter()
+        .filter(|&&p| alive(p))
+        .map(|p| {
+            let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            format!("{p} [{}] {}", stat.trim(), String::from_utf8_lossy(&cmd).replace('\0', " "))
+        })
+        .collect();
+    assert!(left.is_empty(), "every server ended; still running: {left:?}");
     assert_eq!(namespaces_of(pid), Vec::<String>::new(), "the killed run's namespaces are gone");
     assert!(!t.exists() && servers_under(dir.path()).is_empty(), "the dataset removed, nothing left");
 }
