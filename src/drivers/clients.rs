@@ -192,6 +192,10 @@ enum Clients {
 /// One store used by `clients` clients at once, each running `mix`,
 /// prepared outside every timer and run once at a time, as one arm of
 /// interleaved rounds ([`measure::rounds`]).
+/// The longest a closed loop's window grows to when no operation ended in
+/// the one planned ([`ClientsArm`]'s runs).
+const LONGEST_WINDOW: Duration = Duration::from_secs(10);
+
 pub struct ClientsArm {
     /// Kept open for the arm's life, with whatever handle the engine
     /// keeps between sessions (a long-running application's), shared by
@@ -288,12 +292,25 @@ impl ClientsArm {
         let round = if ctx.timed { self.timed_runs + 1 } else { 0 };
         // The rounds time every op only when they keep latencies.
         let timed = ctx.timed && ctx.latency.is_some();
-        let (done, window) = match &mut self.how {
-            Clients::Threads(scripts) => {
-                let turn = RunTurn { max_id: self.max_id, round, timed, rate: self.rate };
-                run_clients(self.engine.as_ref(), scripts, turn, self.window)?
+        let (done, window) = loop {
+            let (done, window) = match &mut self.how {
+                Clients::Threads(scripts) => {
+                    let turn = RunTurn { max_id: self.max_id, round, timed, rate: self.rate };
+                    run_clients(self.engine.as_ref(), scripts, turn, self.window)?
+                }
+                Clients::Processes(p) => p.run(ClientOrder { round, timed }, self.window)?,
+            };
+            // A closed loop whose window no operation outlasted has no
+            // figure: the window this machine's store needs is longer than
+            // the one planned (a durable write behind a loaded disk), so
+            // the arm's window is doubled for this run and the next, up to
+            // a bound (the window each record states is the arm's last).
+            let none_ended = done.iter().all(|d| d.span.ops == 0);
+            if none_ended && self.rate.is_none() && self.window < LONGEST_WINDOW {
+                self.window = (self.window * 2).min(LONGEST_WINDOW);
+                continue;
             }
-            Clients::Processes(p) => p.run(ClientOrder { round, timed }, self.window)?,
+            break (done, window);
         };
         let spans: Vec<ClientSpan> = done.iter().map(|d| d.span).collect();
         let outcome = window_outcome(&spans, window, self.rate)?;

@@ -128,6 +128,22 @@ fn a_starved_client_shows_in_the_spread_and_the_tail_never_in_the_runs_length() 
     assert!(out.phases.close_ns >= window.as_nanos() as u64, "and its overrun is a one-off, apart: {:?}", out.phases);
 }
 
+/// A closed loop whose first operation outlasts the planned window (a
+/// durable write behind a loaded disk) ends no operation in it: the arm
+/// doubles its window until one ends, rather than ending advise, and its
+/// figure is of the window that held it.
+#[test]
+fn a_closed_loop_whose_operation_outlasts_its_window_lengthens_the_window() {
+    let window = Duration::from_millis(20);
+    let pause = window * 3;
+    let store = Box::new(Starving { client: 0, at_read: 1, pause });
+    let mut arm = ClientsArm::prepare(store, 1, Mix { read: 1, write: 0 }, window, 3, None).unwrap();
+    let out = arm.run(measure::RunContext { latency: None, timed: true }).unwrap();
+    assert!(out.ops >= 1, "an operation ended in the lengthened window");
+    assert!(arm.window() > pause, "the window grew past the operation: {:?}", arm.window());
+    assert!(arm.window() <= LONGEST_WINDOW);
+}
+
 /// A store that keeps one client from 5% of its due operations: at 2,000
 /// ops/s over 2 clients and a 100 ms window each client has 100 due;
 /// client 0's 95th operation stalls past the deadline, so its last 5 are
