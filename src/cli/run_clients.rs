@@ -58,7 +58,7 @@ pub fn run(opts: &RunOptions, c: &ClientsRun) -> anyhow::Result<String> {
     let measured = blobbench::measure::measure(&plan, None, |ctx| arm.run(ctx))?;
     let per_s: Vec<f64> = measured.runs.iter().map(|r| 1e6 / r.figure()).collect();
     let commits = (mix.write > 0).then_some(opts.settings.commit_every.unwrap_or(1));
-    let mut o = header(c, mix, commits, &per_s, arm.tally());
+    let mut o = header(c, mix, commits, &per_s, arm.tally(), arm.window());
     schedule(&mut o, &arm);
     latencies(&mut o, arm.tally(), &per_s);
     for w in &measured.warnings {
@@ -68,7 +68,14 @@ pub fn run(opts: &RunOptions, c: &ClientsRun) -> anyhow::Result<String> {
 }
 
 /// What ran, and its throughput: the median run's and the range.
-fn header(c: &ClientsRun, mix: Mix, commits: Option<u32>, per_s: &[f64], tally: &ClientsTally) -> String {
+fn header(
+    c: &ClientsRun,
+    mix: Mix,
+    commits: Option<u32>,
+    per_s: &[f64],
+    tally: &ClientsTally,
+    window: Duration,
+) -> String {
     let mut o = String::new();
     let (median, lo, hi) = median_and_range(per_s);
     let how = if c.processes { "processes" } else { "threads" };
@@ -80,8 +87,15 @@ fn header(c: &ClientsRun, mix: Mix, commits: Option<u32>, per_s: &[f64], tally: 
         mix.read,
         mix.write,
         per_s.len(),
-        c.window.as_secs_f64()
+        window.as_secs_f64()
     );
+    if window != c.window {
+        let _ = writeln!(
+            o,
+            "the window grew from the {:.3} s asked: no operation ended in it (a closed loop doubles it until one does)",
+            c.window.as_secs_f64()
+        );
+    }
     if let Some(n) = commits {
         let _ = writeln!(o, "each client's writes committed every {n} (--commit-every; 1 unless given)");
     }
