@@ -171,8 +171,10 @@ pub(super) fn client_link_name(tag: &str) -> String {
 /// when it exists (its peer goes with it).
 pub(super) fn remove_client_link(tag: &str) -> Result<()> {
     let name = client_link_name(tag);
-    if Path::new("/sys/class/net").join(&name).exists() {
-        ip(&["link", "del", &name])?;
+    let link = Path::new("/sys/class/net").join(&name);
+    if link.exists() {
+        // Gone meanwhile (another reaper's) is done too.
+        ip(&["link", "del", &name]).or_else(|e| if link.exists() { Err(e) } else { Ok(()) })?;
     }
     Ok(())
 }
@@ -185,7 +187,8 @@ pub(super) fn remove_namespace(name: &str) -> Result<()> {
         return Ok(());
     }
     kill_all(&processes_in(&path), &path)?;
-    ip(&["netns", "del", name])
+    // Another process's reaper may have deleted it meanwhile: gone is done.
+    ip(&["netns", "del", name]).or_else(|e| if path.exists() { Err(e) } else { Ok(()) })
 }
 
 /// The processes whose network namespace is the one bound at `path`.

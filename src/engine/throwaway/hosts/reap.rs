@@ -76,7 +76,12 @@ fn end_set(tag: &str, root: &Path) -> Result<()> {
         }
     }
     if std::fs::read_to_string(root.join(MARKER)).is_ok_and(|t| t == tag) {
-        std::fs::remove_dir_all(root).map_err(|e| Error::io(root, "cannot remove a killed run's hosts", e))?;
+        match std::fs::remove_dir_all(root) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::io(root, "cannot remove a killed run's hosts", e));
+            }
+            _ => {}
+        }
     }
     Ok(())
 }
