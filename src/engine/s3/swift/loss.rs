@@ -161,16 +161,33 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
         .arg(to)
         .output()
         .map_err(|e| Error::io(from, "cannot run cp to copy", e))?;
-    if out.status.success() {
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.success() || only_vanished(&err) {
         return Ok(());
     }
-    let err = String::from_utf8_lossy(&out.stderr);
     Err(Error::bad_input(from, format!("cannot be copied: {}", err.trim())))
+}
+
+/// Whether every complaint of `cp` is of a file that went while it copied:
+/// the survivors serve writes meanwhile, and Swift replaces an object's
+/// file by a newer one (deleting the old), which its replicator brings to
+/// the new disk later. Any other error fails the copy.
+fn only_vanished(stderr: &str) -> bool {
+    let mut lines = stderr.lines().filter(|l| !l.trim().is_empty()).peekable();
+    lines.peek().is_some() && lines.all(|l| l.contains("No such file or directory"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_copy_is_whole_but_for_the_files_that_went_while_it_ran() {
+        let gone = "cp: cannot stat '/d/objects/829/52e/x/1.data': No such file or directory\n";
+        assert!(only_vanished(gone));
+        assert!(!only_vanished(""), "a failure that says nothing is a failure");
+        assert!(!only_vanished(&format!("{gone}cp: cannot create regular file '/n/x': No space left on device\n")));
+    }
 
     #[test]
     fn the_newest_version_of_an_object_is_told_by_its_files_timestamps() {
