@@ -44,7 +44,9 @@ fn every_clients_operations_in_the_window_are_counted_and_each_op_timed_once() {
         let (all, outs) = runs(&mut arm);
         let tally = arm.tally();
         for (out, count) in outs.iter().zip(&tally.runs) {
-            assert!(out.phases.loop_ns <= WINDOW.as_nanos() as u64, "the loop is the window at most");
+            // The arm's window: WINDOW, or longer when a write behind a
+            // busy disk outlasted it and the arm doubled it.
+            assert!(out.phases.loop_ns <= arm.window().as_nanos() as u64, "the loop is the window at most");
             assert_eq!(out.ops, count.ops);
             assert!(count.slowest <= count.median && count.median <= count.ops);
             assert_eq!(count.due, None, "a closed loop has no due times");
