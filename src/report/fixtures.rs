@@ -271,3 +271,17 @@ pub fn advise_section(
         flush: None,
     }
 }
+
+/// A crash or power-cut run of `blobs` blobs of 512 B to 64 KiB, seed 1,
+/// a commit per write: what the crash sections' tests share.
+pub fn crash_run(blobs: u32) -> crate::studies::crashtest::CrashRun {
+    crate::studies::crashtest::CrashRun {
+        blobs,
+        blob_min_bytes: 512,
+        blob_max_bytes: 65_536,
+        max_delay_us: 50_000,
+        seed: 1,
+        workdir: "/tmp".into(),
+        commit_every: 1,
+    }
+}

@@ -83,7 +83,7 @@ pub fn sections(files: &[ResultFile]) -> Vec<Section> {
 mod tests {
     use super::*;
     use crate::report::fixtures::suite;
-    use crate::studies::crashtest::{CheckTotals, CrashMethodResult, CrashRun};
+    use crate::studies::crashtest::{CheckTotals, CrashMethodResult};
 
     fn crash_file(torn_in_wal: u64) -> ResultFile {
         let method = |name: &str, promises_atomic: bool, torn: u64| CrashMethodResult {
@@ -105,15 +105,7 @@ mod tests {
         f.crashtest = Some(CrashSection {
             fault: "SIGKILL".into(),
             kills_per_method: 50,
-            run: CrashRun {
-                blobs: 100,
-                blob_min_bytes: 512,
-                blob_max_bytes: 65_536,
-                max_delay_us: 50_000,
-                seed: 1,
-                workdir: "/tmp".into(),
-                commit_every: 1,
-            },
+            run: crate::report::fixtures::crash_run(100),
             methods: vec![method("db-wal-normal", true, torn_in_wal), method("truncate", false, 7)],
         });
         f

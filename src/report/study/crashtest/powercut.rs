@@ -113,7 +113,7 @@ fn lost_chart(label: &str, c: &PowerCutSection, several: bool) -> Figure {
 mod tests {
     use super::*;
     use crate::report::fixtures::suite;
-    use crate::studies::crashtest::{CrashRun, PowerCutMethodResult};
+    use crate::studies::crashtest::PowerCutMethodResult;
 
     #[test]
     fn one_row_per_method_and_broken_promises_named() {
@@ -131,15 +131,7 @@ mod tests {
             model: "strict".into(),
             model_description: "drops".into(),
             cuts_per_method: 6,
-            run: CrashRun {
-                blobs: 40,
-                blob_min_bytes: 512,
-                blob_max_bytes: 65_536,
-                max_delay_us: 50_000,
-                seed: 1,
-                workdir: "/tmp".into(),
-                commit_every: 1,
-            },
+            run: crate::report::fixtures::crash_run(40),
             methods: vec![method("db-wal-full", 0), method("inplace-fsync", 3)],
             not_on_layer: Vec::new(),
             fsync_failure: Vec::new(),

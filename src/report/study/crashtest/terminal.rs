@@ -147,15 +147,7 @@ mod tests {
         f.crashtest = Some(CrashSection {
             fault: "SIGKILL".into(),
             kills_per_method: 3,
-            run: CrashRun {
-                blobs: 100,
-                blob_min_bytes: 512,
-                blob_max_bytes: 65_536,
-                max_delay_us: 50_000,
-                seed: 1,
-                workdir: "/tmp".into(),
-                commit_every: 1,
-            },
+            run: crate::report::fixtures::crash_run(100),
             methods: vec![CrashMethodResult {
                 method: "db-wal".into(),
                 kills: 3,
@@ -167,15 +159,7 @@ mod tests {
             model: "strict".into(),
             model_description: "drops".into(),
             cuts_per_method: 1,
-            run: CrashRun {
-                blobs: 40,
-                blob_min_bytes: 512,
-                blob_max_bytes: 65_536,
-                max_delay_us: 50_000,
-                seed: 1,
-                workdir: "/tmp".into(),
-                commit_every: 1,
-            },
+            run: crate::report::fixtures::crash_run(40),
             not_on_layer: Vec::new(),
             methods: vec![PowerCutMethodResult {
                 method: "files-x".into(),
