@@ -7,9 +7,14 @@
 //!   reference_loops read  STORE PATH COUNT [SESSIONS]
 //!   reference_loops write STORE PATH COUNT [SESSIONS]
 //!   reference_loops clients STORE PATH N WINDOW_MS [threads|processes] [READ:WRITE]
+//!   reference_loops open STORE PATH N WINDOW_MS RATE [threads|processes] [READ:WRITE]
+//!   reference_loops standby URL N WINDOW_MS [threads|processes]
 //!   reference_loops flush DIR [TRIALS]
 //!
-//! `clients` (N clients over one window, issue 42) is in [`clients`];
+//! `clients` (N clients over one window, issue 42) and `open` (the same at
+//! a rate, an open loop, issue 49) are in [`clients`]; `standby` (durable
+//! writes on a PostgreSQL whose commits wait for a synchronous standby,
+//! issue 48) in [`standby`];
 //! `flush` (what one flush costs on DIR's disk) in [`flush`]. What
 //! follows is about `read` and `write`.
 //!
@@ -39,6 +44,12 @@ use std::time::Instant;
 mod clients;
 #[path = "reference_loops/flush.rs"]
 mod flush;
+#[path = "reference_loops/open_loop.rs"]
+mod open_loop;
+#[path = "reference_loops/pg_store.rs"]
+mod pg_store;
+#[path = "reference_loops/standby.rs"]
+mod standby;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -51,12 +62,16 @@ fn main() {
 
 const USAGE: &str = "usage: reference_loops read|write STORE PATH COUNT [SESSIONS]\n       \
     reference_loops clients STORE PATH N WINDOW_MS [threads|processes] [READ:WRITE]\n       \
+    reference_loops open STORE PATH N WINDOW_MS RATE [threads|processes] [READ:WRITE]\n       \
+    reference_loops standby URL N WINDOW_MS [threads|processes]\n       \
     reference_loops flush DIR [TRIALS]";
 
 fn run() -> Res<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("clients") => return clients::main(&args[1..]),
+        Some("open") => return clients::main_open(&args[1..]),
+        Some("standby") => return standby::main(&args[1..]),
         // A client process of `clients ... processes`.
         Some("client") => return clients::child(&args[1..]),
         Some("flush") => return flush::main(&args[1..]),
@@ -188,7 +203,7 @@ fn open(store: &str, path: &Path, write: bool) -> Res<Box<dyn Store>> {
         "fjall" => Box::new(Fjall::open(path)?),
         "files" | "files-replace" => Box::new(Files::open(path, true)?),
         "files-inplace" => Box::new(Files::open(path, false)?),
-        "postgres" => Box::new(Pg::open(path)?),
+        "postgres" => Box::new(pg_store::Pg::open(path)?),
         other => return Err(format!("unknown store {other}").into()),
     })
 }
@@ -546,63 +561,6 @@ impl Store for Files {
                 }
             }
             Ok(data.len().max(1))
-        })
-    }
-}
-
-/// PostgreSQL through the `postgres` crate: one connection; reads of
-/// `SELECT v`, each its own statement (as pgbench's), the value copied; writes one
-/// autocommitted UPDATE each (synchronous_commit on: the commit waits for
-/// the WAL's fsync).
-struct Pg {
-    client: postgres::Client,
-    table: String,
-    buf: Vec<u8>,
-    sizes: Vec<usize>,
-}
-
-impl Pg {
-    fn open(url: &Path) -> Res<Pg> {
-        let url = url.to_str().ok_or("the URL is not UTF-8")?;
-        let mut client = postgres::Client::connect(url, postgres::NoTls)?;
-        client.batch_execute("SET synchronous_commit = on")?;
-        let table = std::env::var("PG_TABLE").unwrap_or_else(|_| "kv".into());
-        if !table.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err("PG_TABLE must be a plain name".into());
-        }
-        let mut sizes = Vec::new();
-        for r in client.query(&format!("SELECT k, octet_length(v)::int8 FROM {table}"), &[])? {
-            let (k, n): (i64, i64) = (r.get(0), r.get(1));
-            if k as usize >= sizes.len() {
-                sizes.resize(k as usize + 1, 0);
-            }
-            sizes[k as usize] = n as usize;
-        }
-        Ok(Pg { client, table, buf: Vec::new(), sizes })
-    }
-}
-
-impl Store for Pg {
-    fn max_key(&mut self) -> Res<u32> {
-        let max: i64 = self.client.query_one(&format!("SELECT max(k)::int8 FROM {}", self.table), &[])?.get(0);
-        Ok(u32::try_from(max)?)
-    }
-
-    fn read_session(&mut self, keys: &mut Keys, count: u64) -> Res<u64> {
-        let st = self.client.prepare(&format!("SELECT v FROM {} WHERE k = $1", self.table))?;
-        let (client, buf) = (&mut self.client, &mut self.buf);
-        timed(keys, count, |k| {
-            Ok(client.query_opt(&st, &[&i64::from(k)])?.map_or(0, |r| copy_out(buf, r.get::<_, &[u8]>(0))))
-        })
-    }
-
-    fn write_session(&mut self, keys: &mut Keys, count: u64, content: &mut Content) -> Res<u64> {
-        let st = self.client.prepare(&format!("UPDATE {} SET v = $2 WHERE k = $1", self.table))?;
-        let (client, sizes) = (&mut self.client, &self.sizes);
-        timed(keys, count, |k| {
-            let n = sizes.get(k as usize).copied().unwrap_or(0);
-            let changed = client.execute(&st, &[&i64::from(k), &content.next(n)])?;
-            Ok(if changed == 1 { n.max(1) } else { 0 })
         })
     }
 }

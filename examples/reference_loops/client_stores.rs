@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::{copy_out, os_err, Lmdb, Res};
+use crate::{copy_out, os_err, Fjall, Lmdb, Res, REDB_TABLE};
 
 /// SQLite's busy timeout (sqlite3_busy_timeout: SQLite's own handler,
 /// which sleeps 1, 2, 5, 10 ... ms between tries).
@@ -34,10 +34,19 @@ pub enum Kind {
     /// A connection per client (synchronous_commit on); prepared SELECT,
     /// autocommitted UPDATE.
     Postgres,
+    /// One `Database` per process (redb locks its file); a read
+    /// transaction per read, a write transaction per write with
+    /// `Durability::Immediate`.
+    Redb,
+    /// One `Database` per process (fjall locks its directory), keyspace
+    /// `blobs`; `Keyspace::get` per read, `insert` then
+    /// `persist(SyncAll)` per write.
+    Fjall,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [Kind::Files, Kind::SqlitePerConn, Kind::SqliteOneWriter, Kind::Lmdb, Kind::Postgres];
+    pub const ALL: [Kind; 7] =
+        [Kind::Files, Kind::SqlitePerConn, Kind::SqliteOneWriter, Kind::Lmdb, Kind::Postgres, Kind::Redb, Kind::Fjall];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -46,6 +55,8 @@ impl Kind {
             Kind::SqliteOneWriter => "sqlite-one-writer",
             Kind::Lmdb => "lmdb",
             Kind::Postgres => "postgres",
+            Kind::Redb => "redb",
+            Kind::Fjall => "fjall",
         }
     }
 
@@ -58,8 +69,13 @@ impl Kind {
 
     /// Why the store cannot run as processes, if it cannot.
     pub fn not_as_processes(self) -> Option<&'static str> {
-        (self == Kind::SqliteOneWriter)
-            .then_some("one writer connection behind a mutex exists only inside one process: use threads")
+        match self {
+            Kind::SqliteOneWriter => {
+                Some("one writer connection behind a mutex exists only inside one process: use threads")
+            }
+            Kind::Redb | Kind::Fjall => Some("it locks its database for one process: use threads"),
+            _ => None,
+        }
     }
 }
 
@@ -80,6 +96,8 @@ enum Shared {
     Lmdb(Lmdb),
     /// The one write connection.
     Writer(Mutex<rusqlite::Connection>),
+    Redb(redb::Database),
+    Fjall(Fjall),
 }
 
 impl Process {
@@ -113,6 +131,27 @@ impl Process {
                 }
                 drop(txn);
                 (pairs_to_sizes(pairs)?, Shared::Lmdb(lmdb))
+            }
+            Kind::Redb => {
+                use redb::{ReadableDatabase, ReadableTable};
+                let db = redb::Database::open(path)?;
+                let txn = db.begin_read()?;
+                let mut pairs = Vec::new();
+                for kv in txn.open_table(REDB_TABLE)?.iter()? {
+                    let (k, v) = kv?;
+                    pairs.push((i64::from(u32::from_be_bytes(k.value())), v.value().len() as i64));
+                }
+                drop(txn);
+                (pairs_to_sizes(pairs)?, Shared::Redb(db))
+            }
+            Kind::Fjall => {
+                let fjall = Fjall::open(path)?;
+                let mut pairs = Vec::new();
+                for kv in fjall.ks.iter() {
+                    let (k, v) = kv.into_inner()?;
+                    pairs.push((i64::from(u32::from_be_bytes(k.as_ref().try_into()?)), v.len() as i64));
+                }
+                (pairs_to_sizes(pairs)?, Shared::Fjall(fjall))
             }
             Kind::Postgres => {
                 let mut client = postgres::Client::connect(url(path)?, postgres::NoTls)?;
@@ -220,7 +259,11 @@ pub fn with_client<T>(p: &Process, index: u32, body: impl FnOnce(&mut dyn Client
             let update = client.prepare(&format!("UPDATE {table} SET v = $2 WHERE k = $1"))?;
             body(&mut PgClient { client, select, update, buf: Vec::new() })
         }
-        (Kind::Lmdb, _) => Err("LMDB's environment was not opened".into()),
+        (Kind::Redb, Shared::Redb(db)) => body(&mut RedbClient { db, buf: Vec::new() }),
+        (Kind::Fjall, Shared::Fjall(fjall)) => body(&mut FjallClient { fjall, buf: Vec::new() }),
+        (Kind::Lmdb | Kind::Redb | Kind::Fjall, _) => {
+            Err(format!("{}'s database was not opened", p.kind.name()).into())
+        }
     }
 }
 
@@ -388,5 +431,48 @@ impl Client for PgClient {
     fn write(&mut self, key: u32, data: &[u8]) -> Res<()> {
         let changed = self.client.execute(&self.update, &[&i64::from(key), &data])?;
         one_row(changed, key)
+    }
+}
+
+struct RedbClient<'p> {
+    db: &'p redb::Database,
+    buf: Vec<u8>,
+}
+
+impl Client for RedbClient<'_> {
+    fn read(&mut self, key: u32) -> Res<()> {
+        use redb::ReadableDatabase;
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(REDB_TABLE)?;
+        let v = table.get(key.to_be_bytes())?.ok_or("a key has no blob")?;
+        copy_out(&mut self.buf, v.value());
+        Ok(())
+    }
+
+    fn write(&mut self, key: u32, data: &[u8]) -> Res<()> {
+        let mut txn = self.db.begin_write()?;
+        txn.set_durability(redb::Durability::Immediate)?;
+        txn.open_table(REDB_TABLE)?.insert(key.to_be_bytes(), data)?;
+        txn.commit()?;
+        Ok(())
+    }
+}
+
+struct FjallClient<'p> {
+    fjall: &'p Fjall,
+    buf: Vec<u8>,
+}
+
+impl Client for FjallClient<'_> {
+    fn read(&mut self, key: u32) -> Res<()> {
+        let v = self.fjall.ks.get(key.to_be_bytes())?.ok_or("a key has no blob")?;
+        copy_out(&mut self.buf, &v);
+        Ok(())
+    }
+
+    fn write(&mut self, key: u32, data: &[u8]) -> Res<()> {
+        self.fjall.ks.insert(key.to_be_bytes(), data)?;
+        self.fjall.db.persist(fjall::PersistMode::SyncAll)?;
+        Ok(())
     }
 }

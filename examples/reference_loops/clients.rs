@@ -1,11 +1,13 @@
-//! N clients at once over one window (issue 42's parity loops):
+//! N clients at once over one window (issue 42's parity loops), in a
+//! closed loop or (`open`, issue 49) an open loop at a rate:
 //!
 //!   reference_loops clients STORE PATH N WINDOW_MS [threads|processes] [READ:WRITE]
+//!   reference_loops open STORE PATH N WINDOW_MS RATE [threads|processes] [READ:WRITE]
 //!
 //! STORE: files (a flat kvtest directory), sqlite-per-conn,
-//! sqlite-one-writer (threads only), lmdb, postgres (PATH a
-//! `postgresql://` URL; table `kv`, or `PG_TABLE`). See [`stores`] for
-//! what each client does.
+//! sqlite-one-writer, lmdb, redb, fjall (the last three kinds: threads
+//! only), postgres (PATH a `postgresql://` URL; table `kv`, or
+//! `PG_TABLE`). See [`stores`] for what each client does.
 //!
 //! Every client opens first (outside the window): its own connection,
 //! handle, statements, RNG and content. Threads then meet at one barrier;
@@ -15,18 +17,22 @@
 //! and sends that start and the deadline (start + WINDOW_MS) to every
 //! child: CLOCK_MONOTONIC is one clock for every process on the machine.
 //!
-//! Each client runs closed loop until the deadline: it draws a key
+//! In a closed loop each client runs until the deadline: it draws a key
 //! uniformly over 1..=max from its own seeded RNG, then read or overwrite
 //! by the mix (default 90:10); an overwrite writes the same size with new
 //! content (random, and other than any earlier run's), its own durable
 //! commit. An operation counts if it completed
 //! before the deadline. One clock read per operation: the latency is the
 //! time since the client's previous operation ended (its key and mix
-//! draws included).
+//! draws included). The open loop paces the same draws and operations to
+//! due times ([`open_loop`]), each latency from its due time, after one
+//! untimed warm-up window (blobbench's `--warmup 1`).
 //!
 //! Output: `ops_per_s` (all clients' counted operations over the window),
 //! the operations of the slowest and the median client (the (N/2+1)-th
-//! smallest), and p50/p99 per class over every client's operations merged.
+//! smallest), and p50/p99 per class over every client's operations merged;
+//! in an open loop also `p99_us` over both classes, the operations due and
+//! not started, and the least share of its due operations a client started.
 
 #[path = "client_stores.rs"]
 mod stores;
@@ -39,12 +45,18 @@ use std::sync::{Barrier, OnceLock};
 use rand::{Rng, SeedableRng};
 
 use self::stores::{Client, Kind, Process};
+use crate::open_loop::{self, Pace};
 use crate::{Content, Res};
 
-const USAGE: &str = "usage: reference_loops clients STORE PATH N WINDOW_MS [threads|processes] [READ:WRITE]";
+const USAGE: &str = "usage: reference_loops clients STORE PATH N WINDOW_MS [threads|processes] [READ:WRITE]\n       \
+    reference_loops open STORE PATH N WINDOW_MS RATE [threads|processes] [READ:WRITE]";
 
 /// Client i's keys and mix draws come from an RNG seeded with SEED + i.
 const SEED: u64 = 0x5eed_0042;
+
+/// Between an open loop's warm-up window and its timed one: time for a
+/// client still in its last warm-up operation to reach the next start.
+const WARM_UP_GAP: u64 = 200_000_000;
 
 /// Reads to overwrites, e.g. 90:10.
 #[derive(Debug, Clone, Copy)]
@@ -79,8 +91,20 @@ fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// `clients ...`: a closed loop.
 pub fn main(args: &[String]) -> Res<()> {
     let [store, path, n, window_ms, rest @ ..] = args else { return Err(USAGE.into()) };
+    run_main(store, path, n, window_ms, None, rest)
+}
+
+/// `open ...`: an open loop at RATE operations per second over all clients.
+pub fn main_open(args: &[String]) -> Res<()> {
+    let [store, path, n, window_ms, rate, rest @ ..] = args else { return Err(USAGE.into()) };
+    let rate: f64 = rate.parse().ok().filter(|r: &f64| r.is_finite() && *r > 0.0).ok_or("RATE: ops/s above 0")?;
+    run_main(store, path, n, window_ms, Some(rate), rest)
+}
+
+fn run_main(store: &str, path: &str, n: &str, window_ms: &str, rate: Option<f64>, rest: &[String]) -> Res<()> {
     let kind = Kind::parse(store)?;
     let n: u32 = n.parse().ok().filter(|&n| n > 0).ok_or(USAGE)?;
     let window_ms: u64 = window_ms.parse().ok().filter(|&w| w > 0).ok_or(USAGE)?;
@@ -96,14 +120,15 @@ pub fn main(args: &[String]) -> Res<()> {
         if let Some(why) = kind.not_as_processes() {
             return Err(format!("{} cannot run as processes: {why}", kind.name()).into());
         }
-        run_processes(kind, path, n, window_ns, mix)?
+        run_processes(kind, path, n, window_ns, mix, rate)?
     } else {
-        run_threads(kind, path, n, window_ns, mix)?
+        run_threads(kind, path, n, window_ns, mix, rate)?
     };
     let how = if processes { "processes" } else { "threads" };
     let cores = std::thread::available_parallelism().map_or(0, |c| c.get());
-    println!("# {}: {n} clients as {how} on {cores} cores, window {window_ms} ms, mix {mix}", kind.name());
-    report(&tallies, window_ns);
+    let pace = rate.map_or_else(|| "closed loop".to_string(), |r| format!("open loop at {r} ops/s"));
+    println!("# {}: {n} clients as {how} on {cores} cores, window {window_ms} ms, mix {mix}, {pace}", kind.name());
+    report(&tallies, window_ns, rate.is_some());
     Ok(())
 }
 
@@ -118,11 +143,16 @@ struct Work {
     mix: Mix,
 }
 
-/// What one client did: each counted operation's latency (ns) by class.
+/// What one client did: each recorded operation's latency (ns) by class
+/// (closed: the counted ones; open: see [`open_loop::Paced`]), the
+/// operations it counted, and in an open loop those due and not started.
 #[derive(Default)]
 struct Tally {
     reads: Vec<u64>,
     writes: Vec<u64>,
+    done: u64,
+    due: u64,
+    unstarted: u64,
 }
 
 impl Work {
@@ -131,10 +161,61 @@ impl Work {
         Work { rng, content: Content::new(rand::random()), mix }
     }
 
+    /// Runs the timed window from `start` to `deadline`; an open loop
+    /// (at `pace`) first runs one untimed warm-up window of the same
+    /// length, as blobbench's `--warmup 1`, and the timed one begins
+    /// [`WARM_UP_GAP`] after its deadline.
+    fn windows(
+        &mut self,
+        client: &mut dyn Client,
+        p: &Process,
+        start: u64,
+        deadline: u64,
+        pace: Option<Pace>,
+    ) -> Res<Tally> {
+        if pace.is_none() {
+            return self.run(client, p, start, deadline, None);
+        }
+        self.run(client, p, start, deadline, pace)?;
+        let shift = deadline - start + WARM_UP_GAP;
+        open_loop::sleep_until(start + shift);
+        self.run(client, p, start + shift, deadline + shift, pace)
+    }
+
+    /// Runs operations from `start` until `deadline`, closed loop or at
+    /// `pace`.
+    fn run(
+        &mut self,
+        client: &mut dyn Client,
+        p: &Process,
+        start: u64,
+        deadline: u64,
+        pace: Option<Pace>,
+    ) -> Res<Tally> {
+        let Some(pace) = pace else { return self.run_closed(client, p, deadline) };
+        open_loop::tight_timer_slack();
+        let all = self.mix.read + self.mix.write;
+        let paced = open_loop::run(pace, start, deadline, now_ns, |go| {
+            let write = self.rng.gen_range(0..all) >= self.mix.read;
+            if go {
+                let key = self.rng.gen_range(1..=p.max_key);
+                if write {
+                    client.write(key, self.content.next(p.size(key)))?;
+                } else {
+                    client.read(key)?;
+                }
+            }
+            Ok(write)
+        })?;
+        let open_loop::Paced { reads, writes, done, due, unstarted } = paced;
+        Ok(Tally { reads, writes, done, due, unstarted })
+    }
+
     /// Runs operations until `deadline`; the one that ends past it is not
     /// counted.
-    fn run(&mut self, client: &mut dyn Client, p: &Process, deadline: u64) -> Res<Tally> {
-        let mut t = Tally { reads: Vec::with_capacity(1 << 16), writes: Vec::with_capacity(1 << 14) };
+    fn run_closed(&mut self, client: &mut dyn Client, p: &Process, deadline: u64) -> Res<Tally> {
+        let mut t =
+            Tally { reads: Vec::with_capacity(1 << 16), writes: Vec::with_capacity(1 << 14), ..Tally::default() };
         let all = self.mix.read + self.mix.write;
         let mut prev = now_ns();
         loop {
@@ -149,6 +230,7 @@ impl Work {
             if now > deadline {
                 return Ok(t);
             }
+            t.done += 1;
             if write { &mut t.writes } else { &mut t.reads }.push(now - prev);
             prev = now;
         }
@@ -156,7 +238,7 @@ impl Work {
 }
 
 /// N threads of this process, from one barrier.
-fn run_threads(kind: Kind, path: &Path, n: u32, window_ns: u64, mix: Mix) -> Res<Vec<Tally>> {
+fn run_threads(kind: Kind, path: &Path, n: u32, window_ns: u64, mix: Mix, rate: Option<f64>) -> Res<Vec<Tally>> {
     let p = Process::open(kind, path)?;
     let barrier = Barrier::new(n as usize);
     let start = OnceLock::new();
@@ -176,8 +258,8 @@ fn run_threads(kind: Kind, path: &Path, n: u32, window_ns: u64, mix: Mix) -> Res
                     let tally = stores::with_client(p, i, |client| {
                         let mut work = Work::new(i, mix);
                         went = true;
-                        let deadline = go() + window_ns;
-                        work.run(client, p, deadline)
+                        let start = go();
+                        work.windows(client, p, start, start + window_ns, rate.map(|r| Pace::of(i, n, r)))
                     });
                     if !went {
                         // A client that failed to open still meets the others.
@@ -192,8 +274,8 @@ fn run_threads(kind: Kind, path: &Path, n: u32, window_ns: u64, mix: Mix) -> Res
     Ok(results.into_iter().collect::<Result<_, _>>()?)
 }
 
-/// N processes, each this binary as `client STORE PATH INDEX MIX`.
-fn run_processes(kind: Kind, path: &Path, n: u32, window_ns: u64, mix: Mix) -> Res<Vec<Tally>> {
+/// N processes, each this binary as `client STORE PATH INDEX MIX [N RATE]`.
+fn run_processes(kind: Kind, path: &Path, n: u32, window_ns: u64, mix: Mix, rate: Option<f64>) -> Res<Vec<Tally>> {
     let exe = std::env::current_exe()?;
     let mut children = Vec::with_capacity(n as usize);
     let mut spawned = Ok(());
@@ -202,6 +284,7 @@ fn run_processes(kind: Kind, path: &Path, n: u32, window_ns: u64, mix: Mix) -> R
             .args(["client", kind.name()])
             .arg(path)
             .args([i.to_string(), mix.to_string()])
+            .args(rate.map(|r| [n.to_string(), r.to_string()]).into_iter().flatten())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn();
@@ -246,14 +329,19 @@ fn start_and_collect(children: &mut [Child], window_ns: u64) -> Res<Vec<Tally>> 
     outs.into_iter().map(Tally::read_from).collect()
 }
 
-/// A client process: `client STORE PATH INDEX MIX` (run by
+/// A client process: `client STORE PATH INDEX MIX [N RATE]` (run by
 /// [`run_processes`]; prints `ready`, reads `START DEADLINE`, runs, then
 /// prints its tally).
 pub fn child(args: &[String]) -> Res<()> {
-    let [store, path, index, mix] = args else {
-        return Err("usage: reference_loops client STORE PATH INDEX MIX".into());
+    let [store, path, index, mix, paced @ ..] = args else {
+        return Err("usage: reference_loops client STORE PATH INDEX MIX [N RATE]".into());
     };
     let (kind, index, mix) = (Kind::parse(store)?, index.parse::<u32>()?, Mix::parse(mix)?);
+    let pace = match paced {
+        [] => None,
+        [n, rate] => Some(Pace::of(index, n.parse()?, rate.parse()?)),
+        _ => return Err("a client process's pace is N RATE".into()),
+    };
     let p = Process::open(kind, Path::new(path))?;
     let tally = stores::with_client(&p, index, |client| {
         let mut work = Work::new(index, mix);
@@ -262,18 +350,18 @@ pub fn child(args: &[String]) -> Res<()> {
         out.flush()?;
         let mut line = String::new();
         std::io::stdin().read_line(&mut line)?;
-        let deadline: u64 = line.split_whitespace().nth(1).ok_or("no deadline from the parent")?.parse()?;
-        work.run(client, &p, deadline)
+        let mut words = line.split_whitespace().map(str::parse::<u64>);
+        let (Some(Ok(start)), Some(Ok(deadline))) = (words.next(), words.next()) else {
+            return Err("no start and deadline from the parent".into());
+        };
+        work.windows(client, &p, start, deadline, pace)
     })?;
     tally.write_to(&mut std::io::BufWriter::new(std::io::stdout().lock()))
 }
 
 impl Tally {
-    fn ops(&self) -> u64 {
-        (self.reads.len() + self.writes.len()) as u64
-    }
-
     fn write_to(&self, out: &mut impl Write) -> Res<()> {
+        writeln!(out, "counts {} {} {}", self.done, self.due, self.unstarted)?;
         for (name, v) in [("reads", &self.reads), ("writes", &self.writes)] {
             write!(out, "{name}")?;
             for ns in v {
@@ -290,6 +378,14 @@ impl Tally {
         for line in out.lines() {
             let line = line?;
             let mut words = line.split_whitespace();
+            if let Some(rest) = line.strip_prefix("counts ") {
+                let n: Vec<u64> = rest.split_whitespace().map(str::parse).collect::<Result<_, _>>()?;
+                let [done, due, unstarted] = n[..] else {
+                    return Err(format!("bad counts from a client: {line}").into());
+                };
+                (t.done, t.due, t.unstarted) = (done, due, unstarted);
+                continue;
+            }
             let class = match words.next() {
                 Some("reads") => &mut t.reads,
                 Some("writes") => &mut t.writes,
@@ -309,8 +405,8 @@ fn quantile_us(sorted: &[u64], q: f64) -> f64 {
     sorted[rank - 1] as f64 / 1e3
 }
 
-fn report(tallies: &[Tally], window_ns: u64) {
-    let mut counts: Vec<u64> = tallies.iter().map(Tally::ops).collect();
+fn report(tallies: &[Tally], window_ns: u64, open: bool) {
+    let mut counts: Vec<u64> = tallies.iter().map(|t| t.done).collect();
     counts.sort_unstable();
     let ops: u64 = counts.iter().sum();
     println!("ops_per_s {:.0}", ops as f64 * 1e9 / window_ns as f64);
@@ -327,4 +423,23 @@ fn report(tallies: &[Tally], window_ns: u64) {
             println!("{class}_p99_us {:.1}", quantile_us(&all, 0.99));
         }
     }
+    if open {
+        report_open(tallies);
+    }
+}
+
+/// An open loop's figures beyond a closed one's: the p99 over both
+/// classes (latency from due time), the due and unstarted operations, and
+/// the least share of its due operations a client started.
+fn report_open(tallies: &[Tally]) {
+    let mut all: Vec<u64> = tallies.iter().flat_map(|t| t.reads.iter().chain(&t.writes)).copied().collect();
+    all.sort_unstable();
+    if !all.is_empty() {
+        println!("p99_us {:.1}", quantile_us(&all, 0.99));
+    }
+    println!("due {}", tallies.iter().map(|t| t.due).sum::<u64>());
+    println!("unstarted {}", tallies.iter().map(|t| t.unstarted).sum::<u64>());
+    let started = |t: &Tally| if t.due == 0 { 1.0 } else { (t.due - t.unstarted) as f64 / t.due as f64 };
+    let least = tallies.iter().map(started).fold(1.0, f64::min);
+    println!("client_started_min_pct {:.1}", least * 100.0);
 }
