@@ -45,7 +45,7 @@ use std::sync::{Barrier, OnceLock};
 use rand::{Rng, SeedableRng};
 
 use self::stores::{Client, Kind, Process};
-use crate::open_loop::{self, Pace};
+use crate::open_loop::{self, now_ns, Pace};
 use crate::{Content, Res};
 
 const USAGE: &str = "usage: reference_loops clients STORE PATH N WINDOW_MS [threads|processes] [READ:WRITE]\n       \
@@ -81,14 +81,6 @@ impl std::fmt::Display for Mix {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}:{}", self.read, self.write)
     }
-}
-
-/// CLOCK_MONOTONIC in nanoseconds: the one clock of every process here.
-fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime fills the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// `clients ...`: a closed loop.
@@ -195,7 +187,7 @@ impl Work {
         let Some(pace) = pace else { return self.run_closed(client, p, deadline) };
         open_loop::tight_timer_slack();
         let all = self.mix.read + self.mix.write;
-        let paced = open_loop::run(pace, start, deadline, now_ns, |go| {
+        let paced = open_loop::run(pace, start, deadline, &open_loop::Monotonic, |go| {
             let write = self.rng.gen_range(0..all) >= self.mix.read;
             if go {
                 let key = self.rng.gen_range(1..=p.max_key);

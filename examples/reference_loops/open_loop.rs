@@ -49,6 +49,14 @@ pub struct Paced {
     pub unstarted: u64,
 }
 
+/// CLOCK_MONOTONIC in nanoseconds: the one clock of every process here.
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime fills the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// Sets this thread's timer slack to 1 ns: by default Linux may wake a
 /// sleeper up to 50 µs late to batch wake-ups.
 pub fn tight_timer_slack() {
@@ -67,28 +75,48 @@ pub fn sleep_until(due_ns: u64) {
     {}
 }
 
+/// Where the loop reads the time and waits: CLOCK_MONOTONIC in ns, or in
+/// tests a clock that moves only when the test's store or waits move it.
+pub trait Clock {
+    fn now(&self) -> u64;
+    fn sleep_until(&self, due_ns: u64);
+}
+
+/// The machine's CLOCK_MONOTONIC.
+pub struct Monotonic;
+
+impl Clock for Monotonic {
+    fn now(&self) -> u64 {
+        now_ns()
+    }
+
+    fn sleep_until(&self, due_ns: u64) {
+        sleep_until(due_ns);
+    }
+}
+
 /// Runs one client's due operations from `start_ns` to `deadline_ns`.
 /// `op(true)` draws the next operation and runs it, returning whether it
 /// was a write; `op(false)` only draws its class (for an operation never
-/// started). `now` reads CLOCK_MONOTONIC in ns.
+/// started).
 pub fn run(
     pace: Pace,
     start_ns: u64,
     deadline_ns: u64,
-    now: impl Fn() -> u64,
+    clock: &impl Clock,
     mut op: impl FnMut(bool) -> Res<bool>,
 ) -> Res<Paced> {
     let mut p = Paced { reads: Vec::with_capacity(1 << 14), writes: Vec::with_capacity(1 << 12), ..Paced::default() };
     let mut due = start_ns + pace.offset_ns;
     while due < deadline_ns {
-        if now() < due {
-            sleep_until(due);
+        if clock.now() < due {
+            clock.sleep_until(due);
         }
-        if now() > deadline_ns {
+        if clock.now() > deadline_ns {
             break;
         }
         let write = op(true)?;
-        let end = now();
+        let end = clock.now();
         p.due += 1;
         if write { &mut p.writes } else { &mut p.reads }.push(end - due);
         due += pace.interval_ns;
@@ -105,4 +133,60 @@ pub fn run(
         due += pace.interval_ns;
     }
     Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    /// A clock that moves only when a wait or the test's store moves it.
+    struct Fake(Cell<u64>);
+
+    impl Clock for Fake {
+        fn now(&self) -> u64 {
+            self.0.get()
+        }
+
+        fn sleep_until(&self, due_ns: u64) {
+            self.0.set(self.0.get().max(due_ns));
+        }
+    }
+
+    #[test]
+    fn the_clients_first_due_times_are_spread_over_one_interval() {
+        assert_eq!(Pace::of(0, 4, 2000.0), Pace { offset_ns: 0, interval_ns: 2 * MS });
+        assert_eq!(Pace::of(3, 4, 2000.0), Pace { offset_ns: 3 * MS / 2, interval_ns: 2 * MS });
+    }
+
+    /// One due every ms over 10 ms; the 3rd operation stalls 6 ms, so
+    /// the client falls behind: the ones due while it stalled start late
+    /// and count from their due times, the one under way at the deadline
+    /// is recorded but not counted, and those never started are recorded
+    /// at their lateness.
+    #[test]
+    fn a_stalled_client_counts_its_late_and_unstarted_operations_from_their_due_times() {
+        let clock = Fake(Cell::new(0));
+        let pace = Pace { offset_ns: 0, interval_ns: MS };
+        let mut n = 0;
+        let p = run(pace, 0, 10 * MS, &clock, |go| {
+            if go {
+                n += 1;
+                clock.0.set(clock.0.get() + if n == 3 { 6 * MS } else { MS / 2 });
+            }
+            Ok(false)
+        })
+        .unwrap();
+        assert_eq!((p.due, p.done, p.unstarted), (10, 7, 2), "{p:?}");
+        // Done: due at 0, 1, 2 (runs to 8), 3 (8-8.5), 4 (8.5-9),
+        // 5 (9-9.5), 6 (9.5-10); due at 7, it runs 10-10.5, under way at
+        // the deadline.
+        let ms = |v: f64| (v * MS as f64) as u64;
+        assert_eq!(p.reads[..8], [ms(0.5), ms(0.5), ms(6.0), ms(5.5), ms(5.0), ms(4.5), ms(4.0), ms(3.5)][..]);
+        // Not started: due at 8 and 9, recorded at 2 and 1 ms.
+        assert_eq!(p.reads[8..], [2 * MS, MS][..]);
+    }
 }
