@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# The open loop at a rate (issue 49) against an independent one:
+# `reference_loops open` (examples/reference_loops/open_loop.rs: each
+# store through its own crate, the same due times as blobbench's: client i
+# of N at i/N of an interval N/R, then one every N/R s; sleeps to absolute
+# due times; latency from due time; due operations not started by the
+# deadline recorded at their lateness), alternated round by round with
+# `blobbench run --clients N --rate R` on the same dataset, in the same
+# configuration (mix, durable commit per write).
+#
+#   bench/reference-loops-rate.sh
+#
+# kvtest's dataset (COUNT, default 10000 blobs of 10 KB). For each N in
+# CLIENTS (default "4 16") and KIND in KINDS (default "threads processes";
+# redb, fjall and sqlite-one-writer are threads only), and each store
+# (files, sqlite-per-conn, sqlite-one-writer, lmdb, redb, fjall; STORES
+# limits them), the rate R is FRACTION (0.7) of the reference's closed-loop
+# ops/s at N (the median of 3 windows before the rounds: "near
+# capacity"); then
+# ROUNDS (6) rounds of one window of WINDOW_MS (2000) a side at the mix MIX
+# (90:10), which side goes first alternating by round and pair.
+# Each side runs one untimed warm-up window before its timed one
+# (blobbench's `--warmup 1`; the reference's own). It prints, per row,
+# each side's p99 at R over both classes (median over rounds, min-max), the paired ratio blobbench /
+# reference (median of the per-round ratios, range; target within 20%),
+# each side's write p99 and the operations not started by the deadline.
+set -euo pipefail
+ROUNDS=${ROUNDS:-6}
+COUNT=${COUNT:-10000}
+CLIENTS=${CLIENTS:-4 16}
+KINDS=${KINDS:-threads processes}
+WINDOW_MS=${WINDOW_MS:-2000}
+MIX=${MIX:-90:10}
+FRACTION=${FRACTION:-0.7}
+root=$(cd "$(dirname "$0")/.." && pwd)
+target=${CARGO_TARGET_DIR:-$root/target}
+if [ -z "${BLOBBENCH:-}" ] || [ -z "${REFERENCE:-}" ]; then
+  (cd "$root" && cargo build --release --quiet --locked && cargo build --release --quiet --locked --example reference_loops)
+fi
+bb=${BLOBBENCH:-$target/release/blobbench}
+ref=${REFERENCE:-$target/release/examples/reference_loops}
+work=$(mktemp -d "${TMPDIR:-/tmp}/refrate.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+echo "building datasets of $COUNT blobs of 10 KB in $work" >&2
+"$bb" init "$work/kv.db" --count "$COUNT" --size 10k >/dev/null
+"$bb" export "$work/kv.db" "$work/flat" >/dev/null
+for e in lmdb redb fjall; do "$bb" export --engine "$e" "$work/kv.db" "$work/$e" >/dev/null; done
+
+# store | the reference's path | blobbench's path and flags
+stores=(
+  "files|$work/flat|$work/flat --file-write replace --fsync --fsync-dir --file-read posix"
+  "sqlite-per-conn|$work/kv.db|$work/kv.db --jmode wal --sync full --sqlite-writers per-client"
+  "sqlite-one-writer|$work/kv.db|$work/kv.db --jmode wal --sync full --sqlite-writers one"
+  "lmdb|$work/lmdb|$work/lmdb --kv-sync durable"
+  "redb|$work/redb|$work/redb --kv-sync durable"
+  "fjall|$work/fjall|$work/fjall --kv-sync durable"
+)
+threads_only=" sqlite-one-writer redb fjall "
+# Both sides print `p99_us`, `write_p99_us` and `ops_per_s`; the
+# reference `unstarted`, blobbench "not started by the deadline: U".
+figures() {
+  awk '{f[$1] = $2}
+    /not started by the deadline:/ {s = $0; sub(/.*deadline: /, "", s); sub(/ .*/, "", s); f["unstarted"] = s}
+    END {
+      n = split("p99_us write_p99_us ops_per_s unstarted", k, " ")
+      for (i = 1; i <= n; i++) printf "%s%s", (k[i] in f ? f[k[i]] : "-"), (i < n ? "\t" : "\n")
+    }'
+}
+log=$work/rate.tsv
+: >"$log"
+declare -A rate
+for n in $CLIENTS; do
+  for kind in $KINDS; do
+    for s in "${stores[@]}"; do
+      IFS='|' read -r store path _ <<<"$s"
+      [ -z "${STORES:-}" ] || [[ ",$STORES," == *",$store,"* ]] || continue
+      [ "$kind" = threads ] || [[ $threads_only != *" $store "* ]] || continue
+      cap=$(for _ in 1 2 3; do
+        "$ref" clients "$store" "$path" "$n" "$WINDOW_MS" "$kind" "$MIX" | awk '$1 == "ops_per_s" {print $2}'
+      done | sort -n | sed -n 2p)
+      rate[$store/$n/$kind]=$(awk -v c="$cap" -v f="$FRACTION" 'BEGIN {printf "%.0f", c * f}')
+      echo "capacity $store $n $kind: $cap ops/s closed loop; rate ${rate[$store/$n/$kind]}" >&2
+    done
+  done
+done
+for round in $(seq 1 "$ROUNDS"); do
+  i=0
+  for n in $CLIENTS; do
+    for kind in $KINDS; do
+      for s in "${stores[@]}"; do
+        IFS='|' read -r store path flags <<<"$s"
+        key=$store/$n/$kind
+        [ -n "${rate[$key]:-}" ] || continue
+        r_=${rate[$key]}
+        i=$((i + 1))
+        # shellcheck disable=SC2086
+        run_bb() {
+          "$bb" run $flags --clients "$n" --clients-are "$kind" --rate "$r_" --mix "$MIX" --commit-every 1 \
+            --window "${WINDOW_MS}ms" --warmup 1 --repeat 1 | figures
+        }
+        run_ref() { "$ref" open "$store" "$path" "$n" "$WINDOW_MS" "$r_" "$kind" "$MIX" | figures; }
+        if (((round + i) % 2)); then b=$(run_bb); r=$(run_ref); else r=$(run_ref); b=$(run_bb); fi
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$store" "$n" "$kind" "$r_" "$round" "$r" "$b" >>"$log"
+        printf 'round %d  %-17s %2d %-9s R %s  reference %s  blobbench %s\n' \
+          "$round" "$store" "$n" "$kind" "$r_" "$r" "$b" | tr '\t' ' ' >&2
+      done
+    done
+  done
+done
+python3 - "$log" "$COUNT" "$WINDOW_MS" "$MIX" "$(nproc)" "$FRACTION" <<'EOF'
+import statistics, sys
+from collections import OrderedDict
+path, blobs, window, mix, cores, fraction = sys.argv[1:]
+rows = OrderedDict()
+num = lambda x: None if x == "-" else float(x)
+for line in open(path):
+    store, n, kind, rate, _, *f = line.rstrip("\n").split("\t")
+    rows.setdefault((store, int(n), kind, rate), []).append(([num(x) for x in f[:4]], [num(x) for x in f[4:]]))
+med = statistics.median
+def span(xs, fmt="{:.0f}"):
+    xs = [x for x in xs if x is not None]
+    return f"{fmt.format(med(xs))} ({fmt.format(min(xs))}-{fmt.format(max(xs))})" if xs else "-"
+print(f"Open loop at R = {fraction} x the reference's closed-loop ops/s at N (median of 3); one timed window of {window} ms a side, "
+      f"after one warm-up window, mix {mix} (each overwrite its own durable commit), {blobs} blobs of 10 KB, {cores} cores; p99 over both "
+      f"classes, latency from due time, due ops not started recorded at their lateness; median over "
+      f"{max(len(v) for v in rows.values())} paired rounds, min-max beside; latencies in us.")
+print()
+print("| store | N | clients as | R ops/s | reference p99 | blobbench p99 | blobbench / reference (paired) "
+      "| write p99 ref / bb | not started ref / bb (sum) |")
+print("|---|---|---|---|---|---|---|---|---|")
+for (store, n, kind, rate), v in rows.items():
+    ratios = sorted(b[0] / r[0] for r, b in v if r[0] and b[0])
+    flag = "" if ratios and 1 / 1.2 <= med(ratios) <= 1.2 else " **off by more than 20%**"
+    ratio = f"{med(ratios):.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f}){flag}" if ratios else "-"
+    unst = lambda side: sum(x[side][3] or 0 for x in v)
+    print(f"| {store} | {n} | {kind} | {rate} | {span([r[0] for r, _ in v])} | {span([b[0] for _, b in v])} | "
+          f"{ratio} | {span([r[1] for r, _ in v])} / {span([b[1] for _, b in v])} | {unst(0):.0f} / {unst(1):.0f} |")
+EOF
