@@ -93,14 +93,15 @@ n_bb() {
     --window "${WINDOW_MS}ms" --warmup 1 --repeat 1 | at_n
 }
 for round in $(seq 1 "$ROUNDS"); do
-  if ((round % 2)); then b=$(one_client_bb); r=$(one_client_ref); else r=$(one_client_ref); b=$(one_client_bb); fi
-  printf 'write\t1\t%s\t%s\t-\t%s\t-\n' "$round" "$r" "$b" >>"$log"
+  # A side that fails is "-" for the round, left out of the ratios.
+  if ((round % 2)); then b=$(one_client_bb || true); r=$(one_client_ref || true); else r=$(one_client_ref || true); b=$(one_client_bb || true); fi
+  printf 'write\t1\t%s\t%s\t-\t%s\t-\n' "$round" "${r:--}" "${b:--}" >>"$log"
   echo "round $round  one-client loop us per write: reference $r  blobbench $b" >&2
   i=0
   for n in $CLIENTS; do
     i=$((i + 1))
-    if (((round + i) % 2)); then b=$(n_bb "$n"); r=$(n_ref "$n"); else r=$(n_ref "$n"); b=$(n_bb "$n"); fi
-    printf 'clients\t%s\t%s\t%s\t%s\n' "$n" "$round" "$r" "$b" >>"$log"
+    if (((round + i) % 2)); then b=$(n_bb "$n" || true); r=$(n_ref "$n" || true); else r=$(n_ref "$n" || true); b=$(n_bb "$n" || true); fi
+    printf 'clients\t%s\t%s\t%s\t%s\n' "$n" "$round" "${r:-$'-\t-'}" "${b:-$'-\t-'}" >>"$log"
     echo "round $round  $n clients ops/s, write p50: reference $r  blobbench $b" | tr '\t' ' ' >&2
   done
 done
@@ -111,7 +112,7 @@ from collections import OrderedDict
 path, blobs, writes, window, cores = sys.argv[1:]
 rows = OrderedDict()
 for line in open(path):
-    what, n, _, r1, r2, b1, b2 = line.rstrip("\n").split("\t")
+    what, n, _, r1, r2, b1, b2 = (line.rstrip("\n").split("\t") + ["-"] * 7)[:7]
     num = lambda x: None if x in ("-", "") else float(x)
     rows.setdefault((what, int(n)), []).append((num(r1), num(r2), num(b1), num(b2)))
 med = statistics.median
