@@ -77,6 +77,11 @@ pub struct WindowCount {
     /// older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latest_start_ns: Option<u64>,
+    /// The p99 of every operation of this run over all clients (their
+    /// histograms merged), in ns: what a rate's ranking pairs by round.
+    /// Absent in older files and in runs that timed no operation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ns: Option<u64>,
 }
 
 /// One client's operations due at least one interval before the deadline
@@ -317,7 +322,8 @@ impl ClientsArm {
         if ctx.timed {
             self.timed_runs += 1;
             self.tally.ops += outcome.ops;
-            self.tally.runs.push(WindowCount::of_spans(&spans, self.rate.is_some()));
+            let p99_ns = run_p99_ns(&done);
+            self.tally.runs.push(WindowCount { p99_ns, ..WindowCount::of_spans(&spans, self.rate.is_some()) });
             self.tally.busy_waits += done.iter().map(|d| d.busy_waits).sum::<u64>();
             for s in &spans {
                 self.tally.due.add(&s.due);
@@ -335,6 +341,16 @@ impl ClientsArm {
         }
         Ok(outcome)
     }
+}
+
+/// The p99 of every operation the clients of one run timed, their
+/// classes merged; None when the run timed none.
+fn run_p99_ns(done: &[ClientDone]) -> Option<u64> {
+    let mut all = Latency::new();
+    for class in done.iter().flat_map(|d| &d.classes) {
+        all.merge(class);
+    }
+    (all.count() > 0).then(|| all.quantile_ns(0.99))
 }
 
 /// An arm of `clients` clients running `mix` over `window` on `engine`,

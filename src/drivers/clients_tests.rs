@@ -96,6 +96,11 @@ fn an_open_loop_times_every_due_operation_once_and_never_runs_ahead() {
     }
     assert_eq!(all.count(), 2 * 80, "every due operation of the two timed runs, once");
     assert_eq!(arm.tally().due.due, 2 * 80);
+    // Each timed run keeps its own p99 (what a rate's ranking pairs by
+    // round): the two runs pooled have theirs between them.
+    let each: Vec<u64> = arm.tally().runs.iter().map(|r| r.p99_ns.expect("a timed run's p99")).collect();
+    let pooled = all.quantile_ns(0.99);
+    assert!(each.len() == 2 && each[0].min(each[1]) <= pooled && pooled <= each[0].max(each[1]), "{each:?} {pooled}");
 }
 
 #[test]

@@ -98,6 +98,11 @@ impl Latency {
         quantiles.iter().map(|q| self.hist.value_at_quantile(*q) as f64 / 1000.0).collect()
     }
 
+    /// Latency in nanoseconds at one quantile, as recorded.
+    pub fn quantile_ns(&self, quantile: f64) -> u64 {
+        self.hist.value_at_quantile(quantile)
+    }
+
     pub fn summary(&self) -> LatencySummary {
         let us = |ns: u64| ns as f64 / 1000.0;
         let q = |q: f64| us(self.hist.value_at_quantile(q));

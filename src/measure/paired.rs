@@ -93,6 +93,39 @@ pub fn paired_ratio(numerator: &[f64], denominator: &[f64]) -> Option<PairedRati
     })
 }
 
+/// One arm's figure over rounds, unpaired: the median round's, and the
+/// distribution-free interval that covers the median, from the same order
+/// statistics as a paired ratio's (min-max up to [`MIN_ROUNDS_95`] rounds).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MedianInterval {
+    pub median: f64,
+    pub low: f64,
+    pub high: f64,
+    /// Rounds with a finite figure.
+    pub rounds: usize,
+    /// The interval's exact coverage in percent (0 for one round).
+    pub coverage_pct: f64,
+}
+
+/// The median of `values` (one per round) and its interval; None when no
+/// value is finite.
+pub fn median_interval(values: &[f64]) -> Option<MedianInterval> {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    if sorted.is_empty() {
+        return None;
+    }
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let (k, coverage) = order_statistic_interval(n);
+    Some(MedianInterval {
+        median: median_sorted(&sorted),
+        low: sorted[k],
+        high: sorted[n - 1 - k],
+        rounds: n,
+        coverage_pct: coverage * 100.0,
+    })
+}
+
 /// The median of sorted values.
 pub fn median_sorted(v: &[f64]) -> f64 {
     let n = v.len();
@@ -213,6 +246,17 @@ mod tests {
         assert!(small.within(&floor));
         assert!(small.inverse().within(&floor), "either direction");
         assert!(!big.within(&floor));
+    }
+
+    #[test]
+    fn an_arms_median_over_rounds_has_the_order_statistic_interval() {
+        let six = median_interval(&[30.0, 10.0, f64::NAN, 20.0, 60.0, 40.0, 50.0, 25.0]).unwrap();
+        assert_eq!((six.median, six.low, six.high, six.rounds), (30.0, 10.0, 60.0, 7), "{six:?}");
+        let twenty: Vec<f64> = (1..=20).map(f64::from).collect();
+        let i = median_interval(&twenty).unwrap();
+        assert_eq!((i.median, i.low, i.high), (10.5, 6.0, 15.0), "n = 20: x_6 .. x_15");
+        assert!(i.coverage_pct >= 95.0);
+        assert_eq!(median_interval(&[f64::INFINITY]), None);
     }
 
     #[test]

@@ -1,50 +1,31 @@
 //! The advice at N clients (`advise --clients N`, or `--rate R`): the
 //! recommendation at N (closed loop: the leader by throughput at the mix;
-//! under a rate: the one that keeps up with the lowest p99), the ranking
-//! at N with each row's configuration, per-client spread and p99s beside
-//! it, the candidates the `--p99-write` need excludes, the client count at
-//! which the leader changes, the chart of throughput against clients and
-//! how each candidate's clients ran. All from the result file
+//! under a rate: the one that keeps up with the lowest p99, or a tie with
+//! those whose paired interval on p99 holds 1), the ranking at N with each
+//! row's configuration, per-client spread and p99s beside it, the
+//! candidates the `--p99-write` need excludes, the client count at which
+//! the leader changes, the chart against clients ([`super::clients_chart`])
+//! and how each candidate's clients ran. All from the result file
 //! (`studies::advise::clients`).
 
+use super::clients_chart::{chart, rows};
+use super::words::{access_path, row_name};
 use crate::drivers::clients::{DUE_PER_CLIENT, KEEP_UP};
 use crate::engine::sqlite;
-use crate::records::{DbAccess, DbWriters};
-use crate::report::format::doc::{Block, Chart, ColumnKind, Figure, Table};
+use crate::measure::paired::PairedRatio;
+use crate::records::DbWriters;
+use crate::report::format::doc::{Block, ColumnKind, Figure, Table};
 use crate::report::format::fmt::{micros, thousands};
-use crate::report::format::svg::{LineChart, Series};
-use crate::report::study::advise::words::store_name;
 use crate::results::ResultFile;
 use crate::studies::advise::clients::{self, AtClients, ClientsAre, ClientsSection, RankingAt, Row, ROUNDS_ID};
 use crate::studies::advise::Store;
 use crate::studies::advise::{AdviseSection, Durability};
-
-/// The chart of throughput against clients.
-pub const SCALING_CHART: &str = "advise-clients";
 
 /// The clients' section and round set, when the file has them.
 fn parts(file: &ResultFile) -> Option<(&ClientsSection, &crate::measure::rounds::RoundSet)> {
     let section = file.advise.as_ref()?.clients.as_ref()?;
     let set = file.rounds.iter().find(|r| r.id == ROUNDS_ID)?;
     Some((section, set))
-}
-
-/// A row's name on the page: SQLite with its way of writing (its read
-/// path is said where it matters), every other store as the one-client
-/// ranking names it.
-pub fn row_name(row: Row) -> String {
-    match row.sqlite.map(|c| c.writers) {
-        Some(w) => format!("SQLite, {}", sqlite::writers(w).title),
-        None => store_name(row.store),
-    }
-}
-
-/// SQLite's read path in a row, in words.
-fn reads(row: Row) -> Option<&'static str> {
-    row.sqlite.map(|c| match c.reads {
-        DbAccess::BlobApi => "reads through the blob handle (opened and closed per read)",
-        DbAccess::Sql => "reads through a prepared SELECT (reset after each read)",
-    })
 }
 
 /// The recommendation at N in one sentence. Closed loop: the leader by
@@ -60,11 +41,7 @@ pub fn recommendation(at: &RankingAt, section: &ClientsSection) -> String {
     let Some(leader) = at.ranked.first() else {
         return format!("{head}: none; no candidate meets the need.");
     };
-    let tied: Vec<String> = at.ranked[1..]
-        .iter()
-        .filter(|a| a.against_leader.as_ref().is_some_and(|r| r.low <= 1.0))
-        .map(|a| row_name(a.row))
-        .collect();
+    let tied = tied(at);
     let first = row_name(leader.row);
     let ops = thousands(leader.ops_per_s.round() as u64);
     let lead = match tied.split_last() {
@@ -87,23 +64,58 @@ pub fn recommendation(at: &RankingAt, section: &ClientsSection) -> String {
     format!("{head}, the concurrency asked for: {lead} over all clients at the mix{next}.")
 }
 
-/// The recommendation under `--rate`: keeping up first, then the p99.
+/// The names of those tied with the leader: their paired interval
+/// against it holds 1.
+fn tied(at: &RankingAt) -> Vec<String> {
+    at.ranked.iter().skip(1).filter(|a| a.tied_with_leader()).map(|a| row_name(a.row)).collect()
+}
+
+/// A row's p99 at a rate as the ranking and the chart give it: the median
+/// round's.
+fn rate_p99(a: &AtClients) -> String {
+    a.rate_p99_us().map_or_else(|| "-".into(), |v| format!("{} µs", micros(v)))
+}
+
+/// A paired ratio with its interval and rounds.
+fn interval(r: &PairedRatio) -> String {
+    format!("{:.2}x, {:.2}-{:.2}, {} rounds", r.value, r.low, r.high, r.rounds)
+}
+
+/// The recommendation under `--rate`: keeping up first, then the p99 at
+/// R (the median round's, the figure the chart shows), a tie named as one.
 fn at_rate(at: &RankingAt, head: &str, rate: f64) -> String {
     let r = thousands(rate.round() as u64);
-    let p99 = |a: &AtClients| a.p99_us.map_or_else(|| "-".into(), |v| format!("{} µs", micros(v)));
     let done = |a: &AtClients| a.kept.map_or_else(|| "-".into(), |c| format!("{:.1}%", c * 100.0));
     match (at.leader(), at.ranked.first()) {
         (Some(l), _) => {
-            let next = at.ranked.get(1).map_or_else(String::new, |n| {
-                let kept = if n.keeps_up() { "keeps up too" } else { "does not keep up" };
-                format!("; next {}, which {kept} ({} kept), p99 {}", row_name(n.row), done(n), p99(n))
+            let lead = match tied(at).split_last() {
+                None => format!("{} keeps up with the lowest p99", row_name(l.row)),
+                Some((last, others)) => {
+                    let first = row_name(l.row);
+                    let names: Vec<&str> =
+                        std::iter::once(first.as_str()).chain(others.iter().map(String::as_str)).collect();
+                    format!(
+                        "a tie between {} and {last}, which keep up (the paired interval of each one's p99 against \
+                         {first}'s holds 1.0: this machine cannot tell them apart); {first} keeps up with the lowest \
+                         median",
+                        names.join(", ")
+                    )
+                }
+            };
+            let next = at.ranked.iter().skip(1).find(|n| !n.tied_with_leader()).map_or_else(String::new, |n| {
+                let vs = match (&n.against_leader, n.keeps_up()) {
+                    (Some(ratio), _) => format!(" ({} the leader's p99, paired)", interval(ratio)),
+                    (None, true) => String::new(),
+                    (None, false) => format!(", and does not keep up ({} kept)", done(n)),
+                };
+                format!("; next {} at {}{vs}", row_name(n.row), rate_p99(n))
             });
+            let which = if l.round_p99.is_some() { "the median round's" } else { "over every timed run" };
             format!(
-                "{head}, at {r} ops/s over all clients (an open loop): {} keeps up (its client furthest behind \
-                 started {} of its operations due in time) with the lowest p99 of all operations, {}{next}.",
-                row_name(l.row),
-                done(l),
-                p99(l)
+                "{head}, at {r} ops/s over all clients (an open loop): {lead}, {} (every operation's p99 at {r} ops/s, \
+                 {which}; its client furthest behind started {} of its operations due in time){next}.",
+                rate_p99(l),
+                done(l)
             )
         }
         (None, Some(closest)) => format!(
@@ -131,8 +143,9 @@ fn headlines(section: &ClientsSection) -> bool {
     section.clients > 1 || section.rate_ops_s.is_some()
 }
 
-/// The page's headline chart when the file ran clients (N > 1):
-/// throughput against clients, one line per candidate, with intervals.
+/// The page's headline chart when the file ran clients (N > 1), one line
+/// per row with intervals: throughput against clients in a closed loop,
+/// p99 at R under a rate.
 pub fn headline_chart(file: &ResultFile, sfx: &str) -> Option<Figure> {
     let (section, set) = parts(file)?;
     (section.clients > 1).then(|| chart(section, set, sfx))
@@ -142,66 +155,60 @@ fn p99(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), micros)
 }
 
-fn row(a: &AtClients, rate: bool) -> Vec<String> {
-    let vs = match (&a.against_leader, rate) {
-        (_, true) => a.kept.map_or_else(|| "-".into(), |c| format!("{:.1}% kept", c * 100.0)),
-        (Some(r), false) => format!("{:.2}x ({:.2}-{:.2})", r.value, r.low, r.high),
-        (None, false) => "leader".to_string(),
-    };
+/// How a row compares with the leader, paired by round: the leader
+/// itself, a tie (the interval holds 1), or the ratio with its interval.
+fn against_leader(a: &AtClients, leader: bool) -> String {
+    match &a.against_leader {
+        _ if leader => "leader".to_string(),
+        Some(r) if a.tied_with_leader() => {
+            format!("tied with the leader: {:.2}x ({:.2}-{:.2})", r.value, r.low, r.high)
+        }
+        Some(r) => format!("{:.2}x ({:.2}-{:.2})", r.value, r.low, r.high),
+        None => "-".to_string(),
+    }
+}
+
+fn row(a: &AtClients, rate: bool, leader: bool) -> Vec<String> {
     let spread = a.spread.map_or_else(|| "-".into(), |s| format!("{:.2} (lowest {:.2})", s.median, s.lowest));
-    vec![
-        row_name(a.row),
-        thousands(a.ops_per_s.round() as u64),
-        vs,
-        spread,
-        p99(a.write_p99_us),
-        p99(a.read_p99_us),
-        thousands(a.busy_waits),
-    ]
+    let mut cells = vec![row_name(a.row), thousands(a.ops_per_s.round() as u64)];
+    if rate {
+        let kept = a.kept.map_or_else(|| "-".into(), |c| format!("{:.1}% kept", c * 100.0));
+        let vs = if a.keeps_up() { against_leader(a, leader) } else { "did not keep up".into() };
+        cells.extend([kept, p99(a.rate_p99_us()), vs]);
+    } else {
+        cells.push(against_leader(a, leader));
+    }
+    cells.extend([spread, p99(a.write_p99_us), p99(a.read_p99_us), thousands(a.busy_waits)]);
+    cells
 }
 
 /// The ranking at N: one row per candidate (SQLite one per way of
-/// writing), the excluded last.
+/// writing and access path), the excluded last.
 pub fn table(at: &RankingAt, section: &ClientsSection) -> Table {
-    let rate = at.rate.is_some();
-    let mut rows: Vec<Vec<String>> = at.ranked.iter().map(|a| row(a, rate)).collect();
+    let rate = at.rate;
+    let leader = at.leader().map(|l| l.row);
+    let mut rows: Vec<Vec<String>> = at.ranked.iter().map(|a| row(a, rate.is_some(), Some(a.row) == leader)).collect();
     for a in &at.over_p99 {
-        let mut r = row(a, rate);
+        let mut r = row(a, rate.is_some(), false);
         r[2] = "excluded: write p99 over --p99-write".into();
         rows.push(r);
     }
-    let third = if rate { "kept up? (due operations done)" } else { "time per op vs leader" };
-    let mut t = Table::new(
-        &[
-            "candidate",
-            "ops/s (all clients)",
-            third,
-            "slowest / median client",
-            "write p99 (µs)",
-            "read p99 (µs)",
-            "busy waits",
-        ],
-        rows,
-    )
-    .with_kinds(&[
-        ColumnKind::Text,
-        ColumnKind::Figure,
-        ColumnKind::Text,
-        ColumnKind::Text,
-        ColumnKind::Figure,
-        ColumnKind::Figure,
-        ColumnKind::Figure,
-    ]);
-    for a in at.ranked.iter().chain(&at.over_p99) {
-        if let (Some(how), Some(other)) = (reads(a.row), a.other_read_ops_per_s) {
-            t.notes.push(format!(
-                "{}: {how}, the faster of its two read paths at {} clients; the other gave {} ops/s.",
-                row_name(a.row),
-                at.clients,
-                thousands(other.round() as u64)
-            ));
+    let at_rate = rate.map(|r| format!("p99 at {} ops/s (µs, median round)", thousands(r.round() as u64)));
+    let mut headers: Vec<&str> = vec!["candidate", "ops/s (all clients)"];
+    let mut kinds = vec![ColumnKind::Text, ColumnKind::Figure];
+    match &at_rate {
+        Some(p99_at) => {
+            headers.extend(["kept up? (due operations done)", p99_at, "p99 vs leader (paired by round)"]);
+            kinds.extend([ColumnKind::Text, ColumnKind::Figure, ColumnKind::Text]);
+        }
+        None => {
+            headers.push("time per op vs leader");
+            kinds.push(ColumnKind::Text);
         }
     }
+    headers.extend(["slowest / median client", "write p99 (µs)", "read p99 (µs)", "busy waits"]);
+    kinds.extend([ColumnKind::Text, ColumnKind::Figure, ColumnKind::Figure, ColumnKind::Figure]);
+    let mut t = Table::new(&headers, rows).with_kinds(&kinds);
     for e in &section.excluded {
         let name = row_name(e.candidate);
         t.notes.push(format!("{name}: not measured with client {}: {}.", section.are.name(), e.why));
@@ -209,14 +216,23 @@ pub fn table(at: &RankingAt, section: &ClientsSection) -> Table {
     if let Some(limit) = section.p99_write_us {
         t.notes.push(format!("--p99-write {}: a candidate whose write p99 exceeds it is excluded.", micros(limit)));
     }
-    if rate {
+    if rate.is_some() && at.ranked.iter().any(|a| a.round_p99.is_none()) {
+        t.notes.push(
+            "This file kept no round's p99: the p99 at the rate is over every timed run, with no interval against \
+             the leader's."
+                .into(),
+        );
+    }
+    if rate.is_some() {
         t.notes.push(format!(
             "Under --rate a candidate keeps up when each client starts {:.0}% of its operations due at least one \
              interval before the deadline by then (the share kept is the client furthest behind's, pooled over the \
              runs; one keeping up is never a whole interval behind, one that is not falls further behind as the \
-             window goes on); those that keep up rank first, by the p99 of all operations, the others after them. \
-             Each operation's latency counts from when it was due; an operation due and not started by the \
-             deadline counts at its lateness then.",
+             window goes on); those that keep up rank first, by the p99 of all operations (each round's, the \
+             median over the rounds), the others after them. Each one's p99 against the leader's is paired by \
+             round; where that interval holds 1 it is tied with the leader, and the order between them is no \
+             ranking. Each operation's latency counts from when it was due; an operation due and not started by \
+             the deadline counts at its lateness then.",
             KEEP_UP * 100.0
         ));
     }
@@ -227,7 +243,8 @@ pub fn table(at: &RankingAt, section: &ClientsSection) -> Table {
             .into(),
     );
     t.notes.push(
-        "Percentiles from the clients' histograms merged, over every timed run; the interval is paired by round."
+        "Write and read p99: from the clients' histograms merged over every timed run; the intervals against the \
+         leader are paired by round."
             .into(),
     );
     t.notes.push(
@@ -250,11 +267,8 @@ pub fn change(section: &ClientsSection, set: &crate::measure::rounds::RoundSet) 
     let by = if section.rate_ops_s.is_some() { "keeping up, then p99," } else { "throughput" };
     let Some(n) = at else {
         let first = leaders.first().and_then(|l| l.1);
-        let others: Vec<String> = leaders
-            .iter()
-            .filter(|(_, l)| l.map(Row::line) != first.map(Row::line))
-            .map(|(c, l)| format!("{} at {c}", name(*l)))
-            .collect();
+        let others: Vec<String> =
+            leaders.iter().filter(|(_, l)| *l != first).map(|(c, l)| format!("{} at {c}", name(*l))).collect();
         if others.is_empty() {
             return format!(
                 "With clients the leader does not change: {} leads at every count measured ({counts} clients).",
@@ -274,30 +288,46 @@ pub fn change(section: &ClientsSection, set: &crate::measure::rounds::RoundSet) 
     };
     let before = leaders.first().and_then(|l| l.1);
     let after = leaders.iter().find(|l| l.0 == n).and_then(|l| l.1);
-    let ratio = before
-        .zip(after)
-        .filter(|_| section.rate_ops_s.is_none())
-        .and_then(|(b, a)| set.ratio(&clients::arm_id(b, n), &clients::arm_id(a, n)));
-    let why = ratio.map_or_else(String::new, |r| {
-        format!(
-            " ({} takes {:.2}x {}'s time per op there, {:.2}-{:.2}, paired over {} rounds)",
-            name(before),
-            r.value,
-            name(after),
-            r.low,
-            r.high,
-            r.rounds
-        )
-    });
-    let noise = if section.rate_ops_s.is_some() { "" } else { " beyond the noise" };
+    let why = before.zip(after).map_or_else(String::new, |(b, a)| change_why(section, set, (b, a), n));
     let by_count: Vec<String> = leaders.iter().map(|(c, l)| format!("{} at {c}", name(*l))).collect();
     format!(
-        "With clients the leader changes{noise} at {n} clients, from {} to {}{why}. The leader by {by} at each \
-         count: {}.",
+        "With clients the leader changes beyond the noise at {n} clients, from {} to {}{why}. The leader by {by} at \
+         each count: {}.",
         name(before),
         name(after),
         by_count.join(", ")
     )
+}
+
+/// Why the one-client leader `before` lost its lead to `after` at `n`
+/// clients, in brackets: its paired interval against the new leader there
+/// (time per op in a closed loop, p99 under a rate), or under a rate that
+/// it no longer keeps up.
+fn change_why(
+    section: &ClientsSection,
+    set: &crate::measure::rounds::RoundSet,
+    (before, after): (Row, Row),
+    n: u32,
+) -> String {
+    let (old, new) = (row_name(before), row_name(after));
+    if section.rate_ops_s.is_none() {
+        return set.ratio(&clients::arm_id(before, n), &clients::arm_id(after, n)).map_or_else(String::new, |r| {
+            format!(
+                " ({old} takes {:.2}x {new}'s time per op there, {:.2}-{:.2}, paired over {} rounds)",
+                r.value, r.low, r.high, r.rounds
+            )
+        });
+    }
+    let there = clients::at(section, set, n);
+    if there.ranked.iter().chain(&there.over_p99).any(|a| a.row == before && !a.keeps_up()) {
+        return format!(" ({old} no longer keeps up there)");
+    }
+    clients::p99_ratio(section, before, after, n).map_or_else(String::new, |r| {
+        format!(
+            " ({old}'s p99 is {:.2}x {new}'s there, {:.2}-{:.2}, paired over {} rounds)",
+            r.value, r.low, r.high, r.rounds
+        )
+    })
 }
 
 /// The harness's cost at N, as `run` reports it at one thread.
@@ -383,20 +413,20 @@ pub fn runs_note(section: &ClientsSection, set: &crate::measure::rounds::RoundSe
 pub fn configuration(row: Row, need: Durability, are: ClientsAre) -> String {
     let commit = if need == Durability::Required { "durably" } else { "without waiting for the disk" };
     let client = if are == ClientsAre::Processes { "client process" } else { "client" };
-    let with_reads = |text: String| {
+    let with_access = |text: String| {
+        let path = row.sqlite.map_or("", |c| access_path(c.access).1);
         format!(
-            "{text}; reads on the client's own connection, each its own transaction, measured both through the \
-             blob handle (opened and closed per read) and through a prepared SELECT (reset after each read), the \
-             faster ranked at each count"
+            "{text}; access path: {path}; each read on the client's own connection, its own transaction (SQLite's \
+             other access path is a row of its own)"
         )
     };
     match (row.store, row.sqlite.map(|c| c.writers)) {
         (Store::Sqlite, Some(w)) if !w.is_per_client() => {
-            let row = sqlite::writers(w);
-            with_reads(format!("SQLite, {}: WAL; {}, each commit {commit}", row.title, row.how))
+            with_access(format!("{}: WAL; {}, each commit {commit}", row_name(row), sqlite::writers(w).how))
         }
-        (Store::Sqlite, _) => with_reads(format!(
-            "SQLite, a connection per {client}: WAL; {}, committed {commit}",
+        (Store::Sqlite, _) => with_access(format!(
+            "{}: WAL; {}, committed {commit}",
+            row_name(row),
             sqlite::writers(DbWriters::PerClient).how
         )),
         (Store::FilesInPlace, _) => format!("files, overwrite in place: each {client} its own descriptors, {commit}"),
@@ -428,60 +458,6 @@ pub fn what_would_change(file: &ResultFile) -> Option<String> {
     Some(change(section, set))
 }
 
-/// The lines of the chart: each row once, SQLite once per way of writing.
-fn lines(section: &ClientsSection) -> Vec<Row> {
-    section.arms.iter().map(|a| a.row().line()).fold(Vec::new(), |mut v, r| {
-        if !v.contains(&r) {
-            v.push(r);
-        }
-        v
-    })
-}
-
-/// Throughput against clients, one line per candidate (SQLite per way of
-/// writing, at each count with its faster read path).
-fn chart(section: &ClientsSection, set: &crate::measure::rounds::RoundSet, sfx: &str) -> Figure {
-    let series = lines(section)
-        .into_iter()
-        .map(|line| {
-            let at_n: Vec<Option<AtClients>> = section
-                .levels
-                .iter()
-                .map(|&n| clients::at(section, set, n).ranked.into_iter().find(|a| a.row.line() == line))
-                .collect();
-            Series {
-                name: row_name(line),
-                values: at_n.iter().map(|a| a.as_ref().map(|a| a.ops_per_s)).collect(),
-                intervals: section
-                    .levels
-                    .iter()
-                    .zip(&at_n)
-                    .map(|(&n, a)| a.as_ref().and_then(|a| clients::spread(set, &clients::arm_id(a.row, n))))
-                    .collect(),
-            }
-        })
-        .collect();
-    Figure {
-        id: format!("{SCALING_CHART}{sfx}"),
-        chart: Chart::Lines(LineChart {
-            title: format!("Throughput at the mix against clients ({})", section.are.name()),
-            x_label: "clients".into(),
-            y_label: "operations per second, all clients".into(),
-            x_log: true,
-            y_log: false,
-            x: section.levels.iter().map(|&n| f64::from(n)).collect(),
-            series,
-            reference: None,
-            note: format!("median of {} paired rounds per point", set.rounds.len()),
-        }),
-        caption: vec!["Each point: the median round's operations that ended in its window, over all clients, per \
-                       second of the window; the bar through it runs from its slowest round to its fastest. The \
-                       ranking at N (its section below) gives each candidate's paired interval against the leader."
-            .into()],
-        findings: Vec::new(),
-    }
-}
-
 /// The page's blocks for the clients, after the ranking at one client.
 /// The recommendation at N heads the page when it is the answer, and is
 /// not said again here.
@@ -498,7 +474,7 @@ pub fn blocks(file: &ResultFile, s: &AdviseSection, sfx: &str) -> Vec<Block> {
     b.extend(harness(section).map(Block::Note));
     b.push(Block::Note(runs_note(section, set)));
     let mut how: Vec<String> =
-        lines_measured(section, s).into_iter().map(|r| configuration(r, s.workload.durability, section.are)).collect();
+        rows_measured(section, s).into_iter().map(|r| configuration(r, s.workload.durability, section.are)).collect();
     if section.are == ClientsAre::Processes && s.candidates.contains(&Store::Sqlite) {
         let threads_only = sqlite::WRITERS.iter().filter_map(|w| Some((w.id.row_word(), w.threads_only?)));
         how.extend(threads_only.map(|(w, why)| format!("SQLite has no {w} row with client processes: its {why}.")));
@@ -511,15 +487,10 @@ pub fn blocks(file: &ResultFile, s: &AdviseSection, sfx: &str) -> Vec<Block> {
     b
 }
 
-/// The rows measured, in order, each once (SQLite once per way of
-/// writing); the candidates of an older file without rows.
-fn lines_measured(section: &ClientsSection, s: &AdviseSection) -> Vec<Row> {
-    let rows: Vec<Row> = section.arms.iter().map(|a| a.row().line()).fold(Vec::new(), |mut v, r| {
-        if !v.contains(&r) {
-            v.push(r);
-        }
-        v
-    });
+/// The rows measured, in order, each once; the candidates of an older
+/// file without rows.
+fn rows_measured(section: &ClientsSection, s: &AdviseSection) -> Vec<Row> {
+    let rows = rows(section);
     if rows.is_empty() {
         return s.candidates.iter().map(|&c| Row::of_record(c, None)).collect();
     }

@@ -1,6 +1,8 @@
 use super::*;
 use crate::drivers::clients::WindowCount;
 use crate::measure::rounds::{synthetic, RoundSet};
+use crate::records::DbAccess;
+use crate::report::format::doc::Chart;
 use crate::studies::advise::clients::{arm_id, ClientsArmRecord, Harness};
 
 fn arm(row: Row, n: u32, runs: Vec<WindowCount>) -> ClientsArmRecord {
@@ -40,15 +42,15 @@ fn the_leader_change_names_the_count_and_its_paired_interval() {
     let text = change(&section, &set);
     assert!(
         text.contains(
-            "the leader changes beyond the noise at 4 clients, from SQLite, a connection per client to files, temp + \
-             rename"
+            "the leader changes beyond the noise at 4 clients, from SQLite, a connection per client, blob handle to \
+             files, temp + rename"
         ),
         "{text}"
     );
     assert!(
         text.ends_with(
-            "at each count: SQLite, a connection per client at 1, SQLite, a connection per client at 2, files, temp \
-             + rename at 4."
+            "at each count: SQLite, a connection per client, blob handle at 1, SQLite, a connection per client, blob \
+             handle at 2, files, temp + rename at 4."
         ),
         "{text}"
     );
@@ -79,8 +81,8 @@ fn a_leader_that_never_changes_is_said_with_the_counts_measured() {
     let (section, set) = fixed(12.0);
     assert_eq!(
         change(&section, &set),
-        "With clients the leader does not change: SQLite, a connection per client leads at every count measured \
-         (1, 2, 4 clients)."
+        "With clients the leader does not change: SQLite, a connection per client, blob handle leads at every \
+         count measured (1, 2, 4 clients)."
     );
 }
 
@@ -95,9 +97,9 @@ fn a_leader_within_the_noise_elsewhere_is_named_beside_the_one_client_leader() {
     let set = synthetic(ROUNDS_ID, &ids, &rows);
     assert_eq!(
         change(&section, &set),
-        "With clients the leader does not change beyond the noise: SQLite, a connection per client leads at 1 \
-         client, and the leaders at other counts (files, temp + rename at 4) do not beat it there beyond the noise \
-         (their paired intervals against it hold 1.0)."
+        "With clients the leader does not change beyond the noise: SQLite, a connection per client, blob handle \
+         leads at 1 client, and the leaders at other counts (files, temp + rename at 4) do not beat it there \
+         beyond the noise (their paired intervals against it hold 1.0)."
     );
 }
 
@@ -124,7 +126,7 @@ fn the_harness_cost_and_the_machine_at_n_are_stated() {
     let text = harness(&section).unwrap();
     assert!(text.starts_with("Harness at 16 clients: one clock read and one histogram record per operation cost 31 ns"));
     assert!(text.contains("(16 threads measured at once) = 0.250% of the mean operation's latency"), "{text}");
-    assert!(text.ends_with("(at most: SQLite, a connection per client)."), "{text}");
+    assert!(text.ends_with("(at most: SQLite, a connection per client, blob handle)."), "{text}");
     assert!(runs_note(&section, &set).contains("6 arms (each row at each client count), 6 interleaved rounds"));
     assert!(runs_note(&section, &set).contains("each run one window of 0.10 s shared by all its clients"));
     section.clients = 16;
@@ -134,10 +136,11 @@ fn the_harness_cost_and_the_machine_at_n_are_stated() {
     assert_eq!(machine(&section), None, "an older file does not say");
 }
 
-/// SQLite's two ways of writing are two rows, each with the faster of its
-/// read paths; the one set aside is named with its figure.
+/// SQLite's two ways of writing and two access paths are four rows of
+/// the ranking, each named by its access path on the page; nothing is set
+/// aside.
 #[test]
-fn sqlite_is_ranked_once_per_way_of_writing_with_its_faster_read_path() {
+fn sqlites_access_paths_are_rows_named_on_the_page() {
     let rows = [
         Row::sqlite(DbWriters::One, DbAccess::BlobApi),
         Row::sqlite(DbWriters::One, DbAccess::Sql),
@@ -147,24 +150,108 @@ fn sqlite_is_ranked_once_per_way_of_writing_with_its_faster_read_path() {
     ];
     let arms: Vec<ClientsArmRecord> = rows.iter().map(|&r| arm(r, 16, Vec::new())).collect();
     let ids: Vec<&str> = arms.iter().map(|a| a.id.as_str()).collect();
-    // µs per op: one writer by SELECT fastest, then files, then per-client.
+    // µs per op: one writer through SQL fastest, then files, then one
+    // writer through the blob handle, then the per-client rows.
     let set = synthetic(ROUNDS_ID, &ids, &vec![vec![40.0, 30.0, 80.0, 90.0, 35.0]; 6]);
     let section = ClientsSection { clients: 16, levels: vec![16], ..ClientsSection::threads_up_to_4(arms) };
     let at = clients::at(&section, &set, 16);
-    let order: Vec<Row> = at.ranked.iter().map(|a| a.row).collect();
-    assert_eq!(order, [rows[1], rows[4], rows[2]]);
-    assert_eq!(at.ranked[0].other_read_ops_per_s, Some(25_000.0));
     let text = recommendation(&at, &section);
-    assert!(text.contains("SQLite, one writer connection leads, 33,333 ops/s"), "{text}");
+    assert!(text.contains("SQLite, one writer connection, SQL leads, 33,333 ops/s"), "{text}");
     let t = table(&at, &section);
-    assert!(
-        t.notes.iter().any(|n| n.starts_with(
-            "SQLite, one writer connection: reads through a prepared SELECT (reset after each read), the faster"
-        ) && n.ends_with("the other gave 25,000 ops/s.")),
-        "{:?}",
-        t.notes
+    let names: Vec<&str> = t.rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "SQLite, one writer connection, SQL",
+            "files, temp + rename",
+            "SQLite, one writer connection, blob handle",
+            "SQLite, a connection per client, blob handle",
+            "SQLite, a connection per client, SQL",
+        ]
     );
-    assert_eq!(t.rows.len(), 3);
+    assert!(t.notes.iter().all(|n| !n.contains("read path") && !n.contains("faster of")), "{:?}", t.notes);
+    let how = configuration(rows[1], Durability::Required, ClientsAre::Threads);
+    assert!(how.contains("access path: reads and writes through SQL (a prepared SELECT"), "{how}");
+    let Chart::Lines(lines) = &chart(&section, &set, "").chart else { panic!("a line chart") };
+    assert_eq!(lines.series.len(), 5, "one line per row");
+}
+
+/// Under a rate: files, LMDB and SQLite keep up at 4 clients, LMDB's p99
+/// within the files' paired interval, SQLite's twice theirs in every
+/// round; at 1 and 2 clients all alike.
+fn at_rate() -> (ClientsSection, RoundSet) {
+    let lmdb = Row::of(Store::Engine(crate::records::EngineKind::from_name("lmdb").unwrap()));
+    let rows = [Row::of(Store::FilesReplace), lmdb, Row::sqlite(DbWriters::One, DbAccess::BlobApi)];
+    let p99s_at_4 = [
+        [100.0, 110.0, 90.0, 100.0, 105.0, 95.0],
+        [96.0, 120.0, 101.0, 98.0, 102.0, 110.0],
+        [200.0, 220.0, 180.0, 200.0, 210.0, 190.0],
+    ];
+    let runs = |p99s: [f64; 6]| {
+        let behind = crate::drivers::clients::Behind { judged: 100, behind: 0 };
+        let run = |p99: f64| WindowCount {
+            ops: 100,
+            due: Some(100),
+            furthest_behind: Some(behind),
+            p99_ns: Some((p99 * 1000.0) as u64),
+            ..WindowCount::default()
+        };
+        p99s.map(run).to_vec()
+    };
+    let arms: Vec<ClientsArmRecord> = [1, 2, 4]
+        .into_iter()
+        .flat_map(|n| rows.iter().zip(p99s_at_4).map(move |(&r, p)| (r, n, if n == 4 { p } else { [50.0; 6] })))
+        .map(|(r, n, p)| arm(r, n, runs(p)))
+        .collect();
+    let ids: Vec<&str> = arms.iter().map(|a| a.id.as_str()).collect();
+    let set = synthetic(ROUNDS_ID, &ids, &vec![vec![5000.0; ids.len()]; 6]);
+    (ClientsSection { rate_ops_s: Some(200.0), ..ClientsSection::threads_up_to_4(arms) }, set)
+}
+
+/// Under a rate the table shows the p99 the ranking is by, and each one's
+/// paired interval against the leader's, a tie called a tie; the
+/// recommendation names the tie and the leader by that figure.
+#[test]
+fn under_a_rate_the_p99_is_a_column_and_a_tie_is_called_one() {
+    let (section, set) = at_rate();
+    let at = clients::at(&section, &set, 4);
+    let t = table(&at, &section);
+    let column = t.headers.iter().position(|h| h == "p99 at 200 ops/s (µs, median round)").expect("the p99 column");
+    let vs = t.headers.iter().position(|h| h == "p99 vs leader (paired by round)").expect("its interval");
+    let cells: Vec<(&str, &str, &str)> =
+        t.rows.iter().map(|r| (r[0].as_str(), r[column].as_str(), r[vs].as_str())).collect();
+    assert_eq!(cells[0], ("files, temp + rename", "100.0", "leader"));
+    assert_eq!(cells[1].0, "LMDB");
+    assert!(cells[1].2.starts_with("tied with the leader: 1.0"), "{cells:?}");
+    assert!(cells[2].2.starts_with("2.0") && !cells[2].2.contains("tied"), "{cells:?}");
+    let text = recommendation(&at, &section);
+    assert!(
+        text.contains(
+            "at 200 ops/s over all clients (an open loop): a tie between files, temp + rename and LMDB, which keep up"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("lowest median, 100.0 µs (every operation's p99 at 200 ops/s, the median round's"), "{text}");
+    assert!(text.contains("; next SQLite, one writer connection, blob handle at 200.0 µs (2.00x"), "{text}");
+}
+
+/// Under a rate the headline chart is every operation's p99 at R against
+/// clients, with each point's interval over the rounds; a closed loop's
+/// stays throughput.
+#[test]
+fn under_a_rate_the_headline_chart_is_p99_against_clients() {
+    let (section, set) = at_rate();
+    let figure = chart(&section, &set, "");
+    let Chart::Lines(lines) = &figure.chart else { panic!("a line chart") };
+    assert_eq!(lines.title, "p99 at 200 ops/s against clients (threads)");
+    assert_eq!(lines.y_label, "p99 of every operation, µs");
+    let files = lines.series.iter().find(|s| s.name == "files, temp + rename").unwrap();
+    assert_eq!(files.values, [Some(50.0), Some(50.0), Some(100.0)], "the median round's p99 at each count");
+    assert_eq!(files.intervals[2], Some((90.0, 110.0)), "six rounds: the lowest to the highest");
+    assert!(figure.caption[0].contains("the median of the rounds'"), "{:?}", figure.caption);
+    let (closed, set) = fixed(5.0);
+    let Chart::Lines(lines) = &chart(&closed, &set, "").chart else { panic!("a line chart") };
+    assert_eq!(lines.y_label, "operations per second, all clients");
 }
 
 /// Under --rate a candidate that cannot keep up ranks below every one
@@ -204,11 +291,13 @@ fn under_a_rate_keeping_up_ranks_first_then_the_p99() {
     assert!(
         text.starts_with(
             "Recommendation at 4 clients (threads), at 10,000 ops/s over all clients (an open loop): SQLite, one \
-             writer connection keeps up (its client furthest behind started 100.0% of its operations due in time) with \
-             the lowest p99"
+             writer connection, blob handle keeps up with the lowest p99, 1,000 µs (every operation's p99 at 10,000 \
+             ops/s, over every timed run; its client furthest behind started 100.0% of its operations due in time)"
         ),
         "{text}"
     );
+    // An older file kept no round's p99: the table says what its p99 is.
+    assert!(table(&at, &section).notes.iter().any(|n| n.starts_with("This file kept no round's p99")));
     // None keeps up: none is recommended, the closest named.
     let mut behind = section.clone();
     for a in &mut behind.arms {

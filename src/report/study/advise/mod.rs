@@ -5,6 +5,7 @@
 //! computed from the result file by `studies::advise::rank`.
 
 pub mod clients;
+mod clients_chart;
 mod evidence;
 mod headline;
 mod terminal;

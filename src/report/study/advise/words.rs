@@ -2,7 +2,10 @@
 //! tie), each exclusion's reason and the "what would change it" paragraph,
 //! each a function of the ranking and the section alone.
 
+use crate::engine::sqlite;
+use crate::records::DbAccess;
 use crate::report::format::fmt::{bytes, micros, thousands};
+use crate::studies::advise::clients::Row;
 use crate::studies::advise::rank::{Change, Excluded, Factor, Ranked, Ranking, Refused};
 use crate::studies::advise::rules::{self, Test};
 use crate::studies::advise::Stage;
@@ -17,6 +20,31 @@ pub fn store_name(store: Store) -> String {
         Store::FilesInPlace => "files, overwrite in place".into(),
         Store::FilesReplace => "files, temp + rename".into(),
         Store::Engine(kind) => kind.title().into(),
+    }
+}
+
+/// A row's name at N clients: SQLite with its way of writing and its
+/// access path (each a row of its own), every other store as the
+/// one-client ranking names it.
+pub fn row_name(row: Row) -> String {
+    match row.sqlite {
+        Some(c) => format!("SQLite, {}, {}", sqlite::writers(c.writers).title, access_path(c.access).0),
+        None => store_name(row.store),
+    }
+}
+
+/// SQLite's access path: its short name, and what reads and writes do
+/// through it (it is the write path too).
+pub fn access_path(access: DbAccess) -> (&'static str, &'static str) {
+    match access {
+        DbAccess::BlobApi => (
+            "blob handle",
+            "reads and writes through the blob handle (a read opens and closes it, a write writes the blob's \
+             bytes in place through it)",
+        ),
+        DbAccess::Sql => {
+            ("SQL", "reads and writes through SQL (a prepared SELECT, reset after each read; an UPDATE per write)")
+        }
     }
 }
 

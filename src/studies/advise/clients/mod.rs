@@ -5,10 +5,10 @@
 //! [`crate::drivers::clients`]), each in the configuration an application
 //! with N clients would use, named in the section ([`row`]): SQLite under
 //! threads both with one writer connection for the process and with a
-//! connection per client, each read through the blob handle and through a
-//! prepared `SELECT`. Every (row, clients) pair is an arm of one set of
-//! interleaved rounds, every run one window shared by all its clients, on
-//! the suite's datasets. The section records each arm's latencies per
+//! connection per client, each through both access paths (the blob
+//! handle, or SQL), each combination a row ranked on its own. Every (row,
+//! clients) pair is an arm of one set of interleaved rounds, every run one
+//! window shared by all its clients, on the suite's datasets. The section records each arm's latencies per
 //! kind of operation (the clients' histograms merged, serialised), each
 //! run's per-client counts and its busy waits; its throughput per round is
 //! the round set's. The ranking at N is [`rank::at`].
@@ -20,7 +20,7 @@ pub mod section;
 use std::path::Path;
 use std::time::Duration;
 
-pub use rank::{at, leader_change, merge_histograms, spread, AtClients, RankingAt, Spread};
+pub use rank::{at, leader_change, merge_histograms, p99_ratio, spread, AtClients, RankingAt, Spread};
 pub use row::{arm_id, Row, SqliteClients};
 pub use section::{ClassLatency, ClientsAre, ClientsArmRecord, ClientsExclusion, ClientsSection, Harness};
 
@@ -155,14 +155,14 @@ impl ClientsPlan {
         }
     }
 
-    /// The rows `store` runs as: SQLite once per way of writing and read
-    /// path, every other store once.
+    /// The rows `store` runs as: SQLite once per way of writing and
+    /// access path, every other store once.
     pub fn rows(&self, store: Store) -> Vec<Row> {
         if store != Store::Sqlite {
             return vec![Row::of(store)];
         }
-        let reads = [DbAccess::BlobApi, DbAccess::Sql];
-        self.sqlite_writers().into_iter().flat_map(|w| reads.map(|r| Row::sqlite(w, r))).collect()
+        let paths = [DbAccess::BlobApi, DbAccess::Sql];
+        self.sqlite_writers().into_iter().flat_map(|w| paths.map(|a| Row::sqlite(w, a))).collect()
     }
 }
 
@@ -249,7 +249,7 @@ pub(super) fn measure(
             let mut settings = settings.clone();
             if let Some(c) = row.sqlite {
                 settings.db.writers = c.writers;
-                settings.db.access = c.reads;
+                settings.db.access = c.access;
             }
             // One engine per row, shared by its client counts: an engine
             // may keep one handle per process (LMDB's environment).

@@ -1,8 +1,9 @@
 //! One row of the ranking at N clients: a candidate store, and for SQLite
-//! how its clients write and read. SQLite has more than one configuration
-//! under clients (one writer connection for the process, or one per
-//! client; reads through the blob handle or a prepared `SELECT`), and
-//! each is measured and named. A row's name is built and parsed here
+//! how its clients write and which access path they use. SQLite has more
+//! than one configuration under clients (one writer connection for the
+//! process, or one per client; each operation through the blob handle or
+//! through SQL, a prepared `SELECT` or `UPDATE`), and each is measured,
+//! ranked and named as a row of its own. A row's name is built and parsed here
 //! only (its way of writing spelled by [`DbWriters::suffix`]); the result
 //! file keeps it in each arm's id (`clients/N/NAME`), in its exclusions
 //! and harness, and the store and SQLite configuration as fields of their
@@ -13,20 +14,22 @@ use serde::{Deserialize, Serialize};
 use super::super::candidate::Store;
 use crate::records::{DbAccess, DbWriters};
 
-/// How SQLite's clients write and read in one row.
+/// How SQLite's clients write, and their access path, in one row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SqliteClients {
     pub writers: DbWriters,
-    /// Each read on a client's own connection, its transaction ended
-    /// after it: the blob handle opened and closed, or a prepared
-    /// `SELECT` stepped and reset.
-    pub reads: DbAccess,
+    /// The access path of reads and writes alike: the blob handle (a read
+    /// opens and closes it on the client's own connection, a write writes
+    /// through it), or SQL (a prepared `SELECT` stepped and reset, an
+    /// `UPDATE`). Older files call it `reads`.
+    #[serde(alias = "reads")]
+    pub access: DbAccess,
 }
 
 impl SqliteClients {
     /// A file from before SQLite had several rows: a connection per
-    /// client, reads through the blob handle.
-    pub const BEFORE: SqliteClients = SqliteClients { writers: DbWriters::PerClient, reads: DbAccess::BlobApi };
+    /// client, through the blob handle.
+    pub const BEFORE: SqliteClients = SqliteClients { writers: DbWriters::PerClient, access: DbAccess::BlobApi };
 }
 
 /// A candidate in one configuration at N clients. In a result file it is
@@ -45,9 +48,9 @@ impl Row {
         Row { store, sqlite: None }
     }
 
-    /// SQLite's row written by `writers`, read by `reads`.
-    pub fn sqlite(writers: DbWriters, reads: DbAccess) -> Row {
-        Row { store: Store::Sqlite, sqlite: Some(SqliteClients { writers, reads }) }
+    /// SQLite's row written by `writers`, through `access`.
+    pub fn sqlite(writers: DbWriters, access: DbAccess) -> Row {
+        Row { store: Store::Sqlite, sqlite: Some(SqliteClients { writers, access }) }
     }
 
     /// `sqlite`, `sqlite+select`, `sqlite-one-writer`,
@@ -55,11 +58,11 @@ impl Row {
     pub fn name(self) -> String {
         let Some(c) = self.sqlite else { return self.store.name().to_string() };
         let writers = c.writers.suffix();
-        let reads = match c.reads {
+        let access = match c.access {
             DbAccess::BlobApi => "",
-            DbAccess::Sql => SELECT,
+            DbAccess::Sql => SQL,
         };
-        format!("{}{writers}{reads}", self.store.name())
+        format!("{}{writers}{access}", self.store.name())
     }
 
     /// The row a name names ([`Row::name`]'s inverse).
@@ -68,11 +71,11 @@ impl Row {
             return Some(Row::of(store));
         }
         let rest = name.strip_prefix(Store::Sqlite.name())?;
-        let (rest, reads) = match rest.strip_suffix(SELECT) {
+        let (rest, access) = match rest.strip_suffix(SQL) {
             Some(r) => (r, DbAccess::Sql),
             None => (rest, DbAccess::BlobApi),
         };
-        Some(Row::sqlite(DbWriters::parse_suffix(rest)?, reads))
+        Some(Row::sqlite(DbWriters::parse_suffix(rest)?, access))
     }
 
     /// The row an arm of the result file ran: its store's name and its
@@ -82,29 +85,11 @@ impl Row {
         let sqlite = (store == Store::Sqlite).then(|| sqlite.unwrap_or(SqliteClients::BEFORE));
         Row { store, sqlite }
     }
-
-    /// The same row read the other way (SQLite's two read paths); None
-    /// for the other stores.
-    pub fn other_read(self) -> Option<Row> {
-        let c = self.sqlite?;
-        let reads = match c.reads {
-            DbAccess::BlobApi => DbAccess::Sql,
-            DbAccess::Sql => DbAccess::BlobApi,
-        };
-        Some(Row::sqlite(c.writers, reads))
-    }
-
-    /// The row with its read path set aside: what the ranking and the
-    /// chart show once per candidate (SQLite once per way of writing).
-    pub fn line(self) -> Row {
-        match self.sqlite {
-            Some(c) => Row::sqlite(c.writers, DbAccess::BlobApi),
-            None => self,
-        }
-    }
 }
 
-const SELECT: &str = "+select";
+/// The name's suffix of SQLite's SQL access path (`SELECT` and `UPDATE`),
+/// as result files spell it.
+const SQL: &str = "+select";
 
 impl From<Row> for String {
     fn from(r: Row) -> String {
@@ -155,9 +140,16 @@ mod tests {
         assert_eq!(Row::of_record(Store::Sqlite, None), rows[0]);
         assert_eq!(Row::of_record(Store::FilesReplace, None), rows[4]);
         assert_eq!(Row::from_name("sqlite-two-writers"), None);
-        assert_eq!(rows[3].other_read(), Some(rows[2]));
-        assert_eq!(rows[3].line(), rows[2]);
-        assert_eq!(rows[4].other_read(), None);
         assert_eq!(arm_id(rows[2], 16), "clients/16/sqlite-one-writer");
+    }
+
+    /// The access path is written as such, and an older file's `reads`
+    /// still reads.
+    #[test]
+    fn sqlites_access_path_is_written_as_access_and_older_files_read() {
+        let c = SqliteClients { writers: DbWriters::One, access: DbAccess::Sql };
+        assert_eq!(serde_json::to_string(&c).unwrap(), r#"{"writers":"one","access":"sql"}"#);
+        let older: SqliteClients = serde_json::from_str(r#"{"writers":"one","reads":"sql"}"#).unwrap();
+        assert_eq!(older, c);
     }
 }

@@ -47,7 +47,7 @@ fn bad_plans_are_refused() {
     }
     let p = ClientsPlan { launcher, ..plan(4, ClientsAre::Processes, None) };
     assert!(p.validate(&stores, true).is_ok(), "by default processes measure a connection per client");
-    assert_eq!(p.rows(Store::Sqlite).len(), 2, "its two read paths");
+    assert_eq!(p.rows(Store::Sqlite).len(), 2, "its two access paths");
     assert_eq!(plan(4, ClientsAre::Threads, None).rows(Store::Sqlite).len(), 4, "and with threads, one writer too");
     assert!(!plan(1, ClientsAre::Threads, None).runs());
     assert!(ClientsPlan { rate: Some(100.0), ..plan(1, ClientsAre::Threads, None) }.runs(), "--rate at one client");
@@ -208,7 +208,7 @@ fn the_least_time_covers_every_arm_s_runs_at_their_window() {
     assert!(run_time(true) < run_time(false));
     let mut o = crate::studies::advise::tests::options(std::path::Path::new("."));
     o.opts.clients = ClientsPlan { clients: 8, ..ClientsPlan::ONE };
-    // SQLite's four rows (two ways of writing, two read paths) and the rest once.
+    // SQLite's four rows (two ways of writing, two access paths) and the rest once.
     let rows = (o.advise().stores().len() + 3) as f64;
     let runs = f64::from(crate::studies::advise::LEAST_ROUNDS + 1);
     for quick in [true, false] {
@@ -237,4 +237,104 @@ fn every_row_and_client_count_writes_content_of_its_own() {
     seeds.sort_unstable();
     seeds.dedup();
     assert_eq!(seeds.len(), all);
+}
+
+/// Under a rate: each row at each of `levels`, keeping up in six rounds
+/// (or, where `behind`, its furthest client 5% behind), with every
+/// operation's p99 in each round (µs) as given; throughput alike.
+fn at_rate(arms: &[(Row, u32, [f64; 6], bool)], levels: Vec<u32>) -> (ClientsSection, RoundSet) {
+    let records: Vec<ClientsArmRecord> = arms
+        .iter()
+        .map(|&(row, n, p99s, behind)| {
+            let furthest = crate::drivers::clients::Behind { judged: 100, behind: if behind { 5 } else { 0 } };
+            let run = |p99_us: f64| WindowCount {
+                ops: 100,
+                due: Some(100),
+                furthest_behind: Some(furthest),
+                p99_ns: Some((p99_us * 1000.0) as u64),
+                ..WindowCount::default()
+            };
+            let runs = p99s.map(run).to_vec();
+            ClientsArmRecord { id: arm_id(row, n), sqlite: row.sqlite, runs, ..record(row.store, n, 100.0) }
+        })
+        .collect();
+    let ids: Vec<String> = records.iter().map(|a| a.id.clone()).collect();
+    let set =
+        synthetic(ROUNDS_ID, &ids.iter().map(String::as_str).collect::<Vec<_>>(), &vec![vec![10.0; ids.len()]; 6]);
+    let section = ClientsSection { levels, rate_ops_s: Some(200.0), ..ClientsSection::threads_up_to_4(records) };
+    (section, set)
+}
+
+const FILES_P99: [f64; 6] = [100.0, 110.0, 90.0, 100.0, 105.0, 95.0];
+/// A higher median than the files', but lower in three rounds of six.
+const CLOSE_P99: [f64; 6] = [96.0, 120.0, 101.0, 98.0, 102.0, 110.0];
+const TWICE_P99: [f64; 6] = [200.0, 220.0, 180.0, 200.0, 210.0, 190.0];
+
+/// Under a rate those that keep up rank by the median round's p99, each
+/// against the leader's paired by round; one whose interval holds 1 is
+/// tied with the leader, not behind it.
+#[test]
+fn under_a_rate_a_p99_within_the_paired_interval_is_a_tie() {
+    let lmdb = Row::of(Store::Engine(EngineKind::from_name("lmdb").unwrap()));
+    let (files, sqlite) = (Row::of(Store::FilesReplace), Row::sqlite(DbWriters::One, DbAccess::BlobApi));
+    let arms = [(sqlite, 4, TWICE_P99, false), (lmdb, 4, CLOSE_P99, false), (files, 4, FILES_P99, false)];
+    let (section, set) = at_rate(&arms, vec![4]);
+    let ranking = at(&section, &set, 4);
+    assert_eq!(ranking.ranked.iter().map(|a| a.row).collect::<Vec<_>>(), [files, lmdb, sqlite]);
+    assert_eq!(ranking.ranked[0].rate_p99_us(), Some(100.0), "the median round's p99");
+    assert_eq!(ranking.ranked[1].round_p99.map(|r| (r.low, r.high)), Some((96.0, 120.0)));
+    assert!(ranking.ranked[1].tied_with_leader(), "{:?}", ranking.ranked[1].against_leader);
+    let twice = ranking.ranked[2].against_leader.clone().expect("paired by round");
+    assert!(!ranking.ranked[2].tied_with_leader() && twice.low > 1.9 && twice.high < 2.1, "{twice:?}");
+}
+
+/// Under a rate the leader changes across client counts only beyond the
+/// interval: a lead by the median p99 alone is none, a lead on every
+/// round is one, and so is a one-client leader that no longer keeps up.
+#[test]
+fn under_a_rate_the_leader_changes_only_outside_the_interval() {
+    let lmdb = Row::of(Store::Engine(EngineKind::from_name("lmdb").unwrap()));
+    let files = Row::of(Store::FilesReplace);
+    let change = |lmdb_at_4: [f64; 6], files_behind: bool| {
+        let arms = [
+            (files, 1, FILES_P99, false),
+            (lmdb, 1, TWICE_P99, false),
+            (files, 4, CLOSE_P99, files_behind),
+            (lmdb, 4, lmdb_at_4, false),
+        ];
+        let (section, set) = at_rate(&arms, vec![1, 4]);
+        leader_change(&section, &set)
+    };
+    let (leaders, within) = change(FILES_P99, false);
+    assert_eq!(leaders, [(1, Some(files)), (4, Some(lmdb))], "LMDB leads at 4 by the median");
+    assert_eq!(within, None, "but its interval against the files holds 1");
+    assert_eq!(change(FILES_P99.map(|p| p / 2.0), false).1, Some(4), "half the files' p99 in every round");
+    assert_eq!(change(TWICE_P99, true).1, Some(4), "the files no longer keep up at 4");
+}
+
+/// SQLite's two ways of writing and two access paths are four rows, each
+/// ranked like any candidate: none is set aside for another's figure.
+#[test]
+fn sqlites_access_paths_are_rows_ranked_on_their_own() {
+    let rows = [
+        Row::sqlite(DbWriters::One, DbAccess::BlobApi),
+        Row::sqlite(DbWriters::One, DbAccess::Sql),
+        Row::sqlite(DbWriters::PerClient, DbAccess::BlobApi),
+        Row::sqlite(DbWriters::PerClient, DbAccess::Sql),
+        Row::of(Store::FilesReplace),
+    ];
+    let arms: Vec<ClientsArmRecord> = rows
+        .iter()
+        .map(|&r| ClientsArmRecord { id: arm_id(r, 4), sqlite: r.sqlite, ..record(r.store, 4, 100.0) })
+        .collect();
+    let ids: Vec<&str> = arms.iter().map(|a| a.id.as_str()).collect();
+    // µs per op: one writer through SQL fastest, then the files, then
+    // one writer through the blob handle, then the per-client rows.
+    let set = synthetic(ROUNDS_ID, &ids, &vec![vec![40.0, 30.0, 80.0, 90.0, 35.0]; 6]);
+    let section = ClientsSection { levels: vec![4], ..ClientsSection::threads_up_to_4(arms) };
+    let ranking = at(&section, &set, 4);
+    let order: Vec<Row> = ranking.ranked.iter().map(|a| a.row).collect();
+    assert_eq!(order, [rows[1], rows[4], rows[0], rows[2], rows[3]]);
+    let blob = &ranking.ranked[2];
+    assert_eq!(blob.against_leader.as_ref().map(|r| r.value), Some(40.0 / 30.0), "against the leader like any row");
 }
