@@ -280,6 +280,16 @@ impl ClientsArm {
         self.window
     }
 
+    /// The latency histograms the arm holds between runs: its tally's, and
+    /// any its clients' scripts still hold (none once a run is merged).
+    pub fn histograms_held(&self) -> usize {
+        let scripts = match &self.how {
+            Clients::Threads(scripts) => scripts.iter().map(Script::histograms_held).sum(),
+            Clients::Processes(_) => 0,
+        };
+        self.tally.classes.len() + scripts
+    }
+
     /// Operations due in one window over all clients, under a rate.
     pub fn due_per_run(&self) -> Option<u64> {
         self.rate.map(|r| {
@@ -322,14 +332,18 @@ impl ClientsArm {
             for s in &spans {
                 self.tally.due.add(&s.due);
             }
+            // Each client's histograms into the run's, then given up: the
+            // arm keeps four whatever its number of clients.
+            let mut run: [Latency; 4] = Default::default();
+            for d in done {
+                d.classes.merge_into(&mut run);
+            }
             let mut all = ctx.latency;
-            for d in &done {
-                for (mine, theirs) in self.tally.classes.iter_mut().zip(&d.classes) {
-                    mine.merge(theirs);
-                    // The rounds' own histogram of the arm: every op.
-                    if let Some(all) = all.as_deref_mut() {
-                        all.merge(theirs);
-                    }
+            for (mine, theirs) in self.tally.classes.iter_mut().zip(&run) {
+                mine.merge(theirs);
+                // The rounds' own histogram of the arm: every op.
+                if let Some(all) = all.as_deref_mut() {
+                    all.merge(theirs);
                 }
             }
         }
