@@ -31,13 +31,18 @@ pub enum Kind {
     /// One environment per process (default flags: every commit synced);
     /// a read transaction per read, a write transaction per write.
     Lmdb,
+    /// The same, but each write first reads the old value's length in its
+    /// write transaction, as blobbench's overwrite does (to keep the size
+    /// and to find a missing key): what that read costs, paired with `lmdb`.
+    LmdbSizeFirst,
     /// A connection per client (synchronous_commit on); prepared SELECT,
     /// autocommitted UPDATE.
     Postgres,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [Kind::Files, Kind::SqlitePerConn, Kind::SqliteOneWriter, Kind::Lmdb, Kind::Postgres];
+    pub const ALL: [Kind; 6] =
+        [Kind::Files, Kind::SqlitePerConn, Kind::SqliteOneWriter, Kind::Lmdb, Kind::LmdbSizeFirst, Kind::Postgres];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -45,6 +50,7 @@ impl Kind {
             Kind::SqlitePerConn => "sqlite-per-conn",
             Kind::SqliteOneWriter => "sqlite-one-writer",
             Kind::Lmdb => "lmdb",
+            Kind::LmdbSizeFirst => "lmdb-size-first",
             Kind::Postgres => "postgres",
         }
     }
@@ -103,7 +109,7 @@ impl Process {
                     if kind == Kind::SqliteOneWriter { Shared::Writer(Mutex::new(conn)) } else { Shared::Nothing };
                 (sizes, shared)
             }
-            Kind::Lmdb => {
+            Kind::Lmdb | Kind::LmdbSizeFirst => {
                 let lmdb = Lmdb::open(path)?;
                 let txn = lmdb.env.read_txn()?;
                 let mut pairs = Vec::new();
@@ -211,7 +217,9 @@ pub fn with_client<T>(p: &Process, index: u32, body: impl FnOnce(&mut dyn Client
             };
             body(&mut client)
         }
-        (Kind::Lmdb, Shared::Lmdb(lmdb)) => body(&mut LmdbClient { lmdb, buf: Vec::new() }),
+        (Kind::Lmdb | Kind::LmdbSizeFirst, Shared::Lmdb(lmdb)) => {
+            body(&mut LmdbClient { lmdb, buf: Vec::new(), size_first: p.kind == Kind::LmdbSizeFirst })
+        }
         (Kind::Postgres, _) => {
             let mut client = postgres::Client::connect(url(&p.path)?, postgres::NoTls)?;
             client.batch_execute("SET synchronous_commit = on")?;
@@ -220,7 +228,7 @@ pub fn with_client<T>(p: &Process, index: u32, body: impl FnOnce(&mut dyn Client
             let update = client.prepare(&format!("UPDATE {table} SET v = $2 WHERE k = $1"))?;
             body(&mut PgClient { client, select, update, buf: Vec::new() })
         }
-        (Kind::Lmdb, _) => Err("LMDB's environment was not opened".into()),
+        (Kind::Lmdb | Kind::LmdbSizeFirst, _) => Err("LMDB's environment was not opened".into()),
     }
 }
 
@@ -353,6 +361,8 @@ impl Client for SqliteClient<'_> {
 struct LmdbClient<'p> {
     lmdb: &'p Lmdb,
     buf: Vec<u8>,
+    /// Read the old value's length first ([`Kind::LmdbSizeFirst`]).
+    size_first: bool,
 }
 
 impl Client for LmdbClient<'_> {
@@ -365,6 +375,12 @@ impl Client for LmdbClient<'_> {
 
     fn write(&mut self, key: u32, data: &[u8]) -> Res<()> {
         let mut txn = self.lmdb.env.write_txn()?;
+        if self.size_first {
+            let old = self.lmdb.db.get(&txn, &key.to_be_bytes())?.ok_or("a key has no blob")?;
+            if old.len() != data.len() {
+                return Err(format!("key {key} holds {} bytes, not {}", old.len(), data.len()).into());
+            }
+        }
         self.lmdb.db.put(&mut txn, &key.to_be_bytes(), data)?;
         txn.commit()?;
         Ok(())

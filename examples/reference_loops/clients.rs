@@ -3,7 +3,7 @@
 //!   reference_loops clients STORE PATH N WINDOW_MS [threads|processes] [READ:WRITE]
 //!
 //! STORE: files (a flat kvtest directory), sqlite-per-conn,
-//! sqlite-one-writer (threads only), lmdb, postgres (PATH a
+//! sqlite-one-writer (threads only), lmdb, lmdb-size-first, postgres (PATH a
 //! `postgresql://` URL; table `kv`, or `PG_TABLE`). See [`stores`] for
 //! what each client does.
 //!
