@@ -31,6 +31,10 @@ pub enum Kind {
     /// One environment per process (default flags: every commit synced);
     /// a read transaction per read, a write transaction per write.
     Lmdb,
+    /// The same, but each write first reads the old value's length in its
+    /// write transaction, as blobbench's overwrite does (to keep the size
+    /// and to find a missing key): what that read costs, paired with `lmdb`.
+    LmdbSizeFirst,
     /// A connection per client (synchronous_commit on); prepared SELECT,
     /// autocommitted UPDATE.
     Postgres,
@@ -45,8 +49,16 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 7] =
-        [Kind::Files, Kind::SqlitePerConn, Kind::SqliteOneWriter, Kind::Lmdb, Kind::Postgres, Kind::Redb, Kind::Fjall];
+    pub const ALL: [Kind; 8] = [
+        Kind::Files,
+        Kind::SqlitePerConn,
+        Kind::SqliteOneWriter,
+        Kind::Lmdb,
+        Kind::LmdbSizeFirst,
+        Kind::Postgres,
+        Kind::Redb,
+        Kind::Fjall,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -54,6 +66,7 @@ impl Kind {
             Kind::SqlitePerConn => "sqlite-per-conn",
             Kind::SqliteOneWriter => "sqlite-one-writer",
             Kind::Lmdb => "lmdb",
+            Kind::LmdbSizeFirst => "lmdb-size-first",
             Kind::Postgres => "postgres",
             Kind::Redb => "redb",
             Kind::Fjall => "fjall",
@@ -121,7 +134,7 @@ impl Process {
                     if kind == Kind::SqliteOneWriter { Shared::Writer(Mutex::new(conn)) } else { Shared::Nothing };
                 (sizes, shared)
             }
-            Kind::Lmdb => {
+            Kind::Lmdb | Kind::LmdbSizeFirst => {
                 let lmdb = Lmdb::open(path)?;
                 let txn = lmdb.env.read_txn()?;
                 let mut pairs = Vec::new();
@@ -250,7 +263,9 @@ pub fn with_client<T>(p: &Process, index: u32, body: impl FnOnce(&mut dyn Client
             };
             body(&mut client)
         }
-        (Kind::Lmdb, Shared::Lmdb(lmdb)) => body(&mut LmdbClient { lmdb, buf: Vec::new() }),
+        (Kind::Lmdb | Kind::LmdbSizeFirst, Shared::Lmdb(lmdb)) => {
+            body(&mut LmdbClient { lmdb, buf: Vec::new(), size_first: p.kind == Kind::LmdbSizeFirst })
+        }
         (Kind::Postgres, _) => {
             let mut client = postgres::Client::connect(url(&p.path)?, postgres::NoTls)?;
             client.batch_execute("SET synchronous_commit = on")?;
@@ -261,7 +276,7 @@ pub fn with_client<T>(p: &Process, index: u32, body: impl FnOnce(&mut dyn Client
         }
         (Kind::Redb, Shared::Redb(db)) => body(&mut RedbClient { db, buf: Vec::new() }),
         (Kind::Fjall, Shared::Fjall(fjall)) => body(&mut FjallClient { fjall, buf: Vec::new() }),
-        (Kind::Lmdb | Kind::Redb | Kind::Fjall, _) => {
+        (Kind::Lmdb | Kind::LmdbSizeFirst | Kind::Redb | Kind::Fjall, _) => {
             Err(format!("{}'s database was not opened", p.kind.name()).into())
         }
     }
@@ -396,6 +411,8 @@ impl Client for SqliteClient<'_> {
 struct LmdbClient<'p> {
     lmdb: &'p Lmdb,
     buf: Vec<u8>,
+    /// Read the old value's length first ([`Kind::LmdbSizeFirst`]).
+    size_first: bool,
 }
 
 impl Client for LmdbClient<'_> {
@@ -408,6 +425,12 @@ impl Client for LmdbClient<'_> {
 
     fn write(&mut self, key: u32, data: &[u8]) -> Res<()> {
         let mut txn = self.lmdb.env.write_txn()?;
+        if self.size_first {
+            let old = self.lmdb.db.get(&txn, &key.to_be_bytes())?.ok_or("a key has no blob")?;
+            if old.len() != data.len() {
+                return Err(format!("key {key} holds {} bytes, not {}", old.len(), data.len()).into());
+            }
+        }
         self.lmdb.db.put(&mut txn, &key.to_be_bytes(), data)?;
         txn.commit()?;
         Ok(())

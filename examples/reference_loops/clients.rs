@@ -5,9 +5,10 @@
 //!   reference_loops open STORE PATH N WINDOW_MS RATE [threads|processes] [READ:WRITE]
 //!
 //! STORE: files (a flat kvtest directory), sqlite-per-conn,
-//! sqlite-one-writer, lmdb, redb, fjall (the last three kinds: threads
-//! only), postgres (PATH a `postgresql://` URL; table `kv`, or
-//! `PG_TABLE`). See [`stores`] for what each client does.
+//! sqlite-one-writer, redb, fjall (these three: threads only), lmdb,
+//! lmdb-size-first (LMDB's write after reading the old value's length),
+//! postgres (PATH a `postgresql://` URL; table `kv`, or `PG_TABLE`). See
+//! [`stores`] for what each client does.
 //!
 //! Every client opens first (outside the window): its own connection,
 //! handle, statements, RNG and content. Threads then meet at one barrier;

@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::classes::Classes;
 use super::plan::pace_of;
 use super::session::{timed_session, DueCounts, Script, SessionRun, SessionSpec, Window, Work};
 use crate::engine::{Engine, OpenMode};
-use crate::measure::Latency;
 use crate::records::keys::{KeySequence, KvtestRng, Order};
 use crate::Result;
 
@@ -18,8 +18,9 @@ use crate::Result;
 pub(crate) struct ClientDone {
     pub span: ClientSpan,
     pub busy_waits: u64,
-    /// By [`ScriptOp::class`]; empty when the run was not timed.
-    pub classes: [Latency; 4],
+    /// Its histograms by class, taken from its script; none when the run
+    /// was not timed.
+    pub classes: Classes,
 }
 
 /// Which run of which client, and how: what a thread client and a client
@@ -52,8 +53,6 @@ pub(crate) fn client_session(
     crate::measure::pace::tight_timer_slack();
     let pace = pace_of(client, clients, rate);
     let window = || window().map(|(start, deadline)| Window { start, deadline, pace });
-    // Only turns the clock reads on: the classes hold each op.
-    let mut on = Latency::new();
     let spec = SessionSpec {
         // A client that only reads opens as a reader: it takes no write
         // lock, and a store may open read-only.
@@ -61,10 +60,10 @@ pub(crate) fn client_session(
         max_id: Some(max_id),
         keys: |max| KeySequence::with_rng(Order::Random, 1, max, KvtestRng::stream(round * (clients + 1) + client + 1)),
         count: u64::MAX,
-        work: Work::Window(script, &window),
+        work: Work::Window { script, window: &window, timed },
     };
     let mut busy = 0;
-    let run = timed_session(engine, spec, timed.then_some(&mut on), ready, &mut |s| {
+    let run = timed_session(engine, spec, None, ready, &mut |s| {
         busy = s.busy_waits();
     })?;
     Ok((run, busy))

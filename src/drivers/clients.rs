@@ -285,6 +285,16 @@ impl ClientsArm {
         self.window
     }
 
+    /// The latency histograms the arm holds between runs: its tally's, and
+    /// any its clients' scripts still hold (none once a run is merged).
+    pub fn histograms_held(&self) -> usize {
+        let scripts = match &self.how {
+            Clients::Threads(scripts) => scripts.iter().map(Script::histograms_held).sum(),
+            Clients::Processes(_) => 0,
+        };
+        self.tally.classes.len() + scripts
+    }
+
     /// Operations due in one window over all clients, under a rate.
     pub fn due_per_run(&self) -> Option<u64> {
         self.rate.map(|r| {
@@ -322,20 +332,24 @@ impl ClientsArm {
         if ctx.timed {
             self.timed_runs += 1;
             self.tally.ops += outcome.ops;
-            let p99_ns = run_p99_ns(&done);
-            self.tally.runs.push(WindowCount { p99_ns, ..WindowCount::of_spans(&spans, self.rate.is_some()) });
             self.tally.busy_waits += done.iter().map(|d| d.busy_waits).sum::<u64>();
             for s in &spans {
                 self.tally.due.add(&s.due);
             }
+            // Each client's histograms into the run's, then given up: the
+            // arm keeps four whatever its number of clients.
+            let mut run: [Latency; 4] = Default::default();
+            for d in done {
+                d.classes.merge_into(&mut run);
+            }
+            let p99_ns = run_p99_ns(&run);
+            self.tally.runs.push(WindowCount { p99_ns, ..WindowCount::of_spans(&spans, self.rate.is_some()) });
             let mut all = ctx.latency;
-            for d in &done {
-                for (mine, theirs) in self.tally.classes.iter_mut().zip(&d.classes) {
-                    mine.merge(theirs);
-                    // The rounds' own histogram of the arm: every op.
-                    if let Some(all) = all.as_deref_mut() {
-                        all.merge(theirs);
-                    }
+            for (mine, theirs) in self.tally.classes.iter_mut().zip(&run) {
+                mine.merge(theirs);
+                // The rounds' own histogram of the arm: every op.
+                if let Some(all) = all.as_deref_mut() {
+                    all.merge(theirs);
                 }
             }
         }
@@ -343,11 +357,11 @@ impl ClientsArm {
     }
 }
 
-/// The p99 of every operation the clients of one run timed, their
-/// classes merged; None when the run timed none.
-fn run_p99_ns(done: &[ClientDone]) -> Option<u64> {
+/// The p99 of every operation of one run, its classes merged; None
+/// when the run timed none.
+fn run_p99_ns(run: &[Latency; 4]) -> Option<u64> {
     let mut all = Latency::new();
-    for class in done.iter().flat_map(|d| &d.classes) {
+    for class in run {
         all.merge(class);
     }
     (all.count() > 0).then(|| all.quantile_ns(0.99))

@@ -1,6 +1,7 @@
 //! Drivers: the timed session written once, and the commands that run it
 //! (`run`, `run --threads`, several clients at once).
 
+mod classes;
 mod client;
 pub mod clients;
 pub mod mix;

@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use rand::{RngCore, SeedableRng};
 
+use super::classes::Classes;
 use crate::engine::Session;
-use crate::measure::{Latency, LatencySink};
 use crate::records::EngineKind;
 use crate::{Error, Result};
 
@@ -73,8 +73,8 @@ pub struct Script {
     pool: ContentPool,
     ops: Vec<ScriptOp>,
     /// Latency per class of operation (index [`ScriptOp::class`]), over the
-    /// timed runs; locked once per session, never per op.
-    pub(super) classes: std::sync::Mutex<[Latency; 4]>,
+    /// timed runs until taken; locked once per session, never per op.
+    pub(super) classes: std::sync::Mutex<Classes>,
 }
 
 impl ScriptOp {
@@ -100,7 +100,7 @@ impl Script {
             return Err(Error::invalid("a workload script needs at least one operation"));
         }
         let longest = ops.iter().map(|op| if let ScriptOp::Put(n) = op { *n } else { 0 }).max().unwrap_or(0);
-        let classes = std::sync::Mutex::new([Latency::new(), Latency::new(), Latency::new(), Latency::new()]);
+        let classes = std::sync::Mutex::default();
         Ok(Script { pool: ContentPool::new(blob_max.max(longest) as usize, seed), ops, classes })
     }
 
@@ -113,11 +113,25 @@ impl Script {
         self.ops.iter().any(|op| *op != ScriptOp::Read)
     }
 
+    /// Makes a histogram for each class of operation the script runs
+    /// that has none yet, outside every timer: a timed session records
+    /// into these.
+    pub(super) fn arm_classes(&self) {
+        let mut classes = self.classes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        classes.arm(self.ops.iter().map(|op| op.class()));
+    }
+
     /// The per-class histograms recorded so far, by [`ScriptOp::class`],
-    /// leaving empty ones in their place (to merge several clients').
-    pub fn take_classes(&self) -> [Latency; 4] {
+    /// leaving none in their place: the script keeps no histogram between
+    /// runs, whatever the number of clients.
+    pub fn take_classes(&self) -> Classes {
         let mut classes = self.classes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         std::mem::take(&mut *classes)
+    }
+
+    /// How many histograms the script holds now.
+    pub fn histograms_held(&self) -> usize {
+        self.classes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).held()
     }
 
     /// Per-class latency recorded so far (timed runs only), by class name;
@@ -126,9 +140,10 @@ impl Script {
         let classes = self.classes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         ScriptOp::CLASSES
             .iter()
-            .zip(classes.iter())
+            .enumerate()
+            .filter_map(|(class, name)| classes.get(class).map(|l| (*name, l)))
             .filter(|(_, l)| l.count() > 0)
-            .map(|(name, l)| (*name, l.summary()))
+            .map(|(name, l)| (name, l.summary()))
             .collect()
     }
 }
@@ -244,11 +259,11 @@ pub(super) struct ScriptOps<'a, 'c> {
     step: usize,
     content: PoolCursor<'a>,
     /// None when latency is off (warm-up runs).
-    classes: Option<&'c mut [Latency; 4]>,
+    classes: Option<&'c mut Classes>,
 }
 
 impl<'a, 'c> ScriptOps<'a, 'c> {
-    pub(super) fn new(script: &'a Script, classes: Option<&'c mut [Latency; 4]>) -> Self {
+    pub(super) fn new(script: &'a Script, classes: Option<&'c mut Classes>) -> Self {
         ScriptOps { ops: &script.ops, step: 0, content: script.pool.writes(), classes }
     }
 
@@ -284,7 +299,7 @@ impl LoopWork for ScriptOps<'_, '_> {
     #[inline(always)]
     fn record_class(&mut self, class: usize, ns: u64) {
         if let Some(classes) = self.classes.as_mut() {
-            classes[class].record(ns);
+            classes.record(class, ns);
         }
     }
 }

@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::classes::Classes;
 use super::client::{client_session, lead, ClientDone, ClientSpan, ClientTurn};
 use crate::measure::pace::{clock_pair, monotonic_ns};
 use crate::measure::Latency;
@@ -81,22 +82,33 @@ pub struct ClientReport {
     pub span: ClientSpan,
     pub busy_waits: u64,
     /// Each class's histogram ([`Latency::to_base64`]), by
-    /// [`super::session::ScriptOp::class`].
+    /// [`super::session::ScriptOp::class`]; empty for a class it holds
+    /// none of (one its script does not run, or an untimed run).
     pub classes: Vec<String>,
 }
 
 impl ClientReport {
     fn done(self) -> Result<ClientDone> {
-        let mut classes: [Latency; 4] = Default::default();
+        let mut classes: [Option<Latency>; 4] = Default::default();
         if self.classes.len() != classes.len() {
             return Err(Error::invalid("a client process reported the wrong number of latency classes"));
         }
         for (mine, text) in classes.iter_mut().zip(&self.classes) {
-            *mine = Latency::from_base64(text)
-                .map_err(|e| Error::invalid(format!("a client process's histogram is unreadable: {e}")))?;
+            if !text.is_empty() {
+                *mine = Some(
+                    Latency::from_base64(text)
+                        .map_err(|e| Error::invalid(format!("a client process's histogram is unreadable: {e}")))?,
+                );
+            }
         }
-        Ok(ClientDone { span: self.span, busy_waits: self.busy_waits, classes })
+        Ok(ClientDone { span: self.span, busy_waits: self.busy_waits, classes: Classes::of(classes) })
     }
+}
+
+/// A client's histograms as its report carries them: each class's text,
+/// empty for a class with none.
+fn class_texts(classes: &Classes) -> Vec<String> {
+    (0..4).map(|class| classes.get(class).map_or_else(String::new, Latency::to_base64)).collect()
 }
 
 const OPENED: &str = "opened";
@@ -180,7 +192,7 @@ pub fn serve(input: &mut dyn BufRead, output: &mut dyn Write) -> Result<()> {
         };
         let origin = clock_pair();
         let (run, busy_waits) = client_session(engine.as_ref(), &script, turn, &ready, &window)?;
-        let classes = script.take_classes().iter().map(Latency::to_base64).collect();
+        let classes = class_texts(&script.take_classes());
         let report = ClientReport { span: ClientSpan::of(&run, origin), busy_waits, classes };
         let text = serde_json::to_string(&report).map_err(|e| Error::invalid(e.to_string()))?;
         say(&mut **output.borrow_mut(), &text)?;

@@ -22,12 +22,11 @@ pub enum Work<'a> {
     /// What the script says, op by op.
     Script(&'a Script),
     /// The script, run by one of several clients over a shared window
-    /// ([`Window`], which the function gives once the session is open and
-    /// every client is ready): each due op's latency recorded once, in its
+    /// (which `window` gives once the session is open and every client is
+    /// ready): when `timed`, each due op's latency recorded once, in its
     /// class's histogram only (the totals are the merge of the classes,
-    /// made after the run), when a latency histogram is given; that one
-    /// is left as it was.
-    Window(&'a Script, &'a dyn Fn() -> Result<Window>),
+    /// made after the run); a latency histogram given is left as it was.
+    Window { script: &'a Script, window: &'a dyn Fn() -> Result<Window>, timed: bool },
     /// One round trip to the server with no work (PostgreSQL's `SELECT 1`)
     /// on the session's connection: the protocol and socket floor of a read.
     RoundTrip,
@@ -114,8 +113,14 @@ pub fn timed_session<K: FnOnce(u32) -> KeySequence>(
     ready: &dyn Fn(),
     inspect: &mut dyn FnMut(&dyn Session),
 ) -> Result<SessionRun> {
-    // Outside the timer: every session starts with no freed heap kept
-    // resident, whatever the survey or the previous session allocated.
+    // Outside the timer: the histograms a timed script records into, and
+    // no freed heap kept resident, whatever the survey or the previous
+    // session allocated.
+    match spec.work {
+        Work::Script(script) if latency.is_some() => script.arm_classes(),
+        Work::Window { script, timed: true, .. } => script.arm_classes(),
+        _ => {}
+    }
     crate::util::heap::release_free_memory();
     let opened_from = Instant::now();
     let session = engine.open(spec.mode);
@@ -143,10 +148,10 @@ pub fn timed_session<K: FnOnce(u32) -> KeySequence>(
         (Work::Script(script), None) => {
             timed_loop(s, keys, spec.count, max_id, ScriptOps::new(script, None), &mut NoLatency)?
         }
-        (Work::Window(script, window), latency) => {
+        (Work::Window { script, window, timed }, _) => {
             let window = window()?;
             let mut classes = script.classes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let classes = latency.map(|_| &mut *classes);
+            let classes = timed.then_some(&mut *classes);
             let work = ScriptOps::new(script, classes);
             let pacer = crate::measure::pace::Pacer::new();
             let (totals, tally) = super::window::window_loop(s, keys, max_id, work, window, &pacer)?;

@@ -331,12 +331,13 @@ mod tests {
     /// One client's loop over `w` on `store`'s fake clock, reads only.
     fn run(store: &mut FakeStore, w: Window) -> (LoopTotals, WindowTally, Latency) {
         let script = Script::new(vec![ScriptOp::Read], 10, 1).unwrap();
-        let mut classes: [Latency; 4] = Default::default();
+        let mut classes = crate::drivers::classes::Classes::default();
+        classes.arm([ScriptOp::Read.class()]);
         let keys = KeySequence::with_rng(Order::Random, 1, 10, KvtestRng::stream(1));
         let work = ScriptOps::new(&script, Some(&mut classes));
         let clock = store.clock;
         let (totals, tally) = window_loop(store, keys, 10, work, w, &clock).unwrap();
-        (totals, tally, classes[0].clone())
+        (totals, tally, classes.get(0).unwrap().clone())
     }
 
     fn paced(start: Instant, window: Duration, offset: Duration, interval: Duration) -> Window {

@@ -27,11 +27,16 @@ pub const CACHED_BELOW_US: f64 = 100.0;
 /// Bytes of one write before a flush.
 const BLOCK: usize = 4096;
 
-/// One kind of flush's median and 99th percentile, in microseconds.
+/// One kind of flush's median and slowest trial, in microseconds. Over
+/// [`TRIALS`] trials no tail percentile above the 97.5th is more than the
+/// slowest one (a p99 needs 100), so the tail is named for what it is.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct FlushTimes {
     pub p50_us: f64,
-    pub p99_us: f64,
+    /// Older files call it `p99_us`: the nearest-rank p99 of their 40
+    /// trials, which was the slowest.
+    #[serde(alias = "p99_us")]
+    pub max_us: f64,
 }
 
 /// What one flush cost on a directory's disk.
@@ -92,11 +97,11 @@ pub fn measure(dir: &Path, trials: u32) -> Result<FlushCost> {
     Ok(FlushCost { trials, rewrite_fdatasync: times(rewrite), new_file_fsync_dir: times(new_file) })
 }
 
-/// The median and 99th percentile (nearest rank) of `us`.
+/// The median (nearest rank) and the slowest of `us`.
 fn times(mut us: Vec<f64>) -> FlushTimes {
     us.sort_by(f64::total_cmp);
     let at = |q: f64| us.get(((q * us.len() as f64).ceil() as usize).saturating_sub(1)).copied().unwrap_or(0.0);
-    FlushTimes { p50_us: at(0.5), p99_us: at(0.99) }
+    FlushTimes { p50_us: at(0.5), max_us: us.last().copied().unwrap_or(0.0) }
 }
 
 #[cfg(test)]
@@ -109,21 +114,32 @@ mod tests {
         let c = measure(d.path(), 3).unwrap();
         assert_eq!(c.trials, 3);
         for t in [c.rewrite_fdatasync, c.new_file_fsync_dir] {
-            assert!(t.p50_us > 0.0 && t.p50_us <= t.p99_us, "{t:?}");
+            assert!(t.p50_us > 0.0 && t.p50_us <= t.max_us, "{t:?}");
         }
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0, "its directory is gone");
         assert!(measure(&d.path().join("missing"), 1).is_err());
     }
 
     #[test]
-    fn percentiles_are_nearest_rank_and_a_fast_median_is_a_cache() {
+    fn the_median_is_nearest_rank_the_tail_the_slowest_and_a_fast_median_is_a_cache() {
         let t = times((1..=100).map(f64::from).rev().collect());
-        assert_eq!((t.p50_us, t.p99_us), (50.0, 99.0));
+        assert_eq!((t.p50_us, t.max_us), (50.0, 100.0));
+        let forty = times((1..=TRIALS).map(f64::from).collect());
+        assert_eq!((forty.p50_us, forty.max_us), (20.0, 40.0));
         let cost = |p50_us| FlushCost {
             trials: 1,
-            rewrite_fdatasync: FlushTimes { p50_us, p99_us: p50_us },
-            new_file_fsync_dir: FlushTimes { p50_us, p99_us: p50_us },
+            rewrite_fdatasync: FlushTimes { p50_us, max_us: p50_us },
+            new_file_fsync_dir: FlushTimes { p50_us, max_us: p50_us },
         };
         assert!(cost(9.0).from_cache() && !cost(244.0).from_cache());
+    }
+
+    /// A file from before the tail was named for what it is reads back:
+    /// its "p99" of 40 trials was their slowest.
+    #[test]
+    fn an_older_files_p99_reads_as_the_slowest() {
+        let t: FlushTimes = serde_json::from_str(r#"{"p50_us": 3.0, "p99_us": 9.0}"#).unwrap();
+        assert_eq!((t.p50_us, t.max_us), (3.0, 9.0));
+        assert!(serde_json::to_string(&t).unwrap().contains("max_us"));
     }
 }

@@ -460,7 +460,9 @@ pub fn space(r: &Ranked, leader: &Ranked) -> Option<(String, String)> {
 /// answers from a cache. None for an older file.
 pub fn flush_note(s: &AdviseSection) -> Option<String> {
     let f = s.flush.as_ref()?;
-    let t = |x: &crate::measure::flush::FlushTimes| format!("{} µs (p99 {} µs)", micros(x.p50_us), micros(x.p99_us));
+    let t = |x: &crate::measure::flush::FlushTimes| {
+        format!("{} µs (the slowest of {}: {} µs)", micros(x.p50_us), f.trials, micros(x.max_us))
+    };
     let mut text = format!(
         "One flush on the datasets' disk, measured before the rounds ({} of each, median): fdatasync after \
          rewriting a 4 KiB block of a file {}; a new 4 KiB file with its fsync and its directory's {}. Each durable \
