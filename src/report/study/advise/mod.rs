@@ -7,6 +7,7 @@
 pub mod clients;
 mod evidence;
 mod headline;
+pub mod replicated;
 mod terminal;
 pub mod words;
 
