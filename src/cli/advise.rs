@@ -61,6 +61,10 @@ pub struct AdviseArgs {
     /// pg_monitor).
     #[arg(long, value_name = "URL")]
     pub pg: Option<String>,
+    /// Under --durability replicated: your S3 endpoint (https://host), whose replication cannot be read
+    /// through S3: its provider's documented promise is given where one exists, marked documented.
+    #[arg(long, value_name = "URL")]
+    pub s3: Option<String>,
     /// Time the whole command may take, e.g. 90s, 5m [default: 270s, 60s with --quick, or the least the data needs when more].
     #[arg(long, allow_hyphen_values = true, value_parser = units::duration, value_name = "DURATION")]
     pub budget: Option<std::time::Duration>,
@@ -211,9 +215,18 @@ fn run_on(args: AdviseArgs, clock: Clock) -> anyhow::Result<()> {
             force: args.force,
             quick: args.quick,
             pg: args.pg.clone(),
+            s3: args.s3.clone(),
+            no_power_cut: args.no_power_cut,
+            clients: args.clients,
             label: &args.label,
         };
         return super::advise_replicated::run(&asked, &args.context(clock));
+    }
+    if args.s3.is_some() {
+        anyhow::bail!(
+            "--s3 URL is read under --durability replicated only (its provider's documented replication); the other \
+             classes measure a throwaway S3 server (--engines s3)"
+        );
     }
     if args.pg.is_some() {
         anyhow::bail!(

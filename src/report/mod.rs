@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use format::{doc, fmt, html, markdown, output, png, text};
 use study::{advise, aging, concurrency, crashtest, engines, matrix, suite};
 
+pub use advise::replicated::notes as replicated_notes;
 pub use doc::{Block, Chart, ColumnKind, Figure, Section, Table, Verdict, NOT_MEASURED};
 pub use fmt::fmt_size;
 pub use merge::{merge_files, merged_markdown, merged_text};

@@ -221,6 +221,8 @@ fn cases() -> Vec<Case> {
         case("crashtest: replicated layout without a loss", none, &["crashtest", "--method", "postgres-sync-standby", "--workdir", "@"], Fail("add --machine-loss")),
         case("crashtest: --losses without --machine-loss", none, &["crashtest", "--losses", "3"], Fail("--machine-loss")),
         case("advise: --pg without --durability replicated", none, &["advise", "--workdir", "@", "--out", "@rep", "--pg", "postgresql://u@127.0.0.1:1/db"], Fail("--pg URL is read under --durability replicated only")),
+        case("advise: --s3 without --durability replicated", none, &["advise", "--workdir", "@", "--out", "@rep", "--s3", "https://s3.amazonaws.com"], Fail("--s3 URL is read under --durability replicated only")),
+        case("advise: replicated, an S3 whose replication nothing documents", none, &["advise", "--workdir", "@", "--out", "@rep", "--durability", "replicated", "--engines", "s3", "--s3", "http://minio.internal:9000"], Fail("s3: --s3 URL: the replication of minio.internal cannot be read")),
         case("advise: replicated with only local engines", none, &["advise", "--workdir", "@", "--out", "@rep", "--durability", "replicated", "--engines", "lmdb,redb"], Fail("lmdb, redb: one machine each")),
         case("run: --commit-every on reads", db, &["run", "@db", "--commit-every", "10"], Fail("--commit-every applies to writes and this run only reads")),
         case("run: --commit-every and --multitrans", db, &["run", "@db", "--update", "--multitrans", "--commit-every", "10"], Fail("--commit-every")),

@@ -100,3 +100,50 @@ fn advise_replicated_on_a_server_without_a_standby_names_synchronous_standby_nam
     assert!(err.contains("sqlite, files-inplace, files-replace: one machine each"), "{err}");
     assert!(!out.exists(), "no page for an advice that cannot be given");
 }
+
+/// `advise --quick --durability replicated --no-power-cut --engines
+/// postgres`: no machine is lost; the synchronous standby is admitted by
+/// the documented table, marked documented, the asynchronous one still
+/// excluded; what the standby costs per write is measured against
+/// PostgreSQL alone in paired rounds, with the sentence saying it is a
+/// floor; no server, namespace or directory is left.
+#[test]
+fn advise_replicated_without_losses_is_documented_and_states_the_standbys_cost() {
+    let dir = enterable_tempdir();
+    let (work, out) = (dir.path().join("work"), dir.path().join("page"));
+    std::fs::create_dir(&work).unwrap();
+    std::fs::set_permissions(&work, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let child = Command::new(assert_cmd::cargo::cargo_bin("blobbench"))
+        .args(["advise", "--quick", "--durability", "replicated", "--no-power-cut", "--engines", "postgres"])
+        .arg("--workdir")
+        .arg(&work)
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let result = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&result.stdout), String::from_utf8_lossy(&result.stderr));
+    assert!(result.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("meets it: postgres"), "{stdout}");
+    assert!(stdout.contains("postgres: no acknowledged write lost in machine losses (*documented*"), "{stdout}");
+    assert!(stdout.contains("postgres-async-standby: excluded, a commit does not wait"), "{stdout}");
+    let cost = stdout.lines().find(|l| l.starts_with("What replication costs: postgres-sync-standby")).expect(&stdout);
+    assert!(cost.contains("against postgres-durable") && cost.contains("(95% paired, 6 rounds"), "{cost}");
+    assert!(cost.contains("at 1 client (") && !cost.contains("clients"), "one client, no --clients: {cost}");
+    assert!(stdout.contains("the cost above is a floor"), "{stdout}");
+
+    let file = crate::common::valid_results(&out.join("results.json"));
+    assert!(file.get("machine_loss").is_none(), "no machine was lost: {file}");
+    let rounds = &file["rounds"][0];
+    assert_eq!(rounds["id"], "replication-cost/postgres-sync-standby", "{rounds}");
+    assert_eq!(rounds["arms"], serde_json::json!(["postgres-sync-standby@1", "postgres-durable@1"]), "{rounds}");
+    assert_eq!(rounds["rounds"].as_array().unwrap().len(), 6, "{rounds}");
+
+    assert_eq!(namespaces_of(pid), Vec::<String>::new(), "no namespace outlives the command");
+    assert_eq!(processes_under(&work), Vec::<String>::new(), "no server outlives the command");
+    let left: Vec<_> = std::fs::read_dir(&work).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(left.is_empty(), "the stores' directories are removed: {left:?}");
+}

@@ -12,6 +12,7 @@ pub mod clients;
 mod facets;
 pub mod rank;
 pub mod replicated;
+pub mod replication_cost;
 pub mod rules;
 mod section;
 

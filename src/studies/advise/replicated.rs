@@ -3,12 +3,14 @@
 //! processes and its disk (docs/replication.md). Which candidates can meet
 //! it ([`standing`]: every embedded store and the files are one machine),
 //! and which of those did, from what machine losses did to them
-//! ([`verdicts`]): only those are ranked.
+//! ([`verdicts`]): only those are ranked. With `--no-power-cut` the
+//! machine-loss facts are the documented table ([`documented_losses`]).
 
+use super::section::CrashSource;
 use super::Store;
 use crate::engine::postgres::replication;
 use crate::records::{CommitWait, ConfigId, EngineKind, EngineSettings, PgReplication, Replica};
-use crate::studies::crashtest::loss::MachineLossSection;
+use crate::studies::crashtest::loss::{MachineLossMethodResult, MachineLossSection};
 use crate::{Error, Result};
 
 /// Machine losses per layout an advice runs, and with `--quick`.
@@ -28,6 +30,9 @@ pub enum Standing {
     /// standby's disk: from its settings, not measured (blobbench never
     /// loses a machine of a user's cluster).
     UsersServer(String),
+    /// The user's own store (`--s3 URL`), whose replication cannot be
+    /// read: its provider's documented promise, not measured.
+    Documented(String),
     /// Cannot meet the class, and why.
     Excluded(String),
 }
@@ -46,18 +51,70 @@ pub fn controls(standings: &[(Store, Standing)]) -> Vec<ConfigId> {
 }
 
 /// What `store` can do under the class; `pg` is what the user's server
-/// (`--pg URL`) says of its replication, when one is given.
-pub fn standing(store: Store, pg: Option<&PgReplication>) -> Standing {
+/// (`--pg URL`) says of its replication, `s3` the user's S3 endpoint
+/// (`--s3 URL`), when given. S3's candidate layout is Swift on three
+/// hosts; SeaweedFS on two is judged beside it ([`other_layouts`]).
+pub fn standing(store: Store, pg: Option<&PgReplication>, s3: Option<&str>) -> Standing {
     match store {
         Store::Engine(EngineKind::Postgres) => match pg {
             None => Standing::Layout(ConfigId::Replicated(EngineKind::Postgres, Replica::SyncStandby)),
             Some(r) => users_postgres(r),
         },
-        Store::Engine(EngineKind::S3) => Standing::Excluded(
-            "its replicated layouts (Swift on three hosts, SeaweedFS on two) are not measured by this build".into(),
-        ),
+        Store::Engine(EngineKind::S3) => match s3 {
+            None => Standing::Layout(ConfigId::Replicated(EngineKind::S3, Replica::SwiftThreeHosts)),
+            Some(url) => users_s3(url),
+        },
         _ => Standing::Excluded(ONE_MACHINE.into()),
     }
+}
+
+/// What Amazon documents of a PUT to S3 (its storage classes other than
+/// One Zone), the one provider whose promise is stated here.
+pub const AWS_PROMISE: &str = "Amazon S3 stores an object across several availability zones (at least three) before a \
+     PUT returns, in every storage class but S3 One Zone";
+
+/// A user's S3 endpoint: nothing of its replication can be read through
+/// the S3 API, so only a provider's documented promise can admit it.
+fn users_s3(url: &str) -> Standing {
+    let host = url::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_string)).unwrap_or_default();
+    let aws = host == "amazonaws.com" || host.ends_with(".amazonaws.com");
+    if aws {
+        Standing::Documented(format!("--s3 URL: its replication cannot be read through S3; {AWS_PROMISE}"))
+    } else {
+        Standing::Excluded(format!(
+            "--s3 URL: the replication of {} cannot be read through S3, and no promise of it is documented here",
+            if host.is_empty() { url } else { &host }
+        ))
+    }
+}
+
+/// The reason a replicated layout that keeps each write on two hosts, but
+/// acknowledges it before any disk has it, fails the class.
+pub fn fails_power_cut_half(m: ConfigId) -> String {
+    format!(
+        "fails the power-cut half of the class: a write returns before any host's disk has it ({}), so a power cut \
+         of every host can lose it; it meets only the machine-loss half (each write on two hosts)",
+        m.description()
+    )
+}
+
+/// The layouts of the candidates' stores beside their candidate one, each
+/// excluded before any loss: those whose write is never synced
+/// (SeaweedFS on two hosts, beside Swift on three).
+pub fn other_layouts(standings: &[(Store, Standing)]) -> Vec<Verdict> {
+    let candidates: Vec<ConfigId> = standings
+        .iter()
+        .filter_map(|(_, s)| match s {
+            Standing::Layout(m) => Some(*m),
+            _ => None,
+        })
+        .collect();
+    let engines: Vec<EngineKind> = candidates.iter().filter_map(|m| m.kv_params().map(|(k, _)| k)).collect::<Vec<_>>();
+    ConfigId::all()
+        .filter(|m| m.replica().is_some() && !candidates.contains(m) && !m.acknowledges_durability())
+        .filter(|m| m.kv_params().is_some_and(|(k, _)| engines.contains(&k)))
+        .map(|m| Verdict { name: m.name().into(), excluded: Some(fails_power_cut_half(m)), source: None })
+        .collect()
 }
 
 /// A user's PostgreSQL: its commits must wait for a standby's disk.
@@ -88,8 +145,8 @@ pub fn read_users_postgres(stores: &[Store], settings: &EngineSettings) -> Resul
 
 /// Every candidate's standing; an error, one line, when none can meet the
 /// class, naming each one's reason and the engines that can.
-pub fn gate(stores: &[Store], pg: Option<&PgReplication>) -> Result<Vec<(Store, Standing)>> {
-    let standings: Vec<(Store, Standing)> = stores.iter().map(|&s| (s, standing(s, pg))).collect();
+pub fn gate(stores: &[Store], pg: Option<&PgReplication>, s3: Option<&str>) -> Result<Vec<(Store, Standing)>> {
+    let standings: Vec<(Store, Standing)> = stores.iter().map(|&s| (s, standing(s, pg, s3))).collect();
     if standings.iter().any(|(_, s)| !matches!(s, Standing::Excluded(_))) {
         return Ok(standings);
     }
@@ -111,7 +168,7 @@ pub fn gate(stores: &[Store], pg: Option<&PgReplication>) -> Result<Vec<(Store, 
     Err(Error::invalid(format!(
         "--durability replicated: no candidate keeps a write through the loss of a machine ({}); the engine that can: \
          postgres, with a throwaway primary and synchronous standby (--engines postgres) or your own server whose \
-         commits wait for a standby (--pg URL)",
+         commits wait for a standby (--pg URL); s3, on a throwaway Swift with three storage hosts (--engines s3)",
         reasons.join("; ")
     )))
 }
@@ -123,12 +180,21 @@ pub struct Verdict {
     pub name: String,
     /// None: it meets the class; else the reason it is excluded.
     pub excluded: Option<String>,
+    /// Where the machine-loss facts it was judged by came from (None:
+    /// judged before any loss, by its standing).
+    pub source: Option<CrashSource>,
 }
 
 /// The verdicts: each candidate from its standing and, for a layout, what
-/// machine losses did to it (a layout not measured, or one that lost an
-/// acknowledged write, is excluded); then each control's.
-pub fn verdicts(standings: &[(Store, Standing)], losses: Option<&MachineLossSection>) -> Vec<Verdict> {
+/// machine losses did to it (`source`: a quick run, or the documented
+/// table; a layout not measured, or one that lost an acknowledged write,
+/// is excluded); then each control's, then the candidates' stores' other
+/// layouts ([`other_layouts`]).
+pub fn verdicts(
+    standings: &[(Store, Standing)],
+    losses: Option<&MachineLossSection>,
+    source: CrashSource,
+) -> Vec<Verdict> {
     let measured = |m: ConfigId| losses.and_then(|l| l.methods.iter().find(|r| r.method == m.name()));
     let layout = |m: ConfigId| match measured(m) {
         None => Some("its machine losses were not measured".to_string()),
@@ -144,17 +210,61 @@ pub fn verdicts(standings: &[(Store, Standing)], losses: Option<&MachineLossSect
     };
     let mut v: Vec<Verdict> = standings
         .iter()
-        .map(|(store, s)| Verdict {
-            name: store.name().to_string(),
-            excluded: match s {
-                Standing::Layout(m) => layout(*m),
-                Standing::UsersServer(_) => None,
-                Standing::Excluded(why) => Some(why.clone()),
-            },
+        .map(|(store, s)| {
+            let (excluded, source) = match s {
+                Standing::Layout(m) => (layout(*m), Some(source)),
+                Standing::UsersServer(_) => (None, None),
+                Standing::Documented(_) => (None, Some(CrashSource::Documented)),
+                Standing::Excluded(why) => (Some(why.clone()), None),
+            };
+            Verdict { name: store.name().to_string(), excluded, source }
         })
         .collect();
-    v.extend(controls(standings).into_iter().map(|m| Verdict { name: m.name().to_string(), excluded: layout(m) }));
+    let control = |m: ConfigId| Verdict { name: m.name().to_string(), excluded: layout(m), source: Some(source) };
+    v.extend(controls(standings).into_iter().map(control));
+    v.extend(other_layouts(standings));
     v
+}
+
+/// The layouts a ranked candidate stands for: those whose cost against
+/// the same store alone is measured.
+pub fn ranked_layouts(standings: &[(Store, Standing)], verdicts: &[Verdict]) -> Vec<ConfigId> {
+    standings
+        .iter()
+        .filter_map(|(store, s)| match s {
+            Standing::Layout(m) => Some((store.name(), *m)),
+            _ => None,
+        })
+        .filter(|(name, _)| verdicts.iter().any(|v| v.name == *name && v.excluded.is_none()))
+        .map(|(_, m)| m)
+        .collect()
+}
+
+/// What machine losses did to each replicated layout on the development
+/// machine (docs/replication.md, *Measured here*): the facts
+/// `--no-power-cut` judges the candidates by, marked documented.
+pub fn documented_losses() -> MachineLossSection {
+    let row = |m: ConfigId, losses: u32, acknowledged: u64| MachineLossMethodResult {
+        method: m.name().into(),
+        description: m.description().into(),
+        promises_survival: m.replica().is_some_and(Replica::keeps_two_copies),
+        losses,
+        acknowledged,
+        ..MachineLossMethodResult::default()
+    };
+    let pg = |r| ConfigId::Replicated(EngineKind::Postgres, r);
+    let s3 = |r| ConfigId::Replicated(EngineKind::S3, r);
+    MachineLossSection {
+        losses_per_method: 20,
+        methods: vec![
+            row(pg(Replica::SyncStandby), 20, 689),
+            // Its 20 losses did not complete there: never ranked (the control).
+            row(pg(Replica::AsyncStandby), 0, 0),
+            row(s3(Replica::SwiftThreeHosts), 20, 148),
+            row(s3(Replica::SeaweedfsTwoHosts), 18, 547),
+        ],
+        ..MachineLossSection::default()
+    }
 }
 
 #[cfg(test)]
@@ -171,10 +281,10 @@ mod tests {
     #[test]
     fn only_local_engines_is_one_line_naming_the_engine_that_can() {
         let stores = [Store::Sqlite, Store::FilesInPlace, Store::Engine(EngineKind::Lmdb)];
-        let e = gate(&stores, None).unwrap_err().to_string();
+        let e = gate(&stores, None, None).unwrap_err().to_string();
         assert!(e.contains("sqlite, files-inplace, lmdb: one machine each"), "{e}");
         assert!(e.contains("--engines postgres") && e.contains("--pg URL") && !e.contains('\n'), "{e}");
-        let standings = gate(&[Store::Sqlite, Store::Engine(EngineKind::Postgres)], None).unwrap();
+        let standings = gate(&[Store::Sqlite, Store::Engine(EngineKind::Postgres)], None, None).unwrap();
         assert_eq!(standings[0].1, Standing::Excluded(ONE_MACHINE.into()));
         let sync = ConfigId::Replicated(EngineKind::Postgres, Replica::SyncStandby);
         assert_eq!(standings[1].1, Standing::Layout(sync));
@@ -185,23 +295,25 @@ mod tests {
     fn a_users_server_without_a_synchronous_standby_is_excluded_naming_the_setting() {
         let pg = Store::Engine(EngineKind::Postgres);
         let none = users("", "on", "async");
-        let e = gate(&[Store::Sqlite, pg], Some(&none)).unwrap_err().to_string();
+        let e = gate(&[Store::Sqlite, pg], Some(&none), None).unwrap_err().to_string();
         assert!(e.contains("postgres: --pg URL: synchronous_standby_names is empty"), "{e}");
-        let Standing::Excluded(why) = standing(pg, Some(&users("s1", "off", "sync"))) else { panic!() };
+        let Standing::Excluded(why) = standing(pg, Some(&users("s1", "off", "sync")), None) else { panic!() };
         assert!(why.contains("synchronous_commit = off"), "{why}");
-        let Standing::Excluded(why) = standing(pg, Some(&users("s1", "remote_write", "sync"))) else { panic!() };
+        let Standing::Excluded(why) = standing(pg, Some(&users("s1", "remote_write", "sync")), None) else { panic!() };
         assert!(why.contains("not its disk"), "{why}");
-        let Standing::Excluded(why) = standing(pg, Some(&users("FIRST 2 (s1, s2)", "on", "sync"))) else { panic!() };
+        let Standing::Excluded(why) = standing(pg, Some(&users("FIRST 2 (s1, s2)", "on", "sync")), None) else {
+            panic!()
+        };
         assert!(why.contains("1 streaming"), "{why}");
-        assert!(matches!(standing(pg, Some(&users("s1", "on", "sync"))), Standing::UsersServer(_)));
+        assert!(matches!(standing(pg, Some(&users("s1", "on", "sync")), None), Standing::UsersServer(_)));
         let quorum = users("ANY 1 (s1)", "remote_apply", "quorum");
         assert!(matches!(quorum.wait, CommitWait::Standbys { method: SyncMethod::Quorum, .. }));
-        assert!(matches!(standing(pg, Some(&quorum)), Standing::UsersServer(_)));
+        assert!(matches!(standing(pg, Some(&quorum), None), Standing::UsersServer(_)));
     }
 
     #[test]
     fn only_a_layout_whose_losses_kept_every_acknowledged_write_is_ranked() {
-        let standings = gate(&[Store::Sqlite, Store::Engine(EngineKind::Postgres)], None).unwrap();
+        let standings = gate(&[Store::Sqlite, Store::Engine(EngineKind::Postgres)], None, None).unwrap();
         let row = |method: &str, promises: bool, lost: u64| MachineLossMethodResult {
             method: method.into(),
             promises_survival: promises,
@@ -213,15 +325,82 @@ mod tests {
             methods: vec![row("postgres-sync-standby", true, 0), row("postgres-async-standby", false, 0)],
             ..MachineLossSection::default()
         };
-        let v = verdicts(&standings, Some(&section));
+        let v = verdicts(&standings, Some(&section), CrashSource::Measured);
         let names: Vec<&str> = v.iter().map(|v| v.name.as_str()).collect();
         assert_eq!(names, ["sqlite", "postgres", "postgres-async-standby"]);
         assert_eq!(v[0].excluded.as_deref(), Some(ONE_MACHINE));
         assert_eq!(v[1].excluded, None, "the synchronous standby kept every write: ranked");
         assert!(v[2].excluded.as_deref().unwrap().contains("negative control"), "even when it lost none");
         section.methods[0].lost_acknowledged = 2;
-        let v = verdicts(&standings, Some(&section));
+        let v = verdicts(&standings, Some(&section), CrashSource::Measured);
         assert!(v[1].excluded.as_deref().unwrap().contains("lost 2 acknowledged write(s) over 20"), "{v:?}");
-        assert!(verdicts(&standings, None)[1].excluded.as_deref().unwrap().contains("not measured"));
+        assert!(verdicts(&standings, None, CrashSource::Measured)[1]
+            .excluded
+            .as_deref()
+            .unwrap()
+            .contains("not measured"));
+    }
+
+    /// S3's candidate is Swift on three hosts; SeaweedFS on two is
+    /// excluded beside it, its reason naming the half of the class it fails.
+    #[test]
+    fn s3_is_judged_on_swift_and_seaweedfs_fails_the_power_cut_half() {
+        let s3 = Store::Engine(EngineKind::S3);
+        let standings = gate(&[Store::Sqlite, s3], None, None).unwrap();
+        let swift = ConfigId::Replicated(EngineKind::S3, Replica::SwiftThreeHosts);
+        assert_eq!(standings[1].1, Standing::Layout(swift));
+        assert!(controls(&standings).is_empty(), "no control without PostgreSQL");
+        let row = |m: ConfigId| MachineLossMethodResult {
+            method: m.name().into(),
+            promises_survival: true,
+            losses: 3,
+            ..MachineLossMethodResult::default()
+        };
+        let section = MachineLossSection { methods: vec![row(swift)], ..MachineLossSection::default() };
+        let v = verdicts(&standings, Some(&section), CrashSource::Measured);
+        let names: Vec<&str> = v.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["sqlite", "s3", "s3-seaweedfs-2hosts"]);
+        assert_eq!(v[1].excluded, None, "Swift kept every write: ranked");
+        let why = v[2].excluded.as_deref().unwrap();
+        assert!(why.contains("fails the power-cut half") && why.contains("not synced"), "{why}");
+        assert!(why.contains("machine-loss half"), "{why}");
+        assert_eq!(ranked_layouts(&standings, &v), [swift]);
+    }
+
+    /// `--s3 URL`: nothing of its replication can be read; Amazon's
+    /// documented promise admits it, marked documented; any other
+    /// endpoint is excluded, saying why.
+    #[test]
+    fn a_users_s3_stands_on_a_documented_promise_or_is_excluded() {
+        let s3 = Store::Engine(EngineKind::S3);
+        let aws = standing(s3, None, Some("https://s3.eu-west-1.amazonaws.com"));
+        let Standing::Documented(promise) = &aws else { panic!("{aws:?}") };
+        assert!(promise.contains("cannot be read") && promise.contains("availability zones"), "{promise}");
+        let standings = vec![(s3, aws.clone())];
+        let v = verdicts(&standings, None, CrashSource::Measured);
+        assert_eq!((v[0].excluded.as_ref(), v[0].source), (None, Some(CrashSource::Documented)));
+        assert!(ranked_layouts(&standings, &v).is_empty(), "nothing of the user's store is measured");
+        let Standing::Excluded(why) = standing(s3, None, Some("http://minio.internal:9000")) else { panic!() };
+        assert!(why.contains("minio.internal") && why.contains("cannot be read"), "{why}");
+        let e = gate(&[Store::Sqlite, s3], None, Some("http://minio.internal:9000")).unwrap_err().to_string();
+        assert!(e.contains("s3: --s3 URL") && e.contains("--engines s3"), "{e}");
+    }
+
+    /// `--no-power-cut`: the candidates judged by the documented table,
+    /// each verdict marked documented; the negative control still excluded.
+    #[test]
+    fn the_documented_table_judges_every_layout_and_marks_it() {
+        let stores = [Store::Engine(EngineKind::Postgres), Store::Engine(EngineKind::S3)];
+        let standings = gate(&stores, None, None).unwrap();
+        let table = documented_losses();
+        let v = verdicts(&standings, Some(&table), CrashSource::Documented);
+        let names: Vec<&str> = v.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["postgres", "s3", "postgres-async-standby", "s3-seaweedfs-2hosts"]);
+        assert!(v[..2].iter().all(|v| v.excluded.is_none() && v.source == Some(CrashSource::Documented)), "{v:?}");
+        assert!(v[2].excluded.as_deref().unwrap().contains("negative control"), "{v:?}");
+        assert!(v[3].excluded.as_deref().unwrap().contains("power-cut half"), "{v:?}");
+        for m in &table.methods {
+            assert!(ConfigId::parse(&m.method).and_then(ConfigId::replica).is_some(), "{}", m.method);
+        }
     }
 }

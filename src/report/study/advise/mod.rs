@@ -8,6 +8,7 @@ pub mod clients;
 mod clients_chart;
 mod evidence;
 mod headline;
+pub mod replicated;
 mod terminal;
 pub mod words;
 

@@ -224,14 +224,7 @@ fn one_method(
     advance: &mut dyn FnMut(),
 ) -> Result<MachineLossMethodResult> {
     let started = Instant::now();
-    let path = dir.join(method.dataset_name());
-    // Built with the layout (S3 exports onto the layout's own server;
-    // PostgreSQL copies its cluster when the engine opens it).
-    let build = EngineSettings { replica: method.replica(), ..ctx.settings.clone() };
-    Dataset::create_with(&path, method, opts.count, ctx.seed, build)?;
-    let (engine, kv) = method.kv_params().ok_or_else(|| no_replicas(method.name()))?;
-    let settings = EngineSettings { kv, commit_every: Some(1), replica: method.replica(), ..ctx.settings.clone() };
-    let engine = crate::engine::open_as(engine, &path, &settings)?;
+    let engine = open_store(method, &dir.join(method.dataset_name()), (opts.count, ctx.seed), &ctx.settings)?;
     let cluster = engine.replicated()?.ok_or_else(|| no_replicas(method.name()))?;
     let (store, network) = {
         let c = cluster.lock().unwrap_or_else(|e| e.into_inner());
@@ -261,6 +254,25 @@ fn one_method(
     }
     r.elapsed_ns = started.elapsed().as_nanos() as u64;
     Ok(r)
+}
+
+/// `method`'s store at `path`, `count` blobs at version 0 (from `seed`),
+/// built on the layout's own servers (S3 exports onto the layout's server;
+/// PostgreSQL copies its cluster when the engine opens it) with
+/// `settings`' other parts, and opened for writes each committed on its
+/// own. A method of one copy (an engine's durable commit) opens alone: the
+/// replicated write's cost is measured against it.
+pub fn open_store(
+    method: ConfigId,
+    path: &Path,
+    (count, seed): (u32, u64),
+    settings: &EngineSettings,
+) -> Result<Box<dyn Engine>> {
+    let build = EngineSettings { replica: method.replica(), ..settings.clone() };
+    Dataset::create_with(path, method, count, seed, build)?;
+    let (engine, kv) = method.kv_params().ok_or_else(|| no_replicas(method.name()))?;
+    let settings = EngineSettings { kv, commit_every: Some(1), replica: method.replica(), ..settings.clone() };
+    crate::engine::open_as(engine, path, &settings)
 }
 
 /// `plan.losses` losses on `target`, each judged alone, added into `r`.
