@@ -424,9 +424,10 @@ pub fn configuration(row: Row, need: Durability, are: ClientsAre) -> String {
         (Store::Sqlite, Some(w)) if !w.is_per_client() => {
             with_access(format!("{}: WAL; {}, each commit {commit}", row_name(row), sqlite::writers(w).how))
         }
+        // The row's name says "client"; with processes each is one.
         (Store::Sqlite, _) => with_access(format!(
-            "{}: WAL; {}, committed {commit}",
-            row_name(row),
+            "SQLite, a connection per {client}, {}: WAL; {}, committed {commit}",
+            row.sqlite.map_or("", |c| access_path(c.access).0),
             sqlite::writers(DbWriters::PerClient).how
         )),
         (Store::FilesInPlace, _) => format!("files, overwrite in place: each {client} its own descriptors, {commit}"),
