@@ -215,10 +215,26 @@ fn machine_losses(args: &CrashtestArgs, ctx: &StudyContext, opts: &CrashOptions)
         .broken_promises()
         .map(|m| format!("{} ({} acknowledged writes lost over {} losses)", m.method, m.lost_acknowledged, m.losses))
         .collect();
+    let mut errors: Vec<String> = report
+        .section
+        .failed()
+        .map(|m| format!("--method {} failed after {} of {} losses: {}", m.method, m.losses, lopts.losses, failure(m)))
+        .collect();
     if !broken.is_empty() {
-        bail!("a layout that keeps each write on two machines lost acknowledged writes: {}", broken.join("; "));
+        errors.push(format!(
+            "a layout that keeps each write on two machines lost acknowledged writes: {}",
+            broken.join("; ")
+        ));
+    }
+    if !errors.is_empty() {
+        bail!("{}", errors.join("; "));
     }
     Ok(())
+}
+
+/// Why a method stopped, as its row says.
+fn failure(m: &crashtest::loss::MachineLossMethodResult) -> &str {
+    m.failed.as_deref().unwrap_or_default()
 }
 
 /// Labels the result file and writes it where `--json` asks.

@@ -4,7 +4,9 @@
 //! [`spawn_server`] with its output appended to its log and its pid
 //! recorded, waited for until the server answers (bounded by the CPU the
 //! set uses, see [`START_BOUND`]), and stopped together. What a killed run
-//! left is found again by its pid files ([`stop_stale`], [`reap_killed`]).
+//! left is found again by its pid files, and by the server's directory
+//! each process carries in its environment from its exec on, for a run
+//! killed before it wrote the pid file ([`stop_stale`], [`reap_killed`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -15,6 +17,34 @@ use super::process::{cpu_of, signal_and_wait, spawn_server, stop_all, Lifetime, 
 use crate::engine::throwaway::{self, hosts};
 use crate::util::interrupt::stop_requested;
 use crate::{Error, Result};
+
+/// The variable that marks each process of a server with the server's
+/// directory (canonical), set at its spawn, so that the reaper finds a
+/// killed run's server even when the run died between the spawn and the
+/// write of its pid file ([`started_for`]).
+const SERVER_DIR_VAR: &str = "BLOBBENCH_SERVER_DIR";
+
+/// The mark of the server in `root`: its directory, canonical (a later
+/// command may name the work directory otherwise).
+fn mark_of(root: &Path) -> std::ffi::OsString {
+    std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf()).into_os_string()
+}
+
+/// Every process started for the server in `root` that still runs, pid
+/// file or not.
+pub fn started_for(root: &Path) -> Vec<i32> {
+    throwaway::marked(SERVER_DIR_VAR, &mark_of(root))
+}
+
+/// `recorded` (the pids a server's pid files name) and the processes
+/// marked as started for it in `root`, once each.
+fn with_unrecorded(root: &Path, recorded: &[i32]) -> Vec<i32> {
+    let mut pids = recorded.to_vec();
+    pids.extend(started_for(root));
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
 
 /// How long a clean stop may take before the processes are SIGKILLed.
 pub const STOP_GRACE: Duration = Duration::from_secs(15);
@@ -101,8 +131,9 @@ impl Procs {
     }
 
     /// Starts `cmd` as the program `name`, its output appended to `log`,
-    /// from `/` (unless `cmd` names a directory), and records its pid in
-    /// `pid_file`; its pid.
+    /// from `/` (unless `cmd` names a directory), marked as this server's
+    /// (found by [`started_for`] from its exec on, before its pid is
+    /// recorded), and records its pid in `pid_file`; its pid.
     pub fn spawn(&self, name: &str, mut cmd: Command, log: &Path, pid_file: &Path) -> Result<i32> {
         let out = std::fs::OpenOptions::new()
             .create(true)
@@ -113,7 +144,7 @@ impl Procs {
         if cmd.get_current_dir().is_none() {
             cmd.current_dir("/");
         }
-        cmd.stdin(Stdio::null()).stdout(out).stderr(err);
+        cmd.stdin(Stdio::null()).stdout(out).stderr(err).env(SERVER_DIR_VAR, mark_of(&self.root));
         let child = spawn_server(cmd, self.lifetime).map_err(|e| Error::io(log, &format!("cannot start {name}"), e))?;
         let pid = child.id() as i32;
         let (log, pid_file) = (log.to_path_buf(), pid_file.to_path_buf());
@@ -243,13 +274,15 @@ pub fn last_line(path: &Path) -> String {
 }
 
 /// Ends `pids`, a killed run's processes of the server in `root` of the
-/// dataset in `dataset`, and the hosts a killed run made (their network
+/// dataset in `dataset` (with those marked as its own that no pid file
+/// names), and the hosts a killed run made (their network
 /// namespaces, see [`hosts::reap_orphans`]); refuses while their owner,
 /// another blobbench, may still run.
 pub fn stop_stale(dataset: &Path, root: &Path, pids: &[i32]) -> Result<()> {
+    let pids = with_unrecorded(root, pids);
     if !pids.is_empty() {
         throwaway::check_not_in_use(dataset, root)?;
-        kill_and_wait(pids, root, "a killed run's server")?;
+        kill_and_wait(&pids, root, "a killed run's server")?;
     }
     // The hosts' own reaper says nothing more than this would: a failure
     // there leaves them to the next study's reap, not this start.
@@ -272,7 +305,7 @@ pub fn kill_and_wait(pids: &[i32], root: &Path, what: &str) -> Result<()> {
 /// Ends every server a killed blobbench left running in the work
 /// directories under `workdir` (see [`throwaway::orphaned`]), `running`
 /// giving a dataset's recorded server processes and `root` its server's
-/// directory; how many.
+/// directory (whose mark finds those no pid file names); how many.
 pub fn reap_killed(
     workdir: &Path,
     root: impl Fn(&Path) -> Result<PathBuf>,
@@ -280,9 +313,10 @@ pub fn reap_killed(
 ) -> Result<usize> {
     let mut ended = 0;
     for dir in throwaway::orphaned(workdir) {
-        let pids = running(&dir)?;
+        let root = root(&dir)?;
+        let pids = with_unrecorded(&root, &running(&dir)?);
         if !pids.is_empty() {
-            stop_stale(&dir, &root(&dir)?, &pids)?;
+            stop_stale(&dir, &root, &pids)?;
             ended += 1;
         }
     }
@@ -355,6 +389,34 @@ mod tests {
         procs.spawn("new", sh("sleep 30"), &d.join("b.log"), &d.join("b.pid")).unwrap();
         assert!(procs.starting_cpu() < cpu_of(&[busy]), "the survivor's CPU is left out");
         procs.stop().unwrap();
+    }
+
+    /// A run killed between a server's spawn and the write of its pid
+    /// file leaves a process that no pid file names: the reaper of the
+    /// next command finds it by its mark and ends it.
+    #[test]
+    fn a_server_killed_before_its_pid_was_recorded_is_found_and_ended_by_the_reaper() {
+        let dir = tempfile::tempdir().unwrap();
+        let (dataset, root) = (dir.path().join("d.s3"), dir.path().join("d.s3").join("server"));
+        std::fs::create_dir_all(&root).unwrap();
+        let procs = Procs::new("the test server", &root, Lifetime::LastUser, PortTaken::AnyLine("-"));
+        // The pid file's directory is missing: the spawn happens, the
+        // record does not, as when blobbench dies between the two.
+        let unwritable = root.join("missing").join("s.pid");
+        // `sleep` itself (no shell that would exec it): one process.
+        let mut sleep = Command::new("sleep");
+        sleep.arg("600");
+        let e = procs.spawn("server", sleep, &root.join("s.log"), &unwritable).unwrap_err();
+        assert!(e.to_string().contains("s.pid"), "{e}");
+        let pid = procs.pids()[0];
+        // A killed blobbench stops nothing.
+        std::mem::forget(procs);
+        assert!(throwaway::alive(pid) && !unwritable.exists());
+        let found = started_for(&dir.path().join(".").join("d.s3").join("server"));
+        assert_eq!(found, [pid], "found by its mark, however the directory is named");
+        stop_stale(&dataset, &root, &[]).unwrap();
+        assert!(!throwaway::alive(pid), "the reaper ended it");
+        assert!(started_for(&root).is_empty());
     }
 
     /// `weed` logs a port it could not take and runs on: the line is

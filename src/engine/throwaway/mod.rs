@@ -45,7 +45,7 @@ use std::time::Duration;
 
 pub use lock::LOCK;
 use lock::{AtCtrlC, DirLock};
-pub use procs::{adopt_orphans, alive, kill_tree, killed_builds, reap_adopted, start_time};
+pub use procs::{adopt_orphans, alive, kill_tree, killed_builds, marked, reap_adopted, start_time};
 pub use runas::{NoSuchUser, RunAs};
 pub use users::{confirmed_pid, orphaned, write_pid_file, Place, User, OWNER};
 use users::{others_kept, write_users, Others};

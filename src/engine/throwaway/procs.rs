@@ -51,6 +51,43 @@ pub(super) fn all_pids() -> Vec<i32> {
     entries.flatten().filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()).collect()
 }
 
+/// How long a scan of the processes' environments may take: reading one
+/// takes its memory map's lock, which a process stuck in a page fault
+/// (on a FUSE file system, say) may hold for good.
+const ENVIRON_SCAN_BOUND: Duration = Duration::from_secs(5);
+
+/// The processes (zombies aside) whose environment holds `name=value`,
+/// this one excepted. A server started with such a mark is found by it
+/// from its exec on, and so are the processes it starts (they inherit
+/// it): before, or without, any pid file naming it. The scan runs on a
+/// thread of its own and is given up past [`ENVIRON_SCAN_BOUND`] (those
+/// found by then returned): a reaper must not hang on a stuck process.
+pub fn marked(name: &str, value: &std::ffi::OsStr) -> Vec<i32> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut want = format!("{name}=").into_bytes();
+    want.extend_from_slice(value.as_bytes());
+    let me = std::process::id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let scan = move || {
+        for pid in all_pids().into_iter().filter(|&pid| pid != me) {
+            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            if env.split(|&b| b == 0).any(|pair| pair == want.as_slice()) && tx.send(pid).is_err() {
+                return;
+            }
+        }
+    };
+    if std::thread::Builder::new().name("environ-scan".into()).spawn(scan).is_err() {
+        return Vec::new();
+    }
+    let deadline = Instant::now() + ENVIRON_SCAN_BOUND;
+    let mut found = Vec::new();
+    while let Ok(pid) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        found.push(pid);
+    }
+    found.retain(|&pid| alive(pid));
+    found
+}
+
 /// Makes this process the parent of the servers it starts once their
 /// launcher (`pg_ctl`, a daemonising script) exits: a child subreaper, so
 /// that a stop can wait for the server itself to be gone and reap it.

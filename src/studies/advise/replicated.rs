@@ -201,6 +201,12 @@ pub fn verdicts(
         Some(r) if !r.promises_survival => {
             Some(format!("{}: a commit does not wait for a second machine (the negative control)", r.method))
         }
+        Some(r) if r.failed.is_some() => Some(format!(
+            "{}: its machine-loss test failed after {} losses: {}",
+            r.method,
+            r.losses,
+            r.failed.as_deref().unwrap_or_default()
+        )),
         Some(r) if r.losses == 0 => Some(format!("{}: no machine loss completed", r.method)),
         Some(r) if r.lost_acknowledged > 0 => Some(format!(
             "{} lost {} acknowledged write(s) over {} machine losses",

@@ -323,6 +323,7 @@ impl Replicated for PgReplicated {
         }
         let lost = self.h_mut().lose(host)?;
         self.lost = Some(host);
+        node::keep_only_logs(&lost.moved_to);
         Ok(lost)
     }
 

@@ -178,6 +178,16 @@ pub(super) fn promote(host: &Host, p: &Programs) -> Result<()> {
     run(cmd, &data, "the standby could not be promoted")
 }
 
+/// Empties a lost host's data directory, kept aside in `lost_dir`, of
+/// its tables and WAL (a copy of the cluster each), keeping its log,
+/// settings and pid file: a loss test keeps every lost host until it ends,
+/// and a thousand copies of the cluster would fill the disk.
+pub(super) fn keep_only_logs(lost_dir: &Path) {
+    for bulk in ["base", "pg_wal"] {
+        let _ = std::fs::remove_dir_all(lost_dir.join(DATA).join(bulk));
+    }
+}
+
 /// Stops the node on `host` at once (`-m immediate`: nothing of a
 /// throwaway cluster is worth a checkpoint), which also frees its shared
 /// memory.

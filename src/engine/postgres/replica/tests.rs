@@ -50,6 +50,8 @@ fn a_lost_primary_fails_over_to_its_synchronous_standby_which_kept_every_commit(
     let lost = cluster.lose(primary).unwrap();
     assert!(lost.killed >= 2, "the postmaster and its backends");
     let pid_file = std::fs::read_to_string(lost.moved_to.join("pgdata/postmaster.pid")).unwrap();
+    assert!(lost.moved_to.join("pgdata/server.log").is_file(), "its log kept aside");
+    assert!(!lost.moved_to.join("pgdata/base").exists(), "its copy of the tables not kept");
     let segment = pid_file.lines().nth(6).and_then(|l| l.split_whitespace().nth(1)).unwrap().to_string();
     let segments = std::fs::read_to_string("/proc/sysvipc/shm").unwrap();
     assert!(
@@ -122,4 +124,44 @@ fn a_missing_pg_basebackup_is_named_with_its_install() {
     assert!(e.contains("pg_basebackup not found") && e.contains("postgresql-client"), "{e}");
     std::fs::write(dir.path().join("pg_basebackup"), "").unwrap();
     assert!(node::beside(&dir.path().join("pg_ctl")).is_ok());
+}
+
+/// The asynchronous standby's window, held open: the primary's WAL sender
+/// stopped (a standby behind, as over a slow link), the primary still
+/// acknowledges every commit, and a failover then loses them. (Stopping
+/// the standby's WAL receiver would not do: what reached its socket is on
+/// the standby's machine, and promotion reads it.) The window is the
+/// standby's lag behind the primary's acknowledgements: on an idle veth
+/// link the WAL sender is woken by each commit's flush, before the commit
+/// is answered.
+#[test]
+fn an_asynchronous_standby_that_lags_loses_the_commits_its_primary_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cluster = PgReplicated::create(dir.path(), PgStandby::Async).unwrap();
+    let (primary, standby) = (cluster.primary(), HostId(1 - cluster.primary().0));
+    let mut client = cluster.client_config(LOCAL_DB).connect(NoTls).unwrap();
+    client.batch_execute("CREATE TABLE t(k bigint)").unwrap();
+    write(&mut client, 0).unwrap();
+    let mut replica = cluster.connect_to(standby, LOCAL_DB).unwrap();
+    let until = Instant::now() + Duration::from_secs(120);
+    while replica.query_one("SELECT count(*) FROM t", &[]).map(|r| r.get::<_, i64>(0)).ok() != Some(1) {
+        assert!(Instant::now() < until, "the standby never replayed the first commit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(replica);
+    let mut admin = cluster.connect_to(primary, "postgres").unwrap();
+    let sender: i32 = admin.query_one("SELECT pid FROM pg_stat_replication", &[]).unwrap().get(0);
+    drop(admin);
+    // SAFETY: kill only sends a signal, to the primary's WAL sender (the
+    // loss SIGKILLs it with the rest of its host).
+    unsafe { libc::kill(sender, libc::SIGSTOP) };
+    for k in 1..=10 {
+        write(&mut client, k).unwrap();
+    }
+    cluster.lose(primary).unwrap();
+    cluster.fail_over().unwrap();
+    let mut client = cluster.client_config(LOCAL_DB).connect(NoTls).unwrap();
+    assert_eq!(count(&mut client), 1, "the 10 commits acknowledged while the standby lagged are gone");
+    cluster.stop().unwrap();
+    nothing_runs_under(dir.path());
 }

@@ -45,6 +45,12 @@ impl Network {
     }
 }
 
+/// The variable marking every process started in a host with its set's
+/// tag: the reaper finds by it what a killed run started there and had
+/// not adopted yet (killed between the spawn and the adoption, such as
+/// during `pg_ctl start`), on loopback too, where no namespace holds it.
+pub(super) const SET_VAR: &str = "BLOBBENCH_HOSTS_SET";
+
 /// A host's place in its [`Hosts`] (stable across its replacement).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct HostId(pub usize);
@@ -60,6 +66,8 @@ pub struct Host {
     /// Processes recorded as the host's: (pid, start time).
     pub(super) adopted: Mutex<Vec<(i32, u64)>>,
     pub(super) lost: bool,
+    /// Its set's tag, the mark of every process started in it.
+    pub(super) set_tag: String,
 }
 
 impl Host {
@@ -86,14 +94,15 @@ impl Host {
     /// A command that runs `program` in this host: in a session of its own
     /// (a terminal's Ctrl-C is blobbench's to handle), in the host's
     /// network namespace when it has one, as `user` when given (joining a
-    /// namespace needs root, so the switch comes after it), from `/`.
+    /// namespace needs root, so the switch comes after it), from `/`,
+    /// marked with its set's tag ([`SET_VAR`]).
     pub fn command(&self, program: &Path, user: Option<RunAs>) -> Result<Command> {
         let ns: Option<OwnedFd> = match &self.link {
             Some(link) => Some(link.open_namespace()?),
             None => None,
         };
         let mut cmd = Command::new(program);
-        cmd.current_dir("/").stdin(std::process::Stdio::null());
+        cmd.current_dir("/").stdin(std::process::Stdio::null()).env(SET_VAR, &self.set_tag);
         crate::engine::throwaway::without_aws_variables(&mut cmd, std::env::vars_os().map(|(name, _)| name));
         use std::os::unix::process::CommandExt;
         // SAFETY: only async-signal-safe calls (setsid, setns, setgroups,

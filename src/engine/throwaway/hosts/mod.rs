@@ -28,7 +28,9 @@
 //! recorded first under its owner's pid and start time (the namespaces'
 //! names carry them too), and [`reap_orphans`] ends the sets whose owner
 //! has died: every [`Hosts::create`] calls it, and so do the studies
-//! through the engines' `reap_killed`.
+//! through the engines' `reap_killed`. Every process started in a host
+//! carries its set's tag in its environment, so a process started and not
+//! yet adopted when the run died (during `pg_ctl start`) is found too.
 //!
 //! The files: [`set`] makes, loses, replaces and removes a set of hosts;
 //! [`host`] is one host (its directory, address, processes, and the

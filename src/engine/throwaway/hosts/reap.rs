@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::host::SET_VAR;
 use super::kill::kill_all;
 use super::net::{remove_client_link, remove_namespace, NETNS_DIR, NS_PREFIX};
 use super::record::{pid_namespace, registry_dir, MARKER, PROCS};
@@ -43,7 +44,7 @@ fn owner_of(tag: &str) -> Option<(i32, u64)> {
 }
 
 /// Kills a dead owner's set: the processes adopted into its hosts (each
-/// still the one recorded), every process in its namespaces and the
+/// still the one recorded), those marked with its tag, every process in its namespaces and the
 /// namespaces, then its directory (only when marked with its tag).
 fn end_set(tag: &str, root: &Path) -> Result<()> {
     let procs = std::fs::read_to_string(root.join(PROCS)).unwrap_or_default();
@@ -60,6 +61,10 @@ fn end_set(tag: &str, root: &Path) -> Result<()> {
     for &pid in &confirmed {
         all.extend(crate::engine::throwaway::procs::descendants(pid));
     }
+    // Those started in its hosts and not adopted yet when the run died.
+    all.extend(crate::engine::throwaway::marked(SET_VAR, std::ffi::OsStr::new(tag)));
+    all.sort_unstable();
+    all.dedup();
     kill_all(&all, root)?;
     remove_client_link(tag)?;
     let prefix = format!("{NS_PREFIX}{tag}-");

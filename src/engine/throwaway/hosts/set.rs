@@ -176,7 +176,8 @@ impl Hosts {
             }
             None => (Ipv4Addr::LOCALHOST, None),
         };
-        Ok(Host { name: name.to_string(), dir, addr, link, adopted: Mutex::new(Vec::new()), lost: false })
+        let set_tag = self.record.tag().to_string();
+        Ok(Host { name: name.to_string(), dir, addr, link, adopted: Mutex::new(Vec::new()), lost: false, set_tag })
     }
 
     fn teardown(&mut self) -> Result<()> {

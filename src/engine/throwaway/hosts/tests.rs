@@ -176,6 +176,32 @@ fn a_killed_owners_hosts_are_reaped_processes_namespaces_and_directories() {
     }
 }
 
+/// A run killed between a process's start in a host and its adoption
+/// (during `pg_ctl start`) leaves a process no record names; on loopback
+/// no namespace holds it either: the reaper finds it by its set's mark.
+#[test]
+fn a_process_started_in_a_loopback_host_and_never_adopted_is_reaped() {
+    let mut owner = std::process::Command::new("sleep").arg("600").spawn().unwrap();
+    let pid = owner.id() as i32;
+    let started = start_time(pid).unwrap_or(1);
+    let dir = tempfile::tempdir().unwrap();
+    let network = Network::Loopback { why: "the test".into() };
+    let hosts = Hosts::make(dir.path(), &["a"], network, Owner { pid, started }).unwrap();
+    let a = hosts.named("a").unwrap();
+    let mut cmd = hosts.host(a).command(Path::new("sleep"), None).unwrap();
+    let mut unadopted = cmd.arg("600").spawn().unwrap();
+    let root = dir.path().join(DIR);
+    std::mem::forget(hosts);
+    owner.kill().unwrap();
+    owner.wait().unwrap();
+    // Another test's reaper may take the set first: what holds is the end.
+    reap_orphans().unwrap();
+    let _ = unadopted.try_wait();
+    assert!(!alive(unadopted.id() as i32), "the process it never adopted is ended");
+    let _ = unadopted.wait();
+    assert!(!root.exists());
+}
+
 #[test]
 fn host_names_are_plain_and_distinct() {
     let dir = tempfile::tempdir().unwrap();

@@ -27,6 +27,7 @@ pub fn blocks(files: &[ResultFile]) -> Vec<Block> {
         for m in c.broken_promises() {
             blocks.push(Block::Paragraph(broken(m)));
         }
+        blocks.extend(c.failed().map(failed).map(Block::Paragraph));
     }
     if !found.is_empty() {
         blocks.push(Block::Note(one_line(loss::LEGEND)));
@@ -40,7 +41,7 @@ pub fn terminal(file: &ResultFile) -> String {
     let Some(c) = &file.machine_loss else { return String::new() };
     let mut o = format!("crashtest --machine-loss: {}\n", intro(c));
     o.push_str(&table_text(&table(c), false));
-    for line in stores(c) {
+    for line in stores(c).into_iter().chain(c.failed().map(failed)) {
         let _ = writeln!(o, "{line}");
     }
     o.push_str(loss::LEGEND.trim_start_matches('\n'));
@@ -86,6 +87,18 @@ fn broken(m: &MachineLossMethodResult) -> String {
     )
 }
 
+/// A method that stopped on an error: after how many losses, and why
+/// (its row counts the losses completed before it).
+fn failed(m: &MachineLossMethodResult) -> String {
+    format!(
+        "{}: failed after {} loss{}, its row counts those: {}",
+        m.method,
+        m.losses,
+        if m.losses == 1 { "" } else { "es" },
+        m.failed.as_deref().unwrap_or_default()
+    )
+}
+
 /// "1,234 ms [980..2,100]": the median time to resume and its range.
 pub fn resumed(ms: &[f64]) -> String {
     if ms.is_empty() {
@@ -115,7 +128,10 @@ fn table(c: &MachineLossSection) -> Table {
         .map(|m| {
             vec![
                 m.method.clone(),
-                m.losses.to_string(),
+                match m.failed {
+                    Some(_) => format!("{} (failed)", m.losses),
+                    None => m.losses.to_string(),
+                },
                 hosts_lost(&m.hosts_lost),
                 thousands(m.acknowledged),
                 thousands(m.lost_acknowledged),

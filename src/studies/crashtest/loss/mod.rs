@@ -117,6 +117,10 @@ pub struct MachineLossMethodResult {
     /// Per loss: from the loss to the first acknowledged write issued after it.
     pub resumed_after_ms: Vec<f64>,
     pub elapsed_ns: u64,
+    /// Why the method stopped before its losses were done (one line):
+    /// the losses counted above are those completed before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }
 
 impl MachineLossSection {
@@ -124,6 +128,11 @@ impl MachineLossSection {
     /// acknowledged write.
     pub fn broken_promises(&self) -> impl Iterator<Item = &MachineLossMethodResult> {
         self.methods.iter().filter(|m| m.promises_survival && m.lost_acknowledged > 0)
+    }
+
+    /// The methods that stopped on an error before their losses were done.
+    pub fn failed(&self) -> impl Iterator<Item = &MachineLossMethodResult> {
+        self.methods.iter().filter(|m| m.failed.is_some())
     }
 }
 
@@ -178,24 +187,52 @@ pub fn machine_loss_test(ctx: &StudyContext, opts: &LossOptions) -> Result<Machi
     };
     let progress = ctx.progress();
     progress.start("machine loss", u64::from(opts.losses) * opts.methods.len() as u64);
-    let mut interrupted = false;
-    for (i, &method) in opts.methods.iter().enumerate() {
+    let (methods, interrupted) = each_method(&opts.methods, &mut |i, method| {
         let dir = root.path().join(format!("m{i}"));
         std::fs::create_dir(&dir).map_err(|e| Error::io(&dir, "cannot create directory", e))?;
         let result = one_method(ctx, opts, method, &dir, &mut || progress.advance(1));
         let _ = std::fs::remove_dir_all(&dir);
-        match result {
-            Ok(r) => section.methods.push(r),
-            Err(Error::Interrupted) => interrupted = true,
-            Err(e) => return Err(Error::invalid(format!("--method {}: {e}", method.name()))),
-        }
-        if interrupted || crate::measure::stop_requested() {
-            interrupted = true;
-            break;
-        }
-    }
+        result
+    });
+    section.methods = methods;
     progress.finish();
     Ok(MachineLossReport { section, interrupted })
+}
+
+/// Runs `one` on each method in turn. A method that fails is a row of its
+/// own, saying why, and the next methods still run: an error in one
+/// layout's cluster says nothing of another's, and the finished methods'
+/// losses are kept. Stops at Ctrl-C (whether it did is returned).
+fn each_method(
+    methods: &[ConfigId],
+    one: &mut dyn FnMut(usize, ConfigId) -> Result<MachineLossMethodResult>,
+) -> (Vec<MachineLossMethodResult>, bool) {
+    let mut results = Vec::new();
+    for (i, &method) in methods.iter().enumerate() {
+        match one(i, method) {
+            Ok(r) => results.push(r),
+            Err(Error::Interrupted) => return (results, true),
+            Err(e) => results.push(MachineLossMethodResult::failed_before_any_loss(method, &e)),
+        }
+        if crate::measure::stop_requested() {
+            return (results, true);
+        }
+    }
+    (results, false)
+}
+
+impl MachineLossMethodResult {
+    /// The row of a method that failed before its first loss (its cluster
+    /// could not be built or started).
+    fn failed_before_any_loss(method: ConfigId, e: &Error) -> MachineLossMethodResult {
+        MachineLossMethodResult {
+            method: method.name().into(),
+            description: method.description().into(),
+            promises_survival: method.replica().is_some_and(|r| r.keeps_two_copies()),
+            failed: Some(e.to_string()),
+            ..MachineLossMethodResult::default()
+        }
+    }
 }
 
 /// A replicated store opened through its engine: the loss test's target.
@@ -247,11 +284,8 @@ fn one_method(
         promises_survival: method.replica().is_some_and(|r| r.keeps_two_copies()),
         ..MachineLossMethodResult::default()
     };
-    match losses(&target, &plan, method, &mut r, advance) {
-        // Ctrl-C: the losses made so far are the method's result.
-        Err(Error::Interrupted) if r.losses > 0 => {}
-        other => other?,
-    }
+    let ended = losses(&target, &plan, method, &mut r, advance);
+    keep_completed(ended, &mut r)?;
     r.elapsed_ns = started.elapsed().as_nanos() as u64;
     Ok(r)
 }
@@ -273,6 +307,21 @@ pub fn open_store(
     let (engine, kv) = method.kv_params().ok_or_else(|| no_replicas(method.name()))?;
     let settings = EngineSettings { kv, commit_every: Some(1), replica: method.replica(), ..settings.clone() };
     crate::engine::open_as(engine, path, &settings)
+}
+
+/// How a method's losses `ended`, into its row `r`: the losses completed
+/// before an error are kept, with why it stopped (a cluster that fails at
+/// its 18th loss still counted 17); at Ctrl-C too, once one is done.
+fn keep_completed(ended: Result<()>, r: &mut MachineLossMethodResult) -> Result<()> {
+    match ended {
+        Ok(()) => Ok(()),
+        Err(Error::Interrupted) if r.losses > 0 => Ok(()),
+        Err(Error::Interrupted) => Err(Error::Interrupted),
+        Err(e) => {
+            r.failed = Some(e.to_string());
+            Ok(())
+        }
+    }
 }
 
 /// `plan.losses` losses on `target`, each judged alone, added into `r`.

@@ -3,8 +3,9 @@
 //! sessions; at a random moment one host of the cluster is lost; the store
 //! fails over (its own way) and gets a new host in place of the lost one.
 //! From the loss on, each writer writes only a probe blob of its own (so
-//! that no later write hides a lost one); once a write issued after the
-//! loss has been acknowledged the writers stop, and a reader of
+//! that no later write hides a lost one), and stops once a write of its
+//! own issued after the loss has been acknowledged; once one has, and the
+//! store is whole again, the writers stop, and a reader of
 //! blobbench's own reads every checked blob back (the newest copy) and
 //! judges it against the newest version a writer was told was stored.
 //!
@@ -130,11 +131,25 @@ pub fn one_loss(
 }
 
 /// Where the writers are: before the loss (the checked keys), after it
-/// (the probes), stopped.
+/// (the probes), stopped; and when the loss struck.
 #[derive(Default)]
 struct Phase {
     lost: AtomicBool,
     stop: AtomicBool,
+    lost_at: Mutex<Option<Instant>>,
+}
+
+impl Phase {
+    /// Whether a write issued at `issued` came after the loss: once one of
+    /// a writer's is acknowledged, that writer has shown writes resumed
+    /// and stops. Writing on through the store's restore measures nothing
+    /// and, where writes go on meanwhile (an asynchronous standby's
+    /// primary), bloats the store that each restore then copies whole:
+    /// the restores grew longer and the lost hosts' disks larger at every
+    /// loss, until the disk was full.
+    fn after_loss(&self, issued: Instant) -> bool {
+        self.lost_at.lock().unwrap_or_else(|e| e.into_inner()).is_some_and(|at| issued > at)
+    }
 }
 
 /// Waits for the first acknowledged write, lets the writers write for a
@@ -163,6 +178,7 @@ fn strike(
     phase.lost.store(true, Ordering::SeqCst);
     let lost = cluster.lose(host)?;
     let at = lost.at;
+    *phase.lost_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(at);
     let in_flight =
         logs.iter().filter(|l| l.lock().unwrap_or_else(|e| e.into_inner()).in_flight.is_some_and(|f| f.2 < at)).count();
     cluster.fail_over()?;
@@ -202,7 +218,8 @@ fn bounded(since: Instant, bound: Duration, what: &str) -> Result<()> {
 
 /// A writer: each pass writes the next version of each of its keys (of
 /// its probe, once a host is lost); a failed write drops the session (a
-/// new one is opened for the next).
+/// new one is opened for the next). It ends at the stop, or once a write
+/// it issued after the loss is acknowledged.
 fn write_until_stopped(
     target: &dyn Target,
     (keys, probe): (&[u32], u32),
@@ -236,9 +253,13 @@ fn write_until_stopped(
             let answered = Instant::now();
             let mut l = log.lock().unwrap_or_else(|e| e.into_inner());
             l.in_flight = None;
-            match written {
-                Ok(n) if n > 0 => l.acks.push((key, version, issued, answered)),
-                _ => session = None,
+            let acknowledged = matches!(written, Ok(n) if n > 0);
+            match acknowledged {
+                true => l.acks.push((key, version, issued, answered)),
+                false => session = None,
+            }
+            if acknowledged && phase.after_loss(issued) {
+                return;
             }
         }
     }

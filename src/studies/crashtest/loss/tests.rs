@@ -3,6 +3,7 @@
 //! missed it): the count must see every one, and see none when the store
 //! drops nothing.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,12 +18,19 @@ struct Memory {
     last: Mutex<Option<(u32, Vec<u8>)>>,
     checked: u32,
     drops: bool,
+    /// Writes to the probes (the only keys written after a loss), and the
+    /// most of them made during one restore.
+    probe_writes: AtomicU64,
+    most_during_restore: AtomicU64,
 }
 
 struct Cluster {
     hosts: Hosts,
     memory: Arc<Memory>,
     lost: Option<HostId>,
+    /// The restore after this many losses fails (a standby that cannot be made).
+    restore_fails_at: Option<u32>,
+    restored: u32,
 }
 
 impl Replicated for Cluster {
@@ -51,7 +59,20 @@ impl Replicated for Cluster {
     fn endpoints(&self) -> Vec<std::net::SocketAddr> {
         Vec::new()
     }
+    /// Lets the writers write while it restores: until they have made
+    /// more writes than each writer's last two (one answered after the
+    /// loss, one issued before it and answered after), or for a second.
     fn restore(&mut self) -> Result<()> {
+        let writes = || self.memory.probe_writes.load(Ordering::SeqCst);
+        let (from, until) = (writes(), std::time::Instant::now() + Duration::from_secs(1));
+        while writes() - from <= 2 * u64::from(WRITERS) && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        self.memory.most_during_restore.fetch_max(writes() - from, Ordering::SeqCst);
+        self.restored += 1;
+        if self.restore_fails_at == Some(self.restored) {
+            return Err(Error::invalid("the standby could not be made"));
+        }
         match self.lost.take() {
             Some(host) => self.hosts.replace(host),
             None => Ok(()),
@@ -74,6 +95,8 @@ impl Session for MemorySession {
         let before = std::mem::replace(&mut blobs[key as usize], content.to_vec());
         if key <= self.memory.checked {
             *self.memory.last.lock().unwrap() = Some((key, before));
+        } else {
+            self.memory.probe_writes.fetch_add(1, Ordering::SeqCst);
         }
         Ok(content.len() as u64)
     }
@@ -116,6 +139,18 @@ impl Target for MemoryTarget {
 
 /// `losses` losses on a store in memory of 12 blobs at version 0.
 fn run(drops: bool, losses: u32) -> MachineLossMethodResult {
+    let (r, ended, _) = run_failing(drops, losses, None);
+    ended.unwrap();
+    r
+}
+
+/// As [`run`], its restore failing at loss `restore_fails_at`; how the
+/// losses ended, and the store.
+fn run_failing(
+    drops: bool,
+    losses: u32,
+    restore_fails_at: Option<u32>,
+) -> (MachineLossMethodResult, Result<()>, Arc<Memory>) {
     let plan = Plan {
         losses,
         count: 12,
@@ -133,20 +168,23 @@ fn run(drops: bool, losses: u32) -> MachineLossMethodResult {
             b
         })
         .collect();
-    let memory = Arc::new(Memory { blobs: Mutex::new(blobs), last: Mutex::new(None), checked: plan.checked(), drops });
+    let memory = Arc::new(Memory {
+        blobs: Mutex::new(blobs),
+        last: Mutex::new(None),
+        checked: plan.checked(),
+        drops,
+        probe_writes: AtomicU64::new(0),
+        most_during_restore: AtomicU64::new(0),
+    });
     let dir = tempfile::tempdir().unwrap();
     let hosts = Hosts::create_loopback(dir.path(), &["a", "b"], "a test").unwrap();
     let cluster: Arc<Mutex<dyn Replicated + Send>> =
-        Arc::new(Mutex::new(Cluster { hosts, memory: Arc::clone(&memory), lost: None }));
-    let target: Arc<dyn Target> = Arc::new(MemoryTarget { memory, cluster });
+        Arc::new(Mutex::new(Cluster { hosts, memory: Arc::clone(&memory), lost: None, restore_fails_at, restored: 0 }));
+    let target: Arc<dyn Target> = Arc::new(MemoryTarget { memory: Arc::clone(&memory), cluster });
     let method = ConfigId::Replicated(crate::records::EngineKind::Postgres, crate::records::Replica::SyncStandby);
     let mut r = MachineLossMethodResult::default();
-    losses_into(&target, &plan, method, &mut r);
-    r
-}
-
-fn losses_into(target: &Arc<dyn Target>, plan: &Plan, method: ConfigId, r: &mut MachineLossMethodResult) {
-    losses(target, plan, method, r, &mut || {}).unwrap();
+    let ended = super::losses(&target, &plan, method, &mut r, &mut || {});
+    (r, ended, memory)
 }
 
 #[test]
@@ -158,6 +196,19 @@ fn a_store_that_drops_an_acknowledged_write_at_each_loss_is_caught_every_time() 
     assert!(r.acknowledged >= 3, "writes were acknowledged before each loss");
     assert_eq!(r.resumed_after_ms.len(), 3, "a time to resume per loss");
     assert_eq!(r.hosts_lost.len(), 3);
+}
+
+/// Writes that went on through a restore measured nothing, and bloated
+/// a store whose writes go on meanwhile (an asynchronous standby's
+/// primary), which every restore then copied whole: 20 losses filled the
+/// disk. A writer stops once a write it issued after the loss is answered.
+#[test]
+fn the_writers_stop_once_writes_resumed_and_do_not_write_through_the_restore() {
+    let (r, ended, memory) = run_failing(false, 3, None);
+    ended.unwrap();
+    assert_eq!(r.resumed_after_ms.len(), 3, "writes resumed after each loss: {r:?}");
+    let most = memory.most_during_restore.load(Ordering::SeqCst);
+    assert!(most <= 2 * u64::from(WRITERS), "{most} probe writes during one restore");
 }
 
 #[test]
@@ -173,4 +224,41 @@ fn a_machine_loss_of_a_store_with_one_copy_is_one_line() {
     assert!(e.contains("postgres-durable") && e.contains("one copy") && !e.contains('\n'), "{e}");
     let replicated = ConfigId::Replicated(crate::records::EngineKind::Postgres, crate::records::Replica::SyncStandby);
     assert!(check_methods(&[replicated]).is_ok());
+}
+
+#[test]
+fn a_method_that_fails_at_its_third_loss_keeps_the_two_it_completed_and_says_why() {
+    let (mut r, ended, _) = run_failing(true, 5, Some(3));
+    keep_completed(ended, &mut r).unwrap();
+    assert_eq!(r.losses, 2, "{r:?}");
+    assert_eq!(r.lost_acknowledged, 2, "the completed losses' counts are kept: {r:?}");
+    assert!(r.failed.as_deref().is_some_and(|e| e.contains("the standby could not be made")), "{r:?}");
+}
+
+#[test]
+fn a_failed_method_leaves_the_others_results_and_is_named_with_its_error() {
+    use crate::records::{EngineKind, Replica};
+    let methods = [
+        ConfigId::Replicated(EngineKind::Postgres, Replica::SyncStandby),
+        ConfigId::Replicated(EngineKind::Postgres, Replica::AsyncStandby),
+        ConfigId::Replicated(EngineKind::S3, Replica::SwiftThreeHosts),
+    ];
+    let mut ran = Vec::new();
+    let (rows, interrupted) = each_method(&methods, &mut |i, m| {
+        ran.push(i);
+        match i {
+            1 => Err(Error::invalid("pg_basebackup failed")),
+            _ => Ok(MachineLossMethodResult { method: m.name().into(), losses: 20, ..Default::default() }),
+        }
+    });
+    assert!(!interrupted);
+    assert_eq!(ran, [0, 1, 2], "the methods after the failed one still run");
+    let names: Vec<&str> = rows.iter().map(|r| r.method.as_str()).collect();
+    assert_eq!(names, ["postgres-sync-standby", "postgres-async-standby", "s3-swift-3hosts"]);
+    assert_eq!((rows[0].losses, rows[2].losses), (20, 20), "the finished methods' results are kept");
+    assert_eq!(rows[1].losses, 0);
+    assert!(rows[1].failed.as_deref().is_some_and(|e| e.contains("pg_basebackup failed")), "{rows:?}");
+    let section = MachineLossSection { methods: rows, ..MachineLossSection::default() };
+    let failed: Vec<&str> = section.failed().map(|m| m.method.as_str()).collect();
+    assert_eq!(failed, ["postgres-async-standby"]);
 }
