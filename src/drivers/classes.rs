@@ -55,6 +55,16 @@ impl Classes {
     }
 }
 
+/// The p99 of every operation of one run, its classes merged; None
+/// when the run timed none.
+pub fn p99_ns(run: &[Latency; 4]) -> Option<u64> {
+    let mut all = Latency::new();
+    for class in run {
+        all.merge(class);
+    }
+    (all.count() > 0).then(|| all.quantile_ns(0.99))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

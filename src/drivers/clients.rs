@@ -342,7 +342,7 @@ impl ClientsArm {
             for d in done {
                 d.classes.merge_into(&mut run);
             }
-            let p99_ns = run_p99_ns(&run);
+            let p99_ns = super::classes::p99_ns(&run);
             self.tally.runs.push(WindowCount { p99_ns, ..WindowCount::of_spans(&spans, self.rate.is_some()) });
             let mut all = ctx.latency;
             for (mine, theirs) in self.tally.classes.iter_mut().zip(&run) {
@@ -355,16 +355,6 @@ impl ClientsArm {
         }
         Ok(outcome)
     }
-}
-
-/// The p99 of every operation of one run, its classes merged; None
-/// when the run timed none.
-fn run_p99_ns(run: &[Latency; 4]) -> Option<u64> {
-    let mut all = Latency::new();
-    for class in run {
-        all.merge(class);
-    }
-    (all.count() > 0).then(|| all.quantile_ns(0.99))
 }
 
 /// An arm of `clients` clients running `mix` over `window` on `engine`,
