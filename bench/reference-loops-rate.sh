@@ -36,13 +36,15 @@ KINDS=${KINDS:-threads processes}
 WINDOW_MS=${WINDOW_MS:-2000}
 MIX=${MIX:-90:10}
 FRACTION=${FRACTION:-0.7}
-root=$(cd "$(dirname "$0")/.." && pwd)
-target=${CARGO_TARGET_DIR:-$root/target}
-if [ -z "${BLOBBENCH:-}" ] || [ -z "${REFERENCE:-}" ]; then
-  (cd "$root" && cargo build --release --quiet --locked && cargo build --release --quiet --locked --example reference_loops)
-fi
-bb=${BLOBBENCH:-$target/release/blobbench}
-ref=${REFERENCE:-$target/release/examples/reference_loops}
+# shellcheck source=bench/reference-binaries.sh
+. "$(dirname "$0")/reference-binaries.sh"
+STORES=${STORES:-}
+STORES=${STORES// /,} # commas or spaces
+for s in ${STORES//,/ }; do
+  case $s in files | sqlite-per-conn | sqlite-one-writer | lmdb | redb | fjall) ;;
+  *) echo "STORES: unknown store '$s' (comma-separated: files, sqlite-per-conn, sqlite-one-writer, lmdb, redb, fjall)" >&2; exit 2 ;;
+  esac
+done
 work=$(mktemp -d "${TMPDIR:-/tmp}/refrate.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 

@@ -33,13 +33,8 @@ COUNT=${COUNT:-10000}
 WRITES=${WRITES:-300}
 CLIENTS=${CLIENTS:-1 16}
 WINDOW_MS=${WINDOW_MS:-2000}
-root=$(cd "$(dirname "$0")/.." && pwd)
-target=${CARGO_TARGET_DIR:-$root/target}
-if [ -z "${BLOBBENCH:-}" ] || [ -z "${REFERENCE:-}" ]; then
-  (cd "$root" && cargo build --release --quiet --locked && cargo build --release --quiet --locked --example reference_loops)
-fi
-bb=${BLOBBENCH:-$target/release/blobbench}
-ref=${REFERENCE:-$target/release/examples/reference_loops}
+# shellcheck source=bench/reference-binaries.sh
+. "$(dirname "$0")/reference-binaries.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/refstandby.XXXXXX")
 chmod 755 "$work"
 # The directory pg_ctl really lives in (it holds pg_basebackup and psql

@@ -52,13 +52,8 @@ ROUNDS=${ROUNDS:-6}
 READS=${READS:-20000}
 WRITES=${WRITES:-300}
 PER_WRITE=${PER_WRITE:---commit-every 1}
-root=$(cd "$(dirname "$0")/.." && pwd)
-target=${CARGO_TARGET_DIR:-$root/target}
-if [ -z "${BLOBBENCH:-}" ] || [ -z "${REFERENCE:-}" ]; then
-  (cd "$root" && cargo build --release --quiet --locked && cargo build --release --quiet --locked --example reference_loops)
-fi
-bb=${BLOBBENCH:-$target/release/blobbench}
-ref=${REFERENCE:-$target/release/examples/reference_loops}
+# shellcheck source=bench/reference-binaries.sh
+. "$(dirname "$0")/reference-binaries.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/refloops.XXXXXX")
 chmod 755 "$work"
 pgbin=$(dirname "$(command -v pg_ctl || ls -d /usr/lib/postgresql/*/bin/pg_ctl | sort -V | tail -1)")
