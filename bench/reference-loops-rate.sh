@@ -6,7 +6,9 @@
 # due times; latency from due time; due operations not started by the
 # deadline recorded at their lateness), alternated round by round with
 # `blobbench run --clients N --rate R` on the same dataset, in the same
-# configuration (mix, durable commit per write).
+# configuration (mix, durable commit per write), each doing the same work
+# per operation (LMDB's reference reads the old value's length in the
+# write transaction, as blobbench's LMDB overwrite does).
 #
 #   bench/reference-loops-rate.sh
 #
@@ -63,6 +65,10 @@ stores=(
   "fjall|$work/fjall|$work/fjall --kv-sync durable"
 )
 threads_only=" sqlite-one-writer redb fjall "
+# The reference's loop per store, where its name differs: blobbench's LMDB
+# overwrite reads the old value's length inside the write transaction (a
+# key with no blob is a miss, not an insert), so the reference does too.
+declare -A ref_kind=([lmdb]=lmdb-size-first)
 # Both sides print `p99_us`, `write_p99_us` and `ops_per_s`; the
 # reference `unstarted`, blobbench "not started by the deadline: U".
 figures() {
@@ -83,7 +89,7 @@ for n in $CLIENTS; do
       [ -z "${STORES:-}" ] || [[ ",$STORES," == *",$store,"* ]] || continue
       [ "$kind" = threads ] || [[ $threads_only != *" $store "* ]] || continue
       cap=$(for _ in 1 2 3; do
-        "$ref" clients "$store" "$path" "$n" "$WINDOW_MS" "$kind" "$MIX" | awk '$1 == "ops_per_s" {print $2}'
+        "$ref" clients "${ref_kind[$store]:-$store}" "$path" "$n" "$WINDOW_MS" "$kind" "$MIX" | awk '$1 == "ops_per_s" {print $2}'
       done | sort -n | sed -n 2p)
       rate[$store/$n/$kind]=$(awk -v c="$cap" -v f="$FRACTION" 'BEGIN {printf "%.0f", c * f}')
       echo "capacity $store $n $kind: $cap ops/s closed loop; rate ${rate[$store/$n/$kind]}" >&2
@@ -105,7 +111,7 @@ for round in $(seq 1 "$ROUNDS"); do
           "$bb" run $flags --clients "$n" --clients-are "$kind" --rate "$r_" --mix "$MIX" --commit-every 1 \
             --window "${WINDOW_MS}ms" --warmup 1 --repeat 1 | figures
         }
-        run_ref() { "$ref" open "$store" "$path" "$n" "$WINDOW_MS" "$r_" "$kind" "$MIX" | figures; }
+        run_ref() { "$ref" open "${ref_kind[$store]:-$store}" "$path" "$n" "$WINDOW_MS" "$r_" "$kind" "$MIX" | figures; }
         if (((round + i) % 2)); then b=$(run_bb || true); r=$(run_ref || true); else r=$(run_ref || true); b=$(run_bb || true); fi
         printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$store" "$n" "$kind" "$r_" "$round" "$r" "$b" >>"$log"
         printf 'round %d  %-17s %2d %-9s R %s  reference %s  blobbench %s\n' \

@@ -133,6 +133,23 @@ impl Engine for LmdbEngine {
     }
 
     fn open(&self, mode: OpenMode) -> Result<Box<dyn Session>> {
+        Ok(Box::new(self.session(mode)?))
+    }
+
+    fn cache_files(&self) -> Result<Vec<PathBuf>> {
+        Ok(vec![self.path.join(DATA_FILE)])
+    }
+
+    /// Closes the kept environment, unmapping its map.
+    fn drop_own_caches(&self) -> Result<()> {
+        self.shared.release();
+        Ok(())
+    }
+}
+
+impl LmdbEngine {
+    /// A session on the environment (opened here unless open or kept).
+    fn session(&self, mode: OpenMode) -> Result<LmdbSession> {
         if mode.write && mode.client.is_none() {
             self.shared.release();
         }
@@ -152,17 +169,7 @@ impl Engine for LmdbEngine {
                 Txn::Write(WriteTxn::try_new(handle.clone(), |h| h.env.write_txn().map(Some)).map_err(err)?)
             }
         };
-        Ok(Box::new(LmdbSession { txn, write: mode.write, handle, opened, path: self.path.clone(), buf: Vec::new() }))
-    }
-
-    fn cache_files(&self) -> Result<Vec<PathBuf>> {
-        Ok(vec![self.path.join(DATA_FILE)])
-    }
-
-    /// Closes the kept environment, unmapping its map.
-    fn drop_own_caches(&self) -> Result<()> {
-        self.shared.release();
-        Ok(())
+        Ok(LmdbSession { txn, write: mode.write, handle, opened, path: self.path.clone(), buf: Vec::new() })
     }
 }
 
@@ -332,6 +339,19 @@ impl LmdbSession {
         }
         Ok(())
     }
+
+    /// An overwrite or a delete found no blob. A transaction that holds
+    /// no write of its batch (this miss began it) ends here: left open,
+    /// it would hold LMDB's one write lock while its client waits for its
+    /// next due time, every other writer waiting behind it.
+    #[cold]
+    fn missed(&mut self) {
+        if let Txn::Batched(w, batch) = &mut self.txn {
+            if batch.pending() == 0 {
+                w.with_dependent_mut(|_, t| drop(t.take()));
+            }
+        }
+    }
 }
 
 /// Commits the open write transaction, if any.
@@ -396,6 +416,8 @@ impl Session for LmdbSession {
         })?;
         if n > 0 {
             self.wrote()?;
+        } else {
+            self.missed();
         }
         Ok(n)
     }
@@ -417,6 +439,8 @@ impl Session for LmdbSession {
         })?;
         if deleted {
             self.wrote()?;
+        } else {
+            self.missed();
         }
         Ok(deleted)
     }
@@ -537,5 +561,44 @@ mod tests {
         for (k, v) in &rows {
             assert_eq!(h.db.get(&t, &key_bytes(*k)).unwrap().unwrap(), &v[..], "key {k}");
         }
+    }
+
+    /// Whether the session has a write transaction open (LMDB's one
+    /// write lock held).
+    fn holds_write_lock(s: &LmdbSession) -> bool {
+        match &s.txn {
+            Txn::Write(w) | Txn::Batched(w, _) => w.borrow_dependent().is_some(),
+            _ => false,
+        }
+    }
+
+    /// A client committing every write whose overwrite or delete finds no
+    /// blob (a sparse dataset) holds no write transaction after it: the
+    /// open loop's client would sleep to its next due time holding LMDB's
+    /// write lock, every other writer queued behind it. A miss inside a
+    /// batch that holds writes keeps the batch open, writes and all.
+    #[test]
+    fn a_write_that_finds_no_blob_leaves_the_write_lock_free() {
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("lmdb");
+        round_trip(KIND, &target, |p, k, n| Box::new(LmdbEngine::new(p, k, n)));
+        let content = vec![7u8; 20_000];
+        let durable = KvParams { sync: KvSync::Durable };
+        let e = LmdbEngine::new(&target, durable, Some(1));
+        let mut s = e.session(OpenMode::client(0)).unwrap();
+        assert_eq!(s.overwrite(99, &content).unwrap(), 0);
+        assert!(!holds_write_lock(&s), "a missed overwrite");
+        assert!(!s.delete(99).unwrap());
+        assert!(!holds_write_lock(&s), "a missed delete");
+        assert!(s.overwrite(3, &content).unwrap() > 0);
+        assert!(!holds_write_lock(&s), "a write of a batch of 1 commits");
+        drop((s, e));
+        let e = LmdbEngine::new(&target, durable, Some(2));
+        let mut s = e.session(OpenMode::client(0)).unwrap();
+        assert!(s.overwrite(3, &content).unwrap() > 0);
+        assert_eq!(s.overwrite(99, &content).unwrap(), 0);
+        assert!(holds_write_lock(&s), "the batch holds its first write");
+        s.commit().unwrap();
+        assert!(!holds_write_lock(&s));
     }
 }
