@@ -262,10 +262,28 @@ pub(super) mod test_support {
         target: &Path,
         engine: fn(&Path, KvParams, CommitEvery) -> Box<dyn Engine>,
     ) -> Vec<(u32, Vec<u8>)> {
-        let dir = target.parent().unwrap();
-        let (db, rows) = tiny_kv(dir, 40);
+        let rows = build_tiny(kind, target);
+        round_trip_built(kind, target, &rows, engine);
+        rows
+    }
+
+    /// Builds `kind`'s dataset at `target` from a tiny kvtest database of
+    /// 40 blobs beside it; returns its rows.
+    pub fn build_tiny(kind: EngineKind, target: &Path) -> Vec<(u32, Vec<u8>)> {
+        let (db, rows) = tiny_kv(target.parent().unwrap(), 40);
         assert_eq!(crate::engine::registry::build(kind, &db, target, false, &Silent).unwrap().files, 40);
         assert_eq!(crate::engine::registry::detect(target).unwrap(), kind);
+        rows
+    }
+
+    /// [`round_trip`] on a dataset [`build_tiny`] built (a server engine's
+    /// test may keep its server up across the three engines meanwhile).
+    pub fn round_trip_built(
+        kind: EngineKind,
+        target: &Path,
+        rows: &[(u32, Vec<u8>)],
+        engine: fn(&Path, KvParams, CommitEvery) -> Box<dyn Engine>,
+    ) {
         let content = vec![9u8; 10_000];
         for commit_every in [None, Some(1), Some(2)] {
             let mut e = engine(target, KvParams { sync: KvSync::Durable }, commit_every);
@@ -273,7 +291,7 @@ pub(super) mod test_support {
             assert_eq!(survey.max_key, Some(40));
             assert_eq!(survey.blob_max as usize, rows.iter().map(|r| r.1.len()).max().unwrap());
             let mut s = e.open(OpenMode::READ).unwrap();
-            for (k, v) in &rows {
+            for (k, v) in rows {
                 assert_eq!(s.read(*k).unwrap(), v.len() as u64);
                 assert_eq!(&s.last_read().unwrap()[..v.len()], &v[..], "{kind:?} key {k}, byte for byte");
             }
@@ -315,7 +333,6 @@ pub(super) mod test_support {
             w.commit().unwrap();
             w.close().unwrap();
         }
-        rows
     }
 
     /// Keys 1..=n with values of varied sizes (some empty-ish, some over a

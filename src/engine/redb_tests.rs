@@ -1,4 +1,7 @@
-//! redb's engine: its tests.
+//! redb's engine on real files: a read run leaves the file as it was, a
+//! committing writer keeps the database and syncs at close, a write that
+//! finds no blob frees the write lock, and the round trip every key-value
+//! engine passes.
 
 use super::*;
 use crate::engine::kv::test_support::round_trip;

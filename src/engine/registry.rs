@@ -177,12 +177,20 @@ mod tests {
         assert_eq!(order, EngineKind::ALL, "the registry follows EngineKind::ALL");
     }
 
+    /// Every engine's built dataset is detected as its kind and described.
+    /// And every engine follows the same lifetime rules (`engine::keep`): a
+    /// measured read session keeps its handle for the next one; a cold
+    /// run's `drop_own_caches` and a write session close it, so the next
+    /// session opens it again. One file per blob has no handle. One test,
+    /// so each server engine's dataset (a throwaway cluster's) is built once.
     #[test]
-    fn every_built_dataset_is_detected_as_its_kind() {
+    fn every_built_dataset_is_detected_and_read_sessions_keep_the_handle_until_a_cold_run_or_a_write() {
+        use crate::engine::api::OpenMode;
         let dir = tempfile::tempdir().unwrap();
         // PostgreSQL's throwaway cluster runs as `postgres` when tests run as root.
         std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         let (db, _) = crate::engine::kv::test_support::tiny_kv(dir.path(), 12);
+        let settings = EngineSettings::default();
         for b in BACKENDS {
             let kind = b.kind();
             let target = if kind == detect(&db).unwrap() {
@@ -194,25 +202,6 @@ mod tests {
             };
             assert_eq!(detect(&target).unwrap(), kind);
             assert!(stat(&target, false).is_ok(), "{kind:?}: stat");
-        }
-    }
-
-    /// Every engine follows the same lifetime rules (`engine::keep`): a
-    /// measured read session keeps its handle for the next one; a cold
-    /// run's `drop_own_caches` and a write session close it, so the next
-    /// session opens it again. One file per blob has no handle.
-    #[test]
-    fn read_sessions_keep_the_handle_until_a_cold_run_or_a_write_and_clients_keep_theirs() {
-        use crate::engine::api::OpenMode;
-        let dir = tempfile::tempdir().unwrap();
-        // PostgreSQL's throwaway cluster runs as `postgres` when tests run as root.
-        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-        let (db, _) = crate::engine::kv::test_support::tiny_kv(dir.path(), 12);
-        let settings = EngineSettings::default();
-        for b in BACKENDS {
-            let kind = b.kind();
-            let target = dir.path().join(kind.name());
-            let target = if b.build(&db, &target, false, &settings, &Silent).is_ok() { target } else { db.clone() };
             let mut engine = b.open(&target, &settings);
             engine.survey(true).unwrap();
             let has_handle = !kind.is_files();

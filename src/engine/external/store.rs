@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{ffi, Connection, OpenFlags};
 
 use crate::engine::api::{Session, SessionInfo};
-use crate::engine::files::store::{read_posix, FileWriter, PosixReadError};
+use crate::engine::files::calls::{read_posix, FileWriter, PosixReadError};
 use crate::engine::keep::Lease;
 use crate::engine::sqlite::error::last_error;
 use crate::engine::sqlite::raw::Db;

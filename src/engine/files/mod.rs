@@ -1,8 +1,10 @@
 //! One file per blob, in kvtest's two layouts: flat (`%06d` in one
 //! directory) and tree (`%02d/%02d/%02d`). Each layout is its own engine
-//! kind with its own backend; they share the store (`store.rs`), the names
+//! kind with its own backend; they share the store (`store.rs`) and its
+//! libc calls (`calls.rs`, which external blobs use too), the names
 //! (`names.rs`), the export (`export.rs`) and `stat` (`stat.rs`).
 
+pub(crate) mod calls;
 pub mod export;
 pub mod names;
 mod stat;

@@ -3,21 +3,8 @@ use crate::drivers::clients::WindowCount;
 use crate::measure::rounds::{synthetic, RoundSet};
 use crate::records::DbAccess;
 use crate::report::format::doc::Chart;
-use crate::studies::advise::clients::{arm_id, ClientsArmRecord, Harness};
-
-fn arm(row: Row, n: u32, runs: Vec<WindowCount>) -> ClientsArmRecord {
-    ClientsArmRecord {
-        id: arm_id(row, n),
-        candidate: row.store.name().into(),
-        sqlite: row.sqlite,
-        clients: n,
-        ops_per_run: 100 * u64::from(n),
-        window_s: Some(0.1),
-        runs,
-        busy_waits: 0,
-        classes: Vec::new(),
-    }
-}
+use crate::studies::advise::clients::fixtures::{self, arm, CLOSE_P99, FILES_P99, TWICE_P99};
+use crate::studies::advise::clients::{ClientsArmRecord, Harness};
 
 /// SQLite (a connection per client, blob reads) and files at 1, 2 and 4
 /// clients, six rounds; µs per op over all clients by arm (SQLite, files
@@ -141,19 +128,8 @@ fn the_harness_cost_and_the_machine_at_n_are_stated() {
 /// aside.
 #[test]
 fn sqlites_access_paths_are_rows_named_on_the_page() {
-    let rows = [
-        Row::sqlite(DbWriters::One, DbAccess::BlobApi),
-        Row::sqlite(DbWriters::One, DbAccess::Sql),
-        Row::sqlite(DbWriters::PerClient, DbAccess::BlobApi),
-        Row::sqlite(DbWriters::PerClient, DbAccess::Sql),
-        Row::of(Store::FilesReplace),
-    ];
-    let arms: Vec<ClientsArmRecord> = rows.iter().map(|&r| arm(r, 16, Vec::new())).collect();
-    let ids: Vec<&str> = arms.iter().map(|a| a.id.as_str()).collect();
-    // µs per op: one writer through SQL fastest, then files, then one
-    // writer through the blob handle, then the per-client rows.
-    let set = synthetic(ROUNDS_ID, &ids, &vec![vec![40.0, 30.0, 80.0, 90.0, 35.0]; 6]);
-    let section = ClientsSection { clients: 16, levels: vec![16], ..ClientsSection::threads_up_to_4(arms) };
+    let rows = fixtures::access_path_rows();
+    let (section, set) = fixtures::access_paths(16);
     let at = clients::at(&section, &set, 16);
     let text = recommendation(&at, &section);
     assert!(text.contains("SQLite, one writer connection, SQL leads, 33,333 ops/s"), "{text}");
@@ -182,30 +158,13 @@ fn sqlites_access_paths_are_rows_named_on_the_page() {
 fn at_rate() -> (ClientsSection, RoundSet) {
     let lmdb = Row::of(Store::Engine(crate::records::EngineKind::from_name("lmdb").unwrap()));
     let rows = [Row::of(Store::FilesReplace), lmdb, Row::sqlite(DbWriters::One, DbAccess::BlobApi)];
-    let p99s_at_4 = [
-        [100.0, 110.0, 90.0, 100.0, 105.0, 95.0],
-        [96.0, 120.0, 101.0, 98.0, 102.0, 110.0],
-        [200.0, 220.0, 180.0, 200.0, 210.0, 190.0],
-    ];
-    let runs = |p99s: [f64; 6]| {
-        let behind = crate::drivers::clients::Behind { judged: 100, behind: 0 };
-        let run = |p99: f64| WindowCount {
-            ops: 100,
-            due: Some(100),
-            furthest_behind: Some(behind),
-            p99_ns: Some((p99 * 1000.0) as u64),
-            ..WindowCount::default()
-        };
-        p99s.map(run).to_vec()
-    };
+    let p99s_at_4 = [FILES_P99, CLOSE_P99, TWICE_P99];
     let arms: Vec<ClientsArmRecord> = [1, 2, 4]
         .into_iter()
         .flat_map(|n| rows.iter().zip(p99s_at_4).map(move |(&r, p)| (r, n, if n == 4 { p } else { [50.0; 6] })))
-        .map(|(r, n, p)| arm(r, n, runs(p)))
+        .map(|(r, n, p)| arm(r, n, fixtures::rate_runs(p, false)))
         .collect();
-    let ids: Vec<&str> = arms.iter().map(|a| a.id.as_str()).collect();
-    let set = synthetic(ROUNDS_ID, &ids, &vec![vec![5000.0; ids.len()]; 6]);
-    (ClientsSection { rate_ops_s: Some(200.0), ..ClientsSection::threads_up_to_4(arms) }, set)
+    fixtures::at_rate(arms, vec![1, 2, 4])
 }
 
 /// Under a rate the table shows the p99 the ranking is by, and each one's

@@ -13,6 +13,8 @@
 //! run's per-client counts and its busy waits; its throughput per round is
 //! the round set's. The ranking at N is [`rank::at`].
 
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub mod rank;
 pub mod row;
 pub mod section;

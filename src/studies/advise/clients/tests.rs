@@ -1,3 +1,4 @@
+use super::fixtures::{self, CLOSE_P99, FILES_P99, TWICE_P99};
 use super::*;
 use crate::measure::rounds::synthetic;
 use crate::measure::{Latency, LatencySink, LatencySummary};
@@ -103,20 +104,17 @@ fn merged_histograms_give_the_percentiles_of_every_sample_pooled() {
     assert!(merge_histograms(&["not base64"]).is_err());
 }
 
+/// `store`'s arm at `clients` (SQLite's a connection per client through
+/// the blob handle), 100 operations per run, with a write p99.
 fn record(store: Store, clients: u32, write_p99_us: f64) -> ClientsArmRecord {
     let latency = LatencySummary { count: 10, p99_us: write_p99_us, ..LatencySummary::default() };
     let row =
         if store == Store::Sqlite { Row::sqlite(DbWriters::PerClient, DbAccess::BlobApi) } else { Row::of(store) };
     ClientsArmRecord {
-        id: arm_id(row, clients),
-        candidate: store.name().into(),
-        sqlite: row.sqlite,
-        clients,
         ops_per_run: 100,
-        window_s: Some(0.1),
-        runs: Vec::new(),
         busy_waits: u64::from(clients) * 3,
         classes: vec![ClassLatency { class: "overwrite".into(), latency, histogram: String::new() }],
+        ..fixtures::arm(row, clients, Vec::new())
     }
 }
 
@@ -241,34 +239,19 @@ fn every_row_and_client_count_writes_content_of_its_own() {
 
 /// Under a rate: each row at each of `levels`, keeping up in six rounds
 /// (or, where `behind`, its furthest client 5% behind), with every
-/// operation's p99 in each round (µs) as given; throughput alike.
+/// operation's p99 in each round (µs) as given.
 fn at_rate(arms: &[(Row, u32, [f64; 6], bool)], levels: Vec<u32>) -> (ClientsSection, RoundSet) {
-    let records: Vec<ClientsArmRecord> = arms
+    let records = arms
         .iter()
-        .map(|&(row, n, p99s, behind)| {
-            let furthest = crate::drivers::clients::Behind { judged: 100, behind: if behind { 5 } else { 0 } };
-            let run = |p99_us: f64| WindowCount {
-                ops: 100,
-                due: Some(100),
-                furthest_behind: Some(furthest),
-                p99_ns: Some((p99_us * 1000.0) as u64),
-                ..WindowCount::default()
-            };
-            let runs = p99s.map(run).to_vec();
-            ClientsArmRecord { id: arm_id(row, n), sqlite: row.sqlite, runs, ..record(row.store, n, 100.0) }
+        .map(|&(row, n, p99s, behind)| ClientsArmRecord {
+            id: arm_id(row, n),
+            sqlite: row.sqlite,
+            runs: fixtures::rate_runs(p99s, behind),
+            ..record(row.store, n, 100.0)
         })
         .collect();
-    let ids: Vec<String> = records.iter().map(|a| a.id.clone()).collect();
-    let set =
-        synthetic(ROUNDS_ID, &ids.iter().map(String::as_str).collect::<Vec<_>>(), &vec![vec![10.0; ids.len()]; 6]);
-    let section = ClientsSection { levels, rate_ops_s: Some(200.0), ..ClientsSection::threads_up_to_4(records) };
-    (section, set)
+    fixtures::at_rate(records, levels)
 }
-
-const FILES_P99: [f64; 6] = [100.0, 110.0, 90.0, 100.0, 105.0, 95.0];
-/// A higher median than the files', but lower in three rounds of six.
-const CLOSE_P99: [f64; 6] = [96.0, 120.0, 101.0, 98.0, 102.0, 110.0];
-const TWICE_P99: [f64; 6] = [200.0, 220.0, 180.0, 200.0, 210.0, 190.0];
 
 /// Under a rate those that keep up rank by the median round's p99, each
 /// against the leader's paired by round; one whose interval holds 1 is
@@ -316,22 +299,8 @@ fn under_a_rate_the_leader_changes_only_outside_the_interval() {
 /// ranked like any candidate: none is set aside for another's figure.
 #[test]
 fn sqlites_access_paths_are_rows_ranked_on_their_own() {
-    let rows = [
-        Row::sqlite(DbWriters::One, DbAccess::BlobApi),
-        Row::sqlite(DbWriters::One, DbAccess::Sql),
-        Row::sqlite(DbWriters::PerClient, DbAccess::BlobApi),
-        Row::sqlite(DbWriters::PerClient, DbAccess::Sql),
-        Row::of(Store::FilesReplace),
-    ];
-    let arms: Vec<ClientsArmRecord> = rows
-        .iter()
-        .map(|&r| ClientsArmRecord { id: arm_id(r, 4), sqlite: r.sqlite, ..record(r.store, 4, 100.0) })
-        .collect();
-    let ids: Vec<&str> = arms.iter().map(|a| a.id.as_str()).collect();
-    // µs per op: one writer through SQL fastest, then the files, then
-    // one writer through the blob handle, then the per-client rows.
-    let set = synthetic(ROUNDS_ID, &ids, &vec![vec![40.0, 30.0, 80.0, 90.0, 35.0]; 6]);
-    let section = ClientsSection { levels: vec![4], ..ClientsSection::threads_up_to_4(arms) };
+    let rows = fixtures::access_path_rows();
+    let (section, set) = fixtures::access_paths(4);
     let ranking = at(&section, &set, 4);
     let order: Vec<Row> = ranking.ranked.iter().map(|a| a.row).collect();
     assert_eq!(order, [rows[1], rows[4], rows[0], rows[2], rows[3]]);

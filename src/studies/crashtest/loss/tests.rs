@@ -46,8 +46,11 @@ impl Replicated for Cluster {
     fn lose(&mut self, host: HostId) -> Result<LostHost> {
         let lost = self.hosts.lose(host)?;
         if self.memory.drops {
+            // Locked in the writers' order (blobs, then last): the other
+            // order deadlocked against a writer between its two locks.
+            let mut blobs = self.memory.blobs.lock().unwrap();
             if let Some((key, before)) = self.memory.last.lock().unwrap().take() {
-                self.memory.blobs.lock().unwrap()[key as usize] = before;
+                blobs[key as usize] = before;
             }
         }
         self.lost = Some(host);
