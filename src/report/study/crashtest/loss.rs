@@ -57,9 +57,15 @@ fn one_line(text: &str) -> String {
 }
 
 fn intro(c: &MachineLossSection) -> String {
+    let at_once = match c.methods_at_once {
+        true => {
+            " The layouts' losses ran at once, each on a cluster of its own: a resume time includes the others' load."
+        }
+        false => "",
+    };
     format!(
         "{} loss{} of one host per replicated layout, each 0 to {} ms after the first acknowledged write of its round \
-         (seed {}); {} writers, {} blobs of {} to {} bytes, a commit per write.",
+         (seed {}); {} writers, {} blobs of {} to {} bytes, a commit per write.{at_once}",
         c.losses_per_method,
         if c.losses_per_method == 1 { "" } else { "es" },
         c.max_delay_us / 1000,
