@@ -75,6 +75,8 @@ pub fn run(args: &Asked, ctx: &StudyContext) -> anyhow::Result<()> {
             measure_costs(ctx, &plan, &ranked, (kept.as_ref(), alone), &mut results)?
         }
     };
+    // Its stores ended (their servers and hosts) within the time reported.
+    drop(kept);
     results.notes.extend(report::replicated_notes(&standings, &verdicts, &costs));
     results.notes.extend(unmeasured);
     let ranked = verdicts.iter().any(|v| v.excluded.is_none());

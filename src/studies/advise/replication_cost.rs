@@ -122,14 +122,17 @@ impl CostStore {
 }
 
 /// `m`'s store of `count` blobs (from `ctx.seed`), built with
-/// `settings` in a directory of its own in `ctx`'s work directory.
+/// `settings` in a directory of its own in `ctx`'s work directory, and
+/// surveyed, which starts its server: built while the losses run, it is
+/// up when the rounds begin (its start is no part of them either way).
 pub fn build(ctx: &StudyContext, m: ConfigId, count: u32, settings: &EngineSettings) -> Result<CostStore> {
     let root = tempfile::Builder::new()
         .prefix(".blobbench-replication-cost-")
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o711))
         .tempdir_in(&ctx.workdir)
         .map_err(|e| Error::io(&ctx.workdir, "cannot create a directory here", e))?;
-    let engine = open_store(m, &root.path().join(m.dataset_name()), (count, ctx.seed), settings)?;
+    let mut engine = open_store(m, &root.path().join(m.dataset_name()), (count, ctx.seed), settings)?;
+    engine.survey(true)?;
     Ok(CostStore { engine, root: Some(root) })
 }
 
