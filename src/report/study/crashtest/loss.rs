@@ -194,6 +194,10 @@ mod tests {
         let text = terminal(&f);
         assert!(text.contains("pg0 x2, pg1 x1"), "{text}");
         assert!(text.contains("1,500 ms [900..2,100]"), "the median and range: {text}");
+        assert!(!text.contains("at once"), "one after the other by default: {text}");
+        f.machine_loss.as_mut().unwrap().methods_at_once = true;
+        let text = terminal(&f);
+        assert!(text.contains("losses ran at once") && text.contains("the others' load"), "{text}");
         let page = format!("{:?}", blocks(std::slice::from_ref(&f)));
         assert!(!page.contains("although its layout"), "the asynchronous standby promises nothing: {page}");
         f.machine_loss.as_mut().unwrap().methods[0].lost_acknowledged = 1;
