@@ -3,18 +3,21 @@
 //! throwaway replicated layouts (`crashtest --machine-loss`'s), the
 //! asynchronous standby beside them as the negative control. Only those
 //! that kept every acknowledged write are ranked; the rest are listed
-//! with their reasons.
+//! with their reasons. What replication costs is then measured on the
+//! clusters the losses ran on, against the same stores alone, built while
+//! the losses ran.
 
 use std::time::{Duration, Instant};
 
+use blobbench::records::ConfigId;
 use blobbench::report;
 use blobbench::results::ResultFile;
 use blobbench::studies::advise::replicated::{self, Standing};
-use blobbench::studies::advise::replication_cost::{self, CostPlan, ReplicationCost};
+use blobbench::studies::advise::replication_cost::{self, CostPlan, CostStore, ReplicationCost};
 use blobbench::studies::advise::{CrashSource, Store, ALWAYS};
 use blobbench::studies::context::StudyContext;
 use blobbench::studies::crashtest;
-use blobbench::studies::crashtest::loss::{self, MachineLossReport};
+use blobbench::studies::crashtest::loss::{self, Kept, MachineLossReport};
 
 /// What `advise --durability replicated` is asked beyond its context.
 pub struct Asked<'a> {
@@ -41,7 +44,18 @@ pub fn run(args: &Asked, ctx: &StudyContext) -> anyhow::Result<()> {
     let pg = replicated::read_users_postgres(&stores, &ctx.settings)?;
     let standings = replicated::gate(&stores, pg.as_ref(), args.s3.as_deref())?;
     super::output::prepare_report_dir(args.out, args.force)?;
-    let report = if args.no_power_cut { None } else { machine_losses(args, ctx, &standings)? };
+    let layouts = candidate_layouts(&standings);
+    let count = crashtest::QUICK_COUNT;
+    // The stores alone are built while the losses run: both mostly wait.
+    let (losses, alone) = std::thread::scope(|s| {
+        let alone = s.spawn(|| {
+            let build = |&m: &ConfigId| (m, replication_cost::build_alone(ctx, m, count));
+            layouts.iter().map(build).collect::<Vec<_>>()
+        });
+        let losses = if args.no_power_cut { Ok(None) } else { machine_losses(args, ctx, &standings, count) };
+        (losses, alone.join().unwrap_or_default())
+    });
+    let (report, kept) = losses?.unzip();
     let interrupted = report.as_ref().is_some_and(|r| r.interrupted);
     let mut results = match &report {
         Some(r) => ResultFile::from_machine_loss(r, &ctx.workdir),
@@ -53,23 +67,16 @@ pub fn run(args: &Asked, ctx: &StudyContext) -> anyhow::Result<()> {
         }
         r => replicated::verdicts(&standings, r.as_ref().map(|r| &r.section), CrashSource::Measured),
     };
-    let mut costs: Vec<ReplicationCost> = Vec::new();
-    let mut unmeasured = Vec::new();
-    if !interrupted {
-        let plan = CostPlan::new(args.quick, args.clients);
-        for layout in replicated::ranked_layouts(&standings, &verdicts) {
-            match replication_cost::measure(ctx, layout, &plan) {
-                Ok((cost, set)) => {
-                    costs.push(cost);
-                    results.rounds.push(set);
-                }
-                Err(blobbench::Error::Interrupted) => {
-                    anyhow::bail!("interrupted while measuring what replication costs")
-                }
-                Err(e) => unmeasured.push(format!("{layout}: what replication costs could not be measured ({e})")),
-            }
+    let (costs, unmeasured) = match interrupted {
+        true => (Vec::new(), Vec::new()),
+        false => {
+            let plan = CostPlan::new(args.quick, args.clients, count);
+            let ranked = replicated::ranked_layouts(&standings, &verdicts);
+            measure_costs(ctx, &plan, &ranked, (kept.as_ref(), alone), &mut results)?
         }
-    }
+    };
+    // Its stores ended (their servers and hosts) within the time reported.
+    drop(kept);
     results.notes.extend(report::replicated_notes(&standings, &verdicts, &costs));
     results.notes.extend(unmeasured);
     let ranked = verdicts.iter().any(|v| v.excluded.is_none());
@@ -94,20 +101,72 @@ pub fn run(args: &Asked, ctx: &StudyContext) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The quick machine-loss run of the candidates' layouts and the
-/// controls; None when no candidate has a layout to lose a host of.
-fn machine_losses(
-    args: &Asked,
-    ctx: &StudyContext,
-    standings: &[(Store, Standing)],
-) -> anyhow::Result<Option<MachineLossReport>> {
-    let mut methods: Vec<_> = standings
+/// The candidates' replicated layouts, to be judged by machine losses.
+fn candidate_layouts(standings: &[(Store, Standing)]) -> Vec<ConfigId> {
+    standings
         .iter()
         .filter_map(|(_, s)| match s {
             Standing::Layout(m) => Some(*m),
             _ => None,
         })
-        .collect();
+        .collect()
+}
+
+/// What replication costs for each ranked layout, on the machine-loss
+/// run's `kept` store against the one `alone` built meanwhile (either
+/// built now when missing), its rounds added to `results`; and a line for
+/// each layout whose cost could not be measured, saying why.
+fn measure_costs(
+    ctx: &StudyContext,
+    plan: &CostPlan,
+    ranked: &[ConfigId],
+    (kept, mut alone): (Option<&Kept>, Vec<(ConfigId, blobbench::Result<CostStore>)>),
+    results: &mut ResultFile,
+) -> anyhow::Result<(Vec<ReplicationCost>, Vec<String>)> {
+    let (mut costs, mut unmeasured) = (Vec::new(), Vec::new());
+    for &layout in ranked {
+        let i = alone.iter().position(|(m, _)| *m == layout);
+        let alone = i.map(|i| alone.swap_remove(i).1);
+        let alone = alone.unwrap_or_else(|| replication_cost::build_alone(ctx, layout, plan.count));
+        let stores = replicated_store(kept, ctx, layout, plan.count).and_then(|r| Ok((r, alone?)));
+        match stores.and_then(|stores| replication_cost::measure(ctx, layout, stores, plan)) {
+            Ok((cost, set)) => {
+                costs.push(cost);
+                results.rounds.push(set);
+            }
+            Err(blobbench::Error::Interrupted) => anyhow::bail!("interrupted while measuring what replication costs"),
+            Err(e) => unmeasured.push(format!("{layout}: what replication costs could not be measured ({e})")),
+        }
+    }
+    Ok((costs, unmeasured))
+}
+
+/// `layout`'s replicated store for its cost: the machine-loss run's,
+/// whole again after its losses; else (no losses run: `--no-power-cut`)
+/// one built now.
+fn replicated_store(
+    kept: Option<&Kept>,
+    ctx: &StudyContext,
+    layout: ConfigId,
+    count: u32,
+) -> blobbench::Result<CostStore> {
+    match kept.and_then(|k| k.take(layout)) {
+        Some(engine) => Ok(CostStore::kept(engine)),
+        None => replication_cost::build(ctx, layout, count, &ctx.settings),
+    }
+}
+
+/// The machine-loss run of the candidates' layouts and the controls, all
+/// at once, each on a cluster of its own; the candidates' stores kept for
+/// the cost. None when no candidate has a layout to lose a host of.
+fn machine_losses(
+    args: &Asked,
+    ctx: &StudyContext,
+    standings: &[(Store, Standing)],
+    count: u32,
+) -> blobbench::Result<Option<(MachineLossReport, Kept)>> {
+    let keep = candidate_layouts(standings);
+    let mut methods = keep.clone();
     methods.extend(replicated::controls(standings));
     if methods.is_empty() {
         return Ok(None);
@@ -115,8 +174,10 @@ fn machine_losses(
     let opts = loss::LossOptions {
         methods,
         losses: if args.quick { replicated::QUICK_LOSSES } else { replicated::LOSSES },
-        count: crashtest::QUICK_COUNT,
+        count,
         max_delay: Duration::from_millis(200),
+        at_once: true,
+        keep,
     };
-    Ok(Some(loss::machine_loss_test(ctx, &opts)?))
+    loss::machine_loss_keeping(ctx, &opts).map(Some)
 }

@@ -206,6 +206,8 @@ fn machine_losses(args: &CrashtestArgs, ctx: &StudyContext, opts: &CrashOptions)
         losses: args.losses.unwrap_or(losses),
         count: args.count.unwrap_or(count),
         max_delay: std::time::Duration::from_millis(200),
+        at_once: false,
+        keep: Vec::new(),
     };
     let report = crashtest::loss::machine_loss_test(ctx, &lopts)?;
     let results = save(args, ResultFile::from_machine_loss(&report, &ctx.workdir))?;

@@ -175,6 +175,45 @@ fn swift_on_three_hosts_survives_a_hosts_loss_and_writes_on() {
     assert!(during && restored, "a quorum of two writes on");
 }
 
+/// Swift's proxy skips a host that gave it more than 10 errors until 60 s
+/// after the last, in its memory: a replaced host, still skipped when the
+/// next loss strikes another, would leave one host of three, below the
+/// write quorum (every PUT 503). Readmitted, a loss finds the store whole.
+#[test]
+fn swift_takes_a_replaced_host_back_so_the_next_loss_leaves_a_quorum() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, _) = tiny_kv(dir.path(), 4);
+    let target = dir.path().join("s3");
+    let settings = EngineSettings { replica: Some(Replica::SwiftThreeHosts), ..EngineSettings::default() };
+    BACKEND.build(&db, &target, false, &settings, &Silent).unwrap();
+    let mut engine = S3Engine::new(&target, &settings);
+    let cluster = engine.replicated().unwrap().expect("a replicated configuration's cluster");
+    engine.survey(true).unwrap();
+    let mut store = cluster.lock().unwrap();
+    let (first, second) = (store.losable()[0], store.losable()[1]);
+    store.lose(first).unwrap();
+    // More writes at once than the proxy's error limit: each tries the
+    // lost host once, and two hosts take it.
+    let e = &engine;
+    let acked: usize = std::thread::scope(|s| {
+        let writers: Vec<_> =
+            (0..12u32).map(|i| s.spawn(move || Writes::default().write(e, &[1 + i % 4], 2))).collect();
+        writers.into_iter().map(|w| w.join().unwrap()).sum()
+    });
+    assert_eq!(acked, 12, "two hosts of three hold the write quorum");
+    store.restore().unwrap();
+    store.readmit().unwrap();
+    store.lose(second).unwrap();
+    let mut writes = Writes::default();
+    assert_eq!(writes.write(e, &[1, 2, 3, 4], 3), 4, "the replaced host and the third hold the write quorum");
+    assert_eq!(writes.lost(e), Vec::<u32>::new());
+    drop(store);
+    drop(cluster);
+    drop(engine);
+    assert_eq!(processes_under(dir.path()), Vec::<i32>::new(), "no server left");
+    assert!(!target.join(Server::SwiftHosts.dir()).join("hosts").exists(), "the hosts' directories removed");
+}
+
 /// SeaweedFS's master drops a lost volume server only when its heartbeat
 /// stream's keep-alive fails, about 70 s after a host in a namespace went
 /// (and a write meanwhile waits out its retries): on loopback, where the

@@ -38,26 +38,30 @@ pub enum Standing {
 }
 
 /// The layouts a machine-loss run of `stores` tests beside the
-/// candidates' own: the asynchronous standby, the negative control
-/// (excluded whatever it shows: its commits never wait for the standby).
+/// candidates' own: for each synchronous standby (bytea, large objects),
+/// its asynchronous one, the negative control (excluded whatever it
+/// shows: its commits never wait for the standby).
 pub fn controls(standings: &[(Store, Standing)]) -> Vec<ConfigId> {
-    let pg = ConfigId::Replicated(EngineKind::Postgres, Replica::SyncStandby);
-    let has_pg = standings.iter().any(|(_, s)| *s == Standing::Layout(pg));
-    if has_pg {
-        vec![ConfigId::Replicated(EngineKind::Postgres, Replica::AsyncStandby)]
-    } else {
-        Vec::new()
-    }
+    standings
+        .iter()
+        .filter_map(|(_, s)| match s {
+            Standing::Layout(ConfigId::Replicated(kind, Replica::SyncStandby)) => {
+                Some(ConfigId::Replicated(*kind, Replica::AsyncStandby))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// What `store` can do under the class; `pg` is what the user's server
 /// (`--pg URL`) says of its replication, `s3` the user's S3 endpoint
-/// (`--s3 URL`), when given. S3's candidate layout is Swift on three
-/// hosts; SeaweedFS on two is judged beside it ([`other_layouts`]).
+/// (`--s3 URL`), when given. PostgreSQL's candidate layout, bytea or
+/// large objects, is its synchronous standby; S3's is Swift on three
+/// hosts, SeaweedFS on two judged beside it ([`other_layouts`]).
 pub fn standing(store: Store, pg: Option<&PgReplication>, s3: Option<&str>) -> Standing {
     match store {
-        Store::Engine(EngineKind::Postgres) => match pg {
-            None => Standing::Layout(ConfigId::Replicated(EngineKind::Postgres, Replica::SyncStandby)),
+        Store::Engine(kind @ (EngineKind::Postgres | EngineKind::PostgresLo)) => match pg {
+            None => Standing::Layout(ConfigId::Replicated(kind, Replica::SyncStandby)),
             Some(r) => users_postgres(r),
         },
         Store::Engine(EngineKind::S3) => match s3 {
@@ -138,7 +142,11 @@ fn users_postgres(r: &PgReplication) -> Standing {
 /// PostgreSQL and `--pg URL` is given.
 pub fn read_users_postgres(stores: &[Store], settings: &EngineSettings) -> Result<Option<PgReplication>> {
     match &settings.pg.url {
-        Some(url) if stores.contains(&Store::Engine(EngineKind::Postgres)) => replication::of_url(url).map(Some),
+        Some(url)
+            if [EngineKind::Postgres, EngineKind::PostgresLo].iter().any(|&k| stores.contains(&Store::Engine(k))) =>
+        {
+            replication::of_url(url).map(Some)
+        }
         _ => Ok(None),
     }
 }
@@ -166,9 +174,10 @@ pub fn gate(stores: &[Store], pg: Option<&PgReplication>, s3: Option<&str>) -> R
         }
     }
     Err(Error::invalid(format!(
-        "--durability replicated: no candidate keeps a write through the loss of a machine ({}); the engine that can: \
-         postgres, with a throwaway primary and synchronous standby (--engines postgres) or your own server whose \
-         commits wait for a standby (--pg URL); s3, on a throwaway Swift with three storage hosts (--engines s3)",
+        "--durability replicated: no candidate keeps a write through the loss of a machine ({}); the engines that \
+         can: postgres or postgres-lo, with a throwaway primary and synchronous standby (--engines postgres) or your \
+         own server whose commits wait for a standby (--pg URL); s3, on a throwaway Swift with three storage hosts \
+         (--engines s3)",
         reasons.join("; ")
     )))
 }
@@ -345,6 +354,34 @@ mod tests {
             .as_deref()
             .unwrap()
             .contains("not measured"));
+    }
+
+    /// PostgreSQL's large objects stand on their own synchronous standby,
+    /// with their own asynchronous one as the control, as bytea does.
+    #[test]
+    fn large_objects_are_judged_on_their_synchronous_standby_with_their_own_control() {
+        let lo = Store::Engine(EngineKind::PostgresLo);
+        let standings = gate(&[Store::Sqlite, Store::Engine(EngineKind::Postgres), lo], None, None).unwrap();
+        let sync = ConfigId::Replicated(EngineKind::PostgresLo, Replica::SyncStandby);
+        assert_eq!(standings[2].1, Standing::Layout(sync), "not one machine: a standby layout exists");
+        let controls: Vec<&str> = controls(&standings).iter().map(|m| m.name()).collect();
+        assert_eq!(controls, ["postgres-async-standby", "postgres-lo-async-standby"]);
+        let Standing::Excluded(why) = standing(lo, Some(&users("", "on", "async")), None) else { panic!() };
+        assert!(why.contains("synchronous_standby_names"), "a user's server judged as for bytea: {why}");
+        let row = |m: &str, promises: bool| MachineLossMethodResult {
+            method: m.into(),
+            promises_survival: promises,
+            losses: 3,
+            ..MachineLossMethodResult::default()
+        };
+        let section = MachineLossSection {
+            methods: vec![row("postgres-lo-sync-standby", true), row("postgres-lo-async-standby", false)],
+            ..MachineLossSection::default()
+        };
+        let v = verdicts(&standings[2..], Some(&section), CrashSource::Measured);
+        assert_eq!((v[0].name.as_str(), v[0].excluded.as_deref()), ("postgres-lo", None), "{v:?}");
+        assert!(v[1].excluded.as_deref().unwrap().contains("negative control"), "{v:?}");
+        assert_eq!(ranked_layouts(&standings[2..], &v), [sync]);
     }
 
     /// S3's candidate is Swift on three hosts; SeaweedFS on two is

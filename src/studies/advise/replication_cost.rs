@@ -5,12 +5,16 @@
 //! written by the same clients in interleaved rounds (each round runs
 //! every arm once, in a shuffled order), at one client and at `--clients
 //! N`, and compared by paired per-round ratios. On one machine the hosts'
-//! link is a veth pair or loopback, so the cost is a floor.
+//! link is a veth pair or loopback, so the cost is a floor. The replicated
+//! store is the machine-loss run's own cluster, whole again after its
+//! losses, where there was one; the store alone is built while the losses
+//! run ([`build_alone`]).
 
 use std::time::Duration;
 
 use crate::drivers::clients::ClientsArm;
 use crate::engine::s3::Server;
+use crate::engine::Engine;
 use crate::measure::paired::{median_sorted, PairedRatio};
 use crate::measure::rounds::{run_rounds, Arm, Comparison, RoundSet, RoundsPlan};
 use crate::records::{ConfigId, EngineSettings, Mix, Replica};
@@ -26,7 +30,8 @@ const LEAST_ROUNDS: u32 = crate::measure::paired::MIN_ROUNDS_95 as u32;
 pub struct CostPlan {
     /// `--clients N`: measured at 1 and, when above 1, at N.
     pub clients: u32,
-    /// Blobs in each store (512 B to 64 KiB, the machine-loss test's).
+    /// Blobs in each store (512 B to 64 KiB, as many as the machine-loss
+    /// run's, whose store the replicated side is).
     pub count: u32,
     /// Each run's window: every client overwrites blobs for this long.
     pub window: Duration,
@@ -35,11 +40,12 @@ pub struct CostPlan {
 }
 
 impl CostPlan {
-    /// `--quick`'s plan, or the longer one; `clients` as asked.
-    pub fn new(quick: bool, clients: u32) -> CostPlan {
+    /// `--quick`'s plan, or the longer one; `clients` as asked, on stores
+    /// of `count` blobs.
+    pub fn new(quick: bool, clients: u32, count: u32) -> CostPlan {
         CostPlan {
             clients,
-            count: 200,
+            count,
             // An S3 PUT on a loaded machine takes tens of ms: a window
             // holds several at one client.
             window: Duration::from_millis(if quick { 300 } else { 600 }),
@@ -66,6 +72,9 @@ pub struct ReplicationCost {
     /// The layout's hosts were joined by veth links in network
     /// namespaces (else they shared loopback).
     pub veth: bool,
+    /// The replicated side was the machine-loss run's cluster, after its
+    /// losses (else one built for the cost).
+    pub on_loss_cluster: bool,
     /// By client count, 1 first.
     pub at: Vec<CostAt>,
     /// The rounds' id in the result file.
@@ -97,33 +106,66 @@ pub fn alone_of(layout: ConfigId, settings: &EngineSettings) -> Option<(ConfigId
     Some((ConfigId::Durable(kind), alone))
 }
 
-/// An arm's id in the rounds: its configuration and client count.
-fn arm_id(m: ConfigId, clients: u32) -> String {
-    format!("{}@{clients}", m.name())
+/// A store the cost is measured on, and the directory it was built in
+/// (none: the machine-loss run's, which removes its own). Dropped, the
+/// store ends (its servers with it), then its directory is removed.
+pub struct CostStore {
+    engine: Box<dyn Engine>,
+    root: Option<tempfile::TempDir>,
 }
 
-/// `layout`'s cost against the same store alone, by `plan`, in `ctx`'s
-/// work directory (both stores removed, their servers stopped, when this
-/// returns).
-pub fn measure(ctx: &StudyContext, layout: ConfigId, plan: &CostPlan) -> Result<(ReplicationCost, RoundSet)> {
-    let (alone, alone_settings) = alone_of(layout, &ctx.settings)
-        .ok_or_else(|| Error::invalid(format!("{} is not replicated", layout.name())))?;
-    // Declared first, so removed after the engines (and their servers) end.
+impl CostStore {
+    /// The machine-loss run's store, kept open after its losses.
+    pub fn kept(engine: Box<dyn Engine>) -> CostStore {
+        CostStore { engine, root: None }
+    }
+}
+
+/// `m`'s store of `count` blobs (from `ctx.seed`), built with
+/// `settings` in a directory of its own in `ctx`'s work directory, and
+/// surveyed, which starts its server: built while the losses run, it is
+/// up when the rounds begin (its start is no part of them either way).
+pub fn build(ctx: &StudyContext, m: ConfigId, count: u32, settings: &EngineSettings) -> Result<CostStore> {
     let root = tempfile::Builder::new()
         .prefix(".blobbench-replication-cost-")
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o711))
         .tempdir_in(&ctx.workdir)
         .map_err(|e| Error::io(&ctx.workdir, "cannot create a directory here", e))?;
-    let store = |m: ConfigId, dir: &str, settings: &EngineSettings| {
-        let path = root.path().join(dir);
-        std::fs::create_dir(&path).map_err(|e| Error::io(&path, "cannot create directory", e))?;
-        open_store(m, &path.join(m.dataset_name()), (plan.count, ctx.seed), settings)
-    };
-    let replicated = store(layout, "replicated", &ctx.settings)?;
+    let mut engine = open_store(m, &root.path().join(m.dataset_name()), (count, ctx.seed), settings)?;
+    engine.survey(true)?;
+    Ok(CostStore { engine, root: Some(root) })
+}
+
+/// The same store alone as `layout` ([`alone_of`]), of `count` blobs.
+pub fn build_alone(ctx: &StudyContext, layout: ConfigId, count: u32) -> Result<CostStore> {
+    let (alone, settings) = alone_of(layout, &ctx.settings)
+        .ok_or_else(|| Error::invalid(format!("{} is not replicated", layout.name())))?;
+    build(ctx, alone, count, &settings)
+}
+
+/// An arm's id in the rounds: its configuration and client count.
+fn arm_id(m: ConfigId, clients: u32) -> String {
+    format!("{}@{clients}", m.name())
+}
+
+/// `layout`'s cost against the same store alone, by `plan`, on the
+/// `replicated` store and the one `alone` (both ended, their directories
+/// removed, when this returns).
+pub fn measure(
+    ctx: &StudyContext,
+    layout: ConfigId,
+    (replicated, alone_store): (CostStore, CostStore),
+    plan: &CostPlan,
+) -> Result<(ReplicationCost, RoundSet)> {
+    let (alone, _) = alone_of(layout, &ctx.settings)
+        .ok_or_else(|| Error::invalid(format!("{} is not replicated", layout.name())))?;
+    // Bound first, so removed after the engines (and their servers) end.
+    let (replicated_root, _alone_root) = (replicated.root, alone_store.root);
+    let on_loss_cluster = replicated_root.is_none();
+    let (replicated, alone_engine) = (replicated.engine, alone_store.engine);
     let cluster = replicated.replicated()?.ok_or_else(|| Error::invalid(format!("{}: no cluster", layout.name())))?;
     let veth = cluster.lock().unwrap_or_else(|e| e.into_inner()).hosts().network().is_namespaces();
     drop(cluster);
-    let alone_engine = store(alone, "alone", &alone_settings)?;
     let levels = plan.levels();
     let mix = Mix { read: 0, write: 1 };
     let mut arms: Vec<ClientsArm> = Vec::new();
@@ -161,7 +203,7 @@ pub fn measure(ctx: &StudyContext, layout: ConfigId, plan: &CostPlan) -> Result<
     let set = out?.set;
     let at = levels.iter().map(|&n| cost_at(&set, (layout, alone), n)).collect::<Option<Vec<_>>>();
     let at = at.ok_or_else(|| Error::invalid(format!("{}: its rounds were not consistent", rounds_id)))?;
-    Ok((ReplicationCost { layout, alone, veth, at, rounds_id }, set))
+    Ok((ReplicationCost { layout, alone, veth, on_loss_cluster, at, rounds_id }, set))
 }
 
 /// The cost at `clients` from the rounds: each side's median and the
@@ -198,8 +240,8 @@ mod tests {
 
     #[test]
     fn the_cost_is_paired_by_round_at_each_client_count() {
-        assert_eq!(CostPlan::new(true, 1).levels(), [1]);
-        assert_eq!(CostPlan::new(true, 8).levels(), [1, 8]);
+        assert_eq!(CostPlan::new(true, 1, 40).levels(), [1]);
+        assert_eq!(CostPlan::new(true, 8, 40).levels(), [1, 8]);
         let pg = ConfigId::Replicated(EngineKind::Postgres, Replica::SyncStandby);
         let alone = ConfigId::Durable(EngineKind::Postgres);
         let arms = [arm_id(pg, 1), arm_id(pg, 4), arm_id(alone, 1), arm_id(alone, 4)];

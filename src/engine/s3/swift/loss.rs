@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use super::config::Node;
 use super::programs::STORAGE;
 use super::{healthy, Cluster, Shape, HOSTS, LOOPBACK};
+use crate::engine::s3::launch::STOP_GRACE;
 use crate::engine::s3::process::Start;
 use crate::engine::throwaway::hosts::{HostId, Hosts, LostHost, Replicated};
 use crate::{Error, Result};
@@ -92,6 +93,24 @@ impl Replicated for Cluster {
         }
         let storage = self.storage_ports(&nodes);
         self.procs.wait_until_up(|| storage.iter().all(|&(addr, port)| healthy(addr, port))).map_err(Start::into_error)
+    }
+
+    /// Restarts the proxy, which forgets the errors the lost host and its
+    /// replacement (refusing connections until its servers were up) gave
+    /// it. Swift's proxy skips a host with more than 10 errors until 60 s
+    /// after its last (`error_suppression_limit`, `_interval`), in its
+    /// memory: a real host's replacement takes longer than that, but here
+    /// the next loss comes seconds later, and with the new host still
+    /// skipped it would leave one host of three, below the write quorum
+    /// (every PUT 503 for up to a minute, as measured here before this).
+    fn readmit(&mut self) -> Result<()> {
+        if self.layout.shape != Shape::Hosts {
+            return Ok(());
+        }
+        self.procs.stop_one("proxy", STOP_GRACE)?;
+        self.spawn_proxy()?;
+        let port = self.ports.get("proxy");
+        self.procs.wait_until_up(|| healthy(LOOPBACK, port)).map_err(Start::into_error)
     }
 }
 

@@ -165,9 +165,7 @@ impl Cluster {
         for (i, node) in nodes.iter().enumerate() {
             cluster.spawn_node(node, cluster.place(i))?;
         }
-        let mut proxy = Command::new(cluster.programs.server("proxy"));
-        proxy.arg(cluster.layout.proxy_conf()).arg("-v").env(NO_GREENDNS.0, NO_GREENDNS.1);
-        cluster.procs.spawn("proxy", proxy, &cluster.layout.log("proxy"), &cluster.layout.pid("proxy"))?;
+        cluster.spawn_proxy()?;
         let storage: Vec<(IpAddr, u16)> = cluster.storage_ports(&nodes);
         let (proxy_port, memcached) = (cluster.ports.get("proxy"), cluster.ports.get("memcached"));
         cluster.procs.wait_until_up(|| {
@@ -211,6 +209,13 @@ impl Cluster {
             place.adopt(self.procs.spawn(&node.program(server), cmd, &node.log(server), &node.pid(server))?);
         }
         Ok(())
+    }
+
+    /// Starts the proxy beside blobbench (it answers once healthy).
+    fn spawn_proxy(&self) -> Result<()> {
+        let mut proxy = Command::new(self.programs.server("proxy"));
+        proxy.arg(self.layout.proxy_conf()).arg("-v").env(NO_GREENDNS.0, NO_GREENDNS.1);
+        self.procs.spawn("proxy", proxy, &self.layout.log("proxy"), &self.layout.pid("proxy")).map(drop)
     }
 
     /// Swift's version (empty when the proxy did not say).

@@ -14,7 +14,8 @@ use crate::{Error, Result};
 /// [`Replicated::losable`] while clients write, then
 /// [`Replicated::fail_over`] (the store's own failover, as its operators
 /// run it), then [`Replicated::restore`] (a new host in place of the lost
-/// one, so the next loss finds the store whole). Clients connect to
+/// one), and once the round's writers stopped [`Replicated::readmit`]
+/// (so the next loss finds the store whole). Clients connect to
 /// [`Replicated::endpoints`]: after a failover they reconnect there, and
 /// only a client that reads every acknowledged write back judges the
 /// store, never the store's own status.
@@ -48,6 +49,16 @@ pub trait Replicated {
     /// whole again when this returns (PostgreSQL: a new standby from
     /// `pg_basebackup` of the new primary, streaming).
     fn restore(&mut self) -> Result<()>;
+
+    /// Once the round's clients have stopped: makes the store's own
+    /// clients take the new host back, so that the next loss strikes a
+    /// store whole as they see it, not one already short of a host. A
+    /// store whose clients keep no memory of a host's failures does
+    /// nothing (the default). Swift's proxy does: it skips a host for
+    /// 60 s after its last error, in memory.
+    fn readmit(&mut self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// The one line for a machine loss asked of a store that keeps one copy

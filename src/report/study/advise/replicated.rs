@@ -83,8 +83,12 @@ pub fn cost_lines(costs: &[ReplicationCost]) -> Vec<String> {
 /// "postgres-sync-standby against postgres-durable (...): 1.21x ...".
 fn cost_line(c: &ReplicationCost) -> String {
     let at: Vec<String> = c.at.iter().map(at_words).collect();
+    let on = match c.on_loss_cluster {
+        true => ", the replicated side on the cluster its machine losses ran on, whole again after them",
+        false => "",
+    };
     format!(
-        "What replication costs: {} against {} ({}), time per acknowledged write, paired in interleaved rounds: {}",
+        "What replication costs: {} against {} ({}{on}), time per acknowledged write, paired in interleaved rounds: {}",
         c.layout,
         c.alone,
         alone_words(c.layout),
@@ -162,6 +166,7 @@ mod tests {
             layout,
             alone: ConfigId::Durable(EngineKind::Postgres),
             veth: true,
+            on_loss_cluster: true,
             at: vec![
                 CostAt { clients: 1, replicated_us: 1210.0, alone_us: 1000.0, ratio: Some(paired(1.21, 1.05, 1.40)) },
                 CostAt { clients: 8, replicated_us: 300.0, alone_us: 310.0, ratio: Some(paired(0.97, 0.90, 1.08)) },
@@ -172,6 +177,7 @@ mod tests {
         assert_eq!(lines.len(), 2, "{lines:?}");
         let l = &lines[0];
         assert!(l.contains("postgres-sync-standby against postgres-durable (PostgreSQL alone"), "{l}");
+        assert!(l.contains("on the cluster its machine losses ran on"), "{l}");
         assert!(
             l.contains("1.21x, interval 1.05-1.40 (95% paired, 6 rounds) at 1 client (1210 against 1000 us)"),
             "{l}"

@@ -57,9 +57,15 @@ fn one_line(text: &str) -> String {
 }
 
 fn intro(c: &MachineLossSection) -> String {
+    let at_once = match c.methods_at_once {
+        true => {
+            " The layouts' losses ran at once, each on a cluster of its own: a resume time includes the others' load."
+        }
+        false => "",
+    };
     format!(
         "{} loss{} of one host per replicated layout, each 0 to {} ms after the first acknowledged write of its round \
-         (seed {}); {} writers, {} blobs of {} to {} bytes, a commit per write.",
+         (seed {}); {} writers, {} blobs of {} to {} bytes, a commit per write.{at_once}",
         c.losses_per_method,
         if c.losses_per_method == 1 { "" } else { "es" },
         c.max_delay_us / 1000,
@@ -188,6 +194,10 @@ mod tests {
         let text = terminal(&f);
         assert!(text.contains("pg0 x2, pg1 x1"), "{text}");
         assert!(text.contains("1,500 ms [900..2,100]"), "the median and range: {text}");
+        assert!(!text.contains("at once"), "one after the other by default: {text}");
+        f.machine_loss.as_mut().unwrap().methods_at_once = true;
+        let text = terminal(&f);
+        assert!(text.contains("losses ran at once") && text.contains("the others' load"), "{text}");
         let page = format!("{:?}", blocks(std::slice::from_ref(&f)));
         assert!(!page.contains("although its layout"), "the asynchronous standby promises nothing: {page}");
         f.machine_loss.as_mut().unwrap().methods[0].lost_acknowledged = 1;

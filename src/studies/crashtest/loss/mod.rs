@@ -9,13 +9,14 @@
 //! Per method: acknowledged writes lost over K losses, writes in flight at
 //! the losses, and the time until writes succeeded again after each.
 
+mod methods;
 mod run;
 mod tally;
 #[cfg(test)]
 mod tests;
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
@@ -23,12 +24,14 @@ use serde::{Deserialize, Serialize};
 
 use super::dataset::{Dataset, MAX_BLOB, MIN_BLOB};
 use super::WORK_PREFIX;
-use crate::engine::throwaway::hosts::{no_replicas, Replicated};
-use crate::engine::{Engine, OpenMode, Session};
+use crate::engine::throwaway::hosts::no_replicas;
+use crate::engine::Engine;
 use crate::records::{ConfigId, EngineSettings};
 use crate::studies::context::StudyContext;
 use crate::util::progress::Progress;
 use crate::{Error, Result};
+pub use methods::Kept;
+use methods::{each_method, EngineTarget};
 pub use run::{Plan, Target};
 
 /// Losses per method by default, and with `--quick`.
@@ -71,6 +74,14 @@ pub struct LossOptions {
     /// The loss strikes a random delay in [0, max_delay] after the first
     /// acknowledged write of its round.
     pub max_delay: Duration,
+    /// Run the methods' losses at once, each on a cluster of its own
+    /// (advise: their set-ups, failovers and restores mostly wait), rather
+    /// than one after the other (crashtest: each method's times alone).
+    pub at_once: bool,
+    /// Methods whose store, whole again after its last loss, is kept open
+    /// for the caller ([`Kept`]): advise measures what replication costs
+    /// on the same cluster rather than building another.
+    pub keep: Vec<ConfigId>,
 }
 
 /// The result file's `machine_loss` section.
@@ -84,6 +95,10 @@ pub struct MachineLossSection {
     pub max_delay_us: u64,
     pub seed: u64,
     pub workdir: String,
+    /// The methods' losses ran at once, each on a cluster of its own: a
+    /// resume time includes the others' load on this machine.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub methods_at_once: bool,
     pub methods: Vec<MachineLossMethodResult>,
 }
 
@@ -156,6 +171,12 @@ pub fn check_methods(methods: &[ConfigId]) -> Result<()> {
 }
 
 pub fn machine_loss_test(ctx: &StudyContext, opts: &LossOptions) -> Result<MachineLossReport> {
+    machine_loss_keeping(ctx, opts).map(|(report, _)| report)
+}
+
+/// The machine-loss test, and the stores of `opts.keep`'s methods that
+/// completed their losses, open (removed when [`Kept`] is dropped).
+pub fn machine_loss_keeping(ctx: &StudyContext, opts: &LossOptions) -> Result<(MachineLossReport, Kept)> {
     check_methods(&opts.methods)?;
     let least = 2 * WRITERS;
     if !(1..=1000).contains(&opts.losses) || !(least..=100_000).contains(&opts.count) {
@@ -183,42 +204,32 @@ pub fn machine_loss_test(ctx: &StudyContext, opts: &LossOptions) -> Result<Machi
         max_delay_us: opts.max_delay.as_micros() as u64,
         seed: ctx.seed,
         workdir: ctx.workdir.display().to_string(),
+        methods_at_once: opts.at_once && opts.methods.len() > 1,
         methods: Vec::new(),
     };
     let progress = ctx.progress();
     progress.start("machine loss", u64::from(opts.losses) * opts.methods.len() as u64);
-    let (methods, interrupted) = each_method(&opts.methods, &mut |i, method| {
-        let dir = root.path().join(format!("m{i}"));
-        std::fs::create_dir(&dir).map_err(|e| Error::io(&dir, "cannot create directory", e))?;
-        let result = one_method(ctx, opts, method, &dir, &mut || progress.advance(1));
-        let _ = std::fs::remove_dir_all(&dir);
-        result
-    });
+    let kept = Kept::new(root);
+    let (methods, interrupted) = each_method(
+        &opts.methods,
+        opts.at_once,
+        &|i, method| {
+            let dir = kept.dir().join(format!("m{i}"));
+            std::fs::create_dir(&dir).map_err(|e| Error::io(&dir, "cannot create directory", e))?;
+            let (result, engine) = one_method(ctx, opts, method, &dir, &|| progress.advance(1))?;
+            match engine.filter(|_| opts.keep.contains(&method) && result.failed.is_none()) {
+                Some(engine) => kept.add(method, engine),
+                None => {
+                    let _ = std::fs::remove_dir_all(&dir);
+                }
+            }
+            Ok(result)
+        },
+        MachineLossMethodResult::failed_before_any_loss,
+    );
     section.methods = methods;
     progress.finish();
-    Ok(MachineLossReport { section, interrupted })
-}
-
-/// Runs `one` on each method in turn. A method that fails is a row of its
-/// own, saying why, and the next methods still run: an error in one
-/// layout's cluster says nothing of another's, and the finished methods'
-/// losses are kept. Stops at Ctrl-C (whether it did is returned).
-fn each_method(
-    methods: &[ConfigId],
-    one: &mut dyn FnMut(usize, ConfigId) -> Result<MachineLossMethodResult>,
-) -> (Vec<MachineLossMethodResult>, bool) {
-    let mut results = Vec::new();
-    for (i, &method) in methods.iter().enumerate() {
-        match one(i, method) {
-            Ok(r) => results.push(r),
-            Err(Error::Interrupted) => return (results, true),
-            Err(e) => results.push(MachineLossMethodResult::failed_before_any_loss(method, &e)),
-        }
-        if crate::measure::stop_requested() {
-            return (results, true);
-        }
-    }
-    (results, false)
+    Ok((MachineLossReport { section, interrupted }, kept))
 }
 
 impl MachineLossMethodResult {
@@ -235,31 +246,16 @@ impl MachineLossMethodResult {
     }
 }
 
-/// A replicated store opened through its engine: the loss test's target.
-struct EngineTarget {
-    engine: Box<dyn Engine>,
-    cluster: Arc<Mutex<dyn Replicated + Send>>,
-}
-
-impl Target for EngineTarget {
-    fn cluster(&self) -> Arc<Mutex<dyn Replicated + Send>> {
-        Arc::clone(&self.cluster)
-    }
-
-    fn session(&self, newest: bool) -> Result<Box<dyn Session>> {
-        self.engine.open(if newest { OpenMode::NEWEST_READ } else { OpenMode::WRITE })
-    }
-}
-
 /// One method's dataset, built with version 0 of every blob, copied onto
-/// its replicated cluster, then its losses.
+/// its replicated cluster, then its losses; and its store, open, when
+/// no writer of its still holds it (one whose writes never resumed may).
 fn one_method(
     ctx: &StudyContext,
     opts: &LossOptions,
     method: ConfigId,
     dir: &Path,
-    advance: &mut dyn FnMut(),
-) -> Result<MachineLossMethodResult> {
+    advance: &dyn Fn(),
+) -> Result<(MachineLossMethodResult, Option<Box<dyn Engine>>)> {
     let started = Instant::now();
     let engine = open_store(method, &dir.join(method.dataset_name()), (opts.count, ctx.seed), &ctx.settings)?;
     let cluster = engine.replicated()?.ok_or_else(|| no_replicas(method.name()))?;
@@ -267,7 +263,7 @@ fn one_method(
         let c = cluster.lock().unwrap_or_else(|e| e.into_inner());
         (c.describe(), c.hosts().network().describe())
     };
-    let target: Arc<dyn Target> = Arc::new(EngineTarget { engine, cluster });
+    let target = Arc::new(EngineTarget { engine, cluster });
     let plan = Plan {
         losses: opts.losses,
         count: opts.count,
@@ -284,10 +280,12 @@ fn one_method(
         promises_survival: method.replica().is_some_and(|r| r.keeps_two_copies()),
         ..MachineLossMethodResult::default()
     };
-    let ended = losses(&target, &plan, method, &mut r, advance);
+    let as_target: Arc<dyn Target> = Arc::clone(&target) as Arc<dyn Target>;
+    let ended = losses(&as_target, &plan, method, &mut r, advance);
+    drop(as_target);
     keep_completed(ended, &mut r)?;
     r.elapsed_ns = started.elapsed().as_nanos() as u64;
-    Ok(r)
+    Ok((r, Arc::try_unwrap(target).ok().map(|t| t.engine)))
 }
 
 /// `method`'s store at `path`, `count` blobs at version 0 (from `seed`),
@@ -331,13 +329,14 @@ pub fn losses(
     plan: &Plan,
     method: ConfigId,
     r: &mut MachineLossMethodResult,
-    advance: &mut dyn FnMut(),
+    advance: &dyn Fn(),
 ) -> Result<()> {
     let seed = method.name().bytes().fold(plan.seed, |h, b| h.rotate_left(7) ^ u64::from(b));
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
     let mut before = vec![0u64; plan.count as usize + 1];
     for round in 1..=plan.losses {
         let o = run::one_loss(target, plan, round, &mut before, &mut rng)?;
+        target.cluster().lock().unwrap_or_else(|e| e.into_inner()).readmit()?;
         r.losses += 1;
         r.hosts_lost.push(o.host);
         r.acknowledged += o.acknowledged;

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::*;
-use crate::engine::throwaway::hosts::{HostId, Hosts, LostHost};
-use crate::engine::SessionInfo;
+use crate::engine::throwaway::hosts::{HostId, Hosts, LostHost, Replicated};
+use crate::engine::{Session, SessionInfo};
 
 /// Blobs in memory, and the write a loss drops.
 struct Memory {
@@ -22,6 +22,11 @@ struct Memory {
     /// most of them made during one restore.
     probe_writes: AtomicU64,
     most_during_restore: AtomicU64,
+    /// Readmissions, and those made while a writer was writing.
+    readmits: AtomicU64,
+    readmits_while_writing: AtomicU64,
+    /// Writes under way now.
+    writing: AtomicU64,
 }
 
 struct Cluster {
@@ -81,6 +86,13 @@ impl Replicated for Cluster {
             None => Ok(()),
         }
     }
+    fn readmit(&mut self) -> Result<()> {
+        self.memory.readmits.fetch_add(1, Ordering::SeqCst);
+        if self.memory.writing.load(Ordering::SeqCst) > 0 {
+            self.memory.readmits_while_writing.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(())
+    }
 }
 
 struct MemorySession {
@@ -88,12 +100,8 @@ struct MemorySession {
     buf: Vec<u8>,
 }
 
-impl Session for MemorySession {
-    fn read(&mut self, key: u32) -> Result<u64> {
-        self.buf = self.memory.blobs.lock().unwrap()[key as usize].clone();
-        Ok(self.buf.len() as u64)
-    }
-    fn overwrite(&mut self, key: u32, content: &[u8]) -> Result<u64> {
+impl MemorySession {
+    fn write(&self, key: u32, content: &[u8]) -> Result<u64> {
         let mut blobs = self.memory.blobs.lock().unwrap();
         let before = std::mem::replace(&mut blobs[key as usize], content.to_vec());
         if key <= self.memory.checked {
@@ -102,6 +110,22 @@ impl Session for MemorySession {
             self.memory.probe_writes.fetch_add(1, Ordering::SeqCst);
         }
         Ok(content.len() as u64)
+    }
+}
+
+impl Session for MemorySession {
+    fn read(&mut self, key: u32) -> Result<u64> {
+        self.buf = self.memory.blobs.lock().unwrap()[key as usize].clone();
+        Ok(self.buf.len() as u64)
+    }
+    fn overwrite(&mut self, key: u32, content: &[u8]) -> Result<u64> {
+        self.memory.writing.fetch_add(1, Ordering::SeqCst);
+        // A write takes a while, as a store's does: a readmission made
+        // while the writers write would see one under way.
+        std::thread::sleep(Duration::from_micros(200));
+        let written = self.write(key, content);
+        self.memory.writing.fetch_sub(1, Ordering::SeqCst);
+        written
     }
     fn put(&mut self, key: u32, content: &[u8]) -> Result<()> {
         self.overwrite(key, content).map(drop)
@@ -178,6 +202,9 @@ fn run_failing(
         drops,
         probe_writes: AtomicU64::new(0),
         most_during_restore: AtomicU64::new(0),
+        readmits: AtomicU64::new(0),
+        readmits_while_writing: AtomicU64::new(0),
+        writing: AtomicU64::new(0),
     });
     let dir = tempfile::tempdir().unwrap();
     let hosts = Hosts::create_loopback(dir.path(), &["a", "b"], "a test").unwrap();
@@ -186,7 +213,7 @@ fn run_failing(
     let target: Arc<dyn Target> = Arc::new(MemoryTarget { memory: Arc::clone(&memory), cluster });
     let method = ConfigId::Replicated(crate::records::EngineKind::Postgres, crate::records::Replica::SyncStandby);
     let mut r = MachineLossMethodResult::default();
-    let ended = super::losses(&target, &plan, method, &mut r, &mut || {});
+    let ended = super::losses(&target, &plan, method, &mut r, &|| {});
     (r, ended, memory)
 }
 
@@ -212,6 +239,48 @@ fn the_writers_stop_once_writes_resumed_and_do_not_write_through_the_restore() {
     assert_eq!(r.resumed_after_ms.len(), 3, "writes resumed after each loss: {r:?}");
     let most = memory.most_during_restore.load(Ordering::SeqCst);
     assert!(most <= 2 * u64::from(WRITERS), "{most} probe writes during one restore");
+}
+
+/// The next loss must strike a store whole as its clients see it: after
+/// each round, once its writers stopped, the store readmits the new host
+/// (Swift's proxy would skip it for a minute, leaving one host of three).
+#[test]
+fn each_loss_is_followed_by_the_readmission_of_the_new_host_once_the_writers_stopped() {
+    let (r, ended, memory) = run_failing(false, 3, None);
+    ended.unwrap();
+    assert_eq!(r.losses, 3);
+    assert_eq!(memory.readmits.load(Ordering::SeqCst), 3, "one readmission per loss");
+    assert_eq!(memory.readmits_while_writing.load(Ordering::SeqCst), 0, "never while a writer writes");
+}
+
+/// At once, every method runs beside the others (each on a thread of its
+/// own); one after the other, never two.
+#[test]
+fn methods_at_once_run_side_by_side_and_in_turn_one_at_a_time() {
+    use crate::records::{EngineKind, Replica};
+    let methods = [
+        ConfigId::Replicated(EngineKind::Postgres, Replica::SyncStandby),
+        ConfigId::Replicated(EngineKind::Postgres, Replica::AsyncStandby),
+        ConfigId::Replicated(EngineKind::S3, Replica::SwiftThreeHosts),
+    ];
+    for at_once in [false, true] {
+        let (running, most) = (AtomicU64::new(0), AtomicU64::new(0));
+        let one = |_: usize, m: ConfigId| {
+            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now, Ordering::SeqCst);
+            // At once, wait (bounded) for the others to start too.
+            let until = std::time::Instant::now() + Duration::from_secs(60);
+            while at_once && most.load(Ordering::SeqCst) < 3 && std::time::Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            running.fetch_sub(1, Ordering::SeqCst);
+            Ok(m.name().to_string())
+        };
+        let (rows, interrupted) = each_method(&methods, at_once, &one, |m, _| m.name().into());
+        assert!(!interrupted);
+        assert_eq!(rows, methods.map(|m| m.name().to_string()), "in the methods' order");
+        assert_eq!(most.load(Ordering::SeqCst), if at_once { 3 } else { 1 }, "at once: {at_once}");
+    }
 }
 
 #[test]
@@ -246,16 +315,26 @@ fn a_failed_method_leaves_the_others_results_and_is_named_with_its_error() {
         ConfigId::Replicated(EngineKind::Postgres, Replica::AsyncStandby),
         ConfigId::Replicated(EngineKind::S3, Replica::SwiftThreeHosts),
     ];
-    let mut ran = Vec::new();
-    let (rows, interrupted) = each_method(&methods, &mut |i, m| {
-        ran.push(i);
-        match i {
-            1 => Err(Error::invalid("pg_basebackup failed")),
-            _ => Ok(MachineLossMethodResult { method: m.name().into(), losses: 20, ..Default::default() }),
-        }
-    });
-    assert!(!interrupted);
-    assert_eq!(ran, [0, 1, 2], "the methods after the failed one still run");
+    for at_once in [false, true] {
+        let ran = Mutex::new(Vec::new());
+        let one = |i: usize, m: ConfigId| {
+            ran.lock().unwrap().push(i);
+            match i {
+                1 => Err(Error::invalid("pg_basebackup failed")),
+                _ => Ok(MachineLossMethodResult { method: m.name().into(), losses: 20, ..Default::default() }),
+            }
+        };
+        let (rows, interrupted) = each_method(&methods, at_once, &one, MachineLossMethodResult::failed_before_any_loss);
+        assert!(!interrupted);
+        let mut ran = ran.into_inner().unwrap();
+        ran.sort_unstable();
+        assert_eq!(ran, [0, 1, 2], "the methods beside the failed one still run");
+        check_rows(rows);
+    }
+}
+
+/// The rows of three methods of which the second failed.
+fn check_rows(rows: Vec<MachineLossMethodResult>) {
     let names: Vec<&str> = rows.iter().map(|r| r.method.as_str()).collect();
     assert_eq!(names, ["postgres-sync-standby", "postgres-async-standby", "s3-swift-3hosts"]);
     assert_eq!((rows[0].losses, rows[2].losses), (20, 20), "the finished methods' results are kept");
