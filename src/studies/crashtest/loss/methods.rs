@@ -89,8 +89,21 @@ impl Kept {
         self.root.path()
     }
 
-    pub(super) fn add(&self, method: ConfigId, engine: Box<dyn Engine>) {
-        self.stores.lock().unwrap_or_else(|e| e.into_inner()).push((method, engine));
+    /// Keeps `method`'s store when `keep` asks for it and its losses all
+    /// `completed`, and says whether it did; else the store ends here.
+    pub(super) fn offer(
+        &self,
+        keep: &[ConfigId],
+        (method, completed): (ConfigId, bool),
+        engine: Option<Box<dyn Engine>>,
+    ) -> bool {
+        match engine.filter(|_| completed && keep.contains(&method)) {
+            Some(engine) => {
+                self.stores.lock().unwrap_or_else(|e| e.into_inner()).push((method, engine));
+                true
+            }
+            None => false,
+        }
     }
 
     /// `method`'s store, when it was kept (its losses all completed).

@@ -217,11 +217,8 @@ pub fn machine_loss_keeping(ctx: &StudyContext, opts: &LossOptions) -> Result<(M
             let dir = kept.dir().join(format!("m{i}"));
             std::fs::create_dir(&dir).map_err(|e| Error::io(&dir, "cannot create directory", e))?;
             let (result, engine) = one_method(ctx, opts, method, &dir, &|| progress.advance(1))?;
-            match engine.filter(|_| opts.keep.contains(&method) && result.failed.is_none()) {
-                Some(engine) => kept.add(method, engine),
-                None => {
-                    let _ = std::fs::remove_dir_all(&dir);
-                }
+            if !kept.offer(&opts.keep, (method, result.failed.is_none()), engine) {
+                let _ = std::fs::remove_dir_all(&dir);
             }
             Ok(result)
         },

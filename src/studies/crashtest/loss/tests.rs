@@ -344,3 +344,31 @@ fn check_rows(rows: Vec<MachineLossMethodResult>) {
     let failed: Vec<&str> = section.failed().map(|m| m.method.as_str()).collect();
     assert_eq!(failed, ["postgres-async-standby"]);
 }
+
+/// The cost reuses the loss run's cluster: a kept method's store is
+/// handed back once, the very one (no second cluster is built for it);
+/// one not asked for, or whose losses did not all complete, is not kept.
+#[test]
+fn a_store_is_kept_only_when_asked_and_whole_and_handed_back_once() {
+    use crate::records::{EngineKind, Replica};
+    let dir = tempfile::tempdir().unwrap();
+    let kept = Kept::new(tempfile::tempdir_in(dir.path()).unwrap());
+    // An S3 engine starts nothing until used: a store with no server.
+    let store = |name: &str| -> Box<dyn Engine> {
+        Box::new(crate::engine::s3::S3Engine::new(&dir.path().join(name), &EngineSettings::default()))
+    };
+    let swift = ConfigId::Replicated(EngineKind::S3, Replica::SwiftThreeHosts);
+    let (sync, control) = (
+        ConfigId::Replicated(EngineKind::Postgres, Replica::SyncStandby),
+        ConfigId::Replicated(EngineKind::Postgres, Replica::AsyncStandby),
+    );
+    let keep = [swift, sync];
+    assert!(kept.offer(&keep, (swift, true), Some(store("swift"))));
+    assert!(!kept.offer(&keep, (control, true), Some(store("control"))), "a control is not asked for");
+    assert!(!kept.offer(&keep, (sync, false), Some(store("sync"))), "its losses failed: not whole");
+    assert!(!kept.offer(&keep, (sync, true), None), "a writer still held it");
+    let handed = kept.take(swift).expect("the kept store");
+    assert!(handed.path().ends_with("swift"), "the very store its losses ran on");
+    assert!(kept.take(swift).is_none(), "handed back once");
+    assert!(kept.take(sync).is_none() && kept.take(control).is_none());
+}
