@@ -461,7 +461,11 @@ impl Session for DbSession {
     #[inline]
     fn overwrite(&mut self, key: u32, content: &[u8]) -> Result<u64> {
         self.will_write()?;
-        self.overwrite_blob(key, content)
+        let n = self.overwrite_blob(key, content)?;
+        if n == 0 {
+            self.missed()?;
+        }
+        Ok(n)
     }
 
     fn put(&mut self, key: u32, content: &[u8]) -> Result<()> {
@@ -475,6 +479,8 @@ impl Session for DbSession {
         let deleted = self.step_write(DELETE, key, None, "delete")? > 0;
         if deleted {
             self.wrote()?;
+        } else {
+            self.missed()?;
         }
         Ok(deleted)
     }

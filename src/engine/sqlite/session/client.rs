@@ -112,6 +112,21 @@ impl DbSession {
         Ok(())
     }
 
+    /// After a write of one of several clients that found no blob: the
+    /// lock it took for a batch that holds no write yet is given back
+    /// (a COMMIT of nothing); kept, the client would hold it while it
+    /// waits for its next due time, every other writer waiting behind it.
+    #[cold]
+    pub(super) fn missed(&mut self) -> Result<()> {
+        if let Txn::Immediate { batch, open } = &mut self.txn {
+            if *open && batch.pending() == 0 {
+                *open = false;
+                return self.commit_batch("COMMIT");
+            }
+        }
+        Ok(())
+    }
+
     /// After a read of one of several clients outside a batch: ends its
     /// statement and blob handle, so that the read's transaction ends.
     #[inline]
@@ -150,6 +165,35 @@ mod tests {
         b.put(4, &[2; 100]).unwrap();
         a.put(5, &[1; 100]).unwrap();
         assert_eq!((a.busy_waits(), b.busy_waits()), (0, 0), "each took the lock when the other's batch was done");
+        for s in [a, b] {
+            let mut s = s;
+            s.commit().unwrap();
+            s.close().unwrap();
+        }
+    }
+
+    /// A client committing every write whose overwrite or delete finds no
+    /// blob (a sparse dataset) gives the write lock back: kept, the open
+    /// loop's client would hold it while it sleeps to its next due time,
+    /// and here b's write would wait out the busy timeout and fail.
+    #[test]
+    fn a_write_that_finds_no_blob_gives_the_write_lock_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("kv.db");
+        let spec = DatasetSpec { count: 5, size: 100, ..DatasetSpec::default() };
+        crate::engine::sqlite::init::init(&db, &spec, false, &Silent).unwrap();
+        let params = DbParams { journal_mode: Some(crate::records::Journal::Wal), ..DbParams::default() };
+        let client = || {
+            let conn = (connect(&db).unwrap(), Lease::once());
+            DbSession::on(conn, &db, &params, (true, Some(1), true), false, None).unwrap()
+        };
+        let (mut a, mut b) = (client(), client());
+        assert_eq!(a.overwrite(99, &[1; 100]).unwrap(), 0);
+        assert!(!a.delete(98).unwrap());
+        b.overwrite(3, &[2; 100]).unwrap();
+        assert_eq!(b.busy_waits(), 0, "a's misses left the lock free");
+        a.overwrite(4, &[1; 100]).unwrap();
+        assert_eq!(a.busy_waits(), 0, "b's write committed alone");
         for s in [a, b] {
             let mut s = s;
             s.commit().unwrap();
