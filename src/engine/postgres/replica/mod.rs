@@ -42,6 +42,9 @@ pub const NET_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a new standby may take to stream (and, when synchronous, to
 /// be the one commits wait for).
 const CATCH_UP: Duration = Duration::from_secs(120);
+/// How many times a node whose loopback port this cluster picked is
+/// started again on a new one, when the port was taken before it bound it.
+const PORT_PICKS: u32 = 3;
 
 /// Whether a replicated cluster can be made here: PostgreSQL's programs
 /// with `pg_basebackup` (each missing one named).
@@ -57,6 +60,10 @@ pub struct PgReplicated {
     programs: Programs,
     standby: PgStandby,
     ports: [u16; 2],
+    /// The ports were picked free on loopback here, not given: one taken
+    /// between its pick and its node's start (by another process's
+    /// listener or outgoing connection) is picked again.
+    repick: bool,
     primary: HostId,
     lost: Option<HostId>,
     version: String,
@@ -119,21 +126,29 @@ impl PgReplicated {
         ports: Option<[u16; 2]>,
         seed: Option<&Path>,
     ) -> Result<PgReplicated> {
+        let repick = ports.is_none() && !hosts.network().is_namespaces();
         let ports = match (ports, hosts.network().is_namespaces()) {
             (Some(p), false) => p,
             (_, true) => [PORT; 2],
             (None, false) => [free_port()?, free_port()?],
         };
         let (primary, second) = (HostId(0), HostId(1));
-        let mut cluster =
-            PgReplicated { hosts: Some(hosts), programs, standby, ports, primary, lost: None, version: String::new() };
+        let mut cluster = PgReplicated {
+            hosts: Some(hosts),
+            programs,
+            standby,
+            ports,
+            repick,
+            primary,
+            lost: None,
+            version: String::new(),
+        };
         let host = cluster.h().host(primary);
         match seed {
             Some(socket) => node::seed(host, &cluster.programs, socket, &cluster.h().subnet())?,
             None => node::init(host, &cluster.programs, &cluster.h().subnet())?,
         }
-        node::write_host_conf(host, cluster.ports[primary.0], "")?;
-        node::start(host, &cluster.programs, "primary", cluster.ports[primary.0])?;
+        cluster.start_node(primary, "primary", "")?;
         let mut admin = cluster.connect_to(primary, "postgres")?;
         if seed.is_none() {
             admin
@@ -214,9 +229,27 @@ impl PgReplicated {
         let from = (primary.addr(), self.ports[self.primary.0]);
         let host = self.h().host(id);
         node::base_backup(host, &self.programs, from)?;
-        node::write_host_conf(host, self.ports[id.0], self.standby_names())?;
-        node::start(host, &self.programs, "standby", self.ports[id.0])?;
-        self.wait_streaming(host.name())
+        self.start_node(id, "standby", self.standby_names())?;
+        self.wait_streaming(self.h().host(id).name())
+    }
+
+    /// Configures and starts the node on host `id` as `role`, its
+    /// `synchronous_standby_names` `names`. A port this cluster picked
+    /// that was taken by the time the node bound it is picked again (up
+    /// to [`PORT_PICKS`] times); a given one fails the start.
+    fn start_node(&mut self, id: HostId, role: &str, names: &str) -> Result<()> {
+        let mut picks = 0;
+        loop {
+            let host = self.h().host(id);
+            node::write_host_conf(host, self.ports[id.0], names)?;
+            match node::start(host, &self.programs, role, self.ports[id.0]) {
+                Err(_) if self.repick && picks < PORT_PICKS && node::set_aside_port_clash(host) => {
+                    picks += 1;
+                    self.ports[id.0] = free_port()?;
+                }
+                started => return started,
+            }
+        }
     }
 
     /// `synchronous_standby_names` of a node that leads.

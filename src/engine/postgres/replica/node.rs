@@ -201,6 +201,15 @@ pub(super) fn stop(host: &Host, p: &Programs) -> Result<()> {
     run(cmd, &data, "cannot stop the PostgreSQL server")
 }
 
+/// Whether the node on `host` failed to start because its port was
+/// taken; if so its log is set aside (`server.log.port-taken`), so that
+/// the next start's log says only why that one failed.
+pub(super) fn set_aside_port_clash(host: &Host) -> bool {
+    let data = data_dir(host);
+    let clash = log_reason(&data).is_some_and(|why| why.contains("could not bind"));
+    clash && std::fs::rename(data.join("server.log"), data.join("server.log.port-taken")).is_ok()
+}
+
 /// The server log's reason for a failed start: a port it could not bind
 /// (the FATAL line after it only says no socket was made), else its last
 /// FATAL line, else its last line.

@@ -103,6 +103,27 @@ fn an_asynchronous_standby_on_loopback_is_lost_and_replaced_while_the_primary_se
     nothing_runs_under(dir.path());
 }
 
+/// A port picked here and taken before its node starts again (another
+/// test's connection, say, while the host was lost) is picked anew: the
+/// restored standby streams on another port, the old one's log kept.
+#[test]
+fn a_restored_standby_whose_picked_port_was_taken_starts_on_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cluster = PgReplicated::create_loopback(dir.path(), PgStandby::Async, "asked by the test").unwrap();
+    let standby = HostId(1 - cluster.primary().0);
+    cluster.lose(standby).unwrap();
+    let taken = cluster.ports[standby.0];
+    let held = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, taken)).unwrap();
+    cluster.restore().unwrap();
+    assert_ne!(cluster.ports[standby.0], taken, "a new port picked");
+    assert_eq!(sync_state(&cluster).as_deref(), Some("async"), "the standby streams");
+    let data = node::data_dir(cluster.h().host(standby));
+    assert!(std::fs::read_to_string(data.join("server.log.port-taken")).unwrap().contains("could not bind"));
+    drop(held);
+    cluster.stop().unwrap();
+    nothing_runs_under(dir.path());
+}
+
 #[test]
 fn a_standby_whose_port_is_taken_is_one_line_and_leaves_nothing_running() {
     let dir = tempfile::tempdir().unwrap();
