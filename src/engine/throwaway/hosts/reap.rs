@@ -8,14 +8,19 @@ use super::host::SET_VAR;
 use super::kill::kill_all;
 use super::net::{remove_client_link, remove_namespace, NETNS_DIR, NS_PREFIX};
 use super::record::{pid_namespace, registry_dir, MARKER, PROCS};
+use crate::engine::throwaway::lock::{AtCtrlC, DirLock};
 use crate::engine::throwaway::{alive, start_time};
 use crate::{Error, Result};
 
 /// Ends every set of hosts whose owner has died (a killed run's): its
 /// processes, namespaces and directories. Returns how many sets it ended.
-/// A set recorded in another pid namespace is left alone.
+/// A set recorded in another pid namespace is left alone. One reaper at a
+/// time, across processes: a second one meeting a set half-ended would
+/// find its marker gone, leave its directory and drop its record, and
+/// return before the first had ended it.
 pub fn reap_orphans() -> Result<usize> {
     let dir = registry_dir()?;
+    let _one_reaper = DirLock::take(&dir, REAPER_WAIT, AtCtrlC::GiveUp)?;
     let Ok(entries) = std::fs::read_dir(&dir) else { return Ok(0) };
     let mut reaped = 0;
     for entry in entries.flatten() {
@@ -33,6 +38,9 @@ pub fn reap_orphans() -> Result<usize> {
     }
     Ok(reaped)
 }
+
+/// How long a reaper waits for another to end the sets it is ending.
+const REAPER_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// The owner's pid and start time in a tag; None for another file.
 fn owner_of(tag: &str) -> Option<(i32, u64)> {

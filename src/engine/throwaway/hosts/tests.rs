@@ -179,6 +179,21 @@ fn a_killed_owners_hosts_are_reaped_processes_namespaces_and_directories() {
 /// A run killed between a process's start in a host and its adoption
 /// (during `pg_ctl start`) leaves a process no record names; on loopback
 /// no namespace holds it either: the reaper finds it by its set's mark.
+/// Reapers take turns (across processes, through a lock in the records'
+/// directory): one that met a set another was ending would find its
+/// marker gone, leave its directory and return before it was ended.
+#[test]
+fn a_reaper_waits_while_another_holds_the_records() {
+    use crate::engine::throwaway::lock::{AtCtrlC, DirLock};
+    let held = DirLock::take(&registry_dir().unwrap(), Duration::from_secs(120), AtCtrlC::GiveUp).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reaper = std::thread::spawn(move || tx.send(reap_orphans().map(|_| ())).unwrap());
+    assert!(rx.recv_timeout(Duration::from_millis(300)).is_err(), "a reaper ran while another held the records");
+    drop(held);
+    assert!(rx.recv_timeout(Duration::from_secs(120)).unwrap().is_ok(), "it ran once they were let go");
+    reaper.join().unwrap();
+}
+
 #[test]
 fn a_process_started_in_a_loopback_host_and_never_adopted_is_reaped() {
     let mut owner = std::process::Command::new("sleep").arg("600").spawn().unwrap();
