@@ -146,8 +146,9 @@ mod tests {
     use crate::records::{DatasetSpec, DbParams};
     use crate::util::progress::Silent;
 
-    #[test]
-    fn a_client_holds_the_write_lock_only_within_its_batch() {
+    /// Two clients of one WAL database of 5 blobs of 100 bytes (in the
+    /// directory returned), each committing every `commit_every` writes.
+    fn two_writing_clients(commit_every: u32) -> (tempfile::TempDir, DbSession, DbSession) {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("kv.db");
         let spec = DatasetSpec { count: 5, size: 100, ..DatasetSpec::default() };
@@ -155,9 +156,15 @@ mod tests {
         let params = DbParams { journal_mode: Some(crate::records::Journal::Wal), ..DbParams::default() };
         let client = || {
             let conn = (connect(&db).unwrap(), Lease::once());
-            DbSession::on(conn, &db, &params, (true, Some(2), true), false, None).unwrap()
+            DbSession::on(conn, &db, &params, (true, Some(commit_every), true), false, None).unwrap()
         };
-        let (mut a, mut b) = (client(), client());
+        let (a, b) = (client(), client());
+        (dir, a, b)
+    }
+
+    #[test]
+    fn a_client_holds_the_write_lock_only_within_its_batch() {
+        let (_dir, mut a, mut b) = two_writing_clients(2);
         a.put(1, &[1; 100]).unwrap();
         a.put(2, &[1; 100]).unwrap();
         b.put(3, &[2; 100]).unwrap();
@@ -178,16 +185,7 @@ mod tests {
     /// and here b's write would wait out the busy timeout and fail.
     #[test]
     fn a_write_that_finds_no_blob_gives_the_write_lock_back() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("kv.db");
-        let spec = DatasetSpec { count: 5, size: 100, ..DatasetSpec::default() };
-        crate::engine::sqlite::init::init(&db, &spec, false, &Silent).unwrap();
-        let params = DbParams { journal_mode: Some(crate::records::Journal::Wal), ..DbParams::default() };
-        let client = || {
-            let conn = (connect(&db).unwrap(), Lease::once());
-            DbSession::on(conn, &db, &params, (true, Some(1), true), false, None).unwrap()
-        };
-        let (mut a, mut b) = (client(), client());
+        let (_dir, mut a, mut b) = two_writing_clients(1);
         assert_eq!(a.overwrite(99, &[1; 100]).unwrap(), 0);
         assert!(!a.delete(98).unwrap());
         b.overwrite(3, &[2; 100]).unwrap();
