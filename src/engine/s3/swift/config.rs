@@ -279,19 +279,33 @@ fn ring_spec(nodes: &[Node], ports: &Ports, addrs: &[IpAddr]) -> serde_json::Val
 /// its devices. `workers = 0`: one process, which never drops privileges;
 /// devices are plain directories (`mount_check = false`, no fallocate).
 fn storage_conf(node: &Node, server: &str, addr: IpAddr, port: u16, user: &str) -> String {
+    let app = if server == "object" { OBJECT_UPDATES } else { "" };
     format!(
         "# blobbench's throwaway Swift cluster: rewritten at each start\n\
          [DEFAULT]\nbind_ip = {addr}\nbind_port = {port}\nworkers = 0\ndevices = {devices}\n\
          mount_check = false\ndisable_fallocate = true\nswift_dir = {etc}\nuser = {user}\n\
          log_name = {server}-server\nrecon_cache_path = {run}\n\n\
          [pipeline:main]\npipeline = healthcheck {server}-server\n\n\
-         [app:{server}-server]\nuse = egg:swift#{server}\n\n\
+         [app:{server}-server]\nuse = egg:swift#{server}\n{app}\n\
          [filter:healthcheck]\nuse = egg:swift#healthcheck\n",
         devices = node.devices().display(),
         etc = node.etc().display(),
         run = node.run().display(),
     )
 }
+
+/// How long an object server waits for the container listing's update
+/// after it stored an object, before it answers: 10 s, raised from Swift's
+/// 1 s (`container_update_timeout`) and 3 s (`node_timeout`, the container
+/// server's answer). blobbench learns the blobs' sizes from the listing, and
+/// the throwaway cluster runs no object updater: an update that missed
+/// Swift's 1 s (seen under CI's load: a listing made right after a write
+/// session lacked a blob it had PUT back) reached the listing late or, saved
+/// as an async pending, never. An update takes milliseconds on a quiet
+/// machine, so a PUT's time does not change there. The connect timeout
+/// stays Swift's 0.5 s, so an update meant for a lost host still gives up
+/// as soon as before.
+const OBJECT_UPDATES: &str = "container_update_timeout = 10\nnode_timeout = 10\n";
 
 /// The proxy with Swift's S3 API (`s3api`, path-style, region us-east-1)
 /// and its test authentication (`tempauth`: access key `test:tester`,
@@ -349,6 +363,12 @@ mod tests {
         assert!(object.contains("bind_ip = 127.0.0.1\nbind_port = 2\n"));
         assert!(object.contains("devices = /d/swift/devices\nmount_check = false"));
         assert!(object.contains("workers = 0") && object.contains("use = egg:swift#object"));
+        assert!(
+            object.contains("use = egg:swift#object\ncontainer_update_timeout = 10\nnode_timeout = 10\n"),
+            "an object server answers once its listing's update is made: {object}"
+        );
+        let container = storage_conf(&node, "container", [127, 0, 0, 1].into(), 3, "root");
+        assert!(!container.contains("container_update_timeout"), "{container}");
     }
 
     /// On hosts, each replica's device is on a host of its own, in a zone
