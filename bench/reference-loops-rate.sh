@@ -7,8 +7,8 @@
 # deadline recorded at their lateness), alternated round by round with
 # `blobbench run --clients N --rate R` on the same dataset, in the same
 # configuration (mix, durable commit per write), each doing the same work
-# per operation (LMDB's reference reads the old value's length in the
-# write transaction, as blobbench's LMDB overwrite does).
+# per operation (LMDB's, redb's and fjall's references read the old value's
+# length in the write, as blobbench's overwrites do).
 #
 #   bench/reference-loops-rate.sh
 #
@@ -65,10 +65,10 @@ stores=(
   "fjall|$work/fjall|$work/fjall --kv-sync durable"
 )
 threads_only=" sqlite-one-writer redb fjall "
-# The reference's loop per store, where its name differs: blobbench's LMDB
-# overwrite reads the old value's length inside the write transaction (a
+# The reference's loop per store, where its name differs: blobbench's LMDB,
+# redb and fjall overwrites read the old value's length inside the write (a
 # key with no blob is a miss, not an insert), so the reference does too.
-declare -A ref_kind=([lmdb]=lmdb-size-first)
+declare -A ref_kind=([lmdb]=lmdb-size-first [redb]=redb-size-first [fjall]=fjall-size-first)
 # Both sides print `p99_us`, `write_p99_us` and `ops_per_s`; the
 # reference `unstarted`, blobbench "not started by the deadline: U".
 figures() {

@@ -42,14 +42,20 @@ pub enum Kind {
     /// transaction per read, a write transaction per write with
     /// `Durability::Immediate`.
     Redb,
+    /// The same, each write first reading the old value's length in its
+    /// write transaction, as blobbench's redb overwrite does.
+    RedbSizeFirst,
     /// One `Database` per process (fjall locks its directory), keyspace
     /// `blobs`; `Keyspace::get` per read, `insert` then
     /// `persist(SyncAll)` per write.
     Fjall,
+    /// The same, each write first asking the old value's size
+    /// (`Keyspace::size_of`), as blobbench's fjall overwrite does.
+    FjallSizeFirst,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Files,
         Kind::SqlitePerConn,
         Kind::SqliteOneWriter,
@@ -57,7 +63,9 @@ impl Kind {
         Kind::LmdbSizeFirst,
         Kind::Postgres,
         Kind::Redb,
+        Kind::RedbSizeFirst,
         Kind::Fjall,
+        Kind::FjallSizeFirst,
     ];
 
     pub fn name(self) -> &'static str {
@@ -69,7 +77,9 @@ impl Kind {
             Kind::LmdbSizeFirst => "lmdb-size-first",
             Kind::Postgres => "postgres",
             Kind::Redb => "redb",
+            Kind::RedbSizeFirst => "redb-size-first",
             Kind::Fjall => "fjall",
+            Kind::FjallSizeFirst => "fjall-size-first",
         }
     }
 
@@ -86,7 +96,9 @@ impl Kind {
             Kind::SqliteOneWriter => {
                 Some("one writer connection behind a mutex exists only inside one process: use threads")
             }
-            Kind::Redb | Kind::Fjall => Some("it locks its database for one process: use threads"),
+            Kind::Redb | Kind::RedbSizeFirst | Kind::Fjall | Kind::FjallSizeFirst => {
+                Some("it locks its database for one process: use threads")
+            }
             _ => None,
         }
     }
@@ -145,7 +157,7 @@ impl Process {
                 drop(txn);
                 (pairs_to_sizes(pairs)?, Shared::Lmdb(lmdb))
             }
-            Kind::Redb => {
+            Kind::Redb | Kind::RedbSizeFirst => {
                 use redb::{ReadableDatabase, ReadableTable};
                 let db = redb::Database::open(path)?;
                 let txn = db.begin_read()?;
@@ -157,7 +169,7 @@ impl Process {
                 drop(txn);
                 (pairs_to_sizes(pairs)?, Shared::Redb(db))
             }
-            Kind::Fjall => {
+            Kind::Fjall | Kind::FjallSizeFirst => {
                 let fjall = Fjall::open(path)?;
                 let mut pairs = Vec::new();
                 for kv in fjall.ks.iter() {
@@ -274,11 +286,24 @@ pub fn with_client<T>(p: &Process, index: u32, body: impl FnOnce(&mut dyn Client
             let update = client.prepare(&format!("UPDATE {table} SET v = $2 WHERE k = $1"))?;
             body(&mut PgClient { client, select, update, buf: Vec::new() })
         }
-        (Kind::Redb, Shared::Redb(db)) => body(&mut RedbClient { db, buf: Vec::new() }),
-        (Kind::Fjall, Shared::Fjall(fjall)) => body(&mut FjallClient { fjall, buf: Vec::new() }),
-        (Kind::Lmdb | Kind::LmdbSizeFirst | Kind::Redb | Kind::Fjall, _) => {
+        (Kind::Redb | Kind::RedbSizeFirst, Shared::Redb(db)) => {
+            body(&mut RedbClient { db, buf: Vec::new(), size_first: p.kind == Kind::RedbSizeFirst })
+        }
+        (Kind::Fjall | Kind::FjallSizeFirst, Shared::Fjall(fjall)) => {
+            body(&mut FjallClient { fjall, buf: Vec::new(), size_first: p.kind == Kind::FjallSizeFirst })
+        }
+        (Kind::Lmdb | Kind::LmdbSizeFirst | Kind::Redb | Kind::RedbSizeFirst | Kind::Fjall | Kind::FjallSizeFirst, _) => {
             Err(format!("{}'s database was not opened", p.kind.name()).into())
         }
+    }
+}
+
+/// An overwrite keeps the blob's size, as blobbench's does.
+fn same_size(key: u32, old: usize, new: usize) -> Res<()> {
+    if old == new {
+        Ok(())
+    } else {
+        Err(format!("key {key} holds {old} bytes, not {new}").into())
     }
 }
 
@@ -427,9 +452,7 @@ impl Client for LmdbClient<'_> {
         let mut txn = self.lmdb.env.write_txn()?;
         if self.size_first {
             let old = self.lmdb.db.get(&txn, &key.to_be_bytes())?.ok_or("a key has no blob")?;
-            if old.len() != data.len() {
-                return Err(format!("key {key} holds {} bytes, not {}", old.len(), data.len()).into());
-            }
+            same_size(key, old.len(), data.len())?;
         }
         self.lmdb.db.put(&mut txn, &key.to_be_bytes(), data)?;
         txn.commit()?;
@@ -460,6 +483,8 @@ impl Client for PgClient {
 struct RedbClient<'p> {
     db: &'p redb::Database,
     buf: Vec<u8>,
+    /// Read the old value's length first ([`Kind::RedbSizeFirst`]).
+    size_first: bool,
 }
 
 impl Client for RedbClient<'_> {
@@ -475,7 +500,15 @@ impl Client for RedbClient<'_> {
     fn write(&mut self, key: u32, data: &[u8]) -> Res<()> {
         let mut txn = self.db.begin_write()?;
         txn.set_durability(redb::Durability::Immediate)?;
-        txn.open_table(REDB_TABLE)?.insert(key.to_be_bytes(), data)?;
+        {
+            use redb::ReadableTable;
+            let mut table = txn.open_table(REDB_TABLE)?;
+            if self.size_first {
+                let old = table.get(key.to_be_bytes())?.ok_or("a key has no blob")?.value().len();
+                same_size(key, old, data.len())?;
+            }
+            table.insert(key.to_be_bytes(), data)?;
+        }
         txn.commit()?;
         Ok(())
     }
@@ -484,6 +517,8 @@ impl Client for RedbClient<'_> {
 struct FjallClient<'p> {
     fjall: &'p Fjall,
     buf: Vec<u8>,
+    /// Ask the old value's size first ([`Kind::FjallSizeFirst`]).
+    size_first: bool,
 }
 
 impl Client for FjallClient<'_> {
@@ -494,6 +529,10 @@ impl Client for FjallClient<'_> {
     }
 
     fn write(&mut self, key: u32, data: &[u8]) -> Res<()> {
+        if self.size_first {
+            let old = self.fjall.ks.size_of(key.to_be_bytes())?.ok_or("a key has no blob")?;
+            same_size(key, old as usize, data.len())?;
+        }
         self.fjall.ks.insert(key.to_be_bytes(), data)?;
         self.fjall.db.persist(fjall::PersistMode::SyncAll)?;
         Ok(())

@@ -5,9 +5,11 @@
 //!   reference_loops open STORE PATH N WINDOW_MS RATE [threads|processes] [READ:WRITE]
 //!
 //! STORE: files (a flat kvtest directory), sqlite-per-conn,
-//! sqlite-one-writer, redb, fjall (these three: threads only), lmdb,
-//! lmdb-size-first (LMDB's write after reading the old value's length),
-//! postgres (PATH a `postgresql://` URL; table `kv`, or `PG_TABLE`). See
+//! sqlite-one-writer, lmdb, redb, fjall, and postgres (PATH a
+//! `postgresql://` URL; table `kv`, or `PG_TABLE`); lmdb-size-first,
+//! redb-size-first and fjall-size-first write after reading the old
+//! value's length, as blobbench's overwrite does. sqlite-one-writer, redb
+//! and fjall run as threads only. See
 //! [`stores`] for what each client does.
 //!
 //! Every client opens first (outside the window): its own connection,
