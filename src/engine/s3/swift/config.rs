@@ -301,8 +301,8 @@ fn storage_conf(node: &Node, server: &str, addr: IpAddr, port: u16, user: &str) 
 /// the throwaway cluster runs no object updater: an update that missed
 /// Swift's 1 s (seen under CI's load: a listing made right after a write
 /// session lacked a blob it had PUT back) reached the listing late or, saved
-/// as an async pending, never. An update takes milliseconds on a quiet
-/// machine, so a PUT's time does not change there. The connect timeout
+/// as an async pending, never. Swift already waited up to 1 s, so a PUT
+/// whose update takes less answers exactly as before. The connect timeout
 /// stays Swift's 0.5 s, so an update meant for a lost host still gives up
 /// as soon as before.
 const OBJECT_UPDATES: &str = "container_update_timeout = 10\nnode_timeout = 10\n";
