@@ -337,76 +337,20 @@ pub fn run_rounds(
     let mut rng = SmallRng::seed_from_u64(plan.seed);
     let clock = plan.clock;
     let start = clock.now();
-    // An arm sized by time takes its warm-up, then a second untimed run to
-    // be sized from: an engine's first session pays what later ones do not
-    // (a writer's connection opened and its WAL grown from empty, the
-    // writeback of an earlier step's files), and a run sized from it would
-    // be too short.
-    let sized = |arm: &dyn Arm| plan.run_time.is_some() && arm.ops_per_run().is_some();
-    let sized_arms = arms.iter().filter(|a| sized(&***a)).count() as u64;
+    let sized_arms = arms.iter().filter(|a| sized(plan, &***a)).count() as u64;
     let expected = (u64::from(plan.max_rounds) + u64::from(plan.warmup)) * n as u64 + sized_arms;
-    let mut done_runs = 0u64;
-    let mut warmup_open_ns: Vec<Option<u64>> = vec![None; n];
-    if plan.warmup || plan.run_time.is_some() {
-        let mut order: Vec<usize> = (0..n).collect();
-        order.shuffle(&mut rng);
-        order.retain(|&i| (plan.warmup && arms[i].warms_up()) || sized(&*arms[i]));
-        // Every warm-up first, then each sized arm's sizing run.
-        let sizing: Vec<usize> = order.iter().copied().filter(|&i| sized(&*arms[i])).collect();
-        let untimed = order.iter().map(|&i| (i, false)).chain(sizing.into_iter().map(|i| (i, true)));
-        for (i, sizes) in untimed {
-            if stop_requested() {
-                return Err(Error::Interrupted);
-            }
-            // A cold arm is sized from a cold run, as its timed runs will be.
-            if sizes {
-                arms[i].evict().map(checked_eviction).transpose()?;
-            }
-            let run = arms[i].run(RunContext { latency: None, timed: false })?;
-            match plan.run_time.filter(|_| sizes) {
-                Some(target) => arms[i].set_ops_per_run(sized_ops(target, &run)),
-                None => warmup_open_ns[i] = run.handle_open_ns(),
-            }
-            done_runs += 1;
-            after_run(done_runs, expected);
-        }
-    }
+    let mut progress = Progress { done: 0, expected, after_run };
+    let warmup_open_ns = untimed_runs(arms, plan, &mut rng, &mut progress)?;
     let mut latency: Vec<Option<Latency>> = (0..n).map(|_| plan.latency.then(Latency::new)).collect();
     let mut samples: Vec<Vec<super::RunSample>> = vec![Vec::new(); n];
     let mut rounds: Vec<Round> = Vec::new();
     let mut stop = StopReason::Interrupted;
     let rounds_start = clock.now();
-    'rounds: loop {
-        let index = rounds.len() as u32;
-        let mut order: Vec<usize> = (0..n).collect();
-        order.shuffle(&mut rng);
-        let round_start = (clock.now(), Snapshot::now());
-        let mut figures = vec![0.0; n];
-        let mut kvtest = vec![0.0; n];
-        let mut this_round = Vec::with_capacity(n);
-        for &i in &order {
-            if stop_requested() {
-                break 'rounds;
-            }
-            let arm = &mut *arms[i];
-            let cold = arm.evict().map(checked_eviction).transpose()?;
-            let sample = timed_run(index, cold, latency[i].as_mut(), &mut |ctx| arm.run(ctx))?;
-            figures[i] = sample.figure();
-            kvtest[i] = sample.per_op_us;
-            this_round.push((i, sample));
-            done_runs += 1;
-            after_run(done_runs, expected);
-        }
-        for (i, sample) in this_round {
+    while let Some(round) = one_round(rounds.len() as u32, arms, plan, &mut rng, &mut latency, &mut progress)? {
+        for (i, sample) in round.samples {
             samples[i].push(sample);
         }
-        rounds.push(Round {
-            order: order.iter().map(|&i| i as u32).collect(),
-            per_op_us: kvtest,
-            steady_per_op_us: figures,
-            elapsed_ms: clock.since(round_start.0).as_secs_f64() * 1000.0,
-            load: Snapshot::now().load_since(&round_start.1),
-        });
+        rounds.push(round.record);
         let table: Vec<Vec<f64>> = rounds.iter().map(|r| r.steady_per_op_us.clone()).collect();
         let widest = comparisons
             .iter()
@@ -425,15 +369,7 @@ pub fn run_rounds(
     }
     let mut warnings = Vec::new();
     if stop == StopReason::Budget && (rounds.len() as u32) < plan.min_rounds() {
-        let per_round = clock.since(rounds_start).as_secs_f64() / rounds.len() as f64;
-        warnings.push(format!(
-            "--budget {:.0}s allowed only {} round(s) (one takes about {:.1}s); {} rounds give a 95% interval, so allow at least {:.0}s",
-            plan.budget.map_or(0.0, |b| b.as_secs_f64()),
-            rounds.len(),
-            per_round,
-            plan.min_rounds(),
-            per_round * f64::from(plan.min_rounds() + u32::from(plan.warmup)),
-        ));
+        warnings.push(too_few_rounds(plan, rounds.len() as u32, clock.since(rounds_start)));
     }
     let interrupted = stop == StopReason::Interrupted;
     let ops_per_run = samples.iter().map(|runs| runs.first().map_or(0, |r| r.ops)).collect();
@@ -458,6 +394,124 @@ pub fn run_rounds(
         ops_per_run,
     };
     Ok(RoundsOutcome { measured, set })
+}
+
+/// Runs done out of those expected, told to the caller after each.
+struct Progress<'a> {
+    done: u64,
+    expected: u64,
+    after_run: &'a mut dyn FnMut(u64, u64),
+}
+
+impl Progress<'_> {
+    fn ran(&mut self) {
+        self.done += 1;
+        (self.after_run)(self.done, self.expected);
+    }
+}
+
+/// Whether the rounds size `arm`'s runs by time.
+fn sized(plan: &RoundsPlan, arm: &dyn Arm) -> bool {
+    plan.run_time.is_some() && arm.ops_per_run().is_some()
+}
+
+/// The untimed runs before the rounds, the arms shuffled: every warm-up
+/// first, then each arm sized by time takes a second untimed run to be
+/// sized from (an engine's first session pays what later ones do not: a
+/// writer's connection opened and its WAL grown from empty, the writeback
+/// of an earlier step's files, and a run sized from it would be too
+/// short). Returns each arm's handle-open time in its warm-up.
+fn untimed_runs(
+    arms: &mut [&mut dyn Arm],
+    plan: &RoundsPlan,
+    rng: &mut SmallRng,
+    progress: &mut Progress,
+) -> Result<Vec<Option<u64>>> {
+    let mut warmup_open_ns = vec![None; arms.len()];
+    if !plan.warmup && plan.run_time.is_none() {
+        return Ok(warmup_open_ns);
+    }
+    let mut order: Vec<usize> = (0..arms.len()).collect();
+    order.shuffle(rng);
+    order.retain(|&i| (plan.warmup && arms[i].warms_up()) || sized(plan, &*arms[i]));
+    let sizing: Vec<usize> = order.iter().copied().filter(|&i| sized(plan, &*arms[i])).collect();
+    let untimed = order.iter().map(|&i| (i, false)).chain(sizing.into_iter().map(|i| (i, true)));
+    for (i, sizes) in untimed {
+        if stop_requested() {
+            return Err(Error::Interrupted);
+        }
+        // A cold arm is sized from a cold run, as its timed runs will be.
+        if sizes {
+            arms[i].evict().map(checked_eviction).transpose()?;
+        }
+        let run = arms[i].run(RunContext { latency: None, timed: false })?;
+        match plan.run_time.filter(|_| sizes) {
+            Some(target) => arms[i].set_ops_per_run(sized_ops(target, &run)),
+            None => warmup_open_ns[i] = run.handle_open_ns(),
+        }
+        progress.ran();
+    }
+    Ok(warmup_open_ns)
+}
+
+/// One round's record and each arm's sample (by arm index).
+struct RoundRun {
+    record: Round,
+    samples: Vec<(usize, super::RunSample)>,
+}
+
+/// Round `index`: every arm once, in an order shuffled for this round.
+/// None when a stop was asked for before the round's last run (the
+/// round's runs so far are dropped: a round is every arm or none).
+fn one_round(
+    index: u32,
+    arms: &mut [&mut dyn Arm],
+    plan: &RoundsPlan,
+    rng: &mut SmallRng,
+    latency: &mut [Option<Latency>],
+    progress: &mut Progress,
+) -> Result<Option<RoundRun>> {
+    let n = arms.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(rng);
+    let round_start = (plan.clock.now(), Snapshot::now());
+    let mut figures = vec![0.0; n];
+    let mut kvtest = vec![0.0; n];
+    let mut samples = Vec::with_capacity(n);
+    for &i in &order {
+        if stop_requested() {
+            return Ok(None);
+        }
+        let arm = &mut *arms[i];
+        let cold = arm.evict().map(checked_eviction).transpose()?;
+        let sample = timed_run(index, cold, latency[i].as_mut(), &mut |ctx| arm.run(ctx))?;
+        figures[i] = sample.figure();
+        kvtest[i] = sample.per_op_us;
+        samples.push((i, sample));
+        progress.ran();
+    }
+    let record = Round {
+        order: order.iter().map(|&i| i as u32).collect(),
+        per_op_us: kvtest,
+        steady_per_op_us: figures,
+        elapsed_ms: plan.clock.since(round_start.0).as_secs_f64() * 1000.0,
+        load: Snapshot::now().load_since(&round_start.1),
+    };
+    Ok(Some(RoundRun { record, samples }))
+}
+
+/// The warning when the budget allowed fewer rounds than a 95% interval
+/// needs, with the budget that would allow them.
+fn too_few_rounds(plan: &RoundsPlan, rounds: u32, rounds_took: Duration) -> String {
+    let per_round = rounds_took.as_secs_f64() / f64::from(rounds);
+    format!(
+        "--budget {:.0}s allowed only {} round(s) (one takes about {:.1}s); {} rounds give a 95% interval, so allow at least {:.0}s",
+        plan.budget.map_or(0.0, |b| b.as_secs_f64()),
+        rounds,
+        per_round,
+        plan.min_rounds(),
+        per_round * f64::from(plan.min_rounds() + u32::from(plan.warmup)),
+    )
 }
 
 /// A consistent round set for tests on fixed figures: `rows[i]` is round
