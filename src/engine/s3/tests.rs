@@ -29,9 +29,9 @@ fn servers_under(dir: &Path) -> Vec<i32> {
         .collect()
 }
 
-/// The round trip's three engines (a commit granularity each) join the
-/// cluster a fourth engine keeps up, as a study's engines on one dataset
-/// do: one start for the three, not one each.
+/// The round trip's three engines (a commit granularity each) and the
+/// stat after them join the cluster a fourth engine keeps up, as a
+/// study's engines on one dataset do: one start for all, not one each.
 #[test]
 fn every_byte_round_trips_and_the_cluster_stops() {
     let dir = tempfile::tempdir().unwrap();
@@ -40,8 +40,8 @@ fn every_byte_round_trips_and_the_cluster_stops() {
     let mut keeper = S3Engine::new(&target, &EngineSettings::default());
     keeper.survey(false).unwrap();
     round_trip_built(KIND, &target, &rows, engine);
-    drop(keeper);
     let st = stat::stat(&target, &S3Params::default()).unwrap();
+    drop(keeper);
     assert_eq!(st.entries, rows.len() as u64);
     assert_eq!(st.content_bytes, rows.iter().map(|r| r.1.len() as u64).sum::<u64>());
     let local = st.local.expect("the throwaway cluster's blocks");
