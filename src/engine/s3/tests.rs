@@ -29,9 +29,9 @@ fn servers_under(dir: &Path) -> Vec<i32> {
         .collect()
 }
 
-/// The round trip's three engines (a commit granularity each) join the
-/// cluster a fourth engine keeps up, as a study's engines on one dataset
-/// do: one start for the three, not one each.
+/// The round trip's three engines (a commit granularity each) and the
+/// stat after them join the cluster a fourth engine keeps up, as a
+/// study's engines on one dataset do: one start for all, not one each.
 #[test]
 fn every_byte_round_trips_and_the_cluster_stops() {
     let dir = tempfile::tempdir().unwrap();
@@ -40,8 +40,8 @@ fn every_byte_round_trips_and_the_cluster_stops() {
     let mut keeper = S3Engine::new(&target, &EngineSettings::default());
     keeper.survey(false).unwrap();
     round_trip_built(KIND, &target, &rows, engine);
-    drop(keeper);
     let st = stat::stat(&target, &S3Params::default()).unwrap();
+    drop(keeper);
     assert_eq!(st.entries, rows.len() as u64);
     assert_eq!(st.content_bytes, rows.iter().map(|r| r.1.len() as u64).sum::<u64>());
     let local = st.local.expect("the throwaway cluster's blocks");
@@ -81,11 +81,13 @@ fn one_replica_the_round_trip_floor_and_the_store_described() {
 }
 
 /// Two engines on one dataset (a fast and a durable writer, as the suite
-/// opens them) share one cluster, and the last one out stops it.
+/// opens them) share one cluster, and the last one out stops it. Then, on
+/// the same dataset (one build for both), a killed cluster restarts with
+/// every acknowledged object, the engines' overwrite and delete included.
 #[test]
-fn engines_on_one_dataset_share_its_cluster() {
+fn engines_on_one_dataset_share_its_cluster_and_a_killed_one_restarts_with_every_acknowledged_object() {
     let dir = tempfile::tempdir().unwrap();
-    let (db, rows) = tiny_kv(dir.path(), 5);
+    let (db, rows) = tiny_kv(dir.path(), 8);
     let target = dir.path().join("s3");
     build::build(&db, &target, false, &S3Params::default(), &Silent).unwrap();
     let open = || {
@@ -99,20 +101,14 @@ fn engines_on_one_dataset_share_its_cluster() {
     assert_eq!(pids.len(), 4, "one cluster (four servers) for both engines: {pids:?}");
     drop(a);
     let mut s = b.open(OpenMode::WRITE).unwrap();
-    assert_eq!(s.overwrite(2, &[7u8; 20_000]).unwrap() as usize, rows[1].1.len(), "the listing's size");
+    let new_3 = [7u8; 20_000];
+    assert_eq!(s.overwrite(3, &new_3).unwrap() as usize, rows[2].1.len(), "the listing's size");
     assert!(s.delete(2).unwrap() && !s.delete(2).unwrap(), "a delete says whether there was a blob");
     s.close().unwrap();
     drop(b);
     assert!(servers_under(dir.path()).is_empty(), "the last engine stopped it");
     assert!(proxy_log.is_file());
-}
 
-#[test]
-fn a_killed_cluster_restarts_with_every_acknowledged_object() {
-    let dir = tempfile::tempdir().unwrap();
-    let (db, rows) = tiny_kv(dir.path(), 8);
-    let target = dir.path().join("s3");
-    build::build(&db, &target, false, &S3Params::default(), &Silent).unwrap();
     let cluster = swift::Cluster::start(&target).unwrap();
     swift::kill_servers(&target).unwrap();
     assert_eq!(servers_under(dir.path()).len(), 0, "the four servers are gone");
@@ -120,9 +116,11 @@ fn a_killed_cluster_restarts_with_every_acknowledged_object() {
     let mut e = S3Engine::new(&target, &EngineSettings::default());
     e.survey(false).unwrap();
     let mut s = e.open(OpenMode::READ).unwrap();
-    for (k, v) in &rows {
+    assert_eq!(s.read(2).unwrap(), 0, "the delete stays");
+    for (k, v) in rows.iter().filter(|(k, _)| *k != 2) {
+        let v = if *k == 3 { &new_3[..v.len()] } else { &v[..] };
         assert_eq!(s.read(*k).unwrap(), v.len() as u64);
-        assert_eq!(&s.last_read().unwrap()[..v.len()], &v[..]);
+        assert_eq!(&s.last_read().unwrap()[..v.len()], v, "key {k}");
     }
 }
 

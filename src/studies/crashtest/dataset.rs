@@ -406,32 +406,42 @@ mod tests {
         assert_eq!(ds.check(2 * base).unwrap().torn, 1, "key 2's blob under key 1's name");
     }
 
+    /// Every crash-tested engine at once, each on its own store (its
+    /// throwaway server's starts are most of the time, and overlap).
     #[test]
     fn engine_stores_are_read_back_and_rebuilt() {
         let crash_tested = crate::engine::registry::key_value_kinds().into_iter();
-        for engine in crash_tested.filter(|k| !crate::engine::backend(*k).write_configs().is_empty()) {
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("kv");
-            let mut ds = Dataset::create(&path, ConfigId::Durable(engine), 4, 5).unwrap();
-            assert!(!dir.path().join("kv.source.db").exists(), "{engine:?}: the source database is removed");
-            let t = ds.check(1 << 32).unwrap();
-            assert_eq!(t.integrity_error, None, "{engine:?}");
-            assert_eq!((t.intact_old, t.torn, t.missing), (4, 0, 0), "{engine:?}");
-            if path.is_dir() {
-                std::fs::remove_dir_all(&path).unwrap();
-                std::fs::create_dir(&path).unwrap();
-            } else {
-                std::fs::write(&path, b"not a store").unwrap();
+        std::thread::scope(|s| {
+            for engine in crash_tested.filter(|k| !crate::engine::backend(*k).write_configs().is_empty()) {
+                s.spawn(move || read_back_and_rebuilt(engine));
             }
-            let broken = ds.check(2 << 32).unwrap();
-            let why = broken
-                .integrity_error
-                .as_deref()
-                .unwrap_or_else(|| panic!("{engine:?}: an unreadable store fails the check"));
-            assert!(why.starts_with("kv") && !why.contains(dir.path().to_str().unwrap()), "{engine:?}: {why}");
-            ds.repair(&broken).unwrap();
-            assert_eq!(ds.check(3 << 32).unwrap().intact_old, 4, "{engine:?}: rebuilt");
+        });
+    }
+
+    /// `engine`'s store read back whole, then an unreadable one failing
+    /// the check in one line and rebuilt by the repair.
+    fn read_back_and_rebuilt(engine: crate::records::EngineKind) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kv");
+        let mut ds = Dataset::create(&path, ConfigId::Durable(engine), 4, 5).unwrap();
+        assert!(!dir.path().join("kv.source.db").exists(), "{engine:?}: the source database is removed");
+        let t = ds.check(1 << 32).unwrap();
+        assert_eq!(t.integrity_error, None, "{engine:?}");
+        assert_eq!((t.intact_old, t.torn, t.missing), (4, 0, 0), "{engine:?}");
+        if path.is_dir() {
+            std::fs::remove_dir_all(&path).unwrap();
+            std::fs::create_dir(&path).unwrap();
+        } else {
+            std::fs::write(&path, b"not a store").unwrap();
         }
+        let broken = ds.check(2 << 32).unwrap();
+        let why = broken
+            .integrity_error
+            .as_deref()
+            .unwrap_or_else(|| panic!("{engine:?}: an unreadable store fails the check"));
+        assert!(why.starts_with("kv") && !why.contains(dir.path().to_str().unwrap()), "{engine:?}: {why}");
+        ds.repair(&broken).unwrap();
+        assert_eq!(ds.check(3 << 32).unwrap().intact_old, 4, "{engine:?}: rebuilt");
     }
 
     #[test]
