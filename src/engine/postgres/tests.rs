@@ -40,8 +40,9 @@ fn every_byte_round_trips_through_bytea_and_large_objects() {
         let mut keeper = engine(kind)(&target, KvParams { sync: KvSync::Durable }, None);
         keeper.survey(false).unwrap();
         round_trip_built(kind, &target, &rows, engine(kind));
-        drop(keeper);
+        // On the server the keeper holds, rather than a start of its own.
         let st = stat(&target, &PgParams::default()).unwrap();
+        drop(keeper);
         assert_eq!(st.entries, rows.len() as u64, "{kind:?}");
         assert_eq!(st.content_bytes, rows.iter().map(|r| r.1.len() as u64).sum::<u64>(), "{kind:?}");
         assert!(st.total_bytes > 0 && st.cluster_allocated_bytes.unwrap() > st.total_bytes, "{st:?}");
