@@ -292,9 +292,10 @@ pub fn with_client<T>(p: &Process, index: u32, body: impl FnOnce(&mut dyn Client
         (Kind::Fjall | Kind::FjallSizeFirst, Shared::Fjall(fjall)) => {
             body(&mut FjallClient { fjall, buf: Vec::new(), size_first: p.kind == Kind::FjallSizeFirst })
         }
-        (Kind::Lmdb | Kind::LmdbSizeFirst | Kind::Redb | Kind::RedbSizeFirst | Kind::Fjall | Kind::FjallSizeFirst, _) => {
-            Err(format!("{}'s database was not opened", p.kind.name()).into())
-        }
+        (
+            Kind::Lmdb | Kind::LmdbSizeFirst | Kind::Redb | Kind::RedbSizeFirst | Kind::Fjall | Kind::FjallSizeFirst,
+            _,
+        ) => Err(format!("{}'s database was not opened", p.kind.name()).into()),
     }
 }
 
