@@ -71,9 +71,8 @@ fn tiny_dataset_on(server: &str, product: &str) {
     kvtest_db(&db, 20, 3000);
     let out = ok(&["export", "--engine", "s3", "--s3-server", server, "--s3-replicas", "1", s(&db), s(&t)]);
     assert!(out.contains("Exported 20 blobs") && out.contains("blobs/s"), "{out}");
-    // Each command starts the store's cluster (Swift's: four Python
-    // servers), so one run both writes and records the server; reads are
-    // the round trip's GETs and the crash test's read of every blob back.
+    // Each command starts a cluster: one run writes and records the server; the
+    // round trip's GETs and the crash test's read-back read.
     let json = dir.path().join("r.json");
     let text = ok(&["run", s(&t), "--update", "--count", "40", "--repeat", "2", "--json", s(&json)]);
     assert!(text.contains("commit is nothing: a PUT that returned is stored"), "{text}");
@@ -108,7 +107,6 @@ fn tiny_dataset_on(server: &str, product: &str) {
     let section = blobbench::results::read(&crash).unwrap().crashtest.expect("a crashtest section");
     let m = &section.methods[0];
     assert_eq!((m.method.as_str(), m.kills, m.checks.integrity_failures), ("s3-durable", 2, 0), "{out}");
-    // Described as the checks' cluster gave it, with no start of its own.
     assert!(m.server.as_deref().is_some_and(|d| d.contains(product)), "{m:?}");
     assert_eq!(
         (m.checks.torn, m.checks.missing, m.checks.unexpected_version, m.undone),
@@ -637,8 +635,7 @@ fn advise_weighs_s3_as_a_candidate() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("page");
     let (work, page) = (s(dir.path()), s(&out));
-    // A second over the least budget advise accepts here (37 s): the rounds
-    // fill what is left, and nothing below counts them.
+    // The least budget advise accepts here (37 s) and a second: nothing counts rounds.
     let args =
         ["advise", "--quick", "--count", "100", "--engines", "s3", "--s3-server", "seaweedfs", "--budget", "38s"];
     let stdout = ok(&[&args[..], &["--workdir", work, "--out", page]].concat());
