@@ -273,6 +273,9 @@ mod tests {
     /// A machine so slow that the set-up (the size matrix, the aging pass,
     /// the datasets) takes the whole budget: one round of each arm, the
     /// over-budget note on the terminal and the page, and success (exit 0).
+    /// Every stage runs, on as little work as it takes: 20 blobs of 100 KB,
+    /// whose size matrix holds a few large blobs per cell (its per-blob cost
+    /// at 2.5 KB was most of the test's time) and whose aging sample is 20.
     #[test]
     fn a_budget_spent_before_the_rounds_gives_one_round_a_note_and_success() {
         use blobbench::measure::clock::FakeClock;
@@ -288,10 +291,27 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let (work, out) = (d.path().join("work"), d.path().join("page"));
         let args = Cli::parse_from(
-            ["advise", "--quick", "--no-power-cut", "--count", "100", "--engines", "lmdb", "--budget", "60s"]
-                .into_iter()
-                .map(Into::into)
-                .chain(["--workdir".into(), work.into_os_string(), "--out".into(), out.clone().into_os_string()]),
+            [
+                "advise",
+                "--quick",
+                "--no-power-cut",
+                "--count",
+                "20",
+                "--sizes",
+                "uniform:100k",
+                "--engines",
+                "lmdb",
+                "--budget",
+                "60s",
+            ]
+            .into_iter()
+            .map(Into::into)
+            .chain([
+                "--workdir".into(),
+                work.into_os_string(),
+                "--out".into(),
+                out.clone().into_os_string(),
+            ]),
         );
         // Each reading of the clock is a minute after the one before.
         let clock = FakeClock::ticking(std::time::Duration::from_secs(60)).clock();

@@ -148,6 +148,7 @@ fn a_sigkilled_server_keeps_every_durable_commit() {
     for m in &section.methods {
         assert!(out.contains(&m.method), "{} is in the table:\n{out}", m.method);
         assert_eq!(m.kills, 2, "{}", m.method);
+        assert!(m.server.as_deref().is_some_and(|d| d.starts_with("PostgreSQL ")), "{m:?}");
         assert_eq!(m.checks.integrity_failures, 0, "{}: the restarted server recovered", m.method);
         assert_eq!((m.checks.torn, m.checks.missing, m.checks.unexpected_version), (0, 0, 0), "{}", m.method);
         assert_eq!(m.checks.intact_old + m.checks.intact_new, 40, "{}", m.method);

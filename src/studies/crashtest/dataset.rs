@@ -77,6 +77,11 @@ pub struct Dataset {
     /// The study's engine settings (where an S3 dataset is built), which
     /// the dataset is built and opened with.
     build: EngineSettings,
+    /// The server's description as a check's engine gave it: the check
+    /// has the server started, and each start of a throwaway cluster costs
+    /// seconds (Swift's is four Python servers), so [`Dataset::server`]
+    /// starts none of its own once a check has run.
+    server_seen: Option<String>,
 }
 
 impl Dataset {
@@ -89,7 +94,7 @@ impl Dataset {
     /// [`Dataset::create`], an engine's dataset built with `build`.
     pub fn create_with(path: &Path, method: ConfigId, count: u32, seed: u64, build: EngineSettings) -> Result<Self> {
         let versions = vec![0; count as usize + 1];
-        let ds = Dataset { path: path.to_path_buf(), method, count, seed, versions, build };
+        let ds = Dataset { path: path.to_path_buf(), method, count, seed, versions, build, server_seen: None };
         if method.is_db() {
             ds.write_db(&ds.path)?;
         } else if method.is_engine() {
@@ -276,12 +281,12 @@ impl Dataset {
     /// read may be served by an older replica, how many keys a plain read
     /// found older or absent. An engine that refuses to open or fails a
     /// read counts as a failed integrity check.
-    fn check_engine(&self, found: &mut [Option<Verdict>]) -> Result<(Option<Vec<u32>>, Option<u64>)> {
+    fn check_engine(&mut self, found: &mut [Option<Verdict>]) -> Result<(Option<Vec<u32>>, Option<u64>)> {
         let Some((kind, kv)) = self.method.kv_params() else {
             return Err(Error::invalid("not a key-value engine method"));
         };
         let settings = EngineSettings { kv, ..self.build.clone() };
-        let engine = crate::engine::open_as(kind, &self.path, &settings)?;
+        let mut engine = crate::engine::open_as(kind, &self.path, &settings)?;
         self.read_back(engine.as_ref(), OpenMode::NEWEST_READ, found)?;
         let stale = if engine.may_serve_stale() {
             let mut plain = vec![None; found.len()];
@@ -290,12 +295,22 @@ impl Dataset {
         } else {
             None
         };
-        Ok((engine.listed_keys()?, stale))
+        let listed = engine.listed_keys()?;
+        // Not part of the check: a survey that fails leaves the description
+        // to `server`.
+        if self.method.has_server() && self.server_seen.is_none() && engine.survey(false).is_ok() {
+            self.server_seen = engine.server_info().map(|i| i.summary());
+        }
+        Ok((listed, stale))
     }
 
     /// The server a method's writes run on, as it describes itself once
-    /// started (None for a method without a server).
+    /// started (None for a method without a server): as a check saw it, or
+    /// started now.
     pub fn server(&self) -> Result<Option<String>> {
+        if let Some(seen) = &self.server_seen {
+            return Ok(Some(seen.clone()));
+        }
         let Some((kind, kv)) = self.method.kv_params().filter(|_| self.method.has_server()) else { return Ok(None) };
         let mut engine = crate::engine::open_as(kind, &self.path, &EngineSettings { kv, ..self.build.clone() })?;
         engine.survey(false)?;

@@ -145,7 +145,6 @@ fn one_method(
         description: method.description().into(),
         promises_atomic: method.promises_atomic(),
         acknowledges_durability: method.acknowledges_durability(),
-        server: ds.server()?,
         ..CrashMethodResult::default()
     };
     let acks = dir.join("acks");
@@ -184,6 +183,8 @@ fn one_method(
             break;
         }
     }
+    // After the kills: the first check's server described it.
+    r.server = ds.server()?;
     r.elapsed_ns = started.elapsed().as_nanos() as u64;
     Ok(r)
 }
