@@ -127,8 +127,13 @@ enum Shared {
 
 impl Process {
     /// Opens what the process shares and reads the blobs' sizes; checks
-    /// that every key from 1 to the largest holds a blob.
+    /// that every key from 1 to the largest holds a blob. An error names
+    /// the store and its path (a store's crate often names neither).
     pub fn open(kind: Kind, path: &Path) -> Res<Process> {
+        Process::open_at(kind, path).map_err(|e| format!("{} at {}: {e}", kind.name(), path.display()).into())
+    }
+
+    fn open_at(kind: Kind, path: &Path) -> Res<Process> {
         let (sizes, shared) = match kind {
             Kind::Files => (file_sizes(path)?, Shared::Nothing),
             Kind::SqlitePerConn | Kind::SqliteOneWriter => {
