@@ -47,67 +47,85 @@ impl BarChart {
 
         // Groups are spread over the plot width, bars centred in each group.
         let slot = (right - LEFT) / self.groups.len().max(1) as f64;
+        let plot = Plot { top, scale };
         for (g, group) in self.groups.iter().enumerate() {
             let x0 = LEFT + slot * g as f64 + (slot - n_series as f64 * bar_w) / 2.0;
-            for (s, name) in self.series.iter().enumerate() {
-                let x = x0 + s as f64 * bar_w;
-                let cx = x + bar_w / 2.0;
-                let value = self.values.get(g).and_then(|row| row.get(s)).copied().and_then(finite);
-                match value {
-                    Some(v) => {
-                        let h = scale.fraction(v) * PLOT_H;
-                        let y = top + PLOT_H - h;
-                        let _ = write!(
-                            c.out,
-                            r#"<rect class="bar" x="{:.1}" y="{y:.2}" width="{:.1}" height="{h:.2}" fill="{}" data-group="{g}" data-series="{s}" data-value="{v}"><title>{}: {}: {}</title></rect>"#,
-                            x + 2.0,
-                            bar_w - 4.0,
-                            colour(s),
-                            esc(group),
-                            esc(name),
-                            fmt_value(v)
-                        );
-                        let error = self.errors.get(g).and_then(|row| row.get(s)).copied().flatten();
-                        let top_y = match error.filter(|(lo, hi)| lo.is_finite() && hi.is_finite() && lo < hi) {
-                            Some((lo, hi)) => {
-                                let (y_lo, y_hi) = (
-                                    top + PLOT_H - scale.fraction(lo) * PLOT_H,
-                                    top + PLOT_H - scale.fraction(hi) * PLOT_H,
-                                );
-                                let _ = write!(
-                                    c.out,
-                                    r##"<g class="errorbar" data-low="{lo}" data-high="{hi}" stroke="#222222" stroke-width="1.2"><line x1="{cx:.1}" y1="{y_lo:.2}" x2="{cx:.1}" y2="{y_hi:.2}"/><line x1="{:.1}" y1="{y_hi:.2}" x2="{:.1}" y2="{y_hi:.2}"/><line x1="{:.1}" y1="{y_lo:.2}" x2="{:.1}" y2="{y_lo:.2}"/></g>"##,
-                                    cx - 4.0,
-                                    cx + 4.0,
-                                    cx - 4.0,
-                                    cx + 4.0
-                                );
-                                y.min(y_hi)
-                            }
-                            None => y,
-                        };
-                        c.text("value", (cx, top_y - 4.0), "middle", 0.0, r#"font-size="10""#, &fmt_value(v));
-                    }
-                    None => {
-                        let _ = write!(c.out, r#"<g class="missing" data-group="{g}" data-series="{s}">"#);
-                        c.text(
-                            "missing",
-                            (cx + 4.0, top + PLOT_H - 6.0),
-                            "start",
-                            -90.0,
-                            r##"font-size="10" fill="#777777""##,
-                            "not measured",
-                        );
-                        c.out.push_str("</g>");
-                    }
-                }
+            for s in 0..self.series.len() {
+                self.draw_bar(&mut c, &plot, Place { g, s, x: x0 + s as f64 * bar_w, width: bar_w });
             }
             // About 6.5 pixels per character at this font size.
             let fits = ((slot / 6.5) as usize).clamp(4, label_limit("group"));
             c.label_within("group", (LEFT + slot * (g as f64 + 0.5), top + PLOT_H + 20.0), "middle", 0.0, group, fits);
         }
-        c.reference(top, right, &scale, self.reference);
+        c.reference(top, right, &plot.scale, self.reference);
         c.legend(legend_top, width, &self.series);
         c.finish()
     }
+
+    /// One bar with its value above it (above its whisker when it has an
+    /// interval), or "not measured" where it has no value.
+    fn draw_bar(&self, c: &mut Canvas, plot: &Plot, at: Place) {
+        let Place { g, s, x, width } = at;
+        let cx = x + width / 2.0;
+        let Some(v) = self.values.get(g).and_then(|row| row.get(s)).copied().and_then(finite) else {
+            let _ = write!(c.out, r#"<g class="missing" data-group="{g}" data-series="{s}">"#);
+            let at = (cx + 4.0, plot.top + PLOT_H - 6.0);
+            c.text("missing", at, "start", -90.0, r##"font-size="10" fill="#777777""##, "not measured");
+            c.out.push_str("</g>");
+            return;
+        };
+        let (y, h) = (plot.y(v), plot.scale.fraction(v) * PLOT_H);
+        let _ = write!(
+            c.out,
+            r#"<rect class="bar" x="{:.1}" y="{y:.2}" width="{:.1}" height="{h:.2}" fill="{}" data-group="{g}" data-series="{s}" data-value="{v}"><title>{}: {}: {}</title></rect>"#,
+            x + 2.0,
+            width - 4.0,
+            colour(s),
+            esc(&self.groups[g]),
+            esc(&self.series[s]),
+            fmt_value(v)
+        );
+        let error = self.errors.get(g).and_then(|row| row.get(s)).copied().flatten();
+        let top_y = match error.filter(|(lo, hi)| lo.is_finite() && hi.is_finite() && lo < hi) {
+            Some(interval) => y.min(plot.whisker(c, cx, interval)),
+            None => y,
+        };
+        c.text("value", (cx, top_y - 4.0), "middle", 0.0, r#"font-size="10""#, &fmt_value(v));
+    }
+}
+
+/// The plot area's top and its y scale.
+struct Plot {
+    top: f64,
+    scale: YScale,
+}
+
+impl Plot {
+    /// The y of `v` on the plot.
+    fn y(&self, v: f64) -> f64 {
+        self.top + PLOT_H - self.scale.fraction(v) * PLOT_H
+    }
+
+    /// Draws the whisker of the interval (lo, hi) at `cx`; the y of its top.
+    fn whisker(&self, c: &mut Canvas, cx: f64, (lo, hi): (f64, f64)) -> f64 {
+        let (y_lo, y_hi) = (self.y(lo), self.y(hi));
+        let _ = write!(
+            c.out,
+            r##"<g class="errorbar" data-low="{lo}" data-high="{hi}" stroke="#222222" stroke-width="1.2"><line x1="{cx:.1}" y1="{y_lo:.2}" x2="{cx:.1}" y2="{y_hi:.2}"/><line x1="{:.1}" y1="{y_hi:.2}" x2="{:.1}" y2="{y_hi:.2}"/><line x1="{:.1}" y1="{y_lo:.2}" x2="{:.1}" y2="{y_lo:.2}"/></g>"##,
+            cx - 4.0,
+            cx + 4.0,
+            cx - 4.0,
+            cx + 4.0
+        );
+        y_hi
+    }
+}
+
+/// Where one bar goes: its group and series, its left edge and its width.
+#[derive(Clone, Copy)]
+struct Place {
+    g: usize,
+    s: usize,
+    x: f64,
+    width: f64,
 }
