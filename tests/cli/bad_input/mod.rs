@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 use blobbench::records::EngineKind;
 use rusqlite::Connection;
@@ -41,6 +41,8 @@ use Expect::*;
 
 /// Builds a case's input in its directory.
 type Fixture = fn(&Path);
+/// Each file under a directory with a hash of its content.
+type Snapshot = BTreeMap<PathBuf, u64>;
 
 struct Case {
     name: String,
@@ -169,6 +171,24 @@ fn check(c: &Case) -> Option<String> {
         blobbench::powercut::Mounted::mount(d, mnt.path(), plan).unwrap_or_else(|e| panic!("{e}"))
     });
     let seen = if layer.is_some() { mnt.path() } else { d };
+    let out = command(c, seen).output().unwrap();
+    drop(holder);
+    let faults = layer.map(|l| {
+        let n = l.counters().faults_injected;
+        drop(l); // unmounts: what was not fsync'd is dropped, as after a power cut
+        n
+    });
+    let after = common::snapshot(d);
+    drop(engine_holder);
+    let recovered = reference.map(|was| (was, committed_content(&d.join("db"))));
+    let problems = judge(c, &out, (&before, &after), faults, recovered);
+    (!problems.is_empty()).then(|| format!("{}: {} (args {:?})", c.name, problems.join("; "), c.args))
+}
+
+/// The case's command: its arguments with `@` paths under `seen`, no
+/// backtrace and no AWS credentials from this environment, and the limits
+/// the case asks for.
+fn command(c: &Case, seen: &Path) -> Command {
     let args: Vec<PathBuf> = c
         .args
         .iter()
@@ -231,21 +251,25 @@ fn check(c: &Case) -> Option<String> {
             });
         }
     }
-    let out = cmd.output().unwrap();
-    drop(holder);
-    let faults = layer.map(|l| {
-        let n = l.counters().faults_injected;
-        drop(l); // unmounts: what was not fsync'd is dropped, as after a power cut
-        n
-    });
+    cmd
+}
+
+/// What is wrong with the command's outcome, for the case's expectation,
+/// given the work directory's files before and after it, the faults the
+/// layer injected and the committed content before and after it.
+fn judge(
+    c: &Case,
+    out: &Output,
+    (before, after): (&Snapshot, &Snapshot),
+    faults: Option<u64>,
+    recovered: Option<(u64, u64)>,
+) -> Vec<String> {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let mut problems = Vec::new();
     if stderr.contains("panicked") || stderr.contains("RUST_BACKTRACE") {
         problems.push("panicked".to_string());
     }
-    let after = common::snapshot(d);
-    drop(engine_holder);
     match c.expect {
         Fail(needle) => {
             if out.status.success() {
@@ -257,7 +281,7 @@ fn check(c: &Case) -> Option<String> {
             } else if !lines[0].contains(needle) {
                 problems.push(format!("error does not say {needle:?}: {}", lines[0]));
             }
-            let changes = diff(&before, &after);
+            let changes = diff(before, after);
             if !changes.is_empty() {
                 problems.push(format!("files changed or left behind: {changes:?}"));
             }
@@ -283,13 +307,12 @@ fn check(c: &Case) -> Option<String> {
             if !out.status.success() {
                 problems.push(format!("failed: {stderr:?}"));
             }
-            let now = committed_content(&d.join("db"));
-            if Some(now) != reference {
+            if recovered.is_none_or(|(was, now)| was != now) {
                 problems.push("committed data changed".into());
             }
         }
     }
-    (!problems.is_empty()).then(|| format!("{}: {} (args {:?})", c.name, problems.join("; "), c.args))
+    problems
 }
 
 /// What changed between two snapshots. SQLite's own "-shm" index and an
