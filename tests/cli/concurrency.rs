@@ -56,6 +56,20 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
     assert_eq!(v["command"], "concurrency");
     assert_eq!(v["complete"], true);
     let c = &v["concurrency"];
+    every_point_is_consistent_and_concluded(c);
+    writers_and_blob_readers_each_measured(c);
+    assert_eq!(v["experiments"].as_array().unwrap().len(), 23, "each blob reader and writer point is an experiment");
+    rounds_are_recorded_and_paired(&v, &stdout);
+    the_page_answers_with_its_charts(&out);
+    assert!(std::fs::read_dir(dir.path()).unwrap().all(|e| {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        !name.starts_with(".blobbench-concurrency")
+    }));
+}
+
+/// One parameter varied at a time, each point's writes found again, and
+/// every conclusion measured with its interval over the 3 rounds.
+fn every_point_is_consistent_and_concluded(c: &serde_json::Value) {
     // One parameter varied at a time: read and mixed have the baseline plus
     // shared and DELETE (3 each), write too; times 2 thread counts.
     let points = c["points"].as_array().unwrap();
@@ -74,6 +88,11 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
     for k in c["conclusions"].as_array().unwrap().iter().filter(|k| k["verdict"] != "not_measured") {
         assert_eq!(k["interval"]["rounds"], 3, "every conclusion measured has its interval: {k}");
     }
+}
+
+/// The writer extension's stores at 1 and 2 writers, and the blob readers
+/// alone and beside a writer.
+fn writers_and_blob_readers_each_measured(c: &serde_json::Value) {
     // SQLite (a connection per writer, and one writer connection), files
     // and LMDB at 1 and 2 writers, readers beside them.
     let writers = c["writers"]["points"].as_array().unwrap();
@@ -97,7 +116,13 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
         assert!(p["writes_per_s"].as_f64().unwrap() > 0.0, "{}: the writer wrote", p["store"]);
         assert!(p["latency"]["count"].as_u64().unwrap() > 0, "{}: readers' latency measured", p["store"]);
     }
-    assert_eq!(v["experiments"].as_array().unwrap().len(), 23, "each blob reader and writer point is an experiment");
+    assert_eq!(points[0]["store"], "db");
+}
+
+/// Each set of rounds: its arms, its 3 rounds and their recorded order;
+/// the ratios paired by round.
+fn rounds_are_recorded_and_paired(v: &serde_json::Value, stdout: &str) {
+    let c = &v["concurrency"];
     // Per thread count, the stores without a writer are the arms of one set
     // of rounds, and the two stores beside a writer the arms of another.
     let sets = v["rounds"].as_array().unwrap();
@@ -135,7 +160,6 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
         writer_line.is_some_and(|l| l.contains("paired, 3 rounds") && !l.contains("unpaired")),
         "the stores beside a writer compare paired by round: {stdout}"
     );
-    assert_eq!(points[0]["store"], "db");
     let orders = c["rounds_order"].as_array().unwrap();
     assert_eq!(orders.len(), 3, "one order per round of the database points");
     let mut seen: Vec<u64> = orders[1].as_array().unwrap().iter().map(|i| i.as_u64().unwrap()).collect();
@@ -143,6 +167,10 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
     assert_eq!(seen, (0..18).collect::<Vec<u64>>(), "each round runs every point once");
     let paired = c["conclusions"].as_array().unwrap().iter().flat_map(|k| k["comparisons"].as_array().unwrap().iter());
     assert!(paired.clone().count() > 0 && paired.clone().all(|x| x["paired"]["rounds"] == 3), "ratios paired by round");
+}
+
+/// The page's verdict, linked to its chart, and well-formed charts.
+fn the_page_answers_with_its_charts(out: &Path) {
     let page = std::fs::read_to_string(out.join("index.html")).unwrap();
     let verdict = &page[page.find("<section id=\"verdict\">").expect("a verdict")..];
     assert!(
@@ -164,10 +192,6 @@ fn a_tiny_study_writes_results_charts_and_conclusions() {
     }
     let page = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(page.contains("The study&#39;s conclusions on this machine") || page.contains("The study's conclusions"));
-    assert!(std::fs::read_dir(dir.path()).unwrap().all(|e| {
-        let name = e.unwrap().file_name().to_string_lossy().into_owned();
-        !name.starts_with(".blobbench-concurrency")
-    }));
 }
 
 #[test]
