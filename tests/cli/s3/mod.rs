@@ -2,19 +2,18 @@
 //! servers and memcached) and SeaweedFS (`weed`); `.ci/run` installs them,
 //! and without them these tests fail, they never skip. Export, run, stat
 //! and the crash test on a tiny dataset on each server; a killed export
-//! leaving no Swift server; and a store the user runs (a SeaweedFS this
-//! test starts, with a bucket it makes, which must survive) with bad
-//! endpoints, bad credentials and a missing bucket, each a one-line error.
-//! The studies run on SeaweedFS, the faster of the two.
+//! leaving no Swift server; a store the user runs (`users_store`). The
+//! studies run on SeaweedFS, the faster of the two.
+
+mod users_store;
 
 use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use blobbench::engine::s3::seaweedfs::{self, Mini};
 use common::{blobbench, kvtest_db, ok, one_line_error, quick_error, valid_results};
-use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
+pub(crate) use users_store::{descriptor_prefix, UsersStore};
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()

@@ -250,7 +250,6 @@ fn same_named_datasets_own_their_objects_and_drop_leaves_nothing_behind() {
     assert!(servers_under(dir.path()).is_empty());
 }
 
-
 /// Ctrl-C during an export to the user's store: it stops, removes what it
 /// wrote, says so.
 fn an_interrupted_export_removes_what_it_wrote(user: &UsersStore, dir: &Path, store: &[&str]) {
@@ -266,7 +265,7 @@ fn an_interrupted_export_removes_what_it_wrote(user: &UsersStore, dir: &Path, st
         .spawn()
         .unwrap();
     let started = Instant::now();
-    while list_under(&user, "blobbench/c-s3-") < 50 {
+    while list_under(user, "blobbench/c-s3-") < 50 {
         assert!(started.elapsed() < common::HANG, "the export never wrote");
         assert!(child.try_wait().unwrap().is_none(), "the export ended before it was interrupted");
         std::thread::sleep(Duration::from_millis(100));
@@ -277,7 +276,7 @@ fn an_interrupted_export_removes_what_it_wrote(user: &UsersStore, dir: &Path, st
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.trim_end().lines().count() == 1, "{err}");
     assert!(err.contains("interrupted: removed the") && err.contains("under blobbench/c-s3-"), "{err}");
-    assert_eq!(list_under(&user, "blobbench/"), 0, "nothing left behind");
+    assert_eq!(list_under(user, "blobbench/"), 0, "nothing left behind");
     assert!(!c.exists());
 }
 
