@@ -295,10 +295,21 @@ pub fn kvtest_db(path: &Path, count: u32, size: u32) {
 /// Every way `value` breaks docs/results.schema.json, one line each (with
 /// where in the file), empty when it conforms.
 pub fn schema_violations(value: &serde_json::Value) -> Vec<String> {
+    const URL: &str = "file:///docs/results.schema.json";
     let schema: serde_json::Value =
         serde_json::from_str(include_str!("../../docs/results.schema.json")).expect("schema is JSON");
-    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
-    validator.iter_errors(value).map(|e| format!("{e} at {}", e.instance_path())).collect()
+    let (mut schemas, mut compiler) = (boon::Schemas::new(), boon::Compiler::new());
+    compiler.add_resource(URL, schema).expect("the schema loads");
+    let index = compiler.compile(URL, &mut schemas).expect("the schema compiles");
+    schemas.validate(value, index).err().map(|e| leaves(&e)).unwrap_or_default()
+}
+
+/// The innermost errors of a validation error's tree: what broke, and where.
+fn leaves(e: &boon::ValidationError) -> Vec<String> {
+    match e.causes.is_empty() {
+        true => vec![format!("{} at '{}'", e.kind, e.instance_location)],
+        false => e.causes.iter().flat_map(leaves).collect(),
+    }
 }
 
 /// Parses a result file and checks it against docs/results.schema.json.
