@@ -29,7 +29,11 @@
 # paired ratio blobbench / reference (median of the per-round ratios,
 # range; target within 20%), each side's write p99 and the operations not
 # started by the deadline. The rounds' figures are kept in LOG (default:
-# none kept) as tab-separated lines.
+# none kept) as tab-separated lines. The datasets go under TMPDIR (default
+# /tmp): on a filesystem mounted with online discard (`discard`, as this
+# project's VM's root is), an fsync waits for the discards of the blocks
+# earlier renames freed, and those stalls decide single windows' p99s;
+# docs/measurement.md compares both.
 set -euo pipefail
 ROUNDS=${ROUNDS:-6}
 COUNT=${COUNT:-10000}
