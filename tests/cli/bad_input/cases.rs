@@ -1,7 +1,7 @@
 //! The catalogue: one line per case, one line per number option.
 
+use super::case::{case, Case, Expect::*, KEYS, PROFILE_FILES};
 use super::fixtures::*;
-use super::{case, Case, Expect::*, KEYS, PROFILE_FILES};
 use blobbench::records::EngineKind;
 
 #[rustfmt::skip]

@@ -16,109 +16,19 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use blobbench::records::EngineKind;
 use rusqlite::Connection;
 
 use crate::common;
 
+mod case;
 mod cases;
 mod fixtures;
 
+use case::{Case, Expect::*};
 use cases::cases;
 
-/// What a case must end with.
-#[derive(Clone, Copy)]
-enum Expect {
-    /// Non-zero exit; the one stderr line contains this text.
-    Fail(&'static str),
-    /// Success; stdout contains this text.
-    Works(&'static str),
-    /// Success after SQLite recovered a crashed writer's journal or WAL:
-    /// the files change, the committed data does not.
-    Recovers,
-}
-use Expect::*;
-
-/// Builds a case's input in its directory.
-type Fixture = fn(&Path);
 /// Each file under a directory with a hash of its content.
 type Snapshot = BTreeMap<PathBuf, u64>;
-
-struct Case {
-    name: String,
-    fixture: Fixture,
-    /// "@x" stands for the file or directory x of the case's directory.
-    args: Vec<String>,
-    expect: Expect,
-    /// RLIMIT_FSIZE for the command: a full disk without mounting one.
-    fsize: Option<u64>,
-    /// Another process holds an exclusive lock on "@db" while the command runs.
-    locked: bool,
-    /// The case's directory is seen through the power-cut layer, with this
-    /// fault (name, from which occurrence) injected; "@x" is then on the mount.
-    fault: Option<(&'static str, u64)>,
-    /// This process holds the engine dataset "@t" open while the command runs.
-    held: Option<EngineKind>,
-    /// Run without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, so that
-    /// permission bits stop even root (a read-only file or directory, mode
-    /// 000, are then what they are for any other user).
-    nocaps: bool,
-    /// Variables set for the command ("@x" in a value stands for x of the
-    /// case's directory), after the AWS ones are cleared.
-    env: Vec<(&'static str, &'static str)>,
-}
-
-fn case(name: &str, fixture: Fixture, args: &[&str], expect: Expect) -> Case {
-    let args = args.iter().map(|s| s.to_string()).collect();
-    Case {
-        name: name.to_string(),
-        fixture,
-        args,
-        expect,
-        fsize: None,
-        locked: false,
-        fault: None,
-        held: None,
-        nocaps: false,
-        env: Vec::new(),
-    }
-}
-
-impl Case {
-    fn fsize(mut self, bytes: u64) -> Self {
-        self.fsize = Some(bytes);
-        self
-    }
-    fn locked(mut self) -> Self {
-        self.locked = true;
-        self
-    }
-    fn fault(mut self, name: &'static str, at: u64) -> Self {
-        self.fault = Some((name, at));
-        self
-    }
-
-    fn held(mut self, kind: EngineKind) -> Self {
-        self.held = Some(kind);
-        self
-    }
-
-    fn nocaps(mut self) -> Self {
-        self.nocaps = true;
-        self
-    }
-
-    fn env(mut self, vars: &[(&'static str, &'static str)]) -> Self {
-        self.env.extend_from_slice(vars);
-        self
-    }
-}
-
-/// Keys in the environment, for the cases that reach a store.
-const KEYS: [(&str, &str); 2] = [("AWS_ACCESS_KEY_ID", "AKIATEST"), ("AWS_SECRET_ACCESS_KEY", "s3cret")];
-/// The profiles of `aws_files`, in its files.
-const PROFILE_FILES: [(&str, &str); 2] =
-    [("AWS_SHARED_CREDENTIALS_FILE", "@aws-credentials"), ("AWS_CONFIG_FILE", "@aws-config")];
 
 /// Run only as the child of [`common::hold_in_child`]: holds an engine's
 /// dataset open until its stdin closes.
