@@ -3,7 +3,7 @@
 //! its servers and its hosts' namespaces.
 
 use crate::common;
-use crate::s3::servers_under;
+use crate::common::servers_under;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

@@ -6,7 +6,8 @@
 //! touches nothing.
 
 use crate::common;
-use crate::s3::{descriptor_prefix, servers_under, UsersStore};
+use crate::common::servers_under;
+use crate::s3::{descriptor_prefix, UsersStore};
 
 use std::path::Path;
 

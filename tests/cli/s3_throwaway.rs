@@ -5,7 +5,7 @@
 //! once no one uses it, and only what blobbench made there.
 
 use crate::common;
-use crate::s3::servers_under;
+use crate::common::servers_under;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

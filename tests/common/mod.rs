@@ -365,3 +365,39 @@ pub fn server_setting<'a>(server_info: &'a serde_json::Value, name: &str) -> &'a
     let settings = server_info["settings"].as_array().map(Vec::as_slice).unwrap_or_default();
     settings.iter().find(|s| s["name"] == name).and_then(|s| s["value"].as_str()).unwrap_or("")
 }
+
+/// Processes whose arguments name a path under `dir` (Swift's servers),
+/// and the memcached any `run/memcached.pid` under `dir` names, alive.
+pub fn servers_under(dir: &Path) -> Vec<i32> {
+    let needle = dir.to_string_lossy().into_owned();
+    let mut pids: Vec<i32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|p| {
+            String::from_utf8_lossy(&std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default()).contains(&needle)
+        })
+        .collect();
+    let memcached = walk(dir).into_iter().filter(|p| p.ends_with("run/memcached.pid"));
+    let alive = |pid: i32| blobbench::engine::throwaway::alive(pid);
+    pids.extend(
+        memcached.filter_map(|f| std::fs::read_to_string(f).ok()?.trim().parse::<i32>().ok()).filter(|&p| alive(p)),
+    );
+    pids
+}
+
+/// Every file under `dir`, at any depth.
+pub fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(e.path());
+            } else {
+                out.push(e.path());
+            }
+        }
+    }
+    out
+}

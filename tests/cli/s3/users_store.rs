@@ -8,8 +8,11 @@ use std::time::{Duration, Instant};
 use blobbench::engine::s3::seaweedfs::{self, Mini};
 use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
 
-use super::{s, servers_under};
-use crate::common::{self, blobbench, kvtest_db, quick_error, valid_results};
+use crate::common::{self, blobbench, kvtest_db, quick_error, servers_under, valid_results};
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
 
 /// The user's own store, as the test makes it: a bucket and an object of
 /// theirs, reached with rusty-s3 and ureq directly.
