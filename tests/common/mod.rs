@@ -322,25 +322,13 @@ pub fn valid_results(path: &Path) -> serde_json::Value {
     raw
 }
 
-/// Every file under `dir` with a checksum of its bytes.
+/// Every file under `dir` (as [`walk`] finds them) with a checksum of its
+/// bytes.
 pub fn snapshot(dir: &Path) -> std::collections::BTreeMap<PathBuf, u64> {
-    let mut files = std::collections::BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let bytes = std::fs::read(&p).unwrap_or_default();
-                let sum = bytes
-                    .iter()
-                    .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
-                files.insert(p, sum);
-            }
-        }
-    }
-    files
+    let sum = |bytes: Vec<u8>| {
+        bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+    };
+    walk(dir).into_iter().map(|p| (p.clone(), sum(std::fs::read(&p).unwrap_or_default()))).collect()
 }
 
 /// A tree of `n` files under `dir` in three folders (file i, of 5000 +
@@ -386,7 +374,8 @@ pub fn servers_under(dir: &Path) -> Vec<i32> {
     pids
 }
 
-/// Every file under `dir`, at any depth.
+/// Every file under `dir`, at any depth; a symbolic link is a file here,
+/// never followed.
 pub fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
