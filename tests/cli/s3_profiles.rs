@@ -11,7 +11,7 @@ use crate::s3::{descriptor_prefix, UsersStore};
 
 use std::path::Path;
 
-use blobbench::engine::s3::seaweedfs::{self, Mini};
+use blobbench::engine::s3::seaweedfs;
 use common::{kvtest_db, quick_error, valid_results};
 
 fn s(p: &Path) -> &str {
@@ -47,12 +47,7 @@ fn a_profile_in_the_shared_files_exports_runs_and_drops_on_seaweedfs() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("kv.db");
     kvtest_db(&db, 8, 1500);
-    let store_dir = dir.path().join("store");
-    std::fs::create_dir(&store_dir).unwrap();
-    Mini::init(&store_dir).unwrap();
-    let store = Mini::start(&store_dir).unwrap();
-    let user = UsersStore::new(&store.endpoint(), "profile-bucket");
-    user.create();
+    let (store, user) = UsersStore::started(dir.path(), "profile-bucket");
     let home = dir.path().join("home");
     std::fs::create_dir_all(home.join(".aws")).unwrap();
     let keys = format!(
@@ -114,12 +109,7 @@ fn a_dataset_retired_with_a_profile_that_cannot_delete_it_is_dropped_later_with_
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("kv.db");
     kvtest_db(&db, 5, 1000);
-    let store_dir = dir.path().join("store");
-    std::fs::create_dir(&store_dir).unwrap();
-    Mini::init(&store_dir).unwrap();
-    let store = Mini::start(&store_dir).unwrap();
-    let user = UsersStore::new(&store.endpoint(), "retire-bucket");
-    user.create();
+    let (store, user) = UsersStore::started(dir.path(), "retire-bucket");
     let home = dir.path().join("home");
     std::fs::create_dir_all(home.join(".aws")).unwrap();
     let credentials = |old_secret: &str| {

@@ -26,13 +26,26 @@ pub(crate) struct UsersStore {
 }
 
 impl UsersStore {
-    pub(crate) fn new(endpoint: &str, bucket: &str) -> UsersStore {
+    fn new(endpoint: &str, bucket: &str) -> UsersStore {
         let bucket = Bucket::new(endpoint.parse().unwrap(), UrlStyle::Path, bucket.to_string(), "us-east-1").unwrap();
         let agent = ureq::Agent::config_builder().http_status_as_error(false).proxy(None).build().into();
         let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let dead_proxy = format!("http://127.0.0.1:{closed}");
         let credentials = Credentials::new(seaweedfs::ACCESS_KEY, seaweedfs::SECRET);
         UsersStore { endpoint: endpoint.into(), bucket, credentials, agent, dead_proxy }
+    }
+
+    /// The user's store as the tests make it: a SeaweedFS in `dir/store`,
+    /// started through blobbench's own code, with `bucket` made in it.
+    /// The server runs until the test stops it.
+    pub(crate) fn started(dir: &Path, bucket: &str) -> (Mini, UsersStore) {
+        let store_dir = dir.join("store");
+        std::fs::create_dir(&store_dir).unwrap();
+        Mini::init(&store_dir).unwrap();
+        let server = Mini::start(&store_dir).unwrap();
+        let user = UsersStore::new(&server.endpoint(), bucket);
+        user.create();
+        (server, user)
     }
 
     pub(crate) fn create(&self) {
@@ -74,13 +87,7 @@ fn a_seaweedfs_you_run_keeps_its_bucket_and_bad_endpoints_are_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("kv.db");
     kvtest_db(&db, 12, 2000);
-    let store_dir = dir.path().join("store");
-    std::fs::create_dir(&store_dir).unwrap();
-    // The user's store: a SeaweedFS started through blobbench's own code.
-    Mini::init(&store_dir).unwrap();
-    let store = Mini::start(&store_dir).unwrap();
-    let user = UsersStore::new(&store.endpoint(), "users-bucket");
-    user.create();
+    let (store, user) = UsersStore::started(dir.path(), "users-bucket");
     user.put("theirs.txt", b"not blobbench's");
     user.put("blobbench/foreign/0000000001", b"someone else's, under blobbench's prefix");
 
@@ -203,12 +210,7 @@ fn same_named_datasets_own_their_objects_and_drop_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("kv.db");
     kvtest_db(&db, 10, 1500);
-    let store_dir = dir.path().join("store");
-    std::fs::create_dir(&store_dir).unwrap();
-    Mini::init(&store_dir).unwrap();
-    let store_server = Mini::start(&store_dir).unwrap();
-    let user = UsersStore::new(&store_server.endpoint(), "shared-bucket");
-    user.create();
+    let (store_server, user) = UsersStore::started(dir.path(), "shared-bucket");
     user.put("theirs.txt", b"not blobbench's");
     let endpoint = user.endpoint.clone();
     let store = ["--s3", endpoint.as_str(), "--s3-bucket", "shared-bucket"];
