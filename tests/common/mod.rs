@@ -322,9 +322,12 @@ pub fn valid_results(path: &Path) -> serde_json::Value {
     raw
 }
 
+/// Each file under a directory with a checksum of its bytes.
+pub type Snapshot = std::collections::BTreeMap<PathBuf, u64>;
+
 /// Every file under `dir` (as [`walk`] finds them) with a checksum of its
 /// bytes.
-pub fn snapshot(dir: &Path) -> std::collections::BTreeMap<PathBuf, u64> {
+pub fn snapshot(dir: &Path) -> Snapshot {
     let sum = |bytes: Vec<u8>| {
         bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
     };

@@ -11,14 +11,13 @@
 //! A case is one line of `cases()`; a number option is one line of
 //! `NUMBER_OPTIONS`.
 
-use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use rusqlite::Connection;
 
-use crate::common;
+use crate::common::{self, Snapshot};
 
 mod case;
 mod cases;
@@ -26,9 +25,6 @@ mod fixtures;
 
 use case::{Case, Expect::*};
 use cases::cases;
-
-/// Each file under a directory with a hash of its content.
-type Snapshot = BTreeMap<PathBuf, u64>;
 
 /// Run only as the child of [`common::hold_in_child`]: holds an engine's
 /// dataset open until its stdin closes.
@@ -228,7 +224,7 @@ fn judge(
 /// What changed between two snapshots. SQLite's own "-shm" index and an
 /// empty "-wal", which any open of a WAL database may create and cannot
 /// always remove after a failure, hold no data and are not counted.
-fn diff(before: &BTreeMap<PathBuf, u64>, after: &BTreeMap<PathBuf, u64>) -> Vec<String> {
+fn diff(before: &Snapshot, after: &Snapshot) -> Vec<String> {
     const EMPTY: u64 = 0xcbf2_9ce4_8422_2325;
     let sqlite_own = |p: &Path, sum: u64| {
         let name = p.to_string_lossy();
