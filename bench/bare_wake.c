@@ -3,20 +3,29 @@
  * TIMER_ABSTIME, timer slack 1 ns, as blobbench's clients wait), doing
  * nothing when it wakes. What a wake-up costs this machine's cores, with no
  * harness and no store: bench/open-loop-cpu.sh sets blobbench's CPU per due
- * operation beside it.
+ * operation beside it. Given DIR and COUNT, each wake-up then reads one file
+ * of DIR (open, fstat, read, close, as bench/bare_read.c, a key from 1 to
+ * COUNT by kvtest's generator seeded per thread): the waits and the read with
+ * no harness, so blobbench less this is its harness's own CPU, the read
+ * costing what it costs after a sleep (cache-cold), not in a closed loop.
  *
- *   bare_wake N RATE SECONDS   -> prints "wakes W cpu_s C us_per_wake U"
+ *   bare_wake N RATE SECONDS [DIR COUNT]  -> prints "wakes W cpu_s C us_per_wake U"
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static long clients, rate;
 static double seconds;
 static struct timespec start;
+static const char *dir; /* NULL: wake and do nothing */
+static unsigned count;
 
 static long long ns(struct timespec t) { return t.tv_sec * 1000000000LL + t.tv_nsec; }
 
@@ -26,17 +35,33 @@ static void *client(void *arg) {
   long long interval = 1000000000LL * clients / rate;
   long long due = ns(start) + interval * i / clients, end = ns(start) + (long long)(seconds * 1e9);
   long wakes = 0;
+  static __thread char buf[1 << 20];
+  char path[4096];
+  unsigned x = 0x333a13cd + (unsigned)i, y = 0xecb2adea, key = 1; /* kvtest's generator */
   for (; due < end; due += interval) {
     struct timespec t = {due / 1000000000LL, due % 1000000000LL};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL)) {}
     wakes++;
+    if (!dir) continue;
+    snprintf(path, sizeof path, "%s/%06u", dir, key);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) { perror(path); exit(1); }
+    struct stat st;
+    fstat(fd, &st);
+    if (read(fd, buf, (size_t)st.st_size) < 0) { perror(path); exit(1); }
+    close(fd);
+    x = (x >> 1) ^ ((1 + ~(x & 1)) & 0xd0000001);
+    y = y * 1103515245 + 12345;
+    key = (x ^ y) % count + 1;
   }
   return (void *)wakes;
 }
 
 int main(int argc, char **argv) {
-  if (argc != 4) { fprintf(stderr, "usage: bare_wake N RATE SECONDS\n"); return 2; }
+  if (argc != 4 && argc != 6) { fprintf(stderr, "usage: bare_wake N RATE SECONDS [DIR COUNT]\n"); return 2; }
   clients = atol(argv[1]), rate = atol(argv[2]), seconds = atof(argv[3]);
+  if (argc == 6) dir = argv[4], count = (unsigned)atol(argv[5]);
+  if (dir && count < 1) { fprintf(stderr, "bare_wake: COUNT >= 1\n"); return 2; }
   if (clients < 1 || rate < clients || seconds <= 0) { fprintf(stderr, "bare_wake: N >= 1, RATE >= N, SECONDS > 0\n"); return 2; }
   pthread_t *t = calloc(clients, sizeof *t);
   clock_gettime(CLOCK_MONOTONIC, &start);
