@@ -28,7 +28,12 @@
 # side's p99 at R over both classes (median over rounds, min-max), the
 # paired ratio blobbench / reference (median of the per-round ratios,
 # range; target within 20%), each side's write p99 and the operations not
-# started by the deadline. The rounds' figures are kept in LOG (default:
+# started by the deadline. With AA=1 (the default) each round also runs
+# the reference a second time, in an order that rotates over the three
+# runs, and each row shows that run against the first, paired the same
+# way: the A/A ratio, what two runs of one loop differ by on this machine
+# at this rate; a blobbench / reference ratio inside the A/A one's spread
+# is not a difference the rounds can show. The rounds' figures are kept in LOG (default:
 # none kept) as tab-separated lines. The datasets go under TMPDIR (default
 # /tmp): on a filesystem mounted with online discard (`discard`, as this
 # project's VM's root is), an fsync waits for the discards of the blocks
@@ -42,6 +47,7 @@ KINDS=${KINDS:-threads processes}
 WINDOW_MS=${WINDOW_MS:-2000}
 MIX=${MIX:-90:10}
 FRACTION=${FRACTION:-0.7}
+AA=${AA:-1}
 # shellcheck source=bench/reference-binaries.sh
 . "$(dirname "$0")/reference-binaries.sh"
 STORES=${STORES:-}
@@ -116,10 +122,23 @@ for round in $(seq 1 "$ROUNDS"); do
             --window "${WINDOW_MS}ms" --warmup 1 --repeat 1 | figures
         }
         run_ref() { "$ref" open "${ref_kind[$store]:-$store}" "$path" "$n" "$WINDOW_MS" "$r_" "$kind" "$MIX" | figures; }
-        if (((round + i) % 2)); then b=$(run_bb || true); r=$(run_ref || true); else r=$(run_ref || true); b=$(run_bb || true); fi
-        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$store" "$n" "$kind" "$r_" "$round" "$r" "$b" >>"$log"
+        a=$(printf -- '-\t-\t-\t-')
+        if [ "$AA" = 1 ]; then
+          case $(((round + i) % 3)) in
+            0) b=$(run_bb || true); r=$(run_ref || true); a=$(run_ref || true) ;;
+            1) r=$(run_ref || true); a=$(run_ref || true); b=$(run_bb || true) ;;
+            *) a=$(run_ref || true); b=$(run_bb || true); r=$(run_ref || true) ;;
+          esac
+        elif (((round + i) % 2)); then
+          b=$(run_bb || true); r=$(run_ref || true)
+        else
+          r=$(run_ref || true); b=$(run_bb || true)
+        fi
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$store" "$n" "$kind" "$r_" "$round" "$r" "$b" "$a" >>"$log"
         printf 'round %d  %-17s %2d %-9s R %s  reference %s  blobbench %s\n' \
           "$round" "$store" "$n" "$kind" "$r_" "$r" "$b" | tr '\t' ' ' >&2
+        [ "$AA" != 1 ] || printf 'round %d  %-17s %2d %-9s R %s  reference again %s\n' \
+          "$round" "$store" "$n" "$kind" "$r_" "$a" | tr '\t' ' ' >&2
       done
     done
   done
@@ -133,7 +152,7 @@ rows = OrderedDict()
 num = lambda x: None if x == "-" else float(x)
 for line in open(path):
     store, n, kind, rate, _, *f = line.rstrip("\n").split("\t")
-    rows.setdefault((store, int(n), kind, rate), []).append(([num(x) for x in f[:4]], [num(x) for x in f[4:]]))
+    rows.setdefault((store, int(n), kind, rate), []).append(([num(x) for x in f[:4]], [num(x) for x in f[4:8]], [num(x) for x in f[8:12]]))
 med = statistics.median
 def span(xs, fmt="{:.0f}"):
     xs = [x for x in xs if x is not None]
@@ -144,13 +163,17 @@ print(f"Open loop at R = {fraction} x the reference's closed-loop ops/s at N (me
       f"{max(len(v) for v in rows.values())} paired rounds, min-max beside; latencies in us.")
 print()
 print("| store | N | clients as | R ops/s | reference p99 | blobbench p99 | blobbench / reference (paired) "
-      "| write p99 ref / bb | not started ref / bb (sum) |")
-print("|---|---|---|---|---|---|---|---|---|")
+      "| A/A: reference again / reference | write p99 ref / bb | not started ref / bb (sum) |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+def paired(v, side):
+    """Median (range) of side's p99 over the first reference run's, by round."""
+    ratios = sorted(x[side][0] / x[0][0] for x in v if x[0][0] and x[side][0])
+    return ratios, (f"{med(ratios):.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f})" if ratios else "-")
 for (store, n, kind, rate), v in rows.items():
-    ratios = sorted(b[0] / r[0] for r, b in v if r[0] and b[0])
-    flag = "" if ratios and 1 / 1.2 <= med(ratios) <= 1.2 else " **off by more than 20%**"
-    ratio = f"{med(ratios):.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f}){flag}" if ratios else "-"
+    ratios, ratio = paired(v, 1)
+    if ratios and not 1 / 1.2 <= med(ratios) <= 1.2:
+        ratio += " **off by more than 20%**"
     unst = lambda side: sum(x[side][3] or 0 for x in v)
-    print(f"| {store} | {n} | {kind} | {rate} | {span([r[0] for r, _ in v])} | {span([b[0] for _, b in v])} | "
-          f"{ratio} | {span([r[1] for r, _ in v])} / {span([b[1] for _, b in v])} | {unst(0):.0f} / {unst(1):.0f} |")
+    print(f"| {store} | {n} | {kind} | {rate} | {span([x[0][0] for x in v])} | {span([x[1][0] for x in v])} | "
+          f"{ratio} | {paired(v, 2)[1]} | {span([x[0][1] for x in v])} / {span([x[1][1] for x in v])} | {unst(0):.0f} / {unst(1):.0f} |")
 EOF
