@@ -323,7 +323,11 @@ fn one_row(changed: u64, key: u32) -> Res<()> {
 
 struct FilesClient {
     names: Vec<CString>,
-    tmp: CString,
+    /// Each key's temporary name for this client (`000042.c3.tmp`), as
+    /// blobbench names it: a new name per key puts each write's temporary
+    /// entry in another block of the directory, where one fixed name
+    /// would reuse one block (about 10% on the p99 of files at 4 clients).
+    tmps: Vec<CString>,
     dir: libc::c_int,
     buf: Vec<u8>,
 }
@@ -332,13 +336,13 @@ impl FilesClient {
     fn open(p: &Process, index: u32) -> Res<FilesClient> {
         let c = |path: PathBuf| CString::new(path.as_os_str().as_bytes()).map_err(|_| "a NUL in the path");
         let names = (0..=p.max_key).map(|k| c(p.path.join(format!("{k:06}")))).collect::<Result<_, _>>()?;
-        let tmp = c(p.path.join(format!("client-{index}.tmp")))?;
+        let tmps = (0..=p.max_key).map(|k| c(p.path.join(format!("{k:06}.c{index}.tmp")))).collect::<Result<_, _>>()?;
         // SAFETY: a NUL-terminated path; the descriptor is closed on drop.
         let dir = unsafe { libc::open(c(p.path.clone())?.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY) };
         if dir < 0 {
             return Err(os_err("open the directory"));
         }
-        Ok(FilesClient { names, tmp, dir, buf: vec![0; 64 * 1024] })
+        Ok(FilesClient { names, tmps, dir, buf: vec![0; 64 * 1024] })
     }
 }
 
@@ -378,7 +382,8 @@ impl Client for FilesClient {
         // file opened here is closed before returning.
         unsafe {
             let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC;
-            let fd = libc::open(self.tmp.as_ptr(), flags, 0o644 as libc::c_uint);
+            let tmp = &self.tmps[key as usize];
+            let fd = libc::open(tmp.as_ptr(), flags, 0o644 as libc::c_uint);
             if fd < 0 {
                 return Err(os_err("open"));
             }
@@ -387,7 +392,7 @@ impl Client for FilesClient {
             if libc::close(fd) != 0 || !ok {
                 return Err(os_err("write"));
             }
-            if libc::rename(self.tmp.as_ptr(), self.names[key as usize].as_ptr()) != 0 {
+            if libc::rename(tmp.as_ptr(), self.names[key as usize].as_ptr()) != 0 {
                 return Err(os_err("rename"));
             }
             if libc::fsync(self.dir) != 0 {
