@@ -20,7 +20,8 @@
 # ops/s at N (the median of 3 windows before the rounds: "near
 # capacity"); then
 # ROUNDS (6) rounds of one window of WINDOW_MS (2000) a side at the mix MIX
-# (90:10), which side goes first alternating by round and pair.
+# (90:10), which side goes first alternating by round and pair (with AA=1,
+# below, the three runs' order rotating).
 # Each side runs one untimed warm-up window before its timed one
 # (blobbench's `--warmup 1`; the reference's own). A side that fails (a
 # SQLite writer busy past its timeout on a loaded machine) is shown as
@@ -33,8 +34,9 @@
 # runs, and each row shows that run against the first, paired the same
 # way: the A/A ratio, what two runs of one loop differ by on this machine
 # at this rate; a blobbench / reference ratio inside the A/A one's spread
-# is not a difference the rounds can show. The rounds' figures are kept in LOG (default:
-# none kept) as tab-separated lines. The datasets go under TMPDIR (default
+# is not a difference the rounds can show. AA=0 runs each side once. The
+# rounds' figures are kept in LOG (default: none kept) as tab-separated
+# lines. The datasets go under TMPDIR (default
 # /tmp): on a filesystem mounted with online discard (`discard`, as this
 # project's VM's root is), an fsync waits for the discards of the blocks
 # earlier renames freed, and those stalls decide single windows' p99s;
