@@ -159,12 +159,7 @@ fn a_sigkilled_server_keeps_every_durable_commit() {
         }
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "only the JSON is left");
-    let err = one_line_error(
-        &blobbench()
-            .args(["crashtest", "--power-cut", "--method", "postgres-fast", "--workdir", s(dir.path())])
-            .output()
-            .unwrap(),
-    );
+    let err = common::power_cut_refusal("postgres-fast", dir.path());
     assert!(err.contains("cannot run on the power-cut layer"), "{err}");
 }
 

@@ -49,6 +49,13 @@ pub fn quick_error(cmd: &mut Command) -> String {
     one_line_error(&out)
 }
 
+/// The one-line error of `crashtest --power-cut --method METHOD`, for a
+/// method whose store the power-cut layer cannot hold (a server's).
+pub fn power_cut_refusal(method: &str, workdir: &Path) -> String {
+    let workdir = workdir.to_str().expect("a UTF-8 path");
+    quick_error(blobbench().args(["crashtest", "--power-cut", "--method", method, "--workdir", workdir]))
+}
+
 /// A 300-blob database of 2 KB +/- 500 bytes, with 1 KiB pages.
 pub fn small_db(dir: &Path) -> PathBuf {
     let db = dir.join("t.db");

@@ -12,7 +12,7 @@ use crate::common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{blobbench, kvtest_db, ok, one_line_error, quick_error, servers_under, valid_results, walk};
+use common::{blobbench, kvtest_db, ok, quick_error, servers_under, valid_results, walk};
 pub(crate) use users_store::{descriptor_prefix, UsersStore};
 
 fn s(p: &Path) -> &str {
@@ -86,12 +86,7 @@ fn tiny_dataset_on(server: &str, product: &str) {
     assert!(out.contains("missing from the bucket's listing: ") && out.contains("older replica"), "{out}");
     assert!(servers_under(dir.path()).is_empty(), "the crash test's clusters are stopped");
     // Not on the power-cut layer: refused in one line (docs/crash-safety.md).
-    let err = one_line_error(
-        &blobbench()
-            .args(["crashtest", "--power-cut", "--method", "s3-durable", "--workdir", s(dir.path())])
-            .output()
-            .unwrap(),
-    );
+    let err = common::power_cut_refusal("s3-durable", dir.path());
     assert!(err.contains("s3-durable cannot run on the power-cut layer"), "{err}");
 }
 
