@@ -36,7 +36,8 @@ source "$(dirname "$0")/reference-binaries.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/open-loop-cpu.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cc -O2 -pthread "$root/bench/bare_wake.c" -o "$work/bare_wake"
-"$bb" init "$work/kv.db" --count 10000 --size 4k >/dev/null
+COUNT=10000 # files of 4 KB
+"$bb" init "$work/kv.db" --count "$COUNT" --size 4k >/dev/null
 "$bb" export "$work/kv.db" "$work/flat" >/dev/null
 ms=$((SECONDS_ * 1000))
 
@@ -57,7 +58,7 @@ run() { # run LOOP RATE -> CPU seconds (RATE "closed": a closed loop)
     bare/closed) echo 0 ;;
     bare/*) cpu_of "$work/bare_wake" "$CLIENTS" "$2" "$SECONDS_" ;;
     bare-read/closed) echo 0 ;;
-    bare-read/*) cpu_of "$work/bare_wake" "$CLIENTS" "$2" "$SECONDS_" "$work/flat" 10000 ;;
+    bare-read/*) cpu_of "$work/bare_wake" "$CLIENTS" "$2" "$SECONDS_" "$work/flat" "$COUNT" ;;
     reference/closed) cpu_of "$ref" clients files "$work/flat" "$CLIENTS" "$ms" threads 100:0 ;;
     reference/*) cpu_of "$ref" open files "$work/flat" "$CLIENTS" "$ms" "$2" threads 100:0 ;;
     blobbench/closed) cpu_of "$bb" run "$work/flat" --file-read posix --clients "$CLIENTS" --window "${SECONDS_}s" --repeat 1 --warmup 0 ;;
