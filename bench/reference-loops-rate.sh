@@ -36,7 +36,13 @@
 # at this rate; a blobbench / reference ratio inside the A/A one's spread
 # is not a difference the rounds can show. AA=0 runs each side once. The
 # rounds' figures are kept in LOG (default: none kept) as tab-separated
-# lines. The datasets go under TMPDIR (default
+# lines. With FRESH=1 (the default) every run, the capacity windows
+# included, begins from a fresh copy of the dataset as exported (copied,
+# then `sync`ed, outside any window): a flush, compaction, checkpoint or
+# freelist a run leaves behind (fjall's, SQLite's, LMDB's) would otherwise
+# land in whichever run comes next, and the rounds would compare a store's
+# state as much as the loops; FRESH=0 runs every side on one dataset in
+# place. The datasets go under TMPDIR (default
 # /tmp): on a filesystem mounted with online discard (`discard`, as this
 # project's VM's root is), an fsync waits for the discards of the blocks
 # earlier renames freed, and those stalls decide single windows' p99s;
@@ -50,6 +56,7 @@ WINDOW_MS=${WINDOW_MS:-2000}
 MIX=${MIX:-90:10}
 FRACTION=${FRACTION:-0.7}
 AA=${AA:-1}
+FRESH=${FRESH:-1}
 # shellcheck source=bench/reference-binaries.sh
 . "$(dirname "$0")/reference-binaries.sh"
 STORES=${STORES:-}
@@ -66,15 +73,28 @@ echo "building datasets of $COUNT blobs of 10 KB in $work" >&2
 "$bb" init "$work/kv.db" --count "$COUNT" --size 10k >/dev/null
 "$bb" export "$work/kv.db" "$work/flat" >/dev/null
 for e in lmdb redb fjall; do "$bb" export --engine "$e" "$work/kv.db" "$work/$e" >/dev/null; done
+# Each run's dataset: with FRESH=1 a copy, in $work/live, of the exported
+# one; with FRESH=0 the exported one itself.
+live=$work
+if [ "$FRESH" = 1 ]; then live=$work/live; fi
+# fresh PATH: with FRESH=1, replace the copy at PATH by the exported dataset
+# of that name (a SQLite database's -wal and -shm go too), and put it on disk.
+fresh() {
+  [ "$FRESH" = 1 ] || return 0
+  rm -rf "$work/live"
+  mkdir "$work/live"
+  cp -a "$work/${1##*/}" "$1"
+  sync
+}
 
 # store | the reference's path | blobbench's path and flags
 stores=(
-  "files|$work/flat|$work/flat --file-write replace --fsync --fsync-dir --file-read posix"
-  "sqlite-per-conn|$work/kv.db|$work/kv.db --jmode wal --sync full --sqlite-writers per-client"
-  "sqlite-one-writer|$work/kv.db|$work/kv.db --jmode wal --sync full --sqlite-writers one"
-  "lmdb|$work/lmdb|$work/lmdb --kv-sync durable"
-  "redb|$work/redb|$work/redb --kv-sync durable"
-  "fjall|$work/fjall|$work/fjall --kv-sync durable"
+  "files|$live/flat|$live/flat --file-write replace --fsync --fsync-dir --file-read posix"
+  "sqlite-per-conn|$live/kv.db|$live/kv.db --jmode wal --sync full --sqlite-writers per-client"
+  "sqlite-one-writer|$live/kv.db|$live/kv.db --jmode wal --sync full --sqlite-writers one"
+  "lmdb|$live/lmdb|$live/lmdb --kv-sync durable"
+  "redb|$live/redb|$live/redb --kv-sync durable"
+  "fjall|$live/fjall|$live/fjall --kv-sync durable"
 )
 threads_only=" sqlite-one-writer redb fjall "
 # The reference's loop per store, where its name differs: blobbench's LMDB,
@@ -101,6 +121,7 @@ for n in $CLIENTS; do
       [ -z "${STORES:-}" ] || [[ ",$STORES," == *",$store,"* ]] || continue
       [ "$kind" = threads ] || [[ $threads_only != *" $store "* ]] || continue
       cap=$(for _ in 1 2 3; do
+        fresh "$path"
         "$ref" clients "${ref_kind[$store]:-$store}" "$path" "$n" "$WINDOW_MS" "$kind" "$MIX" | awk '$1 == "ops_per_s" {print $2}'
       done | sort -n | sed -n 2p)
       rate[$store/$n/$kind]=$(awk -v c="$cap" -v f="$FRACTION" 'BEGIN {printf "%.0f", c * f}')
@@ -120,10 +141,14 @@ for round in $(seq 1 "$ROUNDS"); do
         i=$((i + 1))
         # shellcheck disable=SC2086
         run_bb() {
+          fresh "$path"
           "$bb" run $flags --clients "$n" --clients-are "$kind" --rate "$r_" --mix "$MIX" --commit-every 1 \
             --window "${WINDOW_MS}ms" --warmup 1 --repeat 1 | figures
         }
-        run_ref() { "$ref" open "${ref_kind[$store]:-$store}" "$path" "$n" "$WINDOW_MS" "$r_" "$kind" "$MIX" | figures; }
+        run_ref() {
+          fresh "$path"
+          "$ref" open "${ref_kind[$store]:-$store}" "$path" "$n" "$WINDOW_MS" "$r_" "$kind" "$MIX" | figures
+        }
         a=$(printf -- '-\t-\t-\t-')
         if [ "$AA" = 1 ]; then
           case $(((round + i) % 3)) in

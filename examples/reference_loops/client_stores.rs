@@ -137,11 +137,7 @@ impl Process {
         let (sizes, shared) = match kind {
             Kind::Files => (file_sizes(path)?, Shared::Nothing),
             Kind::SqlitePerConn | Kind::SqliteOneWriter => {
-                let conn = sqlite_connection(path)?;
-                let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
-                if !mode.eq_ignore_ascii_case("wal") {
-                    return Err(format!("journal mode stayed {mode}").into());
-                }
+                let conn = sqlite_wal_connection(path)?;
                 let sizes = pairs_to_sizes(
                     conn.prepare("SELECT k, length(v) FROM kv")?
                         .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))?
@@ -239,6 +235,30 @@ fn pg_table() -> Res<String> {
 }
 
 /// A connection with synchronous FULL and SQLite's own busy handler.
+/// Makes what the clients share before any of them opens: a SQLite
+/// database in WAL mode, as blobbench's `--jmode wal` sets it before its
+/// clients start. Client processes that each switch a database in
+/// another journal mode at once fail with "database is locked": the
+/// switch needs the database alone.
+pub fn prepare(kind: Kind, path: &Path) -> Res<()> {
+    match kind {
+        Kind::SqlitePerConn | Kind::SqliteOneWriter => sqlite_wal_connection(path).map(drop),
+        _ => Ok(()),
+    }
+    .map_err(|e| format!("{} at {}: {e}", kind.name(), path.display()).into())
+}
+
+/// A connection ([`sqlite_connection`]) to a database in WAL mode,
+/// switched to it here if it is not.
+fn sqlite_wal_connection(path: &Path) -> Res<rusqlite::Connection> {
+    let conn = sqlite_connection(path)?;
+    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(format!("journal mode stayed {mode}").into());
+    }
+    Ok(conn)
+}
+
 fn sqlite_connection(path: &Path) -> Res<rusqlite::Connection> {
     let conn = rusqlite::Connection::open(path)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;

@@ -271,6 +271,7 @@ fn run_threads(kind: Kind, path: &Path, n: u32, window_ns: u64, mix: Mix, rate: 
 
 /// N processes, each this binary as `client STORE PATH INDEX MIX [N RATE]`.
 fn run_processes(kind: Kind, path: &Path, n: u32, window_ns: u64, mix: Mix, rate: Option<f64>) -> Res<Vec<Tally>> {
+    stores::prepare(kind, path)?;
     let exe = std::env::current_exe()?;
     let mut children = Vec::with_capacity(n as usize);
     let mut spawned = Ok(());
