@@ -19,7 +19,7 @@
 # limits them), the rate R is FRACTION (0.7) of the reference's closed-loop
 # ops/s at N (the median of 3 windows before the rounds: "near
 # capacity"); then
-# ROUNDS (6) rounds of one window of WINDOW_MS (2000) a side at the mix MIX
+# ROUNDS (6) rounds of one window of WINDOW_MS (4000) a side at the mix MIX
 # (90:10), which side goes first alternating by round and pair (with AA=1,
 # below, the three runs' order rotating).
 # Each side runs one untimed warm-up window before its timed one
@@ -42,7 +42,9 @@
 # freelist a run leaves behind (fjall's, SQLite's, LMDB's) would otherwise
 # land in whichever run comes next, and the rounds would compare a store's
 # state as much as the loops; FRESH=0 runs every side on one dataset in
-# place. The datasets go under TMPDIR (default
+# place. With the defaults the whole run takes about 55 minutes on 2
+# cores (2 s windows: about 25; they resolve less, docs/measurement.md
+# has both). The datasets go under TMPDIR (default
 # /tmp): on a filesystem mounted with online discard (`discard`, as this
 # project's VM's root is), an fsync waits for the discards of the blocks
 # earlier renames freed, and those stalls decide single windows' p99s;
@@ -52,7 +54,7 @@ ROUNDS=${ROUNDS:-6}
 COUNT=${COUNT:-10000}
 CLIENTS=${CLIENTS:-4 16}
 KINDS=${KINDS:-threads processes}
-WINDOW_MS=${WINDOW_MS:-2000}
+WINDOW_MS=${WINDOW_MS:-4000}
 MIX=${MIX:-90:10}
 FRACTION=${FRACTION:-0.7}
 AA=${AA:-1}
