@@ -11,15 +11,16 @@
  *
  *   bare_wake N RATE SECONDS [DIR COUNT]  -> prints "wakes W cpu_s C us_per_wake U"
  */
-#include <fcntl.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
+
+#include "bare_kv.h"
 
 static long clients, rate;
 static double seconds;
@@ -36,24 +37,17 @@ static void *client(void *arg) {
   long long due = ns(start) + interval * i / clients, end = ns(start) + (long long)(seconds * 1e9);
   long wakes = 0;
   static __thread char buf[1 << 20];
-  char path[4096];
-  unsigned x = 0x333a13cd + (unsigned)i, y = 0xecb2adea, key = 1; /* kvtest's generator */
+  struct kv_keys keys = kv_keys((unsigned)i);
   for (; due < end; due += interval) {
     struct timespec t = {due / 1000000000LL, due % 1000000000LL};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL)) {}
     wakes++;
     if (!dir) continue;
-    snprintf(path, sizeof path, "%s/%06u", dir, key);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) { perror(path); exit(1); }
-    struct stat st;
-    fstat(fd, &st);
-    size_t want = (size_t)st.st_size < sizeof buf ? (size_t)st.st_size : sizeof buf; /* never past buf */
-    if (read(fd, buf, want) < 0) { perror(path); exit(1); }
-    close(fd);
-    x = (x >> 1) ^ ((1 + ~(x & 1)) & 0xd0000001);
-    y = y * 1103515245 + 12345;
-    key = (x ^ y) % count + 1;
+    if (kv_read_file(dir, keys.key, buf, sizeof buf) < 0) {
+      fprintf(stderr, "%s/%06u: %s\n", dir, keys.key, strerror(errno));
+      exit(1);
+    }
+    kv_next(&keys, count);
   }
   return (void *)wakes;
 }

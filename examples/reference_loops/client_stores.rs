@@ -234,7 +234,6 @@ fn pg_table() -> Res<String> {
     Ok(table)
 }
 
-/// A connection with synchronous FULL and SQLite's own busy handler.
 /// Makes what the clients share before any of them opens: a SQLite
 /// database in WAL mode, as blobbench's `--jmode wal` sets it before its
 /// clients start. Client processes that each switch a database in
@@ -259,6 +258,7 @@ fn sqlite_wal_connection(path: &Path) -> Res<rusqlite::Connection> {
     Ok(conn)
 }
 
+/// A connection with synchronous FULL and SQLite's own busy handler.
 fn sqlite_connection(path: &Path) -> Res<rusqlite::Connection> {
     let conn = rusqlite::Connection::open(path)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
