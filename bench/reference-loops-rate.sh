@@ -59,6 +59,9 @@ MIX=${MIX:-90:10}
 FRACTION=${FRACTION:-0.7}
 AA=${AA:-1}
 FRESH=${FRESH:-1}
+for v in AA FRESH; do
+  case ${!v} in 0 | 1) ;; *) echo "$v: 0 or 1, not '${!v}'" >&2; exit 2 ;; esac
+done
 # shellcheck source=bench/reference-binaries.sh
 . "$(dirname "$0")/reference-binaries.sh"
 STORES=${STORES:-}
