@@ -84,12 +84,13 @@ live=$work
 if [ "$FRESH" = 1 ]; then live=$work/live; fi
 # fresh PATH: with FRESH=1, replace the copy at PATH by the exported dataset
 # of that name (a SQLite database's -wal and -shm go too), and put it on disk.
+# It runs inside the sides' command substitutions, where `set -e` is off:
+# a copy that fails (a full disk) exits, and the script with it, rather than
+# timing a half-copied dataset.
 fresh() {
   [ "$FRESH" = 1 ] || return 0
-  rm -rf "$work/live"
-  mkdir "$work/live"
-  cp -a "$work/${1##*/}" "$1"
-  sync
+  { rm -rf "$work/live" && mkdir "$work/live" && cp -a "$work/${1##*/}" "$1" && sync; } ||
+    { echo "cannot copy ${1##*/} afresh into $work/live" >&2; exit 1; }
 }
 
 # store | the reference's path | blobbench's path and flags
