@@ -258,9 +258,11 @@ fn sqlite_wal_connection(path: &Path) -> Res<rusqlite::Connection> {
     Ok(conn)
 }
 
-/// A connection with synchronous FULL and SQLite's own busy handler.
+/// A connection with synchronous FULL and SQLite's own busy handler, to
+/// a database that exists (a wrong path is an error, not a new file).
 fn sqlite_connection(path: &Path) -> Res<rusqlite::Connection> {
-    let conn = rusqlite::Connection::open(path)?;
+    let flags = rusqlite::OpenFlags::default() - rusqlite::OpenFlags::SQLITE_OPEN_CREATE;
+    let conn = rusqlite::Connection::open_with_flags(path, flags)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.execute_batch("PRAGMA synchronous=FULL")?;
     let sync: i64 = conn.query_row("PRAGMA synchronous", [], |r| r.get(0))?;
